@@ -1,0 +1,54 @@
+// The places that run work (workers/devices) and the links between them, read from JSON.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace cleave {
+
+/// One place that runs tasks one at a time: a group of CPU cores, a GPU, an MPI rank.
+struct Device {
+  std::string name;
+  std::string kind = "cpu";  ///< "cpu", "gpu", ... (free text; devices of one kind and speed
+                             ///< are interchangeable for symmetry breaking)
+  double speed = 1.0;        ///< Relative speed: time = reference time / speed.
+  double memory_bytes = std::numeric_limits<double>::infinity();
+  int threads = 1;                   ///< Intra-op threads (CPU core groups).
+  std::vector<int> cores;            ///< Cores to pin to, empty = unpinned.
+  std::vector<int64_t> batch_sizes;  ///< Supported batch sizes; empty = any.
+  bool simulated = false;            ///< Absent on this machine: plans on it are simulated only.
+};
+
+/// Devices plus a link table. bandwidth[u][v] in bytes/s (0 = no link), latency[u][v] in s.
+struct Machine {
+  std::string name;
+  std::vector<Device> devices;
+  std::vector<std::vector<double>> bandwidth;
+  std::vector<std::vector<double>> latency;
+
+  std::size_t size() const { return devices.size(); }
+  /// Seconds to move `bytes` from device u to v; 0 when u == v; +inf when there is no link.
+  double transfer_time(std::size_t from, std::size_t to, double bytes) const;
+  bool identical(std::size_t a, std::size_t b) const;  ///< Same kind, speed, memory, batches.
+};
+
+/// Reads a machine file (JSON, schema in docs/formats.md). Throws Error naming the file and field.
+Machine read_machine(const std::string& path);
+Machine machine_from_json(const nlohmann::json& json, const std::string& origin);
+nlohmann::json machine_to_json(const Machine& machine);
+/// Reads one entry of a "devices" array; `where` prefixes errors ("m.json: devices[2]").
+Device device_from_json(const nlohmann::json& json, const std::string& where);
+nlohmann::json device_to_json(const Device& device);
+/// Reads an n x n matrix of non-negative numbers (diagonal ignored); `where` prefixes errors.
+std::vector<std::vector<double>> link_matrix_from_json(const nlohmann::json& json, std::size_t n,
+                                                       const std::string& where);
+/// Writes the machine file atomically (temporary file in the same folder, then rename).
+void write_machine(const Machine& machine, const std::string& path);
+/// `workers` identical CPU workers of `threads_each` threads on this host, shared-memory links.
+Machine cpu_machine(int workers, int threads_each = 1);
+
+}  // namespace cleave

@@ -1,0 +1,76 @@
+// The scheduling problem every planner solves: tasks with per-device times, edges with bytes.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "machine/machine.h"
+
+namespace cleave {
+
+/// One schedulable unit: a graph node, or a node applied to a slice of the batch.
+struct Task {
+  std::string name;
+  std::vector<double> time;   ///< Seconds on each device of the machine, by device index
+                              ///< (+inf: cannot run there).
+  double output_bytes = 0;    ///< Bytes sent along each outgoing edge to another device.
+  double weight_bytes = 0;    ///< Resident bytes on the device it is mapped to.
+  int32_t node = -1;          ///< Graph NodeId it comes from, -1 when none.
+  int64_t batch_begin = 0;    ///< Batch slice [begin, end) for batched plans.
+  int64_t batch_end = 1;
+  /// Tasks with the same non-negative group share one copy of their weights on a device (the
+  /// slices of one node in a batched graph); -1: its weights are its own.
+  int32_t weight_group = -1;
+};
+
+/// A DAG of tasks over a machine. Edges are (producer, consumer) task indices.
+struct TaskGraph {
+  Machine machine;
+  std::vector<Task> tasks;
+  std::vector<std::pair<int, int>> edges;
+  /// Optional bytes per edge, parallel to `edges`; empty (or a negative entry) means the
+  /// producer's output_bytes. Lets a graph carry per-edge costs (textbook examples, values
+  /// of different sizes leaving one node).
+  std::vector<double> edge_bytes;
+
+  /// Bytes that edge `edge` moves when its ends are on different devices.
+  double bytes_on_edge(std::size_t edge) const;
+  /// Seconds edge `edge` costs when its producer runs on `from` and its consumer on `to`
+  /// (0 on one device, +inf without a link).
+  double edge_time(std::size_t edge, std::size_t from, std::size_t to) const;
+  std::vector<std::vector<int>> successors() const;
+  std::vector<std::vector<int>> predecessors() const;
+  /// Per task, the indices into `edges` of its incoming / outgoing edges.
+  std::vector<std::vector<int>> in_edges() const;
+  std::vector<std::vector<int>> out_edges() const;
+  /// Kahn order, ties broken by the smaller task index. Throws Error on a cycle, naming the
+  /// tasks on it.
+  std::vector<int> topological_order() const;
+  std::size_t device_count() const { return machine.size(); }
+  /// Throws Error unless every task has one finite, non-negative time per device (or +inf),
+  /// edges name existing tasks, and the graph is acyclic. `origin` prefixes messages.
+  void check(const std::string& origin) const;
+};
+
+/// Reads the task-graph JSON of docs/formats.md (devices, bandwidth, tasks, edges).
+TaskGraph read_task_graph(const std::string& path);
+TaskGraph task_graph_from_json(const nlohmann::json& json, const std::string& origin);
+nlohmann::json task_graph_to_json(const TaskGraph& graph);
+/// Writes the task graph atomically (temporary file in the same folder, then rename).
+void write_task_graph(const TaskGraph& graph, const std::string& path);
+
+/// Expands a per-sample graph into a batched one: every task becomes one task per slice of
+/// `slice_sizes` (which must sum to `batch`), named "<task>@<begin>:<end>", with times scaled
+/// linearly by the slice size, output bytes scaled likewise, weight bytes unchanged and shared
+/// by the slices through weight_group (memory checks count them once per device), and an edge
+/// between the matching slices of every edge.
+TaskGraph batch_task_graph(const TaskGraph& per_sample, int64_t batch,
+                           const std::vector<int64_t>& slice_sizes);
+/// The paper's split of a batch B into parts a device may take: sizes that sum to B, using
+/// B/4 steps (four slices of B/4 when B is divisible by 4, otherwise one slice of B).
+std::vector<int64_t> default_slice_sizes(int64_t batch);
+
+}  // namespace cleave
