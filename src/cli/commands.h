@@ -16,5 +16,12 @@ void register_inspect(CLI::App& app, CommandAction& action);
 void register_gen(CLI::App& app, CommandAction& action);
 void register_extract(CLI::App& app, CommandAction& action);
 void register_convert(CLI::App& app, CommandAction& action);
+void register_run(CLI::App& app, CommandAction& action);
+void register_conformance(CLI::App& app, CommandAction& action);
+void register_plan(CLI::App& app, CommandAction& action);
+void register_profile(CLI::App& app, CommandAction& action);
+void register_bench(CLI::App& app, CommandAction& action);
+void register_optimize(CLI::App& app, CommandAction& action);
+void register_schedule(CLI::App& app, CommandAction& action);
 
 }  // namespace cleave::cli

@@ -16,6 +16,13 @@ int main(int argc, char** argv) {
   cleave::cli::register_gen(app, action);
   cleave::cli::register_extract(app, action);
   cleave::cli::register_convert(app, action);
+  cleave::cli::register_run(app, action);
+  cleave::cli::register_conformance(app, action);
+  cleave::cli::register_plan(app, action);
+  cleave::cli::register_profile(app, action);
+  cleave::cli::register_bench(app, action);
+  cleave::cli::register_optimize(app, action);
+  cleave::cli::register_schedule(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

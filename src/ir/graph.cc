@@ -304,8 +304,11 @@ ValueId Graph::add_value(std::string name, DataType dtype, Shape shape) {
   }
   auto id = static_cast<ValueId>(values_.size());
   value_by_name_.emplace(name, id);
-  values_.push_back(
-      Value{std::move(name), dtype, std::move(shape), -1, std::nullopt, false, false});
+  Value value;
+  value.name = std::move(name);
+  value.dtype = dtype;
+  value.shape = std::move(shape);
+  values_.push_back(std::move(value));
   consumers_.emplace_back();
   return id;
 }

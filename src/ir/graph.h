@@ -167,6 +167,9 @@ struct Value {
   std::optional<TensorData> initializer;
   bool is_graph_input = false;
   bool is_graph_output = false;
+  /// Serialized onnx TypeProto of a value that is not a plain tensor (sequence, map, optional,
+  /// sparse tensor); dtype and shape then stay unknown. Kept so that import/export round-trips.
+  std::optional<OpaqueProto> opaque_type;
 };
 
 struct Node {

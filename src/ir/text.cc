@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -211,7 +212,8 @@ void print_graph_into(const Graph& graph, int max_inline, int indent, std::strin
   out += " (" + fmt::format("{}", fmt::join(inputs, ", ")) + ") {\n";
   for (ValueId id : graph.initializers()) {
     const Value& v = graph.value(id);
-    if (v.is_graph_input) continue;  // Already declared in the input list.
+    const auto& inputs = graph.inputs();
+    if (std::find(inputs.begin(), inputs.end(), id) != inputs.end()) continue;  // Declared above.
     out += pad + "  " + typed_value(graph, id);
     if (printable_inline(*v.initializer, max_inline)) {
       out += " = " + format_tensor_values(*v.initializer);

@@ -11,9 +11,9 @@
 namespace cleave {
 
 struct PlannedTask {
-  int task = -1;        ///< Index into TaskGraph::tasks.
-  int worker = -1;      ///< Index into Machine::devices.
-  double start = 0;     ///< Predicted start and finish, seconds.
+  int task = -1;     ///< Index into TaskGraph::tasks.
+  int worker = -1;   ///< Index into Machine::devices.
+  double start = 0;  ///< Predicted start and finish, seconds.
   double finish = 0;
 };
 
@@ -27,12 +27,12 @@ struct Transfer {
 };
 
 struct Plan {
-  std::string strategy;                    ///< Planner that made it: "heft", "lc", ...
-  std::string objective = "latency";       ///< "latency" or "throughput".
+  std::string strategy;               ///< Planner that made it: "heft", "lc", ...
+  std::string objective = "latency";  ///< "latency" or "throughput".
   int64_t batch = 1;
-  std::vector<PlannedTask> tasks;          ///< Indexed by task id.
-  std::vector<std::vector<int>> order;     ///< Per worker, its task ids in execution order.
-  double makespan = 0;                     ///< Predicted, seconds.
+  std::vector<PlannedTask> tasks;       ///< Indexed by task id.
+  std::vector<std::vector<int>> order;  ///< Per worker, its task ids in execution order.
+  double makespan = 0;                  ///< Predicted, seconds.
   nlohmann::json notes = nlohmann::json::object();  ///< Planner extras: gap, solve time, ...
 
   /// Transfers implied by the assignment (one per cross-worker edge).

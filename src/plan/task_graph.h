@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/graph.h"  // cleave::Error, thrown by every reader and planner
 #include "machine/machine.h"
 
 namespace cleave {
@@ -14,12 +15,12 @@ namespace cleave {
 /// One schedulable unit: a graph node, or a node applied to a slice of the batch.
 struct Task {
   std::string name;
-  std::vector<double> time;   ///< Seconds on each device of the machine, by device index
-                              ///< (+inf: cannot run there).
-  double output_bytes = 0;    ///< Bytes sent along each outgoing edge to another device.
-  double weight_bytes = 0;    ///< Resident bytes on the device it is mapped to.
-  int32_t node = -1;          ///< Graph NodeId it comes from, -1 when none.
-  int64_t batch_begin = 0;    ///< Batch slice [begin, end) for batched plans.
+  std::vector<double> time;  ///< Seconds on each device of the machine, by device index
+                             ///< (+inf: cannot run there).
+  double output_bytes = 0;   ///< Bytes sent along each outgoing edge to another device.
+  double weight_bytes = 0;   ///< Resident bytes on the device it is mapped to.
+  int32_t node = -1;         ///< Graph NodeId it comes from, -1 when none.
+  int64_t batch_begin = 0;   ///< Batch slice [begin, end) for batched plans.
   int64_t batch_end = 1;
   /// Tasks with the same non-negative group share one copy of their weights on a device (the
   /// slices of one node in a batched graph); -1: its weights are its own.

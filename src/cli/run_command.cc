@@ -1,0 +1,245 @@
+// `cleave run`: computes a model's outputs on this CPU, times it, and reports memory and ops.
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "ir/text.h"
+#include "onnx/atomic_file.h"
+#include "pipeline/load.h"
+#include "pipeline/model_plan.h"
+#include "plan/simulator.h"
+#include "runtime/executor.h"
+#include "runtime/npy.h"
+#include "runtime/parallel_executor.h"
+#include "runtime/random_inputs.h"
+#include "viz/gantt.h"
+
+namespace cleave::cli {
+
+namespace {
+
+struct RunSettings {
+  std::string model;
+  std::vector<std::string> inputs;
+  std::vector<std::string> shapes;
+  std::string output_dir;
+  uint64_t seed = 0;
+  int threads = 1;
+  int warmup = 0;
+  int repeat = 1;
+  bool stats = false;
+  bool json = false;
+  bool no_optimize = false;
+  bool plain_layouts = false;
+  bool verbose = false;
+  std::string plan;  // Empty: sequential executor.
+  std::string costs = "profile";
+  int workers = 2;
+  int threads_per_worker = 1;
+  int samples = 1;
+  std::string trace_file;
+  std::string gantt_file;
+};
+
+std::map<std::string, Tensor> gather_inputs(const Graph& graph, const RunSettings& settings, uint64_t seed) {
+  std::map<std::string, Tensor> inputs;
+  for (const std::string& spec : settings.inputs) {
+    auto equals = spec.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      throw Error(fmt::format("--input '{}': expected name=file.npy", spec));
+    }
+    inputs[spec.substr(0, equals)] = read_npy(spec.substr(equals + 1));
+  }
+  std::map<std::string, Tensor> random = random_inputs(graph, seed);
+  for (auto& [name, tensor] : random) {
+    if (!inputs.count(name)) inputs[name] = std::move(tensor);
+  }
+  return inputs;
+}
+
+int run_model(const RunSettings& settings) {
+  if (settings.repeat < 1) throw Error("--repeat must be at least 1");
+  LoadOptions load;
+  load.shapes = parse_input_shapes(settings.shapes);
+  load.optimize = !settings.no_optimize;
+  if (settings.verbose) load.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  Graph graph = load_model(settings.model, load);
+
+  // A runner hides which executor runs: the sequential one, or a plan's parallel one.
+  std::function<std::vector<Tensor>()> run_once;
+  std::function<std::size_t()> peak_bytes;
+  std::unique_ptr<Executor> sequential;
+  std::unique_ptr<ParallelExecutor> parallel;
+  ModelPlan model_plan;
+  std::vector<std::map<std::string, Tensor>> sample_inputs;
+  if (settings.plan.empty()) {
+    sample_inputs.push_back(gather_inputs(graph, settings, settings.seed));
+    ExecutorOptions options;
+    options.threads = settings.threads;
+    options.collect_stats = settings.stats;
+    options.blocked_layouts = !settings.plain_layouts;
+    sequential = std::make_unique<Executor>(graph, options);
+    run_once = [&] { return sequential->run(sample_inputs[0]); };
+    peak_bytes = [&] { return sequential->stats().peak_activation_bytes; };
+  } else {
+    if (settings.plan == "auto") {
+      CostTable costs = settings.costs == "static" ? static_costs(graph)
+                        : settings.costs == "analytical"
+                            ? analytical_costs(graph, measure_peak_rates(settings.workers * settings.threads_per_worker))
+                            : profile_costs(graph, profile_options(settings.workers * settings.threads_per_worker));
+      ModelPlanOptions plan_options;
+      plan_options.workers = settings.workers;
+      plan_options.threads_per_worker = settings.threads_per_worker;
+      plan_options.samples = settings.samples;
+      model_plan = plan_model(graph, costs, plan_options);
+    } else {
+      model_plan = read_model_plan(settings.plan, graph);
+    }
+    ParallelOptions options;
+    options.threads_per_worker = model_plan.threads_per_worker;
+    options.blocked_layouts = !settings.plain_layouts;
+    parallel = std::make_unique<ParallelExecutor>(graph, model_plan.tasks, model_plan.plan, options);
+    for (int s = 0; s < parallel->samples(); ++s) sample_inputs.push_back(gather_inputs(graph, settings, settings.seed + s));
+    run_once = [&] { return parallel->run(sample_inputs).front(); };
+    peak_bytes = [&] { return parallel->peak_activation_bytes(); };
+  }
+
+  std::vector<Tensor> outputs;
+  for (int i = 0; i < settings.warmup; ++i) outputs = run_once();
+  if (sequential && settings.warmup > 0) sequential->reset_stats();
+  std::vector<double> latencies;
+  for (int i = 0; i < settings.repeat; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    outputs = run_once();
+    latencies.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+
+  nlohmann::json report;
+  report["model"] = settings.model;
+  report["threads"] = settings.threads;
+  report["latency_ms"] = {{"min", *std::min_element(latencies.begin(), latencies.end())},
+                          {"median", median_of(latencies)},
+                          {"runs", latencies}};
+  report["peak_activation_bytes"] = peak_bytes();
+  if (parallel) {
+    report["plan"] = {{"strategy", model_plan.plan.strategy},
+                      {"workers", model_plan.tasks.machine.size()},
+                      {"threads_per_worker", model_plan.threads_per_worker},
+                      {"samples", parallel->samples()},
+                      {"predicted_ms", model_plan.plan.makespan * 1e3},
+                      {"traced_ms", parallel->last_trace().makespan * 1e3}};
+    if (!settings.trace_file.empty()) {
+      write_file_atomically(settings.trace_file, chrome_trace_json(parallel->last_trace(), model_plan.tasks, model_plan.plan));
+      report["trace_file"] = settings.trace_file;
+    }
+    if (!settings.gantt_file.empty()) {
+      Plan measured = measured_plan(model_plan.plan, parallel->last_trace());
+      write_gantt_svg(settings.gantt_file, measured, model_plan.tasks, simulation_from_trace(parallel->last_trace(), measured),
+                      "measured: " + settings.model);
+      report["gantt_file"] = settings.gantt_file;
+    }
+  }
+
+  if (!settings.output_dir.empty()) std::filesystem::create_directories(settings.output_dir);
+  nlohmann::json output_list = nlohmann::json::array();
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const std::string& name = graph.value(graph.outputs()[i]).name;
+    nlohmann::json entry = {{"name", name}, {"type", outputs[i].describe()}};
+    if (!settings.output_dir.empty()) {
+      std::string file = (std::filesystem::path(settings.output_dir) / (file_name_for(name) + ".npy")).string();
+      write_npy(file, outputs[i]);
+      entry["file"] = file;
+    }
+    output_list.push_back(entry);
+  }
+  report["outputs"] = output_list;
+
+  struct OpTime {
+    std::string op;
+    double seconds = 0;
+    int nodes = 0;
+  };
+  std::vector<OpTime> op_times;
+  if (settings.stats && sequential) {
+    const Executor& executor = *sequential;
+    std::map<std::string, OpTime> by_op;
+    for (NodeId id : graph.node_ids()) {
+      OpTime& entry = by_op[graph.node(id).op_type];
+      entry.op = graph.node(id).op_type;
+      entry.seconds += executor.stats().node_seconds[id] / executor.stats().runs;
+      ++entry.nodes;
+    }
+    for (auto& [op, entry] : by_op) op_times.push_back(entry);
+    std::sort(op_times.begin(), op_times.end(), [](const OpTime& a, const OpTime& b) { return a.seconds > b.seconds; });
+    nlohmann::json ops = nlohmann::json::array();
+    for (const OpTime& entry : op_times) {
+      ops.push_back({{"op", entry.op}, {"nodes", entry.nodes}, {"ms_per_run", entry.seconds * 1e3}});
+    }
+    report["ops"] = ops;
+  }
+
+  if (settings.json) {
+    fmt::print("{}\n", report.dump(2));
+    return 0;
+  }
+  fmt::print("model      {}\n", settings.model);
+  fmt::print("latency    min {:.3f} ms, median {:.3f} ms over {} run(s), {} thread(s)\n",
+             report["latency_ms"]["min"].get<double>(), report["latency_ms"]["median"].get<double>(),
+             settings.repeat, settings.threads);
+  fmt::print("memory     peak activations {:.2f} MiB\n", peak_bytes() / 1048576.0);
+  if (parallel) {
+    fmt::print("plan       {} on {} worker(s) x {} thread(s), {} sample(s): predicted {:.3f} ms, last run {:.3f} ms\n",
+               model_plan.plan.strategy, model_plan.tasks.machine.size(), model_plan.threads_per_worker,
+               parallel->samples(), model_plan.plan.makespan * 1e3, parallel->last_trace().makespan * 1e3);
+    if (!settings.trace_file.empty()) fmt::print("trace      {}\n", settings.trace_file);
+    if (!settings.gantt_file.empty()) fmt::print("gantt      {}\n", settings.gantt_file);
+  }
+  for (const auto& entry : output_list) {
+    fmt::print("output     {} {}{}\n", entry["name"].get<std::string>(), entry["type"].get<std::string>(),
+               entry.contains("file") ? " -> " + entry["file"].get<std::string>() : "");
+  }
+  if (settings.stats && sequential) {
+    fmt::print("\n{:<24} {:>6} {:>12}\n", "op", "nodes", "ms per run");
+    for (const OpTime& entry : op_times) fmt::print("{:<24} {:>6} {:>12.3f}\n", entry.op, entry.nodes, entry.seconds * 1e3);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void register_run(CLI::App& app, CommandAction& action) {
+  auto settings = std::make_shared<RunSettings>();
+  CLI::App* command = app.add_subcommand("run", "Compute a model's outputs on this CPU and time it");
+  command->add_option("model", settings->model, "ONNX model file")->required();
+  command->add_option("--input", settings->inputs, "name=file.npy for a graph input (repeatable); others get seeded random values");
+  command->add_option("--shape", settings->shapes, "name=d0,d1,... fixes an input's symbolic dims (repeatable)");
+  command->add_option("--output-dir", settings->output_dir, "Write every graph output as DIR/<name>.npy");
+  command->add_option("--seed", settings->seed, "Seed of the random inputs")->default_val(0);
+  command->add_option("--threads", settings->threads, "Intra-op threads")->default_val(1)->check(CLI::Range(1, 1024));
+  command->add_option("--warmup", settings->warmup, "Untimed runs first")->default_val(0)->check(CLI::NonNegativeNumber);
+  command->add_option("--repeat", settings->repeat, "Timed runs")->default_val(1)->check(CLI::PositiveNumber);
+  command->add_flag("--stats", settings->stats, "Report time per op type");
+  command->add_flag("--json", settings->json, "Print the report as JSON");
+  command->add_flag("--no-optimize", settings->no_optimize, "Skip the graph passes");
+  command->add_flag("--plain-layouts", settings->plain_layouts, "Keep every tensor in plain layout (no oneDNN blocking)");
+  command->add_flag("-v,--verbose", settings->verbose, "Log each loading step");
+  command->add_option("--plan", settings->plan, "Run a plan in parallel: a plan.json from `cleave plan`, or auto");
+  command->add_option("--costs", settings->costs, "Costs for --plan auto: profile, static or analytical")
+      ->check(CLI::IsMember({"profile", "static", "analytical"}))->default_val("profile");
+  command->add_option("--workers", settings->workers, "Workers for --plan auto")->default_val(2)->check(CLI::Range(1, 1024));
+  command->add_option("--threads-per-worker", settings->threads_per_worker, "Intra-op threads per worker for --plan auto")
+      ->default_val(1)->check(CLI::Range(1, 1024));
+  command->add_option("--samples", settings->samples, "Samples in flight for --plan auto (hyperclustering)")
+      ->default_val(1)->check(CLI::Range(1, 4096));
+  command->add_option("--trace", settings->trace_file, "Write the last parallel run as Chrome-trace JSON");
+  command->add_option("--gantt", settings->gantt_file, "Write the last parallel run as a Gantt SVG");
+  command->callback([settings, &action] { action = [settings] { return run_model(*settings); }; });
+}
+
+}  // namespace cleave::cli

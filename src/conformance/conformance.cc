@@ -1,0 +1,326 @@
+// ONNX backend conformance: scope checks, tensor comparison, and crash-proof case isolation.
+#include "conformance/conformance.h"
+
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "ir/verify.h"
+#include "onnx/onnx_import.h"
+#include "passes/pipeline.h"
+#include "runtime/executor.h"
+
+namespace cleave {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The ops issue 3 puts in the runtime's scope: a case using any other op is out of scope.
+const std::set<std::string, std::less<>> kInScopeOps = {
+    "Conv", "ConvTranspose", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool",
+    "GlobalMaxPool", "BatchNormalization", "LRN", "InstanceNormalization", "LayerNormalization",
+    "Softmax", "LogSoftmax", "Relu", "LeakyRelu", "PRelu", "Elu", "Selu", "Celu", "Sigmoid",
+    "HardSigmoid", "HardSwish", "Tanh", "Softplus", "Softsign", "Exp", "Log", "Sqrt",
+    "Reciprocal", "Abs", "Neg", "Floor", "Ceil", "Round", "Sign", "Erf", "Sin", "Cos", "Tan",
+    "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "ThresholdedRelu",
+    "Shrink", "Clip", "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Mod",
+    "Concat", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+    "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp", "ReduceLogSum", "Reshape", "Flatten",
+    "Transpose", "Squeeze", "Unsqueeze", "Slice", "Split", "Gather", "GatherElements", "Shape",
+    "Size", "Constant", "ConstantOfShape", "Expand", "Tile", "Pad", "Resize", "Where", "Cast",
+    "Range", "Identity", "Dropout", "DepthToSpace", "SpaceToDepth", "TopK", "CumSum", "Trilu",
+    "ArgMax", "ArgMin", "Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "And", "Or",
+    "Xor", "Not", "IsNaN", "IsInf"};
+
+bool in_scope_type(DataType type) {
+  return type == DataType::kFloat || type == DataType::kInt32 || type == DataType::kInt64 ||
+         type == DataType::kBool;
+}
+
+Tensor read_tensor_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  onnx::TensorProto proto;
+  if (!in || !proto.ParseFromIstream(&in)) throw Error(fmt::format("{}: not a TensorProto", path.string()));
+  return Tensor::from_data(tensor_from_onnx(proto, path.string()));
+}
+
+std::vector<fs::path> numbered_files(const fs::path& folder, const std::string& prefix) {
+  std::vector<fs::path> files;
+  for (int i = 0;; ++i) {
+    fs::path file = folder / fmt::format("{}_{}.pb", prefix, i);
+    if (!fs::exists(file)) break;
+    files.push_back(file);
+  }
+  return files;
+}
+
+// Returns an empty string when equal within tolerance, else what differs.
+std::string compare(const Tensor& actual, const Tensor& expected, const ConformanceOptions& options) {
+  if (actual.dtype() != expected.dtype()) {
+    return fmt::format("type {} instead of {}", dtype_name(actual.dtype()), dtype_name(expected.dtype()));
+  }
+  if (actual.shape() != expected.shape()) {
+    return fmt::format("shape [{}] instead of [{}]", fmt::join(actual.shape(), ","), fmt::join(expected.shape(), ","));
+  }
+  std::vector<double> a = actual.to_double_vector();
+  std::vector<double> e = expected.to_double_vector();
+  bool exact = actual.dtype() != DataType::kFloat && actual.dtype() != DataType::kDouble;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(e[i]) && std::isnan(a[i])) continue;
+    if (std::isinf(e[i]) && a[i] == e[i]) continue;
+    double allowed = exact ? 0 : options.absolute_tolerance + options.relative_tolerance * std::abs(e[i]);
+    if (!(std::abs(a[i] - e[i]) <= allowed)) {
+      return fmt::format("element {} is {} instead of {}", i, a[i], e[i]);
+    }
+  }
+  return "";
+}
+
+CaseResult classify(const Graph& graph, CaseResult result) {
+  for (NodeId id : graph.node_ids()) {
+    const Node& node = graph.node(id);
+    if (!node.domain.empty() && node.domain != "ai.onnx") {
+      result.in_scope = false;
+      result.reason = fmt::format("out of scope: op {}.{}", node.domain, node.op_type);
+      return result;
+    }
+    if (!kInScopeOps.count(node.op_type)) {
+      result.in_scope = false;
+      result.reason = fmt::format("out of scope: op {}", node.op_type);
+      return result;
+    }
+  }
+  for (std::size_t id = 0; id < graph.value_capacity(); ++id) {
+    const Value& v = graph.value(static_cast<ValueId>(id));
+    bool boundary = v.is_graph_input || v.is_graph_output;
+    if (boundary && v.dtype != DataType::kUndefined && !in_scope_type(v.dtype)) {
+      result.in_scope = false;
+      result.reason = fmt::format("out of scope: {} tensor '{}'", dtype_name(v.dtype), v.name);
+      return result;
+    }
+  }
+  return result;
+}
+
+}  // namespace
+
+std::string_view status_name(CaseStatus status) {
+  switch (status) {
+    case CaseStatus::kPass: return "pass";
+    case CaseStatus::kFail: return "fail";
+    case CaseStatus::kUnsupported: return "unsupported";
+  }
+  return "?";
+}
+
+CaseResult run_case(const std::string& directory, const std::string& name, const ConformanceOptions& options) {
+  CaseResult result;
+  result.name = name;
+  try {
+    Graph graph = import_onnx((fs::path(directory) / "model.onnx").string());
+    result = classify(graph, result);
+    if (!result.in_scope) {
+      result.status = CaseStatus::kUnsupported;
+      return result;
+    }
+    verify_graph(graph);
+    OptimizeOptions optimize;
+    optimize.fuse_activations = true;
+    optimize_graph(graph, optimize);
+    Executor executor(graph);
+    std::vector<fs::path> sets;
+    for (const auto& entry : fs::directory_iterator(directory)) {
+      if (entry.is_directory() && entry.path().filename().string().rfind("test_data_set_", 0) == 0) {
+        sets.push_back(entry.path());
+      }
+    }
+    std::sort(sets.begin(), sets.end());
+    if (sets.empty()) throw Error("no test_data_set_* folder");
+    for (const fs::path& set : sets) {
+      std::vector<fs::path> input_files = numbered_files(set, "input");
+      std::map<std::string, Tensor> inputs;
+      std::size_t next = 0;
+      for (ValueId id : graph.inputs()) {
+        if (next >= input_files.size()) break;
+        inputs[graph.value(id).name] = read_tensor_file(input_files[next++]);
+      }
+      std::vector<Tensor> outputs = executor.run(inputs);
+      std::vector<fs::path> expected_files = numbered_files(set, "output");
+      if (expected_files.size() != outputs.size()) {
+        throw Error(fmt::format("{} outputs, the test expects {}", outputs.size(), expected_files.size()));
+      }
+      for (std::size_t i = 0; i < outputs.size(); ++i) {
+        std::string difference = compare(outputs[i], read_tensor_file(expected_files[i]), options);
+        if (!difference.empty()) {
+          result.status = CaseStatus::kFail;
+          result.reason = fmt::format("{}: output {} ('{}'): {}", set.filename().string(), i,
+                                      graph.value(graph.outputs()[i]).name, difference);
+          return result;
+        }
+      }
+    }
+    result.status = CaseStatus::kPass;
+  } catch (const UnsupportedError& e) {
+    result.status = CaseStatus::kUnsupported;
+    result.reason = e.what();
+  } catch (const std::exception& e) {
+    result.status = CaseStatus::kFail;
+    result.reason = e.what();
+  }
+  return result;
+}
+
+std::vector<std::pair<std::string, std::string>> find_cases(const std::string& root) {
+  std::vector<std::pair<std::string, std::string>> cases;
+  if (!fs::is_directory(root)) throw Error(fmt::format("{}: not a directory", root));
+  auto add_suite = [&](const fs::path& suite) {
+    for (const auto& entry : fs::directory_iterator(suite)) {
+      if (fs::exists(entry.path() / "model.onnx")) {
+        cases.emplace_back(entry.path().string(),
+                           suite.filename().string() + "/" + entry.path().filename().string());
+      }
+    }
+  };
+  if (fs::exists(fs::path(root) / "model.onnx")) {
+    fs::path path(root);
+    cases.emplace_back(path.string(), path.parent_path().filename().string() + "/" + path.filename().string());
+  } else {
+    bool is_suite = false;
+    for (const auto& entry : fs::directory_iterator(root)) {
+      is_suite = is_suite || fs::exists(entry.path() / "model.onnx");
+    }
+    if (is_suite) {
+      add_suite(root);
+    } else {
+      for (const auto& entry : fs::directory_iterator(root)) {
+        if (entry.is_directory()) add_suite(entry.path());
+      }
+    }
+  }
+  std::sort(cases.begin(), cases.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  return cases;
+}
+
+std::vector<CaseResult> run_cases(const std::vector<std::pair<std::string, std::string>>& cases,
+                                  const ConformanceOptions& options,
+                                  const std::function<void(const CaseResult&)>& on_result) {
+  std::vector<CaseResult> results;
+  for (const auto& [directory, name] : cases) {
+    if (!options.filter.empty() && name.find(options.filter) == std::string::npos) continue;
+    int channel[2];
+    if (pipe(channel) != 0) throw Error("conformance: pipe() failed");
+    pid_t child = fork();
+    if (child < 0) throw Error("conformance: fork() failed");
+    if (child == 0) {
+      close(channel[0]);
+      CaseResult result = run_case(directory, name, options);
+      std::string message = fmt::format("{}\n{}\n{}", static_cast<int>(result.status), result.in_scope ? 1 : 0, result.reason);
+      std::size_t written = 0;
+      while (written < message.size()) {
+        ssize_t n = write(channel[1], message.data() + written, message.size() - written);
+        if (n <= 0) break;
+        written += n;
+      }
+      close(channel[1]);
+      _exit(0);
+    }
+    close(channel[1]);
+    std::string message;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(options.timeout_seconds);
+    bool timed_out = false;
+    char buffer[4096];
+    while (true) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+      if (left <= 0) {
+        timed_out = true;
+        break;
+      }
+      pollfd wait_for{channel[0], POLLIN, 0};
+      if (poll(&wait_for, 1, static_cast<int>(left)) <= 0) continue;
+      ssize_t n = read(channel[0], buffer, sizeof buffer);
+      if (n <= 0) break;
+      message.append(buffer, n);
+    }
+    close(channel[0]);
+    if (timed_out) kill(child, SIGKILL);
+    int status = 0;
+    waitpid(child, &status, 0);
+
+    CaseResult result;
+    result.name = name;
+    if (timed_out) {
+      result.status = CaseStatus::kFail;
+      result.reason = fmt::format("timed out after {} s", options.timeout_seconds);
+    } else if (WIFSIGNALED(status)) {
+      result.status = CaseStatus::kFail;
+      result.reason = fmt::format("crashed with signal {}", WTERMSIG(status));
+    } else {
+      std::istringstream lines(message);
+      std::string status_line, scope_line;
+      std::getline(lines, status_line);
+      std::getline(lines, scope_line);
+      std::getline(lines, result.reason, '\0');
+      result.status = status_line.empty() ? CaseStatus::kFail : static_cast<CaseStatus>(std::stoi(status_line));
+      result.in_scope = scope_line != "0";
+      if (status_line.empty()) result.reason = "the case process exited without a result";
+    }
+    std::replace(result.reason.begin(), result.reason.end(), '\n', ' ');
+    if (on_result) on_result(result);
+    results.push_back(std::move(result));
+  }
+  return results;
+}
+
+std::map<std::string, CaseStatus> read_expectations(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(fmt::format("{}: cannot open expectations file", path));
+  std::map<std::string, CaseStatus> expected;
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream words(line);
+    std::string name, status;
+    words >> name >> status;
+    if (status == "pass") expected[name] = CaseStatus::kPass;
+    else if (status == "fail") expected[name] = CaseStatus::kFail;
+    else if (status == "unsupported") expected[name] = CaseStatus::kUnsupported;
+    else throw Error(fmt::format("{}:{}: expected '<case> pass|fail|unsupported', got '{}'", path, number, line));
+  }
+  return expected;
+}
+
+void write_expectations(const std::string& path, const std::vector<CaseResult>& results) {
+  std::ostringstream out;
+  out << "# ONNX backend conformance expectations: <case> <status> [# reason]\n"
+         "# Regenerate: cleave conformance /usr/share/libonnx-testdata/data --write-expectations FILE\n";
+  for (const CaseResult& result : results) {
+    out << result.name << ' ' << status_name(result.status);
+    if (!result.reason.empty()) out << "  # " << result.reason;
+    out << '\n';
+  }
+  fs::path temporary = path + ".partial";
+  {
+    std::ofstream file(temporary);
+    file << out.str();
+    if (!file.flush()) throw Error(fmt::format("{}: write failed", path));
+  }
+  fs::rename(temporary, path);
+}
+
+}  // namespace cleave

@@ -1,0 +1,269 @@
+// Cost tables: static weights, roofline estimates, and measured per-node profiles cached on disk.
+#include "cost/cost_table.h"
+
+#include <fmt/core.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+
+#include "analysis/flops.h"
+#include "analysis/static_cost.h"
+#include "ir/text.h"
+#include "runtime/executor.h"
+#include "runtime/random_inputs.h"
+
+namespace cleave {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// FNV-1a, 64-bit: enough to tell models apart in a cache, with no dependency.
+struct Fingerprint {
+  uint64_t state = 1469598103934665603ull;
+  void add(const void* data, std::size_t size) {
+    auto bytes = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < size; ++i) {
+      state ^= bytes[i];
+      state *= 1099511628211ull;
+    }
+  }
+  void add(std::string_view text) { add(text.data(), text.size()); }
+};
+
+std::string cache_directory(const ProfileOptions& options) {
+  if (!options.cache_directory.empty()) return options.cache_directory;
+  if (const char* dir = std::getenv("CLEAVE_CACHE_DIR")) return fs::path(dir) / "profiles";
+  const char* home = std::getenv("HOME");
+  return (fs::path(home ? home : "/tmp") / ".cache" / "cleave" / "profiles").string();
+}
+
+void fill_sizes(const Graph& graph, NodeId id, NodeCost& cost) {
+  cost.output_bytes = static_cast<double>(node_output_bytes(graph, id).value_or(0));
+  cost.weight_bytes = static_cast<double>(node_parameter_bytes(graph, id));
+  cost.flops = static_cast<double>(node_flops(graph, id).value_or(0));
+}
+
+}  // namespace
+
+double CostTable::seconds(NodeId node, int threads) const {
+  const auto& measured = nodes.at(node).seconds;
+  if (measured.empty()) return 0;
+  std::size_t index = std::clamp<std::size_t>(threads, 1, measured.size()) - 1;
+  return measured[index];
+}
+
+double CostTable::total_seconds(int threads) const {
+  double total = 0;
+  for (std::size_t id = 0; id < nodes.size(); ++id) total += seconds(static_cast<NodeId>(id), threads);
+  return total;
+}
+
+CostTable static_costs(const Graph& graph, double seconds_per_unit) {
+  CostTable table;
+  table.source = "static";
+  table.nodes.resize(graph.node_capacity());
+  for (NodeId id : graph.node_ids()) {
+    NodeCost& cost = table.nodes[id];
+    cost.seconds = {static_cast<double>(static_node_weight(graph, id)) * seconds_per_unit};
+    fill_sizes(graph, id, cost);
+  }
+  return table;
+}
+
+PeakRates measure_peak_rates(int max_threads) {
+  PeakRates rates;
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  const dnnl::memory::dim n = 512;
+  dnnl::memory::desc square({n, n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab);
+  dnnl::memory a(square, engine), b(square, engine), c(square, engine);
+  std::memset(a.get_data_handle(), 0, n * n * 4);
+  std::memset(b.get_data_handle(), 0, n * n * 4);
+  for (int threads = 1; threads <= max_threads; ++threads) {
+    omp_set_num_threads(threads);
+    dnnl::matmul multiply(dnnl::matmul::primitive_desc(dnnl::matmul::desc(square, square, square), engine));
+    std::vector<double> times;
+    for (int i = 0; i < 7; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      multiply.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+      stream.wait();
+      times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    rates.flops_per_second.push_back(2.0 * n * n * n / median_of(times));
+  }
+  std::vector<char> source(64 << 20, 1), target(64 << 20);
+  std::vector<double> times;
+  for (int i = 0; i < 5; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    std::memcpy(target.data(), source.data(), source.size());
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  // A copy reads and writes every byte.
+  rates.bytes_per_second = 2.0 * source.size() / median_of(times);
+  rates.seconds_per_op = 2e-6;
+  return rates;
+}
+
+CostTable analytical_costs(const Graph& graph, const PeakRates& rates) {
+  if (rates.flops_per_second.empty()) throw Error("analytical costs need measured peak rates");
+  CostTable table;
+  table.source = "analytical";
+  table.nodes.resize(graph.node_capacity());
+  for (NodeId id : graph.node_ids()) {
+    NodeCost& cost = table.nodes[id];
+    fill_sizes(graph, id, cost);
+    double input_bytes = 0;
+    for (ValueId input : graph.node(id).inputs) {
+      if (input == kNoValue) continue;
+      const Value& v = graph.value(input);
+      if (v.shape.is_static()) input_bytes += static_cast<double>(v.shape.element_count() * element_size(v.dtype));
+    }
+    double moved = input_bytes + cost.output_bytes;
+    for (double flops_per_second : rates.flops_per_second) {
+      cost.seconds.push_back(std::max(cost.flops / flops_per_second, moved / rates.bytes_per_second) +
+                             rates.seconds_per_op);
+    }
+  }
+  return table;
+}
+
+std::string graph_fingerprint(const Graph& graph) {
+  Fingerprint hash;
+  hash.add(print_graph(graph, 0));
+  for (ValueId id : graph.initializers()) {
+    const TensorData& data = *graph.value(id).initializer;
+    if (data.bytes) hash.add(data.bytes->data(), data.bytes->size());
+  }
+  return fmt::format("{:016x}", hash.state);
+}
+
+ProfileOptions profile_options(int max_threads) {
+  ProfileOptions options;
+  options.max_threads = max_threads;
+  return options;
+}
+
+CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
+  std::string key = fmt::format("{}-t{}-r{}-{}", graph_fingerprint(graph), options.max_threads, options.repeat,
+                                options.blocked_layouts ? "blocked" : "plain");
+  fs::path cache = fs::path(cache_directory(options)) / (key + ".json");
+  if (options.use_cache && fs::exists(cache)) {
+    std::ifstream in(cache);
+    try {
+      CostTable table = cost_table_from_json(nlohmann::json::parse(in), graph, cache.string());
+      if (options.progress) options.progress(fmt::format("profile: reused {}", cache.string()));
+      return table;
+    } catch (const std::exception&) {
+      // A stale or damaged cache entry is re-measured and overwritten.
+    }
+  }
+  CostTable table;
+  table.source = "profile";
+  table.nodes.resize(graph.node_capacity());
+  for (NodeId id : graph.node_ids()) fill_sizes(graph, id, table.nodes[id]);
+  std::map<std::string, Tensor> inputs = random_inputs(graph, 0);
+  for (int threads = 1; threads <= options.max_threads; ++threads) {
+    ExecutorOptions executor_options;
+    executor_options.threads = threads;
+    executor_options.blocked_layouts = options.blocked_layouts;
+    Executor executor(graph, executor_options);
+    for (int i = 0; i < options.warmup; ++i) executor.run(inputs);
+    std::vector<std::vector<double>> samples(graph.node_capacity());
+    ExecutorOptions timed = executor_options;
+    timed.collect_stats = true;
+    Executor timing(graph, timed);
+    timing.run(inputs);  // Prepares kernels; not counted.
+    std::vector<double> previous = timing.stats().node_seconds;
+    for (int i = 0; i < options.repeat; ++i) {
+      timing.run(inputs);
+      const auto& totals = timing.stats().node_seconds;
+      for (NodeId id : graph.node_ids()) samples[id].push_back(totals[id] - previous[id]);
+      previous = totals;
+    }
+    for (NodeId id : graph.node_ids()) table.nodes[id].seconds.push_back(median_of(samples[id]));
+    if (options.progress) {
+      options.progress(fmt::format("profile: {} thread(s): {:.3f} ms in {} nodes", threads,
+                                   table.total_seconds(threads) * 1e3, graph.node_count()));
+    }
+  }
+  std::error_code ignored;
+  fs::create_directories(cache.parent_path(), ignored);
+  fs::path temporary = cache;
+  temporary += ".partial";
+  {
+    std::ofstream out(temporary);
+    out << cost_table_to_json(table, graph).dump(1);
+  }
+  fs::rename(temporary, cache, ignored);
+  return table;
+}
+
+nlohmann::json cost_table_to_json(const CostTable& table, const Graph& graph) {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (NodeId id : graph.node_ids()) {
+    const NodeCost& cost = table.nodes[id];
+    nodes.push_back({{"node", graph.node(id).name}, {"op", graph.node(id).op_type}, {"seconds", cost.seconds},
+                     {"output_bytes", cost.output_bytes}, {"weight_bytes", cost.weight_bytes}, {"flops", cost.flops}});
+  }
+  return {{"source", table.source}, {"fingerprint", graph_fingerprint(graph)}, {"nodes", nodes}};
+}
+
+CostTable cost_table_from_json(const nlohmann::json& json, const Graph& graph, const std::string& origin) {
+  if (json.value("fingerprint", "") != graph_fingerprint(graph)) {
+    throw Error(fmt::format("{}: cost table was made for another graph", origin));
+  }
+  CostTable table;
+  table.source = json.at("source").get<std::string>();
+  table.nodes.resize(graph.node_capacity());
+  std::vector<NodeId> ids = graph.node_ids();
+  const auto& nodes = json.at("nodes");
+  if (nodes.size() != ids.size()) throw Error(fmt::format("{}: cost table has {} nodes, graph {}", origin, nodes.size(), ids.size()));
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    NodeCost& cost = table.nodes[ids[i]];
+    cost.seconds = nodes[i].at("seconds").get<std::vector<double>>();
+    cost.output_bytes = nodes[i].at("output_bytes").get<double>();
+    cost.weight_bytes = nodes[i].at("weight_bytes").get<double>();
+    cost.flops = nodes[i].at("flops").get<double>();
+  }
+  return table;
+}
+
+TaskGraph task_graph_for(const Graph& graph, const CostTable& costs, const Machine& machine) {
+  TaskGraph tasks;
+  tasks.machine = machine;
+  std::vector<int> task_of(graph.node_capacity(), -1);
+  std::set<std::string> names;
+  for (NodeId id : graph.topological_order()) {
+    Task task;
+    const Node& node = graph.node(id);
+    task.name = node.name.empty() ? fmt::format("{}_{}", node.op_type, id) : node.name;
+    // Task names key the task-graph file; ONNX node names need not be unique.
+    if (!names.insert(task.name).second) {
+      task.name = fmt::format("{}#{}", task.name, id);
+      names.insert(task.name);
+    }
+    task.node = id;
+    for (const Device& device : machine.devices) {
+      task.time.push_back(costs.seconds(id, device.threads) / device.speed);
+    }
+    task.output_bytes = costs.nodes[id].output_bytes;
+    task.weight_bytes = costs.nodes[id].weight_bytes;
+    task_of[id] = static_cast<int>(tasks.tasks.size());
+    tasks.tasks.push_back(std::move(task));
+  }
+  for (NodeId id : graph.node_ids()) {
+    for (NodeId next : graph.successors(id)) tasks.edges.emplace_back(task_of[id], task_of[next]);
+  }
+  return tasks;
+}
+
+}  // namespace cleave

@@ -1,0 +1,78 @@
+// What each node costs: static weights, an analytical roofline model, or a measured profile.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "machine/machine.h"
+#include "plan/task_graph.h"
+
+namespace cleave {
+
+struct NodeCost {
+  /// Seconds with 1, 2, ... intra-op threads (index t - 1). Static and analytical tables
+  /// scale one measurement; a profile measures each thread count.
+  std::vector<double> seconds;
+  double output_bytes = 0;
+  double weight_bytes = 0;
+  double flops = 0;
+};
+
+/// Costs of every node (by NodeId; removed nodes have an empty entry).
+struct CostTable {
+  std::string source;  ///< "static", "analytical" or "profile".
+  std::vector<NodeCost> nodes;
+
+  /// Seconds of a node on `threads` intra-op threads; past the largest measured count the
+  /// time stays at that count's (no speedup is assumed that was not measured).
+  double seconds(NodeId node, int threads = 1) const;
+  double total_seconds(int threads = 1) const;
+};
+
+/// The Ramiel paper's static weights, `seconds_per_unit` each (threads do not help).
+CostTable static_costs(const Graph& graph, double seconds_per_unit = 1e-4);
+
+/// Sustained rates of this CPU, measured once (oneDNN matmul, memory copy, empty-op cost).
+struct PeakRates {
+  std::vector<double> flops_per_second;  ///< By thread count, index t - 1.
+  double bytes_per_second = 0;
+  double seconds_per_op = 0;             ///< Fixed overhead of running one node.
+};
+PeakRates measure_peak_rates(int max_threads);
+
+/// Roofline: max(flops / peak flops, bytes moved / bandwidth) + per-op overhead.
+CostTable analytical_costs(const Graph& graph, const PeakRates& rates);
+
+struct ProfileOptions {
+  int max_threads = 2;
+  int warmup = 2;
+  int repeat = 10;
+  bool blocked_layouts = true;
+  std::string cache_directory;  ///< Empty: ~/.cache/cleave/profiles (or $CLEAVE_CACHE_DIR).
+  bool use_cache = true;
+  std::function<void(const std::string&)> progress;
+};
+
+/// Default profile options for up to `max_threads` intra-op threads.
+ProfileOptions profile_options(int max_threads);
+
+/// Times every node on this machine with 1..max_threads intra-op threads (median of
+/// `repeat` runs of the whole graph, seeded random inputs) and caches the table on disk,
+/// keyed by the graph's content and the options, so later plans reuse it.
+CostTable profile_costs(const Graph& graph, const ProfileOptions& options);
+
+nlohmann::json cost_table_to_json(const CostTable& table, const Graph& graph);
+CostTable cost_table_from_json(const nlohmann::json& json, const Graph& graph, const std::string& origin);
+
+/// One task per node, each device's time = cost at its thread count / its speed; edges are
+/// the graph's dependences, output bytes the node's outputs.
+TaskGraph task_graph_for(const Graph& graph, const CostTable& costs, const Machine& machine);
+
+/// A stable hash of a graph's structure, shapes and initializer bytes (cache keys).
+std::string graph_fingerprint(const Graph& graph);
+
+}  // namespace cleave

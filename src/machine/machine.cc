@@ -1,0 +1,297 @@
+// Reading, checking and writing machine files, and the default machine of CPU workers.
+#include "machine/machine.h"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "ir/graph.h"
+
+namespace cleave {
+namespace {
+
+std::string show(const nlohmann::json& value) {
+  std::string text = value.dump();
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  return text;
+}
+
+double positive_number(const nlohmann::json& value, const std::string& where) {
+  if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() <= 0) {
+    throw Error(fmt::format("{}: expected a positive number, got {}", where, show(value)));
+  }
+  return value.get<double>();
+}
+
+int64_t positive_integer(const nlohmann::json& value, const std::string& where) {
+  if (!value.is_number_integer() || value.get<int64_t>() <= 0) {
+    throw Error(fmt::format("{}: expected a positive integer, got {}", where, show(value)));
+  }
+  return value.get<int64_t>();
+}
+
+int64_t non_negative_integer(const nlohmann::json& value, const std::string& where) {
+  if (!value.is_number_integer() || value.get<int64_t>() < 0) {
+    throw Error(fmt::format("{}: expected a non-negative integer, got {}", where, show(value)));
+  }
+  return value.get<int64_t>();
+}
+
+const nlohmann::json& array_field(const nlohmann::json& object, const char* key,
+                                  const std::string& where) {
+  const nlohmann::json& value = object.at(key);
+  if (!value.is_array()) {
+    throw Error(fmt::format("{}.{}: expected an array, got {}", where, key, show(value)));
+  }
+  return value;
+}
+
+void write_atomically(const std::string& path, const std::string& contents) {
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error(fmt::format("{}: cannot open for writing", temporary));
+    out << contents;
+    if (!out.flush()) {
+      std::remove(temporary.c_str());
+      throw Error(fmt::format("{}: write failed", temporary));
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    throw Error(fmt::format("{}: cannot rename the temporary file into place", path));
+  }
+}
+
+const std::set<std::string> kDeviceKeys = {"name",    "kind",  "speed",       "memory_bytes",
+                                           "threads", "cores", "batch_sizes", "simulated"};
+const std::set<std::string> kMachineKeys = {"name", "devices", "bandwidth", "latency"};
+
+void reject_unknown_keys(const nlohmann::json& object, const std::set<std::string>& known,
+                         const std::string& where) {
+  for (const auto& [key, value] : object.items()) {
+    if (!known.contains(key)) {
+      throw Error(
+          fmt::format("{}: unknown field \"{}\" (known: {})", where, key, fmt::join(known, ", ")));
+    }
+  }
+}
+
+}  // namespace
+
+double Machine::transfer_time(std::size_t from, std::size_t to, double bytes) const {
+  if (from == to) return 0;
+  const double link = bandwidth.at(from).at(to);
+  if (!(link > 0)) return std::numeric_limits<double>::infinity();
+  const double delay = latency.empty() ? 0.0 : latency.at(from).at(to);
+  return delay + bytes / link;
+}
+
+bool Machine::identical(std::size_t a, std::size_t b) const {
+  const Device& first = devices.at(a);
+  const Device& second = devices.at(b);
+  return first.kind == second.kind && first.speed == second.speed &&
+         first.memory_bytes == second.memory_bytes && first.batch_sizes == second.batch_sizes;
+}
+
+Device device_from_json(const nlohmann::json& json, const std::string& where) {
+  if (!json.is_object()) {
+    throw Error(fmt::format("{}: expected an object, got {}", where, show(json)));
+  }
+  Device device;
+  if (!json.contains("name") || !json["name"].is_string() ||
+      json["name"].get<std::string>().empty()) {
+    throw Error(fmt::format("{}.name: expected a non-empty string", where));
+  }
+  device.name = json["name"].get<std::string>();
+  if (json.contains("kind")) {
+    if (!json["kind"].is_string()) {
+      throw Error(fmt::format("{}.kind: expected a string, got {}", where, show(json["kind"])));
+    }
+    device.kind = json["kind"].get<std::string>();
+  }
+  if (json.contains("speed")) device.speed = positive_number(json["speed"], where + ".speed");
+  if (json.contains("memory_bytes")) {
+    device.memory_bytes = positive_number(json["memory_bytes"], where + ".memory_bytes");
+  }
+  if (json.contains("threads")) {
+    const int64_t threads = positive_integer(json["threads"], where + ".threads");
+    if (threads > 1 << 16) {
+      throw Error(fmt::format("{}.threads: {} is implausibly many", where, threads));
+    }
+    device.threads = static_cast<int>(threads);
+  }
+  if (json.contains("cores")) {
+    const nlohmann::json& cores = array_field(json, "cores", where);
+    for (std::size_t i = 0; i < cores.size(); ++i) {
+      const int64_t core = non_negative_integer(cores[i], fmt::format("{}.cores[{}]", where, i));
+      if (core > 1 << 20) {
+        throw Error(fmt::format("{}.cores[{}]: {} is not a plausible core number", where, i, core));
+      }
+      device.cores.push_back(static_cast<int>(core));
+    }
+  }
+  if (json.contains("batch_sizes")) {
+    const nlohmann::json& sizes = array_field(json, "batch_sizes", where);
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      device.batch_sizes.push_back(
+          positive_integer(sizes[i], fmt::format("{}.batch_sizes[{}]", where, i)));
+    }
+  }
+  if (json.contains("simulated")) {
+    if (!json["simulated"].is_boolean()) {
+      throw Error(fmt::format("{}.simulated: expected true or false, got {}", where,
+                              show(json["simulated"])));
+    }
+    device.simulated = json["simulated"].get<bool>();
+  }
+  return device;
+}
+
+nlohmann::json device_to_json(const Device& device) {
+  nlohmann::json json = {{"name", device.name}, {"kind", device.kind}, {"speed", device.speed}};
+  if (std::isfinite(device.memory_bytes)) json["memory_bytes"] = device.memory_bytes;
+  json["threads"] = device.threads;
+  if (!device.cores.empty()) json["cores"] = device.cores;
+  if (!device.batch_sizes.empty()) json["batch_sizes"] = device.batch_sizes;
+  if (device.simulated) json["simulated"] = true;
+  return json;
+}
+
+std::vector<std::vector<double>> link_matrix_from_json(const nlohmann::json& json, std::size_t n,
+                                                       const std::string& where) {
+  if (!json.is_array() || json.size() != n) {
+    throw Error(fmt::format("{}: expected a {}x{} matrix (one row per device), got {}", where, n, n,
+                            show(json)));
+  }
+  std::vector<std::vector<double>> matrix(n, std::vector<double>(n, 0.0));
+  for (std::size_t row = 0; row < n; ++row) {
+    if (!json[row].is_array() || json[row].size() != n) {
+      throw Error(fmt::format("{}[{}]: expected a row of {} numbers, got {}", where, row, n,
+                              show(json[row])));
+    }
+    for (std::size_t column = 0; column < n; ++column) {
+      const nlohmann::json& value = json[row][column];
+      if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) {
+        throw Error(fmt::format("{}[{}][{}]: expected a non-negative number, got {}", where, row,
+                                column, show(value)));
+      }
+      if (row != column) matrix[row][column] = value.get<double>();
+    }
+  }
+  return matrix;
+}
+
+Machine machine_from_json(const nlohmann::json& json, const std::string& origin) {
+  if (!json.is_object()) {
+    throw Error(
+        fmt::format("{}: expected a JSON object with \"devices\" and \"bandwidth\"", origin));
+  }
+  reject_unknown_keys(json, kMachineKeys, origin);
+  Machine machine;
+  if (json.contains("name")) {
+    if (!json["name"].is_string()) {
+      throw Error(fmt::format("{}: name: expected a string, got {}", origin, show(json["name"])));
+    }
+    machine.name = json["name"].get<std::string>();
+  }
+  if (!json.contains("devices") || !json["devices"].is_array() || json["devices"].empty()) {
+    throw Error(fmt::format("{}: devices: expected a non-empty array of devices", origin));
+  }
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < json["devices"].size(); ++i) {
+    const std::string where = fmt::format("{}: devices[{}]", origin, i);
+    if (json["devices"][i].is_object()) reject_unknown_keys(json["devices"][i], kDeviceKeys, where);
+    Device device = device_from_json(json["devices"][i], where);
+    if (!names.insert(device.name).second) {
+      throw Error(fmt::format("{}.name: duplicate device name \"{}\"", where, device.name));
+    }
+    machine.devices.push_back(std::move(device));
+  }
+  const std::size_t n = machine.devices.size();
+  if (json.contains("bandwidth")) {
+    machine.bandwidth = link_matrix_from_json(json["bandwidth"], n, origin + ": bandwidth");
+  } else if (n > 1) {
+    throw Error(
+        fmt::format("{}: bandwidth: missing; a machine of {} devices needs a {}x{} matrix "
+                    "of bytes/s (0 = no link)",
+                    origin, n, n, n));
+  } else {
+    machine.bandwidth.assign(n, std::vector<double>(n, 0.0));
+  }
+  if (json.contains("latency")) {
+    machine.latency = link_matrix_from_json(json["latency"], n, origin + ": latency");
+  } else {
+    machine.latency.assign(n, std::vector<double>(n, 0.0));
+  }
+  return machine;
+}
+
+nlohmann::json machine_to_json(const Machine& machine) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const Device& device : machine.devices) devices.push_back(device_to_json(device));
+  nlohmann::json json = {{"name", machine.name}, {"devices", devices}};
+  json["bandwidth"] = machine.bandwidth;
+  bool any_latency = false;
+  for (const auto& row : machine.latency) {
+    for (double value : row) any_latency = any_latency || value != 0;
+  }
+  if (any_latency) json["latency"] = machine.latency;
+  return json;
+}
+
+Machine read_machine(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(fmt::format("{}: cannot open machine file", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(fmt::format("{}: not valid JSON: {}", path, e.what()));
+  }
+  return machine_from_json(json, path);
+}
+
+void write_machine(const Machine& machine, const std::string& path) {
+  write_atomically(path, machine_to_json(machine).dump(2) + "\n");
+}
+
+Machine cpu_machine(int workers, int threads_each) {
+  if (workers < 1 || threads_each < 1) {
+    throw Error(
+        fmt::format("cpu machine: expected at least 1 worker of at least 1 thread, got {} "
+                    "workers of {} threads",
+                    workers, threads_each));
+  }
+  // Workers on one host share memory: a hand-off costs a copy at memory bandwidth plus a
+  // wake-up, both rough but far cheaper than any device link.
+  constexpr double kSharedMemoryBandwidth = 20e9;
+  constexpr double kHandOffLatency = 2e-6;
+  Machine machine;
+  machine.name = fmt::format("cpu x{}", workers);
+  const auto n = static_cast<std::size_t>(workers);
+  for (int i = 0; i < workers; ++i) {
+    Device device;
+    device.name = fmt::format("cpu{}", i);
+    device.kind = "cpu";
+    device.threads = threads_each;
+    machine.devices.push_back(device);
+  }
+  machine.bandwidth.assign(n, std::vector<double>(n, kSharedMemoryBandwidth));
+  machine.latency.assign(n, std::vector<double>(n, kHandOffLatency));
+  for (std::size_t i = 0; i < n; ++i) {
+    machine.bandwidth[i][i] = 0;
+    machine.latency[i][i] = 0;
+  }
+  return machine;
+}
+
+}  // namespace cleave

@@ -1,0 +1,24 @@
+// Writes a cleave Graph as an ONNX model: the inverse of the importer.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <string>
+
+#include "ir/graph.h"
+
+namespace cleave {
+
+/// Converts a graph to a model with the graph's IR version and opset imports. Nodes are written
+/// in a topological order (control-flow bodies' outer-scope reads included); values with any
+/// type information get a value_info entry. Throws Error on a cycle.
+onnx::ModelProto to_onnx(const Graph& graph);
+
+/// Writes to_onnx(graph) to `path` atomically (see write_model_file).
+void export_onnx(const Graph& graph, const std::string& path);
+
+/// Serializes a model to `path` through a temporary file and a rename, so an error never leaves
+/// a partial file. Models of 2 GiB and more (protobuf's limit) are refused with an Error.
+void write_model_file(const onnx::ModelProto& model, const std::string& path);
+
+}  // namespace cleave

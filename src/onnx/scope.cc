@@ -1,0 +1,103 @@
+// Outer-scope reads of control-flow bodies: which enclosing values a body and its node depend on.
+#include "onnx/scope.h"
+
+#include <fmt/core.h>
+
+#include <queue>
+#include <set>
+
+namespace cleave {
+
+namespace {
+
+bool defined_here(const Value& value) {
+  return value.producer >= 0 || value.is_graph_input || value.initializer.has_value();
+}
+
+template <typename Visit>
+void for_each_subgraph(const Node& node, Visit&& visit) {
+  for (const auto& [key, attribute] : node.attributes) {
+    if (attribute.kind == AttributeKind::kGraph && attribute.g) visit(*attribute.g);
+    if (attribute.kind == AttributeKind::kGraphs) {
+      for (const auto& graph : attribute.graphs) {
+        if (graph) visit(*graph);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> outer_scope_names(const Graph& body) {
+  std::vector<std::string> names;
+  std::set<std::string, std::less<>> seen;
+  for (std::size_t id = 0; id < body.value_capacity(); ++id) {
+    const Value& value = body.value(static_cast<ValueId>(id));
+    bool used = value.is_graph_output || !body.consumers(static_cast<ValueId>(id)).empty();
+    if (used && !defined_here(value) && seen.insert(value.name).second) names.push_back(value.name);
+  }
+  for (NodeId node : body.node_ids()) {
+    for_each_subgraph(body.node(node), [&](const Graph& nested) {
+      for (std::string& name : outer_scope_names(nested)) {
+        auto local = body.find_value(name);
+        if (local && defined_here(body.value(*local))) continue;
+        if (seen.insert(name).second) names.push_back(std::move(name));
+      }
+    });
+  }
+  return names;
+}
+
+std::vector<ValueId> implicit_inputs(const Graph& graph, NodeId node) {
+  std::vector<ValueId> found;
+  std::set<ValueId> seen;
+  for_each_subgraph(graph.node(node), [&](const Graph& body) {
+    for (const std::string& name : outer_scope_names(body)) {
+      auto value = graph.find_value(name);
+      if (value && seen.insert(*value).second) found.push_back(*value);
+    }
+  });
+  return found;
+}
+
+std::vector<NodeId> scoped_topological_order(const Graph& graph) {
+  std::size_t capacity = graph.node_capacity();
+  std::vector<std::vector<NodeId>> successors(capacity);
+  std::vector<int> pending(capacity, 0);
+  std::priority_queue<NodeId, std::vector<NodeId>, std::greater<>> ready;
+  std::vector<NodeId> live = graph.node_ids();
+  for (NodeId node : live) {
+    std::set<NodeId> producers;
+    auto depend_on = [&](ValueId value) {
+      if (value == kNoValue) return;
+      NodeId producer = graph.value(value).producer;
+      if (producer >= 0 && !graph.node(producer).removed) producers.insert(producer);
+    };
+    for (ValueId input : graph.node(node).inputs) depend_on(input);
+    for (ValueId input : implicit_inputs(graph, node)) depend_on(input);
+    pending[node] = static_cast<int>(producers.size());
+    for (NodeId producer : producers) successors[producer].push_back(node);
+    if (pending[node] == 0) ready.push(node);
+  }
+  std::vector<NodeId> order;
+  order.reserve(live.size());
+  while (!ready.empty()) {
+    NodeId node = ready.top();
+    ready.pop();
+    order.push_back(node);
+    for (NodeId next : successors[node]) {
+      if (--pending[next] == 0) ready.push(next);
+    }
+  }
+  if (order.size() != live.size()) {
+    for (NodeId node : live) {
+      if (pending[node] > 0) {
+        throw Error(fmt::format("graph '{}' has a cycle through node {}", graph.name,
+                                graph.describe(node)));
+      }
+    }
+  }
+  return order;
+}
+
+}  // namespace cleave

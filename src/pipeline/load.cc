@@ -1,0 +1,130 @@
+// Model loading: the recipe every command follows before planning or running a model.
+#include "pipeline/load.h"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "ir/text.h"
+#include "ir/verify.h"
+#include "onnx/onnx_export.h"
+#include "onnx/onnx_import.h"
+#include "passes/pipeline.h"
+
+namespace cleave {
+
+namespace {
+
+void say(const LoadOptions& options, const std::string& line) {
+  if (options.log) options.log(line);
+}
+
+void require_static_inputs(const Graph& graph, const std::string& origin) {
+  for (ValueId id : graph.inputs()) {
+    const Value& v = graph.value(id);
+    if (v.shape.is_static()) continue;
+    std::string what = v.shape.rank_known ? "has symbolic or unknown dims" : "has an unknown rank";
+    throw Error(fmt::format("{}: input '{}' {} ({}); fix them with --shape {}=<d0,d1,...>", origin,
+                            v.name, what, print_type(v.dtype, v.shape), v.name));
+  }
+}
+
+}  // namespace
+
+InputShapes parse_input_shapes(const std::vector<std::string>& specs) {
+  InputShapes shapes;
+  for (const std::string& spec : specs) {
+    auto equals = spec.rfind('=');
+    if (equals == std::string::npos || equals == 0) {
+      throw Error(fmt::format("--shape '{}': expected name=d0,d1,...", spec));
+    }
+    std::vector<int64_t> dims;
+    std::string_view rest(spec);
+    rest.remove_prefix(equals + 1);
+    while (!rest.empty()) {
+      int64_t dim = 0;
+      auto result = std::from_chars(rest.data(), rest.data() + rest.size(), dim);
+      if (result.ec != std::errc() || dim < 0) {
+        throw Error(fmt::format("--shape '{}': dims must be non-negative integers", spec));
+      }
+      rest.remove_prefix(result.ptr - rest.data());
+      if (!rest.empty()) {
+        if (rest.front() != ',') throw Error(fmt::format("--shape '{}': expected ',' between dims", spec));
+        rest.remove_prefix(1);
+      }
+      dims.push_back(dim);
+    }
+    shapes.emplace_back(spec.substr(0, equals), std::move(dims));
+  }
+  return shapes;
+}
+
+void set_input_shapes(Graph& graph, const InputShapes& shapes, const std::string& origin) {
+  for (const auto& [name, dims] : shapes) {
+    auto id = graph.find_value(name);
+    if (!id || !graph.value(*id).is_graph_input || graph.value(*id).initializer) {
+      std::vector<std::string> names;
+      for (ValueId input : graph.inputs()) names.push_back(graph.value(input).name);
+      throw Error(fmt::format("{}: --shape names '{}', which is not an input; inputs are: {}", origin,
+                              name, fmt::join(names, ", ")));
+    }
+    Value& v = graph.value(*id);
+    if (v.shape.rank_known && v.shape.rank() != dims.size()) {
+      throw Error(fmt::format("{}: input '{}' has rank {} ({}), --shape gives {} dims", origin, name,
+                              v.shape.rank(), print_type(v.dtype, v.shape), dims.size()));
+    }
+    for (std::size_t axis = 0; v.shape.rank_known && axis < dims.size(); ++axis) {
+      const Dim& dim = v.shape.dims[axis];
+      if (dim.is_known() && dim.size != dims[axis]) {
+        throw Error(fmt::format("{}: input '{}' dim {} is fixed to {} by the model, --shape gives {}",
+                                origin, name, axis, dim.size, dims[axis]));
+      }
+    }
+    v.shape = Shape::of(dims);
+  }
+}
+
+void infer_shapes(Graph& graph, const std::string& origin) {
+  // Inference restarts from the declared inputs: drop the intermediate shapes of the old dims.
+  for (NodeId id : graph.node_ids()) {
+    for (ValueId output : graph.node(id).outputs) {
+      if (!graph.value(output).is_graph_output) graph.value(output).shape = Shape();
+    }
+  }
+  Graph inferred = import_onnx(to_onnx(graph), origin);
+  for (std::size_t id = 0; id < graph.value_capacity(); ++id) {
+    Value& v = graph.value(static_cast<ValueId>(id));
+    auto match = inferred.find_value(v.name);
+    if (!match) continue;
+    const Value& fresh = inferred.value(*match);
+    if (fresh.shape.rank_known) v.shape = fresh.shape;
+    if (fresh.dtype != DataType::kUndefined) v.dtype = fresh.dtype;
+  }
+}
+
+Graph load_model(const std::string& path, const LoadOptions& options) {
+  Graph graph = import_onnx(path);
+  say(options, fmt::format("import: {} nodes, {} initializers, opset {}", graph.node_count(),
+                           graph.initializers().size(), graph.opset_imports.count("") ? graph.opset_imports.at("") : 0));
+
+  if (!options.shapes.empty()) {
+    set_input_shapes(graph, options.shapes, path);
+    infer_shapes(graph, path);
+    say(options, fmt::format("shapes: fixed {} input(s) and re-inferred shapes", options.shapes.size()));
+  }
+  if (options.require_static_inputs) require_static_inputs(graph, path);
+  verify_graph(graph);
+
+  if (options.optimize) {
+    OptimizeOptions optimize;
+    optimize.fuse_activations = options.fuse_activations;
+    optimize.log = [&](const std::string& line) { say(options, "optimize: " + line); };
+    optimize_graph(graph, optimize);
+    verify_graph(graph);
+  }
+  say(options, fmt::format("ready: {} nodes", graph.node_count()));
+  return graph;
+}
+
+}  // namespace cleave

@@ -1,0 +1,38 @@
+// The front half of every cleave command: model file in, verified and simplified Graph out.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace cleave {
+
+/// `--shape name=1,3,224,224` settings.
+using InputShapes = std::vector<std::pair<std::string, std::vector<int64_t>>>;
+
+/// Parses "name=d0,d1,..." strings; throws Error on a malformed one.
+InputShapes parse_input_shapes(const std::vector<std::string>& specs);
+
+struct LoadOptions {
+  InputShapes shapes;             ///< Fix symbolic (or replace) input dims.
+  bool require_static_inputs = true;  ///< Refuse inputs whose dims are still symbolic.
+  bool optimize = true;           ///< Run the graph passes.
+  bool fuse_activations = true;   ///< Fold Relu/Clip into Conv (runtime only, not for export).
+  std::function<void(const std::string&)> log;  ///< One line per step; may be empty.
+};
+
+/// Imports, fixes input shapes, re-infers shapes, verifies and optimizes a model, logging what
+/// each step changed. Errors name the file and the input or node concerned.
+Graph load_model(const std::string& path, const LoadOptions& options = {});
+
+/// Sets the dims of the named graph inputs. Throws Error naming the input for an unknown
+/// name, a rank that differs from the model's, or a dim that contradicts a fixed one.
+void set_input_shapes(Graph& graph, const InputShapes& shapes, const std::string& origin);
+
+/// Re-runs ONNX shape inference over the graph so intermediate shapes follow the inputs.
+void infer_shapes(Graph& graph, const std::string& origin);
+
+}  // namespace cleave

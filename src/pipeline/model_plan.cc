@@ -1,0 +1,195 @@
+// Model planning: candidates, the `auto` choice by simulation, and plan files.
+#include "pipeline/model_plan.h"
+
+#include <fmt/core.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "plan/cloning.h"
+#include "plan/hypercluster.h"
+#include "plan/linear_clustering.h"
+#include "plan/list_schedule.h"
+#include "plan/schedulers.h"
+#include "plan/simulator.h"
+
+namespace cleave {
+
+namespace {
+
+ModelPlan plan_sequential(const Graph& graph, const CostTable& costs, const ModelPlanOptions& options) {
+  int threads = options.workers * options.threads_per_worker;
+  ModelPlan result;
+  result.threads_per_worker = threads;
+  TaskGraph per_sample = task_graph_for(graph, costs, cpu_workers(1, threads));
+  result.tasks = options.samples > 1 ? replicate_for_samples(per_sample, options.samples) : per_sample;
+  AppendScheduler scheduler(result.tasks, upward_rank_order(result.tasks));
+  result.plan = scheduler.to_plan(std::vector<int>(result.tasks.tasks.size(), 0), "sequential");
+  result.plan.batch = options.samples;
+  return result;
+}
+
+ModelPlan plan_parallel(const Graph& graph, const CostTable& costs, const ModelPlanOptions& options,
+                        const std::string& strategy) {
+  ModelPlan result;
+  result.threads_per_worker = options.threads_per_worker;
+  TaskGraph per_sample = task_graph_for(graph, costs, cpu_workers(options.workers, options.threads_per_worker));
+  if (strategy == "hypercluster" || strategy == "switched-hypercluster") {
+    HyperclusterOptions hyper;
+    hyper.samples = options.samples;
+    hyper.switched = strategy == "switched-hypercluster";
+    PlannedTasks planned = plan_hypercluster(per_sample, hyper);
+    result.tasks = std::move(planned.tasks);
+    result.plan = std::move(planned.plan);
+    return result;
+  }
+  if (options.samples > 1) {
+    throw Error(fmt::format("strategy '{}' plans one sample; use hypercluster or switched-hypercluster for "
+                            "--samples {}",
+                            strategy, options.samples));
+  }
+  if (strategy == "lc" || strategy == "clone") {
+    Plan lc = plan_linear_clustering(per_sample);
+    if (strategy == "lc") {
+      result.tasks = std::move(per_sample);
+      result.plan = std::move(lc);
+      return result;
+    }
+    PlannedTasks planned = plan_with_cloning(per_sample, lc);
+    result.tasks = std::move(planned.tasks);
+    result.plan = std::move(planned.plan);
+    return result;
+  }
+  ScheduleOptions schedule_options;
+  schedule_options.time_limit_seconds = options.time_limit_seconds;
+  result.plan = schedule(per_sample, strategy, schedule_options);
+  result.tasks = std::move(per_sample);
+  return result;
+}
+
+}  // namespace
+
+Machine cpu_workers(int workers, int threads_each) {
+  if (workers < 1 || threads_each < 1) throw Error("a CPU machine needs at least one worker of one thread");
+  Machine machine = cpu_machine(workers, threads_each);
+  for (int w = 0; w < workers; ++w) {
+    machine.devices[w].threads = threads_each;
+    machine.devices[w].cores.clear();
+    for (int k = 0; k < threads_each; ++k) machine.devices[w].cores.push_back(w * threads_each + k);
+  }
+  return machine;
+}
+
+ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlanOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  ModelPlan chosen;
+  if (options.strategy == "auto") {
+    std::vector<std::string> strategies{"sequential"};
+    if (options.workers > 1) {
+      if (options.samples > 1) {
+        strategies.insert(strategies.end(), {"hypercluster", "switched-hypercluster"});
+      } else {
+        strategies.insert(strategies.end(), {"lc", "clone"});
+      }
+    }
+    double best = std::numeric_limits<double>::infinity();
+    std::vector<PlanCandidate> candidates;
+    for (const std::string& strategy : strategies) {
+      ModelPlan candidate = strategy == "sequential" ? plan_sequential(graph, costs, options)
+                                                     : plan_parallel(graph, costs, options, strategy);
+      candidates.push_back({strategy, candidate.plan.makespan});
+      // A parallel plan must win clearly: predictions carry noise, sequential carries none.
+      double margin = strategy == "sequential" ? 1.0 : 0.98;
+      if (candidate.plan.makespan < best * margin) {
+        best = candidate.plan.makespan;
+        chosen = std::move(candidate);
+      }
+    }
+    chosen.candidates = std::move(candidates);
+    chosen.plan.notes["auto_choice"] = chosen.plan.strategy;
+  } else if (options.strategy == "sequential") {
+    chosen = plan_sequential(graph, costs, options);
+  } else {
+    chosen = plan_parallel(graph, costs, options, options.strategy);
+  }
+  chosen.planning_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  chosen.plan.notes["planning_seconds"] = chosen.planning_seconds;
+  chosen.plan.notes["cost_source"] = costs.source;
+  return chosen;
+}
+
+nlohmann::json model_plan_to_json(const ModelPlan& plan, const Graph& graph) {
+  nlohmann::json json = plan_to_json(plan.plan, plan.tasks);
+  nlohmann::json tasks = task_graph_to_json(plan.tasks);
+  // Node names make a plan readable and let a reader check it against the model.
+  for (std::size_t t = 0; t < plan.tasks.tasks.size(); ++t) {
+    tasks["tasks"][t]["node_name"] = graph.node(plan.tasks.tasks[t].node).name;
+  }
+  json["task_graph"] = tasks;
+  json["threads_per_worker"] = plan.threads_per_worker;
+  json["model_fingerprint"] = graph_fingerprint(graph);
+  nlohmann::json candidates = nlohmann::json::array();
+  for (const auto& candidate : plan.candidates) {
+    candidates.push_back({{"strategy", candidate.strategy}, {"predicted_ms", candidate.predicted_seconds * 1e3}});
+  }
+  json["candidates"] = candidates;
+  return json;
+}
+
+ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph, const std::string& origin) {
+  try {
+    std::string fingerprint = json.value("model_fingerprint", "");
+    if (fingerprint != graph_fingerprint(graph)) {
+      throw Error(fmt::format("{}: the plan was made for another model (or other --shape/optimize settings): "
+                              "fingerprint {} here, {} in the plan",
+                              origin, graph_fingerprint(graph), fingerprint.empty() ? "none" : fingerprint));
+    }
+    ModelPlan result;
+    const nlohmann::json& tasks = json.at("task_graph");
+    result.tasks = task_graph_from_json(tasks, origin + ": task_graph");
+    for (std::size_t t = 0; t < result.tasks.tasks.size(); ++t) {
+      const auto& entry = tasks.at("tasks").at(t);
+      std::string name = entry.value("node_name", "");
+      NodeId id = result.tasks.tasks[t].node;
+      if (id < 0 || static_cast<std::size_t>(id) >= graph.node_capacity() || graph.node(id).removed ||
+          graph.node(id).name != name) {
+        throw Error(fmt::format("{}: task '{}' names node '{}' (#{}), which this model does not have", origin,
+                                result.tasks.tasks[t].name, name, id));
+      }
+    }
+    result.plan = plan_from_json(json, origin);
+    result.threads_per_worker = json.value("threads_per_worker", 1);
+    if (result.threads_per_worker < 1) throw Error(fmt::format("{}: threads_per_worker must be at least 1", origin));
+    validate_plan(result.plan, result.tasks);
+    return result;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("{}: malformed plan file: {}", origin, e.what()));
+  }
+}
+
+ModelPlan read_model_plan(const std::string& path, const Graph& graph) {
+  std::ifstream in(path);
+  if (!in) throw Error(fmt::format("{}: cannot open plan file", path));
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("{}: not valid JSON: {}", path, e.what()));
+  }
+  return model_plan_from_json(json, graph, path);
+}
+
+void write_model_plan(const std::string& path, const ModelPlan& plan, const Graph& graph) {
+  std::string text = model_plan_to_json(plan, graph).dump(1);
+  std::filesystem::path temporary = path + ".partial";
+  {
+    std::ofstream out(temporary);
+    out << text;
+    if (!out.flush()) throw Error(fmt::format("{}: write failed", path));
+  }
+  std::filesystem::rename(temporary, path);
+}
+
+}  // namespace cleave

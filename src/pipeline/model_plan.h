@@ -1,0 +1,58 @@
+// Planning a model: cost table + machine -> task graph -> the chosen planner -> Plan (+ file I/O).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "cost/cost_table.h"
+#include "ir/graph.h"
+#include "plan/plan.h"
+#include "plan/task_graph.h"
+
+namespace cleave {
+
+struct ModelPlanOptions {
+  /// auto | sequential | lc | clone | hypercluster | switched-hypercluster, or any task-graph
+  /// scheduler by name (heft, met, greedy, annealing, evolution, milp, milp-split).
+  std::string strategy = "auto";
+  int workers = 2;             ///< Parallel workers (CPU core groups).
+  int threads_per_worker = 1;  ///< Intra-op threads of each worker.
+  int samples = 1;             ///< Samples in flight (hyperclustering when > 1).
+  double time_limit_seconds = 10;
+};
+
+struct PlanCandidate {
+  std::string strategy;
+  double predicted_seconds = 0;
+};
+
+/// A plan of a model: the task graph it schedules (with the machine), the plan itself, the
+/// intra-op threads each worker uses, and what `auto` compared.
+struct ModelPlan {
+  TaskGraph tasks;
+  Plan plan;
+  int threads_per_worker = 1;
+  std::vector<PlanCandidate> candidates;
+  double planning_seconds = 0;
+};
+
+/// `workers` CPU workers of `threads_each` threads, pinned to consecutive cores.
+Machine cpu_workers(int workers, int threads_each);
+
+/// Plans the (already optimized) graph with the costs. `auto` simulates sequential (one
+/// worker with all threads intra-op), lc, clone and for several samples the hyperclusters,
+/// and keeps the fastest prediction, so a model without useful parallelism is never slowed.
+ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlanOptions& options);
+
+/// A plan file: the plan, its task graph (task -> node names), threads, and the graph's
+/// fingerprint so a plan is never run on another model.
+nlohmann::json model_plan_to_json(const ModelPlan& plan, const Graph& graph);
+/// Reads a plan file for `graph`; refuses (Error naming the file) one made for another model,
+/// naming unknown nodes, or one that fails validation (e.g. an order that would deadlock).
+ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph, const std::string& origin);
+ModelPlan read_model_plan(const std::string& path, const Graph& graph);
+void write_model_plan(const std::string& path, const ModelPlan& plan, const Graph& graph);
+
+}  // namespace cleave

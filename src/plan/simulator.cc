@@ -1,0 +1,55 @@
+// The reference timeline of a plan: every planner's prediction is checked against this.
+#include "plan/simulator.h"
+
+#include <algorithm>
+
+namespace cleave {
+
+Simulation simulate(const Plan& plan, const TaskGraph& graph) {
+  const std::vector<int> order = execution_order(plan, graph);
+  const std::size_t task_count = graph.tasks.size();
+  const std::size_t worker_count = graph.machine.size();
+  const auto in_edges = graph.in_edges();
+  std::vector<int> previous_on_worker(task_count, -1);
+  for (const auto& list : plan.order) {
+    for (std::size_t i = 1; i < list.size(); ++i) previous_on_worker[list[i]] = list[i - 1];
+  }
+  Simulation result;
+  result.start.assign(task_count, 0.0);
+  result.finish.assign(task_count, 0.0);
+  result.busy.assign(worker_count, 0.0);
+  result.idle.assign(worker_count, 0.0);
+  for (int task : order) {
+    const int worker = plan.tasks[task].worker;
+    double start = previous_on_worker[task] >= 0 ? result.finish[previous_on_worker[task]] : 0.0;
+    for (int edge : in_edges[task]) {
+      const int producer = graph.edges[edge].first;
+      const int producer_worker = plan.tasks[producer].worker;
+      start =
+          std::max(start, result.finish[producer] + graph.edge_time(edge, producer_worker, worker));
+      if (producer_worker != worker) {
+        result.transfer_bytes += graph.bytes_on_edge(edge);
+        ++result.transfer_count;
+      }
+    }
+    const double duration = graph.tasks[task].time[worker];
+    result.start[task] = start;
+    result.finish[task] = start + duration;
+    result.busy[worker] += duration;
+    result.makespan = std::max(result.makespan, result.finish[task]);
+  }
+  for (std::size_t worker = 0; worker < worker_count; ++worker) {
+    result.idle[worker] = result.makespan - result.busy[worker];
+  }
+  return result;
+}
+
+void apply_simulation(Plan& plan, const Simulation& simulation) {
+  for (std::size_t task = 0; task < plan.tasks.size(); ++task) {
+    plan.tasks[task].start = simulation.start.at(task);
+    plan.tasks[task].finish = simulation.finish.at(task);
+  }
+  plan.makespan = simulation.makespan;
+}
+
+}  // namespace cleave

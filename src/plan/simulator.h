@@ -1,0 +1,32 @@
+// Predicts the timeline of a plan by executing its per-worker orders on paper.
+#pragma once
+
+#include <vector>
+
+#include "plan/plan.h"
+#include "plan/task_graph.h"
+
+namespace cleave {
+
+/// What executing a plan would do, under the task graph's cost model.
+struct Simulation {
+  std::vector<double> start;   ///< Per task, seconds.
+  std::vector<double> finish;  ///< Per task, seconds.
+  std::vector<double> busy;    ///< Per worker, seconds spent running tasks.
+  std::vector<double> idle;    ///< Per worker, makespan - busy.
+  double makespan = 0;         ///< Finish of the last task (0 for an empty graph).
+  double transfer_bytes = 0;   ///< Bytes crossing between workers.
+  int transfer_count = 0;      ///< Edges whose ends run on different workers.
+};
+
+/// List-schedules the plan's per-worker orders exactly: a task starts when the task before it
+/// on its worker has finished and every input has arrived (producer finish, plus latency and
+/// bytes / bandwidth when the producer ran on another worker). Links carry any number of
+/// transfers at once. Throws Error when the orders deadlock or the plan does not place every
+/// task once.
+Simulation simulate(const Plan& plan, const TaskGraph& graph);
+
+/// Copies a simulation's times into the plan (start, finish, makespan).
+void apply_simulation(Plan& plan, const Simulation& simulation);
+
+}  // namespace cleave

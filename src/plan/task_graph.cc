@@ -1,0 +1,516 @@
+// Reading, checking, writing and batching the task graphs every planner schedules.
+#include "plan/task_graph.h"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <queue>
+#include <set>
+#include <sstream>
+
+#include "ir/graph.h"
+
+namespace cleave {
+namespace {
+
+std::string show(const nlohmann::json& value) {
+  std::string text = value.dump();
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  return text;
+}
+
+double non_negative_number(const nlohmann::json& value, const std::string& where) {
+  if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) {
+    throw Error(fmt::format("{}: expected a non-negative number, got {}", where, show(value)));
+  }
+  return value.get<double>();
+}
+
+int64_t integer(const nlohmann::json& value, const std::string& where) {
+  if (!value.is_number_integer()) {
+    throw Error(fmt::format("{}: expected an integer, got {}", where, show(value)));
+  }
+  return value.get<int64_t>();
+}
+
+void write_atomically(const std::string& path, const std::string& contents) {
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error(fmt::format("{}: cannot open for writing", temporary));
+    out << contents;
+    if (!out.flush()) {
+      std::remove(temporary.c_str());
+      throw Error(fmt::format("{}: write failed", temporary));
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    throw Error(fmt::format("{}: cannot rename the temporary file into place", path));
+  }
+}
+
+// Kahn's algorithm with a min-heap so the order is deterministic: smallest ready index first.
+// Returns the order; tasks left out are on or behind a cycle.
+std::vector<int> kahn_order(std::size_t task_count, const std::vector<std::vector<int>>& successors,
+                            std::vector<int>& in_degree) {
+  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+  for (std::size_t task = 0; task < task_count; ++task) {
+    if (in_degree[task] == 0) ready.push(static_cast<int>(task));
+  }
+  std::vector<int> order;
+  order.reserve(task_count);
+  while (!ready.empty()) {
+    const int task = ready.top();
+    ready.pop();
+    order.push_back(task);
+    for (int next : successors[task]) {
+      if (--in_degree[next] == 0) ready.push(next);
+    }
+  }
+  return order;
+}
+
+// Walks backwards through unfinished tasks (each still has an unfinished predecessor) until a
+// task repeats: the walk from that repeat is a cycle.
+std::vector<int> find_cycle(const std::vector<std::vector<int>>& predecessors,
+                            const std::vector<int>& in_degree) {
+  int current = -1;
+  for (std::size_t task = 0; task < in_degree.size(); ++task) {
+    if (in_degree[task] > 0) {
+      current = static_cast<int>(task);
+      break;
+    }
+  }
+  std::vector<int> position(in_degree.size(), -1);
+  std::vector<int> walk;
+  while (current >= 0 && position[current] < 0) {
+    position[current] = static_cast<int>(walk.size());
+    walk.push_back(current);
+    int previous = -1;
+    for (int candidate : predecessors[current]) {
+      if (in_degree[candidate] > 0) {
+        previous = candidate;
+        break;
+      }
+    }
+    current = previous;
+  }
+  if (current < 0) return walk;
+  std::vector<int> cycle(walk.begin() + position[current], walk.end());
+  std::reverse(cycle.begin(), cycle.end());  // walked backwards; report producer -> consumer
+  // Start at the smallest index so the message does not depend on where the walk began.
+  std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
+  return cycle;
+}
+
+}  // namespace
+
+double TaskGraph::bytes_on_edge(std::size_t edge) const {
+  if (edge < edge_bytes.size() && edge_bytes[edge] >= 0) return edge_bytes[edge];
+  return tasks.at(edges.at(edge).first).output_bytes;
+}
+
+double TaskGraph::edge_time(std::size_t edge, std::size_t from, std::size_t to) const {
+  if (from == to) return 0;
+  return machine.transfer_time(from, to, bytes_on_edge(edge));
+}
+
+std::vector<std::vector<int>> TaskGraph::successors() const {
+  std::vector<std::vector<int>> result(tasks.size());
+  for (const auto& [from, to] : edges) result.at(from).push_back(to);
+  return result;
+}
+
+std::vector<std::vector<int>> TaskGraph::predecessors() const {
+  std::vector<std::vector<int>> result(tasks.size());
+  for (const auto& [from, to] : edges) result.at(to).push_back(from);
+  return result;
+}
+
+std::vector<std::vector<int>> TaskGraph::in_edges() const {
+  std::vector<std::vector<int>> result(tasks.size());
+  for (std::size_t edge = 0; edge < edges.size(); ++edge) {
+    result.at(edges[edge].second).push_back(static_cast<int>(edge));
+  }
+  return result;
+}
+
+std::vector<std::vector<int>> TaskGraph::out_edges() const {
+  std::vector<std::vector<int>> result(tasks.size());
+  for (std::size_t edge = 0; edge < edges.size(); ++edge) {
+    result.at(edges[edge].first).push_back(static_cast<int>(edge));
+  }
+  return result;
+}
+
+std::vector<int> TaskGraph::topological_order() const {
+  const auto next = successors();
+  std::vector<int> in_degree(tasks.size(), 0);
+  for (const auto& edge : edges) ++in_degree.at(edge.second);
+  std::vector<int> order = kahn_order(tasks.size(), next, in_degree);
+  if (order.size() == tasks.size()) return order;
+  const std::vector<int> cycle = find_cycle(predecessors(), in_degree);
+  std::vector<std::string> names;
+  for (int task : cycle) names.push_back(tasks[task].name);
+  if (!names.empty()) names.push_back(names.front());
+  throw Error(fmt::format("the task graph has a cycle through task \"{}\": {}",
+                          cycle.empty() ? std::string("?") : tasks[cycle.front()].name,
+                          fmt::join(names, " -> ")));
+}
+
+void TaskGraph::check(const std::string& origin) const {
+  const std::size_t devices = machine.size();
+  if (devices == 0) throw Error(fmt::format("{}: the machine has no devices", origin));
+  if (machine.bandwidth.size() != devices) {
+    throw Error(fmt::format("{}: bandwidth: expected {} rows, got {}", origin, devices,
+                            machine.bandwidth.size()));
+  }
+  std::set<std::string> names;
+  for (const Task& task : tasks) {
+    if (task.name.empty()) throw Error(fmt::format("{}: a task has an empty name", origin));
+    if (!names.insert(task.name).second) {
+      throw Error(fmt::format("{}: task \"{}\": duplicate task name", origin, task.name));
+    }
+    if (task.time.size() != devices) {
+      throw Error(fmt::format("{}: task \"{}\": time: expected {} entries (one per device), got {}",
+                              origin, task.name, devices, task.time.size()));
+    }
+    bool runs_somewhere = false;
+    for (std::size_t device = 0; device < devices; ++device) {
+      const double time = task.time[device];
+      if (std::isnan(time) || time < 0) {
+        throw Error(
+            fmt::format("{}: task \"{}\": time[{}] ({}): expected a non-negative number, "
+                        "got {}",
+                        origin, task.name, device, machine.devices[device].name, time));
+      }
+      runs_somewhere = runs_somewhere || std::isfinite(time);
+    }
+    if (!runs_somewhere) {
+      throw Error(
+          fmt::format("{}: task \"{}\": cannot run on any device (every time is "
+                      "infinite)",
+                      origin, task.name));
+    }
+    if (!std::isfinite(task.output_bytes) || task.output_bytes < 0) {
+      throw Error(
+          fmt::format("{}: task \"{}\": output_bytes: expected a non-negative number, got {}",
+                      origin, task.name, task.output_bytes));
+    }
+    if (!std::isfinite(task.weight_bytes) || task.weight_bytes < 0) {
+      throw Error(
+          fmt::format("{}: task \"{}\": weight_bytes: expected a non-negative number, got {}",
+                      origin, task.name, task.weight_bytes));
+    }
+  }
+  for (std::size_t edge = 0; edge < edges.size(); ++edge) {
+    const auto [from, to] = edges[edge];
+    if (from < 0 || to < 0 || static_cast<std::size_t>(from) >= tasks.size() ||
+        static_cast<std::size_t>(to) >= tasks.size()) {
+      throw Error(fmt::format("{}: edges[{}]: task index out of range", origin, edge));
+    }
+    if (edge < edge_bytes.size() && std::isnan(edge_bytes[edge])) {
+      throw Error(fmt::format("{}: edges[{}] ({} -> {}): bytes is NaN", origin, edge,
+                              tasks[from].name, tasks[to].name));
+    }
+  }
+  try {
+    topological_order();
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", origin, e.what()));
+  }
+}
+
+TaskGraph task_graph_from_json(const nlohmann::json& json, const std::string& origin) {
+  if (!json.is_object()) {
+    throw Error(
+        fmt::format("{}: expected a JSON object with devices, bandwidth, tasks, edges", origin));
+  }
+  TaskGraph graph;
+  if (!json.contains("devices") || !json["devices"].is_array() || json["devices"].empty()) {
+    throw Error(fmt::format("{}: devices: expected a non-empty array of devices", origin));
+  }
+  std::set<std::string> device_names;
+  for (std::size_t i = 0; i < json["devices"].size(); ++i) {
+    const std::string where = fmt::format("{}: devices[{}]", origin, i);
+    Device device = device_from_json(json["devices"][i], where);
+    if (!device_names.insert(device.name).second) {
+      throw Error(fmt::format("{}.name: duplicate device name \"{}\"", where, device.name));
+    }
+    graph.machine.devices.push_back(std::move(device));
+  }
+  const std::size_t devices = graph.machine.size();
+  if (json.contains("name") && json["name"].is_string()) graph.machine.name = json["name"];
+  if (json.contains("bandwidth")) {
+    graph.machine.bandwidth =
+        link_matrix_from_json(json["bandwidth"], devices, origin + ": bandwidth");
+  } else if (devices > 1) {
+    throw Error(
+        fmt::format("{}: bandwidth: missing; {} devices need a {}x{} matrix of bytes/s "
+                    "(0 = no link)",
+                    origin, devices, devices, devices));
+  } else {
+    graph.machine.bandwidth.assign(devices, std::vector<double>(devices, 0.0));
+  }
+  if (json.contains("latency")) {
+    graph.machine.latency = link_matrix_from_json(json["latency"], devices, origin + ": latency");
+  } else {
+    graph.machine.latency.assign(devices, std::vector<double>(devices, 0.0));
+  }
+
+  if (!json.contains("tasks") || !json["tasks"].is_array()) {
+    throw Error(fmt::format("{}: tasks: expected an array of tasks", origin));
+  }
+  std::map<std::string, int> index_of;
+  for (std::size_t i = 0; i < json["tasks"].size(); ++i) {
+    const nlohmann::json& entry = json["tasks"][i];
+    std::string where = fmt::format("{}: tasks[{}]", origin, i);
+    if (!entry.is_object()) {
+      throw Error(fmt::format("{}: expected an object, got {}", where, show(entry)));
+    }
+    if (!entry.contains("name") || !entry["name"].is_string() ||
+        entry["name"].get<std::string>().empty()) {
+      throw Error(fmt::format("{}.name: expected a non-empty string", where));
+    }
+    Task task;
+    task.name = entry["name"].get<std::string>();
+    where = fmt::format("{}: task \"{}\"", origin, task.name);
+    if (!index_of.emplace(task.name, static_cast<int>(i)).second) {
+      throw Error(
+          fmt::format("{}: duplicate task name (also tasks[{}])", where, index_of[task.name]));
+    }
+    if (!entry.contains("time") || !entry["time"].is_array()) {
+      throw Error(
+          fmt::format("{}: time: expected an array of {} seconds, one per device", where, devices));
+    }
+    if (entry["time"].size() != devices) {
+      throw Error(fmt::format("{}: time: expected {} entries (one per device), got {}", where,
+                              devices, entry["time"].size()));
+    }
+    for (std::size_t device = 0; device < devices; ++device) {
+      const nlohmann::json& value = entry["time"][device];
+      // JSON has no infinity: null (or "inf") marks a device the task cannot run on.
+      if (value.is_null() || (value.is_string() && value.get<std::string>() == "inf")) {
+        task.time.push_back(std::numeric_limits<double>::infinity());
+      } else {
+        task.time.push_back(non_negative_number(value, fmt::format("{}: time[{}]", where, device)));
+      }
+    }
+    if (entry.contains("output_bytes")) {
+      task.output_bytes = non_negative_number(entry["output_bytes"], where + ": output_bytes");
+    }
+    if (entry.contains("weight_bytes")) {
+      task.weight_bytes = non_negative_number(entry["weight_bytes"], where + ": weight_bytes");
+    }
+    if (entry.contains("node")) {
+      task.node = static_cast<int32_t>(integer(entry["node"], where + ": node"));
+    }
+    if (entry.contains("batch_begin")) {
+      task.batch_begin = integer(entry["batch_begin"], where + ": batch_begin");
+    }
+    if (entry.contains("batch_end")) {
+      task.batch_end = integer(entry["batch_end"], where + ": batch_end");
+    }
+    if (task.batch_begin < 0 || task.batch_end <= task.batch_begin) {
+      throw Error(fmt::format("{}: batch slice [{}, {}) is empty or negative", where,
+                              task.batch_begin, task.batch_end));
+    }
+    if (entry.contains("weight_group")) {
+      task.weight_group =
+          static_cast<int32_t>(integer(entry["weight_group"], where + ": weight_group"));
+    }
+    graph.tasks.push_back(std::move(task));
+  }
+
+  if (json.contains("edges")) {
+    if (!json["edges"].is_array()) {
+      throw Error(
+          fmt::format("{}: edges: expected an array of [producer, consumer] pairs", origin));
+    }
+    std::set<std::pair<int, int>> seen;
+    bool any_edge_bytes = false;
+    std::vector<double> edge_bytes;
+    for (std::size_t i = 0; i < json["edges"].size(); ++i) {
+      const nlohmann::json& entry = json["edges"][i];
+      const std::string where = fmt::format("{}: edges[{}]", origin, i);
+      if (!entry.is_array() || entry.size() < 2 || entry.size() > 3 || !entry[0].is_string() ||
+          !entry[1].is_string()) {
+        throw Error(
+            fmt::format("{}: expected [\"producer\", \"consumer\"] or [\"producer\", "
+                        "\"consumer\", bytes], got {}",
+                        where, show(entry)));
+      }
+      int ends[2];
+      for (int side = 0; side < 2; ++side) {
+        const std::string name = entry[side].get<std::string>();
+        const auto found = index_of.find(name);
+        if (found == index_of.end()) {
+          throw Error(fmt::format("{}: unknown task \"{}\"", where, name));
+        }
+        ends[side] = found->second;
+      }
+      if (ends[0] == ends[1]) {
+        throw Error(fmt::format("{}: task \"{}\" depends on itself (a cycle)", where,
+                                entry[0].get<std::string>()));
+      }
+      double bytes = -1;
+      if (entry.size() == 3) {
+        bytes = non_negative_number(entry[2], where + "[2] (bytes)");
+        any_edge_bytes = true;
+      }
+      // The same pair twice is one dependence; counting its transfer twice would be wrong.
+      if (!seen.insert({ends[0], ends[1]}).second) continue;
+      graph.edges.emplace_back(ends[0], ends[1]);
+      edge_bytes.push_back(bytes);
+    }
+    if (any_edge_bytes) graph.edge_bytes = std::move(edge_bytes);
+  }
+  graph.check(origin);
+  return graph;
+}
+
+nlohmann::json task_graph_to_json(const TaskGraph& graph) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const Device& device : graph.machine.devices) devices.push_back(device_to_json(device));
+  nlohmann::json tasks = nlohmann::json::array();
+  for (const Task& task : graph.tasks) {
+    nlohmann::json times = nlohmann::json::array();
+    for (double time : task.time) {
+      if (std::isfinite(time)) {
+        times.push_back(time);
+      } else {
+        times.push_back(nullptr);
+      }
+    }
+    nlohmann::json entry = {{"name", task.name},
+                            {"time", times},
+                            {"output_bytes", task.output_bytes},
+                            {"weight_bytes", task.weight_bytes}};
+    if (task.node >= 0) entry["node"] = task.node;
+    if (task.batch_begin != 0 || task.batch_end != 1) {
+      entry["batch_begin"] = task.batch_begin;
+      entry["batch_end"] = task.batch_end;
+    }
+    if (task.weight_group >= 0) entry["weight_group"] = task.weight_group;
+    tasks.push_back(std::move(entry));
+  }
+  nlohmann::json edges = nlohmann::json::array();
+  for (std::size_t edge = 0; edge < graph.edges.size(); ++edge) {
+    const auto [from, to] = graph.edges[edge];
+    nlohmann::json entry = {graph.tasks.at(from).name, graph.tasks.at(to).name};
+    if (edge < graph.edge_bytes.size() && graph.edge_bytes[edge] >= 0) {
+      entry.push_back(graph.edge_bytes[edge]);
+    }
+    edges.push_back(std::move(entry));
+  }
+  nlohmann::json json = {{"devices", devices}, {"bandwidth", graph.machine.bandwidth}};
+  bool any_latency = false;
+  for (const auto& row : graph.machine.latency) {
+    for (double value : row) any_latency = any_latency || value != 0;
+  }
+  if (any_latency) json["latency"] = graph.machine.latency;
+  json["tasks"] = std::move(tasks);
+  json["edges"] = std::move(edges);
+  return json;
+}
+
+TaskGraph read_task_graph(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(fmt::format("{}: cannot open task graph", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(fmt::format("{}: not valid JSON: {}", path, e.what()));
+  }
+  return task_graph_from_json(json, path);
+}
+
+void write_task_graph(const TaskGraph& graph, const std::string& path) {
+  write_atomically(path, task_graph_to_json(graph).dump(1) + "\n");
+}
+
+std::vector<int64_t> default_slice_sizes(int64_t batch) {
+  if (batch < 1) throw Error(fmt::format("batch: expected a positive size, got {}", batch));
+  if (batch >= 4 && batch % 4 == 0) return std::vector<int64_t>(4, batch / 4);
+  if (batch % 2 == 0) return {batch / 2, batch / 2};
+  return {batch};
+}
+
+TaskGraph batch_task_graph(const TaskGraph& per_sample, int64_t batch,
+                           const std::vector<int64_t>& slice_sizes) {
+  if (batch < 1) throw Error(fmt::format("batch: expected a positive size, got {}", batch));
+  if (slice_sizes.empty()) throw Error("batch: no slice sizes given");
+  int64_t total = 0;
+  for (int64_t size : slice_sizes) {
+    if (size < 1) throw Error(fmt::format("batch: slice size {} is not positive", size));
+    total += size;
+  }
+  if (total != batch) {
+    throw Error(fmt::format("batch: slice sizes {} add up to {}, not the batch {}",
+                            fmt::join(slice_sizes, "+"), total, batch));
+  }
+  TaskGraph batched;
+  batched.machine = per_sample.machine;
+  const std::size_t slices = slice_sizes.size();
+  int32_t next_group = 0;
+  for (const Task& task : per_sample.tasks)
+    next_group = std::max(next_group, task.weight_group + 1);
+  batched.tasks.reserve(per_sample.tasks.size() * slices);
+  for (std::size_t index = 0; index < per_sample.tasks.size(); ++index) {
+    const Task& task = per_sample.tasks[index];
+    const int32_t group = task.weight_group >= 0 ? task.weight_group : next_group++;
+    int64_t begin = 0;
+    for (std::size_t slice = 0; slice < slices; ++slice) {
+      const int64_t size = slice_sizes[slice];
+      Task part = task;
+      part.name = fmt::format("{}@{}:{}", task.name, begin, begin + size);
+      part.batch_begin = begin;
+      part.batch_end = begin + size;
+      part.weight_group = group;
+      part.output_bytes = task.output_bytes * static_cast<double>(size);
+      for (std::size_t device = 0; device < part.time.size(); ++device) {
+        const auto& supported = batched.machine.devices.at(device).batch_sizes;
+        const bool allowed = supported.empty() ||
+                             std::find(supported.begin(), supported.end(), size) != supported.end();
+        part.time[device] = allowed ? task.time[device] * static_cast<double>(size)
+                                    : std::numeric_limits<double>::infinity();
+      }
+      bool runs_somewhere = false;
+      for (double time : part.time) runs_somewhere = runs_somewhere || std::isfinite(time);
+      if (!runs_somewhere) {
+        throw Error(
+            fmt::format("batch: task \"{}\": no device supports a slice of {} samples "
+                        "(check the devices' batch_sizes)",
+                        task.name, size));
+      }
+      batched.tasks.push_back(std::move(part));
+      begin += size;
+    }
+  }
+  for (std::size_t edge = 0; edge < per_sample.edges.size(); ++edge) {
+    const auto [from, to] = per_sample.edges[edge];
+    const bool own_bytes = edge < per_sample.edge_bytes.size() && per_sample.edge_bytes[edge] >= 0;
+    for (std::size_t slice = 0; slice < slices; ++slice) {
+      batched.edges.emplace_back(static_cast<int>(from * slices + slice),
+                                 static_cast<int>(to * slices + slice));
+      if (!per_sample.edge_bytes.empty()) {
+        batched.edge_bytes.push_back(
+            own_bytes ? per_sample.edge_bytes[edge] * static_cast<double>(slice_sizes[slice]) : -1);
+      }
+    }
+  }
+  return batched;
+}
+
+}  // namespace cleave

@@ -1,0 +1,286 @@
+// Sequential executor: prepares kernels lazily, reuses buffers by liveness, reorders layouts.
+#include "runtime/executor.h"
+
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "ir/text.h"
+
+namespace cleave {
+
+namespace {
+
+std::string signature_of(const Tensor* tensor) {
+  if (!tensor) return "_";
+  std::string text = tensor->describe();
+  if (tensor->is_blocked()) {
+    // Two blocked layouts of one shape differ in their strides/blocking; the size is a
+    // cheap proxy that separates the layouts oneDNN picks for one logical shape.
+    text += fmt::format("/{}", tensor->layout()->get_size());
+  }
+  return text;
+}
+
+Tensor aliased_output(const Tensor& source, const OutputSpec& spec) {
+  if (source.storage()) {
+    auto offset = static_cast<std::size_t>(static_cast<const std::byte*>(source.raw()) -
+                                           source.storage()->data());
+    return Tensor::view(spec.dtype, spec.shape, source.storage(), offset);
+  }
+  return Tensor::borrow(spec.dtype, spec.shape, source.raw());
+}
+
+}  // namespace
+
+std::shared_ptr<Buffer> BufferPool::acquire(std::size_t bytes) {
+  std::lock_guard lock(mutex_);
+  std::shared_ptr<Buffer>* best = nullptr;
+  for (auto& buffer : buffers_) {
+    // use_count 1: only the pool holds it, so no live tensor reads it any more.
+    if (buffer.use_count() == 1 && buffer->size() >= bytes &&
+        (!best || buffer->size() < (*best)->size())) {
+      best = &buffer;
+    }
+  }
+  if (best) return *best;
+  buffers_.push_back(std::make_shared<Buffer>(bytes));
+  reserved_ += bytes;
+  return buffers_.back();
+}
+
+std::size_t BufferPool::reserved_bytes() const {
+  std::lock_guard lock(mutex_);
+  return reserved_;
+}
+
+int64_t opset_of(const Graph& graph, const Node& node) {
+  std::string domain = node.domain == "ai.onnx" ? "" : node.domain;
+  auto it = graph.opset_imports.find(domain);
+  if (it != graph.opset_imports.end()) return it->second;
+  return domain.empty() ? 17 : 1;
+}
+
+const KernelInfo& kernel_for(const Graph& graph, NodeId id) {
+  const Node& node = graph.node(id);
+  std::string domain = node.domain == "ai.onnx" ? "" : node.domain;
+  int64_t opset = opset_of(graph, node);
+  const KernelInfo* info = KernelRegistry::global().find(domain, node.op_type, opset);
+  if (!info) {
+    throw UnsupportedError(fmt::format("node {}: no kernel for op {}{} at opset {}",
+                                       graph.describe(id), domain.empty() ? "" : domain + ".",
+                                       node.op_type, opset));
+  }
+  return *info;
+}
+
+bool blocked_layout_allowed(const Graph& graph, ValueId value) {
+  const Value& v = graph.value(value);
+  if (v.is_graph_output || v.producer < 0) return false;
+  const auto& users = graph.consumers(value);
+  if (users.empty()) return false;
+  for (NodeId user : users) {
+    const Node& node = graph.node(user);
+    std::string domain = node.domain == "ai.onnx" ? "" : node.domain;
+    const KernelInfo* info = KernelRegistry::global().find(domain, node.op_type, opset_of(graph, node));
+    if (!info) return false;
+    for (std::size_t slot = 0; slot < node.inputs.size(); ++slot) {
+      if (node.inputs[slot] == value && !info->accepts_blocked(slot)) return false;
+    }
+  }
+  return true;
+}
+
+Tensor to_plain(const Tensor& tensor, dnnl::engine& engine, dnnl::stream& stream) {
+  if (!tensor.is_blocked()) return tensor;
+  Tensor plain = Tensor::allocate(tensor.dtype(), tensor.shape());
+  dnnl::memory::dims dims(tensor.shape().begin(), tensor.shape().end());
+  dnnl::memory::desc plain_desc(dims, dnnl::memory::data_type::f32,
+                                dnnl::memory::format_tag(
+                                    tensor.rank() == 3   ? dnnl::memory::format_tag::abc
+                                    : tensor.rank() == 4 ? dnnl::memory::format_tag::abcd
+                                    : tensor.rank() == 5 ? dnnl::memory::format_tag::abcde
+                                    : tensor.rank() == 2 ? dnnl::memory::format_tag::ab
+                                                         : dnnl::memory::format_tag::a));
+  dnnl::memory source(*tensor.layout(), engine, const_cast<void*>(tensor.raw()));
+  dnnl::memory target(plain_desc, engine, plain.raw());
+  dnnl::reorder(source, target).execute(stream, source, target);
+  stream.wait();
+  return plain;
+}
+
+NodeRunner::NodeRunner(const Graph& graph, NodeId node, bool blocked_outputs_allowed)
+    : graph_(&graph),
+      node_(node),
+      info_(&kernel_for(graph, node)),
+      blocked_outputs_allowed_(blocked_outputs_allowed),
+      opset_(opset_of(graph, graph.node(node))) {}
+
+void NodeRunner::run(const std::vector<const Tensor*>& inputs, const std::vector<bool>& constant,
+                     std::vector<Tensor>& outputs, BufferPool& pool, dnnl::engine& engine,
+                     dnnl::stream& stream, int threads) {
+  const Node& node = graph_->node(node_);
+  std::vector<std::string> signature;
+  signature.reserve(inputs.size());
+  for (const Tensor* input : inputs) signature.push_back(signature_of(input));
+  if (!kernel_ || signature != signature_) {
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      if (!inputs[i]) continue;
+      DataType type = inputs[i]->dtype();
+      // Ops whose inputs differ in type (Reshape's int64 shape) list only their data type;
+      // the first input decides whether the implementation covers the call.
+      if (i == 0 && std::find(info_->dtypes.begin(), info_->dtypes.end(), type) == info_->dtypes.end()) {
+        throw UnsupportedError(fmt::format("node {}: {} input of type {} is not supported",
+                                           graph_->describe(node_), node.op_type, dtype_name(type)));
+      }
+    }
+    KernelContext context{*graph_, node_, node, opset_, inputs, constant, engine, threads,
+                          blocked_outputs_allowed_};
+    kernel_ = info_->create(context);
+    specs_ = kernel_->output_specs();
+    signature_ = std::move(signature);
+    if (specs_.size() < node.outputs.size()) {
+      throw Error(fmt::format("node {}: kernel made {} outputs, the node has {}", graph_->describe(node_),
+                              specs_.size(), node.outputs.size()));
+    }
+  }
+  outputs.resize(specs_.size());
+  std::vector<Tensor*> output_pointers;
+  output_pointers.reserve(specs_.size());
+  for (std::size_t i = 0; i < specs_.size(); ++i) {
+    const OutputSpec& spec = specs_[i];
+    if (spec.alias_of >= 0) {
+      outputs[i] = aliased_output(*inputs.at(spec.alias_of), spec);
+    } else {
+      std::size_t bytes = spec.layout ? spec.layout->get_size() : plain_byte_size(spec.dtype, spec.shape);
+      outputs[i] = Tensor::view(spec.dtype, spec.shape, pool.acquire(bytes));
+      outputs[i].set_layout(spec.layout);
+    }
+    output_pointers.push_back(&outputs[i]);
+  }
+  kernel_->run(inputs, output_pointers, stream);
+}
+
+void check_inputs(const Graph& graph, const std::map<std::string, Tensor>& inputs) {
+  for (ValueId id : graph.inputs()) {
+    const Value& v = graph.value(id);
+    if (v.initializer) continue;
+    auto it = inputs.find(v.name);
+    if (it == inputs.end()) throw Error(fmt::format("graph input '{}' was not given", v.name));
+    const Tensor& t = it->second;
+    if (v.dtype != DataType::kUndefined && t.dtype() != v.dtype) {
+      throw Error(fmt::format("input '{}': expected element type {}, got {}", v.name,
+                              dtype_name(v.dtype), dtype_name(t.dtype())));
+    }
+    if (!v.shape.rank_known) continue;
+    bool fits = t.rank() == v.shape.rank();
+    for (std::size_t axis = 0; fits && axis < t.rank(); ++axis) {
+      fits = !v.shape.dims[axis].is_known() || v.shape.dims[axis].size == t.dim(axis);
+    }
+    if (!fits) {
+      throw Error(fmt::format("input '{}': expected shape {}, got {}", v.name,
+                              print_type(v.dtype, v.shape), fmt::join(t.shape(), ",")));
+    }
+  }
+  for (const auto& [name, tensor] : inputs) {
+    auto id = graph.find_value(name);
+    if (!id || !graph.value(*id).is_graph_input) {
+      throw Error(fmt::format("'{}' is not an input of graph '{}'", name, graph.name));
+    }
+  }
+}
+
+Executor::Executor(const Graph& graph, ExecutorOptions options)
+    : graph_(graph),
+      options_(options),
+      engine_(dnnl::engine::kind::cpu, 0),
+      stream_(engine_) {
+  order_ = graph_.topological_order();
+  constants_.resize(graph_.value_capacity());
+  for (ValueId id : graph_.initializers()) {
+    const TensorData& data = *graph_.value(id).initializer;
+    if (!data.bytes) {
+      throw Error(fmt::format("initializer '{}' has no data", graph_.value(id).name));
+    }
+    constants_[id] = Tensor::borrow(data.dtype, data.dims, data.bytes->data());
+  }
+  runners_.reserve(order_.size());
+  for (NodeId id : order_) {
+    bool blocked = options_.blocked_layouts;
+    for (ValueId output : graph_.node(id).outputs) blocked = blocked && blocked_layout_allowed(graph_, output);
+    runners_.push_back(std::make_unique<NodeRunner>(graph_, id, blocked));
+  }
+  stats_.node_seconds.assign(graph_.node_capacity(), 0.0);
+}
+
+std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
+  check_inputs(graph_, inputs);
+  omp_set_num_threads(std::max(1, options_.threads));
+  std::vector<Tensor> values(graph_.value_capacity());
+  std::vector<int> remaining_uses(graph_.value_capacity(), 0);
+  for (NodeId id : order_) {
+    for (ValueId input : graph_.node(id).inputs) {
+      if (input != kNoValue) ++remaining_uses[input];
+    }
+  }
+  for (const auto& [name, tensor] : inputs) values[*graph_.find_value(name)] = tensor;
+
+  std::vector<const Tensor*> node_inputs;
+  std::vector<bool> constant;
+  std::vector<Tensor> node_outputs;
+  for (std::size_t position = 0; position < order_.size(); ++position) {
+    NodeId id = order_[position];
+    const Node& node = graph_.node(id);
+    node_inputs.clear();
+    constant.clear();
+    for (ValueId input : node.inputs) {
+      if (input == kNoValue) {
+        node_inputs.push_back(nullptr);
+        constant.push_back(false);
+      } else if (graph_.value(input).initializer) {
+        node_inputs.push_back(&constants_[input]);
+        constant.push_back(true);
+      } else {
+        node_inputs.push_back(&values[input]);
+        constant.push_back(false);
+      }
+    }
+    auto start = std::chrono::steady_clock::now();
+    runners_[position]->run(node_inputs, constant, node_outputs, pool_, engine_, stream_, options_.threads);
+    if (options_.collect_stats) {
+      stream_.wait();
+      stats_.node_seconds[id] +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    for (std::size_t i = 0; i < node.outputs.size(); ++i) values[node.outputs[i]] = std::move(node_outputs[i]);
+    // Dropping the last reference returns a buffer to the pool for later nodes.
+    for (ValueId input : node.inputs) {
+      if (input != kNoValue && --remaining_uses[input] == 0 && !graph_.value(input).is_graph_output) {
+        values[input] = Tensor();
+      }
+    }
+    for (ValueId output : node.outputs) {
+      if (remaining_uses[output] == 0 && !graph_.value(output).is_graph_output) values[output] = Tensor();
+    }
+  }
+  stream_.wait();
+  std::vector<Tensor> outputs;
+  for (ValueId id : graph_.outputs()) {
+    const Tensor& value = graph_.value(id).initializer ? constants_[id] : values[id];
+    outputs.push_back(to_plain(value, engine_, stream_));
+  }
+  stats_.peak_activation_bytes = pool_.reserved_bytes();
+  ++stats_.runs;
+  return outputs;
+}
+
+void Executor::reset_stats() {
+  stats_.node_seconds.assign(graph_.node_capacity(), 0.0);
+  stats_.runs = 0;
+}
+
+}  // namespace cleave

@@ -1,0 +1,106 @@
+// Runs a graph on this CPU: per-node kernel preparation, layout reorders, buffer reuse, stats.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/kernel.h"
+#include "runtime/tensor.h"
+
+namespace cleave {
+
+/// Hands out activation buffers and takes them back when no tensor uses them any more, so a
+/// run needs only as much memory as its live values (best fit among free buffers).
+class BufferPool {
+ public:
+  std::shared_ptr<Buffer> acquire(std::size_t bytes);
+  /// Bytes held by the pool: the activation memory a run needed at its peak.
+  std::size_t reserved_bytes() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::shared_ptr<Buffer>> buffers_;
+  std::size_t reserved_ = 0;
+};
+
+/// Prepares (and re-prepares when input shapes change) and runs one node.
+class NodeRunner {
+ public:
+  NodeRunner(const Graph& graph, NodeId node, bool blocked_outputs_allowed);
+  /// Runs the node on `inputs` (nullptr for omitted ones), filling `outputs`. Blocked inputs
+  /// must be at positions the kernel accepts (the executor guarantees it).
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<bool>& constant,
+           std::vector<Tensor>& outputs, BufferPool& pool, dnnl::engine& engine,
+           dnnl::stream& stream, int threads);
+  NodeId node() const { return node_; }
+  const KernelInfo& info() const { return *info_; }
+
+ private:
+  const Graph* graph_;
+  NodeId node_;
+  const KernelInfo* info_ = nullptr;
+  bool blocked_outputs_allowed_;
+  int64_t opset_;
+  std::unique_ptr<Kernel> kernel_;
+  std::vector<OutputSpec> specs_;
+  std::vector<std::string> signature_;  // Input types/shapes/layouts the kernel was made for.
+};
+
+/// Which kernel runs a node; throws UnsupportedError naming the node when none does.
+const KernelInfo& kernel_for(const Graph& graph, NodeId node);
+int64_t opset_of(const Graph& graph, const Node& node);
+/// Whether every consumer of `value` accepts a blocked layout there and it is no graph output.
+bool blocked_layout_allowed(const Graph& graph, ValueId value);
+
+/// A plain (row-major) copy of a blocked tensor, or the tensor itself when already plain.
+Tensor to_plain(const Tensor& tensor, dnnl::engine& engine, dnnl::stream& stream);
+
+struct ExecutorOptions {
+  int threads = 1;              ///< Intra-op threads.
+  bool blocked_layouts = true;  ///< Let oneDNN kernels pass blocked layouts to each other.
+  bool collect_stats = false;   ///< Time every node.
+};
+
+struct RunStats {
+  std::size_t peak_activation_bytes = 0;  ///< Bytes the buffer pool reserved.
+  std::vector<double> node_seconds;       ///< Per NodeId, summed over runs.
+  int64_t runs = 0;
+};
+
+/// The sequential executor: runs nodes in topological order on the calling thread.
+class Executor {
+ public:
+  /// Copies the graph (cheap: initializer bytes are shared) and checks every node has a
+  /// kernel, so an unsupported op is reported before anything runs.
+  Executor(const Graph& graph, ExecutorOptions options = {});
+  /// Runs once. Inputs by graph input name, each plain; missing inputs, wrong types or ranks
+  /// are errors naming the input. Returns the graph outputs in order, plain.
+  std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs);
+  const RunStats& stats() const { return stats_; }
+  /// Forgets node times so far (e.g. after warm-up runs that included kernel preparation).
+  void reset_stats();
+  const Graph& graph() const { return graph_; }
+
+ private:
+  Graph graph_;
+  ExecutorOptions options_;
+  std::vector<NodeId> order_;
+  std::vector<std::unique_ptr<NodeRunner>> runners_;  // Per position in order_.
+  std::vector<Tensor> constants_;                      // Per ValueId (initializers).
+  BufferPool pool_;
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  RunStats stats_;
+};
+
+/// Checks the caller's inputs against the graph's declared inputs (names, types, ranks and
+/// known dims); throws Error naming the input and what was expected.
+void check_inputs(const Graph& graph, const std::map<std::string, Tensor>& inputs);
+
+}  // namespace cleave

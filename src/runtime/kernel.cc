@@ -1,0 +1,48 @@
+// The kernel registry: every op implementation of the runtime, looked up by domain, op and opset.
+#include "runtime/kernel.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+
+namespace cleave {
+
+const Tensor& KernelContext::input(std::size_t i) const {
+  if (!has_input(i)) throw Error(fmt::format("{}: input {} is required but missing", where(), i));
+  return *inputs[i];
+}
+
+std::string KernelContext::where() const { return "node " + graph.describe(node_id); }
+
+const KernelRegistry& KernelRegistry::global() {
+  static const KernelRegistry registry = [] {
+    KernelRegistry r;
+    register_dnnl_kernels(r);
+    register_elementwise_kernels(r);
+    register_shape_kernels(r);
+    return r;
+  }();
+  return registry;
+}
+
+void KernelRegistry::add(KernelInfo info) { entries_.push_back(std::move(info)); }
+
+const KernelInfo* KernelRegistry::find(std::string_view domain, std::string_view op_type,
+                                       int64_t opset) const {
+  const KernelInfo* best = nullptr;
+  for (const KernelInfo& entry : entries_) {
+    if (entry.op_type != op_type || entry.domain != domain || entry.since_opset > opset) continue;
+    if (!best || entry.since_opset > best->since_opset) best = &entry;
+  }
+  return best;
+}
+
+std::vector<std::string> KernelRegistry::op_types() const {
+  std::vector<std::string> names;
+  for (const KernelInfo& entry : entries_) names.push_back(entry.op_type);
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+}  // namespace cleave

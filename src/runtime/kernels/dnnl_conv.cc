@@ -1,0 +1,391 @@
+// Conv and ConvTranspose on oneDNN: blocked layouts, pre-packed weights, fused activation/sum.
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "runtime/kernels/dnnl_util.h"
+
+namespace cleave {
+
+namespace {
+
+using dnnl::memory;
+
+/// Everything that differs between a convolution and a transposed one once shapes are known.
+struct ConvProblem {
+  bool transposed = false;
+  int64_t batch = 0, channels_in = 0, channels_out = 0, groups = 1;
+  std::vector<int64_t> kernel, strides, dilations, pads_begin, pads_end;  // oneDNN pads_end.
+  std::vector<int64_t> output_shape;  // Full (N, C, spatial...).
+  memory::desc user_weights;          // How the ONNX weight bytes are laid out.
+};
+
+std::vector<int64_t> kernel_from_weights(const KernelContext& context, const Tensor& weights) {
+  std::vector<int64_t> kernel(weights.shape().begin() + 2, weights.shape().end());
+  std::vector<int64_t> declared = context.node.ints_attribute("kernel_shape");
+  if (!declared.empty() && declared != kernel) {
+    throw Error(fmt::format("{}: kernel_shape [{}] disagrees with the weights' spatial dims [{}]",
+                            context.where(), fmt::join(declared, ","), fmt::join(kernel, ",")));
+  }
+  return kernel;
+}
+
+void check_ranks(const KernelContext& context, const Tensor& x, const Tensor& w) {
+  if (x.rank() < 3 || x.rank() > 5) {
+    throw UnsupportedError(
+        fmt::format("{}: input {} has rank {}; only 1-D to 3-D convolutions "
+                    "(rank 3 to 5) are supported",
+                    context.where(), x.describe(), x.rank()));
+  }
+  if (w.rank() != x.rank()) {
+    throw Error(fmt::format("{}: weights {} must have the input's rank {}", context.where(),
+                            w.describe(), x.rank()));
+  }
+}
+
+ConvProblem conv_problem(const KernelContext& context) {
+  const Tensor& x = context.input(0);
+  const Tensor& w = context.input(1);
+  check_ranks(context, x, w);
+  ConvProblem p;
+  p.batch = x.dim(0);
+  p.channels_in = x.dim(1);
+  p.channels_out = w.dim(0);
+  p.groups = context.node.int_attribute("group", 1);
+  if (p.groups < 1 || p.channels_in != w.dim(1) * p.groups || p.channels_out % p.groups != 0) {
+    throw Error(
+        fmt::format("{}: input {} and weights {} do not fit group {} (need C = W[1] * group, "
+                    "M divisible by group)",
+                    context.where(), x.describe(), w.describe(), p.groups));
+  }
+  std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
+  WindowGeometry g = window_geometry(context, spatial, kernel_from_weights(context, w), false);
+  p.kernel = g.kernel;
+  p.strides = g.strides;
+  p.dilations = g.dilations;
+  p.pads_begin = g.pads_begin;
+  p.pads_end = g.dnnl_pads_end;
+  p.output_shape = {p.batch, p.channels_out};
+  p.output_shape.insert(p.output_shape.end(), g.output.begin(), g.output.end());
+  if (p.groups == 1) {
+    p.user_weights = plain_desc(w.shape());
+  } else {
+    std::vector<int64_t> grouped = {p.groups, p.channels_out / p.groups, w.dim(1)};
+    grouped.insert(grouped.end(), p.kernel.begin(), p.kernel.end());
+    p.user_weights = plain_desc(grouped);
+  }
+  return p;
+}
+
+std::vector<int64_t> spatial_ints(const KernelContext& context, std::string_view key, std::size_t n,
+                                  int64_t fallback) {
+  std::vector<int64_t> values = context.node.ints_attribute(key);
+  if (values.empty()) return std::vector<int64_t>(n, fallback);
+  if (values.size() != n) {
+    throw Error(fmt::format("{}: attribute '{}' has {} values, expected {}", context.where(), key,
+                            values.size(), n));
+  }
+  return values;
+}
+
+ConvProblem conv_transpose_problem(const KernelContext& context) {
+  const Tensor& x = context.input(0);
+  const Tensor& w = context.input(1);
+  check_ranks(context, x, w);
+  ConvProblem p;
+  p.transposed = true;
+  p.batch = x.dim(0);
+  p.channels_in = x.dim(1);
+  p.groups = context.node.int_attribute("group", 1);
+  if (p.groups < 1 || p.channels_in != w.dim(0) || p.channels_in % p.groups != 0) {
+    throw Error(
+        fmt::format("{}: input {} and weights {} do not fit group {} (need C = W[0], C "
+                    "divisible by group)",
+                    context.where(), x.describe(), w.describe(), p.groups));
+  }
+  p.channels_out = w.dim(1) * p.groups;
+  std::size_t n = x.rank() - 2;
+  p.kernel = kernel_from_weights(context, w);
+  p.strides = spatial_ints(context, "strides", n, 1);
+  p.dilations = spatial_ints(context, "dilations", n, 1);
+  std::vector<int64_t> output_padding = spatial_ints(context, "output_padding", n, 0);
+  std::vector<int64_t> pads = spatial_ints(context, "pads", 2 * n, 0);
+  std::vector<int64_t> requested = context.node.ints_attribute("output_shape");
+  if (requested.size() == n + 2) requested.erase(requested.begin(), requested.begin() + 2);
+  if (!requested.empty() && requested.size() != n) {
+    throw Error(fmt::format("{}: output_shape [{}] should list {} spatial sizes", context.where(),
+                            fmt::join(requested, ","), n));
+  }
+  std::string auto_pad = context.node.string_attribute("auto_pad", "NOTSET");
+  p.output_shape = {p.batch, p.channels_out};
+  for (std::size_t i = 0; i < n; ++i) {
+    if (p.strides[i] < 1 || p.dilations[i] < 1 || p.kernel[i] < 1) {
+      throw Error(
+          fmt::format("{}: strides, dilations and kernel sizes must be positive", context.where()));
+    }
+    int64_t in = x.dim(i + 2);
+    int64_t natural =
+        p.strides[i] * (in - 1) + output_padding[i] + (p.kernel[i] - 1) * p.dilations[i] + 1;
+    int64_t begin = pads[i], end = pads[i + n];
+    bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+    if (!requested.empty() || same) {
+      int64_t out = !requested.empty() ? requested[i] : in * p.strides[i];
+      int64_t total = natural - out;
+      // ONNX: SAME_UPPER puts the smaller half first, everything else the larger half; halves
+      // round down (as Python's //), so a negative total (a larger output) grows the end.
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      begin = auto_pad == "SAME_UPPER" ? half : total - half;
+      end = total - begin;
+    } else if (auto_pad == "VALID") {
+      begin = end = 0;
+    } else if (auto_pad != "NOTSET" && !auto_pad.empty()) {
+      throw Error(
+          fmt::format("{}: auto_pad '{}' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID",
+                      context.where(), auto_pad));
+    }
+    int64_t out = natural - begin - end;
+    if (out < 1)
+      throw Error(fmt::format("{}: spatial output size {} along axis {}", context.where(), out, i));
+    p.pads_begin.push_back(begin);
+    // output_padding extends the end: oneDNN only knows padding, so it shrinks the end pad.
+    p.pads_end.push_back(end - output_padding[i]);
+    p.output_shape.push_back(out);
+  }
+  // ONNX stores [C_in, C_out / group, k...]; oneDNN wants (groups,) out, in, k... dims.
+  int64_t kernel_volume = 1;
+  for (int64_t k : p.kernel) kernel_volume *= k;
+  int64_t group_in = p.channels_in / p.groups, group_out = p.channels_out / p.groups;
+  memory::dims dims, strides;
+  if (p.groups > 1) {
+    dims = {p.groups, group_out, group_in};
+    strides = {group_in * group_out * kernel_volume, kernel_volume, group_out * kernel_volume};
+  } else {
+    dims = {group_out, group_in};
+    strides = {kernel_volume, group_out * kernel_volume};
+  }
+  int64_t stride = kernel_volume;
+  for (int64_t k : p.kernel) {
+    dims.push_back(k);
+    stride /= k;
+    strides.push_back(stride);
+  }
+  p.user_weights = memory::desc(dims, memory::data_type::f32, strides);
+  return p;
+}
+
+dnnl::post_ops fused_post_ops(const KernelContext& context, bool with_sum) {
+  dnnl::post_ops ops;
+  if (with_sum) ops.append_sum(1.0f);
+  std::string activation = context.node.string_attribute("activation", "");
+  if (activation == "Relu") {
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  } else if (activation == "Clip") {
+    float low =
+        context.node.float_attribute("activation_min", std::numeric_limits<float>::lowest());
+    float high = context.node.float_attribute("activation_max", std::numeric_limits<float>::max());
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, low, high);
+  } else if (!activation.empty()) {
+    throw UnsupportedError(
+        fmt::format("{}: fused activation '{}' is not supported (Relu, Clip are)", context.where(),
+                    activation));
+  }
+  return ops;
+}
+
+/// Primitive descriptor of either kind of convolution, for the given src and dst layouts.
+template <typename Primitive>
+typename Primitive::primitive_desc make_descriptor(const ConvProblem& p, const memory::desc& src,
+                                                   const memory::desc& dst, bool with_bias,
+                                                   const dnnl::primitive_attr& attr,
+                                                   const dnnl::engine& engine) {
+  memory::dims weight_dims = p.user_weights.dims();
+  memory::desc weights(weight_dims, memory::data_type::f32, memory::format_tag::any);
+  memory::dims strides(p.strides.begin(), p.strides.end());
+  memory::dims dilations;
+  for (int64_t d : p.dilations) dilations.push_back(d - 1);
+  memory::dims pads_begin(p.pads_begin.begin(), p.pads_begin.end());
+  memory::dims pads_end(p.pads_end.begin(), p.pads_end.end());
+  dnnl::algorithm algorithm =
+      p.transposed ? dnnl::algorithm::deconvolution_direct : dnnl::algorithm::convolution_direct;
+  auto prop = dnnl::prop_kind::forward_inference;
+  if (with_bias) {
+    memory::desc bias({p.channels_out}, memory::data_type::f32, memory::format_tag::x);
+    typename Primitive::desc desc(prop, algorithm, src, weights, bias, dst, strides, dilations,
+                                  pads_begin, pads_end);
+    return typename Primitive::primitive_desc(desc, attr, engine);
+  }
+  typename Primitive::desc desc(prop, algorithm, src, weights, dst, strides, dilations, pads_begin,
+                                pads_end);
+  return typename Primitive::primitive_desc(desc, attr, engine);
+}
+
+bool is_slow(const std::string& implementation) {
+  return implementation.find("gemm") != std::string::npos ||
+         implementation.find("ref") != std::string::npos;
+}
+
+bool is_pointwise(const ConvProblem& p) {
+  bool pointwise = p.groups == 1;
+  for (std::size_t i = 0; i < p.kernel.size(); ++i) {
+    pointwise = pointwise && p.kernel[i] == 1 && p.strides[i] == 1 && p.pads_begin[i] == 0;
+  }
+  return pointwise;
+}
+
+class ConvolutionKernel : public Kernel {
+ public:
+  template <typename Primitive>
+  static std::unique_ptr<Kernel> create(const KernelContext& context, const ConvProblem& problem);
+
+  std::vector<OutputSpec> output_specs() const override { return {spec_}; }
+
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+           dnnl::stream& stream) override {
+    if (empty_) return;
+    const void* source = inputs[0]->raw();
+    if (source_reorder_.needed()) {
+      source_reorder_.run(source, source_buffer_->data(), stream);
+      source = source_buffer_->data();
+    }
+    const void* weights = packed_weights_ ? packed_weights_->data() : inputs[1]->raw();
+    if (!packed_weights_ && weights_reorder_.needed()) {
+      weights_reorder_.run(weights, weights_buffer_->data(), stream);
+      weights = weights_buffer_->data();
+    }
+    void* destination = output_buffer_ ? output_buffer_->data() : outputs[0]->raw();
+    if (sum_input_ >= 0) sum_reorder_.run(inputs[sum_input_]->raw(), destination, stream);
+    step_.set(DNNL_ARG_SRC, source);
+    step_.set(DNNL_ARG_WEIGHTS, weights);
+    if (has_bias_) step_.set(DNNL_ARG_BIAS, inputs[2]->raw());
+    step_.set(DNNL_ARG_DST, destination);
+    step_.execute(stream);
+    if (output_buffer_) output_reorder_.run(destination, outputs[0]->raw(), stream);
+  }
+
+ private:
+  OutputSpec spec_;
+  bool empty_ = false;
+  bool has_bias_ = false;
+  int sum_input_ = -1;
+  DnnlStep step_;
+  LayoutReorder source_reorder_, weights_reorder_, output_reorder_, sum_reorder_;
+  std::shared_ptr<Buffer> source_buffer_, weights_buffer_, output_buffer_, packed_weights_;
+};
+
+template <typename Primitive>
+std::unique_ptr<Kernel> ConvolutionKernel::create(const KernelContext& context,
+                                                  const ConvProblem& p) {
+  auto kernel = std::make_unique<ConvolutionKernel>();
+  kernel->spec_.shape = p.output_shape;
+  const Tensor& x = context.input(0);
+  int64_t bias_channels = context.has_input(2) ? context.input(2).element_count() : 0;
+  if (context.has_input(2) && bias_channels != p.channels_out) {
+    throw Error(fmt::format("{}: bias {} should have {} values", context.where(),
+                            context.input(2).describe(), p.channels_out));
+  }
+  kernel->has_bias_ = context.has_input(2);
+  int64_t sum_input = context.node.int_attribute("sum_input", -1);
+  if (sum_input >= 0) {
+    if (sum_input < 3 || !context.has_input(sum_input) ||
+        context.input(sum_input).shape() != p.output_shape) {
+      throw Error(
+          fmt::format("{}: sum_input {} must name an input (after the bias) of the output's "
+                      "shape [{}]",
+                      context.where(), sum_input, fmt::join(p.output_shape, ",")));
+    }
+    kernel->sum_input_ = static_cast<int>(sum_input);
+  }
+  if (x.element_count() == 0 || volume(p.output_shape) == 0) {
+    kernel->empty_ = true;
+    return kernel;
+  }
+
+  dnnl::primitive_attr attr = kernel_attr();
+  attr.set_post_ops(fused_post_ops(context, sum_input >= 0));
+  memory::desc given = desc_of(x);
+  memory::desc any_destination = any_desc(p.output_shape);
+  // Take the input as it comes when a fast kernel reads it so; otherwise let oneDNN pick the
+  // layout and reorder into it (the gemm path on nchw is ~1.5x slower for 3x3 convs, but as
+  // good as any for pointwise ones, where the reorder would cost more than it saves).
+  typename Primitive::primitive_desc descriptor;
+  bool found = false;
+  try {
+    descriptor = make_descriptor<Primitive>(p, given, any_destination, kernel->has_bias_, attr,
+                                            context.engine);
+    found = true;
+  } catch (const dnnl::error&) {
+    // No implementation reads this layout; the free choice below reorders into one.
+  }
+  if (!found ||
+      (is_slow(implementation_name(descriptor)) && !(is_pointwise(p) && !x.is_blocked()))) {
+    auto free_choice = make_descriptor<Primitive>(p, any_desc(x.shape()), any_destination,
+                                                  kernel->has_bias_, attr, context.engine);
+    if (!found || !is_slow(implementation_name(free_choice))) descriptor = free_choice;
+  }
+  kernel->step_ = DnnlStep(Primitive(descriptor), descriptor, context.engine);
+  kernel->step_.declare(DNNL_ARG_SRC, descriptor.src_desc());
+  kernel->step_.declare(DNNL_ARG_WEIGHTS, descriptor.weights_desc());
+  if (kernel->has_bias_) kernel->step_.declare(DNNL_ARG_BIAS, descriptor.bias_desc());
+  kernel->step_.declare(DNNL_ARG_DST, descriptor.dst_desc());
+
+  if (descriptor.src_desc() != given) {
+    kernel->source_reorder_ = LayoutReorder(given, descriptor.src_desc(), context.engine);
+    kernel->source_buffer_ = std::make_shared<Buffer>(descriptor.src_desc().get_size());
+  }
+  if (context.constant[1]) {
+    kernel->packed_weights_ = pack_constant(context.input(1).raw(), p.user_weights,
+                                            descriptor.weights_desc(), context.engine);
+  } else if (p.user_weights != descriptor.weights_desc()) {
+    kernel->weights_reorder_ =
+        LayoutReorder(p.user_weights, descriptor.weights_desc(), context.engine);
+    kernel->weights_buffer_ = std::make_shared<Buffer>(descriptor.weights_desc().get_size());
+  }
+  memory::desc destination = descriptor.dst_desc();
+  std::optional<memory::desc> layout = recorded_layout(destination, p.output_shape);
+  if (layout && !context.blocked_outputs_allowed) {
+    // Computing in the blocked layout and reordering beats oneDNN's plain-layout kernels.
+    kernel->output_buffer_ = std::make_shared<Buffer>(destination.get_size());
+    kernel->output_reorder_ =
+        LayoutReorder(destination, plain_desc(p.output_shape), context.engine);
+    layout.reset();
+  }
+  kernel->spec_.layout = layout;
+  if (kernel->sum_input_ >= 0) {
+    kernel->sum_reorder_ =
+        LayoutReorder(desc_of(context.input(sum_input)), destination, context.engine);
+  }
+  return kernel;
+}
+
+std::unique_ptr<Kernel> create_conv(const KernelContext& context) {
+  return ConvolutionKernel::create<dnnl::convolution_forward>(context, conv_problem(context));
+}
+
+std::unique_ptr<Kernel> create_conv_transpose(const KernelContext& context) {
+  if (context.node.int_attribute("sum_input", -1) >= 0) {
+    throw UnsupportedError(fmt::format("{}: sum_input is only supported on Conv", context.where()));
+  }
+  return ConvolutionKernel::create<dnnl::deconvolution_forward>(context,
+                                                                conv_transpose_problem(context));
+}
+
+}  // namespace
+
+void register_conv_kernels(KernelRegistry& registry) {
+  KernelInfo conv;
+  conv.op_type = "Conv";
+  // The data input and a fused sum input (after the bias) may come blocked.
+  conv.accepts_blocked = [](std::size_t input) { return input == 0 || input >= 3; };
+  conv.create = guarded(create_conv);
+  registry.add(conv);
+
+  KernelInfo transpose;
+  transpose.op_type = "ConvTranspose";
+  transpose.accepts_blocked = first_input;
+  transpose.create = guarded(create_conv_transpose);
+  registry.add(transpose);
+}
+
+}  // namespace cleave

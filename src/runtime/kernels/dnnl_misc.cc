@@ -1,0 +1,211 @@
+// Softmax and LogSoftmax (both axis semantics) on oneDNN, and Concat (oneDNN for blocked inputs).
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/kernels/dnnl_util.h"
+
+namespace cleave {
+
+namespace {
+
+using dnnl::memory;
+
+class SoftmaxKernel : public Kernel {
+ public:
+  /// `coerce_2d`: opset < 13 semantics, where the input is viewed as [outer, inner] split at
+  /// `axis` and softmax runs over all of inner; otherwise over the one axis.
+  SoftmaxKernel(const KernelContext& context, bool logarithmic, bool coerce_2d) {
+    const Tensor& x = context.input(0);
+    auto rank = static_cast<int64_t>(x.rank());
+    int64_t axis =
+        normalized_axis(context, context.node.int_attribute("axis", coerce_2d ? 1 : -1), rank);
+    spec_.shape = x.shape();
+    if (x.element_count() == 0) {
+      empty_ = true;
+      return;
+    }
+    std::span<const int64_t> shape(x.shape());
+    int64_t outer = volume(shape.first(axis));
+    std::vector<int64_t> view;
+    if (coerce_2d) {
+      view = {outer, volume(shape.subspan(axis))};
+    } else {
+      // [outer, axis, inner] keeps the softmax axis and makes every layout dense.
+      view = {outer, shape[axis], volume(shape.subspan(axis + 1))};
+    }
+    memory::desc data = plain_desc(view);
+    dnnl::softmax_v2_forward::desc desc(
+        dnnl::prop_kind::forward_inference,
+        logarithmic ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate, data, data,
+        1);
+    dnnl::softmax_v2_forward::primitive_desc descriptor(desc, kernel_attr(), context.engine);
+    step_ = DnnlStep(dnnl::softmax_v2_forward(descriptor), descriptor, context.engine);
+    step_.declare(DNNL_ARG_SRC, data);
+    step_.declare(DNNL_ARG_DST, data);
+  }
+
+  std::vector<OutputSpec> output_specs() const override { return {spec_}; }
+
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+           dnnl::stream& stream) override {
+    if (empty_) return;
+    step_.set(DNNL_ARG_SRC, inputs[0]->raw());
+    step_.set(DNNL_ARG_DST, outputs[0]->raw());
+    step_.execute(stream);
+  }
+
+ private:
+  OutputSpec spec_;
+  bool empty_ = false;
+  DnnlStep step_;
+};
+
+class ConcatKernel : public Kernel {
+ public:
+  explicit ConcatKernel(const KernelContext& context) {
+    std::vector<const Tensor*> parts;
+    for (std::size_t i = 0; i < context.inputs.size(); ++i) parts.push_back(&context.input(i));
+    if (parts.empty())
+      throw Error(fmt::format("{}: Concat needs at least one input", context.where()));
+    const Tensor& first = *parts[0];
+    if (first.rank() == 0) throw Error(fmt::format("{}: Concat of scalars", context.where()));
+    const Attribute* axis_attribute = context.node.attribute("axis");
+    if (!axis_attribute)
+      throw Error(fmt::format("{}: attribute 'axis' is required", context.where()));
+    auto rank = static_cast<int64_t>(first.rank());
+    axis_ = normalized_axis(context, context.node.int_attribute("axis", 0), rank);
+    spec_.dtype = first.dtype();
+    spec_.shape = first.shape();
+    spec_.shape[axis_] = 0;
+    bool any_blocked = false;
+    for (const Tensor* part : parts) {
+      bool fits = part->rank() == first.rank() && part->dtype() == first.dtype();
+      for (int64_t a = 0; fits && a < rank; ++a) fits = a == axis_ || part->dim(a) == first.dim(a);
+      if (!fits) {
+        throw Error(
+            fmt::format("{}: inputs {} and {} differ in type, rank or a dim other than axis {}",
+                        context.where(), first.describe(), part->describe(), axis_));
+      }
+      spec_.shape[axis_] += part->dim(axis_);
+      any_blocked = any_blocked || part->is_blocked();
+    }
+    element_size_ = element_size(first.dtype());
+    inner_ = volume(std::span<const int64_t>(spec_.shape).subspan(axis_ + 1));
+    outer_ = volume(std::span<const int64_t>(spec_.shape).first(axis_));
+    if (any_blocked) prepare_blocked(context, parts);
+  }
+
+  std::vector<OutputSpec> output_specs() const override { return {spec_}; }
+
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+           dnnl::stream& stream) override {
+    if (step_.valid()) {
+      int argument = 0;
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        if (inputs[i]->element_count() == 0) continue;
+        step_.set(DNNL_ARG_MULTIPLE_SRC + argument++, inputs[i]->raw());
+      }
+      void* destination = output_buffer_ ? output_buffer_->data() : outputs[0]->raw();
+      step_.set(DNNL_ARG_DST, destination);
+      step_.execute(stream);
+      if (output_buffer_) output_reorder_.run(destination, outputs[0]->raw(), stream);
+      return;
+    }
+    auto* out = static_cast<std::byte*>(outputs[0]->raw());
+    std::size_t row = static_cast<std::size_t>(spec_.shape[axis_] * inner_) * element_size_;
+    std::size_t offset = 0;
+    for (const Tensor* input : inputs) {
+      std::size_t chunk = static_cast<std::size_t>(input->dim(axis_) * inner_) * element_size_;
+      if (chunk == 0) continue;
+      const auto* in = static_cast<const std::byte*>(input->raw());
+      for (int64_t o = 0; o < outer_; ++o)
+        std::memcpy(out + o * row + offset, in + o * chunk, chunk);
+      offset += chunk;
+    }
+  }
+
+ private:
+  void prepare_blocked(const KernelContext& context, const std::vector<const Tensor*>& parts) {
+    std::vector<memory::desc> sources;
+    for (const Tensor* part : parts) {
+      if (part->element_count() != 0) sources.push_back(desc_of(*part));
+    }
+    if (volume(spec_.shape) == 0) return;
+    memory::desc plain = plain_desc(spec_.shape, sources[0].data_type());
+    // oneDNN's own choice for an `any` concat output can be a layout no other primitive
+    // reads fast (Bacd16b); keep the inputs' layout instead when they all share one.
+    memory::desc destination = plain;
+    if (context.blocked_outputs_allowed) {
+      std::optional<memory::desc> shared = same_layout_for(sources[0], spec_.shape);
+      for (const memory::desc& source : sources) {
+        std::optional<memory::desc> mine = same_layout_for(source, spec_.shape);
+        if (!mine || !shared || *mine != *shared) shared.reset();
+      }
+      if (shared) destination = *shared;
+    }
+    dnnl::concat::primitive_desc descriptor;
+    try {
+      descriptor = dnnl::concat::primitive_desc(destination, static_cast<int>(axis_), sources,
+                                                context.engine, kernel_attr());
+    } catch (const dnnl::error&) {
+      // Blocks that do not line up along the axis: fall back to a plain output.
+      destination = plain;
+      descriptor = dnnl::concat::primitive_desc(destination, static_cast<int>(axis_), sources,
+                                                context.engine, kernel_attr());
+    }
+    step_ = DnnlStep(dnnl::concat(descriptor), descriptor, context.engine);
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      step_.declare(DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), sources[i]);
+    }
+    step_.declare(DNNL_ARG_DST, descriptor.dst_desc());
+    std::optional<memory::desc> layout = recorded_layout(descriptor.dst_desc(), spec_.shape);
+    if (layout && !context.blocked_outputs_allowed) {
+      output_buffer_ = std::make_shared<Buffer>(descriptor.dst_desc().get_size());
+      output_reorder_ = LayoutReorder(descriptor.dst_desc(), plain, context.engine);
+      layout.reset();
+    }
+    spec_.layout = layout;
+  }
+
+  OutputSpec spec_;
+  int64_t axis_ = 0;
+  int64_t inner_ = 1, outer_ = 1;
+  std::size_t element_size_ = 4;
+  DnnlStep step_;
+  std::shared_ptr<Buffer> output_buffer_;
+  LayoutReorder output_reorder_;
+};
+
+}  // namespace
+
+void register_misc_kernels(KernelRegistry& registry) {
+  for (bool logarithmic : {false, true}) {
+    for (int64_t since : {1, 13}) {
+      KernelInfo info;
+      info.op_type = logarithmic ? "LogSoftmax" : "Softmax";
+      info.since_opset = since;
+      info.create =
+          guarded([logarithmic, since](const KernelContext& context) -> std::unique_ptr<Kernel> {
+            return std::make_unique<SoftmaxKernel>(context, logarithmic, since < 13);
+          });
+      registry.add(info);
+    }
+  }
+
+  KernelInfo concat;
+  concat.op_type = "Concat";
+  concat.accepts_blocked = any_input;
+  concat.dtypes = {DataType::kFloat,   DataType::kInt32,  DataType::kInt64,  DataType::kBool,
+                   DataType::kUInt8,   DataType::kInt8,   DataType::kDouble, DataType::kFloat16,
+                   DataType::kInt16,   DataType::kUInt16, DataType::kUInt32, DataType::kUInt64,
+                   DataType::kBFloat16};
+  concat.create = guarded([](const KernelContext& context) -> std::unique_ptr<Kernel> {
+    return std::make_unique<ConcatKernel>(context);
+  });
+  registry.add(concat);
+}
+
+}  // namespace cleave

@@ -1,0 +1,304 @@
+// Shared helpers of the oneDNN kernels, and the entry point registering all of them.
+#include "runtime/kernels/dnnl_util.h"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace cleave {
+
+namespace {
+
+std::vector<int64_t> spatial_attribute(const KernelContext& context, std::string_view key,
+                                       std::size_t count, int64_t fallback) {
+  std::vector<int64_t> values = context.node.ints_attribute(key);
+  if (values.empty()) return std::vector<int64_t>(count, fallback);
+  if (values.size() != count) {
+    throw Error(fmt::format("{}: attribute '{}' has {} values, expected {} (one per spatial axis)",
+                            context.where(), key, values.size(), count));
+  }
+  return values;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return a >= 0 ? (a + b - 1) / b : -((-a) / b);
+}
+
+}  // namespace
+
+dnnl::memory::data_type dnnl_data_type(DataType type, const KernelContext& context) {
+  switch (type) {
+    case DataType::kFloat:
+      return dnnl::memory::data_type::f32;
+    case DataType::kInt32:
+      return dnnl::memory::data_type::s32;
+    case DataType::kInt8:
+      return dnnl::memory::data_type::s8;
+    case DataType::kUInt8:
+    case DataType::kBool:
+      return dnnl::memory::data_type::u8;
+    case DataType::kFloat16:
+      return dnnl::memory::data_type::f16;
+    case DataType::kBFloat16:
+      return dnnl::memory::data_type::bf16;
+    default:
+      throw UnsupportedError(fmt::format("{}: element type {} is not supported by oneDNN",
+                                         context.where(), dtype_name(type)));
+  }
+}
+
+dnnl::memory::dims to_dnnl_dims(std::span<const int64_t> shape) {
+  if (shape.empty()) return {1};
+  return dnnl::memory::dims(shape.begin(), shape.end());
+}
+
+int64_t volume(std::span<const int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  return count;
+}
+
+dnnl::memory::desc plain_desc(std::span<const int64_t> shape, dnnl::memory::data_type type) {
+  dnnl::memory::dims dims = to_dnnl_dims(shape);
+  dnnl::memory::dims strides(dims.size(), 1);
+  for (std::size_t i = dims.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * std::max<int64_t>(dims[i], 1);
+  return dnnl::memory::desc(dims, type, strides);
+}
+
+dnnl::memory::desc any_desc(std::span<const int64_t> shape, dnnl::memory::data_type type) {
+  return dnnl::memory::desc(to_dnnl_dims(shape), type, dnnl::memory::format_tag::any);
+}
+
+dnnl::memory::desc desc_of(const Tensor& tensor) {
+  if (tensor.layout()) return *tensor.layout();
+  // Only oneDNN-representable types reach the kernels that call this.
+  dnnl::memory::data_type type = dnnl::memory::data_type::f32;
+  if (tensor.dtype() == DataType::kInt32) type = dnnl::memory::data_type::s32;
+  if (tensor.dtype() == DataType::kInt8) type = dnnl::memory::data_type::s8;
+  if (tensor.dtype() == DataType::kUInt8 || tensor.dtype() == DataType::kBool) {
+    type = dnnl::memory::data_type::u8;
+  }
+  return plain_desc(tensor.shape(), type);
+}
+
+std::optional<dnnl::memory::desc> recorded_layout(const dnnl::memory::desc& desc,
+                                                  std::span<const int64_t> shape) {
+  if (desc == plain_desc(shape, desc.data_type())) return std::nullopt;
+  // Layouts that differ from plain only in the strides of unit dims (nhwc of [N, C, 1, 1])
+  // hold the same bytes in the same places.
+  const dnnl_memory_desc_t& raw = desc.data;
+  if (raw.format_kind != dnnl_blocked || raw.format_desc.blocking.inner_nblks != 0 ||
+      raw.offset0 != 0) {
+    return desc;
+  }
+  dnnl::memory::desc plain = plain_desc(shape, desc.data_type());
+  for (int i = 0; i < raw.ndims; ++i) {
+    if (raw.padded_dims[i] != raw.dims[i]) return desc;
+    if (raw.dims[i] != 1 &&
+        raw.format_desc.blocking.strides[i] != plain.data.format_desc.blocking.strides[i]) {
+      return desc;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<dnnl::memory::desc> same_layout_for(const dnnl::memory::desc& example,
+                                                  std::span<const int64_t> shape) {
+  using Tag = dnnl::memory::format_tag;
+  std::vector<Tag> candidates;
+  switch (example.dims().size()) {
+    case 3:
+      candidates = {Tag::abc, Tag::acb, Tag::aBc16b, Tag::aBc8b};
+      break;
+    case 4:
+      candidates = {Tag::abcd, Tag::acdb, Tag::aBcd16b, Tag::aBcd8b};
+      break;
+    case 5:
+      candidates = {Tag::abcde, Tag::acdeb, Tag::aBcde16b, Tag::aBcde8b};
+      break;
+    default:
+      return std::nullopt;
+  }
+  for (Tag tag : candidates) {
+    if (dnnl::memory::desc(example.dims(), example.data_type(), tag) == example) {
+      return dnnl::memory::desc(to_dnnl_dims(shape), example.data_type(), tag);
+    }
+  }
+  return std::nullopt;
+}
+
+dnnl::primitive_attr kernel_attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+std::string implementation_name(const dnnl::primitive_desc_base& descriptor) {
+  const char* name = nullptr;
+  dnnl_primitive_desc_query(descriptor.get(), dnnl_query_impl_info_str, 0, &name);
+  return name ? name : "";
+}
+
+DnnlStep::DnnlStep(dnnl::primitive primitive, const dnnl::primitive_desc_base& descriptor,
+                   const dnnl::engine& engine)
+    : primitive_(std::move(primitive)), engine_(engine) {
+  dnnl::memory::desc scratchpad = descriptor.scratchpad_desc();
+  if (scratchpad.get_size() > 0) {
+    scratchpad_ = std::make_shared<Buffer>(scratchpad.get_size());
+    arguments_.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratchpad, engine_, scratchpad_->data()));
+  }
+}
+
+void DnnlStep::declare(int arg, const dnnl::memory::desc& desc) {
+  arguments_.insert_or_assign(arg, dnnl::memory(desc, engine_, DNNL_MEMORY_NONE));
+}
+
+void DnnlStep::set(int arg, const void* data) {
+  arguments_.at(arg).set_data_handle(const_cast<void*>(data));
+}
+
+void DnnlStep::execute(dnnl::stream& stream) {
+  try {
+    primitive_.execute(stream, arguments_);
+  } catch (const dnnl::error& e) {
+    throw Error(fmt::format("oneDNN primitive failed: {}", e.what()));
+  }
+}
+
+LayoutReorder::LayoutReorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to,
+                             const dnnl::engine& engine)
+    : to_(to) {
+  if (from == to) return;
+  dnnl::reorder::primitive_desc descriptor(engine, from, engine, to, kernel_attr());
+  step_ = DnnlStep(dnnl::reorder(descriptor), descriptor, engine);
+  step_.declare(DNNL_ARG_FROM, from);
+  step_.declare(DNNL_ARG_TO, to);
+}
+
+void LayoutReorder::run(const void* from, void* to, dnnl::stream& stream) {
+  if (!step_.valid()) {
+    if (from != to) std::memcpy(to, from, to_.get_size());
+    return;
+  }
+  step_.set(DNNL_ARG_FROM, from);
+  step_.set(DNNL_ARG_TO, to);
+  step_.execute(stream);
+}
+
+std::shared_ptr<Buffer> pack_constant(const void* data, const dnnl::memory::desc& from,
+                                      const dnnl::memory::desc& to, const dnnl::engine& engine) {
+  auto packed = std::make_shared<Buffer>(to.get_size());
+  dnnl::stream stream(engine);
+  LayoutReorder(from, to, engine).run(data, packed->data(), stream);
+  stream.wait();
+  return packed;
+}
+
+dnnl::memory::dims WindowGeometry::dnnl_dilations() const {
+  dnnl::memory::dims result;
+  for (int64_t d : dilations) result.push_back(d - 1);
+  return result;
+}
+
+WindowGeometry window_geometry(const KernelContext& context, std::span<const int64_t> input_spatial,
+                               std::vector<int64_t> kernel, bool ceil_mode) {
+  const std::size_t n = input_spatial.size();
+  WindowGeometry g;
+  g.kernel = std::move(kernel);
+  g.strides = spatial_attribute(context, "strides", n, 1);
+  g.dilations = spatial_attribute(context, "dilations", n, 1);
+  std::vector<int64_t> pads = spatial_attribute(context, "pads", 2 * n, 0);
+  g.pads_begin.assign(pads.begin(), pads.begin() + n);
+  g.pads_end.assign(pads.begin() + n, pads.end());
+  std::string auto_pad = context.node.string_attribute("auto_pad", "NOTSET");
+  if (auto_pad.empty()) auto_pad = "NOTSET";
+  for (std::size_t i = 0; i < n; ++i) {
+    if (g.kernel[i] < 1 || g.strides[i] < 1 || g.dilations[i] < 1 || g.pads_begin[i] < 0 ||
+        g.pads_end[i] < 0) {
+      throw Error(
+          fmt::format("{}: kernel [{}], strides [{}], dilations [{}] must be positive and "
+                      "pads [{}] non-negative",
+                      context.where(), fmt::join(g.kernel, ","), fmt::join(g.strides, ","),
+                      fmt::join(g.dilations, ","), fmt::join(pads, ",")));
+    }
+  }
+  g.output.resize(n);
+  g.dnnl_pads_end.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    int64_t extent = (g.kernel[i] - 1) * g.dilations[i] + 1;
+    int64_t in = input_spatial[i];
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      g.output[i] = ceil_div(in, g.strides[i]);
+      int64_t total = std::max<int64_t>(0, (g.output[i] - 1) * g.strides[i] + extent - in);
+      g.pads_begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      g.pads_end[i] = total - g.pads_begin[i];
+    } else if (auto_pad == "VALID") {
+      g.pads_begin[i] = g.pads_end[i] = 0;
+      g.output[i] = in >= extent ? (in - extent) / g.strides[i] + 1 : 0;
+    } else if (auto_pad == "NOTSET") {
+      int64_t span = in + g.pads_begin[i] + g.pads_end[i] - extent;
+      if (span < 0) {
+        g.output[i] = 0;
+      } else if (ceil_mode) {
+        g.output[i] = ceil_div(span, g.strides[i]) + 1;
+        // A last window starting in the end padding would see no input (PyTorch, ORT).
+        if ((g.output[i] - 1) * g.strides[i] >= in + g.pads_begin[i]) --g.output[i];
+      } else {
+        g.output[i] = span / g.strides[i] + 1;
+      }
+    } else {
+      throw Error(
+          fmt::format("{}: auto_pad '{}' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID",
+                      context.where(), auto_pad));
+    }
+    if (g.output[i] < 1) {
+      throw Error(
+          fmt::format("{}: window of extent {} does not fit spatial axis {} of size {} "
+                      "(pads {} + {})",
+                      context.where(), extent, i, in, g.pads_begin[i], g.pads_end[i]));
+    }
+    int64_t needed = (g.output[i] - 1) * g.strides[i] + extent - in - g.pads_begin[i];
+    g.dnnl_pads_end[i] = std::max(g.pads_end[i], needed);
+  }
+  return g;
+}
+
+bool output_used(const KernelContext& context, std::size_t index) {
+  if (index >= context.node.outputs.size() || context.node.outputs[index] == kNoValue) return false;
+  ValueId value = context.node.outputs[index];
+  return context.graph.value(value).is_graph_output || !context.graph.consumers(value).empty();
+}
+
+int64_t normalized_axis(const KernelContext& context, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) {
+    throw Error(
+        fmt::format("{}: axis {} is out of range for rank {}", context.where(), axis, rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::function<std::unique_ptr<Kernel>(const KernelContext&)> guarded(
+    std::function<std::unique_ptr<Kernel>(const KernelContext&)> factory) {
+  return [factory = std::move(factory)](const KernelContext& context) -> std::unique_ptr<Kernel> {
+    try {
+      return factory(context);
+    } catch (const dnnl::error& e) {
+      throw UnsupportedError(fmt::format("{}: oneDNN has no implementation for this case ({})",
+                                         context.where(), e.what()));
+    }
+  };
+}
+
+void register_dnnl_kernels(KernelRegistry& registry) {
+  register_conv_kernels(registry);
+  register_matmul_kernels(registry);
+  register_pool_kernels(registry);
+  register_norm_kernels(registry);
+  register_misc_kernels(registry);
+  register_reduce_kernels(registry);
+}
+
+}  // namespace cleave

@@ -1,0 +1,451 @@
+// Parallel executor: persistent pinned worker threads, ready flags, shared buffer pool, traces.
+#include "runtime/parallel_executor.h"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+#include <hwloc.h>
+#include <immintrin.h>
+#include <omp.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+namespace cleave {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Where a task finds one input: a constant, a graph input of its sample, or an output of
+// another task.
+struct InputSource {
+  enum class Kind { kNone, kConstant, kGraphInput, kTask } kind = Kind::kNone;
+  ValueId value = kNoValue;
+  int task = -1;
+  int output = -1;
+};
+
+struct TaskState {
+  NodeId node = -1;
+  int sample = 0;
+  int worker = -1;
+  std::vector<InputSource> sources;
+  std::vector<Tensor> outputs;
+  std::vector<int> uses;  // Per output: consumer slots that read it.
+  std::unique_ptr<std::atomic<int>[]> remaining;  // Per output, reset each run.
+  std::atomic<int64_t> ready{0};                  // Run number whose outputs are present.
+};
+
+hwloc_topology_t shared_topology() {
+  static hwloc_topology_t topology = [] {
+    hwloc_topology_t t = nullptr;
+    if (hwloc_topology_init(&t) != 0 || hwloc_topology_load(t) != 0) return hwloc_topology_t{nullptr};
+    return t;
+  }();
+  return topology;
+}
+
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+    }
+  }
+  return cpus;
+}
+
+void pin_current_thread(const std::vector<int>& cpus) {
+  hwloc_topology_t topology = shared_topology();
+  if (!topology || cpus.empty()) return;
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  for (int cpu : cpus) hwloc_bitmap_set(set, static_cast<unsigned>(cpu));
+  // Best effort: a container may forbid binding; the run is still correct unpinned.
+  hwloc_set_cpubind(topology, set, HWLOC_CPUBIND_THREAD);
+  hwloc_bitmap_free(set);
+}
+
+}  // namespace
+
+struct ParallelExecutor::Impl {
+  Graph graph;
+  TaskGraph tasks;
+  Plan plan;
+  ParallelOptions options;
+  int samples = 1;
+  int workers = 0;
+  std::vector<TaskState> states;
+  std::vector<std::vector<std::unique_ptr<NodeRunner>>> runners;  // Per worker, per order slot.
+  std::vector<std::vector<int>> worker_cpus;
+  std::vector<Tensor> constants;
+  BufferPool pool;
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+
+  // Run control, guarded by mutex.
+  std::mutex mutex;
+  std::condition_variable changed;
+  int64_t run_number = 0;
+  int finished_workers = 0;
+  bool shutting_down = false;
+  std::atomic<bool> failed{false};
+  std::string failure;
+  const std::vector<std::map<std::string, Tensor>>* run_inputs = nullptr;
+  Clock::time_point run_start;
+  std::vector<Trace::Event> events;
+  std::vector<std::thread> threads;
+
+  void fail(const std::string& message) {
+    std::lock_guard lock(mutex);
+    if (!failed.exchange(true)) failure = message;
+    changed.notify_all();
+  }
+
+  // Waits until `task`'s outputs of this run exist; false when the run failed meanwhile.
+  bool wait_ready(int task, int64_t run, int worker) {
+    for (int spin = 0; spin < 4000; ++spin) {
+      if (states[task].ready.load(std::memory_order_acquire) == run) return true;
+      if (failed.load(std::memory_order_relaxed)) return false;
+      _mm_pause();
+    }
+    auto deadline = Clock::now() + std::chrono::duration<double>(options.timeout_seconds);
+    std::unique_lock lock(mutex);
+    while (states[task].ready.load(std::memory_order_acquire) != run) {
+      if (failed.load()) return false;
+      if (changed.wait_until(lock, deadline) == std::cv_status::timeout &&
+          states[task].ready.load(std::memory_order_acquire) != run) {
+        lock.unlock();
+        fail(fmt::format("worker {} waited more than {} s for task '{}' (node {}) on worker {}", worker,
+                         options.timeout_seconds, tasks.tasks[task].name, graph.describe(states[task].node),
+                         states[task].worker));
+        return false;
+      }
+    }
+    return true;
+  }
+
+  void run_worker_tasks(int worker, int64_t run, dnnl::stream& stream) {
+    const auto& order = plan.order[worker];
+    std::vector<const Tensor*> inputs;
+    std::vector<bool> constant;
+    for (std::size_t slot = 0; slot < order.size(); ++slot) {
+      int task = order[slot];
+      TaskState& state = states[task];
+      auto wait_start = Clock::now();
+      inputs.clear();
+      constant.clear();
+      for (const InputSource& source : state.sources) {
+        switch (source.kind) {
+          case InputSource::Kind::kNone:
+            inputs.push_back(nullptr);
+            constant.push_back(false);
+            break;
+          case InputSource::Kind::kConstant:
+            inputs.push_back(&constants[source.value]);
+            constant.push_back(true);
+            break;
+          case InputSource::Kind::kGraphInput:
+            inputs.push_back(&(*run_inputs)[state.sample].at(graph.value(source.value).name));
+            constant.push_back(false);
+            break;
+          case InputSource::Kind::kTask:
+            if (!wait_ready(source.task, run, worker)) return;
+            inputs.push_back(&states[source.task].outputs[source.output]);
+            constant.push_back(false);
+            break;
+        }
+      }
+      auto start = Clock::now();
+      runners[worker][slot]->run(inputs, constant, state.outputs, pool, engine, stream, options.threads_per_worker);
+      stream.wait();
+      auto end = Clock::now();
+      state.ready.store(run, std::memory_order_release);
+      {
+        // Taking the lock orders the notify after a waiter's check, so no wakeup is lost.
+        std::lock_guard lock(mutex);
+        changed.notify_all();
+      }
+      auto seconds = [&](Clock::time_point t) { return std::chrono::duration<double>(t - run_start).count(); };
+      events[task] = Trace::Event{task, worker, seconds(start), seconds(end),
+                                  std::chrono::duration<double>(start - wait_start).count()};
+      // The last reader of a buffer hands it back to the pool by dropping the reference.
+      for (const InputSource& source : state.sources) {
+        if (source.kind != InputSource::Kind::kTask) continue;
+        TaskState& producer = states[source.task];
+        if (producer.remaining[source.output].fetch_sub(1) == 1) producer.outputs[source.output] = Tensor();
+      }
+      for (std::size_t k = 0; k < state.outputs.size(); ++k) {
+        if (state.uses[k] == 0 && !(k < graph.node(state.node).outputs.size() &&
+                                    graph.value(graph.node(state.node).outputs[k]).is_graph_output)) {
+          state.outputs[k] = Tensor();
+        }
+      }
+    }
+  }
+
+  void worker_main(int worker) {
+    if (options.pin_threads) pin_current_thread(worker_cpus[worker]);
+    omp_set_num_threads(std::max(1, options.threads_per_worker));
+    dnnl::stream stream(engine);
+    int64_t seen = 0;
+    while (true) {
+      {
+        std::unique_lock lock(mutex);
+        changed.wait(lock, [&] { return shutting_down || run_number != seen; });
+        if (shutting_down) return;
+        seen = run_number;
+      }
+      try {
+        run_worker_tasks(worker, seen, stream);
+      } catch (const std::exception& e) {
+        fail(fmt::format("worker {}: {}", worker, e.what()));
+      }
+      std::lock_guard lock(mutex);
+      ++finished_workers;
+      changed.notify_all();
+    }
+  }
+};
+
+ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, const Plan& plan,
+                                   ParallelOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  s.graph = graph;
+  s.tasks = tasks;
+  s.plan = plan;
+  s.options = options;
+  s.workers = static_cast<int>(tasks.machine.size());
+  validate_plan(plan, tasks);
+  if (static_cast<int>(plan.order.size()) != s.workers) {
+    throw Error(fmt::format("plan has {} worker orders, the machine {} workers", plan.order.size(), s.workers));
+  }
+
+  // Tasks per (node, sample), and the plan's coverage of the graph.
+  std::map<std::pair<NodeId, int>, std::vector<int>> tasks_of;
+  for (std::size_t t = 0; t < tasks.tasks.size(); ++t) {
+    const Task& task = tasks.tasks[t];
+    if (task.node < 0 || static_cast<std::size_t>(task.node) >= graph.node_capacity() ||
+        graph.node(task.node).removed) {
+      throw Error(fmt::format("plan task '{}' refers to node {}, which the graph does not have", task.name, task.node));
+    }
+    if (task.batch_end != task.batch_begin + 1) {
+      throw Error(fmt::format("plan task '{}' covers samples [{}, {}); the executor runs one sample per task",
+                              task.name, task.batch_begin, task.batch_end));
+    }
+    tasks_of[{task.node, static_cast<int>(task.batch_begin)}].push_back(static_cast<int>(t));
+    samples_ = std::max(samples_, static_cast<int>(task.batch_end));
+  }
+  s.samples = samples_;
+  for (NodeId node : graph.node_ids()) {
+    for (int sample = 0; sample < samples_; ++sample) {
+      if (!tasks_of.count({node, sample})) {
+        throw Error(fmt::format("plan does not run node {} for sample {}", graph.describe(node), sample));
+      }
+    }
+  }
+  std::set<std::pair<int, int>> edges(tasks.edges.begin(), tasks.edges.end());
+
+  s.constants.resize(graph.value_capacity());
+  for (ValueId id : graph.initializers()) {
+    const TensorData& data = *graph.value(id).initializer;
+    if (!data.bytes) throw Error(fmt::format("initializer '{}' has no data", graph.value(id).name));
+    s.constants[id] = Tensor::borrow(data.dtype, data.dims, data.bytes->data());
+  }
+
+  s.states = std::vector<TaskState>(tasks.tasks.size());
+  for (std::size_t t = 0; t < tasks.tasks.size(); ++t) {
+    TaskState& state = s.states[t];
+    state.node = tasks.tasks[t].node;
+    state.sample = static_cast<int>(tasks.tasks[t].batch_begin);
+    state.worker = plan.tasks[t].worker;
+    const Node& node = graph.node(state.node);
+    state.uses.assign(node.outputs.size(), 0);
+    state.remaining = std::make_unique<std::atomic<int>[]>(node.outputs.size());
+    for (ValueId input : node.inputs) {
+      InputSource source;
+      source.value = input;
+      if (input == kNoValue) {
+        source.kind = InputSource::Kind::kNone;
+      } else if (graph.value(input).initializer) {
+        source.kind = InputSource::Kind::kConstant;
+      } else if (graph.value(input).producer < 0) {
+        source.kind = InputSource::Kind::kGraphInput;
+      } else {
+        NodeId producer = graph.value(input).producer;
+        const auto& candidates = tasks_of.at({producer, state.sample});
+        // A cloned producer may run on several workers: read the copy on this worker, else
+        // the one the task graph connects, else any.
+        int chosen = candidates.front();
+        for (int candidate : candidates) {
+          if (edges.count({candidate, static_cast<int>(t)})) chosen = candidate;
+        }
+        for (int candidate : candidates) {
+          if (plan.tasks[candidate].worker == state.worker) chosen = candidate;
+        }
+        source.kind = InputSource::Kind::kTask;
+        source.task = chosen;
+        const auto& outputs = graph.node(producer).outputs;
+        source.output = static_cast<int>(std::find(outputs.begin(), outputs.end(), input) - outputs.begin());
+      }
+      state.sources.push_back(source);
+    }
+  }
+  for (auto& state : s.states) {
+    for (const InputSource& source : state.sources) {
+      if (source.kind == InputSource::Kind::kTask) ++s.states[source.task].uses[source.output];
+    }
+  }
+  // A consumer must run after its producer in a deadlock-free plan; validate_plan checked the
+  // task graph's edges, so check that the resolved sources are among them or on one worker.
+  for (std::size_t t = 0; t < s.states.size(); ++t) {
+    for (const InputSource& source : s.states[t].sources) {
+      if (source.kind != InputSource::Kind::kTask) continue;
+      if (!edges.count({source.task, static_cast<int>(t)}) && s.states[source.task].worker != s.states[t].worker) {
+        throw Error(fmt::format("plan task '{}' reads task '{}' on another worker, but the task graph has no "
+                                "edge between them",
+                                tasks.tasks[t].name, tasks.tasks[source.task].name));
+      }
+    }
+  }
+
+  std::vector<int> cpus = allowed_cpus();
+  s.worker_cpus.resize(s.workers);
+  s.runners.resize(s.workers);
+  for (int w = 0; w < s.workers; ++w) {
+    const Device& device = tasks.machine.devices[w];
+    if (!device.cores.empty()) {
+      s.worker_cpus[w] = device.cores;
+    } else if (!cpus.empty()) {
+      for (int k = 0; k < options.threads_per_worker; ++k) {
+        s.worker_cpus[w].push_back(cpus[(w * options.threads_per_worker + k) % cpus.size()]);
+      }
+    }
+    for (int task : plan.order[w]) {
+      NodeId node = s.states[task].node;
+      bool blocked = options.blocked_layouts;
+      for (ValueId output : graph.node(node).outputs) blocked = blocked && blocked_layout_allowed(s.graph, output);
+      s.runners[w].push_back(std::make_unique<NodeRunner>(s.graph, node, blocked));
+    }
+  }
+  s.events.resize(tasks.tasks.size());
+  for (int w = 0; w < s.workers; ++w) s.threads.emplace_back([this, w] { impl_->worker_main(w); });
+}
+
+ParallelExecutor::~ParallelExecutor() {
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->shutting_down = true;
+    impl_->changed.notify_all();
+  }
+  for (auto& thread : impl_->threads) thread.join();
+}
+
+std::vector<std::vector<Tensor>> ParallelExecutor::run(const std::vector<std::map<std::string, Tensor>>& inputs) {
+  Impl& s = *impl_;
+  if (static_cast<int>(inputs.size()) != samples_) {
+    throw Error(fmt::format("the plan runs {} sample(s), {} were given", samples_, inputs.size()));
+  }
+  for (const auto& sample : inputs) check_inputs(s.graph, sample);
+  for (auto& state : s.states) {
+    for (std::size_t k = 0; k < state.uses.size(); ++k) state.remaining[k].store(state.uses[k]);
+  }
+  int64_t run;
+  {
+    std::unique_lock lock(s.mutex);
+    s.failed = false;
+    s.failure.clear();
+    s.finished_workers = 0;
+    s.run_inputs = &inputs;
+    s.run_start = Clock::now();
+    run = ++s.run_number;
+    s.changed.notify_all();
+    s.changed.wait(lock, [&] { return s.finished_workers == s.workers; });
+  }
+  if (s.failed) throw Error(s.failure);
+
+  trace_.events = s.events;
+  trace_.makespan = 0;
+  for (const auto& event : trace_.events) trace_.makespan = std::max(trace_.makespan, event.end);
+
+  dnnl::stream stream(s.engine);
+  std::vector<std::vector<Tensor>> outputs(samples_);
+  for (int sample = 0; sample < samples_; ++sample) {
+    for (ValueId id : s.graph.outputs()) {
+      const Value& v = s.graph.value(id);
+      if (v.initializer) {
+        outputs[sample].push_back(s.constants[id]);
+      } else if (v.producer < 0) {
+        outputs[sample].push_back(inputs[sample].at(v.name));
+      } else {
+        const auto& node_outputs = s.graph.node(v.producer).outputs;
+        auto index = std::find(node_outputs.begin(), node_outputs.end(), id) - node_outputs.begin();
+        for (std::size_t t = 0; t < s.states.size(); ++t) {
+          if (s.states[t].node == v.producer && s.states[t].sample == sample) {
+            outputs[sample].push_back(to_plain(s.states[t].outputs[index], s.engine, stream));
+            break;
+          }
+        }
+      }
+    }
+  }
+  (void)run;
+  return outputs;
+}
+
+std::vector<Tensor> ParallelExecutor::run(const std::map<std::string, Tensor>& inputs) {
+  return run(std::vector<std::map<std::string, Tensor>>{inputs}).front();
+}
+
+std::size_t ParallelExecutor::peak_activation_bytes() const { return impl_->pool.reserved_bytes(); }
+
+std::string chrome_trace_json(const Trace& trace, const TaskGraph& tasks, const Plan& plan) {
+  nlohmann::json events = nlohmann::json::array();
+  for (std::size_t w = 0; w < plan.order.size(); ++w) {
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", w},
+                      {"args", {{"name", tasks.machine.devices[w].name}}}});
+  }
+  for (const auto& event : trace.events) {
+    if (event.task < 0) continue;
+    events.push_back({{"name", tasks.tasks[event.task].name}, {"ph", "X"}, {"pid", 0}, {"tid", event.worker},
+                      {"ts", event.start * 1e6}, {"dur", (event.end - event.start) * 1e6},
+                      {"args", {{"wait_us", event.wait * 1e6}}}});
+  }
+  return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump(1);
+}
+
+Plan measured_plan(const Plan& plan, const Trace& trace) {
+  Plan measured = plan;
+  for (const auto& event : trace.events) {
+    if (event.task < 0) continue;
+    measured.tasks[event.task].start = event.start;
+    measured.tasks[event.task].finish = event.end;
+  }
+  measured.makespan = trace.makespan;
+  return measured;
+}
+
+Simulation simulation_from_trace(const Trace& trace, const Plan& plan) {
+  Simulation simulation;
+  simulation.start.assign(plan.tasks.size(), 0);
+  simulation.finish.assign(plan.tasks.size(), 0);
+  simulation.busy.assign(plan.order.size(), 0);
+  for (const auto& event : trace.events) {
+    if (event.task < 0) continue;
+    simulation.start[event.task] = event.start;
+    simulation.finish[event.task] = event.end;
+    simulation.busy[event.worker] += event.end - event.start;
+  }
+  simulation.makespan = trace.makespan;
+  for (double busy : simulation.busy) simulation.idle.push_back(trace.makespan - busy);
+  return simulation;
+}
+
+}  // namespace cleave

@@ -1,0 +1,135 @@
+// `cleave schedule`: report, JSON, plan and Gantt files, batching, and errors.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace cleave {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// Two independent 2 ms tasks (3 ms on the slow device) feeding a join.
+const char* const kTaskGraph = R"({
+  "devices": [{"name": "fast", "kind": "gpu"}, {"name": "slow"}],
+  "bandwidth": [[0, 1e9], [1e9, 0]],
+  "tasks": [{"name": "x", "time": [0.002, 0.003], "output_bytes": 1000},
+            {"name": "y", "time": [0.002, 0.003], "output_bytes": 1000},
+            {"name": "join", "time": [0.001, 0.001]}],
+  "edges": [["x", "join"], ["y", "join"]]
+})";
+
+class ScheduleCommand : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    folder_ = fs::temp_directory_path() /
+              ("cleave_schedule_test_" + std::to_string(::getpid()) + "_" +
+               ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(folder_);
+    fs::create_directories(folder_);
+    std::ofstream(path("tasks.json")) << kTaskGraph;
+  }
+  void TearDown() override { fs::remove_all(folder_); }
+
+  std::string path(const std::string& name) const { return (folder_ / name).string(); }
+
+  CommandResult cleave(const std::string& arguments) const {
+    const std::string command = std::string(CLEAVE_BINARY) + " " + arguments + " >" +
+                                path("stdout") + " 2>" + path("stderr");
+    const int status = std::system(command.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(path("stdout")),
+            read_text(path("stderr"))};
+  }
+
+  fs::path folder_;
+};
+
+TEST_F(ScheduleCommand, PrintsMakespanSolveTimeAndDevices) {
+  const CommandResult result = cleave("schedule " + path("tasks.json") + " --algo heft --no-bound");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("algorithm:    heft"));
+  // x on fast (0-2 ms), y on slow (0-3 ms); join on slow, where x's 1000 bytes arrive at
+  // 2.001 ms, runs 3-4 ms (on fast it would wait for y's bytes until 3.001 ms).
+  EXPECT_THAT(result.out, HasSubstr("makespan:     4.0000 ms"));
+  EXPECT_THAT(result.out, HasSubstr("solve time:"));
+  EXPECT_THAT(result.out, HasSubstr("fast"));
+  EXPECT_THAT(result.out, HasSubstr("slow"));
+}
+
+TEST_F(ScheduleCommand, JsonReportAndPlanFileAgree) {
+  const CommandResult result = cleave("schedule " + path("tasks.json") +
+                                      " --algo greedy --no-bound --json -o " + path("plan.json"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json report = nlohmann::json::parse(result.out);
+  const nlohmann::json plan = nlohmann::json::parse(read_text(path("plan.json")));
+  EXPECT_EQ(report["algorithm"], "greedy");
+  EXPECT_EQ(plan["strategy"], "greedy");
+  EXPECT_DOUBLE_EQ(report["makespan_seconds"].get<double>(), plan["makespan"].get<double>());
+  EXPECT_EQ(report["devices"].size(), 2u);
+}
+
+TEST_F(ScheduleCommand, WritesAGanttChart) {
+  const CommandResult result = cleave("schedule " + path("tasks.json") +
+                                      " --algo met --no-bound --gantt " + path("chart.svg"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(read_text(path("chart.svg")), HasSubstr("</svg>"));
+}
+
+TEST_F(ScheduleCommand, ThroughputWithABatchReportsSamplesPerSecond) {
+  const CommandResult result =
+      cleave("schedule " + path("tasks.json") +
+             " --algo evolution --iterations 200 --objective throughput --batch 8 --no-bound "
+             "--json");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json report = nlohmann::json::parse(result.out);
+  EXPECT_EQ(report["tasks"], 12);  // 3 tasks x 4 slices of 2
+  EXPECT_DOUBLE_EQ(report["throughput"].get<double>(),
+                   8 / report["makespan_seconds"].get<double>());
+}
+
+TEST_F(ScheduleCommand, UnknownAlgorithmListsTheKnownOnes) {
+  const CommandResult result = cleave("schedule " + path("tasks.json") + " --algo magic");
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("unknown algorithm \"magic\" (known: met, greedy, heft"));
+}
+
+TEST_F(ScheduleCommand, BadTaskGraphNamesTheFileAndTask) {
+  std::ofstream(path("bad.json")) << R"({"devices": [{"name": "d"}],
+    "tasks": [{"name": "a", "time": [1]}], "edges": [["a", "zz"]]})";
+  const CommandResult result = cleave("schedule " + path("bad.json"));
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("bad.json: edges[0]: unknown task \"zz\""));
+}
+
+TEST_F(ScheduleCommand, FailureLeavesNoPlanFile) {
+  std::ofstream(path("bad.json")) << R"({"devices": [{"name": "d", "memory_bytes": 1}],
+    "tasks": [{"name": "a", "time": [1], "weight_bytes": 5}]})";
+  const CommandResult result =
+      cleave("schedule " + path("bad.json") + " --algo heft --no-bound -o " + path("plan.json"));
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("fits on no device"));
+  EXPECT_FALSE(fs::exists(path("plan.json")));
+}
+
+}  // namespace
+}  // namespace cleave

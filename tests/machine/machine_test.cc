@@ -1,0 +1,245 @@
+// Machine files: reading, writing, validation messages, the shipped machines, cpu_machine.
+#include "machine/machine.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "ir/graph.h"
+
+namespace cleave {
+namespace {
+
+using ::testing::HasSubstr;
+
+Machine parse(const std::string& text) {
+  return machine_from_json(nlohmann::json::parse(text), "m.json");
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse(text);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+const char* const kTwoDevices = R"({
+  "name": "pair",
+  "devices": [{"name": "cpu", "kind": "cpu", "speed": 1, "threads": 4, "cores": [0, 1, 2, 3]},
+              {"name": "gpu", "kind": "gpu", "speed": 8, "memory_bytes": 16e9,
+               "batch_sizes": [1, 4, 8], "simulated": true}],
+  "bandwidth": [[0, 16e9], [8e9, 0]],
+  "latency": [[0, 1e-5], [2e-5, 0]]
+})";
+
+TEST(MachineTest, ReadsEveryDeviceField) {
+  const Machine machine = parse(kTwoDevices);
+  ASSERT_EQ(machine.size(), 2u);
+  EXPECT_EQ(machine.name, "pair");
+  EXPECT_EQ(machine.devices[0].threads, 4);
+  EXPECT_EQ(machine.devices[0].cores, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_TRUE(std::isinf(machine.devices[0].memory_bytes));
+  EXPECT_EQ(machine.devices[1].kind, "gpu");
+  EXPECT_EQ(machine.devices[1].speed, 8);
+  EXPECT_EQ(machine.devices[1].memory_bytes, 16e9);
+  EXPECT_EQ(machine.devices[1].batch_sizes, (std::vector<int64_t>{1, 4, 8}));
+  EXPECT_TRUE(machine.devices[1].simulated);
+}
+
+TEST(MachineTest, TransferTimeIsLatencyPlusBytesOverBandwidth) {
+  const Machine machine = parse(kTwoDevices);
+  EXPECT_DOUBLE_EQ(machine.transfer_time(0, 1, 16e9), 1 + 1e-5);
+  EXPECT_DOUBLE_EQ(machine.transfer_time(1, 0, 8e9), 1 + 2e-5);
+  EXPECT_EQ(machine.transfer_time(1, 1, 8e9), 0);
+}
+
+TEST(MachineTest, ZeroBandwidthMeansNoLink) {
+  const Machine machine = parse(R"({"devices": [{"name": "a"}, {"name": "b"}],
+                                    "bandwidth": [[0, 0], [5, 0]]})");
+  EXPECT_TRUE(std::isinf(machine.transfer_time(0, 1, 1)));
+  EXPECT_DOUBLE_EQ(machine.transfer_time(1, 0, 10), 2);
+}
+
+TEST(MachineTest, LatencyDefaultsToZeroAndDiagonalIsIgnored) {
+  const Machine machine = parse(R"({"devices": [{"name": "a"}, {"name": "b"}],
+                                    "bandwidth": [[123, 10], [10, 7]]})");
+  EXPECT_EQ(machine.bandwidth[0][0], 0);
+  EXPECT_EQ(machine.latency[0][1], 0);
+  EXPECT_DOUBLE_EQ(machine.transfer_time(0, 1, 10), 1);
+}
+
+TEST(MachineTest, JsonRoundTripKeepsEverything) {
+  const Machine machine = parse(kTwoDevices);
+  const Machine again = machine_from_json(machine_to_json(machine), "again");
+  EXPECT_EQ(machine_to_json(again), machine_to_json(machine));
+  EXPECT_EQ(again.latency, machine.latency);
+  EXPECT_EQ(again.devices[0].cores, machine.devices[0].cores);
+}
+
+TEST(MachineTest, WriteThenReadFromFile) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "cleave_machine_test.json").string();
+  write_machine(parse(kTwoDevices), path);
+  const Machine read = read_machine(path);
+  EXPECT_EQ(read.devices[1].name, "gpu");
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  std::filesystem::remove(path);
+}
+
+TEST(MachineTest, IdenticalComparesKindSpeedMemoryAndBatches) {
+  const Machine machine = cpu_machine(3, 2);
+  EXPECT_TRUE(machine.identical(0, 2));
+  const Machine pair = parse(kTwoDevices);
+  EXPECT_FALSE(pair.identical(0, 1));
+}
+
+TEST(MachineTest, CpuMachineHasFastLinksBetweenIdenticalWorkers) {
+  const Machine machine = cpu_machine(4, 2);
+  ASSERT_EQ(machine.size(), 4u);
+  EXPECT_EQ(machine.devices[3].name, "cpu3");
+  EXPECT_EQ(machine.devices[3].threads, 2);
+  EXPECT_EQ(machine.bandwidth[0][3], 20e9);
+  EXPECT_EQ(machine.latency[2][1], 2e-6);
+  EXPECT_EQ(machine.bandwidth[1][1], 0);
+}
+
+TEST(MachineTest, CpuMachineRefusesZeroWorkers) {
+  EXPECT_THROW(cpu_machine(0, 1), Error);
+}
+
+TEST(MachineErrorTest, NegativeSpeedNamesFileDeviceAndField) {
+  EXPECT_EQ(error_of(R"({"devices": [{"name": "a"}, {"name": "b"}, {"name": "c", "speed": -1}],
+                        "bandwidth": [[0,1,1],[1,0,1],[1,1,0]]})"),
+            "m.json: devices[2].speed: expected a positive number, got -1");
+}
+
+TEST(MachineErrorTest, WrongBandwidthRowLength) {
+  EXPECT_THAT(error_of(R"({"devices": [{"name": "a"}, {"name": "b"}],
+                           "bandwidth": [[0, 1], [1]]})"),
+              HasSubstr("m.json: bandwidth[1]: expected a row of 2 numbers"));
+}
+
+TEST(MachineErrorTest, WrongBandwidthRowCount) {
+  EXPECT_THAT(error_of(R"({"devices": [{"name": "a"}, {"name": "b"}], "bandwidth": [[0, 1]]})"),
+              HasSubstr("m.json: bandwidth: expected a 2x2 matrix"));
+}
+
+TEST(MachineErrorTest, NegativeLatency) {
+  EXPECT_THAT(error_of(R"({"devices": [{"name": "a"}, {"name": "b"}],
+                           "bandwidth": [[0, 1], [1, 0]], "latency": [[0, -2], [0, 0]]})"),
+              HasSubstr("m.json: latency[0][1]: expected a non-negative number, got -2"));
+}
+
+TEST(MachineErrorTest, MissingBandwidthForTwoDevices) {
+  EXPECT_THAT(error_of(R"({"devices": [{"name": "a"}, {"name": "b"}]})"),
+              HasSubstr("m.json: bandwidth: missing"));
+}
+
+TEST(MachineErrorTest, StringWhereNumberExpected) {
+  EXPECT_THAT(
+      error_of(R"({"devices": [{"name": "a", "memory_bytes": "lots"}]})"),
+      HasSubstr("m.json: devices[0].memory_bytes: expected a positive number, got \"lots\""));
+}
+
+TEST(MachineErrorTest, FractionalThreads) {
+  EXPECT_THAT(error_of(R"({"devices": [{"name": "a", "threads": 1.5}]})"),
+              HasSubstr("devices[0].threads: expected a positive integer, got 1.5"));
+}
+
+TEST(MachineErrorTest, NegativeCore) {
+  EXPECT_THAT(error_of(R"({"devices": [{"name": "a", "cores": [0, -1]}]})"),
+              HasSubstr("devices[0].cores[1]: expected a non-negative integer, got -1"));
+}
+
+TEST(MachineErrorTest, ZeroBatchSize) {
+  EXPECT_THAT(error_of(R"({"devices": [{"name": "a", "batch_sizes": [0]}]})"),
+              HasSubstr("devices[0].batch_sizes[0]: expected a positive integer, got 0"));
+}
+
+TEST(MachineErrorTest, SimulatedMustBeBoolean) {
+  EXPECT_THAT(error_of(R"({"devices": [{"name": "a", "simulated": "yes"}]})"),
+              HasSubstr("devices[0].simulated: expected true or false"));
+}
+
+TEST(MachineErrorTest, DuplicateDeviceName) {
+  EXPECT_THAT(error_of(R"({"devices": [{"name": "a"}, {"name": "a"}],
+                           "bandwidth": [[0, 1], [1, 0]]})"),
+              HasSubstr("devices[1].name: duplicate device name \"a\""));
+}
+
+TEST(MachineErrorTest, MissingName) {
+  EXPECT_THAT(error_of(R"({"devices": [{"speed": 1}]})"),
+              HasSubstr("m.json: devices[0].name: expected a non-empty string"));
+}
+
+TEST(MachineErrorTest, UnknownFieldIsATypo) {
+  EXPECT_THAT(error_of(R"({"devices": [{"name": "a", "memory": 5}]})"),
+              HasSubstr("m.json: devices[0]: unknown field \"memory\""));
+}
+
+TEST(MachineErrorTest, NoDevices) {
+  EXPECT_THAT(error_of(R"({"devices": []})"), HasSubstr("m.json: devices: expected a non-empty"));
+}
+
+TEST(MachineErrorTest, NotAnObject) {
+  EXPECT_THAT(error_of("[1, 2]"), HasSubstr("m.json: expected a JSON object"));
+}
+
+TEST(MachineErrorTest, UnreadableFileNamesThePath) {
+  try {
+    read_machine("/nonexistent/cleave.json");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("/nonexistent/cleave.json: cannot open"));
+  }
+}
+
+TEST(MachineErrorTest, InvalidJsonNamesThePath) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "cleave_machine_bad.json").string();
+  {
+    std::ofstream out(path);
+    out << "{\"devices\": [";
+  }
+  try {
+    read_machine(path);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(path + ": not valid JSON"));
+  }
+  std::filesystem::remove(path);
+}
+
+TEST(ShippedMachinesTest, CpuT4A100UsesThePapersRelativeSpeeds) {
+  const Machine machine = read_machine(CLEAVE_SOURCE_DIR "/machines/cpu_t4_a100.json");
+  ASSERT_EQ(machine.size(), 3u);
+  // DiviML Table II (RWNNs): the CPU is 7.10x and the T4 1.26x slower than the A100.
+  EXPECT_NEAR(machine.devices[2].speed / machine.devices[0].speed, 7.10, 1e-4);
+  EXPECT_NEAR(machine.devices[2].speed / machine.devices[1].speed, 1.26, 1e-4);
+  EXPECT_EQ(machine.bandwidth[0][2], 32e9);
+}
+
+TEST(ShippedMachinesTest, Gpt3HasSixNodesOfFourWithFasterLinksInsideANode) {
+  const Machine machine = read_machine(CLEAVE_SOURCE_DIR "/machines/gpt3_6x4.json");
+  ASSERT_EQ(machine.size(), 24u);
+  EXPECT_GT(machine.bandwidth[0][3], machine.bandwidth[0][4]);
+  EXPECT_EQ(machine.bandwidth[4][7], machine.bandwidth[0][1]);
+  EXPECT_TRUE(machine.identical(0, 23));
+}
+
+TEST(ShippedMachinesTest, ThisMachineHasTwoPinnedSingleThreadWorkers) {
+  const Machine machine = read_machine(CLEAVE_SOURCE_DIR "/machines/this_machine.json");
+  ASSERT_EQ(machine.size(), 2u);
+  EXPECT_EQ(machine.devices[0].cores, std::vector<int>{0});
+  EXPECT_EQ(machine.devices[1].cores, std::vector<int>{1});
+  EXPECT_EQ(machine.devices[1].threads, 1);
+}
+
+}  // namespace
+}  // namespace cleave

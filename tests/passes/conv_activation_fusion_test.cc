@@ -1,0 +1,130 @@
+// Conv+Relu/Clip fusion: the activation becomes Conv attributes, bounds from either opset.
+#include "passes/conv_activation_fusion.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "ir/text.h"
+#include "ir/verify.h"
+
+namespace cleave {
+namespace {
+
+std::string fuse(const char* text, PassResult* result = nullptr) {
+  Graph graph = parse_graph(text);
+  PassResult r = fuse_conv_activations(graph);
+  verify_graph(graph);
+  if (result) *result = r;
+  return print_graph(graph);
+}
+
+TEST(ConvActivationFusion, FusesRelu) {
+  PassResult result;
+  EXPECT_EQ(fuse(R"(graph main [ai.onnx=17] (%x: f32[1,1,2,2]) {
+  @w: f32[1,1,1,1] = [2.0]
+  %c = Conv[pads=[0,0,0,0]](%x, @w)
+  %y = Relu(%c)
+  return %y
+})",
+                 &result),
+            R"(graph main [ai.onnx=17] (%x: f32[1,1,2,2]) {
+  @w: f32[1,1,1,1] = [2.0]
+  %y = "c" Conv[pads=[0,0,0,0], activation="Relu"](%x, @w)
+  return %y
+}
+)");
+  EXPECT_EQ(result.summary(), "Conv+activation fusion: 1 Relu nodes fused into Conv");
+}
+
+TEST(ConvActivationFusion, FusesClipWithBoundsGivenAsInputs) {
+  EXPECT_EQ(fuse(R"(graph main [ai.onnx=13] (%x: f32[1,1,2,2]) {
+  @w: f32[1,1,1,1] = [2.0]
+  @low: f32[] = [0.0]
+  @high: f32[] = [6.0]
+  %c = Conv(%x, @w)
+  %y = Clip(%c, @low, @high)
+  return %y
+})"),
+            R"(graph main [ai.onnx=13] (%x: f32[1,1,2,2]) {
+  @w: f32[1,1,1,1] = [2.0]
+  @low: f32[] = [0.0]
+  @high: f32[] = [6.0]
+  %y = "c" Conv[activation="Clip", activation_min=0.0, activation_max=6.0](%x, @w)
+  return %y
+}
+)");
+}
+
+TEST(ConvActivationFusion, FusesClipWithBoundsGivenAsAttributesBeforeOpset11) {
+  EXPECT_EQ(fuse(R"(graph main [ai.onnx=9] (%x: f32[1,1,2,2]) {
+  @w: f32[1,1,1,1] = [2.0]
+  %c = Conv(%x, @w)
+  %y = Clip[min=-1.0, max=1.0](%c)
+  return %y
+})"),
+            R"(graph main [ai.onnx=9] (%x: f32[1,1,2,2]) {
+  @w: f32[1,1,1,1] = [2.0]
+  %y = "c" Conv[activation="Clip", activation_min=-1.0, activation_max=1.0](%x, @w)
+  return %y
+}
+)");
+}
+
+TEST(ConvActivationFusion, TakesAnOmittedClipBoundAsUnbounded) {
+  Graph graph = parse_graph(R"(graph main [ai.onnx=13] (%x: f32[1,1,2,2]) {
+  @w: f32[1,1,1,1] = [2.0]
+  @low: f32[] = [0.0]
+  %c = Conv(%x, @w)
+  %y = Clip(%c, @low)
+  return %y
+})");
+  fuse_conv_activations(graph);
+  const Node& conv = graph.node(*graph.find_node("c"));
+  EXPECT_EQ(conv.float_attribute("activation_min", -1), 0.0f);
+  EXPECT_EQ(conv.float_attribute("activation_max", -1), std::numeric_limits<float>::max());
+}
+
+TEST(ConvActivationFusion, LeavesAClipWhoseBoundIsNotConstant) {
+  const char* text = R"(graph main [ai.onnx=13] (%x: f32[1,1,2,2], %high: f32[]) {
+  @w: f32[1,1,1,1] = [2.0]
+  %c = Conv(%x, @w)
+  %y = Clip(%c, _, %high)
+  return %y
+}
+)";
+  EXPECT_EQ(fuse(text), text);
+}
+
+TEST(ConvActivationFusion, LeavesAConvWhoseOutputHasAnotherReader) {
+  const char* text = R"(graph main [ai.onnx=17] (%x: f32[1,1,2,2]) {
+  @w: f32[1,1,1,1] = [2.0]
+  %c = Conv(%x, @w)
+  %y = Relu(%c)
+  return %y, %c
+}
+)";
+  PassResult result;
+  EXPECT_EQ(fuse(text, &result), text);
+  EXPECT_FALSE(result.changed());
+}
+
+TEST(ConvActivationFusion, FusesOnlyOneActivationPerConv) {
+  EXPECT_EQ(fuse(R"(graph main [ai.onnx=17] (%x: f32[1,1,2,2]) {
+  @w: f32[1,1,1,1] = [2.0]
+  %c = Conv(%x, @w)
+  %r = Relu(%c)
+  %y = Relu(%r)
+  return %y
+})"),
+            R"(graph main [ai.onnx=17] (%x: f32[1,1,2,2]) {
+  @w: f32[1,1,1,1] = [2.0]
+  %r = "c" Conv[activation="Relu"](%x, @w)
+  %y = Relu(%r)
+  return %y
+}
+)");
+}
+
+}  // namespace
+}  // namespace cleave

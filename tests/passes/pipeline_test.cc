@@ -1,0 +1,173 @@
+// The optimization pipeline: its log, and that an optimized graph computes what the original did.
+#include "passes/pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "ir/text.h"
+#include "ir/verify.h"
+#include "runtime/executor.h"
+
+namespace cleave {
+namespace {
+
+// Conv→BN→Relu→Identity→Conv→BN→Clip→(Shape→Gather→Unsqueeze→Concat)→Reshape, a dangling
+// branch, and Dropout: every pass has work. Initializers without data get random values.
+const char* kModel = R"(graph main [ai.onnx=13] (%x: f32[1,3,8,8]) {
+  @w1: f32[4,3,3,3]
+  @b1: f32[4]
+  @scale1: f32[4]
+  @shift1: f32[4]
+  @mean1: f32[4]
+  @var1: f32[4]
+  @w2: f32[4,4,1,1]
+  @scale2: f32[4]
+  @shift2: f32[4]
+  @mean2: f32[4]
+  @var2: f32[4]
+  @low: f32[] = [0.0]
+  @high: f32[] = [0.5]
+  @zero: i64[] = [0]
+  @axes: i64[1] = [0]
+  @minus_one: i64[1] = [-1]
+  %c1: f32[1,4,8,8] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w1, @b1)
+  %n1: f32[1,4,8,8] = BatchNormalization[epsilon=0.001](%c1, @scale1, @shift1, @mean1, @var1)
+  %r1: f32[1,4,8,8] = Relu(%n1)
+  %i1: f32[1,4,8,8] = Identity(%r1)
+  %c2: f32[1,4,8,8] = Conv[kernel_shape=[1,1]](%i1, @w2)
+  %n2: f32[1,4,8,8] = BatchNormalization(%c2, @scale2, @shift2, @mean2, @var2)
+  %k2: f32[1,4,8,8] = Clip(%n2, @low, @high)
+  %d2: f32[1,4,8,8] = Dropout(%k2)
+  %s = Shape(%d2)
+  %g = Gather[axis=0](%s, @zero)
+  %u = Unsqueeze(%g, @axes)
+  %shape = Concat[axis=0](%u, @minus_one)
+  %flat = Reshape(%d2, %shape)
+  %unused = Neg(%x)
+  return %flat
+}
+)";
+
+Graph random_model() {
+  Graph graph = parse_graph(kModel);
+  std::mt19937 random(7);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (ValueId id : graph.initializers()) {
+    TensorData& data = *graph.value(id).initializer;
+    if (data.has_data()) continue;
+    std::vector<float> values(static_cast<std::size_t>(data.element_count()));
+    bool positive = graph.value(id).name.starts_with("var");
+    for (float& v : values) v = positive ? 0.5f + std::abs(uniform(random)) : uniform(random);
+    data = TensorData::from(DataType::kFloat, data.dims, values);
+  }
+  return graph;
+}
+
+std::vector<float> run(const Graph& graph) {
+  std::mt19937 random(11);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  Tensor x = Tensor::allocate(DataType::kFloat, {1, 3, 8, 8});
+  for (int64_t i = 0; i < x.element_count(); ++i) x.data<float>()[i] = uniform(random);
+  Executor executor(graph);
+  std::vector<Tensor> outputs = executor.run({{"x", x}});
+  auto values = outputs.at(0).values<float>();
+  EXPECT_EQ(outputs.at(0).shape(), (std::vector<int64_t>{1, 256}));
+  return {values.begin(), values.end()};
+}
+
+void expect_close(const std::vector<float>& actual, const std::vector<float>& expected) {
+  ASSERT_EQ(actual.size(), expected.size());
+  int nonzero = 0;
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    EXPECT_NEAR(actual[i], expected[i], 1e-4 * std::abs(expected[i]) + 1e-6) << "at " << i;
+    nonzero += expected[i] != 0.0f;
+  }
+  EXPECT_GT(nonzero, 0) << "a comparison of zeros would prove nothing";
+}
+
+TEST(Pipeline, LogsWhatEachStepChanged) {
+  Graph graph = random_model();
+  std::vector<std::string> log;
+  OptimizeOptions options;
+  options.verify_each_step = true;
+  options.log = [&](const std::string& line) { log.push_back(line); };
+  PassResult result = optimize_graph(graph, options);
+  EXPECT_EQ(log, (std::vector<std::string>{
+                     "constant folding: 1 Shape nodes folded from static shapes, 3 nodes folded",
+                     "dead-code elimination: 1 nodes removed, 6 initializers removed",
+                     "Identity/Dropout removal: 1 Identity nodes removed, 1 Dropout nodes removed",
+                     "Conv+BatchNormalization fusion: 2 BatchNormalization nodes fused into Conv",
+                     "dead-code elimination: 8 initializers removed",
+                 }));
+  EXPECT_EQ(result.steps.size(), 5u);
+  EXPECT_EQ(result.count("nodes folded"), 3);
+}
+
+TEST(Pipeline, LeavesTheExpectedGraph) {
+  Graph graph = random_model();
+  optimize_graph(graph);
+  EXPECT_EQ(print_graph(graph, 0), R"(graph main [ai.onnx=13] (%x: f32[1,3,8,8]) {
+  @w1: f32[4,3,3,3]
+  @b1: f32[4]
+  @w2: f32[4,4,1,1]
+  @low: f32[]
+  @high: f32[]
+  @shape: i64[2]
+  @w2_fused_bias: f32[4]
+  %n1: f32[1,4,8,8] = "c1" Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w1, @b1)
+  %r1: f32[1,4,8,8] = Relu(%n1)
+  %n2: f32[1,4,8,8] = "c2" Conv[kernel_shape=[1,1]](%r1, @w2, @w2_fused_bias)
+  %k2: f32[1,4,8,8] = Clip(%n2, @low, @high)
+  %flat = Reshape(%k2, @shape)
+  return %flat
+}
+)");
+}
+
+TEST(Pipeline, FusesActivationsOnlyWhenAsked) {
+  Graph graph = random_model();
+  OptimizeOptions options;
+  options.fuse_activations = true;
+  PassResult result = optimize_graph(graph, options);
+  EXPECT_EQ(result.count("Relu nodes fused into Conv"), 1);
+  EXPECT_EQ(result.count("Clip nodes fused into Conv"), 1);
+  EXPECT_EQ(graph.node_count(), 3u);  // Conv, Conv, Reshape.
+}
+
+TEST(Pipeline, DoesNothingButCleanUpWhenFoldingAndFusionAreOff) {
+  Graph graph = random_model();
+  OptimizeOptions options;
+  options.fold_constants = false;
+  options.fuse_batchnorm = false;
+  PassResult result = optimize_graph(graph, options);
+  EXPECT_EQ(result.count("nodes folded"), 0);
+  EXPECT_EQ(result.count("BatchNormalization nodes fused into Conv"), 0);
+  EXPECT_TRUE(graph.find_node("s").has_value());
+  EXPECT_TRUE(graph.find_node("n1").has_value());
+}
+
+TEST(Pipeline, OptimizedGraphComputesTheSameOutputs) {
+  Graph original = random_model();
+  std::vector<float> expected = run(original);
+  Graph optimized = random_model();
+  OptimizeOptions options;
+  options.verify_each_step = true;
+  optimize_graph(optimized, options);
+  expect_close(run(optimized), expected);
+}
+
+TEST(Pipeline, GraphWithFusedActivationsComputesTheSameOutputs) {
+  Graph original = random_model();
+  std::vector<float> expected = run(original);
+  Graph optimized = random_model();
+  OptimizeOptions options;
+  options.verify_each_step = true;
+  options.fuse_activations = true;
+  optimize_graph(optimized, options);
+  expect_close(run(optimized), expected);
+}
+
+}  // namespace
+}  // namespace cleave

@@ -1,0 +1,140 @@
+// The parallel executor: bitwise-equal outputs, refused plans, errors that stop every worker.
+#include "runtime/parallel_executor.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "cost/cost_table.h"
+#include "gen/inception.h"
+#include "ir/text.h"
+#include "pipeline/model_plan.h"
+#include "runtime/random_inputs.h"
+
+namespace cleave {
+namespace {
+
+Graph small_inception() {
+  InceptionOptions options;
+  options.blocks = 2;
+  options.channels = 16;
+  options.height = 8;
+  options.width = 8;
+  return generate_inception(options);
+}
+
+void expect_bitwise_equal(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].shape(), b[i].shape());
+    ASSERT_EQ(a[i].byte_size(), b[i].byte_size());
+    EXPECT_EQ(std::memcmp(a[i].raw(), b[i].raw(), a[i].byte_size()), 0) << "output " << i;
+  }
+}
+
+ModelPlan plan_for(const Graph& graph, const std::string& strategy, int samples = 1) {
+  ModelPlanOptions options;
+  options.strategy = strategy;
+  options.workers = 2;
+  options.samples = samples;
+  return plan_model(graph, static_costs(graph), options);
+}
+
+TEST(ParallelExecutor, OutputsEqualTheSequentialRunBitForBit) {
+  Graph graph = small_inception();
+  ModelPlan plan = plan_for(graph, "lc");
+  ASSERT_GT(plan.plan.order[1].size(), 0u) << "the plan should use both workers";
+  auto inputs = random_inputs(graph, 7);
+  Executor sequential(graph);
+  ParallelExecutor parallel(graph, plan.tasks, plan.plan);
+  std::vector<Tensor> expected = sequential.run(inputs);
+  for (int round = 0; round < 3; ++round) expect_bitwise_equal(parallel.run(inputs), expected);
+  EXPECT_EQ(parallel.last_trace().events.size(), plan.tasks.tasks.size());
+}
+
+TEST(ParallelExecutor, ClonedPlansComputeTheSameOutputs) {
+  Graph graph = small_inception();
+  ModelPlan plan = plan_for(graph, "clone");
+  auto inputs = random_inputs(graph, 3);
+  Executor sequential(graph);
+  ParallelExecutor parallel(graph, plan.tasks, plan.plan);
+  expect_bitwise_equal(parallel.run(inputs), sequential.run(inputs));
+}
+
+TEST(ParallelExecutor, HyperclusteredSamplesEachMatchTheirSequentialRun) {
+  Graph graph = small_inception();
+  ModelPlan plan = plan_for(graph, "switched-hypercluster", 3);
+  std::vector<std::map<std::string, Tensor>> samples;
+  for (int s = 0; s < 3; ++s) samples.push_back(random_inputs(graph, 100 + s));
+  ParallelExecutor parallel(graph, plan.tasks, plan.plan);
+  ASSERT_EQ(parallel.samples(), 3);
+  auto outputs = parallel.run(samples);
+  Executor sequential(graph);
+  for (int s = 0; s < 3; ++s) expect_bitwise_equal(outputs[s], sequential.run(samples[s]));
+}
+
+TEST(ParallelExecutor, RefusesAPlanWhoseOrdersWouldDeadlock) {
+  Graph graph = small_inception();
+  ModelPlan plan = plan_for(graph, "sequential");
+  // One worker running a consumer before its producer can never finish.
+  std::swap(plan.plan.order[0][0], plan.plan.order[0][1]);
+  EXPECT_THROW(ParallelExecutor(graph, plan.tasks, plan.plan), Error);
+}
+
+TEST(ParallelExecutor, RefusesAPlanThatLeavesANodeOut) {
+  Graph graph = small_inception();
+  ModelPlan plan = plan_for(graph, "lc");
+  plan.tasks.tasks[0].node = plan.tasks.tasks[1].node;
+  EXPECT_THROW(ParallelExecutor(graph, plan.tasks, plan.plan), Error);
+}
+
+TEST(ParallelExecutor, AKernelErrorStopsEveryWorkerAndNamesTheNode) {
+  Graph graph = parse_graph(R"(graph g (%x: f32[2,3]) {
+  @bad_shape: i64[2] = [4, 4]
+  %a = Relu(%x)
+  %b = Neg(%x)
+  %c = "broken" Reshape(%a, @bad_shape)
+  %d = Add(%c, %b)
+  return %d
+}
+)");
+  ModelPlan plan = plan_for(graph, "lc");
+  ParallelExecutor parallel(graph, plan.tasks, plan.plan);
+  auto inputs = random_inputs(graph, 1);
+  try {
+    parallel.run(inputs);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("broken"), std::string::npos) << e.what();
+  }
+  // The executor stays usable: the same error again, no hang.
+  EXPECT_THROW(parallel.run(inputs), Error);
+}
+
+TEST(ModelPlan, PlanFilesRoundTripAndAreRefusedForAnotherModel) {
+  Graph graph = small_inception();
+  ModelPlan plan = plan_for(graph, "lc");
+  nlohmann::json json = model_plan_to_json(plan, graph);
+  ModelPlan read = model_plan_from_json(json, graph, "plan.json");
+  EXPECT_EQ(read.plan.order, plan.plan.order);
+  EXPECT_EQ(read.tasks.tasks.size(), plan.tasks.tasks.size());
+  Graph other = small_inception();
+  other.node(other.node_ids()[0]).name = "renamed";
+  EXPECT_THROW(model_plan_from_json(json, other, "plan.json"), Error);
+}
+
+TEST(ModelPlan, AutoNeverPredictsWorseThanSequential) {
+  Graph chain = parse_graph(R"(graph g (%x: f32[64]) {
+  %a = Relu(%x)
+  %b = Neg(%a)
+  %c = Exp(%b)
+  return %c
+}
+)");
+  ModelPlan plan = plan_for(chain, "auto");
+  EXPECT_EQ(plan.plan.strategy, "sequential");
+  EXPECT_EQ(plan.candidates.size(), 3u);
+}
+
+}  // namespace
+}  // namespace cleave
