@@ -1,4 +1,5 @@
-// `cleave bench`: sequential vs planned parallel latency, interleaved in one run, with Ramiel's tables.
+// `cleave bench`: sequential vs planned parallel latency, interleaved in one run, with Ramiel's
+// tables.
 #include <fmt/core.h>
 
 #include <chrono>
@@ -39,7 +40,9 @@ ExecutorOptions with_threads(int threads) {
 bool bitwise_equal(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    if (a[i].shape() != b[i].shape() || a[i].dtype() != b[i].dtype() || a[i].byte_size() != b[i].byte_size()) return false;
+    if (a[i].shape() != b[i].shape() || a[i].dtype() != b[i].dtype() ||
+        a[i].byte_size() != b[i].byte_size())
+      return false;
     if (std::memcmp(a[i].raw(), b[i].raw(), a[i].byte_size()) != 0) return false;
   }
   return true;
@@ -51,9 +54,10 @@ int run_bench(const BenchSettings& settings) {
   Graph graph = load_model(settings.model, load);
   StaticCostReport shape = analyze_static_cost(graph);
 
-  CostTable costs = settings.costs == "static"       ? static_costs(graph)
-                    : settings.costs == "analytical" ? analytical_costs(graph, measure_peak_rates(settings.workers))
-                                                     : profile_costs(graph, profile_options(settings.workers));
+  CostTable costs = settings.costs == "static" ? static_costs(graph)
+                    : settings.costs == "analytical"
+                        ? analytical_costs(graph, measure_peak_rates(settings.workers))
+                        : profile_costs(graph, profile_options(settings.workers));
   ModelPlanOptions options;
   options.workers = settings.workers;
   options.strategy = settings.strategy;
@@ -75,9 +79,13 @@ int run_bench(const BenchSettings& settings) {
   };
   std::vector<Variant> variants = {
       {"sequential, 1 thread", [&] { return one_thread.run(inputs); }, {}},
-      {fmt::format("sequential, {} threads intra-op", settings.workers), [&] { return all_threads.run(inputs); }, {}},
-      {fmt::format("plan {} ({} x {})", chosen.plan.strategy, chosen.tasks.machine.size(), chosen.threads_per_worker),
-       [&] { return parallel.run(inputs); }, {}},
+      {fmt::format("sequential, {} threads intra-op", settings.workers),
+       [&] { return all_threads.run(inputs); },
+       {}},
+      {fmt::format("plan {} ({} x {})", chosen.plan.strategy, chosen.tasks.machine.size(),
+                   chosen.threads_per_worker),
+       [&] { return parallel.run(inputs); },
+       {}},
   };
   for (int i = 0; i < settings.warmup; ++i) {
     for (auto& variant : variants) variant.run();
@@ -87,7 +95,9 @@ int run_bench(const BenchSettings& settings) {
     for (auto& variant : variants) {
       auto start = std::chrono::steady_clock::now();
       variant.run();
-      variant.ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      variant.ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
     }
   }
   Executor reference(graph, with_threads(chosen.threads_per_worker));
@@ -121,18 +131,22 @@ int run_bench(const BenchSettings& settings) {
     fmt::print("{}\n", report.dump(2));
     return equal ? 0 : 1;
   }
-  fmt::print("model        {} — {} nodes, weighted cost {}, critical path {}, parallelism {:.2f}x\n", settings.model,
-             graph.node_count(), shape.total_weight, shape.critical_path_length, shape.parallelism);
-  fmt::print("clusters     {} linear, {} after merging\n", report["clusters_before_merge"].get<int>(),
-             report["clusters_after_merge"].get<int>());
+  fmt::print(
+      "model        {} — {} nodes, weighted cost {}, critical path {}, parallelism {:.2f}x\n",
+      settings.model, graph.node_count(), shape.total_weight, shape.critical_path_length,
+      shape.parallelism);
+  fmt::print("clusters     {} linear, {} after merging\n",
+             report["clusters_before_merge"].get<int>(), report["clusters_after_merge"].get<int>());
   fmt::print("\n{:<40} {:>12} {:>10}\n", "variant (median of interleaved runs)", "ms", "speedup");
   for (const auto& variant : variants) {
     double ms = median_of(variant.ms);
     fmt::print("{:<40} {:>12.3f} {:>9.2f}x\n", variant.name, ms, sequential_ms / ms);
   }
   fmt::print("\npredicted    {:.3f} ms for the plan ({:+.1f}% vs measured), planned in {:.2f} ms\n",
-             chosen.plan.makespan * 1e3, 100 * report["prediction_error"].get<double>(), chosen.planning_seconds * 1e3);
-  fmt::print("outputs      {}\n", equal ? "bitwise equal to the sequential run" : "DIFFER from the sequential run");
+             chosen.plan.makespan * 1e3, 100 * report["prediction_error"].get<double>(),
+             chosen.planning_seconds * 1e3);
+  fmt::print("outputs      {}\n",
+             equal ? "bitwise equal to the sequential run" : "DIFFER from the sequential run");
   return equal ? 0 : 1;
 }
 
@@ -140,15 +154,23 @@ int run_bench(const BenchSettings& settings) {
 
 void register_bench(CLI::App& app, CommandAction& action) {
   auto settings = std::make_shared<BenchSettings>();
-  CLI::App* command = app.add_subcommand("bench", "Time sequential and planned parallel runs of a model side by side");
+  CLI::App* command = app.add_subcommand(
+      "bench", "Time sequential and planned parallel runs of a model side by side");
   command->add_option("model", settings->model, "ONNX model file")->required();
-  command->add_option("--shape", settings->shapes, "name=d0,d1,... fixes an input's symbolic dims (repeatable)");
-  command->add_option("--workers", settings->workers, "Cores to use")->default_val(2)->check(CLI::Range(1, 1024));
+  command->add_option("--shape", settings->shapes,
+                      "name=d0,d1,... fixes an input's symbolic dims (repeatable)");
+  command->add_option("--workers", settings->workers, "Cores to use")
+      ->default_val(2)
+      ->check(CLI::Range(1, 1024));
   command->add_option("--warmup", settings->warmup, "Untimed rounds first")->default_val(3);
-  command->add_option("--repeat", settings->repeat, "Timed rounds")->default_val(20)->check(CLI::PositiveNumber);
+  command->add_option("--repeat", settings->repeat, "Timed rounds")
+      ->default_val(20)
+      ->check(CLI::PositiveNumber);
   command->add_option("--costs", settings->costs, "profile, static or analytical")
-      ->check(CLI::IsMember({"profile", "static", "analytical"}))->default_val("profile");
-  command->add_option("--strategy", settings->strategy, "Planner of the parallel variant")->default_val("auto");
+      ->check(CLI::IsMember({"profile", "static", "analytical"}))
+      ->default_val("profile");
+  command->add_option("--strategy", settings->strategy, "Planner of the parallel variant")
+      ->default_val("auto");
   command->add_flag("--json", settings->json, "Print the report as JSON");
   command->callback([settings, &action] { action = [settings] { return run_bench(*settings); }; });
 }

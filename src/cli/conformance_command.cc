@@ -50,27 +50,32 @@ int run_conformance(const ConformanceSettings& settings) {
     in_scope += result.in_scope;
     in_scope_passed += result.in_scope && result.status == CaseStatus::kPass;
     auto it = expected.find(result.name);
-    if (it != expected.end() && it->second == CaseStatus::kPass && result.status != CaseStatus::kPass) {
+    if (it != expected.end() && it->second == CaseStatus::kPass &&
+        result.status != CaseStatus::kPass) {
       regressions.push_back(result.name + ": " + result.reason);
     }
   }
   double rate = in_scope ? 100.0 * in_scope_passed / in_scope : 0.0;
-  if (!settings.write_expectations_to.empty()) write_expectations(settings.write_expectations_to, results);
+  if (!settings.write_expectations_to.empty())
+    write_expectations(settings.write_expectations_to, results);
 
   if (settings.json) {
-    nlohmann::json report = {{"cases", results.size()}, {"passed", passed}, {"failed", failed},
-                             {"unsupported", unsupported}, {"in_scope", in_scope},
-                             {"in_scope_passed", in_scope_passed}, {"in_scope_pass_rate", rate},
-                             {"regressions", regressions}};
+    nlohmann::json report = {{"cases", results.size()},    {"passed", passed},
+                             {"failed", failed},           {"unsupported", unsupported},
+                             {"in_scope", in_scope},       {"in_scope_passed", in_scope_passed},
+                             {"in_scope_pass_rate", rate}, {"regressions", regressions}};
     nlohmann::json list = nlohmann::json::array();
     for (const CaseResult& result : results) {
-      list.push_back({{"name", result.name}, {"status", status_name(result.status)},
-                      {"in_scope", result.in_scope}, {"reason", result.reason}});
+      list.push_back({{"name", result.name},
+                      {"status", status_name(result.status)},
+                      {"in_scope", result.in_scope},
+                      {"reason", result.reason}});
     }
     report["results"] = list;
     fmt::print("{}\n", report.dump(2));
   } else {
-    fmt::print("\n{} cases: {} pass, {} fail, {} unsupported\n", results.size(), passed, failed, unsupported);
+    fmt::print("\n{} cases: {} pass, {} fail, {} unsupported\n", results.size(), passed, failed,
+               unsupported);
     fmt::print("in scope: {} of {} pass ({:.1f}%)\n", in_scope_passed, in_scope, rate);
     for (const std::string& line : regressions) fmt::print("REGRESSION {}\n", line);
   }
@@ -81,15 +86,21 @@ int run_conformance(const ConformanceSettings& settings) {
 
 void register_conformance(CLI::App& app, CommandAction& action) {
   auto settings = std::make_shared<ConformanceSettings>();
-  CLI::App* command = app.add_subcommand("conformance", "Run ONNX backend test cases (model.onnx + test_data_set_*)");
-  command->add_option("roots", settings->roots, "Case folders, suite folders, or a folder of suites")->required();
-  command->add_option("--expect", settings->expectations, "Expectations file: exit 1 when a case expected to pass does not");
-  command->add_option("--write-expectations", settings->write_expectations_to, "Write the results as an expectations file");
+  CLI::App* command = app.add_subcommand(
+      "conformance", "Run ONNX backend test cases (model.onnx + test_data_set_*)");
+  command
+      ->add_option("roots", settings->roots, "Case folders, suite folders, or a folder of suites")
+      ->required();
+  command->add_option("--expect", settings->expectations,
+                      "Expectations file: exit 1 when a case expected to pass does not");
+  command->add_option("--write-expectations", settings->write_expectations_to,
+                      "Write the results as an expectations file");
   command->add_option("--filter", settings->filter, "Only cases whose name contains this");
   command->add_option("--timeout", settings->timeout, "Seconds per case")->default_val(60);
   command->add_flag("--json", settings->json, "Print the results as JSON");
   command->add_flag("-q,--quiet", settings->quiet, "Only the summary");
-  command->callback([settings, &action] { action = [settings] { return run_conformance(*settings); }; });
+  command->callback(
+      [settings, &action] { action = [settings] { return run_conformance(*settings); }; });
 }
 
 }  // namespace cleave::cli

@@ -25,7 +25,8 @@ struct ModelSettings {
 
 void add_model_options(CLI::App* command, ModelSettings& settings) {
   command->add_option("model", settings.model, "ONNX model file")->required();
-  command->add_option("--shape", settings.shapes, "name=d0,d1,... fixes an input's symbolic dims (repeatable)");
+  command->add_option("--shape", settings.shapes,
+                      "name=d0,d1,... fixes an input's symbolic dims (repeatable)");
   command->add_flag("--no-optimize", settings.no_optimize, "Skip the graph passes");
   command->add_flag("-v,--verbose", settings.verbose, "Log each step");
 }
@@ -34,7 +35,8 @@ Graph load(const ModelSettings& settings) {
   LoadOptions options;
   options.shapes = parse_input_shapes(settings.shapes);
   options.optimize = !settings.no_optimize;
-  if (settings.verbose) options.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  if (settings.verbose)
+    options.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
   return load_model(settings.model, options);
 }
 
@@ -62,7 +64,8 @@ CostTable costs_for(const Graph& graph, const std::string& source, int max_threa
 
 int run_plan(const PlanSettings& settings) {
   Graph graph = load(settings.model);
-  CostTable costs = costs_for(graph, settings.costs, settings.workers * settings.threads_per_worker, settings.model.verbose);
+  CostTable costs = costs_for(graph, settings.costs, settings.workers * settings.threads_per_worker,
+                              settings.model.verbose);
   ModelPlanOptions options;
   options.strategy = settings.strategy;
   options.workers = settings.workers;
@@ -85,18 +88,20 @@ int run_plan(const PlanSettings& settings) {
   fmt::print("model       {} ({} nodes)\n", settings.model.model, graph.node_count());
   fmt::print("costs       {}\n", costs.source);
   for (const auto& candidate : plan.candidates) {
-    fmt::print("candidate   {:<22} predicted {:.3f} ms\n", candidate.strategy, candidate.predicted_seconds * 1e3);
+    fmt::print("candidate   {:<22} predicted {:.3f} ms\n", candidate.strategy,
+               candidate.predicted_seconds * 1e3);
   }
   fmt::print("plan        {} on {} worker(s) x {} thread(s), {} sample(s)\n", plan.plan.strategy,
              plan.tasks.machine.size(), plan.threads_per_worker, plan.plan.batch);
-  fmt::print("predicted   {:.3f} ms (sequential sum {:.3f} ms at 1 thread)\n", plan.plan.makespan * 1e3,
-             costs.total_seconds(1) * 1e3);
+  fmt::print("predicted   {:.3f} ms (sequential sum {:.3f} ms at 1 thread)\n",
+             plan.plan.makespan * 1e3, costs.total_seconds(1) * 1e3);
   for (std::size_t w = 0; w < plan.plan.order.size(); ++w) {
-    fmt::print("worker {}    {} tasks, busy {:.3f} ms, idle {:.3f} ms\n", w, plan.plan.order[w].size(),
-               simulation.busy[w] * 1e3, simulation.idle[w] * 1e3);
+    fmt::print("worker {}    {} tasks, busy {:.3f} ms, idle {:.3f} ms\n", w,
+               plan.plan.order[w].size(), simulation.busy[w] * 1e3, simulation.idle[w] * 1e3);
   }
   if (plan.plan.notes.contains("clusters_before_merge")) {
-    fmt::print("clusters    {} linear, {} after merging\n", plan.plan.notes["clusters_before_merge"].get<int>(),
+    fmt::print("clusters    {} linear, {} after merging\n",
+               plan.plan.notes["clusters_before_merge"].get<int>(),
                plan.plan.notes["clusters_after_merge"].get<int>());
   }
   fmt::print("planned in  {:.2f} ms\n", plan.planning_seconds * 1e3);
@@ -130,14 +135,18 @@ int run_profile(const ProfileSettings& settings) {
     return 0;
   }
   for (int t = 1; t <= settings.max_threads; ++t) {
-    fmt::print("{} thread(s): {:.3f} ms summed over {} nodes\n", t, costs.total_seconds(t) * 1e3, graph.node_count());
+    fmt::print("{} thread(s): {:.3f} ms summed over {} nodes\n", t, costs.total_seconds(t) * 1e3,
+               graph.node_count());
   }
   std::vector<NodeId> ids = graph.node_ids();
-  std::sort(ids.begin(), ids.end(), [&](NodeId a, NodeId b) { return costs.seconds(a) > costs.seconds(b); });
-  fmt::print("\n{:<40} {:<20} {:>10} {:>10}\n", "node", "op", "ms @1", fmt::format("ms @{}", settings.max_threads));
+  std::sort(ids.begin(), ids.end(),
+            [&](NodeId a, NodeId b) { return costs.seconds(a) > costs.seconds(b); });
+  fmt::print("\n{:<40} {:<20} {:>10} {:>10}\n", "node", "op", "ms @1",
+             fmt::format("ms @{}", settings.max_threads));
   for (std::size_t i = 0; i < ids.size() && static_cast<int>(i) < settings.top; ++i) {
-    fmt::print("{:<40} {:<20} {:>10.3f} {:>10.3f}\n", graph.node(ids[i]).name, graph.node(ids[i]).op_type,
-               costs.seconds(ids[i], 1) * 1e3, costs.seconds(ids[i], settings.max_threads) * 1e3);
+    fmt::print("{:<40} {:<20} {:>10.3f} {:>10.3f}\n", graph.node(ids[i]).name,
+               graph.node(ids[i]).op_type, costs.seconds(ids[i], 1) * 1e3,
+               costs.seconds(ids[i], settings.max_threads) * 1e3);
   }
   return 0;
 }
@@ -148,17 +157,30 @@ void register_plan(CLI::App& app, CommandAction& action) {
   auto settings = std::make_shared<PlanSettings>();
   CLI::App* command = app.add_subcommand("plan", "Plan where and in which order every node runs");
   add_model_options(command, settings->model);
-  command->add_option("--strategy", settings->strategy,
-                      "auto, sequential, lc, clone, hypercluster, switched-hypercluster, or a scheduler "
-                      "(heft, met, greedy, annealing, evolution, milp, milp-split)")
+  command
+      ->add_option(
+          "--strategy", settings->strategy,
+          "auto, sequential, lc, clone, hypercluster, switched-hypercluster, or a scheduler "
+          "(heft, met, greedy, annealing, evolution, milp, milp-split)")
       ->default_val("auto");
-  command->add_option("--costs", settings->costs, "profile (measured here), static (Ramiel weights) or analytical")
-      ->check(CLI::IsMember({"profile", "static", "analytical"}))->default_val("profile");
-  command->add_option("--workers", settings->workers, "Parallel workers")->default_val(2)->check(CLI::Range(1, 1024));
-  command->add_option("--threads-per-worker", settings->threads_per_worker, "Intra-op threads per worker")
-      ->default_val(1)->check(CLI::Range(1, 1024));
-  command->add_option("--samples", settings->samples, "Samples in flight (hyperclustering)")->default_val(1)->check(CLI::Range(1, 4096));
-  command->add_option("--time-limit", settings->time_limit, "Seconds for searching planners")->default_val(10);
+  command
+      ->add_option("--costs", settings->costs,
+                   "profile (measured here), static (Ramiel weights) or analytical")
+      ->check(CLI::IsMember({"profile", "static", "analytical"}))
+      ->default_val("profile");
+  command->add_option("--workers", settings->workers, "Parallel workers")
+      ->default_val(2)
+      ->check(CLI::Range(1, 1024));
+  command
+      ->add_option("--threads-per-worker", settings->threads_per_worker,
+                   "Intra-op threads per worker")
+      ->default_val(1)
+      ->check(CLI::Range(1, 1024));
+  command->add_option("--samples", settings->samples, "Samples in flight (hyperclustering)")
+      ->default_val(1)
+      ->check(CLI::Range(1, 4096));
+  command->add_option("--time-limit", settings->time_limit, "Seconds for searching planners")
+      ->default_val(10);
   command->add_option("-o,--output", settings->output, "Write the plan as JSON");
   command->add_option("--gantt", settings->gantt, "Write the predicted timeline as a Gantt SVG");
   command->add_flag("--json", settings->json, "Print the plan as JSON");
@@ -167,15 +189,21 @@ void register_plan(CLI::App& app, CommandAction& action) {
 
 void register_profile(CLI::App& app, CommandAction& action) {
   auto settings = std::make_shared<ProfileSettings>();
-  CLI::App* command = app.add_subcommand("profile", "Time every node on this machine and cache the cost table");
+  CLI::App* command =
+      app.add_subcommand("profile", "Time every node on this machine and cache the cost table");
   add_model_options(command, settings->model);
-  command->add_option("--max-threads", settings->max_threads, "Profile with 1..N intra-op threads")->default_val(2)->check(CLI::Range(1, 1024));
-  command->add_option("--repeat", settings->repeat, "Timed runs per thread count")->default_val(10)->check(CLI::PositiveNumber);
+  command->add_option("--max-threads", settings->max_threads, "Profile with 1..N intra-op threads")
+      ->default_val(2)
+      ->check(CLI::Range(1, 1024));
+  command->add_option("--repeat", settings->repeat, "Timed runs per thread count")
+      ->default_val(10)
+      ->check(CLI::PositiveNumber);
   command->add_flag("--no-cache", settings->no_cache, "Measure even if a cached table exists");
   command->add_option("-o,--output", settings->output, "Write the cost table as JSON");
   command->add_option("--top", settings->top, "Nodes listed")->default_val(15);
   command->add_flag("--json", settings->json, "Print the cost table as JSON");
-  command->callback([settings, &action] { action = [settings] { return run_profile(*settings); }; });
+  command->callback(
+      [settings, &action] { action = [settings] { return run_profile(*settings); }; });
 }
 
 }  // namespace cleave::cli

@@ -47,7 +47,8 @@ struct RunSettings {
   std::string gantt_file;
 };
 
-std::map<std::string, Tensor> gather_inputs(const Graph& graph, const RunSettings& settings, uint64_t seed) {
+std::map<std::string, Tensor> gather_inputs(const Graph& graph, const RunSettings& settings,
+                                            uint64_t seed) {
   std::map<std::string, Tensor> inputs;
   for (const std::string& spec : settings.inputs) {
     auto equals = spec.find('=');
@@ -68,7 +69,8 @@ int run_model(const RunSettings& settings) {
   LoadOptions load;
   load.shapes = parse_input_shapes(settings.shapes);
   load.optimize = !settings.no_optimize;
-  if (settings.verbose) load.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  if (settings.verbose)
+    load.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
   Graph graph = load_model(settings.model, load);
 
   // A runner hides which executor runs: the sequential one, or a plan's parallel one.
@@ -89,10 +91,13 @@ int run_model(const RunSettings& settings) {
     peak_bytes = [&] { return sequential->stats().peak_activation_bytes; };
   } else {
     if (settings.plan == "auto") {
-      CostTable costs = settings.costs == "static" ? static_costs(graph)
-                        : settings.costs == "analytical"
-                            ? analytical_costs(graph, measure_peak_rates(settings.workers * settings.threads_per_worker))
-                            : profile_costs(graph, profile_options(settings.workers * settings.threads_per_worker));
+      CostTable costs =
+          settings.costs == "static" ? static_costs(graph)
+          : settings.costs == "analytical"
+              ? analytical_costs(graph,
+                                 measure_peak_rates(settings.workers * settings.threads_per_worker))
+              : profile_costs(graph,
+                              profile_options(settings.workers * settings.threads_per_worker));
       ModelPlanOptions plan_options;
       plan_options.workers = settings.workers;
       plan_options.threads_per_worker = settings.threads_per_worker;
@@ -104,8 +109,10 @@ int run_model(const RunSettings& settings) {
     ParallelOptions options;
     options.threads_per_worker = model_plan.threads_per_worker;
     options.blocked_layouts = !settings.plain_layouts;
-    parallel = std::make_unique<ParallelExecutor>(graph, model_plan.tasks, model_plan.plan, options);
-    for (int s = 0; s < parallel->samples(); ++s) sample_inputs.push_back(gather_inputs(graph, settings, settings.seed + s));
+    parallel =
+        std::make_unique<ParallelExecutor>(graph, model_plan.tasks, model_plan.plan, options);
+    for (int s = 0; s < parallel->samples(); ++s)
+      sample_inputs.push_back(gather_inputs(graph, settings, settings.seed + s));
     run_once = [&] { return parallel->run(sample_inputs).front(); };
     peak_bytes = [&] { return parallel->peak_activation_bytes(); };
   }
@@ -117,7 +124,9 @@ int run_model(const RunSettings& settings) {
   for (int i = 0; i < settings.repeat; ++i) {
     auto start = std::chrono::steady_clock::now();
     outputs = run_once();
-    latencies.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    latencies.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
   }
 
   nlohmann::json report;
@@ -135,12 +144,15 @@ int run_model(const RunSettings& settings) {
                       {"predicted_ms", model_plan.plan.makespan * 1e3},
                       {"traced_ms", parallel->last_trace().makespan * 1e3}};
     if (!settings.trace_file.empty()) {
-      write_file_atomically(settings.trace_file, chrome_trace_json(parallel->last_trace(), model_plan.tasks, model_plan.plan));
+      write_file_atomically(
+          settings.trace_file,
+          chrome_trace_json(parallel->last_trace(), model_plan.tasks, model_plan.plan));
       report["trace_file"] = settings.trace_file;
     }
     if (!settings.gantt_file.empty()) {
       Plan measured = measured_plan(model_plan.plan, parallel->last_trace());
-      write_gantt_svg(settings.gantt_file, measured, model_plan.tasks, simulation_from_trace(parallel->last_trace(), measured),
+      write_gantt_svg(settings.gantt_file, measured, model_plan.tasks,
+                      simulation_from_trace(parallel->last_trace(), measured),
                       "measured: " + settings.model);
       report["gantt_file"] = settings.gantt_file;
     }
@@ -152,7 +164,8 @@ int run_model(const RunSettings& settings) {
     const std::string& name = graph.value(graph.outputs()[i]).name;
     nlohmann::json entry = {{"name", name}, {"type", outputs[i].describe()}};
     if (!settings.output_dir.empty()) {
-      std::string file = (std::filesystem::path(settings.output_dir) / (file_name_for(name) + ".npy")).string();
+      std::string file =
+          (std::filesystem::path(settings.output_dir) / (file_name_for(name) + ".npy")).string();
       write_npy(file, outputs[i]);
       entry["file"] = file;
     }
@@ -176,10 +189,12 @@ int run_model(const RunSettings& settings) {
       ++entry.nodes;
     }
     for (auto& [op, entry] : by_op) op_times.push_back(entry);
-    std::sort(op_times.begin(), op_times.end(), [](const OpTime& a, const OpTime& b) { return a.seconds > b.seconds; });
+    std::sort(op_times.begin(), op_times.end(),
+              [](const OpTime& a, const OpTime& b) { return a.seconds > b.seconds; });
     nlohmann::json ops = nlohmann::json::array();
     for (const OpTime& entry : op_times) {
-      ops.push_back({{"op", entry.op}, {"nodes", entry.nodes}, {"ms_per_run", entry.seconds * 1e3}});
+      ops.push_back(
+          {{"op", entry.op}, {"nodes", entry.nodes}, {"ms_per_run", entry.seconds * 1e3}});
     }
     report["ops"] = ops;
   }
@@ -190,23 +205,27 @@ int run_model(const RunSettings& settings) {
   }
   fmt::print("model      {}\n", settings.model);
   fmt::print("latency    min {:.3f} ms, median {:.3f} ms over {} run(s), {} thread(s)\n",
-             report["latency_ms"]["min"].get<double>(), report["latency_ms"]["median"].get<double>(),
-             settings.repeat, settings.threads);
+             report["latency_ms"]["min"].get<double>(),
+             report["latency_ms"]["median"].get<double>(), settings.repeat, settings.threads);
   fmt::print("memory     peak activations {:.2f} MiB\n", peak_bytes() / 1048576.0);
   if (parallel) {
-    fmt::print("plan       {} on {} worker(s) x {} thread(s), {} sample(s): predicted {:.3f} ms, last run {:.3f} ms\n",
-               model_plan.plan.strategy, model_plan.tasks.machine.size(), model_plan.threads_per_worker,
-               parallel->samples(), model_plan.plan.makespan * 1e3, parallel->last_trace().makespan * 1e3);
+    fmt::print(
+        "plan       {} on {} worker(s) x {} thread(s), {} sample(s): predicted {:.3f} ms, last run "
+        "{:.3f} ms\n",
+        model_plan.plan.strategy, model_plan.tasks.machine.size(), model_plan.threads_per_worker,
+        parallel->samples(), model_plan.plan.makespan * 1e3, parallel->last_trace().makespan * 1e3);
     if (!settings.trace_file.empty()) fmt::print("trace      {}\n", settings.trace_file);
     if (!settings.gantt_file.empty()) fmt::print("gantt      {}\n", settings.gantt_file);
   }
   for (const auto& entry : output_list) {
-    fmt::print("output     {} {}{}\n", entry["name"].get<std::string>(), entry["type"].get<std::string>(),
+    fmt::print("output     {} {}{}\n", entry["name"].get<std::string>(),
+               entry["type"].get<std::string>(),
                entry.contains("file") ? " -> " + entry["file"].get<std::string>() : "");
   }
   if (settings.stats && sequential) {
     fmt::print("\n{:<24} {:>6} {:>12}\n", "op", "nodes", "ms per run");
-    for (const OpTime& entry : op_times) fmt::print("{:<24} {:>6} {:>12.3f}\n", entry.op, entry.nodes, entry.seconds * 1e3);
+    for (const OpTime& entry : op_times)
+      fmt::print("{:<24} {:>6} {:>12.3f}\n", entry.op, entry.nodes, entry.seconds * 1e3);
   }
   return 0;
 }
@@ -215,30 +234,56 @@ int run_model(const RunSettings& settings) {
 
 void register_run(CLI::App& app, CommandAction& action) {
   auto settings = std::make_shared<RunSettings>();
-  CLI::App* command = app.add_subcommand("run", "Compute a model's outputs on this CPU and time it");
+  CLI::App* command =
+      app.add_subcommand("run", "Compute a model's outputs on this CPU and time it");
   command->add_option("model", settings->model, "ONNX model file")->required();
-  command->add_option("--input", settings->inputs, "name=file.npy for a graph input (repeatable); others get seeded random values");
-  command->add_option("--shape", settings->shapes, "name=d0,d1,... fixes an input's symbolic dims (repeatable)");
-  command->add_option("--output-dir", settings->output_dir, "Write every graph output as DIR/<name>.npy");
+  command->add_option(
+      "--input", settings->inputs,
+      "name=file.npy for a graph input (repeatable); others get seeded random values");
+  command->add_option("--shape", settings->shapes,
+                      "name=d0,d1,... fixes an input's symbolic dims (repeatable)");
+  command->add_option("--output-dir", settings->output_dir,
+                      "Write every graph output as DIR/<name>.npy");
   command->add_option("--seed", settings->seed, "Seed of the random inputs")->default_val(0);
-  command->add_option("--threads", settings->threads, "Intra-op threads")->default_val(1)->check(CLI::Range(1, 1024));
-  command->add_option("--warmup", settings->warmup, "Untimed runs first")->default_val(0)->check(CLI::NonNegativeNumber);
-  command->add_option("--repeat", settings->repeat, "Timed runs")->default_val(1)->check(CLI::PositiveNumber);
+  command->add_option("--threads", settings->threads, "Intra-op threads")
+      ->default_val(1)
+      ->check(CLI::Range(1, 1024));
+  command->add_option("--warmup", settings->warmup, "Untimed runs first")
+      ->default_val(0)
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--repeat", settings->repeat, "Timed runs")
+      ->default_val(1)
+      ->check(CLI::PositiveNumber);
   command->add_flag("--stats", settings->stats, "Report time per op type");
   command->add_flag("--json", settings->json, "Print the report as JSON");
   command->add_flag("--no-optimize", settings->no_optimize, "Skip the graph passes");
-  command->add_flag("--plain-layouts", settings->plain_layouts, "Keep every tensor in plain layout (no oneDNN blocking)");
+  command->add_flag("--plain-layouts", settings->plain_layouts,
+                    "Keep every tensor in plain layout (no oneDNN blocking)");
   command->add_flag("-v,--verbose", settings->verbose, "Log each loading step");
-  command->add_option("--plan", settings->plan, "Run a plan in parallel: a plan.json from `cleave plan`, or auto");
-  command->add_option("--costs", settings->costs, "Costs for --plan auto: profile, static or analytical")
-      ->check(CLI::IsMember({"profile", "static", "analytical"}))->default_val("profile");
-  command->add_option("--workers", settings->workers, "Workers for --plan auto")->default_val(2)->check(CLI::Range(1, 1024));
-  command->add_option("--threads-per-worker", settings->threads_per_worker, "Intra-op threads per worker for --plan auto")
-      ->default_val(1)->check(CLI::Range(1, 1024));
-  command->add_option("--samples", settings->samples, "Samples in flight for --plan auto (hyperclustering)")
-      ->default_val(1)->check(CLI::Range(1, 4096));
-  command->add_option("--trace", settings->trace_file, "Write the last parallel run as Chrome-trace JSON");
-  command->add_option("--gantt", settings->gantt_file, "Write the last parallel run as a Gantt SVG");
+  command->add_option("--plan", settings->plan,
+                      "Run a plan in parallel: a plan.json from `cleave plan`, or auto");
+  command
+      ->add_option("--costs", settings->costs,
+                   "Costs for --plan auto: profile, static or analytical")
+      ->check(CLI::IsMember({"profile", "static", "analytical"}))
+      ->default_val("profile");
+  command->add_option("--workers", settings->workers, "Workers for --plan auto")
+      ->default_val(2)
+      ->check(CLI::Range(1, 1024));
+  command
+      ->add_option("--threads-per-worker", settings->threads_per_worker,
+                   "Intra-op threads per worker for --plan auto")
+      ->default_val(1)
+      ->check(CLI::Range(1, 1024));
+  command
+      ->add_option("--samples", settings->samples,
+                   "Samples in flight for --plan auto (hyperclustering)")
+      ->default_val(1)
+      ->check(CLI::Range(1, 4096));
+  command->add_option("--trace", settings->trace_file,
+                      "Write the last parallel run as Chrome-trace JSON");
+  command->add_option("--gantt", settings->gantt_file,
+                      "Write the last parallel run as a Gantt SVG");
   command->callback([settings, &action] { action = [settings] { return run_model(*settings); }; });
 }
 

@@ -30,21 +30,118 @@ namespace fs = std::filesystem;
 namespace {
 
 // The ops issue 3 puts in the runtime's scope: a case using any other op is out of scope.
-const std::set<std::string, std::less<>> kInScopeOps = {
-    "Conv", "ConvTranspose", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool",
-    "GlobalMaxPool", "BatchNormalization", "LRN", "InstanceNormalization", "LayerNormalization",
-    "Softmax", "LogSoftmax", "Relu", "LeakyRelu", "PRelu", "Elu", "Selu", "Celu", "Sigmoid",
-    "HardSigmoid", "HardSwish", "Tanh", "Softplus", "Softsign", "Exp", "Log", "Sqrt",
-    "Reciprocal", "Abs", "Neg", "Floor", "Ceil", "Round", "Sign", "Erf", "Sin", "Cos", "Tan",
-    "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "ThresholdedRelu",
-    "Shrink", "Clip", "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Mod",
-    "Concat", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
-    "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp", "ReduceLogSum", "Reshape", "Flatten",
-    "Transpose", "Squeeze", "Unsqueeze", "Slice", "Split", "Gather", "GatherElements", "Shape",
-    "Size", "Constant", "ConstantOfShape", "Expand", "Tile", "Pad", "Resize", "Where", "Cast",
-    "Range", "Identity", "Dropout", "DepthToSpace", "SpaceToDepth", "TopK", "CumSum", "Trilu",
-    "ArgMax", "ArgMin", "Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "And", "Or",
-    "Xor", "Not", "IsNaN", "IsInf"};
+const std::set<std::string, std::less<>> kInScopeOps = {"Conv",
+                                                        "ConvTranspose",
+                                                        "Gemm",
+                                                        "MatMul",
+                                                        "MaxPool",
+                                                        "AveragePool",
+                                                        "GlobalAveragePool",
+                                                        "GlobalMaxPool",
+                                                        "BatchNormalization",
+                                                        "LRN",
+                                                        "InstanceNormalization",
+                                                        "LayerNormalization",
+                                                        "Softmax",
+                                                        "LogSoftmax",
+                                                        "Relu",
+                                                        "LeakyRelu",
+                                                        "PRelu",
+                                                        "Elu",
+                                                        "Selu",
+                                                        "Celu",
+                                                        "Sigmoid",
+                                                        "HardSigmoid",
+                                                        "HardSwish",
+                                                        "Tanh",
+                                                        "Softplus",
+                                                        "Softsign",
+                                                        "Exp",
+                                                        "Log",
+                                                        "Sqrt",
+                                                        "Reciprocal",
+                                                        "Abs",
+                                                        "Neg",
+                                                        "Floor",
+                                                        "Ceil",
+                                                        "Round",
+                                                        "Sign",
+                                                        "Erf",
+                                                        "Sin",
+                                                        "Cos",
+                                                        "Tan",
+                                                        "Asin",
+                                                        "Acos",
+                                                        "Atan",
+                                                        "Sinh",
+                                                        "Cosh",
+                                                        "Asinh",
+                                                        "Acosh",
+                                                        "Atanh",
+                                                        "ThresholdedRelu",
+                                                        "Shrink",
+                                                        "Clip",
+                                                        "Add",
+                                                        "Sub",
+                                                        "Mul",
+                                                        "Div",
+                                                        "Pow",
+                                                        "Max",
+                                                        "Min",
+                                                        "Sum",
+                                                        "Mean",
+                                                        "Mod",
+                                                        "Concat",
+                                                        "ReduceMean",
+                                                        "ReduceSum",
+                                                        "ReduceMax",
+                                                        "ReduceMin",
+                                                        "ReduceProd",
+                                                        "ReduceL1",
+                                                        "ReduceL2",
+                                                        "ReduceSumSquare",
+                                                        "ReduceLogSumExp",
+                                                        "ReduceLogSum",
+                                                        "Reshape",
+                                                        "Flatten",
+                                                        "Transpose",
+                                                        "Squeeze",
+                                                        "Unsqueeze",
+                                                        "Slice",
+                                                        "Split",
+                                                        "Gather",
+                                                        "GatherElements",
+                                                        "Shape",
+                                                        "Size",
+                                                        "Constant",
+                                                        "ConstantOfShape",
+                                                        "Expand",
+                                                        "Tile",
+                                                        "Pad",
+                                                        "Resize",
+                                                        "Where",
+                                                        "Cast",
+                                                        "Range",
+                                                        "Identity",
+                                                        "Dropout",
+                                                        "DepthToSpace",
+                                                        "SpaceToDepth",
+                                                        "TopK",
+                                                        "CumSum",
+                                                        "Trilu",
+                                                        "ArgMax",
+                                                        "ArgMin",
+                                                        "Equal",
+                                                        "Greater",
+                                                        "Less",
+                                                        "GreaterOrEqual",
+                                                        "LessOrEqual",
+                                                        "And",
+                                                        "Or",
+                                                        "Xor",
+                                                        "Not",
+                                                        "IsNaN",
+                                                        "IsInf"};
 
 bool in_scope_type(DataType type) {
   return type == DataType::kFloat || type == DataType::kInt32 || type == DataType::kInt64 ||
@@ -54,7 +151,8 @@ bool in_scope_type(DataType type) {
 Tensor read_tensor_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   onnx::TensorProto proto;
-  if (!in || !proto.ParseFromIstream(&in)) throw Error(fmt::format("{}: not a TensorProto", path.string()));
+  if (!in || !proto.ParseFromIstream(&in))
+    throw Error(fmt::format("{}: not a TensorProto", path.string()));
   return Tensor::from_data(tensor_from_onnx(proto, path.string()));
 }
 
@@ -69,12 +167,15 @@ std::vector<fs::path> numbered_files(const fs::path& folder, const std::string& 
 }
 
 // Returns an empty string when equal within tolerance, else what differs.
-std::string compare(const Tensor& actual, const Tensor& expected, const ConformanceOptions& options) {
+std::string compare(const Tensor& actual, const Tensor& expected,
+                    const ConformanceOptions& options) {
   if (actual.dtype() != expected.dtype()) {
-    return fmt::format("type {} instead of {}", dtype_name(actual.dtype()), dtype_name(expected.dtype()));
+    return fmt::format("type {} instead of {}", dtype_name(actual.dtype()),
+                       dtype_name(expected.dtype()));
   }
   if (actual.shape() != expected.shape()) {
-    return fmt::format("shape [{}] instead of [{}]", fmt::join(actual.shape(), ","), fmt::join(expected.shape(), ","));
+    return fmt::format("shape [{}] instead of [{}]", fmt::join(actual.shape(), ","),
+                       fmt::join(expected.shape(), ","));
   }
   std::vector<double> a = actual.to_double_vector();
   std::vector<double> e = expected.to_double_vector();
@@ -82,7 +183,8 @@ std::string compare(const Tensor& actual, const Tensor& expected, const Conforma
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (std::isnan(e[i]) && std::isnan(a[i])) continue;
     if (std::isinf(e[i]) && a[i] == e[i]) continue;
-    double allowed = exact ? 0 : options.absolute_tolerance + options.relative_tolerance * std::abs(e[i]);
+    double allowed =
+        exact ? 0 : options.absolute_tolerance + options.relative_tolerance * std::abs(e[i]);
     if (!(std::abs(a[i] - e[i]) <= allowed)) {
       return fmt::format("element {} is {} instead of {}", i, a[i], e[i]);
     }
@@ -120,14 +222,18 @@ CaseResult classify(const Graph& graph, CaseResult result) {
 
 std::string_view status_name(CaseStatus status) {
   switch (status) {
-    case CaseStatus::kPass: return "pass";
-    case CaseStatus::kFail: return "fail";
-    case CaseStatus::kUnsupported: return "unsupported";
+    case CaseStatus::kPass:
+      return "pass";
+    case CaseStatus::kFail:
+      return "fail";
+    case CaseStatus::kUnsupported:
+      return "unsupported";
   }
   return "?";
 }
 
-CaseResult run_case(const std::string& directory, const std::string& name, const ConformanceOptions& options) {
+CaseResult run_case(const std::string& directory, const std::string& name,
+                    const ConformanceOptions& options) {
   CaseResult result;
   result.name = name;
   try {
@@ -144,7 +250,8 @@ CaseResult run_case(const std::string& directory, const std::string& name, const
     Executor executor(graph);
     std::vector<fs::path> sets;
     for (const auto& entry : fs::directory_iterator(directory)) {
-      if (entry.is_directory() && entry.path().filename().string().rfind("test_data_set_", 0) == 0) {
+      if (entry.is_directory() &&
+          entry.path().filename().string().rfind("test_data_set_", 0) == 0) {
         sets.push_back(entry.path());
       }
     }
@@ -161,7 +268,8 @@ CaseResult run_case(const std::string& directory, const std::string& name, const
       std::vector<Tensor> outputs = executor.run(inputs);
       std::vector<fs::path> expected_files = numbered_files(set, "output");
       if (expected_files.size() != outputs.size()) {
-        throw Error(fmt::format("{} outputs, the test expects {}", outputs.size(), expected_files.size()));
+        throw Error(
+            fmt::format("{} outputs, the test expects {}", outputs.size(), expected_files.size()));
       }
       for (std::size_t i = 0; i < outputs.size(); ++i) {
         std::string difference = compare(outputs[i], read_tensor_file(expected_files[i]), options);
@@ -197,7 +305,8 @@ std::vector<std::pair<std::string, std::string>> find_cases(const std::string& r
   };
   if (fs::exists(fs::path(root) / "model.onnx")) {
     fs::path path(root);
-    cases.emplace_back(path.string(), path.parent_path().filename().string() + "/" + path.filename().string());
+    cases.emplace_back(path.string(),
+                       path.parent_path().filename().string() + "/" + path.filename().string());
   } else {
     bool is_suite = false;
     for (const auto& entry : fs::directory_iterator(root)) {
@@ -211,7 +320,8 @@ std::vector<std::pair<std::string, std::string>> find_cases(const std::string& r
       }
     }
   }
-  std::sort(cases.begin(), cases.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  std::sort(cases.begin(), cases.end(),
+            [](const auto& a, const auto& b) { return a.second < b.second; });
   return cases;
 }
 
@@ -228,7 +338,8 @@ std::vector<CaseResult> run_cases(const std::vector<std::pair<std::string, std::
     if (child == 0) {
       close(channel[0]);
       CaseResult result = run_case(directory, name, options);
-      std::string message = fmt::format("{}\n{}\n{}", static_cast<int>(result.status), result.in_scope ? 1 : 0, result.reason);
+      std::string message = fmt::format("{}\n{}\n{}", static_cast<int>(result.status),
+                                        result.in_scope ? 1 : 0, result.reason);
       std::size_t written = 0;
       while (written < message.size()) {
         ssize_t n = write(channel[1], message.data() + written, message.size() - written);
@@ -240,11 +351,14 @@ std::vector<CaseResult> run_cases(const std::vector<std::pair<std::string, std::
     }
     close(channel[1]);
     std::string message;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(options.timeout_seconds);
+    auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(options.timeout_seconds);
     bool timed_out = false;
     char buffer[4096];
     while (true) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      deadline - std::chrono::steady_clock::now())
+                      .count();
       if (left <= 0) {
         timed_out = true;
         break;
@@ -274,7 +388,8 @@ std::vector<CaseResult> run_cases(const std::vector<std::pair<std::string, std::
       std::getline(lines, status_line);
       std::getline(lines, scope_line);
       std::getline(lines, result.reason, '\0');
-      result.status = status_line.empty() ? CaseStatus::kFail : static_cast<CaseStatus>(std::stoi(status_line));
+      result.status =
+          status_line.empty() ? CaseStatus::kFail : static_cast<CaseStatus>(std::stoi(status_line));
       result.in_scope = scope_line != "0";
       if (status_line.empty()) result.reason = "the case process exited without a result";
     }
@@ -297,10 +412,15 @@ std::map<std::string, CaseStatus> read_expectations(const std::string& path) {
     std::istringstream words(line);
     std::string name, status;
     words >> name >> status;
-    if (status == "pass") expected[name] = CaseStatus::kPass;
-    else if (status == "fail") expected[name] = CaseStatus::kFail;
-    else if (status == "unsupported") expected[name] = CaseStatus::kUnsupported;
-    else throw Error(fmt::format("{}:{}: expected '<case> pass|fail|unsupported', got '{}'", path, number, line));
+    if (status == "pass")
+      expected[name] = CaseStatus::kPass;
+    else if (status == "fail")
+      expected[name] = CaseStatus::kFail;
+    else if (status == "unsupported")
+      expected[name] = CaseStatus::kUnsupported;
+    else
+      throw Error(fmt::format("{}:{}: expected '<case> pass|fail|unsupported', got '{}'", path,
+                              number, line));
   }
   return expected;
 }
@@ -308,7 +428,8 @@ std::map<std::string, CaseStatus> read_expectations(const std::string& path) {
 void write_expectations(const std::string& path, const std::vector<CaseResult>& results) {
   std::ostringstream out;
   out << "# ONNX backend conformance expectations: <case> <status> [# reason]\n"
-         "# Regenerate: cleave conformance /usr/share/libonnx-testdata/data --write-expectations FILE\n";
+         "# Regenerate: cleave conformance /usr/share/libonnx-testdata/data --write-expectations "
+         "FILE\n";
   for (const CaseResult& result : results) {
     out << result.name << ' ' << status_name(result.status);
     if (!result.reason.empty()) out << "  # " << result.reason;

@@ -63,7 +63,8 @@ double CostTable::seconds(NodeId node, int threads) const {
 
 double CostTable::total_seconds(int threads) const {
   double total = 0;
-  for (std::size_t id = 0; id < nodes.size(); ++id) total += seconds(static_cast<NodeId>(id), threads);
+  for (std::size_t id = 0; id < nodes.size(); ++id)
+    total += seconds(static_cast<NodeId>(id), threads);
   return total;
 }
 
@@ -90,13 +91,15 @@ PeakRates measure_peak_rates(int max_threads) {
   std::memset(b.get_data_handle(), 0, n * n * 4);
   for (int threads = 1; threads <= max_threads; ++threads) {
     omp_set_num_threads(threads);
-    dnnl::matmul multiply(dnnl::matmul::primitive_desc(dnnl::matmul::desc(square, square, square), engine));
+    dnnl::matmul multiply(
+        dnnl::matmul::primitive_desc(dnnl::matmul::desc(square, square, square), engine));
     std::vector<double> times;
     for (int i = 0; i < 7; ++i) {
       auto start = std::chrono::steady_clock::now();
       multiply.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
       stream.wait();
-      times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      times.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
     rates.flops_per_second.push_back(2.0 * n * n * n / median_of(times));
   }
@@ -105,7 +108,8 @@ PeakRates measure_peak_rates(int max_threads) {
   for (int i = 0; i < 5; ++i) {
     auto start = std::chrono::steady_clock::now();
     std::memcpy(target.data(), source.data(), source.size());
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    times.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   // A copy reads and writes every byte.
   rates.bytes_per_second = 2.0 * source.size() / median_of(times);
@@ -125,12 +129,14 @@ CostTable analytical_costs(const Graph& graph, const PeakRates& rates) {
     for (ValueId input : graph.node(id).inputs) {
       if (input == kNoValue) continue;
       const Value& v = graph.value(input);
-      if (v.shape.is_static()) input_bytes += static_cast<double>(v.shape.element_count() * element_size(v.dtype));
+      if (v.shape.is_static())
+        input_bytes += static_cast<double>(v.shape.element_count() * element_size(v.dtype));
     }
     double moved = input_bytes + cost.output_bytes;
     for (double flops_per_second : rates.flops_per_second) {
-      cost.seconds.push_back(std::max(cost.flops / flops_per_second, moved / rates.bytes_per_second) +
-                             rates.seconds_per_op);
+      cost.seconds.push_back(
+          std::max(cost.flops / flops_per_second, moved / rates.bytes_per_second) +
+          rates.seconds_per_op);
     }
   }
   return table;
@@ -153,8 +159,8 @@ ProfileOptions profile_options(int max_threads) {
 }
 
 CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
-  std::string key = fmt::format("{}-t{}-r{}-{}", graph_fingerprint(graph), options.max_threads, options.repeat,
-                                options.blocked_layouts ? "blocked" : "plain");
+  std::string key = fmt::format("{}-t{}-r{}-{}", graph_fingerprint(graph), options.max_threads,
+                                options.repeat, options.blocked_layouts ? "blocked" : "plain");
   fs::path cache = fs::path(cache_directory(options)) / (key + ".json");
   if (options.use_cache && fs::exists(cache)) {
     std::ifstream in(cache);
@@ -211,13 +217,18 @@ nlohmann::json cost_table_to_json(const CostTable& table, const Graph& graph) {
   nlohmann::json nodes = nlohmann::json::array();
   for (NodeId id : graph.node_ids()) {
     const NodeCost& cost = table.nodes[id];
-    nodes.push_back({{"node", graph.node(id).name}, {"op", graph.node(id).op_type}, {"seconds", cost.seconds},
-                     {"output_bytes", cost.output_bytes}, {"weight_bytes", cost.weight_bytes}, {"flops", cost.flops}});
+    nodes.push_back({{"node", graph.node(id).name},
+                     {"op", graph.node(id).op_type},
+                     {"seconds", cost.seconds},
+                     {"output_bytes", cost.output_bytes},
+                     {"weight_bytes", cost.weight_bytes},
+                     {"flops", cost.flops}});
   }
   return {{"source", table.source}, {"fingerprint", graph_fingerprint(graph)}, {"nodes", nodes}};
 }
 
-CostTable cost_table_from_json(const nlohmann::json& json, const Graph& graph, const std::string& origin) {
+CostTable cost_table_from_json(const nlohmann::json& json, const Graph& graph,
+                               const std::string& origin) {
   if (json.value("fingerprint", "") != graph_fingerprint(graph)) {
     throw Error(fmt::format("{}: cost table was made for another graph", origin));
   }
@@ -226,7 +237,9 @@ CostTable cost_table_from_json(const nlohmann::json& json, const Graph& graph, c
   table.nodes.resize(graph.node_capacity());
   std::vector<NodeId> ids = graph.node_ids();
   const auto& nodes = json.at("nodes");
-  if (nodes.size() != ids.size()) throw Error(fmt::format("{}: cost table has {} nodes, graph {}", origin, nodes.size(), ids.size()));
+  if (nodes.size() != ids.size())
+    throw Error(
+        fmt::format("{}: cost table has {} nodes, graph {}", origin, nodes.size(), ids.size()));
   for (std::size_t i = 0; i < ids.size(); ++i) {
     NodeCost& cost = table.nodes[ids[i]];
     cost.seconds = nodes[i].at("seconds").get<std::vector<double>>();

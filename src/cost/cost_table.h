@@ -40,7 +40,7 @@ CostTable static_costs(const Graph& graph, double seconds_per_unit = 1e-4);
 struct PeakRates {
   std::vector<double> flops_per_second;  ///< By thread count, index t - 1.
   double bytes_per_second = 0;
-  double seconds_per_op = 0;             ///< Fixed overhead of running one node.
+  double seconds_per_op = 0;  ///< Fixed overhead of running one node.
 };
 PeakRates measure_peak_rates(int max_threads);
 
@@ -66,7 +66,8 @@ ProfileOptions profile_options(int max_threads);
 CostTable profile_costs(const Graph& graph, const ProfileOptions& options);
 
 nlohmann::json cost_table_to_json(const CostTable& table, const Graph& graph);
-CostTable cost_table_from_json(const nlohmann::json& json, const Graph& graph, const std::string& origin);
+CostTable cost_table_from_json(const nlohmann::json& json, const Graph& graph,
+                               const std::string& origin);
 
 /// One task per node, each device's time = cost at its thread count / its speed; edges are
 /// the graph's dependences, output bytes the node's outputs.

@@ -50,7 +50,8 @@ InputShapes parse_input_shapes(const std::vector<std::string>& specs) {
       }
       rest.remove_prefix(result.ptr - rest.data());
       if (!rest.empty()) {
-        if (rest.front() != ',') throw Error(fmt::format("--shape '{}': expected ',' between dims", spec));
+        if (rest.front() != ',')
+          throw Error(fmt::format("--shape '{}': expected ',' between dims", spec));
         rest.remove_prefix(1);
       }
       dims.push_back(dim);
@@ -66,19 +67,20 @@ void set_input_shapes(Graph& graph, const InputShapes& shapes, const std::string
     if (!id || !graph.value(*id).is_graph_input || graph.value(*id).initializer) {
       std::vector<std::string> names;
       for (ValueId input : graph.inputs()) names.push_back(graph.value(input).name);
-      throw Error(fmt::format("{}: --shape names '{}', which is not an input; inputs are: {}", origin,
-                              name, fmt::join(names, ", ")));
+      throw Error(fmt::format("{}: --shape names '{}', which is not an input; inputs are: {}",
+                              origin, name, fmt::join(names, ", ")));
     }
     Value& v = graph.value(*id);
     if (v.shape.rank_known && v.shape.rank() != dims.size()) {
-      throw Error(fmt::format("{}: input '{}' has rank {} ({}), --shape gives {} dims", origin, name,
-                              v.shape.rank(), print_type(v.dtype, v.shape), dims.size()));
+      throw Error(fmt::format("{}: input '{}' has rank {} ({}), --shape gives {} dims", origin,
+                              name, v.shape.rank(), print_type(v.dtype, v.shape), dims.size()));
     }
     for (std::size_t axis = 0; v.shape.rank_known && axis < dims.size(); ++axis) {
       const Dim& dim = v.shape.dims[axis];
       if (dim.is_known() && dim.size != dims[axis]) {
-        throw Error(fmt::format("{}: input '{}' dim {} is fixed to {} by the model, --shape gives {}",
-                                origin, name, axis, dim.size, dims[axis]));
+        throw Error(
+            fmt::format("{}: input '{}' dim {} is fixed to {} by the model, --shape gives {}",
+                        origin, name, axis, dim.size, dims[axis]));
       }
     }
     v.shape = Shape::of(dims);
@@ -106,12 +108,14 @@ void infer_shapes(Graph& graph, const std::string& origin) {
 Graph load_model(const std::string& path, const LoadOptions& options) {
   Graph graph = import_onnx(path);
   say(options, fmt::format("import: {} nodes, {} initializers, opset {}", graph.node_count(),
-                           graph.initializers().size(), graph.opset_imports.count("") ? graph.opset_imports.at("") : 0));
+                           graph.initializers().size(),
+                           graph.opset_imports.count("") ? graph.opset_imports.at("") : 0));
 
   if (!options.shapes.empty()) {
     set_input_shapes(graph, options.shapes, path);
     infer_shapes(graph, path);
-    say(options, fmt::format("shapes: fixed {} input(s) and re-inferred shapes", options.shapes.size()));
+    say(options,
+        fmt::format("shapes: fixed {} input(s) and re-inferred shapes", options.shapes.size()));
   }
   if (options.require_static_inputs) require_static_inputs(graph, path);
   verify_graph(graph);

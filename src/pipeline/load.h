@@ -17,10 +17,10 @@ using InputShapes = std::vector<std::pair<std::string, std::vector<int64_t>>>;
 InputShapes parse_input_shapes(const std::vector<std::string>& specs);
 
 struct LoadOptions {
-  InputShapes shapes;             ///< Fix symbolic (or replace) input dims.
+  InputShapes shapes;                 ///< Fix symbolic (or replace) input dims.
   bool require_static_inputs = true;  ///< Refuse inputs whose dims are still symbolic.
-  bool optimize = true;           ///< Run the graph passes.
-  bool fuse_activations = true;   ///< Fold Relu/Clip into Conv (runtime only, not for export).
+  bool optimize = true;               ///< Run the graph passes.
+  bool fuse_activations = true;       ///< Fold Relu/Clip into Conv (runtime only, not for export).
   std::function<void(const std::string&)> log;  ///< One line per step; may be empty.
 };
 

@@ -19,12 +19,14 @@ namespace cleave {
 
 namespace {
 
-ModelPlan plan_sequential(const Graph& graph, const CostTable& costs, const ModelPlanOptions& options) {
+ModelPlan plan_sequential(const Graph& graph, const CostTable& costs,
+                          const ModelPlanOptions& options) {
   int threads = options.workers * options.threads_per_worker;
   ModelPlan result;
   result.threads_per_worker = threads;
   TaskGraph per_sample = task_graph_for(graph, costs, cpu_workers(1, threads));
-  result.tasks = options.samples > 1 ? replicate_for_samples(per_sample, options.samples) : per_sample;
+  result.tasks =
+      options.samples > 1 ? replicate_for_samples(per_sample, options.samples) : per_sample;
   AppendScheduler scheduler(result.tasks, upward_rank_order(result.tasks));
   result.plan = scheduler.to_plan(std::vector<int>(result.tasks.tasks.size(), 0), "sequential");
   result.plan.batch = options.samples;
@@ -35,7 +37,8 @@ ModelPlan plan_parallel(const Graph& graph, const CostTable& costs, const ModelP
                         const std::string& strategy) {
   ModelPlan result;
   result.threads_per_worker = options.threads_per_worker;
-  TaskGraph per_sample = task_graph_for(graph, costs, cpu_workers(options.workers, options.threads_per_worker));
+  TaskGraph per_sample =
+      task_graph_for(graph, costs, cpu_workers(options.workers, options.threads_per_worker));
   if (strategy == "hypercluster" || strategy == "switched-hypercluster") {
     HyperclusterOptions hyper;
     hyper.samples = options.samples;
@@ -46,9 +49,10 @@ ModelPlan plan_parallel(const Graph& graph, const CostTable& costs, const ModelP
     return result;
   }
   if (options.samples > 1) {
-    throw Error(fmt::format("strategy '{}' plans one sample; use hypercluster or switched-hypercluster for "
-                            "--samples {}",
-                            strategy, options.samples));
+    throw Error(
+        fmt::format("strategy '{}' plans one sample; use hypercluster or switched-hypercluster for "
+                    "--samples {}",
+                    strategy, options.samples));
   }
   if (strategy == "lc" || strategy == "clone") {
     Plan lc = plan_linear_clustering(per_sample);
@@ -72,7 +76,8 @@ ModelPlan plan_parallel(const Graph& graph, const CostTable& costs, const ModelP
 }  // namespace
 
 Machine cpu_workers(int workers, int threads_each) {
-  if (workers < 1 || threads_each < 1) throw Error("a CPU machine needs at least one worker of one thread");
+  if (workers < 1 || threads_each < 1)
+    throw Error("a CPU machine needs at least one worker of one thread");
   Machine machine = cpu_machine(workers, threads_each);
   for (int w = 0; w < workers; ++w) {
     machine.devices[w].threads = threads_each;
@@ -97,8 +102,9 @@ ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlan
     double best = std::numeric_limits<double>::infinity();
     std::vector<PlanCandidate> candidates;
     for (const std::string& strategy : strategies) {
-      ModelPlan candidate = strategy == "sequential" ? plan_sequential(graph, costs, options)
-                                                     : plan_parallel(graph, costs, options, strategy);
+      ModelPlan candidate = strategy == "sequential"
+                                ? plan_sequential(graph, costs, options)
+                                : plan_parallel(graph, costs, options, strategy);
       candidates.push_back({strategy, candidate.plan.makespan});
       // A parallel plan must win clearly: predictions carry noise, sequential carries none.
       double margin = strategy == "sequential" ? 1.0 : 0.98;
@@ -114,7 +120,8 @@ ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlan
   } else {
     chosen = plan_parallel(graph, costs, options, options.strategy);
   }
-  chosen.planning_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  chosen.planning_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   chosen.plan.notes["planning_seconds"] = chosen.planning_seconds;
   chosen.plan.notes["cost_source"] = costs.source;
   return chosen;
@@ -132,19 +139,22 @@ nlohmann::json model_plan_to_json(const ModelPlan& plan, const Graph& graph) {
   json["model_fingerprint"] = graph_fingerprint(graph);
   nlohmann::json candidates = nlohmann::json::array();
   for (const auto& candidate : plan.candidates) {
-    candidates.push_back({{"strategy", candidate.strategy}, {"predicted_ms", candidate.predicted_seconds * 1e3}});
+    candidates.push_back(
+        {{"strategy", candidate.strategy}, {"predicted_ms", candidate.predicted_seconds * 1e3}});
   }
   json["candidates"] = candidates;
   return json;
 }
 
-ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph, const std::string& origin) {
+ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph,
+                               const std::string& origin) {
   try {
     std::string fingerprint = json.value("model_fingerprint", "");
     if (fingerprint != graph_fingerprint(graph)) {
-      throw Error(fmt::format("{}: the plan was made for another model (or other --shape/optimize settings): "
-                              "fingerprint {} here, {} in the plan",
-                              origin, graph_fingerprint(graph), fingerprint.empty() ? "none" : fingerprint));
+      throw Error(fmt::format(
+          "{}: the plan was made for another model (or other --shape/optimize settings): "
+          "fingerprint {} here, {} in the plan",
+          origin, graph_fingerprint(graph), fingerprint.empty() ? "none" : fingerprint));
     }
     ModelPlan result;
     const nlohmann::json& tasks = json.at("task_graph");
@@ -153,15 +163,17 @@ ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph, c
       const auto& entry = tasks.at("tasks").at(t);
       std::string name = entry.value("node_name", "");
       NodeId id = result.tasks.tasks[t].node;
-      if (id < 0 || static_cast<std::size_t>(id) >= graph.node_capacity() || graph.node(id).removed ||
-          graph.node(id).name != name) {
-        throw Error(fmt::format("{}: task '{}' names node '{}' (#{}), which this model does not have", origin,
-                                result.tasks.tasks[t].name, name, id));
+      if (id < 0 || static_cast<std::size_t>(id) >= graph.node_capacity() ||
+          graph.node(id).removed || graph.node(id).name != name) {
+        throw Error(
+            fmt::format("{}: task '{}' names node '{}' (#{}), which this model does not have",
+                        origin, result.tasks.tasks[t].name, name, id));
       }
     }
     result.plan = plan_from_json(json, origin);
     result.threads_per_worker = json.value("threads_per_worker", 1);
-    if (result.threads_per_worker < 1) throw Error(fmt::format("{}: threads_per_worker must be at least 1", origin));
+    if (result.threads_per_worker < 1)
+      throw Error(fmt::format("{}: threads_per_worker must be at least 1", origin));
     validate_plan(result.plan, result.tasks);
     return result;
   } catch (const nlohmann::json::exception& e) {

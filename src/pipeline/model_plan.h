@@ -51,7 +51,8 @@ ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlan
 nlohmann::json model_plan_to_json(const ModelPlan& plan, const Graph& graph);
 /// Reads a plan file for `graph`; refuses (Error naming the file) one made for another model,
 /// naming unknown nodes, or one that fails validation (e.g. an order that would deadlock).
-ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph, const std::string& origin);
+ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph,
+                               const std::string& origin);
 ModelPlan read_model_plan(const std::string& path, const Graph& graph);
 void write_model_plan(const std::string& path, const ModelPlan& plan, const Graph& graph);
 

@@ -14,8 +14,8 @@ namespace cleave {
 namespace {
 
 // The graph with `task` duplicated onto `worker` for the consumers there.
-TaskGraph with_clone(const TaskGraph& graph, const std::vector<int>& worker_of_task, int task, int worker,
-                     int clone_number) {
+TaskGraph with_clone(const TaskGraph& graph, const std::vector<int>& worker_of_task, int task,
+                     int worker, int clone_number) {
   TaskGraph result = graph;
   int clone = static_cast<int>(result.tasks.size());
   Task copy = graph.tasks[task];
@@ -36,7 +36,8 @@ TaskGraph with_clone(const TaskGraph& graph, const std::vector<int>& worker_of_t
 
 }  // namespace
 
-PlannedTasks plan_with_cloning(const TaskGraph& graph, const Plan& base, const CloneOptions& options) {
+PlannedTasks plan_with_cloning(const TaskGraph& graph, const Plan& base,
+                               const CloneOptions& options) {
   PlannedTasks best{graph, base};
   std::vector<int> worker_of_task(graph.tasks.size());
   for (std::size_t t = 0; t < graph.tasks.size(); ++t) worker_of_task[t] = base.tasks[t].worker;
@@ -60,7 +61,8 @@ PlannedTasks plan_with_cloning(const TaskGraph& graph, const Plan& base, const C
       }
       for (int worker : remote_workers) {
         if (!tried.insert({static_cast<int>(task), worker}).second) continue;
-        TaskGraph candidate = with_clone(current, worker_of_task, static_cast<int>(task), worker, clones + 1);
+        TaskGraph candidate =
+            with_clone(current, worker_of_task, static_cast<int>(task), worker, clones + 1);
         std::vector<int> assignment = worker_of_task;
         assignment.push_back(worker);
         AppendScheduler scheduler(candidate, upward_rank_order(candidate));

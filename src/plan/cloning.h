@@ -24,6 +24,7 @@ struct PlannedTasks {
 /// crosses to another worker onto that worker (the clone reads the original's inputs and
 /// feeds that worker's consumers) when the simulated makespan shrinks. Clones are named
 /// "<task>@clone<k>" and keep Task::node, so the executor runs the same node twice.
-PlannedTasks plan_with_cloning(const TaskGraph& graph, const Plan& base, const CloneOptions& options = {});
+PlannedTasks plan_with_cloning(const TaskGraph& graph, const Plan& base,
+                               const CloneOptions& options = {});
 
 }  // namespace cleave

@@ -25,7 +25,8 @@ TaskGraph replicate_for_samples(const TaskGraph& per_sample, int samples) {
       copy.batch_end = s + 1;
       result.tasks.push_back(std::move(copy));
     }
-    for (const auto& [from, to] : per_sample.edges) result.edges.emplace_back(s * n + from, s * n + to);
+    for (const auto& [from, to] : per_sample.edges)
+      result.edges.emplace_back(s * n + from, s * n + to);
   }
   return result;
 }
@@ -52,7 +53,8 @@ PlannedTasks plan_hypercluster(const TaskGraph& per_sample, const HyperclusterOp
   auto expand = [&](const std::vector<std::vector<int>>& worker_of_cluster_per_sample) {
     std::vector<int> assignment(all.tasks.size());
     for (int s = 0; s < options.samples; ++s) {
-      for (int t = 0; t < n; ++t) assignment[s * n + t] = worker_of_cluster_per_sample[s][cluster_of[t]];
+      for (int t = 0; t < n; ++t)
+        assignment[s * n + t] = worker_of_cluster_per_sample[s][cluster_of[t]];
     }
     return assignment;
   };
@@ -69,10 +71,12 @@ PlannedTasks plan_hypercluster(const TaskGraph& per_sample, const HyperclusterOp
     // far, pairing heavy clusters of one sample with light ones of another.
     std::vector<std::vector<int>> balanced = plain;
     std::vector<double> load(workers, 0);
-    for (std::size_t c = 0; c < clusters.size(); ++c) load[base_worker_of_cluster[c]] += cluster_load[c];
+    for (std::size_t c = 0; c < clusters.size(); ++c)
+      load[base_worker_of_cluster[c]] += cluster_load[c];
     std::vector<std::size_t> by_load(clusters.size());
     std::iota(by_load.begin(), by_load.end(), 0);
-    std::sort(by_load.begin(), by_load.end(), [&](auto a, auto b) { return cluster_load[a] > cluster_load[b]; });
+    std::sort(by_load.begin(), by_load.end(),
+              [&](auto a, auto b) { return cluster_load[a] > cluster_load[b]; });
     for (int s = 1; s < options.samples; ++s) {
       for (std::size_t c : by_load) {
         int target = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
@@ -92,7 +96,9 @@ PlannedTasks plan_hypercluster(const TaskGraph& per_sample, const HyperclusterOp
       best_assignment = std::move(assignment);
     }
   }
-  PlannedTasks result{all, scheduler.to_plan(best_assignment, options.switched ? "switched-hypercluster" : "hypercluster")};
+  PlannedTasks result{
+      all, scheduler.to_plan(best_assignment,
+                             options.switched ? "switched-hypercluster" : "hypercluster")};
   result.plan.batch = options.samples;
   result.plan.objective = "throughput";
   result.plan.notes["clusters_after_merge"] = clusters.size();

@@ -37,7 +37,9 @@ double load_of(const TaskGraph& graph, const std::vector<int>& cluster) {
 
 }  // namespace
 
-std::vector<double> distance_to_end(const TaskGraph& graph) { return upward_rank(graph); }
+std::vector<double> distance_to_end(const TaskGraph& graph) {
+  return upward_rank(graph);
+}
 
 Clusters linear_clusters(const TaskGraph& graph, const std::vector<double>& distance) {
   std::size_t n = graph.tasks.size();
@@ -51,7 +53,8 @@ Clusters linear_clusters(const TaskGraph& graph, const std::vector<double>& dist
   auto farthest = [&](const auto& candidates) {
     int best = -1;
     for (int task : candidates) {
-      if (best < 0 || distance[task] > distance[best] || (distance[task] == distance[best] && task < best)) {
+      if (best < 0 || distance[task] > distance[best] ||
+          (distance[task] == distance[best] && task < best)) {
         best = task;
       }
     }
@@ -76,7 +79,8 @@ Clusters linear_clusters(const TaskGraph& graph, const std::vector<double>& dist
       for (int other : std::vector<int>(out_edges[current].begin(), out_edges[current].end())) {
         if (other != next) drop_edge(current, other);
       }
-      for (int source : std::vector<int>(in_edges[next].begin(), in_edges[next].end())) drop_edge(source, next);
+      for (int source : std::vector<int>(in_edges[next].begin(), in_edges[next].end()))
+        drop_edge(source, next);
       cluster.push_back(next);
       clustered[next] = true;
       --remaining;
@@ -120,16 +124,18 @@ Clusters merge_clusters(Clusters clusters, const std::vector<double>& distance) 
   return clusters;
 }
 
-std::vector<int> map_clusters_to_workers(const TaskGraph& graph, const Clusters& clusters, int improvement_rounds) {
+std::vector<int> map_clusters_to_workers(const TaskGraph& graph, const Clusters& clusters,
+                                         int improvement_rounds) {
   int workers = static_cast<int>(graph.machine.size());
   std::vector<int> worker_of_cluster(clusters.size(), 0);
   std::vector<double> load(workers, 0);
   if (!clusters.empty()) load[0] = load_of(graph, clusters[0]);
   std::vector<std::size_t> by_load(clusters.size());
   std::iota(by_load.begin(), by_load.end(), 0);
-  std::sort(by_load.begin() + (clusters.empty() ? 0 : 1), by_load.end(), [&](std::size_t a, std::size_t b) {
-    return load_of(graph, clusters[a]) > load_of(graph, clusters[b]);
-  });
+  std::sort(by_load.begin() + (clusters.empty() ? 0 : 1), by_load.end(),
+            [&](std::size_t a, std::size_t b) {
+              return load_of(graph, clusters[a]) > load_of(graph, clusters[b]);
+            });
   for (std::size_t i = 1; i < by_load.size(); ++i) {
     std::size_t cluster = by_load[i];
     int target = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
@@ -174,7 +180,8 @@ Plan plan_linear_clustering(const TaskGraph& graph, const LinearClusteringOption
   std::vector<double> distance = distance_to_end(graph);
   Clusters linear = linear_clusters(graph, distance);
   Clusters merged = options.merge ? merge_clusters(linear, distance) : linear;
-  std::vector<int> worker_of_task = map_clusters_to_workers(graph, merged, options.improvement_rounds);
+  std::vector<int> worker_of_task =
+      map_clusters_to_workers(graph, merged, options.improvement_rounds);
   AppendScheduler scheduler(graph, upward_rank_order(graph));
   Plan plan = scheduler.to_plan(worker_of_task, "lc");
   plan.notes["clusters_before_merge"] = linear.size();

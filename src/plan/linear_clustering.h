@@ -27,7 +27,7 @@ bool merge_clusters_once(Clusters& clusters, const std::vector<double>& distance
 Clusters merge_clusters(Clusters clusters, const std::vector<double>& distance);
 
 struct LinearClusteringOptions {
-  bool merge = true;       ///< Run Algorithms 2–3.
+  bool merge = true;           ///< Run Algorithms 2–3.
   int improvement_rounds = 8;  ///< Rounds of single-cluster moves checked by the simulator.
 };
 

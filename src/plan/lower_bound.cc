@@ -1,9 +1,9 @@
 // The DiviML lower bound: closed-form bounds, and the module recursion with MILP subproblems.
 #include "plan/lower_bound.h"
 
-#include <coin/OsiClpSolverInterface.hpp>
-#include <coin/CoinPackedMatrix.hpp>
 #include <fmt/core.h>
+#include <coin/CoinPackedMatrix.hpp>
+#include <coin/OsiClpSolverInterface.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -51,7 +51,8 @@ double work_bound(const TaskGraph& graph) {
   const std::size_t devices = graph.machine.size();
   if (tasks == 0 || devices == 0) return 0;
   double fastest_single = 0;
-  for (const Task& task : graph.tasks) fastest_single = std::max(fastest_single, fastest_time(task));
+  for (const Task& task : graph.tasks)
+    fastest_single = std::max(fastest_single, fastest_time(task));
   if (devices == 1) {
     double total = 0;
     for (const Task& task : graph.tasks) total += task.time[0];
@@ -117,8 +118,13 @@ class Recursion {
  public:
   Recursion(const TaskGraph& graph, const ModuleSplit& split, const LowerBoundOptions& options,
             Clock::time_point begin, LowerBoundResult& result)
-      : graph_(graph), split_(split), options_(options), begin_(begin), result_(result),
-        successors_(graph.successors()), predecessors_(graph.predecessors()) {}
+      : graph_(graph),
+        split_(split),
+        options_(options),
+        begin_(begin),
+        result_(result),
+        successors_(graph.successors()),
+        predecessors_(graph.predecessors()) {}
 
   // A lower bound for the subgraph induced by `tasks` (sorted).
   double bound(const std::vector<int>& tasks) {
@@ -128,7 +134,8 @@ class Recursion {
     int first_module = std::numeric_limits<int>::max();
     for (int task : tasks) first_module = std::min(first_module, split_.module_of_task[task]);
     std::vector<int> head, rest;
-    for (int task : tasks) (split_.module_of_task[task] == first_module ? head : rest).push_back(task);
+    for (int task : tasks)
+      (split_.module_of_task[task] == first_module ? head : rest).push_back(task);
     double value;
     if (rest.empty()) {
       value = subproblem(head);
@@ -165,7 +172,8 @@ class Recursion {
       if (std::all_of(rest.begin(), rest.end(), [&](int task) { return fed[task]; })) {
         before = kInfinity;
         for (int producer : producers) {
-          before = std::min(before, subproblem(members(closure({producer}, in_head, predecessors_))));
+          before =
+              std::min(before, subproblem(members(closure({producer}, in_head, predecessors_))));
         }
       }
       const double second = bound(rest) + before;
@@ -214,8 +222,8 @@ class Recursion {
     if (known != exact_.end()) return known->second;
     const TaskGraph sub = induced_subgraph(graph_, tasks);
     double value = closed_form(sub);
-    const double left = options_.time_limit_seconds -
-                        std::chrono::duration<double>(Clock::now() - begin_).count();
+    const double left =
+        options_.time_limit_seconds - std::chrono::duration<double>(Clock::now() - begin_).count();
     if (options_.use_milp && left > 0) {
       MilpOptions milp = options_.subproblem;
       milp.time_limit_seconds = std::min(milp.time_limit_seconds, left);
@@ -223,9 +231,10 @@ class Recursion {
       const MilpSolution solution = solve_milp(sub, milp);
       ++result_.subproblems;
       if (solution.status == "infeasible") {
-        throw Error(fmt::format("lower bound: the subgraph starting at \"{}\" ({} tasks) has no "
-                                "schedule (memory or links)",
-                                graph_.tasks[tasks[0]].name, tasks.size()));
+        throw Error(
+            fmt::format("lower bound: the subgraph starting at \"{}\" ({} tasks) has no "
+                        "schedule (memory or links)",
+                        graph_.tasks[tasks[0]].name, tasks.size()));
       }
       result_.all_optimal = result_.all_optimal && solution.status == "optimal";
       value = std::max(value, solution.bound);
@@ -261,8 +270,8 @@ LowerBoundResult makespan_lower_bound(const TaskGraph& graph, const LowerBoundOp
   result.work = work_bound(graph);
   result.makespan = std::max(result.critical_path, result.work);
   if (!graph.tasks.empty()) {
-    const ModuleSplit split = choose_modules(graph, options.channels, options.max_module_tasks,
-                                             options.min_module_tasks);
+    const ModuleSplit split =
+        choose_modules(graph, options.channels, options.max_module_tasks, options.min_module_tasks);
     result.modules = static_cast<int>(split.modules.size());
     result.channels = split.channels;
     if (options.use_milp) {
@@ -285,7 +294,8 @@ LowerBoundResult makespan_lower_bound(const TaskGraph& graph, const LowerBoundOp
   if (last - first > 1) {
     result.objective = "throughput";
     result.batch = last - first;
-    if (result.makespan > 0) result.throughput = static_cast<double>(result.batch) / result.makespan;
+    if (result.makespan > 0)
+      result.throughput = static_cast<double>(result.batch) / result.makespan;
   }
   result.seconds = std::chrono::duration<double>(Clock::now() - begin).count();
   return result;

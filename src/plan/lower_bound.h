@@ -27,11 +27,11 @@ struct LowerBoundResult {
   double recursive = 0;      ///< The module recursion of section IV-B2 (0 when not run).
   int modules = 0;
   int channels = 0;
-  int subproblems = 0;       ///< MILPs solved.
-  bool all_optimal = true;   ///< Every MILP was solved to optimality.
+  int subproblems = 0;      ///< MILPs solved.
+  bool all_optimal = true;  ///< Every MILP was solved to optimality.
   std::string objective = "latency";
   int64_t batch = 1;
-  double throughput = 0;     ///< For batched graphs: batch / makespan, an upper bound.
+  double throughput = 0;  ///< For batched graphs: batch / makespan, an upper bound.
   double seconds = 0;
 };
 
@@ -45,6 +45,7 @@ struct LowerBoundResult {
 /// graphs the slices of a node form one module and every slice's edges are channels: at the
 /// moment the first slice crosses into G2 none of G2 has started, and the last task of M1 is
 /// followed by its slice's part of G2 (the slice-level form of the paper's batched bound).
-LowerBoundResult makespan_lower_bound(const TaskGraph& graph, const LowerBoundOptions& options = {});
+LowerBoundResult makespan_lower_bound(const TaskGraph& graph,
+                                      const LowerBoundOptions& options = {});
 
 }  // namespace cleave

@@ -1,12 +1,14 @@
 // The DiviML MILP (conditions 1-7) built as a CBC model, warm-started, solved and polished.
 //
 // What the formulation is, against the paper's (section IV-A):
-// - Condition 1: one binary x[i][d] per task and device it may run on, summing to one.
-// - Condition 2: C >= start + duration for the tasks without successors (the others finish
-//   before a successor starts, so their rows would be redundant).
+// - Condition 1: one binary x[i][d] per task and device it may run on, summing to one. One
+//   start time per task serves every device (only one x is 1).
+// - Condition 2: C >= start + duration + tail for every task, where tail is the fastest chain
+//   of work after it (valid, and it tightens the relaxation); also each device's total busy
+//   time <= C.
 // - Condition 3: for every edge (i, j) and device pair (u, v), u != v, with a finite transfer
-//   time c: s_j >= s_i + duration_i + c * (x[i][u] + x[j][v] - 1), the paper's big-M-free
-//   linearisation; pairs without a link get x[i][u] + x[j][v] <= 1 instead.
+//   time c: s_j >= s_i + duration_i + c * (x[i][u] + x[j][v] - 1), the paper's linearisation;
+//   pairs without a link get x[i][u] + x[j][v] <= 1 instead.
 // - Conditions 4 and 5 (batching): cleave represents a batch as slice tasks
 //   (batch_task_graph: one task per node and slice, times linear in the slice size), so the
 //   paper's items are slices and condition 4 is condition 1 on them. Because slice times are
@@ -22,19 +24,21 @@
 // - Condition 7: no overlap on a device, big-M, but only for task pairs that the transitive
 //   closure leaves unordered (the paper's reduction): ordered pairs are kept apart by condition
 //   3 already. One order variable per pair serves all devices; pairs of zero-length tasks never
-//   conflict and get none. M is the makespan of the warm start, an upper bound on every start
-//   and finish of an optimal schedule.
+//   conflict and get none. Each row's M is the largest its left side can be within the horizon
+//   (the warm start's makespan), from per-task heads and tails, instead of one global M.
 // - Section VI: optional orderings between interchangeable devices (same machine properties,
 //   symmetric links, equal task times and restrictions).
-// The objective is the makespan C; for batched graphs throughput is batch / C.
+// The objective is the makespan C; for batched graphs throughput is batch / C. Times are
+// scaled so the horizon is 100 units. A device on which a task cannot finish within the
+// horizon (head + time + tail) gets no variable.
 #include "plan/milp.h"
 
+#include <fmt/core.h>
 #include <coin/CbcEventHandler.hpp>
 #include <coin/CbcModel.hpp>
 #include <coin/CbcSolver.hpp>
 #include <coin/CoinPackedMatrix.hpp>
 #include <coin/OsiClpSolverInterface.hpp>
-#include <fmt/core.h>
 
 #include <algorithm>
 #include <chrono>
@@ -120,8 +124,7 @@ Problem make_problem(const TaskGraph& graph, const MilpRestrictions& restriction
   }
   problem.memory_left.resize(problem.devices);
   for (std::size_t device = 0; device < problem.devices; ++device) {
-    const double used =
-        restrictions.memory_used.empty() ? 0.0 : restrictions.memory_used[device];
+    const double used = restrictions.memory_used.empty() ? 0.0 : restrictions.memory_used[device];
     problem.memory_left[device] = graph.machine.devices[device].memory_bytes - used;
   }
   std::map<int32_t, int> key_of_group;
@@ -189,8 +192,8 @@ std::optional<Schedule> list_schedule(const Problem& problem) {
       double start = std::max(device_free[device], problem.ready[task][device]);
       for (int edge : in_edges[task]) {
         const int producer = graph.edges[edge].first;
-        start = std::max(start, finish[producer] + graph.edge_time(edge, schedule.device[producer],
-                                                                   device));
+        start = std::max(
+            start, finish[producer] + graph.edge_time(edge, schedule.device[producer], device));
       }
       const double end = start + graph.tasks[task].time[device];
       if (end < best_finish) {
@@ -379,13 +382,12 @@ void order_by_symmetry(Schedule& schedule, const Problem& problem,
 // Column-and-row collector for the program.
 class ProgramBuilder {
  public:
-  int add_column(std::string name, double lower, double upper, double cost, bool integer) {
-    names_.push_back(std::move(name));
+  int add_column(double lower, double upper, double cost, bool integer) {
     lower_.push_back(lower);
     upper_.push_back(upper);
     cost_.push_back(cost);
     integer_.push_back(integer);
-    return static_cast<int>(names_.size()) - 1;
+    return static_cast<int>(lower_.size()) - 1;
   }
   void add_row(const std::vector<std::pair<int, double>>& terms, double lower, double upper) {
     std::map<int, double> merged;
@@ -401,11 +403,10 @@ class ProgramBuilder {
     row_lower_.push_back(lower);
     row_upper_.push_back(upper);
   }
-  int columns() const { return static_cast<int>(names_.size()); }
+  int columns() const { return static_cast<int>(lower_.size()); }
   /// The name the loaded solver knows column `column` by.
   static std::string solver_name(int column) { return fmt::format("C{:07d}", column); }
   int rows() const { return static_cast<int>(row_lower_.size()); }
-  const std::string& name(int column) const { return names_[column]; }
   bool integer(int column) const { return integer_[column]; }
 
   void load(OsiClpSolverInterface& solver) {
@@ -424,7 +425,6 @@ class ProgramBuilder {
   }
 
  private:
-  std::vector<std::string> names_;
   std::vector<double> lower_, upper_, cost_;
   std::vector<bool> integer_;
   CoinPackedMatrix rows_{false, 0, 0};
@@ -480,14 +480,16 @@ std::vector<std::vector<int>> orders_from_starts(const TaskGraph& graph,
   const std::size_t tasks = graph.tasks.size();
   const std::vector<int> topological = graph.topological_order();
   std::vector<int> position(tasks);
-  for (std::size_t i = 0; i < topological.size(); ++i) position[topological[i]] = static_cast<int>(i);
+  for (std::size_t i = 0; i < topological.size(); ++i)
+    position[topological[i]] = static_cast<int>(i);
   double horizon = 0;
   for (std::size_t task = 0; task < tasks; ++task) {
     horizon = std::max(horizon, start[task] + graph.tasks[task].time[device[task]]);
   }
   const double tolerance = 1e-9 * std::max(horizon, 1e-300);
   std::vector<std::vector<int>> order(graph.machine.size());
-  for (std::size_t task = 0; task < tasks; ++task) order[device[task]].push_back(static_cast<int>(task));
+  for (std::size_t task = 0; task < tasks; ++task)
+    order[device[task]].push_back(static_cast<int>(task));
   for (auto& list : order) {
     std::sort(list.begin(), list.end(), [&](int a, int b) {
       if (start[a] != start[b]) return start[a] < start[b];
@@ -512,7 +514,8 @@ std::vector<std::vector<int>> orders_from_starts(const TaskGraph& graph,
 // The same assignment and per-device orders with every task as early as its inputs, its
 // device and its ready time allow (the solver leaves slack on tasks off the critical path).
 // Returns false, changing nothing, if the orders contradict the edges.
-bool left_justify(const Problem& problem, const std::vector<int>& device, std::vector<double>& start) {
+bool left_justify(const Problem& problem, const std::vector<int>& device,
+                  std::vector<double>& start) {
   const TaskGraph& graph = *problem.graph;
   const auto order = orders_from_starts(graph, device, start);
   const auto in_edges = graph.in_edges();
@@ -527,7 +530,8 @@ bool left_justify(const Problem& problem, const std::vector<int>& device, std::v
     }
   }
   for (std::size_t task = 0; task < problem.tasks; ++task) {
-    waiting[task] = static_cast<int>(in_edges[task].size()) + (previous_on_device[task] >= 0 ? 1 : 0);
+    waiting[task] =
+        static_cast<int>(in_edges[task].size()) + (previous_on_device[task] >= 0 ? 1 : 0);
   }
   std::vector<int> ready;
   for (std::size_t task = 0; task < problem.tasks; ++task) {
@@ -568,9 +572,10 @@ SymmetryBreaking parse_symmetry_breaking(const std::string& text) {
   if (text == "tasks") return SymmetryBreaking::kTaskCount;
   if (text == "time" || text == "utilisation") return SymmetryBreaking::kUtilisation;
   if (text == "batch") return SymmetryBreaking::kBatchItems;
-  throw Error(fmt::format("milp: unknown symmetry breaking \"{}\" (expected none, tasks, time, "
-                          "batch)",
-                          text));
+  throw Error(
+      fmt::format("milp: unknown symmetry breaking \"{}\" (expected none, tasks, time, "
+                  "batch)",
+                  text));
 }
 
 std::string symmetry_breaking_name(SymmetryBreaking symmetry) {
@@ -591,8 +596,8 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
                         const MilpRestrictions& restrictions) {
   const Clock::time_point begin = Clock::now();
   if (!(options.time_limit_seconds > 0)) {
-    throw Error(fmt::format("milp: time limit must be positive, got {}",
-                            options.time_limit_seconds));
+    throw Error(
+        fmt::format("milp: time limit must be positive, got {}", options.time_limit_seconds));
   }
   const Problem problem = make_problem(graph, restrictions);
   MilpSolution result;
@@ -636,16 +641,17 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
   // Warm start and horizon.
   std::optional<Schedule> warm;
   if (options.warm_start) warm = list_schedule(problem);
-  const std::vector<std::vector<int>> classes =
-      options.symmetry == SymmetryBreaking::kNone ? std::vector<std::vector<int>>{}
-                                                  : interchangeable_classes(problem);
+  const std::vector<std::vector<int>> classes = options.symmetry == SymmetryBreaking::kNone
+                                                    ? std::vector<std::vector<int>>{}
+                                                    : interchangeable_classes(problem);
   for (const auto& members : classes) result.symmetric_devices += static_cast<int>(members.size());
   if (warm && !classes.empty()) order_by_symmetry(*warm, problem, classes, options.symmetry);
   // Shares of sliced nodes must be supported sizes (condition 5), if asked for.
   int group_count = 0;
   const std::vector<int> group_of_task = slice_groups(graph, &group_count);
   std::vector<std::vector<int>> group_members(group_count);
-  for (std::size_t task = 0; task < tasks; ++task) group_members[group_of_task[task]].push_back(static_cast<int>(task));
+  for (std::size_t task = 0; task < tasks; ++task)
+    group_members[group_of_task[task]].push_back(static_cast<int>(task));
   const auto supported_share = [&](int group, std::size_t device, double items) {
     const auto& sizes = graph.machine.devices[device].batch_sizes;
     if (items == 0 || sizes.empty()) return true;
@@ -697,7 +703,7 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
               horizon * (1 + 1e-9)) {
         continue;
       }
-      x[task][device] = program.add_column(fmt::format("x_{}_{}", task, device), 0, 1, 0, true);
+      x[task][device] = program.add_column(0, 1, 0, true);
     }
     if (std::all_of(x[task].begin(), x[task].end(), [](int column) { return column < 0; })) {
       result.status = "infeasible";
@@ -705,10 +711,9 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
       return result;
     }
     const double head = bounds.head.empty() ? 0.0 : std::min(scaled(bounds.head[task]), big_m);
-    start_column[task] = program.add_column(fmt::format("s_{}", task), head, big_m, 0, false);
+    start_column[task] = program.add_column(head, big_m, 0, false);
   }
-  const int makespan_column =
-      program.add_column("C", std::min(scaled(lower), big_m), big_m, 1.0, false);
+  const int makespan_column = program.add_column(std::min(scaled(lower), big_m), big_m, 1.0, false);
   const auto duration_terms = [&](int task, double sign) {
     std::vector<std::pair<int, double>> terms;
     for (std::size_t device = 0; device < devices; ++device) {
@@ -748,7 +753,8 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
   for (std::size_t device = 0; device < devices; ++device) {
     std::vector<std::pair<int, double>> terms{{makespan_column, -1.0}};
     for (std::size_t task = 0; task < tasks; ++task) {
-      if (x[task][device] >= 0) terms.push_back({x[task][device], scaled(graph.tasks[task].time[device])});
+      if (x[task][device] >= 0)
+        terms.push_back({x[task][device], scaled(graph.tasks[task].time[device])});
     }
     if (terms.size() > 1) program.add_row(terms, -COIN_DBL_MAX, 0.0);
   }
@@ -803,7 +809,7 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
       }
       if (shared.empty()) continue;
       ++result.disjunctive_pairs;
-      const int before = program.add_column(fmt::format("d_{}_{}", a, b), 0, 1, 0, true);
+      const int before = program.add_column(0, 1, 0, true);
       order_columns.push_back({{first, second}, before});
       for (std::size_t device : shared) {
         // before = 1: a ends before b starts; before = 0: b ends before a starts. Each M is
@@ -857,7 +863,7 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
         memory_terms.push_back({x[members[key][0]][device], bytes});
         continue;
       }
-      const int resident = program.add_column(fmt::format("y_{}_{}", key, device), 0, 1, 0, false);
+      const int resident = program.add_column(0, 1, 0, false);
       residency[{static_cast<int>(key), device}] = resident;
       for (int task : members[key]) {
         program.add_row({{resident, 1.0}, {x[task][device], -1.0}}, 0.0, COIN_DBL_MAX);
@@ -879,13 +885,13 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
         std::vector<std::pair<int, double>> share_terms;
         std::vector<std::pair<int, double>> choice_terms;
         for (int task : group_members[group]) {
-          if (x[task][device] >= 0) share_terms.push_back({x[task][device], task_items(graph.tasks[task])});
+          if (x[task][device] >= 0)
+            share_terms.push_back({x[task][device], task_items(graph.tasks[task])});
         }
         if (share_terms.empty()) continue;
         for (int64_t size : sizes) {
           if (size <= 0 || static_cast<double>(size) > total) continue;
-          const int chosen = program.add_column(fmt::format("b_{}_{}_{}", group, device, size), 0,
-                                                1, 0, true);
+          const int chosen = program.add_column(0, 1, 0, true);
           share_columns[{group, device, size}] = chosen;
           share_terms.push_back({chosen, -static_cast<double>(size)});
           choice_terms.push_back({chosen, 1.0});
@@ -902,8 +908,11 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
       for (std::size_t task = 0; task < tasks; ++task) {
         const int here = x[task][members[k]];
         const int next = x[task][members[k + 1]];
-        if (here >= 0) terms.push_back({here, symmetry_metric(options.symmetry, graph.tasks[task], members[k])});
-        if (next >= 0) terms.push_back({next, -symmetry_metric(options.symmetry, graph.tasks[task], members[k + 1])});
+        if (here >= 0)
+          terms.push_back({here, symmetry_metric(options.symmetry, graph.tasks[task], members[k])});
+        if (next >= 0)
+          terms.push_back(
+              {next, -symmetry_metric(options.symmetry, graph.tasks[task], members[k + 1])});
       }
       program.add_row(terms, 0.0, COIN_DBL_MAX);
     }
@@ -913,7 +922,6 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
 
   OsiClpSolverInterface solver;
   program.load(solver);
-  if (getenv("CLEAVE_MILP_DUMP")) { solver.writeLp("/tmp/milp_dump"); solver.writeMps("/tmp/milp_dump"); }
   solver.messageHandler()->setLogLevel(0);
   solver.setHintParam(OsiDoReducePrint, true, OsiHintTry);
   CbcModel model(solver);
@@ -927,10 +935,12 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
       finish[task] = warm->start[task] + graph.tasks[task].time[warm->device[task]];
       for (std::size_t device = 0; device < devices; ++device) {
         if (x[task][device] >= 0) {
-          values.push_back({ProgramBuilder::solver_name(x[task][device]), warm->device[task] == static_cast<int>(device) ? 1.0 : 0.0});
+          values.push_back({ProgramBuilder::solver_name(x[task][device]),
+                            warm->device[task] == static_cast<int>(device) ? 1.0 : 0.0});
         }
       }
-      values.push_back({ProgramBuilder::solver_name(start_column[task]), scaled(warm->start[task])});
+      values.push_back(
+          {ProgramBuilder::solver_name(start_column[task]), scaled(warm->start[task])});
     }
     values.push_back({ProgramBuilder::solver_name(makespan_column), scaled(warm->makespan)});
     for (const auto& [pair, column] : order_columns) {
@@ -958,7 +968,8 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
       }
       for (const auto& [key, column] : share_columns) {
         const auto [group, device, size] = key;
-        values.push_back({ProgramBuilder::solver_name(column), share[group][device] == static_cast<double>(size) ? 1.0 : 0.0});
+        values.push_back({ProgramBuilder::solver_name(column),
+                          share[group][device] == static_cast<double>(size) ? 1.0 : 0.0});
       }
     }
     model.setMIPStart(values);
@@ -971,26 +982,18 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
   const double remaining = std::max(0.01, options.time_limit_seconds - seconds_since(begin));
   const std::string seconds_text = fmt::format("{}", remaining);
   const std::string gap_text = fmt::format("{}", std::max(0.0, options.relative_gap));
-  std::vector<std::string> argument_text = {"cleave",    "-log",     options.verbosity >= 2 ? "1" : "0",
-                                            "-timeMode", "elapsed",  "-seconds",
-                                            seconds_text, "-ratioGap", gap_text,
-                                            "-allowableGap", "1e-9"};
-  if (const char* extra = getenv("CLEAVE_CBC_EXTRA")) {
-    std::string text = extra;
-    std::size_t pos = 0;
-    while (pos < text.size()) {
-      std::size_t next = text.find(' ', pos);
-      if (next == std::string::npos) next = text.size();
-      if (next > pos) argument_text.push_back(text.substr(pos, next - pos));
-      pos = next + 1;
-    }
-  }
+  std::vector<std::string> argument_text = {
+      "cleave",        "-log",      options.verbosity >= 2 ? "1" : "0",
+      "-timeMode",     "elapsed",   "-seconds",
+      seconds_text,    "-ratioGap", gap_text,
+      "-allowableGap", "1e-9"};
   argument_text.push_back("-solve");
   argument_text.push_back("-quit");
   std::vector<const char*> arguments;
   for (const std::string& text : argument_text) arguments.push_back(text.c_str());
-  CbcMain1(static_cast<int>(arguments.size()), arguments.data(), model,
-           [](CbcModel*, int) { return 0; }, solver_data);
+  CbcMain1(
+      static_cast<int>(arguments.size()), arguments.data(), model, [](CbcModel*, int) { return 0; },
+      solver_data);
 
   result.seconds = seconds_since(begin);
   const double* best = model.bestSolution();
@@ -1040,8 +1043,9 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
   result.objective = values[makespan_column] * scale;
   left_justify(problem, result.device, result.start);
   if (result.status == "optimal") result.bound = std::min(result.bound, result.objective);
-  result.gap = result.objective > 0 ? std::max(0.0, (result.objective - result.bound) / result.objective)
-                                    : 0.0;
+  result.gap = result.objective > 0
+                   ? std::max(0.0, (result.objective - result.bound) / result.objective)
+                   : 0.0;
   return result;
 }
 
@@ -1081,22 +1085,23 @@ void set_objective_from_graph(Plan& plan, const TaskGraph& graph) {
 Plan plan_milp(const TaskGraph& graph, const MilpOptions& options) {
   const MilpSolution solution = solve_milp(graph, options);
   if (solution.status == "infeasible") {
-    throw Error(fmt::format("milp: no schedule exists: the devices' memory ({}) or the missing "
-                            "links leave some task nowhere to run",
-                            [&] {
-                              std::string text;
-                              for (const Device& device : graph.machine.devices) {
-                                if (!text.empty()) text += ", ";
-                                text += fmt::format("{} {} bytes", device.name,
-                                                    device.memory_bytes);
-                              }
-                              return text;
-                            }()));
+    throw Error(
+        fmt::format("milp: no schedule exists: the devices' memory ({}) or the missing "
+                    "links leave some task nowhere to run",
+                    [&] {
+                      std::string text;
+                      for (const Device& device : graph.machine.devices) {
+                        if (!text.empty()) text += ", ";
+                        text += fmt::format("{} {} bytes", device.name, device.memory_bytes);
+                      }
+                      return text;
+                    }()));
   }
   if (!solution.has_solution) {
-    throw Error(fmt::format("milp: no schedule found within the time limit of {} s (best bound "
-                            "{} s); raise --time-limit",
-                            options.time_limit_seconds, solution.bound));
+    throw Error(
+        fmt::format("milp: no schedule found within the time limit of {} s (best bound "
+                    "{} s); raise --time-limit",
+                    options.time_limit_seconds, solution.bound));
   }
   Plan plan = plan_from_schedule(graph, solution.device, solution.start, "milp");
   plan.notes["status"] = solution.status;

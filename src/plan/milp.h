@@ -43,7 +43,7 @@ struct MilpOptions {
 /// Conditions that make the program solve one part of a larger problem (MILP-SPLIT modules,
 /// lower-bound subgraphs). Every vector may be empty, meaning "no condition".
 struct MilpRestrictions {
-  std::vector<std::vector<bool>> allowed;   ///< [task][device]: may the task run there.
+  std::vector<std::vector<bool>> allowed;    ///< [task][device]: may the task run there.
   std::vector<std::vector<double>> release;  ///< [task][device]: earliest start there, s.
   std::vector<double> device_available;      ///< [device]: busy until then, s.
   std::vector<double> memory_used;           ///< [device]: bytes other parts already hold.
@@ -51,22 +51,22 @@ struct MilpRestrictions {
 
 /// What the solver found. Times are seconds on the task graph's clock.
 struct MilpSolution {
-  std::string status;            ///< "optimal", "time_limit" or "infeasible".
-  bool has_solution = false;     ///< An incumbent exists (always, unless infeasible or none
-                                 ///< was found in time).
-  std::vector<int> device;       ///< Per task.
-  std::vector<double> start;     ///< Per task, the solver's start times.
-  double objective = 0;          ///< Makespan of the incumbent: the LP with its integer choices
-                                 ///< fixed, solved again (so tolerances do not blur it).
-  double solver_objective = 0;   ///< The incumbent's makespan as CBC reported it.
-  double bound = 0;              ///< Proven lower bound on the optimum (valid at time limits).
-  double gap = 0;                ///< (objective - bound) / objective.
-  double seconds = 0;            ///< Wall clock of the whole solve.
+  std::string status;           ///< "optimal", "time_limit" or "infeasible".
+  bool has_solution = false;    ///< An incumbent exists (always, unless infeasible or none
+                                ///< was found in time).
+  std::vector<int> device;      ///< Per task.
+  std::vector<double> start;    ///< Per task, the solver's start times.
+  double objective = 0;         ///< Makespan of the incumbent: the LP with its integer choices
+                                ///< fixed, solved again (so tolerances do not blur it).
+  double solver_objective = 0;  ///< The incumbent's makespan as CBC reported it.
+  double bound = 0;             ///< Proven lower bound on the optimum (valid at time limits).
+  double gap = 0;               ///< (objective - bound) / objective.
+  double seconds = 0;           ///< Wall clock of the whole solve.
   int columns = 0;
   int rows = 0;
-  int ordered_pairs = 0;         ///< Task pairs the transitive closure orders (no disjunction).
-  int disjunctive_pairs = 0;     ///< Pairs that need an order variable (condition 7).
-  int symmetric_devices = 0;     ///< Devices in classes that symmetry breaking ordered.
+  int ordered_pairs = 0;      ///< Task pairs the transitive closure orders (no disjunction).
+  int disjunctive_pairs = 0;  ///< Pairs that need an order variable (condition 7).
+  int symmetric_devices = 0;  ///< Devices in classes that symmetry breaking ordered.
 };
 
 /// Solves the program for `graph` under `restrictions`. Never throws for an infeasible or

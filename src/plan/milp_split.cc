@@ -193,8 +193,9 @@ Combined dynamic_program(const TaskGraph& graph, const ModuleSplit& split,
   }
   const double total = best[modules - 1][devices];
   if (!std::isfinite(total)) {
-    throw Error("milp-split: no combination of module schedules is feasible (memory or links "
-                "leave a module's input or output nowhere to run)");
+    throw Error(
+        "milp-split: no combination of module schedules is feasible (memory or links "
+        "leave a module's input or output nowhere to run)");
   }
   combined.predicted = total;
   combined.device.assign(graph.tasks.size(), -1);
@@ -238,8 +239,8 @@ Combined one_after_another(const TaskGraph& graph, const ModuleSplit& split,
         if (split.module_of_task[producer] == static_cast<int>(t)) continue;
         for (std::size_t device = 0; device < devices; ++device) {
           double& release = restrictions.release[local][device];
-          release = std::max(release, finish[producer] + graph.edge_time(edge, combined.device[producer],
-                                                                         device));
+          release = std::max(
+              release, finish[producer] + graph.edge_time(edge, combined.device[producer], device));
         }
       }
     }
@@ -248,13 +249,12 @@ Combined one_after_another(const TaskGraph& graph, const ModuleSplit& split,
     const MilpSolution solution = solve_milp(sub, solve_options(options, begin), restrictions);
     ++combined.solves;
     if (!solution.has_solution) {
-      throw Error(fmt::format("milp-split: module {} of {} ({} tasks, first \"{}\") has no "
-                              "schedule: {}",
-                              t + 1, split.modules.size(), tasks.size(),
-                              graph.tasks[tasks[0]].name,
-                              solution.status == "infeasible"
-                                  ? "memory or links leave a task nowhere to run"
-                                  : "none found within the time limit"));
+      throw Error(fmt::format(
+          "milp-split: module {} of {} ({} tasks, first \"{}\") has no "
+          "schedule: {}",
+          t + 1, split.modules.size(), tasks.size(), graph.tasks[tasks[0]].name,
+          solution.status == "infeasible" ? "memory or links leave a task nowhere to run"
+                                          : "none found within the time limit"));
     }
     combined.all_optimal = combined.all_optimal && solution.status == "optimal";
     for (std::size_t local = 0; local < tasks.size(); ++local) {
@@ -278,8 +278,8 @@ Combined one_after_another(const TaskGraph& graph, const ModuleSplit& split,
 ModuleSplit choose_modules(const TaskGraph& graph, int channels, int max_module_tasks,
                            int min_module_tasks) {
   if (channels < 0) {
-    throw Error(fmt::format("milp-split: channels must be 0 (automatic) or positive, got {}",
-                            channels));
+    throw Error(
+        fmt::format("milp-split: channels must be 0 (automatic) or positive, got {}", channels));
   }
   if (channels > 0) return multi_channel_modules(graph, channels, min_module_tasks);
   ModuleSplit chosen = single_channel_modules(graph);
@@ -294,12 +294,12 @@ ModuleSplit choose_modules(const TaskGraph& graph, int channels, int max_module_
 Plan plan_milp_split(const TaskGraph& graph, const MilpSplitOptions& options) {
   const Clock::time_point begin = Clock::now();
   if (!(options.time_limit_seconds > 0)) {
-    throw Error(fmt::format("milp-split: time limit must be positive, got {}",
-                            options.time_limit_seconds));
+    throw Error(
+        fmt::format("milp-split: time limit must be positive, got {}", options.time_limit_seconds));
   }
   graph.topological_order();  // rejects cycles before anything else
-  const ModuleSplit split = choose_modules(graph, options.channels, options.max_module_tasks,
-                                           options.min_module_tasks);
+  const ModuleSplit split =
+      choose_modules(graph, options.channels, options.max_module_tasks, options.min_module_tasks);
   if (split.modules.size() <= 1) {
     MilpOptions whole = options.module;
     whole.time_limit_seconds = std::min(whole.time_limit_seconds, options.time_limit_seconds);
@@ -327,9 +327,7 @@ Plan plan_milp_split(const TaskGraph& graph, const MilpSplitOptions& options) {
   }
   Plan plan = plan_from_schedule(graph, combined.device, combined.start, "milp-split");
   const bool exact = split.single_channel && !memory_fallback && combined.all_optimal;
-  plan.notes["status"] = exact ? "optimal"
-                         : combined.all_optimal ? "heuristic"
-                                                : "time_limit";
+  plan.notes["status"] = exact ? "optimal" : combined.all_optimal ? "heuristic" : "time_limit";
   plan.notes["modules"] = split.modules.size();
   plan.notes["channels"] = split.channels;
   plan.notes["single_channel"] = split.single_channel;

@@ -141,7 +141,8 @@ std::vector<std::vector<int>> ordered_modules(const GroupGraph& groups,
     }
     std::vector<std::set<int>> next(count);
     for (const auto& [a, b] : groups.edges) {
-      if (module_of_group[a] != module_of_group[b]) next[module_of_group[a]].insert(module_of_group[b]);
+      if (module_of_group[a] != module_of_group[b])
+        next[module_of_group[a]].insert(module_of_group[b]);
     }
     // Strongly connected components of the quotient (Tarjan, recursive: quotients are small).
     std::vector<int> index(count, -1), low(count, 0), scc(count, -1);
@@ -178,7 +179,8 @@ std::vector<std::vector<int>> ordered_modules(const GroupGraph& groups,
       // Acyclic: Kahn's order, earliest task first among the ready modules.
       std::vector<int> first(count, std::numeric_limits<int>::max());
       for (int group = 0; group < groups.groups; ++group) {
-        first[module_of_group[group]] = std::min(first[module_of_group[group]], groups.position[group]);
+        first[module_of_group[group]] =
+            std::min(first[module_of_group[group]], groups.position[group]);
       }
       std::vector<int> indegree(count, 0);
       for (int v = 0; v < count; ++v) {
@@ -200,7 +202,8 @@ std::vector<std::vector<int>> ordered_modules(const GroupGraph& groups,
       }
       std::vector<std::vector<int>> modules(count);
       for (int group = 0; group < groups.groups; ++group) {
-        for (int task : groups.members[group]) modules[rank[module_of_group[group]]].push_back(task);
+        for (int task : groups.members[group])
+          modules[rank[module_of_group[group]]].push_back(task);
       }
       for (auto& module : modules) std::sort(module.begin(), module.end());
       return modules;
@@ -258,8 +261,7 @@ std::pair<double, std::vector<int>> minimum_cut(std::vector<std::vector<double>>
 // Maximal k-edge-connected subgraphs by recursive minimum cuts, after peeling vertices of
 // degree below k (they cannot be inside one). Per vertex, its component label.
 std::vector<int> k_edge_connected_components(int vertices,
-                                             const std::vector<std::pair<int, int>>& edges,
-                                             int k) {
+                                             const std::vector<std::pair<int, int>>& edges, int k) {
   std::vector<std::map<int, double>> adjacent(vertices);
   for (const auto& [a, b] : edges) {
     adjacent[a][b] += 1;
@@ -318,7 +320,8 @@ std::vector<int> k_edge_connected_components(int vertices,
       }
     }
     int pieces = 0;
-    const std::vector<int> piece = components(static_cast<int>(members.size()), local_edges, &pieces);
+    const std::vector<int> piece =
+        components(static_cast<int>(members.size()), local_edges, &pieces);
     if (pieces > 1) {
       std::vector<std::vector<int>> split(pieces);
       for (std::size_t i = 0; i < members.size(); ++i) split[piece[i]].push_back(members[i]);
@@ -334,7 +337,8 @@ std::vector<int> k_edge_connected_components(int vertices,
     std::vector<bool> in_side(members.size(), false);
     for (int i : side) in_side[i] = true;
     std::vector<int> one, other;
-    for (std::size_t i = 0; i < members.size(); ++i) (in_side[i] ? one : other).push_back(members[i]);
+    for (std::size_t i = 0; i < members.size(); ++i)
+      (in_side[i] ? one : other).push_back(members[i]);
     pending.push_back(std::move(one));
     pending.push_back(std::move(other));
   }
@@ -355,7 +359,8 @@ Reachability::Reachability(const TaskGraph& graph) {
     for (int next : successors[task]) {
       const uint64_t* next_row = &rows_[static_cast<std::size_t>(next) * words_];
       for (std::size_t w = 0; w < words_; ++w) row[w] |= next_row[w];
-      row[static_cast<std::size_t>(next) / 64] |= uint64_t{1} << (static_cast<std::size_t>(next) % 64);
+      row[static_cast<std::size_t>(next) / 64] |= uint64_t{1}
+                                                  << (static_cast<std::size_t>(next) % 64);
     }
   }
 }
@@ -368,7 +373,8 @@ std::vector<int> slice_groups(const TaskGraph& graph, int* group_count) {
   for (std::size_t task = 0; task < graph.tasks.size(); ++task) {
     const Task& info = graph.tasks[task];
     if (info.weight_group >= 0) {
-      const auto [it, added] = group_of_key.emplace(std::make_pair(info.weight_group, info.node), count);
+      const auto [it, added] =
+          group_of_key.emplace(std::make_pair(info.weight_group, info.node), count);
       if (added) {
         ++count;
         begins.emplace_back();
@@ -516,7 +522,8 @@ ModuleSplit multi_channel_modules(const TaskGraph& graph, int channels, int min_
   const std::size_t minimum = static_cast<std::size_t>(std::max(1, min_module_tasks));
   while (true) {
     std::map<int, std::size_t> sizes;
-    for (int group = 0; group < g; ++group) sizes[module_of_group[group]] += groups.members[group].size();
+    for (int group = 0; group < g; ++group)
+      sizes[module_of_group[group]] += groups.members[group].size();
     if (sizes.size() <= 1) break;
     int smallest = -1;
     for (const auto& [module, size] : sizes) {

@@ -1,7 +1,6 @@
 // Sequential executor: prepares kernels lazily, reuses buffers by liveness, reorders layouts.
 #include "runtime/executor.h"
 
-
 #include <fmt/core.h>
 #include <fmt/format.h>
 #include <omp.h>
@@ -86,7 +85,8 @@ bool blocked_layout_allowed(const Graph& graph, ValueId value) {
   for (NodeId user : users) {
     const Node& node = graph.node(user);
     std::string domain = node.domain == "ai.onnx" ? "" : node.domain;
-    const KernelInfo* info = KernelRegistry::global().find(domain, node.op_type, opset_of(graph, node));
+    const KernelInfo* info =
+        KernelRegistry::global().find(domain, node.op_type, opset_of(graph, node));
     if (!info) return false;
     for (std::size_t slot = 0; slot < node.inputs.size(); ++slot) {
       if (node.inputs[slot] == value && !info->accepts_blocked(slot)) return false;
@@ -99,13 +99,13 @@ Tensor to_plain(const Tensor& tensor, dnnl::engine& engine, dnnl::stream& stream
   if (!tensor.is_blocked()) return tensor;
   Tensor plain = Tensor::allocate(tensor.dtype(), tensor.shape());
   dnnl::memory::dims dims(tensor.shape().begin(), tensor.shape().end());
-  dnnl::memory::desc plain_desc(dims, dnnl::memory::data_type::f32,
-                                dnnl::memory::format_tag(
-                                    tensor.rank() == 3   ? dnnl::memory::format_tag::abc
-                                    : tensor.rank() == 4 ? dnnl::memory::format_tag::abcd
-                                    : tensor.rank() == 5 ? dnnl::memory::format_tag::abcde
-                                    : tensor.rank() == 2 ? dnnl::memory::format_tag::ab
-                                                         : dnnl::memory::format_tag::a));
+  dnnl::memory::desc plain_desc(
+      dims, dnnl::memory::data_type::f32,
+      dnnl::memory::format_tag(tensor.rank() == 3   ? dnnl::memory::format_tag::abc
+                               : tensor.rank() == 4 ? dnnl::memory::format_tag::abcd
+                               : tensor.rank() == 5 ? dnnl::memory::format_tag::abcde
+                               : tensor.rank() == 2 ? dnnl::memory::format_tag::ab
+                                                    : dnnl::memory::format_tag::a));
   dnnl::memory source(*tensor.layout(), engine, const_cast<void*>(tensor.raw()));
   dnnl::memory target(plain_desc, engine, plain.raw());
   dnnl::reorder(source, target).execute(stream, source, target);
@@ -133,19 +133,21 @@ void NodeRunner::run(const std::vector<const Tensor*>& inputs, const std::vector
       DataType type = inputs[i]->dtype();
       // Ops whose inputs differ in type (Reshape's int64 shape) list only their data type;
       // the first input decides whether the implementation covers the call.
-      if (i == 0 && std::find(info_->dtypes.begin(), info_->dtypes.end(), type) == info_->dtypes.end()) {
+      if (i == 0 &&
+          std::find(info_->dtypes.begin(), info_->dtypes.end(), type) == info_->dtypes.end()) {
         throw UnsupportedError(fmt::format("node {}: {} input of type {} is not supported",
-                                           graph_->describe(node_), node.op_type, dtype_name(type)));
+                                           graph_->describe(node_), node.op_type,
+                                           dtype_name(type)));
       }
     }
-    KernelContext context{*graph_, node_, node, opset_, inputs, constant, engine, threads,
-                          blocked_outputs_allowed_};
+    KernelContext context{
+        *graph_, node_, node, opset_, inputs, constant, engine, threads, blocked_outputs_allowed_};
     kernel_ = info_->create(context);
     specs_ = kernel_->output_specs();
     signature_ = std::move(signature);
     if (specs_.size() < node.outputs.size()) {
-      throw Error(fmt::format("node {}: kernel made {} outputs, the node has {}", graph_->describe(node_),
-                              specs_.size(), node.outputs.size()));
+      throw Error(fmt::format("node {}: kernel made {} outputs, the node has {}",
+                              graph_->describe(node_), specs_.size(), node.outputs.size()));
     }
   }
   outputs.resize(specs_.size());
@@ -156,7 +158,8 @@ void NodeRunner::run(const std::vector<const Tensor*>& inputs, const std::vector
     if (spec.alias_of >= 0) {
       outputs[i] = aliased_output(*inputs.at(spec.alias_of), spec);
     } else {
-      std::size_t bytes = spec.layout ? spec.layout->get_size() : plain_byte_size(spec.dtype, spec.shape);
+      std::size_t bytes =
+          spec.layout ? spec.layout->get_size() : plain_byte_size(spec.dtype, spec.shape);
       outputs[i] = Tensor::view(spec.dtype, spec.shape, pool.acquire(bytes));
       outputs[i].set_layout(spec.layout);
     }
@@ -195,10 +198,7 @@ void check_inputs(const Graph& graph, const std::map<std::string, Tensor>& input
 }
 
 Executor::Executor(const Graph& graph, ExecutorOptions options)
-    : graph_(graph),
-      options_(options),
-      engine_(dnnl::engine::kind::cpu, 0),
-      stream_(engine_) {
+    : graph_(graph), options_(options), engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
   order_ = graph_.topological_order();
   constants_.resize(graph_.value_capacity());
   for (ValueId id : graph_.initializers()) {
@@ -211,7 +211,8 @@ Executor::Executor(const Graph& graph, ExecutorOptions options)
   runners_.reserve(order_.size());
   for (NodeId id : order_) {
     bool blocked = options_.blocked_layouts;
-    for (ValueId output : graph_.node(id).outputs) blocked = blocked && blocked_layout_allowed(graph_, output);
+    for (ValueId output : graph_.node(id).outputs)
+      blocked = blocked && blocked_layout_allowed(graph_, output);
     runners_.push_back(std::make_unique<NodeRunner>(graph_, id, blocked));
   }
   stats_.node_seconds.assign(graph_.node_capacity(), 0.0);
@@ -250,21 +251,25 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
       }
     }
     auto start = std::chrono::steady_clock::now();
-    runners_[position]->run(node_inputs, constant, node_outputs, pool_, engine_, stream_, options_.threads);
+    runners_[position]->run(node_inputs, constant, node_outputs, pool_, engine_, stream_,
+                            options_.threads);
     if (options_.collect_stats) {
       stream_.wait();
       stats_.node_seconds[id] +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
-    for (std::size_t i = 0; i < node.outputs.size(); ++i) values[node.outputs[i]] = std::move(node_outputs[i]);
+    for (std::size_t i = 0; i < node.outputs.size(); ++i)
+      values[node.outputs[i]] = std::move(node_outputs[i]);
     // Dropping the last reference returns a buffer to the pool for later nodes.
     for (ValueId input : node.inputs) {
-      if (input != kNoValue && --remaining_uses[input] == 0 && !graph_.value(input).is_graph_output) {
+      if (input != kNoValue && --remaining_uses[input] == 0 &&
+          !graph_.value(input).is_graph_output) {
         values[input] = Tensor();
       }
     }
     for (ValueId output : node.outputs) {
-      if (remaining_uses[output] == 0 && !graph_.value(output).is_graph_output) values[output] = Tensor();
+      if (remaining_uses[output] == 0 && !graph_.value(output).is_graph_output)
+        values[output] = Tensor();
     }
   }
   stream_.wait();

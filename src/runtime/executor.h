@@ -92,7 +92,7 @@ class Executor {
   ExecutorOptions options_;
   std::vector<NodeId> order_;
   std::vector<std::unique_ptr<NodeRunner>> runners_;  // Per position in order_.
-  std::vector<Tensor> constants_;                      // Per ValueId (initializers).
+  std::vector<Tensor> constants_;                     // Per ValueId (initializers).
   BufferPool pool_;
   dnnl::engine engine_;
   dnnl::stream stream_;

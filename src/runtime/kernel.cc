@@ -12,7 +12,9 @@ const Tensor& KernelContext::input(std::size_t i) const {
   return *inputs[i];
 }
 
-std::string KernelContext::where() const { return "node " + graph.describe(node_id); }
+std::string KernelContext::where() const {
+  return "node " + graph.describe(node_id);
+}
 
 const KernelRegistry& KernelRegistry::global() {
   static const KernelRegistry registry = [] {
@@ -25,7 +27,9 @@ const KernelRegistry& KernelRegistry::global() {
   return registry;
 }
 
-void KernelRegistry::add(KernelInfo info) { entries_.push_back(std::move(info)); }
+void KernelRegistry::add(KernelInfo info) {
+  entries_.push_back(std::move(info));
+}
 
 const KernelInfo* KernelRegistry::find(std::string_view domain, std::string_view op_type,
                                        int64_t opset) const {

@@ -64,8 +64,8 @@ class Kernel {
 /// Registration data of an op implementation.
 struct KernelInfo {
   std::string op_type;
-  std::string domain;          ///< "" = ai.onnx.
-  int64_t since_opset = 1;     ///< Used for opsets >= since_opset (until the next entry).
+  std::string domain;       ///< "" = ai.onnx.
+  int64_t since_opset = 1;  ///< Used for opsets >= since_opset (until the next entry).
   /// Input positions that may be given in a oneDNN blocked layout.
   std::function<bool(std::size_t input)> accepts_blocked = [](std::size_t) { return false; };
   /// Element types the implementation handles (checked before preparing).

@@ -19,13 +19,14 @@ struct NpyType {
 };
 
 constexpr NpyType kTypes[] = {
-    {"<f4", DataType::kFloat}, {"<f8", DataType::kDouble}, {"<i4", DataType::kInt32},
-    {"<i8", DataType::kInt64}, {"|b1", DataType::kBool},   {"|u1", DataType::kUInt8},
-    {"|i1", DataType::kInt8},  {"<i2", DataType::kInt16},  {"<u2", DataType::kUInt16},
+    {"<f4", DataType::kFloat},   {"<f8", DataType::kDouble}, {"<i4", DataType::kInt32},
+    {"<i8", DataType::kInt64},   {"|b1", DataType::kBool},   {"|u1", DataType::kUInt8},
+    {"|i1", DataType::kInt8},    {"<i2", DataType::kInt16},  {"<u2", DataType::kUInt16},
     {"<f2", DataType::kFloat16},
 };
 
-std::string header_field(const std::string& header, const std::string& key, const std::string& path) {
+std::string header_field(const std::string& header, const std::string& key,
+                         const std::string& path) {
   std::regex pattern("'" + key + "'\\s*:\\s*('[^']*'|True|False|\\([^)]*\\))");
   std::smatch match;
   if (!std::regex_search(header, match, pattern)) {
@@ -46,18 +47,22 @@ Tensor read_npy(const std::string& path) {
   uint32_t header_length = 0;
   if (magic[6] == 1) {
     unsigned char bytes[2];
-    if (!in.read(reinterpret_cast<char*>(bytes), 2)) throw Error(fmt::format("{}: truncated header", path));
+    if (!in.read(reinterpret_cast<char*>(bytes), 2))
+      throw Error(fmt::format("{}: truncated header", path));
     header_length = bytes[0] | (bytes[1] << 8);
   } else if (magic[6] == 2 || magic[6] == 3) {
     unsigned char bytes[4];
-    if (!in.read(reinterpret_cast<char*>(bytes), 4)) throw Error(fmt::format("{}: truncated header", path));
+    if (!in.read(reinterpret_cast<char*>(bytes), 4))
+      throw Error(fmt::format("{}: truncated header", path));
     header_length = bytes[0] | (bytes[1] << 8) | (bytes[2] << 16) | (uint32_t(bytes[3]) << 24);
   } else {
     throw Error(fmt::format("{}: unsupported .npy version {}", path, int(magic[6])));
   }
-  if (header_length > (1u << 20)) throw Error(fmt::format("{}: .npy header is implausibly long", path));
+  if (header_length > (1u << 20))
+    throw Error(fmt::format("{}: .npy header is implausibly long", path));
   std::string header(header_length, '\0');
-  if (!in.read(header.data(), header_length)) throw Error(fmt::format("{}: truncated header", path));
+  if (!in.read(header.data(), header_length))
+    throw Error(fmt::format("{}: truncated header", path));
 
   std::string descr = header_field(header, "descr", path);
   descr = descr.substr(1, descr.size() - 2);
@@ -68,7 +73,8 @@ Tensor read_npy(const std::string& path) {
   }
   if (!type) throw Error(fmt::format("{}: unsupported .npy dtype '{}'", path, descr));
   if (header_field(header, "fortran_order", path) != "False") {
-    throw Error(fmt::format("{}: Fortran-ordered arrays are not supported; save with C order", path));
+    throw Error(
+        fmt::format("{}: Fortran-ordered arrays are not supported; save with C order", path));
   }
   std::string shape_text = header_field(header, "shape", path);
   std::vector<int64_t> shape;
@@ -82,8 +88,8 @@ Tensor read_npy(const std::string& path) {
   in.seekg(0, std::ios::end);
   auto available = static_cast<std::size_t>(in.tellg() - data_start);
   if (available != bytes) {
-    throw Error(fmt::format("{}: header says {} data bytes for shape ({}), file has {}", path, bytes,
-                            fmt::join(shape, ","), available));
+    throw Error(fmt::format("{}: header says {} data bytes for shape ({}), file has {}", path,
+                            bytes, fmt::join(shape, ","), available));
   }
   in.seekg(data_start);
   Tensor tensor = Tensor::allocate(type->dtype, shape);
@@ -123,7 +129,8 @@ void write_npy(const std::string& path, const Tensor& tensor) {
                                static_cast<unsigned char>(header.size() >> 8)};
     out.write(reinterpret_cast<const char*>(length), 2);
     out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    out.write(static_cast<const char*>(tensor.raw()), static_cast<std::streamsize>(tensor.byte_size()));
+    out.write(static_cast<const char*>(tensor.raw()),
+              static_cast<std::streamsize>(tensor.byte_size()));
     if (!out.flush()) {
       out.close();
       std::filesystem::remove(temporary);

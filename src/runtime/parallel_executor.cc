@@ -37,7 +37,7 @@ struct TaskState {
   int worker = -1;
   std::vector<InputSource> sources;
   std::vector<Tensor> outputs;
-  std::vector<int> uses;  // Per output: consumer slots that read it.
+  std::vector<int> uses;                          // Per output: consumer slots that read it.
   std::unique_ptr<std::atomic<int>[]> remaining;  // Per output, reset each run.
   std::atomic<int64_t> ready{0};                  // Run number whose outputs are present.
 };
@@ -45,7 +45,8 @@ struct TaskState {
 hwloc_topology_t shared_topology() {
   static hwloc_topology_t topology = [] {
     hwloc_topology_t t = nullptr;
-    if (hwloc_topology_init(&t) != 0 || hwloc_topology_load(t) != 0) return hwloc_topology_t{nullptr};
+    if (hwloc_topology_init(&t) != 0 || hwloc_topology_load(t) != 0)
+      return hwloc_topology_t{nullptr};
     return t;
   }();
   return topology;
@@ -122,9 +123,9 @@ struct ParallelExecutor::Impl {
       if (changed.wait_until(lock, deadline) == std::cv_status::timeout &&
           states[task].ready.load(std::memory_order_acquire) != run) {
         lock.unlock();
-        fail(fmt::format("worker {} waited more than {} s for task '{}' (node {}) on worker {}", worker,
-                         options.timeout_seconds, tasks.tasks[task].name, graph.describe(states[task].node),
-                         states[task].worker));
+        fail(fmt::format("worker {} waited more than {} s for task '{}' (node {}) on worker {}",
+                         worker, options.timeout_seconds, tasks.tasks[task].name,
+                         graph.describe(states[task].node), states[task].worker));
         return false;
       }
     }
@@ -163,7 +164,8 @@ struct ParallelExecutor::Impl {
         }
       }
       auto start = Clock::now();
-      runners[worker][slot]->run(inputs, constant, state.outputs, pool, engine, stream, options.threads_per_worker);
+      runners[worker][slot]->run(inputs, constant, state.outputs, pool, engine, stream,
+                                 options.threads_per_worker);
       stream.wait();
       auto end = Clock::now();
       state.ready.store(run, std::memory_order_release);
@@ -172,18 +174,22 @@ struct ParallelExecutor::Impl {
         std::lock_guard lock(mutex);
         changed.notify_all();
       }
-      auto seconds = [&](Clock::time_point t) { return std::chrono::duration<double>(t - run_start).count(); };
+      auto seconds = [&](Clock::time_point t) {
+        return std::chrono::duration<double>(t - run_start).count();
+      };
       events[task] = Trace::Event{task, worker, seconds(start), seconds(end),
                                   std::chrono::duration<double>(start - wait_start).count()};
       // The last reader of a buffer hands it back to the pool by dropping the reference.
       for (const InputSource& source : state.sources) {
         if (source.kind != InputSource::Kind::kTask) continue;
         TaskState& producer = states[source.task];
-        if (producer.remaining[source.output].fetch_sub(1) == 1) producer.outputs[source.output] = Tensor();
+        if (producer.remaining[source.output].fetch_sub(1) == 1)
+          producer.outputs[source.output] = Tensor();
       }
       for (std::size_t k = 0; k < state.outputs.size(); ++k) {
-        if (state.uses[k] == 0 && !(k < graph.node(state.node).outputs.size() &&
-                                    graph.value(graph.node(state.node).outputs[k]).is_graph_output)) {
+        if (state.uses[k] == 0 &&
+            !(k < graph.node(state.node).outputs.size() &&
+              graph.value(graph.node(state.node).outputs[k]).is_graph_output)) {
           state.outputs[k] = Tensor();
         }
       }
@@ -225,7 +231,8 @@ ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, c
   s.workers = static_cast<int>(tasks.machine.size());
   validate_plan(plan, tasks);
   if (static_cast<int>(plan.order.size()) != s.workers) {
-    throw Error(fmt::format("plan has {} worker orders, the machine {} workers", plan.order.size(), s.workers));
+    throw Error(fmt::format("plan has {} worker orders, the machine {} workers", plan.order.size(),
+                            s.workers));
   }
 
   // Tasks per (node, sample), and the plan's coverage of the graph.
@@ -234,11 +241,13 @@ ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, c
     const Task& task = tasks.tasks[t];
     if (task.node < 0 || static_cast<std::size_t>(task.node) >= graph.node_capacity() ||
         graph.node(task.node).removed) {
-      throw Error(fmt::format("plan task '{}' refers to node {}, which the graph does not have", task.name, task.node));
+      throw Error(fmt::format("plan task '{}' refers to node {}, which the graph does not have",
+                              task.name, task.node));
     }
     if (task.batch_end != task.batch_begin + 1) {
-      throw Error(fmt::format("plan task '{}' covers samples [{}, {}); the executor runs one sample per task",
-                              task.name, task.batch_begin, task.batch_end));
+      throw Error(fmt::format(
+          "plan task '{}' covers samples [{}, {}); the executor runs one sample per task",
+          task.name, task.batch_begin, task.batch_end));
     }
     tasks_of[{task.node, static_cast<int>(task.batch_begin)}].push_back(static_cast<int>(t));
     samples_ = std::max(samples_, static_cast<int>(task.batch_end));
@@ -247,7 +256,8 @@ ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, c
   for (NodeId node : graph.node_ids()) {
     for (int sample = 0; sample < samples_; ++sample) {
       if (!tasks_of.count({node, sample})) {
-        throw Error(fmt::format("plan does not run node {} for sample {}", graph.describe(node), sample));
+        throw Error(
+            fmt::format("plan does not run node {} for sample {}", graph.describe(node), sample));
       }
     }
   }
@@ -293,7 +303,8 @@ ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, c
         source.kind = InputSource::Kind::kTask;
         source.task = chosen;
         const auto& outputs = graph.node(producer).outputs;
-        source.output = static_cast<int>(std::find(outputs.begin(), outputs.end(), input) - outputs.begin());
+        source.output =
+            static_cast<int>(std::find(outputs.begin(), outputs.end(), input) - outputs.begin());
       }
       state.sources.push_back(source);
     }
@@ -308,10 +319,12 @@ ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, c
   for (std::size_t t = 0; t < s.states.size(); ++t) {
     for (const InputSource& source : s.states[t].sources) {
       if (source.kind != InputSource::Kind::kTask) continue;
-      if (!edges.count({source.task, static_cast<int>(t)}) && s.states[source.task].worker != s.states[t].worker) {
-        throw Error(fmt::format("plan task '{}' reads task '{}' on another worker, but the task graph has no "
-                                "edge between them",
-                                tasks.tasks[t].name, tasks.tasks[source.task].name));
+      if (!edges.count({source.task, static_cast<int>(t)}) &&
+          s.states[source.task].worker != s.states[t].worker) {
+        throw Error(fmt::format(
+            "plan task '{}' reads task '{}' on another worker, but the task graph has no "
+            "edge between them",
+            tasks.tasks[t].name, tasks.tasks[source.task].name));
       }
     }
   }
@@ -331,7 +344,8 @@ ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, c
     for (int task : plan.order[w]) {
       NodeId node = s.states[task].node;
       bool blocked = options.blocked_layouts;
-      for (ValueId output : graph.node(node).outputs) blocked = blocked && blocked_layout_allowed(s.graph, output);
+      for (ValueId output : graph.node(node).outputs)
+        blocked = blocked && blocked_layout_allowed(s.graph, output);
       s.runners[w].push_back(std::make_unique<NodeRunner>(s.graph, node, blocked));
     }
   }
@@ -348,7 +362,8 @@ ParallelExecutor::~ParallelExecutor() {
   for (auto& thread : impl_->threads) thread.join();
 }
 
-std::vector<std::vector<Tensor>> ParallelExecutor::run(const std::vector<std::map<std::string, Tensor>>& inputs) {
+std::vector<std::vector<Tensor>> ParallelExecutor::run(
+    const std::vector<std::map<std::string, Tensor>>& inputs) {
   Impl& s = *impl_;
   if (static_cast<int>(inputs.size()) != samples_) {
     throw Error(fmt::format("the plan runs {} sample(s), {} were given", samples_, inputs.size()));
@@ -404,18 +419,27 @@ std::vector<Tensor> ParallelExecutor::run(const std::map<std::string, Tensor>& i
   return run(std::vector<std::map<std::string, Tensor>>{inputs}).front();
 }
 
-std::size_t ParallelExecutor::peak_activation_bytes() const { return impl_->pool.reserved_bytes(); }
+std::size_t ParallelExecutor::peak_activation_bytes() const {
+  return impl_->pool.reserved_bytes();
+}
 
 std::string chrome_trace_json(const Trace& trace, const TaskGraph& tasks, const Plan& plan) {
   nlohmann::json events = nlohmann::json::array();
   for (std::size_t w = 0; w < plan.order.size(); ++w) {
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", w},
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", w},
                       {"args", {{"name", tasks.machine.devices[w].name}}}});
   }
   for (const auto& event : trace.events) {
     if (event.task < 0) continue;
-    events.push_back({{"name", tasks.tasks[event.task].name}, {"ph", "X"}, {"pid", 0}, {"tid", event.worker},
-                      {"ts", event.start * 1e6}, {"dur", (event.end - event.start) * 1e6},
+    events.push_back({{"name", tasks.tasks[event.task].name},
+                      {"ph", "X"},
+                      {"pid", 0},
+                      {"tid", event.worker},
+                      {"ts", event.start * 1e6},
+                      {"dur", (event.end - event.start) * 1e6},
                       {"args", {{"wait_us", event.wait * 1e6}}}});
   }
   return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump(1);

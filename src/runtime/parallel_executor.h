@@ -16,10 +16,10 @@
 namespace cleave {
 
 struct ParallelOptions {
-  int threads_per_worker = 1;     ///< Intra-op threads of each worker (the paper's "downstream").
-  bool pin_threads = true;        ///< Bind worker w to its cores (Device::cores, else core w).
-  bool blocked_layouts = true;    ///< As ExecutorOptions::blocked_layouts.
-  double timeout_seconds = 300;   ///< A worker waiting longer for an input stops the run.
+  int threads_per_worker = 1;    ///< Intra-op threads of each worker (the paper's "downstream").
+  bool pin_threads = true;       ///< Bind worker w to its cores (Device::cores, else core w).
+  bool blocked_layouts = true;   ///< As ExecutorOptions::blocked_layouts.
+  double timeout_seconds = 300;  ///< A worker waiting longer for an input stops the run.
 };
 
 /// What one run really did: per task its worker, start and end, and how long the worker

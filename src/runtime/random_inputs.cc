@@ -12,8 +12,8 @@ namespace cleave {
 
 Tensor random_tensor(const Value& value, uint64_t seed) {
   if (!value.shape.is_static()) {
-    throw Error(fmt::format("input '{}' is {}: random values need a static shape (use --shape)", value.name,
-                            print_type(value.dtype, value.shape)));
+    throw Error(fmt::format("input '{}' is {}: random values need a static shape (use --shape)",
+                            value.name, print_type(value.dtype, value.shape)));
   }
   std::mt19937_64 rng(seed);
   Tensor tensor = Tensor::allocate(value.dtype, value.shape.sizes());
@@ -38,8 +38,8 @@ Tensor random_tensor(const Value& value, uint64_t seed) {
       for (int64_t i = 0; i < count; ++i) tensor.data<uint8_t>()[i] = small(rng) & 1;
       break;
     default:
-      throw Error(fmt::format("input '{}': cannot make random values of type {}; pass --input", value.name,
-                              dtype_name(value.dtype)));
+      throw Error(fmt::format("input '{}': cannot make random values of type {}; pass --input",
+                              value.name, dtype_name(value.dtype)));
   }
   return tensor;
 }

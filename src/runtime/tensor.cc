@@ -23,7 +23,9 @@ Buffer::Buffer(std::size_t bytes) : size_(bytes) {
   std::memset(data_, 0, rounded);
 }
 
-Buffer::~Buffer() { std::free(data_); }
+Buffer::~Buffer() {
+  std::free(data_);
+}
 
 std::size_t plain_byte_size(DataType dtype, std::span<const int64_t> shape) {
   uint64_t count = 1;
@@ -35,8 +37,11 @@ std::size_t plain_byte_size(DataType dtype, std::span<const int64_t> shape) {
     count *= static_cast<uint64_t>(d);
   }
   std::size_t size = element_size(dtype);
-  if (size == 0) throw Error(fmt::format("tensors of type {} are not supported by the runtime", dtype_name(dtype)));
-  if (count > std::numeric_limits<std::size_t>::max() / size) throw Error("tensor byte size overflows");
+  if (size == 0)
+    throw Error(
+        fmt::format("tensors of type {} are not supported by the runtime", dtype_name(dtype)));
+  if (count > std::numeric_limits<std::size_t>::max() / size)
+    throw Error("tensor byte size overflows");
   return count * size;
 }
 
@@ -114,24 +119,46 @@ std::vector<double> Tensor::to_double_vector() const {
     for (T v : values<T>()) out.push_back(static_cast<double>(v));
   };
   switch (dtype_) {
-    case DataType::kFloat: copy(float{}); break;
-    case DataType::kDouble: copy(double{}); break;
-    case DataType::kInt64: copy(int64_t{}); break;
-    case DataType::kInt32: copy(int32_t{}); break;
-    case DataType::kInt16: copy(int16_t{}); break;
-    case DataType::kInt8: copy(int8_t{}); break;
+    case DataType::kFloat:
+      copy(float{});
+      break;
+    case DataType::kDouble:
+      copy(double{});
+      break;
+    case DataType::kInt64:
+      copy(int64_t{});
+      break;
+    case DataType::kInt32:
+      copy(int32_t{});
+      break;
+    case DataType::kInt16:
+      copy(int16_t{});
+      break;
+    case DataType::kInt8:
+      copy(int8_t{});
+      break;
     case DataType::kUInt8:
-    case DataType::kBool: copy(uint8_t{}); break;
-    case DataType::kUInt16: copy(uint16_t{}); break;
-    case DataType::kUInt32: copy(uint32_t{}); break;
-    case DataType::kUInt64: copy(uint64_t{}); break;
-    default: throw Error(fmt::format("cannot convert a {} tensor to numbers", dtype_name(dtype_)));
+    case DataType::kBool:
+      copy(uint8_t{});
+      break;
+    case DataType::kUInt16:
+      copy(uint16_t{});
+      break;
+    case DataType::kUInt32:
+      copy(uint32_t{});
+      break;
+    case DataType::kUInt64:
+      copy(uint64_t{});
+      break;
+    default:
+      throw Error(fmt::format("cannot convert a {} tensor to numbers", dtype_name(dtype_)));
   }
   return out;
 }
 
 std::string Tensor::describe() const {
-  return fmt::format("{}[{}]{}", dtype_name(dtype_), fmt::join(shape_, ","), is_blocked() ? " (blocked)" : "");
+  return fmt::format("{}[{}]{}", dtype_name(dtype_), fmt::join(shape_, ","),
+                     is_blocked() ? " (blocked)" : "");
 }
 
 }  // namespace cleave

@@ -24,15 +24,17 @@ TEST(Conformance, NoCaseThatPassedRegressesAndInScopePassRateIsAtLeast95Percent)
   const std::string data = "/usr/share/libonnx-testdata/data";
   if (!std::filesystem::exists(data)) GTEST_SKIP() << "libonnx-testdata is not installed";
   std::string command = std::string(CLEAVE_BINARY) + " conformance " + data + "/node " + data +
-                        "/pytorch-converted " + data + "/pytorch-operator " + data + "/simple --expect " +
-                        CLEAVE_SOURCE_DIR + "/tests/conformance/expectations.txt --json 2>/dev/null";
+                        "/pytorch-converted " + data + "/pytorch-operator " + data +
+                        "/simple --expect " + CLEAVE_SOURCE_DIR +
+                        "/tests/conformance/expectations.txt --json 2>/dev/null";
   std::string output = run(command);
   auto exit_at = output.rfind("\nexit=");
   nlohmann::json report = nlohmann::json::parse(output.substr(0, exit_at));
-  std::printf("conformance: %d cases, %d pass, %d fail, %d unsupported; in scope %d of %d pass (%.1f%%)\n",
-              report["cases"].get<int>(), report["passed"].get<int>(), report["failed"].get<int>(),
-              report["unsupported"].get<int>(), report["in_scope_passed"].get<int>(), report["in_scope"].get<int>(),
-              report["in_scope_pass_rate"].get<double>());
+  std::printf(
+      "conformance: %d cases, %d pass, %d fail, %d unsupported; in scope %d of %d pass (%.1f%%)\n",
+      report["cases"].get<int>(), report["passed"].get<int>(), report["failed"].get<int>(),
+      report["unsupported"].get<int>(), report["in_scope_passed"].get<int>(),
+      report["in_scope"].get<int>(), report["in_scope_pass_rate"].get<double>());
   EXPECT_EQ(report["regressions"].size(), 0u) << report["regressions"].dump(2);
   EXPECT_GE(report["in_scope_pass_rate"].get<double>(), 95.0);
   EXPECT_EQ(output.substr(exit_at), "\nexit=0");

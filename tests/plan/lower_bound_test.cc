@@ -9,10 +9,10 @@
 
 #include "ir/graph.h"
 #include "modular_graph.h"
-#include "planner_checks.h"
 #include "plan/milp.h"
 #include "plan/milp_split.h"
 #include "plan/random_task_graph.h"
+#include "planner_checks.h"
 
 namespace cleave {
 namespace {

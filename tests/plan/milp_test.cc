@@ -12,6 +12,7 @@
 #include "plan/heft.h"
 #include "plan/modules.h"
 #include "plan/random_task_graph.h"
+#include "plan/schedulers.h"
 #include "plan/simulator.h"
 
 namespace cleave {
@@ -220,9 +221,8 @@ TEST(Milp, SymmetryBreakingKeepsTheOptimum) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
     const TaskGraph graph = identical_devices_graph(seed);
     const Plan free = plan_milp(graph, quiet());
-    for (SymmetryBreaking symmetry :
-         {SymmetryBreaking::kTaskCount, SymmetryBreaking::kUtilisation,
-          SymmetryBreaking::kBatchItems}) {
+    for (SymmetryBreaking symmetry : {SymmetryBreaking::kTaskCount, SymmetryBreaking::kUtilisation,
+                                      SymmetryBreaking::kBatchItems}) {
       MilpOptions options = quiet();
       options.symmetry = symmetry;
       const Plan ordered = plan_milp(graph, options);
@@ -339,6 +339,22 @@ TEST(Milp, RestrictionsFixDevicesAndReleaseTimes) {
   ASSERT_TRUE(solution.has_solution);
   EXPECT_EQ(solution.device[0], 1);
   for (double start : solution.start) EXPECT_GE(start, 0.5 - 1e-12);
+}
+
+TEST(Milp, RegisteredInTheSchedulerDispatch) {
+  const TaskGraph graph = random_task_graph(15, small_graph(15));
+  ScheduleOptions options;
+  options.symmetry = "tasks";
+  const Plan exact = schedule(graph, "milp", options);
+  EXPECT_EQ(exact.strategy, "milp");
+  EXPECT_EQ(exact.notes["symmetry"], "tasks");
+  const Plan split = schedule(graph, "milp-split", options);
+  EXPECT_EQ(split.strategy, "milp-split");
+  const auto bound = lower_bound_function();
+  ASSERT_TRUE(bound.has_value());
+  EXPECT_LE((*bound)(graph, options), exact.makespan * (1 + 1e-9));
+  options.symmetry = "sideways";
+  EXPECT_THROW(schedule(graph, "milp", options), Error);
 }
 
 }  // namespace

@@ -12,10 +12,10 @@ namespace cleave::testing {
 
 struct ModularGraphOptions {
   int modules = 3;
-  int body = 3;              ///< Random tasks per module besides its input/output tasks.
+  int body = 3;                   ///< Random tasks per module besides its input/output tasks.
   double edge_probability = 0.2;  ///< Erdos-Renyi edges i -> j (i < j) inside a body.
-  int channels = 1;          ///< Edges from one module to the next.
-  bool articulation = false;  ///< With one channel: modules share their joining task.
+  int channels = 1;               ///< Edges from one module to the next.
+  bool articulation = false;      ///< With one channel: modules share their joining task.
   int devices = 3;
   double communication_ratio = 0.5;
 };

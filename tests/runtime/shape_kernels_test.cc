@@ -546,7 +546,7 @@ TEST(Transpose, LargeFourDimensionalCasesMatchTheDefinition) {
   for (std::vector<int64_t> perm :
        {std::vector<int64_t>{0, 2, 3, 1}, {0, 3, 1, 2}, {3, 2, 1, 0}, {1, 0, 3, 2}, {0, 1, 3, 2}}) {
     for (int threads : {1, 2}) {
-      Tensor input = iota({2, 37, 19, 23});
+      Tensor input = iota({2, 37, 19, 53});  // Big enough for the copy to use both threads.
       NodeCase node("Transpose", 13);
       node.input(input).ints("perm", perm).threads(threads);
       Tensor out = node.run_one();
@@ -868,18 +868,18 @@ TEST(Pad, Int64DataWithInt64ConstantValue) {
 
 TEST(Pad, LargeConvolutionStylePaddingMatchesTheDefinition) {
   for (int threads : {1, 2}) {
-    Tensor input = iota({2, 3, 40, 50});
+    Tensor input = iota({2, 3, 100, 110});  // Big enough for the copy to use both threads.
     NodeCase node("Pad", 13);
     node.input(input).input(i64({8}, {0, 0, 1, 2, 0, 0, 3, 4})).threads(threads);
     Tensor out = node.run_one();
-    ASSERT_EQ(out.shape(), (std::vector<int64_t>{2, 3, 44, 56}));
+    ASSERT_EQ(out.shape(), (std::vector<int64_t>{2, 3, 104, 116}));
     std::vector<double> got = out.to_double_vector();
     std::size_t p = 0;
     for (int64_t n = 0; n < 6; ++n) {
-      for (int64_t h = 0; h < 44; ++h) {
-        for (int64_t w = 0; w < 56; ++w, ++p) {
-          bool inside = h >= 1 && h < 41 && w >= 2 && w < 52;
-          double expected = inside ? static_cast<double>((n * 40 + h - 1) * 50 + w - 2) : 0.0;
+      for (int64_t h = 0; h < 104; ++h) {
+        for (int64_t w = 0; w < 116; ++w, ++p) {
+          bool inside = h >= 1 && h < 101 && w >= 2 && w < 112;
+          double expected = inside ? static_cast<double>((n * 100 + h - 1) * 110 + w - 2) : 0.0;
           ASSERT_EQ(got[p], expected) << "n " << n << " h " << h << " w " << w;
         }
       }

@@ -25,7 +25,7 @@ const std::vector<DataType> kNumericTypes = {
 namespace {
 
 // Below this many bytes a copy is not worth waking more threads for.
-constexpr std::size_t kParallelBytes = 1 << 16;
+constexpr std::size_t kParallelBytes = 1 << 18;
 
 // Runs fn(begin, end) over [0, total) split into `threads` contiguous ranges.
 template <typename RangeFn>
@@ -206,6 +206,10 @@ void table_copy_typed(std::span<const int64_t> in_shape,
     runs.push_back({o, i < 0 ? -1 : i, 1});
   }
   int64_t row_length = out_shape[rank - 1];
+  // Short runs (nearest upsampling repeats each input a few times) copy faster element by
+  // element through the table than run by run.
+  bool gather_last = static_cast<int64_t>(runs.size()) * 4 > row_length &&
+                     std::find(last.begin(), last.end(), -1) == last.end();
   int64_t rows = total / row_length;
   parallel_ranges(
       rows, threads, static_cast<std::size_t>(total) * sizeof(T), [&](int64_t begin, int64_t end) {
@@ -232,6 +236,10 @@ void table_copy_typed(std::span<const int64_t> in_shape,
           }
           previous_source = in_offset;
           const T* source = in + in_offset;
+          if (gather_last) {
+            for (int64_t o = 0; o < row_length; ++o) target[o] = source[last[o]];
+            continue;
+          }
           for (const Run& run : runs) {
             if (run.in_start < 0) {
               std::fill(target + run.out_start, target + run.out_start + run.length, fill);

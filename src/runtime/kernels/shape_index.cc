@@ -1,5 +1,4 @@
-// Kernels driven by index tensors: Gather, GatherElements, GatherND, Scatter,
-// ScatterElements, ScatterND, NonZero, OneHot.
+// Index-driven kernels: Gather(Elements/ND), Scatter(Elements/ND), NonZero, OneHot.
 #include <fmt/core.h>
 
 #include <algorithm>

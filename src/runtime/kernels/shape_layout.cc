@@ -1,5 +1,4 @@
-// Kernels that rearrange elements without computing on them: Transpose, Slice, Split, Expand,
-// Tile, Pad, DepthToSpace, SpaceToDepth, Trilu.
+// Kernels moving elements: Transpose, Slice, Split, Expand, Tile, Pad, Depth/SpaceToDepth, Trilu.
 #include <fmt/core.h>
 
 #include <algorithm>

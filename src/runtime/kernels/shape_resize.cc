@@ -1,5 +1,4 @@
-// Resize (opsets 10-17) and Upsample (7-9): nearest, N-linear and cubic interpolation with
-// every coordinate transformation mode, computed axis by axis.
+// Resize (opsets 10-17) and Upsample (7-9): nearest, N-linear and cubic, one axis at a time.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -190,25 +189,54 @@ AxisTaps interpolation_taps(const ResizeSettings& settings, const AxisResize& ax
   return result;
 }
 
+// The last-axis pass with the tap count known at compile time, so the dot product unrolls.
+template <typename T, int kTaps>
+void last_axis_pass(const AxisTaps& taps, int64_t outer, int64_t in_size, int64_t out_size,
+                    const T* source, T* target, bool parallel, int threads) {
+#pragma omp parallel for num_threads(std::max(threads, 1)) if (parallel)
+  for (int64_t o = 0; o < outer; ++o) {
+    const T* line_in = source + o * in_size;
+    T* line_out = target + o * out_size;
+    const int64_t* index = taps.index.data();
+    const float* weight = taps.weight.data();
+    for (int64_t y = 0; y < out_size; ++y, index += kTaps, weight += kTaps) {
+      T sum = 0;
+      for (int t = 0; t < kTaps; ++t) sum += static_cast<T>(weight[t]) * line_in[index[t]];
+      line_out[y] = sum;
+    }
+  }
+}
+
 // One separable pass: resizes axis `axis` of `shape` from `source` into `target`.
 template <typename T>
 void interpolate_axis(const AxisTaps& taps, std::span<const int64_t> shape, std::size_t axis,
                       int64_t out_size, const T* source, T* target, int threads) {
   int64_t outer = product(shape.first(axis)), in_size = shape[axis];
   int64_t inner = product(shape.subspan(axis + 1));
+  int count = taps.taps;
+  bool parallel = threads > 1 && outer * out_size * inner >= (1 << 14);
+  if (inner == 1) {
+    // The last axis: every output is a dot product of a few neighbouring inputs.
+    if (count == 2) {
+      last_axis_pass<T, 2>(taps, outer, in_size, out_size, source, target, parallel, threads);
+    } else {
+      last_axis_pass<T, 4>(taps, outer, in_size, out_size, source, target, parallel, threads);
+    }
+    return;
+  }
+  // An outer axis: every output row is a weighted sum of a few input rows.
   int64_t rows = outer * out_size;
-  bool parallel = threads > 1 && rows * inner >= (1 << 14);
 #pragma omp parallel for num_threads(std::max(threads, 1)) if (parallel)
   for (int64_t row = 0; row < rows; ++row) {
     int64_t o = row / out_size, y = row % out_size;
     const T* block = source + o * in_size * inner;
     T* line = target + row * inner;
-    const int64_t* index = &taps.index[y * taps.taps];
-    const float* weight = &taps.weight[y * taps.taps];
+    const int64_t* index = &taps.index[y * count];
+    const float* weight = &taps.weight[y * count];
     const T* first = block + index[0] * inner;
     auto w0 = static_cast<T>(weight[0]);
     for (int64_t i = 0; i < inner; ++i) line[i] = w0 * first[i];
-    for (int t = 1; t < taps.taps; ++t) {
+    for (int t = 1; t < count; ++t) {
       if (weight[t] == 0) continue;
       const T* next = block + index[t] * inner;
       auto w = static_cast<T>(weight[t]);
@@ -439,12 +467,15 @@ std::unique_ptr<Kernel> create_resize(const KernelContext& context) {
             ? AxisTaps{settings.interpolation == Interpolation::kCubic ? 4 : 2, {}, {}, {}, true}
             : interpolation_taps(settings, axis));
   }
-  // Shrinking axes first keeps the intermediate tensors small.
+  // Shrinking axes first keeps the intermediate tensors small; among equal ratios the later
+  // axis first, because the last-axis pass (a gather per element) costs more per output than
+  // the row passes of outer axes.
   std::vector<std::size_t> order(rank);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return axes[a].out * std::max<int64_t>(axes[b].in, 1) <
-           axes[b].out * std::max<int64_t>(axes[a].in, 1);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    int64_t left = axes[a].out * std::max<int64_t>(axes[b].in, 1);
+    int64_t right = axes[b].out * std::max<int64_t>(axes[a].in, 1);
+    return left != right ? left < right : a > b;
   });
   float extrapolation = settings.extrapolation;
   bool is_double = data.dtype() == DataType::kDouble;

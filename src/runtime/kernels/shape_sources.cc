@@ -1,5 +1,4 @@
-// Kernels whose outputs come from shapes and attributes rather than input data: Shape, Size,
-// Constant, ConstantOfShape, Range.
+// Kernels computed from shapes and attributes: Shape, Size, Constant, ConstantOfShape, Range.
 #include <fmt/core.h>
 
 #include <algorithm>

@@ -1,5 +1,4 @@
-// Kernels that only relabel a tensor's shape and share its bytes: Reshape, Flatten, Squeeze,
-// Unsqueeze, Identity, Dropout (inference).
+// Kernels that relabel a shape and share bytes: Reshape, Flatten, (Un)Squeeze, Identity, Dropout.
 #include <fmt/core.h>
 
 #include <algorithm>
