@@ -75,7 +75,8 @@ Tensor Tensor::from_data(const TensorData& data) {
       throw Error(fmt::format("constant tensor holds {} bytes, its shape {} needs {}",
                               data.bytes->size(), t.describe(), t.byte_size()));
     }
-    std::memcpy(t.raw(), data.bytes->data(), data.bytes->size());
+    // An empty tensor has no bytes to copy, and memcpy from a null pointer is undefined.
+    if (!data.bytes->empty()) std::memcpy(t.raw(), data.bytes->data(), data.bytes->size());
   }
   return t;
 }
