@@ -8,6 +8,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include <sys/resource.h>
+
 #include "cli/commands.h"
 #include "ir/text.h"
 #include "onnx/atomic_file.h"
@@ -64,8 +66,17 @@ std::map<std::string, Tensor> gather_inputs(const Graph& graph, const RunSetting
   return inputs;
 }
 
+// The process's resident-memory high-water mark so far; Linux reports it in KiB.
+std::size_t peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<std::size_t>(usage.ru_maxrss) * 1024;
+}
+
 int run_model(const RunSettings& settings) {
   if (settings.repeat < 1) throw Error("--repeat must be at least 1");
+  // Before the model is loaded: what the binary and its libraries cost, to compare runtimes fairly.
+  const std::size_t baseline_rss = peak_rss_bytes();
   LoadOptions load;
   load.shapes = parse_input_shapes(settings.shapes);
   load.optimize = !settings.no_optimize;
@@ -136,6 +147,8 @@ int run_model(const RunSettings& settings) {
                           {"median", median_of(latencies)},
                           {"runs", latencies}};
   report["peak_activation_bytes"] = peak_bytes();
+  report["peak_rss_bytes"] = peak_rss_bytes();
+  report["baseline_rss_bytes"] = baseline_rss;
   if (parallel) {
     report["plan"] = {{"strategy", model_plan.plan.strategy},
                       {"workers", model_plan.tasks.machine.size()},
@@ -204,10 +217,15 @@ int run_model(const RunSettings& settings) {
     return 0;
   }
   fmt::print("model      {}\n", settings.model);
-  fmt::print("latency    min {:.3f} ms, median {:.3f} ms over {} run(s), {} thread(s)\n",
+  const std::string threads_text =
+      parallel ? fmt::format("{} worker(s) x {} thread(s)", model_plan.tasks.machine.size(),
+                             model_plan.threads_per_worker)
+               : fmt::format("{} thread(s)", settings.threads);
+  fmt::print("latency    min {:.3f} ms, median {:.3f} ms over {} run(s), {}\n",
              report["latency_ms"]["min"].get<double>(),
-             report["latency_ms"]["median"].get<double>(), settings.repeat, settings.threads);
-  fmt::print("memory     peak activations {:.2f} MiB\n", peak_bytes() / 1048576.0);
+             report["latency_ms"]["median"].get<double>(), settings.repeat, threads_text);
+  fmt::print("memory     peak activations {:.2f} MiB, process peak RSS {:.1f} MiB\n",
+             peak_bytes() / 1048576.0, report["peak_rss_bytes"].get<std::size_t>() / 1048576.0);
   if (parallel) {
     fmt::print(
         "plan       {} on {} worker(s) x {} thread(s), {} sample(s): predicted {:.3f} ms, last run "

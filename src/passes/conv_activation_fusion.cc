@@ -1,4 +1,4 @@
-// Conv+Relu/Clip fusion: the activation becomes attributes of the Conv before it.
+// Conv+Relu/Clip/SiLU fusion: the activation becomes attributes of the Conv before it.
 #include "passes/conv_activation_fusion.h"
 
 #include <limits>
@@ -24,6 +24,50 @@ std::optional<float> clip_bound(const Graph& graph, const Node& clip, std::size_
   return data.as<float>()[0];
 }
 
+// The Conv producing `value` when it is a float Conv without a fused activation, else -1.
+NodeId plain_conv_producing(const Graph& graph, ValueId value) {
+  NodeId conv_id = graph.value(value).producer;
+  if (conv_id < 0) return -1;
+  const Node& conv = graph.node(conv_id);
+  if (conv.op_type != "Conv" || !conv.domain.empty() || conv.attribute("activation")) return -1;
+  DataType type = graph.value(value).dtype;
+  return type == DataType::kFloat || type == DataType::kUndefined ? conv_id : -1;
+}
+
+// Fuses `mul` when it is Mul(c, Sigmoid(c)) or Mul(Sigmoid(c), c) with c a plain Conv's output
+// read by nothing else; true when it did.
+bool fuse_swish(Graph& graph, NodeId mul, const std::vector<bool>& read_by_bodies) {
+  const Node& node = graph.node(mul);
+  if (node.op_type != "Mul" || !node.domain.empty() || node.inputs.size() != 2 ||
+      node.outputs.size() != 1) {
+    return false;
+  }
+  for (int sigmoid_slot : {0, 1}) {
+    ValueId gate = node.inputs[sigmoid_slot];
+    ValueId conv_output = node.inputs[1 - sigmoid_slot];
+    if (gate == kNoValue || conv_output == kNoValue || gate == conv_output) continue;
+    NodeId sigmoid = graph.value(gate).producer;
+    if (sigmoid < 0 || graph.node(sigmoid).op_type != "Sigmoid" ||
+        !graph.node(sigmoid).domain.empty() || graph.node(sigmoid).inputs.at(0) != conv_output) {
+      continue;
+    }
+    NodeId conv = plain_conv_producing(graph, conv_output);
+    if (conv < 0 || graph.consumers(conv_output).size() != 2 ||
+        graph.consumers(gate).size() != 1 || graph.value(gate).is_graph_output ||
+        read_by_bodies.at(gate) || graph.value(conv_output).is_graph_output ||
+        read_by_bodies.at(conv_output)) {
+      continue;
+    }
+    // Mul(c, c) with the Sigmoid gone reads only c, so the Mul can merge into the Conv.
+    graph.set_node_input(mul, sigmoid_slot, conv_output);
+    graph.remove_node(sigmoid);
+    graph.node(conv).set_attribute("activation", Attribute::of_string("Swish"));
+    merge_into_producer(graph, mul);
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 PassResult fuse_conv_activations(Graph& graph) {
@@ -32,6 +76,11 @@ PassResult fuse_conv_activations(Graph& graph) {
   constexpr float kLowest = std::numeric_limits<float>::lowest();
   constexpr float kHighest = std::numeric_limits<float>::max();
   for (NodeId id : graph.topological_order()) {
+    if (graph.node(id).removed) continue;
+    if (fuse_swish(graph, id, read_by_bodies)) {
+      result.add("Sigmoid+Mul pairs fused into Conv");
+      continue;
+    }
     const Node& activation = graph.node(id);
     bool relu = activation.op_type == "Relu";
     if ((!relu && activation.op_type != "Clip") || !activation.domain.empty()) continue;

@@ -1,4 +1,4 @@
-// Conv+Relu and Conv+Clip fusion into Conv attributes that the oneDNN conv applies as post-ops.
+// Conv+Relu, Conv+Clip and Conv+SiLU fusion into Conv attributes the oneDNN conv applies as post-ops.
 #pragma once
 
 #include "ir/graph.h"
@@ -8,16 +8,18 @@ namespace cleave {
 
 /// Removes each Relu or Clip (with constant bounds: attributes before opset 11, inputs from
 /// opset 11) that directly follows a Conv whose output has no other reader, and records it on
-/// the Conv as attributes, which the runtime's Conv kernel applies as a oneDNN post-op:
+/// the Conv as attributes, which the runtime's Conv kernel applies as a oneDNN post-op; and
+/// each SiLU written as Mul(c, Sigmoid(c)) (EfficientNet, MnasNet heads) where c is such a Conv
+/// output read only by the two:
 ///
-///     activation = "Relu" | "Clip"
+///     activation = "Relu" | "Clip" | "Swish"
 ///     activation_min, activation_max   (floats, Clip only; ±FLT_MAX when a bound is absent)
 ///
 /// The Conv keeps op type "Conv" and domain "", and writes the activation's output (its name
 /// is kept). These attributes are not ONNX: onnx::checker rejects unknown attributes on Conv
 /// ("Unrecognized attribute: activation for operator Conv"), so this pass is for graphs that
 /// cleave runs itself, never for ones it exports. Counts: "Relu nodes fused into Conv",
-/// "Clip nodes fused into Conv".
+/// "Clip nodes fused into Conv", "Sigmoid+Mul pairs fused into Conv".
 PassResult fuse_conv_activations(Graph& graph);
 
 }  // namespace cleave

@@ -37,6 +37,50 @@ TEST(ConvActivationFusion, FusesRelu) {
   EXPECT_EQ(result.summary(), "Conv+activation fusion: 1 Relu nodes fused into Conv");
 }
 
+TEST(ConvActivationFusion, FusesSigmoidTimesInputAsSwish) {
+  PassResult result;
+  EXPECT_EQ(fuse(R"(graph main [ai.onnx=17] (%x: f32[1,1,2,2]) {
+  @w: f32[1,1,1,1] = [2.0]
+  %c = Conv(%x, @w)
+  %s = Sigmoid(%c)
+  %y = Mul(%s, %c)
+  return %y
+})",
+                 &result),
+            R"(graph main [ai.onnx=17] (%x: f32[1,1,2,2]) {
+  @w: f32[1,1,1,1] = [2.0]
+  %y = "c" Conv[activation="Swish"](%x, @w)
+  return %y
+}
+)");
+  EXPECT_EQ(result.summary(), "Conv+activation fusion: 1 Sigmoid+Mul pairs fused into Conv");
+}
+
+TEST(ConvActivationFusion, KeepsSigmoidMulWhenTheConvOutputHasAnotherReader) {
+  const char* text = R"(graph main [ai.onnx=17] (%x: f32[1,1,2,2]) {
+  @w: f32[1,1,1,1] = [2.0]
+  %c = Conv(%x, @w)
+  %s = Sigmoid(%c)
+  %y = Mul(%c, %s)
+  %z = Add(%c, %y)
+  return %z
+}
+)";
+  EXPECT_EQ(fuse(text), text);
+}
+
+TEST(ConvActivationFusion, KeepsAGateThatIsNotTheSigmoidOfTheSameConv) {
+  const char* text = R"(graph main [ai.onnx=17] (%x: f32[1,1,2,2], %g: f32[1,1,2,2]) {
+  @w: f32[1,1,1,1] = [2.0]
+  %c = Conv(%x, @w)
+  %s = Sigmoid(%g)
+  %y = Mul(%c, %s)
+  return %y
+}
+)";
+  EXPECT_EQ(fuse(text), text);
+}
+
 TEST(ConvActivationFusion, FusesClipWithBoundsGivenAsInputs) {
   EXPECT_EQ(fuse(R"(graph main [ai.onnx=13] (%x: f32[1,1,2,2]) {
   @w: f32[1,1,1,1] = [2.0]

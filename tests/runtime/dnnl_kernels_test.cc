@@ -519,6 +519,22 @@ TEST(DnnlConv, FusedClipBoundsBothSides) {
   expect_near(node.run_one(), c.y_shape, expected);
 }
 
+TEST(DnnlConv, FusedSwishIsXTimesSigmoidX) {
+  ConvCase c{{1, 8, 6, 6}, {16, 8, 3, 3}, {1, 16, 6, 6}, 1, {{1, 1}, {1, 1}, {1, 1}}};
+  auto x = random_values(count_of(c.x_shape), 16);
+  auto w = random_values(count_of(c.w_shape), 17);
+  auto b = random_values(16, 18);
+  OneNode node("Conv");
+  node.input(c.x_shape, x)
+      .constant(c.w_shape, w)
+      .constant({16}, b)
+      .ints("pads", {1, 1, 1, 1})
+      .text("activation", "Swish");
+  auto expected = conv_reference(x, c.x_shape, w, c.w_shape, b, 1, c.window, c.y_shape);
+  for (float& v : expected) v = v / (1.0f + std::exp(-v));
+  expect_near(node.run_one(), c.y_shape, expected);
+}
+
 TEST(DnnlConv, SumInputIsAddedBeforeActivation) {
   ConvCase c{{1, 16, 5, 5}, {16, 16, 3, 3}, {1, 16, 5, 5}, 1, {{1, 1}, {1, 1}, {1, 1}}};
   auto x = random_values(count_of(c.x_shape), 12);

@@ -886,11 +886,11 @@ class DirectKernel {
  public:
   explicit DirectKernel(std::string_view text) : graph_(parse_graph(text)) {}
 
-  // A blocked copy (nChw16c) of a plain 4-D float tensor.
-  Tensor blocked(const Tensor& plain) {
+  // A blocked copy (nChw16c unless told) of a plain 4-D float tensor.
+  Tensor blocked(const Tensor& plain,
+                 dnnl::memory::format_tag tag = dnnl::memory::format_tag::nChw16c) {
     const dnnl::memory::dims dims(plain.shape().begin(), plain.shape().end());
-    const dnnl::memory::desc layout(dims, dnnl::memory::data_type::f32,
-                                    dnnl::memory::format_tag::nChw16c);
+    const dnnl::memory::desc layout(dims, dnnl::memory::data_type::f32, tag);
     auto storage = std::make_shared<Buffer>(layout.get_size());
     LayoutReorder(plain_desc(plain.shape()), layout, engine_)
         .run(plain.raw(), storage->data(), stream_);
@@ -914,8 +914,8 @@ class DirectKernel {
     return info->create(context);
   }
 
-  // Runs a prepared kernel and returns its output, converted to plain.
-  Tensor run(Kernel& kernel, const std::vector<const Tensor*>& inputs) {
+  // Runs a prepared kernel and returns its output in the layout the kernel chose.
+  Tensor run_in_layout(Kernel& kernel, const std::vector<const Tensor*>& inputs) {
     const OutputSpec spec = kernel.output_specs().at(0);
     auto storage = std::make_shared<Buffer>(spec.layout ? spec.layout->get_size()
                                                         : plain_byte_size(spec.dtype, spec.shape));
@@ -923,7 +923,12 @@ class DirectKernel {
     output.set_layout(spec.layout);
     kernel.run(inputs, {&output}, stream_);
     stream_.wait();
-    return to_plain(output, engine_, stream_);
+    return output;
+  }
+
+  // Runs a prepared kernel and returns its output, converted to plain.
+  Tensor run(Kernel& kernel, const std::vector<const Tensor*>& inputs) {
+    return to_plain(run_in_layout(kernel, inputs), engine_, stream_);
   }
 
  private:
@@ -1020,6 +1025,43 @@ TEST_P(BlockedBinaryTest, MatchesPlainReference) {
   // Twice: the second run must not depend on state the first left behind.
   expect_values(direct.run(*kernel, inputs), expected, 1e-6);
   expect_values(direct.run(*kernel, inputs), expected, 1e-6);
+}
+
+// Grouped convolutions leave 8-channel blocks, where oneDNN 2.6 falls back to reference code for
+// a per-channel operand; cleave's own loop must compute the same and keep the padding zero.
+TEST(BlockedLayouts, PerChannelOperandOnEightChannelBlocks) {
+  for (std::string op : {"Mul", "Add", "Div"}) {
+    SCOPED_TRACE(op);
+    DirectKernel direct("graph g (%a: f32[2,20,3,3], %b: f32[1,20,1,1]) {\n %y = " + op +
+                        "(%a, %b)\n return %y\n}");
+    const std::vector<double> big = ramp(2 * kChannels * 9, -5, 5);
+    const std::vector<double> small = ramp(kChannels, 0.5, 3);
+    Tensor big_blocked =
+        direct.blocked(floats({2, kChannels, 3, 3}, big), dnnl::memory::format_tag::nChw8c);
+    Tensor small_blocked =
+        direct.blocked(floats({1, kChannels, 1, 1}, small), dnnl::memory::format_tag::nChw8c);
+    auto kernel = direct.prepare({&big_blocked, &small_blocked}, {false, false}, true);
+    ASSERT_TRUE(kernel->output_specs()[0].layout.has_value());
+    EXPECT_TRUE(*kernel->output_specs()[0].layout == *big_blocked.layout());
+    std::vector<double> expected;
+    for (int64_t i = 0; i < 2 * kChannels * 9; ++i) {
+      const double a = static_cast<float>(big[i]);
+      const double b = static_cast<float>(small[(i / 9) % kChannels]);
+      expected.push_back(op == "Mul" ? a * b : op == "Add" ? a + b : a / b);
+    }
+    expect_values(direct.run(*kernel, {&big_blocked, &small_blocked}), expected, 1e-6);
+
+    // Channels 20..23 pad the last 8-block of each sample: they must come out zero.
+    Tensor output = direct.run_in_layout(*kernel, {&big_blocked, &small_blocked});
+    const auto* raw = static_cast<const float*>(output.raw());
+    for (int64_t sample = 0; sample < 2; ++sample) {
+      for (int64_t pixel = 0; pixel < 9; ++pixel) {
+        for (int64_t lane = 4; lane < 8; ++lane) {
+          EXPECT_EQ(raw[((sample * 3 + 2) * 9 + pixel) * 8 + lane], 0.0f);
+        }
+      }
+    }
+  }
 }
 
 const std::vector<int64_t> kFull = {1, kChannels, 5, 5};

@@ -90,6 +90,142 @@ class DnnlEltwiseKernel final : public Kernel {
   int64_t count_ = 0;
 };
 
+// x op v[c]: an operand broadcast along the channel axis only ([1, C, 1, ...], as in
+// squeeze-and-excitation scales and per-channel biases) against a tensor in plain or
+// channel-blocked layout. oneDNN 2.6 runs this case with its reference code when the blocks
+// are 8 wide (grouped convolutions pick them), ~100x slower than this loop.
+class ChannelBroadcastKernel final : public Kernel {
+ public:
+  ChannelBroadcastKernel(const KernelContext& context, dnnl::algorithm algorithm, std::size_t first,
+                         int64_t block)
+      : algorithm_(algorithm), first_(first), block_(block), threads_(context.threads) {
+    const Tensor& x = context.input(first);
+    spec_.dtype = DataType::kFloat;
+    spec_.shape = x.shape();
+    if (x.is_blocked()) spec_.layout = x.layout();
+    batch_ = x.dim(0);
+    channels_ = x.dim(1);
+    spatial_ = volume(std::span<const int64_t>(x.shape()).subspan(2));
+    channel_blocks_ = (channels_ + block_ - 1) / block_;
+    // Padding channels of a blocked tensor hold zeros and must stay zero: pad the operand
+    // with the value that keeps them so (1 for a divisor, 0 otherwise).
+    const float padding = algorithm == dnnl::algorithm::binary_div ? 1.0f : 0.0f;
+    values_.assign(static_cast<std::size_t>(channel_blocks_ * block_), padding);
+    const Tensor& operand = context.input(1 - first);
+    if (operand.is_blocked()) {
+      operand_reorder_ =
+          LayoutReorder(*operand.layout(), plain_desc(operand.shape()), context.engine);
+      operand_plain_ = Tensor::allocate(DataType::kFloat, operand.shape());
+    }
+  }
+
+  std::vector<OutputSpec> output_specs() const override { return {spec_}; }
+
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+           dnnl::stream& stream) override {
+    const Tensor* operand = inputs[1 - first_];
+    if (operand_reorder_.needed()) {
+      operand_reorder_.run(operand->raw(), operand_plain_.raw(), stream);
+      stream.wait();
+      operand = &operand_plain_;
+    }
+    std::copy_n(operand->data<float>(), channels_, values_.begin());
+    const float* x = inputs[first_]->data<float>();
+    float* out = outputs[0]->data<float>();
+    switch (algorithm_) {
+      case dnnl::algorithm::binary_add:
+        apply(x, out, [](float a, float b) { return a + b; });
+        break;
+      case dnnl::algorithm::binary_mul:
+        apply(x, out, [](float a, float b) { return a * b; });
+        break;
+      // oneDNN broadcasts only the second operand, so for Sub and Div (not commutative) the
+      // broadcast operand is always the second one.
+      case dnnl::algorithm::binary_sub:
+        apply(x, out, [](float a, float b) { return a - b; });
+        break;
+      default:
+        apply(x, out, [](float a, float b) { return a / b; });
+        break;
+    }
+  }
+
+ private:
+  // Memory order is [batch][channel block][spatial][block lane]; block 1 is plain NC...
+  template <typename Op>
+  void apply(const float* x, float* out, Op op) const {
+    const int64_t rows = batch_ * channel_blocks_;
+    const int64_t row_size = spatial_ * block_;
+    parallel_for(rows * row_size, threads_, [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin / row_size; row * row_size < end; ++row) {
+        const float* v = values_.data() + (row % channel_blocks_) * block_;
+        const int64_t from = std::max(begin, row * row_size);
+        const int64_t to = std::min(end, (row + 1) * row_size);
+        if (block_ == 1) {
+          const float scalar = v[0];
+          for (int64_t i = from; i < to; ++i) out[i] = op(x[i], scalar);
+        } else {
+          for (int64_t i = from; i < to; ++i) out[i] = op(x[i], v[i % block_]);
+        }
+      }
+    });
+  }
+
+  dnnl::algorithm algorithm_;
+  std::size_t first_;
+  int64_t block_;
+  int threads_;
+  OutputSpec spec_;
+  int64_t batch_ = 1, channels_ = 1, spatial_ = 1, channel_blocks_ = 1;
+  std::vector<float> values_;
+  LayoutReorder operand_reorder_;
+  Tensor operand_plain_;
+};
+
+// The channel block of `tensor`'s layout: 1 when plain, 4/8/16 for oneDNN's channel-blocked
+// layouts; nullopt for any other layout (channels-last, weights' double blocking).
+std::optional<int64_t> channel_block_of(const Tensor& tensor) {
+  if (!tensor.is_blocked()) return 1;
+  std::optional<Tag> tag = format_tag_of(*tensor.layout(), tensor.shape());
+  if (!tag) return std::nullopt;
+  switch (*tag) {
+    case Tag::nCw16c:
+    case Tag::nChw16c:
+    case Tag::nCdhw16c:
+      return 16;
+    case Tag::nCw8c:
+    case Tag::nChw8c:
+    case Tag::nCdhw8c:
+      return 8;
+    case Tag::nCw4c:
+    case Tag::nChw4c:
+    case Tag::nCdhw4c:
+      return 4;
+    case Tag::ncw:
+    case Tag::nchw:
+    case Tag::ncdhw:
+      return 1;
+    default:
+      return std::nullopt;
+  }
+}
+
+// The channel-broadcast kernel when `second` is [.., C, 1, ...] against `x` ([N, C, ...]).
+std::unique_ptr<Kernel> try_channel_broadcast(const KernelContext& context,
+                                              dnnl::algorithm algorithm, std::size_t first) {
+  const Tensor& x = context.input(first);
+  const Tensor& second = context.input(1 - first);
+  if (x.rank() < 3 || x.rank() > 5) return nullptr;
+  const std::vector<int64_t> operand = left_padded(second.shape(), x.rank());
+  for (std::size_t axis = 0; axis < operand.size(); ++axis) {
+    if (axis == 1 ? operand[axis] != x.dim(1) : operand[axis] != 1) return nullptr;
+  }
+  if (second.is_blocked() && second.rank() != x.rank()) return nullptr;
+  std::optional<int64_t> block = channel_block_of(x);
+  if (!block || (*block > 1 && !context.blocked_outputs_allowed)) return nullptr;
+  return std::make_unique<ChannelBroadcastKernel>(context, algorithm, first, *block);
+}
+
 class DnnlBinaryKernel final : public Kernel {
  public:
   DnnlBinaryKernel(const KernelContext& context, dnnl::algorithm algorithm, std::size_t first,
@@ -318,6 +454,10 @@ std::unique_ptr<Kernel> try_dnnl_binary(const KernelContext& context, dnnl::algo
   if (!first) return nullptr;
   const Tensor& second = context.input(1 - *first);
   if (second.is_blocked() && second.rank() != output.size()) return nullptr;
+  if (algorithm == dnnl::algorithm::binary_add || algorithm == dnnl::algorithm::binary_mul ||
+      algorithm == dnnl::algorithm::binary_sub || algorithm == dnnl::algorithm::binary_div) {
+    if (auto kernel = try_channel_broadcast(context, algorithm, *first)) return kernel;
+  }
   try {
     auto kernel = std::make_unique<DnnlBinaryKernel>(context, algorithm, *first, output);
     // oneDNN's reference code is slower than the plain loops, which need plain data.

@@ -1,0 +1,116 @@
+// Shared pieces of the ONNX Runtime comparison scripts: .npy I/O, the corpus, running cleave.
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+const npyTypes = {
+  "<f4": { array: Float32Array, ort: "float32" },
+  "<i4": { array: Int32Array, ort: "int32" },
+  "<i8": { array: BigInt64Array, ort: "int64" },
+  "|b1": { array: Uint8Array, ort: "bool" },
+};
+
+/** Reads a little-endian, C-order .npy file into {descr, shape, data}. */
+export function readNpy(file) {
+  const bytes = fs.readFileSync(file);
+  if (bytes.toString("latin1", 0, 6) !== "\x93NUMPY") throw new Error(`${file}: not a .npy file`);
+  const major = bytes[6];
+  const headerLength = major === 1 ? bytes.readUInt16LE(8) : bytes.readUInt32LE(8);
+  const headerStart = major === 1 ? 10 : 12;
+  const header = bytes.toString("latin1", headerStart, headerStart + headerLength);
+  const descr = /'descr':\s*'([^']+)'/.exec(header)?.[1];
+  const shapeText = /'shape':\s*\(([^)]*)\)/.exec(header)?.[1];
+  if (/'fortran_order':\s*True/.test(header)) throw new Error(`${file}: Fortran order`);
+  const type = npyTypes[descr];
+  if (!type || shapeText === undefined) throw new Error(`${file}: unsupported header ${header}`);
+  const shape = shapeText.split(",").map((s) => s.trim()).filter((s) => s.length).map(Number);
+  const count = shape.reduce((a, b) => a * b, 1);
+  const offset = headerStart + headerLength;
+  const copy = bytes.buffer.slice(bytes.byteOffset + offset, bytes.byteOffset + bytes.length);
+  const data = new type.array(copy, 0, count);
+  return { descr, shape, data, ortType: type.ort };
+}
+
+/** Writes a float32 array as a .npy file. */
+export function writeNpyFloat32(file, shape, data) {
+  let header = `{'descr': '<f4', 'fortran_order': False, 'shape': (${shape.join(", ")}${
+    shape.length === 1 ? "," : ""
+  }), }`;
+  const total = 10 + header.length + 1;
+  header += " ".repeat((64 - (total % 64)) % 64) + "\n";
+  const prefix = Buffer.alloc(10);
+  prefix.write("\x93NUMPY", 0, "latin1");
+  prefix[6] = 1;
+  prefix[7] = 0;
+  prefix.writeUInt16LE(header.length, 8);
+  const body = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  fs.writeFileSync(file, Buffer.concat([prefix, Buffer.from(header, "latin1"), body]));
+}
+
+/** The corpus exported by bench/models/export_corpus.py: [{name, onnx, input, inputName, ...}]. */
+export function loadCorpus(dir, only) {
+  const manifestFile = path.join(dir, "manifest.json");
+  if (!fs.existsSync(manifestFile)) {
+    throw new Error(
+      `${manifestFile} not found: export the corpus first (/usr/bin/python3 bench/models/export_corpus.py)`,
+    );
+  }
+  const manifest = JSON.parse(fs.readFileSync(manifestFile, "utf8"));
+  return Object.entries(manifest.models)
+    .filter(([name]) => !only || only.includes(name))
+    .map(([name, entry]) => ({
+      name,
+      onnx: path.join(dir, entry.file),
+      input: path.join(dir, entry.input_file),
+      inputName: entry.input_name,
+      outputName: entry.output_name,
+      torchOutput: path.join(dir, entry.torch_output_file),
+      nodes: entry.node_count,
+    }));
+}
+
+export const defaultCorpusDir = path.join(os.homedir(), ".cache/cleave/models");
+export const defaultCleave = path.join(repoRoot, "build/cleave");
+
+/** Runs `cleave run ... --json` and returns the parsed report. */
+export function runCleave(cleave, args) {
+  const text = execFileSync(cleave, ["run", ...args, "--json"], {
+    encoding: "utf8",
+    maxBuffer: 64 << 20,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  return JSON.parse(text);
+}
+
+/** Command-line flags as {name: value}; a flag without a value is true. */
+export function parseFlags(argv, defaults) {
+  const flags = { ...defaults };
+  for (let i = 0; i < argv.length; ++i) {
+    const arg = argv[i];
+    if (!arg.startsWith("--")) throw new Error(`unexpected argument '${arg}'`);
+    const key = arg.slice(2);
+    if (!(key in defaults)) throw new Error(`unknown flag --${key}; known: ${Object.keys(defaults).join(", ")}`);
+    const next = argv[i + 1];
+    if (typeof defaults[key] === "boolean") flags[key] = true;
+    else if (next === undefined) throw new Error(`--${key} needs a value`);
+    else {
+      flags[key] = typeof defaults[key] === "number" ? Number(next) : next;
+      ++i;
+    }
+  }
+  return flags;
+}
+
+export function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+export function geomean(values) {
+  return Math.exp(values.reduce((sum, v) => sum + Math.log(v), 0) / values.length);
+}

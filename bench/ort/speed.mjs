@@ -1,0 +1,148 @@
+// Batch-1 latency and memory of cleave beside ONNX Runtime on the corpus, measured interleaved.
+//
+// Usage: node bench/ort/speed.mjs [--cleave build/cleave] [--models DIR] [--only a,b]
+//          [--rounds 5] [--runs 10] [--warmup 3] [--markdown FILE] [--json FILE]
+// Each round times, for 1 and then 2 threads, ONNX Runtime (a child ort_run.mjs) and cleave (a
+// child `cleave run`); each loads the model, warms up and reports its own timed runs, so neither
+// runtime's idle threads share the machine with the other's. The order of the two runtimes
+// alternates between rounds so that drifts of a noisy machine hit both. Latency is
+// the median over every timed run of every round; ratios are cleave / ORT.
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+import {
+  defaultCleave,
+  defaultCorpusDir,
+  geomean,
+  loadCorpus,
+  median,
+  parseFlags,
+  runCleave,
+} from "./common.mjs";
+
+const flags = parseFlags(process.argv.slice(2), {
+  cleave: defaultCleave,
+  models: defaultCorpusDir,
+  only: "",
+  rounds: 5,
+  runs: 10,
+  warmup: 3,
+  markdown: "",
+  json: "",
+});
+const threadCounts = [1, 2];
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+function timeOrt(model, threads) {
+  const text = execFileSync(process.execPath, [
+    path.join(here, "ort_run.mjs"),
+    model.onnx,
+    model.input,
+    model.inputName,
+    String(threads),
+    String(flags.warmup),
+    String(flags.runs),
+  ]).toString();
+  return JSON.parse(text);
+}
+
+function timeCleave(model, threads) {
+  const report = runCleave(flags.cleave, [
+    model.onnx,
+    "--input",
+    `${model.inputName}=${model.input}`,
+    "--threads",
+    String(threads),
+    "--warmup",
+    String(flags.warmup),
+    "--repeat",
+    String(flags.runs),
+  ]);
+  return report;
+}
+
+const corpus = loadCorpus(flags.models, flags.only ? flags.only.split(",") : null);
+const results = [];
+for (const model of corpus) {
+  const times = { ort: { 1: [], 2: [] }, cleave: { 1: [], 2: [] } };
+  let cleaveMemory = null;
+  let ortMemory = null;
+  for (let round = 0; round < flags.rounds; ++round) {
+    for (const threads of threadCounts) {
+      const ortFirst = round % 2 === 0;
+      for (const runtime of ortFirst ? ["ort", "cleave"] : ["cleave", "ort"]) {
+        if (runtime === "ort") {
+          const report = timeOrt(model, threads);
+          times.ort[threads].push(...report.runs);
+          if (threads === 1) ortMemory = report;
+        } else {
+          const report = timeCleave(model, threads);
+          times.cleave[threads].push(...report.latency_ms.runs);
+          if (threads === 1) cleaveMemory = report;
+        }
+      }
+    }
+    process.stderr.write(`\r${model.name}: round ${round + 1}/${flags.rounds}   `);
+  }
+  const row = { name: model.name, nodes: model.nodes };
+  for (const threads of threadCounts) {
+    row[`cleave_${threads}`] = median(times.cleave[threads]);
+    row[`ort_${threads}`] = median(times.ort[threads]);
+    row[`ratio_${threads}`] = row[`cleave_${threads}`] / row[`ort_${threads}`];
+  }
+  row.cleave_activation_mib = cleaveMemory.peak_activation_bytes / 2 ** 20;
+  row.cleave_rss_mib = (cleaveMemory.peak_rss_bytes - cleaveMemory.baseline_rss_bytes) / 2 ** 20;
+  row.ort_rss_mib = (ortMemory.peak_rss_bytes - ortMemory.baseline_rss_bytes) / 2 ** 20;
+  results.push(row);
+  process.stderr.write("\n");
+  console.log(
+    `${model.name.padEnd(20)} 1 thread: cleave ${row.cleave_1.toFixed(2)} ms, ORT ${row.ort_1.toFixed(2)} ms, ` +
+      `ratio ${row.ratio_1.toFixed(3)} | 2 threads: cleave ${row.cleave_2.toFixed(2)} ms, ` +
+      `ORT ${row.ort_2.toFixed(2)} ms, ratio ${row.ratio_2.toFixed(3)}`,
+  );
+}
+
+const summary = {
+  geomean_ratio_1: geomean(results.map((r) => r.ratio_1)),
+  geomean_ratio_2: geomean(results.map((r) => r.ratio_2)),
+  max_ratio_1: Math.max(...results.map((r) => r.ratio_1)),
+};
+console.log(
+  `geometric mean of cleave/ORT: ${summary.geomean_ratio_1.toFixed(3)} at 1 thread, ` +
+    `${summary.geomean_ratio_2.toFixed(3)} at 2 threads; worst at 1 thread ${summary.max_ratio_1.toFixed(3)}`,
+);
+const command = `node bench/ort/speed.mjs ${process.argv.slice(2).join(" ")}`.trim();
+if (flags.json) fs.writeFileSync(flags.json, JSON.stringify({ command, results, summary }, null, 2) + "\n");
+if (flags.markdown) {
+  const ms = (v) => v.toFixed(2);
+  const ratio = (v) => (v > 1.15 ? `**${v.toFixed(3)}**` : v.toFixed(3));
+  const lines = [
+    "# cleave vs ONNX Runtime: batch-1 latency and memory on the corpus",
+    "",
+    `Made by: \`${command}\` on ${new Date().toISOString().slice(0, 10)}, onnxruntime-node 1.30.0, ` +
+      `${os.cpus()[0].model}, ${os.cpus().length} cores, nothing else running.`,
+    "",
+    `Each of ${flags.rounds} rounds runs, for 1 then 2 threads, ${flags.warmup} warm-up and ` +
+      `${flags.runs} timed runs of ONNX Runtime (executionMode sequential, graphOptimizationLevel ` +
+      "all, intraOpNumThreads 1 or 2) and of `cleave run --threads T`, alternating which goes first. " +
+      "Latency is the median of all timed runs, in ms; ratio is cleave / ORT (below 1: cleave is " +
+      "faster; bold: above 1.15). Memory: cleave's peak activation arena, and for both runtimes the " +
+      "growth of the process's peak resident memory from just before the model is loaded to after " +
+      "a run at 1 thread (weights, activations, workspaces, kernel caches).",
+    "",
+    "| model | nodes | cleave 1T | ORT 1T | ratio 1T | cleave 2T | ORT 2T | ratio 2T | cleave arena MiB | cleave RSS MiB | ORT RSS MiB |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ...results.map(
+      (r) =>
+        `| ${r.name} | ${r.nodes} | ${ms(r.cleave_1)} | ${ms(r.ort_1)} | ${ratio(r.ratio_1)} | ` +
+        `${ms(r.cleave_2)} | ${ms(r.ort_2)} | ${ratio(r.ratio_2)} | ${r.cleave_activation_mib.toFixed(1)} | ` +
+        `${r.cleave_rss_mib.toFixed(1)} | ${r.ort_rss_mib.toFixed(1)} |`,
+    ),
+    `| **geometric mean** | | | | ${summary.geomean_ratio_1.toFixed(3)} | | | ${summary.geomean_ratio_2.toFixed(3)} | | | |`,
+    "",
+  ];
+  fs.writeFileSync(flags.markdown, lines.join("\n"));
+}

@@ -1,0 +1,154 @@
+// Task-parallel benchmark (the Ramiel paper's Tables I, II and IV) on the corpus and on generated
+// randomly wired and Inception models, beside ONNX Runtime's best 2-thread latency.
+//
+// Usage: node bench/parallel/run.mjs [--cleave build/cleave] [--models DIR] [--only a,b]
+//          [--repeat 20] [--workers 2] [--markdown docs/results/parallel.md] [--json FILE]
+// Needs onnxruntime-node in bench/ort (see bench/ort/README.md). For each model, `cleave bench`
+// times sequential (1 thread, and all threads intra-op) and planned parallel runs interleaved;
+// ONNX Runtime (intraOpNumThreads = workers) runs just before and just after it, and the median
+// of both is its latency. Planning time of a 1,500-node graph is measured on a generated RWNN.
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+import {
+  defaultCleave,
+  defaultCorpusDir,
+  geomean,
+  loadCorpus,
+  median,
+  parseFlags,
+} from "../ort/common.mjs";
+
+const flags = parseFlags(process.argv.slice(2), {
+  cleave: defaultCleave,
+  models: defaultCorpusDir,
+  only: "",
+  repeat: 20,
+  workers: 2,
+  markdown: "",
+  json: "",
+});
+const here = path.dirname(fileURLToPath(import.meta.url));
+const ortRun = path.join(here, "../ort/ort_run.mjs");
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "cleave-parallel-"));
+
+function cleave(args) {
+  return execFileSync(flags.cleave, args, { encoding: "utf8", maxBuffer: 64 << 20 });
+}
+
+// Generated models: randomly wired networks (DiviML's ER(0.2) and a Watts-Strogatz one) and
+// stacks of Inception blocks, sized so that one conv takes ~0.1-1 ms here.
+const generated = [
+  { name: "rwnn_er_4x10", args: ["rwnn", "--modules", "4", "--nodes", "10", "--channels", "32", "--size", "56x56", "--seed", "1"] },
+  { name: "rwnn_er_2x20", args: ["rwnn", "--modules", "2", "--nodes", "20", "--channels", "32", "--size", "56x56", "--seed", "2"] },
+  { name: "rwnn_ws_3x16", args: ["rwnn", "--graph", "ws", "--modules", "3", "--nodes", "16", "--channels", "32", "--size", "56x56", "--seed", "3"] },
+  { name: "inception_x4", args: ["inception", "--blocks", "4", "--channels", "128", "--size", "56x56"] },
+  { name: "inception_x8", args: ["inception", "--blocks", "8", "--channels", "96", "--size", "28x28", "--double-3x3"] },
+];
+
+const models = [];
+const only = flags.only ? flags.only.split(",") : null;
+try {
+  for (const model of loadCorpus(flags.models, only)) models.push({ ...model, kind: "corpus" });
+} catch (error) {
+  process.stderr.write(`corpus skipped: ${error.message}\n`);
+}
+for (const spec of generated) {
+  if (only && !only.includes(spec.name)) continue;
+  const file = path.join(scratch, `${spec.name}.onnx`);
+  cleave(["gen", ...spec.args, "-o", file]);
+  const summary = JSON.parse(cleave(["inspect", file, "--json"]));
+  const input = summary.inputs[0];
+  const shape = /\[(.*)\]/.exec(input.type)[1];
+  models.push({ name: spec.name, onnx: file, input: `random:${shape}`, inputName: input.name, kind: "generated" });
+}
+
+function timeOrt(model) {
+  const report = JSON.parse(
+    execFileSync(process.execPath, [ortRun, model.onnx, model.input, model.inputName, String(flags.workers), "3", "10"]).toString(),
+  );
+  return report.runs;
+}
+
+const rows = [];
+for (const model of models) {
+  process.stderr.write(`${model.name} ...\n`);
+  const ortTimes = timeOrt(model);
+  const args = ["bench", model.onnx, "--workers", String(flags.workers), "--repeat", String(flags.repeat), "--json"];
+  const bench = JSON.parse(cleave(args));
+  ortTimes.push(...timeOrt(model));
+  const ort = median(ortTimes);
+  const best = Math.min(bench.parallel_ms, bench.sequential_intra_op_ms);
+  rows.push({ name: model.name, kind: model.kind, ...bench, ort_ms: ort, best_ms: best });
+  console.log(
+    `${model.name.padEnd(20)} ${bench.strategy.padEnd(10)} 1T ${bench.sequential_1_thread_ms.toFixed(2)} ms, ` +
+      `intra-op ${bench.sequential_intra_op_ms.toFixed(2)} ms, planned ${bench.parallel_ms.toFixed(2)} ms ` +
+      `(predicted ${bench.predicted_ms.toFixed(2)}), ORT ${ort.toFixed(2)} ms, planned/ORT ${(bench.parallel_ms / ort).toFixed(3)}`,
+  );
+}
+
+// Planning time on a big graph: 12 modules of 30 nodes (~1,500 ONNX nodes), tiny tensors so profiling stays cheap.
+const bigFile = path.join(scratch, "rwnn_1500.onnx");
+cleave(["gen", "rwnn", "--modules", "12", "--nodes", "30", "--channels", "4", "--size", "4x4", "-o", bigFile]);
+const planTimes = [];
+let bigNodes = 0;
+for (let i = 0; i < 5; ++i) {
+  const plan = JSON.parse(cleave(["plan", bigFile, "--strategy", "lc", "--costs", "static", "--workers", String(flags.workers), "--json"]));
+  planTimes.push(plan.planning_ms);
+  bigNodes = plan.nodes;
+}
+const planning = { nodes: bigNodes, median_ms: median(planTimes), runs_ms: planTimes };
+console.log(`planning a ${bigNodes}-node graph (lc, static costs): median ${planning.median_ms.toFixed(2)} ms`);
+fs.rmSync(scratch, { recursive: true, force: true });
+
+const command = `node bench/parallel/run.mjs ${process.argv.slice(2).join(" ")}`.trim();
+if (flags.json) fs.writeFileSync(flags.json, JSON.stringify({ command, rows, planning }, null, 2) + "\n");
+if (flags.markdown) {
+  const ms = (v) => v.toFixed(2);
+  const percent = (v) => `${(v * 100).toFixed(1)}%`;
+  const lines = [
+    "# Task-parallel plans on this machine: the Ramiel paper's Tables I, II and IV",
+    "",
+    `Made by: \`${command}\` on ${new Date().toISOString().slice(0, 10)}, ${os.cpus()[0].model}, ` +
+      `${os.cpus().length} cores, ${flags.workers} workers, onnxruntime-node 1.30.0.`,
+    "",
+    "Per model, `cleave bench` plans with `--strategy auto` (it simulates sequential-with-intra-op, " +
+      "linear clustering and cloning on profiled costs and keeps the fastest) and times, interleaved, " +
+      `the sequential executor with 1 thread and with ${flags.workers} intra-op threads and the planned ` +
+      `parallel run (median of ${flags.repeat} rounds). ORT is onnxruntime-node with intraOpNumThreads ` +
+      `${flags.workers} (its best setting here; its parallel executionMode is no faster), timed just before ` +
+      "and after cleave. Weighted cost, critical path and parallelism use the paper's static weights.",
+    "",
+    "## Table I/II: graph and clusters",
+    "",
+    "| model | nodes | weighted cost | critical path | parallelism | LC clusters | after merging |",
+    "|---|---:|---:|---:|---:|---:|---:|",
+    ...rows.map(
+      (r) =>
+        `| ${r.name} | ${r.nodes} | ${r.weighted_cost} | ${r.critical_path} | ${r.parallelism.toFixed(2)} | ` +
+        `${r.clusters_before_merge ?? "—"} | ${r.clusters_after_merge ?? "—"} |`,
+    ),
+    "",
+    "## Table IV: latency (ms) and speedup",
+    "",
+    `| model | plan | sequential 1T | intra-op ${flags.workers}T | planned | speedup vs 1T | predicted | prediction error | plan time | ORT ${flags.workers}T | planned / ORT | bitwise equal |`,
+    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ...rows.map(
+      (r) =>
+        `| ${r.name} | ${r.strategy} | ${ms(r.sequential_1_thread_ms)} | ${ms(r.sequential_intra_op_ms)} | ` +
+        `${ms(r.parallel_ms)} | ${r.speedup_vs_1_thread.toFixed(2)}x | ${ms(r.predicted_ms)} | ` +
+        `${percent(r.prediction_error)} | ${r.plan_ms.toFixed(2)} ms | ${ms(r.ort_ms)} | ` +
+        `${(r.parallel_ms / r.ort_ms).toFixed(3)} | ${r.bitwise_equal ? "yes" : "**no**"} |`,
+    ),
+    "",
+    `Geometric mean of planned / ORT: ${geomean(rows.map((r) => r.parallel_ms / r.ort_ms)).toFixed(3)}.`,
+    "",
+    `Planning a ${planning.nodes}-node randomly wired graph with \`--strategy lc --costs static\`: ` +
+      `median ${planning.median_ms.toFixed(2)} ms over ${planTimes.length} runs.`,
+    "",
+  ];
+  fs.writeFileSync(flags.markdown, lines.join("\n"));
+}
