@@ -2,11 +2,13 @@
 // randomly wired and Inception models, beside ONNX Runtime's best 2-thread latency.
 //
 // Usage: node bench/parallel/run.mjs [--cleave build/cleave] [--models DIR] [--only a,b]
-//          [--repeat 20] [--workers 2] [--markdown docs/results/parallel.md] [--json FILE]
-// Needs onnxruntime-node in bench/ort (see bench/ort/README.md). For each model, `cleave bench`
-// times sequential (1 thread, and all threads intra-op) and planned parallel runs interleaved;
-// ONNX Runtime (intraOpNumThreads = workers) runs just before and just after it, and the median
-// of both is its latency. Planning time of a 1,500-node graph is measured on a generated RWNN.
+//          [--rounds 3] [--workers 2] [--markdown docs/results/parallel.md] [--json FILE]
+// Needs onnxruntime-node in bench/ort (see bench/ort/README.md). For each model, rounds of four
+// child processes, in alternating order: ONNX Runtime (intraOpNumThreads = workers), and
+// `cleave run` sequential with 1 thread, with all threads intra-op, and with `--plan auto`.
+// Each reports 10 timed runs after 3 warm-ups; latencies are medians over all rounds. Graph
+// statistics, clusters and the bitwise check come from `cleave bench`. Planning time of a
+// 1,500-node graph is measured on a generated RWNN.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -26,7 +28,7 @@ const flags = parseFlags(process.argv.slice(2), {
   cleave: defaultCleave,
   models: defaultCorpusDir,
   only: "",
-  repeat: 20,
+  rounds: 3,
   workers: 2,
   markdown: "",
   json: "",
@@ -73,20 +75,66 @@ function timeOrt(model) {
   return report.runs;
 }
 
+// One `cleave run` child per timed variant: executors of different thread counts in one process
+// leave OpenMP pools spinning that slow each other down (`cleave bench` interleaves in-process).
+function timeCleave(model, variantArgs) {
+  const input = model.input.startsWith("random:") ? [] : ["--input", `${model.inputName}=${model.input}`];
+  const text = cleave(["run", model.onnx, ...input, ...variantArgs, "--warmup", "3", "--repeat", "10", "--json"]);
+  return JSON.parse(text);
+}
+
+const variants = {
+  sequential_1: ["--threads", "1"],
+  intra_op: ["--threads", String(flags.workers)],
+  planned: ["--plan", "auto", "--workers", String(flags.workers)],
+};
+
 const rows = [];
 for (const model of models) {
   process.stderr.write(`${model.name} ...\n`);
-  const ortTimes = timeOrt(model);
-  const args = ["bench", model.onnx, "--workers", String(flags.workers), "--repeat", String(flags.repeat), "--json"];
-  const bench = JSON.parse(cleave(args));
-  ortTimes.push(...timeOrt(model));
-  const ort = median(ortTimes);
-  const best = Math.min(bench.parallel_ms, bench.sequential_intra_op_ms);
-  rows.push({ name: model.name, kind: model.kind, ...bench, ort_ms: ort, best_ms: best });
+  // Graph statistics, clusters, plan time and the bitwise check; its own timings are not used.
+  const bench = JSON.parse(
+    cleave(["bench", model.onnx, "--workers", String(flags.workers), "--repeat", "1", "--warmup", "1", "--json"]),
+  );
+  const times = { ort: [], sequential_1: [], intra_op: [], planned: [] };
+  let planned = null;
+  for (let round = 0; round < flags.rounds; ++round) {
+    const order = round % 2 === 0 ? ["ort", "sequential_1", "intra_op", "planned"] : ["planned", "intra_op", "sequential_1", "ort"];
+    for (const variant of order) {
+      if (variant === "ort") {
+        times.ort.push(...timeOrt(model));
+      } else {
+        const report = timeCleave(model, variants[variant]);
+        times[variant].push(...report.latency_ms.runs);
+        if (variant === "planned") planned = report;
+      }
+    }
+  }
+  const row = {
+    name: model.name,
+    kind: model.kind,
+    nodes: bench.nodes,
+    weighted_cost: bench.weighted_cost,
+    critical_path: bench.critical_path,
+    parallelism: bench.parallelism,
+    clusters_before_merge: bench.clusters_before_merge,
+    clusters_after_merge: bench.clusters_after_merge,
+    bitwise_equal: bench.bitwise_equal,
+    lc_plan_ms: bench.plan_ms,
+    strategy: planned.plan.strategy,
+    predicted_ms: planned.plan.predicted_ms,
+    sequential_1_thread_ms: median(times.sequential_1),
+    sequential_intra_op_ms: median(times.intra_op),
+    parallel_ms: median(times.planned),
+    ort_ms: median(times.ort),
+  };
+  row.speedup_vs_1_thread = row.sequential_1_thread_ms / row.parallel_ms;
+  row.prediction_error = row.predicted_ms / row.parallel_ms - 1;
+  rows.push(row);
   console.log(
-    `${model.name.padEnd(20)} ${bench.strategy.padEnd(10)} 1T ${bench.sequential_1_thread_ms.toFixed(2)} ms, ` +
-      `intra-op ${bench.sequential_intra_op_ms.toFixed(2)} ms, planned ${bench.parallel_ms.toFixed(2)} ms ` +
-      `(predicted ${bench.predicted_ms.toFixed(2)}), ORT ${ort.toFixed(2)} ms, planned/ORT ${(bench.parallel_ms / ort).toFixed(3)}`,
+    `${model.name.padEnd(20)} ${row.strategy.padEnd(10)} 1T ${row.sequential_1_thread_ms.toFixed(2)} ms, ` +
+      `intra-op ${row.sequential_intra_op_ms.toFixed(2)} ms, planned ${row.parallel_ms.toFixed(2)} ms ` +
+      `(predicted ${row.predicted_ms.toFixed(2)}), ORT ${row.ort_ms.toFixed(2)} ms, planned/ORT ${(row.parallel_ms / row.ort_ms).toFixed(3)}`,
   );
 }
 
@@ -115,12 +163,14 @@ if (flags.markdown) {
     `Made by: \`${command}\` on ${new Date().toISOString().slice(0, 10)}, ${os.cpus()[0].model}, ` +
       `${os.cpus().length} cores, ${flags.workers} workers, onnxruntime-node 1.30.0.`,
     "",
-    "Per model, `cleave bench` plans with `--strategy auto` (it simulates sequential-with-intra-op, " +
-      "linear clustering and cloning on profiled costs and keeps the fastest) and times, interleaved, " +
-      `the sequential executor with 1 thread and with ${flags.workers} intra-op threads and the planned ` +
-      `parallel run (median of ${flags.repeat} rounds). ORT is onnxruntime-node with intraOpNumThreads ` +
-      `${flags.workers} (its best setting here; its parallel executionMode is no faster), timed just before ` +
-      "and after cleave. Weighted cost, critical path and parallelism use the paper's static weights.",
+    `Per model, ${flags.rounds} rounds, each timing four child processes in alternating order (10 ` +
+      "timed runs after 3 warm-ups each): `cleave run` with 1 thread, with " +
+      `${flags.workers} intra-op threads, and with \`--plan auto --workers ${flags.workers}\` (auto simulates ` +
+      "sequential-with-intra-op, linear clustering and cloning on profiled costs and keeps the " +
+      `fastest), and onnxruntime-node with intraOpNumThreads ${flags.workers} (its best setting here; its ` +
+      "parallel executionMode is no faster). Latencies are medians over all rounds. Weighted cost, " +
+      "critical path, parallelism (the paper's static weights), LC clusters, LC plan time and the " +
+      "bitwise check of the parallel outputs against the sequential ones come from `cleave bench`.",
     "",
     "## Table I/II: graph and clusters",
     "",
@@ -134,13 +184,13 @@ if (flags.markdown) {
     "",
     "## Table IV: latency (ms) and speedup",
     "",
-    `| model | plan | sequential 1T | intra-op ${flags.workers}T | planned | speedup vs 1T | predicted | prediction error | plan time | ORT ${flags.workers}T | planned / ORT | bitwise equal |`,
+    `| model | auto's plan | sequential 1T | intra-op ${flags.workers}T | planned | speedup vs 1T | predicted | prediction error | LC plan time | ORT ${flags.workers}T | planned / ORT | bitwise equal |`,
     "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ...rows.map(
       (r) =>
         `| ${r.name} | ${r.strategy} | ${ms(r.sequential_1_thread_ms)} | ${ms(r.sequential_intra_op_ms)} | ` +
         `${ms(r.parallel_ms)} | ${r.speedup_vs_1_thread.toFixed(2)}x | ${ms(r.predicted_ms)} | ` +
-        `${percent(r.prediction_error)} | ${r.plan_ms.toFixed(2)} ms | ${ms(r.ort_ms)} | ` +
+        `${percent(r.prediction_error)} | ${r.lc_plan_ms.toFixed(2)} ms | ${ms(r.ort_ms)} | ` +
         `${(r.parallel_ms / r.ort_ms).toFixed(3)} | ${r.bitwise_equal ? "yes" : "**no**"} |`,
     ),
     "",

@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/model_task_graph.h"
 #include "cost/cost_table.h"
 #include "onnx/atomic_file.h"
-#include "pipeline/load.h"
 #include "pipeline/model_plan.h"
 #include "plan/simulator.h"
 #include "viz/gantt.h"
@@ -16,28 +16,9 @@ namespace cleave::cli {
 
 namespace {
 
-struct ModelSettings {
-  std::string model;
-  std::vector<std::string> shapes;
-  bool no_optimize = false;
-  bool verbose = false;
-};
-
 void add_model_options(CLI::App* command, ModelSettings& settings) {
   command->add_option("model", settings.model, "ONNX model file")->required();
-  command->add_option("--shape", settings.shapes,
-                      "name=d0,d1,... fixes an input's symbolic dims (repeatable)");
-  command->add_flag("--no-optimize", settings.no_optimize, "Skip the graph passes");
-  command->add_flag("-v,--verbose", settings.verbose, "Log each step");
-}
-
-Graph load(const ModelSettings& settings) {
-  LoadOptions options;
-  options.shapes = parse_input_shapes(settings.shapes);
-  options.optimize = !settings.no_optimize;
-  if (settings.verbose)
-    options.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
-  return load_model(settings.model, options);
+  add_model_load_options(command, settings);
 }
 
 struct PlanSettings {
@@ -53,17 +34,8 @@ struct PlanSettings {
   bool json = false;
 };
 
-CostTable costs_for(const Graph& graph, const std::string& source, int max_threads, bool verbose) {
-  if (source == "static") return static_costs(graph);
-  if (source == "analytical") return analytical_costs(graph, measure_peak_rates(max_threads));
-  ProfileOptions options;
-  options.max_threads = max_threads;
-  if (verbose) options.progress = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
-  return profile_costs(graph, options);
-}
-
 int run_plan(const PlanSettings& settings) {
-  Graph graph = load(settings.model);
+  Graph graph = load_model_for(settings.model);
   CostTable costs = costs_for(graph, settings.costs, settings.workers * settings.threads_per_worker,
                               settings.model.verbose);
   ModelPlanOptions options;
@@ -82,6 +54,8 @@ int run_plan(const PlanSettings& settings) {
   if (settings.json) {
     nlohmann::json report = model_plan_to_json(plan, graph);
     report.erase("task_graph");
+    report["planning_ms"] = plan.planning_seconds * 1e3;
+    report["nodes"] = graph.node_count();
     fmt::print("{}\n", report.dump(2));
     return 0;
   }
@@ -121,7 +95,7 @@ struct ProfileSettings {
 };
 
 int run_profile(const ProfileSettings& settings) {
-  Graph graph = load(settings.model);
+  Graph graph = load_model_for(settings.model);
   ProfileOptions options;
   options.max_threads = settings.max_threads;
   options.repeat = settings.repeat;
@@ -163,11 +137,7 @@ void register_plan(CLI::App& app, CommandAction& action) {
           "auto, sequential, lc, clone, hypercluster, switched-hypercluster, or a scheduler "
           "(heft, met, greedy, annealing, evolution, milp, milp-split)")
       ->default_val("auto");
-  command
-      ->add_option("--costs", settings->costs,
-                   "profile (measured here), static (Ramiel weights) or analytical")
-      ->check(CLI::IsMember({"profile", "static", "analytical"}))
-      ->default_val("profile");
+  add_costs_option(command, settings->costs);
   command->add_option("--workers", settings->workers, "Parallel workers")
       ->default_val(2)
       ->check(CLI::Range(1, 1024));

@@ -1,4 +1,5 @@
-// `cleave schedule`: plan a task graph with one of the planners and report the predicted timeline.
+// `cleave schedule`: plan a task graph (or a model on a machine) with one of the planners and
+// report the predicted timeline.
 #include <fmt/core.h>
 
 #include <cmath>
@@ -7,6 +8,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/model_task_graph.h"
 #include "ir/graph.h"
 #include "plan/plan.h"
 #include "plan/schedulers.h"
@@ -21,7 +23,10 @@ namespace {
 constexpr const char* kLowerBoundAlgo = "lower-bound";
 
 struct ScheduleCommandOptions {
-  std::string task_graph;
+  std::string task_graph;  // the input file: a task graph, or a model when `machine` is set
+  std::string machine;
+  std::string costs = "profile";
+  ModelSettings model;
   std::string algo = "heft";
   std::string objective = "latency";
   int64_t batch = 1;
@@ -89,8 +94,22 @@ int run_lower_bound_only(const ScheduleCommandOptions& command, const TaskGraph&
   return 0;
 }
 
+TaskGraph read_input(const ScheduleCommandOptions& command) {
+  if (!command.machine.empty()) {
+    ModelSettings model = command.model;
+    model.model = command.task_graph;
+    return model_task_graph(model, command.machine, command.costs);
+  }
+  if (command.task_graph.size() >= 5 &&
+      command.task_graph.compare(command.task_graph.size() - 5, 5, ".onnx") == 0) {
+    throw Error(fmt::format("{}: a model needs --machine m.json (or give a task-graph JSON file)",
+                            command.task_graph));
+  }
+  return read_task_graph(command.task_graph);
+}
+
 int run_schedule(const ScheduleCommandOptions& command) {
-  const TaskGraph per_sample = read_task_graph(command.task_graph);
+  const TaskGraph per_sample = read_input(command);
   if (command.batch < 1) {
     throw Error(fmt::format("schedule: --batch must be at least 1, got {}", command.batch));
   }
@@ -222,8 +241,17 @@ int run_schedule(const ScheduleCommandOptions& command) {
 void register_schedule(CLI::App& app, CommandAction& action) {
   auto options = std::make_shared<ScheduleCommandOptions>();
   CLI::App* command = app.add_subcommand(
-      "schedule", "Map a task graph (JSON, see docs/formats.md) onto its devices with a planner");
-  command->add_option("tasks", options->task_graph, "Task graph JSON file")->required();
+      "schedule",
+      "Map a task graph (JSON, see docs/formats.md), or a model on the devices of a machine "
+      "file, onto its devices with a planner");
+  command
+      ->add_option("input", options->task_graph,
+                   "Task graph JSON file, or an ONNX model when --machine is given")
+      ->required();
+  command->add_option("--machine", options->machine,
+                      "Machine file (JSON): the input is a model, costed on these devices");
+  add_costs_option(command, options->costs);
+  add_model_load_options(command, options->model);
   command->add_option("--algo", options->algo, "Planner: " + known_algorithms())
       ->capture_default_str();
   command->add_option("--objective", options->objective, "latency or throughput")

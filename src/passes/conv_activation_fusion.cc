@@ -52,10 +52,9 @@ bool fuse_swish(Graph& graph, NodeId mul, const std::vector<bool>& read_by_bodie
       continue;
     }
     NodeId conv = plain_conv_producing(graph, conv_output);
-    if (conv < 0 || graph.consumers(conv_output).size() != 2 ||
-        graph.consumers(gate).size() != 1 || graph.value(gate).is_graph_output ||
-        read_by_bodies.at(gate) || graph.value(conv_output).is_graph_output ||
-        read_by_bodies.at(conv_output)) {
+    if (conv < 0 || graph.consumers(conv_output).size() != 2 || graph.consumers(gate).size() != 1 ||
+        graph.value(gate).is_graph_output || read_by_bodies.at(gate) ||
+        graph.value(conv_output).is_graph_output || read_by_bodies.at(conv_output)) {
       continue;
     }
     // Mul(c, c) with the Sigmoid gone reads only c, so the Mul can merge into the Conv.

@@ -1,4 +1,5 @@
-// Conv+Relu, Conv+Clip and Conv+SiLU fusion into Conv attributes the oneDNN conv applies as post-ops.
+// Conv+Relu, Conv+Clip and Conv+SiLU fusion into Conv attributes the oneDNN conv applies as
+// post-ops.
 #pragma once
 
 #include "ir/graph.h"

@@ -1,14 +1,23 @@
 // The DiviML MILP (conditions 1-7) built as a CBC model, warm-started, solved and polished.
 //
+// Variables (times in scaled units, see the end): x[i][d] binary per task i and device d it may
+// run on; s_i, one start time per task (only one x[i][.] is 1, so one start serves every
+// device), bounded below by the task's head; C, the makespan, bounded below by the heads-and-
+// tails bound; o_ab binary per task pair the DAG leaves unordered and that can share a device;
+// with a binding memory limit, y[g][d] in [0, 1] per weight group and device; with
+// supported_shares, b[g][d][l] binary per sliced node, device and supported batch size.
+// Writing dur_i = sum_d t_id x[i][d] (the duration on the chosen device):
+//
 // What the formulation is, against the paper's (section IV-A):
-// - Condition 1: one binary x[i][d] per task and device it may run on, summing to one. One
-//   start time per task serves every device (only one x is 1).
-// - Condition 2: C >= start + duration + tail for every task, where tail is the fastest chain
-//   of work after it (valid, and it tightens the relaxation); also each device's total busy
-//   time <= C.
-// - Condition 3: for every edge (i, j) and device pair (u, v), u != v, with a finite transfer
-//   time c: s_j >= s_i + duration_i + c * (x[i][u] + x[j][v] - 1), the paper's linearisation;
-//   pairs without a link get x[i][u] + x[j][v] <= 1 instead.
+// - Condition 1: sum_d x[i][d] = 1 for every task. Devices where the task cannot run (infinite
+//   time, a MilpRestrictions::allowed of false, weights larger than the device's free memory,
+//   or head + time + tail beyond the horizon, which no optimum can use) get no variable.
+// - Condition 2: C >= s_i + dur_i + tail_i for every task, where tail_i is the fastest chain of
+//   work after it (valid, and it tightens the relaxation); also each device's total busy time
+//   sum_i t_id x[i][d] <= C.
+// - Condition 3: for every edge (i, j): s_j >= s_i + dur_i, and for every device pair (u, v),
+//   u != v, with a finite positive transfer time c: s_j >= s_i + dur_i + c * (x[i][u] + x[j][v]
+//   - 1), the paper's linearisation; pairs without a link get x[i][u] + x[j][v] <= 1 instead.
 // - Conditions 4 and 5 (batching): cleave represents a batch as slice tasks
 //   (batch_task_graph: one task per node and slice, times linear in the slice size), so the
 //   paper's items are slices and condition 4 is condition 1 on them. Because slice times are
@@ -18,19 +27,35 @@
 //   must be a supported batch size) is available as MilpOptions::supported_shares, linearised
 //   exactly without big-M: share = sum of size * x = sum of l * b[l] over supported sizes l,
 //   sum of b[l] <= 1.
-// - Condition 6: weight bytes per device within memory, with slices of one node (one
-//   weight_group) counted once through a residency variable y >= x (this is the memory model
-//   validate_plan checks; activations are not counted there either).
+// - Condition 6: weight bytes per device within memory (in MB, rows only for devices whose
+//   possible demand exceeds their memory), with slices of one node (one weight_group) counted
+//   once through a residency variable y >= x (this is the memory model validate_plan checks;
+//   activations are not counted there either).
 // - Condition 7: no overlap on a device, big-M, but only for task pairs that the transitive
-//   closure leaves unordered (the paper's reduction): ordered pairs are kept apart by condition
-//   3 already. One order variable per pair serves all devices; pairs of zero-length tasks never
-//   conflict and get none. Each row's M is the largest its left side can be within the horizon
-//   (the warm start's makespan), from per-task heads and tails, instead of one global M.
+//   closure (Reachability) leaves unordered (the paper's reduction): ordered pairs are kept
+//   apart by condition 3 already. One order variable per pair serves all devices; per shared
+//   device d: s_b >= s_a + t_ad - M1 (3 - o_ab - x[a][d] - x[b][d]) and s_a >= s_b + t_bd -
+//   M2 (2 + o_ab - x[a][d] - x[b][d]). Pairs of zero-length tasks never conflict and get none.
+//   Each M is the largest its left side can be within the horizon (the warm start's makespan),
+//   from per-task heads and tails, instead of one global M.
 // - Section VI: optional orderings between interchangeable devices (same machine properties,
-//   symmetric links, equal task times and restrictions).
-// The objective is the makespan C; for batched graphs throughput is batch / C. Times are
-// scaled so the horizon is 100 units. A device on which a task cannot finish within the
-// horizon (head + time + tail) gets no variable.
+//   symmetric links, equal task times and restrictions): sum of the chosen metric (tasks, busy
+//   time or batch items) on one device >= that on the next of its class.
+// - MilpRestrictions (MILP-SPLIT modules, lower-bound subgraphs): s_i >= sum_d ready_id x[i][d]
+//   for release times and devices busy until some time; memory already used elsewhere is taken
+//   off each device's memory.
+// The objective is min C; for batched graphs throughput is batch / C. Times are scaled so the
+// horizon is 100 units (the big M), far above CBC's absolute tolerances.
+//
+// Solving: an earliest-finish list schedule in upward-rank order (renamed within device classes
+// to obey the symmetry order) is the horizon and CBC's MIP start, so a solve always has an
+// incumbent; without one the horizon is the sum of every task's and edge's longest time. CBC
+// runs with the time limit (wall clock; an event handler also stops it, and prints progress
+// once a second after the first second) and the relative gap of MilpOptions. The incumbent is
+// polished: integer choices fixed, the LP solved again, then every task moved as early as its
+// device order and inputs allow; the plan's times come from the simulator on that assignment and
+// order. One task, or a graph whose tasks all take no time, is solved without CBC; with less
+// than kLeastSolverSeconds left after the warm start, that warm start is the answer.
 #include "plan/milp.h"
 
 #include <fmt/core.h>
@@ -60,6 +85,8 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // Times are scaled so that the horizon (the big M) is this many units: far above CBC's
 // absolute tolerances, far below where they become relative noise.
 constexpr double kScaledHorizon = 100.0;
+// Below this many seconds left, the warm start is returned without calling CBC.
+constexpr double kLeastSolverSeconds = 0.25;
 
 using Clock = std::chrono::steady_clock;
 
@@ -675,6 +702,24 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
   double horizon = warm ? warm->makespan : trivial_horizon(problem);
   const HeadsAndTails bounds = heads_and_tails(problem);
   const double lower = bounds.makespan;
+  // The warm start as the answer, with the heads-and-tails bound.
+  const auto warm_result = [&] {
+    result.status = warm->makespan <= lower * (1 + 1e-9) ? "optimal" : "time_limit";
+    result.has_solution = true;
+    result.device = warm->device;
+    result.start = warm->start;
+    result.objective = result.solver_objective = warm->makespan;
+    result.bound = std::min(lower, warm->makespan);
+    result.gap = warm->makespan > 0 ? (warm->makespan - result.bound) / warm->makespan : 0.0;
+    result.seconds = seconds_since(begin);
+    return result;
+  };
+  // Too little time for CBC to improve on the warm start; CBC 2.10 stopped within its
+  // preprocessing also crashes now and then (CglPreProcess::postProcess), seen with the 0.05 s
+  // solves MILP-SPLIT's modules get when the budget runs short.
+  if (warm && options.time_limit_seconds - seconds_since(begin) < kLeastSolverSeconds) {
+    return warm_result();
+  }
   if (!(horizon > 0)) {
     // Every task takes no time: any assignment the restrictions allow is optimal.
     if (warm) {
@@ -997,6 +1042,9 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
 
   result.seconds = seconds_since(begin);
   const double* best = model.bestSolution();
+  // The warm start is a feasible schedule, so a CBC stopped early that reports none (or even
+  // "infeasible", as it can when stopped within preprocessing) still has that one.
+  if (best == nullptr && warm) return warm_result();
   if (model.isProvenInfeasible() || (best == nullptr && model.isProvenOptimal())) {
     result.status = "infeasible";
     return result;

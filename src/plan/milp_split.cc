@@ -93,10 +93,15 @@ struct Combined {
   double predicted = 0;  // the combination's own makespan
 };
 
-MilpOptions solve_options(const MilpSplitOptions& options, Clock::time_point begin) {
+// `solves_left` counts this solve and those still to come: each gets an equal share of the time
+// left, so one hard module cannot spend the whole budget and leave the rest of the chain with
+// nothing but warm starts; what a quick solve leaves over goes to the later ones.
+MilpOptions solve_options(const MilpSplitOptions& options, Clock::time_point begin,
+                          std::size_t solves_left) {
   MilpOptions module = options.module;
   const double left = options.time_limit_seconds - seconds_since(begin);
-  module.time_limit_seconds = std::max(0.05, std::min(module.time_limit_seconds, left));
+  const double share = left / static_cast<double>(std::max<std::size_t>(1, solves_left));
+  module.time_limit_seconds = std::max(0.05, std::min(module.time_limit_seconds, share));
   // Module solves are short and many: their own progress lines would flood the terminal.
   if (module.verbosity < 2) module.verbosity = 0;
   return module;
@@ -123,17 +128,26 @@ Combined dynamic_program(const TaskGraph& graph, const ModuleSplit& split,
     MilpSolution solution;
   };
   std::vector<ModuleProblem> problems;
+  for (std::size_t t = 0; t < modules; ++t) problems.push_back(module_problem(graph, split, t));
+  const auto wanted = [&](const ModuleProblem& problem, std::size_t u, std::size_t v) {
+    if ((problem.input < 0) != (u == devices)) return false;
+    if ((problem.output < 0) != (v == devices)) return false;
+    return !(problem.input >= 0 && problem.input == problem.output && u != v);
+  };
+  std::size_t solves_left = 0;
+  for (const ModuleProblem& problem : problems) {
+    for (std::size_t u = 0; u <= devices; ++u) {
+      for (std::size_t v = 0; v <= devices; ++v) solves_left += wanted(problem, u, v) ? 1 : 0;
+    }
+  }
   std::vector<std::vector<std::vector<Entry>>> table(modules);
   for (std::size_t t = 0; t < modules; ++t) {
-    problems.push_back(module_problem(graph, split, t));
-    const ModuleProblem& problem = problems.back();
+    const ModuleProblem& problem = problems[t];
     table[t].assign(devices + 1, std::vector<Entry>(devices + 1));
     const std::size_t local_tasks = problem.graph.tasks.size();
     for (std::size_t u = 0; u <= devices; ++u) {
-      if ((problem.input < 0) != (u == devices)) continue;
       for (std::size_t v = 0; v <= devices; ++v) {
-        if ((problem.output < 0) != (v == devices)) continue;
-        if (problem.input >= 0 && problem.input == problem.output && u != v) continue;
+        if (!wanted(problem, u, v)) continue;
         MilpRestrictions restrictions;
         restrictions.allowed.assign(local_tasks, std::vector<bool>(devices, true));
         if (problem.input >= 0) {
@@ -147,7 +161,7 @@ Combined dynamic_program(const TaskGraph& graph, const ModuleSplit& split,
           allowed[v] = keep;
         }
         MilpSolution solution =
-            solve_milp(problem.graph, solve_options(options, begin), restrictions);
+            solve_milp(problem.graph, solve_options(options, begin, solves_left--), restrictions);
         ++combined.solves;
         if (!solution.has_solution) continue;
         combined.all_optimal = combined.all_optimal && solution.status == "optimal";
@@ -246,7 +260,8 @@ Combined one_after_another(const TaskGraph& graph, const ModuleSplit& split,
     }
     restrictions.device_available = device_free;
     restrictions.memory_used = weight_bytes_per_worker(graph, combined.device);
-    const MilpSolution solution = solve_milp(sub, solve_options(options, begin), restrictions);
+    const MilpSolution solution =
+        solve_milp(sub, solve_options(options, begin, split.modules.size() - t), restrictions);
     ++combined.solves;
     if (!solution.has_solution) {
       throw Error(fmt::format(

@@ -9,9 +9,11 @@
 namespace cleave {
 
 struct MilpSplitOptions {
-  /// Options of every module solve; its time limit applies to each solve.
+  /// Options of every module solve; its time limit caps each solve.
   MilpOptions module;
-  double time_limit_seconds = 600;  ///< For the whole split; later solves get what is left.
+  /// For the whole split: each solve gets at most an equal share of the time left among the
+  /// solves still to do, so time a quick solve leaves over goes to the later ones.
+  double time_limit_seconds = 600;
   /// Channels between modules: 1 cuts at bridges and articulation points (exact), c > 1 takes
   /// the (c+1)-edge-connected components; 0 picks the smallest c in 1..4 whose largest module
   /// has at most max_module_tasks tasks (or the one with the smallest largest module).

@@ -1,33 +1,18 @@
 // `cleave schedule`: report, JSON, plan and Gantt files, batching, and errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "command_fixture.h"
 
 namespace cleave {
 namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
 
 // Two independent 2 ms tasks (3 ms on the slow device) feeding a join.
 const char* const kTaskGraph = R"({
@@ -39,29 +24,12 @@ const char* const kTaskGraph = R"({
   "edges": [["x", "join"], ["y", "join"]]
 })";
 
-class ScheduleCommand : public ::testing::Test {
+class ScheduleCommand : public CommandFixture {
  protected:
   void SetUp() override {
-    folder_ = fs::temp_directory_path() /
-              ("cleave_schedule_test_" + std::to_string(::getpid()) + "_" +
-               ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(folder_);
-    fs::create_directories(folder_);
+    CommandFixture::SetUp();
     std::ofstream(path("tasks.json")) << kTaskGraph;
   }
-  void TearDown() override { fs::remove_all(folder_); }
-
-  std::string path(const std::string& name) const { return (folder_ / name).string(); }
-
-  CommandResult cleave(const std::string& arguments) const {
-    const std::string command = std::string(CLEAVE_BINARY) + " " + arguments + " >" +
-                                path("stdout") + " 2>" + path("stderr");
-    const int status = std::system(command.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(path("stdout")),
-            read_text(path("stderr"))};
-  }
-
-  fs::path folder_;
 };
 
 TEST_F(ScheduleCommand, PrintsMakespanSolveTimeAndDevices) {

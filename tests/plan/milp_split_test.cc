@@ -155,6 +155,25 @@ TEST(MilpSplit, BatchedGraphsAreSolvedModuleByModule) {
   EXPECT_GE(plan.notes["modules"].get<int>(), 3);
 }
 
+TEST(MilpSplit, ATightBudgetIsSharedAndStillGivesAValidPlan) {
+  // Many module solves and little time: every solve gets its share (the last ones the warm
+  // start), the DP still combines them, and the whole stays near its budget.
+  ModularGraphOptions options;
+  options.modules = 12;
+  options.body = 6;
+  options.edge_probability = 0.4;
+  const TaskGraph graph = modular_graph(50, options);
+  MilpSplitOptions split = quiet_split();
+  split.time_limit_seconds = 0.5;
+  const Plan plan = plan_milp_split(graph, split);
+  ASSERT_NO_THROW(validate_plan(plan, graph));
+  EXPECT_EQ(plan.notes["single_channel"], true);
+  EXPECT_GE(plan.notes["module_solves"].get<int>(), 12);
+  EXPECT_LT(plan.notes["solve_seconds"].get<double>(), 5.0);
+  EXPECT_TRUE(close(plan.notes["predicted_makespan"].get<double>(), plan.makespan));
+  EXPECT_LE(plan.makespan, plan_heft(graph, {}).makespan * 1.5);
+}
+
 TEST(MilpSplit, OneModuleFallsBackToMilp) {
   RandomTaskGraphOptions options;
   options.tasks = 6;

@@ -264,6 +264,25 @@ TEST(Milp, TimeLimitReturnsTheIncumbentMarkedAsSuch) {
   EXPECT_NO_THROW(validate_plan(plan, graph));
 }
 
+TEST(Milp, TooLittleTimeReturnsTheWarmStart) {
+  // Below a quarter second CBC is not called: the list schedule is the answer, marked as an
+  // incumbent, with the heads-and-tails bound.
+  RandomTaskGraphOptions options;
+  options.tasks = 40;
+  options.devices = 3;
+  options.edge_probability = 0.1;
+  const TaskGraph graph = random_task_graph(11, options);
+  MilpOptions limited = quiet();
+  limited.time_limit_seconds = 0.01;
+  const MilpSolution solution = solve_milp(graph, limited);
+  ASSERT_TRUE(solution.has_solution);
+  EXPECT_LT(solution.seconds, 0.25);
+  EXPECT_LE(solution.bound, solution.objective);
+  const Plan plan = plan_milp(graph, limited);
+  EXPECT_NO_THROW(validate_plan(plan, graph));
+  EXPECT_NEAR(plan.makespan, solution.objective, 1e-9 * solution.objective);
+}
+
 TEST(Milp, InfeasibleMemoryIsAClearError) {
   // Each task fits on either device alone, but both devices together cannot hold all four.
   RandomTaskGraphOptions options;

@@ -37,7 +37,8 @@ int64_t count_of(const Shape64& shape) {
 
 Tensor float_tensor(const Shape64& shape, const std::vector<float>& values) {
   Tensor t = Tensor::allocate(DataType::kFloat, shape);
-  std::memcpy(t.raw(), values.data(), values.size() * sizeof(float));
+  // memcpy from an empty vector's data() (null) is undefined even for 0 bytes.
+  if (!values.empty()) std::memcpy(t.raw(), values.data(), values.size() * sizeof(float));
   return t;
 }
 
@@ -69,7 +70,7 @@ class OneNode {
     std::string name = "in" + std::to_string(inputs_.size());
     inputs_.push_back(graph_.add_input(name, DataType::kInt64, Shape::of(shape)));
     Tensor t = Tensor::allocate(DataType::kInt64, shape);
-    std::memcpy(t.raw(), values.data(), values.size() * sizeof(int64_t));
+    if (!values.empty()) std::memcpy(t.raw(), values.data(), values.size() * sizeof(int64_t));
     feeds_[name] = t;
     return *this;
   }

@@ -1,0 +1,56 @@
+// Shared fixture of the CLI tests: a scratch folder per test and a way to run the built binary.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace cleave {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+/// Each test gets an empty folder, removed afterwards; `cleave(args)` runs the CLI there with
+/// stdout and stderr captured.
+class CommandFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    folder_ = std::filesystem::temp_directory_path() /
+              ("cleave_cli_test_" + std::to_string(::getpid()) + "_" +
+               ::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name() + "_" +
+               ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(folder_);
+    std::filesystem::create_directories(folder_);
+  }
+  void TearDown() override { std::filesystem::remove_all(folder_); }
+
+  std::string path(const std::string& name) const { return (folder_ / name).string(); }
+
+  CommandResult cleave(const std::string& arguments) const {
+    const std::string command = std::string(CLEAVE_BINARY) + " " + arguments + " >" +
+                                path("stdout") + " 2>" + path("stderr");
+    const int status = std::system(command.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(path("stdout")),
+            read_text(path("stderr"))};
+  }
+
+  std::filesystem::path folder_;
+};
+
+}  // namespace cleave
