@@ -189,9 +189,9 @@ dnnl::post_ops fused_post_ops(const KernelContext& context, bool with_sum) {
   } else if (activation == "Swish") {
     ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f);
   } else if (!activation.empty()) {
-    throw UnsupportedError(fmt::format(
-        "{}: fused activation '{}' is not supported (Relu, Clip, Swish are)", context.where(),
-        activation));
+    throw UnsupportedError(
+        fmt::format("{}: fused activation '{}' is not supported (Relu, Clip, Swish are)",
+                    context.where(), activation));
   }
   return ops;
 }
