@@ -147,6 +147,7 @@ int run_model(const RunSettings& settings) {
                           {"median", median_of(latencies)},
                           {"runs", latencies}};
   report["peak_activation_bytes"] = peak_bytes();
+  if (sequential) report["concat_inputs_in_place"] = sequential->stats().concat_inputs_in_place;
   report["peak_rss_bytes"] = peak_rss_bytes();
   report["baseline_rss_bytes"] = baseline_rss;
   if (parallel) {
@@ -241,6 +242,8 @@ int run_model(const RunSettings& settings) {
                entry.contains("file") ? " -> " + entry["file"].get<std::string>() : "");
   }
   if (settings.stats && sequential) {
+    fmt::print("in place   {} Concat input(s) written into the Concat's output from run 2 on\n",
+               sequential->stats().concat_inputs_in_place);
     fmt::print("\n{:<24} {:>6} {:>12}\n", "op", "nodes", "ms per run");
     for (const OpTime& entry : op_times)
       fmt::print("{:<24} {:>6} {:>12.3f}\n", entry.op, entry.nodes, entry.seconds * 1e3);

@@ -122,7 +122,7 @@ NodeRunner::NodeRunner(const Graph& graph, NodeId node, bool blocked_outputs_all
 
 void NodeRunner::run(const std::vector<const Tensor*>& inputs, const std::vector<bool>& constant,
                      std::vector<Tensor>& outputs, BufferPool& pool, dnnl::engine& engine,
-                     dnnl::stream& stream, int threads) {
+                     dnnl::stream& stream, int threads, const std::vector<Tensor>* placed) {
   const Node& node = graph_->node(node_);
   std::vector<std::string> signature;
   signature.reserve(inputs.size());
@@ -157,6 +157,8 @@ void NodeRunner::run(const std::vector<const Tensor*>& inputs, const std::vector
     const OutputSpec& spec = specs_[i];
     if (spec.alias_of >= 0) {
       outputs[i] = aliased_output(*inputs.at(spec.alias_of), spec);
+    } else if (placed && i < placed->size() && (*placed)[i].raw()) {
+      outputs[i] = (*placed)[i];
     } else {
       std::size_t bytes =
           spec.layout ? spec.layout->get_size() : plain_byte_size(spec.dtype, spec.shape);
@@ -216,10 +218,37 @@ Executor::Executor(const Graph& graph, ExecutorOptions options)
     runners_.push_back(std::make_unique<NodeRunner>(graph_, id, blocked));
   }
   stats_.node_seconds.assign(graph_.node_capacity(), 0.0);
+  producer_slot_.assign(graph_.value_capacity(), {0, 0});
+  for (std::size_t position = 0; position < order_.size(); ++position) {
+    const Node& node = graph_.node(order_[position]);
+    for (std::size_t i = 0; i < node.outputs.size(); ++i) {
+      if (node.outputs[i] != kNoValue) producer_slot_[node.outputs[i]] = {position, i};
+    }
+  }
+}
+
+void Executor::plan_in_place_concats() {
+  placement_ = place_concat_inputs(graph_, [this](ValueId value) -> const OutputSpec* {
+    const Value& v = graph_.value(value);
+    if (v.producer < 0 || v.initializer) return nullptr;
+    auto [position, output] = producer_slot_[value];
+    const std::vector<OutputSpec>& specs = runners_[position]->specs();
+    return output < specs.size() ? &specs[output] : nullptr;
+  });
+  stats_.concat_inputs_in_place = placement_.values_in_place;
 }
 
 std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
   check_inputs(graph_, inputs);
+  // Placement follows from the kernels prepared for these input shapes; other shapes run
+  // without it once, which prepares their kernels, and plan it again.
+  std::string input_shapes;
+  for (const auto& [name, tensor] : inputs) input_shapes += name + ":" + tensor.describe() + ";";
+  bool in_place =
+      options_.in_place_concat && input_shapes == placement_inputs_ && !placement_.empty();
+  std::vector<std::shared_ptr<Buffer>> shared_buffers;  // Per root ValueId, while filling.
+  if (in_place) shared_buffers.resize(graph_.value_capacity());
+  std::vector<Tensor> placed_outputs;
   omp_set_num_threads(std::max(1, options_.threads));
   std::vector<Tensor> values(graph_.value_capacity());
   std::vector<int> remaining_uses(graph_.value_capacity(), 0);
@@ -250,9 +279,26 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
         constant.push_back(false);
       }
     }
+    const std::vector<Tensor>* placed = nullptr;
+    if (in_place) {
+      placed_outputs.assign(node.outputs.size(), Tensor());
+      const std::vector<OutputSpec>& specs = runners_[position]->specs();
+      for (std::size_t i = 0; i < node.outputs.size() && i < specs.size(); ++i) {
+        const std::optional<BufferSlot>& slot = placement_.slots[node.outputs[i]];
+        if (!slot) continue;
+        std::shared_ptr<Buffer>& shared = shared_buffers[slot->root];
+        if (!shared) shared = pool_.acquire(placement_.root_bytes[slot->root]);
+        placed_outputs[i] = Tensor::view(specs[i].dtype, specs[i].shape, shared, slot->byte_offset);
+        placed_outputs[i].set_layout(specs[i].layout);
+        // The root's own tensor keeps the buffer alive from here; the pool may reuse it
+        // once that tensor and every view inside it are gone.
+        if (slot->root == node.outputs[i]) shared.reset();
+        placed = &placed_outputs;
+      }
+    }
     auto start = std::chrono::steady_clock::now();
     runners_[position]->run(node_inputs, constant, node_outputs, pool_, engine_, stream_,
-                            options_.threads);
+                            options_.threads, placed);
     if (options_.collect_stats) {
       stream_.wait();
       stats_.node_seconds[id] +=
@@ -280,6 +326,10 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
   }
   stats_.peak_activation_bytes = pool_.reserved_bytes();
   ++stats_.runs;
+  if (options_.in_place_concat && input_shapes != placement_inputs_) {
+    plan_in_place_concats();
+    placement_inputs_ = input_shapes;
+  }
   return outputs;
 }
 

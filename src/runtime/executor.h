@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "runtime/concat_placement.h"
 #include "runtime/kernel.h"
 #include "runtime/tensor.h"
 
@@ -35,11 +36,14 @@ class NodeRunner {
   NodeRunner(const Graph& graph, NodeId node, bool blocked_outputs_allowed);
   /// Runs the node on `inputs` (nullptr for omitted ones), filling `outputs`. Blocked inputs
   /// must be at positions the kernel accepts (the executor guarantees it).
+  /// A non-empty `placed[i]` is used as output i instead of a fresh buffer (in-place Concat).
   void run(const std::vector<const Tensor*>& inputs, const std::vector<bool>& constant,
            std::vector<Tensor>& outputs, BufferPool& pool, dnnl::engine& engine,
-           dnnl::stream& stream, int threads);
+           dnnl::stream& stream, int threads, const std::vector<Tensor>* placed = nullptr);
   NodeId node() const { return node_; }
   const KernelInfo& info() const { return *info_; }
+  /// The outputs of the prepared kernel; empty before the first run.
+  const std::vector<OutputSpec>& specs() const { return specs_; }
 
  private:
   const Graph* graph_;
@@ -65,10 +69,14 @@ struct ExecutorOptions {
   int threads = 1;              ///< Intra-op threads.
   bool blocked_layouts = true;  ///< Let oneDNN kernels pass blocked layouts to each other.
   bool collect_stats = false;   ///< Time every node.
+  /// From the second run on, let producers write Concat inputs straight into the Concat's
+  /// output (see place_concat_inputs).
+  bool in_place_concat = true;
 };
 
 struct RunStats {
   std::size_t peak_activation_bytes = 0;  ///< Bytes the buffer pool reserved.
+  int concat_inputs_in_place = 0;         ///< Values written inside a Concat's output.
   std::vector<double> node_seconds;       ///< Per NodeId, summed over runs.
   int64_t runs = 0;
 };
@@ -88,6 +96,8 @@ class Executor {
   const Graph& graph() const { return graph_; }
 
  private:
+  void plan_in_place_concats();
+
   Graph graph_;
   ExecutorOptions options_;
   std::vector<NodeId> order_;
@@ -97,6 +107,10 @@ class Executor {
   dnnl::engine engine_;
   dnnl::stream stream_;
   RunStats stats_;
+  // In-place Concat, planned from the kernels prepared for the inputs of `placement_inputs_`.
+  ConcatPlacement placement_;
+  std::string placement_inputs_;
+  std::vector<std::pair<NodeId, std::size_t>> producer_slot_;  // Per ValueId: position, output.
 };
 
 /// Checks the caller's inputs against the graph's declared inputs (names, types, ranks and

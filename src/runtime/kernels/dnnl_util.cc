@@ -130,6 +130,51 @@ std::optional<dnnl::memory::desc> same_layout_for(const dnnl::memory::desc& exam
   return std::nullopt;
 }
 
+std::optional<std::size_t> slice_byte_offset(const dnnl::memory::desc& part,
+                                             const dnnl::memory::desc& whole, int axis,
+                                             int64_t offset, bool last) {
+  const dnnl_memory_desc_t& p = part.data;
+  const dnnl_memory_desc_t& w = whole.data;
+  if (p.format_kind != dnnl_blocked || w.format_kind != dnnl_blocked) return std::nullopt;
+  if (p.ndims != w.ndims || p.data_type != w.data_type || axis < 0 || axis >= p.ndims)
+    return std::nullopt;
+  if (p.offset0 != 0 || w.offset0 != 0 || p.extra.flags != 0 || w.extra.flags != 0)
+    return std::nullopt;
+  const dnnl_blocking_desc_t& pb = p.format_desc.blocking;
+  const dnnl_blocking_desc_t& wb = w.format_desc.blocking;
+  if (pb.inner_nblks != wb.inner_nblks) return std::nullopt;
+  int64_t axis_block = 1;
+  for (int i = 0; i < pb.inner_nblks; ++i) {
+    if (pb.inner_blks[i] != wb.inner_blks[i] || pb.inner_idxs[i] != wb.inner_idxs[i])
+      return std::nullopt;
+    if (pb.inner_idxs[i] == axis) axis_block *= pb.inner_blks[i];
+  }
+  for (int d = 0; d < p.ndims; ++d) {
+    if (p.padded_offsets[d] != 0 || w.padded_offsets[d] != 0) return std::nullopt;
+    if (d < axis) {
+      // Only a single outer index keeps every slice one contiguous run.
+      if (p.padded_dims[d] != 1 || w.padded_dims[d] != 1) return std::nullopt;
+      continue;
+    }
+    if (pb.strides[d] != wb.strides[d]) return std::nullopt;
+    if (d > axis && (p.dims[d] != w.dims[d] || p.padded_dims[d] != w.padded_dims[d]))
+      return std::nullopt;
+  }
+  if (offset % axis_block != 0 || offset + p.dims[axis] > w.dims[axis]) return std::nullopt;
+  // Inner padding of the axis belongs to the part only when nothing follows it.
+  if (last ? p.padded_dims[axis] != w.padded_dims[axis] - offset
+           : p.padded_dims[axis] != p.dims[axis])
+    return std::nullopt;
+  auto element = static_cast<std::size_t>(dnnl::memory::data_type_size(part.data_type()));
+  auto axis_stride = static_cast<std::size_t>(pb.strides[axis]);
+  // The axis must be the outermost dim in memory, else the part interleaves with its siblings.
+  std::size_t extent = static_cast<std::size_t>(p.padded_dims[axis] / axis_block) * axis_stride;
+  if (extent * element != part.get_size()) return std::nullopt;
+  std::size_t start = static_cast<std::size_t>(offset / axis_block) * axis_stride * element;
+  if (start + part.get_size() > whole.get_size()) return std::nullopt;
+  return start;
+}
+
 dnnl::primitive_attr kernel_attr() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);

@@ -40,6 +40,15 @@ std::optional<dnnl::memory::desc> recorded_layout(const dnnl::memory::desc& desc
 std::optional<dnnl::memory::desc> same_layout_for(const dnnl::memory::desc& example,
                                                   std::span<const int64_t> shape);
 
+/// Where `part`, the slice of `whole` that starts at `offset` along `axis`, lies inside `whole`:
+/// the byte offset when part's bytes are one contiguous run of whole's bytes in the same order
+/// (whole's dims before the axis are 1, both share blocking and strides, and the offset is a
+/// multiple of the axis block), so a concat can be a memcpy or be skipped by letting producers
+/// write there. `last` says the part ends whole's axis (its channel padding may then be shared).
+std::optional<std::size_t> slice_byte_offset(const dnnl::memory::desc& part,
+                                             const dnnl::memory::desc& whole, int axis,
+                                             int64_t offset, bool last);
+
 /// Attributes every primitive of cleave is created with: a user-managed scratchpad, so a
 /// primitive can run on another thread than the one that created it.
 dnnl::primitive_attr kernel_attr();

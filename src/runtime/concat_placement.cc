@@ -1,0 +1,155 @@
+// In-place Concat: which Concat inputs can be produced directly inside the Concat's output.
+#include "runtime/concat_placement.h"
+
+#include "runtime/kernels/dnnl_util.h"
+
+namespace cleave {
+
+namespace {
+
+// A value written inside `parent`'s buffer at `offset` along `axis` (`byte_offset` bytes in).
+struct Placed {
+  ValueId parent = kNoValue;
+  int axis = 0;
+  int64_t offset = 0;
+  std::size_t byte_offset = 0;
+};
+
+// A Concat input and where its bytes go in the Concat's output.
+struct Part {
+  ValueId value = kNoValue;
+  int64_t offset = 0;
+  std::size_t byte_offset = 0;
+};
+
+dnnl::memory::desc layout_of(const OutputSpec& spec) {
+  return spec.layout ? *spec.layout : plain_desc(spec.shape);
+}
+
+std::optional<OutputSpec> float_spec(const Graph& graph, ValueId value,
+                                     const std::function<const OutputSpec*(ValueId)>& spec_of) {
+  if (const OutputSpec* spec = spec_of(value)) {
+    if (spec->dtype != DataType::kFloat) return std::nullopt;
+    return *spec;
+  }
+  // Graph inputs and initializers are never placed, but their shape still tells whether
+  // the Concat kernel can copy them as one contiguous run.
+  const Value& v = graph.value(value);
+  if (v.dtype != DataType::kFloat || !v.shape.rank_known) return std::nullopt;
+  OutputSpec spec;
+  for (const Dim& dim : v.shape.dims) {
+    if (!dim.is_known()) return std::nullopt;
+    spec.shape.push_back(dim.size);
+  }
+  return spec;
+}
+
+// The Concat's inputs with their slices of the output; nullopt when any input is not one
+// contiguous run of the output in the same layout.
+std::optional<std::vector<Part>> parts_of(
+    const Graph& graph, const Node& node, const OutputSpec& whole, int axis,
+    const std::function<const OutputSpec*(ValueId)>& spec_of) {
+  std::vector<Part> parts;
+  dnnl::memory::desc whole_layout = layout_of(whole);
+  int64_t offset = 0;
+  for (ValueId input : node.inputs) {
+    if (input == kNoValue) return std::nullopt;
+    std::optional<OutputSpec> spec = float_spec(graph, input, spec_of);
+    if (!spec || spec->shape.size() != whole.shape.size()) return std::nullopt;
+    int64_t size = spec->shape[static_cast<std::size_t>(axis)];
+    if (size == 0) continue;
+    bool last = offset + size == whole.shape[static_cast<std::size_t>(axis)];
+    std::optional<std::size_t> start =
+        slice_byte_offset(layout_of(*spec), whole_layout, axis, offset, last);
+    if (!start) return std::nullopt;
+    parts.push_back({input, offset, *start});
+    offset += size;
+  }
+  if (parts.empty()) return std::nullopt;
+  return parts;
+}
+
+// Whether this Concat's inputs already lie side by side inside one parent, in its order; then
+// the Concat's output is that stretch of the parent. Returns the Concat's own placement.
+std::optional<Placed> view_of_parent(const std::vector<Part>& parts, const OutputSpec& whole,
+                                     int axis, const std::vector<std::optional<Placed>>& placed,
+                                     const std::function<const OutputSpec*(ValueId)>& spec_of) {
+  const std::optional<Placed>& first = placed[parts.front().value];
+  if (!first || first->axis != axis) return std::nullopt;
+  for (const Part& part : parts) {
+    const std::optional<Placed>& mine = placed[part.value];
+    if (!mine || mine->parent != first->parent || mine->axis != axis ||
+        mine->offset != first->offset + part.offset ||
+        mine->byte_offset != first->byte_offset + part.byte_offset) {
+      return std::nullopt;
+    }
+  }
+  const OutputSpec* parent = spec_of(first->parent);
+  if (!parent) return std::nullopt;
+  auto axis_index = static_cast<std::size_t>(axis);
+  bool last = first->offset + whole.shape[axis_index] == parent->shape[axis_index];
+  std::optional<std::size_t> start =
+      slice_byte_offset(layout_of(whole), layout_of(*parent), axis, first->offset, last);
+  if (start != first->byte_offset) return std::nullopt;
+  return Placed{first->parent, axis, first->offset, *start};
+}
+
+}  // namespace
+
+ConcatPlacement place_concat_inputs(const Graph& graph,
+                                    const std::function<const OutputSpec*(ValueId)>& spec_of) {
+  std::vector<std::optional<Placed>> placed(graph.value_capacity());
+  std::vector<NodeId> order = graph.topological_order();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const Node& node = graph.node(*it);
+    bool standard = node.domain.empty() || node.domain == "ai.onnx";
+    if (!standard || node.op_type != "Concat" || node.outputs.size() != 1) continue;
+    ValueId output = node.outputs[0];
+    const OutputSpec* whole = spec_of(output);
+    if (!whole || whole->dtype != DataType::kFloat || whole->alias_of >= 0) continue;
+    auto rank = static_cast<int64_t>(whole->shape.size());
+    int64_t axis = node.int_attribute("axis", 0);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) continue;
+    std::optional<std::vector<Part>> parts =
+        parts_of(graph, node, *whole, static_cast<int>(axis), spec_of);
+    if (!parts) continue;
+    if (!placed[output]) {
+      if (auto view = view_of_parent(*parts, *whole, static_cast<int>(axis), placed, spec_of)) {
+        placed[output] = view;
+        continue;
+      }
+    }
+    for (const Part& part : *parts) {
+      if (placed[part.value]) continue;  // Already inside a later Concat: this one copies it.
+      const OutputSpec* spec = spec_of(part.value);
+      if (!spec || spec->alias_of >= 0) continue;  // Not a buffer a kernel fills.
+      placed[part.value] = Placed{output, static_cast<int>(axis), part.offset, part.byte_offset};
+    }
+  }
+
+  ConcatPlacement placement;
+  placement.slots.resize(graph.value_capacity());
+  placement.root_bytes.assign(graph.value_capacity(), 0);
+  for (std::size_t value = 0; value < placed.size(); ++value) {
+    if (!placed[value]) continue;
+    std::size_t offset = 0;
+    auto root = static_cast<ValueId>(value);
+    // Parents come later in topological order, so the chain ends.
+    while (placed[root]) {
+      offset += placed[root]->byte_offset;
+      root = placed[root]->parent;
+    }
+    placement.slots[value] = BufferSlot{root, offset};
+    if (!placement.slots[root]) {
+      const OutputSpec& spec = *spec_of(root);
+      placement.slots[root] = BufferSlot{root, 0};
+      placement.root_bytes[root] =
+          spec.layout ? spec.layout->get_size() : plain_byte_size(spec.dtype, spec.shape);
+    }
+    ++placement.values_in_place;
+  }
+  return placement;
+}
+
+}  // namespace cleave

@@ -1,0 +1,42 @@
+// In-place Concat: lets the producers of a Concat's inputs write straight into its output.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/kernel.h"
+
+namespace cleave {
+
+/// Where a value's bytes live: inside the buffer allocated for `root`, at `byte_offset`.
+struct BufferSlot {
+  ValueId root = kNoValue;
+  std::size_t byte_offset = 0;
+};
+
+/// Values that share one buffer because Concat nodes join them, and the size of each shared
+/// buffer.
+struct ConcatPlacement {
+  std::vector<std::optional<BufferSlot>> slots;  ///< Per ValueId; roots map to themselves.
+  std::vector<std::size_t> root_bytes;           ///< Per ValueId; set for roots only.
+  int values_in_place = 0;  ///< Values a producer now writes inside a Concat's output.
+  bool empty() const { return values_in_place == 0; }
+};
+
+/// Plans which Concat inputs can be written in place. `spec_of(value)` is the prepared output
+/// spec of the value's producer (nullptr for graph inputs and initializers).
+///
+/// An input is placed when its bytes form one contiguous run of the Concat's output in the
+/// same layout (`slice_byte_offset`): one outer index (batch 1 for channel joins) and a
+/// shared plain or channel-blocked layout. Concats are visited from the last, so a value read
+/// by several Concats lives in the last one, and an earlier Concat whose inputs already sit
+/// side by side there becomes a view of it (DenseNet's growing feature maps all share the
+/// buffer of the block's final Concat). The Concat kernel skips the copy of any input whose
+/// bytes already are in place.
+ConcatPlacement place_concat_inputs(const Graph& graph,
+                                    const std::function<const OutputSpec*(ValueId)>& spec_of);
+
+}  // namespace cleave
