@@ -299,6 +299,7 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
     auto start = std::chrono::steady_clock::now();
     runners_[position]->run(node_inputs, constant, node_outputs, pool_, engine_, stream_,
                             options_.threads, placed);
+    placed_outputs.clear();  // Its views would keep shared buffers from the pool.
     if (options_.collect_stats) {
       stream_.wait();
       stats_.node_seconds[id] +=

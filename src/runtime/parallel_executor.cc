@@ -85,6 +85,15 @@ struct ParallelExecutor::Impl {
   int workers = 0;
   std::vector<TaskState> states;
   std::vector<std::vector<std::unique_ptr<NodeRunner>>> runners;  // Per worker, per order slot.
+  std::vector<std::pair<int, std::size_t>> runner_of;             // Per task: worker, slot.
+
+  // In-place Concat (see place_concat_inputs), planned after the first run for its inputs'
+  // shapes. A shared buffer is acquired by whichever worker first writes into it.
+  ConcatPlacement placement;
+  std::string placement_inputs;
+  bool in_place = false;  // For the current run.
+  std::mutex shared_mutex;
+  std::vector<std::vector<std::shared_ptr<Buffer>>> shared;  // Per sample, per root ValueId.
   std::vector<std::vector<int>> worker_cpus;
   std::vector<Tensor> constants;
   BufferPool pool;
@@ -144,8 +153,55 @@ struct ParallelExecutor::Impl {
     return true;
   }
 
+  // Sets `placed` to the outputs of this task that live inside a shared Concat buffer; false
+  // when there are none.
+  bool place_outputs(int worker, std::size_t slot, const TaskState& state,
+                     std::vector<Tensor>& placed) {
+    const std::vector<OutputSpec>& specs = runners[worker][slot]->specs();
+    const auto& outputs = graph.node(state.node).outputs;
+    placed.assign(outputs.size(), Tensor());
+    bool any = false;
+    for (std::size_t i = 0; i < outputs.size() && i < specs.size(); ++i) {
+      const std::optional<BufferSlot>& where = placement.slots[outputs[i]];
+      if (!where) continue;
+      std::lock_guard lock(shared_mutex);
+      std::shared_ptr<Buffer>& buffer = shared[state.sample][where->root];
+      if (!buffer) buffer = pool.acquire(placement.root_bytes[where->root]);
+      placed[i] = Tensor::view(specs[i].dtype, specs[i].shape, buffer, where->byte_offset);
+      placed[i].set_layout(specs[i].layout);
+      if (where->root == outputs[i]) buffer.reset();  // The root's tensor holds it now.
+      any = true;
+    }
+    return any;
+  }
+
+  // Plans in-place Concats from the kernels the last run prepared. A node run by several
+  // tasks of one sample (a cloned producer) is left out: its copies would write one slice.
+  void plan_in_place_concats() {
+    std::map<std::pair<NodeId, int>, int> copies;
+    std::vector<int> task_of_node(graph.node_capacity(), -1);
+    for (std::size_t t = 0; t < states.size(); ++t) {
+      ++copies[{states[t].node, states[t].sample}];
+      task_of_node[states[t].node] = static_cast<int>(t);
+    }
+    placement = place_concat_inputs(graph, [&](ValueId value) -> const OutputSpec* {
+      const Value& v = graph.value(value);
+      if (v.producer < 0 || v.initializer || task_of_node[v.producer] < 0) return nullptr;
+      for (int sample = 0; sample < samples; ++sample) {
+        if (copies[{v.producer, sample}] != 1) return nullptr;
+      }
+      auto [worker, slot] = runner_of[task_of_node[v.producer]];
+      const std::vector<OutputSpec>& specs = runners[worker][slot]->specs();
+      const auto& outputs = graph.node(v.producer).outputs;
+      auto index = static_cast<std::size_t>(std::find(outputs.begin(), outputs.end(), value) -
+                                            outputs.begin());
+      return index < specs.size() ? &specs[index] : nullptr;
+    });
+  }
+
   void run_worker_tasks(int worker, int64_t run, dnnl::stream& stream) {
     const auto& order = plan.order[worker];
+    std::vector<Tensor> placed;
     std::vector<const Tensor*> inputs;
     std::vector<bool> constant;
     for (std::size_t slot = 0; slot < order.size(); ++slot) {
@@ -175,9 +231,11 @@ struct ParallelExecutor::Impl {
             break;
         }
       }
+      bool any_placed = in_place && place_outputs(worker, slot, state, placed);
       auto start = Clock::now();
       runners[worker][slot]->run(inputs, constant, state.outputs, pool, engine, stream,
-                                 options.threads_per_worker);
+                                 options.threads_per_worker, any_placed ? &placed : nullptr);
+      placed.clear();
       stream.wait();
       auto end = Clock::now();
       state.ready.store(run);
@@ -355,6 +413,8 @@ ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, c
     }
     for (int task : plan.order[w]) {
       NodeId node = s.states[task].node;
+      s.runner_of.resize(tasks.tasks.size());
+      s.runner_of[task] = {w, s.runners[w].size()};
       bool blocked = options.blocked_layouts;
       for (ValueId output : graph.node(node).outputs)
         blocked = blocked && blocked_layout_allowed(s.graph, output);
@@ -384,6 +444,14 @@ std::vector<std::vector<Tensor>> ParallelExecutor::run(
   for (auto& state : s.states) {
     for (std::size_t k = 0; k < state.uses.size(); ++k) state.remaining[k].store(state.uses[k]);
   }
+  std::string input_shapes;
+  for (const auto& sample : inputs) {
+    for (const auto& [name, tensor] : sample) input_shapes += name + ":" + tensor.describe() + ";";
+  }
+  s.in_place =
+      s.options.in_place_concat && input_shapes == s.placement_inputs && !s.placement.empty();
+  s.shared.assign(s.in_place ? samples_ : 0,
+                  std::vector<std::shared_ptr<Buffer>>(s.graph.value_capacity()));
   int64_t run;
   {
     std::unique_lock lock(s.mutex);
@@ -397,6 +465,11 @@ std::vector<std::vector<Tensor>> ParallelExecutor::run(
     s.run_changed.wait(lock, [&] { return s.finished_workers == s.workers; });
   }
   if (s.failed) throw Error(s.failure);
+  s.shared.clear();
+  if (s.options.in_place_concat && input_shapes != s.placement_inputs) {
+    s.plan_in_place_concats();
+    s.placement_inputs = input_shapes;
+  }
 
   trace_.events = s.events;
   trace_.makespan = 0;
@@ -429,6 +502,10 @@ std::vector<std::vector<Tensor>> ParallelExecutor::run(
 
 std::vector<Tensor> ParallelExecutor::run(const std::map<std::string, Tensor>& inputs) {
   return run(std::vector<std::map<std::string, Tensor>>{inputs}).front();
+}
+
+int ParallelExecutor::concat_inputs_in_place() const {
+  return impl_->placement.values_in_place;
 }
 
 std::size_t ParallelExecutor::peak_activation_bytes() const {

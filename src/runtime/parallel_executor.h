@@ -20,6 +20,7 @@ struct ParallelOptions {
   bool pin_threads = true;       ///< Bind worker w to its cores (Device::cores, else core w).
   bool blocked_layouts = true;   ///< As ExecutorOptions::blocked_layouts.
   double timeout_seconds = 300;  ///< A worker waiting longer for an input stops the run.
+  bool in_place_concat = true;   ///< As ExecutorOptions::in_place_concat.
 };
 
 /// What one run really did: per task its worker, start and end, and how long the worker
@@ -58,6 +59,8 @@ class ParallelExecutor {
 
   const Trace& last_trace() const { return trace_; }
   int samples() const { return samples_; }
+  /// Values written straight into a Concat's output (from the second run on).
+  int concat_inputs_in_place() const;
   std::size_t peak_activation_bytes() const;
 
  private:
