@@ -1,4 +1,4 @@
-// Conv+Relu/Clip/SiLU fusion: the activation becomes attributes of the Conv before it.
+// Conv+Relu/Clip/SiLU and BatchNormalization+Relu fusion: the activation becomes an attribute.
 #include "passes/conv_activation_fusion.h"
 
 #include <limits>
@@ -67,6 +67,36 @@ bool fuse_swish(Graph& graph, NodeId mul, const std::vector<bool>& read_by_bodie
   return false;
 }
 
+// Fuses `relu` into the BatchNormalization before it (oneDNN's fuse_norm_relu flag): DenseNet
+// normalises and rectifies every Concat before its convolution, and the separate pass over
+// the data cost 3.6 of its 62 ms.
+bool fuse_batch_norm_relu(Graph& graph, NodeId relu, const std::vector<bool>& read_by_bodies) {
+  ValueId normalized = graph.node(relu).inputs[0];
+  NodeId norm = graph.value(normalized).producer;
+  if (norm < 0) return false;
+  const Node& node = graph.node(norm);
+  if (node.op_type != "BatchNormalization" || !node.domain.empty() ||
+      node.attribute("activation") || node.outputs.at(0) != normalized ||
+      (graph.value(normalized).dtype != DataType::kFloat &&
+       graph.value(normalized).dtype != DataType::kUndefined)) {
+    return false;
+  }
+  for (std::size_t i = 1; i < node.outputs.size(); ++i) {  // Training outputs must be unused.
+    ValueId extra = node.outputs[i];
+    if (extra != kNoValue &&
+        (graph.value(extra).is_graph_output || !graph.consumers(extra).empty())) {
+      return false;
+    }
+  }
+  if (graph.consumers(normalized).size() != 1 ||
+      !can_merge_into_producer(graph, relu, read_by_bodies)) {
+    return false;
+  }
+  graph.node(norm).set_attribute("activation", Attribute::of_string("Relu"));
+  merge_into_producer(graph, relu);
+  return true;
+}
+
 }  // namespace
 
 PassResult fuse_conv_activations(Graph& graph) {
@@ -91,6 +121,10 @@ PassResult fuse_conv_activations(Graph& graph) {
     NodeId conv_id = graph.value(conv_output).producer;
     if (conv_id < 0) continue;
     const Node& conv = graph.node(conv_id);
+    if (relu && fuse_batch_norm_relu(graph, id, read_by_bodies)) {
+      result.add("Relu nodes fused into BatchNormalization");
+      continue;
+    }
     if (conv.op_type != "Conv" || !conv.domain.empty() || conv.attribute("activation")) continue;
     if (graph.value(conv_output).dtype != DataType::kFloat &&
         graph.value(conv_output).dtype != DataType::kUndefined) {

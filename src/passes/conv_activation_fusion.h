@@ -1,5 +1,5 @@
-// Conv+Relu, Conv+Clip and Conv+SiLU fusion into Conv attributes the oneDNN conv applies as
-// post-ops.
+// Conv+Relu, Conv+Clip, Conv+SiLU and BatchNormalization+Relu fusion into attributes the
+// oneDNN kernels apply as post-ops or flags.
 #pragma once
 
 #include "ir/graph.h"
@@ -19,8 +19,10 @@ namespace cleave {
 /// The Conv keeps op type "Conv" and domain "", and writes the activation's output (its name
 /// is kept). These attributes are not ONNX: onnx::checker rejects unknown attributes on Conv
 /// ("Unrecognized attribute: activation for operator Conv"), so this pass is for graphs that
-/// cleave runs itself, never for ones it exports. Counts: "Relu nodes fused into Conv",
-/// "Clip nodes fused into Conv", "Sigmoid+Mul pairs fused into Conv".
+/// cleave runs itself, never for ones it exports. A Relu after a BatchNormalization (inference
+/// outputs only) is fused the same way, as `activation = "Relu"` on the BatchNormalization.
+/// Counts: "Relu nodes fused into Conv", "Clip nodes fused into Conv", "Sigmoid+Mul pairs
+/// fused into Conv", "Relu nodes fused into BatchNormalization".
 PassResult fuse_conv_activations(Graph& graph);
 
 }  // namespace cleave

@@ -20,6 +20,27 @@ bool is_inference_dropout(const Graph& graph, const Node& node) {
          !data.bytes->empty() && (*data.bytes)[0] == std::byte{0};
 }
 
+// A Pad that adds nothing (every pad 0, from the opset-11 input or the older attribute):
+// PyTorch exports DenseNet's average pools behind one, and as a plain-layout op it kept the
+// convolutions around it from passing oneDNN's blocked layouts on.
+bool is_zero_pad(const Graph& graph, const Node& node) {
+  if (node.op_type != "Pad" || node.outputs.size() != 1) return false;
+  if (const Attribute* pads = node.attribute("pads")) {
+    for (int64_t pad : pads->ints) {
+      if (pad != 0) return false;
+    }
+    return true;
+  }
+  if (node.inputs.size() < 2 || node.inputs[1] == kNoValue || !is_constant(graph, node.inputs[1]))
+    return false;
+  const TensorData& pads = *graph.value(node.inputs[1]).initializer;
+  if (pads.dtype != DataType::kInt64 || !pads.bytes) return false;
+  for (int64_t pad : pads.as<int64_t>()) {
+    if (pad != 0) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 PassResult remove_identities(Graph& graph) {
@@ -29,12 +50,16 @@ PassResult remove_identities(Graph& graph) {
     const Node& node = graph.node(id);
     if (!node.domain.empty() && node.domain != "ai.onnx") continue;
     bool identity = node.op_type == "Identity";
-    if (!identity && !(node.op_type == "Dropout" && is_inference_dropout(graph, node))) continue;
+    bool zero_pad = is_zero_pad(graph, node);
+    if (!identity && !zero_pad && !(node.op_type == "Dropout" && is_inference_dropout(graph, node)))
+      continue;
     if (node.inputs.empty() || node.inputs[0] == kNoValue || node.outputs.empty()) continue;
     ValueId input = node.inputs[0];
     ValueId output = node.outputs[0];
     if (read_by_bodies[output]) continue;  // A body reads it by name; renaming would break it.
-    const char* counter = identity ? "Identity nodes removed" : "Dropout nodes removed";
+    const char* counter = identity   ? "Identity nodes removed"
+                          : zero_pad ? "zero Pad nodes removed"
+                                     : "Dropout nodes removed";
     if (!graph.value(output).is_graph_output) {
       graph.remove_node(id);
       graph.replace_all_uses(output, input);

@@ -37,6 +37,45 @@ TEST(ConvActivationFusion, FusesRelu) {
   EXPECT_EQ(result.summary(), "Conv+activation fusion: 1 Relu nodes fused into Conv");
 }
 
+TEST(ConvActivationFusion, FusesReluIntoBatchNormalization) {
+  PassResult result;
+  EXPECT_EQ(fuse(R"(graph main [ai.onnx=17] (%x: f32[1,1,2,2]) {
+  @s: f32[1] = [1.0]
+  @b: f32[1] = [0.0]
+  @m: f32[1] = [0.0]
+  @v: f32[1] = [1.0]
+  %n = BatchNormalization(%x, @s, @b, @m, @v)
+  %y = Relu(%n)
+  return %y
+})",
+                 &result),
+            R"(graph main [ai.onnx=17] (%x: f32[1,1,2,2]) {
+  @s: f32[1] = [1.0]
+  @b: f32[1] = [0.0]
+  @m: f32[1] = [0.0]
+  @v: f32[1] = [1.0]
+  %y = "n" BatchNormalization[activation="Relu"](%x, @s, @b, @m, @v)
+  return %y
+}
+)");
+  EXPECT_EQ(result.summary(), "Conv+activation fusion: 1 Relu nodes fused into BatchNormalization");
+}
+
+TEST(ConvActivationFusion, KeepsReluWhenTheNormalizedValueHasAnotherReader) {
+  const char* text = R"(graph main [ai.onnx=17] (%x: f32[1,1,2,2]) {
+  @s: f32[1] = [1.0]
+  @b: f32[1] = [0.0]
+  @m: f32[1] = [0.0]
+  @v: f32[1] = [1.0]
+  %n = BatchNormalization(%x, @s, @b, @m, @v)
+  %y = Relu(%n)
+  %z = Add(%y, %n)
+  return %z
+}
+)";
+  EXPECT_EQ(fuse(text), text);
+}
+
 TEST(ConvActivationFusion, FusesSigmoidTimesInputAsSwish) {
   PassResult result;
   EXPECT_EQ(fuse(R"(graph main [ai.onnx=17] (%x: f32[1,1,2,2]) {

@@ -1,4 +1,4 @@
-// Identity/Dropout removal: readers move to the input, graph output names never change.
+// Identity/Dropout/zero-Pad removal: readers move to the input, graph output names never change.
 #include "passes/identity_removal.h"
 
 #include <gtest/gtest.h>
@@ -35,6 +35,34 @@ TEST(IdentityRemoval, RewiresReadersToTheInput) {
 }
 )");
   EXPECT_EQ(result.summary(), "Identity/Dropout removal: 1 Identity nodes removed");
+}
+
+TEST(IdentityRemoval, RemovesAPadOfZeros) {
+  PassResult result;
+  EXPECT_EQ(remove(R"(graph main [ai.onnx=17] (%x: f32[1,1,2,2]) {
+  @pads: i64[8] = [0, 0, 0, 0, 0, 0, 0, 0]
+  %p = Pad[mode="constant"](%x, @pads)
+  %y = AveragePool[kernel_shape=[2,2]](%p)
+  return %y
+})",
+                   &result),
+            R"(graph main [ai.onnx=17] (%x: f32[1,1,2,2]) {
+  @pads: i64[8] = [0, 0, 0, 0, 0, 0, 0, 0]
+  %y = AveragePool[kernel_shape=[2,2]](%x)
+  return %y
+}
+)");
+  EXPECT_EQ(result.summary(), "Identity/Dropout removal: 1 zero Pad nodes removed");
+}
+
+TEST(IdentityRemoval, KeepsAPadThatPads) {
+  const char* text = R"(graph main [ai.onnx=10] (%x: f32[1,1,2,2]) {
+  %p = Pad[pads=[0,0,1,0,0,0,0,0]](%x)
+  %y = Relu(%p)
+  return %y
+}
+)";
+  EXPECT_EQ(remove(text), text);
 }
 
 TEST(IdentityRemoval, KeepsAGraphOutputNameByLettingTheProducerWriteIt) {

@@ -939,6 +939,30 @@ TEST(DnnlBatchNorm, InferenceUsesGivenStatistics) {
   expect_near(node.run_one(), shape, expected);
 }
 
+TEST(DnnlBatchNorm, FusedReluClampsNegativeResults) {
+  Shape64 shape = {1, 3, 4, 4};
+  auto x = random_values(count_of(shape), 73);
+  std::vector<float> scale = {0.5f, 1.5f, -1.0f}, bias = {0.1f, -0.2f, 0.3f},
+                     mean = {0.05f, -0.1f, 0.2f}, var = {0.5f, 1.0f, 2.0f};
+  OneNode node("BatchNormalization", 15);
+  node.input(shape, x)
+      .constant({3}, scale)
+      .constant({3}, bias)
+      .constant({3}, mean)
+      .constant({3}, var)
+      .text("activation", "Relu");
+  std::vector<float> expected(x.size());
+  int clamped = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    std::size_t c = (i / 16) % 3;
+    float normalized = (x[i] - mean[c]) / std::sqrt(var[c] + 1e-5f) * scale[c] + bias[c];
+    clamped += normalized < 0;
+    expected[i] = std::max(normalized, 0.0f);
+  }
+  ASSERT_GT(clamped, 0);
+  expect_near(node.run_one(), shape, expected);
+}
+
 TEST(DnnlBatchNorm, TwoDimensionalInput) {
   auto x = random_values(8, 72);
   OneNode node("BatchNormalization", 9);

@@ -111,9 +111,17 @@ class BatchNormKernel : public Kernel {
           x.dim(0), channels, x.element_count() / std::max<int64_t>(1, x.dim(0) * channels), 1});
     }
     float epsilon = context.node.float_attribute("epsilon", 1e-5f);
-    dnnl::batch_normalization_forward::desc desc(
-        dnnl::prop_kind::forward_inference, data, epsilon,
-        Flags::use_global_stats | Flags::use_scale | Flags::use_shift);
+    Flags flags = Flags::use_global_stats | Flags::use_scale | Flags::use_shift;
+    // Set by the activation fusion pass (not ONNX): a Relu that followed this node.
+    if (const Attribute* activation = context.node.attribute("activation")) {
+      if (activation->s != "Relu") {
+        throw UnsupportedError(fmt::format("{}: fused activation '{}' is not supported here",
+                                           context.where(), activation->s));
+      }
+      flags = flags | Flags::fuse_norm_relu;
+    }
+    dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, data, epsilon,
+                                                 flags);
     dnnl::batch_normalization_forward::primitive_desc descriptor(desc, kernel_attr(),
                                                                  context.engine);
     step_ = DnnlStep(dnnl::batch_normalization_forward(descriptor), descriptor, context.engine);
