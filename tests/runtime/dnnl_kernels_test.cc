@@ -963,6 +963,14 @@ TEST(DnnlBatchNorm, FusedReluClampsNegativeResults) {
   expect_near(node.run_one(), shape, expected);
 }
 
+TEST(DnnlBatchNorm, OtherFusedActivationsAreUnsupported) {
+  OneNode node("BatchNormalization", 15);
+  node.input({1, 1, 2, 2}, {1, 2, 3, 4});
+  for (int i = 0; i < 4; ++i) node.constant({1}, {1.0f});
+  node.text("activation", "Clip");
+  EXPECT_THROW(node.run(), UnsupportedError);
+}
+
 TEST(DnnlBatchNorm, TwoDimensionalInput) {
   auto x = random_values(8, 72);
   OneNode node("BatchNormalization", 9);
