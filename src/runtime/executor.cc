@@ -57,6 +57,34 @@ std::size_t BufferPool::reserved_bytes() const {
   return reserved_;
 }
 
+std::string input_shape_signature(const std::map<std::string, Tensor>& inputs) {
+  std::string signature;
+  for (const auto& [name, tensor] : inputs) signature += name + ":" + tensor.describe() + ";";
+  return signature;
+}
+
+bool place_outputs(const ConcatPlacement& placement, const std::vector<ValueId>& outputs,
+                   const std::vector<OutputSpec>& specs,
+                   std::vector<std::shared_ptr<Buffer>>& shared, BufferPool& pool,
+                   std::vector<Tensor>& placed) {
+  placed.assign(outputs.size(), Tensor());
+  bool any = false;
+  for (std::size_t i = 0; i < outputs.size() && i < specs.size(); ++i) {
+    const std::optional<BufferSlot>& slot = placement.slots[outputs[i]];
+    if (!slot) continue;
+    std::shared_ptr<Buffer>& buffer = shared[slot->root];
+    if (!buffer) buffer = pool.acquire(placement.root_bytes[slot->root]);
+    placed[i] = Tensor::view(specs[i].dtype, specs[i].shape, buffer, slot->byte_offset);
+    placed[i].set_layout(specs[i].layout);
+    // The root's own tensor keeps the buffer alive from here; the pool may reuse it once that
+    // tensor and every view inside it are gone. (A Concat that runs after its root then gets a
+    // fresh buffer, and its kernel copies: correct, only not in place.)
+    if (slot->root == outputs[i]) buffer.reset();
+    any = true;
+  }
+  return any;
+}
+
 int64_t opset_of(const Graph& graph, const Node& node) {
   std::string domain = node.domain == "ai.onnx" ? "" : node.domain;
   auto it = graph.opset_imports.find(domain);
@@ -242,8 +270,7 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
   check_inputs(graph_, inputs);
   // Placement follows from the kernels prepared for these input shapes; other shapes run
   // without it once, which prepares their kernels, and plan it again.
-  std::string input_shapes;
-  for (const auto& [name, tensor] : inputs) input_shapes += name + ":" + tensor.describe() + ";";
+  std::string input_shapes = input_shape_signature(inputs);
   bool in_place =
       options_.in_place_concat && input_shapes == placement_inputs_ && !placement_.empty();
   std::vector<std::shared_ptr<Buffer>> shared_buffers;  // Per root ValueId, while filling.
@@ -279,26 +306,12 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
         constant.push_back(false);
       }
     }
-    const std::vector<Tensor>* placed = nullptr;
-    if (in_place) {
-      placed_outputs.assign(node.outputs.size(), Tensor());
-      const std::vector<OutputSpec>& specs = runners_[position]->specs();
-      for (std::size_t i = 0; i < node.outputs.size() && i < specs.size(); ++i) {
-        const std::optional<BufferSlot>& slot = placement_.slots[node.outputs[i]];
-        if (!slot) continue;
-        std::shared_ptr<Buffer>& shared = shared_buffers[slot->root];
-        if (!shared) shared = pool_.acquire(placement_.root_bytes[slot->root]);
-        placed_outputs[i] = Tensor::view(specs[i].dtype, specs[i].shape, shared, slot->byte_offset);
-        placed_outputs[i].set_layout(specs[i].layout);
-        // The root's own tensor keeps the buffer alive from here; the pool may reuse it
-        // once that tensor and every view inside it are gone.
-        if (slot->root == node.outputs[i]) shared.reset();
-        placed = &placed_outputs;
-      }
-    }
+    bool any_placed =
+        in_place && place_outputs(placement_, node.outputs, runners_[position]->specs(),
+                                  shared_buffers, pool_, placed_outputs);
     auto start = std::chrono::steady_clock::now();
     runners_[position]->run(node_inputs, constant, node_outputs, pool_, engine_, stream_,
-                            options_.threads, placed);
+                            options_.threads, any_placed ? &placed_outputs : nullptr);
     placed_outputs.clear();  // Its views would keep shared buffers from the pool.
     if (options_.collect_stats) {
       stream_.wait();

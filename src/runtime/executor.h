@@ -30,6 +30,18 @@ class BufferPool {
   std::size_t reserved_ = 0;
 };
 
+/// Input names with their types and shapes: an in-place Concat placement holds only for the
+/// shapes whose kernels it was planned from.
+std::string input_shape_signature(const std::map<std::string, Tensor>& inputs);
+
+/// Sets `placed[i]` to a view into its shared Concat buffer for every output of a node that
+/// `placement` puts in one (acquiring the buffer from `pool` for the first writer; `shared` is
+/// indexed by root ValueId), leaving the others empty. Returns whether any output is placed.
+bool place_outputs(const ConcatPlacement& placement, const std::vector<ValueId>& outputs,
+                   const std::vector<OutputSpec>& specs,
+                   std::vector<std::shared_ptr<Buffer>>& shared, BufferPool& pool,
+                   std::vector<Tensor>& placed);
+
 /// Prepares (and re-prepares when input shapes change) and runs one node.
 class NodeRunner {
  public:

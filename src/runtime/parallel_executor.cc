@@ -153,28 +153,6 @@ struct ParallelExecutor::Impl {
     return true;
   }
 
-  // Sets `placed` to the outputs of this task that live inside a shared Concat buffer; false
-  // when there are none.
-  bool place_outputs(int worker, std::size_t slot, const TaskState& state,
-                     std::vector<Tensor>& placed) {
-    const std::vector<OutputSpec>& specs = runners[worker][slot]->specs();
-    const auto& outputs = graph.node(state.node).outputs;
-    placed.assign(outputs.size(), Tensor());
-    bool any = false;
-    for (std::size_t i = 0; i < outputs.size() && i < specs.size(); ++i) {
-      const std::optional<BufferSlot>& where = placement.slots[outputs[i]];
-      if (!where) continue;
-      std::lock_guard lock(shared_mutex);
-      std::shared_ptr<Buffer>& buffer = shared[state.sample][where->root];
-      if (!buffer) buffer = pool.acquire(placement.root_bytes[where->root]);
-      placed[i] = Tensor::view(specs[i].dtype, specs[i].shape, buffer, where->byte_offset);
-      placed[i].set_layout(specs[i].layout);
-      if (where->root == outputs[i]) buffer.reset();  // The root's tensor holds it now.
-      any = true;
-    }
-    return any;
-  }
-
   // Plans in-place Concats from the kernels the last run prepared. A node run by several
   // tasks of one sample (a cloned producer) is left out: its copies would write one slice.
   void plan_in_place_concats() {
@@ -231,7 +209,13 @@ struct ParallelExecutor::Impl {
             break;
         }
       }
-      bool any_placed = in_place && place_outputs(worker, slot, state, placed);
+      bool any_placed = false;
+      if (in_place) {
+        std::lock_guard lock(shared_mutex);  // Two workers may fill one shared buffer.
+        any_placed =
+            place_outputs(placement, graph.node(state.node).outputs, runners[worker][slot]->specs(),
+                          shared[state.sample], pool, placed);
+      }
       auto start = Clock::now();
       runners[worker][slot]->run(inputs, constant, state.outputs, pool, engine, stream,
                                  options.threads_per_worker, any_placed ? &placed : nullptr);
@@ -402,6 +386,7 @@ ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, c
   std::vector<int> cpus = allowed_cpus();
   s.worker_cpus.resize(s.workers);
   s.runners.resize(s.workers);
+  s.runner_of.resize(tasks.tasks.size());
   for (int w = 0; w < s.workers; ++w) {
     const Device& device = tasks.machine.devices[w];
     if (!device.cores.empty()) {
@@ -413,7 +398,6 @@ ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, c
     }
     for (int task : plan.order[w]) {
       NodeId node = s.states[task].node;
-      s.runner_of.resize(tasks.tasks.size());
       s.runner_of[task] = {w, s.runners[w].size()};
       bool blocked = options.blocked_layouts;
       for (ValueId output : graph.node(node).outputs)
@@ -445,9 +429,7 @@ std::vector<std::vector<Tensor>> ParallelExecutor::run(
     for (std::size_t k = 0; k < state.uses.size(); ++k) state.remaining[k].store(state.uses[k]);
   }
   std::string input_shapes;
-  for (const auto& sample : inputs) {
-    for (const auto& [name, tensor] : sample) input_shapes += name + ":" + tensor.describe() + ";";
-  }
+  for (const auto& sample : inputs) input_shapes += input_shape_signature(sample);
   s.in_place =
       s.options.in_place_concat && input_shapes == s.placement_inputs && !s.placement.empty();
   s.shared.assign(s.in_place ? samples_ : 0,
