@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "ir/text.h"
 #include "onnx/atomic_file.h"
+#include "pipeline/layout_choice.h"
 #include "pipeline/load.h"
 #include "pipeline/model_plan.h"
 #include "plan/simulator.h"
@@ -39,6 +40,7 @@ struct RunSettings {
   bool json = false;
   bool no_optimize = false;
   bool plain_layouts = false;
+  std::string layouts = "auto";
   bool verbose = false;
   std::string plan;  // Empty: sequential executor.
   std::string costs = "profile";
@@ -91,12 +93,24 @@ int run_model(const RunSettings& settings) {
   std::unique_ptr<ParallelExecutor> parallel;
   ModelPlan model_plan;
   std::vector<std::map<std::string, Tensor>> sample_inputs;
+  // Which convolution layouts to use: measured (with each worker's threads for a plan).
+  LayoutChoice layouts;
+  layouts.channels_last = settings.layouts == "channels-last";
+  if (settings.layouts == "auto" && !settings.plain_layouts) {
+    ExecutorOptions options;
+    options.threads = settings.plan.empty() ? settings.threads : settings.threads_per_worker;
+    LayoutChoiceOptions choice_options;
+    choice_options.progress = load.log;
+    layouts = choose_layouts(graph, options, gather_inputs(graph, settings, settings.seed),
+                             choice_options);
+  }
   if (settings.plan.empty()) {
     sample_inputs.push_back(gather_inputs(graph, settings, settings.seed));
     ExecutorOptions options;
     options.threads = settings.threads;
     options.collect_stats = settings.stats;
     options.blocked_layouts = !settings.plain_layouts;
+    options.channels_last = layouts.channels_last;
     sequential = std::make_unique<Executor>(graph, options);
     run_once = [&] { return sequential->run(sample_inputs[0]); };
     peak_bytes = [&] { return sequential->stats().peak_activation_bytes; };
@@ -120,6 +134,7 @@ int run_model(const RunSettings& settings) {
     ParallelOptions options;
     options.threads_per_worker = model_plan.threads_per_worker;
     options.blocked_layouts = !settings.plain_layouts;
+    options.channels_last = layouts.channels_last;
     parallel =
         std::make_unique<ParallelExecutor>(graph, model_plan.tasks, model_plan.plan, options);
     for (int s = 0; s < parallel->samples(); ++s)
@@ -147,6 +162,11 @@ int run_model(const RunSettings& settings) {
                           {"median", median_of(latencies)},
                           {"runs", latencies}};
   report["peak_activation_bytes"] = peak_bytes();
+  report["layouts"] = {{"channels_last", layouts.channels_last},
+                       {"measured", layouts.measured},
+                       {"cached", layouts.cached},
+                       {"blocked_ms", layouts.blocked_ms},
+                       {"channels_last_ms", layouts.channels_last_ms}};
   if (sequential) report["concat_inputs_in_place"] = sequential->stats().concat_inputs_in_place;
   report["peak_rss_bytes"] = peak_rss_bytes();
   report["baseline_rss_bytes"] = baseline_rss;
@@ -227,6 +247,8 @@ int run_model(const RunSettings& settings) {
              report["latency_ms"]["median"].get<double>(), settings.repeat, threads_text);
   fmt::print("memory     peak activations {:.2f} MiB, process peak RSS {:.1f} MiB\n",
              peak_bytes() / 1048576.0, report["peak_rss_bytes"].get<std::size_t>() / 1048576.0);
+  if (!settings.plain_layouts && layouts_can_differ(graph))
+    fmt::print("layouts    {}\n", describe(layouts));
   if (parallel) {
     fmt::print(
         "plan       {} on {} worker(s) x {} thread(s), {} sample(s): predicted {:.3f} ms, last run "
@@ -280,6 +302,12 @@ void register_run(CLI::App& app, CommandAction& action) {
   command->add_flag("--no-optimize", settings->no_optimize, "Skip the graph passes");
   command->add_flag("--plain-layouts", settings->plain_layouts,
                     "Keep every tensor in plain layout (no oneDNN blocking)");
+  command
+      ->add_option("--layouts", settings->layouts,
+                   "Convolution layouts: auto (time both once per model and thread count, "
+                   "cached), blocked (16-channel blocks) or channels-last")
+      ->check(CLI::IsMember({"auto", "blocked", "channels-last"}))
+      ->default_val("auto");
   command->add_flag("-v,--verbose", settings->verbose, "Log each loading step");
   command->add_option("--plan", settings->plan,
                       "Run a plan in parallel: a plan.json from `cleave plan`, or auto");

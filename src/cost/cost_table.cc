@@ -41,9 +41,7 @@ struct Fingerprint {
 
 std::string cache_directory(const ProfileOptions& options) {
   if (!options.cache_directory.empty()) return options.cache_directory;
-  if (const char* dir = std::getenv("CLEAVE_CACHE_DIR")) return fs::path(dir) / "profiles";
-  const char* home = std::getenv("HOME");
-  return (fs::path(home ? home : "/tmp") / ".cache" / "cleave" / "profiles").string();
+  return default_cache_directory("profiles");
 }
 
 void fill_sizes(const Graph& graph, NodeId id, NodeCost& cost) {
@@ -140,6 +138,12 @@ CostTable analytical_costs(const Graph& graph, const PeakRates& rates) {
     }
   }
   return table;
+}
+
+std::string default_cache_directory(std::string_view kind) {
+  if (const char* dir = std::getenv("CLEAVE_CACHE_DIR")) return (fs::path(dir) / kind).string();
+  const char* home = std::getenv("HOME");
+  return (fs::path(home ? home : "/tmp") / ".cache" / "cleave" / kind).string();
 }
 
 std::string graph_fingerprint(const Graph& graph) {

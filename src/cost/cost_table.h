@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/graph.h"
@@ -72,6 +73,10 @@ CostTable cost_table_from_json(const nlohmann::json& json, const Graph& graph,
 /// One task per node, each device's time = cost at its thread count / its speed; edges are
 /// the graph's dependences, output bytes the node's outputs.
 TaskGraph task_graph_for(const Graph& graph, const CostTable& costs, const Machine& machine);
+
+/// Where cached measurements of one kind ("profiles", "layouts") live:
+/// $CLEAVE_CACHE_DIR/<kind>, else ~/.cache/cleave/<kind>.
+std::string default_cache_directory(std::string_view kind);
 
 /// A stable hash of a graph's structure, shapes and initializer bytes (cache keys).
 std::string graph_fingerprint(const Graph& graph);

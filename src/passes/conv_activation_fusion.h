@@ -21,8 +21,13 @@ namespace cleave {
 /// ("Unrecognized attribute: activation for operator Conv"), so this pass is for graphs that
 /// cleave runs itself, never for ones it exports. A Relu after a BatchNormalization (inference
 /// outputs only) is fused the same way, as `activation = "Relu"` on the BatchNormalization.
+/// An Add of such a Conv's output and another value of the same shape (a residual connection)
+/// becomes `sum_input = 3` on the Conv, which then reads that value as input 3 (the bias slot
+/// before it may be empty) and adds it before its activation, so the Relu that usually follows
+/// fuses too.
 /// Counts: "Relu nodes fused into Conv", "Clip nodes fused into Conv", "Sigmoid+Mul pairs
-/// fused into Conv", "Relu nodes fused into BatchNormalization".
+/// fused into Conv", "Add nodes fused into Conv as a sum", "Relu nodes fused into
+/// BatchNormalization".
 PassResult fuse_conv_activations(Graph& graph);
 
 }  // namespace cleave

@@ -9,6 +9,7 @@
 #include "passes/conv_batchnorm_fusion.h"
 #include "passes/dead_code.h"
 #include "passes/identity_removal.h"
+#include "passes/pad_fusion.h"
 
 namespace cleave {
 
@@ -50,9 +51,10 @@ PassResult optimize_graph(Graph& graph, const OptimizeOptions& options) {
   }
   record(eliminate_dead_code(graph));
   record(remove_identities(graph));
+  record(fold_pads(graph));
   if (options.fuse_batchnorm) record(fuse_conv_batchnorm(graph));
   if (options.fuse_activations) record(fuse_conv_activations(graph));
-  // Fusions leave the old weights, biases and bounds unread.
+  // Fusions leave the old weights, biases and bounds, and folded Pads, unread.
   record(eliminate_dead_code(graph));
   return total;
 }

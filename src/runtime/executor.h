@@ -45,7 +45,8 @@ bool place_outputs(const ConcatPlacement& placement, const std::vector<ValueId>&
 /// Prepares (and re-prepares when input shapes change) and runs one node.
 class NodeRunner {
  public:
-  NodeRunner(const Graph& graph, NodeId node, bool blocked_outputs_allowed);
+  NodeRunner(const Graph& graph, NodeId node, bool blocked_outputs_allowed,
+             bool prefer_channels_last = false);
   /// Runs the node on `inputs` (nullptr for omitted ones), filling `outputs`. Blocked inputs
   /// must be at positions the kernel accepts (the executor guarantees it).
   /// A non-empty `placed[i]` is used as output i instead of a fresh buffer (in-place Concat).
@@ -62,6 +63,7 @@ class NodeRunner {
   NodeId node_;
   const KernelInfo* info_ = nullptr;
   bool blocked_outputs_allowed_;
+  bool prefer_channels_last_;
   int64_t opset_;
   std::unique_ptr<Kernel> kernel_;
   std::vector<OutputSpec> specs_;
@@ -84,6 +86,9 @@ struct ExecutorOptions {
   /// From the second run on, let producers write Concat inputs straight into the Concat's
   /// output (see place_concat_inputs).
   bool in_place_concat = true;
+  /// Convolutions on plain inputs compute in channels-last (oneDNN's brgconv) instead of
+  /// 16-channel blocks (KernelContext::prefer_channels_last); choose_layouts measures which.
+  bool channels_last = false;
 };
 
 struct RunStats {

@@ -33,6 +33,10 @@ struct KernelContext {
   /// Whether consumers of the outputs can take oneDNN blocked layouts; when false the kernel
   /// must produce plain outputs.
   bool blocked_outputs_allowed = false;
+  /// Whether a convolution reading a plain 4-D input should compute in channels-last (nhwc)
+  /// rather than let oneDNN pick its channel-blocked layout; the choice then flows downstream.
+  /// Which is faster depends on the model (ExecutorOptions::channels_last).
+  bool prefer_channels_last = false;
 
   const Tensor& input(std::size_t i) const;  ///< Throws Error naming the node if missing.
   bool has_input(std::size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }

@@ -402,7 +402,8 @@ ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, c
       bool blocked = options.blocked_layouts;
       for (ValueId output : graph.node(node).outputs)
         blocked = blocked && blocked_layout_allowed(s.graph, output);
-      s.runners[w].push_back(std::make_unique<NodeRunner>(s.graph, node, blocked));
+      s.runners[w].push_back(
+          std::make_unique<NodeRunner>(s.graph, node, blocked, blocked && options.channels_last));
     }
   }
   s.events.resize(tasks.tasks.size());

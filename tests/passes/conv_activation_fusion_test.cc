@@ -209,5 +209,77 @@ TEST(ConvActivationFusion, FusesOnlyOneActivationPerConv) {
 )");
 }
 
+TEST(ConvActivationFusion, FusesAResidualAddAndTheReluAfterIt) {
+  PassResult result;
+  EXPECT_EQ(fuse(R"(graph main [ai.onnx=17] (%x: f32[1,1,2,2], %r: f32[1,1,2,2]) {
+  @w: f32[1,1,1,1] = [2.0]
+  @b: f32[1] = [0.5]
+  %c: f32[1,1,2,2] = Conv(%x, @w, @b)
+  %s: f32[1,1,2,2] = Add(%r, %c)
+  %y = Relu(%s)
+  return %y
+})",
+                 &result),
+            R"(graph main [ai.onnx=17] (%x: f32[1,1,2,2], %r: f32[1,1,2,2]) {
+  @w: f32[1,1,1,1] = [2.0]
+  @b: f32[1] = [0.5]
+  %y = "c" Conv[sum_input=3, activation="Relu"](%x, @w, @b, %r)
+  return %y
+}
+)");
+  EXPECT_EQ(result.summary(),
+            "Conv+activation fusion: 1 Add nodes fused into Conv as a sum, 1 Relu nodes fused "
+            "into Conv");
+}
+
+TEST(ConvActivationFusion, AResidualAddLeavesAnOmittedBiasOmitted) {
+  EXPECT_EQ(fuse(R"(graph main [ai.onnx=17] (%x: f32[1,1,2,2], %r: f32[1,1,2,2]) {
+  @w: f32[1,1,1,1] = [2.0]
+  %c: f32[1,1,2,2] = Conv(%x, @w)
+  %y: f32[1,1,2,2] = Add(%c, %r)
+  return %y
+})"),
+            R"(graph main [ai.onnx=17] (%x: f32[1,1,2,2], %r: f32[1,1,2,2]) {
+  @w: f32[1,1,1,1] = [2.0]
+  %y: f32[1,1,2,2] = "c" Conv[sum_input=3](%x, @w, _, %r)
+  return %y: f32[1,1,2,2]
+}
+)");
+}
+
+TEST(ConvActivationFusion, KeepsABroadcastingAdd) {
+  PassResult result;
+  fuse(R"(graph main [ai.onnx=17] (%x: f32[1,2,2,2], %r: f32[1,2,1,1]) {
+  @w: f32[2,2,1,1] = [1.0, 2.0, 3.0, 4.0]
+  %c: f32[1,2,2,2] = Conv(%x, @w)
+  %y = Add(%c, %r)
+  return %y
+})",
+       &result);
+  EXPECT_FALSE(result.changed());
+}
+
+TEST(ConvActivationFusion, KeepsAnAddAfterAnActivatedConvOrOneWhoseConvHasAnotherReader) {
+  PassResult result;
+  // relu(conv) + r is not relu(conv + r).
+  fuse(R"(graph main [ai.onnx=17] (%x: f32[1,1,2,2], %r: f32[1,1,2,2]) {
+  @w: f32[1,1,1,1] = [2.0]
+  %c: f32[1,1,2,2] = Conv[activation="Relu"](%x, @w)
+  %y = Add(%c, %r)
+  return %y
+})",
+       &result);
+  EXPECT_FALSE(result.changed());
+  fuse(R"(graph main [ai.onnx=17] (%x: f32[1,1,2,2], %r: f32[1,1,2,2]) {
+  @w: f32[1,1,1,1] = [2.0]
+  %c: f32[1,1,2,2] = Conv(%x, @w)
+  %y = Add(%c, %r)
+  %z = Neg(%c)
+  return %y, %z
+})",
+       &result);
+  EXPECT_FALSE(result.changed());
+}
+
 }  // namespace
 }  // namespace cleave

@@ -50,8 +50,8 @@ const char* kModel = R"(graph main [ai.onnx=13] (%x: f32[1,3,8,8]) {
 }
 )";
 
-Graph random_model() {
-  Graph graph = parse_graph(kModel);
+Graph random_model(const char* text = kModel) {
+  Graph graph = parse_graph(text);
   std::mt19937 random(7);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   for (ValueId id : graph.initializers()) {
@@ -65,15 +65,16 @@ Graph random_model() {
   return graph;
 }
 
-std::vector<float> run(const Graph& graph) {
+std::vector<float> run(const Graph& graph, std::vector<int64_t> input_shape = {1, 3, 8, 8},
+                       std::vector<int64_t> output_shape = {1, 256}) {
   std::mt19937 random(11);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  Tensor x = Tensor::allocate(DataType::kFloat, {1, 3, 8, 8});
+  Tensor x = Tensor::allocate(DataType::kFloat, input_shape);
   for (int64_t i = 0; i < x.element_count(); ++i) x.data<float>()[i] = uniform(random);
   Executor executor(graph);
   std::vector<Tensor> outputs = executor.run({{"x", x}});
   auto values = outputs.at(0).values<float>();
-  EXPECT_EQ(outputs.at(0).shape(), (std::vector<int64_t>{1, 256}));
+  EXPECT_EQ(outputs.at(0).shape(), output_shape);
   return {values.begin(), values.end()};
 }
 
@@ -98,10 +99,11 @@ TEST(Pipeline, LogsWhatEachStepChanged) {
                      "constant folding: 1 Shape nodes folded from static shapes, 3 nodes folded",
                      "dead-code elimination: 1 nodes removed, 6 initializers removed",
                      "Identity/Dropout removal: 1 Identity nodes removed, 1 Dropout nodes removed",
+                     "Pad folding: no change",
                      "Conv+BatchNormalization fusion: 2 BatchNormalization nodes fused into Conv",
                      "dead-code elimination: 8 initializers removed",
                  }));
-  EXPECT_EQ(result.steps.size(), 5u);
+  EXPECT_EQ(result.steps.size(), 6u);
   EXPECT_EQ(result.count("nodes folded"), 3);
 }
 
@@ -167,6 +169,38 @@ TEST(Pipeline, GraphWithFusedActivationsComputesTheSameOutputs) {
   options.fuse_activations = true;
   optimize_graph(optimized, options);
   expect_close(run(optimized), expected);
+}
+
+// A residual block with the Add before the Relu, and Inception's padded average pool.
+const char* kResidualModel = R"(graph main [ai.onnx=13] (%x: f32[1,4,8,8]) {
+  @w1: f32[4,4,3,3]
+  @w2: f32[4,4,1,1]
+  @b2: f32[4]
+  @pads: i64[8] = [0, 0, 1, 1, 0, 0, 1, 1]
+  %c1: f32[1,4,8,8] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w1)
+  %r1: f32[1,4,8,8] = Relu(%c1)
+  %c2: f32[1,4,8,8] = Conv[kernel_shape=[1,1]](%r1, @w2, @b2)
+  %s: f32[1,4,8,8] = Add(%x, %c2)
+  %r2: f32[1,4,8,8] = Relu(%s)
+  %p: f32[1,4,10,10] = Pad[mode="constant"](%r2, @pads)
+  %a: f32[1,4,8,8] = AveragePool[kernel_shape=[3,3]](%p)
+  return %a
+}
+)";
+
+TEST(Pipeline, FusedResidualAddAndFoldedPadComputeTheSameOutputs) {
+  Graph original = random_model(kResidualModel);
+  std::vector<float> expected = run(original, {1, 4, 8, 8}, {1, 4, 8, 8});
+  Graph optimized = random_model(kResidualModel);
+  OptimizeOptions options;
+  options.verify_each_step = true;
+  options.fuse_activations = true;
+  PassResult result = optimize_graph(optimized, options);
+  EXPECT_EQ(result.count("Add nodes fused into Conv as a sum"), 1);
+  EXPECT_EQ(result.count("Relu nodes fused into Conv"), 2);
+  EXPECT_EQ(result.count("Pads folded into AveragePool"), 1);
+  EXPECT_EQ(optimized.node_count(), 3u);  // Conv, Conv, AveragePool.
+  expect_close(run(optimized, {1, 4, 8, 8}, {1, 4, 8, 8}), expected);
 }
 
 }  // namespace

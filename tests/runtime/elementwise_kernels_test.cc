@@ -11,6 +11,7 @@
 #include "runtime/executor.h"
 #include "runtime/kernel.h"
 #include "runtime/kernels/dnnl_util.h"
+#include "runtime/kernels/fast_math.h"
 #include "runtime/tensor.h"
 
 namespace cleave {
@@ -249,6 +250,32 @@ TEST(UnaryKernels, ErfIsAccurateAcrossItsRange) {
     worst = std::max(worst, std::abs(y.data<float>()[i] - exact));
   }
   EXPECT_LT(worst, 1e-6);
+}
+
+TEST(FastMath, SwishKeepsItsRelativeAccuracyWhereSigmoidIsTiny) {
+  // The tanh form 0.5+0.5·tanh(x/2) loses all relative accuracy below x ≈ -15; the exp form
+  // must not. Odd counts exercise the vector loops' tails.
+  const std::vector<double> x = ramp(40001, -100, 100);
+  std::vector<float> in(x.begin(), x.end());
+  std::vector<float> out(in.size());
+  elementwise::swish_float(in.data(), out.data(), static_cast<int64_t>(in.size()));
+  double worst = 0;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const double v = in[i];
+    const double exact = v / (1 + std::exp(-v));
+    if (v < -87) {
+      // exp(x) is below float's normal range there: only "practically zero" is asked for.
+      EXPECT_LE(out[i], 0.0f);
+      EXPECT_GT(out[i], -1e-35f) << "at " << v;
+      continue;
+    }
+    if (exact == 0) continue;
+    worst = std::max(worst, std::abs(out[i] - exact) / std::abs(exact));
+  }
+  EXPECT_LT(worst, 1e-5);
+  float zero = 0.0f;
+  elementwise::swish_float(&zero, &zero, 1);
+  EXPECT_EQ(zero, 0.0f) << "padding channels of blocked layouts must stay zero";
 }
 
 TEST(UnaryKernels, ErfPropagatesNaN) {

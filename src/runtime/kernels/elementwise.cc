@@ -154,18 +154,40 @@ class ChannelBroadcastKernel final : public Kernel {
   // Memory order is [batch][channel block][spatial][block lane]; block 1 is plain NC...
   template <typename Op>
   void apply(const float* x, float* out, Op op) const {
-    const int64_t rows = batch_ * channel_blocks_;
-    const int64_t row_size = spatial_ * block_;
-    parallel_for(rows * row_size, threads_, [&](int64_t begin, int64_t end) {
+    switch (block_) {
+      case 16:
+        return apply_blocked<16>(x, out, op);
+      case 8:
+        return apply_blocked<8>(x, out, op);
+      case 4:
+        return apply_blocked<4>(x, out, op);
+      default:
+        break;
+    }
+    const int64_t row_size = spatial_;
+    parallel_for(batch_ * channel_blocks_ * row_size, threads_, [&](int64_t begin, int64_t end) {
       for (int64_t row = begin / row_size; row * row_size < end; ++row) {
-        const float* v = values_.data() + (row % channel_blocks_) * block_;
-        const int64_t from = std::max(begin, row * row_size);
+        const float scalar = values_[row % channel_blocks_];
         const int64_t to = std::min(end, (row + 1) * row_size);
-        if (block_ == 1) {
-          const float scalar = v[0];
-          for (int64_t i = from; i < to; ++i) out[i] = op(x[i], scalar);
-        } else {
-          for (int64_t i = from; i < to; ++i) out[i] = op(x[i], v[i % block_]);
+        for (int64_t i = std::max(begin, row * row_size); i < to; ++i) out[i] = op(x[i], scalar);
+      }
+    });
+  }
+
+  // The block size is a compile-time constant so that the lane loop vectorises (with a run-time
+  // block the index modulo kept EfficientNet's squeeze-and-excitation Muls scalar: 4.6 ms).
+  template <int64_t kBlock, typename Op>
+  void apply_blocked(const float* x, float* out, Op op) const {
+    const int64_t pixels = batch_ * channel_blocks_ * spatial_;
+    parallel_for(pixels, threads_, [&](int64_t begin, int64_t end) {
+      for (int64_t pixel = begin; pixel < end;) {
+        const int64_t row = pixel / spatial_;
+        const float* v = values_.data() + (row % channel_blocks_) * kBlock;
+        const int64_t row_end = std::min(end, (row + 1) * spatial_);
+        for (; pixel < row_end; ++pixel) {
+          const float* in = x + pixel * kBlock;
+          float* to = out + pixel * kBlock;
+          for (int64_t lane = 0; lane < kBlock; ++lane) to[lane] = op(in[lane], v[lane]);
         }
       }
     });
