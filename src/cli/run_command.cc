@@ -101,11 +101,12 @@ int run_model(const RunSettings& settings) {
     options.threads = settings.plan.empty() ? settings.threads : settings.threads_per_worker;
     LayoutChoiceOptions choice_options;
     choice_options.progress = load.log;
-    layouts = choose_layouts(graph, options, gather_inputs(graph, settings, settings.seed),
-                             choice_options);
+    sample_inputs.push_back(gather_inputs(graph, settings, settings.seed));
+    layouts = choose_layouts(graph, options, sample_inputs.front(), choice_options);
   }
   if (settings.plan.empty()) {
-    sample_inputs.push_back(gather_inputs(graph, settings, settings.seed));
+    if (sample_inputs.empty())
+      sample_inputs.push_back(gather_inputs(graph, settings, settings.seed));
     ExecutorOptions options;
     options.threads = settings.threads;
     options.collect_stats = settings.stats;
@@ -137,7 +138,8 @@ int run_model(const RunSettings& settings) {
     options.channels_last = layouts.channels_last;
     parallel =
         std::make_unique<ParallelExecutor>(graph, model_plan.tasks, model_plan.plan, options);
-    for (int s = 0; s < parallel->samples(); ++s)
+    // Sample 0 may already be read (for the layout choice).
+    for (int s = static_cast<int>(sample_inputs.size()); s < parallel->samples(); ++s)
       sample_inputs.push_back(gather_inputs(graph, settings, settings.seed + s));
     run_once = [&] { return parallel->run(sample_inputs).front(); };
     peak_bytes = [&] { return parallel->peak_activation_bytes(); };

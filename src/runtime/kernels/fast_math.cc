@@ -53,55 +53,47 @@ inline float swish_approximation(float x) {
   return x * (x >= 0.0f ? s : e * s);
 }
 
-__attribute__((target("avx512f,avx512vl,avx512dq,avx2,fma"))) void erf_avx512(const float* in,
+// One loop per instruction set, instantiated for each approximation (which inlines into it).
+template <float (*Approximation)(float)>
+__attribute__((target("avx512f,avx512vl,avx512dq,avx2,fma"))) void map_avx512(const float* in,
                                                                               float* out,
                                                                               int64_t count) {
-  for (int64_t i = 0; i < count; ++i) out[i] = erf_approximation(in[i]);
+  for (int64_t i = 0; i < count; ++i) out[i] = Approximation(in[i]);
 }
 
-__attribute__((target("avx2,fma"))) void erf_avx2(const float* in, float* out, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) out[i] = erf_approximation(in[i]);
+template <float (*Approximation)(float)>
+__attribute__((target("avx2,fma"))) void map_avx2(const float* in, float* out, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) out[i] = Approximation(in[i]);
 }
 
-void erf_baseline(const float* in, float* out, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) out[i] = erf_approximation(in[i]);
-}
-
-__attribute__((target("avx512f,avx512vl,avx512dq,avx2,fma"))) void swish_avx512(const float* in,
-                                                                                float* out,
-                                                                                int64_t count) {
-  for (int64_t i = 0; i < count; ++i) out[i] = swish_approximation(in[i]);
-}
-
-__attribute__((target("avx2,fma"))) void swish_avx2(const float* in, float* out, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) out[i] = swish_approximation(in[i]);
-}
-
-void swish_baseline(const float* in, float* out, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) out[i] = swish_approximation(in[i]);
+template <float (*Approximation)(float)>
+void map_baseline(const float* in, float* out, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) out[i] = Approximation(in[i]);
 }
 
 using FloatLoop = void (*)(const float*, float*, int64_t);
 
-FloatLoop pick(FloatLoop avx512, FloatLoop avx2, FloatLoop baseline) {
+template <float (*Approximation)(float)>
+FloatLoop pick() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
       __builtin_cpu_supports("avx512dq")) {
-    return avx512;
+    return map_avx512<Approximation>;
   }
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return avx2;
-  return baseline;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return map_avx2<Approximation>;
+  return map_baseline<Approximation>;
 }
 
 }  // namespace
 
 void erf_float(const float* in, float* out, int64_t count) {
-  static const FloatLoop loop = pick(erf_avx512, erf_avx2, erf_baseline);
+  static const FloatLoop loop = pick<erf_approximation>();
   loop(in, out, count);
 }
 
 void swish_float(const float* in, float* out, int64_t count) {
-  static const FloatLoop loop = pick(swish_avx512, swish_avx2, swish_baseline);
+  static const FloatLoop loop = pick<swish_approximation>();
   loop(in, out, count);
 }
 
