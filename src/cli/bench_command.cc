@@ -10,6 +10,7 @@
 #include "analysis/static_cost.h"
 #include "cli/commands.h"
 #include "cost/cost_table.h"
+#include "pipeline/layout_choice.h"
 #include "pipeline/load.h"
 #include "pipeline/model_plan.h"
 #include "runtime/executor.h"
@@ -31,9 +32,10 @@ struct BenchSettings {
   bool json = false;
 };
 
-ExecutorOptions with_threads(int threads) {
+ExecutorOptions with_threads(int threads, ConvolutionFamily family) {
   ExecutorOptions options;
   options.threads = threads;
+  options.convolution_family = family;
   return options;
 }
 
@@ -54,10 +56,15 @@ int run_bench(const BenchSettings& settings) {
   Graph graph = load_model(settings.model, load);
   StaticCostReport shape = analyze_static_cost(graph);
 
+  // Every variant runs the kernels a 1-thread-per-worker plan runs, so that they compare
+  // schedules, not kernels, and the bitwise check below is meaningful.
+  const ConvolutionFamily family = measured_family(graph, 1);
+  ProfileOptions profiling = profile_options(settings.workers);
+  profiling.convolution_family = family;
   CostTable costs = settings.costs == "static" ? static_costs(graph)
                     : settings.costs == "analytical"
                         ? analytical_costs(graph, measure_peak_rates(settings.workers))
-                        : profile_costs(graph, profile_options(settings.workers));
+                        : profile_costs(graph, profiling);
   ModelPlanOptions options;
   options.workers = settings.workers;
   options.strategy = settings.strategy;
@@ -66,10 +73,11 @@ int run_bench(const BenchSettings& settings) {
   ModelPlan lc = plan_model(graph, costs, options);
 
   std::map<std::string, Tensor> inputs = random_inputs(graph, 0);
-  Executor one_thread(graph, with_threads(1));
-  Executor all_threads(graph, with_threads(settings.workers));
+  Executor one_thread(graph, with_threads(1, family));
+  Executor all_threads(graph, with_threads(settings.workers, family));
   ParallelOptions parallel_options;
   parallel_options.threads_per_worker = chosen.threads_per_worker;
+  parallel_options.convolution_family = family;
   ParallelExecutor parallel(graph, chosen.tasks, chosen.plan, parallel_options);
 
   struct Variant {
@@ -100,7 +108,7 @@ int run_bench(const BenchSettings& settings) {
               .count());
     }
   }
-  Executor reference(graph, with_threads(chosen.threads_per_worker));
+  Executor reference(graph, with_threads(chosen.threads_per_worker, family));
   bool equal = bitwise_equal(reference.run(inputs), parallel.run(inputs));
 
   double sequential_ms = median_of(variants[0].ms);
@@ -115,6 +123,7 @@ int run_bench(const BenchSettings& settings) {
       {"clusters_before_merge", lc.plan.notes.value("clusters_before_merge", 0)},
       {"clusters_after_merge", lc.plan.notes.value("clusters_after_merge", 0)},
       {"workers", settings.workers},
+      {"convolutions", to_string(family)},
       {"strategy", chosen.plan.strategy},
       {"plan_ms", chosen.planning_seconds * 1e3},
       {"sequential_1_thread_ms", sequential_ms},
@@ -137,6 +146,7 @@ int run_bench(const BenchSettings& settings) {
       shape.parallelism);
   fmt::print("clusters     {} linear, {} after merging\n",
              report["clusters_before_merge"].get<int>(), report["clusters_after_merge"].get<int>());
+  fmt::print("convolutions {} (measured at 1 thread; every variant runs it)\n", to_string(family));
   fmt::print("\n{:<40} {:>12} {:>10}\n", "variant (median of interleaved runs)", "ms", "speedup");
   for (const auto& variant : variants) {
     double ms = median_of(variant.ms);

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "machine/machine.h"
+#include "pipeline/layout_choice.h"
 #include "pipeline/load.h"
 
 namespace cleave::cli {
@@ -27,7 +28,8 @@ Graph load_model_for(const ModelSettings& settings) {
   return load_model(settings.model, options);
 }
 
-CostTable costs_for(const Graph& graph, const std::string& source, int max_threads, bool verbose) {
+CostTable costs_for(const Graph& graph, const std::string& source, int max_threads, bool verbose,
+                    int threads_per_worker) {
   if (source == "static") return static_costs(graph);
   if (source == "analytical") return analytical_costs(graph, measure_peak_rates(max_threads));
   if (source != "profile") {
@@ -36,6 +38,7 @@ CostTable costs_for(const Graph& graph, const std::string& source, int max_threa
   ProfileOptions options;
   options.max_threads = max_threads;
   if (verbose) options.progress = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  options.convolution_family = measured_family(graph, threads_per_worker, options.progress);
   return profile_costs(graph, options);
 }
 

@@ -27,8 +27,11 @@ void add_model_load_options(CLI::App* command, ModelSettings& settings);
 Graph load_model_for(const ModelSettings& settings);
 
 /// The cost table named by `--costs`: "static" (Ramiel weights), "analytical" (roofline against
-/// this CPU's measured peaks) or "profile" (measured here with 1..max_threads threads, cached).
-CostTable costs_for(const Graph& graph, const std::string& source, int max_threads, bool verbose);
+/// this CPU's measured peaks) or "profile" (measured here with 1..max_threads threads, cached,
+/// in the convolution family measured_family picks for `threads_per_worker`: what
+/// `cleave run --plan` will run).
+CostTable costs_for(const Graph& graph, const std::string& source, int max_threads, bool verbose,
+                    int threads_per_worker = 1);
 
 /// Adds `--costs profile|static|analytical` (default `source`'s current value).
 void add_costs_option(CLI::App* command, std::string& source);

@@ -8,6 +8,7 @@
 #include "cli/model_task_graph.h"
 #include "cost/cost_table.h"
 #include "onnx/atomic_file.h"
+#include "pipeline/layout_choice.h"
 #include "pipeline/model_plan.h"
 #include "plan/simulator.h"
 #include "viz/gantt.h"
@@ -37,7 +38,7 @@ struct PlanSettings {
 int run_plan(const PlanSettings& settings) {
   Graph graph = load_model_for(settings.model);
   CostTable costs = costs_for(graph, settings.costs, settings.workers * settings.threads_per_worker,
-                              settings.model.verbose);
+                              settings.model.verbose, settings.threads_per_worker);
   ModelPlanOptions options;
   options.strategy = settings.strategy;
   options.workers = settings.workers;
@@ -101,6 +102,9 @@ int run_profile(const ProfileSettings& settings) {
   options.repeat = settings.repeat;
   options.use_cache = !settings.no_cache;
   options.progress = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  // The family a 1-thread-per-worker plan runs in (a single-thread choice).
+  options.convolution_family = measured_family(graph, 1, options.progress);
+  fmt::print(stderr, "convolutions: {}\n", to_string(options.convolution_family));
   CostTable costs = profile_costs(graph, options);
   nlohmann::json json = cost_table_to_json(costs, graph);
   if (!settings.output.empty()) write_file_atomically(settings.output, json.dump(1));

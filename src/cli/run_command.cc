@@ -93,9 +93,9 @@ int run_model(const RunSettings& settings) {
   std::unique_ptr<ParallelExecutor> parallel;
   ModelPlan model_plan;
   std::vector<std::map<std::string, Tensor>> sample_inputs;
-  // Which convolution layouts to use: measured (with each worker's threads for a plan).
+  // Which convolution family to use: measured (with each worker's threads for a plan).
   LayoutChoice layouts;
-  layouts.channels_last = settings.layouts == "channels-last";
+  if (settings.layouts != "auto") layouts.family = *parse_convolution_family(settings.layouts);
   if (settings.layouts == "auto" && !settings.plain_layouts) {
     ExecutorOptions options;
     options.threads = settings.plan.empty() ? settings.threads : settings.threads_per_worker;
@@ -111,19 +111,21 @@ int run_model(const RunSettings& settings) {
     options.threads = settings.threads;
     options.collect_stats = settings.stats;
     options.blocked_layouts = !settings.plain_layouts;
-    options.channels_last = layouts.channels_last;
+    options.convolution_family = layouts.family;
     sequential = std::make_unique<Executor>(graph, options);
     run_once = [&] { return sequential->run(sample_inputs[0]); };
     peak_bytes = [&] { return sequential->stats().peak_activation_bytes; };
   } else {
     if (settings.plan == "auto") {
+      // The profile times the kernels the plan will run: the same convolution family.
+      ProfileOptions profiling = profile_options(settings.workers * settings.threads_per_worker);
+      profiling.convolution_family = layouts.family;
       CostTable costs =
           settings.costs == "static" ? static_costs(graph)
           : settings.costs == "analytical"
               ? analytical_costs(graph,
                                  measure_peak_rates(settings.workers * settings.threads_per_worker))
-              : profile_costs(graph,
-                              profile_options(settings.workers * settings.threads_per_worker));
+              : profile_costs(graph, profiling);
       ModelPlanOptions plan_options;
       plan_options.workers = settings.workers;
       plan_options.threads_per_worker = settings.threads_per_worker;
@@ -135,7 +137,7 @@ int run_model(const RunSettings& settings) {
     ParallelOptions options;
     options.threads_per_worker = model_plan.threads_per_worker;
     options.blocked_layouts = !settings.plain_layouts;
-    options.channels_last = layouts.channels_last;
+    options.convolution_family = layouts.family;
     parallel =
         std::make_unique<ParallelExecutor>(graph, model_plan.tasks, model_plan.plan, options);
     // Sample 0 may already be read (for the layout choice).
@@ -164,11 +166,12 @@ int run_model(const RunSettings& settings) {
                           {"median", median_of(latencies)},
                           {"runs", latencies}};
   report["peak_activation_bytes"] = peak_bytes();
-  report["layouts"] = {{"channels_last", layouts.channels_last},
+  nlohmann::json fastest = nlohmann::json::object();
+  for (const auto& [family, ms] : layouts.fastest_ms) fastest[to_string(family)] = ms;
+  report["layouts"] = {{"family", to_string(layouts.family)},
                        {"measured", layouts.measured},
                        {"cached", layouts.cached},
-                       {"blocked_ms", layouts.blocked_ms},
-                       {"channels_last_ms", layouts.channels_last_ms}};
+                       {"fastest_ms", fastest}};
   if (sequential) report["concat_inputs_in_place"] = sequential->stats().concat_inputs_in_place;
   report["peak_rss_bytes"] = peak_rss_bytes();
   report["baseline_rss_bytes"] = baseline_rss;
@@ -306,9 +309,10 @@ void register_run(CLI::App& app, CommandAction& action) {
                     "Keep every tensor in plain layout (no oneDNN blocking)");
   command
       ->add_option("--layouts", settings->layouts,
-                   "Convolution layouts: auto (time both once per model and thread count, "
-                   "cached), blocked (16-channel blocks) or channels-last")
-      ->check(CLI::IsMember({"auto", "blocked", "channels-last"}))
+                   "Convolution family: auto (time each once per model and thread count, "
+                   "cached), blocked (16-channel blocks), winograd (blocks, 3x3 stride-1 "
+                   "convolutions by Winograd) or channels-last")
+      ->check(CLI::IsMember({"auto", "blocked", "winograd", "channels-last"}))
       ->default_val("auto");
   command->add_flag("-v,--verbose", settings->verbose, "Log each loading step");
   command->add_option("--plan", settings->plan,

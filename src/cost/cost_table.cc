@@ -163,8 +163,10 @@ ProfileOptions profile_options(int max_threads) {
 }
 
 CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
-  std::string key = fmt::format("{}-t{}-r{}-{}", graph_fingerprint(graph), options.max_threads,
-                                options.repeat, options.blocked_layouts ? "blocked" : "plain");
+  // v2: kernels sped up enough (Winograd, per-worker pools) that older tables mislead.
+  std::string key =
+      fmt::format("{}-t{}-r{}-{}-v2", graph_fingerprint(graph), options.max_threads, options.repeat,
+                  options.blocked_layouts ? to_string(options.convolution_family) : "plain");
   fs::path cache = fs::path(cache_directory(options)) / (key + ".json");
   if (options.use_cache && fs::exists(cache)) {
     std::ifstream in(cache);
@@ -185,6 +187,7 @@ CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
     ExecutorOptions executor_options;
     executor_options.threads = threads;
     executor_options.blocked_layouts = options.blocked_layouts;
+    executor_options.convolution_family = options.convolution_family;
     Executor executor(graph, executor_options);
     for (int i = 0; i < options.warmup; ++i) executor.run(inputs);
     std::vector<std::vector<double>> samples(graph.node_capacity());

@@ -11,6 +11,7 @@
 #include "ir/graph.h"
 #include "machine/machine.h"
 #include "plan/task_graph.h"
+#include "runtime/kernel.h"
 
 namespace cleave {
 
@@ -53,6 +54,8 @@ struct ProfileOptions {
   int warmup = 2;
   int repeat = 10;
   bool blocked_layouts = true;
+  /// The kernels timed; the plan's executor should run the same (choose_layouts).
+  ConvolutionFamily convolution_family = ConvolutionFamily::kBlocked;
   std::string cache_directory;  ///< Empty: ~/.cache/cleave/profiles (or $CLEAVE_CACHE_DIR).
   bool use_cache = true;
   std::function<void(const std::string&)> progress;

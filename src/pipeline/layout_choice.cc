@@ -1,4 +1,4 @@
-// Layout choice: time the model in both convolution layouts, keep the faster, cache it.
+// Convolution family choice: time the model in each family, keep the fastest, cache it.
 #include "pipeline/layout_choice.h"
 
 #include <fmt/core.h>
@@ -8,10 +8,12 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "cost/cost_table.h"
 #include "onnx/atomic_file.h"
+#include "runtime/random_inputs.h"
 
 namespace cleave {
 
@@ -20,28 +22,27 @@ namespace {
 namespace fs = std::filesystem;
 
 // Bump when kernels change enough that old measurements no longer hold.
-constexpr int kCacheVersion = 2;
+constexpr int kCacheVersion = 3;
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Fastest latency in ms of one layout family; the executor is gone when this returns. The
-// minimum, not the median: the variants run one after the other, and on a shared machine a
-// burst of other work can slow one variant's whole series but can never speed it up.
-double time_variant(const Graph& graph, ExecutorOptions options, bool channels_last,
-                    const std::map<std::string, Tensor>& inputs,
-                    const LayoutChoiceOptions& choice) {
-  options.channels_last = channels_last;
+// Fastest latency in ms of one family; the executor is gone when this returns. The minimum,
+// not the median: the variants run one after the other, and on a shared machine a burst of
+// other work can slow one variant's whole series but can never speed it up.
+double time_variant(const Graph& graph, ExecutorOptions options, ConvolutionFamily family,
+                    const std::map<std::string, Tensor>& inputs, const LayoutChoiceOptions& choice,
+                    int variants) {
+  options.convolution_family = family;
   options.collect_stats = false;
   Executor executor(graph, options);
   for (int i = 0; i < choice.warmup; ++i) executor.run(inputs);
   std::vector<double> latencies;
   const auto start = std::chrono::steady_clock::now();
-  // Each variant gets half the budget.
   while (static_cast<int>(latencies.size()) < choice.min_runs ||
          (static_cast<int>(latencies.size()) < choice.max_runs &&
-          seconds_since(start) < choice.budget_seconds / 2)) {
+          seconds_since(start) < choice.budget_seconds / variants)) {
     const auto run_start = std::chrono::steady_clock::now();
     executor.run(inputs);
     latencies.push_back(seconds_since(run_start) * 1e3);
@@ -53,13 +54,57 @@ std::string cache_key(const Graph& graph, const ExecutorOptions& options) {
   return fmt::format("{}-t{}-v{}", graph_fingerprint(graph), options.threads, kCacheVersion);
 }
 
+bool is_4d_conv(const Graph& graph, const Node& node) {
+  return node.op_type == "Conv" && node.domain.empty() && node.inputs.size() >= 2 &&
+         graph.value(node.inputs[0]).shape.rank() == 4;
+}
+
+LayoutChoice read_cache(const std::filesystem::path& file, const Graph& graph) {
+  std::ifstream in(file);
+  nlohmann::json json = nlohmann::json::parse(in);
+  LayoutChoice choice;
+  std::optional<ConvolutionFamily> family =
+      parse_convolution_family(json.at("family").get<std::string>());
+  if (!family) throw Error("unknown family");
+  choice.family = *family;
+  for (const auto& [name, ms] : json.at("fastest_ms").items()) {
+    std::optional<ConvolutionFamily> timed = parse_convolution_family(name);
+    if (!timed) throw Error("unknown family");
+    choice.fastest_ms[*timed] = ms.get<double>();
+  }
+  // An entry from before Winograd existed for this graph would hide it.
+  if (!choice.fastest_ms.count(choice.family) ||
+      (winograd_can_apply(graph) && !choice.fastest_ms.count(ConvolutionFamily::kWinograd))) {
+    throw Error("incomplete entry");
+  }
+  choice.measured = true;
+  choice.cached = true;
+  return choice;
+}
+
 }  // namespace
 
 bool layouts_can_differ(const Graph& graph) {
   for (NodeId id : graph.node_ids()) {
+    if (is_4d_conv(graph, graph.node(id))) return true;
+  }
+  return false;
+}
+
+bool winograd_can_apply(const Graph& graph) {
+  for (NodeId id : graph.node_ids()) {
     const Node& node = graph.node(id);
-    if (node.op_type != "Conv" || !node.domain.empty() || node.inputs.empty()) continue;
-    if (graph.value(node.inputs[0]).shape.rank() == 4) return true;
+    if (!is_4d_conv(graph, node)) continue;
+    const Shape& weights = graph.value(node.inputs[1]).shape;
+    auto all_ones = [&](std::string_view key) {
+      std::vector<int64_t> values = node.ints_attribute(key);
+      return std::all_of(values.begin(), values.end(), [](int64_t v) { return v == 1; });
+    };
+    if (weights.rank() == 4 && weights.is_static() && weights.sizes()[2] == 3 &&
+        weights.sizes()[3] == 3 && node.int_attribute("group", 1) == 1 && all_ones("strides") &&
+        all_ones("dilations")) {
+      return true;
+    }
   }
   return false;
 }
@@ -75,31 +120,33 @@ LayoutChoice choose_layouts(const Graph& graph, const ExecutorOptions& options,
       (cache_key(graph, options) + ".json");
   if (choice_options.use_cache && fs::exists(cache)) {
     try {
-      std::ifstream in(cache);
-      nlohmann::json json = nlohmann::json::parse(in);
-      choice.channels_last = json.at("channels_last").get<bool>();
-      choice.blocked_ms = json.at("blocked_ms").get<double>();
-      choice.channels_last_ms = json.at("channels_last_ms").get<double>();
-      choice.measured = true;
-      choice.cached = true;
+      choice = read_cache(cache, graph);
       if (choice_options.progress) {
         choice_options.progress(fmt::format("layouts: reused {}", cache.string()));
       }
       return choice;
     } catch (const std::exception&) {
-      // A damaged entry is measured again and overwritten.
+      // A damaged or outdated entry is measured again and overwritten.
+      choice = LayoutChoice();
     }
   }
-  if (choice_options.progress) choice_options.progress("layouts: timing 16-channel blocks");
-  choice.blocked_ms = time_variant(graph, options, false, inputs, choice_options);
-  if (choice_options.progress) choice_options.progress("layouts: timing channels-last");
-  choice.channels_last_ms = time_variant(graph, options, true, inputs, choice_options);
-  choice.channels_last = choice.channels_last_ms < choice.blocked_ms;
+  std::vector<ConvolutionFamily> families = {ConvolutionFamily::kBlocked};
+  if (winograd_can_apply(graph)) families.push_back(ConvolutionFamily::kWinograd);
+  families.push_back(ConvolutionFamily::kChannelsLast);
+  for (ConvolutionFamily family : families) {
+    if (choice_options.progress)
+      choice_options.progress(fmt::format("layouts: timing {}", to_string(family)));
+    double ms = time_variant(graph, options, family, inputs, choice_options,
+                             static_cast<int>(families.size()));
+    choice.fastest_ms[family] = ms;
+    if (ms < choice.fastest_ms[choice.family]) choice.family = family;
+  }
   choice.measured = true;
   if (choice_options.use_cache) {
-    nlohmann::json json = {{"channels_last", choice.channels_last},
-                           {"blocked_ms", choice.blocked_ms},
-                           {"channels_last_ms", choice.channels_last_ms},
+    nlohmann::json fastest = nlohmann::json::object();
+    for (const auto& [family, ms] : choice.fastest_ms) fastest[to_string(family)] = ms;
+    nlohmann::json json = {{"family", to_string(choice.family)},
+                           {"fastest_ms", fastest},
                            {"threads", options.threads}};
     try {
       fs::create_directories(cache.parent_path());
@@ -111,14 +158,30 @@ LayoutChoice choose_layouts(const Graph& graph, const ExecutorOptions& options,
   return choice;
 }
 
+ConvolutionFamily measured_family(const Graph& graph, int threads,
+                                  const std::function<void(const std::string&)>& progress) {
+  if (!layouts_can_differ(graph)) return ConvolutionFamily::kBlocked;
+  ExecutorOptions options;
+  options.threads = threads;
+  LayoutChoiceOptions choice_options;
+  choice_options.progress = progress;
+  return choose_layouts(graph, options, random_inputs(graph, 0), choice_options).family;
+}
+
 std::string describe(const LayoutChoice& choice) {
-  const char* name = choice.channels_last ? "channels-last" : "16-channel blocks";
-  if (!choice.measured) return name;
-  return fmt::format("{} ({} {:.3f} ms vs {:.3f} ms {})", name,
-                     choice.cached ? "measured earlier:" : "measured:",
-                     choice.channels_last ? choice.channels_last_ms : choice.blocked_ms,
-                     choice.channels_last ? choice.blocked_ms : choice.channels_last_ms,
-                     choice.channels_last ? "blocked" : "channels-last");
+  std::string text = to_string(choice.family);
+  if (!choice.measured) return text;
+  auto winner = choice.fastest_ms.find(choice.family);
+  if (winner == choice.fastest_ms.end()) return text;
+  text += fmt::format(" ({} {:.3f} ms",
+                      choice.cached ? "measured earlier:" : "measured:", winner->second);
+  const char* separator = ";";
+  for (const auto& [family, ms] : choice.fastest_ms) {
+    if (family == choice.family) continue;
+    text += fmt::format("{} {} {:.3f} ms", separator, to_string(family), ms);
+    separator = ",";
+  }
+  return text + ")";
 }
 
 }  // namespace cleave

@@ -1,4 +1,4 @@
-// Measured choice between oneDNN's channel-blocked and channels-last convolution layouts.
+// Measured choice of convolution family: 16-channel blocks, with Winograd, or channels-last.
 #pragma once
 
 #include <functional>
@@ -11,14 +11,13 @@
 
 namespace cleave {
 
-/// Which layout family a model's convolutions run in, and the latencies that decided it.
+/// Which convolution family a model runs in, and the latencies that decided it.
 struct LayoutChoice {
-  bool channels_last = false;
-  bool measured = false;        ///< False when the layouts cannot differ (no 4-D Conv) or blocked
-                                ///< layouts are off; the latencies are then 0.
-  bool cached = false;          ///< Read from the cache instead of measured now.
-  double blocked_ms = 0;        ///< Fastest run with 16-channel blocks.
-  double channels_last_ms = 0;  ///< Fastest run in channels-last.
+  ConvolutionFamily family = ConvolutionFamily::kBlocked;
+  bool measured = false;  ///< False when nothing can differ (no 4-D Conv) or blocked layouts
+                          ///< are off; fastest_ms is then empty.
+  bool cached = false;    ///< Read from the cache instead of measured now.
+  std::map<ConvolutionFamily, double> fastest_ms;  ///< Fastest run of each family timed.
 };
 
 struct LayoutChoiceOptions {
@@ -31,11 +30,14 @@ struct LayoutChoiceOptions {
   std::function<void(const std::string&)> progress;  ///< One line per step; may be empty.
 };
 
-/// Whether any convolution could run in either layout family: a Conv with a 4-D input.
+/// Whether any convolution could run in another family: a Conv with a 4-D input.
 bool layouts_can_differ(const Graph& graph);
+/// Whether a Conv has the shape oneDNN's Winograd kernel takes (3x3, stride 1, no dilation or
+/// groups, 4-D); only then is the Winograd family timed.
+bool winograd_can_apply(const Graph& graph);
 
-/// Times the graph on `inputs` with both layout families (`options` as given otherwise, one
-/// executor at a time so that peak memory stays one model's) and picks the faster (by the
+/// Times the graph on `inputs` in each family that can differ (`options` as given otherwise,
+/// one executor at a time so that peak memory stays one model's) and picks the fastest (by the
 /// fastest run of each).
 /// The answer is cached on disk, keyed by the graph's content and the thread count, so later
 /// runs of the same model start at once and agree with each other.
@@ -43,7 +45,13 @@ LayoutChoice choose_layouts(const Graph& graph, const ExecutorOptions& options,
                             const std::map<std::string, Tensor>& inputs,
                             const LayoutChoiceOptions& choice_options = {});
 
-/// "channels-last (measured: 107.9 ms vs 118.3 ms blocked)" and the like, for reports.
+/// The family choose_layouts picks for `threads` intra-op threads, timed on seeded random
+/// inputs (and cached, so that `cleave plan`, `cleave profile` and `cleave run` agree);
+/// kBlocked when nothing can differ.
+ConvolutionFamily measured_family(const Graph& graph, int threads,
+                                  const std::function<void(const std::string&)>& progress = {});
+
+/// "winograd (measured: 25.7 ms; blocked 31.4 ms, channels-last 30.1 ms)" and the like.
 std::string describe(const LayoutChoice& choice);
 
 }  // namespace cleave

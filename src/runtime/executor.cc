@@ -142,12 +142,12 @@ Tensor to_plain(const Tensor& tensor, dnnl::engine& engine, dnnl::stream& stream
 }
 
 NodeRunner::NodeRunner(const Graph& graph, NodeId node, bool blocked_outputs_allowed,
-                       bool prefer_channels_last)
+                       ConvolutionFamily convolution_family)
     : graph_(&graph),
       node_(node),
       info_(&kernel_for(graph, node)),
       blocked_outputs_allowed_(blocked_outputs_allowed),
-      prefer_channels_last_(prefer_channels_last),
+      convolution_family_(convolution_family),
       opset_(opset_of(graph, graph.node(node))) {}
 
 void NodeRunner::run(const std::vector<const Tensor*>& inputs, const std::vector<bool>& constant,
@@ -179,7 +179,7 @@ void NodeRunner::run(const std::vector<const Tensor*>& inputs, const std::vector
                           engine,
                           threads,
                           blocked_outputs_allowed_,
-                          prefer_channels_last_};
+                          convolution_family_};
     kernel_ = info_->create(context);
     specs_ = kernel_->output_specs();
     signature_ = std::move(signature);
@@ -253,8 +253,9 @@ Executor::Executor(const Graph& graph, ExecutorOptions options)
     bool blocked = options_.blocked_layouts;
     for (ValueId output : graph_.node(id).outputs)
       blocked = blocked && blocked_layout_allowed(graph_, output);
-    runners_.push_back(
-        std::make_unique<NodeRunner>(graph_, id, blocked, blocked && options_.channels_last));
+    runners_.push_back(std::make_unique<NodeRunner>(
+        graph_, id, blocked,
+        options_.blocked_layouts ? options_.convolution_family : ConvolutionFamily::kBlocked));
   }
   stats_.node_seconds.assign(graph_.node_capacity(), 0.0);
   producer_slot_.assign(graph_.value_capacity(), {0, 0});

@@ -46,7 +46,7 @@ bool place_outputs(const ConcatPlacement& placement, const std::vector<ValueId>&
 class NodeRunner {
  public:
   NodeRunner(const Graph& graph, NodeId node, bool blocked_outputs_allowed,
-             bool prefer_channels_last = false);
+             ConvolutionFamily convolution_family = ConvolutionFamily::kBlocked);
   /// Runs the node on `inputs` (nullptr for omitted ones), filling `outputs`. Blocked inputs
   /// must be at positions the kernel accepts (the executor guarantees it).
   /// A non-empty `placed[i]` is used as output i instead of a fresh buffer (in-place Concat).
@@ -57,13 +57,15 @@ class NodeRunner {
   const KernelInfo& info() const { return *info_; }
   /// The outputs of the prepared kernel; empty before the first run.
   const std::vector<OutputSpec>& specs() const { return specs_; }
+  /// Kernel::implementation of the prepared kernel; empty before the first run.
+  std::string implementation() const { return kernel_ ? kernel_->implementation() : ""; }
 
  private:
   const Graph* graph_;
   NodeId node_;
   const KernelInfo* info_ = nullptr;
   bool blocked_outputs_allowed_;
-  bool prefer_channels_last_;
+  ConvolutionFamily convolution_family_;
   int64_t opset_;
   std::unique_ptr<Kernel> kernel_;
   std::vector<OutputSpec> specs_;
@@ -86,9 +88,9 @@ struct ExecutorOptions {
   /// From the second run on, let producers write Concat inputs straight into the Concat's
   /// output (see place_concat_inputs).
   bool in_place_concat = true;
-  /// Convolutions on plain inputs compute in channels-last (oneDNN's brgconv) instead of
-  /// 16-channel blocks (KernelContext::prefer_channels_last); choose_layouts measures which.
-  bool channels_last = false;
+  /// How convolutions compute (with blocked_layouts only); choose_layouts measures which is
+  /// fastest for a model.
+  ConvolutionFamily convolution_family = ConvolutionFamily::kBlocked;
 };
 
 struct RunStats {

@@ -14,6 +14,24 @@
 
 namespace cleave {
 
+/// How convolutions compute. No family is fastest on every model, so callers measure
+/// (choose_layouts) and every executor of one model gets the same family: the kernels, and so
+/// the outputs bit for bit, then agree.
+enum class ConvolutionFamily {
+  kBlocked,  ///< oneDNN's direct kernels on its 16-channel blocks.
+  /// As kBlocked, but 3x3 stride-1 convolutions by Winograd F(2x2, 3x3) where oneDNN has it
+  /// (2.25x fewer multiplications; GoogLeNet's 64->192 56x56 conv 6.3 -> 2.6 ms here).
+  kWinograd,
+  /// A convolution on a plain 4-D input computes in channels-last (brgconv), and that layout
+  /// flows downstream.
+  kChannelsLast,
+};
+
+/// "blocked", "winograd" or "channels-last".
+const char* to_string(ConvolutionFamily family);
+/// The family a to_string name stands for; nullopt for any other text.
+std::optional<ConvolutionFamily> parse_convolution_family(const std::string& name);
+
 /// What a kernel factory sees when it prepares a node. Preparation happens right before the
 /// node first runs (and again if its input shapes change), so every input tensor is already
 /// computed: shape-like inputs (Reshape's shape, Slice's starts) can be read here.
@@ -33,10 +51,9 @@ struct KernelContext {
   /// Whether consumers of the outputs can take oneDNN blocked layouts; when false the kernel
   /// must produce plain outputs.
   bool blocked_outputs_allowed = false;
-  /// Whether a convolution reading a plain 4-D input should compute in channels-last (nhwc)
-  /// rather than let oneDNN pick its channel-blocked layout; the choice then flows downstream.
-  /// Which is faster depends on the model (ExecutorOptions::channels_last).
-  bool prefer_channels_last = false;
+  /// How convolutions compute (ExecutorOptions::convolution_family). Channels-last applies
+  /// only where blocked outputs are allowed.
+  ConvolutionFamily convolution_family = ConvolutionFamily::kBlocked;
 
   const Tensor& input(std::size_t i) const;  ///< Throws Error naming the node if missing.
   bool has_input(std::size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
@@ -63,6 +80,8 @@ class Kernel {
   /// never written to. Throws Error on a runtime failure (naming the node).
   virtual void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
                    dnnl::stream& stream) = 0;
+  /// Which library implementation computes it ("jit_fp32_wino_2x3:avx512_core"), where known.
+  virtual std::string implementation() const { return {}; }
 };
 
 /// Registration data of an op implementation.

@@ -21,7 +21,8 @@ struct ParallelOptions {
   bool blocked_layouts = true;   ///< As ExecutorOptions::blocked_layouts.
   double timeout_seconds = 300;  ///< A worker waiting longer for an input stops the run.
   bool in_place_concat = true;   ///< As ExecutorOptions::in_place_concat.
-  bool channels_last = false;    ///< As ExecutorOptions::channels_last.
+  /// As ExecutorOptions::convolution_family.
+  ConvolutionFamily convolution_family = ConvolutionFamily::kBlocked;
 };
 
 /// What one run really did: per task its worker, start and end, and how long the worker

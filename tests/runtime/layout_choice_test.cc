@@ -1,6 +1,7 @@
-// Convolution layouts: channels-last kernels, same outputs either way, and the measured choice.
+// Convolution families: channels-last and Winograd kernels, same outputs, the measured choice.
 #include "pipeline/layout_choice.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -53,7 +54,9 @@ TEST(ChannelsLast, ConvolutionOnAPlainInputComputesInNhwc) {
   dnnl::stream stream(engine);
   BufferPool pool;
   for (bool channels_last : {false, true}) {
-    NodeRunner runner(graph, conv, /*blocked_outputs_allowed=*/true, channels_last);
+    NodeRunner runner(
+        graph, conv, /*blocked_outputs_allowed=*/true,
+        channels_last ? ConvolutionFamily::kChannelsLast : ConvolutionFamily::kBlocked);
     std::vector<Tensor> outputs;
     const Tensor& x = inputs.at("x");
     const Tensor w =
@@ -68,17 +71,17 @@ TEST(ChannelsLast, ConvolutionOnAPlainInputComputesInNhwc) {
   }
 }
 
-TEST(ChannelsLast, OutputsMatchTheBlockedLayouts) {
+// Every family computes what the direct blocked kernels compute (Winograd to rounding).
+void expect_same_outputs(ConvolutionFamily family) {
   Graph graph = parse_graph(branchy_model());
   std::map<std::string, Tensor> inputs = model_inputs();
-  ExecutorOptions blocked_options;
-  ExecutorOptions channels_last_options;
-  channels_last_options.channels_last = true;
-  Executor blocked(graph, blocked_options);
-  Executor channels_last(graph, channels_last_options);
+  ExecutorOptions family_options;
+  family_options.convolution_family = family;
+  Executor blocked(graph, ExecutorOptions{});
+  Executor other(graph, family_options);
   for (int run = 0; run < 3; ++run) {  // Run 2 on, Concat inputs are placed in the output.
     std::vector<Tensor> want = blocked.run(inputs);
-    std::vector<Tensor> got = channels_last.run(inputs);
+    std::vector<Tensor> got = other.run(inputs);
     ASSERT_EQ(want.at(0).shape(), got.at(0).shape());
     auto expected = want[0].values<float>();
     auto actual = got[0].values<float>();
@@ -89,6 +92,72 @@ TEST(ChannelsLast, OutputsMatchTheBlockedLayouts) {
     }
     EXPECT_GT(nonzero, 100);
   }
+}
+
+TEST(ChannelsLast, OutputsMatchTheBlockedLayouts) {
+  expect_same_outputs(ConvolutionFamily::kChannelsLast);
+}
+
+TEST(Winograd, OutputsMatchTheDirectKernels) {
+  expect_same_outputs(ConvolutionFamily::kWinograd);
+}
+
+// The implementation a family gives one convolution of `model`, run alone on random inputs.
+std::string implementation_for(const std::string& model, ConvolutionFamily family) {
+  Graph graph = parse_graph(model);
+  const NodeId conv = graph.value(*graph.find_value("y")).producer;
+  const Value& input = graph.value(graph.node(conv).inputs[0]);
+  const Value& weights_value = graph.value(graph.node(conv).inputs[1]);
+  Tensor x = Tensor::allocate(DataType::kFloat, input.shape.sizes());
+  for (int64_t i = 0; i < x.element_count(); ++i) x.data<float>()[i] = (i % 7) * 0.25f - 0.75f;
+  const Tensor w = Tensor::borrow(DataType::kFloat, weights_value.shape.sizes(),
+                                  weights_value.initializer->bytes->data());
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  BufferPool pool;
+  NodeRunner runner(graph, conv, /*blocked_outputs_allowed=*/true, family);
+  std::vector<Tensor> outputs;
+  runner.run({&x, &w}, {false, true}, outputs, pool, engine, stream, 1);
+  return runner.implementation();
+}
+
+std::string single_conv(const std::string& attributes, int channels, int kernel) {
+  std::string weights;
+  for (int i = 0; i < channels * channels * kernel * kernel; ++i)
+    weights += (i ? ", " : "") + std::to_string((i % 5) * 0.1 - 0.2);
+  return fmt::format(R"(graph main [ai.onnx=17] (%x: f32[1,{0},14,14]) {{
+  @w: f32[{0},{0},{1},{1}] = [{2}]
+  %y = Conv[{3}](%x, @w)
+  return %y
+}})",
+                     channels, kernel, weights, attributes);
+}
+
+TEST(Winograd, TakesThreeByThreeStrideOneConvolutions) {
+  if (dnnl::get_effective_cpu_isa() < dnnl::cpu_isa::avx512_core)
+    GTEST_SKIP() << "oneDNN 2.6 has fp32 Winograd only for AVX-512";
+  const std::string model = single_conv("kernel_shape=[3,3], pads=[1,1,1,1]", 32, 3);
+  EXPECT_NE(implementation_for(model, ConvolutionFamily::kWinograd).find("wino"),
+            std::string::npos);
+  EXPECT_EQ(implementation_for(model, ConvolutionFamily::kBlocked).find("wino"), std::string::npos);
+}
+
+TEST(Winograd, LeavesOtherConvolutionsToTheDirectKernels) {
+  for (const std::string& model :
+       {single_conv("kernel_shape=[3,3], pads=[1,1,1,1], strides=[2,2]", 32, 3),
+        single_conv("kernel_shape=[1,1]", 32, 1),
+        single_conv("kernel_shape=[3,3], pads=[2,2,2,2], dilations=[2,2]", 32, 3)}) {
+    std::string implementation = implementation_for(model, ConvolutionFamily::kWinograd);
+    EXPECT_FALSE(implementation.empty());
+    EXPECT_EQ(implementation.find("wino"), std::string::npos) << model;
+  }
+}
+
+TEST(Winograd, AppliesOnlyWhereAConvolutionHasItsShape) {
+  EXPECT_TRUE(winograd_can_apply(parse_graph(branchy_model())));
+  EXPECT_FALSE(winograd_can_apply(parse_graph(single_conv("kernel_shape=[1,1]", 16, 1))));
+  EXPECT_FALSE(winograd_can_apply(
+      parse_graph(single_conv("kernel_shape=[3,3], pads=[1,1,1,1], strides=[2,2]", 16, 3))));
 }
 
 class LayoutChoiceTest : public ::testing::Test {
@@ -114,13 +183,16 @@ TEST_F(LayoutChoiceTest, PicksTheFasterAndCachesIt) {
   LayoutChoice first = choose_layouts(graph, ExecutorOptions{}, model_inputs(), options_);
   ASSERT_TRUE(first.measured);
   EXPECT_FALSE(first.cached);
-  EXPECT_GT(first.blocked_ms, 0);
-  EXPECT_GT(first.channels_last_ms, 0);
-  EXPECT_EQ(first.channels_last, first.channels_last_ms < first.blocked_ms);
+  // All three families fit this model (its second convolution suits Winograd).
+  ASSERT_EQ(first.fastest_ms.size(), 3u);
+  for (const auto& [family, ms] : first.fastest_ms) {
+    EXPECT_GT(ms, 0) << to_string(family);
+    EXPECT_LE(first.fastest_ms.at(first.family), ms) << to_string(family);
+  }
   LayoutChoice second = choose_layouts(graph, ExecutorOptions{}, model_inputs(), options_);
   EXPECT_TRUE(second.cached);
-  EXPECT_EQ(second.channels_last, first.channels_last);
-  EXPECT_EQ(second.blocked_ms, first.blocked_ms);
+  EXPECT_EQ(second.family, first.family);
+  EXPECT_EQ(second.fastest_ms, first.fastest_ms);
   // Another thread count is another entry.
   ExecutorOptions two_threads;
   two_threads.threads = 2;
@@ -132,7 +204,7 @@ TEST_F(LayoutChoiceTest, ADamagedCacheEntryIsMeasuredAgain) {
   choose_layouts(graph, ExecutorOptions{}, model_inputs(), options_);
   int entries = 0;
   for (const auto& entry : std::filesystem::directory_iterator(cache_)) {
-    std::ofstream(entry.path()) << "{\"channels_last\": ";
+    std::ofstream(entry.path()) << "{\"family\": ";
     ++entries;
   }
   ASSERT_EQ(entries, 1);
@@ -149,7 +221,7 @@ TEST_F(LayoutChoiceTest, NothingToChooseWithoutConvolutions) {
   EXPECT_FALSE(layouts_can_differ(graph));
   LayoutChoice choice = choose_layouts(graph, ExecutorOptions{}, model_inputs(), options_);
   EXPECT_FALSE(choice.measured);
-  EXPECT_FALSE(choice.channels_last);
+  EXPECT_EQ(choice.family, ConvolutionFamily::kBlocked);
   EXPECT_FALSE(std::filesystem::exists(cache_)) << "nothing measured, nothing cached";
 }
 
@@ -160,13 +232,40 @@ TEST_F(LayoutChoiceTest, PlainLayoutsAreNotMeasured) {
   EXPECT_FALSE(choose_layouts(graph, plain, model_inputs(), options_).measured);
 }
 
+TEST_F(LayoutChoiceTest, AnEntryWithoutWinogradIsMeasuredAgain) {
+  Graph graph = parse_graph(branchy_model());
+  choose_layouts(graph, ExecutorOptions{}, model_inputs(), options_);
+  for (const auto& entry : std::filesystem::directory_iterator(cache_)) {
+    std::ofstream(entry.path())
+        << R"({"family": "blocked", "fastest_ms": {"blocked": 1.0, "channels-last": 2.0}})";
+  }
+  LayoutChoice again = choose_layouts(graph, ExecutorOptions{}, model_inputs(), options_);
+  EXPECT_FALSE(again.cached);
+  EXPECT_EQ(again.fastest_ms.count(ConvolutionFamily::kWinograd), 1u);
+}
+
 TEST(LayoutChoiceDescription, SaysWhichWonAndByHowMuch) {
-  LayoutChoice choice{true, true, false, 118.25, 107.5};
-  EXPECT_EQ(describe(choice), "channels-last (measured: 107.500 ms vs 118.250 ms blocked)");
-  choice.channels_last = false;
-  choice.cached = true;
+  LayoutChoice choice;
+  choice.family = ConvolutionFamily::kWinograd;
+  choice.measured = true;
+  choice.fastest_ms = {{ConvolutionFamily::kBlocked, 31.4},
+                       {ConvolutionFamily::kWinograd, 25.7},
+                       {ConvolutionFamily::kChannelsLast, 30.125}};
   EXPECT_EQ(describe(choice),
-            "16-channel blocks (measured earlier: 118.250 ms vs 107.500 ms channels-last)");
+            "winograd (measured: 25.700 ms; blocked 31.400 ms, channels-last 30.125 ms)");
+  choice.family = ConvolutionFamily::kBlocked;
+  choice.cached = true;
+  choice.fastest_ms.erase(ConvolutionFamily::kWinograd);
+  EXPECT_EQ(describe(choice), "blocked (measured earlier: 31.400 ms; channels-last 30.125 ms)");
+  EXPECT_EQ(describe(LayoutChoice{}), "blocked");
+}
+
+TEST(ConvolutionFamilyNames, RoundTrip) {
+  for (ConvolutionFamily family : {ConvolutionFamily::kBlocked, ConvolutionFamily::kWinograd,
+                                   ConvolutionFamily::kChannelsLast}) {
+    EXPECT_EQ(parse_convolution_family(to_string(family)), family);
+  }
+  EXPECT_FALSE(parse_convolution_family("sideways"));
 }
 
 }  // namespace

@@ -203,7 +203,8 @@ template <typename Primitive>
 typename Primitive::primitive_desc make_descriptor(const ConvProblem& p, const memory::desc& src,
                                                    const memory::desc& dst, bool with_bias,
                                                    const dnnl::primitive_attr& attr,
-                                                   const dnnl::engine& engine) {
+                                                   const dnnl::engine& engine,
+                                                   bool winograd = false) {
   memory::dims weight_dims = p.user_weights.dims();
   memory::desc weights(weight_dims, memory::data_type::f32, memory::format_tag::any);
   memory::dims strides(p.strides.begin(), p.strides.end());
@@ -211,8 +212,9 @@ typename Primitive::primitive_desc make_descriptor(const ConvProblem& p, const m
   for (int64_t d : p.dilations) dilations.push_back(d - 1);
   memory::dims pads_begin(p.pads_begin.begin(), p.pads_begin.end());
   memory::dims pads_end(p.pads_end.begin(), p.pads_end.end());
-  dnnl::algorithm algorithm =
-      p.transposed ? dnnl::algorithm::deconvolution_direct : dnnl::algorithm::convolution_direct;
+  dnnl::algorithm algorithm = p.transposed ? dnnl::algorithm::deconvolution_direct
+                              : winograd   ? dnnl::algorithm::convolution_winograd
+                                           : dnnl::algorithm::convolution_direct;
   auto prop = dnnl::prop_kind::forward_inference;
   if (with_bias) {
     memory::desc bias({p.channels_out}, memory::data_type::f32, memory::format_tag::x);
@@ -223,6 +225,12 @@ typename Primitive::primitive_desc make_descriptor(const ConvProblem& p, const m
   typename Primitive::desc desc(prop, algorithm, src, weights, dst, strides, dilations, pads_begin,
                                 pads_end);
   return typename Primitive::primitive_desc(desc, attr, engine);
+}
+
+// oneDNN 2.6 has Winograd only for these: 2-D, 3x3, stride 1, no dilation, no groups.
+bool winograd_shape(const ConvProblem& p) {
+  return !p.transposed && p.groups == 1 && p.kernel == std::vector<int64_t>{3, 3} &&
+         p.strides == std::vector<int64_t>{1, 1} && p.dilations == std::vector<int64_t>{1, 1};
 }
 
 bool is_slow(const std::string& implementation) {
@@ -236,6 +244,7 @@ class ConvolutionKernel : public Kernel {
   static std::unique_ptr<Kernel> create(const KernelContext& context, const ConvProblem& problem);
 
   std::vector<OutputSpec> output_specs() const override { return {spec_}; }
+  std::string implementation() const override { return implementation_; }
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
            dnnl::stream& stream) override {
@@ -277,6 +286,7 @@ class ConvolutionKernel : public Kernel {
   int threads_ = 1;
   int64_t destination_floats_ = 0;
   DnnlStep step_;
+  std::string implementation_;
   LayoutReorder source_reorder_, weights_reorder_, output_reorder_, sum_reorder_;
   std::shared_ptr<Buffer> source_buffer_, weights_buffer_, output_buffer_, packed_weights_;
 };
@@ -319,14 +329,32 @@ std::unique_ptr<Kernel> ConvolutionKernel::create(const KernelContext& context,
   // whole model 1.6x slower than reordering into blocks (8.2 vs 5.0 ms).
   typename Primitive::primitive_desc descriptor;
   bool found = false;
-  try {
-    descriptor = make_descriptor<Primitive>(p, given, any_destination, kernel->has_bias_, attr,
-                                            context.engine);
-    found = true;
-  } catch (const dnnl::error&) {
-    // No implementation reads this layout; the free choice below reorders into one.
+  bool winograd = false;
+  if (context.convolution_family == ConvolutionFamily::kWinograd && winograd_shape(p)) {
+    // Its kernel reads 16-channel blocks; a plain input is reordered into them. Post-ops it
+    // cannot fuse (or channel counts it does not cover) leave the direct kernels below.
+    for (const memory::desc& source : {given, any_desc(x.shape())}) {
+      try {
+        descriptor = make_descriptor<Primitive>(p, source, any_destination, kernel->has_bias_, attr,
+                                                context.engine, /*winograd=*/true);
+        winograd = found = true;
+        break;
+      } catch (const dnnl::error&) {
+        // Not for this source layout.
+      }
+    }
   }
-  if (context.prefer_channels_last && given == plain_desc(x.shape()) && x.rank() == 4) {
+  if (!winograd) {
+    try {
+      descriptor = make_descriptor<Primitive>(p, given, any_destination, kernel->has_bias_, attr,
+                                              context.engine);
+      found = true;
+    } catch (const dnnl::error&) {
+      // No implementation reads this layout; the free choice below reorders into one.
+    }
+  }
+  if (!winograd && context.convolution_family == ConvolutionFamily::kChannelsLast &&
+      context.blocked_outputs_allowed && given == plain_desc(x.shape()) && x.rank() == 4) {
     // brgconv on nhwc beat the blocked kernels by 9% on Inception-v3, and its depthwise
     // convolutions with the separate swish by 10% on EfficientNet-B0; the blocked ones won on
     // ResNet-50 and MobileNet-V2, so the executor's caller measures (choose_layouts).
@@ -368,6 +396,7 @@ std::unique_ptr<Kernel> ConvolutionKernel::create(const KernelContext& context,
                                                   kernel->has_bias_, attr, context.engine);
     if (!found || !is_slow(implementation_name(free_choice))) descriptor = free_choice;
   }
+  kernel->implementation_ = implementation_name(descriptor);
   kernel->step_ = DnnlStep(Primitive(descriptor), descriptor, context.engine);
   kernel->step_.declare(DNNL_ARG_SRC, descriptor.src_desc());
   kernel->step_.declare(DNNL_ARG_WEIGHTS, descriptor.weights_desc());

@@ -296,7 +296,7 @@ class DnnlBinaryKernel final : public Kernel {
     if (tag) spec_.layout = target;
   }
 
-  const std::string& implementation() const { return implementation_; }
+  std::string implementation() const override { return implementation_; }
 
   std::vector<OutputSpec> output_specs() const override { return {spec_}; }
 
