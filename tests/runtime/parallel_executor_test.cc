@@ -32,10 +32,11 @@ void expect_bitwise_equal(const std::vector<Tensor>& a, const std::vector<Tensor
   }
 }
 
-ModelPlan plan_for(const Graph& graph, const std::string& strategy, int samples = 1) {
+ModelPlan plan_for(const Graph& graph, const std::string& strategy, int samples = 1,
+                   int workers = 2) {
   ModelPlanOptions options;
   options.strategy = strategy;
-  options.workers = 2;
+  options.workers = workers;
   options.samples = samples;
   return plan_model(graph, static_costs(graph), options);
 }
@@ -112,8 +113,21 @@ TEST(ParallelExecutor, RefusesAPlanThatLeavesANodeOut) {
   EXPECT_THROW(ParallelExecutor(graph, plan.tasks, plan.plan), Error);
 }
 
-TEST(ParallelExecutor, AKernelErrorStopsEveryWorkerAndNamesTheNode) {
-  Graph graph = parse_graph(R"(graph g (%x: f32[2,3]) {
+// A one-worker plan runs on the caller's thread (no worker threads): same outputs.
+TEST(ParallelExecutor, AOneWorkerPlanRunsOnTheCallerAndMatches) {
+  Graph graph = small_inception();
+  ModelPlan plan = plan_for(graph, "lc", 1, /*workers=*/1);
+  ASSERT_EQ(plan.plan.order.size(), 1u);
+  auto inputs = random_inputs(graph, 5);
+  Executor sequential(graph);
+  ParallelExecutor parallel(graph, plan.tasks, plan.plan);
+  std::vector<Tensor> expected = sequential.run(inputs);
+  for (int round = 0; round < 2; ++round) expect_bitwise_equal(parallel.run(inputs), expected);
+  EXPECT_EQ(parallel.last_trace().events.size(), plan.tasks.tasks.size());
+}
+
+Graph graph_with_a_broken_reshape() {
+  return parse_graph(R"(graph g (%x: f32[2,3]) {
   @bad_shape: i64[2] = [4, 4]
   %a = Relu(%x)
   %b = Neg(%x)
@@ -122,7 +136,11 @@ TEST(ParallelExecutor, AKernelErrorStopsEveryWorkerAndNamesTheNode) {
   return %d
 }
 )");
-  ModelPlan plan = plan_for(graph, "lc");
+}
+
+void expect_error_naming_the_broken_node(int workers) {
+  Graph graph = graph_with_a_broken_reshape();
+  ModelPlan plan = plan_for(graph, "lc", 1, workers);
   ParallelExecutor parallel(graph, plan.tasks, plan.plan);
   auto inputs = random_inputs(graph, 1);
   try {
@@ -133,6 +151,14 @@ TEST(ParallelExecutor, AKernelErrorStopsEveryWorkerAndNamesTheNode) {
   }
   // The executor stays usable: the same error again, no hang.
   EXPECT_THROW(parallel.run(inputs), Error);
+}
+
+TEST(ParallelExecutor, AKernelErrorStopsEveryWorkerAndNamesTheNode) {
+  expect_error_naming_the_broken_node(2);
+}
+
+TEST(ParallelExecutor, AKernelErrorOnTheCallersThreadNamesTheNode) {
+  expect_error_naming_the_broken_node(1);
 }
 
 TEST(ModelPlan, PlanFilesRoundTripAndAreRefusedForAnotherModel) {
