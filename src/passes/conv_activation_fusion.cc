@@ -15,13 +15,7 @@ namespace {
 std::optional<float> clip_bound(const Graph& graph, const Node& clip, std::size_t slot,
                                 float fallback) {
   if (clip.inputs.size() <= slot || clip.inputs[slot] == kNoValue) return fallback;
-  ValueId bound = clip.inputs[slot];
-  if (!is_constant(graph, bound)) return std::nullopt;
-  const TensorData& data = *graph.value(bound).initializer;
-  if (data.dtype != DataType::kFloat || data.element_count() != 1 || data.as<float>().size() != 1) {
-    return std::nullopt;
-  }
-  return data.as<float>()[0];
+  return constant_float_scalar(graph, clip.inputs[slot]);
 }
 
 // The Conv producing `value` when it is a float Conv without a fused activation, else -1.

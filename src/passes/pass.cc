@@ -110,6 +110,43 @@ std::string unique_value_name(const Graph& graph, const std::string& base) {
   }
 }
 
+std::optional<float> constant_float_scalar(const Graph& graph, ValueId value) {
+  if (value == kNoValue || !is_constant(graph, value)) return std::nullopt;
+  const TensorData& data = *graph.value(value).initializer;
+  if (data.dtype != DataType::kFloat || data.element_count() != 1 || data.as<float>().size() != 1) {
+    return std::nullopt;
+  }
+  return data.as<float>()[0];
+}
+
+bool is_single_output_op(const Graph& graph, NodeId id, std::string_view op) {
+  if (id < 0) return false;
+  const Node& node = graph.node(id);
+  return !node.removed && node.op_type == op && node.domain.empty() && node.outputs.size() == 1 &&
+         !node.inputs.empty();
+}
+
+bool is_removable(const Graph& graph, ValueId value, const std::vector<bool>& read_by_bodies) {
+  return !graph.value(value).is_graph_output && !read_by_bodies.at(value);
+}
+
+NodeId only_reader(const Graph& graph, ValueId value, const std::vector<bool>& read_by_bodies) {
+  if (!is_removable(graph, value, read_by_bodies)) return -1;
+  const std::vector<NodeId>& readers = graph.consumers(value);
+  if (readers.empty()) return -1;
+  for (NodeId reader : readers) {
+    if (reader != readers.front()) return -1;
+  }
+  return readers.front();
+}
+
+ValueId other_input(const Node& node, ValueId known) {
+  if (node.inputs.size() != 2) return kNoValue;
+  if (node.inputs[0] == known) return node.inputs[1];
+  if (node.inputs[1] == known) return node.inputs[0];
+  return kNoValue;
+}
+
 bool can_merge_into_producer(const Graph& graph, NodeId node,
                              const std::vector<bool>& read_by_bodies) {
   const Node& n = graph.node(node);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -36,6 +37,24 @@ struct PassResult {
 /// not also a graph input (an initializer listed as a graph input is only a default, which the
 /// caller may override).
 bool is_constant(const Graph& graph, ValueId value);
+
+/// The value of a constant float tensor of exactly one element (any rank); nullopt otherwise.
+std::optional<float> constant_float_scalar(const Graph& graph, ValueId value);
+
+/// Whether `node` (may be -1) is a live standard-domain node of type `op` with inputs and
+/// exactly one output: the shape of every node a pattern-matching fusion removes.
+bool is_single_output_op(const Graph& graph, NodeId node, std::string_view op);
+
+/// Whether a fusion may delete `value`: it is no graph output and no control-flow body reads
+/// it (`read_by_bodies` from values_read_by_bodies).
+bool is_removable(const Graph& graph, ValueId value, const std::vector<bool>& read_by_bodies);
+
+/// The one node reading `value` (once or several times), or -1 when it has no reader, several
+/// readers, or is not removable.
+NodeId only_reader(const Graph& graph, ValueId value, const std::vector<bool>& read_by_bodies);
+
+/// For a node of two inputs one of which is `known`: the other one; kNoValue otherwise.
+ValueId other_input(const Node& node, ValueId known);
 
 /// Per ValueId: whether a control-flow body (If/Loop/Scan attribute graphs, nested ones too)
 /// reads the value by name. Such reads are not node inputs, so passes must neither delete nor

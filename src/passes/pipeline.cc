@@ -9,6 +9,8 @@
 #include "passes/conv_batchnorm_fusion.h"
 #include "passes/dead_code.h"
 #include "passes/identity_removal.h"
+#include "passes/layer_norm_fusion.h"
+#include "passes/matmul_epilogue_fusion.h"
 #include "passes/pad_fusion.h"
 
 namespace cleave {
@@ -53,7 +55,11 @@ PassResult optimize_graph(Graph& graph, const OptimizeOptions& options) {
   record(remove_identities(graph));
   record(fold_pads(graph));
   if (options.fuse_batchnorm) record(fuse_conv_batchnorm(graph));
-  if (options.fuse_activations) record(fuse_conv_activations(graph));
+  if (options.fuse_activations) {
+    record(fuse_conv_activations(graph));
+    record(fuse_layer_norms(graph));
+    record(fuse_matmul_epilogues(graph));
+  }
   // Fusions leave the old weights, biases and bounds, and folded Pads, unread.
   record(eliminate_dead_code(graph));
   return total;

@@ -14,8 +14,10 @@ struct OptimizeOptions {
   bool fold_constants = true;
   /// Conv+BatchNormalization fusion.
   bool fuse_batchnorm = true;
-  /// Conv+Relu/Clip fusion into Conv attributes. Off by default because the attributes are not
-  /// ONNX (see fuse_conv_activations): only for graphs cleave runs itself, never exported ones.
+  /// The runtime-only fusions: Conv+activation (fuse_conv_activations), LayerNormalization
+  /// (fuse_layer_norms) and MatMul bias+activation (fuse_matmul_epilogues). Off by default
+  /// because their results are not valid ONNX: only for graphs cleave runs itself, never
+  /// exported ones.
   bool fuse_activations = false;
   /// Runs verify_graph after every step, so that a broken pass is named at once.
   bool verify_each_step =
@@ -30,8 +32,8 @@ struct OptimizeOptions {
 };
 
 /// Runs the passes in order: constant folding → dead-code elimination → Identity/Dropout
-/// removal → Conv+BatchNormalization fusion → Conv+activation fusion (when enabled) →
-/// dead-code elimination. Returns the per-step results in `steps` and their counts summed by
+/// removal → Conv+BatchNormalization fusion → Conv+activation, LayerNormalization and MatMul
+/// epilogue fusion (when enabled) → dead-code elimination. Returns the per-step results in `steps` and their counts summed by
 /// name in `counts`. Throws Error naming the step when verification after it fails.
 PassResult optimize_graph(Graph& graph, const OptimizeOptions& options = {});
 

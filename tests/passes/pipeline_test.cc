@@ -203,5 +203,56 @@ TEST(Pipeline, FusedResidualAddAndFoldedPadComputeTheSameOutputs) {
   expect_close(run(optimized, {1, 4, 8, 8}, {1, 4, 8, 8}), expected);
 }
 
+// A transformer MLP as PyTorch exports it below opset 17: LayerNorm spelled out, then
+// Linear → GELU (Erf) → Linear.
+const char* kTransformerMlp = R"(graph main [ai.onnx=13] (%x: f32[1,3,8,8]) {
+  @two: f32[] = [2.0]
+  @eps: f32[] = [1e-05]
+  @gamma: f32[8]
+  @beta: f32[8]
+  @w1: f32[8,16]
+  @b1: f32[16]
+  @w2: f32[16,4]
+  @b2: f32[4]
+  @root2: f32[] = [1.4142135]
+  @one: f32[] = [1.0]
+  @half: f32[] = [0.5]
+  %m: f32[1,3,8,1] = ReduceMean[axes=[-1]](%x)
+  %d: f32[1,3,8,8] = Sub(%x, %m)
+  %s: f32[1,3,8,8] = Pow(%d, @two)
+  %v: f32[1,3,8,1] = ReduceMean[axes=[-1]](%s)
+  %e: f32[1,3,8,1] = Add(%v, @eps)
+  %r: f32[1,3,8,1] = Sqrt(%e)
+  %n: f32[1,3,8,8] = Div(%d, %r)
+  %g: f32[1,3,8,8] = Mul(%n, @gamma)
+  %ln: f32[1,3,8,8] = Add(%g, @beta)
+  %p1: f32[1,3,8,16] = MatMul(%ln, @w1)
+  %l1: f32[1,3,8,16] = Add(@b1, %p1)
+  %q: f32[1,3,8,16] = Div(%l1, @root2)
+  %f: f32[1,3,8,16] = Erf(%q)
+  %a: f32[1,3,8,16] = Add(%f, @one)
+  %t: f32[1,3,8,16] = Mul(%l1, %a)
+  %h: f32[1,3,8,16] = Mul(%t, @half)
+  %p2: f32[1,3,8,4] = MatMul(%h, @w2)
+  %y: f32[1,3,8,4] = Add(%p2, @b2)
+  return %y
+}
+)";
+
+TEST(Pipeline, FusedLayerNormAndMatMulEpiloguesComputeTheSameOutputs) {
+  Graph original = random_model(kTransformerMlp);
+  std::vector<float> expected = run(original, {1, 3, 8, 8}, {1, 3, 8, 4});
+  Graph optimized = random_model(kTransformerMlp);
+  OptimizeOptions options;
+  options.verify_each_step = true;
+  options.fuse_activations = true;
+  PassResult result = optimize_graph(optimized, options);
+  EXPECT_EQ(result.count("layer normalizations fused"), 1);
+  EXPECT_EQ(result.count("bias Adds fused into MatMul"), 2);
+  EXPECT_EQ(result.count("GELUs fused into MatMul"), 1);
+  EXPECT_EQ(optimized.node_count(), 3u);  // LayerNormalization, MatMul, MatMul.
+  expect_close(run(optimized, {1, 3, 8, 8}, {1, 3, 8, 4}), expected);
+}
+
 }  // namespace
 }  // namespace cleave

@@ -780,6 +780,45 @@ TEST(DnnlMatMul, MismatchedInnerSizeIsAnError) {
   EXPECT_THROW(node.run(), Error);
 }
 
+// A MatMul fused by fuse_matmul_epilogues: bias (input 2) then `activation`, against the loop
+// reference.
+void run_fused_matmul(const std::string& activation, float (*reference)(float)) {
+  Shape64 a_shape{2, 3, 8}, b_shape{8, 5};
+  auto a = random_values(count_of(a_shape), 61);
+  auto b = random_values(count_of(b_shape), 62);
+  auto bias = random_values(5, 63);
+  OneNode node("MatMul");
+  node.input(a_shape, a).constant(b_shape, b).constant({5}, bias).text("activation", activation);
+  auto expected = matmul_reference(a, {1, 6, 8}, b, {1, 8, 5});
+  for (std::size_t i = 0; i < expected.size(); ++i) expected[i] = reference(expected[i] + bias[i % 5]);
+  expect_near(node.run_one(), {2, 3, 5}, expected);
+}
+
+TEST(DnnlMatMul, FusedBiasAndGeluMatchTheErfFormula) {
+  run_fused_matmul("Gelu", [](float v) { return 0.5f * v * (1.0f + std::erf(v / std::sqrt(2.0f))); });
+}
+
+TEST(DnnlMatMul, FusedBiasAndReluClampNegatives) {
+  run_fused_matmul("Relu", [](float v) { return std::max(v, 0.0f); });
+}
+
+TEST(DnnlMatMul, UnknownFusedActivationIsUnsupported) {
+  OneNode node("MatMul");
+  node.input({2, 3}, random_values(6, 1)).constant({3, 2}, random_values(6, 2)).text("activation", "Mish");
+  EXPECT_THROW(node.run(), UnsupportedError);
+}
+
+TEST(DnnlMatMul, FusedBiasOfTheWrongLengthNamesTheNode) {
+  OneNode node("MatMul");
+  node.input({2, 3}, random_values(6, 1)).constant({3, 2}, random_values(6, 2)).constant({3}, random_values(3, 3));
+  try {
+    node.run();
+    FAIL() << "a bias of 3 values for 2 columns was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fused bias"), std::string::npos) << e.what();
+  }
+}
+
 // ---- Pooling ----------------------------------------------------------------------------
 
 void run_pool(const std::string& op, Pool kind, const Shape64& x_shape, const Shape64& kernel,

@@ -1,4 +1,5 @@
-// Gemm and MatMul on oneDNN's matmul primitive: transposes, broadcasting, pre-packed weights.
+// Gemm and MatMul on oneDNN's matmul primitive: transposes, broadcasting, pre-packed weights,
+// and a MatMul's fused bias and activation.
 #include <fmt/core.h>
 #include <fmt/format.h>
 
@@ -18,8 +19,9 @@ class MatmulKernel : public Kernel {
  public:
   struct Operands {
     memory::desc source, weights, destination;
-    std::optional<memory::desc> addend;  // Broadcast C added after scaling (Gemm).
+    std::optional<memory::desc> addend;  // Broadcast C added after scaling (Gemm, MatMul bias).
     float scale = 1.0f;                  // Gemm's alpha.
+    std::optional<dnnl::algorithm> activation;  // Applied last (a fused MatMul's).
   };
 
   MatmulKernel(const KernelContext& context, const Operands& operands,
@@ -31,13 +33,17 @@ class MatmulKernel : public Kernel {
       return;
     }
     zero_fill_ = reduced_size == 0;  // A sum over nothing: zeros (plus Gemm's C).
+    if (zero_fill_ && operands.activation) {
+      throw UnsupportedError(fmt::format("{}: a fused activation on a MatMul over an empty "
+                                         "inner dimension is not supported",
+                                         context.where()));
+    }
     dnnl::primitive_attr attr = kernel_attr();
     if (operands.scale != 1.0f) attr.set_output_scales(0, {operands.scale});
-    if (operands.addend) {
-      dnnl::post_ops ops;
-      ops.append_binary(dnnl::algorithm::binary_add, *operands.addend);
-      attr.set_post_ops(ops);
-    }
+    dnnl::post_ops ops;
+    if (operands.addend) ops.append_binary(dnnl::algorithm::binary_add, *operands.addend);
+    if (operands.activation) ops.append_eltwise(1.0f, *operands.activation, 0.0f, 0.0f);
+    if (ops.len() > 0) attr.set_post_ops(ops);
     bool pack = context.constant[1] && !zero_fill_;
     memory::desc weights = pack ? memory::desc(operands.weights.dims(), memory::data_type::f32,
                                                memory::format_tag::any)
@@ -133,6 +139,17 @@ class MatmulKernel : public Kernel {
   memory::dims addend_dims_;
 };
 
+// The oneDNN algorithm for a fused MatMul's `activation` attribute; nullopt when absent.
+std::optional<dnnl::algorithm> fused_activation(const KernelContext& context) {
+  std::string activation = context.node.string_attribute("activation", "");
+  if (activation.empty()) return std::nullopt;
+  if (activation == "Relu") return dnnl::algorithm::eltwise_relu;
+  if (activation == "Gelu") return dnnl::algorithm::eltwise_gelu_erf;
+  throw UnsupportedError(fmt::format(
+      "{}: fused activation '{}' is not supported on MatMul (Relu, Gelu are)", context.where(),
+      activation));
+}
+
 std::unique_ptr<Kernel> create_gemm(const KernelContext& context) {
   const Tensor& a = context.input(0);
   const Tensor& b = context.input(1);
@@ -217,6 +234,18 @@ std::unique_ptr<Kernel> create_matmul(const KernelContext& context) {
   if (!b_vector) output_shape.push_back(n);
 
   MatmulKernel::Operands operands;
+  operands.activation = fused_activation(context);
+  bool with_bias = context.has_input(2);
+  if (with_bias) {
+    // Written by the MatMul epilogue fusion: a bias of B's column count, added to every row.
+    const Tensor& bias = context.input(2);
+    if (bias.dtype() != DataType::kFloat || !b_shared || b_vector || bias.element_count() != n ||
+        (bias.rank() > 0 && bias.shape().back() != n)) {
+      throw Error(fmt::format("{}: fused bias {} must hold one value per column of B {} ({})",
+                              context.where(), bias.describe(), b.describe(), n));
+    }
+    operands.addend = plain_desc(std::vector<int64_t>{1, n});
+  }
   if (b_shared) {
     // Stacking A's batch into rows makes one large GEMM, which oneDNN runs best.
     int64_t rows = volume(std::span<const int64_t>(a_shape).first(rank - 1));
@@ -231,7 +260,9 @@ std::unique_ptr<Kernel> create_matmul(const KernelContext& context) {
     operands.weights = plain_desc(b_shape);
     operands.destination = plain_desc(out_full);
   }
-  return std::make_unique<MatmulKernel>(context, operands, output_shape, k);
+  auto kernel = std::make_unique<MatmulKernel>(context, operands, output_shape, k);
+  if (with_bias) kernel->set_addend(2, 1.0f, context);
+  return kernel;
 }
 
 }  // namespace
