@@ -84,7 +84,8 @@ bool fuse_at(Graph& graph, NodeId mean_id, const std::vector<bool>& read_by_bodi
   for (NodeId reader : readers) {
     const Node& node = graph.node(reader);
     bool is_pow = is_single_output_op(graph, reader, "Pow") && node.inputs.size() == 2 &&
-                  node.inputs[0] == centered && constant_float_scalar(graph, node.inputs[1]) == 2.0f;
+                  node.inputs[0] == centered &&
+                  constant_float_scalar(graph, node.inputs[1]) == 2.0f;
     bool is_self_product = is_single_output_op(graph, reader, "Mul") && node.inputs.size() == 2 &&
                            node.inputs[0] == centered && node.inputs[1] == centered;
     if (is_pow || is_self_product) {
@@ -153,7 +154,8 @@ bool fuse_at(Graph& graph, NodeId mean_id, const std::vector<bool>& read_by_bodi
     for (int64_t d : dims) count *= d;
     scale = graph.add_initializer(
         unique_value_name(graph, name.empty() ? "layer_norm_scale" : name + "_scale"),
-        TensorData::from(DataType::kFloat, dims, std::vector<float>(static_cast<std::size_t>(count), 1.0f)));
+        TensorData::from(DataType::kFloat, dims,
+                         std::vector<float>(static_cast<std::size_t>(count), 1.0f)));
   }
   std::vector<ValueId> inputs = {x, scale};
   if (bias != kNoValue) inputs.push_back(bias);

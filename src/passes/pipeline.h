@@ -33,8 +33,9 @@ struct OptimizeOptions {
 
 /// Runs the passes in order: constant folding → dead-code elimination → Identity/Dropout
 /// removal → Conv+BatchNormalization fusion → Conv+activation, LayerNormalization and MatMul
-/// epilogue fusion (when enabled) → dead-code elimination. Returns the per-step results in `steps` and their counts summed by
-/// name in `counts`. Throws Error naming the step when verification after it fails.
+/// epilogue fusion (when enabled) → dead-code elimination. Returns the per-step results in `steps`
+/// and their counts summed by name in `counts`. Throws Error naming the step when verification
+/// after it fails.
 PassResult optimize_graph(Graph& graph, const OptimizeOptions& options = {});
 
 }  // namespace cleave

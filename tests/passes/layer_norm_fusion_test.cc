@@ -27,14 +27,16 @@ std::string spelled_out(const std::string& square = "Pow(%d, @two)",
   @beta: f32[4] = [0.5, 0.5, 0.5, 0.5]
   %m = ReduceMean[axes=[-1]](%x)
   %d = Sub(%x, %m)
-  %s = )" + square + R"(
+  %s = )" +
+         square + R"(
   %v = ReduceMean[axes=[-1]](%s)
   %e = Add(%v, @eps)
   %r = Sqrt(%e)
   %n = Div(%d, %r)
   %g = Mul(%n, @gamma)
   %y = Add(@beta, %g)
-)" + extra + R"(  return %y
+)" + extra +
+         R"(  return %y
 }
 )";
 }

@@ -27,7 +27,8 @@ std::string linear(const std::string& tail) {
   @half: f32[] = [0.5]
   %p = MatMul(%x, @w)
   %l = Add(@b, %p)
-)" + tail + R"(}
+)" + tail +
+         R"(}
 )";
 }
 
@@ -85,8 +86,9 @@ TEST(MatmulEpilogueFusion, FusesRelu) {
   return %y
 }
 )");
-  EXPECT_EQ(result.summary(),
-            "MatMul epilogue fusion: 1 bias Adds fused into MatMul, 1 Relu nodes fused into MatMul");
+  EXPECT_EQ(
+      result.summary(),
+      "MatMul epilogue fusion: 1 bias Adds fused into MatMul, 1 Relu nodes fused into MatMul");
 }
 
 TEST(MatmulEpilogueFusion, LeavesABiasThatVariesPerRow) {

@@ -790,12 +790,14 @@ void run_fused_matmul(const std::string& activation, float (*reference)(float)) 
   OneNode node("MatMul");
   node.input(a_shape, a).constant(b_shape, b).constant({5}, bias).text("activation", activation);
   auto expected = matmul_reference(a, {1, 6, 8}, b, {1, 8, 5});
-  for (std::size_t i = 0; i < expected.size(); ++i) expected[i] = reference(expected[i] + bias[i % 5]);
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    expected[i] = reference(expected[i] + bias[i % 5]);
   expect_near(node.run_one(), {2, 3, 5}, expected);
 }
 
 TEST(DnnlMatMul, FusedBiasAndGeluMatchTheErfFormula) {
-  run_fused_matmul("Gelu", [](float v) { return 0.5f * v * (1.0f + std::erf(v / std::sqrt(2.0f))); });
+  run_fused_matmul("Gelu",
+                   [](float v) { return 0.5f * v * (1.0f + std::erf(v / std::sqrt(2.0f))); });
 }
 
 TEST(DnnlMatMul, FusedBiasAndReluClampNegatives) {
@@ -804,13 +806,17 @@ TEST(DnnlMatMul, FusedBiasAndReluClampNegatives) {
 
 TEST(DnnlMatMul, UnknownFusedActivationIsUnsupported) {
   OneNode node("MatMul");
-  node.input({2, 3}, random_values(6, 1)).constant({3, 2}, random_values(6, 2)).text("activation", "Mish");
+  node.input({2, 3}, random_values(6, 1))
+      .constant({3, 2}, random_values(6, 2))
+      .text("activation", "Mish");
   EXPECT_THROW(node.run(), UnsupportedError);
 }
 
 TEST(DnnlMatMul, FusedBiasOfTheWrongLengthNamesTheNode) {
   OneNode node("MatMul");
-  node.input({2, 3}, random_values(6, 1)).constant({3, 2}, random_values(6, 2)).constant({3}, random_values(3, 3));
+  node.input({2, 3}, random_values(6, 1))
+      .constant({3, 2}, random_values(6, 2))
+      .constant({3}, random_values(3, 3));
   try {
     node.run();
     FAIL() << "a bias of 3 values for 2 columns was accepted";

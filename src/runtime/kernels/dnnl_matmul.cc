@@ -34,9 +34,10 @@ class MatmulKernel : public Kernel {
     }
     zero_fill_ = reduced_size == 0;  // A sum over nothing: zeros (plus Gemm's C).
     if (zero_fill_ && operands.activation) {
-      throw UnsupportedError(fmt::format("{}: a fused activation on a MatMul over an empty "
-                                         "inner dimension is not supported",
-                                         context.where()));
+      throw UnsupportedError(
+          fmt::format("{}: a fused activation on a MatMul over an empty "
+                      "inner dimension is not supported",
+                      context.where()));
     }
     dnnl::primitive_attr attr = kernel_attr();
     if (operands.scale != 1.0f) attr.set_output_scales(0, {operands.scale});
@@ -145,9 +146,9 @@ std::optional<dnnl::algorithm> fused_activation(const KernelContext& context) {
   if (activation.empty()) return std::nullopt;
   if (activation == "Relu") return dnnl::algorithm::eltwise_relu;
   if (activation == "Gelu") return dnnl::algorithm::eltwise_gelu_erf;
-  throw UnsupportedError(fmt::format(
-      "{}: fused activation '{}' is not supported on MatMul (Relu, Gelu are)", context.where(),
-      activation));
+  throw UnsupportedError(
+      fmt::format("{}: fused activation '{}' is not supported on MatMul (Relu, Gelu are)",
+                  context.where(), activation));
 }
 
 std::unique_ptr<Kernel> create_gemm(const KernelContext& context) {
