@@ -134,6 +134,16 @@ int run_model(const RunSettings& settings) {
     } else {
       model_plan = read_model_plan(settings.plan, graph);
     }
+    // A plan of one worker with all threads runs that worker's kernels at its thread count,
+    // which may favour another family than one thread per worker did.
+    if (settings.layouts == "auto" && !settings.plain_layouts &&
+        model_plan.threads_per_worker != settings.threads_per_worker) {
+      ExecutorOptions options;
+      options.threads = model_plan.threads_per_worker;
+      LayoutChoiceOptions choice_options;
+      choice_options.progress = load.log;
+      layouts = choose_layouts(graph, options, sample_inputs.front(), choice_options);
+    }
     ParallelOptions options;
     options.threads_per_worker = model_plan.threads_per_worker;
     options.blocked_layouts = !settings.plain_layouts;

@@ -163,9 +163,9 @@ ProfileOptions profile_options(int max_threads) {
 }
 
 CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
-  // v2: kernels sped up enough (Winograd, per-worker pools) that older tables mislead.
+  // v3: node times calibrated to whole runs.
   std::string key =
-      fmt::format("{}-t{}-r{}-{}-v2", graph_fingerprint(graph), options.max_threads, options.repeat,
+      fmt::format("{}-t{}-r{}-{}-v3", graph_fingerprint(graph), options.max_threads, options.repeat,
                   options.blocked_layouts ? to_string(options.convolution_family) : "plain");
   fs::path cache = fs::path(cache_directory(options)) / (key + ".json");
   if (options.use_cache && fs::exists(cache)) {
@@ -190,6 +190,13 @@ CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
     executor_options.convolution_family = options.convolution_family;
     Executor executor(graph, executor_options);
     for (int i = 0; i < options.warmup; ++i) executor.run(inputs);
+    std::vector<double> run_samples;
+    for (int i = 0; i < options.repeat; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      executor.run(inputs);
+      run_samples.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
     std::vector<std::vector<double>> samples(graph.node_capacity());
     ExecutorOptions timed = executor_options;
     timed.collect_stats = true;
@@ -202,10 +209,19 @@ CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
       for (NodeId id : graph.node_ids()) samples[id].push_back(totals[id] - previous[id]);
       previous = totals;
     }
-    for (NodeId id : graph.node_ids()) table.nodes[id].seconds.push_back(median_of(samples[id]));
+    double summed = 0;
+    for (NodeId id : graph.node_ids()) summed += median_of(samples[id]);
+    const double run = median_of(run_samples);
+    const double factor = summed > 0 ? run / summed : 1.0;
+    for (NodeId id : graph.node_ids())
+      table.nodes[id].seconds.push_back(median_of(samples[id]) * factor);
+    table.run_seconds.push_back(run);
+    table.calibration.push_back(factor);
     if (options.progress) {
-      options.progress(fmt::format("profile: {} thread(s): {:.3f} ms in {} nodes", threads,
-                                   table.total_seconds(threads) * 1e3, graph.node_count()));
+      options.progress(fmt::format(
+          "profile: {} thread(s): {:.3f} ms per run in {} nodes (timed nodes summed to {:.3f} "
+          "ms, scaled by {:.3f})",
+          threads, run * 1e3, graph.node_count(), summed * 1e3, factor));
     }
   }
   std::error_code ignored;
@@ -231,7 +247,13 @@ nlohmann::json cost_table_to_json(const CostTable& table, const Graph& graph) {
                      {"weight_bytes", cost.weight_bytes},
                      {"flops", cost.flops}});
   }
-  return {{"source", table.source}, {"fingerprint", graph_fingerprint(graph)}, {"nodes", nodes}};
+  nlohmann::json json = {
+      {"source", table.source}, {"fingerprint", graph_fingerprint(graph)}, {"nodes", nodes}};
+  if (!table.run_seconds.empty()) {
+    json["run_seconds"] = table.run_seconds;
+    json["calibration"] = table.calibration;
+  }
+  return json;
 }
 
 CostTable cost_table_from_json(const nlohmann::json& json, const Graph& graph,
@@ -241,6 +263,8 @@ CostTable cost_table_from_json(const nlohmann::json& json, const Graph& graph,
   }
   CostTable table;
   table.source = json.at("source").get<std::string>();
+  table.run_seconds = json.value("run_seconds", std::vector<double>{});
+  table.calibration = json.value("calibration", std::vector<double>{});
   table.nodes.resize(graph.node_capacity());
   std::vector<NodeId> ids = graph.node_ids();
   const auto& nodes = json.at("nodes");

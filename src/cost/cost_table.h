@@ -28,6 +28,10 @@ struct NodeCost {
 struct CostTable {
   std::string source;  ///< "static", "analytical" or "profile".
   std::vector<NodeCost> nodes;
+  /// Profiles only, by thread count (index t - 1): the median latency of whole sequential
+  /// runs, and the factor the timed node seconds were multiplied by so that they sum to it.
+  std::vector<double> run_seconds;
+  std::vector<double> calibration;
 
   /// Seconds of a node on `threads` intra-op threads; past the largest measured count the
   /// time stays at that count's (no speedup is assumed that was not measured).
@@ -66,7 +70,10 @@ ProfileOptions profile_options(int max_threads);
 
 /// Times every node on this machine with 1..max_threads intra-op threads (median of
 /// `repeat` runs of the whole graph, seeded random inputs) and caches the table on disk,
-/// keyed by the graph's content and the options, so later plans reuse it.
+/// keyed by the graph's content and the options, so later plans reuse it. Timing each node
+/// costs time of its own, and a run costs more than its nodes (inputs, allocation, the gaps
+/// between nodes), so `repeat` untimed runs are measured too and each thread count's node
+/// times are scaled to sum to their median (`run_seconds`, `calibration`).
 CostTable profile_costs(const Graph& graph, const ProfileOptions& options);
 
 nlohmann::json cost_table_to_json(const CostTable& table, const Graph& graph);

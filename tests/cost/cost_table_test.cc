@@ -1,0 +1,97 @@
+// The measured profile: node times calibrated to whole runs, cached, and read back.
+#include "cost/cost_table.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "ir/text.h"
+
+namespace cleave {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kBranches = R"(graph main [ai.onnx=17] (%x: f32[1,8,16,16]) {
+  @w: f32[8,8,3,3]
+  %a = Conv[pads=[1,1,1,1]](%x, @w)
+  %b = Relu(%x)
+  %c = Add(%a, %b)
+  %y = Sigmoid(%c)
+  return %y
+}
+)";
+
+Graph with_weights(const char* text) {
+  Graph graph = parse_graph(text);
+  for (ValueId id : graph.initializers()) {
+    TensorData& data = *graph.value(id).initializer;
+    if (!data.has_data()) {
+      data = TensorData::from(
+          DataType::kFloat, data.dims,
+          std::vector<float>(static_cast<std::size_t>(data.element_count()), 0.01f));
+    }
+  }
+  return graph;
+}
+
+class ProfileCosts : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    directory_ = fs::temp_directory_path() /
+                 ("cleave_profile_test_" +
+                  std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+                  ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(directory_);
+    options_ = profile_options(2);
+    options_.repeat = 3;
+    options_.warmup = 1;
+    options_.cache_directory = directory_.string();
+  }
+  void TearDown() override { fs::remove_all(directory_); }
+
+  fs::path directory_;
+  ProfileOptions options_;
+};
+
+TEST_F(ProfileCosts, NodeTimesSumToTheMeasuredRunAtEachThreadCount) {
+  Graph graph = with_weights(kBranches);
+  CostTable table = profile_costs(graph, options_);
+  ASSERT_EQ(table.run_seconds.size(), 2u);
+  ASSERT_EQ(table.calibration.size(), 2u);
+  for (int threads = 1; threads <= 2; ++threads) {
+    EXPECT_GT(table.run_seconds[threads - 1], 0.0);
+    EXPECT_GT(table.calibration[threads - 1], 0.0);
+    EXPECT_NEAR(table.total_seconds(threads), table.run_seconds[threads - 1],
+                1e-9 * table.run_seconds[threads - 1]);
+  }
+  for (NodeId id : graph.node_ids()) EXPECT_EQ(table.nodes[id].seconds.size(), 2u);
+}
+
+TEST_F(ProfileCosts, ASecondCallReadsTheCachedTable) {
+  Graph graph = with_weights(kBranches);
+  CostTable first = profile_costs(graph, options_);
+  std::vector<std::string> progress;
+  options_.progress = [&](const std::string& line) { progress.push_back(line); };
+  CostTable second = profile_costs(graph, options_);
+  ASSERT_EQ(progress.size(), 1u);
+  EXPECT_NE(progress[0].find("reused"), std::string::npos) << progress[0];
+  EXPECT_EQ(second.run_seconds, first.run_seconds);
+  EXPECT_EQ(second.calibration, first.calibration);
+  for (NodeId id : graph.node_ids()) EXPECT_EQ(second.nodes[id].seconds, first.nodes[id].seconds);
+}
+
+TEST_F(ProfileCosts, ATableForAnotherGraphIsRefused) {
+  Graph graph = with_weights(kBranches);
+  CostTable table = profile_costs(graph, options_);
+  Graph other = with_weights(R"(graph main [ai.onnx=17] (%x: f32[1,8,16,16]) {
+  %y = Relu(%x)
+  return %y
+}
+)");
+  EXPECT_THROW(cost_table_from_json(cost_table_to_json(table, graph), other, "table.json"), Error);
+}
+
+}  // namespace
+}  // namespace cleave
