@@ -1151,5 +1151,75 @@ TEST(BlockedLayouts, ExecutorChainMatchesAPlainRun) {
   expect_values(run_one(text, inputs, blocked), expected, 1e-5);
 }
 
+// ---- Transpose of blocked inputs ----------------------------------------------------------
+
+// NCHW -> NHWC of a plain [1, c, h, w] ramp, by definition.
+std::vector<double> nchw_to_nhwc(const std::vector<double>& values, int64_t c, int64_t h,
+                                 int64_t w) {
+  std::vector<double> out;
+  for (int64_t y = 0; y < h; ++y)
+    for (int64_t x = 0; x < w; ++x)
+      for (int64_t k = 0; k < c; ++k) out.push_back(values[(k * h + y) * w + x]);
+  return out;
+}
+
+TEST(BlockedLayouts, TransposeUnblocksAndPermutesInOnePass) {
+  DirectKernel direct(
+      "graph g (%x: f32[1,20,5,5]) {\n %y = Transpose[perm=[0,2,3,1]](%x)\n return %y\n}");
+  const std::vector<double> values = ramp(kChannels * 25, -5, 5);
+  Tensor plain = floats({1, kChannels, 5, 5}, values);
+  Tensor blocked = direct.blocked(plain);
+  auto kernel = direct.prepare({&blocked}, {false}, false);
+  EXPECT_FALSE(kernel->output_specs()[0].layout.has_value());
+  EXPECT_EQ(kernel->output_specs()[0].alias_of, -1);
+  Tensor out = direct.run(*kernel, {&blocked});
+  EXPECT_EQ(out.shape(), (std::vector<int64_t>{1, 5, 5, kChannels}));
+  std::vector<double> expected = nchw_to_nhwc(values, kChannels, 5, 5);
+  for (double& v : expected) v = static_cast<float>(v);
+  expect_values(out, expected);
+}
+
+TEST(BlockedLayouts, TransposeOfAChannelsLastInputToNhwcCopiesNothing) {
+  DirectKernel direct(
+      "graph g (%x: f32[1,20,5,5]) {\n %y = Transpose[perm=[0,2,3,1]](%x)\n return %y\n}");
+  Tensor plain = floats({1, kChannels, 5, 5}, ramp(kChannels * 25, -5, 5));
+  Tensor channels_last = direct.blocked(plain, dnnl::memory::format_tag::nhwc);
+  auto kernel = direct.prepare({&channels_last}, {false}, false);
+  // Its bytes already are the plain NHWC tensor: the output is a view of the input.
+  EXPECT_EQ(kernel->output_specs()[0].alias_of, 0);
+  EXPECT_FALSE(kernel->output_specs()[0].layout.has_value());
+}
+
+// Through the executor with each convolution family: a convolution's output moved to NHWC and
+// back (ConvNeXt's blocks) equals the plain-layout run.
+TEST(BlockedLayouts, TransposesAroundAConvolutionMatchAPlainRunInEveryFamily) {
+  const std::string text =
+      "graph g (%x: f32[1,16,6,6]) {\n"
+      "  @w: f32[16,1,3,3] = [" +
+      [] {
+        std::string w;
+        for (int i = 0; i < 16 * 9; ++i) w += (i ? "," : "") + std::to_string((i % 7 - 3) / 8.0);
+        return w;
+      }() +
+      "]\n"
+      "  %c = Conv[group=16, pads=[1,1,1,1]](%x, @w)\n"
+      "  %t = Transpose[perm=[0,2,3,1]](%c)\n"
+      "  %r = Relu(%t)\n"
+      "  %y = Transpose[perm=[0,3,1,2]](%r)\n"
+      "  return %y\n"
+      "}\n";
+  std::map<std::string, Tensor> inputs = {{"x", floats({1, 16, 6, 6}, ramp(16 * 36, -2, 2))}};
+  ExecutorOptions plain;
+  plain.blocked_layouts = false;
+  const std::vector<double> expected = run_one(text, inputs, plain).to_double_vector();
+  for (ConvolutionFamily family : {ConvolutionFamily::kBlocked, ConvolutionFamily::kWinograd,
+                                   ConvolutionFamily::kChannelsLast}) {
+    SCOPED_TRACE(to_string(family));
+    ExecutorOptions options;
+    options.convolution_family = family;
+    expect_values(run_one(text, inputs, options), expected, 1e-6);
+  }
+}
+
 }  // namespace
 }  // namespace cleave

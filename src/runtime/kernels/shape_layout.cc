@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 
+#include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/shape_common.h"
 
 namespace cleave::shape {
@@ -30,6 +31,40 @@ std::unique_ptr<Kernel> view_copy(const KernelContext& context, std::vector<int6
       std::move(shape_inputs));
 }
 
+// A float Transpose as one oneDNN reorder, jitted and threaded: ConvNeXt's NCHW<->NHWC
+// Transposes took 4.7 of its 55 ms at 2 threads as strided copies. It reads a convolution's
+// blocked output directly, unblocking and permuting in one pass, and when the permuted input
+// layout already is the plain output (a channels-last convolution's output moved to NHWC),
+// the output aliases the input and nothing is copied.
+class ReorderTransposeKernel : public Kernel {
+ public:
+  ReorderTransposeKernel(const KernelContext& context, const std::vector<int64_t>& perm) {
+    const Tensor& data = context.input(0);
+    for (int64_t axis : perm) spec_.shape.push_back(data.dim(axis));
+    // oneDNN's permutation maps each input axis to its output position.
+    std::vector<int> to_output(perm.size());
+    for (std::size_t i = 0; i < perm.size(); ++i) to_output[perm[i]] = static_cast<int>(i);
+    dnnl::memory::desc permuted = desc_of(data).permute_axes(to_output);
+    if (permuted == plain_desc(spec_.shape)) {
+      spec_.alias_of = 0;
+      return;
+    }
+    reorder_ = LayoutReorder(permuted, plain_desc(spec_.shape), context.engine);
+  }
+
+  std::vector<OutputSpec> output_specs() const override { return {spec_}; }
+
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+           dnnl::stream& stream) override {
+    if (spec_.alias_of >= 0) return;
+    reorder_.run(inputs[0]->raw(), outputs[0]->raw(), stream);
+  }
+
+ private:
+  OutputSpec spec_;
+  LayoutReorder reorder_;
+};
+
 std::unique_ptr<Kernel> create_transpose(const KernelContext& context) {
   const Tensor& data = context.input(0);
   auto rank = static_cast<int64_t>(data.rank());
@@ -42,6 +77,10 @@ std::unique_ptr<Kernel> create_transpose(const KernelContext& context) {
                             format_dims(perm), perm.size(), data.describe(), rank));
   }
   perm = normalize_axes(context, perm, rank, "perm");
+  if (data.is_blocked() || (data.dtype() == DataType::kFloat && rank >= 2 &&
+                            rank <= DNNL_MAX_NDIMS && data.element_count() > 0)) {
+    return std::make_unique<ReorderTransposeKernel>(context, perm);
+  }
   std::vector<int64_t> in_strides = data.strides();
   std::vector<int64_t> shape, strides;
   for (int64_t axis : perm) {
@@ -472,7 +511,12 @@ std::unique_ptr<Kernel> create_trilu(const KernelContext& context) {
 }  // namespace
 
 void register_layout_kernels(KernelRegistry& registry) {
-  add_kernel(registry, "Transpose", create_transpose);
+  KernelInfo transpose;
+  transpose.op_type = "Transpose";
+  transpose.dtypes = kMovableTypes;
+  transpose.accepts_blocked = first_input;
+  transpose.create = guarded(create_transpose);
+  registry.add(std::move(transpose));
   add_kernel(registry, "Slice", create_slice);
   add_kernel(registry, "Split", create_split);
   add_kernel(registry, "Expand", create_expand);
