@@ -78,6 +78,14 @@ std::vector<float> run(const Graph& graph, std::vector<int64_t> input_shape = {1
   return {values.begin(), values.end()};
 }
 
+// The pipeline as `cleave run` uses it: with the runtime-only fusions, each step verified.
+PassResult optimize_for_runtime(Graph& graph) {
+  OptimizeOptions options;
+  options.verify_each_step = true;
+  options.fuse_activations = true;
+  return optimize_graph(graph, options);
+}
+
 void expect_close(const std::vector<float>& actual, const std::vector<float>& expected) {
   ASSERT_EQ(actual.size(), expected.size());
   int nonzero = 0;
@@ -164,10 +172,7 @@ TEST(Pipeline, GraphWithFusedActivationsComputesTheSameOutputs) {
   Graph original = random_model();
   std::vector<float> expected = run(original);
   Graph optimized = random_model();
-  OptimizeOptions options;
-  options.verify_each_step = true;
-  options.fuse_activations = true;
-  optimize_graph(optimized, options);
+  optimize_for_runtime(optimized);
   expect_close(run(optimized), expected);
 }
 
@@ -192,10 +197,7 @@ TEST(Pipeline, FusedResidualAddAndFoldedPadComputeTheSameOutputs) {
   Graph original = random_model(kResidualModel);
   std::vector<float> expected = run(original, {1, 4, 8, 8}, {1, 4, 8, 8});
   Graph optimized = random_model(kResidualModel);
-  OptimizeOptions options;
-  options.verify_each_step = true;
-  options.fuse_activations = true;
-  PassResult result = optimize_graph(optimized, options);
+  PassResult result = optimize_for_runtime(optimized);
   EXPECT_EQ(result.count("Add nodes fused into Conv as a sum"), 1);
   EXPECT_EQ(result.count("Relu nodes fused into Conv"), 2);
   EXPECT_EQ(result.count("Pads folded into AveragePool"), 1);
@@ -243,10 +245,7 @@ TEST(Pipeline, FusedLayerNormAndMatMulEpiloguesComputeTheSameOutputs) {
   Graph original = random_model(kTransformerMlp);
   std::vector<float> expected = run(original, {1, 3, 8, 8}, {1, 3, 8, 4});
   Graph optimized = random_model(kTransformerMlp);
-  OptimizeOptions options;
-  options.verify_each_step = true;
-  options.fuse_activations = true;
-  PassResult result = optimize_graph(optimized, options);
+  PassResult result = optimize_for_runtime(optimized);
   EXPECT_EQ(result.count("layer normalizations fused"), 1);
   EXPECT_EQ(result.count("bias Adds fused into MatMul"), 2);
   EXPECT_EQ(result.count("GELUs fused into MatMul"), 1);
