@@ -812,6 +812,12 @@ TEST(DnnlMatMul, UnknownFusedActivationIsUnsupported) {
   EXPECT_THROW(node.run(), UnsupportedError);
 }
 
+TEST(DnnlMatMul, FusedActivationOverAnEmptyInnerDimensionIsUnsupported) {
+  OneNode node("MatMul");
+  node.input({2, 0}, {}).constant({0, 3}, {}).text("activation", "Gelu");
+  EXPECT_THROW(node.run(), UnsupportedError);
+}
+
 TEST(DnnlMatMul, FusedBiasOfTheWrongLengthNamesTheNode) {
   OneNode node("MatMul");
   node.input({2, 3}, random_values(6, 1))
