@@ -36,6 +36,7 @@ struct ScheduleCommandOptions {
   int64_t iterations = 200000;
   std::string symmetry = "none";
   int channels = 0;
+  bool coarsen = false;
   bool skip_bound = false;
   std::string plan_path;
   std::string gantt_path;
@@ -128,6 +129,7 @@ int run_schedule(const ScheduleCommandOptions& command) {
   options.max_iterations = command.iterations;
   options.symmetry = command.symmetry;
   options.channels = command.channels;
+  options.coarsen = command.coarsen;
   if (command.algo == kLowerBoundAlgo) return run_lower_bound_only(command, graph, options);
   bool known = false;
   for (const SchedulerEntry& entry : schedulers()) known = known || entry.name == command.algo;
@@ -205,6 +207,10 @@ int run_schedule(const ScheduleCommandOptions& command) {
                             graph.tasks.size() / std::max<std::size_t>(per_sample.tasks.size(), 1))
               : "");
   fmt::print("algorithm:    {}\n", command.algo);
+  if (plan.notes.contains("coarse_tasks")) {
+    fmt::print("coarsened:    planned on {} chains of the {} tasks\n",
+               plan.notes["coarse_tasks"].get<std::size_t>(), graph.tasks.size());
+  }
   if (plan.objective == "throughput") {
     fmt::print("throughput:   {:.2f} samples/s (batch {} in {:.4f} ms)\n", throughput,
                command.batch, simulation.makespan * 1e3);
@@ -282,6 +288,11 @@ void register_schedule(CLI::App& app, CommandAction& action) {
       ->add_option("--channels", options->channels,
                    "MILP-SPLIT channels between modules (0: automatic)")
       ->capture_default_str();
+  command->add_flag("--coarsen", options->coarsen,
+                    "Plan on the graph with its serial chains contracted (a task whose only "
+                    "successor has it as only predecessor joins that successor), then run each "
+                    "chain back to back; smaller programs for milp and milp-split. The lower "
+                    "bound stays the one of the uncontracted graph");
   command->add_flag("--no-bound", options->skip_bound, "Do not compute the lower bound");
   command->add_option("-o,--output", options->plan_path, "Write the plan JSON here");
   command->add_option("--gantt", options->gantt_path, "Write an SVG Gantt chart here");

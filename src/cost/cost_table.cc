@@ -50,6 +50,19 @@ void fill_sizes(const Graph& graph, NodeId id, NodeCost& cost) {
   cost.flops = static_cast<double>(node_flops(graph, id).value_or(0));
 }
 
+// What a roofline charges a node for memory traffic: its inputs (weights included) read once
+// and its outputs written once.
+double bytes_moved(const Graph& graph, NodeId id, const NodeCost& cost) {
+  double input_bytes = 0;
+  for (ValueId input : graph.node(id).inputs) {
+    if (input == kNoValue) continue;
+    const Value& v = graph.value(input);
+    if (v.shape.is_static())
+      input_bytes += static_cast<double>(v.shape.element_count() * element_size(v.dtype));
+  }
+  return input_bytes + cost.output_bytes;
+}
+
 }  // namespace
 
 double CostTable::seconds(NodeId node, int threads) const {
@@ -123,14 +136,7 @@ CostTable analytical_costs(const Graph& graph, const PeakRates& rates) {
   for (NodeId id : graph.node_ids()) {
     NodeCost& cost = table.nodes[id];
     fill_sizes(graph, id, cost);
-    double input_bytes = 0;
-    for (ValueId input : graph.node(id).inputs) {
-      if (input == kNoValue) continue;
-      const Value& v = graph.value(input);
-      if (v.shape.is_static())
-        input_bytes += static_cast<double>(v.shape.element_count() * element_size(v.dtype));
-    }
-    double moved = input_bytes + cost.output_bytes;
+    const double moved = bytes_moved(graph, id, cost);
     for (double flops_per_second : rates.flops_per_second) {
       cost.seconds.push_back(
           std::max(cost.flops / flops_per_second, moved / rates.bytes_per_second) +
@@ -297,7 +303,15 @@ TaskGraph task_graph_for(const Graph& graph, const CostTable& costs, const Machi
     }
     task.node = id;
     for (const Device& device : machine.devices) {
-      task.time.push_back(costs.seconds(id, device.threads) / device.speed);
+      if (costs.source == "analytical" && device.roofline.declared()) {
+        const NodeCost& cost = costs.nodes[id];
+        const Roofline& roofline = device.roofline;
+        task.time.push_back(roofline.seconds_per_op +
+                            std::max(cost.flops / roofline.flops_per_second,
+                                     bytes_moved(graph, id, cost) / roofline.bytes_per_second));
+      } else {
+        task.time.push_back(costs.seconds(id, device.threads) / device.speed);
+      }
     }
     task.output_bytes = costs.nodes[id].output_bytes;
     task.weight_bytes = costs.nodes[id].weight_bytes;

@@ -80,8 +80,9 @@ nlohmann::json cost_table_to_json(const CostTable& table, const Graph& graph);
 CostTable cost_table_from_json(const nlohmann::json& json, const Graph& graph,
                                const std::string& origin);
 
-/// One task per node, each device's time = cost at its thread count / its speed; edges are
-/// the graph's dependences, output bytes the node's outputs.
+/// One task per node, each device's time = cost at its thread count / its speed (with
+/// analytical costs, a device that declares a roofline gets its own roofline's time instead);
+/// edges are the graph's dependences, output bytes the node's outputs.
 TaskGraph task_graph_for(const Graph& graph, const CostTable& costs, const Machine& machine);
 
 /// Where cached measurements of one kind ("profiles", "layouts") live:

@@ -69,8 +69,11 @@ void write_atomically(const std::string& path, const std::string& contents) {
   }
 }
 
-const std::set<std::string> kDeviceKeys = {"name",    "kind",  "speed",       "memory_bytes",
-                                           "threads", "cores", "batch_sizes", "simulated"};
+const std::set<std::string> kDeviceKeys = {"name",         "kind",      "speed",
+                                           "memory_bytes", "threads",   "cores",
+                                           "batch_sizes",  "simulated", "roofline"};
+const std::set<std::string> kRooflineKeys = {"flops_per_second", "bytes_per_second",
+                                             "seconds_per_op"};
 const std::set<std::string> kMachineKeys = {"name", "devices", "bandwidth", "latency"};
 
 void reject_unknown_keys(const nlohmann::json& object, const std::set<std::string>& known,
@@ -97,6 +100,9 @@ bool Machine::identical(std::size_t a, std::size_t b) const {
   const Device& first = devices.at(a);
   const Device& second = devices.at(b);
   return first.kind == second.kind && first.speed == second.speed &&
+         first.roofline.flops_per_second == second.roofline.flops_per_second &&
+         first.roofline.bytes_per_second == second.roofline.bytes_per_second &&
+         first.roofline.seconds_per_op == second.roofline.seconds_per_op &&
          first.memory_bytes == second.memory_bytes && first.batch_sizes == second.batch_sizes;
 }
 
@@ -151,6 +157,32 @@ Device device_from_json(const nlohmann::json& json, const std::string& where) {
     }
     device.simulated = json["simulated"].get<bool>();
   }
+  if (json.contains("roofline")) {
+    const nlohmann::json& roofline = json["roofline"];
+    const std::string inner = where + ".roofline";
+    if (!roofline.is_object()) {
+      throw Error(
+          fmt::format("{}: expected an object with flops_per_second, bytes_per_second "
+                      "and seconds_per_op, got {}",
+                      inner, show(roofline)));
+    }
+    reject_unknown_keys(roofline, kRooflineKeys, inner);
+    for (const char* key : {"flops_per_second", "bytes_per_second"}) {
+      if (!roofline.contains(key)) throw Error(fmt::format("{}.{}: missing", inner, key));
+    }
+    device.roofline.flops_per_second =
+        positive_number(roofline["flops_per_second"], inner + ".flops_per_second");
+    device.roofline.bytes_per_second =
+        positive_number(roofline["bytes_per_second"], inner + ".bytes_per_second");
+    if (roofline.contains("seconds_per_op")) {
+      const nlohmann::json& value = roofline["seconds_per_op"];
+      if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) {
+        throw Error(fmt::format("{}.seconds_per_op: expected a non-negative number, got {}", inner,
+                                show(value)));
+      }
+      device.roofline.seconds_per_op = value.get<double>();
+    }
+  }
   return device;
 }
 
@@ -161,6 +193,11 @@ nlohmann::json device_to_json(const Device& device) {
   if (!device.cores.empty()) json["cores"] = device.cores;
   if (!device.batch_sizes.empty()) json["batch_sizes"] = device.batch_sizes;
   if (device.simulated) json["simulated"] = true;
+  if (device.roofline.declared()) {
+    json["roofline"] = {{"flops_per_second", device.roofline.flops_per_second},
+                        {"bytes_per_second", device.roofline.bytes_per_second},
+                        {"seconds_per_op", device.roofline.seconds_per_op}};
+  }
   return json;
 }
 

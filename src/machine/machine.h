@@ -10,6 +10,17 @@
 
 namespace cleave {
 
+/// A device's analytical speed: a node takes seconds_per_op + max(flops / flops_per_second,
+/// bytes moved / bytes_per_second) there. Lets a machine file describe devices whose speed
+/// relative to each other differs from op to op (a GPU's launch cost dominates small ops, its
+/// peak rate large ones), which one relative `speed` cannot.
+struct Roofline {
+  double flops_per_second = 0;  ///< Sustained arithmetic rate; 0: no roofline declared.
+  double bytes_per_second = 0;  ///< Sustained memory bandwidth.
+  double seconds_per_op = 0;    ///< Fixed cost of running one node (launch, dispatch).
+  bool declared() const { return flops_per_second > 0; }
+};
+
 /// One place that runs tasks one at a time: a group of CPU cores, a GPU, an MPI rank.
 struct Device {
   std::string name;
@@ -21,6 +32,8 @@ struct Device {
   std::vector<int> cores;            ///< Cores to pin to, empty = unpinned.
   std::vector<int64_t> batch_sizes;  ///< Supported batch sizes; empty = any.
   bool simulated = false;            ///< Absent on this machine: plans on it are simulated only.
+  /// Used by analytical costs instead of this CPU's measured peaks divided by `speed`.
+  Roofline roofline;
 };
 
 /// Devices plus a link table. bandwidth[u][v] in bytes/s (0 = no link), latency[u][v] in s.
@@ -33,7 +46,8 @@ struct Machine {
   std::size_t size() const { return devices.size(); }
   /// Seconds to move `bytes` from device u to v; 0 when u == v; +inf when there is no link.
   double transfer_time(std::size_t from, std::size_t to, double bytes) const;
-  bool identical(std::size_t a, std::size_t b) const;  ///< Same kind, speed, memory, batches.
+  /// Same kind, speed, roofline, memory and batch sizes.
+  bool identical(std::size_t a, std::size_t b) const;
 };
 
 /// Reads a machine file (JSON, schema in docs/formats.md). Throws Error naming the file and field.

@@ -68,12 +68,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
 
 #include "ir/graph.h"
+#include "plan/isolated.h"
 #include "plan/list_schedule.h"
 #include "plan/modules.h"
 #include "plan/simulator.h"
@@ -185,6 +187,86 @@ Problem make_problem(const TaskGraph& graph, const MilpRestrictions& restriction
     problem.topological_position[order[i]] = static_cast<int>(i);
   }
   return problem;
+}
+
+// What a CBC run left behind, as it crosses from the solver's process to cleave's.
+struct CbcOutcome {
+  bool infeasible = false;
+  bool proven_optimal = false;
+  bool has_best = false;
+  double objective = 0;  // scaled units
+  double bound = 0;
+  std::vector<double> best;  // per column, when has_best
+};
+
+CbcOutcome run_cbc(CbcModel& model, const MilpOptions& options, double seconds, int columns) {
+  CbcSolverUsefulData solver_data;
+  solver_data.noPrinting_ = options.verbosity < 2;
+  solver_data.useSignalHandler_ = false;
+  CbcMain0(model, solver_data);
+  const std::vector<std::string> argument_text = {
+      "cleave",
+      "-log",
+      options.verbosity >= 2 ? "1" : "0",
+      "-timeMode",
+      "elapsed",
+      "-seconds",
+      fmt::format("{}", seconds),
+      "-ratioGap",
+      fmt::format("{}", std::max(0.0, options.relative_gap)),
+      "-allowableGap",
+      "1e-9",
+      "-solve",
+      "-quit"};
+  std::vector<const char*> arguments;
+  for (const std::string& text : argument_text) arguments.push_back(text.c_str());
+  CbcMain1(
+      static_cast<int>(arguments.size()), arguments.data(), model, [](CbcModel*, int) { return 0; },
+      solver_data);
+  CbcOutcome outcome;
+  outcome.infeasible = model.isProvenInfeasible();
+  outcome.proven_optimal = model.isProvenOptimal();
+  const double* best = model.bestSolution();
+  outcome.has_best = best != nullptr;
+  if (best != nullptr) {
+    outcome.best.assign(best, best + columns);
+    outcome.objective = model.getObjValue();
+  }
+  outcome.bound = model.getBestPossibleObjValue();
+  return outcome;
+}
+
+std::vector<char> encode(const CbcOutcome& outcome) {
+  const double header[] = {outcome.infeasible ? 1.0 : 0.0, outcome.proven_optimal ? 1.0 : 0.0,
+                           outcome.has_best ? 1.0 : 0.0, outcome.objective, outcome.bound};
+  std::vector<char> bytes(sizeof header + outcome.best.size() * sizeof(double));
+  std::memcpy(bytes.data(), header, sizeof header);
+  if (!outcome.best.empty()) {
+    std::memcpy(bytes.data() + sizeof header, outcome.best.data(),
+                outcome.best.size() * sizeof(double));
+  }
+  return bytes;
+}
+
+CbcOutcome decode(const std::vector<char>& bytes) {
+  double header[5];
+  if (bytes.size() < sizeof header || (bytes.size() - sizeof header) % sizeof(double) != 0) {
+    throw Error(
+        fmt::format("milp: the solver process returned {} bytes, not an outcome", bytes.size()));
+  }
+  std::memcpy(header, bytes.data(), sizeof header);
+  CbcOutcome outcome;
+  outcome.infeasible = header[0] != 0;
+  outcome.proven_optimal = header[1] != 0;
+  outcome.has_best = header[2] != 0;
+  outcome.objective = header[3];
+  outcome.bound = header[4];
+  outcome.best.resize((bytes.size() - sizeof header) / sizeof(double));
+  if (!outcome.best.empty()) {
+    std::memcpy(outcome.best.data(), bytes.data() + sizeof header,
+                outcome.best.size() * sizeof(double));
+  }
+  return outcome;
 }
 
 struct Schedule {
@@ -1020,43 +1102,41 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
     model.setMIPStart(values);
   }
 
-  CbcSolverUsefulData solver_data;
-  solver_data.noPrinting_ = options.verbosity < 2;
-  solver_data.useSignalHandler_ = false;
-  CbcMain0(model, solver_data);
+  // CBC runs in a child process: Debian's CBC keeps its assertions, and one failing (seen:
+  // CbcModel::reducedCostFix on an 11-task module) would otherwise abort cleave.
   const double remaining = std::max(0.01, options.time_limit_seconds - seconds_since(begin));
-  const std::string seconds_text = fmt::format("{}", remaining);
-  const std::string gap_text = fmt::format("{}", std::max(0.0, options.relative_gap));
-  std::vector<std::string> argument_text = {
-      "cleave",        "-log",      options.verbosity >= 2 ? "1" : "0",
-      "-timeMode",     "elapsed",   "-seconds",
-      seconds_text,    "-ratioGap", gap_text,
-      "-allowableGap", "1e-9"};
-  argument_text.push_back("-solve");
-  argument_text.push_back("-quit");
-  std::vector<const char*> arguments;
-  for (const std::string& text : argument_text) arguments.push_back(text.c_str());
-  CbcMain1(
-      static_cast<int>(arguments.size()), arguments.data(), model, [](CbcModel*, int) { return 0; },
-      solver_data);
-
+  std::string failure;
+  const std::optional<std::vector<char>> bytes =
+      run_isolated([&] { return encode(run_cbc(model, options, remaining, program.columns())); },
+                   1.5 * remaining + 10.0, &failure);
   result.seconds = seconds_since(begin);
-  const double* best = model.bestSolution();
+  if (!bytes) {
+    result.solver_failure = failure;
+    if (warm) {
+      MilpSolution kept = warm_result();
+      kept.solver_failure = failure;
+      return kept;
+    }
+    result.status = "time_limit";
+    return result;
+  }
+  const CbcOutcome outcome = decode(*bytes);
+  const double* best = outcome.has_best ? outcome.best.data() : nullptr;
   // The warm start is a feasible schedule, so a CBC stopped early that reports none (or even
   // "infeasible", as it can when stopped within preprocessing) still has that one.
   if (best == nullptr && warm) return warm_result();
-  if (model.isProvenInfeasible() || (best == nullptr && model.isProvenOptimal())) {
+  if (outcome.infeasible || (best == nullptr && outcome.proven_optimal)) {
     result.status = "infeasible";
     return result;
   }
-  result.bound = std::max(0.0, model.getBestPossibleObjValue() * scale);
+  result.bound = std::max(0.0, outcome.bound * scale);
   if (best == nullptr) {
     result.status = "time_limit";
     return result;
   }
   result.has_solution = true;
-  result.status = model.isProvenOptimal() ? "optimal" : "time_limit";
-  result.solver_objective = model.getObjValue() * scale;
+  result.status = outcome.proven_optimal ? "optimal" : "time_limit";
+  result.solver_objective = outcome.objective * scale;
 
   // Polish: fix the integer choices and solve the LP again, so the start times and makespan
   // are exact for that assignment and order rather than within CBC's integer tolerance.
@@ -1146,6 +1226,9 @@ Plan plan_milp(const TaskGraph& graph, const MilpOptions& options) {
                     }()));
   }
   if (!solution.has_solution) {
+    if (!solution.solver_failure.empty()) {
+      throw Error(fmt::format("milp: no schedule: {}", solution.solver_failure));
+    }
     throw Error(
         fmt::format("milp: no schedule found within the time limit of {} s (best bound "
                     "{} s); raise --time-limit",
@@ -1165,6 +1248,7 @@ Plan plan_milp(const TaskGraph& graph, const MilpOptions& options) {
   plan.notes["disjunctive_pairs"] = solution.disjunctive_pairs;
   plan.notes["symmetry"] = symmetry_breaking_name(options.symmetry);
   plan.notes["symmetric_devices"] = solution.symmetric_devices;
+  if (!solution.solver_failure.empty()) plan.notes["solver_failure"] = solution.solver_failure;
   if (plan.objective == "throughput" && plan.makespan > 0) {
     plan.notes["throughput"] = static_cast<double>(plan.batch) / plan.makespan;
   }

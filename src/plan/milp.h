@@ -67,6 +67,9 @@ struct MilpSolution {
   int ordered_pairs = 0;      ///< Task pairs the transitive closure orders (no disjunction).
   int disjunctive_pairs = 0;  ///< Pairs that need an order variable (condition 7).
   int symmetric_devices = 0;  ///< Devices in classes that symmetry breaking ordered.
+  /// Why CBC gave no answer when its process died or overran (the warm start is then the
+  /// solution, if there is one); empty when it answered.
+  std::string solver_failure;
 };
 
 /// Solves the program for `graph` under `restrictions`. Never throws for an infeasible or

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "ir/graph.h"
+#include "plan/heft.h"
 #include "plan/simulator.h"
 
 namespace cleave {
@@ -89,6 +90,7 @@ struct Combined {
   std::vector<int> device;
   std::vector<double> start;
   int solves = 0;
+  int solver_failures = 0;  // solves whose CBC process died; their warm start stood in
   bool all_optimal = true;
   double predicted = 0;  // the combination's own makespan
 };
@@ -163,6 +165,7 @@ Combined dynamic_program(const TaskGraph& graph, const ModuleSplit& split,
         MilpSolution solution =
             solve_milp(problem.graph, solve_options(options, begin, solves_left--), restrictions);
         ++combined.solves;
+        combined.solver_failures += solution.solver_failure.empty() ? 0 : 1;
         if (!solution.has_solution) continue;
         combined.all_optimal = combined.all_optimal && solution.status == "optimal";
         table[t][u][v].makespan = solution.objective;
@@ -263,6 +266,7 @@ Combined one_after_another(const TaskGraph& graph, const ModuleSplit& split,
     const MilpSolution solution =
         solve_milp(sub, solve_options(options, begin, split.modules.size() - t), restrictions);
     ++combined.solves;
+    combined.solver_failures += solution.solver_failure.empty() ? 0 : 1;
     if (!solution.has_solution) {
       throw Error(fmt::format(
           "milp-split: module {} of {} ({} tasks, first \"{}\") has no "
@@ -333,8 +337,10 @@ Plan plan_milp_split(const TaskGraph& graph, const MilpSplitOptions& options) {
     if (over_memory_worker(graph, combined.device) >= 0) {
       // Each module was solved with the whole memory; together they do not fit.
       const int solves = combined.solves;
+      const int failures = combined.solver_failures;
       combined = one_after_another(graph, split, options, begin);
       combined.solves += solves;
+      combined.solver_failures += failures;
       memory_fallback = true;
     }
   } else {
@@ -342,12 +348,28 @@ Plan plan_milp_split(const TaskGraph& graph, const MilpSplitOptions& options) {
   }
   Plan plan = plan_from_schedule(graph, combined.device, combined.start, "milp-split");
   const bool exact = split.single_channel && !memory_fallback && combined.all_optimal;
+  // Combining modules one after another (multi-channel splits, the memory fallback) or module
+  // solves stopped at their time limit can lose to a plain list schedule: HEFT costs
+  // milliseconds, so the split never returns anything worse than it, and says so.
+  if (!exact) {
+    Plan heft = plan_heft(graph);
+    if (heft.makespan < plan.makespan) {
+      const double split_makespan = plan.makespan;
+      plan = std::move(heft);
+      plan.strategy = "milp-split";
+      plan.notes = nlohmann::json::object();
+      plan.notes["fallback"] = "heft";
+      plan.notes["split_makespan"] = split_makespan;
+      combined.predicted = plan.makespan;
+    }
+  }
   plan.notes["status"] = exact ? "optimal" : combined.all_optimal ? "heuristic" : "time_limit";
   plan.notes["modules"] = split.modules.size();
   plan.notes["channels"] = split.channels;
   plan.notes["single_channel"] = split.single_channel;
   plan.notes["largest_module"] = largest_module(split);
   plan.notes["module_solves"] = combined.solves;
+  plan.notes["solver_failures"] = combined.solver_failures;
   plan.notes["predicted_makespan"] = combined.predicted;
   plan.notes["planner_makespan"] = combined.predicted;
   plan.notes["memory_fallback"] = memory_fallback;

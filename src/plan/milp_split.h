@@ -33,8 +33,10 @@ ModuleSplit choose_modules(const TaskGraph& graph, int channels, int max_module_
 /// zero-time copy on the same device. Multi-channel (and batched) splits, or a DP result that
 /// overflows a device's memory: modules are solved one after another in order, each given the
 /// arrival times of its inputs from the modules before, the time its devices become free and
-/// the memory they already hold (a heuristic). notes: modules, channels, single_channel,
-/// module_solves, status ("optimal" when the DP was exact and every solve optimal).
+/// the memory they already hold (a heuristic). Unless the result is exact, HEFT's plan is
+/// returned instead when it is shorter (notes.fallback = "heft", notes.split_makespan). notes:
+/// modules, channels, single_channel, module_solves, solver_failures, status ("optimal" when
+/// the DP was exact and every solve optimal).
 Plan plan_milp_split(const TaskGraph& graph, const MilpSplitOptions& options = {});
 
 }  // namespace cleave

@@ -8,6 +8,7 @@
 
 #include "ir/graph.h"
 #include "plan/annealing.h"
+#include "plan/coarsen.h"
 #include "plan/evolution.h"
 #include "plan/greedy.h"
 #include "plan/heft.h"
@@ -81,7 +82,13 @@ Plan schedule(const TaskGraph& graph, const std::string& algo, const ScheduleOpt
   for (const SchedulerEntry& entry : schedulers()) {
     if (entry.name != algo) continue;
     const auto began = std::chrono::steady_clock::now();
-    Plan plan = entry.run(graph, options);
+    Plan plan;
+    if (options.coarsen) {
+      const CoarseGraph coarse = contract_chains(graph);
+      plan = expand_plan(entry.run(coarse.graph, options), coarse, graph);
+    } else {
+      plan = entry.run(graph, options);
+    }
     plan.notes["solve_seconds"] =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     plan.objective = options.objective;

@@ -21,6 +21,8 @@ struct ScheduleOptions {
   int64_t max_iterations = 200000;    ///< For annealing and evolution.
   std::string symmetry = "none";      ///< MILP symmetry breaking: none, tasks, time, batch.
   int channels = 0;                   ///< MILP-SPLIT channels between modules (0: automatic).
+  /// Plan on contract_chains' coarser graph and expand the plan back (plan/coarsen.h).
+  bool coarsen = false;
 };
 
 using Scheduler = std::function<Plan(const TaskGraph&, const ScheduleOptions&)>;
@@ -34,7 +36,8 @@ struct SchedulerEntry {
 
 /// The planners by name, in the order `cleave schedule --help` lists them.
 const std::vector<SchedulerEntry>& schedulers();
-/// Runs the named planner and stamps objective, batch and solve time (notes.solve_seconds)
+/// Runs the named planner (on the contracted chains when options.coarsen, the plan expanded
+/// back to `graph`'s tasks) and stamps objective, batch and solve time (notes.solve_seconds)
 /// into its plan. Throws Error listing the known names for an unknown one.
 Plan schedule(const TaskGraph& graph, const std::string& algo, const ScheduleOptions& options);
 /// The registered lower bound on the optimal makespan, if one is built in (nullopt otherwise).

@@ -93,5 +93,56 @@ TEST_F(ProfileCosts, ATableForAnotherGraphIsRefused) {
   EXPECT_THROW(cost_table_from_json(cost_table_to_json(table, graph), other, "table.json"), Error);
 }
 
+NodeId node_named(const Graph& graph, const std::string& op_type) {
+  for (NodeId id : graph.node_ids()) {
+    if (graph.node(id).op_type == op_type) return id;
+  }
+  throw Error("no " + op_type + " node");
+}
+
+TEST(AnalyticalTaskGraph, ADeviceWithARooflineGetsItsOwnTimeAndOthersScaleByTheirSpeed) {
+  const Graph graph = with_weights(R"(graph main [ai.onnx=17] (%x: f32[1,8,16,16]) {
+  @w: f32[8,8,3,3]
+  %a: f32[1,8,16,16] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w)
+  %b: f32[1,8,16,16] = Relu(%x)
+  %y: f32[1,8,16,16] = Add(%a, %b)
+  return %y
+}
+)");
+  PeakRates rates;
+  rates.flops_per_second = {1e10};
+  rates.bytes_per_second = 1e10;
+  rates.seconds_per_op = 1e-6;
+  const CostTable costs = analytical_costs(graph, rates);
+  Machine machine;
+  machine.devices.resize(2);
+  machine.devices[0].name = "cpu";
+  machine.devices[0].speed = 2;
+  machine.devices[1].name = "gpu";
+  machine.devices[1].roofline = {1e9, 1e8, 1e-5};
+  machine.bandwidth = {{0, 1e9}, {1e9, 0}};
+  machine.latency = {{0, 0}, {0, 0}};
+  const TaskGraph tasks = task_graph_for(graph, costs, machine);
+  const NodeId conv = node_named(graph, "Conv");
+  const NodeId relu = node_named(graph, "Relu");
+  for (const Task& task : tasks.tasks) {
+    EXPECT_DOUBLE_EQ(task.time[0], costs.seconds(task.node) / 2) << task.name;
+    if (task.node == conv) {
+      // Compute-bound there: 2 * 8 * 8 * 9 * 16 * 16 flops at 1e9/s beat 18688 bytes at 1e8/s.
+      EXPECT_EQ(costs.nodes[conv].flops, 294912);
+      EXPECT_DOUBLE_EQ(task.time[1], 1e-5 + 294912 / 1e9);
+    }
+    if (task.node == relu) {
+      // Memory-bound: 8 KiB read and 8 KiB written at 1e8 bytes/s.
+      EXPECT_DOUBLE_EQ(task.time[1], 1e-5 + 16384 / 1e8);
+    }
+  }
+  // Static and measured costs are times on this CPU: a roofline does not apply to them.
+  const TaskGraph by_speed = task_graph_for(graph, static_costs(graph), machine);
+  for (const Task& task : by_speed.tasks) {
+    EXPECT_DOUBLE_EQ(task.time[1], static_costs(graph).seconds(task.node));
+  }
+}
+
 }  // namespace
 }  // namespace cleave

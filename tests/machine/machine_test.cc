@@ -99,6 +99,49 @@ TEST(MachineTest, IdenticalComparesKindSpeedMemoryAndBatches) {
   EXPECT_FALSE(pair.identical(0, 1));
 }
 
+const char* const kRooflineDevice = R"({
+  "devices": [{"name": "gpu", "roofline": {"flops_per_second": 1e13, "bytes_per_second": 1e12,
+                                           "seconds_per_op": 1e-5}}]
+})";
+
+TEST(MachineTest, ReadsARooflineAndWritesItBack) {
+  const Machine machine = parse(kRooflineDevice);
+  const Roofline& roofline = machine.devices[0].roofline;
+  EXPECT_TRUE(roofline.declared());
+  EXPECT_EQ(roofline.flops_per_second, 1e13);
+  EXPECT_EQ(roofline.bytes_per_second, 1e12);
+  EXPECT_EQ(roofline.seconds_per_op, 1e-5);
+  EXPECT_FALSE(parse(kTwoDevices).devices[0].roofline.declared());
+  const Machine again = machine_from_json(machine_to_json(machine), "again");
+  EXPECT_EQ(machine_to_json(again), machine_to_json(machine));
+}
+
+TEST(MachineTest, DevicesWithDifferentRooflinesAreNotInterchangeable) {
+  const Machine machine = parse(R"({
+    "devices": [{"name": "a", "roofline": {"flops_per_second": 1e13, "bytes_per_second": 1e12}},
+                {"name": "b", "roofline": {"flops_per_second": 1e13, "bytes_per_second": 1e12}},
+                {"name": "c", "roofline": {"flops_per_second": 2e13, "bytes_per_second": 1e12}}],
+    "bandwidth": [[0, 1, 1], [1, 0, 1], [1, 1, 0]]})");
+  EXPECT_TRUE(machine.identical(0, 1));
+  EXPECT_FALSE(machine.identical(0, 2));
+}
+
+TEST(MachineErrorTest, RooflineNeedsPositiveRates) {
+  EXPECT_EQ(error_of(R"({"devices": [{"name": "g", "roofline": {"flops_per_second": 0,
+                                                               "bytes_per_second": 1}}]})"),
+            "m.json: devices[0].roofline.flops_per_second: expected a positive number, got 0");
+  EXPECT_EQ(error_of(R"({"devices": [{"name": "g", "roofline": {"flops_per_second": 1}}]})"),
+            "m.json: devices[0].roofline.bytes_per_second: missing");
+  EXPECT_EQ(error_of(R"({"devices": [{"name": "g", "roofline": {"flops_per_second": 1,
+                        "bytes_per_second": 1, "seconds_per_op": -1}}]})"),
+            "m.json: devices[0].roofline.seconds_per_op: expected a non-negative number, got -1");
+  EXPECT_THAT(error_of(R"({"devices": [{"name": "g", "roofline": 5}]})"),
+              HasSubstr("m.json: devices[0].roofline: expected an object"));
+  EXPECT_THAT(error_of(R"({"devices": [{"name": "g", "roofline": {"flops_per_second": 1,
+                          "bytes_per_second": 1, "flops": 2}}]})"),
+              HasSubstr("m.json: devices[0].roofline: unknown field \"flops\""));
+}
+
 TEST(MachineTest, CpuMachineHasFastLinksBetweenIdenticalWorkers) {
   const Machine machine = cpu_machine(4, 2);
   ASSERT_EQ(machine.size(), 4u);

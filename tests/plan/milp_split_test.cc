@@ -141,6 +141,32 @@ TEST(MilpSplit, MultiChannelGivesAValidPlanNoBetterThanTheOptimum) {
   }
 }
 
+TEST(MilpSplit, NeverReturnsAPlanLongerThanHeft) {
+  // Module after module, the multi-channel combination can lose to a list schedule; the split
+  // then returns HEFT's plan and keeps its own makespan in the notes.
+  int fallbacks = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    ModularGraphOptions options;
+    options.modules = 4;
+    options.body = 4;
+    options.edge_probability = 0.4;
+    options.channels = 2;
+    options.communication_ratio = 0.1;
+    const TaskGraph graph = modular_graph(seed, options);
+    const Plan split = plan_milp_split(graph, quiet_split(2));
+    ASSERT_NO_THROW(validate_plan(split, graph));
+    const double heft = plan_heft(graph, {}).makespan;
+    EXPECT_LE(split.makespan, heft * (1 + 1e-12)) << "seed " << seed;
+    if (split.notes.contains("fallback")) {
+      ++fallbacks;
+      EXPECT_EQ(split.notes["fallback"], "heft");
+      EXPECT_GT(split.notes["split_makespan"].get<double>(), split.makespan);
+      EXPECT_TRUE(close(split.makespan, heft));
+    }
+  }
+  EXPECT_GT(fallbacks, 0);  // the seeds include graphs where the combination loses
+}
+
 TEST(MilpSplit, BatchedGraphsAreSolvedModuleByModule) {
   ModularGraphOptions options;
   options.modules = 3;

@@ -1,0 +1,18 @@
+// Runs a piece of work in a forked child process, so that a library that aborts cannot take
+// cleave down with it (CBC 2.10 as Debian ships it keeps its assertions).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cleave {
+
+/// Runs `work` in a child process and returns the bytes it produced. nullopt when the child
+/// died (a failed assertion, a signal), produced nothing, or ran past `timeout_seconds` (it is
+/// then killed); `failure` then says which. When the process cannot fork, `work` runs here.
+std::optional<std::vector<char>> run_isolated(const std::function<std::vector<char>()>& work,
+                                              double timeout_seconds, std::string* failure);
+
+}  // namespace cleave
