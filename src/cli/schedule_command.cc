@@ -32,6 +32,7 @@ struct ScheduleCommandOptions {
   int64_t batch = 1;
   std::vector<int64_t> slices;
   double time_limit = 10;
+  double gap = 1e-6;
   uint64_t seed = 1;
   int64_t iterations = 200000;
   std::string symmetry = "none";
@@ -125,6 +126,7 @@ int run_schedule(const ScheduleCommandOptions& command) {
   options.objective = command.objective;
   options.batch = command.batch;
   options.time_limit_seconds = command.time_limit;
+  options.relative_gap = command.gap;
   options.seed = command.seed;
   options.max_iterations = command.iterations;
   options.symmetry = command.symmetry;
@@ -273,6 +275,12 @@ void register_schedule(CLI::App& app, CommandAction& action) {
   command
       ->add_option("--time-limit", options->time_limit,
                    "Seconds for searches and solvers (annealing, evolution, MILP)")
+      ->capture_default_str();
+  command
+      ->add_option("--gap", options->gap,
+                   "MILP and MILP-SPLIT module solves stop once the incumbent is within this "
+                   "fraction of the proven bound (0.01: 1%)")
+      ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   command->add_option("--seed", options->seed, "Seed of the randomised searches")
       ->capture_default_str();

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 
 namespace cleave {
 namespace {
@@ -56,10 +57,20 @@ std::optional<std::vector<char>> run_isolated(const std::function<std::vector<ch
   }
   if (child == 0) {
     ::close(fds[0]);
-    const std::vector<char> bytes = work();
-    const bool sent = write_all(fds[1], bytes.data(), bytes.size());
+    // Nothing may leave this block: an exception would carry the child on through the
+    // parent's code.
+    int code = 0;
+    try {
+      const std::vector<char> bytes = work();
+      code = write_all(fds[1], bytes.data(), bytes.size()) ? 0 : 3;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+      code = 4;
+    } catch (...) {
+      code = 4;
+    }
     std::fflush(stderr);
-    ::_exit(sent ? 0 : 3);
+    ::_exit(code);
   }
   ::close(fds[1]);
   std::vector<char> bytes;

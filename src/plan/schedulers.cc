@@ -48,6 +48,7 @@ const std::vector<SchedulerEntry>& schedulers() {
          MilpOptions milp;
          milp.time_limit_seconds = options.time_limit_seconds;
          milp.symmetry = parse_symmetry_breaking(options.symmetry);
+         milp.relative_gap = options.relative_gap;
          return plan_milp(graph, milp);
        }},
       {"milp-split", "MILP per module of a modular graph, combined by a DP over device pairs",
@@ -56,6 +57,7 @@ const std::vector<SchedulerEntry>& schedulers() {
          split.time_limit_seconds = options.time_limit_seconds;
          split.module.time_limit_seconds = options.time_limit_seconds;
          split.module.symmetry = parse_symmetry_breaking(options.symmetry);
+         split.module.relative_gap = options.relative_gap;
          split.channels = options.channels;
          return plan_milp_split(graph, split);
        }},

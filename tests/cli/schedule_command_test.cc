@@ -75,6 +75,31 @@ TEST_F(ScheduleCommand, ThroughputWithABatchReportsSamplesPerSecond) {
                    8 / report["makespan_seconds"].get<double>());
 }
 
+TEST_F(ScheduleCommand, CoarsenPlansTheChainsAndWritesAPlanOfEveryTask) {
+  std::ofstream(path("chain.json")) << R"({
+    "devices": [{"name": "cpu"}, {"name": "gpu"}],
+    "bandwidth": [[0, 1e9], [1e9, 0]],
+    "tasks": [{"name": "a", "time": [0.001, 0.002]}, {"name": "b", "time": [0.002, 0.001]},
+              {"name": "c", "time": [0.001, 0.001]}, {"name": "d", "time": [0.003, 0.001]}],
+    "edges": [["a", "b"], ["b", "c"], ["b", "d"]]
+  })";
+  const CommandResult result = cleave("schedule " + path("chain.json") +
+                                      " --algo milp --coarsen --gap 0.01 --no-bound -o " +
+                                      path("plan.json"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  // a -> b is a chain (b fans out to c and d, which stay on their own).
+  EXPECT_THAT(result.out, HasSubstr("coarsened:    planned on 3 chains of the 4 tasks"));
+  const nlohmann::json plan = nlohmann::json::parse(read_text(path("plan.json")));
+  EXPECT_EQ(plan["tasks"].size(), 4u);
+}
+
+TEST_F(ScheduleCommand, GapOutsideZeroToOneIsRefused) {
+  const CommandResult result =
+      cleave("schedule " + path("tasks.json") + " --algo milp --gap 2 --no-bound");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.err, HasSubstr("--gap"));
+}
+
 TEST_F(ScheduleCommand, UnknownAlgorithmListsTheKnownOnes) {
   const CommandResult result = cleave("schedule " + path("tasks.json") + " --algo magic");
   EXPECT_EQ(result.exit_code, 1);

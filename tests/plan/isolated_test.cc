@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <stdexcept>
 
 namespace cleave {
 namespace {
@@ -31,6 +32,14 @@ TEST(RunIsolatedTest, AChildThatAbortsIsReportedAndThisProcessGoesOn) {
   const auto bytes = run_isolated([]() -> std::vector<char> { std::abort(); }, 30, &failure);
   EXPECT_FALSE(bytes.has_value());
   EXPECT_THAT(failure, HasSubstr("died of signal 6"));
+}
+
+TEST(RunIsolatedTest, AnExceptionInTheChildEndsTheChildOnly) {
+  std::string failure;
+  const auto bytes = run_isolated(
+      []() -> std::vector<char> { throw std::runtime_error("solver gave up"); }, 30, &failure);
+  EXPECT_FALSE(bytes.has_value());
+  EXPECT_THAT(failure, HasSubstr("exited with status 4"));
 }
 
 TEST(RunIsolatedTest, AChildPastItsDeadlineIsStopped) {
