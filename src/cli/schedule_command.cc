@@ -1,6 +1,7 @@
 // `cleave schedule`: plan a task graph (or a model on a machine) with one of the planners and
 // report the predicted timeline.
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <memory>
@@ -165,6 +166,12 @@ int run_schedule(const ScheduleCommandOptions& command) {
     ++tasks_on[placed.worker];
   }
   const std::vector<double> weights = weight_bytes_per_worker(graph, worker_of_task);
+  // Devices this host does not have (a machine file's "simulated": true): the plan's times for
+  // them are the cost model's predictions, and nothing here can run it.
+  std::vector<std::string> simulated;
+  for (const Device& device : graph.machine.devices) {
+    if (device.simulated) simulated.push_back(device.name);
+  }
   const double throughput = simulation.makespan > 0
                                 ? static_cast<double>(command.batch) / simulation.makespan
                                 : std::numeric_limits<double>::infinity();
@@ -180,7 +187,8 @@ int run_schedule(const ScheduleCommandOptions& command) {
            {"idle_seconds", simulation.idle[worker]},
            {"utilization",
             simulation.makespan > 0 ? simulation.busy[worker] / simulation.makespan : 0.0},
-           {"weight_bytes", weights[worker]}});
+           {"weight_bytes", weights[worker]},
+           {"simulated", graph.machine.devices[worker].simulated}});
     }
     nlohmann::json json = {{"task_graph", command.task_graph},
                            {"algorithm", command.algo},
@@ -194,6 +202,7 @@ int run_schedule(const ScheduleCommandOptions& command) {
                            {"transfers", simulation.transfer_count},
                            {"transfer_bytes", simulation.transfer_bytes},
                            {"devices", devices},
+                           {"simulated_devices", simulated},
                            {"notes", plan.notes}};
     json["lower_bound_seconds"] = bound.seconds ? nlohmann::json(*bound.seconds) : nullptr;
     if (!command.plan_path.empty()) json["plan_file"] = command.plan_path;
@@ -229,6 +238,12 @@ int run_schedule(const ScheduleCommandOptions& command) {
   }
   fmt::print("transfers:    {} ({:.0f} bytes)\n", simulation.transfer_count,
              simulation.transfer_bytes);
+  if (!simulated.empty()) {
+    fmt::print(
+        "simulated:    {} {} not on this machine: the times are the cost model's "
+        "predictions, not measurements\n",
+        fmt::format("{}", fmt::join(simulated, ", ")), simulated.size() == 1 ? "is" : "are");
+  }
   fmt::print("\n{:<16} {:<10} {:>6} {:>12} {:>12} {:>6} {:>12}\n", "device", "kind", "tasks",
              "busy ms", "idle ms", "busy%", "weights MB");
   for (std::size_t worker = 0; worker < graph.machine.size(); ++worker) {

@@ -83,9 +83,9 @@ TEST_F(ScheduleCommand, CoarsenPlansTheChainsAndWritesAPlanOfEveryTask) {
               {"name": "c", "time": [0.001, 0.001]}, {"name": "d", "time": [0.003, 0.001]}],
     "edges": [["a", "b"], ["b", "c"], ["b", "d"]]
   })";
-  const CommandResult result = cleave("schedule " + path("chain.json") +
-                                      " --algo milp --coarsen --gap 0.01 --no-bound -o " +
-                                      path("plan.json"));
+  const CommandResult result =
+      cleave("schedule " + path("chain.json") + " --algo milp --coarsen --gap 0.01 --no-bound -o " +
+             path("plan.json"));
   ASSERT_EQ(result.exit_code, 0) << result.err;
   // a -> b is a chain (b fans out to c and d, which stay on their own).
   EXPECT_THAT(result.out, HasSubstr("coarsened:    planned on 3 chains of the 4 tasks"));
@@ -98,6 +98,28 @@ TEST_F(ScheduleCommand, GapOutsideZeroToOneIsRefused) {
       cleave("schedule " + path("tasks.json") + " --algo milp --gap 2 --no-bound");
   EXPECT_NE(result.exit_code, 0);
   EXPECT_THAT(result.err, HasSubstr("--gap"));
+}
+
+TEST_F(ScheduleCommand, SaysWhichDevicesAreSimulated) {
+  std::ofstream(path("sim.json")) << R"({
+    "devices": [{"name": "cpu"}, {"name": "a100", "kind": "gpu", "simulated": true}],
+    "bandwidth": [[0, 1e9], [1e9, 0]],
+    "tasks": [{"name": "a", "time": [0.002, 0.001]}],
+    "edges": []
+  })";
+  const CommandResult text = cleave("schedule " + path("sim.json") + " --algo heft --no-bound");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("simulated:    a100 is not on this machine"));
+  const CommandResult json =
+      cleave("schedule " + path("sim.json") + " --algo heft --no-bound --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json report = nlohmann::json::parse(json.out);
+  EXPECT_EQ(report["simulated_devices"], nlohmann::json::array({"a100"}));
+  EXPECT_EQ(report["devices"][0]["simulated"], false);
+  EXPECT_EQ(report["devices"][1]["simulated"], true);
+  // A machine with no simulated device prints no such line.
+  const CommandResult plain = cleave("schedule " + path("tasks.json") + " --algo heft --no-bound");
+  EXPECT_THAT(plain.out, ::testing::Not(HasSubstr("simulated:")));
 }
 
 TEST_F(ScheduleCommand, UnknownAlgorithmListsTheKnownOnes) {
