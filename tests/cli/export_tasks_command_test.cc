@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -50,6 +51,28 @@ TEST_F(ExportTasksCommand, WritesTheTaskGraphForm) {
   }
   ASSERT_FALSE(json["edges"].empty());
   EXPECT_EQ(json["edges"][0].size(), 2u);
+}
+
+TEST_F(ExportTasksCommand, AnalyticalCostsUseEachDevicesRoofline) {
+  const CommandResult result = cleave("export-tasks " + path("model.onnx") + " --machine " +
+                                      kMachine + " --costs analytical -o " + path("tasks.json"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json json = nlohmann::json::parse(read_text(path("tasks.json")));
+  EXPECT_DOUBLE_EQ(json["devices"][2]["roofline"]["seconds_per_op"].get<double>(), 1e-5);
+  // Every task pays its device's fixed cost per op; the ratios between devices differ from
+  // task to task (a 3x3 convolution is compute-bound, a Relu pays mostly the fixed cost), which
+  // one speed per device could not express.
+  double smallest_ratio = 1e9, largest_ratio = 0;
+  for (const nlohmann::json& task : json["tasks"]) {
+    const double cpu = task["time"][0].get<double>();
+    const double a100 = task["time"][2].get<double>();
+    EXPECT_GE(cpu, 3e-6) << task["name"];
+    EXPECT_GE(a100, 1e-5) << task["name"];
+    smallest_ratio = std::min(smallest_ratio, cpu / a100);
+    largest_ratio = std::max(largest_ratio, cpu / a100);
+  }
+  EXPECT_LT(smallest_ratio, 1.0);  // tiny ops are faster on the CPU: no launch cost
+  EXPECT_GT(largest_ratio, 1.5);   // its convolutions are compute-bound on the CPU
 }
 
 TEST_F(ExportTasksCommand, ExportedFileSchedulesLikeTheModel) {
