@@ -357,6 +357,7 @@ Plan plan_milp_split(const TaskGraph& graph, const MilpSplitOptions& options) {
       const double split_makespan = plan.makespan;
       plan = std::move(heft);
       plan.strategy = "milp-split";
+      set_objective_from_graph(plan, graph);
       plan.notes = nlohmann::json::object();
       plan.notes["fallback"] = "heft";
       plan.notes["split_makespan"] = split_makespan;
