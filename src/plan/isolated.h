@@ -15,4 +15,11 @@ namespace cleave {
 std::optional<std::vector<char>> run_isolated(const std::function<std::vector<char>()>& work,
                                               double timeout_seconds, std::string* failure);
 
+/// Runs every work in a child process of its own, all at once, and returns what each produced
+/// (nullopt and its entry in `failures` as for run_isolated). Children still running after
+/// `timeout_seconds` are killed.
+std::vector<std::optional<std::vector<char>>> run_isolated_all(
+    const std::vector<std::function<std::vector<char>()>>& works, double timeout_seconds,
+    std::vector<std::string>* failures);
+
 }  // namespace cleave

@@ -7,9 +7,12 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <nlohmann/json.hpp>
+#include <thread>
 
 #include "ir/graph.h"
 #include "plan/heft.h"
+#include "plan/isolated.h"
 #include "plan/simulator.h"
 
 namespace cleave {
@@ -117,6 +120,34 @@ void report(const MilpSplitOptions& options, Clock::time_point begin, double& la
   fmt::print(stderr, "milp-split: {:6.1f} s  {}\n", elapsed, line);
 }
 
+std::size_t parallel_solves(const MilpSplitOptions& options) {
+  if (options.parallel_solves > 0) return static_cast<std::size_t>(options.parallel_solves);
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// What a module solve hands back from a worker process: what the DP and the plan read.
+nlohmann::json solution_to_json(const MilpSolution& solution) {
+  return {{"status", solution.status},
+          {"has_solution", solution.has_solution},
+          {"device", solution.device},
+          {"start", solution.start},
+          {"objective", solution.objective},
+          {"bound", solution.bound},
+          {"solver_failure", solution.solver_failure}};
+}
+
+MilpSolution solution_from_json(const nlohmann::json& json) {
+  MilpSolution solution;
+  solution.status = json.at("status").get<std::string>();
+  solution.has_solution = json.at("has_solution").get<bool>();
+  solution.device = json.at("device").get<std::vector<int>>();
+  solution.start = json.at("start").get<std::vector<double>>();
+  solution.objective = json.at("objective").get<double>();
+  solution.bound = json.at("bound").get<double>();
+  solution.solver_failure = json.at("solver_failure").get<std::string>();
+  return solution;
+}
+
 // The exact combination of a single-channel chain.
 Combined dynamic_program(const TaskGraph& graph, const ModuleSplit& split,
                          const MilpSplitOptions& options, Clock::time_point begin) {
@@ -136,45 +167,94 @@ Combined dynamic_program(const TaskGraph& graph, const ModuleSplit& split,
     if ((problem.output < 0) != (v == devices)) return false;
     return !(problem.input >= 0 && problem.input == problem.output && u != v);
   };
-  std::size_t solves_left = 0;
-  for (const ModuleProblem& problem : problems) {
+  // Every (module, input device, output device) solve is independent of the others.
+  struct Job {
+    std::size_t module, input, output;
+  };
+  std::vector<Job> jobs;
+  for (std::size_t t = 0; t < modules; ++t) {
     for (std::size_t u = 0; u <= devices; ++u) {
-      for (std::size_t v = 0; v <= devices; ++v) solves_left += wanted(problem, u, v) ? 1 : 0;
+      for (std::size_t v = 0; v <= devices; ++v) {
+        if (wanted(problems[t], u, v)) jobs.push_back({t, u, v});
+      }
+    }
+  }
+  const auto solve_job = [&](const Job& job, std::size_t solves_left) {
+    const ModuleProblem& problem = problems[job.module];
+    MilpRestrictions restrictions;
+    restrictions.allowed.assign(problem.graph.tasks.size(), std::vector<bool>(devices, true));
+    if (problem.input >= 0) {
+      restrictions.allowed[problem.input].assign(devices, false);
+      restrictions.allowed[problem.input][job.input] = true;
+    }
+    if (problem.output >= 0) {
+      std::vector<bool>& allowed = restrictions.allowed[problem.output];
+      const bool keep = allowed[job.output];
+      allowed.assign(devices, false);
+      allowed[job.output] = keep;
+    }
+    return solve_milp(problem.graph, solve_options(options, begin, solves_left), restrictions);
+  };
+  std::vector<MilpSolution> solutions(jobs.size());
+  std::vector<bool> solved(jobs.size(), false);
+  const std::size_t workers = std::min(jobs.size(), parallel_solves(options));
+  if (workers > 1) {
+    // Worker w takes jobs w, w + workers, ...: each a process of its own (which again runs
+    // CBC in a child). A solve gets the share of the time it would get one after another
+    // (the time left over all solves still to do), so the whole finishes sooner rather than
+    // giving each solve longer.
+    std::vector<std::function<std::vector<char>()>> works;
+    for (std::size_t w = 0; w < workers; ++w) {
+      works.push_back([&, w] {
+        nlohmann::json out = nlohmann::json::array();
+        std::size_t left = (jobs.size() - w + workers - 1) / workers;
+        for (std::size_t i = w; i < jobs.size(); i += workers) {
+          out.push_back(solution_to_json(solve_job(jobs[i], workers * left--)));
+        }
+        const std::string text = out.dump();
+        return std::vector<char>(text.begin(), text.end());
+      });
+    }
+    const double left = options.time_limit_seconds - seconds_since(begin);
+    const auto results = run_isolated_all(works, 1.5 * std::max(0.0, left) + 30.0, nullptr);
+    for (std::size_t w = 0; w < workers; ++w) {
+      if (!results[w]) continue;  // solved below, one by one
+      const nlohmann::json out =
+          nlohmann::json::parse(results[w]->begin(), results[w]->end(), nullptr, false);
+      if (!out.is_array()) continue;
+      std::size_t k = 0;
+      for (std::size_t i = w; i < jobs.size() && k < out.size(); i += workers, ++k) {
+        solutions[i] = solution_from_json(out[k]);
+        solved[i] = true;
+      }
+    }
+    report(options, begin, last_print,
+           fmt::format("{} module solves in {} processes", jobs.size(), workers));
+  }
+  std::size_t solves_left =
+      static_cast<std::size_t>(std::count(solved.begin(), solved.end(), false));
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (solved[i]) continue;
+    solutions[i] = solve_job(jobs[i], solves_left--);
+    if (i + 1 == jobs.size() || jobs[i + 1].module != jobs[i].module) {
+      report(options, begin, last_print,
+             fmt::format("module {}/{} ({} tasks) solved for its device pairs", jobs[i].module + 1,
+                         modules, split.modules[jobs[i].module].size()));
     }
   }
   std::vector<std::vector<std::vector<Entry>>> table(modules);
   for (std::size_t t = 0; t < modules; ++t) {
-    const ModuleProblem& problem = problems[t];
     table[t].assign(devices + 1, std::vector<Entry>(devices + 1));
-    const std::size_t local_tasks = problem.graph.tasks.size();
-    for (std::size_t u = 0; u <= devices; ++u) {
-      for (std::size_t v = 0; v <= devices; ++v) {
-        if (!wanted(problem, u, v)) continue;
-        MilpRestrictions restrictions;
-        restrictions.allowed.assign(local_tasks, std::vector<bool>(devices, true));
-        if (problem.input >= 0) {
-          restrictions.allowed[problem.input].assign(devices, false);
-          restrictions.allowed[problem.input][u] = true;
-        }
-        if (problem.output >= 0) {
-          std::vector<bool>& allowed = restrictions.allowed[problem.output];
-          const bool keep = allowed[v];
-          allowed.assign(devices, false);
-          allowed[v] = keep;
-        }
-        MilpSolution solution =
-            solve_milp(problem.graph, solve_options(options, begin, solves_left--), restrictions);
-        ++combined.solves;
-        combined.solver_failures += solution.solver_failure.empty() ? 0 : 1;
-        if (!solution.has_solution) continue;
-        combined.all_optimal = combined.all_optimal && solution.status == "optimal";
-        table[t][u][v].makespan = solution.objective;
-        table[t][u][v].solution = std::move(solution);
-      }
-    }
-    report(options, begin, last_print,
-           fmt::format("module {}/{} ({} tasks) solved for its device pairs", t + 1, modules,
-                       split.modules[t].size()));
+  }
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    MilpSolution& solution = solutions[i];
+    ++combined.solves;
+    combined.solver_failures += solution.solver_failure.empty() ? 0 : 1;
+    if (!solution.has_solution) continue;
+    combined.all_optimal = combined.all_optimal && solution.status == "optimal";
+    Entry& entry = table[jobs[i].module][jobs[i].input][jobs[i].output];
+    entry.makespan = solution.objective;
+    entry.solution = std::move(solution);
   }
   // best[t][v]: earliest finish of modules 0..t with module t's output on v; entry[t][u]:
   // earliest start of module t with its input on u.

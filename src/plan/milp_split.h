@@ -20,6 +20,10 @@ struct MilpSplitOptions {
   int channels = 0;
   int max_module_tasks = 40;
   int min_module_tasks = 3;  ///< Smaller multi-channel components join a neighbour.
+  /// Module solves of the single-channel DP run in this many processes at once (0: one per
+  /// core); they are independent, and each keeps the time share it would have one after
+  /// another.
+  int parallel_solves = 0;
 };
 
 /// The module split MILP-SPLIT (and the lower bound) use under these options.

@@ -126,6 +126,26 @@ TEST(MilpSplit, EqualsMilpOnSingleChannelChains) {
   }
 }
 
+TEST(MilpSplit, SolvesInSeveralProcessesGiveTheSameOptimum) {
+  ModularGraphOptions options;
+  options.modules = 4;
+  options.body = 4;
+  options.edge_probability = 0.5;
+  const TaskGraph graph = modular_graph(7, options);
+  MilpSplitOptions one = quiet_split();
+  one.parallel_solves = 1;
+  MilpSplitOptions three = quiet_split();
+  three.parallel_solves = 3;
+  const Plan serial = plan_milp_split(graph, one);
+  const Plan parallel = plan_milp_split(graph, three);
+  ASSERT_NO_THROW(validate_plan(parallel, graph));
+  EXPECT_EQ(serial.notes["status"], "optimal");
+  EXPECT_EQ(parallel.notes["status"], "optimal");
+  EXPECT_EQ(parallel.notes["module_solves"], serial.notes["module_solves"]);
+  EXPECT_TRUE(close(parallel.makespan, serial.makespan))
+      << parallel.makespan << " vs " << serial.makespan;
+}
+
 TEST(MilpSplit, MultiChannelGivesAValidPlanNoBetterThanTheOptimum) {
   for (uint64_t seed = 20; seed < 24; ++seed) {
     ModularGraphOptions options;
