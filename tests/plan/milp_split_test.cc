@@ -30,6 +30,15 @@ MilpOptions quiet() {
   return options;
 }
 
+ModularGraphOptions modules_of(int modules, int body, double edge_probability, int channels = 1) {
+  ModularGraphOptions options;
+  options.modules = modules;
+  options.body = body;
+  options.edge_probability = edge_probability;
+  options.channels = channels;
+  return options;
+}
+
 MilpSplitOptions quiet_split(int channels = 1) {
   MilpSplitOptions options;
   options.module = quiet();
@@ -127,11 +136,7 @@ TEST(MilpSplit, EqualsMilpOnSingleChannelChains) {
 }
 
 TEST(MilpSplit, SolvesInSeveralProcessesGiveTheSameOptimum) {
-  ModularGraphOptions options;
-  options.modules = 4;
-  options.body = 4;
-  options.edge_probability = 0.5;
-  const TaskGraph graph = modular_graph(7, options);
+  const TaskGraph graph = modular_graph(7, modules_of(4, 4, 0.5));
   MilpSplitOptions one = quiet_split();
   one.parallel_solves = 1;
   MilpSplitOptions three = quiet_split();
@@ -166,11 +171,7 @@ TEST(MilpSplit, NeverReturnsAPlanLongerThanHeft) {
   // then returns HEFT's plan and keeps its own makespan in the notes.
   int fallbacks = 0;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
-    ModularGraphOptions options;
-    options.modules = 4;
-    options.body = 4;
-    options.edge_probability = 0.4;
-    options.channels = 2;
+    ModularGraphOptions options = modules_of(4, 4, 0.4, 2);
     options.communication_ratio = 0.1;
     const TaskGraph graph = modular_graph(seed, options);
     const Plan split = plan_milp_split(graph, quiet_split(2));
