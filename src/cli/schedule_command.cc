@@ -38,6 +38,7 @@ struct ScheduleCommandOptions {
   int64_t iterations = 200000;
   std::string symmetry = "none";
   int channels = 0;
+  int solver_processes = 0;
   bool coarsen = false;
   bool skip_bound = false;
   std::string plan_path;
@@ -133,6 +134,7 @@ int run_schedule(const ScheduleCommandOptions& command) {
   options.symmetry = command.symmetry;
   options.channels = command.channels;
   options.coarsen = command.coarsen;
+  options.solver_processes = command.solver_processes;
   if (command.algo == kLowerBoundAlgo) return run_lower_bound_only(command, graph, options);
   bool known = false;
   for (const SchedulerEntry& entry : schedulers()) known = known || entry.name == command.algo;
@@ -310,6 +312,11 @@ void register_schedule(CLI::App& app, CommandAction& action) {
   command
       ->add_option("--channels", options->channels,
                    "MILP-SPLIT channels between modules (0: automatic)")
+      ->capture_default_str();
+  command
+      ->add_option("--solver-processes", options->solver_processes,
+                   "MILP-SPLIT module solves run at once, each in a process (0: one per core)")
+      ->check(CLI::Range(0, 1024))
       ->capture_default_str();
   command->add_flag("--coarsen", options->coarsen,
                     "Plan on the graph with its serial chains contracted (a task whose only "

@@ -59,6 +59,7 @@ const std::vector<SchedulerEntry>& schedulers() {
          split.module.symmetry = parse_symmetry_breaking(options.symmetry);
          split.module.relative_gap = options.relative_gap;
          split.channels = options.channels;
+         split.parallel_solves = options.solver_processes;
          return plan_milp_split(graph, split);
        }},
   };

@@ -21,6 +21,7 @@ struct ScheduleOptions {
   int64_t max_iterations = 200000;    ///< For annealing and evolution.
   std::string symmetry = "none";      ///< MILP symmetry breaking: none, tasks, time, batch.
   int channels = 0;                   ///< MILP-SPLIT channels between modules (0: automatic).
+  int solver_processes = 0;           ///< MILP-SPLIT module solves at once (0: one per core).
   /// MILP and MILP-SPLIT module solves stop once (incumbent - bound) / incumbent is below this.
   double relative_gap = 1e-6;
   /// Plan on contract_chains' coarser graph and expand the plan back (plan/coarsen.h).

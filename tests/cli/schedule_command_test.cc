@@ -93,6 +93,22 @@ TEST_F(ScheduleCommand, CoarsenPlansTheChainsAndWritesAPlanOfEveryTask) {
   EXPECT_EQ(plan["tasks"].size(), 4u);
 }
 
+TEST_F(ScheduleCommand, SolverProcessesGiveTheSamePlan) {
+  std::string makespans[2];
+  for (int processes = 1; processes <= 2; ++processes) {
+    const CommandResult result =
+        cleave("schedule " + path("tasks.json") + " --algo milp-split --no-bound --json " +
+               "--solver-processes " + std::to_string(processes));
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    makespans[processes - 1] = nlohmann::json::parse(result.out)["makespan_seconds"].dump();
+  }
+  EXPECT_EQ(makespans[0], makespans[1]);
+  const CommandResult bad =
+      cleave("schedule " + path("tasks.json") + " --algo milp-split --solver-processes -1");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.err, HasSubstr("--solver-processes"));
+}
+
 TEST_F(ScheduleCommand, GapOutsideZeroToOneIsRefused) {
   const CommandResult result =
       cleave("schedule " + path("tasks.json") + " --algo milp --gap 2 --no-bound");
