@@ -39,6 +39,7 @@ struct ScheduleCommandOptions {
   std::string symmetry = "none";
   int channels = 0;
   int solver_processes = 0;
+  int solver_threads = 1;
   bool coarsen = false;
   bool skip_bound = false;
   std::string plan_path;
@@ -135,6 +136,7 @@ int run_schedule(const ScheduleCommandOptions& command) {
   options.channels = command.channels;
   options.coarsen = command.coarsen;
   options.solver_processes = command.solver_processes;
+  options.solver_threads = command.solver_threads;
   if (command.algo == kLowerBoundAlgo) return run_lower_bound_only(command, graph, options);
   bool known = false;
   for (const SchedulerEntry& entry : schedulers()) known = known || entry.name == command.algo;
@@ -316,6 +318,11 @@ void register_schedule(CLI::App& app, CommandAction& action) {
   command
       ->add_option("--solver-processes", options->solver_processes,
                    "MILP-SPLIT module solves run at once, each in a process (0: one per core)")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
+  command
+      ->add_option("--solver-threads", options->solver_threads,
+                   "Whole-graph milp: CBC's branch-and-bound threads (0: one per core)")
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
   command->add_flag("--coarsen", options->coarsen,

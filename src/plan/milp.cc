@@ -216,6 +216,8 @@ CbcOutcome run_cbc(CbcModel& model, const MilpOptions& options, double seconds, 
       fmt::format("{}", std::max(0.0, options.relative_gap)),
       "-allowableGap",
       "1e-9",
+      "-threads",
+      fmt::format("{}", std::max(1, options.threads)),
       "-solve",
       "-quit"};
   std::vector<const char*> arguments;

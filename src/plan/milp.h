@@ -38,6 +38,8 @@ struct MilpOptions {
   /// cleave runs slices one by one, so batch_task_graph's per-slice check is what execution
   /// needs; turn it on to get plans whose per-device shares are also runnable as one batch.
   bool supported_shares = false;
+  /// CBC's branch-and-bound threads (its -threads option); 1 runs it on one core.
+  int threads = 1;
 };
 
 /// Conditions that make the program solve one part of a larger problem (MILP-SPLIT modules,

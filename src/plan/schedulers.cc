@@ -4,7 +4,9 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "ir/graph.h"
 #include "plan/annealing.h"
@@ -49,6 +51,9 @@ const std::vector<SchedulerEntry>& schedulers() {
          milp.time_limit_seconds = options.time_limit_seconds;
          milp.symmetry = parse_symmetry_breaking(options.symmetry);
          milp.relative_gap = options.relative_gap;
+         milp.threads = options.solver_threads > 0
+                            ? options.solver_threads
+                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
          return plan_milp(graph, milp);
        }},
       {"milp-split", "MILP per module of a modular graph, combined by a DP over device pairs",

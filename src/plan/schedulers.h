@@ -22,6 +22,7 @@ struct ScheduleOptions {
   std::string symmetry = "none";      ///< MILP symmetry breaking: none, tasks, time, batch.
   int channels = 0;                   ///< MILP-SPLIT channels between modules (0: automatic).
   int solver_processes = 0;           ///< MILP-SPLIT module solves at once (0: one per core).
+  int solver_threads = 1;             ///< Whole-graph MILP: CBC threads (0: one per core).
   /// MILP and MILP-SPLIT module solves stop once (incumbent - bound) / incumbent is below this.
   double relative_gap = 1e-6;
   /// Plan on contract_chains' coarser graph and expand the plan back (plan/coarsen.h).

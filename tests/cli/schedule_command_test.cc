@@ -109,6 +109,24 @@ TEST_F(ScheduleCommand, SolverProcessesGiveTheSamePlan) {
   EXPECT_THAT(bad.err, HasSubstr("--solver-processes"));
 }
 
+TEST_F(ScheduleCommand, SolverThreadsGiveTheOptimum) {
+  std::string makespans[2];
+  for (int threads = 1; threads <= 2; ++threads) {
+    const CommandResult result =
+        cleave("schedule " + path("tasks.json") + " --algo milp --no-bound --json " +
+               "--solver-threads " + std::to_string(threads));
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const nlohmann::json report = nlohmann::json::parse(result.out);
+    EXPECT_EQ(report["notes"]["status"], "optimal");
+    makespans[threads - 1] = report["makespan_seconds"].dump();
+  }
+  EXPECT_EQ(makespans[0], makespans[1]);
+  const CommandResult bad =
+      cleave("schedule " + path("tasks.json") + " --algo milp --solver-threads 2000");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.err, HasSubstr("--solver-threads"));
+}
+
 TEST_F(ScheduleCommand, GapOutsideZeroToOneIsRefused) {
   const CommandResult result =
       cleave("schedule " + path("tasks.json") + " --algo milp --gap 2 --no-bound");

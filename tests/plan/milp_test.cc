@@ -161,6 +161,19 @@ TEST(Milp, MatchesBruteForceOnSmallRandomGraphs) {
   }
 }
 
+TEST(Milp, SeveralSolverThreadsFindTheSameOptimum) {
+  MilpOptions threaded = quiet();
+  threaded.threads = 2;
+  for (uint64_t seed = 40; seed <= 45; ++seed) {
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    const TaskGraph graph = random_task_graph(seed, small_graph(seed));
+    const Plan plan = plan_milp(graph, threaded);
+    EXPECT_EQ(plan.notes["status"], "optimal");
+    expect_solver_matches_simulator(plan, graph);
+    EXPECT_TRUE(close(plan.makespan, brute_force_makespan(graph)));
+  }
+}
+
 TEST(Milp, MatchesBruteForceWithMemoryLimitsAndUnrunnableTasks) {
   for (uint64_t seed = 100; seed < 115; ++seed) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
