@@ -37,8 +37,16 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const ortRun = path.join(here, "../ort/ort_run.mjs");
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "cleave-parallel-"));
 
+// A cache of profiles and layout choices of this run only: a profile cached by an earlier run (made
+// under other load, or by an older build) would make the predictions of a plan that this run
+// did not measure.
+const cacheDir = path.join(scratch, "cache");
 function cleave(args) {
-  return execFileSync(flags.cleave, args, { encoding: "utf8", maxBuffer: 64 << 20 });
+  return execFileSync(flags.cleave, args, {
+    encoding: "utf8",
+    maxBuffer: 64 << 20,
+    env: { ...process.env, CLEAVE_CACHE_DIR: cacheDir },
+  });
 }
 
 // Generated models: randomly wired networks (DiviML's ER(0.2) and a Watts-Strogatz one) and
@@ -179,7 +187,8 @@ if (flags.markdown) {
       "parallel executionMode is no faster). Latencies are medians over all rounds. Some child " +
       "processes run at a lower speed from start to end, whichever variant they time (other load " +
       "on the host), so \"best processes\" divides the lowest per-process median of the planned " +
-      "run by ORT's lowest. Weighted cost, " +
+      "run by ORT's lowest. Profiles (the costs behind the predictions) and layout choices are " +
+      "made in this run, in a cache of its own. Weighted cost, " +
       "critical path, parallelism (the paper's static weights), LC clusters, LC plan time and the " +
       "bitwise check of the parallel outputs against the sequential ones come from `cleave bench`.",
     "",

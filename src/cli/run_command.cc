@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include <sys/resource.h>
 
@@ -92,6 +93,8 @@ int run_model(const RunSettings& settings) {
   std::unique_ptr<Executor> sequential;
   std::unique_ptr<ParallelExecutor> parallel;
   ModelPlan model_plan;
+  std::optional<ConvolutionFamily>
+      predicted_with;  // The family the profile behind --plan auto timed.
   std::vector<std::map<std::string, Tensor>> sample_inputs;
   // Which convolution family to use: measured (with each worker's threads for a plan).
   LayoutChoice layouts;
@@ -120,6 +123,7 @@ int run_model(const RunSettings& settings) {
       // The profile times the kernels the plan will run: the same convolution family.
       ProfileOptions profiling = profile_options(settings.workers * settings.threads_per_worker);
       profiling.convolution_family = layouts.family;
+      if (settings.costs == "profile" && !settings.plain_layouts) predicted_with = layouts.family;
       CostTable costs =
           settings.costs == "static" ? static_costs(graph)
           : settings.costs == "analytical"
@@ -143,6 +147,23 @@ int run_model(const RunSettings& settings) {
       LayoutChoiceOptions choice_options;
       choice_options.progress = load.log;
       layouts = choose_layouts(graph, options, sample_inputs.front(), choice_options);
+      // The prediction should time the kernels that will run: with another family, the one
+      // worker's plan is predicted again from a profile of that family.
+      if (predicted_with && layouts.family != *predicted_with) {
+        predicted_with = layouts.family;
+        ProfileOptions profiling = profile_options(settings.workers * settings.threads_per_worker);
+        profiling.convolution_family = layouts.family;
+        ModelPlanOptions plan_options;
+        plan_options.strategy = "sequential";
+        plan_options.workers = settings.workers;
+        plan_options.threads_per_worker = settings.threads_per_worker;
+        plan_options.samples = settings.samples;
+        ModelPlan repredicted = plan_model(graph, profile_costs(graph, profiling), plan_options);
+        repredicted.candidates = std::move(model_plan.candidates);
+        repredicted.plan.notes["auto_choice"] = model_plan.plan.notes["auto_choice"];
+        repredicted.planning_seconds = model_plan.planning_seconds;
+        model_plan = std::move(repredicted);
+      }
     }
     ParallelOptions options;
     options.threads_per_worker = model_plan.threads_per_worker;
@@ -192,6 +213,7 @@ int run_model(const RunSettings& settings) {
                       {"samples", parallel->samples()},
                       {"predicted_ms", model_plan.plan.makespan * 1e3},
                       {"traced_ms", parallel->last_trace().makespan * 1e3}};
+    if (predicted_with) report["plan"]["predicted_with_layouts"] = to_string(*predicted_with);
     if (!settings.trace_file.empty()) {
       write_file_atomically(
           settings.trace_file,

@@ -1,7 +1,9 @@
-// `cleave run --layouts`: the measured layout choice, its cache, and refusing unknown values.
+// `cleave run --layouts`: the measured layout choice, its cache, the family behind `--plan auto`'s
+// prediction, and refusing unknown values.
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "command_fixture.h"
@@ -53,6 +55,49 @@ TEST_F(RunCommandTest, AFixedFamilyIsNotMeasured) {
     EXPECT_FALSE(report["layouts"]["measured"].get<bool>());
     EXPECT_FALSE(fs::exists(path("cache/layouts")));
   }
+}
+
+// `--plan auto` profiles with the family chosen for one thread per worker. When it picks one
+// worker with all threads, whose measured family differs, the prediction must come from a
+// profile of the family that runs. The cached profile is set so that one worker with both
+// threads wins, and the cached choice for two threads so that its family differs.
+TEST_F(RunCommandTest, AutoPredictsAOneWorkerPlanWithTheFamilyItRuns) {
+  ASSERT_EQ(cleave("gen rwnn --modules 4 --nodes 2 --p 1 --channels 32 --size 28 -o " +
+                   path("chain.onnx"))
+                .exit_code,
+            0);
+  const std::string run = "run " + path("chain.onnx") + " --plan auto --workers 2 --json";
+  CommandResult first = cleave(run);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto cached = [&](const std::string& kind, const std::string& part) {
+    for (const auto& entry : fs::directory_iterator(path("cache/" + kind))) {
+      if (entry.path().filename().string().find(part) != std::string::npos) return entry.path();
+    }
+    return fs::path();
+  };
+  const fs::path one_thread = cached("layouts", "-t1-");
+  ASSERT_FALSE(one_thread.empty());
+  nlohmann::json choice = nlohmann::json::parse(read_text(one_thread));
+  const std::string profiled = choice["family"];
+  const std::string other = profiled == "blocked" ? "channels-last" : "blocked";
+  choice["family"] = other;
+  choice["threads"] = 2;
+  std::string two_threads = one_thread.filename().string();
+  two_threads.replace(two_threads.find("-t1-"), 4, "-t2-");
+  std::ofstream(one_thread.parent_path() / two_threads) << choice.dump();
+  const fs::path profile = cached("profiles", "-" + profiled + "-v3");
+  ASSERT_FALSE(profile.empty());
+  nlohmann::json costs = nlohmann::json::parse(read_text(profile));
+  for (auto& node : costs["nodes"]) node["seconds"][1] = node["seconds"][0].get<double>() / 2;
+  std::ofstream(profile) << costs.dump();
+
+  CommandResult second = cleave(run);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  const nlohmann::json report = nlohmann::json::parse(second.out);
+  ASSERT_EQ(report["plan"]["threads_per_worker"], 2) << second.out;
+  EXPECT_EQ(report["layouts"]["family"], other);
+  EXPECT_EQ(report["plan"]["predicted_with_layouts"], other);
+  EXPECT_FALSE(cached("profiles", "-" + other + "-v3").empty());
 }
 
 TEST_F(RunCommandTest, AnUnknownLayoutIsRefused) {
