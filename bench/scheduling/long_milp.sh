@@ -10,10 +10,8 @@ limit=${2:-900}
 cores=${3:-1}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$cleave" gen rwnn --modules 20 --nodes 10 --graph er --p 0.2 --channels-between 1 \
-  --dependence sdep --seed 1 --channels 32 --size 56 -o "$work/rwnn.onnx" >/dev/null
-"$cleave" export-tasks "$work/rwnn.onnx" --machine machines/cpu_t4_a100.json \
-  --costs analytical -o "$work/tasks.json" >/dev/null
+source "$(dirname "$0")/rwnn_tasks.sh"
+rwnn_tasks "$cleave" 20 "$work/tasks.json"
 "$cleave" schedule "$work/tasks.json" --algo milp-split --coarsen --time-limit 60 --no-bound \
   --solver-processes "$cores" --json >"$work/split.json" 2>/dev/null
 "$cleave" schedule "$work/tasks.json" --algo milp --coarsen --time-limit "$limit" --no-bound \

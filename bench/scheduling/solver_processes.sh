@@ -7,10 +7,8 @@ cleave=${1:-build/cleave}
 rounds=${2:-3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$cleave" gen rwnn --modules 10 --nodes 10 --graph er --p 0.2 --channels-between 1 \
-  --dependence sdep --seed 1 --channels 32 --size 56 -o "$work/rwnn.onnx" >/dev/null
-"$cleave" export-tasks "$work/rwnn.onnx" --machine machines/cpu_t4_a100.json \
-  --costs analytical -o "$work/tasks.json" >/dev/null
+source "$(dirname "$0")/rwnn_tasks.sh"
+rwnn_tasks "$cleave" 10 "$work/tasks.json"
 echo "| round | solver processes | solve s | makespan ms | status |"
 echo "|---|---|---|---|---|"
 for round in $(seq 1 "$rounds"); do
