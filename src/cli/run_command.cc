@@ -93,8 +93,8 @@ int run_model(const RunSettings& settings) {
   std::unique_ptr<Executor> sequential;
   std::unique_ptr<ParallelExecutor> parallel;
   ModelPlan model_plan;
-  std::optional<ConvolutionFamily>
-      predicted_with;  // The family the profile behind --plan auto timed.
+  // The convolution family that the profile behind --plan auto's prediction timed.
+  std::optional<ConvolutionFamily> predicted_with;
   std::vector<std::map<std::string, Tensor>> sample_inputs;
   // Which convolution family to use: measured (with each worker's threads for a plan).
   LayoutChoice layouts;
