@@ -14,17 +14,6 @@ namespace cleave {
 
 namespace {
 
-std::string signature_of(const Tensor* tensor) {
-  if (!tensor) return "_";
-  std::string text = tensor->describe();
-  if (tensor->is_blocked()) {
-    // Two blocked layouts of one shape differ in their strides/blocking; the size is a
-    // cheap proxy that separates the layouts oneDNN picks for one logical shape.
-    text += fmt::format("/{}", tensor->layout()->get_size());
-  }
-  return text;
-}
-
 Tensor aliased_output(const Tensor& source, const OutputSpec& spec) {
   if (source.storage()) {
     auto offset = static_cast<std::size_t>(static_cast<const std::byte*>(source.raw()) -
@@ -150,14 +139,28 @@ NodeRunner::NodeRunner(const Graph& graph, NodeId node, bool blocked_outputs_all
       convolution_family_(convolution_family),
       opset_(opset_of(graph, graph.node(node))) {}
 
+bool NodeRunner::prepared_for(const std::vector<const Tensor*>& inputs) const {
+  if (!kernel_ || inputs.size() != signature_.size()) return false;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const InputSignature& expected = signature_[i];
+    const Tensor* input = inputs[i];
+    if (!input) {
+      if (expected.present) return false;
+      continue;
+    }
+    if (!expected.present || input->dtype() != expected.dtype || input->shape() != expected.shape ||
+        input->layout() != expected.layout) {
+      return false;
+    }
+  }
+  return true;
+}
+
 void NodeRunner::run(const std::vector<const Tensor*>& inputs, const std::vector<bool>& constant,
                      std::vector<Tensor>& outputs, BufferPool& pool, dnnl::engine& engine,
                      dnnl::stream& stream, int threads, const std::vector<Tensor>* placed) {
   const Node& node = graph_->node(node_);
-  std::vector<std::string> signature;
-  signature.reserve(inputs.size());
-  for (const Tensor* input : inputs) signature.push_back(signature_of(input));
-  if (!kernel_ || signature != signature_) {
+  if (!prepared_for(inputs)) {
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       if (!inputs[i]) continue;
       DataType type = inputs[i]->dtype();
@@ -182,7 +185,11 @@ void NodeRunner::run(const std::vector<const Tensor*>& inputs, const std::vector
                           convolution_family_};
     kernel_ = info_->create(context);
     specs_ = kernel_->output_specs();
-    signature_ = std::move(signature);
+    signature_.assign(inputs.size(), InputSignature());
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      if (!inputs[i]) continue;
+      signature_[i] = {true, inputs[i]->dtype(), inputs[i]->shape(), inputs[i]->layout()};
+    }
     if (specs_.size() < node.outputs.size()) {
       throw Error(fmt::format("node {}: kernel made {} outputs, the node has {}",
                               graph_->describe(node_), specs_.size(), node.outputs.size()));

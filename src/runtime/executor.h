@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,7 +70,16 @@ class NodeRunner {
   int64_t opset_;
   std::unique_ptr<Kernel> kernel_;
   std::vector<OutputSpec> specs_;
-  std::vector<std::string> signature_;  // Input types/shapes/layouts the kernel was made for.
+  // What the kernel was made for, per input: absent, or its type, shape and oneDNN layout.
+  // Compared on every run, so it holds the fields themselves rather than a text of them.
+  struct InputSignature {
+    bool present = false;
+    DataType dtype{};
+    std::vector<int64_t> shape;
+    std::optional<dnnl::memory::desc> layout;
+  };
+  std::vector<InputSignature> signature_;
+  bool prepared_for(const std::vector<const Tensor*>& inputs) const;
 };
 
 /// Which kernel runs a node; throws UnsupportedError naming the node when none does.
