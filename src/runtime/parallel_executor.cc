@@ -336,6 +336,11 @@ ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, c
     s.constants[id] = Tensor::borrow(data.dtype, data.dims, data.bytes->data());
   }
 
+  // Where each task runs in its worker's order.
+  std::vector<std::size_t> position(tasks.tasks.size(), 0);
+  for (const std::vector<int>& order : plan.order) {
+    for (std::size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
+  }
   s.states = std::vector<TaskState>(tasks.tasks.size());
   for (std::size_t t = 0; t < tasks.tasks.size(); ++t) {
     TaskState& state = s.states[t];
@@ -357,14 +362,16 @@ ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, c
       } else {
         NodeId producer = graph.value(input).producer;
         const auto& candidates = tasks_of.at({producer, state.sample});
-        // A cloned producer may run on several workers: read the copy on this worker, else
-        // the one the task graph connects, else any.
+        // A cloned producer may run on several workers: read the copy that runs earlier on
+        // this worker, else the one the task graph connects, else any. (A copy later on this
+        // worker would never be ready in time.)
         int chosen = candidates.front();
         for (int candidate : candidates) {
           if (edges.count({candidate, static_cast<int>(t)})) chosen = candidate;
         }
         for (int candidate : candidates) {
-          if (plan.tasks[candidate].worker == state.worker) chosen = candidate;
+          if (plan.tasks[candidate].worker == state.worker && position[candidate] < position[t])
+            chosen = candidate;
         }
         source.kind = InputSource::Kind::kTask;
         source.task = chosen;
@@ -381,15 +388,17 @@ ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, c
     }
   }
   // A consumer must run after its producer in a deadlock-free plan; validate_plan checked the
-  // task graph's edges, so check that the resolved sources are among them or on one worker.
+  // task graph's edges, so check that the resolved sources are among them or run earlier on
+  // the reader's worker.
   for (std::size_t t = 0; t < s.states.size(); ++t) {
     for (const InputSource& source : s.states[t].sources) {
       if (source.kind != InputSource::Kind::kTask) continue;
-      if (!edges.count({source.task, static_cast<int>(t)}) &&
-          s.states[source.task].worker != s.states[t].worker) {
+      const bool earlier_on_this_worker =
+          s.states[source.task].worker == s.states[t].worker && position[source.task] < position[t];
+      if (!edges.count({source.task, static_cast<int>(t)}) && !earlier_on_this_worker) {
         throw Error(fmt::format(
-            "plan task '{}' reads task '{}' on another worker, but the task graph has no "
-            "edge between them",
+            "plan task '{}' reads task '{}', but the task graph has no edge between them and "
+            "it does not run earlier on the same worker",
             tasks.tasks[t].name, tasks.tasks[source.task].name));
       }
     }

@@ -62,6 +62,43 @@ TEST(ParallelExecutor, ClonedPlansComputeTheSameOutputs) {
   expect_bitwise_equal(parallel.run(inputs), sequential.run(inputs));
 }
 
+// A consumer reads a cloned producer's copy on its own worker only if that copy runs before
+// it there; here the copy runs after, so the consumer must read the copy its edge names.
+TEST(ParallelExecutor, AConsumerIgnoresACloneThatRunsAfterItOnItsWorker) {
+  Graph graph = parse_graph(R"(graph g (%x: f32[64]) {
+  %a = "a" Relu(%x)
+  %b = "b" Neg(%a)
+  %c = "c" Exp(%a)
+  %d = "d" Add(%b, %c)
+  return %d
+}
+)");
+  TaskGraph tasks = task_graph_for(graph, static_costs(graph), cpu_workers(2, 1));
+  const auto task_named = [&](const std::string& name) {
+    for (std::size_t t = 0; t < tasks.tasks.size(); ++t) {
+      if (graph.node(tasks.tasks[t].node).name == name) return static_cast<int>(t);
+    }
+    ADD_FAILURE() << "no task for node " << name;
+    return -1;
+  };
+  const int a = task_named("a"), b = task_named("b"), c = task_named("c"), d = task_named("d");
+  tasks.tasks.push_back(tasks.tasks[a]);  // The clone of a, with no edges of its own.
+  const int clone = static_cast<int>(tasks.tasks.size()) - 1;
+  Plan plan;
+  plan.strategy = "clone";
+  plan.order = {{a, c, d}, {b, clone}};
+  plan.tasks.resize(tasks.tasks.size());
+  for (int worker = 0; worker < 2; ++worker) {
+    for (int task : plan.order[worker]) plan.tasks[task] = {task, worker, 0, 0};
+  }
+  ParallelOptions options;
+  options.timeout_seconds = 10;  // A regression waits for the clone: fail, do not hang.
+  ParallelExecutor parallel(graph, tasks, plan, options);
+  auto inputs = random_inputs(graph, 5);
+  Executor sequential(graph);
+  expect_bitwise_equal(parallel.run(inputs), sequential.run(inputs));
+}
+
 TEST(ParallelExecutor, HyperclusteredSamplesEachMatchTheirSequentialRun) {
   Graph graph = small_inception();
   ModelPlan plan = plan_for(graph, "switched-hypercluster", 3);
