@@ -50,7 +50,50 @@ struct RunSettings {
   int samples = 1;
   std::string trace_file;
   std::string gantt_file;
+  bool no_auto_check = false;
 };
+
+// A plan ready to run: the plan, the convolution family its kernels use, the family the
+// profile behind its prediction timed (for --plan auto with profiled costs), and its executor.
+struct PlannedRun {
+  ModelPlan model_plan;
+  LayoutChoice layouts;
+  std::optional<ConvolutionFamily> predicted_with;
+  std::unique_ptr<ParallelExecutor> executor;
+};
+
+// Timed runs of auto's parallel choice and of the sequential plan (one worker, all threads).
+struct AutoCheck {
+  std::string candidate;
+  double candidate_ms = 0;
+  double sequential_ms = 0;
+};
+
+// Medians of a few runs of each, in blocks of A B B A so that neither always runs first.
+AutoCheck time_against_sequential(ParallelExecutor& candidate, ParallelExecutor& sequential,
+                                  const std::vector<std::map<std::string, Tensor>>& inputs) {
+  constexpr int kWarmup = 2;
+  constexpr int kRunsPerBlock = 3;
+  for (int i = 0; i < kWarmup; ++i) {
+    candidate.run(inputs);
+    sequential.run(inputs);
+  }
+  std::vector<double> candidate_ms, sequential_ms;
+  const auto time_block = [&](ParallelExecutor& executor, std::vector<double>& into) {
+    for (int i = 0; i < kRunsPerBlock; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      executor.run(inputs);
+      into.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
+    }
+  };
+  time_block(candidate, candidate_ms);
+  time_block(sequential, sequential_ms);
+  time_block(sequential, sequential_ms);
+  time_block(candidate, candidate_ms);
+  return {"", median_of(candidate_ms), median_of(sequential_ms)};
+}
 
 std::map<std::string, Tensor> gather_inputs(const Graph& graph, const RunSettings& settings,
                                             uint64_t seed) {
@@ -91,10 +134,8 @@ int run_model(const RunSettings& settings) {
   std::function<std::vector<Tensor>()> run_once;
   std::function<std::size_t()> peak_bytes;
   std::unique_ptr<Executor> sequential;
-  std::unique_ptr<ParallelExecutor> parallel;
-  ModelPlan model_plan;
-  // The convolution family that the profile behind --plan auto's prediction timed.
-  std::optional<ConvolutionFamily> predicted_with;
+  PlannedRun planned;
+  std::optional<AutoCheck> auto_check;
   std::vector<std::map<std::string, Tensor>> sample_inputs;
   // Which convolution family to use: measured (with each worker's threads for a plan).
   LayoutChoice layouts;
@@ -119,64 +160,91 @@ int run_model(const RunSettings& settings) {
     run_once = [&] { return sequential->run(sample_inputs[0]); };
     peak_bytes = [&] { return sequential->stats().peak_activation_bytes; };
   } else {
+    const bool profiled = settings.plan == "auto" && settings.costs == "profile";
+    const auto profile_of = [&](ConvolutionFamily family) {
+      ProfileOptions profiling = profile_options(settings.workers * settings.threads_per_worker);
+      profiling.convolution_family = family;
+      return profile_costs(graph, profiling);
+    };
+    const auto plan_options = [&](const std::string& strategy) {
+      ModelPlanOptions options;
+      options.strategy = strategy;
+      options.workers = settings.workers;
+      options.threads_per_worker = settings.threads_per_worker;
+      options.samples = settings.samples;
+      return options;
+    };
+    std::optional<CostTable> costs;
     if (settings.plan == "auto") {
       // The profile times the kernels the plan will run: the same convolution family.
-      ProfileOptions profiling = profile_options(settings.workers * settings.threads_per_worker);
-      profiling.convolution_family = layouts.family;
-      if (settings.costs == "profile" && !settings.plain_layouts) predicted_with = layouts.family;
-      CostTable costs =
-          settings.costs == "static" ? static_costs(graph)
-          : settings.costs == "analytical"
-              ? analytical_costs(graph,
-                                 measure_peak_rates(settings.workers * settings.threads_per_worker))
-              : profile_costs(graph, profiling);
-      ModelPlanOptions plan_options;
-      plan_options.workers = settings.workers;
-      plan_options.threads_per_worker = settings.threads_per_worker;
-      plan_options.samples = settings.samples;
-      model_plan = plan_model(graph, costs, plan_options);
+      costs = settings.costs == "static" ? static_costs(graph)
+              : settings.costs == "analytical"
+                  ? analytical_costs(
+                        graph, measure_peak_rates(settings.workers * settings.threads_per_worker))
+                  : profile_of(layouts.family);
+      planned.model_plan = plan_model(graph, *costs, plan_options("auto"));
     } else {
-      model_plan = read_model_plan(settings.plan, graph);
+      planned.model_plan = read_model_plan(settings.plan, graph);
     }
-    // A plan of one worker with all threads runs that worker's kernels at its thread count,
-    // which may favour another family than one thread per worker did.
-    if (settings.layouts == "auto" && !settings.plain_layouts &&
-        model_plan.threads_per_worker != settings.threads_per_worker) {
-      ExecutorOptions options;
-      options.threads = model_plan.threads_per_worker;
-      LayoutChoiceOptions choice_options;
-      choice_options.progress = load.log;
-      layouts = choose_layouts(graph, options, sample_inputs.front(), choice_options);
-      // The prediction should time the kernels that will run: with another family, the one
-      // worker's plan is predicted again from a profile of that family.
-      if (predicted_with && layouts.family != *predicted_with) {
-        predicted_with = layouts.family;
-        ProfileOptions profiling = profile_options(settings.workers * settings.threads_per_worker);
-        profiling.convolution_family = layouts.family;
-        ModelPlanOptions plan_options;
-        plan_options.strategy = "sequential";
-        plan_options.workers = settings.workers;
-        plan_options.threads_per_worker = settings.threads_per_worker;
-        plan_options.samples = settings.samples;
-        ModelPlan repredicted = plan_model(graph, profile_costs(graph, profiling), plan_options);
-        repredicted.candidates = std::move(model_plan.candidates);
-        repredicted.plan.notes["auto_choice"] = model_plan.plan.notes["auto_choice"];
-        repredicted.planning_seconds = model_plan.planning_seconds;
-        model_plan = std::move(repredicted);
+    // Chooses the plan's family and makes its executor. A plan of one worker with all threads
+    // runs that worker's kernels at its thread count, which may favour another family than one
+    // thread per worker did; its prediction then comes from a profile of that family, so that
+    // it times the kernels that will run.
+    const auto prepare = [&](ModelPlan model_plan) {
+      PlannedRun run;
+      run.layouts = layouts;
+      if (profiled && !settings.plain_layouts) run.predicted_with = layouts.family;
+      if (settings.layouts == "auto" && !settings.plain_layouts &&
+          model_plan.threads_per_worker != settings.threads_per_worker) {
+        ExecutorOptions options;
+        options.threads = model_plan.threads_per_worker;
+        LayoutChoiceOptions choice_options;
+        choice_options.progress = load.log;
+        run.layouts = choose_layouts(graph, options, sample_inputs.front(), choice_options);
+        if (run.predicted_with && run.layouts.family != *run.predicted_with) {
+          run.predicted_with = run.layouts.family;
+          ModelPlan repredicted =
+              plan_model(graph, profile_of(run.layouts.family), plan_options("sequential"));
+          repredicted.candidates = std::move(model_plan.candidates);
+          repredicted.plan.notes["auto_choice"] = model_plan.plan.notes["auto_choice"];
+          repredicted.planning_seconds = model_plan.planning_seconds;
+          model_plan = std::move(repredicted);
+        }
       }
-    }
-    ParallelOptions options;
-    options.threads_per_worker = model_plan.threads_per_worker;
-    options.blocked_layouts = !settings.plain_layouts;
-    options.convolution_family = layouts.family;
-    parallel =
-        std::make_unique<ParallelExecutor>(graph, model_plan.tasks, model_plan.plan, options);
+      ParallelOptions options;
+      options.threads_per_worker = model_plan.threads_per_worker;
+      options.blocked_layouts = !settings.plain_layouts;
+      options.convolution_family = run.layouts.family;
+      run.executor =
+          std::make_unique<ParallelExecutor>(graph, model_plan.tasks, model_plan.plan, options);
+      run.model_plan = std::move(model_plan);
+      return run;
+    };
+    planned = prepare(std::move(planned.model_plan));
     // Sample 0 may already be read (for the layout choice).
-    for (int s = static_cast<int>(sample_inputs.size()); s < parallel->samples(); ++s)
+    for (int s = static_cast<int>(sample_inputs.size()); s < planned.executor->samples(); ++s)
       sample_inputs.push_back(gather_inputs(graph, settings, settings.seed + s));
-    run_once = [&] { return parallel->run(sample_inputs).front(); };
-    peak_bytes = [&] { return parallel->peak_activation_bytes(); };
+    // Predictions come from one profiling process on a possibly busy machine. When they favour
+    // a parallel plan, a few timed runs against the sequential plan decide, so that `auto` is
+    // not slower than the operators one by one with all threads because of one disturbed
+    // profile.
+    if (settings.plan == "auto" && !settings.no_auto_check &&
+        planned.model_plan.plan.strategy != "sequential") {
+      ModelPlan fallback_plan = plan_model(graph, *costs, plan_options("sequential"));
+      fallback_plan.candidates = planned.model_plan.candidates;
+      fallback_plan.plan.notes["auto_choice"] = "sequential";
+      PlannedRun fallback = prepare(std::move(fallback_plan));
+      auto_check = time_against_sequential(*planned.executor, *fallback.executor, sample_inputs);
+      auto_check->candidate = planned.model_plan.plan.strategy;
+      if (auto_check->sequential_ms < auto_check->candidate_ms) planned = std::move(fallback);
+    }
+    run_once = [&] { return planned.executor->run(sample_inputs).front(); };
+    peak_bytes = [&] { return planned.executor->peak_activation_bytes(); };
   }
+  // The family the run's kernels use, for the report.
+  if (planned.executor) layouts = planned.layouts;
+  const ModelPlan& model_plan = planned.model_plan;
+  ParallelExecutor* parallel = planned.executor.get();
 
   std::vector<Tensor> outputs;
   for (int i = 0; i < settings.warmup; ++i) outputs = run_once();
@@ -213,7 +281,14 @@ int run_model(const RunSettings& settings) {
                       {"samples", parallel->samples()},
                       {"predicted_ms", model_plan.plan.makespan * 1e3},
                       {"traced_ms", parallel->last_trace().makespan * 1e3}};
-    if (predicted_with) report["plan"]["predicted_with_layouts"] = to_string(*predicted_with);
+    if (planned.predicted_with)
+      report["plan"]["predicted_with_layouts"] = to_string(*planned.predicted_with);
+    if (auto_check) {
+      report["plan"]["auto_check"] = {{"candidate", auto_check->candidate},
+                                      {"candidate_ms", auto_check->candidate_ms},
+                                      {"sequential_ms", auto_check->sequential_ms},
+                                      {"kept", model_plan.plan.strategy}};
+    }
     if (!settings.trace_file.empty()) {
       write_file_atomically(
           settings.trace_file,
@@ -292,6 +367,11 @@ int run_model(const RunSettings& settings) {
         "{:.3f} ms\n",
         model_plan.plan.strategy, model_plan.tasks.machine.size(), model_plan.threads_per_worker,
         parallel->samples(), model_plan.plan.makespan * 1e3, parallel->last_trace().makespan * 1e3);
+    if (auto_check) {
+      fmt::print("check      timed {} at {:.3f} ms against sequential at {:.3f} ms: kept {}\n",
+                 auto_check->candidate, auto_check->candidate_ms, auto_check->sequential_ms,
+                 model_plan.plan.strategy);
+    }
     if (!settings.trace_file.empty()) fmt::print("trace      {}\n", settings.trace_file);
     if (!settings.gantt_file.empty()) fmt::print("gantt      {}\n", settings.gantt_file);
   }
@@ -367,6 +447,9 @@ void register_run(CLI::App& app, CommandAction& action) {
                    "Samples in flight for --plan auto (hyperclustering)")
       ->default_val(1)
       ->check(CLI::Range(1, 4096));
+  command->add_flag("--no-auto-check", settings->no_auto_check,
+                    "Keep --plan auto's predicted choice even when it is parallel (by default a "
+                    "few timed runs against the sequential plan decide)");
   command->add_option("--trace", settings->trace_file,
                       "Write the last parallel run as Chrome-trace JSON");
   command->add_option("--gantt", settings->gantt_file,

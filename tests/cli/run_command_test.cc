@@ -1,5 +1,5 @@
-// `cleave run --layouts`: the measured layout choice, its cache, the family behind `--plan auto`'s
-// prediction, and refusing unknown values.
+// `cleave run`: the measured layout choice and its cache, the family behind `--plan auto`'s
+// prediction, auto's timed check against the sequential plan, and refusing unknown values.
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
@@ -98,6 +98,31 @@ TEST_F(RunCommandTest, AutoPredictsAOneWorkerPlanWithTheFamilyItRuns) {
   EXPECT_EQ(report["layouts"]["family"], other);
   EXPECT_EQ(report["plan"]["predicted_with_layouts"], other);
   EXPECT_FALSE(cached("profiles", "-" + other + "-v3").empty());
+}
+
+// Static weights favour a parallel plan for the demo's Inception blocks; before running it,
+// `auto` times it against the sequential plan and keeps the faster.
+TEST_F(RunCommandTest, AutoTimesAParallelChoiceAgainstSequential) {
+  const std::string run = "run " + model_ + " --plan auto --costs static --workers 2 --json";
+  CommandResult checked = cleave(run);
+  ASSERT_EQ(checked.exit_code, 0) << checked.err;
+  const nlohmann::json report = nlohmann::json::parse(checked.out);
+  ASSERT_TRUE(report["plan"].contains("auto_check")) << checked.out;
+  const nlohmann::json& check = report["plan"]["auto_check"];
+  EXPECT_NE(check["candidate"], "sequential");
+  EXPECT_GT(check["candidate_ms"].get<double>(), 0);
+  EXPECT_GT(check["sequential_ms"].get<double>(), 0);
+  const bool sequential_faster =
+      check["sequential_ms"].get<double>() < check["candidate_ms"].get<double>();
+  EXPECT_EQ(check["kept"], sequential_faster ? "sequential" : check["candidate"]);
+  EXPECT_EQ(report["plan"]["strategy"], check["kept"]);
+  EXPECT_EQ(report["plan"]["workers"], sequential_faster ? 1 : 2);
+
+  CommandResult unchecked = cleave(run + " --no-auto-check");
+  ASSERT_EQ(unchecked.exit_code, 0) << unchecked.err;
+  const nlohmann::json plain = nlohmann::json::parse(unchecked.out);
+  EXPECT_FALSE(plain["plan"].contains("auto_check"));
+  EXPECT_EQ(plain["plan"]["strategy"], check["candidate"]);
 }
 
 TEST_F(RunCommandTest, AnUnknownLayoutIsRefused) {
