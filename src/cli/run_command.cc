@@ -70,7 +70,8 @@ struct AutoCheck {
 };
 
 // Medians of a few runs of each, in blocks of A B B A so that neither always runs first.
-AutoCheck time_against_sequential(ParallelExecutor& candidate, ParallelExecutor& sequential,
+AutoCheck time_against_sequential(const std::string& strategy, ParallelExecutor& candidate,
+                                  ParallelExecutor& sequential,
                                   const std::vector<std::map<std::string, Tensor>>& inputs) {
   constexpr int kWarmup = 2;
   constexpr int kRunsPerBlock = 3;
@@ -92,7 +93,7 @@ AutoCheck time_against_sequential(ParallelExecutor& candidate, ParallelExecutor&
   time_block(sequential, sequential_ms);
   time_block(sequential, sequential_ms);
   time_block(candidate, candidate_ms);
-  return {"", median_of(candidate_ms), median_of(sequential_ms)};
+  return {strategy, median_of(candidate_ms), median_of(sequential_ms)};
 }
 
 std::map<std::string, Tensor> gather_inputs(const Graph& graph, const RunSettings& settings,
@@ -234,8 +235,8 @@ int run_model(const RunSettings& settings) {
       fallback_plan.candidates = planned.model_plan.candidates;
       fallback_plan.plan.notes["auto_choice"] = "sequential";
       PlannedRun fallback = prepare(std::move(fallback_plan));
-      auto_check = time_against_sequential(*planned.executor, *fallback.executor, sample_inputs);
-      auto_check->candidate = planned.model_plan.plan.strategy;
+      auto_check = time_against_sequential(planned.model_plan.plan.strategy, *planned.executor,
+                                           *fallback.executor, sample_inputs);
       if (auto_check->sequential_ms < auto_check->candidate_ms) planned = std::move(fallback);
     }
     run_once = [&] { return planned.executor->run(sample_inputs).front(); };
