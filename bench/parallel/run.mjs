@@ -37,9 +37,9 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const ortRun = path.join(here, "../ort/ort_run.mjs");
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "cleave-parallel-"));
 
-// A cache of profiles and layout choices of this run only: a profile cached by an earlier run (made
-// under other load, or by an older build) would make the predictions of a plan that this run
-// did not measure.
+// A cache of profiles and layout choices of this run only: a profile cached by an earlier run may
+// have been made under other load or by an older build, and the predictions would not come from
+// this run's measurements.
 const cacheDir = path.join(scratch, "cache");
 function cleave(args) {
   return execFileSync(flags.cleave, args, {
