@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "cost/cost_table.h"
@@ -141,6 +142,29 @@ TEST(ParallelExecutor, RefusesAPlanWhoseOrdersWouldDeadlock) {
   // One worker running a consumer before its producer can never finish.
   std::swap(plan.plan.order[0][0], plan.plan.order[0][1]);
   EXPECT_THROW(ParallelExecutor(graph, plan.tasks, plan.plan), Error);
+}
+
+TEST(ParallelExecutor, RefusesATaskGraphMissingAnEdgeBetweenWorkers) {
+  Graph graph = small_inception();
+  ModelPlan plan = plan_for(graph, "lc");
+  auto& edges = plan.tasks.edges;
+  auto crossing = std::find_if(edges.begin(), edges.end(), [&](const auto& edge) {
+    return plan.plan.tasks[edge.first].worker != plan.plan.tasks[edge.second].worker;
+  });
+  ASSERT_NE(crossing, edges.end());
+  const std::string consumer = plan.tasks.tasks[crossing->second].name;
+  if (!plan.tasks.edge_bytes.empty())
+    plan.tasks.edge_bytes.erase(plan.tasks.edge_bytes.begin() + (crossing - edges.begin()));
+  edges.erase(crossing);
+  try {
+    ParallelExecutor executor(graph, plan.tasks, plan.plan);
+    FAIL() << "a consumer reading across workers without an edge was accepted";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("plan task '" + consumer + "' reads task"),
+              std::string::npos)
+        << error.what();
+    EXPECT_NE(std::string(error.what()).find("no edge"), std::string::npos) << error.what();
+  }
 }
 
 TEST(ParallelExecutor, RefusesAPlanThatLeavesANodeOut) {
