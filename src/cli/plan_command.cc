@@ -140,6 +140,7 @@ void register_plan(CLI::App& app, CommandAction& action) {
           "--strategy", settings->strategy,
           "auto, sequential, lc, clone, hypercluster, switched-hypercluster, or a scheduler "
           "(heft, met, greedy, annealing, evolution, milp, milp-split)")
+      ->check(CLI::IsMember(model_strategies()))
       ->default_val("auto");
   add_costs_option(command, settings->costs);
   command->add_option("--workers", settings->workers, "Parallel workers")

@@ -75,6 +75,13 @@ ModelPlan plan_parallel(const Graph& graph, const CostTable& costs, const ModelP
 
 }  // namespace
 
+std::vector<std::string> model_strategies() {
+  std::vector<std::string> names{"auto",  "sequential",   "lc",
+                                 "clone", "hypercluster", "switched-hypercluster"};
+  for (const SchedulerEntry& entry : schedulers()) names.push_back(entry.name);
+  return names;
+}
+
 Machine cpu_workers(int workers, int threads_each) {
   if (workers < 1 || threads_each < 1)
     throw Error("a CPU machine needs at least one worker of one thread");

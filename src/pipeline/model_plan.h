@@ -23,6 +23,9 @@ struct ModelPlanOptions {
   double time_limit_seconds = 10;
 };
 
+/// Every strategy name plan_model takes: its own, then the task-graph schedulers' names.
+std::vector<std::string> model_strategies();
+
 struct PlanCandidate {
   std::string strategy;
   double predicted_seconds = 0;

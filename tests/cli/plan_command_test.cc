@@ -1,0 +1,72 @@
+// `cleave plan`: a written plan runs, the chosen strategy and its candidates are reported, and
+// unknown or inapplicable strategies are refused before any work.
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "command_fixture.h"
+
+namespace cleave {
+namespace {
+
+class PlanCommandTest : public CommandFixture {
+ protected:
+  void SetUp() override {
+    CommandFixture::SetUp();
+    model_ = std::string(CLEAVE_SOURCE_DIR) + "/models/inception_demo.onnx";
+    setenv("CLEAVE_CACHE_DIR", path("cache").c_str(), 1);
+  }
+  void TearDown() override {
+    unsetenv("CLEAVE_CACHE_DIR");
+    CommandFixture::TearDown();
+  }
+  std::string model_;
+};
+
+TEST_F(PlanCommandTest, AWrittenLcPlanRunsOnItsWorkers) {
+  CommandResult planned =
+      cleave("plan " + model_ + " --strategy lc --costs static --workers 2 -o " + path("p.json"));
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  nlohmann::json plan = nlohmann::json::parse(read_text(path("p.json")));
+  EXPECT_EQ(plan["strategy"], "lc");
+
+  CommandResult ran = cleave("run " + model_ + " --plan " + path("p.json") + " --json");
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  nlohmann::json report = nlohmann::json::parse(ran.out);
+  EXPECT_EQ(report["plan"]["strategy"], "lc");
+  EXPECT_EQ(report["plan"]["workers"], 2);
+  EXPECT_GT(report["plan"]["predicted_ms"].get<double>(), 0);
+}
+
+TEST_F(PlanCommandTest, AutoWithTwoSamplesComparesTheHyperclusters) {
+  CommandResult result =
+      cleave("plan " + model_ + " --costs static --samples 2 --json -o " + path("p.json"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  nlohmann::json plan = nlohmann::json::parse(read_text(path("p.json")));
+  std::vector<std::string> compared;
+  for (const auto& candidate : plan["candidates"]) compared.push_back(candidate["strategy"]);
+  EXPECT_EQ(compared,
+            (std::vector<std::string>{"sequential", "hypercluster", "switched-hypercluster"}));
+}
+
+TEST_F(PlanCommandTest, AnUnknownStrategyIsRefusedWithTheChoices) {
+  CommandResult result = cleave("plan " + model_ + " --strategy fastest -o " + path("p.json"));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("fastest"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("switched-hypercluster"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("milp-split"), std::string::npos) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(path("p.json")));
+}
+
+TEST_F(PlanCommandTest, AOneSampleStrategyWithSeveralSamplesIsRefused) {
+  CommandResult result =
+      cleave("plan " + model_ + " --strategy lc --costs static --samples 2 -o " + path("p.json"));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("hypercluster"), std::string::npos) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(path("p.json")));
+}
+
+}  // namespace
+}  // namespace cleave
