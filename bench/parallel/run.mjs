@@ -1,12 +1,14 @@
-// Task-parallel benchmark (the Ramiel paper's Tables I, II and IV) on the corpus and on generated
-// randomly wired and Inception models, beside ONNX Runtime's best 2-thread latency.
+// Task-parallel benchmark (the Ramiel paper's Tables I, II, IV and VII, and hyperclustering) on the
+// corpus and on generated randomly wired and Inception models, beside ONNX Runtime's best 2-thread
+// latency.
 //
 // Usage: node bench/parallel/run.mjs [--cleave build/cleave] [--models DIR] [--only a,b]
 //          [--rounds 3] [--workers 2] [--markdown docs/results/parallel.md] [--json FILE]
-// Needs onnxruntime-node in bench/ort (see bench/ort/README.md). For each model, rounds of four
+// Needs onnxruntime-node in bench/ort (see bench/ort/README.md). For each model, rounds of seven
 // child processes, in alternating order: ONNX Runtime (intraOpNumThreads = workers), and
-// `cleave run` sequential with 1 thread, with all threads intra-op, and with `--plan auto`.
-// Each reports 10 timed runs after 3 warm-ups; latencies are medians over all rounds. Graph
+// `cleave run` sequential with 1 thread, with all threads intra-op, with `--plan auto`, with the
+// lc and clone plans (one thread per worker), and with a switched-hypercluster plan of two
+// samples. Each reports 10 timed runs after 3 warm-ups; latencies are medians over all rounds. Graph
 // statistics, clusters and the bitwise check come from `cleave bench`. Planning time of a
 // 1,500-node graph is measured on a generated RWNN.
 import { execFileSync } from "node:child_process";
@@ -96,29 +98,49 @@ const variants = {
   intra_op: ["--threads", String(flags.workers)],
   planned: ["--plan", "auto", "--workers", String(flags.workers)],
 };
+// Plans of one strategy each, made once per model from this run's profile: the paper's Table IV
+// (linear clustering), Table VII (with cloning) and its hyperclusters of two samples.
+const fixedPlans = [
+  { variant: "lc", strategy: "lc", samples: 1 },
+  { variant: "clone", strategy: "clone", samples: 1 },
+  { variant: "hypercluster", strategy: "switched-hypercluster", samples: 2 },
+];
+const allVariants = ["ort", "sequential_1", "intra_op", "planned", ...fixedPlans.map((p) => p.variant)];
 
 const rows = [];
 for (const model of models) {
   process.stderr.write(`${model.name} ...\n`);
-  // Graph statistics, clusters, plan time and the bitwise check; its own timings are not used.
-  const bench = JSON.parse(
-    cleave(["bench", model.onnx, "--workers", String(flags.workers), "--repeat", "1", "--warmup", "1", "--json"]),
-  );
-  const times = { ort: [], sequential_1: [], intra_op: [], planned: [] };
+  // Graph statistics, clusters, lc's plan time and the bitwise check of the lc and clone plans
+  // (real 2-worker runs) against the sequential run; their timings are not used.
+  const benchOf = (strategy) =>
+    JSON.parse(
+      cleave(["bench", model.onnx, "--workers", String(flags.workers), "--strategy", strategy, "--repeat", "1",
+              "--warmup", "1", "--json"]),
+    );
+  const bench = benchOf("lc");
+  const cloneBench = benchOf("clone");
+  const modelVariants = { ...variants };
+  for (const fixed of fixedPlans) {
+    const file = path.join(scratch, `${model.name}.${fixed.variant}.json`);
+    cleave(["plan", model.onnx, "--strategy", fixed.strategy, "--workers", String(flags.workers),
+            "--samples", String(fixed.samples), "-o", file]);
+    modelVariants[fixed.variant] = ["--plan", file];
+  }
+  const times = Object.fromEntries(allVariants.map((v) => [v, []]));
   // Per child process: its median. Some processes run whole at a lower speed (the host's other
   // load, not the variant), so the best process median is reported beside the overall median.
-  const processMedians = { ort: [], sequential_1: [], intra_op: [], planned: [] };
-  let planned = null;
+  const processMedians = Object.fromEntries(allVariants.map((v) => [v, []]));
+  const plans = {};  // Variant -> the plan part of its last report (strategy, prediction).
   for (let round = 0; round < flags.rounds; ++round) {
-    const order = round % 2 === 0 ? ["ort", "sequential_1", "intra_op", "planned"] : ["planned", "intra_op", "sequential_1", "ort"];
+    const order = round % 2 === 0 ? allVariants : [...allVariants].reverse();
     for (const variant of order) {
       let runs;
       if (variant === "ort") {
         runs = timeOrt(model);
       } else {
-        const report = timeCleave(model, variants[variant]);
+        const report = timeCleave(model, modelVariants[variant]);
         runs = report.latency_ms.runs;
-        if (variant === "planned") planned = report;
+        if (report.plan) plans[variant] = report.plan;
       }
       times[variant].push(...runs);
       processMedians[variant].push(median(runs));
@@ -133,10 +155,10 @@ for (const model of models) {
     parallelism: bench.parallelism,
     clusters_before_merge: bench.clusters_before_merge,
     clusters_after_merge: bench.clusters_after_merge,
-    bitwise_equal: bench.bitwise_equal,
+    bitwise_equal: bench.bitwise_equal && cloneBench.bitwise_equal,
     lc_plan_ms: bench.plan_ms,
-    strategy: planned.plan.strategy,
-    predicted_ms: planned.plan.predicted_ms,
+    strategy: plans.planned.strategy,
+    predicted_ms: plans.planned.predicted_ms,
     sequential_1_thread_ms: median(times.sequential_1),
     sequential_intra_op_ms: median(times.intra_op),
     parallel_ms: median(times.planned),
@@ -146,11 +168,27 @@ for (const model of models) {
   };
   row.speedup_vs_1_thread = row.sequential_1_thread_ms / row.parallel_ms;
   row.prediction_error = row.predicted_ms / row.parallel_ms - 1;
+  // The fixed-strategy plans: measured and predicted latency (both samples for the hypercluster).
+  for (const fixed of fixedPlans) {
+    const measured = median(times[fixed.variant]);
+    const plan = plans[fixed.variant];
+    row[fixed.variant] = {
+      strategy: plan.strategy,
+      workers: plan.workers,
+      samples: plan.samples,
+      measured_ms: measured,
+      predicted_ms: plan.predicted_ms,
+      prediction_error: plan.predicted_ms / measured - 1,
+    };
+  }
   rows.push(row);
   console.log(
     `${model.name.padEnd(20)} ${row.strategy.padEnd(10)} 1T ${row.sequential_1_thread_ms.toFixed(2)} ms, ` +
       `intra-op ${row.sequential_intra_op_ms.toFixed(2)} ms, planned ${row.parallel_ms.toFixed(2)} ms ` +
-      `(predicted ${row.predicted_ms.toFixed(2)}), ORT ${row.ort_ms.toFixed(2)} ms, planned/ORT ${(row.parallel_ms / row.ort_ms).toFixed(3)}`,
+      `(predicted ${row.predicted_ms.toFixed(2)}), ORT ${row.ort_ms.toFixed(2)} ms, planned/ORT ${(row.parallel_ms / row.ort_ms).toFixed(3)}; ` +
+      fixedPlans
+        .map((f) => `${f.variant} ${row[f.variant].measured_ms.toFixed(2)} ms (predicted ${row[f.variant].predicted_ms.toFixed(2)})`)
+        .join(", "),
   );
 }
 
@@ -174,14 +212,15 @@ if (flags.markdown) {
   const ms = (v) => v.toFixed(2);
   const percent = (v) => `${(v * 100).toFixed(1)}%`;
   const lines = [
-    "# Task-parallel plans on this machine: the Ramiel paper's Tables I, II and IV",
+    "# Task-parallel plans on this machine: the Ramiel paper's Tables I, II, IV and VII, and hyperclusters",
     "",
     `Made by: \`${command}\` on ${new Date().toISOString().slice(0, 10)}, ${os.cpus()[0].model}, ` +
       `${os.cpus().length} cores, ${flags.workers} workers, onnxruntime-node 1.30.0.`,
     "",
-    `Per model, ${flags.rounds} rounds, each timing four child processes in alternating order (10 ` +
+    `Per model, ${flags.rounds} rounds, each timing seven child processes in alternating order (10 ` +
       "timed runs after 3 warm-ups each): `cleave run` with 1 thread, with " +
-      `${flags.workers} intra-op threads, and with \`--plan auto --workers ${flags.workers}\` (auto simulates ` +
+      `${flags.workers} intra-op threads, with the lc, clone and switched-hypercluster plans (tables ` +
+      `below), and with \`--plan auto --workers ${flags.workers}\` (auto simulates ` +
       "sequential-with-intra-op, linear clustering and cloning on profiled costs and keeps the " +
       `fastest), and onnxruntime-node with intraOpNumThreads ${flags.workers} (its best setting here; its ` +
       "parallel executionMode is no faster). Latencies are medians over all rounds. Some child " +
@@ -190,7 +229,8 @@ if (flags.markdown) {
       "run by ORT's lowest. Profiles (the costs behind the predictions) and layout choices are " +
       "made in this run, in a cache of its own. Weighted cost, " +
       "critical path, parallelism (the paper's static weights), LC clusters, LC plan time and the " +
-      "bitwise check of the parallel outputs against the sequential ones come from `cleave bench`.",
+      "bitwise check come from `cleave bench`; \"bitwise equal\" means the outputs of both the lc " +
+      "and the clone plan, run on their workers, equal the sequential run's bit for bit.",
     "",
     "## Table I/II: graph and clusters",
     "",
@@ -217,6 +257,52 @@ if (flags.markdown) {
     "",
     `Geometric mean of planned / ORT: ${geomean(rows.map((r) => r.parallel_ms / r.ort_ms)).toFixed(3)} ` +
       `(best processes: ${geomean(rows.map((r) => r.best_process_ratio)).toFixed(3)}).`,
+    "",
+    `## The paper's Tables IV and VII: linear clustering and cloning, ${flags.workers} workers of one thread`,
+    "",
+    "The plans of `cleave plan --strategy lc` and `--strategy clone` on this run's profile, run with " +
+      "one thread per worker as in the paper (a model whose clusters merge into one runs on one " +
+      "worker). Speedups are against the sequential run with 1 thread.",
+    "",
+    `| model | sequential 1T | lc | speedup | predicted | error | clone | speedup | predicted | error | intra-op ${flags.workers}T |`,
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ...rows.map(
+      (r) =>
+        `| ${r.name} | ${ms(r.sequential_1_thread_ms)} | ${ms(r.lc.measured_ms)} (${r.lc.workers}w) | ` +
+        `${(r.sequential_1_thread_ms / r.lc.measured_ms).toFixed(2)}x | ${ms(r.lc.predicted_ms)} | ` +
+        `${percent(r.lc.prediction_error)} | ${ms(r.clone.measured_ms)} (${r.clone.workers}w) | ` +
+        `${(r.sequential_1_thread_ms / r.clone.measured_ms).toFixed(2)}x | ${ms(r.clone.predicted_ms)} | ` +
+        `${percent(r.clone.prediction_error)} | ${ms(r.sequential_intra_op_ms)} |`,
+    ),
+    "",
+    `## Hyperclustering: two samples in flight on ${flags.workers} workers of one thread`,
+    "",
+    "`cleave plan --strategy switched-hypercluster --samples 2` interleaves the clusters of two " +
+      "samples, pairing dissimilar ones; it is timed per run of both samples. Beside it, two runs " +
+      `of one sample each with ${flags.workers} intra-op threads (cleave and ONNX Runtime): twice their ` +
+      "median latency.",
+    "",
+    `| model | hyperclusters, 2 samples | predicted | error | cleave intra-op ${flags.workers}T, 2 samples | ` +
+      `throughput gain | ORT ${flags.workers}T, 2 samples | hyperclusters / ORT |`,
+    "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ...rows.map(
+      (r) =>
+        `| ${r.name} | ${ms(r.hypercluster.measured_ms)} | ${ms(r.hypercluster.predicted_ms)} | ` +
+        `${percent(r.hypercluster.prediction_error)} | ${ms(2 * r.sequential_intra_op_ms)} | ` +
+        `${((2 * r.sequential_intra_op_ms) / r.hypercluster.measured_ms).toFixed(2)}x | ${ms(2 * r.ort_ms)} | ` +
+        `${(r.hypercluster.measured_ms / (2 * r.ort_ms)).toFixed(3)} |`,
+    ),
+    "",
+    "Predictions within 10% of the measured latency: " +
+      [
+        ["auto's plan", (r) => r.prediction_error],
+        ["lc", (r) => r.lc.prediction_error],
+        ["clone", (r) => r.clone.prediction_error],
+        ["hyperclusters", (r) => r.hypercluster.prediction_error],
+      ]
+        .map(([name, error]) => `${name} ${rows.filter((r) => Math.abs(error(r)) <= 0.1).length} of ${rows.length}`)
+        .join(", ") +
+      ".",
     "",
     `Planning a ${planning.nodes}-node randomly wired graph with \`--strategy lc --costs static\`: ` +
       `median ${planning.median_ms.toFixed(2)} ms over ${planTimes.length} runs.`,
