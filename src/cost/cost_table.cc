@@ -10,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
@@ -168,10 +170,32 @@ ProfileOptions profile_options(int max_threads) {
   return options;
 }
 
+std::vector<double> interleaved_run_seconds(const std::vector<std::function<void()>>& runs,
+                                            int blocks, int runs_per_block,
+                                            const std::function<double()>& seconds_now) {
+  const std::function<double()> now = seconds_now ? seconds_now : [] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  std::vector<double> fastest(runs.size(), std::numeric_limits<double>::infinity());
+  for (int block = 0; block < blocks; ++block) {
+    for (std::size_t entry = 0; entry < runs.size(); ++entry) {
+      std::vector<double> samples;
+      for (int i = 0; i < runs_per_block; ++i) {
+        const double start = now();
+        runs[entry]();
+        samples.push_back(now() - start);
+      }
+      fastest[entry] = std::min(fastest[entry], median_of(samples));
+    }
+  }
+  return fastest;
+}
+
 CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
-  // v3: node times calibrated to whole runs.
+  // v4: node times calibrated to whole runs, timed in interleaved blocks.
   std::string key =
-      fmt::format("{}-t{}-r{}-{}-v3", graph_fingerprint(graph), options.max_threads, options.repeat,
+      fmt::format("{}-t{}-r{}-{}-v4", graph_fingerprint(graph), options.max_threads, options.repeat,
                   options.blocked_layouts ? to_string(options.convolution_family) : "plain");
   fs::path cache = fs::path(cache_directory(options)) / (key + ".json");
   if (options.use_cache && fs::exists(cache)) {
@@ -189,22 +213,35 @@ CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
   table.nodes.resize(graph.node_capacity());
   for (NodeId id : graph.node_ids()) fill_sizes(graph, id, table.nodes[id]);
   std::map<std::string, Tensor> inputs = random_inputs(graph, 0);
-  for (int threads = 1; threads <= options.max_threads; ++threads) {
+  const auto executor_options_for = [&](int threads) {
     ExecutorOptions executor_options;
     executor_options.threads = threads;
     executor_options.blocked_layouts = options.blocked_layouts;
     executor_options.convolution_family = options.convolution_family;
-    Executor executor(graph, executor_options);
-    for (int i = 0; i < options.warmup; ++i) executor.run(inputs);
-    std::vector<double> run_samples;
-    for (int i = 0; i < options.repeat; ++i) {
-      auto start = std::chrono::steady_clock::now();
-      executor.run(inputs);
-      run_samples.push_back(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return executor_options;
+  };
+  std::vector<double> run_seconds;
+  {
+    std::vector<std::unique_ptr<Executor>> executors;
+    std::vector<std::function<void()>> runs;
+    for (int threads = 1; threads <= options.max_threads; ++threads) {
+      executors.push_back(std::make_unique<Executor>(graph, executor_options_for(threads)));
+      Executor* executor = executors.back().get();
+      for (int i = 0; i < options.warmup; ++i) executor->run(inputs);
+      runs.push_back([executor, &inputs] { executor->run(inputs); });
     }
+    const int blocks = 3;
+    const int runs_per_block = std::max(3, (options.repeat + 1) / 2);
+    if (options.progress) {
+      options.progress(fmt::format(
+          "profile: timing whole runs at 1..{} thread(s), {} interleaved blocks of {} runs",
+          options.max_threads, blocks, runs_per_block));
+    }
+    run_seconds = interleaved_run_seconds(runs, blocks, runs_per_block);
+  }
+  for (int threads = 1; threads <= options.max_threads; ++threads) {
     std::vector<std::vector<double>> samples(graph.node_capacity());
-    ExecutorOptions timed = executor_options;
+    ExecutorOptions timed = executor_options_for(threads);
     timed.collect_stats = true;
     Executor timing(graph, timed);
     timing.run(inputs);  // Prepares kernels; not counted.
@@ -217,7 +254,7 @@ CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
     }
     double summed = 0;
     for (NodeId id : graph.node_ids()) summed += median_of(samples[id]);
-    const double run = median_of(run_samples);
+    const double run = run_seconds[threads - 1];
     const double factor = summed > 0 ? run / summed : 1.0;
     for (NodeId id : graph.node_ids())
       table.nodes[id].seconds.push_back(median_of(samples[id]) * factor);

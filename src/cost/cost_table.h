@@ -72,9 +72,19 @@ ProfileOptions profile_options(int max_threads);
 /// `repeat` runs of the whole graph, seeded random inputs) and caches the table on disk,
 /// keyed by the graph's content and the options, so later plans reuse it. Timing each node
 /// costs time of its own, and a run costs more than its nodes (inputs, allocation, the gaps
-/// between nodes), so `repeat` untimed runs are measured too and each thread count's node
-/// times are scaled to sum to their median (`run_seconds`, `calibration`).
+/// between nodes), so whole runs are timed apart (interleaved_run_seconds, 3 blocks of
+/// about `repeat` / 2 runs) and each thread count's node times are scaled to sum to that
+/// (`run_seconds`, `calibration`).
 CostTable profile_costs(const Graph& graph, const ProfileOptions& options);
+
+/// The time of one call of each of `runs`, taken in `blocks` rounds that interleave them,
+/// `runs_per_block` calls each: per entry, the lowest of its block medians. On a shared host a
+/// moment of other load can take a core away (a 2-thread run then goes at 1-thread speed);
+/// such a block is outvoted by an undisturbed one of the same entry instead of setting its
+/// time. `seconds_now` reads a clock in seconds (steady_clock when empty).
+std::vector<double> interleaved_run_seconds(const std::vector<std::function<void()>>& runs,
+                                            int blocks, int runs_per_block,
+                                            const std::function<double()>& seconds_now = {});
 
 nlohmann::json cost_table_to_json(const CostTable& table, const Graph& graph);
 CostTable cost_table_from_json(const nlohmann::json& json, const Graph& graph,

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "ir/text.h"
 
@@ -54,6 +56,40 @@ class ProfileCosts : public ::testing::Test {
   fs::path directory_;
   ProfileOptions options_;
 };
+
+// A fake clock that each call of a run advances by the time its entry takes in that block:
+// entry 1 (say two threads) is disturbed in the first block, entry 0 in the last.
+TEST(InterleavedRunSeconds, EachEntryKeepsItsUndisturbedBlock) {
+  double clock = 0;
+  int block = 0;
+  std::vector<int> calls(2, 0);
+  const std::vector<std::vector<double>> seconds = {{7.0, 7.2, 14.0}, {8.0, 4.0, 4.1}};
+  const int runs_per_block = 3;
+  std::vector<std::function<void()>> runs;
+  for (int entry = 0; entry < 2; ++entry) {
+    runs.push_back([&, entry] {
+      clock += seconds[entry][block];
+      if (++calls[entry] % runs_per_block == 0 && entry == 1) ++block;
+    });
+  }
+  std::vector<double> measured =
+      interleaved_run_seconds(runs, 3, runs_per_block, [&] { return clock; });
+  EXPECT_EQ(calls, (std::vector<int>{9, 9}));
+  ASSERT_EQ(measured.size(), 2u);
+  EXPECT_DOUBLE_EQ(measured[0], 7.0);
+  EXPECT_DOUBLE_EQ(measured[1], 4.0);
+}
+
+// One slow call in a block does not move that block's time: it is a median.
+TEST(InterleavedRunSeconds, AnOutlierCallInsideABlockIsIgnored) {
+  double clock = 0;
+  int call = 0;
+  const std::vector<double> seconds = {2.0, 9.0, 2.0, 2.1, 2.1, 2.1};
+  std::vector<std::function<void()>> runs = {[&] { clock += seconds[call++]; }};
+  std::vector<double> measured = interleaved_run_seconds(runs, 2, 3, [&] { return clock; });
+  ASSERT_EQ(measured.size(), 1u);
+  EXPECT_DOUBLE_EQ(measured[0], 2.0);
+}
 
 TEST_F(ProfileCosts, NodeTimesSumToTheMeasuredRunAtEachThreadCount) {
   Graph graph = with_weights(kBranches);
