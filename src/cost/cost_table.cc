@@ -172,6 +172,7 @@ ProfileOptions profile_options(int max_threads) {
 
 std::vector<double> interleaved_run_seconds(const std::vector<std::function<void()>>& runs,
                                             int blocks, int runs_per_block,
+                                            double min_block_seconds,
                                             const std::function<double()>& seconds_now) {
   const std::function<double()> now = seconds_now ? seconds_now : [] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
@@ -181,7 +182,9 @@ std::vector<double> interleaved_run_seconds(const std::vector<std::function<void
   for (int block = 0; block < blocks; ++block) {
     for (std::size_t entry = 0; entry < runs.size(); ++entry) {
       std::vector<double> samples;
-      for (int i = 0; i < runs_per_block; ++i) {
+      const double block_start = now();
+      while (static_cast<int>(samples.size()) < runs_per_block ||
+             now() - block_start < min_block_seconds) {
         const double start = now();
         runs[entry]();
         samples.push_back(now() - start);
@@ -232,12 +235,14 @@ CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
     }
     const int blocks = 3;
     const int runs_per_block = std::max(3, (options.repeat + 1) / 2);
+    const double min_block_seconds = 0.15;
     if (options.progress) {
       options.progress(fmt::format(
-          "profile: timing whole runs at 1..{} thread(s), {} interleaved blocks of {} runs",
-          options.max_threads, blocks, runs_per_block));
+          "profile: timing whole runs at 1..{} thread(s), {} interleaved blocks of {} runs "
+          "(or {} s) each",
+          options.max_threads, blocks, runs_per_block, min_block_seconds));
     }
-    run_seconds = interleaved_run_seconds(runs, blocks, runs_per_block);
+    run_seconds = interleaved_run_seconds(runs, blocks, runs_per_block, min_block_seconds);
   }
   for (int threads = 1; threads <= options.max_threads; ++threads) {
     std::vector<std::vector<double>> samples(graph.node_capacity());

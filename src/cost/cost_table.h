@@ -78,12 +78,15 @@ ProfileOptions profile_options(int max_threads);
 CostTable profile_costs(const Graph& graph, const ProfileOptions& options);
 
 /// The time of one call of each of `runs`, taken in `blocks` rounds that interleave them,
-/// `runs_per_block` calls each: per entry, the lowest of its block medians. On a shared host a
-/// moment of other load can take a core away (a 2-thread run then goes at 1-thread speed);
-/// such a block is outvoted by an undisturbed one of the same entry instead of setting its
-/// time. `seconds_now` reads a clock in seconds (steady_clock when empty).
+/// `runs_per_block` calls each, or more until the block has lasted `min_block_seconds`: per
+/// entry, the lowest of its block medians. On a shared host a moment of other load can take a
+/// core away (a 2-thread run then goes at 1-thread speed); such a block is outvoted by an
+/// undisturbed one of the same entry instead of setting its time, and the minimum duration
+/// spreads a small model's blocks far enough apart for that. `seconds_now` reads a clock in
+/// seconds (steady_clock when empty).
 std::vector<double> interleaved_run_seconds(const std::vector<std::function<void()>>& runs,
                                             int blocks, int runs_per_block,
+                                            double min_block_seconds = 0,
                                             const std::function<double()>& seconds_now = {});
 
 nlohmann::json cost_table_to_json(const CostTable& table, const Graph& graph);

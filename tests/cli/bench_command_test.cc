@@ -63,7 +63,7 @@ TEST_F(BenchCommandTest, AnUnknownStrategyIsRefusedWithTheChoices) {
   CommandResult result = cleave("bench " + model_ + " --costs static --strategy fastest");
   EXPECT_NE(result.exit_code, 0);
   EXPECT_NE(result.err.find("fastest"), std::string::npos) << result.err;
-  EXPECT_NE(result.err.find("lc"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("switched-hypercluster"), std::string::npos) << result.err;
   EXPECT_TRUE(result.out.empty()) << result.out;
 }
 

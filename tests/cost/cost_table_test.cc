@@ -73,7 +73,7 @@ TEST(InterleavedRunSeconds, EachEntryKeepsItsUndisturbedBlock) {
     });
   }
   std::vector<double> measured =
-      interleaved_run_seconds(runs, 3, runs_per_block, [&] { return clock; });
+      interleaved_run_seconds(runs, 3, runs_per_block, 0, [&] { return clock; });
   EXPECT_EQ(calls, (std::vector<int>{9, 9}));
   ASSERT_EQ(measured.size(), 2u);
   EXPECT_DOUBLE_EQ(measured[0], 7.0);
@@ -86,9 +86,22 @@ TEST(InterleavedRunSeconds, AnOutlierCallInsideABlockIsIgnored) {
   int call = 0;
   const std::vector<double> seconds = {2.0, 9.0, 2.0, 2.1, 2.1, 2.1};
   std::vector<std::function<void()>> runs = {[&] { clock += seconds[call++]; }};
-  std::vector<double> measured = interleaved_run_seconds(runs, 2, 3, [&] { return clock; });
+  std::vector<double> measured = interleaved_run_seconds(runs, 2, 3, 0, [&] { return clock; });
   ASSERT_EQ(measured.size(), 1u);
   EXPECT_DOUBLE_EQ(measured[0], 2.0);
+}
+
+// A fast run keeps being called until its block has lasted the minimum, so that blocks lie
+// apart in time: 3 calls of 0.25 s fill a 0.6 s block (0.75 s), 1 s calls need only the 2.
+TEST(InterleavedRunSeconds, ABlockLastsAtLeastTheMinimum) {
+  double clock = 0;
+  std::vector<int> calls(2, 0);
+  std::vector<std::function<void()>> runs = {[&] { clock += 0.25, ++calls[0]; },
+                                             [&] { clock += 1.0, ++calls[1]; }};
+  std::vector<double> measured = interleaved_run_seconds(runs, 2, 2, 0.6, [&] { return clock; });
+  EXPECT_EQ(calls, (std::vector<int>{6, 4}));
+  EXPECT_DOUBLE_EQ(measured[0], 0.25);
+  EXPECT_DOUBLE_EQ(measured[1], 1.0);
 }
 
 TEST_F(ProfileCosts, NodeTimesSumToTheMeasuredRunAtEachThreadCount) {
