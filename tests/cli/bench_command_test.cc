@@ -9,24 +9,14 @@
 namespace cleave {
 namespace {
 
-class BenchCommandTest : public CommandFixture {
+class BenchCommandTest : public DemoModelFixture {
  protected:
-  void SetUp() override {
-    CommandFixture::SetUp();
-    model_ = std::string(CLEAVE_SOURCE_DIR) + "/models/inception_demo.onnx";
-    setenv("CLEAVE_CACHE_DIR", path("cache").c_str(), 1);
-  }
-  void TearDown() override {
-    unsetenv("CLEAVE_CACHE_DIR");
-    CommandFixture::TearDown();
-  }
   nlohmann::json bench_json(const std::string& options) {
     CommandResult result =
         cleave("bench " + model_ + " --costs static --warmup 0 --repeat 2 --json " + options);
     EXPECT_EQ(result.exit_code, 0) << result.err;
     return nlohmann::json::parse(result.out);
   }
-  std::string model_;
 };
 
 TEST_F(BenchCommandTest, ReportsTheGraphTheClustersAndEveryVariant) {

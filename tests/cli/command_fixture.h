@@ -53,4 +53,21 @@ class CommandFixture : public ::testing::Test {
   std::filesystem::path folder_;
 };
 
+/// A CommandFixture for commands that measure (layout choices, profiles): child processes keep
+/// their caches in the test's folder. `model_` is the demo Inception model in the repository.
+class DemoModelFixture : public CommandFixture {
+ protected:
+  void SetUp() override {
+    CommandFixture::SetUp();
+    model_ = std::string(CLEAVE_SOURCE_DIR) + "/models/inception_demo.onnx";
+    // The child process inherits it: measurements go to this test's folder.
+    setenv("CLEAVE_CACHE_DIR", path("cache").c_str(), 1);
+  }
+  void TearDown() override {
+    unsetenv("CLEAVE_CACHE_DIR");
+    CommandFixture::TearDown();
+  }
+  std::string model_;
+};
+
 }  // namespace cleave

@@ -12,19 +12,7 @@
 namespace cleave {
 namespace {
 
-class PlanCommandTest : public CommandFixture {
- protected:
-  void SetUp() override {
-    CommandFixture::SetUp();
-    model_ = std::string(CLEAVE_SOURCE_DIR) + "/models/inception_demo.onnx";
-    setenv("CLEAVE_CACHE_DIR", path("cache").c_str(), 1);
-  }
-  void TearDown() override {
-    unsetenv("CLEAVE_CACHE_DIR");
-    CommandFixture::TearDown();
-  }
-  std::string model_;
-};
+class PlanCommandTest : public DemoModelFixture {};
 
 TEST_F(PlanCommandTest, AWrittenLcPlanRunsOnItsWorkers) {
   CommandResult planned =

@@ -13,20 +13,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class RunCommandTest : public CommandFixture {
- protected:
-  void SetUp() override {
-    CommandFixture::SetUp();
-    model_ = std::string(CLEAVE_SOURCE_DIR) + "/models/inception_demo.onnx";
-    // The child process inherits it: measurements go to this test's folder.
-    setenv("CLEAVE_CACHE_DIR", path("cache").c_str(), 1);
-  }
-  void TearDown() override {
-    unsetenv("CLEAVE_CACHE_DIR");
-    CommandFixture::TearDown();
-  }
-  std::string model_;
-};
+class RunCommandTest : public DemoModelFixture {};
 
 TEST_F(RunCommandTest, AutoLayoutsAreMeasuredOnceThenReadFromTheCache) {
   CommandResult first = cleave("run " + model_ + " --json");
