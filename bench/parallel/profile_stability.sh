@@ -7,6 +7,10 @@
 #   bench/parallel/profile_stability.sh OLD_CLEAVE NEW_CLEAVE [ROUNDS] [MODEL ...]
 # Models are corpus names in ~/.cache/cleave/models (default: mnasnet1_0 shufflenet_v2_x1_0).
 set -euo pipefail
+if [ $# -lt 2 ]; then
+  echo "usage: $0 OLD_CLEAVE NEW_CLEAVE [ROUNDS] [MODEL ...]" >&2
+  exit 2
+fi
 old=$1
 new=$2
 rounds=${3:-8}
@@ -35,7 +39,11 @@ for model in "${models[@]}"; do
     run_median "$new" "$model" >>"$work/run"
   done
   for kind in old new run; do
-    label=$([ "$kind" = old ] && echo "profile, $old" || ([ "$kind" = new ] && echo "profile, $new" || echo "run --threads 2, $new"))
+    case $kind in
+      old) label="profile, $old" ;;
+      new) label="profile, $new" ;;
+      run) label="run --threads 2, $new" ;;
+    esac
     values=$(sort -n "$work/$kind" | awk '{printf "%s%.2f", (NR > 1 ? ", " : ""), $1}')
     echo "| $model | $label | $values |"
   done
