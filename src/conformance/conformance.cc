@@ -246,6 +246,7 @@ CaseResult run_case(const std::string& directory, const std::string& name,
     verify_graph(graph);
     OptimizeOptions optimize;
     optimize.fuse_activations = true;
+    optimize.fold_channel_scales = true;
     optimize_graph(graph, optimize);
     Executor executor(graph);
     std::vector<fs::path> sets;

@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include "ir/verify.h"
+#include "passes/channel_scale_folding.h"
 #include "passes/constant_folding.h"
 #include "passes/conv_activation_fusion.h"
 #include "passes/conv_batchnorm_fusion.h"
@@ -55,6 +56,8 @@ PassResult optimize_graph(Graph& graph, const OptimizeOptions& options) {
   record(remove_identities(graph));
   record(fold_pads(graph));
   if (options.fuse_batchnorm) record(fuse_conv_batchnorm(graph));
+  // After batch-norm fusion, which rewrites the weights this scales.
+  if (options.fold_channel_scales) record(fold_channel_scales(graph));
   if (options.fuse_activations) {
     record(fuse_conv_activations(graph));
     record(fuse_layer_norms(graph));

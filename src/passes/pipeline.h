@@ -19,6 +19,10 @@ struct OptimizeOptions {
   /// because their results are not valid ONNX: only for graphs cleave runs itself, never
   /// exported ones.
   bool fuse_activations = false;
+  /// Channel-scale folding (fold_channel_scales). Valid ONNX, but it trades pre-packed
+  /// constant weights for a cheaper Mul, a choice made for cleave's runtime; so also off by
+  /// default.
+  bool fold_channel_scales = false;
   /// Runs verify_graph after every step, so that a broken pass is named at once.
   bool verify_each_step =
 #ifdef NDEBUG
@@ -32,7 +36,8 @@ struct OptimizeOptions {
 };
 
 /// Runs the passes in order: constant folding → dead-code elimination → Identity/Dropout
-/// removal → Conv+BatchNormalization fusion → Conv+activation, LayerNormalization and MatMul
+/// removal → Zero-Pad folding → Conv+BatchNormalization fusion → channel-scale folding (when
+/// enabled) → Conv+activation, LayerNormalization and MatMul
 /// epilogue fusion (when enabled) → dead-code elimination. Returns the per-step results in `steps`
 /// and their counts summed by name in `counts`. Throws Error naming the step when verification
 /// after it fails.

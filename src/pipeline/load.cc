@@ -123,6 +123,7 @@ Graph load_model(const std::string& path, const LoadOptions& options) {
   if (options.optimize) {
     OptimizeOptions optimize;
     optimize.fuse_activations = options.fuse_activations;
+    optimize.fold_channel_scales = options.fuse_activations;
     optimize.log = [&](const std::string& line) { say(options, "optimize: " + line); };
     optimize_graph(graph, optimize);
     verify_graph(graph);

@@ -20,7 +20,9 @@ struct LoadOptions {
   InputShapes shapes;                 ///< Fix symbolic (or replace) input dims.
   bool require_static_inputs = true;  ///< Refuse inputs whose dims are still symbolic.
   bool optimize = true;               ///< Run the graph passes.
-  bool fuse_activations = true;       ///< Fold Relu/Clip into Conv (runtime only, not for export).
+  /// The rewrites made for cleave's own runtime, not for export: fused activations and
+  /// epilogues, and channel-scale folding (see OptimizeOptions).
+  bool fuse_activations = true;
   std::function<void(const std::string&)> log;  ///< One line per step; may be empty.
 };
 

@@ -83,6 +83,7 @@ PassResult optimize_for_runtime(Graph& graph) {
   OptimizeOptions options;
   options.verify_each_step = true;
   options.fuse_activations = true;
+  options.fold_channel_scales = true;
   return optimize_graph(graph, options);
 }
 
@@ -251,6 +252,48 @@ TEST(Pipeline, FusedLayerNormAndMatMulEpiloguesComputeTheSameOutputs) {
   EXPECT_EQ(result.count("GELUs fused into MatMul"), 1);
   EXPECT_EQ(optimized.node_count(), 3u);  // LayerNormalization, MatMul, MatMul.
   expect_close(run(optimized, {1, 3, 8, 8}, {1, 3, 8, 4}), expected);
+}
+
+// EfficientNet's squeeze-and-excitation block: SiLU Conv, pooled scales, and the projection
+// Conv (with a BatchNormalization to fuse first) reading the scaled data.
+const char* kSqueezeExcitation = R"(graph main [ai.onnx=13] (%x: f32[1,4,8,8]) {
+  @w1: f32[4,4,1,1]
+  @reduce: f32[2,4,1,1]
+  @reduce_bias: f32[2]
+  @expand: f32[4,2,1,1]
+  @expand_bias: f32[4]
+  @w2: f32[3,4,1,1]
+  @scale2: f32[3]
+  @shift2: f32[3]
+  @mean2: f32[3]
+  @var2: f32[3]
+  %c1: f32[1,4,8,8] = Conv[kernel_shape=[1,1]](%x, @w1)
+  %g1: f32[1,4,8,8] = Sigmoid(%c1)
+  %a1: f32[1,4,8,8] = Mul(%c1, %g1)
+  %p: f32[1,4,1,1] = GlobalAveragePool(%a1)
+  %r: f32[1,2,1,1] = Conv[kernel_shape=[1,1]](%p, @reduce, @reduce_bias)
+  %rg: f32[1,2,1,1] = Sigmoid(%r)
+  %ra: f32[1,2,1,1] = Mul(%r, %rg)
+  %e: f32[1,4,1,1] = Conv[kernel_shape=[1,1]](%ra, @expand, @expand_bias)
+  %es: f32[1,4,1,1] = Sigmoid(%e)
+  %m: f32[1,4,8,8] = Mul(%a1, %es)
+  %c2: f32[1,3,8,8] = Conv[kernel_shape=[1,1]](%m, @w2)
+  %n2: f32[1,3,8,8] = BatchNormalization(%c2, @scale2, @shift2, @mean2, @var2)
+  return %n2
+}
+)";
+
+TEST(Pipeline, SqueezeAndExcitationScaleFoldedIntoFusedWeightsComputesTheSameOutputs) {
+  Graph original = random_model(kSqueezeExcitation);
+  std::vector<float> expected = run(original, {1, 4, 8, 8}, {1, 3, 8, 8});
+  Graph optimized = random_model(kSqueezeExcitation);
+  PassResult result = optimize_for_runtime(optimized);
+  EXPECT_EQ(result.count("BatchNormalization nodes fused into Conv"), 1);
+  EXPECT_EQ(result.count("channel scales folded into Conv weights"), 1);
+  // The Mul now scales the batch-norm-fused weights, not the data.
+  const Node& scale = optimized.node(*optimized.find_node("m"));
+  EXPECT_EQ(optimized.value(scale.inputs[0]).name, "w2");
+  expect_close(run(optimized, {1, 4, 8, 8}, {1, 3, 8, 8}), expected);
 }
 
 }  // namespace

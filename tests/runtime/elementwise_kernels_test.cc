@@ -558,6 +558,30 @@ TEST_P(LargeBinaryTest, RowBroadcastMatchesReference) {
                 expected, 1e-6);
 }
 
+TEST_P(LargeBinaryTest, ScaleOfWeightsAlongTheirInputChannels) {
+  // [O, C, 1, 1] with [1, C, 1, 1]: what channel-scale folding leaves. 1,500 x 50 elements
+  // split between two threads at a point that is no multiple of the 50 channels.
+  const std::string op = GetParam();
+  const std::vector<double> big = ramp(1500 * 50, -4, 4);
+  const std::vector<double> scale = ramp(50, 0.25, 3);
+  const std::string text = "graph g (%a: f32[1500,50,1,1], %b: f32[1,50,1,1]) {\n %y = " + op +
+                           "(%a, %b)\n return %y\n}";
+  std::vector<double> expected;
+  for (std::size_t i = 0; i < big.size(); ++i) {
+    const double a = static_cast<float>(big[i]);
+    const double b = static_cast<float>(scale[i % 50]);
+    expected.push_back(op == "Add" ? a + b : op == "Sub" ? a - b : op == "Mul" ? a * b : a / b);
+  }
+  ExecutorOptions two_threads;
+  two_threads.threads = 2;
+  for (const ExecutorOptions& options : {ExecutorOptions{}, two_threads}) {
+    expect_values(
+        run_one(text, {{"a", floats({1500, 50, 1, 1}, big)}, {"b", floats({1, 50, 1, 1}, scale)}},
+                options),
+        expected, 1e-6);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Ops, LargeBinaryTest, testing::Values("Add", "Sub", "Mul", "Div"));
 
 TEST(Broadcasting, TwoThreadsGiveTheSameResult) {

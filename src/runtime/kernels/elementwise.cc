@@ -165,6 +165,19 @@ class ChannelBroadcastKernel final : public Kernel {
         break;
     }
     const int64_t row_size = spatial_;
+    if (row_size == 1) {
+      // [N, C] against [C] (a scale applied to weights [O, C, 1, 1]): rows of one element
+      // would cost a division each, so walk the channels instead.
+      parallel_for(batch_ * channels_, threads_, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end;) {
+          const int64_t first_channel = i % channels_;
+          const int64_t to = std::min(end, i + channels_ - first_channel);
+          const float* v = values_.data() + first_channel - i;
+          for (; i < to; ++i) out[i] = op(x[i], v[i]);
+        }
+      });
+      return;
+    }
     parallel_for(batch_ * channel_blocks_ * row_size, threads_, [&](int64_t begin, int64_t end) {
       for (int64_t row = begin / row_size; row * row_size < end; ++row) {
         const float scalar = values_[row % channel_blocks_];
