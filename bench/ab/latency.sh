@@ -6,6 +6,8 @@
 # Usage (from the repository root):
 #   bench/ab/latency.sh BEFORE_CLEAVE AFTER_CLEAVE [ROUNDS] [MODEL ...]
 # Models are corpus names in ~/.cache/cleave/models (default: efficientnet_b0 regnet_y_400mf).
+# RUN_ARGS adds options to every `cleave run`, e.g. RUN_ARGS="--layouts blocked" so that a
+# noisy layout choice (each binary makes its own) does not hide the change being measured.
 set -euo pipefail
 if [ $# -lt 2 ]; then
   echo "usage: $0 BEFORE_CLEAVE AFTER_CLEAVE [ROUNDS] [MODEL ...]" >&2
@@ -25,7 +27,7 @@ median_ms() {  # before|after model threads -> median ms of one `cleave run`
   [ "$1" = after ] && binary=$after
   # Each binary keeps its own layout choices.
   CLEAVE_CACHE_DIR="$work/cache-$1" \
-    "$binary" run "$corpus/$2.onnx" --threads "$3" --warmup 10 --repeat 40 --json |
+    "$binary" run "$corpus/$2.onnx" --threads "$3" --warmup 10 --repeat 40 --json ${RUN_ARGS:-} |
     /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["latency_ms"]["median"])'
 }
 echo "| model | threads | before: median of medians (lowest) ms | after: median of medians (lowest) ms | after / before, median of $rounds paired runs |"

@@ -951,10 +951,11 @@ class DirectKernel {
   }
 
   std::unique_ptr<Kernel> prepare(const std::vector<const Tensor*>& inputs,
-                                  std::vector<bool> constant, bool blocked_outputs_allowed) {
+                                  std::vector<bool> constant, bool blocked_outputs_allowed,
+                                  int threads = 1) {
     const NodeId node = graph_.node_ids().at(0);
-    KernelContext context{graph_,  node, graph_.node(node),      17, inputs, std::move(constant),
-                          engine_, 1,    blocked_outputs_allowed};
+    KernelContext context{graph_,  node,    graph_.node(node),      17, inputs, std::move(constant),
+                          engine_, threads, blocked_outputs_allowed};
     const KernelInfo* info = KernelRegistry::global().find("", graph_.node(node).op_type, 17);
     EXPECT_NE(info, nullptr);
     for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -1112,6 +1113,27 @@ TEST(BlockedLayouts, PerChannelOperandOnEightChannelBlocks) {
         }
       }
     }
+  }
+}
+
+// A squeeze-and-excitation scale on 16-channel blocks, big enough to be split between two
+// threads (mid-way through a channel block's pixels): the same values as on one thread.
+TEST(BlockedLayouts, PerChannelOperandSplitBetweenTwoThreads) {
+  DirectKernel direct(
+      "graph g (%a: f32[1,40,40,40], %b: f32[1,40,1,1]) {\n %y = Mul(%a, %b)\n"
+      " return %y\n}");
+  const std::vector<double> big = ramp(40 * 1600, -5, 5);
+  const std::vector<double> small = ramp(40, 0.5, 3);
+  Tensor big_blocked = direct.blocked(floats({1, 40, 40, 40}, big));
+  Tensor small_blocked = direct.blocked(floats({1, 40, 1, 1}, small));
+  std::vector<double> expected;
+  for (std::size_t i = 0; i < big.size(); ++i) {
+    expected.push_back(static_cast<float>(big[i]) * static_cast<float>(small[i / 1600]));
+  }
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    auto kernel = direct.prepare({&big_blocked, &small_blocked}, {false, false}, true, threads);
+    expect_values(direct.run(*kernel, {&big_blocked, &small_blocked}), expected, 1e-6);
   }
 }
 

@@ -192,18 +192,26 @@ class ChannelBroadcastKernel final : public Kernel {
   template <int64_t kBlock, typename Op>
   void apply_blocked(const float* x, float* out, Op op) const {
     const int64_t pixels = batch_ * channel_blocks_ * spatial_;
-    parallel_for(pixels, threads_, [&](int64_t begin, int64_t end) {
-      for (int64_t pixel = begin; pixel < end;) {
-        const int64_t row = pixel / spatial_;
-        const float* v = values_.data() + (row % channel_blocks_) * kBlock;
-        const int64_t row_end = std::min(end, (row + 1) * spatial_);
-        for (; pixel < row_end; ++pixel) {
-          const float* in = x + pixel * kBlock;
-          float* to = out + pixel * kBlock;
-          for (int64_t lane = 0; lane < kBlock; ++lane) to[lane] = op(in[lane], v[lane]);
-        }
-      }
-    });
+    // Blocked data comes from a convolution that has just run on every thread: the team is
+    // awake and each core holds part of the data, so even small tensors gain from splitting
+    // (EfficientNet-B0 at 2 threads: 3% faster). The default threshold counted pixels here, so
+    // not one of its squeeze-and-excitation Muls was split.
+    const int64_t min_parallel_pixels = kBlockedParallelThreshold / kBlock;
+    parallel_for(
+        pixels, threads_,
+        [&](int64_t begin, int64_t end) {
+          for (int64_t pixel = begin; pixel < end;) {
+            const int64_t row = pixel / spatial_;
+            const float* v = values_.data() + (row % channel_blocks_) * kBlock;
+            const int64_t row_end = std::min(end, (row + 1) * spatial_);
+            for (; pixel < row_end; ++pixel) {
+              const float* in = x + pixel * kBlock;
+              float* to = out + pixel * kBlock;
+              for (int64_t lane = 0; lane < kBlock; ++lane) to[lane] = op(in[lane], v[lane]);
+            }
+          }
+        },
+        min_parallel_pixels);
   }
 
   dnnl::algorithm algorithm_;

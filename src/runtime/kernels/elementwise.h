@@ -24,6 +24,9 @@ namespace cleave::elementwise {
 
 // Below this many elements a loop runs on one thread: waking a team costs more than it saves.
 inline constexpr int64_t kParallelThreshold = int64_t{1} << 16;
+// The same for data in a oneDNN channel-blocked layout, which a convolution has just written
+// from all threads (see the channel-broadcast kernel).
+inline constexpr int64_t kBlockedParallelThreshold = int64_t{1} << 15;
 // Below this many elements a plain vectorised loop (add, max, ...) beats a oneDNN primitive,
 // whose call costs about as much as 10K elements of such a loop.
 inline constexpr int64_t kDnnlThreshold = int64_t{1} << 14;
@@ -162,10 +165,12 @@ inline const std::vector<DataType> kNumericTypes = {CLEAVE_NUMERIC_TYPES};
 // ---- Parallel loops ------------------------------------------------------------------------
 
 // Calls body(begin, end) over [0, count), split across up to `threads` OpenMP threads when the
-// range is large. The body must not throw (exceptions cannot leave an OpenMP region).
+// range has at least `min_parallel` elements. The body must not throw (exceptions cannot leave
+// an OpenMP region).
 template <typename Body>
-void parallel_for(int64_t count, int threads, Body&& body) {
-  if (threads <= 1 || count < kParallelThreshold) {
+void parallel_for(int64_t count, int threads, Body&& body,
+                  int64_t min_parallel = kParallelThreshold) {
+  if (threads <= 1 || count < min_parallel) {
     if (count > 0) body(int64_t{0}, count);
     return;
   }
