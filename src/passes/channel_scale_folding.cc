@@ -26,7 +26,7 @@ bool is_channel_scale(const Shape& scale, const Shape& data) {
 bool try_fold(Graph& graph, NodeId mul_id, const std::vector<bool>& read_by_bodies) {
   if (!is_single_output_op(graph, mul_id, "Mul")) return false;
   const Node& mul = graph.node(mul_id);
-  if (mul.inputs.size() != 2) return false;
+  if (mul.inputs.size() != 2 || mul.attribute("broadcast")) return false;
   const ValueId product = mul.outputs[0];
   const NodeId conv_id = only_reader(graph, product, read_by_bodies);
   if (conv_id < 0) return false;
@@ -52,7 +52,7 @@ bool try_fold(Graph& graph, NodeId mul_id, const std::vector<bool>& read_by_bodi
         data_value.shape.sizes()[1] != weight_data.dims[1]) {
       continue;
     }
-    // The weights' Mul replaces the data's only where it reads fewer elements.
+    // Scaling and reordering the weights must touch fewer elements than scaling the data.
     if (2 * weight_data.element_count() >= data_value.shape.element_count()) return false;
 
     const std::string mul_name = mul.name;

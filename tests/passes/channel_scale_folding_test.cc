@@ -108,6 +108,19 @@ TEST(ChannelScaleFolding, KeepsGroupedConvsAndScalesAlongOtherAxes) {
   EXPECT_FALSE(result.changed());
 }
 
+TEST(ChannelScaleFolding, KeepsALegacyBroadcastMul) {
+  // Opset 6's broadcast=1 places a [C] operand at `axis`, not by numpy's rule.
+  PassResult result;
+  fold(R"(graph main [ai.onnx=6] (%x: f32[1,2,4,4], %s: f32[1,2,1,1]) {
+  @w: f32[3,2,1,1] = [1, 2, 3, 4, 5, 6]
+  %m = Mul[broadcast=1](%x, %s)
+  %y = Conv[kernel_shape=[1,1]](%m, @w)
+  return %y
+})",
+       &result);
+  EXPECT_FALSE(result.changed());
+}
+
 TEST(ChannelScaleFolding, KeepsAMulThatIsTheConvsWeights) {
   PassResult result;
   fold(R"(graph main [ai.onnx=17] (%x: f32[1,2,4,4], %s: f32[1,2,1,1]) {
