@@ -9,7 +9,8 @@
 //   /tmp/depthwise fused C E H S T   the two primitives against oneDNN's fused depthwise
 //                                    post-op (append_dw_k3s1p1 / k3s2p1: 3x3, stride S), ReLU6
 //                                    after each; median of 30 blocks of 10 runs
-// The shapes in docs/results/parallel.md: chain 80 480 14 5 (MnasNet's block 8), and fused
+// The shapes in docs/results/parallel.md: chain 24 72 56 3 (MnasNet's blocks 8.1 and 8.2) and
+// 24 80 56 3, and fused
 // 16 96 112 2, 24 144 56 1, 24 144 56 2, 32 192 28 1, 32 192 28 2, 64 384 14 1, 96 576 14 1,
 // 96 576 14 2, 160 960 7 1 (MobileNet-V2's blocks).
 #include <omp.h>
