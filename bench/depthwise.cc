@@ -9,10 +9,15 @@
 //   /tmp/depthwise fused C E H S T   the two primitives against oneDNN's fused depthwise
 //                                    post-op (append_dw_k3s1p1 / k3s2p1: 3x3, stride S), ReLU6
 //                                    after each; median of 30 blocks of 10 runs
+//   /tmp/depthwise split E H K S      a K x K depthwise convolution (stride S) on E channels
+//                                    as one 2-thread primitive against two 1-thread ones on
+//                                    the two halves of its channel blocks, run side by side
+//                                    in an OpenMP region; median of 30 blocks of 20 runs
 // The shapes in docs/results/parallel.md: chain 24 72 56 3 (MnasNet's blocks 8.1 and 8.2) and
 // 24 80 56 3, and fused
 // 16 96 112 2, 24 144 56 1, 24 144 56 2, 32 192 28 1, 32 192 28 2, 64 384 14 1, 96 576 14 1,
-// 96 576 14 2, 160 960 7 1 (MobileNet-V2's blocks).
+// 96 576 14 2, 160 960 7 1 (MobileNet-V2's blocks), and split 72 56 3 1, 72 56 5 2,
+// 144 56 3 1, 96 112 3 2, 120 28 5 1, 240 28 3 1, 480 14 5 1.
 #include <omp.h>
 
 #include <algorithm>
@@ -95,12 +100,96 @@ double median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
+// The depthwise convolution on `channels` (16-channel blocks, ReLU, user scratchpad as in
+// cleave's kernels) for `threads` OpenMP threads.
+dnnl::convolution_forward::primitive_desc depthwise_for(const dnnl::engine& engine,
+                                                        int64_t channels, int64_t size,
+                                                        int64_t kernel, int64_t stride,
+                                                        int threads) {
+  omp_set_num_threads(threads);  // oneDNN fixes the team size when a primitive is created.
+  dnnl::post_ops relu;
+  relu.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  dnnl::primitive_attr attr = with_post_ops(relu);
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const int64_t out_size = (size + 2 * (kernel / 2) - kernel) / stride + 1;
+  return convolution(engine, float_desc({1, channels, size, size}, Tag::nChw16c),
+                     {channels, 1, 1, kernel, kernel}, channels,
+                     float_desc({1, channels, out_size, out_size}, Tag::nChw16c), stride,
+                     kernel / 2, attr);
+}
+
+// Arguments of `desc` over caller-owned source and destination bytes.
+std::unordered_map<int, memory> depthwise_arguments(
+    const dnnl::convolution_forward::primitive_desc& desc, const dnnl::engine& engine,
+    float* source, float* destination) {
+  return {{DNNL_ARG_SRC, memory(desc.src_desc(), engine, source)},
+          {DNNL_ARG_WEIGHTS, filled(desc.weights_desc(), engine)},
+          {DNNL_ARG_BIAS, filled(desc.bias_desc(), engine)},
+          {DNNL_ARG_DST, memory(desc.dst_desc(), engine, destination)},
+          {DNNL_ARG_SCRATCHPAD, memory(desc.scratchpad_desc(), engine)}};
+}
+
+int split_mode(int64_t channels, int64_t size, int64_t kernel, int64_t stride) {
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  const int64_t blocks = (channels + 15) / 16;
+  const int64_t first_channels = (blocks + 1) / 2 * 16;
+  auto whole = depthwise_for(engine, channels, size, kernel, stride, 2);
+  auto first = depthwise_for(engine, first_channels, size, kernel, stride, 1);
+  auto second = depthwise_for(engine, channels - first_channels, size, kernel, stride, 1);
+  omp_set_num_threads(2);
+  const int64_t out_size = whole.dst_desc().dims()[2];
+  std::vector<float> source(whole.src_desc().get_size() / sizeof(float), 0.5f);
+  std::vector<float> destination(whole.dst_desc().get_size() / sizeof(float));
+  // In 16-channel blocks a block range is one contiguous stretch of the tensor.
+  const int64_t source_offset = first_channels * size * size;
+  const int64_t destination_offset = first_channels * out_size * out_size;
+  auto whole_arguments = depthwise_arguments(whole, engine, source.data(), destination.data());
+  std::vector<std::unordered_map<int, memory>> part_arguments = {
+      depthwise_arguments(first, engine, source.data(), destination.data()),
+      depthwise_arguments(second, engine, source.data() + source_offset,
+                          destination.data() + destination_offset)};
+  dnnl::convolution_forward whole_primitive(whole);
+  std::vector<dnnl::convolution_forward> parts = {dnnl::convolution_forward(first),
+                                                  dnnl::convolution_forward(second)};
+  auto run_whole = [&] { whole_primitive.execute(stream, whole_arguments); };
+  auto run_split = [&] {
+#pragma omp parallel num_threads(2)
+    {
+      const int part = omp_get_thread_num();
+      parts[part].execute(stream, part_arguments[part]);
+    }
+  };
+  for (int i = 0; i < 100; ++i) {
+    run_whole();
+    run_split();
+  }
+  std::vector<double> whole_times, split_times;
+  for (int block = 0; block < 30; ++block) {
+    const double start = seconds_now();
+    for (int i = 0; i < 20; ++i) run_whole();
+    const double middle = seconds_now();
+    for (int i = 0; i < 20; ++i) run_split();
+    whole_times.push_back((middle - start) / 20);
+    split_times.push_back((seconds_now() - middle) / 20);
+  }
+  std::printf("one 2-thread primitive %.1f us [%s], split %lld + %lld channels %.1f us\n",
+              median(whole_times) * 1e6, whole.impl_info_str(),
+              static_cast<long long>(first_channels),
+              static_cast<long long>(channels - first_channels), median(split_times) * 1e6);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string mode = argc == 7 ? argv[1] : "";
-  if (mode != "chain" && mode != "fused") {
-    std::fprintf(stderr, "usage: %s chain C E H K T | fused C E H S T\n", argv[0]);
+  const std::string mode = argc >= 2 ? argv[1] : "";
+  if (mode == "split" && argc == 6) {
+    return split_mode(std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]),
+                      std::atoi(argv[5]));
+  }
+  if ((mode != "chain" && mode != "fused") || argc != 7) {
+    std::fprintf(stderr, "usage: %s chain C E H K T | fused C E H S T | split E H K S\n", argv[0]);
     return 2;
   }
   const int64_t channels_in = std::atoi(argv[2]), expanded = std::atoi(argv[3]),
