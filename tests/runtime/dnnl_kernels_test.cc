@@ -1,6 +1,8 @@
 // Tests of the oneDNN-backed kernels (conv, matmul, pooling, norms, softmax, concat, reductions)
 // against naive loop references.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +14,7 @@
 
 #include "runtime/executor.h"
 #include "runtime/kernel.h"
+#include "runtime/kernels/dnnl_util.h"
 #include "runtime/tensor.h"
 
 namespace cleave {
@@ -99,16 +102,19 @@ class OneNode {
     return *this;
   }
 
-  std::vector<Tensor> run() {
+  std::vector<Tensor> run(ExecutorOptions options = {}) {
     build();
-    Executor executor(graph_);
+    Executor executor(graph_, options);
     return executor.run(feeds_);
   }
   Tensor run_one() { return run().at(0); }
 
   /// Prepares the node's kernel directly (as the executor would), with blocked outputs allowed.
-  std::unique_ptr<Kernel> prepare(bool blocked_outputs_allowed) {
+  /// With `blocked_input`, input 0 comes in 16-channel blocks, as from a blocked producer.
+  std::unique_ptr<Kernel> prepare(bool blocked_outputs_allowed, int threads = 1,
+                                  bool blocked_input = false) {
     build();
+    held_.clear();
     std::vector<const Tensor*> inputs;
     std::vector<bool> constant;
     for (ValueId id : inputs_) {
@@ -118,17 +124,45 @@ class OneNode {
         constant.push_back(true);
       } else {
         held_.push_back(feeds_.at(v.name));
+        if (blocked_input && held_.size() == 1) held_.back() = in_sixteen_channel_blocks(held_[0]);
         constant.push_back(false);
       }
     }
     for (const Tensor& t : held_) inputs.push_back(&t);
     const Node& node = graph_.node(node_);
-    KernelContext context{graph_,   node_,   node, graph_.opset_imports[""], inputs,
-                          constant, engine_, 1,    blocked_outputs_allowed};
+    KernelContext context{graph_,   node_,   node,    graph_.opset_imports[""], inputs,
+                          constant, engine_, threads, blocked_outputs_allowed};
     return KernelRegistry::global().find("", op_, graph_.opset_imports[""])->create(context);
   }
 
+  /// Runs a kernel from prepare() on the inputs prepared with it; the output comes back plain.
+  Tensor run_prepared(Kernel& kernel) {
+    std::vector<const Tensor*> inputs;
+    for (const Tensor& t : held_) inputs.push_back(&t);
+    const OutputSpec spec = kernel.output_specs().at(0);
+    auto storage = std::make_shared<Buffer>(spec.layout ? spec.layout->get_size()
+                                                        : plain_byte_size(spec.dtype, spec.shape));
+    Tensor output = Tensor::view(spec.dtype, spec.shape, storage);
+    output.set_layout(spec.layout);
+    kernel.run(inputs, {&output}, stream_);
+    stream_.wait();
+    return to_plain(output, engine_, stream_);
+  }
+
  private:
+  Tensor in_sixteen_channel_blocks(const Tensor& plain) {
+    const dnnl::memory::desc layout(dnnl::memory::dims(plain.shape().begin(), plain.shape().end()),
+                                    dnnl::memory::data_type::f32,
+                                    dnnl::memory::format_tag::nChw16c);
+    auto storage = std::make_shared<Buffer>(layout.get_size());
+    LayoutReorder(plain_desc(plain.shape()), layout, engine_)
+        .run(plain.raw(), storage->data(), stream_);
+    stream_.wait();
+    Tensor blocked = Tensor::view(DataType::kFloat, plain.shape(), storage);
+    blocked.set_layout(layout);
+    return blocked;
+  }
+
   void build() {
     if (built_) return;
     built_ = true;
@@ -149,6 +183,7 @@ class OneNode {
   NodeId node_ = -1;
   std::vector<Tensor> held_;
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream_{engine_};
 };
 
 void expect_near(const Tensor& actual, const Shape64& shape, const std::vector<float>& expected) {
@@ -583,6 +618,108 @@ TEST(DnnlConv, ProducesPlainLayoutWhenNotAllowed) {
   node.ints("pads", {1, 1, 1, 1});
   auto kernel = node.prepare(false);
   EXPECT_FALSE(kernel->output_specs()[0].layout.has_value());
+}
+
+// Depthwise convolutions on 2 threads run as one single-thread primitive per half of their
+// 16-channel blocks (when they come blocked, as from the 1x1 convolution before them); each
+// output element is computed as on 1 thread.
+struct DepthwiseCase {
+  int64_t channels, size, kernel, stride;
+  std::string activation;
+};
+
+OneNode depthwise_node(const DepthwiseCase& c) {
+  const int64_t pad = c.kernel / 2;
+  OneNode node("Conv");
+  node.input({1, c.channels, c.size, c.size}, random_values(c.channels * c.size * c.size, 1))
+      .constant({c.channels, 1, c.kernel, c.kernel},
+                random_values(c.channels * c.kernel * c.kernel, 2))
+      .constant({c.channels}, random_values(c.channels, 3))
+      .integer("group", c.channels)
+      .ints("strides", {c.stride, c.stride})
+      .ints("pads", {pad, pad, pad, pad});
+  if (!c.activation.empty()) node.text("activation", c.activation);
+  return node;
+}
+
+std::string depthwise_implementation(const DepthwiseCase& c, int threads, bool blocked = true) {
+  return depthwise_node(c).prepare(true, threads, blocked)->implementation();
+}
+
+TEST(DnnlDepthwiseSplit, TwoThreadsSplitFourAndAHalfBlocks) {
+  EXPECT_THAT(depthwise_implementation({72, 8, 3, 1, ""}, 2),
+              testing::EndsWith("in 2 channel parts"));
+}
+
+TEST(DnnlDepthwiseSplit, OneThreadDoesNotSplit) {
+  EXPECT_THAT(depthwise_implementation({72, 8, 3, 1, ""}, 1),
+              testing::Not(testing::HasSubstr("channel parts")));
+}
+
+TEST(DnnlDepthwiseSplit, FewerThanTwoBlocksPerThreadAreNotSplit) {
+  EXPECT_THAT(depthwise_implementation({40, 8, 3, 1, ""}, 2),
+              testing::Not(testing::HasSubstr("channel parts")));
+}
+
+TEST(DnnlDepthwiseSplit, FourThreadsSplitEightBlocksInFour) {
+  EXPECT_THAT(depthwise_implementation({128, 8, 3, 1, ""}, 4),
+              testing::EndsWith("in 4 channel parts"));
+}
+
+TEST(DnnlDepthwiseSplit, PlainInputIsNotSplit) {
+  // oneDNN reads it with another kernel (brdgmm_dw on channels-last), which shares well.
+  EXPECT_THAT(depthwise_implementation({72, 8, 3, 1, ""}, 2, /*blocked=*/false),
+              testing::Not(testing::HasSubstr("channel parts")));
+}
+
+TEST(DnnlDepthwiseSplit, GroupedButNotDepthwiseIsNotSplit) {
+  OneNode node("Conv");
+  node.input({1, 128, 6, 6}, random_values(128 * 36, 1))
+      .constant({128, 2, 3, 3}, random_values(128 * 18, 2))
+      .integer("group", 64)
+      .ints("pads", {1, 1, 1, 1});
+  EXPECT_THAT(node.prepare(true, 2, true)->implementation(),
+              testing::Not(testing::HasSubstr("channel parts")));
+}
+
+void expect_split_equals_one_thread(const DepthwiseCase& c) {
+  OneNode split_node = depthwise_node(c);
+  auto split_kernel = split_node.prepare(false, 2, true);
+  ASSERT_THAT(split_kernel->implementation(), testing::HasSubstr("channel parts"));
+  Tensor split = split_node.run_prepared(*split_kernel);
+  const int team = omp_get_max_threads();
+  omp_set_num_threads(1);  // A truly single-thread primitive, as a 1-thread run makes.
+  OneNode single_node = depthwise_node(c);
+  auto single_kernel = single_node.prepare(false, 1, true);
+  omp_set_num_threads(team);
+  Tensor single = single_node.run_prepared(*single_kernel);
+  ASSERT_EQ(split.shape(), single.shape());
+  EXPECT_EQ(std::memcmp(split.raw(), single.raw(), single.element_count() * sizeof(float)), 0);
+  // And both are right: the reference with the activation applied.
+  const int64_t pad = c.kernel / 2;
+  Window window{{c.stride, c.stride}, {1, 1}, {pad, pad}};
+  const int64_t out = (c.size + 2 * pad - c.kernel) / c.stride + 1;
+  std::vector<float> expected = conv_reference(
+      random_values(c.channels * c.size * c.size, 1), {1, c.channels, c.size, c.size},
+      random_values(c.channels * c.kernel * c.kernel, 2), {c.channels, 1, c.kernel, c.kernel},
+      random_values(c.channels, 3), c.channels, window, {1, c.channels, out, out});
+  for (float& value : expected) {
+    if (c.activation == "Relu") value = std::max(value, 0.0f);
+    if (c.activation == "Swish") value = value / (1.0f + std::exp(-value));
+  }
+  expect_near(split, {1, c.channels, out, out}, expected);
+}
+
+TEST(DnnlDepthwiseSplit, SplitOutputEqualsOneThreadBitForBit) {
+  expect_split_equals_one_thread({72, 14, 3, 1, ""});
+}
+
+TEST(DnnlDepthwiseSplit, StridedFiveByFiveWithReluEqualsOneThread) {
+  expect_split_equals_one_thread({72, 15, 5, 2, "Relu"});
+}
+
+TEST(DnnlDepthwiseSplit, FullBlocksWithSwishEqualOneThread) {
+  expect_split_equals_one_thread({96, 9, 3, 1, "Swish"});
 }
 
 // ---- ConvTranspose ----------------------------------------------------------------------
