@@ -202,6 +202,7 @@ void NodeRunner::run(const std::vector<const Tensor*>& inputs, const std::vector
     const OutputSpec& spec = specs_[i];
     if (spec.alias_of >= 0) {
       outputs[i] = aliased_output(*inputs.at(spec.alias_of), spec);
+      outputs[i].set_layout(spec.layout);  // A view may read the same bytes in another layout.
     } else if (placed && i < placed->size() && (*placed)[i].raw()) {
       outputs[i] = (*placed)[i];
     } else {

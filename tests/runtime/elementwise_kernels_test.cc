@@ -1236,6 +1236,28 @@ TEST(BlockedLayouts, TransposeOfAChannelsLastInputToNhwcCopiesNothing) {
   EXPECT_FALSE(kernel->output_specs()[0].layout.has_value());
 }
 
+TEST(BlockedLayouts, TransposeOfNhwcToNchwIsAChannelsLastViewWhenConsumersReadLayouts) {
+  DirectKernel direct(
+      "graph g (%x: f32[1,5,5,20]) {\n %y = Transpose[perm=[0,3,1,2]](%x)\n return %y\n}");
+  const std::vector<double> values = ramp(kChannels * 25, -5, 5);
+  Tensor nhwc = floats({1, 5, 5, kChannels}, values);
+  auto kernel = direct.prepare({&nhwc}, {false}, true);
+  const OutputSpec spec = kernel->output_specs()[0];
+  EXPECT_EQ(spec.alias_of, 0);
+  ASSERT_TRUE(spec.layout.has_value());
+  EXPECT_TRUE(*spec.layout == dnnl::memory::desc({1, kChannels, 5, 5}, dnnl::memory::data_type::f32,
+                                                 dnnl::memory::format_tag::nhwc));
+}
+
+TEST(BlockedLayouts, TransposeOfNhwcToNchwCopiesWhenConsumersNeedPlain) {
+  DirectKernel direct(
+      "graph g (%x: f32[1,5,5,20]) {\n %y = Transpose[perm=[0,3,1,2]](%x)\n return %y\n}");
+  Tensor nhwc = floats({1, 5, 5, kChannels}, ramp(kChannels * 25, -5, 5));
+  auto kernel = direct.prepare({&nhwc}, {false}, false);
+  EXPECT_EQ(kernel->output_specs()[0].alias_of, -1);
+  EXPECT_FALSE(kernel->output_specs()[0].layout.has_value());
+}
+
 // Through the executor with each convolution family: a convolution's output moved to NHWC and
 // back (ConvNeXt's blocks) equals the plain-layout run.
 TEST(BlockedLayouts, TransposesAroundAConvolutionMatchAPlainRunInEveryFamily) {
@@ -1252,6 +1274,42 @@ TEST(BlockedLayouts, TransposesAroundAConvolutionMatchAPlainRunInEveryFamily) {
       "  %t = Transpose[perm=[0,2,3,1]](%c)\n"
       "  %r = Relu(%t)\n"
       "  %y = Transpose[perm=[0,3,1,2]](%r)\n"
+      "  return %y\n"
+      "}\n";
+  std::map<std::string, Tensor> inputs = {{"x", floats({1, 16, 6, 6}, ramp(16 * 36, -2, 2))}};
+  ExecutorOptions plain;
+  plain.blocked_layouts = false;
+  const std::vector<double> expected = run_one(text, inputs, plain).to_double_vector();
+  for (ConvolutionFamily family : {ConvolutionFamily::kBlocked, ConvolutionFamily::kWinograd,
+                                   ConvolutionFamily::kChannelsLast}) {
+    SCOPED_TRACE(to_string(family));
+    ExecutorOptions options;
+    options.convolution_family = family;
+    expect_values(run_one(text, inputs, options), expected, 1e-6);
+  }
+}
+
+// The same with ConvNeXt's whole block: after the Transpose back, a layer scale, the residual
+// Add and the next depthwise convolution read the channels-last view.
+TEST(BlockedLayouts, ConvNeXtBlockOnAChannelsLastViewMatchesAPlainRunInEveryFamily) {
+  std::string weights, scale;
+  for (int i = 0; i < 16 * 9; ++i) weights += (i ? "," : "") + std::to_string((i % 7 - 3) / 8.0);
+  for (int i = 0; i < 16; ++i) scale += (i ? "," : "") + std::to_string(0.25 + i / 16.0);
+  const std::string text =
+      "graph g (%x: f32[1,16,6,6]) {\n"
+      "  @w: f32[16,1,3,3] = [" +
+      weights +
+      "]\n"
+      "  @s: f32[16,1,1] = [" +
+      scale +
+      "]\n"
+      "  %c = Conv[group=16, pads=[1,1,1,1]](%x, @w)\n"
+      "  %t = Transpose[perm=[0,2,3,1]](%c)\n"
+      "  %r = Relu(%t)\n"
+      "  %b = Transpose[perm=[0,3,1,2]](%r)\n"
+      "  %m = Mul(@s, %b)\n"
+      "  %a = Add(%m, %x)\n"
+      "  %y = Conv[group=16, pads=[1,1,1,1]](%a, @w)\n"
       "  return %y\n"
       "}\n";
   std::map<std::string, Tensor> inputs = {{"x", floats({1, 16, 6, 6}, ramp(16 * 36, -2, 2))}};

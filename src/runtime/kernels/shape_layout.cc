@@ -31,6 +31,17 @@ std::unique_ptr<Kernel> view_copy(const KernelContext& context, std::vector<int6
       std::move(shape_inputs));
 }
 
+// The channels-last layout of a rank 3-5 float shape, or an empty descriptor.
+dnnl::memory::desc channels_last(const std::vector<int64_t>& shape) {
+  using Tag = dnnl::memory::format_tag;
+  const Tag tag = shape.size() == 3   ? Tag::nwc
+                  : shape.size() == 4 ? Tag::nhwc
+                  : shape.size() == 5 ? Tag::ndhwc
+                                      : Tag::undef;
+  if (tag == Tag::undef) return {};
+  return dnnl::memory::desc(to_dnnl_dims(shape), dnnl::memory::data_type::f32, tag);
+}
+
 // A float Transpose as one oneDNN reorder, jitted and threaded: ConvNeXt's NCHW<->NHWC
 // Transposes took 4.7 of its 55 ms at 2 threads as strided copies. It reads a convolution's
 // blocked output directly, unblocking and permuting in one pass, and when the permuted input
@@ -47,6 +58,15 @@ class ReorderTransposeKernel : public Kernel {
     dnnl::memory::desc permuted = desc_of(data).permute_axes(to_output);
     if (permuted == plain_desc(spec_.shape)) {
       spec_.alias_of = 0;
+      return;
+    }
+    // Likewise when they are the output in channels-last (ConvNeXt's NHWC -> NCHW after each
+    // MLP) and the consumers read layouts: its layer scale, residual Add and next depthwise
+    // convolution then work in channels-last, with no copy back and forth.
+    if (context.blocked_outputs_allowed && data.dtype() == DataType::kFloat &&
+        permuted == channels_last(spec_.shape)) {
+      spec_.alias_of = 0;
+      spec_.layout = permuted;
       return;
     }
     reorder_ = LayoutReorder(permuted, plain_desc(spec_.shape), context.engine);
