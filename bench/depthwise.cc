@@ -13,7 +13,7 @@
 //                                    as one 2-thread primitive against two 1-thread ones on
 //                                    the two halves of its channel blocks, run side by side
 //                                    in an OpenMP region; median of 30 blocks of 20 runs
-// The shapes in docs/results/parallel.md: chain 24 72 56 3 (MnasNet's blocks 8.1 and 8.2) and
+// The shapes in docs/results/parallel.md and kernel_ab.md: chain 24 72 56 3 (MnasNet's blocks 8.1 and 8.2) and
 // 24 80 56 3, and fused
 // 16 96 112 2, 24 144 56 1, 24 144 56 2, 32 192 28 1, 32 192 28 2, 64 384 14 1, 96 576 14 1,
 // 96 576 14 2, 160 960 7 1 (MobileNet-V2's blocks), and split 72 56 3 1, 72 56 5 2,

@@ -369,11 +369,11 @@ class ConvolutionKernel : public Kernel {
 
  private:
   void run_parts(const float* source, const float* bias, float* destination) {
-    const int64_t count = static_cast<int64_t>(parts_.size());
-#pragma omp parallel num_threads(static_cast <int>(count))
+    const int count = static_cast<int>(parts_.size());
+#pragma omp parallel num_threads(count)
     {
       // OpenMP may give fewer threads than asked; every part still runs.
-      for (int64_t index = omp_get_thread_num(); index < count; index += omp_get_num_threads()) {
+      for (int index = omp_get_thread_num(); index < count; index += omp_get_num_threads()) {
         ChannelPart& part = parts_[index];
         try {
           part.step.set(DNNL_ARG_SRC, source + part.source_offset);
