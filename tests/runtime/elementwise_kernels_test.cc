@@ -1258,6 +1258,22 @@ TEST(BlockedLayouts, TransposeOfNhwcToNchwCopiesWhenConsumersNeedPlain) {
   EXPECT_FALSE(kernel->output_specs()[0].layout.has_value());
 }
 
+// Runs a graph of input %x: f32[1,16,6,6] with each convolution family and checks its output
+// against the run in plain layouts.
+void expect_every_family_matches_plain_layouts(const std::string& text) {
+  std::map<std::string, Tensor> inputs = {{"x", floats({1, 16, 6, 6}, ramp(16 * 36, -2, 2))}};
+  ExecutorOptions plain;
+  plain.blocked_layouts = false;
+  const std::vector<double> expected = run_one(text, inputs, plain).to_double_vector();
+  for (ConvolutionFamily family : {ConvolutionFamily::kBlocked, ConvolutionFamily::kWinograd,
+                                   ConvolutionFamily::kChannelsLast}) {
+    SCOPED_TRACE(to_string(family));
+    ExecutorOptions options;
+    options.convolution_family = family;
+    expect_values(run_one(text, inputs, options), expected, 1e-6);
+  }
+}
+
 // Through the executor with each convolution family: a convolution's output moved to NHWC and
 // back (ConvNeXt's blocks) equals the plain-layout run.
 TEST(BlockedLayouts, TransposesAroundAConvolutionMatchAPlainRunInEveryFamily) {
@@ -1276,17 +1292,7 @@ TEST(BlockedLayouts, TransposesAroundAConvolutionMatchAPlainRunInEveryFamily) {
       "  %y = Transpose[perm=[0,3,1,2]](%r)\n"
       "  return %y\n"
       "}\n";
-  std::map<std::string, Tensor> inputs = {{"x", floats({1, 16, 6, 6}, ramp(16 * 36, -2, 2))}};
-  ExecutorOptions plain;
-  plain.blocked_layouts = false;
-  const std::vector<double> expected = run_one(text, inputs, plain).to_double_vector();
-  for (ConvolutionFamily family : {ConvolutionFamily::kBlocked, ConvolutionFamily::kWinograd,
-                                   ConvolutionFamily::kChannelsLast}) {
-    SCOPED_TRACE(to_string(family));
-    ExecutorOptions options;
-    options.convolution_family = family;
-    expect_values(run_one(text, inputs, options), expected, 1e-6);
-  }
+  expect_every_family_matches_plain_layouts(text);
 }
 
 // The same with ConvNeXt's whole block: after the Transpose back, a layer scale, the residual
@@ -1312,17 +1318,7 @@ TEST(BlockedLayouts, ConvNeXtBlockOnAChannelsLastViewMatchesAPlainRunInEveryFami
       "  %y = Conv[group=16, pads=[1,1,1,1]](%a, @w)\n"
       "  return %y\n"
       "}\n";
-  std::map<std::string, Tensor> inputs = {{"x", floats({1, 16, 6, 6}, ramp(16 * 36, -2, 2))}};
-  ExecutorOptions plain;
-  plain.blocked_layouts = false;
-  const std::vector<double> expected = run_one(text, inputs, plain).to_double_vector();
-  for (ConvolutionFamily family : {ConvolutionFamily::kBlocked, ConvolutionFamily::kWinograd,
-                                   ConvolutionFamily::kChannelsLast}) {
-    SCOPED_TRACE(to_string(family));
-    ExecutorOptions options;
-    options.convolution_family = family;
-    expect_values(run_one(text, inputs, options), expected, 1e-6);
-  }
+  expect_every_family_matches_plain_layouts(text);
 }
 
 }  // namespace
