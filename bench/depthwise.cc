@@ -13,12 +13,13 @@
 //                                    as one 2-thread primitive against two 1-thread ones on
 //                                    the two halves of its channel blocks, run side by side
 //                                    in an OpenMP region; median of 30 blocks of 20 runs
-// The shapes in docs/results/parallel.md and kernel_ab.md: chain 24 72 56 3 (MnasNet's blocks 8.1
-// and 8.2) and 24 80 56 3, and fused 16 96 112 2, 24 144 56 1, 24 144 56 2, 32 192 28 1, 32 192 28
-// 2, 64 384 14 1, 96 576 14 1, 96 576 14 2, 160 960 7 1 (MobileNet-V2's blocks), and split 72 56 3
-// 1, 72 56 5 2, 144 56 3 1, 96 112 3 2, 120 28 5 1, 240 28 3 1, 480 14 5 1 (parallel.md) and 56 56
-// 3 1, 64 56 3 1, 144 56 3 2, 192 28 3 1, 240 28 5 2, 576 14 3 1, 960 7 3 1, 1152 7 3 1, 32 112 3
-// 1, 48 112 3 2, 40 56 3 1 (kernel_ab.md, which chose when cleave's kernel splits).
+// The shapes measured (docs/results/parallel.md and kernel_ab.md), one E/C H K/S T per comma:
+//   chain  24 72 56 3, 24 80 56 3 (MnasNet's blocks 8.1 and 8.2)
+//   fused  16 96 112 2, 24 144 56 1, 24 144 56 2, 32 192 28 1, 32 192 28 2, 64 384 14 1,
+//          96 576 14 1, 96 576 14 2, 160 960 7 1 (MobileNet-V2's blocks)
+//   split  72 56 3 1, 72 56 5 2, 144 56 3 1, 96 112 3 2, 120 28 5 1, 240 28 3 1, 480 14 5 1,
+//          56 56 3 1, 64 56 3 1, 144 56 3 2, 192 28 3 1, 240 28 5 2, 576 14 3 1, 960 7 3 1,
+//          1152 7 3 1, 32 112 3 1, 48 112 3 2, 40 56 3 1 (which chose when cleave splits)
 #include <omp.h>
 
 #include <algorithm>
