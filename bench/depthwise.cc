@@ -13,7 +13,7 @@
 //                                    as one 2-thread primitive against two 1-thread ones on
 //                                    the two halves of its channel blocks, run side by side
 //                                    in an OpenMP region; median of 30 blocks of 20 runs
-// The shapes measured (docs/results/parallel.md and kernel_ab.md), one E/C H K/S T per comma:
+// The shapes measured (docs/results/parallel.md, kernel_ab.md), as the modes' arguments less T:
 //   chain  24 72 56 3, 24 80 56 3 (MnasNet's blocks 8.1 and 8.2)
 //   fused  16 96 112 2, 24 144 56 1, 24 144 56 2, 32 192 28 1, 32 192 28 2, 64 384 14 1,
 //          96 576 14 1, 96 576 14 2, 160 960 7 1 (MobileNet-V2's blocks)
