@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "run_kernel.h"
 #include "runtime/executor.h"
 #include "runtime/kernel.h"
 #include "runtime/kernels/dnnl_util.h"
@@ -139,14 +140,7 @@ class OneNode {
   Tensor run_prepared(Kernel& kernel) {
     std::vector<const Tensor*> inputs;
     for (const Tensor& t : held_) inputs.push_back(&t);
-    const OutputSpec spec = kernel.output_specs().at(0);
-    auto storage = std::make_shared<Buffer>(spec.layout ? spec.layout->get_size()
-                                                        : plain_byte_size(spec.dtype, spec.shape));
-    Tensor output = Tensor::view(spec.dtype, spec.shape, storage);
-    output.set_layout(spec.layout);
-    kernel.run(inputs, {&output}, stream_);
-    stream_.wait();
-    return to_plain(output, engine_, stream_);
+    return to_plain(run_kernel_in_its_layout(kernel, inputs, stream_), engine_, stream_);
   }
 
  private:

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/text.h"
+#include "run_kernel.h"
 #include "runtime/executor.h"
 #include "runtime/kernel.h"
 #include "runtime/kernels/dnnl_util.h"
@@ -968,14 +969,7 @@ class DirectKernel {
 
   // Runs a prepared kernel and returns its output in the layout the kernel chose.
   Tensor run_in_layout(Kernel& kernel, const std::vector<const Tensor*>& inputs) {
-    const OutputSpec spec = kernel.output_specs().at(0);
-    auto storage = std::make_shared<Buffer>(spec.layout ? spec.layout->get_size()
-                                                        : plain_byte_size(spec.dtype, spec.shape));
-    Tensor output = Tensor::view(spec.dtype, spec.shape, storage);
-    output.set_layout(spec.layout);
-    kernel.run(inputs, {&output}, stream_);
-    stream_.wait();
-    return output;
+    return run_kernel_in_its_layout(kernel, inputs, stream_);
   }
 
   // Runs a prepared kernel and returns its output, converted to plain.
