@@ -523,11 +523,13 @@ std::unique_ptr<Kernel> ConvolutionKernel::create(const KernelContext& context,
     kernel->failures_.resize(kernel->parts_.size());
     kernel->implementation_ += fmt::format(" in {} channel parts", kernel->parts_.size());
   }
-  kernel->step_ = DnnlStep(Primitive(descriptor), descriptor, context.engine);
-  kernel->step_.declare(DNNL_ARG_SRC, descriptor.src_desc());
-  kernel->step_.declare(DNNL_ARG_WEIGHTS, descriptor.weights_desc());
-  if (kernel->has_bias_) kernel->step_.declare(DNNL_ARG_BIAS, descriptor.bias_desc());
-  kernel->step_.declare(DNNL_ARG_DST, descriptor.dst_desc());
+  if (kernel->parts_.empty()) {  // A split convolution runs only its parts' primitives.
+    kernel->step_ = DnnlStep(Primitive(descriptor), descriptor, context.engine);
+    kernel->step_.declare(DNNL_ARG_SRC, descriptor.src_desc());
+    kernel->step_.declare(DNNL_ARG_WEIGHTS, descriptor.weights_desc());
+    if (kernel->has_bias_) kernel->step_.declare(DNNL_ARG_BIAS, descriptor.bias_desc());
+    kernel->step_.declare(DNNL_ARG_DST, descriptor.dst_desc());
+  }
 
   if (descriptor.src_desc() != given) {
     kernel->source_reorder_ = LayoutReorder(given, descriptor.src_desc(), context.engine);
