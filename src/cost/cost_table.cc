@@ -2,6 +2,7 @@
 #include "cost/cost_table.h"
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -171,34 +172,51 @@ ProfileOptions profile_options(int max_threads) {
 }
 
 std::vector<double> interleaved_run_seconds(const std::vector<std::function<void()>>& runs,
-                                            int blocks, int runs_per_block,
-                                            double min_block_seconds,
-                                            const std::function<double()>& seconds_now) {
+                                            const InterleavedTiming& timing,
+                                            const std::function<double()>& seconds_now,
+                                            std::vector<int>* blocks_timed) {
   const std::function<double()> now = seconds_now ? seconds_now : [] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
   };
-  std::vector<double> fastest(runs.size(), std::numeric_limits<double>::infinity());
-  for (int block = 0; block < blocks; ++block) {
+  // Per entry, its block medians in ascending order (few: a sorted insert is enough).
+  std::vector<std::vector<double>> block_medians(runs.size());
+  const auto settled = [&](const std::vector<double>& medians) {
+    return medians.size() >= 2 && medians[1] <= medians[0] * (1 + timing.agreement);
+  };
+  const int max_blocks = std::max(timing.blocks, timing.max_blocks);
+  for (int block = 0; block < max_blocks; ++block) {
+    bool timed_any = false;
     for (std::size_t entry = 0; entry < runs.size(); ++entry) {
+      std::vector<double>& medians = block_medians[entry];
+      if (block >= timing.blocks && settled(medians)) continue;
+      timed_any = true;
       std::vector<double> samples;
       const double block_start = now();
-      while (static_cast<int>(samples.size()) < runs_per_block ||
-             now() - block_start < min_block_seconds) {
+      while (static_cast<int>(samples.size()) < timing.runs_per_block ||
+             now() - block_start < timing.min_block_seconds) {
         const double start = now();
         runs[entry]();
         samples.push_back(now() - start);
       }
-      fastest[entry] = std::min(fastest[entry], median_of(samples));
+      const double median = median_of(samples);
+      medians.insert(std::upper_bound(medians.begin(), medians.end(), median), median);
     }
+    if (!timed_any) break;
+  }
+  std::vector<double> fastest;
+  if (blocks_timed) blocks_timed->clear();
+  for (const std::vector<double>& medians : block_medians) {
+    fastest.push_back(medians.empty() ? std::numeric_limits<double>::infinity() : medians[0]);
+    if (blocks_timed) blocks_timed->push_back(static_cast<int>(medians.size()));
   }
   return fastest;
 }
 
 CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
-  // v4: node times calibrated to whole runs, timed in interleaved blocks.
+  // v5: node times calibrated to whole runs, timed in interleaved blocks until two agree.
   std::string key =
-      fmt::format("{}-t{}-r{}-{}-v4", graph_fingerprint(graph), options.max_threads, options.repeat,
+      fmt::format("{}-t{}-r{}-{}-v5", graph_fingerprint(graph), options.max_threads, options.repeat,
                   options.blocked_layouts ? to_string(options.convolution_family) : "plain");
   fs::path cache = fs::path(cache_directory(options)) / (key + ".json");
   if (options.use_cache && fs::exists(cache)) {
@@ -233,16 +251,25 @@ CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
       for (int i = 0; i < options.warmup; ++i) executor->run(inputs);
       runs.push_back([executor, &inputs] { executor->run(inputs); });
     }
-    const int blocks = 3;
-    const int runs_per_block = std::max(3, (options.repeat + 1) / 2);
-    const double min_block_seconds = 0.15;
+    InterleavedTiming timing;
+    timing.blocks = 3;
+    timing.max_blocks = 8;
+    timing.agreement = 0.05;
+    timing.runs_per_block = std::max(3, (options.repeat + 1) / 2);
+    timing.min_block_seconds = 0.15;
     if (options.progress) {
       options.progress(fmt::format(
           "profile: timing whole runs at 1..{} thread(s), {} interleaved blocks of {} runs "
-          "(or {} s) each",
-          options.max_threads, blocks, runs_per_block, min_block_seconds));
+          "(or {} s) each, up to {} until the two fastest agree within {:.0f}%",
+          options.max_threads, timing.blocks, timing.runs_per_block, timing.min_block_seconds,
+          timing.max_blocks, timing.agreement * 100));
     }
-    run_seconds = interleaved_run_seconds(runs, blocks, runs_per_block, min_block_seconds);
+    std::vector<int> blocks_timed;
+    run_seconds = interleaved_run_seconds(runs, timing, {}, &blocks_timed);
+    if (options.progress) {
+      options.progress(fmt::format("profile: blocks timed per thread count: {}",
+                                   fmt::join(blocks_timed, ", ")));
+    }
   }
   for (int threads = 1; threads <= options.max_threads; ++threads) {
     std::vector<std::vector<double>> samples(graph.node_capacity());

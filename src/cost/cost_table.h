@@ -77,17 +77,29 @@ ProfileOptions profile_options(int max_threads);
 /// (`run_seconds`, `calibration`).
 CostTable profile_costs(const Graph& graph, const ProfileOptions& options);
 
-/// The time of one call of each of `runs`, taken in `blocks` rounds that interleave them,
+/// How interleaved_run_seconds spends its time.
+struct InterleavedTiming {
+  int blocks = 3;      ///< Blocks every entry gets.
+  int max_blocks = 3;  ///< More, up to this, for an entry whose two fastest blocks disagree.
+  double agreement = 0.05;  ///< Relative gap between an entry's two fastest block medians.
+  int runs_per_block = 3;
+  double min_block_seconds = 0;  ///< A block calls its run until it has lasted this long.
+};
+
+/// The time of one call of each of `runs`, taken in rounds of blocks that interleave them,
 /// `runs_per_block` calls each, or more until the block has lasted `min_block_seconds`: per
 /// entry, the lowest of its block medians. On a shared host a moment of other load can take a
 /// core away (a 2-thread run then goes at 1-thread speed); such a block is outvoted by an
 /// undisturbed one of the same entry instead of setting its time, and the minimum duration
-/// spreads a small model's blocks far enough apart for that. `seconds_now` reads a clock in
-/// seconds (steady_clock when empty).
+/// spreads a small model's blocks far enough apart for that. A disturbance can outlast the
+/// first `blocks` rounds, so an entry whose two fastest block medians are more than
+/// `agreement` apart keeps getting blocks, up to `max_blocks`: its time then rests on two
+/// blocks that agree. `blocks_timed`, when given, receives each entry's block count.
+/// `seconds_now` reads a clock in seconds (steady_clock when empty).
 std::vector<double> interleaved_run_seconds(const std::vector<std::function<void()>>& runs,
-                                            int blocks, int runs_per_block,
-                                            double min_block_seconds = 0,
-                                            const std::function<double()>& seconds_now = {});
+                                            const InterleavedTiming& timing,
+                                            const std::function<double()>& seconds_now = {},
+                                            std::vector<int>* blocks_timed = nullptr);
 
 nlohmann::json cost_table_to_json(const CostTable& table, const Graph& graph);
 CostTable cost_table_from_json(const nlohmann::json& json, const Graph& graph,

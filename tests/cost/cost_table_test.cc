@@ -57,6 +57,15 @@ class ProfileCosts : public ::testing::Test {
   ProfileOptions options_;
 };
 
+// Exactly `blocks` blocks: no extension for blocks that disagree.
+InterleavedTiming fixed_blocks(int blocks, int runs_per_block, double min_block_seconds = 0) {
+  InterleavedTiming timing;
+  timing.blocks = timing.max_blocks = blocks;
+  timing.runs_per_block = runs_per_block;
+  timing.min_block_seconds = min_block_seconds;
+  return timing;
+}
+
 // A fake clock that each call of a run advances by the time its entry takes in that block:
 // entry 1 (say two threads) is disturbed in the first block, entry 0 in the last.
 TEST(InterleavedRunSeconds, EachEntryKeepsItsUndisturbedBlock) {
@@ -73,7 +82,7 @@ TEST(InterleavedRunSeconds, EachEntryKeepsItsUndisturbedBlock) {
     });
   }
   std::vector<double> measured =
-      interleaved_run_seconds(runs, 3, runs_per_block, 0, [&] { return clock; });
+      interleaved_run_seconds(runs, fixed_blocks(3, runs_per_block), [&] { return clock; });
   EXPECT_EQ(calls, (std::vector<int>{9, 9}));
   ASSERT_EQ(measured.size(), 2u);
   EXPECT_DOUBLE_EQ(measured[0], 7.0);
@@ -86,7 +95,7 @@ TEST(InterleavedRunSeconds, AnOutlierCallInsideABlockIsIgnored) {
   int call = 0;
   const std::vector<double> seconds = {2.0, 9.0, 2.0, 2.1, 2.1, 2.1};
   std::vector<std::function<void()>> runs = {[&] { clock += seconds[call++]; }};
-  std::vector<double> measured = interleaved_run_seconds(runs, 2, 3, 0, [&] { return clock; });
+  std::vector<double> measured = interleaved_run_seconds(runs, fixed_blocks(2, 3), [&] { return clock; });
   ASSERT_EQ(measured.size(), 1u);
   EXPECT_DOUBLE_EQ(measured[0], 2.0);
 }
@@ -98,10 +107,47 @@ TEST(InterleavedRunSeconds, ABlockLastsAtLeastTheMinimum) {
   std::vector<int> calls(2, 0);
   std::vector<std::function<void()>> runs = {[&] { clock += 0.25, ++calls[0]; },
                                              [&] { clock += 1.0, ++calls[1]; }};
-  std::vector<double> measured = interleaved_run_seconds(runs, 2, 2, 0.6, [&] { return clock; });
+  std::vector<double> measured = interleaved_run_seconds(runs, fixed_blocks(2, 2, 0.6), [&] { return clock; });
   EXPECT_EQ(calls, (std::vector<int>{6, 4}));
   EXPECT_DOUBLE_EQ(measured[0], 0.25);
   EXPECT_DOUBLE_EQ(measured[1], 1.0);
+}
+
+// Entry 0's blocks agree from the start; entry 1 (say two threads) is disturbed for its first
+// four blocks, each at a different speed, so it gets blocks until two agree: its fifth and
+// sixth. Entry 0 is not timed again meanwhile.
+TEST(InterleavedRunSeconds, AnEntryWhoseBlocksDisagreeGetsMoreBlocks) {
+  double clock = 0;
+  std::vector<int> calls(2, 0);
+  const std::vector<double> disturbed = {9.0, 7.0, 8.0, 6.5, 4.0, 4.1, 4.0};
+  std::vector<std::function<void()>> runs = {
+      [&] { clock += 5.0, ++calls[0]; },
+      [&] { clock += disturbed[calls[1]++]; }};
+  InterleavedTiming timing = fixed_blocks(3, 1);
+  timing.max_blocks = 8;
+  timing.agreement = 0.05;
+  std::vector<int> blocks_timed;
+  std::vector<double> measured =
+      interleaved_run_seconds(runs, timing, [&] { return clock; }, &blocks_timed);
+  EXPECT_EQ(calls, (std::vector<int>{3, 6}));
+  EXPECT_EQ(blocks_timed, (std::vector<int>{3, 6}));
+  EXPECT_DOUBLE_EQ(measured[0], 5.0);
+  EXPECT_DOUBLE_EQ(measured[1], 4.0);
+}
+
+// A disturbance that never ends stops at max_blocks and keeps the fastest block seen.
+TEST(InterleavedRunSeconds, BlocksThatNeverAgreeStopAtTheMaximum) {
+  double clock = 0;
+  int calls = 0;
+  std::vector<std::function<void()>> runs = {[&] { clock += 10.0 - calls++; }};
+  InterleavedTiming timing = fixed_blocks(3, 1);
+  timing.max_blocks = 5;
+  std::vector<int> blocks_timed;
+  std::vector<double> measured =
+      interleaved_run_seconds(runs, timing, [&] { return clock; }, &blocks_timed);
+  EXPECT_EQ(calls, 5);
+  EXPECT_EQ(blocks_timed, (std::vector<int>{5}));
+  EXPECT_DOUBLE_EQ(measured[0], 6.0);
 }
 
 TEST_F(ProfileCosts, NodeTimesSumToTheMeasuredRunAtEachThreadCount) {
