@@ -168,6 +168,9 @@ for (const model of models) {
   };
   row.speedup_vs_1_thread = row.sequential_1_thread_ms / row.parallel_ms;
   row.prediction_error = row.predicted_ms / row.parallel_ms - 1;
+  // A profile keeps its fastest undisturbed block, so it is also set against the fastest process:
+  // the gap left there is the model's error, not the host's slower stretches.
+  row.best_process_prediction_error = row.predicted_ms / Math.min(...processMedians.planned) - 1;
   // The fixed-strategy plans: measured and predicted latency (both samples for the hypercluster).
   for (const fixed of fixedPlans) {
     const measured = median(times[fixed.variant]);
@@ -179,6 +182,7 @@ for (const model of models) {
       measured_ms: measured,
       predicted_ms: plan.predicted_ms,
       prediction_error: plan.predicted_ms / measured - 1,
+      best_process_prediction_error: plan.predicted_ms / Math.min(...processMedians[fixed.variant]) - 1,
     };
   }
   rows.push(row);
@@ -244,13 +248,13 @@ if (flags.markdown) {
     "",
     "## Table IV: latency (ms) and speedup",
     "",
-    `| model | auto's plan | sequential 1T | intra-op ${flags.workers}T | planned | speedup vs 1T | predicted | prediction error | LC plan time | ORT ${flags.workers}T | planned / ORT | best processes | bitwise equal |`,
-    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    `| model | auto's plan | sequential 1T | intra-op ${flags.workers}T | planned | speedup vs 1T | predicted | prediction error | against the fastest process | LC plan time | ORT ${flags.workers}T | planned / ORT | best processes | bitwise equal |`,
+    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ...rows.map(
       (r) =>
         `| ${r.name} | ${r.strategy} | ${ms(r.sequential_1_thread_ms)} | ${ms(r.sequential_intra_op_ms)} | ` +
         `${ms(r.parallel_ms)} | ${r.speedup_vs_1_thread.toFixed(2)}x | ${ms(r.predicted_ms)} | ` +
-        `${percent(r.prediction_error)} | ${r.lc_plan_ms.toFixed(2)} ms | ${ms(r.ort_ms)} | ` +
+        `${percent(r.prediction_error)} | ${percent(r.best_process_prediction_error)} | ${r.lc_plan_ms.toFixed(2)} ms | ${ms(r.ort_ms)} | ` +
         `${(r.parallel_ms / r.ort_ms).toFixed(3)} | ${r.best_process_ratio.toFixed(3)} | ` +
         `${r.bitwise_equal ? "yes" : "**no**"} |`,
     ),
@@ -293,17 +297,24 @@ if (flags.markdown) {
         `${(r.hypercluster.measured_ms / (2 * r.ort_ms)).toFixed(3)} |`,
     ),
     "",
-    "Predictions within 10% of the measured latency: " +
-      [
-        ["auto's plan", (r) => r.prediction_error],
-        ["lc", (r) => r.lc.prediction_error],
-        ["clone", (r) => r.clone.prediction_error],
-        ["hyperclusters", (r) => r.hypercluster.prediction_error],
-      ]
-        .map(([name, error]) => `${name} ${rows.filter((r) => Math.abs(error(r)) <= 0.1).length} of ${rows.length}`)
-        .join(", ") +
-      ".",
-    "",
+    ...(() => {
+      const predictions = [
+        ["auto's plan", (r) => r],
+        ["lc", (r) => r.lc],
+        ["clone", (r) => r.clone],
+        ["hyperclusters", (r) => r.hypercluster],
+      ];
+      const within = (error) =>
+        predictions
+          .map(([name, of]) => `${name} ${rows.filter((r) => Math.abs(error(of(r))) <= 0.1).length} of ${rows.length}`)
+          .join(", ");
+      return [
+        `Predictions within 10% of the measured latency: ${within((p) => p.prediction_error)}. ` +
+          "Against the fastest child process of each variant (a profile keeps its fastest block, so " +
+          `this leaves out the host's slower stretches): ${within((p) => p.best_process_prediction_error)}.`,
+        "",
+      ];
+    })(),
     `Planning a ${planning.nodes}-node randomly wired graph with \`--strategy lc --costs static\`: ` +
       `median ${planning.median_ms.toFixed(2)} ms over ${planTimes.length} runs.`,
     "",
