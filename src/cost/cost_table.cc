@@ -267,8 +267,8 @@ CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
     std::vector<int> blocks_timed;
     run_seconds = interleaved_run_seconds(runs, timing, {}, &blocks_timed);
     if (options.progress) {
-      options.progress(fmt::format("profile: blocks timed per thread count: {}",
-                                   fmt::join(blocks_timed, ", ")));
+      options.progress(
+          fmt::format("profile: blocks timed per thread count: {}", fmt::join(blocks_timed, ", ")));
     }
   }
   for (int threads = 1; threads <= options.max_threads; ++threads) {

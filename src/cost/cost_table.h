@@ -72,15 +72,15 @@ ProfileOptions profile_options(int max_threads);
 /// `repeat` runs of the whole graph, seeded random inputs) and caches the table on disk,
 /// keyed by the graph's content and the options, so later plans reuse it. Timing each node
 /// costs time of its own, and a run costs more than its nodes (inputs, allocation, the gaps
-/// between nodes), so whole runs are timed apart (interleaved_run_seconds, 3 blocks of
+/// between nodes), so whole runs are timed apart (interleaved_run_seconds, 3 to 8 blocks of
 /// about `repeat` / 2 runs) and each thread count's node times are scaled to sum to that
 /// (`run_seconds`, `calibration`).
 CostTable profile_costs(const Graph& graph, const ProfileOptions& options);
 
 /// How interleaved_run_seconds spends its time.
 struct InterleavedTiming {
-  int blocks = 3;      ///< Blocks every entry gets.
-  int max_blocks = 3;  ///< More, up to this, for an entry whose two fastest blocks disagree.
+  int blocks = 3;           ///< Blocks every entry gets.
+  int max_blocks = 3;       ///< More, up to this, for an entry whose two fastest blocks disagree.
   double agreement = 0.05;  ///< Relative gap between an entry's two fastest block medians.
   int runs_per_block = 3;
   double min_block_seconds = 0;  ///< A block calls its run until it has lasted this long.

@@ -41,6 +41,7 @@ struct TaskState {
   std::vector<int> uses;                          // Per output: consumer slots that read it.
   std::unique_ptr<std::atomic<int>[]> remaining;  // Per output, reset each run.
   std::atomic<int64_t> ready{0};                  // Run number whose outputs are present.
+  std::atomic<int> sleepers{0};                   // Workers asleep until this task is ready.
 };
 
 hwloc_topology_t shared_topology() {
@@ -111,7 +112,6 @@ struct ParallelExecutor::Impl {
   std::mutex mutex;
   std::condition_variable run_changed;   // New run, shutdown, a worker finished, failure.
   std::condition_variable task_changed;  // A task's outputs are ready, failure.
-  std::atomic<int> blocked_waiters{0};   // Workers asleep on task_changed.
   int64_t run_number = 0;
   int finished_workers = 0;
   bool shutting_down = false;
@@ -145,12 +145,15 @@ struct ParallelExecutor::Impl {
     auto deadline = Clock::now() + std::chrono::duration<double>(options.timeout_seconds);
     std::unique_lock lock(mutex);
     // Announce the sleep before the last check: a producer stores `ready` before it reads
-    // blocked_waiters (both sequentially consistent), so one of the two sees the other.
-    blocked_waiters.fetch_add(1);
+    // the task's sleepers (both sequentially consistent), so one of the two sees the other.
+    // Counting sleepers per task, not per executor, spares the producers of every other task
+    // a lock and a futex wake: with one worker asleep, each task of the busy one paid for
+    // waking it, only for it to sleep again (docs/results/parallel.md).
+    states[task].sleepers.fetch_add(1);
     struct Leave {
       std::atomic<int>& count;
       ~Leave() { count.fetch_sub(1); }
-    } leave{blocked_waiters};
+    } leave{states[task].sleepers};
     while (states[task].ready.load() != run) {
       if (failed.load()) return false;
       if (task_changed.wait_until(lock, deadline) == std::cv_status::timeout &&
@@ -235,7 +238,7 @@ struct ParallelExecutor::Impl {
       stream.wait();
       auto end = Clock::now();
       state.ready.store(run);
-      if (blocked_waiters.load() > 0) {
+      if (state.sleepers.load() > 0) {
         // Taking the lock orders the notify after a waiter's check, so no wakeup is lost.
         std::lock_guard lock(mutex);
         task_changed.notify_all();

@@ -95,7 +95,8 @@ TEST(InterleavedRunSeconds, AnOutlierCallInsideABlockIsIgnored) {
   int call = 0;
   const std::vector<double> seconds = {2.0, 9.0, 2.0, 2.1, 2.1, 2.1};
   std::vector<std::function<void()>> runs = {[&] { clock += seconds[call++]; }};
-  std::vector<double> measured = interleaved_run_seconds(runs, fixed_blocks(2, 3), [&] { return clock; });
+  std::vector<double> measured =
+      interleaved_run_seconds(runs, fixed_blocks(2, 3), [&] { return clock; });
   ASSERT_EQ(measured.size(), 1u);
   EXPECT_DOUBLE_EQ(measured[0], 2.0);
 }
@@ -107,7 +108,8 @@ TEST(InterleavedRunSeconds, ABlockLastsAtLeastTheMinimum) {
   std::vector<int> calls(2, 0);
   std::vector<std::function<void()>> runs = {[&] { clock += 0.25, ++calls[0]; },
                                              [&] { clock += 1.0, ++calls[1]; }};
-  std::vector<double> measured = interleaved_run_seconds(runs, fixed_blocks(2, 2, 0.6), [&] { return clock; });
+  std::vector<double> measured =
+      interleaved_run_seconds(runs, fixed_blocks(2, 2, 0.6), [&] { return clock; });
   EXPECT_EQ(calls, (std::vector<int>{6, 4}));
   EXPECT_DOUBLE_EQ(measured[0], 0.25);
   EXPECT_DOUBLE_EQ(measured[1], 1.0);
@@ -120,15 +122,14 @@ TEST(InterleavedRunSeconds, AnEntryWhoseBlocksDisagreeGetsMoreBlocks) {
   double clock = 0;
   std::vector<int> calls(2, 0);
   const std::vector<double> disturbed = {9.0, 7.0, 8.0, 6.5, 4.0, 4.1, 4.0};
-  std::vector<std::function<void()>> runs = {
-      [&] { clock += 5.0, ++calls[0]; },
-      [&] { clock += disturbed[calls[1]++]; }};
+  std::vector<std::function<void()>> runs = {[&] { clock += 5.0, ++calls[0]; },
+                                             [&] { clock += disturbed[calls[1]++]; }};
   InterleavedTiming timing = fixed_blocks(3, 1);
   timing.max_blocks = 8;
   timing.agreement = 0.05;
   std::vector<int> blocks_timed;
-  std::vector<double> measured =
-      interleaved_run_seconds(runs, timing, [&] { return clock; }, &blocks_timed);
+  std::vector<double> measured = interleaved_run_seconds(
+      runs, timing, [&] { return clock; }, &blocks_timed);
   EXPECT_EQ(calls, (std::vector<int>{3, 6}));
   EXPECT_EQ(blocks_timed, (std::vector<int>{3, 6}));
   EXPECT_DOUBLE_EQ(measured[0], 5.0);
@@ -143,8 +144,8 @@ TEST(InterleavedRunSeconds, BlocksThatNeverAgreeStopAtTheMaximum) {
   InterleavedTiming timing = fixed_blocks(3, 1);
   timing.max_blocks = 5;
   std::vector<int> blocks_timed;
-  std::vector<double> measured =
-      interleaved_run_seconds(runs, timing, [&] { return clock; }, &blocks_timed);
+  std::vector<double> measured = interleaved_run_seconds(
+      runs, timing, [&] { return clock; }, &blocks_timed);
   EXPECT_EQ(calls, 5);
   EXPECT_EQ(blocks_timed, (std::vector<int>{5}));
   EXPECT_DOUBLE_EQ(measured[0], 6.0);

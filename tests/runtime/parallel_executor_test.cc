@@ -1,6 +1,7 @@
 // The parallel executor: bitwise-equal outputs, refused plans, errors that stop every worker.
 #include "runtime/parallel_executor.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -98,6 +99,52 @@ TEST(ParallelExecutor, AConsumerIgnoresACloneThatRunsAfterItOnItsWorker) {
   auto inputs = random_inputs(graph, 5);
   Executor sequential(graph);
   expect_bitwise_equal(parallel.run(inputs), sequential.run(inputs));
+}
+
+// Worker 1 runs "side" at once, then waits for worker 0's chain of 256x256 products (a few
+// ms: long past its spin, so it sleeps). Only the chain's last task has a sleeper; its producer
+// must wake it. A lost wake-up would leave the sleeper to its 5 s deadline, where it finds
+// its input ready and goes on: so the test bounds the time from that input to its start.
+TEST(ParallelExecutor, AWorkerAsleepOnAnInputIsWokenWhenItIsReady) {
+  std::string text = "graph g (%x: f32[256,256]) {\n  %t0 = \"t0\" Tanh(%x)\n";
+  const int products = 8;
+  for (int i = 1; i <= products; ++i) {
+    text += fmt::format("  %m{0} = \"m{0}\" MatMul(%t{1}, %t{1})\n", i, i - 1);
+    text += fmt::format("  %t{0} = \"t{0}\" Tanh(%m{0})\n", i);
+  }
+  text += fmt::format("  %s = \"side\" Relu(%x)\n  %y = \"join\" Add(%t{}, %s)\n", products);
+  text += "  return %y\n}\n";
+  Graph graph = parse_graph(text);
+  TaskGraph tasks = task_graph_for(graph, static_costs(graph), cpu_workers(2, 1));
+  Plan plan;
+  plan.order.resize(2);
+  plan.tasks.resize(tasks.tasks.size());
+  int join = -1, last_product = -1;
+  for (NodeId node : graph.topological_order()) {
+    const std::string& name = graph.node(node).name;
+    const int worker = name == "side" || name == "join" ? 1 : 0;
+    for (std::size_t t = 0; t < tasks.tasks.size(); ++t) {
+      if (tasks.tasks[t].node != node) continue;
+      plan.order[worker].push_back(static_cast<int>(t));
+      plan.tasks[t] = {static_cast<int>(t), worker, 0, 0};
+      if (name == "join") join = static_cast<int>(t);
+      if (name == fmt::format("t{}", products)) last_product = static_cast<int>(t);
+    }
+  }
+  ParallelOptions options;
+  options.timeout_seconds = 5;
+  ParallelExecutor parallel(graph, tasks, plan, options);
+  auto inputs = random_inputs(graph, 2);
+  Executor sequential(graph);
+  const std::vector<Tensor> expected = sequential.run(inputs);
+  for (int round = 0; round < 3; ++round) {
+    expect_bitwise_equal(parallel.run(inputs), expected);
+    const auto& events = parallel.last_trace().events;
+    // It waited long enough to have gone to sleep (the spin lasts well under 1 ms), and
+    // started soon after its input was ready.
+    EXPECT_GT(events[join].wait, 1e-3) << "round " << round;
+    EXPECT_LT(events[join].start - events[last_product].end, 0.5) << "round " << round;
+  }
 }
 
 TEST(ParallelExecutor, HyperclusteredSamplesEachMatchTheirSequentialRun) {
