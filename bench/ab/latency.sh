@@ -1,45 +1,54 @@
 #!/usr/bin/env bash
 # Before/after latency of two cleave binaries on the same models, taken in one run on this
-# noisy host: `cleave run` of each binary alternates ROUNDS times per thread count, and each
-# pair of neighbouring runs gives one ratio (after / before). Prints a markdown table with the
-# median of the per-run medians, the lowest median and the median paired ratio.
+# noisy host: `cleave run` of each binary alternates ROUNDS times per case (which binary goes
+# first alternates too), and each pair of neighbouring runs gives one ratio (after / before).
+# A MODEL is timed with 1 and with 2 threads; a MODEL:STRATEGY[:SAMPLES] runs one parallel
+# plan on 2 workers, made once by the BEFORE binary, so both run exactly the same schedule.
+# Prints a markdown table with the median of the per-run medians, the lowest median and the
+# median paired ratio.
 # Usage (from the repository root):
-#   bench/ab/latency.sh BEFORE_CLEAVE AFTER_CLEAVE [ROUNDS] [MODEL ...]
-# Models are corpus names in ~/.cache/cleave/models (default: efficientnet_b0 regnet_y_400mf).
-# RUN_ARGS adds options to every `cleave run`, e.g. RUN_ARGS="--layouts blocked" so that a
-# noisy layout choice (each binary makes its own) does not hide the change being measured.
+#   bench/ab/latency.sh BEFORE_CLEAVE AFTER_CLEAVE [ROUNDS] [MODEL | MODEL:STRATEGY[:SAMPLES] ...]
+# A MODEL is a corpus name in ~/.cache/cleave/models or a path to an .onnx file (default:
+# efficientnet_b0 regnet_y_400mf). RUN_ARGS adds options to every `cleave run`, e.g.
+# RUN_ARGS="--layouts blocked" so that a noisy layout choice (each binary makes its own) does
+# not hide the change being measured.
 set -euo pipefail
 if [ $# -lt 2 ]; then
-  echo "usage: $0 BEFORE_CLEAVE AFTER_CLEAVE [ROUNDS] [MODEL ...]" >&2
+  echo "usage: $0 BEFORE_CLEAVE AFTER_CLEAVE [ROUNDS] [MODEL | MODEL:STRATEGY[:SAMPLES] ...]" >&2
   exit 2
 fi
 before=$1
 after=$2
 rounds=${3:-12}
 shift $(($# < 3 ? $# : 3))
-models=("$@")
-[ ${#models[@]} -gt 0 ] || models=(efficientnet_b0 regnet_y_400mf)
+specs=("$@")
+[ ${#specs[@]} -gt 0 ] || specs=(efficientnet_b0 regnet_y_400mf)
 corpus=${CLEAVE_CORPUS:-$HOME/.cache/cleave/models}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-median_ms() {  # before|after model threads -> median ms of one `cleave run`
+median_ms() {  # before|after model run-options... -> median ms of one `cleave run`
   local binary=$before
   [ "$1" = after ] && binary=$after
   # Each binary keeps its own layout choices.
   CLEAVE_CACHE_DIR="$work/cache-$1" \
-    "$binary" run "$corpus/$2.onnx" --threads "$3" --warmup 10 --repeat 40 --json ${RUN_ARGS:-} |
+    "$binary" run "$2" "${@:3}" --warmup 10 --repeat 40 --json ${RUN_ARGS:-} |
     /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["latency_ms"]["median"])'
 }
-echo "| model | threads | before: median of medians (lowest) ms | after: median of medians (lowest) ms | after / before, median of $rounds paired runs |"
-echo "|---|---:|---:|---:|---:|"
-for model in "${models[@]}"; do
-  for threads in 1 2; do
-    : >"$work/pairs"
-    for _ in $(seq "$rounds"); do
-      echo "$(median_ms before "$model" "$threads") $(median_ms after "$model" "$threads")" \
-        >>"$work/pairs"
-    done
-    /usr/bin/python3 - "$work/pairs" "$model" "$threads" <<'PY'
+time_case() {  # model label run-options... -> one table row
+  local file=$1 label=$2
+  shift 2
+  : >"$work/pairs"
+  for round in $(seq "$rounds"); do
+    if [ $((round % 2)) = 1 ]; then
+      b=$(median_ms before "$file" "$@")
+      a=$(median_ms after "$file" "$@")
+    else
+      a=$(median_ms after "$file" "$@")
+      b=$(median_ms before "$file" "$@")
+    fi
+    echo "$b $a" >>"$work/pairs"
+  done
+  /usr/bin/python3 - "$work/pairs" "$(basename "$file" .onnx)" "$label" <<'PY'
 import statistics, sys
 pairs = [tuple(map(float, line.split())) for line in open(sys.argv[1])]
 before = [p[0] for p in pairs]
@@ -48,5 +57,22 @@ ratio = statistics.median(a / b for b, a in pairs)
 print(f"| {sys.argv[2]} | {sys.argv[3]} | {statistics.median(before):.3f} ({min(before):.3f}) "
       f"| {statistics.median(after):.3f} ({min(after):.3f}) | {ratio:.3f} |")
 PY
-  done
+}
+echo "| model | run | before: median of medians (lowest) ms | after: median of medians (lowest) ms | after / before, median of $rounds paired runs |"
+echo "|---|---|---:|---:|---:|"
+for spec in "${specs[@]}"; do
+  IFS=: read -r model strategy samples <<<"$spec"
+  file=$model
+  [ -f "$file" ] || file="$corpus/$model.onnx"
+  if [ -z "$strategy" ]; then
+    for threads in 1 2; do
+      time_case "$file" "$threads thread(s)" --threads "$threads"
+    done
+  else
+    samples=${samples:-1}
+    plan="$work/plan.json"
+    CLEAVE_CACHE_DIR="$work/cache-before" "$before" plan "$file" --strategy "$strategy" \
+      --workers 2 --samples "$samples" -o "$plan" >/dev/null
+    time_case "$file" "$strategy plan, $samples sample(s)" --plan "$plan"
+  fi
 done

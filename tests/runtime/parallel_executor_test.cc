@@ -101,12 +101,13 @@ TEST(ParallelExecutor, AConsumerIgnoresACloneThatRunsAfterItOnItsWorker) {
   expect_bitwise_equal(parallel.run(inputs), sequential.run(inputs));
 }
 
-// Worker 1 runs "side" at once, then waits for worker 0's chain of 256x256 products (a few
-// ms: long past its spin, so it sleeps). Only the chain's last task has a sleeper; its producer
-// must wake it. A lost wake-up would leave the sleeper to its 5 s deadline, where it finds
-// its input ready and goes on: so the test bounds the time from that input to its start.
+// Worker 1 runs "side" at once, then waits for worker 0's chain of 512x512 products (about
+// 20 ms, far longer than "side" even in a sanitizer build: long past its spin, so it sleeps). Only
+// the chain's last task has a sleeper; its producer must wake it. A lost wake-up would leave the
+// sleeper to its 5 s deadline, where it finds its input ready and goes on: so the test bounds the
+// time from that input to its start.
 TEST(ParallelExecutor, AWorkerAsleepOnAnInputIsWokenWhenItIsReady) {
-  std::string text = "graph g (%x: f32[256,256]) {\n  %t0 = \"t0\" Tanh(%x)\n";
+  std::string text = "graph g (%x: f32[512,512]) {\n  %t0 = \"t0\" Tanh(%x)\n";
   const int products = 8;
   for (int i = 1; i <= products; ++i) {
     text += fmt::format("  %m{0} = \"m{0}\" MatMul(%t{1}, %t{1})\n", i, i - 1);
