@@ -168,8 +168,8 @@ for (const model of models) {
   };
   row.speedup_vs_1_thread = row.sequential_1_thread_ms / row.parallel_ms;
   row.prediction_error = row.predicted_ms / row.parallel_ms - 1;
-  // A profile keeps its fastest undisturbed block, so it is also set against the fastest process:
-  // the gap left there is the model's error, not the host's slower stretches.
+  // A profile keeps its fastest block, so it is also set against the fastest process: that leaves
+  // out the host's slower stretches during the timed runs (not during the profile).
   row.best_process_prediction_error = row.predicted_ms / Math.min(...processMedians.planned) - 1;
   // The fixed-strategy plans: measured and predicted latency (both samples for the hypercluster).
   for (const fixed of fixedPlans) {
@@ -310,8 +310,8 @@ if (flags.markdown) {
           .join(", ");
       return [
         `Predictions within 10% of the measured latency: ${within((p) => p.prediction_error)}. ` +
-          "Against the fastest child process of each variant (a profile keeps its fastest block, so " +
-          `this leaves out the host's slower stretches): ${within((p) => p.best_process_prediction_error)}.`,
+          "Against the fastest child process of each variant (a profile keeps its fastest block; this " +
+          `leaves out the host's slower stretches during the timed runs): ${within((p) => p.best_process_prediction_error)}.`,
         "",
       ];
     })(),
