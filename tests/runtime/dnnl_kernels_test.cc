@@ -1406,17 +1406,20 @@ TEST(DnnlConcat, MismatchedDimsAreAnError) {
 
 // ---- Reductions -------------------------------------------------------------------------
 
-/// Reduces a [2, 3, 4] tensor over `axes` with `combine` over the (double) values, `finish`
-/// applied with the reduced count.
+/// Reduces a tensor of `shape` (by default [2, 3, 4]) over `axes` with `combine` over the
+/// (double) values, `finish` applied with the reduced count.
 template <typename Combine, typename Finish>
 std::vector<float> reduce_reference(const std::vector<float>& x, const std::vector<bool>& reduce,
-                                    double start, Combine combine, Finish finish) {
-  Shape64 shape = {2, 3, 4};
+                                    double start, Combine combine, Finish finish,
+                                    const Shape64& shape = {2, 3, 4}) {
   std::map<int64_t, std::pair<double, int64_t>> groups;
-  for (int64_t i = 0; i < 24; ++i) {
-    int64_t index[3] = {i / 12, (i / 4) % 3, i % 4};
-    int64_t key = 0;
-    for (int a = 0; a < 3; ++a) key = key * shape[a] + (reduce[a] ? 0 : index[a]);
+  for (int64_t i = 0; i < static_cast<int64_t>(x.size()); ++i) {
+    int64_t key = 0, stride = 1, rest = i;
+    for (std::size_t a = shape.size(); a-- > 0;) {
+      if (!reduce[a]) key += (rest % shape[a]) * stride;
+      if (!reduce[a]) stride *= shape[a];
+      rest /= shape[a];
+    }
     auto [it, fresh] = groups.try_emplace(key, start, 0);
     it->second.first = combine(it->second.first, x[i]);
     ++it->second.second;
@@ -1519,6 +1522,79 @@ TEST(DnnlReduce, SumNoopWithEmptyAxesReturnsInput) {
   OneNode node("ReduceSum", 13);
   node.input({2, 3, 4}, x).int64_constant({0}, {}).integer("noop_with_empty_axes", 1);
   expect_near(node.run_one(), {2, 3, 4}, x);
+}
+
+// ---- Layouts whose bytes are plain ---------------------------------------------------------
+
+bool plain_bytes(const Shape64& shape, dnnl::memory::format_tag tag) {
+  dnnl::memory::dims dims(shape.begin(), shape.end());
+  return holds_plain_bytes(dnnl::memory::desc(dims, dnnl::memory::data_type::f32, tag), shape);
+}
+
+bool layout_recorded(const Shape64& shape, dnnl::memory::format_tag tag) {
+  dnnl::memory::dims dims(shape.begin(), shape.end());
+  return recorded_layout(dnnl::memory::desc(dims, dnnl::memory::data_type::f32, tag), shape)
+      .has_value();
+}
+
+TEST(HoldsPlainBytes, ChannelBlocksOfOnePixelAreInPlainOrder) {
+  using Tag = dnnl::memory::format_tag;
+  EXPECT_TRUE(plain_bytes({1, 1280, 1, 1}, Tag::aBcd16b));
+  EXPECT_TRUE(plain_bytes({1, 32, 1, 1}, Tag::acdb));
+  // Padded channels, a second sample, or pixels: elements move.
+  EXPECT_FALSE(plain_bytes({1, 20, 1, 1}, Tag::aBcd16b));
+  EXPECT_FALSE(plain_bytes({2, 32, 1, 1}, Tag::aBcd16b));
+  EXPECT_FALSE(plain_bytes({1, 32, 2, 2}, Tag::aBcd16b));
+}
+
+TEST(HoldsPlainBytes, BlocksStayRecordedForTheNextConvolution) {
+  using Tag = dnnl::memory::format_tag;
+  EXPECT_TRUE(layout_recorded({1, 32, 1, 1}, Tag::aBcd16b));
+  EXPECT_FALSE(layout_recorded({1, 32, 1, 1}, Tag::acdb));
+}
+
+// A blocked input (from a convolution) is reduced where it lies: a mean or max over the spatial
+// axes is oneDNN's global pooling on the blocks, anything else reads a plain copy.
+TEST(DnnlReduce, MeanOverSpatialAxesOfBlockedInputIsAGlobalPooling) {
+  // 20 channels in two samples: the pooled blocks' padding lies between the samples.
+  auto x = random_values(2 * 20 * 3 * 5, 137);
+  OneNode node("ReduceMean", 13);
+  node.input({2, 20, 3, 5}, x).ints("axes", {2, 3}).integer("keepdims", 0);
+  auto kernel = node.prepare(true, 2, /*blocked_input=*/true);
+  EXPECT_THAT(kernel->implementation(), testing::HasSubstr("jit"));
+  expect_near(node.run_prepared(*kernel), {2, 20},
+              reduce_reference(x, {false, false, true, true}, 0, kReduceCases[1].combine,
+                               kReduceCases[1].finish, {2, 20, 3, 5}));
+}
+
+TEST(DnnlReduce, MaxOverSpatialAxesOfBlockedInputKeepingDims) {
+  auto x = random_values(32 * 4 * 4, 138);
+  OneNode node("ReduceMax", 13);
+  node.input({1, 32, 4, 4}, x).ints("axes", {-1, -2});
+  auto kernel = node.prepare(true, 1, /*blocked_input=*/true);
+  EXPECT_THAT(kernel->implementation(), testing::HasSubstr("jit"));
+  expect_near(node.run_prepared(*kernel), {1, 32, 1, 1},
+              reduce_reference(x, {false, false, true, true}, kReduceCases[2].start,
+                               kReduceCases[2].combine, kReduceCases[2].finish, {1, 32, 4, 4}));
+}
+
+TEST(DnnlReduce, SumOverChannelsOfBlockedInputReadsAPlainCopy) {
+  auto x = random_values(2 * 20 * 3 * 5, 139);
+  OneNode node("ReduceSum", 11);
+  node.input({2, 20, 3, 5}, x).ints("axes", {1});
+  auto kernel = node.prepare(true, 1, /*blocked_input=*/true);
+  EXPECT_EQ(kernel->implementation(), "");
+  expect_near(node.run_prepared(*kernel), {2, 1, 3, 5},
+              reduce_reference(x, {false, true, false, false}, 0, kReduceCases[0].combine,
+                               kReduceCases[0].finish, {2, 20, 3, 5}));
+}
+
+TEST(DnnlReduce, NoopOnBlockedInputCopiesItPlain) {
+  auto x = random_values(1 * 20 * 2 * 3, 140);
+  OneNode node("ReduceSum", 13);
+  node.input({1, 20, 2, 3}, x).int64_constant({0}, {}).integer("noop_with_empty_axes", 1);
+  auto kernel = node.prepare(true, 1, /*blocked_input=*/true);
+  expect_near(node.run_prepared(*kernel), {1, 20, 2, 3}, x);
 }
 
 TEST(DnnlReduce, Int64Sum) {

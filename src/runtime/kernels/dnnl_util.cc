@@ -84,25 +84,42 @@ dnnl::memory::desc desc_of(const Tensor& tensor) {
   return plain_desc(tensor.shape(), type);
 }
 
-std::optional<dnnl::memory::desc> recorded_layout(const dnnl::memory::desc& desc,
-                                                  std::span<const int64_t> shape) {
-  if (desc == plain_desc(shape, desc.data_type())) return std::nullopt;
-  // Layouts that differ from plain only in the strides of unit dims (nhwc of [N, C, 1, 1])
-  // hold the same bytes in the same places.
+bool holds_plain_bytes(const dnnl::memory::desc& desc, std::span<const int64_t> shape) {
+  if (desc == plain_desc(shape, desc.data_type())) return true;
   const dnnl_memory_desc_t& raw = desc.data;
-  if (raw.format_kind != dnnl_blocked || raw.format_desc.blocking.inner_nblks != 0 ||
-      raw.offset0 != 0) {
-    return desc;
+  if (raw.format_kind != dnnl_blocked || raw.offset0 != 0) return false;
+  const dnnl_blocking_desc_t& blocking = raw.format_desc.blocking;
+  if (blocking.inner_nblks != 0) {
+    // Blocks of the only non-unit dim, unpadded, one after the other (16-channel blocks of a
+    // [1, C, 1, 1] pooled vector): element i is at i.
+    int blocked_dim = blocking.inner_idxs[0];
+    for (int i = 0; i < raw.ndims; ++i) {
+      if (raw.padded_dims[i] != raw.dims[i] || (i != blocked_dim && raw.dims[i] != 1)) {
+        return false;
+      }
+    }
+    return blocking.inner_nblks == 1 && blocking.strides[blocked_dim] == blocking.inner_blks[0];
   }
+  // Layouts that differ from plain only in the strides of unit dims (nhwc of [N, C, 1, 1]).
   dnnl::memory::desc plain = plain_desc(shape, desc.data_type());
   for (int i = 0; i < raw.ndims; ++i) {
-    if (raw.padded_dims[i] != raw.dims[i]) return desc;
-    if (raw.dims[i] != 1 &&
-        raw.format_desc.blocking.strides[i] != plain.data.format_desc.blocking.strides[i]) {
-      return desc;
+    if (raw.padded_dims[i] != raw.dims[i]) return false;
+    if (raw.dims[i] != 1 && blocking.strides[i] != plain.data.format_desc.blocking.strides[i]) {
+      return false;
     }
   }
-  return std::nullopt;
+  return true;
+}
+
+std::optional<dnnl::memory::desc> recorded_layout(const dnnl::memory::desc& desc,
+                                                  std::span<const int64_t> shape) {
+  // Blocks stay recorded even where their bytes happen to be plain: a convolution told that
+  // its [1, C, 1, 1] input is blocked picks its blocked kernel, told plain, channels-last.
+  if (desc.data.format_kind == dnnl_blocked && desc.data.format_desc.blocking.inner_nblks != 0) {
+    return desc;
+  }
+  if (holds_plain_bytes(desc, shape)) return std::nullopt;
+  return desc;
 }
 
 std::optional<dnnl::memory::desc> same_layout_for(const dnnl::memory::desc& example,

@@ -29,6 +29,9 @@ dnnl::memory::desc any_desc(std::span<const int64_t> shape,
                             dnnl::memory::data_type type = dnnl::memory::data_type::f32);
 /// The layout a tensor's bytes are in: its blocked layout, or the plain one.
 dnnl::memory::desc desc_of(const Tensor& tensor);
+/// Whether every element of `shape` lies where the plain layout puts it (a layout that differs
+/// only in the strides of unit dims, or the blocks of the only non-unit dim).
+bool holds_plain_bytes(const dnnl::memory::desc& desc, std::span<const int64_t> shape);
 /// The layout to record in an OutputSpec for a primitive's chosen output descriptor: none
 /// when its bytes are where the plain layout puts them (so consumers see an ordinary tensor).
 std::optional<dnnl::memory::desc> recorded_layout(const dnnl::memory::desc& desc,
