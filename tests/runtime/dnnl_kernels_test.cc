@@ -1091,6 +1091,23 @@ TEST(DnnlGlobalPool, AverageOverSpatialAxes) {
                              {{1, 1}, {1, 1}, {0, 0}}, {0, 0}, {2, 3, 1, 1}));
 }
 
+// For a consumer that reads plain tensors: one sample of whole channel blocks is already in
+// plain order; two samples of 20 channels are reordered.
+TEST(DnnlGlobalPool, BlockedInputGivesPlainOutputWhenAsked) {
+  for (const Shape64& shape : {Shape64{1, 32, 3, 3}, Shape64{2, 20, 3, 3}}) {
+    SCOPED_TRACE(shape[1]);
+    auto x = random_values(shape[0] * shape[1] * 9, 63);
+    OneNode node("GlobalAveragePool");
+    node.input(shape, x);
+    auto kernel = node.prepare(/*blocked_outputs_allowed=*/false, 1, /*blocked_input=*/true);
+    EXPECT_FALSE(kernel->output_specs()[0].layout);
+    Shape64 pooled = {shape[0], shape[1], 1, 1};
+    expect_near(node.run_prepared(*kernel), pooled,
+                pool_reference(Pool::kAverageExcludePad, x, shape, {3, 3}, {{1, 1}, {1, 1}, {0, 0}},
+                               {0, 0}, pooled));
+  }
+}
+
 TEST(DnnlGlobalPool, MaxOverSpatialAxes) {
   auto x = random_values(2 * 3 * 7, 62);
   OneNode node("GlobalMaxPool");
