@@ -46,6 +46,10 @@ double median(std::vector<double> values) {
 int main(int argc, char** argv) {
   const std::size_t bytes = (argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 294) * 1024;
   const int blocks = argc > 2 ? std::atoi(argv[2]) : 10;
+  if (bytes == 0 || blocks < 1) {
+    std::fprintf(stderr, "usage: %s [KIB > 0] [BLOCKS > 0]\n", argv[0]);
+    return 2;
+  }
   constexpr int kRoundsPerBlock = 50;
   std::vector<char> buffer(bytes), source(bytes, 1), remote_copy(bytes);
   // Per case (0: nobody else reads, 1: core 1 reads after each write).
