@@ -107,14 +107,15 @@ class PoolKernel : public Kernel {
     step_.declare(DNNL_ARG_SRC, descriptor.src_desc());
     step_.declare(DNNL_ARG_DST, descriptor.dst_desc());
     std::optional<memory::desc> layout = recorded_layout(descriptor.dst_desc(), spec_.shape);
-    if (layout && !context.blocked_outputs_allowed &&
-        !holds_plain_bytes(descriptor.dst_desc(), spec_.shape)) {
-      output_buffer_ = std::make_shared<Buffer>(descriptor.dst_desc().get_size());
-      output_reorder_ =
-          LayoutReorder(descriptor.dst_desc(), plain_desc(spec_.shape), context.engine);
+    if (layout && !context.blocked_outputs_allowed) {
+      // Pooled channel blocks of one pixel may already lie in plain order.
+      if (!holds_plain_bytes(descriptor.dst_desc(), spec_.shape)) {
+        output_buffer_ = std::make_shared<Buffer>(descriptor.dst_desc().get_size());
+        output_reorder_ =
+            LayoutReorder(descriptor.dst_desc(), plain_desc(spec_.shape), context.engine);
+      }
       layout.reset();
     }
-    if (!context.blocked_outputs_allowed) layout.reset();
     spec_.layout = layout;
   }
 
