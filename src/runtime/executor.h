@@ -22,13 +22,22 @@ namespace cleave {
 class BufferPool {
  public:
   std::shared_ptr<Buffer> acquire(std::size_t bytes);
+  /// Keeps `buffer` (one of this pool's) from being handed out again until the pool has
+  /// handed out `bytes` more. For a buffer another core has read: rewriting it while that
+  /// core's cache still holds its lines costs several times a plain write.
+  void hold_back(const Buffer& buffer, std::size_t bytes);
   /// Bytes held by the pool: the activation memory a run needed at its peak.
   std::size_t reserved_bytes() const;
 
  private:
+  struct Entry {
+    std::shared_ptr<Buffer> buffer;
+    std::size_t free_after = 0;  ///< Reusable once handed_out_ reaches this.
+  };
   mutable std::mutex mutex_;
-  std::vector<std::shared_ptr<Buffer>> buffers_;
+  std::vector<Entry> entries_;
   std::size_t reserved_ = 0;
+  std::size_t handed_out_ = 0;  ///< Bytes acquire() has returned, reused or new.
 };
 
 /// Input names with their types and shapes: an in-place Concat placement holds only for the

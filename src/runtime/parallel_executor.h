@@ -23,6 +23,10 @@ struct ParallelOptions {
   bool in_place_concat = true;   ///< As ExecutorOptions::in_place_concat.
   /// As ExecutorOptions::convolution_family.
   ConvolutionFamily convolution_family = ConvolutionFamily::kBlocked;
+  /// A buffer that another worker reads is not rewritten by its owner until the owner's pool
+  /// has handed out this many more bytes, so that the reader's cache has let go of its lines;
+  /// -1: the size of a core's L2 cache (hwloc; 1 MiB when unknown); 0: reuse at once.
+  int64_t remote_read_hold_back_bytes = -1;
 };
 
 /// What one run really did: per task its worker, start and end, and how long the worker

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "cost/cost_table.h"
 #include "gen/inception.h"
@@ -233,6 +234,44 @@ TEST(ParallelExecutor, AOneWorkerPlanRunsOnTheCallerAndMatches) {
   std::vector<Tensor> expected = sequential.run(inputs);
   for (int round = 0; round < 2; ++round) expect_bitwise_equal(parallel.run(inputs), expected);
   EXPECT_EQ(parallel.last_trace().events.size(), plan.tasks.tasks.size());
+}
+
+// Worker 0 makes %a, which only worker 1 reads; worker 1 drops it before it makes %t, which
+// worker 0 waits for, so %a's buffer is free when worker 0 asks for %b's. Reusing it at once
+// would rewrite memory whose lines worker 1's cache still holds; held back, %b gets a buffer of
+// its own and the run needs one more buffer of the same size.
+TEST(ParallelExecutor, ABufferReadOnAnotherWorkerIsNotRewrittenAtOnce) {
+  Graph graph = parse_graph(R"(graph g (%x: f32[64,64]) {
+  %a = "a" Relu(%x)
+  %s = "s" Neg(%a)
+  %t = "t" Exp(%s)
+  %b = "b" Tanh(%t)
+  %c = "c" Sigmoid(%b)
+  return %c
+}
+)");
+  TaskGraph tasks = task_graph_for(graph, static_costs(graph), cpu_workers(2, 1));
+  std::map<std::string, int> task_of;
+  for (std::size_t t = 0; t < tasks.tasks.size(); ++t)
+    task_of[graph.node(tasks.tasks[t].node).name] = static_cast<int>(t);
+  Plan plan;
+  plan.strategy = "lc";
+  plan.order = {{task_of["a"], task_of["b"], task_of["c"]}, {task_of["s"], task_of["t"]}};
+  plan.tasks.resize(tasks.tasks.size());
+  for (int worker = 0; worker < 2; ++worker) {
+    for (int task : plan.order[worker]) plan.tasks[task] = {task, worker, 0, 0};
+  }
+  auto inputs = random_inputs(graph, 9);
+  std::vector<Tensor> expected = Executor(graph).run(inputs);
+  const auto peak_bytes = [&](int64_t hold_back_bytes) {
+    ParallelOptions options;
+    options.remote_read_hold_back_bytes = hold_back_bytes;
+    ParallelExecutor parallel(graph, tasks, plan, options);
+    expect_bitwise_equal(parallel.run(inputs), expected);
+    return parallel.peak_activation_bytes();
+  };
+  const std::size_t value_bytes = 64 * 64 * sizeof(float);
+  EXPECT_EQ(peak_bytes(int64_t{1} << 30), peak_bytes(0) + value_bytes);
 }
 
 Graph graph_with_a_broken_reshape() {
