@@ -22,9 +22,10 @@ namespace cleave {
 class BufferPool {
  public:
   std::shared_ptr<Buffer> acquire(std::size_t bytes);
-  /// Keeps `buffer` (one of this pool's) from being handed out again until the pool has
-  /// handed out `bytes` more. For a buffer another core has read: rewriting it while that
-  /// core's cache still holds its lines costs several times a plain write.
+  /// Keeps `buffer` from being handed out again until the pool has handed out `bytes` more
+  /// (ignored when the buffer is not this pool's). For a buffer another core has read:
+  /// rewriting it while that core's cache still holds its lines costs several times a plain
+  /// write.
   void hold_back(const Buffer& buffer, std::size_t bytes);
   /// Bytes held by the pool: the activation memory a run needed at its peak.
   std::size_t reserved_bytes() const;
