@@ -6,7 +6,9 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -16,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "analysis/flops.h"
 #include "analysis/static_cost.h"
@@ -165,24 +168,42 @@ std::string graph_fingerprint(const Graph& graph) {
   return fmt::format("{:016x}", hash.state);
 }
 
+double default_core_wait_seconds() {
+  const char* text = std::getenv("CLEAVE_CORE_WAIT_SECONDS");
+  if (!text) return 10.0;
+  char* end = nullptr;
+  errno = 0;
+  double seconds = std::strtod(text, &end);
+  if (end == text || *end != '\0' || errno != 0 || !std::isfinite(seconds) || seconds < 0) {
+    throw Error(fmt::format(
+        "CLEAVE_CORE_WAIT_SECONDS: expected a number of seconds, 0 or more, got \"{}\"", text));
+  }
+  return seconds;
+}
+
 ProfileOptions profile_options(int max_threads) {
   ProfileOptions options;
   options.max_threads = max_threads;
   return options;
 }
 
-std::vector<double> interleaved_run_seconds(const std::vector<std::function<void()>>& runs,
-                                            const InterleavedTiming& timing,
-                                            const std::function<double()>& seconds_now,
-                                            std::vector<int>* blocks_timed) {
+InterleavedResult interleaved_run_seconds(const std::vector<std::function<void()>>& runs,
+                                          const InterleavedTiming& timing,
+                                          const std::function<double()>& seconds_now) {
   const std::function<double()> now = seconds_now ? seconds_now : [] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
   };
-  // Per entry, its block medians in ascending order (few: a sorted insert is enough).
+  // Per entry, its block medians in ascending order (few: a sorted insert is enough); the
+  // disturbed ones apart.
   std::vector<std::vector<double>> block_medians(runs.size());
+  std::vector<std::vector<double>> disturbed_medians(runs.size());
   const auto settled = [&](const std::vector<double>& medians) {
     return medians.size() >= 2 && medians[1] <= medians[0] * (1 + timing.agreement);
+  };
+  const auto quiet = [&](std::size_t entry) { return !timing.quiet || timing.quiet(entry); };
+  const auto insert_sorted = [](std::vector<double>& medians, double median) {
+    medians.insert(std::upper_bound(medians.begin(), medians.end(), median), median);
   };
   const int max_blocks = std::max(timing.blocks, timing.max_blocks);
   for (int block = 0; block < max_blocks; ++block) {
@@ -191,6 +212,7 @@ std::vector<double> interleaved_run_seconds(const std::vector<std::function<void
       std::vector<double>& medians = block_medians[entry];
       if (block >= timing.blocks && settled(medians)) continue;
       timed_any = true;
+      const bool quiet_before = quiet(entry);
       std::vector<double> samples;
       const double block_start = now();
       while (static_cast<int>(samples.size()) < timing.runs_per_block ||
@@ -199,24 +221,30 @@ std::vector<double> interleaved_run_seconds(const std::vector<std::function<void
         runs[entry]();
         samples.push_back(now() - start);
       }
-      const double median = median_of(samples);
-      medians.insert(std::upper_bound(medians.begin(), medians.end(), median), median);
+      const bool quiet_after = quiet(entry);
+      insert_sorted(quiet_before && quiet_after ? medians : disturbed_medians[entry],
+                    median_of(samples));
     }
     if (!timed_any) break;
   }
-  std::vector<double> fastest;
-  if (blocks_timed) blocks_timed->clear();
-  for (const std::vector<double>& medians : block_medians) {
-    fastest.push_back(medians.empty() ? std::numeric_limits<double>::infinity() : medians[0]);
-    if (blocks_timed) blocks_timed->push_back(static_cast<int>(medians.size()));
+  InterleavedResult result;
+  for (std::size_t entry = 0; entry < runs.size(); ++entry) {
+    const std::vector<double>& medians =
+        block_medians[entry].empty() ? disturbed_medians[entry] : block_medians[entry];
+    result.seconds.push_back(medians.empty() ? std::numeric_limits<double>::infinity()
+                                             : medians[0]);
+    const auto disturbed = static_cast<int>(disturbed_medians[entry].size());
+    result.blocks_timed.push_back(static_cast<int>(block_medians[entry].size()) + disturbed);
+    result.blocks_disturbed.push_back(disturbed);
   }
-  return fastest;
+  return result;
 }
 
 CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
-  // v5: node times calibrated to whole runs, timed in interleaved blocks until two agree.
+  // v6: node times calibrated to whole runs, timed in interleaved blocks until two agree,
+  // multi-thread blocks only while their cores are free.
   std::string key =
-      fmt::format("{}-t{}-r{}-{}-v5", graph_fingerprint(graph), options.max_threads, options.repeat,
+      fmt::format("{}-t{}-r{}-{}-v6", graph_fingerprint(graph), options.max_threads, options.repeat,
                   options.blocked_layouts ? to_string(options.convolution_family) : "plain");
   fs::path cache = fs::path(cache_directory(options)) / (key + ".json");
   if (options.use_cache && fs::exists(cache)) {
@@ -241,6 +269,29 @@ CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
     executor_options.convolution_family = options.convolution_family;
     return executor_options;
   };
+  // A team of two or more threads is timed only while its cores are free: another process on
+  // one of them makes every run wait for its turn there. The wait has a budget for the whole
+  // profile.
+  double waited = 0;  // Seconds from a first sign of another process to free cores or giving up.
+  int held_checks = 0;
+  const auto wait_for_free_cores = [&](int threads) {
+    if (threads < 2 || options.cores_free(threads)) return true;
+    ++held_checks;
+    const auto start = std::chrono::steady_clock::now();
+    const auto elapsed = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    bool free = false;
+    while (waited + elapsed() < options.quiet_wait_seconds) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (options.cores_free(threads)) {
+        free = true;
+        break;
+      }
+    }
+    waited += elapsed();
+    return free;
+  };
   std::vector<double> run_seconds;
   {
     std::vector<std::unique_ptr<Executor>> executors;
@@ -264,11 +315,29 @@ CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
           options.max_threads, timing.blocks, timing.runs_per_block, timing.min_block_seconds,
           timing.max_blocks, timing.agreement * 100));
     }
-    std::vector<int> blocks_timed;
-    run_seconds = interleaved_run_seconds(runs, timing, {}, &blocks_timed);
+    timing.quiet = [&](std::size_t entry) {
+      return wait_for_free_cores(static_cast<int>(entry) + 1);
+    };
+    InterleavedResult timed = interleaved_run_seconds(runs, timing);
+    run_seconds = timed.seconds;
+    table.disturbed_blocks = timed.blocks_disturbed;
     if (options.progress) {
-      options.progress(
-          fmt::format("profile: blocks timed per thread count: {}", fmt::join(blocks_timed, ", ")));
+      options.progress(fmt::format("profile: blocks timed per thread count: {}",
+                                   fmt::join(timed.blocks_timed, ", ")));
+      if (held_checks > 0) {
+        options.progress(fmt::format(
+            "profile: another process held a core at {} check(s): waited {:.2f} s in all for "
+            "free cores; blocks set aside per thread count: {}",
+            held_checks, waited, fmt::join(timed.blocks_disturbed, ", ")));
+      }
+      for (std::size_t entry = 0; entry < timed.seconds.size(); ++entry) {
+        if (timed.blocks_disturbed[entry] < timed.blocks_timed[entry]) continue;
+        options.progress(fmt::format(
+            "profile: warning: every block at {} thread(s) ran while another process held a "
+            "core, so its times are too slow (cached all the same: profile again with "
+            "--no-cache when the host is quieter)",
+            entry + 1));
+      }
     }
   }
   for (int threads = 1; threads <= options.max_threads; ++threads) {
@@ -277,6 +346,7 @@ CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
     timed.collect_stats = true;
     Executor timing(graph, timed);
     timing.run(inputs);  // Prepares kernels; not counted.
+    wait_for_free_cores(threads);
     std::vector<double> previous = timing.stats().node_seconds;
     for (int i = 0; i < options.repeat; ++i) {
       timing.run(inputs);
@@ -327,6 +397,7 @@ nlohmann::json cost_table_to_json(const CostTable& table, const Graph& graph) {
   if (!table.run_seconds.empty()) {
     json["run_seconds"] = table.run_seconds;
     json["calibration"] = table.calibration;
+    json["disturbed_blocks"] = table.disturbed_blocks;
   }
   return json;
 }
@@ -340,6 +411,7 @@ CostTable cost_table_from_json(const nlohmann::json& json, const Graph& graph,
   table.source = json.at("source").get<std::string>();
   table.run_seconds = json.value("run_seconds", std::vector<double>{});
   table.calibration = json.value("calibration", std::vector<double>{});
+  table.disturbed_blocks = json.value("disturbed_blocks", std::vector<int>{});
   table.nodes.resize(graph.node_capacity());
   std::vector<NodeId> ids = graph.node_ids();
   const auto& nodes = json.at("nodes");

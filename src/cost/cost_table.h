@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cost/core_contention.h"
 #include "ir/graph.h"
 #include "machine/machine.h"
 #include "plan/task_graph.h"
@@ -32,6 +33,9 @@ struct CostTable {
   /// runs, and the factor the timed node seconds were multiplied by so that they sum to it.
   std::vector<double> run_seconds;
   std::vector<double> calibration;
+  /// Profiles only, by thread count: blocks of whole runs timed while another process held
+  /// one of the cores (set aside; see interleaved_run_seconds).
+  std::vector<int> disturbed_blocks;
 
   /// Seconds of a node on `threads` intra-op threads; past the largest measured count the
   /// time stays at that count's (no speedup is assumed that was not measured).
@@ -53,6 +57,11 @@ PeakRates measure_peak_rates(int max_threads);
 /// Roofline: max(flops / peak flops, bytes moved / bandwidth) + per-op overhead.
 CostTable analytical_costs(const Graph& graph, const PeakRates& rates);
 
+/// How long a profile may wait, in all, for cores another process holds:
+/// $CLEAVE_CORE_WAIT_SECONDS (a number of seconds, 0 or more), else 10. Throws Error naming the
+/// variable when it is set to anything else.
+double default_core_wait_seconds();
+
 struct ProfileOptions {
   int max_threads = 2;
   int warmup = 2;
@@ -62,6 +71,13 @@ struct ProfileOptions {
   ConvolutionFamily convolution_family = ConvolutionFamily::kBlocked;
   std::string cache_directory;  ///< Empty: ~/.cache/cleave/profiles (or $CLEAVE_CACHE_DIR).
   bool use_cache = true;
+  /// How long, in all, the profile may wait for cores that another process holds before it
+  /// times multi-thread runs anyway (core_contention.h).
+  double quiet_wait_seconds = default_core_wait_seconds();
+  /// Whether a team of this many threads would have its cores to itself now.
+  std::function<bool(int threads)> cores_free = [](int threads) {
+    return cleave::cores_free(threads);
+  };
   std::function<void(const std::string&)> progress;
 };
 
@@ -84,6 +100,16 @@ struct InterleavedTiming {
   double agreement = 0.05;  ///< Relative gap between an entry's two fastest block medians.
   int runs_per_block = 3;
   double min_block_seconds = 0;  ///< A block calls its run until it has lasted this long.
+  /// When set, asked before and after each block of an entry whether the host is quiet for
+  /// it (it may wait for that); a block with a "no" on either side is disturbed.
+  std::function<bool(std::size_t entry)> quiet;
+};
+
+/// What interleaved_run_seconds measured, per entry.
+struct InterleavedResult {
+  std::vector<double> seconds;        ///< The time of one call.
+  std::vector<int> blocks_timed;      ///< Blocks timed, disturbed ones included.
+  std::vector<int> blocks_disturbed;  ///< Blocks that `quiet` called disturbed.
 };
 
 /// The time of one call of each of `runs`, taken in rounds of blocks that interleave them,
@@ -94,12 +120,13 @@ struct InterleavedTiming {
 /// spreads a small model's blocks far enough apart for that. A disturbance can outlast the
 /// first `blocks` rounds, so an entry whose two fastest block medians are more than
 /// `agreement` apart keeps getting blocks, up to `max_blocks`: its time then rests on two
-/// blocks that agree. `blocks_timed`, when given, receives each entry's block count.
+/// blocks that agree. A disturbance that lasts through every block makes them agree at the
+/// wrong speed; `quiet` is how to see it: blocks it calls disturbed neither set an entry's time
+/// nor count towards agreement, unless the entry has no other block (then its fastest one).
 /// `seconds_now` reads a clock in seconds (steady_clock when empty).
-std::vector<double> interleaved_run_seconds(const std::vector<std::function<void()>>& runs,
-                                            const InterleavedTiming& timing,
-                                            const std::function<double()>& seconds_now = {},
-                                            std::vector<int>* blocks_timed = nullptr);
+InterleavedResult interleaved_run_seconds(const std::vector<std::function<void()>>& runs,
+                                          const InterleavedTiming& timing,
+                                          const std::function<double()>& seconds_now = {});
 
 nlohmann::json cost_table_to_json(const CostTable& table, const Graph& graph);
 CostTable cost_table_from_json(const nlohmann::json& json, const Graph& graph,

@@ -3,7 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -50,6 +54,9 @@ class ProfileCosts : public ::testing::Test {
     options_.repeat = 3;
     options_.warmup = 1;
     options_.cache_directory = directory_.string();
+    // Tests run side by side: the real check would see the others as processes that hold
+    // the cores. Tests that are about that check set their own.
+    options_.cores_free = [](int) { return true; };
   }
   void TearDown() override { fs::remove_all(directory_); }
 
@@ -82,7 +89,7 @@ TEST(InterleavedRunSeconds, EachEntryKeepsItsUndisturbedBlock) {
     });
   }
   std::vector<double> measured =
-      interleaved_run_seconds(runs, fixed_blocks(3, runs_per_block), [&] { return clock; });
+      interleaved_run_seconds(runs, fixed_blocks(3, runs_per_block), [&] { return clock; }).seconds;
   EXPECT_EQ(calls, (std::vector<int>{9, 9}));
   ASSERT_EQ(measured.size(), 2u);
   EXPECT_DOUBLE_EQ(measured[0], 7.0);
@@ -96,7 +103,7 @@ TEST(InterleavedRunSeconds, AnOutlierCallInsideABlockIsIgnored) {
   const std::vector<double> seconds = {2.0, 9.0, 2.0, 2.1, 2.1, 2.1};
   std::vector<std::function<void()>> runs = {[&] { clock += seconds[call++]; }};
   std::vector<double> measured =
-      interleaved_run_seconds(runs, fixed_blocks(2, 3), [&] { return clock; });
+      interleaved_run_seconds(runs, fixed_blocks(2, 3), [&] { return clock; }).seconds;
   ASSERT_EQ(measured.size(), 1u);
   EXPECT_DOUBLE_EQ(measured[0], 2.0);
 }
@@ -109,7 +116,7 @@ TEST(InterleavedRunSeconds, ABlockLastsAtLeastTheMinimum) {
   std::vector<std::function<void()>> runs = {[&] { clock += 0.25, ++calls[0]; },
                                              [&] { clock += 1.0, ++calls[1]; }};
   std::vector<double> measured =
-      interleaved_run_seconds(runs, fixed_blocks(2, 2, 0.6), [&] { return clock; });
+      interleaved_run_seconds(runs, fixed_blocks(2, 2, 0.6), [&] { return clock; }).seconds;
   EXPECT_EQ(calls, (std::vector<int>{6, 4}));
   EXPECT_DOUBLE_EQ(measured[0], 0.25);
   EXPECT_DOUBLE_EQ(measured[1], 1.0);
@@ -127,13 +134,12 @@ TEST(InterleavedRunSeconds, AnEntryWhoseBlocksDisagreeGetsMoreBlocks) {
   InterleavedTiming timing = fixed_blocks(3, 1);
   timing.max_blocks = 8;
   timing.agreement = 0.05;
-  std::vector<int> blocks_timed;
-  std::vector<double> measured = interleaved_run_seconds(
-      runs, timing, [&] { return clock; }, &blocks_timed);
+  InterleavedResult measured = interleaved_run_seconds(runs, timing, [&] { return clock; });
   EXPECT_EQ(calls, (std::vector<int>{3, 6}));
-  EXPECT_EQ(blocks_timed, (std::vector<int>{3, 6}));
-  EXPECT_DOUBLE_EQ(measured[0], 5.0);
-  EXPECT_DOUBLE_EQ(measured[1], 4.0);
+  EXPECT_EQ(measured.blocks_timed, (std::vector<int>{3, 6}));
+  EXPECT_EQ(measured.blocks_disturbed, (std::vector<int>{0, 0}));
+  EXPECT_DOUBLE_EQ(measured.seconds[0], 5.0);
+  EXPECT_DOUBLE_EQ(measured.seconds[1], 4.0);
 }
 
 // A disturbance that never ends stops at max_blocks and keeps the fastest block seen.
@@ -143,12 +149,63 @@ TEST(InterleavedRunSeconds, BlocksThatNeverAgreeStopAtTheMaximum) {
   std::vector<std::function<void()>> runs = {[&] { clock += 10.0 - calls++; }};
   InterleavedTiming timing = fixed_blocks(3, 1);
   timing.max_blocks = 5;
-  std::vector<int> blocks_timed;
-  std::vector<double> measured = interleaved_run_seconds(
-      runs, timing, [&] { return clock; }, &blocks_timed);
+  InterleavedResult measured = interleaved_run_seconds(runs, timing, [&] { return clock; });
   EXPECT_EQ(calls, 5);
-  EXPECT_EQ(blocks_timed, (std::vector<int>{5}));
-  EXPECT_DOUBLE_EQ(measured[0], 6.0);
+  EXPECT_EQ(measured.blocks_timed, (std::vector<int>{5}));
+  EXPECT_DOUBLE_EQ(measured.seconds[0], 6.0);
+}
+
+// A disturbance through every block makes them agree at the wrong speed: entry 1's first
+// three blocks agree at 8 s, but `quiet` calls them disturbed, so the entry keeps getting
+// blocks and its time comes from the two quiet ones (4.0 and 4.1), not from the 8 s blocks.
+TEST(InterleavedRunSeconds, BlocksTheHostCallsDisturbedAreSetAside) {
+  double clock = 0;
+  std::vector<int> calls(2, 0);
+  const std::vector<double> entry_one = {8.0, 8.0, 8.1, 4.0, 4.1, 4.0};
+  std::vector<std::function<void()>> runs = {[&] { clock += 5.0, ++calls[0]; },
+                                             [&] { clock += entry_one[calls[1]++]; }};
+  InterleavedTiming timing = fixed_blocks(3, 1);
+  timing.max_blocks = 8;
+  std::vector<std::size_t> asked;
+  // Asked before and after each block; entry 1 is held until its fourth block starts.
+  timing.quiet = [&](std::size_t entry) {
+    asked.push_back(entry);
+    return entry == 0 || calls[1] >= 3;
+  };
+  InterleavedResult measured = interleaved_run_seconds(runs, timing, [&] { return clock; });
+  EXPECT_EQ(calls, (std::vector<int>{3, 5}));
+  EXPECT_EQ(measured.blocks_timed, (std::vector<int>{3, 5}));
+  EXPECT_EQ(measured.blocks_disturbed, (std::vector<int>{0, 3}));
+  EXPECT_DOUBLE_EQ(measured.seconds[0], 5.0);
+  EXPECT_DOUBLE_EQ(measured.seconds[1], 4.0);
+  EXPECT_EQ(asked.size(), 2u * (3 + 5));
+}
+
+// A block is disturbed when the host is held after it, even if it was free before.
+TEST(InterleavedRunSeconds, ABlockHeldOnlyAtItsEndIsDisturbed) {
+  double clock = 0;
+  int calls = 0;
+  std::vector<std::function<void()>> runs = {[&] { clock += calls++ == 0 ? 3.0 : 6.0; }};
+  InterleavedTiming timing = fixed_blocks(2, 1);
+  int asked = 0;
+  timing.quiet = [&](std::size_t) { return ++asked != 2; };  // "No" after the first block.
+  InterleavedResult measured = interleaved_run_seconds(runs, timing, [&] { return clock; });
+  EXPECT_EQ(measured.blocks_disturbed, (std::vector<int>{1}));
+  EXPECT_DOUBLE_EQ(measured.seconds[0], 6.0);
+}
+
+// With no quiet block at all, an entry still gets a time: its fastest disturbed block.
+TEST(InterleavedRunSeconds, AnEntryWithOnlyDisturbedBlocksKeepsTheFastest) {
+  double clock = 0;
+  int calls = 0;
+  const std::vector<double> seconds = {9.0, 7.0, 8.0};
+  std::vector<std::function<void()>> runs = {[&] { clock += seconds[calls++]; }};
+  InterleavedTiming timing = fixed_blocks(3, 1);
+  timing.quiet = [](std::size_t) { return false; };
+  InterleavedResult measured = interleaved_run_seconds(runs, timing, [&] { return clock; });
+  EXPECT_EQ(measured.blocks_timed, (std::vector<int>{3}));
+  EXPECT_EQ(measured.blocks_disturbed, (std::vector<int>{3}));
+  EXPECT_DOUBLE_EQ(measured.seconds[0], 7.0);
 }
 
 TEST_F(ProfileCosts, NodeTimesSumToTheMeasuredRunAtEachThreadCount) {
@@ -176,6 +233,62 @@ TEST_F(ProfileCosts, ASecondCallReadsTheCachedTable) {
   EXPECT_EQ(second.run_seconds, first.run_seconds);
   EXPECT_EQ(second.calibration, first.calibration);
   for (NodeId id : graph.node_ids()) EXPECT_EQ(second.nodes[id].seconds, first.nodes[id].seconds);
+}
+
+// Cores that another process holds all along: the profile waits its budget, times anyway, sets
+// the blocks aside in the table and says so.
+TEST_F(ProfileCosts, CoresHeldThroughoutAreWaitedForWithinTheBudgetAndReported) {
+  Graph graph = with_weights(kBranches);
+  std::vector<int> asked_threads;
+  options_.cores_free = [&](int threads) {
+    asked_threads.push_back(threads);
+    return threads < 2;
+  };
+  options_.quiet_wait_seconds = 0.2;
+  std::vector<std::string> progress;
+  options_.progress = [&](const std::string& line) { progress.push_back(line); };
+  const auto started = std::chrono::steady_clock::now();
+  CostTable table = profile_costs(graph, options_);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ASSERT_EQ(table.disturbed_blocks.size(), 2u);
+  EXPECT_EQ(table.disturbed_blocks[0], 0);
+  EXPECT_EQ(table.disturbed_blocks[1], 8);  // Never two undisturbed blocks: up to the maximum.
+  EXPECT_TRUE(std::isfinite(table.run_seconds[1]));
+  EXPECT_GE(seconds, 0.2);  // The budget was spent waiting...
+  EXPECT_TRUE(std::none_of(asked_threads.begin(), asked_threads.end(),
+                           [](int threads) { return threads < 2; }));  // ...for 2 threads only.
+  const auto said = [&](const std::string& text) {
+    return std::any_of(progress.begin(), progress.end(), [&](const std::string& line) {
+      return line.find(text) != std::string::npos;
+    });
+  };
+  EXPECT_TRUE(said("another process held a core"));
+  EXPECT_TRUE(said("every block at 2 thread(s)"));
+  const fs::path cached = *fs::directory_iterator(directory_);
+  std::ifstream in(cached);
+  EXPECT_EQ(nlohmann::json::parse(in)["disturbed_blocks"], (std::vector<int>{0, 8}));
+}
+
+// Cores held for a moment: the profile waits until they are free, then times as usual; no
+// block is set aside and the table is cached.
+TEST_F(ProfileCosts, AShortHoldIsWaitedOut) {
+  Graph graph = with_weights(kBranches);
+  int checks = 0;
+  options_.cores_free = [&](int threads) { return threads < 2 || ++checks > 3; };
+  options_.quiet_wait_seconds = 10;
+  std::vector<std::string> progress;
+  options_.progress = [&](const std::string& line) { progress.push_back(line); };
+  CostTable table = profile_costs(graph, options_);
+  EXPECT_EQ(table.disturbed_blocks, (std::vector<int>{0, 0}));
+  EXPECT_TRUE(std::any_of(progress.begin(), progress.end(), [](const std::string& line) {
+    return line.find("another process held a core at 1 check(s)") != std::string::npos;
+  }));
+  std::vector<std::string> again;
+  options_.progress = [&](const std::string& line) { again.push_back(line); };
+  profile_costs(graph, options_);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_NE(again[0].find("reused"), std::string::npos);
 }
 
 TEST_F(ProfileCosts, ATableForAnotherGraphIsRefused) {
