@@ -1,5 +1,4 @@
-// Seeing cores held by other work: runnable threads from /proc/stat, and one thread's loop
-// against a team's.
+// Seeing cores held by other work: runnable threads in /proc/stat, and a team's loop timed.
 #include "cost/core_contention.h"
 
 #include <omp.h>

@@ -1,5 +1,4 @@
-// Whether other work holds the cores an intra-op run would use, so that timings taken now
-// would be too slow.
+// Whether other work holds the cores an intra-op run would use (timings taken then run slow).
 #pragma once
 
 namespace cleave {

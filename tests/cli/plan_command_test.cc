@@ -40,6 +40,23 @@ TEST_F(PlanCommandTest, AutoWithTwoSamplesComparesTheHyperclusters) {
             (std::vector<std::string>{"sequential", "hypercluster", "switched-hypercluster"}));
 }
 
+// A wrong wait for free cores stops the command before it measures or writes anything.
+TEST_F(PlanCommandTest, AWrongCoreWaitInTheEnvironmentIsRefusedByName) {
+  const char* before = std::getenv("CLEAVE_CORE_WAIT_SECONDS");
+  const std::string saved = before ? before : "";
+  setenv("CLEAVE_CORE_WAIT_SECONDS", "soon", 1);
+  CommandResult result = cleave("plan " + model_ + " -o " + path("p.json"));
+  if (before) {
+    setenv("CLEAVE_CORE_WAIT_SECONDS", saved.c_str(), 1);
+  } else {
+    unsetenv("CLEAVE_CORE_WAIT_SECONDS");
+  }
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("CLEAVE_CORE_WAIT_SECONDS"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("\"soon\""), std::string::npos) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(path("p.json")));
+}
+
 TEST_F(PlanCommandTest, AnUnknownStrategyIsRefusedWithTheChoices) {
   CommandResult result = cleave("plan " + model_ + " --strategy fastest -o " + path("p.json"));
   EXPECT_NE(result.exit_code, 0);
