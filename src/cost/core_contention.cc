@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/random_inputs.h"
+
 namespace cleave {
 
 namespace {
@@ -31,11 +33,6 @@ double seconds_now() {
 
 // About 50 µs on a 3 GHz core: long enough to time, short enough to try often.
 constexpr long kIterations = 30000;
-
-double median(std::vector<double> values) {
-  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
-  return values[values.size() / 2];
-}
 
 // procs_running from /proc/stat, or -1.
 int procs_running() {
@@ -88,7 +85,7 @@ int other_runnable_threads() {
     if (running < 0) return -1;
     samples.push_back(std::max(0, running - std::max(1, own_running_threads())));
   }
-  return static_cast<int>(median(samples));
+  return static_cast<int>(median_of(samples));
 }
 
 double parallel_slowdown(int threads, int samples) {
@@ -108,7 +105,7 @@ double parallel_slowdown(int threads, int samples) {
     double together = seconds_now() - start;
     ratios.push_back(together / std::max(alone, 1e-9));
   }
-  return median(ratios);
+  return median_of(ratios);
 }
 
 bool cores_free(int threads) {
