@@ -1,11 +1,15 @@
 // `cleave optimize`: runs the graph passes on an ONNX model and writes the result as ONNX.
 #include <fmt/core.h>
+#include <fmt/format.h>
 #include <onnx/checker.h>
 
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli/commands.h"
+#include "ir/text.h"
 #include "ir/verify.h"
 #include "onnx/onnx_export.h"
 #include "onnx/onnx_import.h"
@@ -22,7 +26,24 @@ struct OptimizeSettings {
   bool no_fuse = false;
   bool verbose = false;
   bool json = false;
+  std::vector<std::string> passes;
+  bool print_after_each = false;
 };
+
+// A model file, or a graph in the text form (ir/text.h) when the name ends in ".txt", so pass
+// tests can be text files.
+Graph read_graph(const std::string& path) {
+  if (!path.ends_with(".txt")) return import_onnx(path);
+  std::ifstream in(path);
+  if (!in) throw Error(fmt::format("{}: cannot open the graph text file", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return parse_graph(text.str());
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", path, e.what()));
+  }
+}
 
 // The checker's message, or "passed".
 std::string check_model(const onnx::ModelProto& model) {
@@ -45,7 +66,7 @@ nlohmann::json steps_json(const PassResult& result) {
 }
 
 int run_optimize(const OptimizeSettings& settings) {
-  Graph graph = import_onnx(settings.input);
+  Graph graph = read_graph(settings.input);
   try {
     verify_graph(graph);
   } catch (const Error& e) {
@@ -63,19 +84,31 @@ int run_optimize(const OptimizeSettings& settings) {
   options.verify_each_step = true;
   if (settings.verbose)
     options.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  AfterPass print_graph_after;
+  if (settings.print_after_each) {
+    print_graph_after = [](const PassResult& step, const Graph& after) {
+      fmt::print("// after {}\n{}\n", step.summary(), print_graph(after));
+    };
+  }
   PassResult result;
   try {
-    result = optimize_graph(graph, options);
+    result =
+        settings.passes.empty() && !settings.print_after_each
+            ? optimize_graph(graph, options)
+            : run_passes(graph,
+                         settings.passes.empty() ? optimize_pass_list(options) : settings.passes,
+                         options, print_graph_after);
   } catch (const Error& e) {
     throw Error(fmt::format("{}: {}", settings.input, e.what()));
   }
+  if (settings.output.empty()) return 0;
 
   onnx::ModelProto model = to_onnx(graph);
   std::string check = check_model(model);
   if (check != "passed") {
     // Models that already fail the checker (ops newer than this ONNX, custom domains) are
     // written anyway; a model the passes broke is not.
-    std::string original_check = check_model(to_onnx(import_onnx(settings.input)));
+    std::string original_check = check_model(to_onnx(read_graph(settings.input)));
     if (original_check == "passed") {
       throw Error(
           fmt::format("{}: the optimized model fails the ONNX checker, the original "
@@ -112,13 +145,26 @@ void register_optimize(CLI::App& app, CommandAction& action) {
       "Fold constants, remove dead code and Identity/Dropout, fuse Conv+BatchNormalization; "
       "write the result as ONNX");
   command->add_option("input", settings->input, "ONNX model to read")->required();
-  command->add_option("output", settings->output, "ONNX file to write")->required();
+  command->add_option("output", settings->output,
+                      "ONNX file to write (may be left out with --print-after-each)");
   command->add_flag("--no-fold", settings->no_fold, "Do not fold constants");
   command->add_flag("--no-fuse", settings->no_fuse, "Do not fuse Conv+BatchNormalization");
   command->add_flag("--verbose", settings->verbose, "Print what each pass changed (to stderr)");
   command->add_flag("--json", settings->json, "Print the summary as JSON");
-  command->callback(
-      [&action, settings] { action = [settings] { return run_optimize(*settings); }; });
+  command
+      ->add_option(
+          "--passes", settings->passes,
+          fmt::format("Run these passes in this order instead: {}", fmt::join(pass_names(), ", ")))
+      ->delimiter(',');
+  command->add_flag("--print-after-each", settings->print_after_each,
+                    "Print the graph in the text form after each pass (an input ending in "
+                    ".txt is read in the text form)");
+  command->callback([&action, settings] {
+    if (settings->output.empty() && !settings->print_after_each) {
+      throw CLI::ValidationError("output", "an output file is needed without --print-after-each");
+    }
+    action = [settings] { return run_optimize(*settings); };
+  });
 }
 
 }  // namespace cleave::cli

@@ -10,6 +10,7 @@
 
 #include "gen/random.h"
 #include "ir/graph.h"
+#include "support/topological_order.h"
 
 namespace cleave {
 
@@ -277,22 +278,7 @@ std::vector<std::vector<int>> RandomDag::successors() const {
 }
 
 std::vector<int> RandomDag::topological_order() const {
-  std::vector<int> in_degree(node_count, 0);
-  for (auto [a, b] : edges) ++in_degree[b];
-  const auto next = successors();
-  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
-  for (int v = 0; v < node_count; ++v) {
-    if (in_degree[v] == 0) ready.push(v);
-  }
-  std::vector<int> order;
-  while (!ready.empty()) {
-    int u = ready.top();
-    ready.pop();
-    order.push_back(u);
-    for (int v : next[u]) {
-      if (--in_degree[v] == 0) ready.push(v);
-    }
-  }
+  std::vector<int> order = cleave::topological_order(successors());
   if (static_cast<int>(order.size()) != node_count) throw Error("random DAG has a cycle");
   return order;
 }

@@ -9,6 +9,8 @@
 #include <queue>
 #include <set>
 
+#include "support/topological_order.h"
+
 namespace cleave {
 
 namespace {
@@ -470,32 +472,24 @@ std::vector<NodeId> Graph::successors(NodeId id) const {
 }
 
 std::vector<NodeId> Graph::topological_order() const {
-  std::vector<int> pending(nodes_.size(), 0);
-  std::priority_queue<NodeId, std::vector<NodeId>, std::greater<>> ready;
+  std::vector<std::vector<int>> next(nodes_.size());
+  std::vector<bool> live(nodes_.size(), false);
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (nodes_[i].removed) continue;
-    pending[i] = static_cast<int>(predecessors(static_cast<NodeId>(i)).size());
-    if (pending[i] == 0) ready.push(static_cast<NodeId>(i));
+    live[i] = true;
+    for (NodeId successor : successors(static_cast<NodeId>(i))) next[i].push_back(successor);
   }
-  std::vector<NodeId> order;
-  order.reserve(node_count());
-  while (!ready.empty()) {
-    NodeId id = ready.top();
-    ready.pop();
-    order.push_back(id);
-    for (NodeId next : successors(id)) {
-      if (--pending[next] == 0) ready.push(next);
-    }
-  }
+  std::vector<int> order = cleave::topological_order(next, {}, live);
   if (order.size() != node_count()) {
+    std::vector<std::vector<int>> previous(nodes_.size());
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
-      if (!nodes_[i].removed && pending[i] > 0) {
-        throw Error(fmt::format("graph '{}' has a cycle through node {}", name,
-                                describe(static_cast<NodeId>(i))));
-      }
+      for (int successor : next[i]) previous[successor].push_back(static_cast<int>(i));
     }
+    const std::vector<int> cycle = find_cycle(previous, order, live);
+    throw Error(fmt::format("graph '{}' has a cycle through node {}", name,
+                            describe(static_cast<NodeId>(cycle.empty() ? 0 : cycle.front()))));
   }
-  return order;
+  return {order.begin(), order.end()};
 }
 
 std::string Graph::describe(NodeId id) const {

@@ -6,6 +6,8 @@
 #include <queue>
 #include <set>
 
+#include "support/topological_order.h"
+
 namespace cleave {
 
 namespace {
@@ -62,11 +64,11 @@ std::vector<ValueId> implicit_inputs(const Graph& graph, NodeId node) {
 
 std::vector<NodeId> scoped_topological_order(const Graph& graph) {
   std::size_t capacity = graph.node_capacity();
-  std::vector<std::vector<NodeId>> successors(capacity);
-  std::vector<int> pending(capacity, 0);
-  std::priority_queue<NodeId, std::vector<NodeId>, std::greater<>> ready;
-  std::vector<NodeId> live = graph.node_ids();
-  for (NodeId node : live) {
+  std::vector<std::vector<int>> successors(capacity);
+  std::vector<std::vector<int>> predecessors(capacity);
+  std::vector<bool> live(capacity, false);
+  for (NodeId node : graph.node_ids()) {
+    live[node] = true;
     std::set<NodeId> producers;
     auto depend_on = [&](ValueId value) {
       if (value == kNoValue) return;
@@ -75,29 +77,18 @@ std::vector<NodeId> scoped_topological_order(const Graph& graph) {
     };
     for (ValueId input : graph.node(node).inputs) depend_on(input);
     for (ValueId input : implicit_inputs(graph, node)) depend_on(input);
-    pending[node] = static_cast<int>(producers.size());
-    for (NodeId producer : producers) successors[producer].push_back(node);
-    if (pending[node] == 0) ready.push(node);
-  }
-  std::vector<NodeId> order;
-  order.reserve(live.size());
-  while (!ready.empty()) {
-    NodeId node = ready.top();
-    ready.pop();
-    order.push_back(node);
-    for (NodeId next : successors[node]) {
-      if (--pending[next] == 0) ready.push(next);
+    for (NodeId producer : producers) {
+      successors[producer].push_back(node);
+      predecessors[node].push_back(producer);
     }
   }
-  if (order.size() != live.size()) {
-    for (NodeId node : live) {
-      if (pending[node] > 0) {
-        throw Error(fmt::format("graph '{}' has a cycle through node {}", graph.name,
-                                graph.describe(node)));
-      }
-    }
+  std::vector<int> order = topological_order(successors, {}, live);
+  if (order.size() != graph.node_count()) {
+    const std::vector<int> cycle = find_cycle(predecessors, order, live);
+    throw Error(fmt::format("graph '{}' has a cycle through node {}", graph.name,
+                            graph.describe(cycle.empty() ? 0 : cycle.front())));
   }
-  return order;
+  return {order.begin(), order.end()};
 }
 
 }  // namespace cleave

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "ir/graph.h"
 #include "passes/pass.h"
@@ -42,5 +43,23 @@ struct OptimizeOptions {
 /// and their counts summed by name in `counts`. Throws Error naming the step when verification
 /// after it fails.
 PassResult optimize_graph(Graph& graph, const OptimizeOptions& options = {});
+
+/// The passes by the names `run_passes` takes, in the order optimize_graph runs them:
+/// fold-constants, dead-code, remove-identities, fold-pads, fuse-batchnorm,
+/// fold-channel-scales, fuse-conv-activations, fuse-layer-norms, fuse-matmul-epilogues.
+const std::vector<std::string>& pass_names();
+
+/// The passes optimize_graph runs with these options, in order.
+std::vector<std::string> optimize_pass_list(const OptimizeOptions& options);
+
+/// Called after each step with its result and the graph as the step left it.
+using AfterPass = std::function<void(const PassResult& step, const Graph& graph)>;
+
+/// Runs the named passes in the order given (a name may repeat), logging and verifying each
+/// step as optimize_graph does (`options` supplies log, verify_each_step and
+/// max_folded_bytes; its switches are ignored). Throws Error naming an unknown pass and the
+/// known ones before any pass runs.
+PassResult run_passes(Graph& graph, const std::vector<std::string>& names,
+                      const OptimizeOptions& options = {}, const AfterPass& after_each = {});
 
 }  // namespace cleave

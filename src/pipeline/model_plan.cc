@@ -8,10 +8,9 @@
 #include <fstream>
 #include <limits>
 
-#include "plan/cloning.h"
 #include "plan/hypercluster.h"
-#include "plan/linear_clustering.h"
 #include "plan/list_schedule.h"
+#include "plan/registry.h"
 #include "plan/schedulers.h"
 #include "plan/simulator.h"
 
@@ -35,50 +34,31 @@ ModelPlan plan_sequential(const Graph& graph, const CostTable& costs,
 
 ModelPlan plan_parallel(const Graph& graph, const CostTable& costs, const ModelPlanOptions& options,
                         const std::string& strategy) {
+  const PlannerEntry& planner = find_planner(strategy);
+  check_samples(planner, options.samples);
   ModelPlan result;
   result.threads_per_worker = options.threads_per_worker;
   TaskGraph per_sample =
       task_graph_for(graph, costs, cpu_workers(options.workers, options.threads_per_worker));
-  if (strategy == "hypercluster" || strategy == "switched-hypercluster") {
-    HyperclusterOptions hyper;
-    hyper.samples = options.samples;
-    hyper.switched = strategy == "switched-hypercluster";
-    PlannedTasks planned = plan_hypercluster(per_sample, hyper);
-    result.tasks = std::move(planned.tasks);
-    result.plan = std::move(planned.plan);
-    return result;
-  }
-  if (options.samples > 1) {
-    throw Error(
-        fmt::format("strategy '{}' plans one sample; use hypercluster or switched-hypercluster for "
-                    "--samples {}",
-                    strategy, options.samples));
-  }
-  if (strategy == "lc" || strategy == "clone") {
-    Plan lc = plan_linear_clustering(per_sample);
-    if (strategy == "lc") {
-      result.tasks = std::move(per_sample);
-      result.plan = std::move(lc);
-      return result;
-    }
-    PlannedTasks planned = plan_with_cloning(per_sample, lc);
-    result.tasks = std::move(planned.tasks);
-    result.plan = std::move(planned.plan);
-    return result;
-  }
   ScheduleOptions schedule_options;
   schedule_options.time_limit_seconds = options.time_limit_seconds;
-  result.plan = schedule(per_sample, strategy, schedule_options);
-  result.tasks = std::move(per_sample);
+  if (planner.family == PlannerFamily::kHeterogeneous) {
+    // Through schedule(), so the plan carries its solve time like `cleave schedule`'s.
+    result.plan = schedule(per_sample, strategy, schedule_options);
+    result.tasks = std::move(per_sample);
+    return result;
+  }
+  PlannedTasks planned = planner.run(per_sample, options.samples, schedule_options);
+  result.tasks = std::move(planned.tasks);
+  result.plan = std::move(planned.plan);
   return result;
 }
 
 }  // namespace
 
 std::vector<std::string> model_strategies() {
-  std::vector<std::string> names{"auto",  "sequential",   "lc",
-                                 "clone", "hypercluster", "switched-hypercluster"};
-  for (const SchedulerEntry& entry : schedulers()) names.push_back(entry.name);
+  std::vector<std::string> names{"auto", "sequential"};
+  for (const PlannerEntry& entry : planners()) names.push_back(entry.name);
   return names;
 }
 
@@ -98,12 +78,12 @@ ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlan
   auto start = std::chrono::steady_clock::now();
   ModelPlan chosen;
   if (options.strategy == "auto") {
+    // Sequential, then the registered candidates that plan as many samples as asked.
     std::vector<std::string> strategies{"sequential"};
-    if (options.workers > 1) {
-      if (options.samples > 1) {
-        strategies.insert(strategies.end(), {"hypercluster", "switched-hypercluster"});
-      } else {
-        strategies.insert(strategies.end(), {"lc", "clone"});
+    for (const PlannerEntry& entry : planners()) {
+      if (options.workers > 1 && entry.auto_candidate &&
+          entry.plans_samples == (options.samples > 1)) {
+        strategies.push_back(entry.name);
       }
     }
     double best = std::numeric_limits<double>::infinity();

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "ir/graph.h"
+#include "support/topological_order.h"
 
 namespace cleave {
 namespace {
@@ -182,24 +183,12 @@ std::vector<std::vector<int>> ordered_modules(const GroupGraph& groups,
         first[module_of_group[group]] =
             std::min(first[module_of_group[group]], groups.position[group]);
       }
-      std::vector<int> indegree(count, 0);
-      for (int v = 0; v < count; ++v) {
-        for (int w : next[v]) ++indegree[w];
-      }
-      std::set<std::pair<int, int>> ready;
-      for (int v = 0; v < count; ++v) {
-        if (indegree[v] == 0) ready.insert({first[v], v});
-      }
+      std::vector<int64_t> priority(first.begin(), first.end());
+      std::vector<std::vector<int>> successors(count);
+      for (int v = 0; v < count; ++v) successors[v].assign(next[v].begin(), next[v].end());
+      const std::vector<int> order = topological_order(successors, priority);
       std::vector<int> rank(count);
-      int position = 0;
-      while (!ready.empty()) {
-        const int v = ready.begin()->second;
-        ready.erase(ready.begin());
-        rank[v] = position++;
-        for (int w : next[v]) {
-          if (--indegree[w] == 0) ready.insert({first[w], w});
-        }
-      }
+      for (int position = 0; position < count; ++position) rank[order[position]] = position;
       std::vector<std::vector<int>> modules(count);
       for (int group = 0; group < groups.groups; ++group) {
         for (int task : groups.members[group])

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "ir/graph.h"
+#include "support/topological_order.h"
 
 namespace cleave {
 namespace {
@@ -262,68 +263,28 @@ std::vector<int> execution_order(const Plan& plan, const TaskGraph& graph) {
     }
   }
 
-  // Kahn over data edges plus "next on the same worker" edges.
+  // Data edges plus "next on the same worker" edges; data edges first among a task's
+  // predecessors, so a deadlock is reported through data dependences where there are some.
   std::vector<std::vector<int>> successors = graph.successors();
-  std::vector<int> in_degree(task_count, 0);
-  for (const auto& edge : graph.edges) ++in_degree[edge.second];
-  std::vector<int> next_on_worker(task_count, -1);
+  std::vector<std::vector<int>> predecessors = graph.predecessors();
   for (std::size_t task = 0; task < task_count; ++task) {
     if (previous_on_worker[task] >= 0) {
-      next_on_worker[previous_on_worker[task]] = static_cast<int>(task);
-      ++in_degree[task];
+      successors[previous_on_worker[task]].push_back(static_cast<int>(task));
+      predecessors[task].push_back(previous_on_worker[task]);
     }
   }
-  std::queue<int> ready;
-  for (std::size_t task = 0; task < task_count; ++task) {
-    if (in_degree[task] == 0) ready.push(static_cast<int>(task));
-  }
-  std::vector<int> order;
-  order.reserve(task_count);
-  while (!ready.empty()) {
-    const int task = ready.front();
-    ready.pop();
-    order.push_back(task);
-    for (int next : successors[task]) {
-      if (--in_degree[next] == 0) ready.push(next);
-    }
-    if (next_on_worker[task] >= 0 && --in_degree[next_on_worker[task]] == 0) {
-      ready.push(next_on_worker[task]);
-    }
-  }
+  std::vector<int> order = topological_order(successors);
   if (order.size() == task_count) return order;
 
-  // Deadlock: walk backwards through blocked tasks until one repeats, to name a waiting cycle.
-  const auto predecessors = graph.predecessors();
-  int current = -1;
-  for (std::size_t task = 0; task < task_count; ++task) {
-    if (in_degree[task] > 0) {
-      current = static_cast<int>(task);
-      break;
-    }
-  }
-  std::vector<int> position(task_count, -1);
-  std::vector<std::pair<int, bool>> walk;  // task, waits on the previous task of its worker
-  while (position[current] < 0) {
-    position[current] = static_cast<int>(walk.size());
-    int blocker = -1;
-    bool by_order = false;
-    for (int candidate : predecessors[current]) {
-      if (in_degree[candidate] > 0) {
-        blocker = candidate;
-        break;
-      }
-    }
-    if (blocker < 0) {
-      blocker = previous_on_worker[current];
-      by_order = true;
-    }
-    walk.emplace_back(current, by_order);
-    current = blocker;
-  }
+  // Deadlock: name the tasks that wait on each other, each with what it waits for.
+  const std::vector<int> cycle = find_cycle(predecessors, order);
+  const auto data_predecessors = graph.predecessors();
   std::vector<std::string> steps;
-  for (std::size_t i = position[current]; i < walk.size(); ++i) {
-    const auto [task, by_order] = walk[i];
-    const int blocker = i + 1 < walk.size() ? walk[i + 1].first : current;
+  for (std::size_t i = cycle.size(); i-- > 0;) {
+    const int task = cycle[i];
+    const int blocker = cycle[(i + cycle.size() - 1) % cycle.size()];
+    const auto& data = data_predecessors[task];
+    const bool by_order = std::find(data.begin(), data.end(), blocker) == data.end();
     steps.push_back(
         fmt::format("\"{}\" on {} waits for \"{}\" on {} ({})", task_name(graph, task),
                     worker_name(graph, plan.tasks[task].worker), task_name(graph, blocker),

@@ -1,4 +1,4 @@
-// The name -> planner table behind `cleave schedule --algo`.
+// `cleave schedule --algo`: the heterogeneous planners of the registry on any task graph.
 #include "plan/schedulers.h"
 
 #include <fmt/core.h>
@@ -6,68 +6,26 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
 #include "ir/graph.h"
-#include "plan/annealing.h"
 #include "plan/coarsen.h"
-#include "plan/evolution.h"
-#include "plan/greedy.h"
-#include "plan/heft.h"
 #include "plan/lower_bound.h"
-#include "plan/met.h"
-#include "plan/milp.h"
-#include "plan/milp_split.h"
+#include "plan/registry.h"
 
 namespace cleave {
 
 const std::vector<SchedulerEntry>& schedulers() {
-  static const std::vector<SchedulerEntry> table = {
-      {"met", "minimum execution time: each task on its fastest device",
-       [](const TaskGraph& graph, const ScheduleOptions&) { return plan_met(graph, {}); }},
-      {"greedy", "topological order, each task where it finishes earliest (appended)",
-       [](const TaskGraph& graph, const ScheduleOptions&) { return plan_greedy(graph, {}); }},
-      {"heft", "heterogeneous earliest finish time, upward rank, insertion",
-       [](const TaskGraph& graph, const ScheduleOptions&) { return plan_heft(graph, {}); }},
-      {"annealing", "simulated annealing over assignments (seeded)",
-       [](const TaskGraph& graph, const ScheduleOptions& options) {
-         AnnealingOptions annealing;
-         annealing.seed = options.seed;
-         annealing.max_iterations = options.max_iterations;
-         annealing.time_limit_seconds = options.time_limit_seconds;
-         return plan_annealing(graph, annealing);
-       }},
-      {"evolution", "biased (1+1) evolutionary algorithm over assignments (seeded)",
-       [](const TaskGraph& graph, const ScheduleOptions& options) {
-         EvolutionOptions evolution;
-         evolution.seed = options.seed;
-         evolution.max_iterations = options.max_iterations;
-         evolution.time_limit_seconds = options.time_limit_seconds;
-         return plan_evolution(graph, evolution);
-       }},
-      {"milp", "exact mixed-integer program (DiviML), COIN-OR CBC, within the time limit",
-       [](const TaskGraph& graph, const ScheduleOptions& options) {
-         MilpOptions milp;
-         milp.time_limit_seconds = options.time_limit_seconds;
-         milp.symmetry = parse_symmetry_breaking(options.symmetry);
-         milp.relative_gap = options.relative_gap;
-         milp.threads = options.solver_threads > 0
-                            ? options.solver_threads
-                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-         return plan_milp(graph, milp);
-       }},
-      {"milp-split", "MILP per module of a modular graph, combined by a DP over device pairs",
-       [](const TaskGraph& graph, const ScheduleOptions& options) {
-         MilpSplitOptions split;
-         split.time_limit_seconds = options.time_limit_seconds;
-         split.module.time_limit_seconds = options.time_limit_seconds;
-         split.module.symmetry = parse_symmetry_breaking(options.symmetry);
-         split.module.relative_gap = options.relative_gap;
-         split.channels = options.channels;
-         split.parallel_solves = options.solver_processes;
-         return plan_milp_split(graph, split);
-       }},
-  };
+  static const std::vector<SchedulerEntry> table = [] {
+    std::vector<SchedulerEntry> entries;
+    for (const PlannerEntry& entry : planners()) {
+      if (entry.family != PlannerFamily::kHeterogeneous) continue;
+      entries.push_back({entry.name, entry.description,
+                         [run = entry.run](const TaskGraph& graph, const ScheduleOptions& options) {
+                           return run(graph, 1, options).plan;
+                         }});
+    }
+    return entries;
+  }();
   return table;
 }
 

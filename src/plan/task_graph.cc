@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "ir/graph.h"
+#include "support/topological_order.h"
 
 namespace cleave {
 namespace {
@@ -55,60 +56,6 @@ void write_atomically(const std::string& path, const std::string& contents) {
     std::remove(temporary.c_str());
     throw Error(fmt::format("{}: cannot rename the temporary file into place", path));
   }
-}
-
-// Kahn's algorithm with a min-heap so the order is deterministic: smallest ready index first.
-// Returns the order; tasks left out are on or behind a cycle.
-std::vector<int> kahn_order(std::size_t task_count, const std::vector<std::vector<int>>& successors,
-                            std::vector<int>& in_degree) {
-  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
-  for (std::size_t task = 0; task < task_count; ++task) {
-    if (in_degree[task] == 0) ready.push(static_cast<int>(task));
-  }
-  std::vector<int> order;
-  order.reserve(task_count);
-  while (!ready.empty()) {
-    const int task = ready.top();
-    ready.pop();
-    order.push_back(task);
-    for (int next : successors[task]) {
-      if (--in_degree[next] == 0) ready.push(next);
-    }
-  }
-  return order;
-}
-
-// Walks backwards through unfinished tasks (each still has an unfinished predecessor) until a
-// task repeats: the walk from that repeat is a cycle.
-std::vector<int> find_cycle(const std::vector<std::vector<int>>& predecessors,
-                            const std::vector<int>& in_degree) {
-  int current = -1;
-  for (std::size_t task = 0; task < in_degree.size(); ++task) {
-    if (in_degree[task] > 0) {
-      current = static_cast<int>(task);
-      break;
-    }
-  }
-  std::vector<int> position(in_degree.size(), -1);
-  std::vector<int> walk;
-  while (current >= 0 && position[current] < 0) {
-    position[current] = static_cast<int>(walk.size());
-    walk.push_back(current);
-    int previous = -1;
-    for (int candidate : predecessors[current]) {
-      if (in_degree[candidate] > 0) {
-        previous = candidate;
-        break;
-      }
-    }
-    current = previous;
-  }
-  if (current < 0) return walk;
-  std::vector<int> cycle(walk.begin() + position[current], walk.end());
-  std::reverse(cycle.begin(), cycle.end());  // walked backwards; report producer -> consumer
-  // Start at the smallest index so the message does not depend on where the walk began.
-  std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
-  return cycle;
 }
 
 }  // namespace
@@ -152,12 +99,14 @@ std::vector<std::vector<int>> TaskGraph::out_edges() const {
 }
 
 std::vector<int> TaskGraph::topological_order() const {
-  const auto next = successors();
-  std::vector<int> in_degree(tasks.size(), 0);
-  for (const auto& edge : edges) ++in_degree.at(edge.second);
-  std::vector<int> order = kahn_order(tasks.size(), next, in_degree);
+  for (const auto& [from, to] : edges) {
+    if (from < 0 || to < 0 || static_cast<std::size_t>(std::max(from, to)) >= tasks.size()) {
+      throw Error(fmt::format("edge ({}, {}) names a task that does not exist", from, to));
+    }
+  }
+  std::vector<int> order = cleave::topological_order(successors());
   if (order.size() == tasks.size()) return order;
-  const std::vector<int> cycle = find_cycle(predecessors(), in_degree);
+  const std::vector<int> cycle = find_cycle(predecessors(), order);
   std::vector<std::string> names;
   for (int task : cycle) names.push_back(tasks[task].name);
   if (!names.empty()) names.push_back(names.front());

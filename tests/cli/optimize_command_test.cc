@@ -178,5 +178,39 @@ TEST_F(OptimizeCommand, UnreadableInputFailsNamingItAndWritesNothing) {
   EXPECT_FALSE(fs::exists(path("out.onnx")));
 }
 
+// A pass test as a text file: the graph after each named pass, in the text form.
+TEST_F(OptimizeCommand, PrintsTheTextFormAfterEachNamedPass) {
+  {
+    std::ofstream text(path("g.txt"));
+    text << "graph g [ai.onnx=13] (%x: f32[2]) {\n"
+            "  %i: f32[2] = Identity(%x)\n"
+            "  %r: f32[2] = Relu(%i)\n"
+            "  %dead: f32[2] = Neg(%x)\n"
+            "  return %r\n"
+            "}\n";
+  }
+  CommandResult result = cleave("optimize " + path("g.txt") +
+                                " --passes remove-identities,dead-code --print-after-each");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::size_t first = result.out.find("// after Identity/Dropout removal");
+  const std::size_t second = result.out.find("// after dead-code elimination");
+  ASSERT_NE(first, std::string::npos) << result.out;
+  ASSERT_NE(second, std::string::npos) << result.out;
+  const std::string after_first = result.out.substr(first, second - first);
+  const std::string after_second = result.out.substr(second);
+  EXPECT_EQ(after_first.find("Identity("), std::string::npos) << after_first;
+  EXPECT_NE(after_first.find("Neg("), std::string::npos) << after_first;
+  EXPECT_EQ(after_second.find("Neg("), std::string::npos) << after_second;
+  EXPECT_NE(after_second.find("Relu(%x)"), std::string::npos) << after_second;
+}
+
+TEST_F(OptimizeCommand, UnknownPassFailsNamingItAndWritesNothing) {
+  CommandResult result =
+      cleave("optimize " + model_ + " " + path("out.onnx") + " --passes dead-code,fold-all");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("unknown pass 'fold-all'"), std::string::npos) << result.err;
+  EXPECT_FALSE(fs::exists(path("out.onnx")));
+}
+
 }  // namespace
 }  // namespace cleave

@@ -296,5 +296,44 @@ TEST(Pipeline, SqueezeAndExcitationScaleFoldedIntoFusedWeightsComputesTheSameOut
   expect_close(run(optimized, {1, 4, 8, 8}, {1, 3, 8, 8}), expected);
 }
 
+// Passes by name, in the order asked: Identity removal only, then dead code, with the text
+// form seen after each step.
+TEST(RunPasses, RunsTheNamedPassesInOrderAndShowsTheGraphAfterEach) {
+  Graph graph = parse_graph(R"(graph g [ai.onnx=13] (%x: f32[2]) {
+  %i: f32[2] = Identity(%x)
+  %r: f32[2] = Relu(%i)
+  %dead: f32[2] = Neg(%x)
+  return %r
+}
+)");
+  std::vector<std::string> seen;
+  PassResult result = run_passes(graph, {"remove-identities", "dead-code"}, {},
+                                 [&](const PassResult& step, const Graph& after) {
+                                   seen.push_back(step.pass + "\n" + print_graph(after));
+                                 });
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(result.steps[0].pass, "Identity/Dropout removal");
+  EXPECT_EQ(result.steps[1].pass, "dead-code elimination");
+  EXPECT_NE(seen[0].find("Neg"), std::string::npos);
+  EXPECT_EQ(seen[0].find("Identity("), std::string::npos);
+  EXPECT_EQ(seen[1].find("Neg"), std::string::npos);
+}
+
+TEST(RunPasses, RefusesAnUnknownPassBeforeRunningAny) {
+  Graph graph = parse_graph(R"(graph g [ai.onnx=13] (%x: f32[2]) {
+  %i: f32[2] = Identity(%x)
+  return %i
+}
+)");
+  try {
+    run_passes(graph, {"remove-identities", "fold-everything"});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown pass 'fold-everything'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("fuse-batchnorm"), std::string::npos);
+  }
+  EXPECT_EQ(graph.node_count(), 1u);  // Identity removal did not run
+}
+
 }  // namespace
 }  // namespace cleave

@@ -11,31 +11,27 @@
 #include "plan/greedy.h"
 #include "plan/heft.h"
 #include "plan/met.h"
+#include "plan/registry.h"
 #include "plan/simulator.h"
 
 namespace cleave::testing {
 
+/// The heuristic planners the hand-computed cases of planners_test.cc cover; the exact solvers
+/// (milp, milp-split) have tests of their own. registry_test.cc checks that every registered
+/// heterogeneous planner is in one of the two lists.
 inline const std::vector<std::string> kPlanners = {"met", "greedy", "heft", "annealing",
                                                    "evolution"};
+inline const std::vector<std::string> kExactPlanners = {"milp", "milp-split"};
 
-/// Iteration-limited (not time-limited) searches, so results repeat.
+/// Runs a registered planner on one sample with iteration-limited (not time-limited)
+/// searches, so results repeat.
 inline Plan run_planner(const std::string& name, const TaskGraph& graph, uint64_t seed = 1,
                         int64_t iterations = 3000) {
-  if (name == "met") return plan_met(graph);
-  if (name == "greedy") return plan_greedy(graph);
-  if (name == "heft") return plan_heft(graph);
-  if (name == "annealing") {
-    AnnealingOptions options;
-    options.seed = seed;
-    options.max_iterations = iterations;
-    options.time_limit_seconds = 1e6;
-    return plan_annealing(graph, options);
-  }
-  EvolutionOptions options;
+  ScheduleOptions options;
   options.seed = seed;
   options.max_iterations = iterations;
   options.time_limit_seconds = 1e6;
-  return plan_evolution(graph, options);
+  return find_planner(name).run(graph, 1, options).plan;
 }
 
 /// The plan validates, its times are the simulator's, and the planner's own estimate of the

@@ -1,0 +1,167 @@
+// The load recipe: --shape parsing, fixing input dims, re-inferring shapes, and load_model.
+#include "pipeline/load.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "ir/text.h"
+#include "onnx/onnx_export.h"
+
+namespace cleave {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A batch dim named N: the model runs only once --shape fixes it.
+const char* kSymbolicBatch = R"(graph g [ai.onnx=13] (%x: f32[N,3,4,4]) {
+  @w: f32[2,3,1,1]
+  %c = Conv[kernel_shape=[1,1]](%x, @w)
+  %i = Identity(%c)
+  %r = Relu(%i)
+  return %r
+}
+)";
+
+// The model with its weights filled in, as an exported model needs them.
+Graph symbolic_batch_model() {
+  Graph graph = parse_graph(kSymbolicBatch);
+  for (ValueId id : graph.initializers()) {
+    TensorData& data = *graph.value(id).initializer;
+    std::vector<float> values(static_cast<std::size_t>(data.element_count()), 0.5f);
+    data = TensorData::from(DataType::kFloat, data.dims, values);
+  }
+  return graph;
+}
+
+std::string error_of(const std::function<void()>& work) {
+  try {
+    work();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(ParseInputShapes, ReadsNamesAndDims) {
+  const InputShapes shapes = parse_input_shapes({"x=1,3,224,224", "mask=8"});
+  ASSERT_EQ(shapes.size(), 2u);
+  EXPECT_EQ(shapes[0].first, "x");
+  EXPECT_EQ(shapes[0].second, (std::vector<int64_t>{1, 3, 224, 224}));
+  EXPECT_EQ(shapes[1].first, "mask");
+  EXPECT_EQ(shapes[1].second, (std::vector<int64_t>{8}));
+}
+
+TEST(ParseInputShapes, NameMayContainAnEqualsSign) {
+  const InputShapes shapes = parse_input_shapes({"a=b=2,2"});
+  EXPECT_EQ(shapes[0].first, "a=b");
+  EXPECT_EQ(shapes[0].second, (std::vector<int64_t>{2, 2}));
+}
+
+TEST(ParseInputShapes, RefusesMalformedSettingsNamingThem) {
+  EXPECT_THAT(error_of([] { parse_input_shapes({"x"}); }), HasSubstr("'x': expected name=d0"));
+  EXPECT_THAT(error_of([] { parse_input_shapes({"=1,2"}); }), HasSubstr("expected name=d0"));
+  EXPECT_THAT(error_of([] { parse_input_shapes({"x=1,-3"}); }),
+              HasSubstr("'x=1,-3': dims must be non-negative integers"));
+  EXPECT_THAT(error_of([] { parse_input_shapes({"x=1;3"}); }),
+              HasSubstr("expected ',' between dims"));
+  EXPECT_THAT(error_of([] { parse_input_shapes({"x=1,,3"}); }),
+              HasSubstr("dims must be non-negative integers"));
+}
+
+TEST(SetInputShapes, FixesASymbolicDim) {
+  Graph graph = parse_graph(kSymbolicBatch);
+  set_input_shapes(graph, {{"x", {2, 3, 4, 4}}}, "m.onnx");
+  EXPECT_EQ(print_type(graph.value(graph.inputs()[0]).dtype, graph.value(graph.inputs()[0]).shape),
+            "f32[2,3,4,4]");
+}
+
+TEST(SetInputShapes, RefusesAnUnknownInputListingTheInputs) {
+  Graph graph = parse_graph(kSymbolicBatch);
+  EXPECT_THAT(error_of([&] {
+                set_input_shapes(graph, {{"y", {1}}}, "m.onnx");
+              }),
+              HasSubstr("m.onnx: --shape names 'y', which is not an input; inputs are: x"));
+}
+
+TEST(SetInputShapes, RefusesAnInitializerAsInput) {
+  Graph graph = parse_graph(kSymbolicBatch);
+  EXPECT_THAT(error_of([&] {
+                set_input_shapes(graph, {{"w", {2, 3, 1, 1}}}, "m.onnx");
+              }),
+              HasSubstr("--shape names 'w', which is not an input"));
+}
+
+TEST(SetInputShapes, RefusesAnotherRank) {
+  Graph graph = parse_graph(kSymbolicBatch);
+  EXPECT_THAT(error_of([&] {
+                set_input_shapes(graph, {{"x", {1, 3}}}, "m.onnx");
+              }),
+              HasSubstr("input 'x' has rank 4 (f32[N,3,4,4]), --shape gives 2 dims"));
+}
+
+TEST(SetInputShapes, RefusesToChangeADimTheModelFixes) {
+  Graph graph = parse_graph(kSymbolicBatch);
+  EXPECT_THAT(error_of([&] {
+                set_input_shapes(graph, {{"x", {1, 5, 4, 4}}}, "m.onnx");
+              }),
+              HasSubstr("input 'x' dim 1 is fixed to 3 by the model, --shape gives 5"));
+}
+
+TEST(InferShapes, IntermediateShapesFollowTheNewInputDims) {
+  Graph graph = symbolic_batch_model();
+  set_input_shapes(graph, {{"x", {5, 3, 4, 4}}}, "m.onnx");
+  infer_shapes(graph, "m.onnx");
+  const Value& c = graph.value(*graph.find_value("c"));
+  EXPECT_EQ(print_type(c.dtype, c.shape), "f32[5,2,4,4]");
+  const Value& r = graph.value(*graph.find_value("r"));
+  EXPECT_EQ(print_type(r.dtype, r.shape), "f32[5,2,4,4]");
+}
+
+class LoadModel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (std::filesystem::temp_directory_path() /
+             ("cleave_load_test_" + std::to_string(::getpid()) + "_" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".onnx"))
+                .string();
+    export_onnx(symbolic_batch_model(), path_);
+  }
+  void TearDown() override { std::filesystem::remove(path_); }
+  std::string path_;
+};
+
+TEST_F(LoadModel, SymbolicInputIsRefusedWithTheShapeOptionToFixIt) {
+  EXPECT_THAT(error_of([&] { load_model(path_); }),
+              HasSubstr("input 'x' has symbolic or unknown dims (f32[N,3,4,4]); fix them with "
+                        "--shape x=<d0,d1,...>"));
+}
+
+TEST_F(LoadModel, ShapeOptionFixesInputsAndEachStepIsLogged) {
+  LoadOptions options;
+  options.shapes = parse_input_shapes({"x=2,3,4,4"});
+  std::vector<std::string> log;
+  options.log = [&](const std::string& line) { log.push_back(line); };
+  const Graph graph = load_model(path_, options);
+  const Value& r = graph.value(*graph.find_value("r"));
+  EXPECT_EQ(print_type(r.dtype, r.shape), "f32[2,2,4,4]");
+  EXPECT_EQ(graph.node_count(), 1u);  // the Identity is gone, the Relu fused into the Conv
+  ASSERT_GE(log.size(), 3u);
+  EXPECT_THAT(log.front(), HasSubstr("import: 3 nodes, 1 initializers"));
+  EXPECT_THAT(log[1], HasSubstr("shapes: fixed 1 input(s)"));
+  EXPECT_THAT(log.back(), HasSubstr("ready: 1 nodes"));
+}
+
+TEST_F(LoadModel, WithoutStaticInputsRequiredTheSymbolicDimStays) {
+  LoadOptions options;
+  options.require_static_inputs = false;
+  options.optimize = false;
+  const Graph graph = load_model(path_, options);
+  EXPECT_EQ(graph.node_count(), 3u);
+  EXPECT_FALSE(graph.value(graph.inputs()[0]).shape.is_static());
+}
+
+}  // namespace
+}  // namespace cleave
