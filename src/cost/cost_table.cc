@@ -23,6 +23,7 @@
 #include "analysis/flops.h"
 #include "analysis/static_cost.h"
 #include "ir/text.h"
+#include "runtime/cpu_isa.h"
 #include "runtime/executor.h"
 #include "runtime/random_inputs.h"
 
@@ -243,9 +244,9 @@ InterleavedResult interleaved_run_seconds(const std::vector<std::function<void()
 CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
   // v6: node times calibrated to whole runs, timed in interleaved blocks until two agree,
   // multi-thread blocks only while their cores are free.
-  std::string key =
-      fmt::format("{}-t{}-r{}-{}-v6", graph_fingerprint(graph), options.max_threads, options.repeat,
-                  options.blocked_layouts ? to_string(options.convolution_family) : "plain");
+  std::string key = fmt::format(
+      "{}-t{}-r{}-{}-{}-v6", graph_fingerprint(graph), options.max_threads, options.repeat,
+      options.blocked_layouts ? to_string(options.convolution_family) : "plain", isa_cache_key());
   fs::path cache = fs::path(cache_directory(options)) / (key + ".json");
   if (options.use_cache && fs::exists(cache)) {
     std::ifstream in(cache);

@@ -1,4 +1,4 @@
-// Measured choice of convolution family: 16-channel blocks, with Winograd, or channels-last.
+// Measured choice of convolution family: channel blocks, with Winograd, or channels-last.
 #pragma once
 
 #include <functional>

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ir/text.h"
+#include "runtime/cpu_isa.h"
 #include "runtime/executor.h"
 #include "runtime/kernels/dnnl_util.h"
 
@@ -197,6 +198,26 @@ TEST_F(LayoutChoiceTest, PicksTheFasterAndCachesIt) {
   ExecutorOptions two_threads;
   two_threads.threads = 2;
   EXPECT_FALSE(choose_layouts(graph, two_threads, model_inputs(), options_).cached);
+}
+
+// A choice measured on one ISA (another CPU, or this one capped) is not read on another.
+TEST_F(LayoutChoiceTest, AnEntryOfAnotherIsaIsNotRead) {
+  Graph graph = parse_graph(branchy_model());
+  choose_layouts(graph, ExecutorOptions{}, model_inputs(), options_);
+  const std::string here = "-" + isa_cache_key() + "-";
+  const std::string other = isa_cache_key() == "avx2" ? "-avx512_core-" : "-avx2-";
+  int entries = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(cache_)) {
+    std::string name = entry.path().filename().string();
+    const std::size_t at = name.find(here);
+    ASSERT_NE(at, std::string::npos) << name << " does not name the ISA " << isa_cache_key();
+    std::filesystem::rename(entry.path(), cache_ / name.replace(at, here.size(), other));
+    ++entries;
+  }
+  ASSERT_EQ(entries, 1);
+  LayoutChoice again = choose_layouts(graph, ExecutorOptions{}, model_inputs(), options_);
+  EXPECT_TRUE(again.measured);
+  EXPECT_FALSE(again.cached);
 }
 
 TEST_F(LayoutChoiceTest, ADamagedCacheEntryIsMeasuredAgain) {
