@@ -112,6 +112,10 @@ dnnl::cpu_isa effective_isa() {
   return dnnl::get_effective_cpu_isa();
 }
 
+bool isa_includes(dnnl::cpu_isa isa, dnnl::cpu_isa part) {
+  return (bits(isa) & bits(part)) == bits(part);
+}
+
 dnnl::cpu_isa hardware_isa() {
   __builtin_cpu_init();
   const bool avx512_core = __builtin_cpu_supports("avx512f") &&

@@ -33,6 +33,10 @@ void apply_isa_cap();
 /// The ISA oneDNN's kernels use here, after the cap.
 dnnl::cpu_isa effective_isa();
 
+/// Whether `isa` has every feature of `part` (oneDNN's ISA values are feature masks; their
+/// numeric order is not: AVX2_VNNI is above AVX512_CORE).
+bool isa_includes(dnnl::cpu_isa isa, dnnl::cpu_isa part);
+
 /// The best oneDNN ISA this CPU has, read from CPUID, ignoring any cap.
 dnnl::cpu_isa hardware_isa();
 
