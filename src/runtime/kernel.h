@@ -18,7 +18,7 @@ namespace cleave {
 /// (choose_layouts) and every executor of one model gets the same family: the kernels, and so
 /// the outputs bit for bit, then agree.
 enum class ConvolutionFamily {
-  kBlocked,  ///< oneDNN's direct kernels on its channel blocks (16 on AVX-512, 8 on AVX2).
+  kBlocked,  ///< oneDNN's direct kernels on its 16-channel blocks.
   /// As kBlocked, but 3x3 stride-1 convolutions by Winograd F(2x2, 3x3) where oneDNN has it
   /// (2.25x fewer multiplications; GoogLeNet's 64->192 56x56 conv 6.3 -> 2.6 ms here).
   kWinograd,

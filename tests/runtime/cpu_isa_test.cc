@@ -132,26 +132,26 @@ TEST(NativeChannelBlock, IsTheBlockOfTheEffectiveIsa) {
   EXPECT_EQ(native_channel_block(), channel_block_for(effective_isa()));
 }
 
-// What oneDNN really picks for a 1x1 convolution with a free layout is the block the helper
-// names, on this CPU and under any cap the test runs with.
-TEST(NativeChannelBlock, IsWhatOneDnnsConvolutionPicks) {
-  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  using dt = dnnl::memory::data_type;
-  using Tag = dnnl::memory::format_tag;
-  dnnl::memory::desc source({1, 64, 14, 14}, dt::f32, Tag::any);
-  dnnl::memory::desc weights({64, 64, 3, 3}, dt::f32, Tag::any);
-  dnnl::memory::desc destination({1, 64, 14, 14}, dt::f32, Tag::any);
-  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                       dnnl::algorithm::convolution_direct, source, weights,
-                                       destination, {1, 1}, {1, 1}, {1, 1});
-  dnnl::convolution_forward::primitive_desc primitive(desc, engine);
+// oneDNN's direct convolution reads the helper's block with a jit kernel and writes the same
+// block when left free, on this CPU and under any cap the test runs with.
+TEST(NativeChannelBlock, IsWhatOneDnnsJitConvolutionReadsAndWrites) {
   if (effective_isa() == Isa::sse41 || effective_isa() == Isa::avx) {
     GTEST_SKIP() << "needs AVX2 or AVX-512 (blocked direct kernels); effective ISA is "
                  << isa_name(effective_isa());
   }
-  EXPECT_EQ(
-      primitive.dst_desc(),
-      dnnl::memory::desc({1, 64, 14, 14}, dt::f32, channel_blocked_tag(4, native_channel_block())));
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  using dt = dnnl::memory::data_type;
+  using Tag = dnnl::memory::format_tag;
+  const dnnl::memory::desc blocked({1, 64, 14, 14}, dt::f32,
+                                   channel_blocked_tag(4, native_channel_block()));
+  dnnl::memory::desc weights({64, 64, 3, 3}, dt::f32, Tag::any);
+  dnnl::memory::desc destination({1, 64, 14, 14}, dt::f32, Tag::any);
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                       dnnl::algorithm::convolution_direct, blocked, weights,
+                                       destination, {1, 1}, {1, 1}, {1, 1});
+  dnnl::convolution_forward::primitive_desc primitive(desc, engine);
+  EXPECT_THAT(std::string(primitive.impl_info_str()), testing::StartsWith("jit"));
+  EXPECT_TRUE(primitive.dst_desc() == blocked);
 }
 
 // Under a cap (the CI's second run sets ONEDNN_MAX_CPU_ISA=AVX2) oneDNN and cleave's own loops
@@ -163,7 +163,9 @@ TEST(EffectiveIsa, HonoursTheEnvironmentsCap) {
   EXPECT_EQ(effective & ~static_cast<unsigned>(*cap), 0u)
       << isa_name(effective_isa()) << " is above the cap " << isa_name(*cap);
   EXPECT_LE(channel_block_for(effective_isa()), channel_block_for(*cap));
-  if (channel_block_for(*cap) == 8) EXPECT_NE(vector_isa(), VectorIsa::kAvx512);
+  if (channel_block_for(*cap) == 8) {
+    EXPECT_NE(vector_isa(), VectorIsa::kAvx512);
+  }
 }
 
 }  // namespace
