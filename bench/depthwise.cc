@@ -97,12 +97,23 @@ struct Step {
   std::unordered_map<int, memory> arguments;
 };
 
+// oneDNN's own channel block on the effective ISA (ONEDNN_MAX_CPU_ISA=AVX2 caps it): 16 on
+// AVX-512, 8 below, as cleave's kernels use (runtime/cpu_isa.h).
+int64_t channel_block() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  return (isa & (0x8u | 0x20u)) != 0 ? 16 : 8;
+}
+
+Tag blocked_tag() {
+  return channel_block() == 16 ? Tag::nChw16c : Tag::nChw8c;
+}
+
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
 }
 
-// The depthwise convolution on `channels` (16-channel blocks, ReLU, user scratchpad as in
+// The depthwise convolution on `channels` (the ISA's channel blocks, ReLU, user scratchpad as in
 // cleave's kernels) for `threads` OpenMP threads.
 dnnl::convolution_forward::primitive_desc depthwise_for(const dnnl::engine& engine,
                                                         int64_t channels, int64_t size,
@@ -114,9 +125,9 @@ dnnl::convolution_forward::primitive_desc depthwise_for(const dnnl::engine& engi
   dnnl::primitive_attr attr = with_post_ops(relu);
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const int64_t out_size = (size + 2 * (kernel / 2) - kernel) / stride + 1;
-  return convolution(engine, float_desc({1, channels, size, size}, Tag::nChw16c),
+  return convolution(engine, float_desc({1, channels, size, size}, blocked_tag()),
                      {channels, 1, 1, kernel, kernel}, channels,
-                     float_desc({1, channels, out_size, out_size}, Tag::nChw16c), stride,
+                     float_desc({1, channels, out_size, out_size}, blocked_tag()), stride,
                      kernel / 2, attr);
 }
 
@@ -134,8 +145,9 @@ std::unordered_map<int, memory> depthwise_arguments(
 int split_mode(int64_t channels, int64_t size, int64_t kernel, int64_t stride) {
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(engine);
-  const int64_t blocks = (channels + 15) / 16;
-  const int64_t first_channels = (blocks + 1) / 2 * 16;
+  const int64_t block = channel_block();
+  const int64_t blocks = (channels + block - 1) / block;
+  const int64_t first_channels = (blocks + 1) / 2 * block;
   auto whole = depthwise_for(engine, channels, size, kernel, stride, 2);
   auto first = depthwise_for(engine, first_channels, size, kernel, stride, 1);
   auto second = depthwise_for(engine, channels - first_channels, size, kernel, stride, 1);
@@ -143,7 +155,7 @@ int split_mode(int64_t channels, int64_t size, int64_t kernel, int64_t stride) {
   const int64_t out_size = whole.dst_desc().dims()[2];
   std::vector<float> source(whole.src_desc().get_size() / sizeof(float), 0.5f);
   std::vector<float> destination(whole.dst_desc().get_size() / sizeof(float));
-  // In 16-channel blocks a block range is one contiguous stretch of the tensor.
+  // In channel blocks a block range is one contiguous stretch of the tensor.
   const int64_t source_offset = first_channels * size * size;
   const int64_t destination_offset = first_channels * out_size * out_size;
   auto whole_arguments = depthwise_arguments(whole, engine, source.data(), destination.data());
@@ -199,7 +211,7 @@ int main(int argc, char** argv) {
   omp_set_num_threads(std::atoi(argv[6]));
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(engine);
-  const memory::desc input = float_desc({1, channels_in, size, size}, Tag::nChw16c);
+  const memory::desc input = float_desc({1, channels_in, size, size}, blocked_tag());
   auto pointwise =
       convolution(engine, input, {expanded, channels_in, 1, 1}, expanded,
                   float_desc({1, expanded, size, size}, Tag::any), 1, 0, with_post_ops(relu6()));
@@ -210,7 +222,7 @@ int main(int argc, char** argv) {
   // reference kernel.
   auto depthwise =
       convolution(engine, pointwise.dst_desc(), {expanded, 1, 1, kernel, kernel}, expanded,
-                  float_desc({1, expanded, out_size, out_size}, Tag::nChw16c), stride, kernel / 2,
+                  float_desc({1, expanded, out_size, out_size}, blocked_tag()), stride, kernel / 2,
                   with_post_ops(relu6()));
   Step first(pointwise, engine, filled(input, engine));
   Step second(depthwise, engine, first.arguments.at(DNNL_ARG_DST));

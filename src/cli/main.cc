@@ -4,13 +4,17 @@
 #include <cstdio>
 #include <exception>
 
+#include "cli/build_info.h"
 #include "cli/commands.h"
 #include "ir/graph.h"
+#include "runtime/cpu_isa.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"cleave: plan and run one neural-network model on many cores, devices and machines"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "cleave 0.1");
+  app.set_version_flag("--version", cleave::cli::version_line,
+                       "Print cleave's version, commit, oneDNN version, ISA and cores (more: "
+                       "cleave info)");
   cleave::cli::CommandAction action;
   cleave::cli::register_inspect(app, action);
   cleave::cli::register_gen(app, action);
@@ -24,12 +28,14 @@ int main(int argc, char** argv) {
   cleave::cli::register_optimize(app, action);
   cleave::cli::register_schedule(app, action);
   cleave::cli::register_export_tasks(app, action);
+  cleave::cli::register_info(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
   try {
+    cleave::apply_isa_cap();  // Before oneDNN's first kernel; refuses a bad ONEDNN_MAX_CPU_ISA.
     return action ? action() : 1;
   } catch (const cleave::Error& e) {
     fmt::print(stderr, "cleave: error: {}\n", e.what());

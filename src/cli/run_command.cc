@@ -11,6 +11,7 @@
 
 #include <sys/resource.h>
 
+#include "cli/build_info.h"
 #include "cli/commands.h"
 #include "ir/text.h"
 #include "onnx/atomic_file.h"
@@ -266,6 +267,7 @@ int run_model(const RunSettings& settings) {
                           {"median", median_of(latencies)},
                           {"runs", latencies}};
   report["peak_activation_bytes"] = peak_bytes();
+  report["isa"] = isa_json();
   nlohmann::json fastest = nlohmann::json::object();
   for (const auto& [family, ms] : layouts.fastest_ms) fastest[to_string(family)] = ms;
   report["layouts"] = {{"family", to_string(layouts.family)},
@@ -423,8 +425,8 @@ void register_run(CLI::App& app, CommandAction& action) {
   command
       ->add_option("--layouts", settings->layouts,
                    "Convolution family: auto (time each once per model and thread count, "
-                   "cached), blocked (16-channel blocks), winograd (blocks, 3x3 stride-1 "
-                   "convolutions by Winograd) or channels-last")
+                   "cached), blocked (channel blocks: 16 on AVX-512, 8 on AVX2), winograd "
+                   "(blocks, 3x3 stride-1 convolutions by Winograd) or channels-last")
       ->check(CLI::IsMember({"auto", "blocked", "winograd", "channels-last"}))
       ->default_val("auto");
   command->add_flag("-v,--verbose", settings->verbose, "Log each loading step");

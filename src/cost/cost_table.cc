@@ -23,6 +23,7 @@
 #include "analysis/flops.h"
 #include "analysis/static_cost.h"
 #include "ir/text.h"
+#include "runtime/cpu_isa.h"
 #include "runtime/executor.h"
 #include "runtime/random_inputs.h"
 
@@ -242,10 +243,11 @@ InterleavedResult interleaved_run_seconds(const std::vector<std::function<void()
 
 CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
   // v6: node times calibrated to whole runs, timed in interleaved blocks until two agree,
-  // multi-thread blocks only while their cores are free.
-  std::string key =
-      fmt::format("{}-t{}-r{}-{}-v6", graph_fingerprint(graph), options.max_threads, options.repeat,
-                  options.blocked_layouts ? to_string(options.convolution_family) : "plain");
+  // multi-thread blocks only while their cores are free. The ISA is in the key, so a profile
+  // of another CPU (or of this one under another cap) is not used.
+  std::string key = fmt::format(
+      "{}-t{}-r{}-{}-{}-v6", graph_fingerprint(graph), options.max_threads, options.repeat,
+      isa_cache_key(), options.blocked_layouts ? to_string(options.convolution_family) : "plain");
   fs::path cache = fs::path(cache_directory(options)) / (key + ".json");
   if (options.use_cache && fs::exists(cache)) {
     std::ifstream in(cache);

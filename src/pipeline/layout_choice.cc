@@ -13,6 +13,7 @@
 
 #include "cost/cost_table.h"
 #include "onnx/atomic_file.h"
+#include "runtime/cpu_isa.h"
 #include "runtime/random_inputs.h"
 
 namespace cleave {
@@ -51,7 +52,9 @@ double time_variant(const Graph& graph, ExecutorOptions options, ConvolutionFami
 }
 
 std::string cache_key(const Graph& graph, const ExecutorOptions& options) {
-  return fmt::format("{}-t{}-v{}", graph_fingerprint(graph), options.threads, kCacheVersion);
+  // The ISA is in the key: a family measured on AVX-512 says nothing about an AVX2 machine.
+  return fmt::format("{}-t{}-{}-v{}", graph_fingerprint(graph), options.threads, isa_cache_key(),
+                     kCacheVersion);
 }
 
 bool is_4d_conv(const Graph& graph, const Node& node) {
@@ -92,6 +95,8 @@ bool layouts_can_differ(const Graph& graph) {
 }
 
 bool winograd_can_apply(const Graph& graph) {
+  // Below AVX-512 it would time the blocked family's kernels a second time.
+  if (!isa_includes(effective_isa(), dnnl::cpu_isa::avx512_core)) return false;
   for (NodeId id : graph.node_ids()) {
     const Node& node = graph.node(id);
     if (!is_4d_conv(graph, node)) continue;

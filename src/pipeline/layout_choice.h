@@ -1,4 +1,4 @@
-// Measured choice of convolution family: 16-channel blocks, with Winograd, or channels-last.
+// Measured choice of convolution family: channel blocks, with Winograd, or channels-last.
 #pragma once
 
 #include <functional>
@@ -33,7 +33,8 @@ struct LayoutChoiceOptions {
 /// Whether any convolution could run in another family: a Conv with a 4-D input.
 bool layouts_can_differ(const Graph& graph);
 /// Whether a Conv has the shape oneDNN's Winograd kernel takes (3x3, stride 1, no dilation or
-/// groups, 4-D); only then is the Winograd family timed.
+/// groups, 4-D) and the effective ISA has it (oneDNN 2.6: AVX512_CORE); only then is the
+/// Winograd family timed.
 bool winograd_can_apply(const Graph& graph);
 
 /// Times the graph on `inputs` in each family that can differ (`options` as given otherwise,

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ir/text.h"
+#include "runtime/cpu_isa.h"
 
 namespace cleave {
 namespace {
@@ -233,6 +234,24 @@ TEST_F(ProfileCosts, ASecondCallReadsTheCachedTable) {
   EXPECT_EQ(second.run_seconds, first.run_seconds);
   EXPECT_EQ(second.calibration, first.calibration);
   for (NodeId id : graph.node_ids()) EXPECT_EQ(second.nodes[id].seconds, first.nodes[id].seconds);
+}
+
+// A profile made on another ISA (another CPU, or this one under another cap) is not read.
+TEST_F(ProfileCosts, ATableOfAnotherIsaIsNotRead) {
+  Graph graph = with_weights(kBranches);
+  profile_costs(graph, options_);
+  const std::string here = "-" + isa_cache_key() + "-";
+  const std::string other = isa_cache_key() == "avx2" ? "-avx512_core-" : "-avx2-";
+  const fs::path cached = *fs::directory_iterator(directory_);
+  std::string name = cached.filename().string();
+  const std::size_t at = name.find(here);
+  ASSERT_NE(at, std::string::npos) << name << " does not name the ISA " << isa_cache_key();
+  fs::rename(cached, directory_ / name.replace(at, here.size(), other));
+  std::vector<std::string> progress;
+  options_.progress = [&](const std::string& line) { progress.push_back(line); };
+  profile_costs(graph, options_);
+  for (const std::string& line : progress)
+    EXPECT_EQ(line.find("reused"), std::string::npos) << line;
 }
 
 // Cores that another process holds all along: the profile waits its budget, times anyway, sets

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "run_kernel.h"
+#include "runtime/cpu_isa.h"
 #include "runtime/executor.h"
 #include "runtime/kernel.h"
 #include "runtime/kernels/dnnl_util.h"
@@ -111,9 +112,10 @@ class OneNode {
   Tensor run_one() { return run().at(0); }
 
   /// Prepares the node's kernel directly (as the executor would), with blocked outputs allowed.
-  /// With `blocked_input`, input 0 comes in 16-channel blocks, as from a blocked producer.
+  /// With `blocked_input`, input 0 comes in channel blocks as from a blocked producer: of
+  /// `block` channels, or by default of the block the effective ISA's kernels write (8 or 16).
   std::unique_ptr<Kernel> prepare(bool blocked_outputs_allowed, int threads = 1,
-                                  bool blocked_input = false) {
+                                  bool blocked_input = false, int64_t block = 0) {
     build();
     held_.clear();
     std::vector<const Tensor*> inputs;
@@ -125,7 +127,9 @@ class OneNode {
         constant.push_back(true);
       } else {
         held_.push_back(feeds_.at(v.name));
-        if (blocked_input && held_.size() == 1) held_.back() = in_sixteen_channel_blocks(held_[0]);
+        if (blocked_input && held_.size() == 1) {
+          held_.back() = in_channel_blocks(held_[0], block > 0 ? block : native_channel_block());
+        }
         constant.push_back(false);
       }
     }
@@ -144,10 +148,10 @@ class OneNode {
   }
 
  private:
-  Tensor in_sixteen_channel_blocks(const Tensor& plain) {
+  Tensor in_channel_blocks(const Tensor& plain, int64_t block) {
     const dnnl::memory::desc layout(dnnl::memory::dims(plain.shape().begin(), plain.shape().end()),
                                     dnnl::memory::data_type::f32,
-                                    dnnl::memory::format_tag::nChw16c);
+                                    channel_blocked_tag(static_cast<int>(plain.rank()), block));
     auto storage = std::make_shared<Buffer>(layout.get_size());
     LayoutReorder(plain_desc(plain.shape()), layout, engine_)
         .run(plain.raw(), storage->data(), stream_);
@@ -615,8 +619,9 @@ TEST(DnnlConv, ProducesPlainLayoutWhenNotAllowed) {
 }
 
 // Depthwise convolutions on 2 threads run as one single-thread primitive per half of their
-// 16-channel blocks (when they come blocked, as from the 1x1 convolution before them); each
-// output element is computed as on 1 thread.
+// channel blocks (when they come blocked, as from the 1x1 convolution before them); each
+// output element is computed as on 1 thread. Blocks are the ISA's: 16 channels on AVX-512, 8 on
+// AVX2, so the channel counts below are written in blocks.
 struct DepthwiseCase {
   int64_t channels, size, kernel, stride;
   std::string activation;
@@ -641,7 +646,7 @@ std::string depthwise_implementation(const DepthwiseCase& c, int threads, bool b
 }
 
 TEST(DnnlDepthwiseSplit, TwoThreadsSplitFourAndAHalfBlocks) {
-  EXPECT_THAT(depthwise_implementation({72, 8, 3, 1, ""}, 2),
+  EXPECT_THAT(depthwise_implementation({native_channel_block() * 9 / 2, 8, 3, 1, ""}, 2),
               testing::EndsWith("in 2 channel parts"));
 }
 
@@ -651,19 +656,29 @@ TEST(DnnlDepthwiseSplit, OneThreadDoesNotSplit) {
 }
 
 TEST(DnnlDepthwiseSplit, FewerThanTwoBlocksPerThreadAreNotSplit) {
-  EXPECT_THAT(depthwise_implementation({40, 8, 3, 1, ""}, 2),
+  EXPECT_THAT(depthwise_implementation({native_channel_block() * 5 / 2, 8, 3, 1, ""}, 2),
               testing::Not(testing::HasSubstr("channel parts")));
 }
 
 TEST(DnnlDepthwiseSplit, FourThreadsSplitEightBlocksInFour) {
-  EXPECT_THAT(depthwise_implementation({128, 8, 3, 1, ""}, 4),
+  EXPECT_THAT(depthwise_implementation({native_channel_block() * 8, 8, 3, 1, ""}, 4),
               testing::EndsWith("in 4 channel parts"));
 }
 
-TEST(DnnlDepthwiseSplit, PlainInputIsNotSplit) {
-  // oneDNN reads it with another kernel (brdgmm_dw on channels-last), which shares well.
-  EXPECT_THAT(depthwise_implementation({72, 8, 3, 1, ""}, 2, /*blocked=*/false),
-              testing::Not(testing::HasSubstr("channel parts")));
+TEST(DnnlDepthwiseSplit, PlainInputIsSplitOnlyWhenComputedInBlocks) {
+  // On AVX-512 oneDNN reads it with another kernel (brdgmm_dw on channels-last), which shares
+  // well; AVX2 has no such kernel in oneDNN 2.6, so the input is reordered into blocks for
+  // jit_dw, which is then split as a blocked input is.
+  const std::string implementation =
+      depthwise_implementation({72, 8, 3, 1, ""}, 2, /*blocked=*/false);
+  if (implementation.starts_with("jit_dw")) {
+    EXPECT_THAT(implementation, testing::EndsWith("in 2 channel parts"));
+  } else {
+    EXPECT_THAT(implementation, testing::Not(testing::HasSubstr("channel parts")));
+  }
+  if (native_channel_block() == 16) {
+    EXPECT_THAT(implementation, testing::HasSubstr("brdgmm_dw"));
+  }
 }
 
 TEST(DnnlDepthwiseSplit, GroupedButNotDepthwiseIsNotSplit) {
@@ -714,6 +729,12 @@ TEST(DnnlDepthwiseSplit, StridedFiveByFiveWithReluEqualsOneThread) {
 
 TEST(DnnlDepthwiseSplit, FullBlocksWithSwishEqualOneThread) {
   expect_split_equals_one_thread({96, 9, 3, 1, "Swish"});
+}
+
+// Four blocks and 3 channels of a fifth on 2 threads: parts of 3 and 2 blocks, which start at
+// a multiple of the ISA's block (the outputs could not equal one thread's otherwise).
+TEST(DnnlDepthwiseSplit, PartlyFilledLastBlockEqualsOneThread) {
+  expect_split_equals_one_thread({native_channel_block() * 4 + 3, 7, 3, 1, ""});
 }
 
 // ---- ConvTranspose ----------------------------------------------------------------------
@@ -1593,6 +1614,20 @@ TEST(DnnlReduce, MaxOverSpatialAxesOfBlockedInputKeepingDims) {
   expect_near(node.run_prepared(*kernel), {1, 32, 1, 1},
               reduce_reference(x, {false, false, true, true}, kReduceCases[2].start,
                                kReduceCases[2].combine, kReduceCases[2].finish, {1, 32, 4, 4}));
+}
+
+// Blocks of the other ISA's width (16 channels under an AVX2 cap, 8 on AVX-512) are reordered
+// into the native ones rather than pooled by oneDNN's reference kernel.
+TEST(DnnlReduce, MeanOverBlocksOfAnotherWidthIsStillAJitPooling) {
+  const int64_t other_block = native_channel_block() == 16 ? 8 : 16;
+  auto x = random_values(2 * 20 * 3 * 5, 141);
+  OneNode node("ReduceMean", 13);
+  node.input({2, 20, 3, 5}, x).ints("axes", {2, 3}).integer("keepdims", 0);
+  auto kernel = node.prepare(true, 2, /*blocked_input=*/true, other_block);
+  EXPECT_THAT(kernel->implementation(), testing::HasSubstr("jit"));
+  expect_near(node.run_prepared(*kernel), {2, 20},
+              reduce_reference(x, {false, false, true, true}, 0, kReduceCases[1].combine,
+                               kReduceCases[1].finish, {2, 20, 3, 5}));
 }
 
 TEST(DnnlReduce, SumOverChannelsOfBlockedInputReadsAPlainCopy) {

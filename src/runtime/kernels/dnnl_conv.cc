@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "runtime/cpu_isa.h"
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/elementwise.h"
 #include "runtime/kernels/fast_math.h"
@@ -242,7 +243,7 @@ bool is_slow(const std::string& implementation) {
          implementation.find("ref") != std::string::npos;
 }
 
-/// One contiguous run of a depthwise convolution's 16-channel blocks, computed by one thread.
+/// One contiguous run of a depthwise convolution's channel blocks, computed by one thread.
 struct ChannelPart {
   DnnlStep step;
   dnnl::stream stream;
@@ -251,8 +252,10 @@ struct ChannelPart {
   std::size_t source_offset = 0, destination_offset = 0;  ///< In floats.
 };
 
-memory::desc sixteen_channel_blocks(std::span<const int64_t> shape) {
-  return memory::desc(to_dnnl_dims(shape), memory::data_type::f32, memory::format_tag::nChw16c);
+// The blocks the effective ISA's jit_dw reads and writes: 16 channels on AVX-512, 8 on AVX2.
+memory::desc native_channel_blocks(std::span<const int64_t> shape) {
+  return memory::desc(to_dnnl_dims(shape), memory::data_type::f32,
+                      channel_blocked_tag(4, native_channel_block()));
 }
 
 // oneDNN 2.6's jit_dw shares a few channel blocks unevenly between threads: MnasNet's 3x3
@@ -272,11 +275,12 @@ std::vector<ChannelPart> split_channel_blocks(
     return {};
   }
   const std::vector<int64_t> input_shape = context.input(0).shape();
-  if (whole.src_desc() != sixteen_channel_blocks(input_shape) ||
-      whole.dst_desc() != sixteen_channel_blocks(p.output_shape)) {
+  if (whole.src_desc() != native_channel_blocks(input_shape) ||
+      whole.dst_desc() != native_channel_blocks(p.output_shape)) {
     return {};
   }
-  const int64_t blocks = (p.channels_out + 15) / 16;
+  const int64_t block = native_channel_block();
+  const int64_t blocks = (p.channels_out + block - 1) / block;
   const int64_t part_count = std::min<int64_t>(context.threads, blocks / 2);
   if (part_count < 2) return {};
   const int64_t kernel_volume = p.kernel[0] * p.kernel[1];
@@ -288,9 +292,9 @@ std::vector<ChannelPart> split_channel_blocks(
   std::vector<ChannelPart> parts;
   for (int64_t part = 0; part < part_count; ++part) {
     // Earlier parts take the extra block, so that a partly filled last block has less company.
-    const int64_t first = (part * blocks + part_count - 1) / part_count * 16;
+    const int64_t first = (part * blocks + part_count - 1) / part_count * block;
     const int64_t end =
-        std::min(p.channels_out, ((part + 1) * blocks + part_count - 1) / part_count * 16);
+        std::min(p.channels_out, ((part + 1) * blocks + part_count - 1) / part_count * block);
     ConvProblem slice = p;
     slice.channels_in = slice.channels_out = slice.groups = end - first;
     slice.output_shape[1] = end - first;
@@ -299,7 +303,7 @@ std::vector<ChannelPart> split_channel_blocks(
     std::vector<int64_t> slice_input = input_shape;
     slice_input[1] = end - first;
     auto descriptor = make_descriptor<dnnl::convolution_forward>(
-        slice, sixteen_channel_blocks(slice_input), sixteen_channel_blocks(slice.output_shape),
+        slice, native_channel_blocks(slice_input), native_channel_blocks(slice.output_shape),
         has_bias, attr, context.engine);
     if (is_slow(implementation_name(descriptor))) {
       omp_set_num_threads(team);
@@ -448,7 +452,7 @@ std::unique_ptr<Kernel> ConvolutionKernel::create(const KernelContext& context,
   bool found = false;
   bool winograd = false;
   if (context.convolution_family == ConvolutionFamily::kWinograd && winograd_shape(p)) {
-    // Its kernel reads 16-channel blocks; a plain input is reordered into them. Post-ops it
+    // Its kernel reads channel blocks; a plain input is reordered into them. Post-ops it
     // cannot fuse (or channel counts it does not cover) leave the direct kernels below.
     for (const memory::desc& source : {given, any_desc(x.shape())}) {
       try {

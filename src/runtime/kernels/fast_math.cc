@@ -6,6 +6,8 @@
 #include <bit>
 #include <cmath>
 
+#include "runtime/cpu_isa.h"
+
 namespace cleave::elementwise {
 
 namespace {
@@ -75,13 +77,15 @@ using FloatLoop = void (*)(const float*, float*, int64_t);
 
 template <float (*Approximation)(float)>
 FloatLoop pick() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512dq")) {
-    return map_avx512<Approximation>;
+  // One switch (ONEDNN_MAX_CPU_ISA) caps these loops and oneDNN's kernels alike.
+  switch (vector_isa()) {
+    case VectorIsa::kAvx512:
+      return map_avx512<Approximation>;
+    case VectorIsa::kAvx2:
+      return map_avx2<Approximation>;
+    case VectorIsa::kBaseline:
+      break;
   }
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return map_avx2<Approximation>;
   return map_baseline<Approximation>;
 }
 

@@ -8,6 +8,7 @@
 #include <limits>
 #include <set>
 
+#include "runtime/cpu_isa.h"
 #include "runtime/kernels/dnnl_util.h"
 
 namespace cleave {
@@ -244,7 +245,12 @@ class ReduceKernel : public Kernel {
     }
     if (pool_.valid()) {
       void* destination = pooled_ ? pooled_->data() : y.raw();
-      pool_.set(DNNL_ARG_SRC, x.raw());
+      const void* source = x.raw();
+      if (native_input_) {
+        to_native_.run(source, native_input_->data(), stream);
+        source = native_input_->data();
+      }
+      pool_.set(DNNL_ARG_SRC, source);
       pool_.set(DNNL_ARG_DST, destination);
       pool_.execute(stream);
       if (pooled_) pooled_to_plain_.run(destination, y.raw(), stream);
@@ -290,12 +296,28 @@ class ReduceKernel : public Kernel {
       std::size_t spatial = x.rank() - 2;
       memory::dims kernel(x.shape().begin() + 2, x.shape().end()), ones(spatial, 1),
           zeros(spatial, 0);
-      dnnl::pooling_v2_forward::desc desc(
-          dnnl::prop_kind::forward_inference,
-          op_ == ReduceOp::kMean ? dnnl::algorithm::pooling_avg_exclude_padding
-                                 : dnnl::algorithm::pooling_max,
-          desc_of(x), any_desc(pooled_shape), ones, kernel, zeros, zeros, zeros);
-      dnnl::pooling_v2_forward::primitive_desc descriptor(desc, kernel_attr(), context.engine);
+      auto pooling = [&](const memory::desc& source) {
+        dnnl::pooling_v2_forward::desc desc(
+            dnnl::prop_kind::forward_inference,
+            op_ == ReduceOp::kMean ? dnnl::algorithm::pooling_avg_exclude_padding
+                                   : dnnl::algorithm::pooling_max,
+            source, any_desc(pooled_shape), ones, kernel, zeros, zeros, zeros);
+        return dnnl::pooling_v2_forward::primitive_desc(desc, kernel_attr(), context.engine);
+      };
+      auto descriptor = pooling(desc_of(x));
+      if (implementation_name(descriptor).starts_with("ref")) {
+        // Blocks of another ISA's width (16 channels under an AVX2 cap) have only oneDNN's
+        // reference pooling; one jitted reorder into the native blocks finds the jit kernel.
+        const memory::desc native(
+            to_dnnl_dims(x.shape()), memory::data_type::f32,
+            channel_blocked_tag(static_cast<int>(x.rank()), native_channel_block()));
+        auto reordered = pooling(native);
+        if (!implementation_name(reordered).starts_with("ref")) {
+          descriptor = reordered;
+          to_native_ = LayoutReorder(desc_of(x), native, context.engine);
+          native_input_ = std::make_shared<Buffer>(native.get_size());
+        }
+      }
       pool_ = DnnlStep(dnnl::pooling_v2_forward(descriptor), descriptor, context.engine);
       implementation_ = implementation_name(descriptor);
       pool_.declare(DNNL_ARG_SRC, descriptor.src_desc());
@@ -319,6 +341,8 @@ class ReduceKernel : public Kernel {
   DnnlStep pool_;
   std::shared_ptr<Buffer> pooled_;
   LayoutReorder pooled_to_plain_;
+  LayoutReorder to_native_;  // Blocks of another width into the ISA's own.
+  std::shared_ptr<Buffer> native_input_;
   LayoutReorder to_plain_;
   std::shared_ptr<Buffer> plain_input_;
   bool copy_to_plain_ = false;  // noop_with_empty_axes on a blocked input.

@@ -1,0 +1,152 @@
+// Build and machine facts for `cleave info`, `cleave --version` and `cleave run --json`.
+#include "cli/build_info.h"
+
+#include <fmt/core.h>
+#include <omp.h>
+#include <sched.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <fstream>
+#include <thread>
+
+#include "ir/graph.h"
+#include "runtime/cpu_isa.h"
+
+// Set for this file by CMakeLists.txt when it is configured.
+#ifndef CLEAVE_GIT_COMMIT
+#define CLEAVE_GIT_COMMIT ""
+#endif
+#ifndef CLEAVE_BUILD_TYPE
+#define CLEAVE_BUILD_TYPE ""
+#endif
+
+namespace cleave::cli {
+
+namespace {
+
+constexpr const char* kVersion = "0.1";
+
+std::string compiler() {
+#if defined(__clang__)
+  return fmt::format("clang {}.{}.{}", __clang_major__, __clang_minor__, __clang_patchlevel__);
+#elif defined(__GNUC__)
+  return fmt::format("gcc {}.{}.{}", __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__);
+#else
+  return "unknown";
+#endif
+}
+
+std::string onednn_version() {
+  const dnnl_version_t* version = dnnl_version();
+  std::string text = fmt::format("{}.{}.{}", version->major, version->minor, version->patch);
+  if (version->hash && std::string(version->hash) != "N/A")
+    text += fmt::format(" ({})", version->hash);
+  return text;
+}
+
+// /proc/cpuinfo's first "model name" and "cpu family"; empty where there is none.
+std::pair<std::string, std::string> cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, model, family;
+  auto value = [](const std::string& text) {
+    const std::size_t colon = text.find(':');
+    return colon == std::string::npos || colon + 2 > text.size() ? std::string()
+                                                                 : text.substr(colon + 2);
+  };
+  while (std::getline(in, line) && (model.empty() || family.empty())) {
+    if (model.empty() && line.rfind("model name", 0) == 0) model = value(line);
+    if (family.empty() && line.rfind("cpu family", 0) == 0) family = value(line);
+  }
+  return {model, family};
+}
+
+int usable_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  return CPU_COUNT(&set);
+}
+
+}  // namespace
+
+nlohmann::json isa_json() {
+  nlohmann::json isa;
+  isa["effective"] = isa_name(effective_isa());
+  isa["cpu"] = isa_name(hardware_isa());
+  isa["capped"] = isa_capped();
+  std::optional<dnnl::cpu_isa> cap;
+  try {
+    cap = isa_cap_from_environment();
+  } catch (const Error&) {
+    // Reported by apply_isa_cap at startup.
+  }
+  isa["cap"] = cap ? nlohmann::json(isa_name(*cap)) : nlohmann::json(nullptr);
+  isa["vector"] = vector_isa_name(vector_isa());
+  isa["channel_block"] = native_channel_block();
+  return isa;
+}
+
+nlohmann::json build_info_json() {
+  nlohmann::json info;
+  info["version"] = kVersion;
+  info["commit"] = std::string(CLEAVE_GIT_COMMIT).empty() ? nlohmann::json(nullptr)
+                                                          : nlohmann::json(CLEAVE_GIT_COMMIT);
+  info["build_type"] = CLEAVE_BUILD_TYPE;
+  info["compiler"] = compiler();
+  info["onednn"] = onednn_version();
+  info["isa"] = isa_json();
+  auto [model, family] = cpu_model();
+  info["cpu"] = {{"model", model}, {"family", family}};
+  info["cores"] = usable_cores();
+  info["hardware_threads"] = std::thread::hardware_concurrency();
+  info["openmp_threads"] = omp_get_max_threads();
+  return info;
+}
+
+std::string build_info_text() {
+  const nlohmann::json info = build_info_json();
+  const nlohmann::json& isa = info["isa"];
+  std::string text;
+  auto line = [&text](std::string_view name, const std::string& value) {
+    text += fmt::format("{:<15} {}\n", std::string(name) + ":", value);
+  };
+  line("cleave", info["version"].get<std::string>() +
+                     (info["commit"].is_null()
+                          ? std::string()
+                          : fmt::format(" (commit {})", info["commit"].get<std::string>())));
+  line("build", info["build_type"].get<std::string>().empty()
+                    ? std::string("unknown")
+                    : info["build_type"].get<std::string>());
+  line("compiler", info["compiler"].get<std::string>());
+  line("oneDNN", info["onednn"].get<std::string>());
+  std::string isa_text = isa["effective"].get<std::string>();
+  if (isa["capped"].get<bool>()) {
+    isa_text += fmt::format(" (capped by {}; the CPU has {})", isa["cap"].get<std::string>(),
+                            isa["cpu"].get<std::string>());
+  }
+  line("ISA", isa_text);
+  line("vector code", isa["vector"].get<std::string>());
+  line("channel block", std::to_string(isa["channel_block"].get<int64_t>()));
+  const std::string model = info["cpu"]["model"].get<std::string>();
+  const std::string family = info["cpu"]["family"].get<std::string>();
+  line("CPU", (model.empty() ? std::string("unknown") : model) +
+                  (family.empty() ? std::string() : fmt::format(" (family {})", family)));
+  line("cores", fmt::format("{} usable of {}", info["cores"].get<int>(),
+                            info["hardware_threads"].get<unsigned>()));
+  line("OpenMP threads", std::to_string(info["openmp_threads"].get<int>()));
+  return text;
+}
+
+std::string version_line() {
+  std::string line = fmt::format("cleave {}", kVersion);
+  if (!std::string(CLEAVE_GIT_COMMIT).empty())
+    line += fmt::format(" (commit {})", CLEAVE_GIT_COMMIT);
+  if (!std::string(CLEAVE_BUILD_TYPE).empty()) line += fmt::format(", {}", CLEAVE_BUILD_TYPE);
+  line += fmt::format(", oneDNN {}, ISA {}", onednn_version(), isa_name(effective_isa()));
+  if (isa_capped()) line += " (capped)";
+  line += fmt::format(", {} cores", usable_cores());
+  return line;
+}
+
+}  // namespace cleave::cli

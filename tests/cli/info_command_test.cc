@@ -1,0 +1,107 @@
+// `cleave info` and `cleave --version`: the build, oneDNN, the ISA (and its cap) and the cores;
+// `cleave run --json` reports the ISA; a bad ONEDNN_MAX_CPU_ISA is refused by name.
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "command_fixture.h"
+
+namespace cleave {
+namespace {
+
+// Runs each test with ONEDNN_MAX_CPU_ISA as the test sets it, then puts back the caller's.
+class InfoCommandTest : public DemoModelFixture {
+ protected:
+  void SetUp() override {
+    DemoModelFixture::SetUp();
+    if (const char* value = std::getenv("ONEDNN_MAX_CPU_ISA")) saved_ = value;
+    unsetenv("ONEDNN_MAX_CPU_ISA");
+  }
+  void TearDown() override {
+    if (saved_) {
+      setenv("ONEDNN_MAX_CPU_ISA", saved_->c_str(), 1);
+    } else {
+      unsetenv("ONEDNN_MAX_CPU_ISA");
+    }
+    DemoModelFixture::TearDown();
+  }
+  nlohmann::json info_json() {
+    CommandResult result = cleave("info --json");
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    return nlohmann::json::parse(result.out);
+  }
+  std::optional<std::string> saved_;
+};
+
+bool cpu_has_avx2() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+TEST_F(InfoCommandTest, JsonNamesTheBuildOneDnnIsaAndCores) {
+  nlohmann::json info = info_json();
+  EXPECT_EQ(info["version"], "0.1");
+  EXPECT_EQ(info["onednn"].get<std::string>().substr(0, 2), "2.");
+  EXPECT_FALSE(info["compiler"].get<std::string>().empty());
+  EXPECT_FALSE(info["isa"]["effective"].get<std::string>().empty());
+  EXPECT_FALSE(info["isa"]["capped"].get<bool>()) << "no cap was set";
+  EXPECT_TRUE(info["isa"]["cap"].is_null());
+  EXPECT_EQ(info["isa"]["effective"], info["isa"]["cpu"]);
+  EXPECT_GE(info["cores"].get<int>(), 1);
+  EXPECT_GE(info["openmp_threads"].get<int>(), 1);
+}
+
+TEST_F(InfoCommandTest, ALowerCaseCapIsAppliedAndReported) {
+  if (!cpu_has_avx2()) GTEST_SKIP() << "needs a CPU with AVX2 and FMA";
+  setenv("ONEDNN_MAX_CPU_ISA", "avx2", 1);
+  nlohmann::json info = info_json();
+  EXPECT_EQ(info["isa"]["effective"], "AVX2");
+  EXPECT_EQ(info["isa"]["cap"], "AVX2");
+  EXPECT_EQ(info["isa"]["vector"], "avx2");
+  EXPECT_EQ(info["isa"]["channel_block"], 8);
+  // Capped only where the CPU has more than AVX2.
+  EXPECT_EQ(info["isa"]["capped"].get<bool>(), info["isa"]["cpu"] != "AVX2");
+}
+
+TEST_F(InfoCommandTest, TextSaysWhichIsaAndWhyCapped) {
+  if (!cpu_has_avx2()) GTEST_SKIP() << "needs a CPU with AVX2 and FMA";
+  setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
+  CommandResult result = cleave("info");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("ISA:            AVX2"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("oneDNN:"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("OpenMP threads:"), std::string::npos) << result.out;
+}
+
+TEST_F(InfoCommandTest, VersionNamesOneDnnAndTheIsa) {
+  CommandResult result = cleave("--version");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out.rfind("cleave 0.1", 0), 0u) << result.out;
+  EXPECT_NE(result.out.find("oneDNN 2."), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find(", ISA "), std::string::npos) << result.out;
+}
+
+TEST_F(InfoCommandTest, AnUnknownCapIsRefusedByName) {
+  setenv("ONEDNN_MAX_CPU_ISA", "avx9", 1);
+  CommandResult result = cleave("run " + model_ + " --layouts blocked --repeat 1");
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("cleave: error: ONEDNN_MAX_CPU_ISA=avx9: expected one of"),
+            std::string::npos)
+      << result.err;
+  EXPECT_TRUE(result.out.empty()) << result.out;
+}
+
+TEST_F(InfoCommandTest, RunJsonReportsTheEffectiveIsa) {
+  if (!cpu_has_avx2()) GTEST_SKIP() << "needs a CPU with AVX2 and FMA";
+  setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
+  CommandResult result = cleave("run " + model_ + " --layouts blocked --repeat 1 --json");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  nlohmann::json report = nlohmann::json::parse(result.out);
+  EXPECT_EQ(report["isa"]["effective"], "AVX2");
+  EXPECT_EQ(report["isa"]["channel_block"], 8);
+}
+
+}  // namespace
+}  // namespace cleave
