@@ -193,11 +193,13 @@ dnnl::post_ops fused_post_ops(const KernelContext& context, bool with_sum) {
         context.node.float_attribute("activation_min", std::numeric_limits<float>::lowest());
     float high = context.node.float_attribute("activation_max", std::numeric_limits<float>::max());
     ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, low, high);
+  } else if (activation == "HardSwish") {
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_hardswish, 0.0f, 0.0f);
   } else if (activation == "Swish") {
     // Applied by ConvolutionKernel::run after the primitive: see swish_float.
   } else if (!activation.empty()) {
     throw UnsupportedError(
-        fmt::format("{}: fused activation '{}' is not supported (Relu, Clip, Swish are)",
+        fmt::format("{}: fused activation '{}' is not supported (Relu, Clip, Swish, HardSwish are)",
                     context.where(), activation));
   }
   return ops;
