@@ -13,9 +13,12 @@ struct EnvironmentSetting {
   std::string value;
 };
 
-/// Iterations of libgomp's spin loop (one `pause` each) before a waiting thread sleeps, when the
-/// user chose no wait policy. libgomp's own default is 300000 (milliseconds on a current core).
-inline constexpr long kDefaultSpinCount = 10000;
+/// Iterations of libgomp's spin loop (one `pause`, ~27 ns on an EPYC of family 26) before a
+/// waiting thread sleeps, when the user chose no wait policy: ~30 us, longer than the gaps
+/// between cleave's kernels, far shorter than a time slice of another process. libgomp's own
+/// default, 300000 (~8 ms here), spins on through the slices in which the awaited thread is not
+/// running; docs/results/load.md has the measurements.
+inline constexpr long kDefaultSpinCount = 1000;
 
 /// What the cleave command sets before libgomp reads its environment: GOMP_SPINCOUNT, unless the
 /// user set OMP_WAIT_POLICY or GOMP_SPINCOUNT (to anything, even empty), in which case nothing.
