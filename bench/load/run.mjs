@@ -101,6 +101,7 @@ const corpus = loadCorpus(flags.models, flags.only ? flags.only.split(",") : nul
 const results = [];
 let busy = [];
 process.on("exit", () => stopBusy(busy));
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => process.exit(130));
 for (const model of corpus) {
   const times = {};
   for (const b of busyCounts) {
