@@ -8,8 +8,11 @@
 #include "cli/commands.h"
 #include "ir/graph.h"
 #include "runtime/cpu_isa.h"
+#include "runtime/wait_policy.h"
 
 int main(int argc, char** argv) {
+  // First of all: it may start this program again with a bounded OpenMP spin count.
+  cleave::apply_default_wait_policy(argv);
   CLI::App app{"cleave: plan and run one neural-network model on many cores, devices and machines"};
   app.require_subcommand(1);
   app.set_version_flag("--version", cleave::cli::version_line,

@@ -328,6 +328,7 @@ int run_model(const RunSettings& settings) {
     int nodes = 0;
   };
   std::vector<OpTime> op_times;
+  std::vector<OpTime> implementation_times;  // "op implementation" as the op.
   if (settings.stats && sequential) {
     const Executor& executor = *sequential;
     std::map<std::string, OpTime> by_op;
@@ -346,6 +347,26 @@ int run_model(const RunSettings& settings) {
           {{"op", entry.op}, {"nodes", entry.nodes}, {"ms_per_run", entry.seconds * 1e3}});
     }
     report["ops"] = ops;
+    // Which implementation runs each node, so that a slow one (oneDNN's "ref:") shows up;
+    // kernels of cleave's own report none and are counted as "cleave".
+    const std::vector<std::string> names = executor.implementations();
+    std::map<std::pair<std::string, std::string>, OpTime> by_implementation;
+    for (NodeId id : graph.node_ids()) {
+      const std::string& name = names[id].empty() ? std::string("cleave") : names[id];
+      OpTime& entry = by_implementation[{graph.node(id).op_type, name}];
+      entry.op = graph.node(id).op_type;
+      entry.seconds += executor.stats().node_seconds[id] / executor.stats().runs;
+      ++entry.nodes;
+    }
+    nlohmann::json implementations = nlohmann::json::array();
+    for (const auto& [key, entry] : by_implementation) {
+      implementations.push_back({{"op", key.first},
+                                 {"implementation", key.second},
+                                 {"nodes", entry.nodes},
+                                 {"ms_per_run", entry.seconds * 1e3}});
+      implementation_times.push_back({key.first + " " + key.second, entry.seconds, entry.nodes});
+    }
+    report["implementations"] = implementations;
   }
 
   if (settings.json) {
@@ -389,6 +410,9 @@ int run_model(const RunSettings& settings) {
     fmt::print("\n{:<24} {:>6} {:>12}\n", "op", "nodes", "ms per run");
     for (const OpTime& entry : op_times)
       fmt::print("{:<24} {:>6} {:>12.3f}\n", entry.op, entry.nodes, entry.seconds * 1e3);
+    fmt::print("\n{:<48} {:>6} {:>12}\n", "op and implementation", "nodes", "ms per run");
+    for (const OpTime& entry : implementation_times)
+      fmt::print("{:<48} {:>6} {:>12.3f}\n", entry.op, entry.nodes, entry.seconds * 1e3);
   }
   return 0;
 }
@@ -417,7 +441,8 @@ void register_run(CLI::App& app, CommandAction& action) {
   command->add_option("--repeat", settings->repeat, "Timed runs")
       ->default_val(1)
       ->check(CLI::PositiveNumber);
-  command->add_flag("--stats", settings->stats, "Report time per op type");
+  command->add_flag("--stats", settings->stats,
+                    "Report time per op type, and per op and implementation");
   command->add_flag("--json", settings->json, "Print the report as JSON");
   command->add_flag("--no-optimize", settings->no_optimize, "Skip the graph passes");
   command->add_flag("--plain-layouts", settings->plain_layouts,

@@ -1,8 +1,10 @@
 // Conv+Relu/Clip/SiLU and BatchNormalization+Relu fusion: the activation becomes an attribute.
 #include "passes/conv_activation_fusion.h"
 
+#include <cmath>
 #include <limits>
 #include <optional>
+#include <string>
 
 #include "runtime/executor.h"
 
@@ -28,23 +30,37 @@ NodeId plain_conv_producing(const Graph& graph, ValueId value) {
   return type == DataType::kFloat || type == DataType::kUndefined ? conv_id : -1;
 }
 
-// Fuses `mul` when it is Mul(c, Sigmoid(c)) or Mul(Sigmoid(c), c) with c a plain Conv's output
-// read by nothing else; true when it did.
-bool fuse_swish(Graph& graph, NodeId mul, const std::vector<bool>& read_by_bodies) {
+// The activation a gate of Mul(c, gate(c)) makes: "Swish" for Sigmoid, "HardSwish" for
+// HardSigmoid with alpha 1/6 and beta 1/2 (how PyTorch exports hardswish before opset 14);
+// empty for anything else.
+std::string gated_activation(const Node& gate) {
+  if (!gate.domain.empty()) return "";
+  if (gate.op_type == "Sigmoid") return "Swish";
+  if (gate.op_type == "HardSigmoid" &&
+      std::fabs(gate.float_attribute("alpha", 0.2f) - 1.0f / 6.0f) < 1e-6f &&
+      gate.float_attribute("beta", 0.5f) == 0.5f) {
+    return "HardSwish";
+  }
+  return "";
+}
+
+// Fuses `mul` when it is Mul(c, gate(c)) or Mul(gate(c), c) with c a plain Conv's output read by
+// nothing else and gate a Sigmoid or hard sigmoid (gated_activation); returns the activation
+// fused, empty when none was.
+std::string fuse_swish(Graph& graph, NodeId mul, const std::vector<bool>& read_by_bodies) {
   const Node& node = graph.node(mul);
   if (node.op_type != "Mul" || !node.domain.empty() || node.inputs.size() != 2 ||
       node.outputs.size() != 1) {
-    return false;
+    return "";
   }
   for (int sigmoid_slot : {0, 1}) {
     ValueId gate = node.inputs[sigmoid_slot];
     ValueId conv_output = node.inputs[1 - sigmoid_slot];
     if (gate == kNoValue || conv_output == kNoValue || gate == conv_output) continue;
     NodeId sigmoid = graph.value(gate).producer;
-    if (sigmoid < 0 || graph.node(sigmoid).op_type != "Sigmoid" ||
-        !graph.node(sigmoid).domain.empty() || graph.node(sigmoid).inputs.at(0) != conv_output) {
-      continue;
-    }
+    if (sigmoid < 0 || graph.node(sigmoid).inputs.at(0) != conv_output) continue;
+    const std::string activation = gated_activation(graph.node(sigmoid));
+    if (activation.empty()) continue;
     NodeId conv = plain_conv_producing(graph, conv_output);
     if (conv < 0 || graph.consumers(conv_output).size() != 2 || graph.consumers(gate).size() != 1 ||
         graph.value(gate).is_graph_output || read_by_bodies.at(gate) ||
@@ -54,11 +70,11 @@ bool fuse_swish(Graph& graph, NodeId mul, const std::vector<bool>& read_by_bodie
     // Mul(c, c) with the Sigmoid gone reads only c, so the Mul can merge into the Conv.
     graph.set_node_input(mul, sigmoid_slot, conv_output);
     graph.remove_node(sigmoid);
-    graph.node(conv).set_attribute("activation", Attribute::of_string("Swish"));
+    graph.node(conv).set_attribute("activation", Attribute::of_string(activation));
     merge_into_producer(graph, mul);
-    return true;
+    return activation;
   }
-  return false;
+  return "";
 }
 
 // Fuses `add` when it is Add(c, r) or Add(r, c) with c a plain Conv's output read by nothing
@@ -141,8 +157,9 @@ PassResult fuse_conv_activations(Graph& graph) {
   constexpr float kHighest = std::numeric_limits<float>::max();
   for (NodeId id : graph.topological_order()) {
     if (graph.node(id).removed) continue;
-    if (fuse_swish(graph, id, read_by_bodies)) {
-      result.add("Sigmoid+Mul pairs fused into Conv");
+    if (const std::string gated = fuse_swish(graph, id, read_by_bodies); !gated.empty()) {
+      result.add(gated == "HardSwish" ? "HardSigmoid+Mul pairs fused into Conv"
+                                      : "Sigmoid+Mul pairs fused into Conv");
       continue;
     }
     if (fuse_residual_add(graph, id, read_by_bodies)) {

@@ -10,10 +10,11 @@ namespace cleave {
 /// Removes each Relu or Clip (with constant bounds: attributes before opset 11, inputs from
 /// opset 11) that directly follows a Conv whose output has no other reader, and records it on
 /// the Conv as attributes, which the runtime's Conv kernel applies as a oneDNN post-op; and
-/// each SiLU written as Mul(c, Sigmoid(c)) (EfficientNet, MnasNet heads) where c is such a Conv
-/// output read only by the two:
+/// each SiLU written as Mul(c, Sigmoid(c)) (EfficientNet, MnasNet heads), or hard swish written
+/// as Mul(c, HardSigmoid[alpha=1/6, beta=1/2](c)) (MobileNet-V3), where c is such a Conv output
+/// read only by the two:
 ///
-///     activation = "Relu" | "Clip" | "Swish"
+///     activation = "Relu" | "Clip" | "Swish" | "HardSwish"
 ///     activation_min, activation_max   (floats, Clip only; ±FLT_MAX when a bound is absent)
 ///
 /// The Conv keeps op type "Conv" and domain "", and writes the activation's output (its name
@@ -26,8 +27,8 @@ namespace cleave {
 /// before it may be empty) and adds it before its activation, so the Relu that usually follows
 /// fuses too.
 /// Counts: "Relu nodes fused into Conv", "Clip nodes fused into Conv", "Sigmoid+Mul pairs
-/// fused into Conv", "Add nodes fused into Conv as a sum", "Relu nodes fused into
-/// BatchNormalization".
+/// fused into Conv", "HardSigmoid+Mul pairs fused into Conv", "Add nodes fused into Conv as a sum",
+/// "Relu nodes fused into BatchNormalization".
 PassResult fuse_conv_activations(Graph& graph);
 
 }  // namespace cleave

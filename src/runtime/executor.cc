@@ -375,6 +375,14 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
   return outputs;
 }
 
+std::vector<std::string> Executor::implementations() const {
+  std::vector<std::string> result(graph_.node_capacity());
+  for (std::size_t position = 0; position < order_.size(); ++position) {
+    result[order_[position]] = runners_[position]->implementation();
+  }
+  return result;
+}
+
 void Executor::reset_stats() {
   stats_.node_seconds.assign(graph_.node_capacity(), 0.0);
   stats_.runs = 0;

@@ -130,6 +130,9 @@ class Executor {
   /// are errors naming the input. Returns the graph outputs in order, plain.
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs);
   const RunStats& stats() const { return stats_; }
+  /// Per NodeId, Kernel::implementation of its prepared kernel ("jit:avx2", "ref:any", "" for
+  /// kernels of cleave's own or before the first run).
+  std::vector<std::string> implementations() const;
   /// Forgets node times so far (e.g. after warm-up runs that included kernel preparation).
   void reset_stats();
   const Graph& graph() const { return graph_; }

@@ -17,6 +17,8 @@
 #include <set>
 #include <thread>
 
+#include "runtime/wait_policy.h"
+
 namespace cleave {
 
 namespace {
@@ -158,7 +160,10 @@ struct ParallelExecutor::Impl {
 
   // Waits until `task`'s outputs of this run exist; false when the run failed meanwhile.
   bool wait_ready(int task, int64_t run, int worker) {
-    for (int spin = 0; spin < 4000; ++spin) {
+    // As long as the OpenMP threads spin (wait_policy.h): past that, the producer is either in a
+    // long task or not running at all because another process has its core, and spinning on
+    // would take a core from it or from that process.
+    for (long spin = 0; spin < kDefaultSpinCount; ++spin) {
       if (states[task].ready.load(std::memory_order_acquire) == run) return true;
       if (failed.load(std::memory_order_relaxed)) return false;
       _mm_pause();

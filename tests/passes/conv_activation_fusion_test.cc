@@ -95,6 +95,37 @@ TEST(ConvActivationFusion, FusesSigmoidTimesInputAsSwish) {
   EXPECT_EQ(result.summary(), "Conv+activation fusion: 1 Sigmoid+Mul pairs fused into Conv");
 }
 
+TEST(ConvActivationFusion, FusesHardSigmoidTimesInputAsHardSwish) {
+  PassResult result;
+  EXPECT_EQ(fuse(R"(graph main [ai.onnx=13] (%x: f32[1,1,2,2]) {
+  @w: f32[1,1,1,1] = [2.0]
+  %c = Conv(%x, @w)
+  %s = HardSigmoid[alpha=0.16666667, beta=0.5](%c)
+  %y = Mul(%c, %s)
+  return %y
+})",
+                 &result),
+            R"(graph main [ai.onnx=13] (%x: f32[1,1,2,2]) {
+  @w: f32[1,1,1,1] = [2.0]
+  %y = "c" Conv[activation="HardSwish"](%x, @w)
+  return %y
+}
+)");
+  EXPECT_EQ(result.summary(), "Conv+activation fusion: 1 HardSigmoid+Mul pairs fused into Conv");
+}
+
+TEST(ConvActivationFusion, KeepsAHardSigmoidThatIsNotHardSwishs) {
+  const char* text = R"(graph main [ai.onnx=13] (%x: f32[1,1,2,2]) {
+  @w: f32[1,1,1,1] = [2.0]
+  %c = Conv(%x, @w)
+  %s = HardSigmoid(%c)
+  %y = Mul(%c, %s)
+  return %y
+}
+)";
+  EXPECT_EQ(fuse(text), text);
+}
+
 TEST(ConvActivationFusion, KeepsSigmoidMulWhenTheConvOutputHasAnotherReader) {
   const char* text = R"(graph main [ai.onnx=17] (%x: f32[1,1,2,2]) {
   @w: f32[1,1,1,1] = [2.0]

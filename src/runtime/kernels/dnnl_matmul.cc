@@ -64,6 +64,7 @@ class MatmulKernel : public Kernel {
                               engine_);
   }
 
+  std::string implementation() const override { return step_.implementation(); }
   std::vector<OutputSpec> output_specs() const override { return {spec_}; }
 
   /// Gemm's beta: the addend input is scaled by it first (into a kernel-owned buffer).

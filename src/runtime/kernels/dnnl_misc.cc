@@ -47,6 +47,7 @@ class SoftmaxKernel : public Kernel {
     step_.declare(DNNL_ARG_DST, data);
   }
 
+  std::string implementation() const override { return step_.implementation(); }
   std::vector<OutputSpec> output_specs() const override { return {spec_}; }
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
@@ -98,6 +99,7 @@ class ConcatKernel : public Kernel {
     if (any_blocked) prepare_blocked(context, parts);
   }
 
+  std::string implementation() const override { return step_.implementation(); }
   std::vector<OutputSpec> output_specs() const override { return {spec_}; }
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,

@@ -134,6 +134,7 @@ class BatchNormKernel : public Kernel {
     if (x.is_blocked()) output_.prepare(context, descriptor.dst_desc(), spec_.shape, spec_);
   }
 
+  std::string implementation() const override { return step_.implementation(); }
   std::vector<OutputSpec> output_specs() const override {
     // Unread training outputs (running or saved statistics) get buffers nothing writes.
     std::vector<OutputSpec> specs(output_count_, {DataType::kFloat, {channels_}, {}, -1});
@@ -212,6 +213,7 @@ class InstanceNormKernel : public Kernel {
     variance_.resize(count);
   }
 
+  std::string implementation() const override { return step_.implementation(); }
   std::vector<OutputSpec> output_specs() const override { return {spec_}; }
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
@@ -325,6 +327,7 @@ class LayerNormKernel : public Kernel {
     }
   }
 
+  std::string implementation() const override { return step_.implementation(); }
   std::vector<OutputSpec> output_specs() const override { return spec_; }
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
@@ -390,6 +393,7 @@ class LrnKernel : public Kernel {
     output_.prepare(context, descriptor.dst_desc(), spec_.shape, spec_);
   }
 
+  std::string implementation() const override { return step_.implementation(); }
   std::vector<OutputSpec> output_specs() const override { return {spec_}; }
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,

@@ -119,6 +119,7 @@ class PoolKernel : public Kernel {
     spec_.layout = layout;
   }
 
+  std::string implementation() const override { return step_.implementation(); }
   std::vector<OutputSpec> output_specs() const override {
     std::vector<OutputSpec> specs(output_count_, spec_);
     // An unread Indices output still gets a buffer; nothing is written to it.

@@ -206,7 +206,9 @@ std::string implementation_name(const dnnl::primitive_desc_base& descriptor) {
 
 DnnlStep::DnnlStep(dnnl::primitive primitive, const dnnl::primitive_desc_base& descriptor,
                    const dnnl::engine& engine)
-    : primitive_(std::move(primitive)), engine_(engine) {
+    : primitive_(std::move(primitive)),
+      engine_(engine),
+      implementation_(implementation_name(descriptor)) {
   dnnl::memory::desc scratchpad = descriptor.scratchpad_desc();
   if (scratchpad.get_size() > 0) {
     scratchpad_ = std::make_shared<Buffer>(scratchpad.get_size());

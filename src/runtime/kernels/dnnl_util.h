@@ -71,10 +71,13 @@ class DnnlStep {
   /// Points argument `arg` at these bytes for the next execute().
   void set(int arg, const void* data);
   void execute(dnnl::stream& stream);
+  /// implementation_name of the primitive's descriptor; empty for a default-made step.
+  const std::string& implementation() const { return implementation_; }
 
  private:
   dnnl::primitive primitive_;
   dnnl::engine engine_;
+  std::string implementation_;
   std::shared_ptr<Buffer> scratchpad_;
   std::unordered_map<int, dnnl::memory> arguments_;
 };

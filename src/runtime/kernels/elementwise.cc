@@ -67,6 +67,7 @@ class DnnlEltwiseKernel final : public Kernel {
     count_ = x.element_count();
   }
 
+  std::string implementation() const override { return step_.implementation(); }
   std::vector<OutputSpec> output_specs() const override { return {spec_}; }
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,

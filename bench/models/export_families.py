@@ -1,0 +1,52 @@
+#!/usr/bin/python3
+"""Export architectures the corpus lacks (dilated, grouped, hard-swish, windowed attention) to ONNX.
+
+Same files, manifest and seeding as export_corpus.py (whose code this reuses), written by default
+to ~/.cache/cleave/families. Run with /usr/bin/python3. Random weights, nothing downloaded.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import export_corpus as corpus  # noqa: E402
+
+torch = corpus.torch
+tvm = corpus.tvm
+IMAGE = corpus.IMAGE
+
+
+class OutOnly(torch.nn.Module):
+    """torchvision's segmentation models return a dict; the exporter wants one tensor."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)["out"]
+
+
+def _segmentation(name):
+    import torchvision.models.segmentation as seg
+    return lambda: OutOnly(getattr(seg, name)(weights=None, weights_backbone=None, aux_loss=None))
+
+
+corpus.MODELS = {
+    # ResNet-50 backbone with dilations 2 and 4 in its last two stages, and an ASPP head of
+    # dilations 12, 24 and 36.
+    "deeplabv3_resnet50": (_segmentation("deeplabv3_resnet50"), IMAGE),
+    # MobileNet-V3 with hard-swish, squeeze-excitation and dilated depthwise convolutions.
+    "lraspp_mobilenet_v3_large": (_segmentation("lraspp_mobilenet_v3_large"), IMAGE),
+    # 32 groups of 4 to 32 channels each.
+    "resnext50_32x4d": (lambda: tvm.resnext50_32x4d(weights=None), IMAGE),
+    "mobilenet_v3_large": (lambda: tvm.mobilenet_v3_large(weights=None), IMAGE),
+    "efficientnet_v2_s": (lambda: tvm.efficientnet_v2_s(weights=None), IMAGE),
+    "swin_t": (lambda: tvm.swin_t(weights=None), IMAGE),
+}
+
+if __name__ == "__main__":
+    if not any(arg == "--out" or arg.startswith("--out=") for arg in sys.argv[1:]):
+        default = os.path.join(os.path.expanduser("~"), ".cache", "cleave", "families")
+        sys.argv[1:1] = ["--out", os.environ.get("CLEAVE_FAMILIES_DIR", default)]
+    sys.exit(corpus.main())
