@@ -139,10 +139,11 @@ void agree_to_start(const MpiSession& session, const std::string& failure, uint6
   for (int rank = 0; rank < session.size(); ++rank) {
     const Readiness& other = all[static_cast<std::size_t>(rank)];
     if (!other.ok) {
-      throw Error(
-          fmt::format("rank {} refused to start{}: {}", rank,
-                      rank == session.rank() ? "" : " (so did this rank)",
-                      std::string(other.message, strnlen(other.message, sizeof other.message))));
+      const std::string reason(other.message, strnlen(other.message, sizeof other.message));
+      if (rank == session.rank())
+        throw Error(fmt::format("rank {} refused to start: {}", rank, reason));
+      throw Error(fmt::format("rank {} refused to start, so rank {} stops too: {}", rank,
+                              session.rank(), reason));
     }
   }
   for (int rank = 0; rank < session.size(); ++rank) {
