@@ -87,14 +87,22 @@ TEST_F(MpiRunTest, ThreeRanksOfAHeftPlanEqualTheSingleProcessRunBitwise) {
 }
 
 TEST_F(MpiRunTest, StreamOfSamplesReportsThroughputAndLatencyPerSample) {
-  CommandResult result = mpirun(2, "run " + path("model.onnx") + " --plan " + plan("lc", 2) +
-                                       " --layouts blocked --samples 6 --json");
+  CommandResult result =
+      mpirun(2, "run " + path("model.onnx") + " --plan " + plan("lc", 2) +
+                    " --layouts blocked --samples 6 --json --trace " + path("trace.json"));
   ASSERT_EQ(result.exit_code, 0) << result.err;
   nlohmann::json report = nlohmann::json::parse(result.out);
   EXPECT_EQ(report["samples"], 6);
   EXPECT_GT(report["throughput_samples_per_s"].get<double>(), 0);
   ASSERT_EQ(report["sample_latency_ms"]["per_sample"].size(), 6u);
   for (const auto& ms : report["sample_latency_ms"]["per_sample"]) EXPECT_GT(ms.get<double>(), 0);
+  // The trace has one row per rank and one event per task and sample.
+  nlohmann::json trace = nlohmann::json::parse(read_text(path("trace.json")));
+  double tasks = 0;
+  for (const auto& rank : report["per_rank"]) tasks += rank["tasks"].get<double>();
+  std::size_t events = 0;
+  for (const auto& event : trace["traceEvents"]) events += event["ph"] == "X";
+  EXPECT_EQ(events, static_cast<std::size_t>(tasks) * 6);
 }
 
 TEST_F(MpiRunTest, WorkerCountOtherThanRanksIsRefusedOnEveryRank) {
