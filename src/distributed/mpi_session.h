@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <functional>
+#include <stdexcept>
 #include <string>
 
 namespace cleave {
@@ -41,13 +42,16 @@ std::string mpi_error_text(int code);
 /// of the job with MPI_Abort: the way out of a run that cannot finish.
 [[noreturn]] void abort_ranks(MPI_Comm comm, int rank, const std::string& message);
 
-/// Waits for one request by polling MPI_Test (spinning briefly, then sleeping a little more
-/// each time) until `deadline`. On timeout or an MPI error it throws RankTimeout / Error with
-/// `what()` describing the wait (e.g. "value 'x' from rank 1 for task 'y'"). Returns the status.
+/// A rank waited longer than the rank timeout for a peer.
 class RankTimeout : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+/// Waits for one request by polling MPI_Test (spinning briefly, then sleeping a little more
+/// each time, up to 200 us) until `deadline`. Throws RankTimeout on timeout and Error on an MPI
+/// error, both describing the wait with `what()` (e.g. "value 'x' from rank 1 ..."). Returns
+/// the request's status.
 MPI_Status wait_until(MPI_Request& request, std::chrono::steady_clock::time_point deadline,
                       const std::function<std::string()>& what, double timeout_seconds);
 

@@ -35,7 +35,7 @@ struct RankFigures {
   char host[64] = {};
 };
 
-/// Rank 0 receives every rank's figures (others get an empty vector's worth of nothing useful).
+/// Every rank's figures, by rank, on rank 0 (other ranks get a vector they should not read).
 std::vector<RankFigures> gather_figures(const MpiSession& session, const RankFigures& mine,
                                         double timeout_seconds);
 
