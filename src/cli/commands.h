@@ -17,6 +17,7 @@ void register_gen(CLI::App& app, CommandAction& action);
 void register_extract(CLI::App& app, CommandAction& action);
 void register_convert(CLI::App& app, CommandAction& action);
 void register_run(CLI::App& app, CommandAction& action);
+void register_run_split(CLI::App& app, CommandAction& action);
 void register_conformance(CLI::App& app, CommandAction& action);
 void register_plan(CLI::App& app, CommandAction& action);
 void register_profile(CLI::App& app, CommandAction& action);

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   cleave::cli::register_extract(app, action);
   cleave::cli::register_convert(app, action);
   cleave::cli::register_run(app, action);
+  cleave::cli::register_run_split(app, action);
   cleave::cli::register_conformance(app, action);
   cleave::cli::register_plan(app, action);
   cleave::cli::register_profile(app, action);

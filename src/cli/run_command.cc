@@ -13,6 +13,8 @@
 
 #include "cli/build_info.h"
 #include "cli/commands.h"
+#include "distributed/mpi_session.h"
+#include "distributed/rank_run.h"
 #include "ir/text.h"
 #include "onnx/atomic_file.h"
 #include "pipeline/layout_choice.h"
@@ -52,6 +54,7 @@ struct RunSettings {
   std::string trace_file;
   std::string gantt_file;
   bool no_auto_check = false;
+  double rank_timeout = 60;
 };
 
 // A plan ready to run: the plan, the convolution family its kernels use, the family the
@@ -121,8 +124,33 @@ std::size_t peak_rss_bytes() {
   return static_cast<std::size_t>(usage.ru_maxrss) * 1024;
 }
 
+// Under mpirun, each rank runs its worker's tasks of a plan file (src/distributed/).
+int run_on_mpi_ranks(const RunSettings& settings) {
+  if (settings.plan == "auto") throw Error("under mpirun, --plan takes a plan file, not auto");
+  RankRunSettings ranks;
+  ranks.model = settings.model;
+  ranks.plan = settings.plan;
+  ranks.shapes = settings.shapes;
+  ranks.optimize = !settings.no_optimize;
+  ranks.plain_layouts = settings.plain_layouts;
+  ranks.layouts = settings.layouts;
+  ranks.threads = settings.threads_per_worker;
+  ranks.warmup = settings.warmup;
+  ranks.repeat = settings.repeat;
+  ranks.samples = settings.samples;
+  ranks.json = settings.json;
+  ranks.output_dir = settings.output_dir;
+  ranks.trace_file = settings.trace_file;
+  ranks.rank_timeout_seconds = settings.rank_timeout;
+  ranks.inputs = [&settings](const Graph& graph, int sample) {
+    return gather_inputs(graph, settings, settings.seed + static_cast<uint64_t>(sample));
+  };
+  return run_on_ranks(ranks);
+}
+
 int run_model(const RunSettings& settings) {
   if (settings.repeat < 1) throw Error("--repeat must be at least 1");
+  if (!settings.plan.empty() && launched_by_mpi()) return run_on_mpi_ranks(settings);
   // Before the model is loaded: what the binary and its libraries cost, to compare runtimes fairly.
   const std::size_t baseline_rss = peak_rss_bytes();
   LoadOptions load;
@@ -472,12 +500,19 @@ void register_run(CLI::App& app, CommandAction& action) {
       ->check(CLI::Range(1, 1024));
   command
       ->add_option("--samples", settings->samples,
-                   "Samples in flight for --plan auto (hyperclustering)")
+                   "Samples in flight for --plan auto (hyperclustering); under mpirun, inputs "
+                   "pushed through the ranks per repeat (a pipelined stream)")
       ->default_val(1)
       ->check(CLI::Range(1, 4096));
   command->add_flag("--no-auto-check", settings->no_auto_check,
                     "Keep --plan auto's predicted choice even when it is parallel (by default a "
                     "few timed runs against the sequential plan decide)");
+  command
+      ->add_option("--rank-timeout", settings->rank_timeout,
+                   "Under mpirun: seconds a rank waits for a message or a peer before every rank "
+                   "stops")
+      ->default_val(60)
+      ->check(CLI::PositiveNumber);
   command->add_option("--trace", settings->trace_file,
                       "Write the last parallel run as Chrome-trace JSON");
   command->add_option("--gantt", settings->gantt_file,

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Emulated cluster: MPI ranks in a network namespace of their own, talking TCP over its
+# loopback shaped by tc, each rank's CPU capped by a cgroup v1 quota. Everything it creates
+# (namespace, qdisc, cgroups) is removed at the end, also on failure or Ctrl-C.
+#
+#   bench/distributed/emulated_cluster.sh [--rate 1gbit] [--qdisc tbf|htb] [--quota 100,50]
+#       [--memory 512M] -np N -- COMMAND ARGS...
+#
+# runs `mpirun -np N ... COMMAND ARGS...` inside the namespace. --rate shapes the loopback
+# (every rank-to-rank byte crosses it; tc has no netem here, so there is no added latency);
+# --quota gives rank i that percent of one core (cfs_quota_us over a 100 ms period), one entry
+# per rank; --memory caps each rank's memory (cgroup memory.limit_in_bytes). Needs root.
+set -euo pipefail
+
+rate="" qdisc="tbf" quotas="" memory="" ranks=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --rate) rate="$2"; shift 2 ;;
+    --qdisc) qdisc="$2"; shift 2 ;;
+    --quota) quotas="$2"; shift 2 ;;
+    --memory) memory="$2"; shift 2 ;;
+    -np) ranks="$2"; shift 2 ;;
+    --) shift; break ;;
+    *) echo "emulated_cluster.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[[ -n "$ranks" && $# -gt 0 ]] || { echo "usage: $0 [--rate R] [--quota q0,q1,..] [--memory M] -np N -- COMMAND ..." >&2; exit 2; }
+[[ "$qdisc" == tbf || "$qdisc" == htb ]] || { echo "--qdisc must be tbf or htb" >&2; exit 2; }
+
+name="cleave_cluster_$$"
+cgroups=()
+cleanup() {
+  ip netns del "$name" 2>/dev/null || true
+  for group in "${cgroups[@]}"; do
+    # Processes left in a group (a killed run) go back to the root group first.
+    if [[ -f "$group/cgroup.procs" ]]; then
+      while read -r pid; do echo "$pid" > "$(dirname "$group")/cgroup.procs" 2>/dev/null || true; done < "$group/cgroup.procs"
+    fi
+    rmdir "$group" 2>/dev/null || true
+  done
+}
+trap cleanup EXIT INT TERM
+
+ip netns add "$name"
+ip netns exec "$name" ip link set lo up
+if [[ -n "$rate" ]]; then
+  if [[ "$qdisc" == tbf ]]; then
+    ip netns exec "$name" tc qdisc add dev lo root tbf rate "$rate" burst 1mbit latency 100ms
+  else
+    ip netns exec "$name" tc qdisc add dev lo root handle 1: htb default 10
+    ip netns exec "$name" tc class add dev lo parent 1: classid 1:10 htb rate "$rate" ceil "$rate"
+  fi
+fi
+
+# One cgroup per rank; a wrapper started by mpirun moves its rank into its group, then execs.
+wrapper=()
+if [[ -n "$quotas" || -n "$memory" ]]; then
+  IFS=, read -r -a quota_list <<< "${quotas}"
+  for ((r = 0; r < ranks; ++r)); do
+    if [[ -n "$quotas" ]]; then
+      group="/sys/fs/cgroup/cpu/${name}_r$r"
+      mkdir "$group"; cgroups+=("$group")
+      echo 100000 > "$group/cpu.cfs_period_us"
+      percent="${quota_list[$r]:-100}"
+      echo $((percent * 1000)) > "$group/cpu.cfs_quota_us"
+    fi
+    if [[ -n "$memory" ]]; then
+      group="/sys/fs/cgroup/memory/${name}_r$r"
+      mkdir "$group"; cgroups+=("$group")
+      echo "$memory" > "$group/memory.limit_in_bytes"
+    fi
+  done
+  wrapper=(bash -c 'r=${OMPI_COMM_WORLD_RANK:-0}
+    for kind in cpu memory; do
+      g=/sys/fs/cgroup/$kind/'"$name"'_r$r
+      [[ -d $g ]] && echo $$ > $g/cgroup.procs
+    done
+    exec "$@"' rank)
+fi
+
+status=0
+ip netns exec "$name" mpirun --allow-run-as-root --oversubscribe -np "$ranks" \
+  --mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
+  -x OMP_NUM_THREADS=1 "${wrapper[@]}" "$@" || status=$?
+exit "$status"

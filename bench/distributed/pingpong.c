@@ -1,0 +1,60 @@
+/* MPI ping-pong between ranks 0 and 1: the link model's latency and bandwidth, measured.
+   Build: mpicc -O2 pingpong.c -o pingpong; run under mpirun -np 2 (or emulated_cluster.sh).
+   Prints one line per message size: bytes, round trip in us (median of the repeats), and the
+   one-way bandwidth in bytes/s; then a fit of one-way time = latency + bytes / bandwidth. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int compare(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const int repeats = 21;
+  const long sizes[] = {8, 1024, 16384, 131072, 1048576, 4194304};
+  const int count = sizeof sizes / sizeof sizes[0];
+  char* buffer = calloc(sizes[count - 1], 1);
+  double one_way[16];
+  for (int s = 0; s < count; ++s) {
+    double times[64];
+    for (int i = 0; i < repeats; ++i) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      double start = MPI_Wtime();
+      if (rank == 0) {
+        MPI_Send(buffer, (int)sizes[s], MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+        MPI_Recv(buffer, (int)sizes[s], MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      } else if (rank == 1) {
+        MPI_Recv(buffer, (int)sizes[s], MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(buffer, (int)sizes[s], MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+      }
+      times[i] = MPI_Wtime() - start;
+    }
+    qsort(times, repeats, sizeof times[0], compare);
+    one_way[s] = times[repeats / 2] / 2;
+    if (rank == 0)
+      printf("bytes %ld round_trip_us %.1f bandwidth_Bps %.3e\n", sizes[s], times[repeats / 2] * 1e6,
+             sizes[s] / one_way[s]);
+  }
+  if (rank == 0) {
+    /* Least squares over the sizes. */
+    double n = count, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (int s = 0; s < count; ++s) {
+      sx += sizes[s];
+      sy += one_way[s];
+      sxx += (double)sizes[s] * sizes[s];
+      sxy += sizes[s] * one_way[s];
+    }
+    double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+    double intercept = (sy - slope * sx) / n;
+    printf("fit latency_us %.1f bandwidth_Bps %.3e\n", intercept * 1e6, 1 / slope);
+  }
+  free(buffer);
+  MPI_Finalize();
+  return 0;
+}

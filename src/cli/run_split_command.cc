@@ -1,0 +1,44 @@
+// `cleave run-split DIR`: runs a spatial split's manifest on MPI ranks (src/distributed/).
+#include <memory>
+
+#include "cli/commands.h"
+#include "distributed/split_run.h"
+#include "ir/graph.h"
+
+namespace cleave::cli {
+
+void register_run_split(CLI::App& app, CommandAction& action) {
+  auto settings = std::make_shared<SplitRunSettings>();
+  CLI::App* command = app.add_subcommand(
+      "run-split",
+      "Run a split written by `cleave split` on MPI ranks: mpirun -np N cleave run-split DIR");
+  command->add_option("dir", settings->folder, "Folder with manifest.json and the sub-models")
+      ->required();
+  command->add_option("--input", settings->inputs,
+                      "name=file.npy for a graph input (repeatable); others get seeded random "
+                      "values, the same on every rank");
+  command->add_option("--seed", settings->seed, "Seed of the random inputs")->default_val(0);
+  command->add_option("--model", settings->model,
+                      "The model that was split: refuse DIR when its fingerprint differs");
+  command->add_option("--output-dir", settings->output_dir,
+                      "Rank 0 writes every graph output as DIR/<name>.npy");
+  command->add_option("--warmup", settings->warmup, "Untimed runs first")
+      ->default_val(0)
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--repeat", settings->repeat, "Timed runs")
+      ->default_val(1)
+      ->check(CLI::PositiveNumber);
+  command->add_option("--threads", settings->threads, "Intra-op threads per rank")
+      ->default_val(1)
+      ->check(CLI::Range(1, 1024));
+  command
+      ->add_option("--rank-timeout", settings->rank_timeout_seconds,
+                   "Seconds a rank waits for a message or a peer before every rank stops")
+      ->default_val(60)
+      ->check(CLI::PositiveNumber);
+  command->add_flag("--json", settings->json, "Print the report as JSON");
+  command->callback(
+      [settings, &action] { action = [settings] { return run_split_on_ranks(*settings); }; });
+}
+
+}  // namespace cleave::cli

@@ -1,0 +1,58 @@
+// MPI start-up and shutdown for cleave's ranks, and waits on MPI requests bounded by a deadline.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+namespace cleave {
+
+/// Whether this process was started by an MPI launcher (mpirun, srun); a plain `cleave run`
+/// never initializes MPI.
+bool launched_by_mpi();
+
+/// MPI_Init on construction (funneled threads: only the calling thread talks MPI; kernels use
+/// OpenMP threads of their own), MPI_Finalize on destruction. Errors on the communicator are
+/// returned rather than fatal, so a dead peer becomes a message naming it.
+class MpiSession {
+ public:
+  MpiSession();
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+
+  MPI_Comm comm() const { return comm_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  std::string host() const;
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+/// MPI's text for an error code.
+std::string mpi_error_text(int code);
+
+/// Prints `message` as cleave's error on stderr (prefixed with the rank) and ends every rank
+/// of the job with MPI_Abort: the way out of a run that cannot finish.
+[[noreturn]] void abort_ranks(MPI_Comm comm, int rank, const std::string& message);
+
+/// A rank waited longer than the rank timeout for a peer.
+class RankTimeout : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Waits for one request by polling MPI_Test (spinning briefly, then sleeping a little more
+/// each time, up to 200 us) until `deadline`. Throws RankTimeout on timeout and Error on an MPI
+/// error, both describing the wait with `what()` (e.g. "value 'x' from rank 1 ..."). Returns
+/// the request's status.
+MPI_Status wait_until(MPI_Request& request, std::chrono::steady_clock::time_point deadline,
+                      const std::function<std::string()>& what, double timeout_seconds);
+
+}  // namespace cleave

@@ -1,0 +1,289 @@
+// Every rank's `cleave run --plan`: load, agree before work, run pipelined, gather, report.
+#include "distributed/rank_run.h"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cost/cost_table.h"
+#include "distributed/mpi_executor.h"
+#include "distributed/mpi_session.h"
+#include "distributed/rank_sync.h"
+#include "onnx/atomic_file.h"
+#include "pipeline/load.h"
+#include "pipeline/model_plan.h"
+#include "runtime/npy.h"
+#include "runtime/random_inputs.h"
+
+namespace cleave {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Everything a rank needs, made before the ranks agree to start.
+struct Prepared {
+  Graph graph;
+  ModelPlan plan;
+  std::unique_ptr<MpiExecutor> executor;
+  std::vector<std::map<std::string, Tensor>> inputs;  // Rank 0: one stream.
+  double model_weight_bytes = 0;
+  uint64_t hash = 0;
+};
+
+void prepare(const RankRunSettings& settings, const MpiSession& session, Prepared& prepared) {
+  LoadOptions load;
+  load.shapes = parse_input_shapes(settings.shapes);
+  load.optimize = settings.optimize;
+  prepared.graph = load_model(settings.model, load);
+  prepared.plan = read_model_plan(settings.plan, prepared.graph);
+  const int workers = static_cast<int>(prepared.plan.plan.order.size());
+  if (workers != session.size()) {
+    throw Error(
+        fmt::format("{}: the plan has {} workers, but {} ranks were started (run it with "
+                    "mpirun -np {})",
+                    settings.plan, workers, session.size(), workers));
+  }
+  std::ifstream plan_file(settings.plan, std::ios::binary);
+  std::stringstream plan_text;
+  plan_text << plan_file.rdbuf();
+  prepared.hash = hash_text(plan_text.str(), hash_text(graph_fingerprint(prepared.graph)));
+  for (ValueId id : prepared.graph.initializers()) {
+    const auto& data = prepared.graph.value(id).initializer;
+    if (data->bytes) prepared.model_weight_bytes += static_cast<double>(data->bytes->size());
+  }
+  keep_weights_of(prepared.graph, prepared.plan.tasks, prepared.plan.plan, session.rank());
+  MpiOptions options;
+  options.threads = settings.threads;
+  options.rank_timeout_seconds = settings.rank_timeout_seconds;
+  options.blocked_layouts = !settings.plain_layouts;
+  if (settings.layouts != "auto") {
+    auto family = parse_convolution_family(settings.layouts);
+    if (!family) throw Error(fmt::format("--layouts '{}': unknown family", settings.layouts));
+    options.convolution_family = *family;
+  }
+  prepared.executor = std::make_unique<MpiExecutor>(prepared.graph, prepared.plan.tasks,
+                                                    prepared.plan.plan, session.comm(), options);
+  if (session.rank() == 0) {
+    const int per_run = prepared.executor->samples_per_run();
+    if (settings.samples % per_run != 0) {
+      throw Error(fmt::format("--samples {}: the plan runs {} samples at a time; give a multiple",
+                              settings.samples, per_run));
+    }
+    for (int sample = 0; sample < settings.samples; ++sample)
+      prepared.inputs.push_back(settings.inputs(prepared.graph, sample));
+  }
+}
+
+// Rank 0 gets every rank's trace events (task, start, end, wait).
+std::vector<Trace::Event> gather_events(const MpiSession& session, const Trace& trace,
+                                        double timeout_seconds) {
+  std::vector<double> mine;
+  for (const auto& event : trace.events) {
+    mine.insert(mine.end(), {static_cast<double>(event.task), static_cast<double>(event.worker),
+                             event.start, event.end, event.wait});
+  }
+  int count = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<std::size_t>(session.size()));
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Igather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, session.comm(), &request);
+  const auto what = [] { return std::string("every rank's trace"); };
+  wait_until(request, deadline_after(timeout_seconds), what, timeout_seconds);
+  std::vector<int> offsets(counts.size(), 0);
+  int total = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    offsets[r] = total;
+    total += counts[r];
+  }
+  std::vector<double> all(static_cast<std::size_t>(std::max(total, 1)));
+  MPI_Igatherv(mine.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(),
+               MPI_DOUBLE, 0, session.comm(), &request);
+  wait_until(request, deadline_after(timeout_seconds), what, timeout_seconds);
+  std::vector<Trace::Event> events;
+  if (session.rank() != 0) return events;
+  for (int i = 0; i + 4 < total; i += 5) {
+    events.push_back(Trace::Event{static_cast<int>(all[i]), static_cast<int>(all[i + 1]),
+                                  all[i + 2], all[i + 3], all[i + 4]});
+  }
+  return events;
+}
+
+std::string trace_json(const std::vector<Trace::Event>& events, const TaskGraph& tasks, int ranks) {
+  nlohmann::json list = nlohmann::json::array();
+  for (int rank = 0; rank < ranks; ++rank) {
+    list.push_back({{"name", "process_name"},
+                    {"ph", "M"},
+                    {"pid", rank},
+                    {"args", {{"name", fmt::format("rank {}", rank)}}}});
+  }
+  for (const auto& event : events) {
+    list.push_back({{"name", tasks.tasks.at(event.task).name},
+                    {"ph", "X"},
+                    {"pid", event.worker},
+                    {"tid", 0},
+                    {"ts", event.start * 1e6},
+                    {"dur", (event.end - event.start) * 1e6},
+                    {"args", {{"wait_us", event.wait * 1e6}}}});
+  }
+  return nlohmann::json{{"traceEvents", list}, {"displayTimeUnit", "ms"}}.dump(1);
+}
+
+}  // namespace
+
+int run_on_ranks(const RankRunSettings& settings) {
+  if (settings.repeat < 1) throw Error("--repeat must be at least 1");
+  if (settings.samples < 1) throw Error("--samples must be at least 1");
+  MpiSession session;
+  const int rank = session.rank();
+  Prepared prepared;
+  std::string failure;
+  try {
+    prepare(settings, session, prepared);
+  } catch (const std::exception& e) {
+    failure = e.what();
+    if (failure.empty()) failure = "unknown error";
+  }
+  agree_to_start(session, failure, prepared.hash, settings.rank_timeout_seconds);
+
+  MpiExecutor& executor = *prepared.executor;
+  const int runs = settings.samples / executor.samples_per_run();
+  std::vector<double> latencies;
+  StreamResult result;
+  try {
+    for (int i = 0; i < settings.warmup + settings.repeat; ++i) {
+      barrier(session, settings.rank_timeout_seconds, "every rank to start the next repeat");
+      auto start = Clock::now();
+      result = executor.run(prepared.inputs, runs);
+      if (i >= settings.warmup)
+        latencies.push_back(
+            std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    }
+  } catch (const std::exception& e) {
+    abort_ranks(session.comm(), rank, e.what());
+  }
+
+  const RankReport& mine = executor.report();
+  RankFigures figures;
+  figures.values[0] = mine.tasks;
+  figures.values[1] = mine.weight_bytes;
+  figures.values[2] = mine.bytes_sent;
+  figures.values[3] = mine.bytes_received;
+  figures.values[4] = static_cast<double>(mine.messages_sent);
+  figures.values[5] = static_cast<double>(mine.messages_received);
+  figures.values[6] = static_cast<double>(mine.peak_activation_bytes);
+  figures.values[7] = static_cast<double>(peak_rss_bytes());
+  figures.values[8] = executor.last_trace().makespan;
+  std::strncpy(figures.host, session.host().c_str(), sizeof figures.host - 1);
+  std::vector<RankFigures> all;
+  std::vector<Trace::Event> events;
+  try {
+    all = gather_figures(session, figures, settings.rank_timeout_seconds);
+    if (!settings.trace_file.empty())
+      events = gather_events(session, executor.last_trace(), settings.rank_timeout_seconds);
+  } catch (const std::exception& e) {
+    abort_ranks(session.comm(), rank, e.what());
+  }
+  if (rank != 0) return 0;
+
+  const Graph& graph = prepared.graph;
+  nlohmann::json report;
+  report["model"] = settings.model;
+  report["ranks"] = session.size();
+  report["threads_per_rank"] = settings.threads;
+  report["plan"] = {{"file", settings.plan},
+                    {"strategy", prepared.plan.plan.strategy},
+                    {"workers", prepared.plan.plan.order.size()},
+                    {"samples_per_run", executor.samples_per_run()},
+                    {"predicted_ms", prepared.plan.plan.makespan * 1e3}};
+  std::vector<double> sorted = latencies;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = median_of(latencies);
+  report["latency_ms"] = {{"min", sorted.front()}, {"median", median}, {"runs", latencies}};
+  report["samples"] = settings.samples;
+  report["throughput_samples_per_s"] = settings.samples / (median / 1e3);
+  std::vector<double> per_sample;
+  for (double seconds : result.sample_seconds) per_sample.push_back(seconds * 1e3);
+  report["sample_latency_ms"] = {
+      {"median", median_of(per_sample)},
+      {"max", per_sample.empty() ? 0.0 : *std::max_element(per_sample.begin(), per_sample.end())},
+      {"per_sample", per_sample}};
+  report["model_weight_bytes"] = prepared.model_weight_bytes;
+  nlohmann::json ranks = nlohmann::json::array();
+  for (int r = 0; r < session.size(); ++r) {
+    const RankFigures& f = all[static_cast<std::size_t>(r)];
+    ranks.push_back({{"rank", r},
+                     {"host", std::string(f.host, strnlen(f.host, sizeof f.host))},
+                     {"tasks", f.values[0]},
+                     {"weight_bytes", f.values[1]},
+                     {"bytes_sent", f.values[2]},
+                     {"bytes_received", f.values[3]},
+                     {"messages_sent", f.values[4]},
+                     {"messages_received", f.values[5]},
+                     {"peak_activation_bytes", f.values[6]},
+                     {"peak_rss_bytes", f.values[7]},
+                     {"traced_ms", f.values[8] * 1e3}});
+  }
+  report["per_rank"] = ranks;
+
+  // Only now, with every output in hand, does anything reach the output folder.
+  const std::vector<Tensor>& outputs = result.outputs.front();
+  nlohmann::json output_list = nlohmann::json::array();
+  if (!settings.output_dir.empty()) std::filesystem::create_directories(settings.output_dir);
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const std::string& name = graph.value(graph.outputs()[i]).name;
+    nlohmann::json entry = {{"name", name}, {"type", outputs[i].describe()}};
+    if (!settings.output_dir.empty()) {
+      std::string file =
+          (std::filesystem::path(settings.output_dir) / (file_name_for(name) + ".npy")).string();
+      write_npy(file, outputs[i]);
+      entry["file"] = file;
+    }
+    output_list.push_back(entry);
+  }
+  report["outputs"] = output_list;
+  if (!settings.trace_file.empty()) {
+    write_file_atomically(settings.trace_file,
+                          trace_json(events, prepared.plan.tasks, session.size()));
+    report["trace_file"] = settings.trace_file;
+  }
+
+  if (settings.json) {
+    fmt::print("{}\n", report.dump(2));
+    return 0;
+  }
+  fmt::print("model      {}\n", settings.model);
+  fmt::print(
+      "latency    min {:.3f} ms, median {:.3f} ms over {} run(s), {} rank(s) x {} thread(s)\n",
+      sorted.front(), median, settings.repeat, session.size(), settings.threads);
+  fmt::print("stream     {} sample(s): {:.1f} samples/s, per-sample latency median {:.3f} ms\n",
+             settings.samples, report["throughput_samples_per_s"].get<double>(),
+             report["sample_latency_ms"]["median"].get<double>());
+  fmt::print("plan       {} on {} rank(s): predicted {:.3f} ms\n", prepared.plan.plan.strategy,
+             session.size(), prepared.plan.plan.makespan * 1e3);
+  for (const auto& entry : ranks) {
+    fmt::print(
+        "rank {:<5} {} tasks, weights {:.2f} MiB, sent {:.2f} MiB in {} messages, peak RSS "
+        "{:.1f} MiB\n",
+        entry["rank"].get<int>(), entry["tasks"].get<double>(),
+        entry["weight_bytes"].get<double>() / 1048576.0,
+        entry["bytes_sent"].get<double>() / 1048576.0, entry["messages_sent"].get<double>(),
+        entry["peak_rss_bytes"].get<double>() / 1048576.0);
+  }
+  for (const auto& entry : output_list) {
+    fmt::print("output     {} {}{}\n", entry["name"].get<std::string>(),
+               entry["type"].get<std::string>(),
+               entry.contains("file") ? " -> " + entry["file"].get<std::string>() : "");
+  }
+  if (!settings.trace_file.empty()) fmt::print("trace      {}\n", settings.trace_file);
+  return 0;
+}
+
+}  // namespace cleave

@@ -1,0 +1,109 @@
+// What every rank does together: agreeing to start, bounded barriers, memory and hashes.
+#include "distributed/rank_sync.h"
+
+#include <fmt/core.h>
+#include <sys/resource.h>
+
+#include <cstring>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace cleave {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// What each rank says before any work starts.
+struct Readiness {
+  int32_t ok = 0;
+  int32_t pad = 0;
+  uint64_t hash = 0;
+  char message[496] = {};
+};
+
+}  // namespace
+
+std::size_t peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<std::size_t>(usage.ru_maxrss) * 1024;
+}
+
+// FNV-1a: ranks compare what they loaded without sending it.
+uint64_t hash_text(const std::string& text, uint64_t hash) {
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+std::chrono::steady_clock::time_point deadline_after(double seconds) {
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+// Every rank learns whether every other could start, and that all loaded the same model and
+// plan; the first failing rank's reason is every rank's error.
+void agree_to_start(const MpiSession& session, const std::string& failure, uint64_t hash,
+                    double timeout_seconds) {
+  Readiness mine;
+  mine.ok = failure.empty() ? 1 : 0;
+  mine.hash = hash;
+  std::strncpy(mine.message, failure.c_str(), sizeof mine.message - 1);
+  std::vector<Readiness> all(static_cast<std::size_t>(session.size()));
+  MPI_Request request = MPI_REQUEST_NULL;
+  int code = MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE,
+                            session.comm(), &request);
+  if (code != MPI_SUCCESS) throw Error("MPI_Iallgather failed: " + mpi_error_text(code));
+  try {
+    wait_until(
+        request, deadline_after(timeout_seconds),
+        [] { return std::string("every rank to load the model and the plan"); }, timeout_seconds);
+  } catch (const RankTimeout& timeout) {
+    abort_ranks(session.comm(), session.rank(), timeout.what());
+  }
+  for (int rank = 0; rank < session.size(); ++rank) {
+    const Readiness& other = all[static_cast<std::size_t>(rank)];
+    if (!other.ok) {
+      const std::string reason(other.message, strnlen(other.message, sizeof other.message));
+      if (rank == session.rank())
+        throw Error(fmt::format("rank {} refused to start: {}", rank, reason));
+      throw Error(fmt::format("rank {} refused to start, so rank {} stops too: {}", rank,
+                              session.rank(), reason));
+    }
+  }
+  for (int rank = 0; rank < session.size(); ++rank) {
+    if (all[static_cast<std::size_t>(rank)].hash != all[0].hash) {
+      throw Error(
+          fmt::format("rank {} loaded another model or plan than rank 0 (the files "
+                      "differ between the machines); refused on every rank",
+                      rank));
+    }
+  }
+}
+
+void barrier(const MpiSession& session, double timeout_seconds, const std::string& what) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  int code = MPI_Ibarrier(session.comm(), &request);
+  if (code != MPI_SUCCESS) throw Error("MPI_Ibarrier failed: " + mpi_error_text(code));
+  wait_until(
+      request, deadline_after(timeout_seconds), [&] { return what; }, timeout_seconds);
+}
+
+std::vector<RankFigures> gather_figures(const MpiSession& session, const RankFigures& mine,
+                                        double timeout_seconds) {
+  std::vector<RankFigures> all(static_cast<std::size_t>(session.size()));
+  MPI_Request request = MPI_REQUEST_NULL;
+  int code = MPI_Igather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, 0,
+                         session.comm(), &request);
+  if (code != MPI_SUCCESS) throw Error("MPI_Igather failed: " + mpi_error_text(code));
+  wait_until(
+      request, deadline_after(timeout_seconds), [] { return std::string("every rank's figures"); },
+      timeout_seconds);
+  return all;
+}
+
+}  // namespace cleave

@@ -1,0 +1,42 @@
+// Steps every rank takes together, each bounded by the rank timeout, and per-rank figures.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "distributed/mpi_session.h"
+
+namespace cleave {
+
+/// The process's resident-memory high-water mark (Linux reports it in KiB).
+std::size_t peak_rss_bytes();
+
+/// FNV-1a 64 of a text, continuing from `hash`: ranks compare what they loaded by its hash.
+uint64_t hash_text(const std::string& text, uint64_t hash = 1469598103934665603ull);
+
+std::chrono::steady_clock::time_point deadline_after(double seconds);
+
+/// Every rank learns whether every other could start (`failure` empty) and that all loaded the
+/// same files (`hash`). Throws Error on every rank, naming the first rank that failed and its
+/// reason, or the rank whose files differ from rank 0's; a rank that does not answer within the
+/// timeout stops the job.
+void agree_to_start(const MpiSession& session, const std::string& failure, uint64_t hash,
+                    double timeout_seconds);
+
+/// MPI_Ibarrier waited for until the timeout (RankTimeout naming `what`).
+void barrier(const MpiSession& session, double timeout_seconds, const std::string& what);
+
+/// Figures one rank reports to rank 0 after its runs (fixed size, so one gather moves them).
+struct RankFigures {
+  double values[10] = {};
+  char host[64] = {};
+};
+
+/// Every rank's figures, by rank, on rank 0 (other ranks get a vector they should not read).
+std::vector<RankFigures> gather_figures(const MpiSession& session, const RankFigures& mine,
+                                        double timeout_seconds);
+
+}  // namespace cleave

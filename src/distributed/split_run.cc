@@ -1,0 +1,355 @@
+// Running a spatial split's manifest on MPI ranks: sub-models, region sends, early receives.
+#include "distributed/split_run.h"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "distributed/message.h"
+#include "distributed/mpi_session.h"
+#include "distributed/rank_sync.h"
+#include "distributed/split_manifest.h"
+#include "pipeline/load.h"
+#include "runtime/executor.h"
+#include "runtime/npy.h"
+#include "runtime/random_inputs.h"
+
+namespace cleave {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The dense copy of `region` of a plain row-major tensor, after a message header.
+std::shared_ptr<Buffer> pack_region(const Tensor& tensor,
+                                    const std::vector<std::pair<int64_t, int64_t>>& region,
+                                    const MessageHeader& header, const std::string& where) {
+  const std::vector<int64_t>& shape = tensor.shape();
+  if (region.size() != shape.size()) {
+    throw Error(fmt::format("{}: region has {} dimensions, the tensor {}", where, region.size(),
+                            tensor.describe()));
+  }
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (region[d].first < 0 || region[d].second > shape[d] || region[d].first > region[d].second) {
+      throw Error(fmt::format("{}: region [{}, {}) of dimension {} is outside {}", where,
+                              region[d].first, region[d].second, d, tensor.describe()));
+    }
+  }
+  auto buffer = std::make_shared<Buffer>(kMessagePrefixBytes + header.payload_bytes);
+  std::memcpy(buffer->data(), &header, sizeof header);
+  const std::size_t element = element_size(tensor.dtype());
+  std::byte* out = buffer->data() + kMessagePrefixBytes;
+  if (header.payload_bytes == 0) return buffer;
+  const auto* in = static_cast<const std::byte*>(tensor.raw());
+  const std::vector<int64_t> strides = tensor.strides();
+  const std::size_t rank = shape.size();
+  if (rank == 0) {
+    std::memcpy(out, in, element);
+    return buffer;
+  }
+  // Copies rows of the last dimension; `index` walks the region's other dimensions.
+  const std::size_t row =
+      static_cast<std::size_t>(region[rank - 1].second - region[rank - 1].first) * element;
+  std::vector<int64_t> index(rank, 0);
+  for (std::size_t d = 0; d < rank; ++d) index[d] = region[d].first;
+  while (true) {
+    int64_t offset = 0;
+    for (std::size_t d = 0; d < rank; ++d) offset += index[d] * strides[d];
+    std::memcpy(out, in + offset * static_cast<int64_t>(element), row);
+    out += row;
+    // An odometer over the dimensions before the last.
+    int d = static_cast<int>(rank) - 2;
+    for (; d >= 0; --d) {
+      if (++index[d] < region[d].second) break;
+      index[d] = region[d].first;
+    }
+    if (d < 0) return buffer;
+  }
+}
+
+struct Prepared {
+  SplitManifest manifest;
+  std::vector<std::unique_ptr<Executor>> executors;   // Per step of this rank (run steps only).
+  std::vector<std::vector<std::string>> run_outputs;  // Per step: the sub-model's output names.
+  std::map<std::string, Tensor> inputs;
+  uint64_t hash = 0;
+};
+
+void prepare(const SplitRunSettings& settings, const MpiSession& session, Prepared& prepared) {
+  prepared.manifest = read_split_manifest(settings.folder);
+  const SplitManifest& manifest = prepared.manifest;
+  if (manifest.machines != session.size()) {
+    throw Error(
+        fmt::format("{}: the split is for {} machines, but {} ranks were started (run it "
+                    "with mpirun -np {})",
+                    settings.folder, manifest.machines, session.size(), manifest.machines));
+  }
+  if (!settings.model.empty()) {
+    const std::string fingerprint = file_fingerprint(settings.model);
+    if (fingerprint != manifest.fingerprint) {
+      throw Error(
+          fmt::format("{}: the split was made from another model than {} (fingerprint {} "
+                      "there, {} in the manifest)",
+                      settings.folder, settings.model, fingerprint, manifest.fingerprint));
+    }
+  }
+  const auto& steps = manifest.steps[session.rank()];
+  prepared.executors.resize(steps.size());
+  prepared.run_outputs.resize(steps.size());
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].kind != SplitStep::Kind::kRun) continue;
+    LoadOptions load;
+    Graph graph = load_model(steps[i].model, load);
+    for (ValueId output : graph.outputs())
+      prepared.run_outputs[i].push_back(graph.value(output).name);
+    for (const std::string& name : steps[i].outputs) {
+      if (std::find(prepared.run_outputs[i].begin(), prepared.run_outputs[i].end(), name) ==
+          prepared.run_outputs[i].end()) {
+        throw Error(
+            fmt::format("{}: the manifest expects output '{}', which the sub-model does "
+                        "not have",
+                        steps[i].model, name));
+      }
+    }
+    ExecutorOptions options;
+    options.threads = settings.threads;
+    prepared.executors[i] = std::make_unique<Executor>(graph, options);
+  }
+  // Every rank reads the same input files or makes the same seeded values (as `cleave run`
+  // does for the whole model), so no input needs sending.
+  std::map<std::string, Tensor> given;
+  for (const std::string& spec : settings.inputs) {
+    auto equals = spec.find('=');
+    if (equals == std::string::npos || equals == 0)
+      throw Error(fmt::format("--input '{}': expected name=file.npy", spec));
+    given[spec.substr(0, equals)] = read_npy(spec.substr(equals + 1));
+  }
+  for (std::size_t index = 0; index < manifest.inputs.size(); ++index) {
+    const SplitTensor& input = manifest.inputs[index];
+    auto found = given.find(input.name);
+    if (found != given.end()) {
+      if (found->second.dtype() != input.dtype || found->second.shape() != input.shape) {
+        throw Error(fmt::format("--input {}: {} given, the split expects {}[{}]", input.name,
+                                found->second.describe(), dtype_name(input.dtype),
+                                fmt::join(input.shape, ",")));
+      }
+      prepared.inputs[input.name] = found->second;
+      continue;
+    }
+    Value value;
+    value.name = input.name;
+    value.dtype = input.dtype;
+    value.shape = Shape::of(input.shape);
+    prepared.inputs[input.name] = random_tensor(value, settings.seed * 1000003 + index);
+  }
+  std::ifstream manifest_file(std::filesystem::path(settings.folder) / "manifest.json");
+  std::stringstream text;
+  text << manifest_file.rdbuf();
+  prepared.hash = hash_text(text.str());
+}
+
+// One run of this rank's steps; returns the tensors by name (rank 0: the outputs among them).
+std::map<std::string, Tensor> run_steps(Prepared& prepared, const MpiSession& session,
+                                        const SplitRunSettings& settings, int64_t run,
+                                        RankFigures& figures) {
+  const auto& steps = prepared.manifest.steps[session.rank()];
+  std::map<std::string, Tensor> values = prepared.inputs;
+  // Every receive is posted now, into a buffer of the size the manifest says.
+  std::vector<MPI_Request> receives(steps.size(), MPI_REQUEST_NULL);
+  std::vector<std::shared_ptr<Buffer>> buffers(steps.size());
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].kind != SplitStep::Kind::kRecv) continue;
+    const std::size_t bytes = kMessagePrefixBytes + static_cast<std::size_t>(steps[i].bytes);
+    buffers[i] = std::make_shared<Buffer>(bytes);
+    int code = MPI_Irecv(buffers[i]->data(), static_cast<int>(bytes), MPI_BYTE, steps[i].peer,
+                         steps[i].tag, session.comm(), &receives[i]);
+    if (code != MPI_SUCCESS) throw Error("MPI_Irecv failed: " + mpi_error_text(code));
+  }
+  struct Sent {
+    MPI_Request request = MPI_REQUEST_NULL;
+    std::shared_ptr<Buffer> buffer;
+    std::size_t step = 0;
+  };
+  std::vector<Sent> sends;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const SplitStep& step = steps[i];
+    const std::string where = fmt::format("machine {} step {}", session.rank(), i);
+    if (step.kind == SplitStep::Kind::kRun) {
+      std::map<std::string, Tensor> inputs;
+      for (const std::string& name : step.inputs) {
+        auto found = values.find(name);
+        if (found == values.end())
+          throw Error(
+              fmt::format("{}: input '{}' of {} does not exist yet", where, name, step.model));
+        inputs[name] = found->second;
+      }
+      std::vector<Tensor> outputs = prepared.executors[i]->run(inputs);
+      for (std::size_t k = 0; k < outputs.size(); ++k)
+        values[prepared.run_outputs[i][k]] = std::move(outputs[k]);
+    } else if (step.kind == SplitStep::Kind::kSend) {
+      auto found = values.find(step.tensor);
+      if (found == values.end())
+        throw Error(fmt::format("{}: tensor '{}' to send does not exist yet", where, step.tensor));
+      MessageHeader header = make_header(step.tag, run, step.dtype, step.shape);
+      Sent sent;
+      sent.step = i;
+      sent.buffer = pack_region(found->second, step.region, header, where);
+      int code = MPI_Isend(sent.buffer->data(), static_cast<int>(sent.buffer->size()), MPI_BYTE,
+                           step.peer, step.tag, session.comm(), &sent.request);
+      if (code != MPI_SUCCESS) throw Error("MPI_Isend failed: " + mpi_error_text(code));
+      figures.values[2] += static_cast<double>(sent.buffer->size());
+      figures.values[4] += 1;
+      sends.push_back(std::move(sent));
+    } else {
+      MPI_Status status = wait_until(
+          receives[i], deadline_after(settings.rank_timeout_seconds),
+          [&] {
+            return fmt::format("'{}' from rank {} (tag {}) at {}", step.name, step.peer, step.tag,
+                               where);
+          },
+          settings.rank_timeout_seconds);
+      int count = 0;
+      MPI_Get_count(&status, MPI_BYTE, &count);
+      MessageHeader header;
+      std::memcpy(&header, buffers[i]->data(), sizeof header);
+      MessageExpectation expect;
+      expect.channel = step.tag;
+      expect.run = run;
+      expect.dtype = step.dtype;
+      expect.shape = step.shape;
+      expect.what = fmt::format("'{}' from rank {}", step.name, step.peer);
+      check_message(header, static_cast<std::size_t>(count), expect);
+      values[step.name] = Tensor::view(step.dtype, step.shape, buffers[i], kMessagePrefixBytes);
+      figures.values[3] += count;
+      figures.values[5] += 1;
+    }
+  }
+  for (Sent& sent : sends) {
+    const SplitStep& step = steps[sent.step];
+    wait_until(
+        sent.request, deadline_after(settings.rank_timeout_seconds),
+        [&] {
+          return fmt::format("rank {} to take '{}' (tag {})", step.peer, step.name, step.tag);
+        },
+        settings.rank_timeout_seconds);
+  }
+  return values;
+}
+
+}  // namespace
+
+int run_split_on_ranks(const SplitRunSettings& settings) {
+  if (settings.repeat < 1) throw Error("--repeat must be at least 1");
+  MpiSession session;
+  const int rank = session.rank();
+  Prepared prepared;
+  std::string failure;
+  try {
+    prepare(settings, session, prepared);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  agree_to_start(session, failure, prepared.hash, settings.rank_timeout_seconds);
+  omp_set_num_threads(std::max(1, settings.threads));
+  std::vector<double> latencies;
+  std::map<std::string, Tensor> values;
+  RankFigures figures;
+  try {
+    for (int i = 0; i < settings.warmup + settings.repeat; ++i) {
+      barrier(session, settings.rank_timeout_seconds, "every rank to start the next repeat");
+      figures = RankFigures();
+      auto start = Clock::now();
+      values = run_steps(prepared, session, settings, i, figures);
+      if (i >= settings.warmup)
+        latencies.push_back(
+            std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    }
+  } catch (const std::exception& e) {
+    abort_ranks(session.comm(), rank, e.what());
+  }
+  figures.values[7] = static_cast<double>(peak_rss_bytes());
+  std::strncpy(figures.host, session.host().c_str(), sizeof figures.host - 1);
+  std::vector<RankFigures> all;
+  try {
+    all = gather_figures(session, figures, settings.rank_timeout_seconds);
+  } catch (const std::exception& e) {
+    abort_ranks(session.comm(), rank, e.what());
+  }
+  if (rank != 0) return 0;
+
+  nlohmann::json report;
+  report["split"] = settings.folder;
+  report["ranks"] = session.size();
+  report["threads_per_rank"] = settings.threads;
+  std::vector<double> sorted = latencies;
+  std::sort(sorted.begin(), sorted.end());
+  report["latency_ms"] = {
+      {"min", sorted.front()}, {"median", median_of(latencies)}, {"runs", latencies}};
+  nlohmann::json ranks = nlohmann::json::array();
+  for (int r = 0; r < session.size(); ++r) {
+    const RankFigures& f = all[static_cast<std::size_t>(r)];
+    ranks.push_back({{"rank", r},
+                     {"host", std::string(f.host, strnlen(f.host, sizeof f.host))},
+                     {"bytes_sent", f.values[2]},
+                     {"bytes_received", f.values[3]},
+                     {"messages_sent", f.values[4]},
+                     {"messages_received", f.values[5]},
+                     {"peak_rss_bytes", f.values[7]}});
+  }
+  report["per_rank"] = ranks;
+  // Every output checked present before the first file is written.
+  std::vector<std::pair<std::string, Tensor>> outputs;
+  for (const SplitTensor& output : prepared.manifest.outputs) {
+    auto found = values.find(output.name);
+    if (found == values.end()) {
+      throw Error(fmt::format("{}: output '{}' is not on rank 0 after its last step",
+                              settings.folder, output.name));
+    }
+    outputs.emplace_back(output.name, found->second);
+  }
+  nlohmann::json output_list = nlohmann::json::array();
+  if (!settings.output_dir.empty()) std::filesystem::create_directories(settings.output_dir);
+  for (const auto& [name, tensor] : outputs) {
+    nlohmann::json entry = {{"name", name}, {"type", tensor.describe()}};
+    if (!settings.output_dir.empty()) {
+      std::string file =
+          (std::filesystem::path(settings.output_dir) / (file_name_for(name) + ".npy")).string();
+      write_npy(file, tensor);
+      entry["file"] = file;
+    }
+    output_list.push_back(entry);
+  }
+  report["outputs"] = output_list;
+  if (settings.json) {
+    fmt::print("{}\n", report.dump(2));
+    return 0;
+  }
+  fmt::print("split      {}\n", settings.folder);
+  fmt::print(
+      "latency    min {:.3f} ms, median {:.3f} ms over {} run(s), {} rank(s) x {} thread(s)\n",
+      sorted.front(), median_of(latencies), settings.repeat, session.size(), settings.threads);
+  for (const auto& entry : ranks) {
+    fmt::print("rank {:<5} sent {:.2f} MiB in {} messages, peak RSS {:.1f} MiB\n",
+               entry["rank"].get<int>(), entry["bytes_sent"].get<double>() / 1048576.0,
+               entry["messages_sent"].get<double>(),
+               entry["peak_rss_bytes"].get<double>() / 1048576.0);
+  }
+  for (const auto& entry : output_list) {
+    fmt::print("output     {} {}{}\n", entry["name"].get<std::string>(),
+               entry["type"].get<std::string>(),
+               entry.contains("file") ? " -> " + entry["file"].get<std::string>() : "");
+  }
+  return 0;
+}
+
+}  // namespace cleave

@@ -1,0 +1,187 @@
+// `mpirun -np N cleave run MODEL --plan P`: outputs equal the single-process run, a stream of
+// samples, and every refusal and failure stopping all ranks with a message naming the rank.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "../cli/command_fixture.h"
+#include "runtime/npy.h"
+
+namespace cleave {
+namespace {
+
+class MpiRunTest : public CommandFixture {
+ protected:
+  void SetUp() override {
+    CommandFixture::SetUp();
+    ASSERT_EQ(
+        cleave("gen inception --blocks 2 --size 32 --seed 1 -o " + path("model.onnx")).exit_code,
+        0);
+  }
+
+  // A plan of `workers` workers by `strategy`, from static costs (no profiling in tests).
+  std::string plan(const std::string& strategy, int workers) {
+    std::string file = path(strategy + std::to_string(workers) + ".json");
+    CommandResult made = cleave("plan " + path("model.onnx") + " --costs static --strategy " +
+                                strategy + " --workers " + std::to_string(workers) + " -o " + file);
+    EXPECT_EQ(made.exit_code, 0) << made.err;
+    return file;
+  }
+
+  // Runs `cleave arguments` on `ranks` ranks over loopback TCP; `environment` is "-x NAME=V".
+  CommandResult mpirun(int ranks, const std::string& arguments,
+                       const std::string& environment = "") const {
+    return run_shell("timeout 120 mpirun --allow-run-as-root --oversubscribe -np " +
+                     std::to_string(ranks) +
+                     " --mca btl tcp,self --mca btl_tcp_if_include lo -x OMP_NUM_THREADS=1 " +
+                     environment + " " + CLEAVE_BINARY + " " + arguments);
+  }
+
+  CommandResult run_shell(const std::string& command) const {
+    const std::string full = command + " >" + path("stdout") + " 2>" + path("stderr");
+    const int status = std::system(full.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(path("stdout")),
+            read_text(path("stderr"))};
+  }
+
+  // The bytes of every .npy output in `folder`, by file name.
+  std::map<std::string, std::vector<std::byte>> outputs_in(const std::string& folder) const {
+    std::map<std::string, std::vector<std::byte>> result;
+    for (const auto& entry : std::filesystem::directory_iterator(path(folder))) {
+      Tensor tensor = read_npy(entry.path().string());
+      const auto* bytes = static_cast<const std::byte*>(tensor.raw());
+      result[entry.path().filename().string()] = {bytes, bytes + tensor.byte_size()};
+    }
+    return result;
+  }
+
+  void expect_equal_to_single_process(const std::string& plan_file, int ranks) {
+    const std::string common = " --layouts blocked --seed 4 ";
+    CommandResult single =
+        cleave("run " + path("model.onnx") + common + "--output-dir " + path("single"));
+    ASSERT_EQ(single.exit_code, 0) << single.err;
+    CommandResult distributed = mpirun(ranks, "run " + path("model.onnx") + " --plan " + plan_file +
+                                                  common + "--json --output-dir " + path("ranks"));
+    ASSERT_EQ(distributed.exit_code, 0) << distributed.err << distributed.out;
+    nlohmann::json report = nlohmann::json::parse(distributed.out);
+    EXPECT_EQ(report["ranks"], ranks);
+    ASSERT_EQ(report["per_rank"].size(), static_cast<std::size_t>(ranks));
+    // Some value crossed ranks, so the run really was distributed.
+    double sent = 0;
+    for (const auto& entry : report["per_rank"]) sent += entry["bytes_sent"].get<double>();
+    EXPECT_GT(sent, 0);
+    auto expected = outputs_in("single");
+    ASSERT_FALSE(expected.empty());
+    EXPECT_EQ(outputs_in("ranks"), expected);
+  }
+};
+
+TEST_F(MpiRunTest, TwoRanksOfAnLcPlanEqualTheSingleProcessRunBitwise) {
+  expect_equal_to_single_process(plan("lc", 2), 2);
+}
+
+TEST_F(MpiRunTest, ThreeRanksOfAHeftPlanEqualTheSingleProcessRunBitwise) {
+  expect_equal_to_single_process(plan("heft", 3), 3);
+}
+
+TEST_F(MpiRunTest, StreamOfSamplesReportsThroughputAndLatencyPerSample) {
+  CommandResult result =
+      mpirun(2, "run " + path("model.onnx") + " --plan " + plan("lc", 2) +
+                    " --layouts blocked --samples 6 --json --trace " + path("trace.json"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  nlohmann::json report = nlohmann::json::parse(result.out);
+  EXPECT_EQ(report["samples"], 6);
+  EXPECT_GT(report["throughput_samples_per_s"].get<double>(), 0);
+  ASSERT_EQ(report["sample_latency_ms"]["per_sample"].size(), 6u);
+  for (const auto& ms : report["sample_latency_ms"]["per_sample"]) EXPECT_GT(ms.get<double>(), 0);
+  // The trace has one row per rank and one event per task and sample.
+  nlohmann::json trace = nlohmann::json::parse(read_text(path("trace.json")));
+  double tasks = 0;
+  for (const auto& rank : report["per_rank"]) tasks += rank["tasks"].get<double>();
+  std::size_t events = 0;
+  for (const auto& event : trace["traceEvents"]) events += event["ph"] == "X";
+  EXPECT_EQ(events, static_cast<std::size_t>(tasks) * 6);
+}
+
+TEST_F(MpiRunTest, WorkerCountOtherThanRanksIsRefusedOnEveryRank) {
+  CommandResult result = mpirun(
+      3, "run " + path("model.onnx") + " --plan " + plan("lc", 2) + " --output-dir " + path("out"));
+  EXPECT_NE(result.exit_code, 0);
+  // Each of the three ranks says so.
+  std::size_t count = 0;
+  for (std::size_t at = result.err.find("but 3 ranks were started"); at != std::string::npos;
+       at = result.err.find("but 3 ranks were started", at + 1))
+    ++count;
+  EXPECT_EQ(count, 3u) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
+TEST_F(MpiRunTest, PlanOfAnotherModelIsRefusedBeforeAnyWork) {
+  const std::string plan_file = plan("lc", 2);
+  ASSERT_EQ(
+      cleave("gen inception --blocks 2 --size 32 --seed 2 -o " + path("other.onnx")).exit_code, 0);
+  CommandResult result = mpirun(
+      2, "run " + path("other.onnx") + " --plan " + plan_file + " --output-dir " + path("out"));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("made for another model"), std::string::npos) << result.err;
+  // Both ranks refuse: rank 1 for its own reason or, reported first, rank 0's.
+  EXPECT_NE(result.err.find("cleave: error: rank 0 refused to start: "), std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("rank 0 refused to start, so rank 1 stops too"), std::string::npos)
+      << result.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
+class MpiFaultTest : public MpiRunTest {
+ protected:
+  CommandResult run_with_fault(const std::string& fault, double& seconds) {
+    auto start = std::chrono::steady_clock::now();
+    CommandResult result = mpirun(2,
+                                  "run " + path("model.onnx") + " --plan " + plan("lc", 2) +
+                                      " --rank-timeout 3 --samples 4 --output-dir " + path("out"),
+                                  "-x CLEAVE_FAULT=" + fault);
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+  }
+};
+
+TEST_F(MpiFaultTest, StoppedRankStopsEveryRankWithinTheTimeout) {
+  double seconds = 0;
+  CommandResult result = run_with_fault("rank=1,run=1,task=1,action=stop", seconds);
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_LT(seconds, 30);
+  EXPECT_NE(result.err.find("rank 0: waited more than 3 s for"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("from rank 1"), std::string::npos) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
+TEST_F(MpiFaultTest, KilledRankStopsEveryRank) {
+  double seconds = 0;
+  CommandResult result = run_with_fault("rank=1,run=1,task=1,action=kill", seconds);
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_LT(seconds, 30);
+  EXPECT_NE(result.err.find("rank 1"), std::string::npos) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
+TEST_F(MpiFaultTest, MessageOfWrongTypeIsRefused) {
+  double seconds = 0;
+  CommandResult result = run_with_fault("rank=1,run=0,action=bad-dtype", seconds);
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("refused the message for value"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("its type is i32, the plan says f32"), std::string::npos) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
+TEST_F(MpiFaultTest, MessageOfWrongSizeIsRefused) {
+  double seconds = 0;
+  CommandResult result = run_with_fault("rank=1,run=0,action=short", seconds);
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("refused the message for value"), std::string::npos) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
+}  // namespace
+}  // namespace cleave

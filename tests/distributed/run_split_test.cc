@@ -1,0 +1,174 @@
+// `mpirun -np 2 cleave run-split DIR` on a hand-written split of Neg(Relu(x)) along H: the
+// outputs equal the whole model's, and bad folders are refused on every rank.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "../cli/command_fixture.h"
+#include "distributed/split_manifest.h"
+#include "ir/text.h"
+#include "onnx/onnx_export.h"
+#include "runtime/npy.h"
+#include "runtime/random_inputs.h"
+
+namespace cleave {
+namespace {
+
+class RunSplitTest : public CommandFixture {
+ protected:
+  void SetUp() override {
+    CommandFixture::SetUp();
+    std::filesystem::create_directories(path("split"));
+    export_onnx(parse_graph(R"(graph whole [ai.onnx=17] (%x: f32[1,1,4,4]) {
+  %r = Relu(%x)
+  %y = Neg(%r)
+  return %y
+}
+)"),
+                path("whole.onnx"));
+    // Machine 0: Relu of all rows, sends rows 2-3 to machine 1, negates rows 0-1 itself.
+    export_onnx(parse_graph(R"(graph m0s0 [ai.onnx=17] (%x: f32[1,1,4,4]) {
+  %t0 = Relu(%x)
+  return %t0
+}
+)"),
+                path("split/m0_s0.onnx"));
+    export_onnx(
+        parse_graph(R"(graph m0s1 [ai.onnx=17] (%t0: f32[1,1,4,4], %lower_neg: f32[1,1,2,4]) {
+  @starts: i64[1] = [0]
+  @ends: i64[1] = [2]
+  @axes: i64[1] = [2]
+  %top = Slice(%t0, @starts, @ends, @axes)
+  %top_neg = Neg(%top)
+  %y = Concat[axis=2](%top_neg, %lower_neg)
+  return %y
+}
+)"),
+        path("split/m0_s1.onnx"));
+    export_onnx(parse_graph(R"(graph m1s0 [ai.onnx=17] (%lower: f32[1,1,2,4]) {
+  %lower_neg = Neg(%lower)
+  return %lower_neg
+}
+)"),
+                path("split/m1_s0.onnx"));
+    manifest_ = nlohmann::json::parse(R"({
+  "format": "cleave-split", "version": 1, "model": "whole.onnx", "fingerprint": "", "machines": 2,
+  "inputs": [{"name": "x", "dtype": "float32", "shape": [1, 1, 4, 4]}],
+  "outputs": [{"name": "y", "dtype": "float32", "shape": [1, 1, 4, 4], "machine": 0}],
+  "steps": [
+    [
+      {"op": "run", "model": "m0_s0.onnx", "inputs": ["x"], "outputs": ["t0"]},
+      {"op": "send", "to": 1, "tensor": "t0", "region": [[0, 1], [0, 1], [2, 4], [0, 4]],
+       "name": "lower", "dtype": "float32", "shape": [1, 1, 2, 4], "bytes": 32, "tag": 0},
+      {"op": "recv", "from": 1, "name": "lower_neg", "dtype": "float32", "shape": [1, 1, 2, 4],
+       "bytes": 32, "tag": 1},
+      {"op": "run", "model": "m0_s1.onnx", "inputs": ["t0", "lower_neg"], "outputs": ["y"]}
+    ],
+    [
+      {"op": "recv", "from": 0, "name": "lower", "dtype": "float32", "shape": [1, 1, 2, 4],
+       "bytes": 32, "tag": 0},
+      {"op": "run", "model": "m1_s0.onnx", "inputs": ["lower"], "outputs": ["lower_neg"]},
+      {"op": "send", "to": 0, "tensor": "lower_neg", "region": [[0, 1], [0, 1], [0, 2], [0, 4]],
+       "name": "lower_neg", "dtype": "float32", "shape": [1, 1, 2, 4], "bytes": 32, "tag": 1}
+    ]
+  ]
+})");
+    manifest_["fingerprint"] = file_fingerprint(path("whole.onnx"));
+    write_manifest();
+    Value x;
+    x.name = "x";
+    x.dtype = DataType::kFloat;
+    x.shape = Shape::of({1, 1, 4, 4});
+    write_npy(path("x.npy"), random_tensor(x, 9));
+  }
+
+  void write_manifest() { std::ofstream(path("split/manifest.json")) << manifest_.dump(1); }
+
+  CommandResult mpirun(int ranks, const std::string& arguments) const {
+    const std::string command =
+        "timeout 120 mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(ranks) +
+        " --mca btl tcp,self --mca btl_tcp_if_include lo -x OMP_NUM_THREADS=1 " + CLEAVE_BINARY +
+        " " + arguments + " >" + path("stdout") + " 2>" + path("stderr");
+    const int status = std::system(command.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(path("stdout")),
+            read_text(path("stderr"))};
+  }
+
+  nlohmann::json manifest_;
+};
+
+TEST_F(RunSplitTest, TwoRanksEqualTheWholeModel) {
+  ASSERT_EQ(cleave("run " + path("whole.onnx") + " --input x=" + path("x.npy") + " --output-dir " +
+                   path("whole"))
+                .exit_code,
+            0);
+  CommandResult result =
+      mpirun(2, "run-split " + path("split") + " --model " + path("whole.onnx") +
+                    " --input x=" + path("x.npy") + " --json --output-dir " + path("ranks"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  nlohmann::json report = nlohmann::json::parse(result.out);
+  EXPECT_EQ(report["per_rank"][1]["messages_sent"], 1);
+  Tensor expected = read_npy(path("whole/y.npy"));
+  Tensor got = read_npy(path("ranks/y.npy"));
+  ASSERT_EQ(got.describe(), expected.describe());
+  EXPECT_EQ(got.to_double_vector(), expected.to_double_vector());
+  // Half the rows were negated on rank 1, so both halves are non-trivially equal.
+  EXPECT_NE(expected.to_double_vector(), std::vector<double>(16, 0.0));
+}
+
+TEST_F(RunSplitTest, SubModelOutsideTheFolderIsRefusedOnEveryRank) {
+  manifest_["steps"][1][1]["model"] = "../whole.onnx";
+  write_manifest();
+  CommandResult result = mpirun(2, "run-split " + path("split") + " --output-dir " + path("out"));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("model '../whole.onnx' lies outside the split folder"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("so rank 1 stops too"), std::string::npos) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
+TEST_F(RunSplitTest, SplitOfAnotherModelIsRefused) {
+  export_onnx(parse_graph(R"(graph other [ai.onnx=17] (%x: f32[1,1,4,4]) {
+  %y = Relu(%x)
+  return %y
+}
+)"),
+              path("other.onnx"));
+  CommandResult result = mpirun(2, "run-split " + path("split") + " --model " + path("other.onnx") +
+                                       " --output-dir " + path("out"));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("made from another model"), std::string::npos) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
+TEST_F(RunSplitTest, MachineCountOtherThanRanksIsRefused) {
+  CommandResult result = mpirun(3, "run-split " + path("split"));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("the split is for 2 machines, but 3 ranks were started"),
+            std::string::npos)
+      << result.err;
+}
+
+TEST(SplitManifestTest, SendWithoutRecvIsRefusedByTag) {
+  auto folder =
+      std::filesystem::temp_directory_path() / ("cleave_manifest_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(folder);
+  std::ofstream(folder / "manifest.json") << R"({"format": "cleave-split", "version": 1,
+    "machines": 2, "inputs": [], "outputs": [], "steps": [[
+      {"op": "send", "to": 1, "tensor": "t", "region": [[0, 2]], "name": "u", "dtype": "float32",
+       "shape": [2], "bytes": 8, "tag": 5}], []]})";
+  try {
+    read_split_manifest(folder.string());
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the send with tag 5 (machine 0 to 1) has no matching"),
+              std::string::npos)
+        << e.what();
+  }
+  std::filesystem::remove_all(folder);
+}
+
+}  // namespace
+}  // namespace cleave
