@@ -45,13 +45,13 @@ struct StreamGraph {
 StreamGraph flatten_stream(const Stream& root);
 
 struct StreamSchedule {
-  std::vector<int64_t> repetitions;  ///< Per node: firings per steady-state iteration.
-  std::vector<int64_t> init;         ///< Per node: firings before the steady state.
-  std::vector<int64_t> buffers;      ///< Per channel: items it must hold.
+  std::vector<int64_t> repetitions;    ///< Per node: firings per steady-state iteration.
+  std::vector<int64_t> init;           ///< Per node: firings before the steady state.
+  std::vector<int64_t> buffers;        ///< Per channel: items it must hold.
   std::vector<int64_t> initial_items;  ///< Per channel: items left on it after init.
-  int64_t input_per_iteration = 0;   ///< Program input items one steady-state iteration pops.
-  int64_t output_per_iteration = 0;  ///< Program output items it pushes.
-  int64_t input_for_init = 0;        ///< Program input items the init schedule consumes.
+  int64_t input_per_iteration = 0;     ///< Program input items one steady-state iteration pops.
+  int64_t output_per_iteration = 0;    ///< Program output items it pushes.
+  int64_t input_for_init = 0;          ///< Program input items the init schedule consumes.
 };
 
 /// Solves the balance equations exactly (rationals with overflow checks) for the minimal

@@ -58,11 +58,11 @@ struct Stream {
   int64_t peek = 0;
   int64_t push = 0;
   FilterOp op = FilterOp::kIdentity;
-  std::vector<int64_t> args;                 ///< Built-in op parameters (see FilterOp).
-  std::string model;                         ///< ONNX path as written in the program file.
-  std::shared_ptr<const Graph> graph;        ///< The work function of a kModel filter.
-  std::optional<ItemType> input_item;        ///< Type of the items popped, where known.
-  std::optional<ItemType> output_item;       ///< Type of the items pushed, where known.
+  std::vector<int64_t> args;            ///< Built-in op parameters (see FilterOp).
+  std::string model;                    ///< ONNX path as written in the program file.
+  std::shared_ptr<const Graph> graph;   ///< The work function of a kModel filter.
+  std::optional<ItemType> input_item;   ///< Type of the items popped, where known.
+  std::optional<ItemType> output_item;  ///< Type of the items pushed, where known.
 
   // Pipeline and split-join fields.
   std::vector<Stream> streams;  ///< Pipeline stages in order, or split-join branches.
