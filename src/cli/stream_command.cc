@@ -97,7 +97,7 @@ Loaded load_program_or_model(const std::string& path) {
 }
 
 int run_schedule(const StreamCommandOptions& o) {
-  const StreamProgram program = load_stream_program(o.program, {.load_models = false});
+  const StreamProgram program = load_stream_program(o.program, StreamLoadOptions{false, true});
   const auto start = std::chrono::steady_clock::now();
   const StreamGraph graph = flatten_stream(program.root);
   const StreamSchedule schedule = schedule_stream(graph, program.origin);

@@ -444,6 +444,7 @@ StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tenso
               channels[c].items.clear();
             }
             progress();
+            fired = true;  // a change: scan again before waiting
           }
           continue;
         }

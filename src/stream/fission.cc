@@ -4,7 +4,7 @@
 #include <fmt/core.h>
 
 #include "ir/text.h"
-#include "pipeline/load.h"
+#include "pipeline/load.h"  // infer_shapes
 
 namespace cleave {
 
@@ -17,14 +17,16 @@ namespace {
 // The model with every input's leading dim set to `rows` (and output shapes re-inferred).
 std::shared_ptr<const Graph> with_rows(const Stream& f, int64_t rows) {
   Graph g = *f.graph;
-  InputShapes shapes;
   for (ValueId id : g.inputs()) {
     std::vector<int64_t> sizes = g.value(id).shape.sizes();
     sizes[0] = rows;
-    shapes.emplace_back(g.value(id).name, sizes);
+    g.value(id).shape = Shape::of(sizes);
   }
-  set_input_shapes(g, shapes, f.name);
-  for (ValueId id : g.outputs()) g.value(id).shape = Shape();  // forget the old row count
+  // Forget every computed shape: they follow the old row count.
+  for (std::size_t id = 0; id < g.value_capacity(); ++id) {
+    Value& v = g.value(static_cast<ValueId>(id));
+    if (!v.is_graph_input && !v.initializer) v.shape = Shape();
+  }
   infer_shapes(g, f.name);
   for (ValueId id : g.outputs()) {
     const Value& v = g.value(id);

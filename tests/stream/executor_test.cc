@@ -90,7 +90,7 @@ TEST(StreamExecutor, AudioPipelineEqualsModelsRunOneAfterAnother) {
   const StreamProgram program{audio.program(), "<audio>"};
   verify_stream(program.root, program.origin);
   const std::vector<Tensor> inputs = chunks(20, 16);
-  const StreamRunResult r = run_stream(program, inputs, {.workers = 1});
+  const StreamRunResult r = run_stream(program, inputs, testing::on_workers(1));
   // 20 chunks -> 40 frames -> 38 embeddings -> 18 class vectors.
   EXPECT_EQ(r.outputs.size(), 18u);
   expect_equal(r.outputs, audio.sequential(inputs));
@@ -100,7 +100,7 @@ TEST(StreamExecutor, PipelinedOnThreeWorkersGivesTheSameItems) {
   const Audio audio;
   const StreamProgram program{audio.program(), "<audio>"};
   const std::vector<Tensor> inputs = chunks(50, 16);
-  const StreamRunResult r = run_stream(program, inputs, {.workers = 3, .placement = {0, 1, 2}});
+  const StreamRunResult r = run_stream(program, inputs, testing::on_workers(3, {0, 1, 2}));
   expect_equal(r.outputs, audio.sequential(inputs));
   ASSERT_EQ(r.worker_busy.size(), 3u);
   for (double b : r.worker_busy) EXPECT_GT(b, 0.0);
@@ -120,7 +120,7 @@ TEST(StreamExecutor, AudioProgramFileNamingThreeOnnxFilesRuns) {
     {"filter": {"name": "classify", "pop": 2, "peek": 4, "push": 1, "model": "classify.onnx"}}]}})";
   const StreamProgram program = load_stream_program((dir / "audio.json").string());
   const std::vector<Tensor> inputs = chunks(12, 16);
-  const StreamRunResult r = run_stream(program, inputs, {.workers = 2});
+  const StreamRunResult r = run_stream(program, inputs, testing::on_workers(2));
   expect_equal(r.outputs, audio.sequential(inputs));
   std::filesystem::remove_all(dir);
 }
@@ -134,7 +134,7 @@ TEST(StreamExecutor, SplitJoinBranchesRunOnDifferentWorkers) {
                                   });
   const StreamProgram program{s, "<dup>"};
   const std::vector<Tensor> inputs = chunks(5, 2);
-  const StreamRunResult r = run_stream(program, inputs, {.workers = 2, .placement = {0, 0, 1, 1}});
+  const StreamRunResult r = run_stream(program, inputs, testing::on_workers(2, {0, 0, 1, 1}));
   ASSERT_EQ(r.outputs.size(), 10u);
   for (std::size_t i = 0; i < 10; ++i) {
     EXPECT_EQ(r.outputs[i].values<float>()[0], inputs[i / 2].values<float>()[0]);
@@ -153,7 +153,7 @@ TEST(StreamExecutor, RoundRobinSplitWithConcatAndSeparator) {
     p.filter("sep", FilterOp::kSeparator, 2, 2, 1, {1});
   });
   const std::vector<Tensor> inputs = chunks(8, 2);
-  const StreamRunResult r = run_stream({s, "<rr>"}, inputs, {.workers = 2});
+  const StreamRunResult r = run_stream({s, "<rr>"}, inputs, testing::on_workers(2));
   ASSERT_EQ(r.outputs.size(), 2u);
   for (int k = 0; k < 2; ++k) {
     const auto v = r.outputs[k].values<float>();

@@ -38,8 +38,8 @@ TEST(StreamFission, SplitsIntoRoundRobinCopies) {
   EXPECT_EQ(print_stream(sj),
             "splitjoin lin_fission {\n"
             "  split roundrobin(2, 2);\n"
-            "  filter lin_0(pop 2, peek 2, push 2) model \"\";\n"
-            "  filter lin_1(pop 2, peek 2, push 2) model \"\";\n"
+            "  filter lin_0(pop 2, peek 2, push 2) model \"<graph>\";\n"
+            "  filter lin_1(pop 2, peek 2, push 2) model \"<graph>\";\n"
             "  join roundrobin(2, 2);\n"
             "}\n");
   EXPECT_EQ(sj.streams[0].graph->value(sj.streams[0].graph->inputs()[0]).shape, Shape::of({2, 4}));
@@ -49,9 +49,10 @@ TEST(StreamFission, SplitsIntoRoundRobinCopies) {
 
 TEST(StreamFission, CopiesComputeTheSameRows) {
   const std::vector<Tensor> input = rows(32, 4);
-  const StreamRunResult whole = run_stream({linear_filter(8), "whole"}, input, {.workers = 1});
+  const StreamRunResult whole =
+      run_stream({linear_filter(8), "whole"}, input, testing::on_workers(1));
   const StreamRunResult split =
-      run_stream({fission_filter(linear_filter(8), 2, 2), "split"}, input, {.workers = 2});
+      run_stream({fission_filter(linear_filter(8), 2, 2), "split"}, input, testing::on_workers(2));
   ASSERT_EQ(whole.outputs.size(), 32u);
   ASSERT_EQ(split.outputs.size(), 32u);
   for (std::size_t r = 0; r < 32; ++r) {

@@ -10,6 +10,7 @@
 #include "stream/executor.h"
 #include "stream/schedule.h"
 #include "stream/stream_text.h"
+#include "test_models.h"
 
 namespace cleave {
 namespace {
@@ -204,8 +205,7 @@ TEST(StreamFromGraph, ConvertedStreamComputesTheGraph) {
     want.push_back(executor.run({{"x", x}}));
     items.push_back(x);
   }
-  const StreamRunResult r =
-      run_stream({c.root, "fused"}, items, {.workers = 2, .mixed_items = true});
+  const StreamRunResult r = run_stream({c.root, "fused"}, items, testing::on_workers(2, {}, true));
   ASSERT_EQ(r.outputs.size(), 10u);
   for (std::size_t k = 0; k < r.outputs.size(); ++k) {
     const auto got = r.outputs[k].values<float>();

@@ -26,7 +26,7 @@ constexpr const char* kNested = R"({"pipeline": {"name": "top", "streams": [
 
 std::string error_of(const std::string& text) {
   try {
-    parse_stream_program(text, "prog.json", ".", {.load_models = false});
+    parse_stream_program(text, "prog.json", ".", StreamLoadOptions{false, true});
   } catch (const Error& e) {
     return e.what();
   }
@@ -118,7 +118,7 @@ TEST(StreamProgram, CyclicIncludeIsRefused) {
   std::ofstream(dir / "b.json") << R"({"pipeline": {"name": "pb", "streams": [
       {"include": "a.json"}]}})";
   try {
-    load_stream_program((dir / "a.json").string(), {.load_models = false});
+    load_stream_program((dir / "a.json").string(), StreamLoadOptions{false, true});
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("b.json: pipeline \"pb\" stream 0"));

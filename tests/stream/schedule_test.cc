@@ -14,7 +14,7 @@ namespace {
 using ::testing::HasSubstr;
 
 StreamProgram parse(const std::string& text) {
-  return parse_stream_program(text, "test.json", ".", {.load_models = false});
+  return parse_stream_program(text, "test.json", ".", StreamLoadOptions{false, true});
 }
 
 struct Named {
@@ -41,7 +41,7 @@ Named schedule_of(const std::string& text) {
 std::string filter(const std::string& name, int pop, int peek, int push) {
   return "{\"filter\": {\"name\": \"" + name + "\", \"pop\": " + std::to_string(pop) +
          ", \"peek\": " + std::to_string(peek) + ", \"push\": " + std::to_string(push) +
-         ", \"op\": \"slice\"}}";
+         ", \"model\": \"m.onnx\"}}";
 }
 
 TEST(StreamSchedule, PipelineBalancesPushAgainstPop) {
@@ -161,9 +161,10 @@ TEST(StreamSchedule, ClosedFormsFollowTheThesisEquations) {
 
 TEST(StreamSchedule, ClosedFormOfDuplicateSplitJoinIsAnLcm) {
   // Joiner weights [1, 2], peeks 2 and 3: LCM(2, 6) = 6 (2.4); push 6 * 1 / 2 * 3 = 9 (2.5).
+  // b pushes 3 per 3 popped, so both branches deliver one joiner sweep per 2 items.
   const StreamProgram p =
       parse("{\"splitjoin\": {\"name\": \"d\", \"split\": \"duplicate\", \"streams\": [" +
-            filter("a", 2, 2, 1) + "," + filter("b", 3, 3, 2) +
+            filter("a", 2, 2, 1) + "," + filter("b", 3, 3, 3) +
             "], \"join\": {\"roundrobin\": [1, 2]}}}");
   const std::vector<ClosedFormRates> forms = closed_form_rates(p.root);
   EXPECT_EQ(forms.back().peek, 6);
@@ -172,7 +173,7 @@ TEST(StreamSchedule, ClosedFormOfDuplicateSplitJoinIsAnLcm) {
   // The exact schedule agrees: 6 items in, a fires 3 times, b twice, 3 joiner sweeps of 3.
   const Named s =
       schedule_of("{\"splitjoin\": {\"name\": \"d\", \"split\": \"duplicate\", \"streams\": [" +
-                  filter("a", 2, 2, 1) + "," + filter("b", 3, 3, 2) +
+                  filter("a", 2, 2, 1) + "," + filter("b", 3, 3, 3) +
                   "], \"join\": {\"roundrobin\": [1, 2]}}}");
   EXPECT_EQ(s.schedule.input_per_iteration, 6);
   EXPECT_EQ(s.schedule.output_per_iteration, 9);

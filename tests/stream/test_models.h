@@ -12,6 +12,7 @@
 #include "ir/graph.h"
 #include "onnx/onnx_export.h"
 #include "pipeline/load.h"
+#include "stream/executor.h"
 
 namespace cleave::testing {
 
@@ -75,6 +76,20 @@ inline std::shared_ptr<Graph> linear_model(int64_t rows, int64_t k, int64_t n) {
   g->add_node("MatMul", {x, w}, {y});
   g->mark_output(y);
   return g;
+}
+
+}  // namespace cleave::testing
+
+namespace cleave::testing {
+
+/// Run options for `workers` threads, placed by cost unless `placement` is given.
+inline StreamRunOptions on_workers(int workers, std::vector<int> placement = {},
+                                   bool mixed_items = false) {
+  StreamRunOptions options;
+  options.workers = workers;
+  options.placement = std::move(placement);
+  options.mixed_items = mixed_items;
+  return options;
 }
 
 }  // namespace cleave::testing

@@ -8,10 +8,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "../stream/test_models.h"
 #include "ir/text.h"
 #include "onnx/onnx_export.h"
 #include "runtime/npy.h"
-#include "test_models.h"
 
 namespace cleave {
 namespace {
@@ -49,8 +49,8 @@ class StreamCommand : public ::testing::Test {
 
 TEST_F(StreamCommand, ScheduleJsonHasRepetitionsInitAndBuffers) {
   std::ofstream(path("p.json")) << R"({"pipeline": {"name": "p", "streams": [
-    {"filter": {"name": "a", "pop": 1, "push": 2, "op": "slice"}},
-    {"filter": {"name": "b", "pop": 3, "peek": 4, "push": 1, "op": "slice"}}]}})";
+    {"filter": {"name": "a", "pop": 1, "push": 2, "model": "a.onnx"}},
+    {"filter": {"name": "b", "pop": 3, "peek": 4, "push": 1, "model": "b.onnx"}}]}})";
   const CommandResult r = cleave("stream schedule " + path("p.json") + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // a pushes 2, b pops 3: a 3 times, b twice; b's extra peeked item needs one init firing.
