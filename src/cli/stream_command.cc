@@ -234,6 +234,7 @@ int run_run(const StreamCommandOptions& o) {
   const std::vector<Tensor> inputs = input_items(o, loaded.graph.get());
   StreamRunOptions options;
   options.mixed_items = loaded.conversion.has_value();
+  options.keep_outputs = !o.output_dir.empty();
   options.workers = o.workers;
   options.capacity_factor = o.capacity_factor;
   const StreamRunResult r = run_stream(program, inputs, options);
@@ -255,7 +256,7 @@ int run_run(const StreamCommandOptions& o) {
   const double p99 = percentile(r.iteration_latency, 0.99);
   if (o.json) {
     nlohmann::ordered_json j = {{"items", inputs.size()},
-                                {"outputs", r.outputs.size()},
+                                {"outputs", r.output_count},
                                 {"workers", o.workers},
                                 {"seconds", r.seconds},
                                 {"items_per_second", r.items_per_second},
@@ -268,7 +269,7 @@ int run_run(const StreamCommandOptions& o) {
     return 0;
   }
   fmt::print("{}: {} items in, {} items out on {} workers in {:.4f} s\n", program.origin,
-             inputs.size(), r.outputs.size(), o.workers, r.seconds);
+             inputs.size(), r.output_count, o.workers, r.seconds);
   fmt::print("throughput {:.1f} items/s (placement predicts {:.1f})\n", r.items_per_second,
              r.predicted_items_per_second);
   fmt::print("latency per iteration: p50 {:.3f} ms, p99 {:.3f} ms\n", p50 * 1e3, p99 * 1e3);

@@ -386,9 +386,12 @@ StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tenso
   std::mutex mutex;
   std::condition_variable changed;
   std::vector<bool> node_done(graph.nodes.size(), false);
-  // Threads (workers, then the feeder) that found nothing to do since the last change.
-  std::vector<bool> idle(workers + 1, false);
-  std::vector<bool> active(workers + 1, true);
+  // Workers that found nothing to do since the last change.
+  std::vector<bool> idle(workers, false);
+  std::vector<bool> active(workers, true);
+  // Worker 0 (the calling thread) also feeds the program input, so one worker needs no
+  // hand-over between threads at all.
+  std::size_t next_input = 0;
   std::string failure;
   std::vector<double> input_times;
   std::vector<double> busy(workers, 0.0);
@@ -400,7 +403,7 @@ StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tenso
   // Marks thread `t` idle and reports whether every live thread is (a deadlock).
   const auto stalled = [&](int t) {
     idle[t] = true;
-    for (int i = 0; i <= workers; ++i) {
+    for (int i = 0; i < workers; ++i) {
       if (active[i] && !idle[i]) return false;
     }
     return true;
@@ -415,6 +418,21 @@ StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tenso
     std::unique_lock lock(mutex);
     while (failure.empty()) {
       bool fired = false, all_done = true;
+      if (w == 0 && !channels[graph.input_channel].closed) {
+        ChannelState& in = channels[graph.input_channel];
+        all_done = false;
+        const double now = seconds_since(start);
+        while (next_input < inputs.size() && static_cast<int64_t>(in.items.size()) < in.capacity) {
+          in.items.push_back(inputs[next_input++]);
+          input_times.push_back(now);
+          fired = true;
+        }
+        if (next_input == inputs.size()) {
+          in.closed = true;
+          fired = true;
+        }
+        if (fired) progress();
+      }
       for (int v : mine) {
         if (node_done[v]) continue;
         all_done = false;
@@ -476,9 +494,10 @@ StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tenso
           ChannelState& out = channels[node.outputs[p]];
           out.reserved -= node.push[p];
           if (out.abandoned) continue;
+          const bool program_output = node.outputs[p] == graph.output_channel;
           for (Tensor& t : pushed[p]) {
-            out.items.push_back(std::move(t));
-            if (node.outputs[p] == graph.output_channel) out.push_times.push_back(now);
+            if (program_output) out.push_times.push_back(now);
+            if (!program_output || options.keep_outputs) out.items.push_back(std::move(t));
           }
         }
         progress();
@@ -499,36 +518,15 @@ StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tenso
   };
 
   std::vector<std::thread> threads;
-  for (int w = 0; w < workers; ++w) threads.emplace_back(worker_loop, w);
-  {
-    // The calling thread feeds the program input as room appears.
-    std::unique_lock lock(mutex);
-    ChannelState& in = channels[graph.input_channel];
-    std::size_t next = 0;
-    while (failure.empty() && next < inputs.size()) {
-      while (next < inputs.size() && static_cast<int64_t>(in.items.size()) < in.capacity) {
-        in.items.push_back(inputs[next++]);
-        input_times.push_back(seconds_since(start));
-      }
-      progress();
-      if (next < inputs.size()) {
-        if (stalled(workers)) {
-          failure = fmt::format("{}: the stream deadlocked", program.origin);
-          break;
-        }
-        changed.wait(lock);
-      }
-    }
-    in.closed = true;
-    active[workers] = false;
-    progress();
-  }
+  for (int w = 1; w < workers; ++w) threads.emplace_back(worker_loop, w);
+  worker_loop(0);
   for (std::thread& t : threads) t.join();
   if (!failure.empty()) throw Error(failure);
   result.seconds = seconds_since(start);
 
   ChannelState& out = channels[graph.output_channel];
   result.outputs.assign(out.items.begin(), out.items.end());
+  result.output_count = static_cast<int64_t>(out.push_times.size());
   result.items_per_second = static_cast<double>(inputs.size()) / result.seconds;
   for (double b : busy) result.worker_busy.push_back(b / result.seconds);
   // Iteration k is complete when its last output left; its last input entered at index

@@ -22,10 +22,14 @@ struct StreamRunOptions {
   /// Let channels carry items of different types (programs converted from graphs, whose
   /// joiners interleave different values); model filters then check sizes as they run.
   bool mixed_items = false;
+  /// Keep the output items (else only count them, so their buffers can be reused at once:
+  /// what a benchmark of a long stream wants).
+  bool keep_outputs = true;
 };
 
 struct StreamRunResult {
-  std::vector<Tensor> outputs;  ///< Every item the program pushed, in order.
+  std::vector<Tensor> outputs;  ///< Every item the program pushed, in order (keep_outputs).
+  int64_t output_count = 0;     ///< How many items the program pushed.
   double seconds = 0;           ///< Wall time of the run (after preparation).
   double items_per_second = 0;  ///< Input items consumed per second.
   /// Per steady-state iteration: from its last input item entering the program to its last

@@ -196,6 +196,15 @@ TEST(StreamExecutor, FilterShapeThatDisagreesWithTheChannelIsRefused) {
   }
 }
 
+TEST(StreamExecutor, OutputsCanBeCountedWithoutKeepingThem) {
+  const Audio audio;
+  StreamRunOptions options = testing::on_workers(2);
+  options.keep_outputs = false;
+  const StreamRunResult r = run_stream({audio.program(), "<audio>"}, chunks(20, 16), options);
+  EXPECT_TRUE(r.outputs.empty());
+  EXPECT_EQ(r.output_count, 18);
+}
+
 TEST(StreamExecutor, PlacementBalancesByCost) {
   const std::vector<int> placement = place_stream({5.0, 1.0, 4.0, 2.0}, 2);
   // Longest first: 5 -> w0, 4 -> w1, 2 -> w1, 1 -> w0: loads 6 and 6.
