@@ -61,8 +61,8 @@ TEST_F(StreamCommand, ScheduleJsonHasRepetitionsInitAndBuffers) {
 
 TEST_F(StreamCommand, InconsistentProgramFailsNamingFileAndSplitJoin) {
   std::ofstream(path("bad.json")) << R"({"splitjoin": {"name": "s", "split": "duplicate",
-    "streams": [{"filter": {"name": "a", "pop": 1, "push": 1, "op": "identity"}},
-                {"filter": {"name": "b", "pop": 2, "push": 2, "op": "identity"}}],
+    "streams": [{"filter": {"name": "a", "pop": 1, "push": 1, "model": "a.onnx"}},
+                {"filter": {"name": "b", "pop": 1, "push": 2, "model": "b.onnx"}}],
     "join": {"roundrobin": [1, 1]}}})";
   const CommandResult r = cleave("stream schedule " + path("bad.json"));
   EXPECT_EQ(r.exit_code, 1);
