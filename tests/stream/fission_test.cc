@@ -57,7 +57,8 @@ TEST(StreamFission, CopiesComputeTheSameRows) {
   ASSERT_EQ(split.outputs.size(), 32u);
   for (std::size_t r = 0; r < 32; ++r) {
     for (int j = 0; j < 3; ++j) {
-      EXPECT_FLOAT_EQ(split.outputs[r].values<float>()[j], whole.outputs[r].values<float>()[j]);
+      // Different row counts may block the GEMM differently: equal up to rounding.
+      EXPECT_NEAR(split.outputs[r].values<float>()[j], whole.outputs[r].values<float>()[j], 1e-5);
     }
   }
 }
