@@ -249,7 +249,10 @@ int run_run(const StreamCommandOptions& o) {
         std::memcpy(dst, t.raw(), t.byte_size());
         dst += t.byte_size();
       }
-      write_npy((std::filesystem::path(o.output_dir) / "output.npy").string(), all);
+      // Written aside and renamed, so a failed write leaves no half-written file.
+      const std::filesystem::path file = std::filesystem::path(o.output_dir) / "output.npy";
+      write_npy(file.string() + ".tmp", all);
+      std::filesystem::rename(file.string() + ".tmp", file);
     }
   }
   const double p50 = percentile(r.iteration_latency, 0.5);
