@@ -1,0 +1,344 @@
+// `cleave stream`: schedule, print and run stream programs (filters, pipelines, split-joins).
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "analysis/graph_dot.h"
+#include "cli/commands.h"
+#include "onnx/atomic_file.h"
+#include "pipeline/load.h"
+#include "runtime/npy.h"
+#include "stream/executor.h"
+#include "stream/fission.h"
+#include "stream/from_graph.h"
+#include "stream/schedule.h"
+#include "stream/stream_dot.h"
+#include "stream/stream_json.h"
+#include "stream/stream_text.h"
+
+namespace cleave::cli {
+
+namespace {
+
+struct StreamCommandOptions {
+  std::string program;
+  bool json = false;
+  bool text = false;
+  std::vector<std::string> inputs;
+  int64_t items = 0;
+  int workers = 1;
+  int64_t capacity_factor = 2;
+  std::string output_dir;
+  std::string dot;
+  std::string svg;
+  std::vector<std::string> fission;
+};
+
+bool replace_filter(Stream& s, const std::string& name, int64_t copies, int64_t granularity) {
+  if (s.is_filter()) {
+    if (s.name != name) return false;
+    s = fission_filter(s, copies, granularity);
+    return true;
+  }
+  for (Stream& child : s.streams) {
+    if (replace_filter(child, name, copies, granularity)) return true;
+  }
+  return false;
+}
+
+// --fission NAME=COPIES:GRANULARITY: split that filter into a round-robin split-join.
+void apply_fission(Stream& root, const std::string& spec, const std::string& origin) {
+  const std::size_t equals = spec.find('=');
+  const std::size_t colon = spec.find(':', equals == std::string::npos ? 0 : equals);
+  int64_t copies = 0, granularity = 0;
+  try {
+    if (equals == std::string::npos || colon == std::string::npos) throw std::invalid_argument("");
+    copies = std::stoll(spec.substr(equals + 1, colon - equals - 1));
+    granularity = std::stoll(spec.substr(colon + 1));
+  } catch (const std::exception&) {
+    throw Error(fmt::format("stream run: --fission \"{}\" is not NAME=COPIES:GRANULARITY", spec));
+  }
+  const std::string name = spec.substr(0, equals);
+  if (!replace_filter(root, name, copies, granularity)) {
+    throw Error(fmt::format("stream run: {}: no filter \"{}\" to split", origin, name));
+  }
+}
+
+bool is_model(const std::string& path) {
+  return std::filesystem::path(path).extension() == ".onnx";
+}
+
+// A program file as it is, or a model converted (thesis ch. 4); `graph` keeps the model.
+struct Loaded {
+  StreamProgram program;
+  std::optional<StreamConversion> conversion;
+  std::shared_ptr<Graph> graph;
+};
+
+Loaded load_program_or_model(const std::string& path) {
+  Loaded out;
+  if (!is_model(path)) {
+    out.program = load_stream_program(path);
+    return out;
+  }
+  out.graph = std::make_shared<Graph>(load_model(path));
+  out.conversion = graph_to_stream(*out.graph, out.graph->name.empty() ? "model" : out.graph->name);
+  out.program = StreamProgram{out.conversion->root, path};
+  verify_stream(out.program.root, path);
+  return out;
+}
+
+int run_schedule(const StreamCommandOptions& o) {
+  const StreamProgram program = load_stream_program(o.program, StreamLoadOptions{false, true});
+  const auto start = std::chrono::steady_clock::now();
+  const StreamGraph graph = flatten_stream(program.root);
+  const StreamSchedule schedule = schedule_stream(graph, program.origin);
+  const std::vector<ClosedFormRates> forms = closed_form_rates(program.root);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (o.json) {
+    fmt::print("{}\n", schedule_to_json(graph, schedule, forms));
+    return 0;
+  }
+  fmt::print("scheduled in {:.3f} ms (flatten, balance equations, init, buffers, closed forms)\n",
+             seconds * 1e3);
+  fmt::print("{}: {} filters, {} actors, {} channels\n", program.origin,
+             collect_filters(program.root).size(), graph.nodes.size(), graph.channels.size());
+  fmt::print("steady state: {} input items -> {} output items per iteration\n",
+             schedule.input_per_iteration, schedule.output_per_iteration);
+  fmt::print("{:<32} {:>12} {:>8}\n", "actor", "repetitions", "init");
+  for (std::size_t v = 0; v < graph.nodes.size(); ++v) {
+    fmt::print("{:<32} {:>12} {:>8}\n", graph.nodes[v].name, schedule.repetitions[v],
+               schedule.init[v]);
+  }
+  fmt::print("{:<40} {:>8} {:>9}\n", "channel", "buffer", "initial");
+  for (std::size_t c = 0; c < graph.channels.size(); ++c) {
+    fmt::print("{:<40} {:>8} {:>9}\n", graph.channels[c].name, schedule.buffers[c],
+               schedule.initial_items[c]);
+  }
+  fmt::print("closed forms (thesis Eqs. 2.1-2.5):\n");
+  for (const ClosedFormRates& r : forms) {
+    if (r.pop && r.peek && r.push) {
+      fmt::print("  {:<30} pop {} peek {} push {}\n", r.name, *r.pop, *r.peek, *r.push);
+    } else {
+      fmt::print("  {:<30} none\n", r.name);
+    }
+  }
+  return 0;
+}
+
+int run_print(const StreamCommandOptions& o) {
+  const Loaded loaded = load_program_or_model(o.program);
+  const Stream& root = loaded.program.root;
+  if (!o.dot.empty()) write_file_atomically(o.dot, stream_to_dot(root));
+  if (!o.svg.empty()) render_dot(stream_to_dot(root), "svg", o.svg);
+  if (o.json) {
+    fmt::print("{}\n", stream_to_json(root));
+    return 0;
+  }
+  if (loaded.conversion) {
+    const StreamConversion& c = *loaded.conversion;
+    fmt::print("{}\n{}", print_instructions(c.instructions), print_stream(root));
+    fmt::print(
+        "{} live instructions, {} filters; replicated: {} filters, {} of {} FLOPs ({:.1f}%)\n",
+        c.live_instructions, c.filters, c.replicated_filters, c.replicated_flops, c.total_flops,
+        c.total_flops > 0
+            ? 100.0 * static_cast<double>(c.replicated_flops) / static_cast<double>(c.total_flops)
+            : 0.0);
+  } else {
+    fmt::print("{}", print_stream(root));
+  }
+  return 0;
+}
+
+// The items of one npy file: its leading axis counts them. They are views of the file's
+// buffer, so rows that follow each other need no copy when a filter reads them together.
+std::vector<Tensor> items_of(const std::string& file) {
+  const Tensor all = read_npy(file);
+  if (all.rank() == 0 || all.dim(0) == 0) {
+    throw Error(fmt::format("{}: needs a leading axis of items, got {}", file, all.describe()));
+  }
+  std::vector<int64_t> shape(all.shape().begin() + 1, all.shape().end());
+  const std::size_t bytes = all.byte_size() / static_cast<std::size_t>(all.dim(0));
+  std::vector<Tensor> items;
+  for (int64_t i = 0; i < all.dim(0); ++i) {
+    if (all.storage()) {
+      const auto base = static_cast<std::size_t>(static_cast<const std::byte*>(all.raw()) -
+                                                 all.storage()->data());
+      items.push_back(Tensor::view(all.dtype(), shape, all.storage(), base + i * bytes));
+    } else {
+      Tensor t = Tensor::allocate(all.dtype(), shape);
+      std::memcpy(t.raw(), static_cast<const std::byte*>(all.raw()) + i * bytes, bytes);
+      items.push_back(std::move(t));
+    }
+  }
+  return items;
+}
+
+// The program input: one file for a program; for a model one per graph input, interleaved
+// round robin in graph input order. --items repeats the file's items as needed.
+std::vector<Tensor> input_items(const StreamCommandOptions& o, const Graph* graph) {
+  std::map<std::string, std::string> files;
+  for (const std::string& spec : o.inputs) {
+    const std::size_t equals = spec.find('=');
+    if (equals == std::string::npos) {
+      throw Error(fmt::format("stream run: --input \"{}\" is not NAME=FILE.npy", spec));
+    }
+    files[spec.substr(0, equals)] = spec.substr(equals + 1);
+  }
+  std::vector<std::vector<Tensor>> per_input;
+  if (graph) {
+    for (ValueId id : graph->inputs()) {
+      const std::string& name = graph->value(id).name;
+      const auto it = files.find(name);
+      if (it == files.end()) {
+        throw Error(fmt::format("stream run: {}: no --input {}=FILE.npy for graph input \"{}\"",
+                                o.program, name, name));
+      }
+      per_input.push_back(items_of(it->second));
+    }
+  } else {
+    if (files.size() != 1) {
+      throw Error("stream run: give the program's input once, as --input NAME=FILE.npy");
+    }
+    per_input.push_back(items_of(files.begin()->second));
+  }
+  const int64_t available = static_cast<int64_t>(per_input[0].size());
+  const int64_t count = o.items > 0 ? o.items : available;
+  std::vector<Tensor> items;
+  for (int64_t i = 0; i < count; ++i) {
+    for (const auto& input : per_input) items.push_back(input[i % input.size()]);
+  }
+  return items;
+}
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
+}
+
+int run_run(const StreamCommandOptions& o) {
+  const Loaded loaded = load_program_or_model(o.program);
+  StreamProgram program = loaded.program;
+  for (const std::string& spec : o.fission) apply_fission(program.root, spec, program.origin);
+  if (!o.fission.empty()) verify_stream(program.root, program.origin);
+  const std::vector<Tensor> inputs = input_items(o, loaded.graph.get());
+  StreamRunOptions options;
+  options.mixed_items = loaded.conversion.has_value();
+  options.keep_outputs = !o.output_dir.empty();
+  options.workers = o.workers;
+  options.capacity_factor = o.capacity_factor;
+  const StreamRunResult r = run_stream(program, inputs, options);
+  if (!o.output_dir.empty()) {
+    std::filesystem::create_directories(o.output_dir);
+    if (!r.outputs.empty()) {
+      std::vector<int64_t> shape = r.outputs[0].shape();
+      shape.insert(shape.begin(), static_cast<int64_t>(r.outputs.size()));
+      Tensor all = Tensor::allocate(r.outputs[0].dtype(), shape);
+      auto* dst = static_cast<std::byte*>(all.raw());
+      for (const Tensor& t : r.outputs) {
+        std::memcpy(dst, t.raw(), t.byte_size());
+        dst += t.byte_size();
+      }
+      // Written aside and renamed, so a failed write leaves no half-written file.
+      const std::filesystem::path file = std::filesystem::path(o.output_dir) / "output.npy";
+      write_npy(file.string() + ".tmp", all);
+      std::filesystem::rename(file.string() + ".tmp", file);
+    }
+  }
+  const double p50 = percentile(r.iteration_latency, 0.5);
+  const double p99 = percentile(r.iteration_latency, 0.99);
+  if (o.json) {
+    nlohmann::ordered_json j = {{"items", inputs.size()},
+                                {"outputs", r.output_count},
+                                {"workers", o.workers},
+                                {"seconds", r.seconds},
+                                {"items_per_second", r.items_per_second},
+                                {"predicted_items_per_second", r.predicted_items_per_second},
+                                {"latency_p50_seconds", p50},
+                                {"latency_p99_seconds", p99},
+                                {"worker_busy", r.worker_busy},
+                                {"placement", r.placement}};
+    fmt::print("{}\n", j.dump(2));
+    return 0;
+  }
+  fmt::print("{}: {} items in, {} items out on {} workers in {:.4f} s\n", program.origin,
+             inputs.size(), r.output_count, o.workers, r.seconds);
+  fmt::print("throughput {:.1f} items/s (placement predicts {:.1f})\n", r.items_per_second,
+             r.predicted_items_per_second);
+  fmt::print("latency per iteration: p50 {:.3f} ms, p99 {:.3f} ms\n", p50 * 1e3, p99 * 1e3);
+  for (std::size_t w = 0; w < r.worker_busy.size(); ++w) {
+    fmt::print("worker {}: busy {:.0f}%\n", w, 100 * r.worker_busy[w]);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void register_stream(CLI::App& app, CommandAction& action) {
+  auto options = std::make_shared<StreamCommandOptions>();
+  CLI::App* command = app.add_subcommand(
+      "stream",
+      "Stream programs (StreamIt filters, pipelines, split-joins; docs/formats.md \"Stream "
+      "programs\"): print one, or use the `schedule` and `run` subcommands");
+  command->add_option("program", options->program,
+                      "Stream program JSON file to print, or an ONNX model to convert to a "
+                      "stream (prints its SSA instructions, the stream and the replication)");
+  command->add_flag("--json", options->json, "Print the program as JSON");
+  command->add_flag("--text", options->text, "Print the program as StreamIt-like text (default)");
+  command->add_option("--dot", options->dot, "Also write the stream as Graphviz DOT to this file");
+  command->add_option("--svg", options->svg, "Also render the stream as SVG to this file");
+  command->require_subcommand(0, 1);
+
+  CLI::App* schedule = command->add_subcommand(
+      "schedule",
+      "Static schedule: steady-state repetitions from the balance equations, the init "
+      "schedule that fills peek windows, channel buffer sizes, and the thesis's closed forms");
+  schedule->add_option("program", options->program, "Stream program JSON file")->required();
+  schedule->add_flag("--json", options->json,
+                     "Print {\"repetitions\", \"init\", \"buffers\", ...} as JSON");
+  schedule->callback([&action, options] { action = [options] { return run_schedule(*options); }; });
+
+  CLI::App* run = command->add_subcommand(
+      "run",
+      "Stream items through a program on worker threads (stages and branches software-"
+      "pipelined over bounded channels); reports throughput, latency and worker busy shares");
+  run->add_option("program", options->program,
+                  "Stream program JSON file, or an ONNX model (converted first)")
+      ->required();
+  run->add_option("--input", options->inputs,
+                  "NAME=FILE.npy: the input items, one per entry of the leading axis (a model: "
+                  "one per graph input)")
+      ->required();
+  run->add_option("--items", options->items,
+                  "How many items to feed (the file's items are repeated); default: all of them");
+  run->add_option("--workers", options->workers, "Worker threads")->capture_default_str();
+  run->add_option("--capacity-factor", options->capacity_factor,
+                  "Channel capacity as a multiple of the schedule's buffer size")
+      ->capture_default_str();
+  run->add_option("--output-dir", options->output_dir,
+                  "Write the output items stacked as DIR/output.npy");
+  run->add_option("--fission", options->fission,
+                  "NAME=COPIES:GRANULARITY: split the row-wise model filter NAME into COPIES "
+                  "round-robin copies of GRANULARITY rows each (repeatable)");
+  run->add_flag("--json", options->json, "Print the report as JSON");
+  run->callback([&action, options] { action = [options] { return run_run(*options); }; });
+
+  command->callback([&action, options, command] {
+    if (command->get_subcommands().empty()) {
+      if (options->program.empty()) throw CLI::RequiredError("program");
+      action = [options] { return run_print(*options); };
+    }
+  });
+}
+
+}  // namespace cleave::cli

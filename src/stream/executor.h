@@ -1,0 +1,66 @@
+// Runs a stream program on worker threads: bounded channels, software-pipelined filters.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/tensor.h"
+#include "stream/schedule.h"
+#include "stream/stream_ir.h"
+
+namespace cleave {
+
+struct StreamRunOptions {
+  int workers = 1;
+  /// Worker of each node of the flattened graph; empty: place_stream() by measured cost.
+  std::vector<int> placement;
+  /// Channel capacity = this × the schedule's buffer size (at least 1); more slack lets
+  /// pipeline stages run further apart.
+  int64_t capacity_factor = 2;
+  /// Let channels carry items of different types (programs converted from graphs, whose
+  /// joiners interleave different values); model filters then check sizes as they run.
+  bool mixed_items = false;
+  /// Keep the output items (else only count them, so their buffers can be reused at once:
+  /// what a benchmark of a long stream wants).
+  bool keep_outputs = true;
+};
+
+struct StreamRunResult {
+  std::vector<Tensor> outputs;  ///< Every item the program pushed, in order (keep_outputs).
+  int64_t output_count = 0;     ///< How many items the program pushed.
+  double seconds = 0;           ///< Wall time of the run (after preparation).
+  double items_per_second = 0;  ///< Input items consumed per second.
+  /// Per steady-state iteration: from its last input item entering the program to its last
+  /// output item leaving it.
+  std::vector<double> iteration_latency;
+  std::vector<double> worker_busy;  ///< Per worker: share of `seconds` spent in work functions.
+  std::vector<int> placement;       ///< Per node: the worker that ran it.
+  std::vector<double> node_cost;    ///< Per node: measured seconds per steady-state iteration.
+  double predicted_items_per_second = 0;  ///< From the placement's most loaded worker.
+};
+
+/// Per node of `graph`: seconds one steady-state iteration of it takes, measured by firing
+/// model filters on zero inputs (which also prepares their kernels); other nodes only move
+/// pointers and cost nearly nothing.
+std::vector<double> measure_node_costs(const StreamGraph& graph, const StreamSchedule& schedule);
+
+/// Balances nodes over `workers` by cost (longest first onto the least loaded worker).
+std::vector<int> place_stream(const std::vector<double>& node_cost, int workers);
+
+/// The item type on every channel of `graph`, given the program input's item type; Error
+/// naming the stream when a filter's model or op disagrees with what reaches it. With
+/// `mixed_items`, a joiner of different types gives a channel of no one type (nullopt) instead.
+std::vector<std::optional<ItemType>> infer_channel_items(const StreamGraph& graph,
+                                                         const std::optional<ItemType>& input,
+                                                         const std::string& origin,
+                                                         bool mixed_items = false);
+
+/// Feeds `inputs` (one tensor per item) through the program and collects what comes out.
+/// Filters fire as soon as their window is full and their output has room, each on its
+/// worker, so stages and branches run at once on successive items.
+StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tensor>& inputs,
+                           const StreamRunOptions& options = {});
+
+}  // namespace cleave

@@ -1,0 +1,117 @@
+// `cleave stream`: schedule --json, run of a program file, conversion, and refusals.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "../stream/test_models.h"
+#include "ir/text.h"
+#include "onnx/onnx_export.h"
+#include "runtime/npy.h"
+
+namespace cleave {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+class StreamCommand : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::scratch_dir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  static std::string read_text(const std::string& file) {
+    std::ifstream in(file);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    return buffer.str();
+  }
+  CommandResult cleave(const std::string& arguments) const {
+    const std::string command = std::string(CLEAVE_BINARY) + " " + arguments + " >" +
+                                path("stdout") + " 2>" + path("stderr");
+    const int status = std::system(command.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(path("stdout")),
+            read_text(path("stderr"))};
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(StreamCommand, ScheduleJsonHasRepetitionsInitAndBuffers) {
+  std::ofstream(path("p.json")) << R"({"pipeline": {"name": "p", "streams": [
+    {"filter": {"name": "a", "pop": 1, "push": 2, "model": "a.onnx"}},
+    {"filter": {"name": "b", "pop": 3, "peek": 4, "push": 1, "model": "b.onnx"}}]}})";
+  const CommandResult r = cleave("stream schedule " + path("p.json") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // a pushes 2, b pops 3: a 3 times, b twice; b's extra peeked item needs one init firing.
+  EXPECT_THAT(r.out, HasSubstr("\"repetitions\": {\n    \"a\": 3,\n    \"b\": 2\n  }"));
+  EXPECT_THAT(r.out, HasSubstr("\"init\": {\n    \"a\": 1,\n    \"b\": 0\n  }"));
+  EXPECT_THAT(r.out, HasSubstr("\"a->b\": 8"));
+}
+
+TEST_F(StreamCommand, InconsistentProgramFailsNamingFileAndSplitJoin) {
+  std::ofstream(path("bad.json")) << R"({"splitjoin": {"name": "s", "split": "duplicate",
+    "streams": [{"filter": {"name": "a", "pop": 1, "push": 1, "model": "a.onnx"}},
+                {"filter": {"name": "b", "pop": 1, "push": 2, "model": "b.onnx"}}],
+    "join": {"roundrobin": [1, 1]}}})";
+  const CommandResult r = cleave("stream schedule " + path("bad.json"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("cleave: error: " + path("bad.json") + ": splitjoin \"s\""));
+  EXPECT_THAT(r.out, ::testing::IsEmpty());
+}
+
+TEST_F(StreamCommand, RunWritesTheOutputItems) {
+  std::ofstream(path("p.json")) << R"({"filter": {"name": "cat", "pop": 2, "push": 1,
+    "op": "concat"}})";
+  Tensor items = Tensor::allocate(DataType::kFloat, {4, 3});
+  for (int i = 0; i < 12; ++i) items.data<float>()[i] = static_cast<float>(i);
+  write_npy(path("in.npy"), items);
+  const CommandResult r = cleave("stream run " + path("p.json") + " --input x=" + path("in.npy") +
+                                 " --items 8 --workers 2 --output-dir " + path("out") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"outputs\": 4"));
+  const Tensor out = read_npy(path("out/output.npy"));
+  ASSERT_EQ(out.shape(), (std::vector<int64_t>{4, 6}));
+  // Items repeat the file's 4 rows: output 2 is rows 0 and 1 again.
+  EXPECT_EQ(out.values<float>()[12], 0.0f);
+  EXPECT_EQ(out.values<float>()[17], 5.0f);
+}
+
+TEST_F(StreamCommand, ConvertsAModelToAStream) {
+  export_onnx(parse_graph(R"(graph g (%x: f32[1,4]) {
+  %a: f32[1,4] = Relu(%x)
+  %b: f32[1,4] = Sigmoid(%a)
+  %c: f32[1,4] = Tanh(%a)
+  %y: f32[1,4] = Add(%b, %c)
+  return %y
+})"),
+              path("m.onnx"));
+  const CommandResult r = cleave("stream " + path("m.onnx") + " --dot " + path("m.dot"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("var4 = Add(var2, var3)"));
+  EXPECT_THAT(r.out, HasSubstr("split duplicate;"));
+  EXPECT_THAT(r.out, HasSubstr("replicated: 0 filters"));
+  EXPECT_THAT(read_text(path("m.dot")), HasSubstr("digraph stream"));
+}
+
+TEST_F(StreamCommand, MalformedProgramFailsWithoutOutput) {
+  std::ofstream(path("bad.json")) << "{\"filter\": {\"name\": \"f\", ";
+  const CommandResult r = cleave("stream run " + path("bad.json") +
+                                 " --input x=" + path("none.npy") + " --output-dir " + path("out"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr(path("bad.json") + ": malformed JSON"));
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
+}  // namespace
+}  // namespace cleave
