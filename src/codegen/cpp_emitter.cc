@@ -533,9 +533,8 @@ CppCodegenSummary emit_cpp(const Graph& graph, const WorkerProgram& program,
                                       value.alias_of >= 0 ? "view of " + values[value.alias_of].name
                                                           : fmt::format("arena+{}", value.offset)));
       }
-      body +=
-          fmt::format("  p.step({});  // {} {}({}) -> {}\n", step_of_node[id], graph.describe(id),
-                      node.op_type, fmt::join(inputs, ", "), fmt::join(outputs, "; "));
+      body += fmt::format("  p.step({});  // {}: {} -> {}\n", step_of_node[id], graph.describe(id),
+                          fmt::join(inputs, ", "), fmt::join(outputs, "; "));
       for (ValueId output : node.outputs) {
         if (output == kNoValue || channel_of[output] < 0) continue;
         ++sends;

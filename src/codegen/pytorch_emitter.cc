@@ -77,8 +77,8 @@ std::string node_comment(const Graph& graph, NodeId id) {
   for (ValueId output : node.outputs) {
     if (output != kNoValue) outputs.push_back(value_type(graph, output));
   }
-  return fmt::format("# {} ({}): {} -> {}", graph.describe(id), node.op_type,
-                     fmt::join(inputs, ", "), fmt::join(outputs, ", "));
+  return fmt::format("# {}: {} -> {}", graph.describe(id), fmt::join(inputs, ", "),
+                     fmt::join(outputs, ", "));
 }
 
 std::string py_string(const std::string& text) {

@@ -50,7 +50,9 @@ TEST(BufferPlan, OffsetsAreAlignedAndOverlappingLifetimesKeptApart) {
     for (std::size_t b = a + 1; b < requests.size(); ++b) {
       const bool alive_together =
           !(requests[a].last < requests[b].first || requests[b].last < requests[a].first);
-      if (alive_together) EXPECT_FALSE(bytes_overlap(layout, requests, a, b)) << a << ", " << b;
+      if (alive_together) {
+        EXPECT_FALSE(bytes_overlap(layout, requests, a, b)) << a << ", " << b;
+      }
     }
   }
   EXPECT_LT(layout.arena_bytes, layout.requested_bytes);
