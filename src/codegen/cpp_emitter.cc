@@ -3,13 +3,13 @@
 
 #include <fmt/core.h>
 #include <fmt/format.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <climits>
 #include <map>
 
 #include "codegen/buffer_plan.h"
+#include "codegen/kernel_specs.h"
 #include "codegen/static_program.h"
 #include "codegen/weights_file.h"
 #include "ir/text.h"
@@ -35,54 +35,6 @@ struct ProgramValue {
   ValueId graph_value = kNoValue;  // kNoValue for outputs the graph leaves unnamed.
   NodeId producer = -1;
 };
-
-// The output specs every node's kernel has for seeded random inputs, found the way the
-// executors find them: each node prepared once, in a topological order, at the workers'
-// thread count and with the same layout rules.
-std::vector<std::vector<OutputSpec>> discover_specs(const Graph& graph,
-                                                    const WorkerProgram& program,
-                                                    const CppCodegenOptions& options) {
-  std::vector<std::vector<OutputSpec>> specs(graph.node_capacity());
-  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  dnnl::stream stream(engine);
-  BufferPool pool;
-  const int threads = std::max(1, program.threads_per_worker);
-  const int saved_threads = omp_get_max_threads();
-  omp_set_num_threads(threads);
-  std::vector<Tensor> values(graph.value_capacity());
-  std::vector<bool> is_constant(graph.value_capacity(), false);
-  for (ValueId id : graph.initializers()) {
-    const TensorData& data = *graph.value(id).initializer;
-    if (!data.bytes) throw Error(fmt::format("initializer '{}' has no data", graph.value(id).name));
-    values[id] = Tensor::borrow(data.dtype, data.dims, data.bytes->data());
-    is_constant[id] = true;
-  }
-  for (auto& [name, tensor] : random_inputs(graph, 0)) values[*graph.find_value(name)] = tensor;
-  for (NodeId id : graph.topological_order()) {
-    const Node& node = graph.node(id);
-    bool blocked = options.blocked_layouts;
-    for (ValueId output : node.outputs) {
-      blocked = blocked && output != kNoValue && blocked_layout_allowed(graph, output);
-    }
-    NodeRunner runner(graph, id, blocked,
-                      options.blocked_layouts ? options.family : ConvolutionFamily::kBlocked);
-    std::vector<const Tensor*> inputs;
-    std::vector<bool> constant;
-    for (ValueId input : node.inputs) {
-      inputs.push_back(input == kNoValue ? nullptr : &values[input]);
-      constant.push_back(input != kNoValue && is_constant[input]);
-    }
-    std::vector<Tensor> outputs;
-    runner.run(inputs, constant, outputs, pool, engine, stream, threads);
-    stream.wait();
-    specs[id] = runner.specs();
-    for (std::size_t i = 0; i < node.outputs.size() && i < outputs.size(); ++i) {
-      if (node.outputs[i] != kNoValue) values[node.outputs[i]] = std::move(outputs[i]);
-    }
-  }
-  omp_set_num_threads(saved_threads);
-  return specs;
-}
 
 std::string dims_text(const std::vector<int64_t>& dims) {
   return fmt::format("{}", fmt::join(dims, ","));
@@ -371,7 +323,8 @@ CppCodegenSummary emit_cpp(const Graph& graph, const WorkerProgram& program,
     }
   }
   const WeightsFile weights = make_weights_file(graph);
-  const std::vector<std::vector<OutputSpec>> specs = discover_specs(graph, program, options);
+  const std::vector<std::vector<OutputSpec>> specs = prepare_kernel_specs(
+      graph, program.threads_per_worker, options.blocked_layouts, options.family);
 
   // The value table: graph inputs, constants, then each node's outputs.
   std::vector<ProgramValue> values;

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <set>
 
+#include "codegen/kernel_specs.h"
 #include "codegen/pytorch_ops.h"
 #include "codegen/weights_file.h"
 #include "ir/text.h"
@@ -367,8 +368,11 @@ compare outputs.
 
 }  // namespace
 
-PytorchCodegenSummary emit_pytorch(const Graph& graph, const WorkerProgram& program,
+PytorchCodegenSummary emit_pytorch(const Graph& model, const WorkerProgram& program,
                                    const std::string& model_name, FolderWriter& out) {
+  // Shapes as the kernels compute them: shape inference leaves some values without one, and
+  // the generated code spells every reshape with its static output shape.
+  const Graph graph = with_prepared_shapes(model);
   PythonNames names(graph);
   const auto expression = [&](ValueId id) {
     return graph.value(id).initializer ? "self." + names.local(id) : names.local(id);
