@@ -60,7 +60,7 @@ TEST(PytorchOps, ConstantSliceAndGatherBecomeIndexing) {
   @starts: i64[1] = [1]
   @ends: i64[1] = [-1]
   @axes: i64[1] = [1]
-  @k: i64 = 0
+  @k: i64[] = [0]
   %s: f32[2,4,4] = Slice(%x, @starts, @ends, @axes)
   %g: f32[6,4] = Gather[axis=0](%x, @k)
   return %s, %g
