@@ -16,9 +16,11 @@ build_packages=(
   coinor-libcbc-dev coinor-libclp-dev
   libopenmpi-dev openmpi-bin
   graphviz
+  # The codegen tests run the generated PyTorch under /usr/bin/python3.
+  python3 python3-numpy python3-torch
 )
 # Only the benchmark and corpus scripts use these; the build and tests do not.
-corpus_packages=(python3 python3-numpy python3-onnx python3-torch python3-torchvision)
+corpus_packages=(python3-onnx python3-torchvision)
 # onnxruntime-node for the comparison scripts comes from npm (bench/ort), not from apt.
 
 want=("${build_packages[@]}")

@@ -27,5 +27,6 @@ void register_schedule(CLI::App& app, CommandAction& action);
 void register_export_tasks(CLI::App& app, CommandAction& action);
 void register_info(CLI::App& app, CommandAction& action);
 void register_stream(CLI::App& app, CommandAction& action);
+void register_codegen(CLI::App& app, CommandAction& action);
 
 }  // namespace cleave::cli

@@ -1,0 +1,151 @@
+#!/usr/bin/python3
+"""Benchmarks `cleave codegen` over the model corpus; prints a markdown report.
+
+    /usr/bin/python3 bench/codegen/run.py --cleave build/cleave [--models a,b] [--repeat 20]
+        [--skip-cpp] [--skip-pytorch] [--out docs/results/codegen.md]
+
+Per model: generation time, C++ build time, the generated program's latency against
+`cleave run` (sequential plans at 1 and 2 threads, and the lc plan on 2 workers), whether the
+outputs are bit-identical, binary and resident size; then the generated PyTorch: its 2-worker
+plan as threads against its own sequential twin (the Ramiel paper's Table IV), and its
+largest difference from cleave's outputs. Runs alternate (A B B A) so that drift on a busy host
+hits both sides alike.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+MODELS_DIR = os.environ.get("CLEAVE_MODELS_DIR", os.path.expanduser("~/.cache/cleave/models"))
+
+
+def sh(args, **kwargs):
+    result = subprocess.run(args, capture_output=True, text=True, **kwargs)
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+    return result.stdout
+
+
+def timed(args):
+    start = time.perf_counter()
+    sh(args)
+    return time.perf_counter() - start
+
+
+def latency(args):
+    report = json.loads(sh(args + ["--json"]))
+    return report["latency_ms"]["median"], report
+
+
+def alternate(a, b, rounds=2):
+    """Medians of A and B run as A B B A, `rounds` times."""
+    xs, ys = [], []
+    for _ in range(rounds):
+        xs.append(a())
+        ys.append(b())
+        ys.append(b())
+        xs.append(a())
+    return statistics.median(xs), statistics.median(ys)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cleave", default="build/cleave")
+    parser.add_argument("--models", default="")
+    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--skip-cpp", action="store_true")
+    parser.add_argument("--skip-pytorch", action="store_true")
+    parser.add_argument("--keep", help="keep the generated folders here")
+    args = parser.parse_args()
+    cleave = os.path.abspath(args.cleave)
+    manifest = json.load(open(os.path.join(MODELS_DIR, "manifest.json")))["models"]
+    names = args.models.split(",") if args.models else sorted(manifest)
+    work = args.keep or tempfile.mkdtemp(prefix="cleave_codegen_bench_")
+    os.makedirs(work, exist_ok=True)
+    runs = ["--warmup", "3", "--repeat", str(args.repeat)]
+    cpp_rows, py_rows = [], []
+    for name in names:
+        entry = manifest[name]
+        model = os.path.join(MODELS_DIR, entry["file"])
+        given = os.path.join(MODELS_DIR, entry["input_file"])
+        folder = os.path.join(work, name)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(folder)
+        plan = os.path.join(folder, "lc.json")
+        sh([cleave, "plan", model, "--strategy", "lc", "--workers", "2", "--costs", "static",
+            "-o", plan])
+        inputs = ["--input", f"{entry['input_name']}={given}"]
+        if not args.skip_cpp:
+            for label, plan_args, run_args in [
+                ("1 thread", ["--threads", "1"], ["--threads", "1"]),
+                ("2 threads", ["--threads", "2"], ["--threads", "2"]),
+                ("lc, 2 workers", ["--plan", plan], ["--plan", plan]),
+            ]:
+                out = os.path.join(folder, "cpp_" + label.replace(" ", "_").replace(",", ""))
+                gen_s = timed([cleave, "codegen", model, "--lang", "cpp", "--layouts", "blocked",
+                               "-o", out, "--force"] + plan_args)
+                build_s = timed(["cmake", "-S", out, "-B", out + "/build", "-G", "Ninja"])
+                build_s += timed(["cmake", "--build", out + "/build"])
+                exe = out + "/build/model_run"
+                sh([exe] + inputs + ["--output-dir", out + "/o"])
+                sh([cleave, "run", model, "--layouts", "blocked", "--output-dir", out + "/r"] +
+                   inputs + run_args)
+                same = all(
+                    np.array_equal(np.load(os.path.join(out, "o", f)), np.load(os.path.join(out, "r", f)))
+                    for f in os.listdir(out + "/o"))
+                generated = lambda: latency([exe] + inputs + runs)[0]  # noqa: E731
+                interpreter = lambda: latency([cleave, "run", model, "--layouts", "blocked"] +  # noqa: E731
+                                              inputs + run_args + runs)[0]
+                gen_ms, run_ms = alternate(generated, interpreter)
+                _, gen_report = latency([exe] + inputs + ["--repeat", "3"])
+                _, run_report = latency([cleave, "run", model, "--layouts", "blocked"] + inputs +
+                                        run_args + ["--repeat", "3"])
+                cpp_rows.append([name, label, f"{gen_s:.2f}", f"{build_s:.1f}", f"{gen_ms:.2f}",
+                                 f"{run_ms:.2f}", f"{gen_ms / run_ms:.3f}", "yes" if same else "NO",
+                                 f"{os.path.getsize(exe) / 2**20:.1f}",
+                                 f"{os.path.getsize(cleave) / 2**20:.1f}",
+                                 f"{gen_report['peak_rss_bytes'] / 2**20:.0f}",
+                                 f"{run_report['peak_rss_bytes'] / 2**20:.0f}"])
+                print(" | ".join(cpp_rows[-1]), file=sys.stderr, flush=True)
+        if not args.skip_pytorch:
+            out = os.path.join(folder, "py")
+            gen_s = timed([cleave, "codegen", model, "--lang", "pytorch", "--plan", plan, "-o", out,
+                           "--force"])
+            run_py = ["/usr/bin/python3", out + "/run.py"] + inputs
+            sh(run_py + ["--output-dir", out + "/o"])
+            sh([cleave, "run", model, "--output-dir", out + "/r"] + inputs)
+            diff = max(float(np.max(np.abs(np.load(os.path.join(out, "o", f)) -
+                                           np.load(os.path.join(out, "r", f)))))
+                       for f in os.listdir(out + "/o"))
+            parallel = lambda: latency(run_py + runs)[0]  # noqa: E731
+            sequential = lambda: latency(run_py + runs + ["--sequential"])[0]  # noqa: E731
+            par_ms, seq_ms = alternate(parallel, sequential)
+            py_rows.append([name, f"{gen_s:.2f}", f"{seq_ms:.2f}", f"{par_ms:.2f}",
+                            f"{seq_ms / par_ms:.2f}", f"{diff:.1e}"])
+            print(" | ".join(py_rows[-1]), file=sys.stderr, flush=True)
+    if cpp_rows:
+        print("| model | plan | generate s | build s | generated ms | cleave run ms | ratio | "
+              "bit-identical | binary MiB | cleave MiB | generated RSS MiB | cleave RSS MiB |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for row in cpp_rows:
+            print("| " + " | ".join(row) + " |")
+        print()
+    if py_rows:
+        print("| model | generate s | sequential ms | 2 workers (threads) ms | speedup | "
+              "max abs diff vs cleave |")
+        print("|---|---|---|---|---|---|")
+        for row in py_rows:
+            print("| " + " | ".join(row) + " |")
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+// `cleave codegen`: a model and its plan written out as a C++ program or as PyTorch source.
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/model_task_graph.h"
+#include "codegen/cpp_emitter.h"
+#include "codegen/folder_writer.h"
+#include "codegen/pytorch_emitter.h"
+#include "codegen/worker_program.h"
+#include "pipeline/layout_choice.h"
+#include "pipeline/model_plan.h"
+
+namespace cleave::cli {
+
+namespace {
+
+struct CodegenSettings {
+  ModelSettings model;
+  std::string lang;
+  std::string output;
+  std::string plan;  // Empty: the sequential plan with --threads.
+  std::string strategy = "auto";
+  std::string costs = "profile";
+  std::string layouts = "auto";
+  int workers = 2;
+  int threads_per_worker = 1;
+  int threads = 1;
+  bool force = false;
+  bool json = false;
+  std::string cleave_root;
+  std::string cleave_build;
+};
+
+// cleave's build folder is the one holding this executable; its CMake cache names the
+// source folder.
+void default_cleave_folders(std::string& root, std::string& build) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  fs::path exe = fs::read_symlink("/proc/self/exe", error);
+  if (build.empty() && !error) build = exe.parent_path().string();
+  if (!root.empty()) return;
+  std::ifstream cache(fs::path(build) / "CMakeCache.txt");
+  std::string line;
+  const std::string key = "cleave_SOURCE_DIR:STATIC=";
+  while (std::getline(cache, line)) {
+    if (line.rfind(key, 0) == 0) root = line.substr(key.size());
+  }
+  if (root.empty()) root = fs::path(build).parent_path().string();
+}
+
+int run_codegen(const CodegenSettings& settings) {
+  const auto start = std::chrono::steady_clock::now();
+  Graph graph = load_model_for(settings.model);
+  ModelPlan plan;
+  if (settings.plan.empty()) {
+    ModelPlanOptions options;
+    options.strategy = "sequential";
+    options.workers = 1;
+    options.threads_per_worker = settings.threads;
+    plan = plan_model(graph, static_costs(graph), options);
+  } else if (settings.plan == "auto") {
+    ModelPlanOptions options;
+    options.strategy = settings.strategy;
+    options.workers = settings.workers;
+    options.threads_per_worker = settings.threads_per_worker;
+    CostTable costs =
+        costs_for(graph, settings.costs, settings.workers * settings.threads_per_worker,
+                  settings.model.verbose, settings.threads_per_worker);
+    plan = plan_model(graph, costs, options);
+    if (plan.plan.strategy == "clone") {
+      // Cloned nodes would run twice; the generators take one task per node.
+      options.strategy = "lc";
+      plan = plan_model(graph, costs, options);
+    }
+  } else {
+    plan = read_model_plan(settings.plan, graph);
+  }
+  const WorkerProgram program = worker_program(graph, plan);
+  const std::string model_name = std::filesystem::path(settings.model.model).stem().string();
+
+  FolderWriter out;
+  nlohmann::json report = {
+      {"model", settings.model.model}, {"lang", settings.lang},
+      {"output", settings.output},     {"strategy", program.strategy},
+      {"workers", program.workers},    {"threads_per_worker", program.threads_per_worker}};
+  if (settings.lang == "pytorch") {
+    PytorchCodegenSummary summary = emit_pytorch(graph, program, model_name, out);
+    report["nodes"] = summary.nodes;
+    report["channels"] = summary.channels;
+    report["weights_bytes"] = summary.weights_bytes;
+  } else {
+    CppCodegenOptions options;
+    options.model_name = model_name;
+    options.cleave_root = settings.cleave_root;
+    options.cleave_build = settings.cleave_build;
+    default_cleave_folders(options.cleave_root, options.cleave_build);
+    if (settings.layouts == "plain") {
+      options.blocked_layouts = false;
+    } else if (settings.layouts == "auto") {
+      options.family = measured_family(graph, program.threads_per_worker);
+    } else {
+      options.family = *parse_convolution_family(settings.layouts);
+    }
+    CppCodegenSummary summary = emit_cpp(graph, program, options, out);
+    report["layouts"] = options.blocked_layouts ? to_string(options.family) : "plain";
+    report["steps"] = summary.steps;
+    report["channels"] = summary.channels;
+    report["arena_bytes"] = summary.arena_bytes;
+    report["unshared_bytes"] = summary.unshared_bytes;
+    report["weights_bytes"] = summary.weights_bytes;
+  }
+  // The plan itself, so that `cleave run --plan DIR/plan.json` runs what was generated.
+  out.add("plan.json", model_plan_to_json(plan, graph).dump(1) + "\n");
+  out.write(settings.output, settings.force);
+  report["seconds"] =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (settings.json) {
+    fmt::print("{}\n", report.dump(2));
+    return 0;
+  }
+  fmt::print("codegen    {} ({}) -> {}\n", settings.model.model, settings.lang, settings.output);
+  fmt::print("plan       {} on {} worker(s) x {} thread(s), {} value(s) between workers\n",
+             program.strategy, program.workers, program.threads_per_worker,
+             report["channels"].get<int>());
+  if (report.contains("arena_bytes")) {
+    fmt::print("memory     arena {:.2f} MiB ({:.2f} MiB without reuse), weights {:.2f} MiB\n",
+               report["arena_bytes"].get<double>() / 1048576.0,
+               report["unshared_bytes"].get<double>() / 1048576.0,
+               report["weights_bytes"].get<double>() / 1048576.0);
+    fmt::print("layouts    {}\n", report["layouts"].get<std::string>());
+  }
+  fmt::print("time       {:.3f} s\n", report["seconds"].get<double>());
+  fmt::print("next       see {}/README.md\n", settings.output);
+  return 0;
+}
+
+}  // namespace
+
+void register_codegen(CLI::App& app, CommandAction& action) {
+  auto settings = std::make_shared<CodegenSettings>();
+  CLI::App* command = app.add_subcommand(
+      "codegen", "Write a model and its plan as a C++ program or as readable PyTorch");
+  command->add_option("model", settings->model.model, "ONNX model file")->required();
+  add_model_load_options(command, settings->model);
+  command->add_option("--lang", settings->lang, "cpp or pytorch")
+      ->required()
+      ->check(CLI::IsMember({"cpp", "pytorch"}));
+  command
+      ->add_option("-o,--output", settings->output, "Folder to write (written whole or not at all)")
+      ->required();
+  command->add_option("--plan", settings->plan,
+                      "A plan file (cleave plan -o) or 'auto'; default: sequential with --threads");
+  command
+      ->add_option("--strategy", settings->strategy,
+                   "Strategy for --plan auto (cloned plans become lc)")
+      ->check(CLI::IsMember(model_strategies()))
+      ->default_val("auto");
+  add_costs_option(command, settings->costs);
+  command->add_option("--workers", settings->workers, "Workers for --plan auto")
+      ->default_val(2)
+      ->check(CLI::Range(1, 1024));
+  command
+      ->add_option("--threads-per-worker", settings->threads_per_worker,
+                   "Intra-op threads per worker for --plan auto")
+      ->default_val(1)
+      ->check(CLI::Range(1, 1024));
+  command->add_option("--threads", settings->threads, "Intra-op threads without --plan")
+      ->default_val(1)
+      ->check(CLI::Range(1, 1024));
+  command
+      ->add_option("--layouts", settings->layouts,
+                   "C++ kernels' convolution layouts: auto (measured and cached, as cleave run), "
+                   "blocked, winograd, channels-last, plain; give cleave run the same")
+      ->check(CLI::IsMember({"auto", "blocked", "winograd", "channels-last", "plain"}))
+      ->default_val("auto");
+  command->add_option("--cleave-root", settings->cleave_root,
+                      "cleave source folder the C++ build uses (default: this build's)");
+  command->add_option("--cleave-build", settings->cleave_build,
+                      "cleave build folder with libcleave_lib.a (default: this binary's)");
+  command->add_flag("--force", settings->force, "Replace a non-empty output folder");
+  command->add_flag("--json", settings->json, "Print the summary as JSON");
+  command->callback(
+      [settings, &action] { action = [settings] { return run_codegen(*settings); }; });
+}
+
+}  // namespace cleave::cli

@@ -1,0 +1,50 @@
+// The C++ generator: a plan as straight-line worker functions over a static arena.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "codegen/folder_writer.h"
+#include "codegen/worker_program.h"
+#include "ir/graph.h"
+#include "runtime/kernel.h"
+
+namespace cleave {
+
+struct CppCodegenOptions {
+  std::string model_name = "model";
+  /// The kernels' convolution family and layouts: `cleave run` with the same plan,
+  /// `--layouts` and threads computes the same outputs bit for bit.
+  ConvolutionFamily family = ConvolutionFamily::kBlocked;
+  bool blocked_layouts = true;
+  std::string cleave_root;   ///< cleave's source folder (headers), the CMake default.
+  std::string cleave_build;  ///< cleave's build folder (libcleave_lib.a), the CMake default.
+};
+
+struct CppCodegenSummary {
+  int steps = 0;
+  int channels = 0;
+  std::size_t arena_bytes = 0;
+  std::size_t unshared_bytes = 0;  ///< Activation bytes without reuse, for comparison.
+  std::size_t weights_bytes = 0;
+};
+
+/// Writes the C++ program of `graph` run by `program` into `out`: CMakeLists.txt, README.md,
+/// model.h (C API), one worker_N.cc per worker, the tables, main.cc and weights.bin.
+///
+/// Output shapes, layouts and sizes are found by preparing every kernel once here (seeded
+/// random inputs, each worker's thread count), so the arena offsets are constants of the
+/// generated code. Throws Error for graph inputs or outputs that are not float (the C API
+/// passes float buffers) or an output that no node computes.
+CppCodegenSummary emit_cpp(const Graph& graph, const WorkerProgram& program,
+                           const CppCodegenOptions& options, FolderWriter& out);
+
+/// The graph as the generated program embeds it: its text form with initializer data left
+/// out (the weights file holds it). Throws Error when the text does not read back as the
+/// same graph.
+std::string graph_text_without_weights(const Graph& graph);
+
+/// A C++ string literal holding `text`.
+std::string cpp_string_literal(const std::string& text);
+
+}  // namespace cleave

@@ -1,0 +1,526 @@
+// PyTorch generation: names, the sequential forward, one method per worker, runners, run.py.
+#include "codegen/pytorch_emitter.h"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <cctype>
+#include <set>
+
+#include "codegen/kernel_specs.h"
+#include "codegen/pytorch_ops.h"
+#include "codegen/weights_file.h"
+#include "ir/text.h"
+
+namespace cleave {
+
+namespace {
+
+// Python names for values: readable, unique, never a keyword or a name the code itself uses.
+class PythonNames {
+ public:
+  explicit PythonNames(const Graph& graph) : names_(graph.value_capacity()) {
+    for (ValueId id : graph.initializers()) assign(graph, id, "w_");
+    for (ValueId id : graph.inputs()) assign(graph, id, "");
+    for (NodeId node : graph.topological_order()) {
+      for (ValueId output : graph.node(node).outputs) {
+        if (output != kNoValue) assign(graph, output, "");
+      }
+    }
+  }
+  const std::string& local(ValueId id) const { return names_.at(id); }
+
+ private:
+  void assign(const Graph& graph, ValueId id, const std::string& prefix) {
+    std::string base;
+    for (char c : graph.value(id).name) {
+      const bool word = std::isalnum(static_cast<unsigned char>(c));
+      if (word) {
+        base += static_cast<char>(c);
+      } else if (!base.empty() && base.back() != '_') {
+        base += '_';
+      }
+    }
+    while (!base.empty() && base.back() == '_') base.pop_back();
+    base = prefix + base;
+    static const std::set<std::string> reserved = {
+        "False",  "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",
+        "class",  "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
+        "from",   "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
+        "or",     "pass",     "raise", "return", "try",  "while",  "with",   "yield",    "self",
+        "inputs", "ch",       "F",     "torch",  "np",   "w",      "_",      "folder"};
+    if (base.empty() || std::isdigit(static_cast<unsigned char>(base.front())) ||
+        reserved.count(base)) {
+      base = "v_" + base;
+    }
+    std::string name = base;
+    for (int k = 2; taken_.count(name); ++k) name = fmt::format("{}_{}", base, k);
+    taken_.insert(name);
+    names_[id] = name;
+  }
+
+  std::vector<std::string> names_;
+  std::set<std::string> taken_;
+};
+
+std::string value_type(const Graph& graph, ValueId id) {
+  const Value& v = graph.value(id);
+  return print_type(v.dtype, v.shape);
+}
+
+// "# conv1 (Conv): f32[1,3,8,8], w_conv1_weight f32[4,3,3,3] -> f32[1,4,8,8]"
+std::string node_comment(const Graph& graph, NodeId id) {
+  const Node& node = graph.node(id);
+  std::vector<std::string> inputs, outputs;
+  for (ValueId input : node.inputs) {
+    if (input != kNoValue) inputs.push_back(value_type(graph, input));
+  }
+  for (ValueId output : node.outputs) {
+    if (output != kNoValue) outputs.push_back(value_type(graph, output));
+  }
+  return fmt::format("# {}: {} -> {}", graph.describe(id), fmt::join(inputs, ", "),
+                     fmt::join(outputs, ", "));
+}
+
+std::string py_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+const char* kRuntime = R"gen(
+
+class _Endpoint:
+    """One worker's side of the channels: put() sends to every reader, get() waits."""
+
+    def __init__(self, queues, worker):
+        self.queues = queues
+        self.worker = worker
+
+    def put(self, name, tensor):
+        for reader in CHANNELS[name]:
+            self.queues[(name, reader)].put(tensor)
+
+    def get(self, name):
+        try:
+            return self.queues[(name, self.worker)].get(timeout=TIMEOUT_SECONDS)
+        except queue.Empty:
+            raise RuntimeError(
+                f"worker {self.worker} waited more than {TIMEOUT_SECONDS} s for {name!r}"
+            ) from None
+
+
+def _channel_queues(make_queue):
+    return {(name, reader): make_queue() for name, readers in CHANNELS.items() for reader in readers}
+
+
+class ThreadRunner:
+    """Runs the workers as threads (torch releases the GIL inside its ops)."""
+
+    def __init__(self, model):
+        self.model = model
+        torch.set_num_threads(THREADS_PER_WORKER)
+
+    def __call__(self, inputs):
+        queues = _channel_queues(queue.Queue)
+        results = [None] * WORKERS
+        errors = []
+
+        def work(worker):
+            try:
+                with torch.no_grad():
+                    method = getattr(self.model, f"worker_{worker}")
+                    results[worker] = method(inputs, _Endpoint(queues, worker))
+            except BaseException as error:  # reported below, with the worker
+                errors.append((worker, error))
+
+        threads = [threading.Thread(target=work, args=(w,)) for w in range(1, WORKERS)]
+        for thread in threads:
+            thread.start()
+        work(0)
+        for thread in threads:
+            thread.join()
+        if errors:
+            worker, error = errors[0]
+            raise RuntimeError(f"worker {worker}: {error}") from error
+        merged = {}
+        for result in results:
+            merged.update(result)
+        return [merged[name] for name in OUTPUTS]
+
+
+def _process_main(folder, worker, tasks, results, queues):
+    torch.set_num_threads(THREADS_PER_WORKER)
+    model = Model(folder).eval()
+    endpoint = _Endpoint(queues, worker)
+    method = getattr(model, f"worker_{worker}")
+    while True:
+        inputs = tasks.get()
+        if inputs is None:
+            return
+        try:
+            with torch.no_grad():
+                results.put((worker, method(inputs, endpoint), None))
+        except BaseException as error:  # sent back to the parent
+            results.put((worker, None, repr(error)))
+
+
+class ProcessRunner:
+    """Runs the workers as processes (spawned once; tensors pass through shared memory)."""
+
+    def __init__(self, folder=HERE):
+        import torch.multiprocessing as mp
+
+        context = mp.get_context("spawn")
+        self.queues = _channel_queues(context.Queue)
+        self.tasks = [context.Queue() for _ in range(WORKERS)]
+        self.results = context.Queue()
+        self.processes = [
+            context.Process(
+                target=_process_main,
+                args=(folder, w, self.tasks[w], self.results, self.queues),
+                daemon=True,
+            )
+            for w in range(WORKERS)
+        ]
+        for process in self.processes:
+            process.start()
+
+    def __call__(self, inputs):
+        for task in self.tasks:
+            task.put(inputs)
+        merged = {}
+        for _ in range(WORKERS):
+            worker, outputs, error = self.results.get(timeout=TIMEOUT_SECONDS)
+            if error is not None:
+                raise RuntimeError(f"worker {worker}: {error}")
+            merged.update(outputs)
+        return [merged[name] for name in OUTPUTS]
+
+    def close(self):
+        for task in self.tasks:
+            task.put(None)
+        for process in self.processes:
+            process.join(timeout=10)
+)gen";
+
+const char* kRunScript = R"PY(#!/usr/bin/python3
+"""Runs the generated model {name}.
+
+    /usr/bin/python3 run.py --input NAME=F.npy --output-dir D [--sequential | --processes]
+                            [--warmup N] [--repeat R] [--threads T] [--json]
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import model as generated  # noqa: E402  (the folder must be on the path first)
+
+
+def file_name_for(name):
+    text = "".join(c if c.isalnum() or c in "_-." else "_" for c in name)
+    return "_" + text if text in ("", ".", "..") else text
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser.add_argument("--input", action="append", default=[], metavar="NAME=F.npy")
+    parser.add_argument("--output-dir", help="write one NAME.npy per output here")
+    parser.add_argument("--sequential", action="store_true", help="run Model.forward")
+    parser.add_argument("--processes", action="store_true", help="workers as processes")
+    parser.add_argument("--warmup", type=int, default=0)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=0,
+                        help="torch threads of --sequential (default: workers x threads)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the inputs not given (numpy, uniform in [-1, 1))")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    if args.repeat < 1 or args.warmup < 0:
+        parser.error("--repeat must be at least 1 and --warmup at least 0")
+
+    inputs = {{}}
+    for spec in args.input:
+        name, _, path = spec.partition("=")
+        if not name or not path:
+            parser.error(f"--input {{spec!r}}: expected NAME=F.npy")
+        if name not in generated.INPUTS:
+            parser.error(f"{{name!r}} is not an input; inputs are {{', '.join(generated.INPUTS)}}")
+        array = np.load(path)
+        expected = generated.INPUT_SHAPES[name]
+        if list(array.shape) != expected or array.dtype != np.float32:
+            parser.error(f"input {{name!r}}: expected float32{{expected}}, got {{array.dtype}}{{list(array.shape)}}")
+        inputs[name] = torch.from_numpy(array)
+    rng = np.random.default_rng(args.seed)
+    for name in generated.INPUTS:
+        if name not in inputs:
+            shape = generated.INPUT_SHAPES[name]
+            inputs[name] = torch.from_numpy(rng.uniform(-1, 1, shape).astype(np.float32))
+
+    model = generated.Model().eval()
+    runner = None
+    if args.sequential:
+        torch.set_num_threads(args.threads or generated.WORKERS * generated.THREADS_PER_WORKER)
+        ordered = [inputs[name] for name in generated.INPUTS]
+
+        def run():
+            with torch.no_grad():
+                result = model(*ordered)
+            return list(result) if isinstance(result, tuple) else [result]
+
+        mode = f"sequential, {{torch.get_num_threads()}} thread(s)"
+    else:
+        runner = generated.ProcessRunner() if args.processes else generated.ThreadRunner(model)
+        run = lambda: runner(inputs)  # noqa: E731
+        kind = "processes" if args.processes else "threads"
+        mode = f"{{generated.WORKERS}} worker(s) x {{generated.THREADS_PER_WORKER}} thread(s) as {{kind}}"
+
+    try:
+        for _ in range(args.warmup):
+            run()
+        latencies = []
+        for _ in range(args.repeat):
+            start = time.perf_counter()
+            outputs = run()
+            latencies.append((time.perf_counter() - start) * 1e3)
+    finally:
+        if args.processes and runner is not None:
+            runner.close()
+
+    entries = []
+    if args.output_dir:
+        os.makedirs(args.output_dir, exist_ok=True)
+    for name, tensor in zip(generated.OUTPUTS, outputs):
+        entry = {{"name": name, "shape": list(tensor.shape)}}
+        if args.output_dir:
+            path = os.path.join(args.output_dir, file_name_for(name) + ".npy")
+            np.save(path, tensor.contiguous().numpy())
+            entry["file"] = path
+        entries.append(entry)
+    report = {{
+        "model": generated.MODEL_NAME,
+        "mode": mode,
+        "latency_ms": {{"min": min(latencies), "median": statistics.median(latencies),
+                       "runs": latencies}},
+        "outputs": entries,
+    }}
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    print(f"model      {{generated.MODEL_NAME}}")
+    print(f"latency    min {{min(latencies):.3f}} ms, median {{statistics.median(latencies):.3f}} ms "
+          f"over {{args.repeat}} run(s), {{mode}}")
+    for entry in entries:
+        target = f" -> {{entry['file']}}" if "file" in entry else ""
+        print(f"output     {{entry['name']}} {{entry['shape']}}{{target}}")
+
+
+if __name__ == "__main__":
+    main()
+)PY";
+
+const char* kReadme = R"gen(# Generated PyTorch model: {name}
+
+Generated by `cleave codegen --lang pytorch` from `{name}`: plan `{strategy}` on {workers}
+worker(s) x {threads} thread(s), {nodes} nodes, {channels} value(s) passed between workers.
+
+## Run
+
+```sh
+/usr/bin/python3 run.py --input {input}=x.npy --output-dir out               # workers as threads
+/usr/bin/python3 run.py --input {input}=x.npy --output-dir out --sequential  # sequential twin
+/usr/bin/python3 run.py --processes --warmup 3 --repeat 20                    # workers as processes
+```
+
+Needs only `torch` and `numpy` (Debian's `python3-torch` under `/usr/bin/python3`). Inputs not
+given are seeded numpy values (not cleave's); pass the same `.npy` to `cleave run --input` to
+compare outputs.
+
+## Reading `model.py`
+
+- `Model.__init__` maps `weights.bin` (index in `weights.json`) and keeps one tensor per
+  initializer, named `w_...` after it.
+- `Model.forward` is the sequential version: every node in one topological order, one line
+  of `torch` / `torch.nn.functional` per ONNX node, its name, op and shapes in a comment.
+  cleave's runtime-only fusions appear as the ops they stand for (a Conv's fused activation
+  and residual Add, a MatMul's bias and GELU).
+- `Model.worker_N(inputs, ch)` runs worker N's nodes in the plan's order. `ch.put(name, t)`
+  hands a value to the workers that read it (one `queue.Queue` per value and reader);
+  `ch.get(name)` waits for it.
+- `ThreadRunner` starts the workers as threads, `ProcessRunner` as spawned processes.
+)gen";
+
+}  // namespace
+
+PytorchCodegenSummary emit_pytorch(const Graph& model, const WorkerProgram& program,
+                                   const std::string& model_name, FolderWriter& out) {
+  // Shapes as the kernels compute them: shape inference leaves some values without one, and
+  // the generated code spells every reshape with its static output shape.
+  const Graph graph = with_prepared_shapes(model);
+  PythonNames names(graph);
+  const auto expression = [&](ValueId id) {
+    return graph.value(id).initializer ? "self." + names.local(id) : names.local(id);
+  };
+  // Every node's statements first: an op without a mapping stops here, before any output.
+  std::vector<std::vector<std::string>> lines(graph.node_capacity());
+  for (NodeId id : graph.topological_order()) lines[id] = pytorch_lines(graph, id, expression);
+  for (ValueId id : graph.outputs()) {
+    if (graph.value(id).producer < 0) {
+      throw Error(fmt::format("output '{}' is not computed by a node; nothing to generate",
+                              graph.value(id).name));
+    }
+  }
+  for (ValueId id : graph.inputs()) {
+    if (graph.value(id).dtype != DataType::kFloat)
+      throw Error(fmt::format("input '{}' is {}; run.py passes float32 inputs",
+                              graph.value(id).name, dtype_name(graph.value(id).dtype)));
+  }
+  const WeightsFile weights = make_weights_file(graph);
+
+  std::string code = fmt::format(
+      "\"\"\"{} as PyTorch, generated by cleave codegen: plan {} on {} worker(s) x {} "
+      "thread(s).\n\n"
+      "Model.forward is the sequential version. Model.worker_N runs worker N's nodes in the\n"
+      "plan's order and passes values to other workers through queues (ch.put / ch.get).\n"
+      "\"\"\"\nimport json\nimport os\nimport queue\nimport threading\n\nimport numpy as np\n"
+      "import torch\nimport torch.nn.functional as F\n\n",
+      model_name, program.strategy, program.workers, program.threads_per_worker);
+  std::vector<std::string> input_names, input_shapes, output_names;
+  for (ValueId id : graph.inputs()) {
+    input_names.push_back(py_string(graph.value(id).name));
+    input_shapes.push_back(fmt::format("{}: [{}]", py_string(graph.value(id).name),
+                                       fmt::join(graph.value(id).shape.sizes(), ", ")));
+  }
+  for (ValueId id : graph.outputs()) output_names.push_back(py_string(graph.value(id).name));
+  std::vector<std::string> channels;
+  int channel_count = 0;
+  for (NodeId id : graph.topological_order()) {
+    for (ValueId output : graph.node(id).outputs) {
+      if (output == kNoValue || program.remote_readers[output].empty()) continue;
+      ++channel_count;
+      channels.push_back(fmt::format("    {}: [{}],", py_string(names.local(output)),
+                                     fmt::join(program.remote_readers[output], ", ")));
+    }
+  }
+  code += fmt::format(
+      "HERE = os.path.dirname(os.path.abspath(__file__))\nMODEL_NAME = {}\nWORKERS = {}\n"
+      "THREADS_PER_WORKER = {}\nTIMEOUT_SECONDS = 300\nINPUTS = [{}]\nINPUT_SHAPES = {{{}}}\n"
+      "OUTPUTS = [{}]\n# Per value passed between workers: the workers that read it.\n"
+      "CHANNELS = {{\n{}{}}}\n\n\n",
+      py_string(model_name), program.workers, program.threads_per_worker,
+      fmt::join(input_names, ", "), fmt::join(input_shapes, ", "), fmt::join(output_names, ", "),
+      fmt::join(channels, "\n"), channels.empty() ? "" : "\n");
+
+  code +=
+      "class Model(torch.nn.Module):\n"
+      "    def __init__(self, folder=HERE):\n"
+      "        super().__init__()\n"
+      "        with open(os.path.join(folder, \"weights.json\")) as index_file:\n"
+      "            index = {entry[\"name\"]: entry for entry in json.load(index_file)}\n"
+      "        data = np.memmap(os.path.join(folder, \"weights.bin\"), dtype=np.uint8, "
+      "mode=\"r\")\n"
+      "\n"
+      "        def w(name):\n"
+      "            entry = index[name]\n"
+      "            count = int(np.prod(entry[\"shape\"], dtype=np.int64))\n"
+      "            array = np.frombuffer(data, entry[\"dtype\"], count, entry[\"offset\"])\n"
+      "            return torch.from_numpy(array.reshape(entry[\"shape\"]).copy())\n\n";
+  for (const WeightEntry& entry : weights.entries) {
+    code += fmt::format("        self.{} = w({})  # {}\n", names.local(entry.value),
+                        py_string(entry.name), value_type(graph, entry.value));
+  }
+  if (weights.entries.empty()) code += "        del w\n";
+
+  // The sequential version.
+  std::vector<std::string> parameters;
+  for (ValueId id : graph.inputs()) parameters.push_back(names.local(id));
+  code += fmt::format("\n    def forward(self{}{}):\n", parameters.empty() ? "" : ", ",
+                      fmt::join(parameters, ", "));
+  code += "        \"\"\"The sequential version: every node in one topological order.\"\"\"\n";
+  for (NodeId id : graph.topological_order()) {
+    code += "        " + node_comment(graph, id) + "\n";
+    for (const std::string& line : lines[id]) code += "        " + line + "\n";
+  }
+  std::vector<std::string> results;
+  for (ValueId id : graph.outputs()) results.push_back(names.local(id));
+  code += fmt::format("        return {}\n", results.size() == 1
+                                                 ? results.front()
+                                                 : fmt::format("({},)", fmt::join(results, ", ")));
+
+  // One method per worker.
+  for (int w = 0; w < program.workers; ++w) {
+    code += fmt::format("\n    def worker_{}(self, inputs, ch):\n", w);
+    code += fmt::format("        \"\"\"Worker {}: {} node(s) in the plan's order.\"\"\"\n", w,
+                        program.order[w].size());
+    std::set<ValueId> available;
+    std::vector<std::string> produced_outputs;
+    for (NodeId id : program.order[w]) {
+      const Node& node = graph.node(id);
+      for (ValueId input : node.inputs) {
+        if (input == kNoValue || available.count(input) || graph.value(input).initializer) continue;
+        available.insert(input);
+        if (graph.value(input).producer < 0) {
+          code += fmt::format("        {} = inputs[{}]\n", names.local(input),
+                              py_string(graph.value(input).name));
+        } else {
+          code += fmt::format("        {} = ch.get({})  # from worker {}\n", names.local(input),
+                              py_string(names.local(input)),
+                              program.worker_of_node[graph.value(input).producer]);
+        }
+      }
+      code += "        " + node_comment(graph, id) + "\n";
+      for (const std::string& line : lines[id]) code += "        " + line + "\n";
+      for (ValueId output : node.outputs) {
+        if (output == kNoValue) continue;
+        available.insert(output);
+        if (!program.remote_readers[output].empty()) {
+          code += fmt::format("        ch.put({}, {})\n", py_string(names.local(output)),
+                              names.local(output));
+        }
+        if (graph.value(output).is_graph_output) {
+          produced_outputs.push_back(
+              fmt::format("{}: {}", py_string(graph.value(output).name), names.local(output)));
+        }
+      }
+    }
+    code += fmt::format("        return {{{}}}\n", fmt::join(produced_outputs, ", "));
+  }
+  code += kRuntime;
+
+  out.add("model.py", code);
+  out.add("run.py", fmt::format(fmt::runtime(kRunScript), fmt::arg("name", model_name)));
+  out.set_executable("run.py");
+  out.add("weights.bin", weights.bytes);
+  out.add("weights.json", weights_index_json(weights).dump(1) + "\n");
+  out.add("README.md",
+          fmt::format(fmt::runtime(kReadme), fmt::arg("name", model_name),
+                      fmt::arg("strategy", program.strategy), fmt::arg("workers", program.workers),
+                      fmt::arg("threads", program.threads_per_worker),
+                      fmt::arg("nodes", graph.node_count()), fmt::arg("channels", channel_count),
+                      fmt::arg("input", graph.inputs().empty()
+                                            ? std::string("x")
+                                            : graph.value(graph.inputs().front()).name)));
+  PytorchCodegenSummary summary;
+  summary.nodes = static_cast<int>(graph.node_count());
+  summary.channels = channel_count;
+  summary.weights_bytes = weights.bytes.size();
+  return summary;
+}
+
+}  // namespace cleave

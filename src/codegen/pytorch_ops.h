@@ -1,0 +1,26 @@
+// ONNX node -> PyTorch source lines: the op table of the PyTorch generator.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace cleave {
+
+/// How the generated code names things: a value's Python expression (a local variable, or
+/// `self.w_...` for an initializer).
+using PythonName = std::function<std::string(ValueId)>;
+
+/// Python statements computing `node`'s outputs from its inputs with torch and
+/// torch.nn.functional, assigning each used output to name(output). Fused attributes that
+/// cleave's passes add (a Conv's `activation` and `sum_input`, a MatMul's bias and
+/// activation, a BatchNormalization's Relu) are written out as the ops they stand for.
+/// Throws Error naming the node for an op (or attribute value) without a mapping.
+std::vector<std::string> pytorch_lines(const Graph& graph, NodeId node, const PythonName& name);
+
+/// The op types pytorch_lines maps, for messages and docs.
+std::vector<std::string> pytorch_op_types();
+
+}  // namespace cleave

@@ -1,0 +1,208 @@
+// The command line of a generated C++ program: `cleave run`'s options over a StaticProgram.
+#include <fmt/core.h>
+#include <fmt/format.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "codegen/static_program.h"
+#include "ir/text.h"
+#include "runtime/npy.h"
+#include "runtime/random_inputs.h"
+
+namespace cleave {
+
+namespace {
+
+struct MainOptions {
+  std::map<std::string, std::string> inputs;
+  std::string output_dir;
+  std::string weights;
+  int warmup = 0;
+  int repeat = 1;
+  uint64_t seed = 0;
+  bool json = false;
+};
+
+const char* kUsage =
+    "usage: {} [--input NAME=F.npy]... [--output-dir D] [--warmup N] [--repeat R] [--seed S]\n"
+    "          [--json] [--weights FILE]\n"
+    "Runs the generated model once per --repeat (after --warmup untimed runs) and prints its\n"
+    "latency. Inputs not given are seeded random values, the same as `cleave run --seed S`.\n"
+    "--weights defaults to the weights file next to the executable.\n";
+
+int parse_count(const std::string& option, const std::string& text, int minimum) {
+  std::size_t used = 0;
+  int value = 0;
+  try {
+    value = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || value < minimum) {
+    throw Error(fmt::format("{} '{}': expected an integer of at least {}", option, text, minimum));
+  }
+  return value;
+}
+
+MainOptions parse_options(int argc, char** argv, bool& help) {
+  MainOptions options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const auto next = [&]() -> std::string {
+      if (i + 1 >= argc) throw Error(fmt::format("{} needs a value", arg));
+      return argv[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      help = true;
+    } else if (arg == "--input") {
+      const std::string spec = next();
+      const auto equals = spec.find('=');
+      if (equals == std::string::npos || equals == 0)
+        throw Error(fmt::format("--input '{}': expected name=file.npy", spec));
+      options.inputs[spec.substr(0, equals)] = spec.substr(equals + 1);
+    } else if (arg == "--output-dir") {
+      options.output_dir = next();
+    } else if (arg == "--weights") {
+      options.weights = next();
+    } else if (arg == "--warmup") {
+      options.warmup = parse_count(arg, next(), 0);
+    } else if (arg == "--repeat") {
+      options.repeat = parse_count(arg, next(), 1);
+    } else if (arg == "--seed") {
+      options.seed = static_cast<uint64_t>(parse_count(arg, next(), 0));
+    } else if (arg == "--json") {
+      options.json = true;
+    } else {
+      throw Error(fmt::format("unknown option '{}' (see --help)", arg));
+    }
+  }
+  return options;
+}
+
+std::size_t peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<std::size_t>(usage.ru_maxrss) * 1024;
+}
+
+int run_main(const StaticProgramTables& tables, const MainOptions& options) {
+  const std::size_t baseline_rss = peak_rss_bytes();
+  StaticProgram program(tables,
+                        options.weights.empty() ? default_weights_path(tables) : options.weights);
+  const Graph graph = parse_graph(tables.graph_text);
+  std::map<std::string, Tensor> random = random_inputs(graph, options.seed);
+  std::vector<Tensor> inputs;
+  std::vector<const void*> input_pointers;
+  for (int i = 0; i < tables.graph_input_count; ++i) {
+    const StaticValue& value = tables.values[tables.graph_inputs[i]];
+    const std::vector<int64_t> dims(value.dims, value.dims + value.rank);
+    auto given = options.inputs.find(value.name);
+    Tensor tensor = given == options.inputs.end() ? random.at(value.name) : read_npy(given->second);
+    if (static_cast<int>(tensor.dtype()) != value.dtype || tensor.shape() != dims) {
+      throw Error(fmt::format("input '{}': expected {}[{}], got {}", value.name,
+                              dtype_name(static_cast<DataType>(value.dtype)), fmt::join(dims, ","),
+                              tensor.describe()));
+    }
+    inputs.push_back(std::move(tensor));
+    input_pointers.push_back(inputs.back().raw());
+  }
+  for (const auto& [name, file] : options.inputs) {
+    bool known = false;
+    for (int i = 0; i < tables.graph_input_count; ++i)
+      known = known || name == tables.values[tables.graph_inputs[i]].name;
+    if (!known) throw Error(fmt::format("'{}' is not an input of the model", name));
+  }
+  std::vector<Tensor> outputs;
+  std::vector<void*> output_pointers;
+  for (int i = 0; i < tables.graph_output_count; ++i) {
+    const StaticValue& value = tables.values[tables.graph_outputs[i]];
+    outputs.push_back(Tensor::allocate(static_cast<DataType>(value.dtype),
+                                       std::vector<int64_t>(value.dims, value.dims + value.rank)));
+    output_pointers.push_back(outputs.back().raw());
+  }
+  for (int i = 0; i < options.warmup; ++i)
+    program.run(input_pointers.data(), output_pointers.data());
+  std::vector<double> latencies;
+  for (int i = 0; i < options.repeat; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    program.run(input_pointers.data(), output_pointers.data());
+    latencies.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  nlohmann::json report;
+  report["model"] = tables.model_name;
+  report["latency_ms"] = {{"min", *std::min_element(latencies.begin(), latencies.end())},
+                          {"median", median_of(latencies)},
+                          {"runs", latencies}};
+  report["workers"] = tables.workers;
+  report["threads_per_worker"] = tables.threads_per_worker;
+  report["arena_bytes"] = tables.arena_bytes;
+  report["peak_rss_bytes"] = peak_rss_bytes();
+  report["baseline_rss_bytes"] = baseline_rss;
+  if (!options.output_dir.empty()) std::filesystem::create_directories(options.output_dir);
+  nlohmann::json output_list = nlohmann::json::array();
+  for (int i = 0; i < tables.graph_output_count; ++i) {
+    const std::string name = tables.values[tables.graph_outputs[i]].name;
+    nlohmann::json entry = {{"name", name}, {"type", outputs[i].describe()}};
+    if (!options.output_dir.empty()) {
+      std::string file =
+          (std::filesystem::path(options.output_dir) / (file_name_for(name) + ".npy")).string();
+      write_npy(file, outputs[i]);
+      entry["file"] = file;
+    }
+    output_list.push_back(entry);
+  }
+  report["outputs"] = output_list;
+  if (options.json) {
+    fmt::print("{}\n", report.dump(2));
+    return 0;
+  }
+  fmt::print("model      {}\n", tables.model_name);
+  fmt::print(
+      "latency    min {:.3f} ms, median {:.3f} ms over {} run(s), {} worker(s) x {} "
+      "thread(s)\n",
+      report["latency_ms"]["min"].get<double>(), report["latency_ms"]["median"].get<double>(),
+      options.repeat, tables.workers, tables.threads_per_worker);
+  fmt::print("memory     arena {:.2f} MiB, process peak RSS {:.1f} MiB\n",
+             tables.arena_bytes / 1048576.0, peak_rss_bytes() / 1048576.0);
+  for (const auto& entry : output_list) {
+    fmt::print("output     {} {}{}\n", entry["name"].get<std::string>(),
+               entry["type"].get<std::string>(),
+               entry.contains("file") ? " -> " + entry["file"].get<std::string>() : "");
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string default_weights_path(const StaticProgramTables& tables) {
+  std::error_code error;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) return tables.weights_file;
+  return (exe.parent_path() / tables.weights_file).string();
+}
+
+int static_program_main(const StaticProgramTables& tables, int argc, char** argv) {
+  const std::string name = argc > 0 ? std::filesystem::path(argv[0]).filename().string() : "model";
+  try {
+    bool help = false;
+    MainOptions options = parse_options(argc, argv, help);
+    if (help) {
+      fmt::print(fmt::runtime(kUsage), name);
+      return 0;
+    }
+    return run_main(tables, options);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "{}: error: {}\n", name, e.what());
+    return 1;
+  }
+}
+
+}  // namespace cleave

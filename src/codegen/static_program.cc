@@ -1,0 +1,357 @@
+// Runtime of generated C++ programs: mapped weights, one arena, prepared kernels, ready flags.
+#include "codegen/static_program.h"
+
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <fmt/format.h>
+#include <immintrin.h>
+#include <omp.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <span>
+#include <thread>
+
+#include "ir/text.h"
+#include "runtime/executor.h"
+#include "runtime/kernel.h"
+#include "runtime/tensor.h"
+
+namespace cleave {
+
+namespace {
+
+// The weights file, read-only and shared with every other process that maps it.
+class MappedFile {
+ public:
+  MappedFile(const std::string& path, int64_t expected_bytes) {
+    int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0) {
+      throw Error(fmt::format("{}: cannot open the weights file: {}", path, std::strerror(errno)));
+    }
+    struct stat info {};
+    if (::fstat(fd, &info) != 0 || info.st_size != expected_bytes) {
+      ::close(fd);
+      throw Error(fmt::format("{}: the weights file has {} bytes, the program was generated for {}",
+                              path, static_cast<int64_t>(info.st_size), expected_bytes));
+    }
+    size_ = static_cast<std::size_t>(info.st_size);
+    if (size_ > 0) {
+      void* data = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (data == MAP_FAILED) {
+        ::close(fd);
+        throw Error(fmt::format("{}: cannot map the weights file: {}", path, std::strerror(errno)));
+      }
+      data_ = static_cast<const std::byte*>(data);
+    }
+    ::close(fd);
+  }
+  ~MappedFile() {
+    if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
+  }
+  const std::byte* data() const { return data_; }
+
+ private:
+  const std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+void pin_to(const std::vector<int>& cpus) {
+  if (cpus.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int cpu : cpus) {
+    if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
+  }
+  // Best effort, as in the parallel executor: a container may forbid binding.
+  sched_setaffinity(0, sizeof set, &set);
+}
+
+std::vector<int64_t> dims_of(const StaticValue& value) {
+  return std::vector<int64_t>(value.dims, value.dims + value.rank);
+}
+
+}  // namespace
+
+struct StaticProgram::Impl {
+  struct Step {
+    NodeId node = -1;
+    const KernelInfo* info = nullptr;
+    bool blocked_outputs_allowed = false;
+    std::unique_ptr<Kernel> kernel;
+    std::vector<const Tensor*> inputs;
+    std::vector<bool> constant;
+    std::vector<Tensor*> outputs;
+  };
+
+  const StaticProgramTables& tables;
+  Graph graph;
+  ConvolutionFamily family = ConvolutionFamily::kBlocked;
+  MappedFile weights;
+  Buffer arena;
+  std::vector<Tensor> tensors;  // Per value index.
+  std::vector<Step> steps;
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  std::vector<std::unique_ptr<dnnl::stream>> streams;  // Per worker.
+  std::unique_ptr<std::atomic<int64_t>[]> channels;
+
+  std::mutex mutex;
+  std::condition_variable changed;
+  int64_t run_number = 0;
+  int finished = 0;
+  bool shutting_down = false;
+  std::atomic<bool> failed{false};
+  std::string failure;
+  std::vector<std::thread> threads;
+
+  Impl(const StaticProgramTables& t, const std::string& weights_path)
+      : tables(t),
+        graph(parse_graph(t.graph_text)),
+        weights(weights_path, t.weights_bytes),
+        arena(static_cast<std::size_t>(std::max<int64_t>(t.arena_bytes, 1))) {
+    auto parsed = parse_convolution_family(t.convolution_family);
+    if (!parsed) throw Error(fmt::format("unknown convolution family '{}'", t.convolution_family));
+    family = *parsed;
+    tensors.resize(t.value_count);
+    for (int v = 0; v < t.value_count; ++v) {
+      const StaticValue& value = t.values[v];
+      const auto dtype = static_cast<DataType>(value.dtype);
+      if (value.kind == StaticValue::kConstant) {
+        tensors[v] = Tensor::borrow(dtype, dims_of(value), weights.data() + value.offset);
+      } else if (value.kind == StaticValue::kGraphInput) {
+        tensors[v] = Tensor::borrow(dtype, dims_of(value), arena.data() + value.offset);
+      }
+    }
+    steps.resize(t.step_count);
+    for (int s = 0; s < t.step_count; ++s) {
+      const StaticStep& entry = t.steps[s];
+      Step& step = steps[s];
+      auto output = graph.find_value(entry.output);
+      if (!output || graph.value(*output).producer < 0) {
+        throw Error(fmt::format("step {}: the graph text has no node writing '{}'", entry.node,
+                                entry.output));
+      }
+      step.node = graph.value(*output).producer;
+      step.info = &kernel_for(graph, step.node);
+      step.blocked_outputs_allowed = t.blocked_layouts != 0;
+      for (ValueId value : graph.node(step.node).outputs) {
+        step.blocked_outputs_allowed =
+            step.blocked_outputs_allowed && blocked_layout_allowed(graph, value);
+      }
+      for (int i = entry.inputs_begin; i < entry.inputs_end; ++i) {
+        const int v = t.step_values[i];
+        step.inputs.push_back(v < 0 ? nullptr : &tensors[v]);
+        step.constant.push_back(v >= 0 && t.values[v].kind == StaticValue::kConstant);
+      }
+      for (int i = entry.outputs_begin; i < entry.outputs_end; ++i)
+        step.outputs.push_back(&tensors[t.step_values[i]]);
+    }
+    channels = std::make_unique<std::atomic<int64_t>[]>(std::max(1, t.channel_count));
+    for (int c = 0; c < t.channel_count; ++c) channels[c].store(0);
+    for (int w = 0; w < t.workers; ++w) streams.push_back(std::make_unique<dnnl::stream>(engine));
+  }
+
+  // Makes the kernel of a step for the inputs its producers prepared, and places its outputs
+  // where the generator planned them.
+  void prepare(int index) {
+    Step& step = steps[index];
+    const StaticStep& entry = tables.steps[index];
+    const Node& node = graph.node(step.node);
+    KernelContext context{graph,
+                          step.node,
+                          node,
+                          opset_of(graph, node),
+                          step.inputs,
+                          step.constant,
+                          engine,
+                          tables.threads_per_worker,
+                          step.blocked_outputs_allowed,
+                          tables.blocked_layouts ? family : ConvolutionFamily::kBlocked};
+    step.kernel = step.info->create(context);
+    const std::vector<OutputSpec> specs = step.kernel->output_specs();
+    if (specs.size() != step.outputs.size()) {
+      throw Error(fmt::format("step {}: the kernel makes {} outputs, the program planned {}",
+                              entry.node, specs.size(), step.outputs.size()));
+    }
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      const OutputSpec& spec = specs[i];
+      const int v = tables.step_values[entry.outputs_begin + static_cast<int>(i)];
+      const StaticValue& value = tables.values[v];
+      const std::size_t bytes =
+          spec.layout ? spec.layout->get_size() : plain_byte_size(spec.dtype, spec.shape);
+      if (spec.shape != dims_of(value) || static_cast<int>(spec.dtype) != value.dtype ||
+          (spec.alias_of < 0 && static_cast<int64_t>(bytes) > value.bytes) ||
+          (spec.alias_of >= 0) != (value.alias_of >= 0)) {
+        throw Error(fmt::format(
+            "step {}: output {} is {} [{}] of {} bytes{} here, the program was generated for {} "
+            "[{}] of {} bytes; regenerate it on this machine",
+            entry.node, value.name, dtype_name(spec.dtype), fmt::join(spec.shape, ","), bytes,
+            spec.alias_of >= 0 ? " (a view)" : "", dtype_name(static_cast<DataType>(value.dtype)),
+            fmt::join(dims_of(value), ","), value.bytes));
+      }
+      if (spec.alias_of >= 0) {
+        tensors[v] = Tensor::borrow(spec.dtype, spec.shape, step.inputs.at(spec.alias_of)->raw());
+      } else {
+        tensors[v] = Tensor::borrow(spec.dtype, spec.shape, arena.data() + value.offset);
+      }
+      tensors[v].set_layout(spec.layout);
+    }
+  }
+
+  void fail(const std::string& message) {
+    {
+      std::lock_guard lock(mutex);
+      if (!failed.exchange(true)) failure = message;
+    }
+    // Wake every worker waiting on a channel; receive() then sees the failure.
+    for (int c = 0; c < tables.channel_count; ++c) {
+      channels[c].store(run_number);
+      channels[c].notify_all();
+    }
+  }
+
+  void run_worker(int worker) {
+    try {
+      tables.worker_functions[worker](*owner);
+    } catch (const std::exception& e) {
+      fail(fmt::format("worker {}: {}", worker, e.what()));
+    }
+  }
+
+  void worker_main(int worker) {
+    std::vector<int> cores;
+    for (int k = 0; k < tables.threads_per_worker; ++k) {
+      int core = tables.worker_cores[worker * tables.threads_per_worker + k];
+      if (core >= 0) cores.push_back(core);
+    }
+    if (cores.empty()) {
+      // As the parallel executor: worker w takes the allowed CPUs w*threads.. in turn.
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      std::vector<int> allowed;
+      if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+          if (CPU_ISSET(cpu, &set)) allowed.push_back(cpu);
+        }
+      }
+      for (int k = 0; k < tables.threads_per_worker && !allowed.empty(); ++k) {
+        cores.push_back(allowed[(worker * tables.threads_per_worker + k) % allowed.size()]);
+      }
+    }
+    pin_to(cores);
+    omp_set_num_threads(std::max(1, tables.threads_per_worker));
+    int64_t seen = 0;
+    while (true) {
+      {
+        std::unique_lock lock(mutex);
+        changed.wait(lock, [&] { return shutting_down || run_number != seen; });
+        if (shutting_down) return;
+        seen = run_number;
+      }
+      run_worker(worker);
+      std::lock_guard lock(mutex);
+      ++finished;
+      changed.notify_all();
+    }
+  }
+
+  StaticProgram* owner = nullptr;
+};
+
+StaticProgram::StaticProgram(const StaticProgramTables& tables, const std::string& weights_path)
+    : impl_(std::make_unique<Impl>(tables, weights_path)) {
+  impl_->owner = this;
+  if (tables.workers > 1) {
+    for (int w = 0; w < tables.workers; ++w)
+      impl_->threads.emplace_back([this, w] { impl_->worker_main(w); });
+  }
+}
+
+StaticProgram::~StaticProgram() {
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->shutting_down = true;
+    impl_->changed.notify_all();
+  }
+  for (auto& thread : impl_->threads) thread.join();
+}
+
+const StaticProgramTables& StaticProgram::tables() const {
+  return impl_->tables;
+}
+
+void StaticProgram::run(const void* const* inputs, void* const* outputs) {
+  Impl& s = *impl_;
+  for (int i = 0; i < s.tables.graph_input_count; ++i) {
+    const StaticValue& value = s.tables.values[s.tables.graph_inputs[i]];
+    std::memcpy(s.arena.data() + value.offset, inputs[i], static_cast<std::size_t>(value.bytes));
+  }
+  {
+    std::unique_lock lock(s.mutex);
+    s.failed = false;
+    s.failure.clear();
+    s.finished = 0;
+    ++s.run_number;
+    if (s.tables.workers > 1) {
+      s.changed.notify_all();
+      s.changed.wait(lock, [&] { return s.finished == s.tables.workers; });
+    }
+  }
+  if (s.tables.workers == 1) {
+    // One worker runs on the caller's thread and OpenMP pool, as `cleave run` does.
+    omp_set_num_threads(std::max(1, s.tables.threads_per_worker));
+    s.run_worker(0);
+  }
+  if (s.failed) throw Error(s.failure);
+  dnnl::stream stream(s.engine);
+  for (int i = 0; i < s.tables.graph_output_count; ++i) {
+    const int v = s.tables.graph_outputs[i];
+    const Tensor plain = to_plain(s.tensors[v], s.engine, stream);
+    std::memcpy(outputs[i], plain.raw(),
+                plain_byte_size(plain.dtype(), std::span<const int64_t>(plain.shape())));
+  }
+}
+
+void StaticProgram::step(int index) {
+  Impl& s = *impl_;
+  Impl::Step& step = s.steps[index];
+  if (!step.kernel) s.prepare(index);
+  dnnl::stream& stream = *s.streams[s.tables.steps[index].worker];
+  try {
+    step.kernel->run(step.inputs, step.outputs, stream);
+    stream.wait();
+  } catch (const Error& e) {
+    throw Error(fmt::format("step {}: {}", s.tables.steps[index].node, e.what()));
+  }
+}
+
+void StaticProgram::send(int channel) {
+  std::atomic<int64_t>& flag = impl_->channels[channel];
+  flag.store(impl_->run_number, std::memory_order_release);
+  flag.notify_all();
+}
+
+void StaticProgram::receive(int channel) {
+  Impl& s = *impl_;
+  std::atomic<int64_t>& flag = s.channels[channel];
+  const int64_t run = s.run_number;
+  for (int spin = 0; spin < 4000; ++spin) {
+    if (flag.load(std::memory_order_acquire) == run) break;
+    _mm_pause();
+  }
+  for (int64_t seen = flag.load(std::memory_order_acquire); seen != run;
+       seen = flag.load(std::memory_order_acquire)) {
+    flag.wait(seen);
+  }
+  if (s.failed.load()) throw Error("stopped: another worker failed");
+}
+
+}  // namespace cleave

@@ -1,0 +1,102 @@
+// The small runtime a generated C++ program links against: fixed tables in, straight-line runs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace cleave {
+
+class StaticProgram;
+
+/// Where one value of a generated program lives. All fields are generation-time constants.
+struct StaticValue {
+  enum Kind : int { kActivation = 0, kConstant = 1, kGraphInput = 2 };
+  const char* name;  ///< The value's name in the graph text.
+  int kind;          ///< Kind.
+  int64_t offset;    ///< Bytes into the arena (activations, inputs) or the weights file.
+  int64_t bytes;     ///< Planned bytes (a blocked layout's padded size included).
+  int dtype;         ///< ONNX element type (1 = float).
+  int rank;
+  const int64_t* dims;  ///< `rank` dims.
+  int alias_of;         ///< Value index whose bytes it shares (Reshape, Flatten), or -1.
+};
+
+/// One node of the plan, run by one worker.
+struct StaticStep {
+  const char* node;    ///< The node's display name, for messages.
+  const char* output;  ///< Name of its first output: finds the node in the graph text.
+  int worker;
+  int inputs_begin;  ///< Into StaticProgramTables::step_values; -1 entries are omitted inputs.
+  int inputs_end;
+  int outputs_begin;
+  int outputs_end;
+};
+
+using StaticWorkerFunction = void (*)(StaticProgram&);
+
+/// Everything cleave's generator fixed for one program.
+struct StaticProgramTables {
+  const char* model_name;
+  const char* graph_text;    ///< The optimized graph, initializer data left out.
+  const char* weights_file;  ///< File name of the weights, found next to the executable.
+  int64_t weights_bytes;
+  const char* convolution_family;  ///< "blocked", "winograd" or "channels-last".
+  int blocked_layouts;             ///< 0: every kernel writes plain row-major outputs.
+  int workers;
+  int threads_per_worker;
+  const int* worker_cores;  ///< workers x threads_per_worker CPU numbers to pin to (-1: none).
+  const StaticValue* values;
+  int value_count;
+  const StaticStep* steps;
+  int step_count;
+  const int* step_values;
+  int channel_count;
+  const int* graph_inputs;  ///< Value indices, in graph input order.
+  int graph_input_count;
+  const int* graph_outputs;  ///< Value indices, in graph output order.
+  int graph_output_count;
+  int64_t arena_bytes;
+  const StaticWorkerFunction* worker_functions;  ///< One per worker.
+};
+
+/// A generated program at run time: the weights memory-mapped, one arena, one kernel per step
+/// prepared on the first run (on its worker's thread, with its thread count), persistent
+/// pinned worker threads, and one ready flag per channel.
+class StaticProgram {
+ public:
+  /// Maps `weights_path` and parses the graph text; throws Error naming the file when the
+  /// weights are missing or of another size.
+  StaticProgram(const StaticProgramTables& tables, const std::string& weights_path);
+  ~StaticProgram();
+  StaticProgram(const StaticProgram&) = delete;
+  StaticProgram& operator=(const StaticProgram&) = delete;
+
+  /// One run: copies the inputs (graph input order) into the arena, runs every worker's
+  /// function, copies the outputs (graph output order) out. Buffers hold the planned bytes
+  /// of each value. Throws Error naming the step when a kernel fails; the first run also
+  /// throws when a prepared kernel disagrees with the generated shapes or sizes (a program
+  /// generated on another CPU or oneDNN version).
+  void run(const void* const* inputs, void* const* outputs);
+
+  /// Called from generated worker functions only.
+  void step(int index);
+  void send(int channel);
+  void receive(int channel);
+
+  const StaticProgramTables& tables() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The weights file next to the running executable (the table's file name there).
+std::string default_weights_path(const StaticProgramTables& tables);
+
+/// The generated executable's main: the options of `cleave run` (--input NAME=F.npy,
+/// --output-dir, --warmup, --repeat, --json, --seed) plus --weights; prints the same latency
+/// line. Returns the exit code; errors print "NAME: error: ..." and return 1.
+int static_program_main(const StaticProgramTables& tables, int argc, char** argv);
+
+}  // namespace cleave

@@ -1,0 +1,97 @@
+// `cleave codegen --lang pytorch`: the generated module runs and matches cleave; bad input is
+// refused.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "codegen_fixture.h"
+
+namespace cleave {
+namespace {
+
+namespace fs = std::filesystem;
+
+double max_abs_difference(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  const auto x = a.to_double_vector(), y = b.to_double_vector();
+  double worst = x.size() == y.size() ? 0 : INFINITY;
+  for (std::size_t i = 0; i < x.size() && i < y.size(); ++i)
+    worst = std::max(worst, std::abs(x[i] - y[i]));
+  return worst;
+}
+
+class CodegenCommand : public CodegenFixture {
+ protected:
+  void SetUp() override {
+    CodegenFixture::SetUp();
+    write_model(kTwoBranchModel, path("m.onnx"));
+    save_default_input("m.onnx", path("x.npy"));
+    ASSERT_EQ(cleave("run m.onnx --input x=x.npy --output-dir ref").exit_code, 0);
+    ASSERT_EQ(cleave("plan m.onnx --strategy lc --workers 2 --costs static -o plan.json").exit_code,
+              0);
+  }
+};
+
+TEST_F(CodegenCommand, PytorchWorkersAndSequentialTwinMatchCleave) {
+  CommandOutput generated = cleave("codegen m.onnx --plan plan.json --lang pytorch -o py");
+  ASSERT_EQ(generated.exit_code, 0) << generated.text;
+  const std::string model = read_text_file(path("py/model.py"));
+  // Ramiel's form: one method per worker, queues between them, the sequential forward.
+  EXPECT_NE(model.find("def worker_0(self, inputs, ch):"), std::string::npos);
+  EXPECT_NE(model.find("def worker_1(self, inputs, ch):"), std::string::npos);
+  EXPECT_NE(model.find("ch.put("), std::string::npos);
+  EXPECT_NE(model.find("ch.get("), std::string::npos);
+  EXPECT_NE(model.find("def forward(self, x):"), std::string::npos);
+  EXPECT_NE(model.find("F.conv2d("), std::string::npos);
+  const Tensor reference = read_npy(path("ref/out.npy"));
+  for (const std::string mode : {"", " --sequential", " --processes"}) {
+    fs::remove_all(path("out"));
+    CommandOutput run =
+        shell("/usr/bin/python3 py/run.py --input x=x.npy --output-dir out --repeat 2" + mode);
+    ASSERT_EQ(run.exit_code, 0) << mode << "\n" << run.text;
+    EXPECT_NE(run.text.find("latency    min"), std::string::npos) << run.text;
+    EXPECT_LT(max_abs_difference(read_npy(path("out/out.npy")), reference), 1e-5) << mode;
+  }
+}
+
+TEST_F(CodegenCommand, APlanForAnotherModelIsRefusedAndNothingIsWritten) {
+  write_model(
+      std::string(kTwoBranchModel).replace(std::string(kTwoBranchModel).find("Sigmoid"), 7, "Tanh"),
+      path("other.onnx"));
+  CommandOutput result = cleave("codegen other.onnx --plan plan.json --lang pytorch -o py");
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.text.find("another model"), std::string::npos) << result.text;
+  EXPECT_FALSE(fs::exists(path("py")));
+}
+
+TEST_F(CodegenCommand, AnOpWithoutPytorchMappingNamesTheNodeAndWritesNothing) {
+  write_model(R"(graph main [ai.onnx=17] (%x: f32[1,4,8,8]) {
+  %n = "norm1" LRN[size=3](%x)
+  %y = Relu(%n)
+  return %y
+})",
+              path("lrn.onnx"));
+  CommandOutput result = cleave("codegen lrn.onnx --lang pytorch -o py");
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.text.find("norm1"), std::string::npos) << result.text;
+  EXPECT_NE(result.text.find("LRN"), std::string::npos) << result.text;
+  EXPECT_FALSE(fs::exists(path("py")));
+  for (const auto& entry : fs::directory_iterator(folder_))
+    EXPECT_EQ(entry.path().filename().string().find(".py."), std::string::npos);
+}
+
+TEST_F(CodegenCommand, ANonEmptyOutputFolderIsKeptUnlessForced) {
+  fs::create_directories(path("py"));
+  { std::ofstream(path("py/mine.txt")) << "keep"; }
+  CommandOutput refused = cleave("codegen m.onnx --lang pytorch -o py");
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.text.find("--force"), std::string::npos) << refused.text;
+  EXPECT_TRUE(fs::exists(path("py/mine.txt")));
+  ASSERT_EQ(cleave("codegen m.onnx --lang pytorch -o py --force").exit_code, 0);
+  EXPECT_FALSE(fs::exists(path("py/mine.txt")));
+  EXPECT_TRUE(fs::exists(path("py/run.py")));
+}
+
+}  // namespace
+}  // namespace cleave

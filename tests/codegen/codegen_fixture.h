@@ -1,0 +1,108 @@
+// Shared fixture of the codegen command tests: a small two-branch model and helpers.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "ir/text.h"
+#include "onnx/onnx_export.h"
+#include "runtime/npy.h"
+#include "runtime/random_inputs.h"
+
+namespace cleave {
+
+/// Two branches from one input (so an lc plan has two workers and values cross between
+/// them), joined by a Concat, then a classifier.
+inline const char* kTwoBranchModel = R"(graph main [ai.onnx=17] (%x: f32[1,3,16,16]) {
+  @wa: f32[8,3,3,3]
+  @ba: f32[8]
+  @wb: f32[8,3,1,1]
+  @wc: f32[8,16,3,3]
+  @fw: f32[10,8]
+  @fb: f32[10]
+  %a = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @wa, @ba)
+  %ar = Relu(%a)
+  %b = Conv[kernel_shape=[1,1]](%x, @wb)
+  %bs = Sigmoid(%b)
+  %c = Concat[axis=1](%ar, %bs)
+  %d = Conv[kernel_shape=[3,3], pads=[1,1,1,1], strides=[2,2]](%c, @wc)
+  %p = MaxPool[kernel_shape=[2,2], strides=[2,2]](%d)
+  %g = GlobalAveragePool(%p)
+  %f = Flatten(%g)
+  %y = Gemm[transB=1](%f, @fw, @fb)
+  %out = Softmax[axis=1](%y)
+  return %out
+})";
+
+struct CommandOutput {
+  int exit_code = -1;
+  std::string text;  ///< stdout and stderr.
+};
+
+inline std::string read_text_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// Writes `text` as an ONNX model with seeded random weights in [-0.5, 0.5).
+inline void write_model(const std::string& text, const std::string& path, unsigned seed = 7) {
+  Graph graph = parse_graph(text);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-0.5f, 0.5f);
+  for (ValueId id : graph.initializers()) {
+    TensorData& data = *graph.value(id).initializer;
+    if (data.has_data()) continue;
+    std::vector<float> values(static_cast<std::size_t>(data.element_count()));
+    for (float& v : values) v = uniform(rng);
+    data = TensorData::from(DataType::kFloat, data.dims, values);
+  }
+  export_onnx(graph, path);
+}
+
+class CodegenFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    folder_ = std::filesystem::temp_directory_path() /
+              ("cleave_codegen_test_" + std::to_string(::getpid()) + "_" +
+               ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(folder_);
+    std::filesystem::create_directories(folder_);
+    setenv("CLEAVE_CACHE_DIR", path("cache").c_str(), 1);
+  }
+  void TearDown() override {
+    unsetenv("CLEAVE_CACHE_DIR");
+    std::filesystem::remove_all(folder_);
+  }
+  std::string path(const std::string& name) const { return (folder_ / name).string(); }
+
+  /// Runs a shell command line in the test's folder, stdout and stderr captured.
+  CommandOutput shell(const std::string& command) const {
+    const std::string line =
+        "cd " + folder_.string() + " && " + command + " >" + path("log") + " 2>&1";
+    const int status = std::system(line.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text_file(path("log"))};
+  }
+  CommandOutput cleave(const std::string& arguments) const {
+    return shell(std::string(CLEAVE_BINARY) + " " + arguments);
+  }
+  /// The seeded input `cleave run` uses, saved for the other side of a comparison.
+  void save_default_input(const std::string& model, const std::string& npy) const {
+    Graph graph = parse_graph(kTwoBranchModel);
+    (void)model;
+    write_npy(npy, random_inputs(graph, 0).at("x"));
+  }
+
+  std::filesystem::path folder_;
+};
+
+}  // namespace cleave
