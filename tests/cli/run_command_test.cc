@@ -112,6 +112,28 @@ TEST_F(RunCommandTest, AutoTimesAParallelChoiceAgainstSequential) {
   EXPECT_EQ(plain["plan"]["strategy"], check["candidate"]);
 }
 
+// --stats names the implementation of every node, grouped by op; the demo model's convolutions
+// run oneDNN kernels, never its reference ones, on whatever ISA the machine has.
+TEST_F(RunCommandTest, StatsListEachOpsImplementations) {
+  CommandResult result = cleave("run " + model_ + " --layouts blocked --stats --json");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  nlohmann::json report = nlohmann::json::parse(result.out);
+  ASSERT_TRUE(report.contains("implementations")) << result.out;
+  int conv_nodes = 0, all_nodes = 0;
+  for (const auto& entry : report["implementations"]) {
+    all_nodes += entry["nodes"].get<int>();
+    if (entry["op"] != "Conv") continue;
+    conv_nodes += entry["nodes"].get<int>();
+    const std::string name = entry["implementation"].get<std::string>();
+    EXPECT_EQ(name.find("ref"), std::string::npos) << name;
+    EXPECT_NE(name, "cleave");
+  }
+  EXPECT_GT(conv_nodes, 0);
+  int op_nodes = 0;
+  for (const auto& entry : report["ops"]) op_nodes += entry["nodes"].get<int>();
+  EXPECT_EQ(all_nodes, op_nodes);
+}
+
 TEST_F(RunCommandTest, AnUnknownLayoutIsRefused) {
   CommandResult result = cleave("run " + model_ + " --layouts sideways");
   EXPECT_NE(result.exit_code, 0);
