@@ -24,5 +24,6 @@ void register_bench(CLI::App& app, CommandAction& action);
 void register_optimize(CLI::App& app, CommandAction& action);
 void register_schedule(CLI::App& app, CommandAction& action);
 void register_export_tasks(CLI::App& app, CommandAction& action);
+void register_split(CLI::App& app, CommandAction& action);
 
 }  // namespace cleave::cli

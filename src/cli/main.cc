@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   cleave::cli::register_optimize(app, action);
   cleave::cli::register_schedule(app, action);
   cleave::cli::register_export_tasks(app, action);
+  cleave::cli::register_split(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
