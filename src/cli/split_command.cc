@@ -72,8 +72,8 @@ int run_split_command(const SplitCommandOptions& o) {
   if (!o.machine.empty()) {
     Machine machine = read_machine(o.machine);
     if (static_cast<int>(machine.size()) != o.nodes)
-      throw Error(fmt::format("{}: has {} devices, but --nodes is {}", o.machine, machine.size(),
-                              o.nodes));
+      throw Error(
+          fmt::format("{}: has {} devices, but --nodes is {}", o.machine, machine.size(), o.nodes));
     for (const Device& d : machine.devices) options.cost.speeds.push_back(d.speed);
     options.cost.bandwidth = machine.bandwidth;
     options.cost.latency = machine.latency;
@@ -107,8 +107,8 @@ int run_split_command(const SplitCommandOptions& o) {
       best = std::move(r);
   }
   if (o.nodes > 1 && best->report.gathers.size() == graph.node_count())
-    throw Error(fmt::format("{}: no layer can be split along {} (first reason: {})", o.model,
-                            o.dim, best->report.gathers.front().reason));
+    throw Error(fmt::format("{}: no layer can be split along {} (first reason: {})", o.model, o.dim,
+                            best->report.gathers.front().reason));
   write_split_folder(*best, o.output, o.model, fingerprint);
   if (!o.dot.empty() || !o.svg.empty()) {
     std::string dot = graph_to_dot(best->partitioned.graph, {});
@@ -134,8 +134,8 @@ int run_split_command(const SplitCommandOptions& o) {
              n.transfer_bytes, s.transfer_bytes,
              s.transfer_bytes ? double(n.transfer_bytes) / double(s.transfer_bytes) : 0.0,
              n.transfers, s.transfers);
-  fmt::print("sync points: naive {} -> optimised {}; redundant output elements {}\n",
-             n.sync_points, s.sync_points, s.redundant_elements);
+  fmt::print("sync points: naive {} -> optimised {}; redundant output elements {}\n", n.sync_points,
+             s.sync_points, s.redundant_elements);
   for (std::size_t m = 0; m < s.weight_bytes.size(); ++m)
     fmt::print("machine {}: weights {} bytes, peak activations {} bytes\n", m, s.weight_bytes[m],
                s.peak_activation_bytes[m]);

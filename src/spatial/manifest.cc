@@ -18,8 +18,7 @@ SplitManifest make_manifest(const PartitionedGraph& split) {
   for (ValueId in : g.inputs())
     manifest.inputs.push_back({g.value(in).name, g.value(in).dtype, g.value(in).shape.sizes()});
   for (ValueId out : g.outputs())
-    manifest.outputs.push_back(
-        {g.value(out).name, g.value(out).dtype, g.value(out).shape.sizes()});
+    manifest.outputs.push_back({g.value(out).name, g.value(out).dtype, g.value(out).shape.sizes()});
   std::map<NodeId, const SplitTransfer*> transfer_of;
   for (const SplitTransfer& t : split.transfers) transfer_of[t.slice] = &t;
   std::vector<std::vector<NodeId>> open(split.machines);
@@ -70,15 +69,24 @@ SplitManifest make_manifest(const PartitionedGraph& split) {
 
 std::string manifest_dtype_name(DataType dtype) {
   switch (dtype) {
-    case DataType::kFloat: return "float32";
-    case DataType::kFloat16: return "float16";
-    case DataType::kDouble: return "float64";
-    case DataType::kInt8: return "int8";
-    case DataType::kUInt8: return "uint8";
-    case DataType::kInt32: return "int32";
-    case DataType::kInt64: return "int64";
-    case DataType::kBool: return "bool";
-    default: throw Error("split manifest: unsupported tensor type " + std::string(dtype_name(dtype)));
+    case DataType::kFloat:
+      return "float32";
+    case DataType::kFloat16:
+      return "float16";
+    case DataType::kDouble:
+      return "float64";
+    case DataType::kInt8:
+      return "int8";
+    case DataType::kUInt8:
+      return "uint8";
+    case DataType::kInt32:
+      return "int32";
+    case DataType::kInt64:
+      return "int64";
+    case DataType::kBool:
+      return "bool";
+    default:
+      throw Error("split manifest: unsupported tensor type " + std::string(dtype_name(dtype)));
   }
 }
 
@@ -112,8 +120,8 @@ std::string string_field(const nlohmann::json& obj, const char* key, const std::
   return v.get<std::string>();
 }
 
-int64_t int_field(const nlohmann::json& obj, const char* key, const std::string& where,
-                  int64_t lo, int64_t hi) {
+int64_t int_field(const nlohmann::json& obj, const char* key, const std::string& where, int64_t lo,
+                  int64_t hi) {
   const auto& v = field(obj, key, where);
   if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
     bad(where + "." + key, "an integer in " + std::to_string(lo) + ".." + std::to_string(hi), v);
@@ -220,7 +228,8 @@ SplitManifest manifest_from_json(const nlohmann::json& json, const std::string& 
   std::map<int, std::pair<const ManifestStep*, const ManifestStep*>> by_tag;
   m.steps.resize(m.machines);
   for (int r = 0; r < m.machines; ++r) {
-    if (!steps[r].is_array()) bad(origin + ".steps[" + std::to_string(r) + "]", "an array", steps[r]);
+    if (!steps[r].is_array())
+      bad(origin + ".steps[" + std::to_string(r) + "]", "an array", steps[r]);
     for (std::size_t k = 0; k < steps[r].size(); ++k) {
       const std::string where =
           origin + ".steps[" + std::to_string(r) + "][" + std::to_string(k) + "]";
@@ -278,8 +287,8 @@ SplitManifest manifest_from_json(const nlohmann::json& json, const std::string& 
   }
   for (const auto& [tag, pair] : by_tag) {
     if (!pair.first || !pair.second)
-      throw Error(origin + ": transfer tag " + std::to_string(tag) +
-                  " has a " + (pair.first ? "send" : "recv") + " without its partner");
+      throw Error(origin + ": transfer tag " + std::to_string(tag) + " has a " +
+                  (pair.first ? "send" : "recv") + " without its partner");
     if (pair.first->name != pair.second->name || pair.first->bytes != pair.second->bytes)
       throw Error(origin + ": transfer tag " + std::to_string(tag) +
                   ": the send and the recv disagree on name or bytes");

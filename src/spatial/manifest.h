@@ -42,7 +42,7 @@ struct SplitManifest {
   std::string fingerprint;
   int machines = 1;
   std::vector<ManifestTensor> inputs;
-  std::vector<ManifestTensor> outputs;  ///< All complete on machine 0 at the end.
+  std::vector<ManifestTensor> outputs;           ///< All complete on machine 0 at the end.
   std::vector<std::vector<ManifestStep>> steps;  ///< Per machine.
 };
 

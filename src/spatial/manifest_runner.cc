@@ -72,8 +72,8 @@ std::map<std::string, Tensor> run_manifest(const SplitManifest& manifest,
           auto it = mailbox.find(s.tag);
           if (it == mailbox.end()) break;  // waits for the sender
           if (it->second.shape() != s.shape)
-            throw Error(where(m, pc[m]) + ": received " + it->second.describe() +
-                        " for '" + s.name + "'");
+            throw Error(where(m, pc[m]) + ": received " + it->second.describe() + " for '" +
+                        s.name + "'");
           env[m][s.name] = std::move(it->second);
           mailbox.erase(it);
         } else if (s.kind == ManifestStep::Kind::kSend) {

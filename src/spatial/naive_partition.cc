@@ -22,11 +22,16 @@ std::optional<SplitDim> parse_split_dim(std::string_view text) {
 
 std::string_view split_dim_name(SplitDim dim) {
   switch (dim) {
-    case SplitDim::kH: return "h";
-    case SplitDim::kW: return "w";
-    case SplitDim::kC: return "c";
-    case SplitDim::kHW: return "hw";
-    case SplitDim::kNone: return "none";
+    case SplitDim::kH:
+      return "h";
+    case SplitDim::kW:
+      return "w";
+    case SplitDim::kC:
+      return "c";
+    case SplitDim::kHW:
+      return "hw";
+    case SplitDim::kNone:
+      return "none";
   }
   return "?";
 }
@@ -158,12 +163,13 @@ Partition naive_partition(const Graph& graph, const SplitOptions& options) {
       continue;
     }
     if (p.machines == 1 || dim == SplitDim::kNone) {
-      p.layers[id] = gathered(p.machines, sizes, p.machines == 1 ? "one machine" : "configured none");
+      p.layers[id] =
+          gathered(p.machines, sizes, p.machines == 1 ? "one machine" : "configured none");
       continue;
     }
     std::vector<int> axes;
     if (sizes.size() == 4) {
-      axes = dim == SplitDim::kH ? std::vector<int>{2}
+      axes = dim == SplitDim::kH   ? std::vector<int>{2}
              : dim == SplitDim::kW ? std::vector<int>{3}
              : dim == SplitDim::kC ? std::vector<int>{1}
                                    : std::vector<int>{2, 3};

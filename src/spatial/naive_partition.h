@@ -1,4 +1,5 @@
-// The naive partitioner (thesis §3.3): every layer's output split across machines, last layer first.
+// The naive partitioner (thesis §3.3): every layer's output split across machines, last layer
+// first.
 #pragma once
 
 #include <map>
@@ -35,10 +36,10 @@ struct SplitOptions {
 
 /// How one node's output is divided.
 struct LayerSplit {
-  std::vector<int> axes;     ///< Axes of output 0 that are split; empty when gathered.
-  bool gathered = false;     ///< Computed whole on machine 0: a synchronisation point.
-  std::string reason;        ///< Why it is gathered.
-  std::vector<Box> owned;    ///< Per machine, the part of output 0 it owns (a partition).
+  std::vector<int> axes;   ///< Axes of output 0 that are split; empty when gathered.
+  bool gathered = false;   ///< Computed whole on machine 0: a synchronisation point.
+  std::string reason;      ///< Why it is gathered.
+  std::vector<Box> owned;  ///< Per machine, the part of output 0 it owns (a partition).
 };
 
 /// Per NodeId (tombstones and unsplit nodes hold nullopt only when removed).

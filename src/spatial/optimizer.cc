@@ -23,10 +23,14 @@ JoinCase classify_join(const Box& held, const Box& read) {
 
 std::string_view join_case_name(JoinCase c) {
   switch (c) {
-    case JoinCase::kSame: return "same";
-    case JoinCase::kCrop: return "crop";
-    case JoinCase::kFetch: return "fetch";
-    case JoinCase::kFetchCrop: return "fetch+crop";
+    case JoinCase::kSame:
+      return "same";
+    case JoinCase::kCrop:
+      return "crop";
+    case JoinCase::kFetch:
+      return "fetch";
+    case JoinCase::kFetchCrop:
+      return "fetch+crop";
   }
   return "?";
 }
@@ -104,7 +108,12 @@ Regions plan_regions(const Graph& graph, const Partition& partition, JoinMode mo
     double transfer_time = 0, extra_time = 0;
     bool valid = true;
     for (int m = 0; m < machines && valid; ++m) {
-      if (need[m].empty() || box_empty(need[m])) continue;
+      if (need[m].empty() || box_empty(need[m])) {
+        // A machine that reads none of it would compute its part only for the others, who
+        // then hold it already: fusing here wastes that machine's work.
+        if (!box_empty(r.owned[v][m])) valid = false;
+        continue;
+      }
       if (box_empty(r.owned[v][m])) {
         valid = false;  // a machine with no part of this layer would compute it all
         break;
@@ -119,8 +128,8 @@ Regions plan_regions(const Graph& graph, const Partition& partition, JoinMode mo
       transfer_time = std::max(transfer_time, t);
       grown[m] = bounding_box(r.owned[v][m], need[m]);
       if (!map_region(graph, id, grown[m]).ok) valid = false;
-      const double extra = static_cast<double>(box_elements(grown[m]) -
-                                               box_elements(r.owned[v][m]));
+      const double extra =
+          static_cast<double>(box_elements(grown[m]) - box_elements(r.owned[v][m]));
       extra_time = std::max(extra_time, extra * flops / (cost.flops_per_second * cost.speed(m)));
     }
     if (valid && transfer_time > 0 && extra_time < transfer_time) {

@@ -21,10 +21,10 @@ enum class JoinMode {
 
 /// What a transfer and a redundant computation cost, for the fusion decision and predictions.
 struct SplitCostModel {
-  double flops_per_second = 1e10;  ///< Of a machine of speed 1.
+  double flops_per_second = 1e10;   ///< Of a machine of speed 1.
   double bytes_per_second = 125e6;  ///< Per link (1 Gbit/s).
-  double latency_seconds = 1e-4;  ///< Per message.
-  std::vector<double> speeds;     ///< Per machine; empty = all 1.
+  double latency_seconds = 1e-4;    ///< Per message.
+  std::vector<double> speeds;       ///< Per machine; empty = all 1.
   /// Optional per-pair link bandwidth (bytes/s) and latency, from a machine file.
   std::vector<std::vector<double>> bandwidth;
   std::vector<std::vector<double>> latency;
@@ -36,10 +36,10 @@ struct SplitCostModel {
 /// Per value, per machine, the box that machine computes (or, for graph inputs, has); an empty
 /// box when it holds none of it.
 struct Regions {
-  std::vector<std::vector<Box>> held;  ///< [ValueId][machine]
-  std::vector<std::vector<Box>> owned;  ///< [ValueId][machine]: the partition others fetch from
+  std::vector<std::vector<Box>> held;      ///< [ValueId][machine]
+  std::vector<std::vector<Box>> owned;     ///< [ValueId][machine]: the partition others fetch from
   std::vector<std::vector<char>> present;  ///< [ValueId][machine]: the machine holds a part
-  std::vector<bool> fused;             ///< [ValueId]: held grown past owned to skip transfers
+  std::vector<bool> fused;                 ///< [ValueId]: held grown past owned to skip transfers
   int fused_count = 0;
 };
 

@@ -1,4 +1,5 @@
-// Builds the partitioned graph: slices per machine, assembled inputs, Slice/Concat for crops and joins.
+// Builds the partitioned graph: slices per machine, assembled inputs, Slice/Concat for crops and
+// joins.
 #include "spatial/partitioned_graph.h"
 
 #include <algorithm>
@@ -16,8 +17,8 @@ TensorData slice_tensor_data(const TensorData& data, const Box& box) {
   if (!data.bytes || elem == 0) throw Error("split: cannot slice a constant without data");
   const std::vector<int64_t> out_sizes = box_sizes(box);
   const std::size_t rank = data.dims.size();
-  auto raw = std::make_shared<std::vector<std::byte>>(
-      static_cast<std::size_t>(box_elements(box)) * elem);
+  auto raw =
+      std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(box_elements(box)) * elem);
   std::vector<int64_t> strides(rank, 1);
   for (std::size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * data.dims[d];
   std::vector<int64_t> index(rank, 0);
@@ -75,7 +76,28 @@ class Builder {
       outputs.push_back(named);
     }
     out_.graph.set_outputs(outputs);
+    remove_unread_slices();
     return std::move(out_);
+  }
+
+  // A slice whose result nobody reads (a machine's part that the others recomputed, a row a
+  // stride skips) is dropped, with the pieces and transfers that only fed it.
+  void remove_unread_slices() {
+    Graph& g = out_.graph;
+    for (bool changed = true; changed;) {
+      changed = false;
+      std::vector<NodeId> ids = g.node_ids();
+      for (auto it = ids.rbegin(); it != ids.rend(); ++it) {
+        const Node& n = g.node(*it);
+        bool read = false;
+        for (ValueId v : n.outputs)
+          read = read || g.value(v).is_graph_output || !g.consumers(v).empty();
+        if (read) continue;
+        g.remove_node(*it);
+        changed = true;
+      }
+    }
+    std::erase_if(out_.transfers, [&](const SplitTransfer& t) { return g.node(t.slice).removed; });
   }
 
  private:
@@ -83,8 +105,8 @@ class Builder {
                   std::vector<std::pair<std::string, Attribute>> attributes, int machine,
                   NodeId origin, std::string name = {}) {
     if (name.empty()) name = fresh(op);
-    NodeId id = out_.graph.add_node(op, std::move(inputs), std::move(outputs),
-                                    std::move(attributes), name);
+    NodeId id =
+        out_.graph.add_node(op, std::move(inputs), std::move(outputs), std::move(attributes), name);
     out_.machine.resize(id + 1, 0);
     out_.origin.resize(id + 1, -1);
     out_.machine[id] = machine;
@@ -210,7 +232,8 @@ class Builder {
     }
     if (has && box_contains(held, want)) {
       count_case(JoinCase::kCrop, reader);
-      return slice(local_[v][m], relative_box(want, held), m, name + "@" + std::to_string(m) + "~crop");
+      return slice(local_[v][m], relative_box(want, held), m,
+                   name + "@" + std::to_string(m) + "~crop");
     }
     count_case(has && !box_empty(held) && !box_contains(want, held) ? JoinCase::kFetchCrop
                                                                     : JoinCase::kFetch,
@@ -281,9 +304,8 @@ class Builder {
         if (p.box[a].begin > box[a].begin) cuts.insert(p.box[a].begin);
       std::vector<int64_t> valid{box[a].begin};
       for (int64_t c : cuts)
-        if (std::all_of(pieces.begin(), pieces.end(), [&](const Piece& p) {
-              return p.box[a].end <= c || p.box[a].begin >= c;
-            }))
+        if (std::all_of(pieces.begin(), pieces.end(),
+                        [&](const Piece& p) { return p.box[a].end <= c || p.box[a].begin >= c; }))
           valid.push_back(c);
       if (valid.size() == 1) continue;
       valid.push_back(box[a].end);

@@ -26,7 +26,7 @@ struct SplitTransfer {
 struct PartitionedGraph {
   Graph graph;
   int machines = 1;
-  std::vector<int> machine;  ///< Per NodeId of `graph`: the machine that runs it.
+  std::vector<int> machine;    ///< Per NodeId of `graph`: the machine that runs it.
   std::vector<NodeId> origin;  ///< Per NodeId: the model's node it is a slice of, or -1.
   std::vector<SplitTransfer> transfers;
   /// Per model node that reads data from another machine: counted once (synchronisation).

@@ -28,13 +28,61 @@ int64_t opset(const Graph& graph) {
 }
 
 bool is_elementwise(const std::string& op) {
-  static const std::set<std::string> ops = {
-      "Relu", "LeakyRelu", "PRelu", "Sigmoid", "Tanh", "Clip", "HardSigmoid", "HardSwish",
-      "Elu", "Selu", "Celu", "Softplus", "Softsign", "Exp", "Log", "Abs", "Neg", "Sqrt",
-      "Reciprocal", "Identity", "Dropout", "Erf", "Gelu", "Mish", "Cast", "Floor", "Ceil",
-      "Round", "Sign", "Not", "ThresholdedRelu", "Sin", "Cos", "Add", "Sub", "Mul", "Div",
-      "Pow", "Max", "Min", "Sum", "Mean", "Where", "Equal", "Greater", "Less", "GreaterOrEqual",
-      "LessOrEqual", "And", "Or", "Xor", "Mod", "IsNaN", "IsInf", "Shrink"};
+  static const std::set<std::string> ops = {"Relu",
+                                            "LeakyRelu",
+                                            "PRelu",
+                                            "Sigmoid",
+                                            "Tanh",
+                                            "Clip",
+                                            "HardSigmoid",
+                                            "HardSwish",
+                                            "Elu",
+                                            "Selu",
+                                            "Celu",
+                                            "Softplus",
+                                            "Softsign",
+                                            "Exp",
+                                            "Log",
+                                            "Abs",
+                                            "Neg",
+                                            "Sqrt",
+                                            "Reciprocal",
+                                            "Identity",
+                                            "Dropout",
+                                            "Erf",
+                                            "Gelu",
+                                            "Mish",
+                                            "Cast",
+                                            "Floor",
+                                            "Ceil",
+                                            "Round",
+                                            "Sign",
+                                            "Not",
+                                            "ThresholdedRelu",
+                                            "Sin",
+                                            "Cos",
+                                            "Add",
+                                            "Sub",
+                                            "Mul",
+                                            "Div",
+                                            "Pow",
+                                            "Max",
+                                            "Min",
+                                            "Sum",
+                                            "Mean",
+                                            "Where",
+                                            "Equal",
+                                            "Greater",
+                                            "Less",
+                                            "GreaterOrEqual",
+                                            "LessOrEqual",
+                                            "And",
+                                            "Or",
+                                            "Xor",
+                                            "Mod",
+                                            "IsNaN",
+                                            "IsInf",
+                                            "Shrink"};
   return ops.count(op) != 0;
 }
 
@@ -190,8 +238,7 @@ RegionMap softmax(const Graph& graph, const Node& n, const std::vector<int64_t>&
   return r;
 }
 
-RegionMap gemm(const Graph& graph, const Node& n, const std::vector<int64_t>& os,
-               const Box& out) {
+RegionMap gemm(const Graph& graph, const Node& n, const std::vector<int64_t>& os, const Box& out) {
   auto a = static_sizes(graph, n.inputs[0]);
   auto b = static_sizes(graph, n.inputs[1]);
   if (!a || !b || a->size() != 2 || b->size() != 2 || os.size() != 2)
@@ -245,8 +292,7 @@ RegionMap flatten(const Graph& graph, const Node& n, const std::vector<int64_t>&
   return r;
 }
 
-RegionMap pad(const Graph& graph, const Node& n, const std::vector<int64_t>& os,
-              const Box& out) {
+RegionMap pad(const Graph& graph, const Node& n, const std::vector<int64_t>& os, const Box& out) {
   auto xs = static_sizes(graph, n.inputs[0]);
   if (!xs || n.string_attribute("mode", "constant") != "constant")
     return refuse("only constant-mode Pad is split");
@@ -321,8 +367,8 @@ RegionMap map_region(const Graph& graph, NodeId id, const Box& out) {
   if (op == "MatMul") return matmul(graph, n, *os, out);
   if (op == "Flatten" || op == "Reshape") return flatten(graph, n, *os, out);
   if (op == "Pad") return pad(graph, n, *os, out);
-  if (os->size() == 4 && (op == "GlobalAveragePool" || op == "GlobalMaxPool" ||
-                          op == "GlobalLpPool")) {
+  if (os->size() == 4 &&
+      (op == "GlobalAveragePool" || op == "GlobalMaxPool" || op == "GlobalLpPool")) {
     RegionMap r;
     r.ok = true;
     auto xs = static_sizes(graph, n.inputs[0]);

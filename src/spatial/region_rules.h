@@ -1,4 +1,5 @@
-// Per op: which region of each input a region of the output needs, and how the slice's node changes.
+// Per op: which region of each input a region of the output needs, and how the slice's node
+// changes.
 #pragma once
 
 #include <map>

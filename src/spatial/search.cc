@@ -157,6 +157,18 @@ SearchResult search_partition(const SearchSpace& space, const SearchWeights& wei
     w.max_rest[k] = w.max_rest[k + 1] + (w.sizes[k].empty() ? 0 : w.sizes[k].back());
   }
   w.result.value = std::numeric_limits<double>::infinity();
+  if (prune) {
+    // The speed-share split (Eq. 3.1), when it lies in the space, is the first bound to beat.
+    std::vector<Interval> shares = split_extent(space.length, space.speeds);
+    bool inside = true;
+    for (int k = 0; k < n; ++k)
+      inside = inside && std::binary_search(w.sizes[k].begin(), w.sizes[k].end(), shares[k].size());
+    if (inside) {
+      ++w.result.evaluated;
+      w.result.value = partition_objective(space, weights, shares);
+      w.result.best = shares;
+    }
+  }
   w.current.assign(n, Interval{});
   w.walk(0, 0, 0, Terms{});
   w.result.log10_total = log10_count(space, w.sizes);

@@ -164,8 +164,7 @@ ShapeMap parse_shape_map(std::string_view text) {
     std::string s = trim(raw);
     if (s.empty()) continue;
     if (!map) {
-      if (s.rfind("shapemap ", 0) != 0 || s.back() != '{')
-        fail(line, "expected 'shapemap N {'");
+      if (s.rfind("shapemap ", 0) != 0 || s.back() != '{') fail(line, "expected 'shapemap N {'");
       int64_t n = parse_int(trim(s.substr(9, s.size() - 10)), line);
       if (n < 1 || n > 4096) fail(line, "machine count must be 1..4096");
       map.emplace(static_cast<int>(n));

@@ -97,11 +97,12 @@ SplitStats split_stats(const Graph& graph, const Partition& partition, const Reg
     for (ValueId v : g.node(id).inputs) {
       if (v == kNoValue || where[v] < 0) continue;
       double t = ready[v];
-      if (where[v] != m) t += cost.transfer_seconds(where[v], m, static_cast<double>(value_bytes(g, v)));
+      if (where[v] != m)
+        t += cost.transfer_seconds(where[v], m, static_cast<double>(value_bytes(g, v)));
       start = std::max(start, t);
     }
-    const double finish =
-        start + node_flops(g, id, &graph, split.origin[id]) / (cost.flops_per_second * cost.speed(m));
+    const double finish = start + node_flops(g, id, &graph, split.origin[id]) /
+                                      (cost.flops_per_second * cost.speed(m));
     machine_free[m] = finish;
     for (ValueId v : g.node(id).outputs) {
       ready[v] = finish;
@@ -143,8 +144,7 @@ SplitResult split_model(const Graph& graph, const SplitModelOptions& options) {
     if (!l.gathered) {
       ++split_layers;
     } else if (machines > 1) {
-      r.report.gathers.push_back(
-          {graph.describe(id), graph.node(id).op_type, l.reason});
+      r.report.gathers.push_back({graph.describe(id), graph.node(id).op_type, l.reason});
     }
   }
   log("naive partition: " + std::to_string(split_layers) + " of " +
@@ -154,7 +154,8 @@ SplitResult split_model(const Graph& graph, const SplitModelOptions& options) {
 
   // 2. The naive phase as the thesis builds it: every tensor gathered whole, then cropped.
   Regions naive_regions = plan_regions(graph, r.partition, JoinMode::kNaive, false, options.cost);
-  PartitionedGraph naive = build_partitioned_graph(graph, r.partition, naive_regions, JoinMode::kNaive);
+  PartitionedGraph naive =
+      build_partitioned_graph(graph, r.partition, naive_regions, JoinMode::kNaive);
   r.report.naive = split_stats(graph, r.partition, naive_regions, naive, options.cost);
   log("naive joins: " + std::to_string(r.report.naive.transfers) + " transfers, " +
       std::to_string(r.report.naive.transfer_bytes) + " bytes");
@@ -189,8 +190,8 @@ SplitResult split_model(const Graph& graph, const SplitModelOptions& options) {
   memory_per_machine(graph, {}, 1, weights, peak);
   r.report.whole_model_peak_bytes = weights[0] + peak[0];
   for (NodeId id : graph.node_ids())
-    r.report.whole_model_seconds += node_flops(graph, id, &graph, id) /
-                                    (options.cost.flops_per_second * options.cost.speed(0));
+    r.report.whole_model_seconds +=
+        node_flops(graph, id, &graph, id) / (options.cost.flops_per_second * options.cost.speed(0));
   return r;
 }
 

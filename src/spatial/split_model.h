@@ -19,13 +19,13 @@ namespace cleave {
 struct SplitStats {
   int64_t transfer_bytes = 0;
   int64_t transfers = 0;
-  int sync_points = 0;                 ///< Layers that wait for data from another machine.
-  int64_t redundant_elements = 0;      ///< Output elements computed on more than one machine.
+  int sync_points = 0;             ///< Layers that wait for data from another machine.
+  int64_t redundant_elements = 0;  ///< Output elements computed on more than one machine.
   double redundant_flops = 0;
-  std::vector<int64_t> weight_bytes;   ///< Per machine: the weights its slices read.
+  std::vector<int64_t> weight_bytes;           ///< Per machine: the weights its slices read.
   std::vector<int64_t> peak_activation_bytes;  ///< Per machine, by liveness in graph order.
-  int join_cases[4] = {0, 0, 0, 0};    ///< Per JoinCase.
-  double predicted_seconds = 0;        ///< List-schedule of the partitioned graph on the cost model.
+  int join_cases[4] = {0, 0, 0, 0};            ///< Per JoinCase.
+  double predicted_seconds = 0;  ///< List-schedule of the partitioned graph on the cost model.
 };
 
 struct GatherNote {
@@ -56,7 +56,7 @@ struct SplitResult {
 struct SplitModelOptions {
   SplitOptions split;
   SplitCostModel cost;
-  bool fuse = true;  ///< Let the cost model fuse layers per tile.
+  bool fuse = true;                             ///< Let the cost model fuse layers per tile.
   std::function<void(const std::string&)> log;  ///< Each step's one-line summary, when set.
 };
 

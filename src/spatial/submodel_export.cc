@@ -7,11 +7,14 @@
 #include "onnx/atomic_file.h"
 #include "onnx/extract.h"
 #include "onnx/onnx_export.h"
+#include "pipeline/load.h"
+#include "pipeline/model_plan.h"
+#include "spatial/split_plan.h"
 
 namespace cleave {
 
-void write_split_folder(const SplitResult& result, const std::string& dir,
-                        const std::string& model, const std::string& fingerprint) {
+void write_split_folder(const SplitResult& result, const std::string& dir, const std::string& model,
+                        const std::string& fingerprint) {
   namespace fs = std::filesystem;
   const fs::path target = fs::absolute(fs::path(dir)).lexically_normal();
   const fs::path parent = target.parent_path();
@@ -34,6 +37,15 @@ void write_split_folder(const SplitResult& result, const std::string& dir,
           write_model_file(extract_submodel(result.partitioned.graph, s.nodes),
                            (tmp / s.model).string());
     export_onnx(result.partitioned.graph, (tmp / "partitioned.onnx").string());
+    // The plan is made for the graph `cleave run partitioned.onnx --no-optimize` will load, so
+    // its fingerprint matches.
+    LoadOptions load;
+    load.optimize = false;
+    Graph reloaded = load_model((tmp / "partitioned.onnx").string(), load);
+    write_model_plan((tmp / "plan.json").string(),
+                     split_plan(reloaded, result.partitioned, static_costs(reloaded),
+                                cpu_machine(result.partitioned.machines, 1)),
+                     reloaded);
     write_file_atomically((tmp / "manifest.json").string(),
                           manifest_to_json(manifest).dump(1) + "\n");
     const fs::path old = parent / ("." + target.filename().string() + ".old-" + suffix);

@@ -28,13 +28,11 @@ TEST(LayerConfig, OverridesDirectionAndShares) {
   Graph g = testing::graph_with_weights(kTwoConvs);
   SplitModelOptions o;
   o.split.machines = 2;
-  o.split.layers = read_layer_configs(
-      write_temp(R"({"layers": {"conv1": {"dim": "w", "shares": [1, 3]}}})"));
+  o.split.layers =
+      read_layer_configs(write_temp(R"({"layers": {"conv1": {"dim": "w", "shares": [1, 3]}}})"));
   SplitResult r = split_model(g, o);
-  EXPECT_EQ(print_box(r.partition.layers[*g.find_node("conv1")]->owned[1]),
-            "[0:1, 0:4, 0:8, 2:8]");
-  EXPECT_EQ(print_box(r.partition.layers[*g.find_node("conv2")]->owned[1]),
-            "[0:1, 0:4, 4:8, 0:8]");
+  EXPECT_EQ(print_box(r.partition.layers[*g.find_node("conv1")]->owned[1]), "[0:1, 0:4, 0:8, 2:8]");
+  EXPECT_EQ(print_box(r.partition.layers[*g.find_node("conv2")]->owned[1]), "[0:1, 0:4, 4:8, 0:8]");
   EXPECT_LT(testing::split_error(g, r), 1e-5);
 }
 
@@ -59,8 +57,7 @@ TEST(LayerConfig, RefusesSharesOfTheWrongCountByName) {
     naive_partition(g, o);
     FAIL() << "accepted three shares for two machines";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("\"conv2\".shares: expected 2 shares"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("\"conv2\".shares: expected 2 shares"), std::string::npos)
         << e.what();
   }
 }

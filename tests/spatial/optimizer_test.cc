@@ -75,7 +75,7 @@ TEST(Optimizer, CheapLayersAreFusedWhenTransfersCostMore) {
 })");
   SplitResult fused = testing::split(g, 2, SplitDim::kH, true);
   EXPECT_EQ(fused.report.fused_tensors, 1);
-  EXPECT_EQ(fused.report.optimized.transfer_bytes, 128);  // only the final gather
+  EXPECT_EQ(fused.report.optimized.transfer_bytes, 128);            // only the final gather
   EXPECT_EQ(fused.report.optimized.redundant_elements, 2 * 2 * 4);  // one halo row each
   EXPECT_LT(testing::split_error(g, fused), 1e-5);
 

@@ -40,7 +40,7 @@ TEST(Search, PrunedSearchFindsTheExhaustiveOptimumOnRandomCases) {
     if (full.best.empty()) continue;
     EXPECT_DOUBLE_EQ(pruned.value, full.value) << "trial " << trial;
     EXPECT_DOUBLE_EQ(partition_objective(s, w, pruned.best), full.value);
-    EXPECT_LE(pruned.evaluated, full.evaluated);
+    EXPECT_LE(pruned.evaluated, full.evaluated + 1);  // + the speed-share split tried first
   }
 }
 

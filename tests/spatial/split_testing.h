@@ -41,7 +41,9 @@ inline std::map<std::string, Tensor> run_split(const SplitResult& r,
       if (s.kind == ManifestStep::Kind::kRun) nodes[s.model] = s.nodes;
   return run_manifest(
       r.manifest,
-      [&](const std::string& model) { return extract_subgraph(r.partitioned.graph, nodes.at(model)); },
+      [&](const std::string& model) {
+        return extract_subgraph(r.partitioned.graph, nodes.at(model));
+      },
       inputs);
 }
 

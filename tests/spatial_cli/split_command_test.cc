@@ -16,7 +16,9 @@ namespace {
 
 class SplitCommand : public CommandFixture {
  protected:
-  std::string demo() const { return std::string(CLEAVE_SOURCE_DIR) + "/models/inception_demo.onnx"; }
+  std::string demo() const {
+    return std::string(CLEAVE_SOURCE_DIR) + "/models/inception_demo.onnx";
+  }
 
   // Largest difference between the model's outputs and the split folder's recombined ones.
   double recombined_error(const std::string& model, const std::string& dir) const {
@@ -46,7 +48,8 @@ TEST_F(SplitCommand, WritesCheckedSubModelsThatRecombine) {
     EXPECT_LT(recombined_error(demo(), dir), 1e-3) << dim;
     const std::string check =
         "/usr/bin/python3 -c \"import onnx,glob,sys; [onnx.checker.check_model(onnx.load(f)) "
-        "for f in glob.glob(sys.argv[1] + '/*.onnx')]\" " + dir;
+        "for f in glob.glob(sys.argv[1] + '/*.onnx')]\" " +
+        dir;
     EXPECT_EQ(std::system(check.c_str()), 0) << dim;
   }
 }
