@@ -35,6 +35,7 @@ struct SplitCommandOptions {
   bool json = false;
   bool no_fuse = false;
   double link_gbits = 1;
+  int fuse_depth = 0;
 };
 
 std::vector<double> parse_speeds(const std::string& text, int machines) {
@@ -61,6 +62,9 @@ int run_split_command(const SplitCommandOptions& o) {
   options.split.machines = o.nodes;
   options.fuse = !o.no_fuse;
   options.cost.bytes_per_second = o.link_gbits * 1e9 / 8;
+  if (!(o.link_gbits > 0)) throw Error("--link-gbits: expected a positive link speed");
+  if (o.fuse_depth < 0) throw Error("--fuse-depth: expected 0 or more layers");
+  options.cost.fixed_fuse_depth = o.fuse_depth;
   std::vector<SplitDim> dims;
   if (o.dim == "auto") {
     dims = {SplitDim::kH, SplitDim::kW, SplitDim::kC, SplitDim::kHW};
@@ -143,7 +147,7 @@ int run_split_command(const SplitCommandOptions& o) {
              best->report.whole_model_peak_bytes, s.predicted_seconds * 1e3,
              best->report.whole_model_seconds * 1e3);
   for (const GatherNote& g : best->report.gathers)
-    fmt::print("gathered on machine 0: {} ({}): {}\n", g.node, g.op, g.reason);
+    fmt::print("gathered on machine 0: {}: {}\n", g.node, g.reason);
   fmt::print("wrote {}\n", o.output);
   return 0;
 }
@@ -173,6 +177,9 @@ void register_split(CLI::App& app, CommandAction& action) {
   command->add_option("--svg", o->svg, "Write the partitioned graph as SVG (needs dot)");
   command->add_option("--link-gbits", o->link_gbits,
                       "Link speed of the default cost model, Gbit/s (default 1)");
+  command->add_option("--fuse-depth", o->fuse_depth,
+                      "Fuse exactly the first K layers per tile, without the cost model "
+                      "(DeepThings' fixed-depth fused tiles; 0 = let the cost model decide)");
   command->add_flag("--no-fuse", o->no_fuse, "Never compute halos redundantly (no fused tiles)");
   command->add_flag("--json", o->json, "Print the report as JSON");
   command->callback([&action, o] { action = [o] { return run_split_command(*o); }; });

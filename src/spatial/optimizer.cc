@@ -94,6 +94,8 @@ Regions plan_regions(const Graph& graph, const Partition& partition, JoinMode mo
   r.owned = r.held;
   if (!fuse || mode == JoinMode::kNaive || machines == 1) return r;
   std::vector<NodeId> order = graph.topological_order();
+  std::vector<int> position(graph.node_capacity(), 0);
+  for (std::size_t k = 0; k < order.size(); ++k) position[order[k]] = static_cast<int>(k);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const NodeId id = *it;
     const Node& n = graph.node(id);
@@ -132,7 +134,9 @@ Regions plan_regions(const Graph& graph, const Partition& partition, JoinMode mo
           static_cast<double>(box_elements(grown[m]) - box_elements(r.owned[v][m]));
       extra_time = std::max(extra_time, extra * flops / (cost.flops_per_second * cost.speed(m)));
     }
-    if (valid && transfer_time > 0 && extra_time < transfer_time) {
+    const bool wanted = cost.fixed_fuse_depth > 0 ? position[id] < cost.fixed_fuse_depth
+                                                  : extra_time < transfer_time;
+    if (valid && transfer_time > 0 && wanted) {
       r.held[v] = grown;
       r.fused[v] = true;
       ++r.fused_count;

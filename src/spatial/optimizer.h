@@ -29,6 +29,10 @@ struct SplitCostModel {
   std::vector<std::vector<double>> bandwidth;
   std::vector<std::vector<double>> latency;
 
+  /// When positive, the cost model is not asked: the outputs of the first this many layers (in
+  /// topological order) are fused and no others — DeepThings' fixed-depth fused tiles.
+  int fixed_fuse_depth = 0;
+
   double speed(int m) const { return speeds.empty() ? 1.0 : speeds.at(m); }
   double transfer_seconds(int from, int to, double bytes) const;
 };

@@ -83,6 +83,11 @@ TEST(Optimizer, CheapLayersAreFusedWhenTransfersCostMore) {
   slow_compute.split.machines = 2;
   slow_compute.cost.flops_per_second = 1;  // recomputing anything costs more than sending it
   EXPECT_EQ(split_model(g, slow_compute).report.fused_tensors, 0);
+
+  slow_compute.cost.fixed_fuse_depth = 1;  // DeepThings: fuse the first layer whatever it costs
+  SplitResult fixed = split_model(g, slow_compute);
+  EXPECT_EQ(fixed.report.fused_tensors, 1);
+  EXPECT_LT(testing::split_error(g, fixed), 1e-5);
 }
 
 }  // namespace
