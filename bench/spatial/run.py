@@ -24,16 +24,41 @@ def mib(b):
     return f"{b / 2**20:.1f}"
 
 
+NODES = [int(n) for n in os.environ.get("NODES", "2,3,4").split(",")]
+DIMS = os.environ.get("DIMS", "h,w,c,hw,auto").split(",")
+
+
+def deepthings(cleave, model):
+    # Fixed-depth fused tiles (DeepThings) beside cleave's cost-model fusion, on 2x2 and 3x3 grids.
+    name = os.path.basename(model).removesuffix(".onnx")
+    print(f"\n| {name} grid | fusion | bytes | redundant MFLOP | predicted ms |\n|---|---|---|---|---|")
+    for nodes, grid in ((4, "2x2"), (9, "3x3")):
+        for label, extra in (("cost model", []), ("fixed depth 8", ["--fuse-depth", "8"]),
+                             ("fixed depth 16", ["--fuse-depth", "16"])):
+            r = split(cleave, model, nodes, "hw", extra)
+            if "error" in r:
+                print(f"| {grid} | {label} | error: {r['error']} |")
+                continue
+            o = r["optimized"]
+            print(f"| {grid} | {label} | {o['transfer_bytes']} | {o['redundant_flops'] / 1e6:.1f} | "
+                  f"{o['predicted_seconds'] * 1e3:.2f} |")
+            sys.stdout.flush()
+
+
 def main():
     cleave, models = sys.argv[1], sys.argv[2:]
+    if os.environ.get("DEEPTHINGS"):
+        for model in models:
+            deepthings(cleave, model)
+        return
     print("| model | machines | dim | bytes naive | bytes optimised | reduction | transfers naive/opt "
           "| sync points naive/opt | redundant MFLOP | fused | gathered | peak MiB per machine (whole) "
           "| predicted ms 1G equal | 10G equal | 1G speeds 1,2.. | split time s |")
     print("|" + "---|" * 16)
     for model in models:
         name = os.path.basename(model).removesuffix(".onnx")
-        for nodes in (2, 3, 4):
-            for dim in ("h", "w", "c", "hw", "auto"):
+        for nodes in NODES:
+            for dim in DIMS:
                 import time
                 t0 = time.time()
                 r = split(cleave, model, nodes, dim)
