@@ -60,3 +60,26 @@ TEST(Search, PartitionsTileTheOutputWithoutOverlap) {
 
 }  // namespace
 }  // namespace cleave
+
+#include "ir/text.h"
+#include "spatial/split_model.h"
+
+namespace cleave {
+namespace {
+
+TEST(Search, LayerSharesFollowTheMachinesSpeeds) {
+  Graph g = parse_graph(R"(graph main [ai.onnx=17] (%x: f32[1,2,40,8]) {
+  @w: f32[4,2,3,3]
+  %y: f32[1,4,40,8] = "conv" Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w)
+  return %y
+})");
+  SplitModelOptions o;
+  o.split.machines = 2;
+  o.cost.speeds = {1, 3};
+  auto layers = searched_layer_configs(g, o, {});
+  ASSERT_EQ(layers.count("conv"), 1u);
+  EXPECT_EQ(layers["conv"].shares, (std::vector<double>{10, 30}));
+}
+
+}  // namespace
+}  // namespace cleave
