@@ -28,5 +28,6 @@ void register_export_tasks(CLI::App& app, CommandAction& action);
 void register_info(CLI::App& app, CommandAction& action);
 void register_stream(CLI::App& app, CommandAction& action);
 void register_codegen(CLI::App& app, CommandAction& action);
+void register_split(CLI::App& app, CommandAction& action);
 
 }  // namespace cleave::cli

@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   cleave::cli::register_info(app, action);
   cleave::cli::register_stream(app, action);
   cleave::cli::register_codegen(app, action);
+  cleave::cli::register_split(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,188 @@
+// `cleave split`: cuts a model across machines into per-machine ONNX sub-models and a manifest.
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "analysis/graph_dot.h"
+#include "cli/commands.h"
+#include "machine/machine.h"
+#include "pipeline/load.h"
+#include "spatial/search.h"
+#include "spatial/split_model.h"
+#include "spatial/submodel_export.h"
+
+namespace cleave::cli {
+
+namespace {
+
+struct SplitCommandOptions {
+  std::string model;
+  int nodes = 0;
+  std::string dim = "h";
+  std::string speeds;
+  std::string config;
+  std::string machine;
+  bool search = false;
+  std::vector<std::string> shapes;
+  std::string output;
+  std::string dot;
+  std::string svg;
+  bool json = false;
+  bool no_fuse = false;
+  double link_gbits = 1;
+  int fuse_depth = 0;
+};
+
+std::vector<double> parse_speeds(const std::string& text, int machines) {
+  std::vector<double> speeds;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, ',')) {
+    char* end = nullptr;
+    double v = std::strtod(part.c_str(), &end);
+    if (part.empty() || *end != '\0' || !(v > 0) || !std::isfinite(v))
+      throw Error(fmt::format("--speeds: expected positive numbers, got \"{}\"", part));
+    speeds.push_back(v);
+  }
+  if (static_cast<int>(speeds.size()) != machines)
+    throw Error(fmt::format("--speeds: expected {} speeds (one per machine), got {}", machines,
+                            speeds.size()));
+  return speeds;
+}
+
+int run_split_command(const SplitCommandOptions& o) {
+  if (o.nodes < 1 || o.nodes > 1024)
+    throw Error(fmt::format("--nodes: expected 1..1024 machines, got {}", o.nodes));
+  SplitModelOptions options;
+  options.split.machines = o.nodes;
+  options.fuse = !o.no_fuse;
+  options.cost.bytes_per_second = o.link_gbits * 1e9 / 8;
+  if (!(o.link_gbits > 0)) throw Error("--link-gbits: expected a positive link speed");
+  if (o.fuse_depth < 0) throw Error("--fuse-depth: expected 0 or more layers");
+  options.cost.fixed_fuse_depth = o.fuse_depth;
+  std::vector<SplitDim> dims;
+  if (o.dim == "auto") {
+    dims = {SplitDim::kH, SplitDim::kW, SplitDim::kC, SplitDim::kHW};
+  } else if (auto dim = parse_split_dim(o.dim); dim && *dim != SplitDim::kNone) {
+    dims = {*dim};
+  } else {
+    throw Error(fmt::format("--dim: expected h, w, c, hw or auto, got \"{}\"", o.dim));
+  }
+  if (!o.machine.empty()) {
+    Machine machine = read_machine(o.machine);
+    if (static_cast<int>(machine.size()) != o.nodes)
+      throw Error(
+          fmt::format("{}: has {} devices, but --nodes is {}", o.machine, machine.size(), o.nodes));
+    for (const Device& d : machine.devices) options.cost.speeds.push_back(d.speed);
+    options.cost.bandwidth = machine.bandwidth;
+    options.cost.latency = machine.latency;
+    options.split.speeds = options.cost.speeds;
+  }
+  if (!o.speeds.empty()) {
+    options.split.speeds = parse_speeds(o.speeds, o.nodes);
+    options.cost.speeds = options.split.speeds;
+  }
+  if (!o.config.empty()) options.split.layers = read_layer_configs(o.config);
+  const std::string fingerprint = file_fingerprint(o.model);
+  LoadOptions load;
+  load.shapes = parse_input_shapes(o.shapes);
+  load.fuse_activations = false;  // sub-models must stay standard ONNX
+  Graph graph = load_model(o.model, load);
+  try {
+    validate_layer_configs(graph, options.split);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", o.config, e.what()));
+  }
+
+  const auto user_layers = options.split.layers;
+  std::optional<SplitResult> best;
+  std::vector<std::pair<std::string, double>> tried;
+  for (SplitDim dim : dims) {
+    options.split.dim = dim;
+    if (o.search) options.split.layers = searched_layer_configs(graph, options, user_layers);
+    SplitResult r = split_model(graph, options);
+    tried.emplace_back(std::string(split_dim_name(dim)), r.report.optimized.predicted_seconds);
+    if (!best || r.report.optimized.predicted_seconds < best->report.optimized.predicted_seconds)
+      best = std::move(r);
+  }
+  if (o.nodes > 1 && best->report.gathers.size() == graph.node_count())
+    throw Error(fmt::format("{}: no layer can be split along {} (first reason: {})", o.model, o.dim,
+                            best->report.gathers.front().reason));
+  write_split_folder(*best, o.output, o.model, fingerprint);
+  if (!o.dot.empty() || !o.svg.empty()) {
+    std::string dot = graph_to_dot(best->partitioned.graph, {});
+    if (!o.dot.empty()) render_dot(dot, "dot", o.dot);
+    if (!o.svg.empty()) render_dot(dot, "svg", o.svg);
+  }
+  nlohmann::json report = split_report_json(*best);
+  report["model"] = o.model;
+  report["output"] = o.output;
+  report["dim"] = std::string(split_dim_name(options.split.dim));
+  nlohmann::json candidates = nlohmann::json::array();
+  for (const auto& [name, seconds] : tried)
+    candidates.push_back({{"dim", name}, {"predicted_seconds", seconds}});
+  report["candidates"] = candidates;
+  if (o.json) {
+    fmt::print("{}\n", report.dump(2));
+    return 0;
+  }
+  for (const std::string& line : best->report.log) fmt::print("{}\n", line);
+  const SplitStats& n = best->report.naive;
+  const SplitStats& s = best->report.optimized;
+  fmt::print("bytes transferred: naive {} -> optimised {} ({:.2f}x fewer); transfers {} -> {}\n",
+             n.transfer_bytes, s.transfer_bytes,
+             s.transfer_bytes ? double(n.transfer_bytes) / double(s.transfer_bytes) : 0.0,
+             n.transfers, s.transfers);
+  fmt::print("sync points: naive {} -> optimised {}; redundant output elements {}\n", n.sync_points,
+             s.sync_points, s.redundant_elements);
+  for (std::size_t m = 0; m < s.weight_bytes.size(); ++m)
+    fmt::print("machine {}: weights {} bytes, peak activations {} bytes\n", m, s.weight_bytes[m],
+               s.peak_activation_bytes[m]);
+  fmt::print("whole model: {} bytes; predicted {:.3f} ms split vs {:.3f} ms whole\n",
+             best->report.whole_model_peak_bytes, s.predicted_seconds * 1e3,
+             best->report.whole_model_seconds * 1e3);
+  for (const GatherNote& g : best->report.gathers)
+    fmt::print("gathered on machine 0: {}: {}\n", g.node, g.reason);
+  fmt::print("wrote {}\n", o.output);
+  return 0;
+}
+
+}  // namespace
+
+void register_split(CLI::App& app, CommandAction& action) {
+  auto o = std::make_shared<SplitCommandOptions>();
+  CLI::App* command = app.add_subcommand(
+      "split",
+      "Split every layer of a model across machines (H, W, C or an HxW grid): per-machine ONNX "
+      "sub-models and a manifest of their transfers");
+  command->add_option("model", o->model, "ONNX model to split")->required();
+  command->add_option("--nodes", o->nodes, "Number of machines")->required();
+  command->add_option("--dim", o->dim, "Split direction: h, w, c, hw (grid) or auto (default h)");
+  command->add_option("--speeds", o->speeds, "Relative machine speeds, e.g. 1,3,1 (shares)");
+  command->add_option("--config", o->config,
+                      "Per-layer JSON {\"layers\": {NAME: {\"dim\": D, \"shares\": [..]}}}");
+  command->add_option("--machine", o->machine,
+                      "Machine file: device speeds and link bandwidths for the cost model");
+  command->add_flag("--search", o->search,
+                    "Search each layer's shares (thesis 3.5, pruned) instead of speed shares");
+  command->add_option("--shape", o->shapes, "Fix an input shape: NAME=D,D,..");
+  command->add_option("-o,--output", o->output, "Folder to write (whole or not at all)")
+      ->required();
+  command->add_option("--dot", o->dot, "Write the partitioned graph as Graphviz dot");
+  command->add_option("--svg", o->svg, "Write the partitioned graph as SVG (needs dot)");
+  command->add_option("--link-gbits", o->link_gbits,
+                      "Link speed of the default cost model, Gbit/s (default 1)");
+  command->add_option("--fuse-depth", o->fuse_depth,
+                      "Fuse exactly the first K layers per tile, without the cost model "
+                      "(DeepThings' fixed-depth fused tiles; 0 = let the cost model decide)");
+  command->add_flag("--no-fuse", o->no_fuse, "Never compute halos redundantly (no fused tiles)");
+  command->add_flag("--json", o->json, "Print the report as JSON");
+  command->callback([&action, o] { action = [o] { return run_split_command(*o); }; });
+}
+
+}  // namespace cleave::cli

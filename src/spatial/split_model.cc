@@ -1,0 +1,234 @@
+// The spatial split recipe and its figures (bytes, transfers, sync points, overlap, memory, time).
+#include "spatial/split_model.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "spatial/region_rules.h"
+
+namespace cleave {
+
+namespace {
+
+int64_t value_bytes(const Graph& g, ValueId v) {
+  auto s = static_sizes(g, v);
+  if (!s) return 0;
+  int64_t n = 1;
+  for (int64_t d : *s) n *= d;
+  return n * static_cast<int64_t>(element_size(g.value(v).dtype));
+}
+
+// Per machine: weights read and the peak of live activations, nodes taken in id order.
+void memory_per_machine(const Graph& g, const std::vector<int>& machine_of, int machines,
+                        std::vector<int64_t>& weights, std::vector<int64_t>& peak) {
+  weights.assign(machines, 0);
+  peak.assign(machines, 0);
+  std::vector<std::set<ValueId>> seen(machines);
+  std::map<std::pair<int, ValueId>, std::pair<std::size_t, std::size_t>> life;
+  const std::vector<NodeId> order = g.node_ids();
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const Node& n = g.node(order[k]);
+    const int m = machine_of.empty() ? 0 : machine_of[order[k]];
+    auto touch = [&](ValueId v) {
+      if (v == kNoValue) return;
+      if (g.value(v).initializer) {
+        if (seen[m].insert(v).second) weights[m] += value_bytes(g, v);
+        return;
+      }
+      auto [it, fresh] = life.try_emplace({m, v}, std::make_pair(k, k));
+      if (!fresh) it->second.second = k;
+    };
+    for (ValueId v : n.inputs) touch(v);
+    for (ValueId v : n.outputs) touch(v);
+  }
+  for (int m = 0; m < machines; ++m) {
+    std::vector<int64_t> delta(order.size() + 1, 0);
+    for (const auto& [key, span] : life) {
+      if (key.first != m) continue;
+      const int64_t b = value_bytes(g, key.second);
+      delta[span.first] += b;
+      delta[span.second + 1] -= b;
+    }
+    int64_t live = 0;
+    for (int64_t d : delta) peak[m] = std::max(peak[m], live += d);
+  }
+}
+
+double node_flops(const Graph& g, NodeId id, const Graph* model, NodeId origin) {
+  const Node& n = g.node(id);
+  const int64_t out = value_bytes(g, n.outputs[0]) /
+                      std::max<int64_t>(1, element_size(g.value(n.outputs[0]).dtype));
+  if (model && origin >= 0) return flops_per_output_element(*model, origin) * out;
+  return 0.25 * out;  // a copy (Slice, Concat, Identity)
+}
+
+}  // namespace
+
+SplitStats split_stats(const Graph& graph, const Partition& partition, const Regions& regions,
+                       const PartitionedGraph& split, const SplitCostModel& cost) {
+  SplitStats s;
+  for (const SplitTransfer& t : split.transfers) {
+    s.transfer_bytes += t.bytes;
+    ++s.transfers;
+  }
+  s.sync_points = split.sync_points;
+  std::copy(std::begin(split.join_cases), std::end(split.join_cases), s.join_cases);
+  for (NodeId id : graph.node_ids()) {
+    const ValueId out = graph.node(id).outputs[0];
+    auto sizes = static_sizes(graph, out);
+    if (!sizes || partition.layers[id]->gathered) continue;
+    int64_t total = 0;
+    for (int m = 0; m < partition.machines; ++m)
+      if (regions.present[out][m]) total += box_elements(regions.held[out][m]);
+    const int64_t extra = total - box_elements(full_box(*sizes));
+    s.redundant_elements += extra;
+    s.redundant_flops += static_cast<double>(extra) * flops_per_output_element(graph, id);
+  }
+  memory_per_machine(split.graph, split.machine, split.machines, s.weight_bytes,
+                     s.peak_activation_bytes);
+  // List schedule in id order: a node starts when its machine is free and its inputs are there.
+  const Graph& g = split.graph;
+  std::vector<double> ready(g.value_capacity(), 0), machine_free(split.machines, 0);
+  std::vector<int> where(g.value_capacity(), -1);
+  for (NodeId id : g.node_ids()) {
+    const int m = split.machine[id];
+    double start = machine_free[m];
+    for (ValueId v : g.node(id).inputs) {
+      if (v == kNoValue || where[v] < 0) continue;
+      double t = ready[v];
+      if (where[v] != m)
+        t += cost.transfer_seconds(where[v], m, static_cast<double>(value_bytes(g, v)));
+      start = std::max(start, t);
+    }
+    const double finish = start + node_flops(g, id, &graph, split.origin[id]) /
+                                      (cost.flops_per_second * cost.speed(m));
+    machine_free[m] = finish;
+    for (ValueId v : g.node(id).outputs) {
+      ready[v] = finish;
+      where[v] = m;
+    }
+  }
+  s.predicted_seconds = *std::max_element(machine_free.begin(), machine_free.end());
+  return s;
+}
+
+ShapeMap shape_map_of(const Graph& graph, const Regions& regions, int machines) {
+  ShapeMap map(machines);
+  auto add = [&](ValueId v) {
+    auto sizes = static_sizes(graph, v);
+    if (!sizes || graph.value(v).initializer) return;
+    map.add(graph.value(v).name, graph.value(v).dtype, *sizes);
+    for (int m = 0; m < machines; ++m)
+      if (regions.present[v][m]) map.set_box(graph.value(v).name, m, regions.held[v][m]);
+  };
+  for (ValueId v : graph.inputs()) add(v);
+  for (NodeId id : graph.topological_order())
+    for (ValueId v : graph.node(id).outputs) add(v);
+  return map;
+}
+
+SplitResult split_model(const Graph& graph, const SplitModelOptions& options) {
+  SplitResult r;
+  auto log = [&](const std::string& line) {
+    r.report.log.push_back(line);
+    if (options.log) options.log(line);
+  };
+  const int machines = options.split.machines;
+
+  // 1. Naive partition (§3.3): every layer's output divided, last layer back.
+  r.partition = naive_partition(graph, options.split);
+  int split_layers = 0;
+  for (NodeId id : graph.node_ids()) {
+    const LayerSplit& l = *r.partition.layers[id];
+    if (!l.gathered) {
+      ++split_layers;
+    } else if (machines > 1) {
+      r.report.gathers.push_back({graph.describe(id), graph.node(id).op_type, l.reason});
+    }
+  }
+  log("naive partition: " + std::to_string(split_layers) + " of " +
+      std::to_string(graph.node_count()) + " layers split across " + std::to_string(machines) +
+      " machines along " + std::string(split_dim_name(options.split.dim)) + ", " +
+      std::to_string(r.report.gathers.size()) + " computed whole on machine 0");
+
+  // 2. The naive phase as the thesis builds it: every tensor gathered whole, then cropped.
+  Regions naive_regions = plan_regions(graph, r.partition, JoinMode::kNaive, false, options.cost);
+  PartitionedGraph naive =
+      build_partitioned_graph(graph, r.partition, naive_regions, JoinMode::kNaive);
+  r.report.naive = split_stats(graph, r.partition, naive_regions, naive, options.cost);
+  log("naive joins: " + std::to_string(r.report.naive.transfers) + " transfers, " +
+      std::to_string(r.report.naive.transfer_bytes) + " bytes");
+
+  // 3. Optimizer (§3.4): fetch only missing rows, crop only where needed, fuse tiles when the
+  //    redundant work costs less than the transfers it saves.
+  r.regions = plan_regions(graph, r.partition, JoinMode::kOptimized, options.fuse, options.cost);
+  r.report.fused_tensors = r.regions.fused_count;
+  r.shape_map = shape_map_of(graph, r.regions, machines);
+  log("optimizer: " + std::to_string(r.regions.fused_count) +
+      " tensors computed with their halo instead of fetched (fused tiles)");
+
+  // 4. The partitioned graph: slices, crops, joins and transfer pieces as nodes.
+  r.partitioned = build_partitioned_graph(graph, r.partition, r.regions, JoinMode::kOptimized);
+  r.report.optimized = split_stats(graph, r.partition, r.regions, r.partitioned, options.cost);
+  const auto& c = r.report.optimized.join_cases;
+  log("partitioned graph: " + std::to_string(r.partitioned.graph.node_count()) + " nodes, " +
+      std::to_string(r.report.optimized.transfers) + " transfers of " +
+      std::to_string(r.report.optimized.transfer_bytes) + " bytes; joins: " + std::to_string(c[0]) +
+      " same, " + std::to_string(c[1]) + " crop, " + std::to_string(c[2]) + " fetch, " +
+      std::to_string(c[3]) + " fetch+crop");
+
+  // 5. Manifest: per machine its segments and transfers in one deadlock-free order.
+  r.manifest = make_manifest(r.partitioned);
+  std::size_t runs = 0;
+  for (const auto& steps : r.manifest.steps)
+    for (const auto& s : steps) runs += s.kind == ManifestStep::Kind::kRun;
+  log("manifest: " + std::to_string(runs) + " sub-models");
+
+  // The unsplit model for comparison.
+  std::vector<int64_t> weights, peak;
+  memory_per_machine(graph, {}, 1, weights, peak);
+  r.report.whole_model_peak_bytes = weights[0] + peak[0];
+  for (NodeId id : graph.node_ids())
+    r.report.whole_model_seconds +=
+        node_flops(graph, id, &graph, id) / (options.cost.flops_per_second * options.cost.speed(0));
+  return r;
+}
+
+nlohmann::json split_report_json(const SplitResult& result) {
+  auto stats = [](const SplitStats& s) {
+    nlohmann::json j;
+    j["transfer_bytes"] = s.transfer_bytes;
+    j["transfers"] = s.transfers;
+    j["sync_points"] = s.sync_points;
+    j["redundant_elements"] = s.redundant_elements;
+    j["redundant_flops"] = s.redundant_flops;
+    j["weight_bytes"] = s.weight_bytes;
+    j["peak_activation_bytes"] = s.peak_activation_bytes;
+    std::vector<int64_t> total;
+    for (std::size_t m = 0; m < s.weight_bytes.size(); ++m)
+      total.push_back(s.weight_bytes[m] + s.peak_activation_bytes[m]);
+    j["peak_memory_bytes"] = total;
+    j["join_cases"] = {{"same", s.join_cases[0]},
+                       {"crop", s.join_cases[1]},
+                       {"fetch", s.join_cases[2]},
+                       {"fetch+crop", s.join_cases[3]}};
+    j["predicted_seconds"] = s.predicted_seconds;
+    return j;
+  };
+  const SplitReport& r = result.report;
+  nlohmann::json j;
+  j["machines"] = result.partition.machines;
+  j["naive"] = stats(r.naive);
+  j["optimized"] = stats(r.optimized);
+  j["fused_tensors"] = r.fused_tensors;
+  j["whole_model_peak_bytes"] = r.whole_model_peak_bytes;
+  j["whole_model_seconds"] = r.whole_model_seconds;
+  j["gathers"] = nlohmann::json::array();
+  for (const GatherNote& g : r.gathers)
+    j["gathers"].push_back({{"node", g.node}, {"op", g.op}, {"reason", g.reason}});
+  j["log"] = r.log;
+  return j;
+}
+
+}  // namespace cleave

@@ -1,0 +1,76 @@
+// The spatial split recipe: partition, optimise, rewrite, manifest, report — read top to bottom.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "spatial/manifest.h"
+#include "spatial/naive_partition.h"
+#include "spatial/optimizer.h"
+#include "spatial/partitioned_graph.h"
+#include "spatial/shape_map.h"
+
+namespace cleave {
+
+/// What a split moves and computes, from its partitioned graph.
+struct SplitStats {
+  int64_t transfer_bytes = 0;
+  int64_t transfers = 0;
+  int sync_points = 0;             ///< Layers that wait for data from another machine.
+  int64_t redundant_elements = 0;  ///< Output elements computed on more than one machine.
+  double redundant_flops = 0;
+  std::vector<int64_t> weight_bytes;           ///< Per machine: the weights its slices read.
+  std::vector<int64_t> peak_activation_bytes;  ///< Per machine, by liveness in graph order.
+  int join_cases[4] = {0, 0, 0, 0};            ///< Per JoinCase.
+  double predicted_seconds = 0;  ///< List-schedule of the partitioned graph on the cost model.
+};
+
+struct GatherNote {
+  std::string node;
+  std::string op;
+  std::string reason;
+};
+
+struct SplitReport {
+  SplitStats naive;      ///< Thesis naive phase: whole tensors gathered after every layer.
+  SplitStats optimized;  ///< Missing rows only, fused tiles where the cost model says so.
+  std::vector<GatherNote> gathers;  ///< Nodes computed whole on machine 0, and why.
+  int fused_tensors = 0;
+  int64_t whole_model_peak_bytes = 0;  ///< One machine: weights + activations.
+  double whole_model_seconds = 0;      ///< The unsplit model on machine 0 of the cost model.
+  std::vector<std::string> log;        ///< What each step of split_model changed.
+};
+
+struct SplitResult {
+  Partition partition;
+  Regions regions;
+  ShapeMap shape_map;
+  PartitionedGraph partitioned;
+  SplitManifest manifest;
+  SplitReport report;
+};
+
+struct SplitModelOptions {
+  SplitOptions split;
+  SplitCostModel cost;
+  bool fuse = true;                             ///< Let the cost model fuse layers per tile.
+  std::function<void(const std::string&)> log;  ///< Each step's one-line summary, when set.
+};
+
+/// Splits `graph` (static shapes needed to split a node; others are gathered): the naive
+/// partition, the optimizer's held regions, the partitioned graph and its manifest, with the
+/// naive partition's figures beside the optimised one's.
+SplitResult split_model(const Graph& graph, const SplitModelOptions& options);
+
+/// The statistics of a partitioned graph of `graph`.
+SplitStats split_stats(const Graph& graph, const Partition& partition, const Regions& regions,
+                       const PartitionedGraph& split, const SplitCostModel& cost);
+/// Per value, per machine, the held region (the ShapeMap of a split).
+ShapeMap shape_map_of(const Graph& graph, const Regions& regions, int machines);
+/// The --json report.
+nlohmann::json split_report_json(const SplitResult& result);
+
+}  // namespace cleave

@@ -1,0 +1,20 @@
+// The Plan of a split: the partitioned graph's nodes as tasks, each machine a worker.
+#pragma once
+
+#include <string>
+
+#include "ir/graph.h"
+#include "pipeline/model_plan.h"
+#include "spatial/partitioned_graph.h"
+
+namespace cleave {
+
+/// A plan of `graph` — the partitioned graph, or the same graph re-imported from
+/// partitioned.onnx, matched by node name — putting every node on its machine's worker in
+/// topological order, timed by the simulator on `costs`' task graph over `machine` (one
+/// device per split machine). So the thread executor, the simulator and the Gantt charts run a
+/// split unchanged. Throws Error when a node of `graph` is not in the split.
+ModelPlan split_plan(const Graph& graph, const PartitionedGraph& split, const CostTable& costs,
+                     const Machine& machine);
+
+}  // namespace cleave

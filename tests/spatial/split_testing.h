@@ -1,0 +1,78 @@
+// Helpers for the spatial tests: graphs with random weights, whole-model and split runs.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+
+#include "ir/text.h"
+#include "onnx/extract.h"
+#include "runtime/executor.h"
+#include "runtime/random_inputs.h"
+#include "spatial/manifest_runner.h"
+#include "spatial/split_model.h"
+
+namespace cleave::testing {
+
+/// The text-form graph with every initializer that has no data filled with seeded values.
+inline Graph graph_with_weights(const std::string& text, uint64_t seed = 7) {
+  Graph g = parse_graph(text);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
+  for (ValueId v : g.initializers()) {
+    TensorData& t = *g.value(v).initializer;
+    if (t.has_data()) continue;
+    std::vector<float> values(static_cast<std::size_t>(t.element_count()));
+    for (float& x : values) x = t.dtype == DataType::kFloat ? dist(rng) : 0;
+    if (t.dtype == DataType::kFloat) t = TensorData::from<float>(t.dtype, t.dims, values);
+  }
+  return g;
+}
+
+/// Runs the manifest of a split with sub-models taken from the partitioned graph in memory.
+inline std::map<std::string, Tensor> run_split(const SplitResult& r,
+                                               const std::map<std::string, Tensor>& inputs) {
+  std::map<std::string, std::vector<NodeId>> nodes;
+  for (const auto& steps : r.manifest.steps)
+    for (const ManifestStep& s : steps)
+      if (s.kind == ManifestStep::Kind::kRun) nodes[s.model] = s.nodes;
+  return run_manifest(
+      r.manifest,
+      [&](const std::string& model) {
+        return extract_subgraph(r.partitioned.graph, nodes.at(model));
+      },
+      inputs);
+}
+
+/// Largest absolute difference between the whole model's outputs and the split's.
+inline double split_error(const Graph& g, const SplitResult& r, uint64_t seed = 3) {
+  auto inputs = random_inputs(g, seed);
+  Executor whole(g);
+  std::vector<Tensor> expected = whole.run(inputs);
+  auto got = run_split(r, inputs);
+  double worst = 0;
+  for (std::size_t k = 0; k < g.outputs().size(); ++k) {
+    const std::string& name = g.value(g.outputs()[k]).name;
+    const Tensor& t = got.at(name);
+    EXPECT_EQ(t.shape(), expected[k].shape()) << name;
+    auto a = expected[k].to_double_vector(), b = t.to_double_vector();
+    if (a.size() != b.size()) return INFINITY;
+    for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+  }
+  return worst;
+}
+
+inline SplitResult split(const Graph& g, int machines, SplitDim dim, bool fuse = true,
+                         std::vector<double> speeds = {}) {
+  SplitModelOptions o;
+  o.split.machines = machines;
+  o.split.dim = dim;
+  o.split.speeds = std::move(speeds);
+  o.fuse = fuse;
+  return split_model(g, o);
+}
+
+}  // namespace cleave::testing

@@ -1,0 +1,97 @@
+// `cleave split`: a whole folder of checked sub-models that recombine, or nothing and the reason.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "../cli/command_fixture.h"
+#include "ir/text.h"
+#include "onnx/onnx_export.h"
+#include "onnx/onnx_import.h"
+#include "runtime/executor.h"
+#include "runtime/random_inputs.h"
+#include "spatial/manifest_runner.h"
+
+namespace cleave {
+namespace {
+
+class SplitCommand : public CommandFixture {
+ protected:
+  std::string demo() const {
+    return std::string(CLEAVE_SOURCE_DIR) + "/models/inception_demo.onnx";
+  }
+
+  // Largest difference between the model's outputs and the split folder's recombined ones.
+  double recombined_error(const std::string& model, const std::string& dir) const {
+    Graph g = import_onnx(model);
+    auto inputs = random_inputs(g, 5);
+    Executor whole(g);
+    auto expected = whole.run(inputs);
+    SplitManifest manifest = read_manifest(dir + "/manifest.json");
+    auto got = run_manifest(manifest, folder_loader(dir), inputs);
+    double worst = 0;
+    for (std::size_t k = 0; k < g.outputs().size(); ++k) {
+      auto a = expected[k].to_double_vector();
+      auto b = got.at(g.value(g.outputs()[k]).name).to_double_vector();
+      if (a.size() != b.size()) return INFINITY;
+      for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+    }
+    return worst;
+  }
+};
+
+TEST_F(SplitCommand, WritesCheckedSubModelsThatRecombine) {
+  for (const char* dim : {"h", "hw", "c"}) {
+    const std::string dir = path(std::string("split_") + dim);
+    CommandResult r = cleave("split " + demo() + " --nodes 3 --dim " + dim + " -o " + dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("bytes transferred: naive"), std::string::npos) << r.out;
+    EXPECT_LT(recombined_error(demo(), dir), 1e-3) << dim;
+    const std::string check =
+        "/usr/bin/python3 -c \"import onnx,glob,sys; [onnx.checker.check_model(onnx.load(f)) "
+        "for f in glob.glob(sys.argv[1] + '/*.onnx')]\" " +
+        dir;
+    EXPECT_EQ(std::system(check.c_str()), 0) << dim;
+  }
+}
+
+TEST_F(SplitCommand, AutoPicksADirectionAndReportsJson) {
+  CommandResult r = cleave("split " + demo() + " --nodes 2 --dim auto --json -o " + path("auto"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["candidates"].size(), 4u);
+  EXPECT_LE(json["optimized"]["transfer_bytes"].get<int64_t>(),
+            json["naive"]["transfer_bytes"].get<int64_t>());
+  EXPECT_LT(recombined_error(demo(), path("auto")), 1e-3);
+}
+
+TEST_F(SplitCommand, RefusesAnUnsplittableRequestAndWritesNothing) {
+  Graph g = parse_graph(R"(graph main [ai.onnx=17] (%x: f32[1,10]) {
+  %y: f32[1,10] = Softmax[axis=1](%x)
+  return %y
+})");
+  export_onnx(g, path("softmax.onnx"));
+  CommandResult r = cleave("split " + path("softmax.onnx") + " --nodes 2 -o " + path("out"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("never split along its own axis"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
+TEST_F(SplitCommand, RefusesABadConfigByLayerNameAndWritesNothing) {
+  std::ofstream(path("layers.json")) << R"({"layers": {"no_such_layer": {"dim": "w"}}})";
+  CommandResult r = cleave("split " + demo() + " --nodes 2 --config " + path("layers.json") +
+                           " -o " + path("out"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no_such_layer"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
+TEST_F(SplitCommand, RefusesAModelThatIsNotOnnxAndWritesNothing) {
+  std::ofstream(path("bad.onnx")) << "not a model";
+  CommandResult r = cleave("split " + path("bad.onnx") + " --nodes 2 -o " + path("out"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("bad.onnx"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
+}  // namespace
+}  // namespace cleave
