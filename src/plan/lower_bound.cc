@@ -129,6 +129,8 @@ class Recursion {
   // A lower bound for the subgraph induced by `tasks` (sorted).
   double bound(const std::vector<int>& tasks) {
     if (tasks.empty()) return 0;
+    // Out of time: 0 is a valid (weak) bound; the caller keeps the whole graph's closed forms.
+    if (out_of_time()) return 0;
     const auto known = memo_.find(tasks);
     if (known != memo_.end()) return known->second;
     int first_module = std::numeric_limits<int>::max();
@@ -177,13 +179,21 @@ class Recursion {
         }
       }
       const double second = bound(rest) + before;
-      value = std::max({first, second, closed_form(induced_subgraph(graph_, tasks))});
+      value = std::max(first, second);
+      if (!out_of_time()) value = std::max(value, closed_form(induced_subgraph(graph_, tasks)));
     }
     memo_[tasks] = value;
     return value;
   }
 
  private:
+  bool out_of_time() {
+    if (std::chrono::duration<double>(Clock::now() - begin_).count() < options_.time_limit_seconds)
+      return false;
+    result_.timed_out = true;
+    return true;
+  }
+
   // Tasks of `inside` reachable from `seeds` (seeds included) along `next`.
   std::vector<bool> closure(const std::vector<int>& seeds, const std::vector<bool>& inside,
                             const std::vector<std::vector<int>>& next) const {
@@ -220,6 +230,7 @@ class Recursion {
   double subproblem(const std::vector<int>& tasks) {
     const auto known = exact_.find(tasks);
     if (known != exact_.end()) return known->second;
+    if (out_of_time()) return 0;
     const TaskGraph sub = induced_subgraph(graph_, tasks);
     double value = closed_form(sub);
     const double left =
@@ -269,7 +280,9 @@ LowerBoundResult makespan_lower_bound(const TaskGraph& graph, const LowerBoundOp
   result.critical_path = critical_path(graph);
   result.work = work_bound(graph);
   result.makespan = std::max(result.critical_path, result.work);
-  if (!graph.tasks.empty()) {
+  const auto spent = [&] { return std::chrono::duration<double>(Clock::now() - begin).count(); };
+  if (options.use_milp && spent() >= options.time_limit_seconds) result.timed_out = true;
+  if (!graph.tasks.empty() && !result.timed_out) {
     const ModuleSplit split =
         choose_modules(graph, options.channels, options.max_module_tasks, options.min_module_tasks);
     result.modules = static_cast<int>(split.modules.size());

@@ -78,7 +78,7 @@ std::optional<LowerBound> lower_bound_function() {
     bound.subproblem.time_limit_seconds = options.time_limit_seconds;
     bound.subproblem.verbosity = 0;
     bound.channels = options.channels;
-    return makespan_lower_bound(graph, bound).makespan;
+    return makespan_lower_bound(graph, bound);
   });
 }
 
