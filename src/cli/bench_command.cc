@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/static_cost.h"
-#include "cli/option_limits.h"
 #include "cli/commands.h"
+#include "cli/option_limits.h"
 #include "cost/cost_table.h"
 #include "pipeline/layout_choice.h"
 #include "pipeline/load.h"

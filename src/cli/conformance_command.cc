@@ -4,8 +4,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "cli/option_limits.h"
 #include "cli/commands.h"
+#include "cli/option_limits.h"
 #include "conformance/conformance.h"
 #include "ir/graph.h"
 #include "support/atomic_output.h"

@@ -4,14 +4,14 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "cli/option_limits.h"
 #include "cli/commands.h"
 #include "cli/model_task_graph.h"
+#include "cli/option_limits.h"
 #include "cost/cost_table.h"
-#include "support/atomic_output.h"
 #include "pipeline/layout_choice.h"
 #include "pipeline/model_plan.h"
 #include "plan/simulator.h"
+#include "support/atomic_output.h"
 #include "viz/gantt.h"
 
 namespace cleave::cli {

@@ -12,8 +12,8 @@
 
 #include <sys/resource.h>
 
-#include "cli/option_limits.h"
 #include "cli/commands.h"
+#include "cli/option_limits.h"
 #include "ir/text.h"
 #include "pipeline/layout_choice.h"
 #include "pipeline/load.h"

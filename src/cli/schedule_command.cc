@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "cli/option_limits.h"
 #include "cli/commands.h"
 #include "cli/model_task_graph.h"
+#include "cli/option_limits.h"
 #include "ir/graph.h"
 #include "plan/plan.h"
 #include "plan/schedulers.h"
@@ -82,12 +82,10 @@ int run_lower_bound_only(const ScheduleCommandOptions& command, const TaskGraph&
   const Bound bound = compute_bound(graph, options);
   if (!bound.seconds) throw Error(fmt::format("schedule: lower bound failed: {}", bound.problem));
   if (command.json) {
-    nlohmann::json json = {{"task_graph", command.task_graph},
-                           {"algorithm", kLowerBoundAlgo},
-                           {"objective", command.objective},
-                           {"batch", command.batch},
-                           {"lower_bound_seconds", *bound.seconds},
-                           {"lower_bound_timed_out", bound.timed_out}};
+    nlohmann::json json = {
+        {"task_graph", command.task_graph},      {"algorithm", kLowerBoundAlgo},
+        {"objective", command.objective},        {"batch", command.batch},
+        {"lower_bound_seconds", *bound.seconds}, {"lower_bound_timed_out", bound.timed_out}};
     if (command.objective == "throughput" && *bound.seconds > 0) {
       json["throughput_upper_bound"] = static_cast<double>(command.batch) / *bound.seconds;
     }

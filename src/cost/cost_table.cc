@@ -14,9 +14,9 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <optional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -259,8 +259,8 @@ CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
     } catch (const std::exception& e) {
       // A stale or damaged cache entry is re-measured and overwritten.
       if (options.progress) {
-        options.progress(fmt::format("profile: cached table not used, measuring again: {}",
-                                     e.what()));
+        options.progress(
+            fmt::format("profile: cached table not used, measuring again: {}", e.what()));
       }
     }
   }

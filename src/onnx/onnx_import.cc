@@ -12,8 +12,8 @@
 #include <set>
 #include <unordered_map>
 
-#include "onnx/scope.h"
 #include "onnx/schema_check.h"
+#include "onnx/scope.h"
 #include "onnx/shape_inference.h"
 
 namespace cleave {

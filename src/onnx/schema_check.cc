@@ -34,21 +34,36 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 std::string_view type_name(onnx::AttributeProto::AttributeType type) {
   switch (type) {
-    case onnx::AttributeProto::FLOAT: return "a float";
-    case onnx::AttributeProto::INT: return "an int";
-    case onnx::AttributeProto::STRING: return "a string";
-    case onnx::AttributeProto::TENSOR: return "a tensor";
-    case onnx::AttributeProto::GRAPH: return "a graph";
-    case onnx::AttributeProto::SPARSE_TENSOR: return "a sparse tensor";
-    case onnx::AttributeProto::TYPE_PROTO: return "a type";
-    case onnx::AttributeProto::FLOATS: return "a list of floats";
-    case onnx::AttributeProto::INTS: return "a list of ints";
-    case onnx::AttributeProto::STRINGS: return "a list of strings";
-    case onnx::AttributeProto::TENSORS: return "a list of tensors";
-    case onnx::AttributeProto::GRAPHS: return "a list of graphs";
-    case onnx::AttributeProto::SPARSE_TENSORS: return "a list of sparse tensors";
-    case onnx::AttributeProto::TYPE_PROTOS: return "a list of types";
-    default: return "undefined";
+    case onnx::AttributeProto::FLOAT:
+      return "a float";
+    case onnx::AttributeProto::INT:
+      return "an int";
+    case onnx::AttributeProto::STRING:
+      return "a string";
+    case onnx::AttributeProto::TENSOR:
+      return "a tensor";
+    case onnx::AttributeProto::GRAPH:
+      return "a graph";
+    case onnx::AttributeProto::SPARSE_TENSOR:
+      return "a sparse tensor";
+    case onnx::AttributeProto::TYPE_PROTO:
+      return "a type";
+    case onnx::AttributeProto::FLOATS:
+      return "a list of floats";
+    case onnx::AttributeProto::INTS:
+      return "a list of ints";
+    case onnx::AttributeProto::STRINGS:
+      return "a list of strings";
+    case onnx::AttributeProto::TENSORS:
+      return "a list of tensors";
+    case onnx::AttributeProto::GRAPHS:
+      return "a list of graphs";
+    case onnx::AttributeProto::SPARSE_TENSORS:
+      return "a list of sparse tensors";
+    case onnx::AttributeProto::TYPE_PROTOS:
+      return "a list of types";
+    default:
+      return "undefined";
   }
 }
 
@@ -60,8 +75,7 @@ std::string range_text(int minimum, int maximum) {
 
 class SchemaChecker {
  public:
-  SchemaChecker(const onnx::ModelProto& model, std::string origin)
-      : origin_(std::move(origin)) {
+  SchemaChecker(const onnx::ModelProto& model, std::string origin) : origin_(std::move(origin)) {
     for (const auto& function : model.functions()) {
       local_functions_.emplace(function.domain(), function.name());
     }
@@ -69,7 +83,7 @@ class SchemaChecker {
 
   void check_opset(const onnx::ModelProto& model) {
     const auto& ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
-    const auto [lowest, highest] = ranges.at(ONNX_DOMAIN);
+    const auto [lowest, highest] = ranges.at("");
     for (const auto& opset : model.opset_import()) {
       if (opset.domain() != "" && opset.domain() != "ai.onnx") continue;
       if (opset.version() < lowest || opset.version() > highest) {
@@ -85,13 +99,13 @@ class SchemaChecker {
   void check_graph(const onnx::GraphProto& graph, const std::string& where) {
     for (int index = 0; index < graph.node_size(); ++index) {
       const onnx::NodeProto& node = graph.node(index);
-      const std::string label =
-          node.name().empty() ? fmt::format("#{} ({})", index, node.op_type())
-                              : fmt::format("'{}' ({})", node.name(), node.op_type());
+      const std::string label = node.name().empty()
+                                    ? fmt::format("#{} ({})", index, node.op_type())
+                                    : fmt::format("'{}' ({})", node.name(), node.op_type());
       if (node.domain().empty() || node.domain() == "ai.onnx") check_node(node, where, label);
       for (const auto& attribute : node.attribute()) {
-        const std::string inner = fmt::format("{}: node {}: attribute '{}'", where, label,
-                                              attribute.name());
+        const std::string inner =
+            fmt::format("{}: node {}: attribute '{}'", where, label, attribute.name());
         if (attribute.has_g()) check_graph(attribute.g(), inner);
         for (int body = 0; body < attribute.graphs_size(); ++body) {
           check_graph(attribute.graphs(body), fmt::format("{}[{}]", inner, body));
@@ -101,8 +115,7 @@ class SchemaChecker {
   }
 
  private:
-  void check_node(const onnx::NodeProto& node, const std::string& where,
-                  const std::string& label) {
+  void check_node(const onnx::NodeProto& node, const std::string& where, const std::string& label) {
     if (local_functions_.count({node.domain(), node.op_type()})) return;
     if (opset_ == 0) {
       throw Error(fmt::format(
@@ -112,8 +125,8 @@ class SchemaChecker {
     }
     const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), opset_, "");
     if (!schema) {
-      throw Error(fmt::format("{}: node {}: '{}' is not an ONNX operator at opset {}", where,
-                              label, node.op_type(), opset_));
+      throw Error(fmt::format("{}: node {}: '{}' is not an ONNX operator at opset {}", where, label,
+                              node.op_type(), opset_));
     }
     const auto fail = [&](const std::string& problem) {
       throw Error(fmt::format("{}: node {}: {} (ONNX {} at opset {}, version {} of the operator)",

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "cost/cost_table.h"
+#include "runtime/random_inputs.h"
 #include "support/atomic_output.h"
 #include "support/json_file.h"
-#include "runtime/random_inputs.h"
 
 namespace cleave {
 

@@ -50,8 +50,8 @@ nlohmann::json number_or_null(double value) {
 double read_time(const nlohmann::json& value, const std::string& where) {
   if (value.is_null()) return std::numeric_limits<double>::infinity();
   if (!value.is_number() || std::isnan(value.get<double>()) || value.get<double>() < 0) {
-    throw Error(fmt::format("{}: expected a number of seconds >= 0 (or null), got {}", where,
-                            show(value)));
+    throw Error(
+        fmt::format("{}: expected a number of seconds >= 0 (or null), got {}", where, show(value)));
   }
   return value.get<double>();
 }

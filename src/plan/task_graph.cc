@@ -173,11 +173,10 @@ void TaskGraph::check(const std::string& origin) const {
     for (std::size_t device = 0; device < devices; ++device) {
       const double time = task.time[device];
       if (std::isnan(time) || time < 0 || (std::isfinite(time) && time > kMaxSeconds)) {
-        throw Error(
-            fmt::format("{}: task \"{}\": time[{}] ({}): expected a non-negative number of "
-                        "seconds up to {:g} (or null: cannot run there), got {}",
-                        origin, task.name, device, machine.devices[device].name, kMaxSeconds,
-                        time));
+        throw Error(fmt::format(
+            "{}: task \"{}\": time[{}] ({}): expected a non-negative number of "
+            "seconds up to {:g} (or null: cannot run there), got {}",
+            origin, task.name, device, machine.devices[device].name, kMaxSeconds, time));
       }
       runs_somewhere = runs_somewhere || std::isfinite(time);
     }
@@ -187,12 +186,14 @@ void TaskGraph::check(const std::string& origin) const {
                       "infinite)",
                       origin, task.name));
     }
-    if (!std::isfinite(task.output_bytes) || task.output_bytes < 0 || task.output_bytes > kMaxBytes) {
+    if (!std::isfinite(task.output_bytes) || task.output_bytes < 0 ||
+        task.output_bytes > kMaxBytes) {
       throw Error(fmt::format(
           "{}: task \"{}\": output_bytes: expected a non-negative number up to {:g}, got {}",
           origin, task.name, kMaxBytes, task.output_bytes));
     }
-    if (!std::isfinite(task.weight_bytes) || task.weight_bytes < 0 || task.weight_bytes > kMaxBytes) {
+    if (!std::isfinite(task.weight_bytes) || task.weight_bytes < 0 ||
+        task.weight_bytes > kMaxBytes) {
       throw Error(fmt::format(
           "{}: task \"{}\": weight_bytes: expected a non-negative number up to {:g}, got {}",
           origin, task.name, kMaxBytes, task.weight_bytes));
@@ -204,7 +205,8 @@ void TaskGraph::check(const std::string& origin) const {
         static_cast<std::size_t>(to) >= tasks.size()) {
       throw Error(fmt::format("{}: edges[{}]: task index out of range", origin, edge));
     }
-    if (edge < edge_bytes.size() && (std::isnan(edge_bytes[edge]) || edge_bytes[edge] > kMaxBytes)) {
+    if (edge < edge_bytes.size() &&
+        (std::isnan(edge_bytes[edge]) || edge_bytes[edge] > kMaxBytes)) {
       throw Error(fmt::format("{}: edges[{}] ({} -> {}): bytes is NaN", origin, edge,
                               tasks[from].name, tasks[to].name));
     }

@@ -15,8 +15,8 @@ Tensor constant_tensor(const Graph& graph, ValueId id) {
         value.name, data.strings->size()));
   }
   if (!data.bytes) {
-    throw Error(fmt::format("initializer '{}' ({}) has no data", value.name,
-                            dtype_name(data.dtype)));
+    throw Error(
+        fmt::format("initializer '{}' ({}) has no data", value.name, dtype_name(data.dtype)));
   }
   return Tensor::borrow(data.dtype, data.dims, data.bytes->data());
 }

@@ -73,9 +73,8 @@ class HardenCommandTest : public CommandFixture {
 
   // A plan of the model on two workers, as `cleave plan -o` writes it, parsed.
   nlohmann::json make_plan() {
-    CommandResult planned = cleave("plan " + model_ +
-                                   " --strategy lc --costs static --workers 2 -o " +
-                                   path("p.json"));
+    CommandResult planned =
+        cleave("plan " + model_ + " --strategy lc --costs static --workers 2 -o " + path("p.json"));
     EXPECT_EQ(planned.exit_code, 0) << planned.err;
     return nlohmann::json::parse(read_text(path("p.json")));
   }
@@ -118,7 +117,8 @@ TEST_F(HardenCommandTest, APlanWithNegativeTimesIsRefused) {
 TEST_F(HardenCommandTest, APlanFileOfTheWrongShapeNamesTheField) {
   for (const std::string text : {"[]", "null", "{}"}) {
     std::ofstream(path("bad.json")) << text;
-    CommandResult result = cleave("run " + model_ + " --layouts blocked --plan " + path("bad.json"));
+    CommandResult result =
+        cleave("run " + model_ + " --layouts blocked --plan " + path("bad.json"));
     EXPECT_EQ(result.exit_code, 1) << text << result.err;
     EXPECT_THAT(result.err, AllOf(HasSubstr("bad.json"), Not(HasSubstr("json.exception")),
                                   Not(HasSubstr("internal error"))))
@@ -179,7 +179,8 @@ TEST_F(HardenCommandTest, AProfileCacheWithNegativeTimesIsMeasuredAgain) {
   ASSERT_EQ(edited, 1);
   CommandResult again = cleave("profile " + model_ + " --max-threads 1 --repeat 1 --json");
   ASSERT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_THAT(again.err, AllOf(HasSubstr("measuring again"), HasSubstr("expected a finite number >= 0")));
+  EXPECT_THAT(again.err,
+              AllOf(HasSubstr("measuring again"), HasSubstr("expected a finite number >= 0")));
   for (const auto& node : nlohmann::json::parse(again.out)["nodes"]) {
     EXPECT_GE(node["seconds"][0].get<double>(), 0);
   }

@@ -85,8 +85,9 @@ TEST(OnnxImport, NegativeDimValueIsRefused) {
       ->mutable_shape()
       ->mutable_dim(0)
       ->set_dim_value(-1);
-  EXPECT_THAT(error_of([&] { import_onnx(model, "memory"); }),
-              AllOf(HasSubstr("memory: value 'x': dim 0 is -1"), HasSubstr("expected a size >= 0")));
+  EXPECT_THAT(
+      error_of([&] { import_onnx(model, "memory"); }),
+      AllOf(HasSubstr("memory: value 'x': dim 0 is -1"), HasSubstr("expected a size >= 0")));
 }
 
 TEST(OnnxImport, ShapeInferenceTypesIntermediateValues) {
