@@ -302,7 +302,8 @@ void register_schedule(CLI::App& app, CommandAction& action) {
       ->delimiter(',');
   command
       ->add_option("--time-limit", options->time_limit,
-                   "Seconds for searches and solvers (annealing, evolution, MILP)")
+                   "Seconds for searches and solvers (annealing, evolution, MILP); the lower "
+                   "bound gets half of it and reports when it ran out")
       ->check(positive_seconds())
       ->capture_default_str();
   command
