@@ -608,16 +608,19 @@ std::shared_ptr<Graph> GraphImporter::run(const onnx::GraphProto& proto,
 }
 
 void GraphImporter::collect_types(const onnx::GraphProto& proto, const onnx::GraphProto* typed) {
+  // Each declaration is checked on its own first (element type, negative dims, overflow), so
+  // that a bad one is named as such rather than as a disagreement with inference.
+  const auto declare = [&](const onnx::ValueInfoProto& info) {
+    if (!info.has_type()) return;
+    Value scratch;
+    scratch.name = info.name();
+    apply_type(scratch, info.type(), where_);
+    types_[info.name()] = &info.type();
+  };
   // Declared inputs and outputs win over value_info.
-  for (const auto& info : proto.value_info()) {
-    if (info.has_type()) types_[info.name()] = &info.type();
-  }
-  for (const auto& info : proto.input()) {
-    if (info.has_type()) types_[info.name()] = &info.type();
-  }
-  for (const auto& info : proto.output()) {
-    if (info.has_type()) types_[info.name()] = &info.type();
-  }
+  for (const auto& info : proto.value_info()) declare(info);
+  for (const auto& info : proto.input()) declare(info);
+  for (const auto& info : proto.output()) declare(info);
   if (!typed) return;
   // What inference computed (from the inputs, without the declarations) wins; a declaration
   // that contradicts it is refused, never trusted (inspect and run must see the same shapes).
@@ -864,9 +867,6 @@ Graph import_onnx(const onnx::ModelProto& model, const std::string& origin,
     std::string domain = opset.domain() == "ai.onnx" ? std::string() : opset.domain();
     info.opset_imports[domain] = opset.version();
   }
-  // As onnx's checker and ONNX Runtime do: a misspelt attribute or an extra input is refused
-  // here rather than ignored by a kernel.
-  check_schemas(model, origin);
 
   // Shape inference is an aid: when it fails, values keep only their declared types.
   std::optional<onnx::ModelProto> inferred;
@@ -878,6 +878,10 @@ Graph import_onnx(const onnx::ModelProto& model, const std::string& origin,
   GraphImporter importer(info, origin, nullptr, 0);
   std::shared_ptr<Graph> graph =
       importer.run(model.graph(), inferred ? &inferred->graph() : nullptr);
+  // As onnx's checker and ONNX Runtime do: a misspelt attribute or an extra input is refused
+  // here rather than ignored by a kernel. After the import, whose structural errors (and its
+  // limit on nesting) come first.
+  check_schemas(model, origin);
   return std::move(*graph);
 }
 

@@ -103,6 +103,7 @@ class SchemaChecker {
                                     ? fmt::format("#{} ({})", index, node.op_type())
                                     : fmt::format("'{}' ({})", node.name(), node.op_type());
       if (node.domain().empty() || node.domain() == "ai.onnx") check_node(node, where, label);
+      // The importer has refused bodies nested deeper than its limit before this runs.
       for (const auto& attribute : node.attribute()) {
         const std::string inner =
             fmt::format("{}: node {}: attribute '{}'", where, label, attribute.name());

@@ -233,10 +233,15 @@ TEST_F(HardenCommandTest, ExpectationsToAFolderLeaveNothing) {
 
 TEST_F(HardenCommandTest, ScheduleAndExportToAFolderLeaveNothing) {
   fs::create_directory(path("dir"));
-  CommandResult exported = cleave("export-tasks " + model_ + " --costs static -o " + path("dir"));
+  const std::string machine =
+      " --machine " + std::string(CLEAVE_SOURCE_DIR) + "/machines/this_machine.json";
+  CommandResult exported =
+      cleave("export-tasks " + model_ + machine + " --costs static -o " + path("dir"));
   EXPECT_EQ(exported.exit_code, 1);
   EXPECT_THAT(exported.err, HasSubstr("dir: cannot write: it is a folder"));
-  ASSERT_EQ(cleave("export-tasks " + model_ + " --costs static -o " + path("t.json")).exit_code, 0);
+  ASSERT_EQ(
+      cleave("export-tasks " + model_ + machine + " --costs static -o " + path("t.json")).exit_code,
+      0);
   CommandResult scheduled = cleave("schedule " + path("t.json") + " -o " + path("dir"));
   EXPECT_EQ(scheduled.exit_code, 1);
   EXPECT_THAT(scheduled.err, HasSubstr("dir: cannot write: it is a folder"));
