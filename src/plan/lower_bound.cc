@@ -163,6 +163,11 @@ class Recursion {
       if (std::all_of(head.begin(), head.end(), [&](int task) { return feeds[task]; })) {
         after = kInfinity;
         for (int consumer : consumers) {
+          // Each closure walks the graph: a wide channel must not run on past the limit.
+          if (out_of_time()) {
+            after = 0;
+            break;
+          }
           after = std::min(after, bound(members(closure({consumer}, in_rest, successors_))));
         }
       }
@@ -174,6 +179,10 @@ class Recursion {
       if (std::all_of(rest.begin(), rest.end(), [&](int task) { return fed[task]; })) {
         before = kInfinity;
         for (int producer : producers) {
+          if (out_of_time()) {
+            before = 0;
+            break;
+          }
           before =
               std::min(before, subproblem(members(closure({producer}, in_head, predecessors_))));
         }

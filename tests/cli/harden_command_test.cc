@@ -46,6 +46,58 @@ void write_two_output_model(const std::string& path) {
   std::ofstream(path, std::ios::binary) << model.SerializeAsString();
 }
 
+// shape[2] = {side, side} (an int64 initializer) -> ConstantOfShape "huge" -> y (float).
+void write_constant_of_shape_model(const std::string& path, int64_t side) {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  auto* opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(17);
+  auto* graph = model.mutable_graph();
+  graph->set_name("huge");
+  auto* shape = graph->add_initializer();
+  shape->set_name("shape");
+  shape->set_data_type(onnx::TensorProto::INT64);
+  shape->add_dims(2);
+  shape->add_int64_data(side);
+  shape->add_int64_data(side);
+  auto* node = graph->add_node();
+  node->set_op_type("ConstantOfShape");
+  node->set_name("huge");
+  node->add_input("shape");
+  node->add_output("y");
+  auto* output = graph->add_output();
+  output->set_name("y");
+  output->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  std::ofstream(path, std::ios::binary) << model.SerializeAsString();
+}
+
+// A STRING initializer read by Identity: the runtime has no string kernels.
+void write_string_model(const std::string& path) {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  auto* opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(17);
+  auto* graph = model.mutable_graph();
+  graph->set_name("strings");
+  auto* words = graph->add_initializer();
+  words->set_name("words");
+  words->set_data_type(onnx::TensorProto::STRING);
+  words->add_dims(2);
+  words->add_string_data("a");
+  words->add_string_data("b");
+  auto* node = graph->add_node();
+  node->set_op_type("Identity");
+  node->set_name("copy");
+  node->add_input("words");
+  node->add_output("y");
+  auto* output = graph->add_output();
+  output->set_name("y");
+  output->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::STRING);
+  std::ofstream(path, std::ios::binary) << model.SerializeAsString();
+}
+
 // Every path left in the test's folder whose name marks a temporary or partial file.
 std::vector<std::string> leftovers(const fs::path& folder) {
   std::vector<std::string> found;
@@ -246,6 +298,24 @@ TEST_F(HardenCommandTest, ScheduleAndExportToAFolderLeaveNothing) {
   EXPECT_EQ(scheduled.exit_code, 1);
   EXPECT_THAT(scheduled.err, HasSubstr("dir: cannot write: it is a folder"));
   EXPECT_TRUE(leftovers(folder_).empty());
+}
+
+// 2^31 x 2^31 floats are 2^64 bytes: the error names the node and the shape that made them.
+TEST_F(HardenCommandTest, AnOverflowingOutputNamesTheNodeAndShape) {
+  write_constant_of_shape_model(path("huge.onnx"), int64_t{1} << 31);
+  CommandResult result = cleave("run " + path("huge.onnx") + " --no-optimize");
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_THAT(result.err,
+              AllOf(HasSubstr("node 'huge' (ConstantOfShape)"),
+                    HasSubstr("shape [2147483648,2147483648]"), Not(HasSubstr("internal error"))));
+}
+
+TEST_F(HardenCommandTest, AStringInitializerIsNamedAsSuch) {
+  write_string_model(path("strings.onnx"));
+  CommandResult result = cleave("run " + path("strings.onnx") + " --no-optimize");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.err, AllOf(HasSubstr("'words'"), HasSubstr("STRING"),
+                                Not(HasSubstr("has no data")), Not(HasSubstr("internal error"))));
 }
 
 }  // namespace
