@@ -504,6 +504,9 @@ struct ModelInfo {
   std::map<std::string, int64_t> opset_imports;
   int64_t ir_version = 0;
   std::string producer_name;
+  // Declared shapes that contradict inference, reported after the schema check: a misspelt
+  // stride also changes the inferred shape, and the attribute is the cause to name.
+  mutable std::vector<std::string> shape_disagreements;
 };
 
 class GraphImporter {
@@ -643,10 +646,11 @@ void GraphImporter::collect_types(const onnx::GraphProto& proto, const onnx::Gra
                  a.dim(d).dim_value() != b.dim(d).dim_value();
       }
       if (differ) {
-        throw Error(fmt::format(
+        model_.shape_disagreements.push_back(fmt::format(
             "{}: value '{}': the model declares ({}) shape {}, but shape inference from the "
             "graph's inputs gives {}; expected them to agree (fix or remove the declaration)",
             where_, info.name(), kind, format_shape(a), format_shape(b)));
+        return;
       }
     }
     // Keep a declared element type when inference has none.
@@ -862,7 +866,7 @@ Graph import_onnx(const onnx::ModelProto& model, const std::string& origin,
   if (!model.has_graph()) {
     throw Error(fmt::format("{}: the model has no graph; expected an ONNX model", origin));
   }
-  ModelInfo info{origin, options, {}, model.ir_version(), model.producer_name()};
+  ModelInfo info{origin, options, {}, model.ir_version(), model.producer_name(), {}};
   for (const auto& opset : model.opset_import()) {
     std::string domain = opset.domain() == "ai.onnx" ? std::string() : opset.domain();
     info.opset_imports[domain] = opset.version();
@@ -882,6 +886,7 @@ Graph import_onnx(const onnx::ModelProto& model, const std::string& origin,
   // here rather than ignored by a kernel. After the import, whose structural errors (and its
   // limit on nesting) come first.
   check_schemas(model, origin);
+  if (!info.shape_disagreements.empty()) throw Error(info.shape_disagreements.front());
   return std::move(*graph);
 }
 
