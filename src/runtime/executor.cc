@@ -193,7 +193,16 @@ void NodeRunner::run(const std::vector<const Tensor*>& inputs, const std::vector
                           threads,
                           blocked_outputs_allowed_,
                           convolution_family_};
-    kernel_ = info_->create(context);
+    try {
+      kernel_ = info_->create(context);
+    } catch (const UnsupportedError&) {
+      throw;
+    } catch (const Error& e) {
+      // Kernels refuse shapes whose size overflows while they are made: name the node.
+      const std::string message = e.what();
+      if (message.starts_with("node ")) throw;
+      throw Error(fmt::format("node {}: {}", graph_->describe(node_), message));
+    }
     specs_ = kernel_->output_specs();
     signature_.assign(inputs.size(), InputSignature());
     for (std::size_t i = 0; i < inputs.size(); ++i) {
