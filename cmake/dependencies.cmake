@@ -10,6 +10,10 @@ target_link_libraries(cleave_lib PUBLIC PkgConfig::CBC PkgConfig::HWLOC DNNL::dn
 find_package(MPI REQUIRED COMPONENTS CXX)
 file(GLOB CLEAVE_MPI_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/distributed/*.cc
      ${PROJECT_SOURCE_DIR}/src/cli/run_command.cc ${PROJECT_SOURCE_DIR}/src/cli/run_split_command.cc)
-set_source_files_properties(${CLEAVE_MPI_SOURCES} PROPERTIES INCLUDE_DIRECTORIES
-                                                             "${MPI_CXX_INCLUDE_DIRS}")
+# As system headers, as a linked MPI::MPI_CXX would give them: OpenMPI's C++ bindings warn.
+set(CLEAVE_MPI_INCLUDES)
+foreach(dir ${MPI_CXX_INCLUDE_DIRS})
+  list(APPEND CLEAVE_MPI_INCLUDES -isystem ${dir})
+endforeach()
+set_source_files_properties(${CLEAVE_MPI_SOURCES} PROPERTIES COMPILE_OPTIONS "${CLEAVE_MPI_INCLUDES}")
 target_link_libraries(cleave_lib PUBLIC ${MPI_CXX_LIBRARIES})

@@ -11,6 +11,7 @@
 
 #include "analysis/static_cost.h"
 #include "cli/commands.h"
+#include "cli/option_limits.h"
 #include "cost/cost_table.h"
 #include "pipeline/layout_choice.h"
 #include "pipeline/load.h"
@@ -190,11 +191,13 @@ void register_bench(CLI::App& app, CommandAction& action) {
                       "name=d0,d1,... fixes an input's symbolic dims (repeatable)");
   command->add_option("--workers", settings->workers, "Cores to use")
       ->default_val(2)
-      ->check(CLI::Range(1, 1024));
-  command->add_option("--warmup", settings->warmup, "Untimed rounds first")->default_val(3);
+      ->check(integer_in(1, kMaxWorkers));
+  command->add_option("--warmup", settings->warmup, "Untimed rounds first")
+      ->default_val(3)
+      ->check(integer_in(0, kMaxRounds));
   command->add_option("--repeat", settings->repeat, "Timed rounds")
       ->default_val(20)
-      ->check(CLI::PositiveNumber);
+      ->check(integer_in(1, kMaxRounds));
   command->add_option("--costs", settings->costs, "profile, static or analytical")
       ->check(CLI::IsMember({"profile", "static", "analytical"}))
       ->default_val("profile");

@@ -5,8 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/option_limits.h"
 #include "conformance/conformance.h"
 #include "ir/graph.h"
+#include "support/atomic_output.h"
 
 namespace cleave::cli {
 
@@ -23,6 +25,8 @@ struct ConformanceSettings {
 };
 
 int run_conformance(const ConformanceSettings& settings) {
+  // A target that cannot be written is refused before the cases run, not after.
+  if (!settings.write_expectations_to.empty()) require_file_target(settings.write_expectations_to);
   std::vector<std::pair<std::string, std::string>> cases;
   for (const std::string& root : settings.roots) {
     auto found = find_cases(root);
@@ -96,7 +100,9 @@ void register_conformance(CLI::App& app, CommandAction& action) {
   command->add_option("--write-expectations", settings->write_expectations_to,
                       "Write the results as an expectations file");
   command->add_option("--filter", settings->filter, "Only cases whose name contains this");
-  command->add_option("--timeout", settings->timeout, "Seconds per case")->default_val(60);
+  command->add_option("--timeout", settings->timeout, "Seconds per case")
+      ->default_val(60)
+      ->check(positive_seconds());
   command->add_flag("--json", settings->json, "Print the results as JSON");
   command->add_flag("-q,--quiet", settings->quiet, "Only the summary");
   command->callback(

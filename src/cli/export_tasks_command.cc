@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/model_task_graph.h"
 #include "plan/task_graph.h"
+#include "support/atomic_output.h"
 
 namespace cleave::cli {
 
@@ -19,6 +20,7 @@ struct ExportTasksOptions {
 };
 
 int run_export_tasks(const ExportTasksOptions& options) {
+  require_file_target(options.output);
   const TaskGraph tasks = model_task_graph(options.model, options.machine, options.costs);
   // Written atomically: an error before or during the write leaves no partial file.
   write_task_graph(tasks, options.output);

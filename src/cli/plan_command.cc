@@ -6,11 +6,12 @@
 
 #include "cli/commands.h"
 #include "cli/model_task_graph.h"
+#include "cli/option_limits.h"
 #include "cost/cost_table.h"
-#include "onnx/atomic_file.h"
 #include "pipeline/layout_choice.h"
 #include "pipeline/model_plan.h"
 #include "plan/simulator.h"
+#include "support/atomic_output.h"
 #include "viz/gantt.h"
 
 namespace cleave::cli {
@@ -36,6 +37,9 @@ struct PlanSettings {
 };
 
 int run_plan(const PlanSettings& settings) {
+  // Bad targets are refused before planning, which may profile for minutes.
+  if (!settings.output.empty()) require_file_target(settings.output);
+  if (!settings.gantt.empty()) require_file_target(settings.gantt);
   Graph graph = load_model_for(settings.model);
   CostTable costs = costs_for(graph, settings.costs, settings.workers * settings.threads_per_worker,
                               settings.model.verbose, settings.threads_per_worker);
@@ -93,9 +97,15 @@ struct ProfileSettings {
   std::string output;
   bool json = false;
   int top = 15;
+  bool force_threads = false;
 };
 
-int run_profile(const ProfileSettings& settings) {
+int run_profile(ProfileSettings settings) {
+  if (!settings.output.empty()) require_file_target(settings.output);
+  // Timing more threads than cores measures contention, not the op; it also takes long.
+  std::string note;
+  settings.max_threads = cap_threads_at_cores(settings.max_threads, settings.force_threads, &note);
+  if (!note.empty()) fmt::print(stderr, "profile: --max-threads: {}\n", note);
   Graph graph = load_model_for(settings.model);
   ProfileOptions options;
   options.max_threads = settings.max_threads;
@@ -145,17 +155,18 @@ void register_plan(CLI::App& app, CommandAction& action) {
   add_costs_option(command, settings->costs);
   command->add_option("--workers", settings->workers, "Parallel workers")
       ->default_val(2)
-      ->check(CLI::Range(1, 1024));
+      ->check(integer_in(1, kMaxWorkers));
   command
       ->add_option("--threads-per-worker", settings->threads_per_worker,
                    "Intra-op threads per worker")
       ->default_val(1)
-      ->check(CLI::Range(1, 1024));
+      ->check(thread_count());
   command->add_option("--samples", settings->samples, "Samples in flight (hyperclustering)")
       ->default_val(1)
       ->check(CLI::Range(1, 4096));
   command->add_option("--time-limit", settings->time_limit, "Seconds for searching planners")
-      ->default_val(10);
+      ->default_val(10)
+      ->check(positive_seconds());
   command->add_option("-o,--output", settings->output, "Write the plan as JSON");
   command->add_option("--gantt", settings->gantt, "Write the predicted timeline as a Gantt SVG");
   command->add_flag("--json", settings->json, "Print the plan as JSON");
@@ -167,12 +178,16 @@ void register_profile(CLI::App& app, CommandAction& action) {
   CLI::App* command =
       app.add_subcommand("profile", "Time every node on this machine and cache the cost table");
   add_model_options(command, settings->model);
-  command->add_option("--max-threads", settings->max_threads, "Profile with 1..N intra-op threads")
+  command
+      ->add_option("--max-threads", settings->max_threads,
+                   "Profile with 1..N intra-op threads (capped at the cores present)")
       ->default_val(2)
-      ->check(CLI::Range(1, 1024));
+      ->check(thread_count());
+  command->add_flag("--force-threads", settings->force_threads,
+                    "Time --max-threads counts above the cores present too");
   command->add_option("--repeat", settings->repeat, "Timed runs per thread count")
       ->default_val(10)
-      ->check(CLI::PositiveNumber);
+      ->check(integer_in(1, kMaxRounds));
   command->add_flag("--no-cache", settings->no_cache, "Measure even if a cached table exists");
   command->add_option("-o,--output", settings->output, "Write the cost table as JSON");
   command->add_option("--top", settings->top, "Nodes listed")->default_val(15);

@@ -8,15 +8,16 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 
 #include <sys/resource.h>
 
 #include "cli/build_info.h"
 #include "cli/commands.h"
+#include "cli/option_limits.h"
 #include "distributed/mpi_session.h"
 #include "distributed/rank_run.h"
 #include "ir/text.h"
-#include "onnx/atomic_file.h"
 #include "pipeline/layout_choice.h"
 #include "pipeline/load.h"
 #include "pipeline/model_plan.h"
@@ -25,6 +26,7 @@
 #include "runtime/npy.h"
 #include "runtime/parallel_executor.h"
 #include "runtime/random_inputs.h"
+#include "support/atomic_output.h"
 #include "viz/gantt.h"
 
 namespace cleave::cli {
@@ -151,6 +153,9 @@ int run_on_mpi_ranks(const RunSettings& settings) {
 int run_model(const RunSettings& settings) {
   if (settings.repeat < 1) throw Error("--repeat must be at least 1");
   if (!settings.plan.empty() && launched_by_mpi()) return run_on_mpi_ranks(settings);
+  // Refused before the model runs (a file in the way); filled and moved into place at the end.
+  std::optional<AtomicFolder> output_folder;
+  if (!settings.output_dir.empty()) output_folder.emplace(settings.output_dir);
   // Before the model is loaded: what the binary and its libraries cost, to compare runtimes fairly.
   const std::size_t baseline_rss = peak_rss_bytes();
   LoadOptions load;
@@ -335,19 +340,23 @@ int run_model(const RunSettings& settings) {
     }
   }
 
-  if (!settings.output_dir.empty()) std::filesystem::create_directories(settings.output_dir);
   nlohmann::json output_list = nlohmann::json::array();
+  std::set<std::string> file_names;
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const std::string& name = graph.value(graph.outputs()[i]).name;
     nlohmann::json entry = {{"name", name}, {"type", outputs[i].describe()}};
-    if (!settings.output_dir.empty()) {
-      std::string file =
-          (std::filesystem::path(settings.output_dir) / (file_name_for(name) + ".npy")).string();
-      write_npy(file, outputs[i]);
-      entry["file"] = file;
+    if (output_folder) {
+      const std::string file_name = file_name_for(name) + ".npy";
+      if (!file_names.insert(file_name).second) {
+        throw Error(fmt::format("{}: two graph outputs would both be written as {} (output \"{}\")",
+                                settings.output_dir, file_name, name));
+      }
+      write_npy(output_folder->staging_path(file_name), outputs[i]);
+      entry["file"] = (std::filesystem::path(output_folder->path()) / file_name).string();
     }
     output_list.push_back(entry);
   }
+  if (output_folder) output_folder->commit();
   report["outputs"] = output_list;
 
   struct OpTime {
@@ -462,13 +471,13 @@ void register_run(CLI::App& app, CommandAction& action) {
   command->add_option("--seed", settings->seed, "Seed of the random inputs")->default_val(0);
   command->add_option("--threads", settings->threads, "Intra-op threads")
       ->default_val(1)
-      ->check(CLI::Range(1, 1024));
+      ->check(thread_count());
   command->add_option("--warmup", settings->warmup, "Untimed runs first")
       ->default_val(0)
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer_in(0, kMaxRounds));
   command->add_option("--repeat", settings->repeat, "Timed runs")
       ->default_val(1)
-      ->check(CLI::PositiveNumber);
+      ->check(integer_in(1, kMaxRounds));
   command->add_flag("--stats", settings->stats,
                     "Report time per op type, and per op and implementation");
   command->add_flag("--json", settings->json, "Print the report as JSON");
@@ -492,12 +501,12 @@ void register_run(CLI::App& app, CommandAction& action) {
       ->default_val("profile");
   command->add_option("--workers", settings->workers, "Workers for --plan auto")
       ->default_val(2)
-      ->check(CLI::Range(1, 1024));
+      ->check(integer_in(1, kMaxWorkers));
   command
       ->add_option("--threads-per-worker", settings->threads_per_worker,
                    "Intra-op threads per worker for --plan auto")
       ->default_val(1)
-      ->check(CLI::Range(1, 1024));
+      ->check(thread_count());
   command
       ->add_option("--samples", settings->samples,
                    "Samples in flight for --plan auto (hyperclustering); under mpirun, inputs "

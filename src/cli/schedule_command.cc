@@ -10,11 +10,13 @@
 
 #include "cli/commands.h"
 #include "cli/model_task_graph.h"
+#include "cli/option_limits.h"
 #include "ir/graph.h"
 #include "plan/plan.h"
 #include "plan/schedulers.h"
 #include "plan/simulator.h"
 #include "plan/task_graph.h"
+#include "support/atomic_output.h"
 #include "viz/gantt.h"
 
 namespace cleave::cli {
@@ -49,14 +51,16 @@ struct ScheduleCommandOptions {
 
 struct Bound {
   std::optional<double> seconds;
-  std::string problem;  // why there is none
+  std::string problem;     // why there is none
+  bool timed_out = false;  // the best bound found within --time-limit
 };
 
 Bound compute_bound(const TaskGraph& graph, const ScheduleOptions& options) {
   const std::optional<LowerBound> bound = lower_bound_function();
   if (!bound) return {std::nullopt, "no lower bound is built in"};
   try {
-    return {(*bound)(graph, options), {}};
+    const LowerBoundResult result = (*bound)(graph, options);
+    return {result.makespan, {}, result.timed_out};
   } catch (const Error& e) {
     return {std::nullopt, e.what()};
   }
@@ -78,11 +82,10 @@ int run_lower_bound_only(const ScheduleCommandOptions& command, const TaskGraph&
   const Bound bound = compute_bound(graph, options);
   if (!bound.seconds) throw Error(fmt::format("schedule: lower bound failed: {}", bound.problem));
   if (command.json) {
-    nlohmann::json json = {{"task_graph", command.task_graph},
-                           {"algorithm", kLowerBoundAlgo},
-                           {"objective", command.objective},
-                           {"batch", command.batch},
-                           {"lower_bound_seconds", *bound.seconds}};
+    nlohmann::json json = {
+        {"task_graph", command.task_graph},      {"algorithm", kLowerBoundAlgo},
+        {"objective", command.objective},        {"batch", command.batch},
+        {"lower_bound_seconds", *bound.seconds}, {"lower_bound_timed_out", bound.timed_out}};
     if (command.objective == "throughput" && *bound.seconds > 0) {
       json["throughput_upper_bound"] = static_cast<double>(command.batch) / *bound.seconds;
     }
@@ -90,7 +93,8 @@ int run_lower_bound_only(const ScheduleCommandOptions& command, const TaskGraph&
   } else {
     fmt::print("task graph:   {} ({} tasks, {} devices)\n", command.task_graph, graph.tasks.size(),
                graph.machine.size());
-    fmt::print("lower bound:  {:.4f} ms makespan\n", *bound.seconds * 1e3);
+    fmt::print("lower bound:  {:.4f} ms makespan{}\n", *bound.seconds * 1e3,
+               bound.timed_out ? " (best found within --time-limit)" : "");
     if (command.objective == "throughput" && *bound.seconds > 0) {
       fmt::print("throughput:   at most {:.2f} samples/s\n",
                  static_cast<double>(command.batch) / *bound.seconds);
@@ -114,6 +118,9 @@ TaskGraph read_input(const ScheduleCommandOptions& command) {
 }
 
 int run_schedule(const ScheduleCommandOptions& command) {
+  // Bad targets are refused before the search, which may take --time-limit.
+  if (!command.plan_path.empty()) require_file_target(command.plan_path);
+  if (!command.gantt_path.empty()) require_file_target(command.gantt_path);
   const TaskGraph per_sample = read_input(command);
   if (command.batch < 1) {
     throw Error(fmt::format("schedule: --batch must be at least 1, got {}", command.batch));
@@ -209,6 +216,7 @@ int run_schedule(const ScheduleCommandOptions& command) {
                            {"simulated_devices", simulated},
                            {"notes", plan.notes}};
     json["lower_bound_seconds"] = bound.seconds ? nlohmann::json(*bound.seconds) : nullptr;
+    json["lower_bound_timed_out"] = bound.timed_out;
     if (!command.plan_path.empty()) json["plan_file"] = command.plan_path;
     if (!command.gantt_path.empty()) json["gantt_file"] = command.gantt_path;
     fmt::print("{}\n", json.dump(2));
@@ -236,7 +244,8 @@ int run_schedule(const ScheduleCommandOptions& command) {
   if (bound.seconds) {
     const double gap =
         *bound.seconds > 0 ? 100.0 * (simulation.makespan - *bound.seconds) / *bound.seconds : 0.0;
-    fmt::print("lower bound:  {:.4f} ms (gap {:.1f}%)\n", *bound.seconds * 1e3, gap);
+    fmt::print("lower bound:  {:.4f} ms (gap {:.1f}%){}\n", *bound.seconds * 1e3, gap,
+               bound.timed_out ? ", the best found within --time-limit" : "");
   } else {
     fmt::print("lower bound:  none ({})\n", bound.problem);
   }
@@ -293,13 +302,15 @@ void register_schedule(CLI::App& app, CommandAction& action) {
       ->delimiter(',');
   command
       ->add_option("--time-limit", options->time_limit,
-                   "Seconds for searches and solvers (annealing, evolution, MILP)")
+                   "Seconds for searches and solvers (annealing, evolution, MILP); the lower "
+                   "bound gets half of it and reports when it ran out")
+      ->check(positive_seconds())
       ->capture_default_str();
   command
       ->add_option("--gap", options->gap,
                    "MILP and MILP-SPLIT module solves stop once the incumbent is within this "
                    "fraction of the proven bound (0.01: 1%)")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(finite_in(0.0, 1.0))
       ->capture_default_str();
   command->add_option("--seed", options->seed, "Seed of the randomised searches")
       ->capture_default_str();

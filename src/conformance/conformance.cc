@@ -22,6 +22,7 @@
 #include "onnx/onnx_import.h"
 #include "passes/pipeline.h"
 #include "runtime/executor.h"
+#include "support/atomic_output.h"
 
 namespace cleave {
 
@@ -436,13 +437,7 @@ void write_expectations(const std::string& path, const std::vector<CaseResult>& 
     if (!result.reason.empty()) out << "  # " << result.reason;
     out << '\n';
   }
-  fs::path temporary = path + ".partial";
-  {
-    std::ofstream file(temporary);
-    file << out.str();
-    if (!file.flush()) throw Error(fmt::format("{}: write failed", path));
-  }
-  fs::rename(temporary, path);
+  write_file_atomically(path, out.str());
 }
 
 }  // namespace cleave

@@ -16,6 +16,7 @@
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -26,6 +27,8 @@
 #include "runtime/cpu_isa.h"
 #include "runtime/executor.h"
 #include "runtime/random_inputs.h"
+#include "support/atomic_output.h"
+#include "support/json_file.h"
 
 namespace cleave {
 
@@ -250,13 +253,17 @@ CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
       isa_cache_key(), options.blocked_layouts ? to_string(options.convolution_family) : "plain");
   fs::path cache = fs::path(cache_directory(options)) / (key + ".json");
   if (options.use_cache && fs::exists(cache)) {
-    std::ifstream in(cache);
     try {
-      CostTable table = cost_table_from_json(nlohmann::json::parse(in), graph, cache.string());
+      CostTable table =
+          cost_table_from_json(read_json_file(cache.string(), "cost table"), graph, cache.string());
       if (options.progress) options.progress(fmt::format("profile: reused {}", cache.string()));
       return table;
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
       // A stale or damaged cache entry is re-measured and overwritten.
+      if (options.progress) {
+        options.progress(
+            fmt::format("profile: cached table not used, measuring again: {}", e.what()));
+      }
     }
   }
   CostTable table;
@@ -371,15 +378,14 @@ CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
           threads, run * 1e3, graph.node_count(), summed * 1e3, factor));
     }
   }
+  // A cache that cannot be written costs a re-measurement next time, not this run.
   std::error_code ignored;
   fs::create_directories(cache.parent_path(), ignored);
-  fs::path temporary = cache;
-  temporary += ".partial";
-  {
-    std::ofstream out(temporary);
-    out << cost_table_to_json(table, graph).dump(1);
+  try {
+    write_file_atomically(cache.string(), cost_table_to_json(table, graph).dump(1));
+  } catch (const Error& e) {
+    if (options.progress) options.progress(fmt::format("profile: cache not written: {}", e.what()));
   }
-  fs::rename(temporary, cache, ignored);
   return table;
 }
 
@@ -406,26 +412,43 @@ nlohmann::json cost_table_to_json(const CostTable& table, const Graph& graph) {
 
 CostTable cost_table_from_json(const nlohmann::json& json, const Graph& graph,
                                const std::string& origin) {
-  if (json.value("fingerprint", "") != graph_fingerprint(graph)) {
+  const JsonField root(json, origin);
+  root.expect_object();
+  const std::optional<JsonField> fingerprint = root.find("fingerprint");
+  if (!fingerprint || fingerprint->string() != graph_fingerprint(graph)) {
     throw Error(fmt::format("{}: cost table was made for another graph", origin));
   }
   CostTable table;
-  table.source = json.at("source").get<std::string>();
-  table.run_seconds = json.value("run_seconds", std::vector<double>{});
-  table.calibration = json.value("calibration", std::vector<double>{});
-  table.disturbed_blocks = json.value("disturbed_blocks", std::vector<int>{});
+  table.source = root.at("source").string();
+  // Times are checked like any input: a negative or infinite time (an edited cache) would make
+  // every plan's prediction meaningless.
+  const auto seconds_list = [](const JsonField& list) {
+    std::vector<double> values;
+    for (std::size_t k = 0; k < list.size(); ++k) values.push_back(list.at(k).non_negative());
+    return values;
+  };
+  if (auto field = root.find("run_seconds")) table.run_seconds = seconds_list(*field);
+  if (auto field = root.find("calibration")) table.calibration = seconds_list(*field);
+  if (auto field = root.find("disturbed_blocks")) {
+    for (std::size_t k = 0; k < field->size(); ++k) {
+      table.disturbed_blocks.push_back(
+          static_cast<int>(field->at(k).integer(0, std::numeric_limits<int>::max())));
+    }
+  }
   table.nodes.resize(graph.node_capacity());
   std::vector<NodeId> ids = graph.node_ids();
-  const auto& nodes = json.at("nodes");
+  const JsonField nodes = root.at("nodes");
   if (nodes.size() != ids.size())
     throw Error(
         fmt::format("{}: cost table has {} nodes, graph {}", origin, nodes.size(), ids.size()));
   for (std::size_t i = 0; i < ids.size(); ++i) {
+    const JsonField entry = nodes.at(i);
     NodeCost& cost = table.nodes[ids[i]];
-    cost.seconds = nodes[i].at("seconds").get<std::vector<double>>();
-    cost.output_bytes = nodes[i].at("output_bytes").get<double>();
-    cost.weight_bytes = nodes[i].at("weight_bytes").get<double>();
-    cost.flops = nodes[i].at("flops").get<double>();
+    cost.seconds = seconds_list(entry.at("seconds"));
+    if (cost.seconds.empty()) entry.at("seconds").fail("at least one time");
+    cost.output_bytes = entry.at("output_bytes").non_negative();
+    cost.weight_bytes = entry.at("weight_bytes").non_negative();
+    cost.flops = entry.at("flops").non_negative();
   }
   return table;
 }

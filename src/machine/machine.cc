@@ -12,6 +12,8 @@
 #include <sstream>
 
 #include "ir/graph.h"
+#include "support/atomic_output.h"
+#include "support/json_file.h"
 
 namespace cleave {
 namespace {
@@ -50,23 +52,6 @@ const nlohmann::json& array_field(const nlohmann::json& object, const char* key,
     throw Error(fmt::format("{}.{}: expected an array, got {}", where, key, show(value)));
   }
   return value;
-}
-
-void write_atomically(const std::string& path, const std::string& contents) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(fmt::format("{}: cannot open for writing", temporary));
-    out << contents;
-    if (!out.flush()) {
-      std::remove(temporary.c_str());
-      throw Error(fmt::format("{}: write failed", temporary));
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    throw Error(fmt::format("{}: cannot rename the temporary file into place", path));
-  }
 }
 
 const std::set<std::string> kDeviceKeys = {"name",         "kind",      "speed",
@@ -284,21 +269,11 @@ nlohmann::json machine_to_json(const Machine& machine) {
 }
 
 Machine read_machine(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("{}: cannot open machine file", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(fmt::format("{}: not valid JSON: {}", path, e.what()));
-  }
-  return machine_from_json(json, path);
+  return machine_from_json(read_json_file(path, "machine file"), path);
 }
 
 void write_machine(const Machine& machine, const std::string& path) {
-  write_atomically(path, machine_to_json(machine).dump(2) + "\n");
+  write_file_atomically(path, machine_to_json(machine).dump(2) + "\n");
 }
 
 Machine cpu_machine(int workers, int threads_each) {

@@ -12,6 +12,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "onnx/schema_check.h"
 #include "onnx/scope.h"
 #include "onnx/shape_inference.h"
 
@@ -100,6 +101,18 @@ const std::map<std::string_view, std::map<std::string_view, AttributeKind>>& kno
 
 std::string format_dims(const google::protobuf::RepeatedField<int64_t>& dims) {
   return fmt::format("[{}]", fmt::join(dims.begin(), dims.end(), ","));
+}
+
+std::string format_shape(const onnx::TensorShapeProto& shape) {
+  std::vector<std::string> dims;
+  for (const auto& dim : shape.dim()) {
+    if (dim.has_dim_value()) {
+      dims.push_back(std::to_string(dim.dim_value()));
+    } else {
+      dims.push_back(dim.has_dim_param() && !dim.dim_param().empty() ? dim.dim_param() : "?");
+    }
+  }
+  return fmt::format("[{}]", fmt::join(dims, ","));
 }
 
 std::string node_label(const onnx::NodeProto& node, int index) {
@@ -374,8 +387,13 @@ void apply_type(Value& value, const onnx::TypeProto& type, const std::string& wh
   int64_t known_count = 1;
   bool overflows = false;
   for (const auto& dim : tensor.shape().dim()) {
-    // Some converters write -1 for a dynamic dimension: that is an unknown one.
-    if (dim.has_dim_value() && dim.dim_value() >= 0) {
+    if (dim.has_dim_value() && dim.dim_value() < 0) {
+      throw Error(fmt::format(
+          "{}: value '{}': dim {} is {}; expected a size >= 0 (write a dynamic dim as a "
+          "symbolic name, dim_param)",
+          where, value.name, shape.dims.size(), dim.dim_value()));
+    }
+    if (dim.has_dim_value()) {
       int64_t size = dim.dim_value();
       if (size == 0) known_count = 0;
       if (known_count != 0 && size > std::numeric_limits<int64_t>::max() / known_count) {
@@ -486,6 +504,9 @@ struct ModelInfo {
   std::map<std::string, int64_t> opset_imports;
   int64_t ir_version = 0;
   std::string producer_name;
+  // Declared shapes that contradict inference, reported after the schema check: a misspelt
+  // stride also changes the inferred shape, and the attribute is the cause to name.
+  mutable std::vector<std::string> shape_disagreements;
 };
 
 class GraphImporter {
@@ -497,7 +518,7 @@ class GraphImporter {
   std::shared_ptr<Graph> run(const onnx::GraphProto& proto, const onnx::GraphProto* typed);
 
  private:
-  void collect_types(const onnx::GraphProto& proto);
+  void collect_types(const onnx::GraphProto& proto, const onnx::GraphProto* typed);
   void type_value(ValueId id);
   ValueId resolve_input(const std::string& name, const std::string& node);
   ValueId capture(const std::string& name);
@@ -530,7 +551,7 @@ std::shared_ptr<Graph> GraphImporter::run(const onnx::GraphProto& proto,
   g.opset_imports = model_.opset_imports;
   g.ir_version = model_.ir_version;
   g.producer_name = model_.producer_name;
-  collect_types(typed ? *typed : proto);
+  collect_types(proto, typed);
 
   if (proto.sparse_initializer_size() > 0) {
     throw Error(fmt::format("{}: sparse initializers are not supported (found '{}')", where_,
@@ -589,17 +610,55 @@ std::shared_ptr<Graph> GraphImporter::run(const onnx::GraphProto& proto,
   return graph_;
 }
 
-void GraphImporter::collect_types(const onnx::GraphProto& proto) {
-  // Declared inputs and outputs win over value_info (shape inference output).
-  for (const auto& info : proto.value_info()) {
-    if (info.has_type()) types_[info.name()] = &info.type();
-  }
-  for (const auto& info : proto.input()) {
-    if (info.has_type()) types_[info.name()] = &info.type();
-  }
-  for (const auto& info : proto.output()) {
-    if (info.has_type()) types_[info.name()] = &info.type();
-  }
+void GraphImporter::collect_types(const onnx::GraphProto& proto, const onnx::GraphProto* typed) {
+  // Each declaration is checked on its own first (element type, negative dims, overflow), so
+  // that a bad one is named as such rather than as a disagreement with inference.
+  const auto declare = [&](const onnx::ValueInfoProto& info) {
+    if (!info.has_type()) return;
+    Value scratch;
+    scratch.name = info.name();
+    apply_type(scratch, info.type(), where_);
+    types_[info.name()] = &info.type();
+  };
+  // Declared inputs and outputs win over value_info.
+  for (const auto& info : proto.value_info()) declare(info);
+  for (const auto& info : proto.input()) declare(info);
+  for (const auto& info : proto.output()) declare(info);
+  if (!typed) return;
+  // What inference computed (from the inputs, without the declarations) wins; a declaration
+  // that contradicts it is refused, never trusted (inspect and run must see the same shapes).
+  const auto take = [&](const onnx::ValueInfoProto& info, const char* kind) {
+    if (!info.has_type()) return;
+    const auto known = types_.find(info.name());
+    if (known == types_.end()) {
+      types_[info.name()] = &info.type();
+      return;
+    }
+    const onnx::TypeProto& declared = *known->second;
+    const onnx::TypeProto& inferred = info.type();
+    if (!inferred.has_tensor_type() || !inferred.tensor_type().has_shape()) return;
+    if (declared.has_tensor_type() && declared.tensor_type().has_shape()) {
+      const auto& a = declared.tensor_type().shape();
+      const auto& b = inferred.tensor_type().shape();
+      bool differ = a.dim_size() != b.dim_size();
+      for (int d = 0; !differ && d < a.dim_size(); ++d) {
+        differ = a.dim(d).has_dim_value() && b.dim(d).has_dim_value() &&
+                 a.dim(d).dim_value() != b.dim(d).dim_value();
+      }
+      if (differ) {
+        model_.shape_disagreements.push_back(fmt::format(
+            "{}: value '{}': the model declares ({}) shape {}, but shape inference from the "
+            "graph's inputs gives {}; expected them to agree (fix or remove the declaration)",
+            where_, info.name(), kind, format_shape(a), format_shape(b)));
+        return;
+      }
+    }
+    // Keep a declared element type when inference has none.
+    if (inferred.tensor_type().elem_type() == 0 && declared.has_tensor_type()) return;
+    types_[info.name()] = &inferred;
+  };
+  for (const auto& info : typed->value_info()) take(info, "value_info");
+  for (const auto& info : typed->output()) take(info, "graph output");
 }
 
 void GraphImporter::type_value(ValueId id) {
@@ -807,7 +866,7 @@ Graph import_onnx(const onnx::ModelProto& model, const std::string& origin,
   if (!model.has_graph()) {
     throw Error(fmt::format("{}: the model has no graph; expected an ONNX model", origin));
   }
-  ModelInfo info{origin, options, {}, model.ir_version(), model.producer_name()};
+  ModelInfo info{origin, options, {}, model.ir_version(), model.producer_name(), {}};
   for (const auto& opset : model.opset_import()) {
     std::string domain = opset.domain() == "ai.onnx" ? std::string() : opset.domain();
     info.opset_imports[domain] = opset.version();
@@ -823,6 +882,11 @@ Graph import_onnx(const onnx::ModelProto& model, const std::string& origin,
   GraphImporter importer(info, origin, nullptr, 0);
   std::shared_ptr<Graph> graph =
       importer.run(model.graph(), inferred ? &inferred->graph() : nullptr);
+  // As onnx's checker and ONNX Runtime do: a misspelt attribute or an extra input is refused
+  // here rather than ignored by a kernel. After the import, whose structural errors (and its
+  // limit on nesting) come first.
+  check_schemas(model, origin);
+  if (!info.shape_disagreements.empty()) throw Error(info.shape_disagreements.front());
   return std::move(*graph);
 }
 

@@ -35,6 +35,18 @@ void strip_tensor_data(onnx::GraphProto* graph) {
   }
 }
 
+// Inference merges what it computes into the declared value_info and output shapes and keeps
+// a wrong declaration when the two conflict; without them, what comes back is computed alone,
+// and the importer compares it with the declarations.
+void forget_declared_shapes(onnx::GraphProto* graph) {
+  graph->clear_value_info();
+  for (auto& output : *graph->mutable_output()) {
+    if (output.type().has_tensor_type()) {
+      output.mutable_type()->mutable_tensor_type()->clear_shape();
+    }
+  }
+}
+
 bool write_all(int fd, const char* data, std::size_t size) {
   while (size > 0) {
     ssize_t written = ::write(fd, data, size);
@@ -57,6 +69,7 @@ bool write_all(int fd, const char* data, std::size_t size) {
   int code = 1;
   try {
     onnx::ModelProto inferred = model;
+    forget_declared_shapes(inferred.mutable_graph());
     onnx::shape_inference::InferShapes(inferred);
     strip_tensor_data(inferred.mutable_graph());
     std::string bytes;
@@ -76,6 +89,7 @@ bool write_all(int fd, const char* data, std::size_t size) {
 
 std::optional<onnx::ModelProto> infer_shapes_in_process(const onnx::ModelProto& model) {
   onnx::ModelProto inferred = model;
+  forget_declared_shapes(inferred.mutable_graph());
   try {
     onnx::shape_inference::InferShapes(inferred);
   } catch (const std::exception&) {

@@ -7,7 +7,9 @@
 
 namespace cleave {
 
-/// Runs ONNX shape inference on a copy of `model` in this process. Returns the inferred model,
+/// Runs ONNX shape inference on a copy of `model` in this process. The copy's declared shapes
+/// (value_info, graph outputs' shapes) are dropped first, so the result holds only what
+/// inference computed. Returns the inferred model,
 /// or nothing when inference throws. ONNX 1.12's inference crashes on some hostile models (for
 /// example a Conv whose input rank disagrees with its weight's), so use this only on trusted
 /// input.

@@ -12,9 +12,10 @@
 #include <vector>
 
 #include "cost/cost_table.h"
-#include "onnx/atomic_file.h"
 #include "runtime/cpu_isa.h"
 #include "runtime/random_inputs.h"
+#include "support/atomic_output.h"
+#include "support/json_file.h"
 
 namespace cleave {
 
@@ -63,17 +64,20 @@ bool is_4d_conv(const Graph& graph, const Node& node) {
 }
 
 LayoutChoice read_cache(const std::filesystem::path& file, const Graph& graph) {
-  std::ifstream in(file);
-  nlohmann::json json = nlohmann::json::parse(in);
+  const nlohmann::json json = read_json_file(file.string(), "layout cache entry");
+  const JsonField root(json, file.string());
   LayoutChoice choice;
-  std::optional<ConvolutionFamily> family =
-      parse_convolution_family(json.at("family").get<std::string>());
-  if (!family) throw Error("unknown family");
+  const JsonField family_field = root.at("family");
+  std::optional<ConvolutionFamily> family = parse_convolution_family(family_field.string());
+  if (!family) family_field.fail("a convolution family");
   choice.family = *family;
-  for (const auto& [name, ms] : json.at("fastest_ms").items()) {
+  const JsonField fastest = root.at("fastest_ms");
+  fastest.expect_object();
+  for (const auto& [name, ms] : fastest.json().items()) {
     std::optional<ConvolutionFamily> timed = parse_convolution_family(name);
-    if (!timed) throw Error("unknown family");
-    choice.fastest_ms[*timed] = ms.get<double>();
+    if (!timed) fastest.fail("convolution families as keys");
+    // A negative or infinite time (an edited entry) would decide the layout on nothing.
+    choice.fastest_ms[*timed] = fastest.at(name).non_negative();
   }
   // An entry from before Winograd existed for this graph would hide it.
   if (!choice.fastest_ms.count(choice.family) ||
@@ -130,8 +134,11 @@ LayoutChoice choose_layouts(const Graph& graph, const ExecutorOptions& options,
         choice_options.progress(fmt::format("layouts: reused {}", cache.string()));
       }
       return choice;
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
       // A damaged or outdated entry is measured again and overwritten.
+      if (choice_options.progress) {
+        choice_options.progress(fmt::format("layouts: cached entry not used: {}", e.what()));
+      }
       choice = LayoutChoice();
     }
   }

@@ -13,6 +13,9 @@
 #include "plan/registry.h"
 #include "plan/schedulers.h"
 #include "plan/simulator.h"
+#include "support/atomic_output.h"
+#include "support/json_file.h"
+#include "support/limits.h"
 
 namespace cleave {
 
@@ -136,7 +139,10 @@ nlohmann::json model_plan_to_json(const ModelPlan& plan, const Graph& graph) {
 ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph,
                                const std::string& origin) {
   try {
-    std::string fingerprint = json.value("model_fingerprint", "");
+    const JsonField root(json, origin);
+    if (!json.is_object()) root.fail("a plan object (from `cleave plan -o`)");
+    const std::optional<JsonField> stored = root.find("model_fingerprint");
+    const std::string fingerprint = stored ? stored->string() : "";
     if (fingerprint != graph_fingerprint(graph)) {
       throw Error(fmt::format(
           "{}: the plan was made for another model (or other --shape/optimize settings): "
@@ -144,11 +150,14 @@ ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph,
           origin, graph_fingerprint(graph), fingerprint.empty() ? "none" : fingerprint));
     }
     ModelPlan result;
-    const nlohmann::json& tasks = json.at("task_graph");
-    result.tasks = task_graph_from_json(tasks, origin + ": task_graph");
+    const JsonField tasks = root.at("task_graph");
+    tasks.expect_object();
+    result.tasks = task_graph_from_json(tasks.json(), origin + ": task_graph");
+    const JsonField entries = tasks.at("tasks");
     for (std::size_t t = 0; t < result.tasks.tasks.size(); ++t) {
-      const auto& entry = tasks.at("tasks").at(t);
-      std::string name = entry.value("node_name", "");
+      const JsonField entry = entries.at(t);
+      const std::optional<JsonField> node_name = entry.find("node_name");
+      const std::string name = node_name ? node_name->string() : "";
       NodeId id = result.tasks.tasks[t].node;
       if (id < 0 || static_cast<std::size_t>(id) >= graph.node_capacity() ||
           graph.node(id).removed || graph.node(id).name != name) {
@@ -157,10 +166,23 @@ ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph,
                         origin, result.tasks.tasks[t].name, name, id));
       }
     }
+    // The workers pin to these cores when the plan runs here; a core this host lacks would
+    // fail inside the executor.
+    for (std::size_t d = 0; d < result.tasks.machine.devices.size(); ++d) {
+      const std::vector<int>& cores = result.tasks.machine.devices[d].cores;
+      for (std::size_t c = 0; c < cores.size(); ++c) {
+        require_core(fmt::format("{}: task_graph.devices[{}].cores[{}]", origin, d, c), cores[c]);
+      }
+    }
     result.plan = plan_from_json(json, origin);
-    result.threads_per_worker = json.value("threads_per_worker", 1);
-    if (result.threads_per_worker < 1)
-      throw Error(fmt::format("{}: threads_per_worker must be at least 1", origin));
+    if (const std::optional<JsonField> threads = root.find("threads_per_worker")) {
+      result.threads_per_worker = static_cast<int>(threads->integer(1, kMaxThreads));
+    } else {
+      result.threads_per_worker = 1;
+    }
+    require_integer(fmt::format("{}: workers x threads_per_worker", origin),
+                    static_cast<int64_t>(result.plan.order.size()) * result.threads_per_worker, 1,
+                    kMaxThreads);
     validate_plan(result.plan, result.tasks);
     return result;
   } catch (const nlohmann::json::exception& e) {
@@ -169,26 +191,11 @@ ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph,
 }
 
 ModelPlan read_model_plan(const std::string& path, const Graph& graph) {
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("{}: cannot open plan file", path));
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("{}: not valid JSON: {}", path, e.what()));
-  }
-  return model_plan_from_json(json, graph, path);
+  return model_plan_from_json(read_json_file(path, "plan file"), graph, path);
 }
 
 void write_model_plan(const std::string& path, const ModelPlan& plan, const Graph& graph) {
-  std::string text = model_plan_to_json(plan, graph).dump(1);
-  std::filesystem::path temporary = path + ".partial";
-  {
-    std::ofstream out(temporary);
-    out << text;
-    if (!out.flush()) throw Error(fmt::format("{}: write failed", path));
-  }
-  std::filesystem::rename(temporary, path);
+  write_file_atomically(path, model_plan_to_json(plan, graph).dump(1));
 }
 
 }  // namespace cleave

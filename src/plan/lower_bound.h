@@ -16,7 +16,8 @@ struct LowerBoundOptions {
   int max_module_tasks = 40;
   int min_module_tasks = 3;
   bool use_milp = true;  ///< false: only the closed-form bounds (critical path, work).
-  /// For all MILPs together; once spent, the remaining subgraphs get closed-form bounds only.
+  /// For the whole bound: once spent, the MILPs stop and the recursion returns what it has
+  /// (the closed forms of the whole graph at least), with LowerBoundResult::timed_out set.
   double time_limit_seconds = 60;
 };
 
@@ -29,6 +30,9 @@ struct LowerBoundResult {
   int channels = 0;
   int subproblems = 0;      ///< MILPs solved.
   bool all_optimal = true;  ///< Every MILP was solved to optimality.
+  /// time_limit_seconds ran out before the recursion finished: `makespan` is the best bound
+  /// found by then (still valid, maybe weaker).
+  bool timed_out = false;
   std::string objective = "latency";
   int64_t batch = 1;
   double throughput = 0;  ///< For batched graphs: batch / makespan, an upper bound.

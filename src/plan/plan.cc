@@ -16,6 +16,8 @@
 #include <sstream>
 
 #include "ir/graph.h"
+#include "support/atomic_output.h"
+#include "support/json_file.h"
 #include "support/topological_order.h"
 
 namespace cleave {
@@ -41,23 +43,6 @@ std::string task_name(const TaskGraph& graph, int task) {
   return fmt::format("#{}", task);
 }
 
-void write_atomically(const std::string& path, const std::string& contents) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(fmt::format("{}: cannot open for writing", temporary));
-    out << contents;
-    if (!out.flush()) {
-      std::remove(temporary.c_str());
-      throw Error(fmt::format("{}: write failed", temporary));
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    throw Error(fmt::format("{}: cannot rename the temporary file into place", path));
-  }
-}
-
 nlohmann::json number_or_null(double value) {
   if (std::isfinite(value)) return value;
   return nullptr;
@@ -65,8 +50,9 @@ nlohmann::json number_or_null(double value) {
 
 double read_time(const nlohmann::json& value, const std::string& where) {
   if (value.is_null()) return std::numeric_limits<double>::infinity();
-  if (!value.is_number() || std::isnan(value.get<double>())) {
-    throw Error(fmt::format("{}: expected a number of seconds, got {}", where, show(value)));
+  if (!value.is_number() || std::isnan(value.get<double>()) || value.get<double>() < 0) {
+    throw Error(
+        fmt::format("{}: expected a number of seconds >= 0 (or null), got {}", where, show(value)));
   }
   return value.get<double>();
 }
@@ -465,21 +451,11 @@ Plan plan_from_json(const nlohmann::json& json, const TaskGraph& graph, const st
 }
 
 Plan read_plan(const std::string& path, const TaskGraph& graph) {
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("{}: cannot open plan file", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(fmt::format("{}: not valid JSON: {}", path, e.what()));
-  }
-  return plan_from_json(json, graph, path);
+  return plan_from_json(read_json_file(path, "plan file"), graph, path);
 }
 
 void write_plan(const Plan& plan, const TaskGraph& graph, const std::string& path) {
-  write_atomically(path, plan_to_json(plan, graph).dump(1) + "\n");
+  write_file_atomically(path, plan_to_json(plan, graph).dump(1) + "\n");
 }
 
 }  // namespace cleave

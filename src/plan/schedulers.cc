@@ -32,11 +32,13 @@ const std::vector<SchedulerEntry>& schedulers() {
 std::optional<LowerBound> lower_bound_function() {
   return LowerBound([](const TaskGraph& graph, const ScheduleOptions& options) {
     LowerBoundOptions bound;
-    bound.time_limit_seconds = options.time_limit_seconds;
-    bound.subproblem.time_limit_seconds = options.time_limit_seconds;
+    // Half of the limit: the bound judges the plan, and must leave the planner (and the
+    // command) its time; once spent it returns the best bound found so far (timed_out).
+    bound.time_limit_seconds = options.time_limit_seconds / 2;
+    bound.subproblem.time_limit_seconds = bound.time_limit_seconds;
     bound.subproblem.verbosity = 0;
     bound.channels = options.channels;
-    return makespan_lower_bound(graph, bound).makespan;
+    return makespan_lower_bound(graph, bound);
   });
 }
 

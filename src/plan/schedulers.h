@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/lower_bound.h"
 #include "plan/plan.h"
 #include "plan/task_graph.h"
 
@@ -30,7 +31,8 @@ struct ScheduleOptions {
 };
 
 using Scheduler = std::function<Plan(const TaskGraph&, const ScheduleOptions&)>;
-using LowerBound = std::function<double(const TaskGraph&, const ScheduleOptions&)>;
+/// The bound's result: its makespan, and whether options.time_limit_seconds cut it short.
+using LowerBound = std::function<LowerBoundResult(const TaskGraph&, const ScheduleOptions&)>;
 
 struct SchedulerEntry {
   std::string name;

@@ -16,6 +16,9 @@
 #include <sstream>
 
 #include "ir/graph.h"
+#include "support/atomic_output.h"
+#include "support/json_file.h"
+#include "support/limits.h"
 #include "support/topological_order.h"
 
 namespace cleave {
@@ -39,23 +42,6 @@ int64_t integer(const nlohmann::json& value, const std::string& where) {
     throw Error(fmt::format("{}: expected an integer, got {}", where, show(value)));
   }
   return value.get<int64_t>();
-}
-
-void write_atomically(const std::string& path, const std::string& contents) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(fmt::format("{}: cannot open for writing", temporary));
-    out << contents;
-    if (!out.flush()) {
-      std::remove(temporary.c_str());
-      throw Error(fmt::format("{}: write failed", temporary));
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    throw Error(fmt::format("{}: cannot rename the temporary file into place", path));
-  }
 }
 
 }  // namespace
@@ -135,11 +121,11 @@ void TaskGraph::check(const std::string& origin) const {
     bool runs_somewhere = false;
     for (std::size_t device = 0; device < devices; ++device) {
       const double time = task.time[device];
-      if (std::isnan(time) || time < 0) {
-        throw Error(
-            fmt::format("{}: task \"{}\": time[{}] ({}): expected a non-negative number, "
-                        "got {}",
-                        origin, task.name, device, machine.devices[device].name, time));
+      if (std::isnan(time) || time < 0 || (std::isfinite(time) && time > kMaxSeconds)) {
+        throw Error(fmt::format(
+            "{}: task \"{}\": time[{}] ({}): expected a non-negative number of "
+            "seconds up to {:g} (or null: cannot run there), got {}",
+            origin, task.name, device, machine.devices[device].name, kMaxSeconds, time));
       }
       runs_somewhere = runs_somewhere || std::isfinite(time);
     }
@@ -149,15 +135,17 @@ void TaskGraph::check(const std::string& origin) const {
                       "infinite)",
                       origin, task.name));
     }
-    if (!std::isfinite(task.output_bytes) || task.output_bytes < 0) {
-      throw Error(
-          fmt::format("{}: task \"{}\": output_bytes: expected a non-negative number, got {}",
-                      origin, task.name, task.output_bytes));
+    if (!std::isfinite(task.output_bytes) || task.output_bytes < 0 ||
+        task.output_bytes > kMaxBytes) {
+      throw Error(fmt::format(
+          "{}: task \"{}\": output_bytes: expected a non-negative number up to {:g}, got {}",
+          origin, task.name, kMaxBytes, task.output_bytes));
     }
-    if (!std::isfinite(task.weight_bytes) || task.weight_bytes < 0) {
-      throw Error(
-          fmt::format("{}: task \"{}\": weight_bytes: expected a non-negative number, got {}",
-                      origin, task.name, task.weight_bytes));
+    if (!std::isfinite(task.weight_bytes) || task.weight_bytes < 0 ||
+        task.weight_bytes > kMaxBytes) {
+      throw Error(fmt::format(
+          "{}: task \"{}\": weight_bytes: expected a non-negative number up to {:g}, got {}",
+          origin, task.name, kMaxBytes, task.weight_bytes));
     }
   }
   for (std::size_t edge = 0; edge < edges.size(); ++edge) {
@@ -166,7 +154,8 @@ void TaskGraph::check(const std::string& origin) const {
         static_cast<std::size_t>(to) >= tasks.size()) {
       throw Error(fmt::format("{}: edges[{}]: task index out of range", origin, edge));
     }
-    if (edge < edge_bytes.size() && std::isnan(edge_bytes[edge])) {
+    if (edge < edge_bytes.size() &&
+        (std::isnan(edge_bytes[edge]) || edge_bytes[edge] > kMaxBytes)) {
       throw Error(fmt::format("{}: edges[{}] ({} -> {}): bytes is NaN", origin, edge,
                               tasks[from].name, tasks[to].name));
     }
@@ -372,21 +361,11 @@ nlohmann::json task_graph_to_json(const TaskGraph& graph) {
 }
 
 TaskGraph read_task_graph(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("{}: cannot open task graph", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(fmt::format("{}: not valid JSON: {}", path, e.what()));
-  }
-  return task_graph_from_json(json, path);
+  return task_graph_from_json(read_json_file(path, "task graph"), path);
 }
 
 void write_task_graph(const TaskGraph& graph, const std::string& path) {
-  write_atomically(path, task_graph_to_json(graph).dump(1) + "\n");
+  write_file_atomically(path, task_graph_to_json(graph).dump(1) + "\n");
 }
 
 std::vector<int64_t> default_slice_sizes(int64_t batch) {

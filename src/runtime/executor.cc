@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <new>
 
 #include "ir/text.h"
+#include "runtime/constant_tensor.h"
 
 namespace cleave {
 
@@ -191,7 +193,16 @@ void NodeRunner::run(const std::vector<const Tensor*>& inputs, const std::vector
                           threads,
                           blocked_outputs_allowed_,
                           convolution_family_};
-    kernel_ = info_->create(context);
+    try {
+      kernel_ = info_->create(context);
+    } catch (const UnsupportedError&) {
+      throw;
+    } catch (const Error& e) {
+      // Kernels refuse shapes whose size overflows while they are made: name the node.
+      const std::string message = e.what();
+      if (message.starts_with("node ")) throw;
+      throw Error(fmt::format("node {}: {}", graph_->describe(node_), message));
+    }
     specs_ = kernel_->output_specs();
     signature_.assign(inputs.size(), InputSignature());
     for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -214,9 +225,24 @@ void NodeRunner::run(const std::vector<const Tensor*>& inputs, const std::vector
     } else if (placed && i < placed->size() && (*placed)[i].raw()) {
       outputs[i] = (*placed)[i];
     } else {
-      std::size_t bytes =
-          spec.layout ? spec.layout->get_size() : plain_byte_size(spec.dtype, spec.shape);
-      outputs[i] = Tensor::view(spec.dtype, spec.shape, pool.acquire(bytes));
+      // A shape too big to count or to allocate is the model's (or --shape's) doing: the
+      // message names the node and the shape that made it.
+      const auto failed = [&](std::string_view problem) {
+        return Error(fmt::format("node {}: output {} of type {} and shape [{}]: {}",
+                                 graph_->describe(node_), i, dtype_name(spec.dtype),
+                                 fmt::join(spec.shape, ","), problem));
+      };
+      try {
+        std::size_t bytes =
+            spec.layout ? spec.layout->get_size() : plain_byte_size(spec.dtype, spec.shape);
+        outputs[i] = Tensor::view(spec.dtype, spec.shape, pool.acquire(bytes));
+      } catch (const UnsupportedError&) {
+        throw;
+      } catch (const Error& e) {
+        throw failed(e.what());
+      } catch (const std::bad_alloc&) {
+        throw failed("out of memory");
+      }
       outputs[i].set_layout(spec.layout);
     }
     output_pointers.push_back(&outputs[i]);
@@ -258,11 +284,7 @@ Executor::Executor(const Graph& graph, ExecutorOptions options)
   order_ = graph_.topological_order();
   constants_.resize(graph_.value_capacity());
   for (ValueId id : graph_.initializers()) {
-    const TensorData& data = *graph_.value(id).initializer;
-    if (!data.bytes) {
-      throw Error(fmt::format("initializer '{}' has no data", graph_.value(id).name));
-    }
-    constants_[id] = Tensor::borrow(data.dtype, data.dims, data.bytes->data());
+    constants_[id] = constant_tensor(graph_, id);
   }
   runners_.reserve(order_.size());
   for (NodeId id : order_) {

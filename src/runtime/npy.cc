@@ -9,6 +9,8 @@
 #include <fstream>
 #include <regex>
 
+#include "support/atomic_output.h"
+
 namespace cleave {
 
 namespace {
@@ -118,26 +120,12 @@ void write_npy(const std::string& path, const Tensor& tensor) {
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
 
-  std::filesystem::path target(path);
-  std::filesystem::path temporary = target;
-  temporary += ".partial";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(fmt::format("{}: cannot create file", path));
-    out.write("\x93NUMPY\x01\x00", 8);
-    unsigned char length[2] = {static_cast<unsigned char>(header.size() & 0xff),
-                               static_cast<unsigned char>(header.size() >> 8)};
-    out.write(reinterpret_cast<const char*>(length), 2);
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    out.write(static_cast<const char*>(tensor.raw()),
-              static_cast<std::streamsize>(tensor.byte_size()));
-    if (!out.flush()) {
-      out.close();
-      std::filesystem::remove(temporary);
-      throw Error(fmt::format("{}: write failed", path));
-    }
-  }
-  std::filesystem::rename(temporary, target);
+  std::string contents("\x93NUMPY\x01\x00", 8);
+  contents += static_cast<char>(header.size() & 0xff);
+  contents += static_cast<char>(header.size() >> 8);
+  contents += header;
+  contents.append(static_cast<const char*>(tensor.raw()), tensor.byte_size());
+  write_file_atomically(path, contents);
 }
 
 std::string file_name_for(const std::string& value_name) {

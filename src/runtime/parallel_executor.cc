@@ -17,6 +17,7 @@
 #include <set>
 #include <thread>
 
+#include "runtime/constant_tensor.h"
 #include "runtime/wait_policy.h"
 
 namespace cleave {
@@ -366,9 +367,7 @@ ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, c
 
   s.constants.resize(graph.value_capacity());
   for (ValueId id : graph.initializers()) {
-    const TensorData& data = *graph.value(id).initializer;
-    if (!data.bytes) throw Error(fmt::format("initializer '{}' has no data", graph.value(id).name));
-    s.constants[id] = Tensor::borrow(data.dtype, data.dims, data.bytes->data());
+    s.constants[id] = constant_tensor(graph, id);
   }
 
   // Where each task runs in its worker's order.

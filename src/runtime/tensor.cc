@@ -32,7 +32,8 @@ std::size_t plain_byte_size(DataType dtype, std::span<const int64_t> shape) {
   for (int64_t d : shape) {
     if (d < 0) throw Error(fmt::format("negative dimension {} in a tensor shape", d));
     if (d != 0 && count > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / d) {
-      throw Error("tensor element count overflows int64");
+      throw Error(
+          fmt::format("the element count of shape [{}] overflows int64", fmt::join(shape, ",")));
     }
     count *= static_cast<uint64_t>(d);
   }
@@ -41,7 +42,8 @@ std::size_t plain_byte_size(DataType dtype, std::span<const int64_t> shape) {
     throw Error(
         fmt::format("tensors of type {} are not supported by the runtime", dtype_name(dtype)));
   if (count > std::numeric_limits<std::size_t>::max() / size)
-    throw Error("tensor byte size overflows");
+    throw Error(fmt::format("tensor byte size overflows: shape [{}] of {} ({} bytes each)",
+                            fmt::join(shape, ","), dtype_name(dtype), size));
   return count * size;
 }
 

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "ir/graph.h"
+#include "support/atomic_output.h"
 
 namespace cleave {
 namespace {
@@ -170,20 +171,7 @@ std::string gantt_svg(const Plan& plan, const TaskGraph& graph, const Simulation
 void write_gantt_svg(const std::string& path, const Plan& plan, const TaskGraph& graph,
                      const Simulation& simulation, const std::string& title) {
   const std::string contents = gantt_svg(plan, graph, simulation, title);
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(fmt::format("{}: cannot open for writing", temporary));
-    out << contents;
-    if (!out.flush()) {
-      std::remove(temporary.c_str());
-      throw Error(fmt::format("{}: write failed", temporary));
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    throw Error(fmt::format("{}: cannot rename the temporary file into place", path));
-  }
+  write_file_atomically(path, contents);
 }
 
 }  // namespace cleave

@@ -75,7 +75,8 @@ TEST(OnnxImport, DimsBecomeKnownNamedOrUnknown) {
   EXPECT_EQ(g.value(g.inputs()[0]).shape, expected);
 }
 
-TEST(OnnxImport, NegativeDimValueIsAnUnknownDim) {
+// A negative dim_value is no size: ONNX Runtime refuses it; a dynamic dim is a dim_param.
+TEST(OnnxImport, NegativeDimValueIsRefused) {
   onnx::ModelProto model = relu_model();
   model.mutable_graph()
       ->mutable_input(0)
@@ -84,9 +85,9 @@ TEST(OnnxImport, NegativeDimValueIsAnUnknownDim) {
       ->mutable_shape()
       ->mutable_dim(0)
       ->set_dim_value(-1);
-  Graph g = import_onnx(model, "memory");
-  EXPECT_FALSE(g.value(g.inputs()[0]).shape.dims[0].is_known());
-  EXPECT_EQ(g.value(g.inputs()[0]).shape.dims[1], Dim::known(3));
+  EXPECT_THAT(
+      error_of([&] { import_onnx(model, "memory"); }),
+      AllOf(HasSubstr("memory: value 'x': dim 0 is -1"), HasSubstr("expected a size >= 0")));
 }
 
 TEST(OnnxImport, ShapeInferenceTypesIntermediateValues) {
@@ -102,9 +103,10 @@ TEST(OnnxImport, ShapeInferenceTypesIntermediateValues) {
   EXPECT_EQ(h.shape, Shape::of({2, 3}));
 }
 
-TEST(OnnxImport, FailingShapeInferenceStillImports) {
+// A declared shape is compared with what inference computes from the inputs; the two must
+// agree, or inspect would report a shape that run does not use.
+TEST(OnnxImport, ADeclaredOutputShapeThatContradictsInferenceIsRefused) {
   onnx::ModelProto model = relu_model();
-  // The declared output contradicts Relu's inferred shape, which makes inference throw.
   model.mutable_graph()
       ->mutable_output(0)
       ->mutable_type()
@@ -112,8 +114,35 @@ TEST(OnnxImport, FailingShapeInferenceStillImports) {
       ->mutable_shape()
       ->add_dim()
       ->set_dim_value(7);
+  EXPECT_THAT(error_of([&] { import_onnx(model, "memory"); }),
+              AllOf(HasSubstr("value 'y'"), HasSubstr("(graph output) shape [2,3,7]"),
+                    HasSubstr("gives [2,3]")));
+}
+
+TEST(OnnxImport, AWrongValueInfoShapeIsRefusedNotTrusted) {
+  onnx::ModelProto model = make_model();
+  auto* graph = model.mutable_graph();
+  add_input(graph, "x", {2, 3});
+  add_node(graph, "Relu", {"x"}, {"h"}, "relu1");
+  add_node(graph, "Neg", {"h"}, {"y"}, "neg1");
+  add_output(graph, "y", {2, 3});
+  // One flipped byte in a real model made a dim 0 here.
+  testing::set_tensor_type(graph->add_value_info(), "h", 1, {2, 0});
+  EXPECT_THAT(error_of([&] { import_onnx(model, "memory"); }),
+              AllOf(HasSubstr("value 'h'"), HasSubstr("(value_info) shape [2,0]"),
+                    HasSubstr("gives [2,3]")));
+}
+
+TEST(OnnxImport, AValueInfoThatAgreesFillsNothingInferenceLacks) {
+  onnx::ModelProto model = make_model();
+  auto* graph = model.mutable_graph();
+  add_input(graph, "x", {2, 3});
+  add_node(graph, "Relu", {"x"}, {"h"}, "relu1");
+  add_node(graph, "Neg", {"h"}, {"y"}, "neg1");
+  add_output(graph, "y", {2, 3});
+  testing::set_tensor_type(graph->add_value_info(), "h", 1, {2, 3});
   Graph g = import_onnx(model, "memory");
-  EXPECT_EQ(g.value(g.outputs()[0]).shape, Shape::of({2, 3, 7}));
+  EXPECT_EQ(g.value(*g.find_value("h")).shape, Shape::of({2, 3}));
 }
 
 TEST(OnnxImport, ModelThatCrashesOnnxShapeInferenceStillImports) {

@@ -147,3 +147,29 @@ TEST(LowerBound, ATaskThatRunsNowhereIsAnError) {
 
 }  // namespace
 }  // namespace cleave
+
+namespace cleave {
+namespace {
+
+// A spent time limit stops the recursion: the bound is still the closed forms (valid, maybe
+// weaker) and says it ran out, instead of running on past --time-limit.
+TEST(LowerBoundTimeLimit, ASpentLimitReturnsTheClosedFormsAndSaysSo) {
+  ModularGraphOptions options;
+  options.modules = 4;
+  options.body = 3;
+  const TaskGraph graph = modular_graph(5, options);
+  LowerBoundOptions limited = bound_options();
+  limited.time_limit_seconds = 0;
+  const LowerBoundResult cut = makespan_lower_bound(graph, limited);
+  EXPECT_TRUE(cut.timed_out);
+  EXPECT_EQ(cut.subproblems, 0);
+  EXPECT_EQ(cut.makespan, std::max(cut.critical_path, cut.work));
+  expect_below_every_plan(graph, cut);
+
+  const LowerBoundResult full = makespan_lower_bound(graph, bound_options());
+  EXPECT_FALSE(full.timed_out);
+  EXPECT_GE(full.makespan, cut.makespan * (1 - 1e-9));
+}
+
+}  // namespace
+}  // namespace cleave

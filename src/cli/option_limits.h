@@ -1,0 +1,22 @@
+// CLI11 validators built on support/limits.h, so options and file fields share one set of bounds.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "support/limits.h"
+
+#include <cstdint>
+#include <limits>
+
+namespace cleave {
+
+/// An integer in [minimum, maximum] ("expected an integer from 1 to 1024, got 0").
+CLI::Validator integer_in(int64_t minimum, int64_t maximum = std::numeric_limits<int64_t>::max());
+/// A thread count in [1, kMaxThreads].
+CLI::Validator thread_count();
+/// Seconds: finite and > 0.
+CLI::Validator positive_seconds();
+/// A finite number in [minimum, maximum].
+CLI::Validator finite_in(double minimum, double maximum);
+
+}  // namespace cleave

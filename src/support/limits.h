@@ -1,0 +1,54 @@
+// Bounds on numeric options and file fields, shared by the commands and the file readers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace cleave {
+
+/// The most intra-op threads (per worker, or in total) any option or file may ask for: beyond
+/// it OpenMP's pool setup fails or crawls (a plan asking for 100,000 crashed inside libgomp).
+inline constexpr int64_t kMaxThreads = 1024;
+/// The most workers one plan or option may ask for.
+inline constexpr int64_t kMaxWorkers = 1024;
+/// The longest time one task, plan entry or timeout may state, in seconds (about 31 years):
+/// larger "times" are no measurement, and sums of them overflow to infinity, after which the
+/// planners blame the wrong task.
+inline constexpr double kMaxSeconds = 1e9;
+/// The most bytes one task or edge may state (an exabyte), for the same reason.
+inline constexpr double kMaxBytes = 1e18;
+/// The most timed or warm-up rounds one option may ask for.
+inline constexpr int64_t kMaxRounds = 1000000;
+
+/// Cores this process may run on (its affinity mask), at least 1.
+int cores_present();
+/// Whether core number `core` exists and is in this process's affinity mask.
+bool core_available(int64_t core);
+
+/// Each returns "" when `value` is acceptable and otherwise the expectation and the value
+/// ("expected an integer from 1 to 1024, got 0"), for CLI validators and file readers alike.
+std::string integer_problem(int64_t value, int64_t minimum, int64_t maximum);
+/// A finite number in [minimum, maximum]; `open_minimum` excludes the minimum itself.
+std::string number_problem(double value, double minimum, double maximum, bool open_minimum = false);
+/// Seconds that must be finite and > 0 (timeouts, time limits).
+std::string positive_seconds_problem(double value);
+/// Seconds that must be finite and >= 0 (measured or predicted times).
+std::string non_negative_seconds_problem(double value);
+
+/// Throw Error "<what>: <problem>" when the matching *_problem is not empty.
+void require_integer(std::string_view what, int64_t value, int64_t minimum, int64_t maximum);
+void require_number(std::string_view what, double value, double minimum, double maximum,
+                    bool open_minimum = false);
+void require_positive_seconds(std::string_view what, double value);
+void require_non_negative_seconds(std::string_view what, double value);
+/// A thread count in [1, kMaxThreads].
+void require_threads(std::string_view what, int64_t value);
+/// A core number this process can be pinned to (see core_available).
+void require_core(std::string_view what, int64_t core);
+
+/// `requested` thread counts capped at the cores present unless `force`; `note` receives a
+/// sentence saying so when it caps.
+int cap_threads_at_cores(int requested, bool force, std::string* note = nullptr);
+
+}  // namespace cleave

@@ -1,0 +1,124 @@
+// The atomic writer: files and folders appear whole or not at all, and no temporary survives.
+#include "support/atomic_output.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+#include <set>
+#include <string>
+
+#include "ir/graph.h"
+#include "support_test_util.h"
+
+namespace cleave {
+namespace {
+
+namespace fs = std::filesystem;
+using support_testing::read_all;
+using support_testing::Scratch;
+using support_testing::write_all;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+std::string error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+TEST(AtomicFile, WritesAndReplacesAFile) {
+  Scratch scratch;
+  write_file_atomically(scratch.file("a.txt"), "first");
+  write_file_atomically(scratch.file("a.txt"), "second");
+  EXPECT_EQ(read_all(scratch.file("a.txt")), "second");
+  EXPECT_EQ(scratch.entries(), (std::set<std::string>{"a.txt"}));
+}
+
+TEST(AtomicFile, AFolderInTheWayIsRefusedAndNothingIsLeft) {
+  Scratch scratch;
+  fs::create_directory(scratch.file("out.json"));
+  EXPECT_THAT(error_of([&] { write_file_atomically(scratch.file("out.json"), "x"); }),
+              AllOf(HasSubstr("out.json: cannot write: it is a folder, expected a file")));
+  EXPECT_EQ(scratch.entries(), (std::set<std::string>{"out.json"}));
+}
+
+TEST(AtomicFile, AMissingFolderIsNamed) {
+  Scratch scratch;
+  EXPECT_THAT(error_of([&] { write_file_atomically(scratch.file("no/such/a.txt"), "x"); }),
+              HasSubstr("does not exist"));
+  EXPECT_TRUE(scratch.entries().empty());
+}
+
+TEST(AtomicFolder, ANewFolderAppearsOnlyOnCommit) {
+  Scratch scratch;
+  {
+    AtomicFolder folder(scratch.file("out"));
+    folder.write_file("a.npy", "A");
+    folder.write_file("b.npy", "B");
+    EXPECT_FALSE(fs::exists(scratch.file("out")));
+    folder.commit();
+  }
+  EXPECT_EQ(scratch.entries(), (std::set<std::string>{"out", "out/a.npy", "out/b.npy"}));
+  EXPECT_EQ(read_all(scratch.file("out/b.npy")), "B");
+}
+
+TEST(AtomicFolder, AnAbandonedFolderLeavesNothing) {
+  Scratch scratch;
+  {
+    AtomicFolder folder(scratch.file("out"));
+    folder.write_file("a.npy", "A");
+  }
+  EXPECT_TRUE(scratch.entries().empty());
+}
+
+TEST(AtomicFolder, FilesJoinAnExistingFolder) {
+  Scratch scratch;
+  fs::create_directory(scratch.file("out"));
+  write_all(scratch.file("out/keep.txt"), "kept");
+  write_all(scratch.file("out/a.npy"), "old");
+  {
+    AtomicFolder folder(scratch.file("out"));
+    folder.write_file("a.npy", "new");
+    folder.commit();
+  }
+  EXPECT_EQ(scratch.entries(), (std::set<std::string>{"out", "out/a.npy", "out/keep.txt"}));
+  EXPECT_EQ(read_all(scratch.file("out/a.npy")), "new");
+}
+
+// The first output's file must not be written when the second's target is a folder.
+TEST(AtomicFolder, AFolderInTheWayOfOneFileChangesNothing) {
+  Scratch scratch;
+  fs::create_directories(scratch.file("out/b.npy"));
+  {
+    AtomicFolder folder(scratch.file("out"));
+    folder.write_file("a.npy", "A");
+    folder.write_file("b.npy", "B");
+    EXPECT_THAT(error_of([&] { folder.commit(); }),
+                AllOf(HasSubstr("out/b.npy: cannot write: it is a folder, expected a file"),
+                      HasSubstr("nothing in")));
+  }
+  EXPECT_EQ(scratch.entries(), (std::set<std::string>{"out", "out/b.npy"}));
+}
+
+TEST(AtomicFolder, AFileNamedAsTheFolderIsRefused) {
+  Scratch scratch;
+  write_all(scratch.file("out"), "a file");
+  EXPECT_THAT(error_of([&] { AtomicFolder folder(scratch.file("out")); }),
+              HasSubstr("out: cannot write the output folder: it is a file, expected a folder"));
+  EXPECT_EQ(scratch.entries(), (std::set<std::string>{"out"}));
+}
+
+TEST(AtomicFolder, NamesWithFoldersAreRefused) {
+  Scratch scratch;
+  AtomicFolder folder(scratch.file("out"));
+  EXPECT_THAT(error_of([&] { folder.write_file("../escape", "x"); }),
+              HasSubstr("is not a plain file name"));
+}
+
+}  // namespace
+}  // namespace cleave
