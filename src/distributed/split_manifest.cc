@@ -31,20 +31,6 @@ DataType split_dtype(const std::string& name, const std::string& where) {
   return found->second;
 }
 
-std::string file_fingerprint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("{}: cannot open", path));
-  uint64_t hash = 1469598103934665603ull;
-  char buffer[1 << 16];
-  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
-    for (std::streamsize i = 0; i < in.gcount(); ++i) {
-      hash ^= static_cast<unsigned char>(buffer[i]);
-      hash *= 1099511628211ull;
-    }
-  }
-  return fmt::format("fnv1a64:{:016x}", hash);
-}
-
 namespace {
 
 std::vector<int64_t> read_shape(const nlohmann::json& json, const std::string& where) {
@@ -85,7 +71,7 @@ std::string confined_path(const std::string& folder, const std::string& relative
 
 }  // namespace
 
-SplitManifest read_split_manifest(const std::string& folder) {
+RankSplitManifest read_split_manifest(const std::string& folder) {
   const std::string file = (fs::path(folder) / "manifest.json").string();
   std::ifstream in(file);
   if (!in) throw Error(fmt::format("{}: cannot open the split manifest", file));
@@ -95,7 +81,7 @@ SplitManifest read_split_manifest(const std::string& folder) {
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("{}: not valid JSON: {}", file, e.what()));
   }
-  SplitManifest manifest;
+  RankSplitManifest manifest;
   manifest.folder = folder;
   try {
     if (json.value("format", "") != "cleave-split") {

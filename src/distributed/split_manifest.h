@@ -9,6 +9,9 @@
 
 namespace cleave {
 
+/// "fnv1a64:" + 16 hex digits of FNV-1a 64 over a file's bytes (defined in spatial/manifest.cc).
+std::string file_fingerprint(const std::string& path);
+
 /// One step of a machine: run a sub-model, send a region of a tensor, or receive one.
 struct SplitStep {
   enum class Kind { kRun, kSend, kRecv } kind = Kind::kRun;
@@ -31,7 +34,7 @@ struct SplitTensor {
   int machine = 0;  ///< Outputs: the machine that holds it at the end.
 };
 
-struct SplitManifest {
+struct RankSplitManifest {
   std::string folder;
   std::string model;
   std::string fingerprint;
@@ -43,10 +46,7 @@ struct SplitManifest {
 /// Reads DIR/manifest.json. Throws Error naming the file and the field for a wrong format or
 /// version, a sub-model path outside DIR (absolute, or climbing out with ..), a send whose
 /// region does not match its shape and bytes, a tag used twice, or a send without its recv.
-SplitManifest read_split_manifest(const std::string& folder);
-
-/// "fnv1a64:" + 16 hex digits of FNV-1a 64 over a file's bytes (the manifest's fingerprint).
-std::string file_fingerprint(const std::string& path);
+RankSplitManifest read_split_manifest(const std::string& folder);
 
 /// Manifest dtype names: float32, float16, float64, int8, uint8, int32, int64, bool.
 DataType split_dtype(const std::string& name, const std::string& where);

@@ -78,7 +78,7 @@ std::shared_ptr<Buffer> pack_region(const Tensor& tensor,
 }
 
 struct Prepared {
-  SplitManifest manifest;
+  RankSplitManifest manifest;
   std::vector<std::unique_ptr<Executor>> executors;   // Per step of this rank (run steps only).
   std::vector<std::vector<std::string>> run_outputs;  // Per step: the sub-model's output names.
   std::map<std::string, Tensor> inputs;
@@ -87,7 +87,7 @@ struct Prepared {
 
 void prepare(const SplitRunSettings& settings, const MpiSession& session, Prepared& prepared) {
   prepared.manifest = read_split_manifest(settings.folder);
-  const SplitManifest& manifest = prepared.manifest;
+  const RankSplitManifest& manifest = prepared.manifest;
   if (manifest.machines != session.size()) {
     throw Error(
         fmt::format("{}: the split is for {} machines, but {} ranks were started (run it "
