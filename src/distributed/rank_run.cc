@@ -44,7 +44,7 @@ void prepare(const RankRunSettings& settings, const MpiSession& session, Prepare
   load.shapes = parse_input_shapes(settings.shapes);
   load.optimize = settings.optimize;
   prepared.graph = load_model(settings.model, load);
-  prepared.plan = read_model_plan(settings.plan, prepared.graph);
+  prepared.plan = read_model_plan(settings.plan, prepared.graph, /*cores_on_this_host=*/false);
   const int workers = static_cast<int>(prepared.plan.plan.order.size());
   if (workers != session.size()) {
     throw Error(

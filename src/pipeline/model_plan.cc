@@ -137,7 +137,7 @@ nlohmann::json model_plan_to_json(const ModelPlan& plan, const Graph& graph) {
 }
 
 ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph,
-                               const std::string& origin) {
+                               const std::string& origin, bool cores_on_this_host) {
   try {
     const JsonField root(json, origin);
     if (!json.is_object()) root.fail("a plan object (from `cleave plan -o`)");
@@ -168,7 +168,7 @@ ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph,
     }
     // The workers pin to these cores when the plan runs here; a core this host lacks would
     // fail inside the executor.
-    for (std::size_t d = 0; d < result.tasks.machine.devices.size(); ++d) {
+    for (std::size_t d = 0; cores_on_this_host && d < result.tasks.machine.devices.size(); ++d) {
       const std::vector<int>& cores = result.tasks.machine.devices[d].cores;
       for (std::size_t c = 0; c < cores.size(); ++c) {
         require_core(fmt::format("{}: task_graph.devices[{}].cores[{}]", origin, d, c), cores[c]);
@@ -190,8 +190,8 @@ ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph,
   }
 }
 
-ModelPlan read_model_plan(const std::string& path, const Graph& graph) {
-  return model_plan_from_json(read_json_file(path, "plan file"), graph, path);
+ModelPlan read_model_plan(const std::string& path, const Graph& graph, bool cores_on_this_host) {
+  return model_plan_from_json(read_json_file(path, "plan file"), graph, path, cores_on_this_host);
 }
 
 void write_model_plan(const std::string& path, const ModelPlan& plan, const Graph& graph) {

@@ -55,8 +55,11 @@ nlohmann::json model_plan_to_json(const ModelPlan& plan, const Graph& graph);
 /// Reads a plan file for `graph`; refuses (Error naming the file) one made for another model,
 /// naming unknown nodes, or one that fails validation (e.g. an order that would deadlock).
 ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph,
-                               const std::string& origin);
-ModelPlan read_model_plan(const std::string& path, const Graph& graph);
+                               const std::string& origin, bool cores_on_this_host = true);
+/// `cores_on_this_host`: the devices' cores must exist here (the thread executor pins to them);
+/// false for plans whose workers are MPI ranks, which may run on other machines.
+ModelPlan read_model_plan(const std::string& path, const Graph& graph,
+                          bool cores_on_this_host = true);
 void write_model_plan(const std::string& path, const ModelPlan& plan, const Graph& graph);
 
 }  // namespace cleave

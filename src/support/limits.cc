@@ -3,7 +3,9 @@
 
 #include <fmt/core.h>
 #include <sched.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "ir/graph.h"
@@ -19,11 +21,8 @@ int cores_present() {
 }
 
 bool core_available(int64_t core) {
-  if (core < 0 || core >= CPU_SETSIZE) return false;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return false;
-  return CPU_ISSET(static_cast<int>(core), &set);
+  const long configured = sysconf(_SC_NPROCESSORS_CONF);
+  return core >= 0 && core < std::max<long>(configured, cores_present());
 }
 
 std::string integer_problem(int64_t value, int64_t minimum, int64_t maximum) {
@@ -85,10 +84,8 @@ void require_threads(std::string_view what, int64_t value) {
 
 void require_core(std::string_view what, int64_t core) {
   if (core_available(core)) return;
-  throw Error(
-      fmt::format("{}: core {} does not exist on this host or is not available to this "
-                  "process (it may use {} cores)",
-                  what, core, cores_present()));
+  throw Error(fmt::format("{}: core {} does not exist on this host (cores 0 to {})", what, core,
+                          std::max<long>(sysconf(_SC_NPROCESSORS_CONF), cores_present()) - 1));
 }
 
 int cap_threads_at_cores(int requested, bool force, std::string* note) {

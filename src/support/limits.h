@@ -23,7 +23,8 @@ inline constexpr int64_t kMaxRounds = 1000000;
 
 /// Cores this process may run on (its affinity mask), at least 1.
 int cores_present();
-/// Whether core number `core` exists and is in this process's affinity mask.
+/// Whether core number `core` exists on this host. Not whether this process's affinity mask
+/// holds it: a rank that mpirun bound to one core still reads plans naming the others' cores.
 bool core_available(int64_t core);
 
 /// Each returns "" when `value` is acceptable and otherwise the expectation and the value
@@ -44,7 +45,7 @@ void require_positive_seconds(std::string_view what, double value);
 void require_non_negative_seconds(std::string_view what, double value);
 /// A thread count in [1, kMaxThreads].
 void require_threads(std::string_view what, int64_t value);
-/// A core number this process can be pinned to (see core_available).
+/// A core number that exists on this host (see core_available).
 void require_core(std::string_view what, int64_t core);
 
 /// `requested` thread counts capped at the cores present unless `force`; `note` receives a
