@@ -161,8 +161,10 @@ class SchemaChecker {
                          type_name(attribute.type()), type_name(found->second.type)));
       }
     }
-    for (const auto& [name, definition] : known) {
+    for (const auto& [known_name, definition] : known) {
       if (!definition.required) continue;
+      // A copy: clang 14 cannot capture a structured binding in a lambda.
+      const std::string& name = known_name;
       const bool given = std::any_of(node.attribute().begin(), node.attribute().end(),
                                      [&](const auto& a) { return a.name() == name; });
       if (!given) fail(fmt::format("required attribute '{}' is missing", name));
