@@ -71,6 +71,10 @@ double work_bound(const TaskGraph& graph) {
   // Rows in units of the longest single task keep the LP well scaled.
   const double unit = fastest_single > 0 ? fastest_single : 1.0;
   CoinPackedMatrix rows(false, 0, 0);
+  // Without room reserved up front every appendRow reallocates the whole matrix: quadratic,
+  // minutes on a 100,000-task graph.
+  const int share_count = columns - 1;
+  rows.reserve(static_cast<int>(tasks + devices), 2 * share_count + static_cast<int>(devices));
   std::vector<double> row_lower, row_upper;
   for (std::size_t task = 0; task < tasks; ++task) {
     std::vector<int> index;
