@@ -873,11 +873,12 @@ Graph import_onnx(const onnx::ModelProto& model, const std::string& origin,
   }
 
   // Shape inference is an aid: when it fails, values keep only their declared types.
-  std::optional<onnx::ModelProto> inferred;
+  google::protobuf::Arena arena;
+  const onnx::ModelProto* inferred = nullptr;
   if (options.infer_shapes) {
     inferred = options.isolate_shape_inference
-                   ? infer_shapes_isolated(model, options.shape_inference_timeout_seconds)
-                   : infer_shapes_in_process(model);
+                   ? infer_shapes_isolated(model, options.shape_inference_timeout_seconds, arena)
+                   : infer_shapes_in_process(model, arena);
   }
   GraphImporter importer(info, origin, nullptr, 0);
   std::shared_ptr<Graph> graph =
@@ -900,12 +901,15 @@ Graph import_onnx_from_bytes(std::string_view bytes, const std::string& origin,
                     "supported (keep the weights as external data)",
                     origin, bytes.size()));
   }
-  onnx::ModelProto model;
-  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+  // In an arena: parsing a large model is mostly allocation, and freeing it message by
+  // message took as long again.
+  google::protobuf::Arena arena;
+  auto* model = google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
+  if (!model->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     throw Error(fmt::format("{}: not a valid ONNX model: the protobuf data is truncated or corrupt",
                             origin));
   }
-  return import_onnx(model, origin, options);
+  return import_onnx(*model, origin, options);
 }
 
 Graph import_onnx(const std::string& path, const ImportOptions& options) {

@@ -1,9 +1,8 @@
 // ONNX shape inference for the importer, optionally isolated in a child process.
 #pragma once
 
+#include <google/protobuf/arena.h>
 #include <onnx/onnx_pb.h>
-
-#include <optional>
 
 namespace cleave {
 
@@ -12,14 +11,16 @@ namespace cleave {
 /// inference computed. Returns the inferred model,
 /// or nothing when inference throws. ONNX 1.12's inference crashes on some hostile models (for
 /// example a Conv whose input rank disagrees with its weight's), so use this only on trusted
-/// input.
-std::optional<onnx::ModelProto> infer_shapes_in_process(const onnx::ModelProto& model);
+/// input. The result lives in `arena`.
+onnx::ModelProto* infer_shapes_in_process(const onnx::ModelProto& model,
+                                          google::protobuf::Arena& arena);
 
 /// Runs ONNX shape inference in a forked child process and returns the inferred model with its
-/// tensor data removed (types and structure only). Returns nothing when inference throws,
-/// crashes, or runs longer than `timeout_seconds`, so that a model that breaks ONNX's own code
-/// cannot crash or hang cleave.
-std::optional<onnx::ModelProto> infer_shapes_isolated(const onnx::ModelProto& model,
-                                                      double timeout_seconds);
+/// tensor data removed (types and structure only), allocated in `arena` (a 200k-node model's
+/// inferred copy is freed at once with the arena, not message by message). Returns null when
+/// inference throws, crashes, or runs longer than `timeout_seconds`, so that a model that
+/// breaks ONNX's own code cannot crash or hang cleave.
+onnx::ModelProto* infer_shapes_isolated(const onnx::ModelProto& model, double timeout_seconds,
+                                        google::protobuf::Arena& arena);
 
 }  // namespace cleave
