@@ -1,117 +1,13 @@
-// HEFT with insertion into idle gaps; the per-worker orders are the slots' time order.
+// HEFT: earliest finish time in upward-rank order, with insertion into idle gaps.
 #include "plan/heft.h"
 
-#include <fmt/core.h>
-
-#include <algorithm>
-#include <cmath>
-#include <limits>
-
-#include "ir/graph.h"
-#include "plan/list_schedule.h"
+#include "plan/earliest_finish.h"
 
 namespace cleave {
-namespace {
-
-struct Slot {
-  double start = 0;
-  double finish = 0;
-  int task = -1;
-};
-
-// Earliest start at or after `ready` where `duration` fits on a worker with these busy slots
-// (sorted by start); `position` receives where the new slot goes.
-double earliest_start(const std::vector<Slot>& slots, double ready, double duration, bool insertion,
-                      std::size_t& position) {
-  if (insertion) {
-    // A slot that starts at or before `ready` cannot have room before it, so the search starts
-    // at the first slot starting after `ready` (slots do not overlap: starts and finishes are
-    // both sorted). Scanning from the first slot made HEFT quadratic on long chains.
-    const auto first =
-        std::upper_bound(slots.begin(), slots.end(), ready,
-                         [](double time, const Slot& slot) { return time < slot.start; });
-    std::size_t i = static_cast<std::size_t>(first - slots.begin());
-    double gap_begin = i == 0 ? 0.0 : slots[i - 1].finish;
-    for (; i < slots.size(); ++i) {
-      const double start = std::max(ready, gap_begin);
-      // Strictly before the next slot's start: a zero-length task ready exactly when a
-      // zero-length producer runs must not jump ahead of it (that order would deadlock).
-      if (start < slots[i].start && start + duration <= slots[i].start) {
-        position = i;
-        return start;
-      }
-      gap_begin = slots[i].finish;
-    }
-  }
-  position = slots.size();
-  return std::max(ready, slots.empty() ? 0.0 : slots.back().finish);
-}
-
-}  // namespace
 
 Plan plan_heft(const TaskGraph& graph, const HeftOptions& options) {
-  const std::vector<int> order = upward_rank_order(graph);
-  const auto in_edges = graph.in_edges();
-  const std::size_t devices = graph.machine.size();
-  MemoryTracker memory(graph);
-  std::vector<int> worker_of_task(graph.tasks.size(), -1);
-  std::vector<double> finish(graph.tasks.size(), 0.0);
-  std::vector<std::vector<Slot>> timeline(devices);
-  double makespan = 0;
-  for (int task : order) {
-    const Task& info = graph.tasks[task];
-    int best = -1;
-    double best_start = 0;
-    double best_finish = std::numeric_limits<double>::infinity();
-    std::size_t best_position = 0;
-    for (std::size_t device = 0; device < devices; ++device) {
-      const int worker = static_cast<int>(device);
-      if (!std::isfinite(info.time[device]) || !memory.fits(task, worker)) continue;
-      double ready = 0;
-      for (int edge : in_edges[task]) {
-        const int producer = graph.edges[edge].first;
-        ready = std::max(
-            ready, finish[producer] + graph.edge_time(edge, worker_of_task[producer], worker));
-      }
-      std::size_t position = 0;
-      const double start =
-          earliest_start(timeline[device], ready, info.time[device], options.insertion, position);
-      const double candidate = start + info.time[device];
-      if (!std::isfinite(candidate)) continue;  // an input could not reach this device
-      if (best < 0 || candidate < best_finish) {
-        best = worker;
-        best_start = start;
-        best_finish = candidate;
-        best_position = position;
-      }
-    }
-    if (best < 0) {
-      throw Error(
-          fmt::format("heft: task \"{}\" ({} weight bytes) fits on no device: memory is "
-                      "full or too small, or its inputs cannot reach, everywhere it can "
-                      "run",
-                      info.name, info.weight_bytes));
-    }
-    memory.add(task, best);
-    worker_of_task[task] = best;
-    finish[task] = best_finish;
-    timeline[best].insert(timeline[best].begin() + static_cast<std::ptrdiff_t>(best_position),
-                          Slot{best_start, best_finish, task});
-    makespan = std::max(makespan, best_finish);
-  }
-  Plan plan;
-  plan.strategy = "heft";
-  plan.tasks.resize(graph.tasks.size());
-  plan.order.assign(devices, {});
-  for (std::size_t task = 0; task < graph.tasks.size(); ++task) {
-    plan.tasks[task].task = static_cast<int>(task);
-    plan.tasks[task].worker = worker_of_task[task];
-  }
-  for (std::size_t device = 0; device < devices; ++device) {
-    for (const Slot& slot : timeline[device]) plan.order[device].push_back(slot.task);
-  }
-  finish_plan(plan, graph, makespan);
-  return plan;
+  return plan_earliest_finish(
+      graph, {.upward_rank_order = true, .insertion = options.insertion, .planner = "heft"});
 }
 
 }  // namespace cleave
