@@ -13,6 +13,8 @@
 #include <variant>
 #include <vector>
 
+#include "support/error.h"
+
 namespace cleave {
 
 /// Element types, numbered as ONNX's TensorProto.DataType so conversion is a cast.
@@ -41,12 +43,6 @@ std::size_t element_size(DataType type);
 /// Short name used by the text form: f32, i64, bool, ...
 std::string_view dtype_name(DataType type);
 std::optional<DataType> parse_dtype_name(std::string_view name);
-
-/// Every error cleave reports about a model, plan or input: the message says where and why.
-class Error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 /// One dimension: a known size (>= 0), a named symbol ("N", "batch"), or unknown.
 struct Dim {

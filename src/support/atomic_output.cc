@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "ir/graph.h"
+#include "support/error.h"
 
 namespace cleave {
 namespace {

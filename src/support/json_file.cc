@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "ir/graph.h"
+#include "support/error.h"
 
 namespace cleave {
 

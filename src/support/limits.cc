@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ir/graph.h"
+#include "support/error.h"
 
 namespace cleave {
 
