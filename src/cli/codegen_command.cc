@@ -12,9 +12,13 @@
 #include "codegen/cpp_emitter.h"
 #include "codegen/folder_writer.h"
 #include "codegen/pytorch_emitter.h"
+#include "codegen/stream_model_check.h"
+#include "codegen/streamit_emitter.h"
 #include "codegen/worker_program.h"
 #include "pipeline/layout_choice.h"
 #include "pipeline/model_plan.h"
+#include "stream/from_graph.h"
+#include "stream/stream_json.h"
 
 namespace cleave::cli {
 
@@ -24,7 +28,8 @@ struct CodegenSettings {
   ModelSettings model;
   std::string lang;
   std::string output;
-  std::string plan;  // Empty: the sequential plan with --threads.
+  std::string plan;    // Empty: the sequential plan with --threads.
+  std::string stream;  // A stream program file (--lang streamit or cpp).
   std::string strategy = "auto";
   std::string costs = "profile";
   std::string layouts = "auto";
@@ -54,8 +59,51 @@ void default_cleave_folders(std::string& root, std::string& build) {
   if (root.empty()) root = fs::path(build).parent_path().string();
 }
 
+// --lang streamit: the program file, or the model converted to a stream (thesis ch. 4).
+int run_streamit(const CodegenSettings& settings, std::chrono::steady_clock::time_point start) {
+  StreamProgram program;
+  if (!settings.stream.empty()) {
+    program = load_stream_program(settings.stream);
+    check_program_runs_model(program, settings.stream, settings.model.model);
+  } else {
+    const Graph graph = load_model_for(settings.model);
+    program.root = graph_to_stream(graph, graph.name.empty() ? "model" : graph.name).root;
+    program.origin = settings.model.model;
+    verify_stream(program.root, program.origin);
+  }
+  FolderWriter out;
+  const StreamitCodegenSummary summary = emit_streamit(
+      program.root, settings.stream.empty() ? settings.model.model : settings.stream, out);
+  out.write(settings.output, settings.force);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (settings.json) {
+    const nlohmann::json report = {
+        {"model", settings.model.model},    {"lang", settings.lang},
+        {"output", settings.output},        {"stream", settings.stream},
+        {"filters", summary.filters},       {"pipelines", summary.pipelines},
+        {"splitjoins", summary.splitjoins}, {"seconds", seconds}};
+    fmt::print("{}\n", report.dump(2));
+    return 0;
+  }
+  fmt::print("codegen    {} (streamit) -> {}\n",
+             settings.stream.empty() ? settings.model.model : settings.stream, settings.output);
+  fmt::print("stream     {} filter(s), {} pipeline(s), {} split-join(s)\n", summary.filters,
+             summary.pipelines, summary.splitjoins);
+  fmt::print("time       {:.3f} s\n", seconds);
+  fmt::print("next       see {}/README.md\n", settings.output);
+  return 0;
+}
+
 int run_codegen(const CodegenSettings& settings) {
   const auto start = std::chrono::steady_clock::now();
+  if (!settings.stream.empty() && !settings.plan.empty()) {
+    throw Error("codegen: give --plan or --stream, not both");
+  }
+  if (!settings.stream.empty() && settings.lang == "pytorch") {
+    throw Error("codegen: --stream takes --lang streamit or cpp, not pytorch");
+  }
+  if (settings.lang == "streamit") return run_streamit(settings, start);
   Graph graph = load_model_for(settings.model);
   ModelPlan plan;
   if (settings.plan.empty()) {
@@ -148,14 +196,20 @@ void register_codegen(CLI::App& app, CommandAction& action) {
       "codegen", "Write a model and its plan as a C++ program or as readable PyTorch");
   command->add_option("model", settings->model.model, "ONNX model file")->required();
   add_model_load_options(command, settings->model);
-  command->add_option("--lang", settings->lang, "cpp or pytorch")
+  command
+      ->add_option("--lang", settings->lang,
+                   "cpp (a program per worker), pytorch (threads and queues) or streamit (the "
+                   "model as a stream graph, or --stream's program, in StreamIt builder form)")
       ->required()
-      ->check(CLI::IsMember({"cpp", "pytorch"}));
+      ->check(CLI::IsMember({"cpp", "pytorch", "streamit"}));
   command
       ->add_option("-o,--output", settings->output, "Folder to write (written whole or not at all)")
       ->required();
   command->add_option("--plan", settings->plan,
                       "A plan file (cleave plan -o) or 'auto'; default: sequential with --threads");
+  command->add_option("--stream", settings->stream,
+                      "A stream program (JSON) that runs MODEL in one of its filters, for "
+                      "--lang streamit or cpp");
   command
       ->add_option("--strategy", settings->strategy,
                    "Strategy for --plan auto (cloned plans become lc)")
