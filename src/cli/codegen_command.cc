@@ -12,6 +12,7 @@
 #include "codegen/cpp_emitter.h"
 #include "codegen/folder_writer.h"
 #include "codegen/pytorch_emitter.h"
+#include "codegen/stream_cpp_emitter.h"
 #include "codegen/stream_model_check.h"
 #include "codegen/streamit_emitter.h"
 #include "codegen/worker_program.h"
@@ -95,6 +96,53 @@ int run_streamit(const CodegenSettings& settings, std::chrono::steady_clock::tim
   return 0;
 }
 
+// --stream with --lang cpp: the program's static schedule over ring buffers. Model filters use
+// the executor's default layouts (what `cleave stream run` computes) unless --layouts names
+// others.
+int run_stream_cpp(const CodegenSettings& settings, std::chrono::steady_clock::time_point start) {
+  const StreamProgram program = load_stream_program(settings.stream);
+  check_program_runs_model(program, settings.stream, settings.model.model);
+  CppCodegenOptions options;
+  options.model_name = program.root.name;
+  options.cleave_root = settings.cleave_root;
+  options.cleave_build = settings.cleave_build;
+  default_cleave_folders(options.cleave_root, options.cleave_build);
+  if (settings.layouts == "plain") {
+    options.blocked_layouts = false;
+  } else if (settings.layouts != "auto") {
+    options.family = *parse_convolution_family(settings.layouts);
+  }
+  FolderWriter out;
+  const StreamCppSummary summary = emit_stream_cpp(program, options, out);
+  out.write(settings.output, settings.force);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (settings.json) {
+    const nlohmann::json report = {{"model", settings.model.model},
+                                   {"lang", settings.lang},
+                                   {"output", settings.output},
+                                   {"stream", settings.stream},
+                                   {"actors", summary.actors},
+                                   {"model_filters", summary.model_filters},
+                                   {"channels", summary.channels},
+                                   {"ring_bytes", summary.ring_bytes},
+                                   {"input_per_iteration", summary.input_per_iteration},
+                                   {"output_per_iteration", summary.output_per_iteration},
+                                   {"seconds", seconds}};
+    fmt::print("{}\n", report.dump(2));
+    return 0;
+  }
+  fmt::print("codegen    {} (cpp) -> {}\n", settings.stream, settings.output);
+  fmt::print("stream     {} actor(s), {} model filter(s), {} channel(s), rings {:.2f} MiB\n",
+             summary.actors, summary.model_filters, summary.channels,
+             static_cast<double>(summary.ring_bytes) / 1048576.0);
+  fmt::print("schedule   {} input item(s) -> {} output item(s) per steady-state iteration\n",
+             summary.input_per_iteration, summary.output_per_iteration);
+  fmt::print("time       {:.3f} s\n", seconds);
+  fmt::print("next       see {}/README.md\n", settings.output);
+  return 0;
+}
+
 int run_codegen(const CodegenSettings& settings) {
   const auto start = std::chrono::steady_clock::now();
   if (!settings.stream.empty() && !settings.plan.empty()) {
@@ -104,6 +152,7 @@ int run_codegen(const CodegenSettings& settings) {
     throw Error("codegen: --stream takes --lang streamit or cpp, not pytorch");
   }
   if (settings.lang == "streamit") return run_streamit(settings, start);
+  if (!settings.stream.empty()) return run_stream_cpp(settings, start);
   Graph graph = load_model_for(settings.model);
   ModelPlan plan;
   if (settings.plan.empty()) {

@@ -46,7 +46,7 @@ TEST_F(CodegenStreamit, ProgramFilePrintsItsFiltersInOrder) {
 }
 
 TEST_F(CodegenStreamit, AProgramForAnotherModelIsRefusedAndNothingIsWritten) {
-  for (const std::string lang : {"streamit"}) {
+  for (const std::string lang : {"streamit", "cpp"}) {
     CommandOutput result =
         cleave("codegen other.onnx --stream prog.json --lang " + lang + " -o st");
     EXPECT_EQ(result.exit_code, 1) << lang;
@@ -54,6 +54,34 @@ TEST_F(CodegenStreamit, AProgramForAnotherModelIsRefusedAndNothingIsWritten) {
     EXPECT_NE(result.text.find("another model"), std::string::npos) << result.text;
     EXPECT_FALSE(fs::exists(path("st"))) << lang;
   }
+}
+
+TEST_F(CodegenStreamit, CppOfAProgramWhoseJoinerMixesItemTypesNamesItAndWritesNothing) {
+  std::ofstream(path("mixed.json")) << R"({"pipeline": {"name": "top", "streams": [
+    {"splitjoin": {"name": "both", "split": "duplicate", "streams": [
+      {"filter": {"name": "net", "pop": 1, "push": 1, "model": "m.onnx"}},
+      {"filter": {"name": "pass", "pop": 1, "push": 1, "op": "identity"}}],
+      "join": {"roundrobin": [1, 1]}}}]}})";
+  CommandOutput result = cleave("codegen m.onnx --stream mixed.json --lang cpp -o st");
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.text.find("both"), std::string::npos) << result.text;
+  EXPECT_FALSE(fs::exists(path("st")));
+}
+
+TEST_F(CodegenStreamit, CppOfAProgramWritesRingsSizedByTheSchedule) {
+  CommandOutput generated = cleave("codegen m.onnx --stream prog.json --lang cpp -o st");
+  ASSERT_EQ(generated.exit_code, 0) << generated.text;
+  const std::string source = read_text_file(path("st/stream.cc"));
+  // input -> net: one item of the model's input without its batch dim, 3*16*16 floats.
+  EXPECT_NE(source.find("// input->net: 1 item(s) of f32[3,16,16]\n"
+                        "alignas(64) std::byte ring0_data[3072];\n"),
+            std::string::npos)
+      << source;
+  EXPECT_NE(source.find("void steady_state() {\n  fire_0();  // net\n  fire_1();  // pass\n}"),
+            std::string::npos)
+      << source;
+  EXPECT_TRUE(fs::exists(path("st/filters/net/tables.cc")));
+  EXPECT_TRUE(fs::exists(path("st/net.weights.bin")));
 }
 
 TEST_F(CodegenStreamit, AnUnknownLanguageIsRefusedAndNothingIsWritten) {
