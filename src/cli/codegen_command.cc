@@ -60,6 +60,18 @@ void default_cleave_folders(std::string& root, std::string& build) {
   if (root.empty()) root = fs::path(build).parent_path().string();
 }
 
+// Rewrites model paths relative to `from` into paths relative to folder `to`.
+void relocate_models(Stream& s, const std::filesystem::path& from,
+                     const std::filesystem::path& to) {
+  if (s.is_filter()) {
+    if (s.op == FilterOp::kModel) {
+      s.model = std::filesystem::absolute(from / s.model).lexically_normal().lexically_relative(to);
+    }
+    return;
+  }
+  for (Stream& child : s.streams) relocate_models(child, from, to);
+}
+
 // --lang streamit: the program file, or the model converted to a stream (thesis ch. 4).
 int run_streamit(const CodegenSettings& settings, std::chrono::steady_clock::time_point start) {
   StreamProgram program;
@@ -75,6 +87,14 @@ int run_streamit(const CodegenSettings& settings, std::chrono::steady_clock::tim
   FolderWriter out;
   const StreamitCodegenSummary summary = emit_streamit(
       program.root, settings.stream.empty() ? settings.model.model : settings.stream, out);
+  if (!settings.stream.empty()) {
+    // The program beside its code, models found from the folder, so that `codegen --stream
+    // DIR/program.json --lang cpp` takes it.
+    Stream copy = program.root;
+    relocate_models(copy, std::filesystem::path(settings.stream).parent_path(),
+                    std::filesystem::absolute(settings.output));
+    out.add("program.json", stream_to_json(copy) + "\n");
+  }
   out.write(settings.output, settings.force);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -43,6 +43,10 @@ TEST_F(CodegenStreamit, ProgramFilePrintsItsFiltersInOrder) {
             std::string::npos)
       << source;
   EXPECT_NE(source.find("run_model(\"m.onnx\", in.window(1), 1)"), std::string::npos) << source;
+  // The program written beside the code is what the C++ generator takes.
+  CommandOutput cpp = cleave("codegen m.onnx --stream st/program.json --lang cpp -o cpp");
+  EXPECT_EQ(cpp.exit_code, 0) << cpp.text;
+  EXPECT_TRUE(fs::exists(path("cpp/stream.cc")));
 }
 
 TEST_F(CodegenStreamit, AProgramForAnotherModelIsRefusedAndNothingIsWritten) {
