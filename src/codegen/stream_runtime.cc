@@ -117,6 +117,11 @@ void StreamModelFilter::fire(StreamRing& in, StreamRing& out, int64_t pop, int64
                              int64_t push) {
   const int64_t per_input = peek / static_cast<int64_t>(inputs_.size());
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    if (static_cast<int64_t>(inputs_[i].size()) != per_input * in.item_bytes) {
+      throw Error(
+          fmt::format("channel {}: {} items of {} bytes do not fill a model input of {} bytes",
+                      in.name, per_input, in.item_bytes, inputs_[i].size()));
+    }
     std::byte* dst = inputs_[i].data();
     for (int64_t k = 0; k < per_input; ++k) {
       std::memcpy(dst, in.peek(static_cast<int64_t>(i) * per_input + k),
