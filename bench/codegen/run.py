@@ -2,11 +2,12 @@
 """Benchmarks `cleave codegen` over the model corpus; prints a markdown report.
 
     /usr/bin/python3 bench/codegen/run.py --cleave build/cleave [--models a,b] [--repeat 20]
-        [--skip-cpp] [--skip-pytorch] [--out docs/results/codegen.md]
+        [--configs 1t,2t,lc] [--time-models a,b] [--no-ort] [--skip-cpp] [--skip-pytorch]
 
 Per model: generation time, C++ build time, the generated program's latency against
 `cleave run` (sequential plans at 1 and 2 threads, and the lc plan on 2 workers), whether the
-outputs are bit-identical, binary and resident size; then the generated PyTorch: its 2-worker
+outputs are bit-identical, binary and resident size, and ONNX Runtime's latency at the same
+thread count (bench/ort/ort_run.mjs; needs `npm install` in bench/ort); then the generated PyTorch: its 2-worker
 plan as threads against its own sequential twin (the Ramiel paper's Table IV), and its
 largest difference from cleave's outputs. Runs alternate (A B B A) so that drift on a busy host
 hits both sides alike.
@@ -44,6 +45,28 @@ def latency(args):
     return report["latency_ms"]["median"], report
 
 
+ORT_RUN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ort", "ort_run.mjs")
+
+
+def ort_latency(model, given, input_name, threads, repeat):
+    report = json.loads(sh(["node", ORT_RUN, model, given, input_name, str(threads), "3",
+                            str(repeat)]))
+    return statistics.median(report["runs"]), report
+
+
+def alternate3(a, b, c, rounds=2):
+    """Medians of A, B and C run as A B C C B A, `rounds` times."""
+    xs, ys, zs = [], [], []
+    for _ in range(rounds):
+        xs.append(a())
+        ys.append(b())
+        zs.append(c())
+        zs.append(c())
+        ys.append(b())
+        xs.append(a())
+    return statistics.median(xs), statistics.median(ys), statistics.median(zs)
+
+
 def alternate(a, b, rounds=2):
     """Medians of A and B run as A B B A, `rounds` times."""
     xs, ys = [], []
@@ -63,10 +86,19 @@ def main():
     parser.add_argument("--skip-cpp", action="store_true")
     parser.add_argument("--skip-pytorch", action="store_true")
     parser.add_argument("--keep", help="keep the generated folders here")
+    parser.add_argument("--configs", default="1t,2t,lc",
+                        help="C++ plans: 1t (sequential, 1 thread), 2t (2 threads), lc (2 workers)")
+    parser.add_argument("--time-models", default=None,
+                        help="models whose latency is measured (default: all); the others get "
+                             "generation, build, bit-identity and sizes only")
+    parser.add_argument("--no-ort", action="store_true", help="no ONNX Runtime column")
     args = parser.parse_args()
     cleave = os.path.abspath(args.cleave)
     manifest = json.load(open(os.path.join(MODELS_DIR, "manifest.json")))["models"]
     names = args.models.split(",") if args.models else sorted(manifest)
+    names = [n for n in names if os.path.exists(os.path.join(MODELS_DIR, manifest[n]["file"]))]
+    timed_names = set(args.time_models.split(",")) if args.time_models is not None else set(names)
+    configs = args.configs.split(",")
     work = args.keep or tempfile.mkdtemp(prefix="cleave_codegen_bench_")
     os.makedirs(work, exist_ok=True)
     runs = ["--warmup", "3", "--repeat", str(args.repeat)]
@@ -83,11 +115,13 @@ def main():
             "-o", plan])
         inputs = ["--input", f"{entry['input_name']}={given}"]
         if not args.skip_cpp:
-            for label, plan_args, run_args in [
-                ("1 thread", ["--threads", "1"], ["--threads", "1"]),
-                ("2 threads", ["--threads", "2"], ["--threads", "2"]),
-                ("lc, 2 workers", ["--plan", plan], ["--plan", plan]),
+            for key, label, plan_args, run_args, ort_threads in [
+                ("1t", "1 thread", ["--threads", "1"], ["--threads", "1"], 1),
+                ("2t", "2 threads", ["--threads", "2"], ["--threads", "2"], 2),
+                ("lc", "lc, 2 workers", ["--plan", plan], ["--plan", plan], 2),
             ]:
+                if key not in configs:
+                    continue
                 out = os.path.join(folder, "cpp_" + label.replace(" ", "_").replace(",", ""))
                 gen_s = timed([cleave, "codegen", model, "--lang", "cpp", "--layouts", "blocked",
                                "-o", out, "--force"] + plan_args)
@@ -103,16 +137,29 @@ def main():
                 generated = lambda: latency([exe] + inputs + runs)[0]  # noqa: E731
                 interpreter = lambda: latency([cleave, "run", model, "--layouts", "blocked"] +  # noqa: E731
                                               inputs + run_args + runs)[0]
-                gen_ms, run_ms = alternate(generated, interpreter)
+                ort = lambda: ort_latency(model, given, entry["input_name"], ort_threads,  # noqa: E731
+                                          args.repeat)[0]
+                gen_ms = run_ms = ort_ms = float("nan")
+                if name in timed_names and args.no_ort:
+                    gen_ms, run_ms = alternate(generated, interpreter)
+                elif name in timed_names:
+                    gen_ms, run_ms, ort_ms = alternate3(generated, interpreter, ort)
                 _, gen_report = latency([exe] + inputs + ["--repeat", "3"])
                 _, run_report = latency([cleave, "run", model, "--layouts", "blocked"] + inputs +
                                         run_args + ["--repeat", "3"])
-                cpp_rows.append([name, label, f"{gen_s:.2f}", f"{build_s:.1f}", f"{gen_ms:.2f}",
-                                 f"{run_ms:.2f}", f"{gen_ms / run_ms:.3f}", "yes" if same else "NO",
+                ort_rss = float("nan")
+                if not args.no_ort:
+                    ort_rss = ort_latency(model, given, entry["input_name"], ort_threads,
+                                          3)[1]["peak_rss_bytes"] / 2**20
+                fmt = lambda x, spec: "-" if x != x else format(x, spec)  # noqa: E731
+                cpp_rows.append([name, label, f"{gen_s:.2f}", f"{build_s:.1f}", fmt(gen_ms, ".2f"),
+                                 fmt(run_ms, ".2f"), fmt(ort_ms, ".2f"), fmt(gen_ms / run_ms, ".3f"),
+                                 fmt(gen_ms / ort_ms, ".3f"), "yes" if same else "NO",
                                  f"{os.path.getsize(exe) / 2**20:.1f}",
                                  f"{os.path.getsize(cleave) / 2**20:.1f}",
                                  f"{gen_report['peak_rss_bytes'] / 2**20:.0f}",
-                                 f"{run_report['peak_rss_bytes'] / 2**20:.0f}"])
+                                 f"{run_report['peak_rss_bytes'] / 2**20:.0f}",
+                                 fmt(ort_rss, ".0f")])
                 print(" | ".join(cpp_rows[-1]), file=sys.stderr, flush=True)
         if not args.skip_pytorch:
             out = os.path.join(folder, "py")
@@ -130,10 +177,13 @@ def main():
             py_rows.append([name, f"{gen_s:.2f}", f"{seq_ms:.2f}", f"{par_ms:.2f}",
                             f"{seq_ms / par_ms:.2f}", f"{diff:.1e}"])
             print(" | ".join(py_rows[-1]), file=sys.stderr, flush=True)
+        if not args.keep:
+            shutil.rmtree(folder, ignore_errors=True)
     if cpp_rows:
-        print("| model | plan | generate s | build s | generated ms | cleave run ms | ratio | "
-              "bit-identical | binary MiB | cleave MiB | generated RSS MiB | cleave RSS MiB |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        print("| model | plan | generate s | build s | generated ms | cleave run ms | ORT ms | "
+              "generated / cleave run | generated / ORT | bit-identical | binary MiB | cleave MiB | "
+              "generated RSS MiB | cleave RSS MiB | ORT RSS MiB |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for row in cpp_rows:
             print("| " + " | ".join(row) + " |")
         print()

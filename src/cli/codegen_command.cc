@@ -12,9 +12,14 @@
 #include "codegen/cpp_emitter.h"
 #include "codegen/folder_writer.h"
 #include "codegen/pytorch_emitter.h"
+#include "codegen/stream_cpp_emitter.h"
+#include "codegen/stream_model_check.h"
+#include "codegen/streamit_emitter.h"
 #include "codegen/worker_program.h"
 #include "pipeline/layout_choice.h"
 #include "pipeline/model_plan.h"
+#include "stream/from_graph.h"
+#include "stream/stream_json.h"
 
 namespace cleave::cli {
 
@@ -24,7 +29,8 @@ struct CodegenSettings {
   ModelSettings model;
   std::string lang;
   std::string output;
-  std::string plan;  // Empty: the sequential plan with --threads.
+  std::string plan;    // Empty: the sequential plan with --threads.
+  std::string stream;  // A stream program file (--lang streamit or cpp).
   std::string strategy = "auto";
   std::string costs = "profile";
   std::string layouts = "auto";
@@ -54,8 +60,119 @@ void default_cleave_folders(std::string& root, std::string& build) {
   if (root.empty()) root = fs::path(build).parent_path().string();
 }
 
+// Rewrites model paths relative to `from` into paths relative to folder `to`.
+void relocate_models(Stream& s, const std::filesystem::path& from,
+                     const std::filesystem::path& to) {
+  if (s.is_filter()) {
+    if (s.op == FilterOp::kModel) {
+      s.model = std::filesystem::absolute(from / s.model).lexically_normal().lexically_relative(to);
+    }
+    return;
+  }
+  for (Stream& child : s.streams) relocate_models(child, from, to);
+}
+
+// --lang streamit: the program file, or the model converted to a stream (thesis ch. 4).
+int run_streamit(const CodegenSettings& settings, std::chrono::steady_clock::time_point start) {
+  StreamProgram program;
+  if (!settings.stream.empty()) {
+    program = load_stream_program(settings.stream);
+    check_program_runs_model(program, settings.stream, settings.model.model);
+  } else {
+    const Graph graph = load_model_for(settings.model);
+    program.root = graph_to_stream(graph, graph.name.empty() ? "model" : graph.name).root;
+    program.origin = settings.model.model;
+    verify_stream(program.root, program.origin);
+  }
+  FolderWriter out;
+  const StreamitCodegenSummary summary = emit_streamit(
+      program.root, settings.stream.empty() ? settings.model.model : settings.stream, out);
+  if (!settings.stream.empty()) {
+    // The program beside its code, models found from the folder, so that `codegen --stream
+    // DIR/program.json --lang cpp` takes it.
+    Stream copy = program.root;
+    relocate_models(copy, std::filesystem::path(settings.stream).parent_path(),
+                    std::filesystem::absolute(settings.output));
+    out.add("program.json", stream_to_json(copy) + "\n");
+  }
+  out.write(settings.output, settings.force);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (settings.json) {
+    const nlohmann::json report = {
+        {"model", settings.model.model},    {"lang", settings.lang},
+        {"output", settings.output},        {"stream", settings.stream},
+        {"filters", summary.filters},       {"pipelines", summary.pipelines},
+        {"splitjoins", summary.splitjoins}, {"seconds", seconds}};
+    fmt::print("{}\n", report.dump(2));
+    return 0;
+  }
+  fmt::print("codegen    {} (streamit) -> {}\n",
+             settings.stream.empty() ? settings.model.model : settings.stream, settings.output);
+  fmt::print("stream     {} filter(s), {} pipeline(s), {} split-join(s)\n", summary.filters,
+             summary.pipelines, summary.splitjoins);
+  fmt::print("time       {:.3f} s\n", seconds);
+  fmt::print("next       see {}/README.md\n", settings.output);
+  return 0;
+}
+
+// --stream with --lang cpp: the program's static schedule over ring buffers. Model filters use
+// the executor's default layouts (what `cleave stream run` computes) unless --layouts names
+// others.
+int run_stream_cpp(const CodegenSettings& settings, std::chrono::steady_clock::time_point start) {
+  const StreamProgram program = load_stream_program(settings.stream);
+  check_program_runs_model(program, settings.stream, settings.model.model);
+  CppCodegenOptions options;
+  options.model_name = program.root.name;
+  options.cleave_root = settings.cleave_root;
+  options.cleave_build = settings.cleave_build;
+  default_cleave_folders(options.cleave_root, options.cleave_build);
+  if (settings.layouts == "plain") {
+    options.blocked_layouts = false;
+  } else if (settings.layouts != "auto") {
+    options.family = *parse_convolution_family(settings.layouts);
+  }
+  FolderWriter out;
+  const StreamCppSummary summary = emit_stream_cpp(program, options, out);
+  out.write(settings.output, settings.force);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (settings.json) {
+    const nlohmann::json report = {{"model", settings.model.model},
+                                   {"lang", settings.lang},
+                                   {"output", settings.output},
+                                   {"stream", settings.stream},
+                                   {"actors", summary.actors},
+                                   {"model_filters", summary.model_filters},
+                                   {"channels", summary.channels},
+                                   {"ring_bytes", summary.ring_bytes},
+                                   {"input_per_iteration", summary.input_per_iteration},
+                                   {"output_per_iteration", summary.output_per_iteration},
+                                   {"seconds", seconds}};
+    fmt::print("{}\n", report.dump(2));
+    return 0;
+  }
+  fmt::print("codegen    {} (cpp) -> {}\n", settings.stream, settings.output);
+  fmt::print("stream     {} actor(s), {} model filter(s), {} channel(s), rings {:.2f} MiB\n",
+             summary.actors, summary.model_filters, summary.channels,
+             static_cast<double>(summary.ring_bytes) / 1048576.0);
+  fmt::print("schedule   {} input item(s) -> {} output item(s) per steady-state iteration\n",
+             summary.input_per_iteration, summary.output_per_iteration);
+  fmt::print("time       {:.3f} s\n", seconds);
+  fmt::print("next       see {}/README.md\n", settings.output);
+  return 0;
+}
+
 int run_codegen(const CodegenSettings& settings) {
   const auto start = std::chrono::steady_clock::now();
+  if (!settings.stream.empty() && !settings.plan.empty()) {
+    throw Error("codegen: give --plan or --stream, not both");
+  }
+  if (!settings.stream.empty() && settings.lang == "pytorch") {
+    throw Error("codegen: --stream takes --lang streamit or cpp, not pytorch");
+  }
+  if (settings.lang == "streamit") return run_streamit(settings, start);
+  if (!settings.stream.empty()) return run_stream_cpp(settings, start);
   Graph graph = load_model_for(settings.model);
   ModelPlan plan;
   if (settings.plan.empty()) {
@@ -148,14 +265,20 @@ void register_codegen(CLI::App& app, CommandAction& action) {
       "codegen", "Write a model and its plan as a C++ program or as readable PyTorch");
   command->add_option("model", settings->model.model, "ONNX model file")->required();
   add_model_load_options(command, settings->model);
-  command->add_option("--lang", settings->lang, "cpp or pytorch")
+  command
+      ->add_option("--lang", settings->lang,
+                   "cpp (a program per worker), pytorch (threads and queues) or streamit (the "
+                   "model as a stream graph, or --stream's program, in StreamIt builder form)")
       ->required()
-      ->check(CLI::IsMember({"cpp", "pytorch"}));
+      ->check(CLI::IsMember({"cpp", "pytorch", "streamit"}));
   command
       ->add_option("-o,--output", settings->output, "Folder to write (written whole or not at all)")
       ->required();
   command->add_option("--plan", settings->plan,
                       "A plan file (cleave plan -o) or 'auto'; default: sequential with --threads");
+  command->add_option("--stream", settings->stream,
+                      "A stream program (JSON) that runs MODEL in one of its filters, for "
+                      "--lang streamit or cpp");
   command
       ->add_option("--strategy", settings->strategy,
                    "Strategy for --plan auto (cloned plans become lc)")

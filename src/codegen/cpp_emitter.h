@@ -19,6 +19,14 @@ struct CppCodegenOptions {
   bool blocked_layouts = true;
   std::string cleave_root;   ///< cleave's source folder (headers), the CMake default.
   std::string cleave_build;  ///< cleave's build folder (libcleave_lib.a), the CMake default.
+  /// Namespace of the generated tables and worker functions; folder (ending in '/') their
+  /// sources go to; the weights file's name. A stream program embeds one such program per
+  /// model filter, each under its own names.
+  std::string code_namespace = "generated";
+  std::string source_folder;
+  std::string weights_file = "weights.bin";
+  /// Only the tables, workers and weights: no C API, executable, CMakeLists.txt or README.
+  bool tables_only = false;
 };
 
 struct CppCodegenSummary {
@@ -38,6 +46,10 @@ struct CppCodegenSummary {
 /// passes float buffers) or an output that no node computes.
 CppCodegenSummary emit_cpp(const Graph& graph, const WorkerProgram& program,
                            const CppCodegenOptions& options, FolderWriter& out);
+
+/// The CMake lines that find cleave's library (libcleave_lib.a, cache variables CLEAVE_ROOT and
+/// CLEAVE_BUILD defaulting to `options`' folders) and its dependencies as target `cleave_lib`.
+std::string cmake_cleave_library(const CppCodegenOptions& options);
 
 /// The graph as the generated program embeds it: its text form with initializer data left
 /// out (the weights file holds it). Throws Error when the text does not read back as the

@@ -59,10 +59,12 @@ TEST_F(CodegenCommand, APlanForAnotherModelIsRefusedAndNothingIsWritten) {
   write_model(
       std::string(kTwoBranchModel).replace(std::string(kTwoBranchModel).find("Sigmoid"), 7, "Tanh"),
       path("other.onnx"));
-  CommandOutput result = cleave("codegen other.onnx --plan plan.json --lang pytorch -o py");
-  EXPECT_EQ(result.exit_code, 1);
-  EXPECT_NE(result.text.find("another model"), std::string::npos) << result.text;
-  EXPECT_FALSE(fs::exists(path("py")));
+  for (const std::string lang : {"pytorch", "cpp"}) {
+    CommandOutput result = cleave("codegen other.onnx --plan plan.json --lang " + lang + " -o py");
+    EXPECT_EQ(result.exit_code, 1) << lang;
+    EXPECT_NE(result.text.find("another model"), std::string::npos) << result.text;
+    EXPECT_FALSE(fs::exists(path("py"))) << lang;
+  }
 }
 
 TEST_F(CodegenCommand, AnOpWithoutPytorchMappingNamesTheNodeAndWritesNothing) {

@@ -3,6 +3,8 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <random>
 
 #include "codegen_fixture.h"
 
@@ -15,6 +17,48 @@ bool same_bits(const Tensor& a, const Tensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() &&
          std::memcmp(a.raw(), b.raw(), a.byte_size()) == 0;
 }
+
+// A tiny C program over the generated C API: raw float input file in, raw output file out.
+const char* kEmbedSource = R"(#include <stdio.h>
+#include <stdlib.h>
+
+#include "model.h"
+
+int main(int argc, char** argv) {
+  if (argc != 4) return 3;
+  size_t n = model_input_elements(0), m = model_output_elements(0);
+  float* in = malloc(n * sizeof(float));
+  float* out = malloc(m * sizeof(float));
+  FILE* f = fopen(argv[1], "rb");
+  if (!f || fread(in, sizeof(float), n, f) != n) return 3;
+  fclose(f);
+  if (model_init(argv[3]) != 0) {
+    fprintf(stderr, "model_init: %s\n", model_last_error());
+    return 2;
+  }
+  const float* inputs[MODEL_INPUT_COUNT] = {in};
+  float* outputs[MODEL_OUTPUT_COUNT] = {out};
+  if (model_run(inputs, outputs) != 0) {
+    fprintf(stderr, "model_run: %s\n", model_last_error());
+    return 2;
+  }
+  f = fopen(argv[2], "wb");
+  fwrite(out, sizeof(float), m, f);
+  fclose(f);
+  model_shutdown();
+  free(in);
+  free(out);
+  return 0;
+}
+)";
+
+const char* kEmbedCMake = R"(cmake_minimum_required(VERSION 3.22)
+project(embed LANGUAGES C CXX)
+add_subdirectory(gen gen_build)
+add_executable(embed embed.c)
+target_link_libraries(embed PRIVATE model)
+set_target_properties(embed PROPERTIES LINKER_LANGUAGE CXX)
+)";
 
 class CodegenCpp : public CodegenFixture {};
 
@@ -50,11 +94,82 @@ TEST_F(CodegenCpp, GeneratedProgramBuildsAndMatchesCleaveRunBitForBit) {
   EXPECT_TRUE(same_bits(read_npy(path("out/out.npy")), read_npy(path("ref/out.npy"))));
   EXPECT_TRUE(same_bits(read_npy(path("seeded/out.npy")), read_npy(path("ref/out.npy"))));
 
+  // The C API embedded in a small C program: model.h and libmodel.a, through the folder's
+  // CMakeLists (which brings cleave's library and its dependencies along).
+  std::ofstream(path("embed.c")) << kEmbedSource;
+  std::ofstream(path("CMakeLists.txt")) << kEmbedCMake;
+  const Tensor input = read_npy(path("x.npy"));
+  {
+    std::ofstream raw(path("x.raw"), std::ios::binary);
+    raw.write(static_cast<const char*>(input.raw()),
+              static_cast<std::streamsize>(input.byte_size()));
+  }
+  CommandOutput embed_build = shell(
+      "cmake -S . -B embed_build -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build embed_build");
+  ASSERT_EQ(embed_build.exit_code, 0) << embed_build.text;
+  CommandOutput embedded = shell("embed_build/embed x.raw out.raw gen/weights.bin");
+  ASSERT_EQ(embedded.exit_code, 0) << embedded.text;
+  const Tensor expected = read_npy(path("ref/out.npy"));
+  const std::string got = read_text_file(path("out.raw"));
+  ASSERT_EQ(got.size(), expected.byte_size());
+  EXPECT_EQ(std::memcmp(got.data(), expected.raw(), got.size()), 0);
+  // A weights file that is not there is reported through model_last_error.
+  CommandOutput missing = shell("embed_build/embed x.raw out.raw nowhere.bin");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.text.find("nowhere.bin"), std::string::npos) << missing.text;
+
   // A weights file of another size is refused by name, not read past its end.
   { std::ofstream(path("short.bin")) << "short"; }
   CommandOutput bad = shell("gen/build/model_run --weights short.bin");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.text.find("short.bin"), std::string::npos) << bad.text;
+}
+
+TEST_F(CodegenCpp, GeneratedStreamProgramBuildsAndMatchesCleaveStreamRunBitForBit) {
+  write_model(kTwoBranchModel, path("m.onnx"));
+  // A peeking slice (init), a round-robin split-join of two model filters, a separator.
+  std::ofstream(path("prog.json")) << R"({"pipeline": {"name": "top", "streams": [
+    {"filter": {"name": "win", "pop": 1, "peek": 3, "push": 2, "op": "slice", "args": [1]}},
+    {"splitjoin": {"name": "rr", "split": {"roundrobin": [1, 1]}, "streams": [
+      {"filter": {"name": "net", "pop": 1, "push": 1, "model": "m.onnx"}},
+      {"pipeline": {"name": "p2", "streams": [
+        {"filter": {"name": "net2", "pop": 1, "push": 1, "model": "m.onnx"}}]}}],
+      "join": {"roundrobin": [1, 1]}}},
+    {"filter": {"name": "sep", "pop": 2, "push": 2, "op": "separator", "args": [1, 0]}}]}})";
+  {
+    Tensor items = Tensor::allocate(DataType::kFloat, {5, 3, 16, 16});
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    for (int64_t i = 0; i < items.element_count(); ++i) items.data<float>()[i] = uniform(rng);
+    write_npy(path("items.npy"), items);
+  }
+  CommandOutput generated = cleave("codegen m.onnx --stream prog.json --lang cpp -o gen");
+  ASSERT_EQ(generated.exit_code, 0) << generated.text;
+  const std::string source = read_text_file(path("gen/stream.cc"));
+  EXPECT_NE(source.find("model_net->fire("), std::string::npos) << source;
+  EXPECT_NE(source.find("stream_round_robin_split("), std::string::npos) << source;
+  EXPECT_NE(source.find("void steady_state() {"), std::string::npos) << source;
+  CommandOutput build = shell(
+      "cmake -S gen -B gen/build -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build gen/build");
+  ASSERT_EQ(build.exit_code, 0) << build.text;
+  // 5 items: the init, whole iterations; 12 items: the input repeated, as --items does.
+  for (const std::string items : {"", " --items 12"}) {
+    fs::remove_all(path("out"));
+    fs::remove_all(path("ref"));
+    CommandOutput run = shell("gen/build/stream_run --input x=items.npy --output-dir out" + items);
+    ASSERT_EQ(run.exit_code, 0) << run.text;
+    CommandOutput reference =
+        cleave("stream run prog.json --input x=items.npy --output-dir ref" + items);
+    ASSERT_EQ(reference.exit_code, 0) << reference.text;
+    const Tensor got = read_npy(path("out/output.npy"));
+    EXPECT_EQ(got.dim(0), items.empty() ? 6 : 20);
+    EXPECT_TRUE(same_bits(got, read_npy(path("ref/output.npy")))) << items;
+  }
+  // Items of another size are refused by file name.
+  write_npy(path("bad.npy"), Tensor::allocate(DataType::kFloat, {2, 5}));
+  CommandOutput bad = shell("gen/build/stream_run --input x=bad.npy");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.text.find("bad.npy"), std::string::npos) << bad.text;
 }
 
 }  // namespace

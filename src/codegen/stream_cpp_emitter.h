@@ -1,0 +1,32 @@
+// The C++ generator for stream programs: the static schedule unrolled over fixed ring buffers.
+#pragma once
+
+#include <cstdint>
+
+#include "codegen/cpp_emitter.h"
+#include "codegen/folder_writer.h"
+#include "stream/stream_ir.h"
+
+namespace cleave {
+
+struct StreamCppSummary {
+  int actors = 0;         ///< Filters, splitters and joiners.
+  int model_filters = 0;  ///< Each generated as a static program of its own.
+  int channels = 0;
+  int64_t ring_bytes = 0;  ///< All ring buffers together.
+  int64_t input_per_iteration = 0;
+  int64_t output_per_iteration = 0;
+};
+
+/// Writes `program` as a C++ program into `out`: stream.cc (one ring buffer per channel, sized
+/// by the static schedule; one fire function per actor, calling a built-in work function or
+/// the model filter's generated static program; the init schedule and one steady-state
+/// iteration as straight-line calls), filters/NAME/ (each model filter's tables and worker,
+/// as `emit_cpp` writes them, `options`' layouts), NAME.weights.bin, CMakeLists.txt and
+/// README.md. Model filters run with one thread, like `cleave stream run`. Throws Error naming
+/// the program and stream for programs whose channels carry items of different types, or
+/// whose input item type cannot be told from the first filter (declare its input_item).
+StreamCppSummary emit_stream_cpp(const StreamProgram& program, const CppCodegenOptions& options,
+                                 FolderWriter& out);
+
+}  // namespace cleave

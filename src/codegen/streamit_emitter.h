@@ -1,0 +1,34 @@
+// The StreamIt generator: a stream program printed as code in the thesis's C++ builder form.
+#pragma once
+
+#include <string>
+
+#include "codegen/folder_writer.h"
+#include "stream/stream_ir.h"
+
+namespace cleave {
+
+struct StreamitCodegenSummary {
+  int filters = 0;
+  int pipelines = 0;
+  int splitjoins = 0;
+};
+
+/// The builder code of `root` (StreamIt thesis ch. 4, Figs. 4.6, 4.9, 4.13, 4.20): one
+/// function per filter returning `filter<tensor_t, tensor_t>(name, pop, peek, push, work)`,
+/// whose work function peeks, pops and pushes its channel items (model filters call
+/// `run_model`, built-ins move items), then one function per program building the tree with
+/// `pipeline<>`, `duplicateSplitJoin<>` (`sj->add(join_weight, stream)`) and
+/// `roundRobinSplitJoin<>` (`sj->add(split_weight, join_weight, stream)`).
+std::string streamit_source(const Stream& root, StreamitCodegenSummary* summary = nullptr);
+
+/// The header the source includes: tensor_t, channel_t and the builders, enough for the
+/// source to compile (`run_model` and `concat_items` are declared for a runtime to define).
+std::string streamit_header();
+
+/// Writes stream.cc, streamit.h and README.md into `out`. `origin` names where the program
+/// came from (a model or a program file), for the README.
+StreamitCodegenSummary emit_streamit(const Stream& root, const std::string& origin,
+                                     FolderWriter& out);
+
+}  // namespace cleave
