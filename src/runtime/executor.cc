@@ -109,7 +109,8 @@ std::vector<Tensor> Executor::run(const SampleInputs& inputs) {
     if (timed) {
       stream_.wait();
       const auto end = std::chrono::steady_clock::now();
-      stats_.node_seconds[id] += std::chrono::duration<double>(end - start).count();
+      if (options_.collect_stats)
+        stats_.node_seconds[id] += std::chrono::duration<double>(end - start).count();
       const Trace::Event event{static_cast<int>(position), 0, seconds_since_start(start),
                                seconds_since_start(end), 0};
       if (options_.collect_stats) trace_.on_task_end(event);

@@ -22,7 +22,7 @@ struct RunStats {
   std::size_t peak_activation_bytes = 0;  ///< Bytes the buffer pool(s) reserved.
   int concat_inputs_in_place = 0;         ///< Values written inside a Concat's output.
   /// Per NodeId, summed over runs (and over samples); zeros where the executor does not time
-  /// nodes (the sequential executor times them with collect_stats or an observer).
+  /// nodes (the sequential executor without ExecutorOptions::collect_stats).
   std::vector<double> node_seconds;
   int64_t runs = 0;
 };
