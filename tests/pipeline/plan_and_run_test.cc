@@ -4,6 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <map>
 
 #include "gen/inception.h"
@@ -150,6 +153,43 @@ TEST(PlanAndRun, WithoutAPlanTheSequentialExecutorRunsWithItsThreads) {
   EXPECT_EQ(prepared.inputs.size(), 1u);
   EXPECT_TRUE(logged(log, "sequential executor, 2 thread(s)"));
   EXPECT_EQ(prepared.executor->run(prepared.inputs).size(), 1u);
+}
+
+TEST(PlanAndRun, APlanFileRunsAsWrittenWithoutACheck) {
+  const Graph graph = branchy();
+  ModelPlanOptions options;
+  options.strategy = "lc";
+  const ModelPlan written = plan_model(graph, static_costs(graph), options);
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("plan_and_run_" + std::to_string(getpid()) + ".json"))
+                               .string();
+  write_model_plan(path, written, graph);
+  FakeTimes times{{{"candidate", 2.0}, {"sequential", 1.0}}, {}};
+  std::vector<std::string> log;
+  RunRecipe recipe = auto_recipe(times, log);
+  recipe.strategy.clear();
+  recipe.plan_file = path;
+  PreparedRun prepared = prepare_run(graph, recipe);
+  std::filesystem::remove(path);
+  EXPECT_FALSE(prepared.auto_check);
+  EXPECT_FALSE(prepared.costs);
+  ASSERT_TRUE(prepared.plan);
+  EXPECT_EQ(prepared.plan->plan.order, written.plan.order);
+  ASSERT_NE(prepared.parallel, nullptr);
+}
+
+TEST(PlanAndRun, AMissingPlanFileIsNamed) {
+  FakeTimes times;
+  std::vector<std::string> log;
+  RunRecipe recipe = auto_recipe(times, log);
+  recipe.strategy.clear();
+  recipe.plan_file = "/nonexistent/plan.json";
+  try {
+    prepare_run(branchy(), recipe);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("/nonexistent/plan.json"));
+  }
 }
 
 TEST(PlanAndRun, AnUnknownConvolutionFamilyIsRefused) {
