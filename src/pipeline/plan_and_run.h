@@ -1,4 +1,4 @@
-// The back half of `cleave run` and `cleave bench`: layouts → costs → plan → check → executor.
+// The back half of `run` and `bench`: layouts → costs → plan → check → executor.
 #pragma once
 
 #include <functional>

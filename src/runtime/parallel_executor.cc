@@ -1,5 +1,4 @@
-// Thread executor: persistent pinned worker threads, a buffer pool per worker, values handed
-// over in this process.
+// Thread executor: persistent pinned workers, a buffer pool each, values handed over in-process.
 #include "runtime/parallel_executor.h"
 
 #include <fmt/core.h>
