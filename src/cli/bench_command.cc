@@ -16,6 +16,7 @@
 #include "pipeline/layout_choice.h"
 #include "pipeline/load.h"
 #include "pipeline/model_plan.h"
+#include "pipeline/plan_and_run.h"
 #include "runtime/executor.h"
 #include "runtime/parallel_executor.h"
 #include "runtime/random_inputs.h"
@@ -56,56 +57,54 @@ bool bitwise_equal(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
 int run_bench(const BenchSettings& settings) {
   LoadOptions load;
   load.shapes = parse_input_shapes(settings.shapes);
-  Graph graph = load_model(settings.model, load);
-  StaticCostReport shape = analyze_static_cost(graph);
-
   // Every variant runs the kernels a 1-thread-per-worker plan runs, so that they compare
   // schedules, not kernels, and the bitwise check below is meaningful.
-  const ConvolutionFamily family = measured_family(graph, 1);
-  ProfileOptions profiling = profile_options(settings.workers);
-  profiling.convolution_family = family;
-  CostTable costs = settings.costs == "static" ? static_costs(graph)
-                    : settings.costs == "analytical"
-                        ? analytical_costs(graph, measure_peak_rates(settings.workers))
-                        : profile_costs(graph, profiling);
+  RunRecipe recipe;
+  recipe.strategy = settings.strategy;
+  recipe.workers = settings.workers;
+  recipe.threads_per_worker = 1;
+  recipe.layouts_follow_plan_threads = false;
+  recipe.costs = settings.costs;
+  recipe.inputs = [](const Graph& graph, int) { return random_inputs(graph, 0); };
+  PreparedRun prepared = plan_and_run(settings.model, load, recipe);
+  const Graph& graph = prepared.graph;
+  StaticCostReport shape = analyze_static_cost(graph);
+  const ConvolutionFamily family = prepared.layouts.family;
+  const CostTable& costs = *prepared.costs;
+  const ModelPlan& chosen = *prepared.plan;
+  ParallelExecutor& parallel = *prepared.parallel;
   ModelPlanOptions options;
   options.workers = settings.workers;
-  options.strategy = settings.strategy;
-  ModelPlan chosen = plan_model(graph, costs, options);
   options.strategy = "lc";
   ModelPlan lc = plan_model(graph, costs, options);
 
-  std::map<std::string, Tensor> inputs = random_inputs(graph, 0);
+  const std::map<std::string, Tensor>& inputs = prepared.inputs.front();
   Executor one_thread(graph, with_threads(1, family));
   Executor all_threads(graph, with_threads(settings.workers, family));
   ParallelOptions parallel_options;
-  parallel_options.threads_per_worker = chosen.threads_per_worker;
   parallel_options.convolution_family = family;
-  ParallelExecutor parallel(graph, chosen.tasks, chosen.plan, parallel_options);
 
   struct Variant {
     std::string name;
-    std::function<std::vector<Tensor>()> run;
+    ExecutorInterface* executor;
     std::vector<double> ms;
   };
   std::vector<Variant> variants = {
-      {"sequential, 1 thread", [&] { return one_thread.run(inputs); }, {}},
-      {fmt::format("sequential, {} threads intra-op", settings.workers),
-       [&] { return all_threads.run(inputs); },
-       {}},
+      {"sequential, 1 thread", &one_thread, {}},
+      {fmt::format("sequential, {} threads intra-op", settings.workers), &all_threads, {}},
       {fmt::format("plan {} ({} x {})", chosen.plan.strategy, chosen.tasks.machine.size(),
                    chosen.threads_per_worker),
-       [&] { return parallel.run(inputs); },
+       &parallel,
        {}},
   };
   for (int i = 0; i < settings.warmup; ++i) {
-    for (auto& variant : variants) variant.run();
+    for (auto& variant : variants) variant.executor->run(inputs);
   }
   // Interleaved so that the machine's drift affects every variant alike.
   for (int i = 0; i < settings.repeat; ++i) {
     for (auto& variant : variants) {
       auto start = std::chrono::steady_clock::now();
-      variant.run();
+      variant.executor->run(inputs);
       variant.ms.push_back(
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
               .count());

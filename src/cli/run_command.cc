@@ -21,6 +21,7 @@
 #include "pipeline/layout_choice.h"
 #include "pipeline/load.h"
 #include "pipeline/model_plan.h"
+#include "pipeline/plan_and_run.h"
 #include "plan/simulator.h"
 #include "runtime/executor.h"
 #include "runtime/npy.h"
@@ -58,49 +59,6 @@ struct RunSettings {
   bool no_auto_check = false;
   double rank_timeout = 60;
 };
-
-// A plan ready to run: the plan, the convolution family its kernels use, the family the
-// profile behind its prediction timed (for --plan auto with profiled costs), and its executor.
-struct PlannedRun {
-  ModelPlan model_plan;
-  LayoutChoice layouts;
-  std::optional<ConvolutionFamily> predicted_with;
-  std::unique_ptr<ParallelExecutor> executor;
-};
-
-// Timed runs of auto's parallel choice and of the sequential plan (one worker, all threads).
-struct AutoCheck {
-  std::string candidate;
-  double candidate_ms = 0;
-  double sequential_ms = 0;
-};
-
-// Medians of a few runs of each, in blocks of A B B A so that neither always runs first.
-AutoCheck time_against_sequential(const std::string& strategy, ParallelExecutor& candidate,
-                                  ParallelExecutor& sequential,
-                                  const std::vector<std::map<std::string, Tensor>>& inputs) {
-  constexpr int kWarmup = 2;
-  constexpr int kRunsPerBlock = 3;
-  for (int i = 0; i < kWarmup; ++i) {
-    candidate.run(inputs);
-    sequential.run(inputs);
-  }
-  std::vector<double> candidate_ms, sequential_ms;
-  const auto time_block = [&](ParallelExecutor& executor, std::vector<double>& into) {
-    for (int i = 0; i < kRunsPerBlock; ++i) {
-      auto start = std::chrono::steady_clock::now();
-      executor.run(inputs);
-      into.push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count());
-    }
-  };
-  time_block(candidate, candidate_ms);
-  time_block(sequential, sequential_ms);
-  time_block(sequential, sequential_ms);
-  time_block(candidate, candidate_ms);
-  return {strategy, median_of(candidate_ms), median_of(sequential_ms)};
-}
 
 std::map<std::string, Tensor> gather_inputs(const Graph& graph, const RunSettings& settings,
                                             uint64_t seed) {
@@ -163,131 +121,48 @@ int run_model(const RunSettings& settings) {
   load.optimize = !settings.no_optimize;
   if (settings.verbose)
     load.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
-  Graph graph = load_model(settings.model, load);
-
-  // A runner hides which executor runs: the sequential one, or a plan's parallel one.
-  std::function<std::vector<Tensor>()> run_once;
-  std::function<std::size_t()> peak_bytes;
-  std::unique_ptr<Executor> sequential;
-  PlannedRun planned;
-  std::optional<AutoCheck> auto_check;
-  std::vector<std::map<std::string, Tensor>> sample_inputs;
-  // Which convolution family to use: measured (with each worker's threads for a plan).
-  LayoutChoice layouts;
-  if (settings.layouts != "auto") layouts.family = *parse_convolution_family(settings.layouts);
-  if (settings.layouts == "auto" && !settings.plain_layouts) {
-    ExecutorOptions options;
-    options.threads = settings.plan.empty() ? settings.threads : settings.threads_per_worker;
-    LayoutChoiceOptions choice_options;
-    choice_options.progress = load.log;
-    sample_inputs.push_back(gather_inputs(graph, settings, settings.seed));
-    layouts = choose_layouts(graph, options, sample_inputs.front(), choice_options);
-  }
-  if (settings.plan.empty()) {
-    if (sample_inputs.empty())
-      sample_inputs.push_back(gather_inputs(graph, settings, settings.seed));
-    ExecutorOptions options;
-    options.threads = settings.threads;
-    options.collect_stats = settings.stats;
-    options.blocked_layouts = !settings.plain_layouts;
-    options.convolution_family = layouts.family;
-    sequential = std::make_unique<Executor>(graph, options);
-    run_once = [&] { return sequential->run(sample_inputs[0]); };
-    peak_bytes = [&] { return sequential->stats().peak_activation_bytes; };
+  RunRecipe recipe;
+  if (settings.plan == "auto") {
+    recipe.strategy = "auto";
   } else {
-    const bool profiled = settings.plan == "auto" && settings.costs == "profile";
-    const auto profile_of = [&](ConvolutionFamily family) {
-      ProfileOptions profiling = profile_options(settings.workers * settings.threads_per_worker);
-      profiling.convolution_family = family;
-      return profile_costs(graph, profiling);
-    };
-    const auto plan_options = [&](const std::string& strategy) {
-      ModelPlanOptions options;
-      options.strategy = strategy;
-      options.workers = settings.workers;
-      options.threads_per_worker = settings.threads_per_worker;
-      options.samples = settings.samples;
-      return options;
-    };
-    std::optional<CostTable> costs;
-    if (settings.plan == "auto") {
-      // The profile times the kernels the plan will run: the same convolution family.
-      costs = settings.costs == "static" ? static_costs(graph)
-              : settings.costs == "analytical"
-                  ? analytical_costs(
-                        graph, measure_peak_rates(settings.workers * settings.threads_per_worker))
-                  : profile_of(layouts.family);
-      planned.model_plan = plan_model(graph, *costs, plan_options("auto"));
-    } else {
-      planned.model_plan = read_model_plan(settings.plan, graph);
-    }
-    // Chooses the plan's family and makes its executor. A plan of one worker with all threads
-    // runs that worker's kernels at its thread count, which may favour another family than one
-    // thread per worker did; its prediction then comes from a profile of that family, so that
-    // it times the kernels that will run.
-    const auto prepare = [&](ModelPlan model_plan) {
-      PlannedRun run;
-      run.layouts = layouts;
-      if (profiled && !settings.plain_layouts) run.predicted_with = layouts.family;
-      if (settings.layouts == "auto" && !settings.plain_layouts &&
-          model_plan.threads_per_worker != settings.threads_per_worker) {
-        ExecutorOptions options;
-        options.threads = model_plan.threads_per_worker;
-        LayoutChoiceOptions choice_options;
-        choice_options.progress = load.log;
-        run.layouts = choose_layouts(graph, options, sample_inputs.front(), choice_options);
-        if (run.predicted_with && run.layouts.family != *run.predicted_with) {
-          run.predicted_with = run.layouts.family;
-          ModelPlan repredicted =
-              plan_model(graph, profile_of(run.layouts.family), plan_options("sequential"));
-          repredicted.candidates = std::move(model_plan.candidates);
-          repredicted.plan.notes["auto_choice"] = model_plan.plan.notes["auto_choice"];
-          repredicted.planning_seconds = model_plan.planning_seconds;
-          model_plan = std::move(repredicted);
-        }
-      }
-      ParallelOptions options;
-      options.threads_per_worker = model_plan.threads_per_worker;
-      options.blocked_layouts = !settings.plain_layouts;
-      options.convolution_family = run.layouts.family;
-      run.executor =
-          std::make_unique<ParallelExecutor>(graph, model_plan.tasks, model_plan.plan, options);
-      run.model_plan = std::move(model_plan);
-      return run;
-    };
-    planned = prepare(std::move(planned.model_plan));
-    // Sample 0 may already be read (for the layout choice).
-    for (int s = static_cast<int>(sample_inputs.size()); s < planned.executor->samples(); ++s)
-      sample_inputs.push_back(gather_inputs(graph, settings, settings.seed + s));
-    // Predictions come from one profiling process on a possibly busy machine. When they favour
-    // a parallel plan, a few timed runs against the sequential plan decide, so that `auto` is
-    // not slower than the operators one by one with all threads because of one disturbed
-    // profile.
-    if (settings.plan == "auto" && !settings.no_auto_check &&
-        planned.model_plan.plan.strategy != "sequential") {
-      ModelPlan fallback_plan = plan_model(graph, *costs, plan_options("sequential"));
-      fallback_plan.candidates = planned.model_plan.candidates;
-      fallback_plan.plan.notes["auto_choice"] = "sequential";
-      PlannedRun fallback = prepare(std::move(fallback_plan));
-      auto_check = time_against_sequential(planned.model_plan.plan.strategy, *planned.executor,
-                                           *fallback.executor, sample_inputs);
-      if (auto_check->sequential_ms < auto_check->candidate_ms) planned = std::move(fallback);
-    }
-    run_once = [&] { return planned.executor->run(sample_inputs).front(); };
-    peak_bytes = [&] { return planned.executor->peak_activation_bytes(); };
+    recipe.plan_file = settings.plan;
   }
-  // The family the run's kernels use, for the report.
-  if (planned.executor) layouts = planned.layouts;
-  const ModelPlan& model_plan = planned.model_plan;
-  ParallelExecutor* parallel = planned.executor.get();
+  recipe.threads = settings.threads;
+  recipe.collect_stats = settings.stats;
+  recipe.plain_layouts = settings.plain_layouts;
+  recipe.layouts = settings.layouts;
+  recipe.costs = settings.costs;
+  recipe.workers = settings.workers;
+  recipe.threads_per_worker = settings.threads_per_worker;
+  recipe.samples = settings.samples;
+  recipe.auto_check = !settings.no_auto_check;
+  recipe.inputs = [&settings](const Graph& graph, int sample) {
+    return gather_inputs(graph, settings, settings.seed + static_cast<uint64_t>(sample));
+  };
+  recipe.log = load.log;
+  PreparedRun prepared = plan_and_run(settings.model, load, recipe);
+  const Graph& graph = prepared.graph;
+  ExecutorInterface* executor = prepared.executor.get();
+  Executor* sequential = prepared.sequential;
+  ParallelExecutor* parallel = prepared.parallel;
+  const LayoutChoice& layouts = prepared.layouts;
+  const std::vector<SampleInputs>& sample_inputs = prepared.inputs;
+  const std::optional<AutoCheck>& auto_check = prepared.auto_check;
+  static const ModelPlan kNoPlan;
+  const ModelPlan& model_plan = prepared.plan ? *prepared.plan : kNoPlan;
 
+  std::shared_ptr<ChromeTraceWriter> trace_writer;
+  if (parallel && !settings.trace_file.empty()) {
+    trace_writer = std::make_shared<ChromeTraceWriter>(model_plan.tasks, model_plan.plan);
+    executor->add_observer(trace_writer);
+  }
   std::vector<Tensor> outputs;
-  for (int i = 0; i < settings.warmup; ++i) outputs = run_once();
-  if (sequential && settings.warmup > 0) sequential->reset_stats();
+  for (int i = 0; i < settings.warmup; ++i) outputs = executor->run(sample_inputs).front();
+  if (settings.warmup > 0) executor->reset_stats();
   std::vector<double> latencies;
   for (int i = 0; i < settings.repeat; ++i) {
     auto start = std::chrono::steady_clock::now();
-    outputs = run_once();
+    outputs = executor->run(sample_inputs).front();
     latencies.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
@@ -299,7 +174,8 @@ int run_model(const RunSettings& settings) {
   report["latency_ms"] = {{"min", *std::min_element(latencies.begin(), latencies.end())},
                           {"median", median_of(latencies)},
                           {"runs", latencies}};
-  report["peak_activation_bytes"] = peak_bytes();
+  const RunStats& stats = executor->stats();
+  report["peak_activation_bytes"] = stats.peak_activation_bytes;
   report["isa"] = isa_json();
   nlohmann::json fastest = nlohmann::json::object();
   for (const auto& [family, ms] : layouts.fastest_ms) fastest[to_string(family)] = ms;
@@ -307,7 +183,7 @@ int run_model(const RunSettings& settings) {
                        {"measured", layouts.measured},
                        {"cached", layouts.cached},
                        {"fastest_ms", fastest}};
-  if (sequential) report["concat_inputs_in_place"] = sequential->stats().concat_inputs_in_place;
+  if (sequential) report["concat_inputs_in_place"] = stats.concat_inputs_in_place;
   report["peak_rss_bytes"] = peak_rss_bytes();
   report["baseline_rss_bytes"] = baseline_rss;
   if (parallel) {
@@ -316,25 +192,23 @@ int run_model(const RunSettings& settings) {
                       {"threads_per_worker", model_plan.threads_per_worker},
                       {"samples", parallel->samples()},
                       {"predicted_ms", model_plan.plan.makespan * 1e3},
-                      {"traced_ms", parallel->last_trace().makespan * 1e3}};
-    if (planned.predicted_with)
-      report["plan"]["predicted_with_layouts"] = to_string(*planned.predicted_with);
+                      {"traced_ms", executor->last_trace().makespan * 1e3}};
+    if (prepared.predicted_with)
+      report["plan"]["predicted_with_layouts"] = to_string(*prepared.predicted_with);
     if (auto_check) {
       report["plan"]["auto_check"] = {{"candidate", auto_check->candidate},
                                       {"candidate_ms", auto_check->candidate_ms},
                                       {"sequential_ms", auto_check->sequential_ms},
                                       {"kept", model_plan.plan.strategy}};
     }
-    if (!settings.trace_file.empty()) {
-      write_file_atomically(
-          settings.trace_file,
-          chrome_trace_json(parallel->last_trace(), model_plan.tasks, model_plan.plan));
+    if (trace_writer) {
+      trace_writer->write(settings.trace_file);
       report["trace_file"] = settings.trace_file;
     }
     if (!settings.gantt_file.empty()) {
-      Plan measured = measured_plan(model_plan.plan, parallel->last_trace());
+      Plan measured = measured_plan(model_plan.plan, executor->last_trace());
       write_gantt_svg(settings.gantt_file, measured, model_plan.tasks,
-                      simulation_from_trace(parallel->last_trace(), measured),
+                      simulation_from_trace(executor->last_trace(), measured),
                       "measured: " + settings.model);
       report["gantt_file"] = settings.gantt_file;
     }
@@ -367,12 +241,11 @@ int run_model(const RunSettings& settings) {
   std::vector<OpTime> op_times;
   std::vector<OpTime> implementation_times;  // "op implementation" as the op.
   if (settings.stats && sequential) {
-    const Executor& executor = *sequential;
     std::map<std::string, OpTime> by_op;
     for (NodeId id : graph.node_ids()) {
       OpTime& entry = by_op[graph.node(id).op_type];
       entry.op = graph.node(id).op_type;
-      entry.seconds += executor.stats().node_seconds[id] / executor.stats().runs;
+      entry.seconds += stats.node_seconds[id] / stats.runs;
       ++entry.nodes;
     }
     for (auto& [op, entry] : by_op) op_times.push_back(entry);
@@ -386,13 +259,13 @@ int run_model(const RunSettings& settings) {
     report["ops"] = ops;
     // Which implementation runs each node, so that a slow one (oneDNN's "ref:") shows up;
     // kernels of cleave's own report none and are counted as "cleave".
-    const std::vector<std::string> names = executor.implementations();
+    const std::vector<std::string> names = sequential->implementations();
     std::map<std::pair<std::string, std::string>, OpTime> by_implementation;
     for (NodeId id : graph.node_ids()) {
       const std::string& name = names[id].empty() ? std::string("cleave") : names[id];
       OpTime& entry = by_implementation[{graph.node(id).op_type, name}];
       entry.op = graph.node(id).op_type;
-      entry.seconds += executor.stats().node_seconds[id] / executor.stats().runs;
+      entry.seconds += stats.node_seconds[id] / stats.runs;
       ++entry.nodes;
     }
     nlohmann::json implementations = nlohmann::json::array();
@@ -419,7 +292,8 @@ int run_model(const RunSettings& settings) {
              report["latency_ms"]["min"].get<double>(),
              report["latency_ms"]["median"].get<double>(), settings.repeat, threads_text);
   fmt::print("memory     peak activations {:.2f} MiB, process peak RSS {:.1f} MiB\n",
-             peak_bytes() / 1048576.0, report["peak_rss_bytes"].get<std::size_t>() / 1048576.0);
+             stats.peak_activation_bytes / 1048576.0,
+             report["peak_rss_bytes"].get<std::size_t>() / 1048576.0);
   if (!settings.plain_layouts && layouts_can_differ(graph))
     fmt::print("layouts    {}\n", describe(layouts));
   if (parallel) {
@@ -427,7 +301,7 @@ int run_model(const RunSettings& settings) {
         "plan       {} on {} worker(s) x {} thread(s), {} sample(s): predicted {:.3f} ms, last run "
         "{:.3f} ms\n",
         model_plan.plan.strategy, model_plan.tasks.machine.size(), model_plan.threads_per_worker,
-        parallel->samples(), model_plan.plan.makespan * 1e3, parallel->last_trace().makespan * 1e3);
+        parallel->samples(), model_plan.plan.makespan * 1e3, executor->last_trace().makespan * 1e3);
     if (auto_check) {
       fmt::print("check      timed {} at {:.3f} ms against sequential at {:.3f} ms: kept {}\n",
                  auto_check->candidate, auto_check->candidate_ms, auto_check->sequential_ms,
@@ -443,7 +317,7 @@ int run_model(const RunSettings& settings) {
   }
   if (settings.stats && sequential) {
     fmt::print("in place   {} Concat input(s) written into the Concat's output from run 2 on\n",
-               sequential->stats().concat_inputs_in_place);
+               stats.concat_inputs_in_place);
     fmt::print("\n{:<24} {:>6} {:>12}\n", "op", "nodes", "ms per run");
     for (const OpTime& entry : op_times)
       fmt::print("{:<24} {:>6} {:>12.3f}\n", entry.op, entry.nodes, entry.seconds * 1e3);

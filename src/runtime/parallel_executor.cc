@@ -1,24 +1,20 @@
-// Parallel executor: persistent pinned worker threads, ready flags, a buffer pool per worker,
-// traces.
+// Thread executor: persistent pinned workers, a buffer pool each, values handed over in-process.
 #include "runtime/parallel_executor.h"
 
 #include <fmt/core.h>
 #include <fmt/format.h>
-#include <hwloc.h>
-#include <immintrin.h>
 #include <omp.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
 #include "runtime/constant_tensor.h"
-#include "runtime/wait_policy.h"
+#include "runtime/pinning.h"
+#include "runtime/value_hand_off.h"
 
 namespace cleave {
 
@@ -44,56 +40,7 @@ struct TaskState {
   std::vector<int> uses;                          // Per output: consumer slots that read it.
   std::vector<bool> read_remotely;                // Per output: a consumer on another worker.
   std::unique_ptr<std::atomic<int>[]> remaining;  // Per output, reset each run.
-  std::atomic<int64_t> ready{0};                  // Run number whose outputs are present.
-  std::atomic<int> sleepers{0};                   // Workers asleep until this task is ready.
 };
-
-hwloc_topology_t shared_topology() {
-  static hwloc_topology_t topology = [] {
-    hwloc_topology_t t = nullptr;
-    if (hwloc_topology_init(&t) != 0 || hwloc_topology_load(t) != 0)
-      return hwloc_topology_t{nullptr};
-    return t;
-  }();
-  return topology;
-}
-
-// The largest cache private to one core (L2 on most x86 parts), 1 MiB when hwloc cannot tell.
-std::size_t core_cache_bytes() {
-  constexpr std::size_t kFallback = std::size_t{1} << 20;
-  hwloc_topology_t topology = shared_topology();
-  if (!topology) return kFallback;
-  hwloc_obj_t core = hwloc_get_obj_by_type(topology, HWLOC_OBJ_CORE, 0);
-  std::size_t largest = 0;
-  for (hwloc_obj_t cache = core ? core->parent : nullptr; cache; cache = cache->parent) {
-    if (!hwloc_obj_type_is_cache(cache->type)) continue;
-    if (hwloc_get_nbobjs_inside_cpuset_by_type(topology, cache->cpuset, HWLOC_OBJ_CORE) > 1) break;
-    largest = std::max<std::size_t>(largest, cache->attr->cache.size);
-  }
-  return largest > 0 ? largest : kFallback;
-}
-
-std::vector<int> allowed_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-      if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-    }
-  }
-  return cpus;
-}
-
-void pin_current_thread(const std::vector<int>& cpus) {
-  hwloc_topology_t topology = shared_topology();
-  if (!topology || cpus.empty()) return;
-  hwloc_bitmap_t set = hwloc_bitmap_alloc();
-  for (int cpu : cpus) hwloc_bitmap_set(set, static_cast<unsigned>(cpu));
-  // Best effort: a container may forbid binding; the run is still correct unpinned.
-  hwloc_set_cpubind(topology, set, HWLOC_CPUBIND_THREAD);
-  hwloc_bitmap_free(set);
-}
 
 }  // namespace
 
@@ -130,12 +77,11 @@ struct ParallelExecutor::Impl {
   std::size_t hold_back_bytes = 0;
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
 
-  // Run control, guarded by mutex. Two condition variables, so that a finished task wakes only
-  // workers blocked on an input, never the caller waiting for the whole run (waking it per
+  // Run control, guarded by mutex. The hand-off wakes the workers blocked on an input with a
+  // condition variable of its own, never the caller waiting for the whole run (waking it per
   // task cost ~5% at batch 1: it competed for the cores with the workers' kernels).
   std::mutex mutex;
-  std::condition_variable run_changed;   // New run, shutdown, a worker finished, failure.
-  std::condition_variable task_changed;  // A task's outputs are ready, failure.
+  std::condition_variable run_changed;  // New run, shutdown, a worker finished, failure.
   int64_t run_number = 0;
   int finished_workers = 0;
   bool shutting_down = false;
@@ -143,7 +89,9 @@ struct ParallelExecutor::Impl {
   std::string failure;
   const std::vector<std::map<std::string, Tensor>>* run_inputs = nullptr;
   Clock::time_point run_start;
-  std::vector<Trace::Event> events;
+  std::unique_ptr<ValueHandOff> hand_off;
+  TraceRecorder* recorder = nullptr;
+  const std::vector<std::shared_ptr<ExecutorObserver>>* observers = nullptr;
   std::vector<std::thread> threads;
   // A one-worker plan runs on the caller's thread, in the caller's OpenMP pool. A second
   // thread would start a second pool: libgomp then counts more threads than cores and stops
@@ -156,43 +104,7 @@ struct ParallelExecutor::Impl {
     std::lock_guard lock(mutex);
     if (!failed.exchange(true)) failure = message;
     run_changed.notify_all();
-    task_changed.notify_all();
-  }
-
-  // Waits until `task`'s outputs of this run exist; false when the run failed meanwhile.
-  bool wait_ready(int task, int64_t run, int worker) {
-    // As long as the OpenMP threads spin (wait_policy.h): past that, the producer is either in a
-    // long task or not running at all because another process has its core, and spinning on
-    // would take a core from it or from that process.
-    for (long spin = 0; spin < kDefaultSpinCount; ++spin) {
-      if (states[task].ready.load(std::memory_order_acquire) == run) return true;
-      if (failed.load(std::memory_order_relaxed)) return false;
-      _mm_pause();
-    }
-    auto deadline = Clock::now() + std::chrono::duration<double>(options.timeout_seconds);
-    std::unique_lock lock(mutex);
-    // Announce the sleep before the last check: a producer stores `ready` before it reads
-    // the task's sleepers (both sequentially consistent), so one of the two sees the other.
-    // Counting sleepers per task, not per executor, spares the producers of every other task
-    // a lock and a futex wake: with one worker asleep, each task of the busy one paid for
-    // waking it, only for it to sleep again (docs/results/parallel.md).
-    states[task].sleepers.fetch_add(1);
-    struct Leave {
-      std::atomic<int>& count;
-      ~Leave() { count.fetch_sub(1); }
-    } leave{states[task].sleepers};
-    while (states[task].ready.load() != run) {
-      if (failed.load()) return false;
-      if (task_changed.wait_until(lock, deadline) == std::cv_status::timeout &&
-          states[task].ready.load() != run) {
-        lock.unlock();
-        fail(fmt::format("worker {} waited more than {} s for task '{}' (node {}) on worker {}",
-                         worker, options.timeout_seconds, tasks.tasks[task].name,
-                         graph.describe(states[task].node), states[task].worker));
-        return false;
-      }
-    }
-    return true;
+    hand_off->stop();
   }
 
   // Plans in-place Concats from the kernels the last run prepared. A node run by several
@@ -244,11 +156,25 @@ struct ParallelExecutor::Impl {
             inputs.push_back(&(*run_inputs)[state.sample].at(graph.value(source.value).name));
             constant.push_back(false);
             break;
-          case InputSource::Kind::kTask:
-            if (!wait_ready(source.task, run, worker)) return;
-            inputs.push_back(&states[source.task].outputs[source.output]);
+          case InputSource::Kind::kTask: {
+            const std::vector<Tensor>* outputs = nullptr;
+            switch (hand_off->await(source.task, run, options.timeout_seconds, &outputs)) {
+              case ValueHandOff::Wait::kReady:
+                break;
+              case ValueHandOff::Wait::kStopped:
+                return;
+              case ValueHandOff::Wait::kTimedOut:
+                fail(fmt::format(
+                    "worker {} waited more than {} s for task '{}' (node {}) on "
+                    "worker {}",
+                    worker, options.timeout_seconds, tasks.tasks[source.task].name,
+                    graph.describe(states[source.task].node), states[source.task].worker));
+                return;
+            }
+            inputs.push_back(&(*outputs)[source.output]);
             constant.push_back(false);
             break;
+          }
         }
       }
       bool any_placed = false;
@@ -264,17 +190,14 @@ struct ParallelExecutor::Impl {
       placed.clear();
       stream.wait();
       auto end = Clock::now();
-      state.ready.store(run);
-      if (state.sleepers.load() > 0) {
-        // Taking the lock orders the notify after a waiter's check, so no wakeup is lost.
-        std::lock_guard lock(mutex);
-        task_changed.notify_all();
-      }
+      hand_off->publish(task, run, state.outputs);
       auto seconds = [&](Clock::time_point t) {
         return std::chrono::duration<double>(t - run_start).count();
       };
-      events[task] = Trace::Event{task, worker, seconds(start), seconds(end),
-                                  std::chrono::duration<double>(start - wait_start).count()};
+      const Trace::Event event{task, worker, seconds(start), seconds(end),
+                               std::chrono::duration<double>(start - wait_start).count()};
+      recorder->on_task_end(event);
+      for (const auto& observer : *observers) observer->on_task_end(event);
       // The last reader of a buffer hands it back to the pool by dropping the reference.
       for (const InputSource& source : state.sources) {
         if (source.kind != InputSource::Kind::kTask) continue;
@@ -471,7 +394,10 @@ ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, c
           options.blocked_layouts ? options.convolution_family : ConvolutionFamily::kBlocked));
     }
   }
-  s.events.resize(tasks.tasks.size());
+  s.hand_off = std::make_unique<InProcessHandOff>(static_cast<int>(tasks.tasks.size()));
+  s.recorder = &trace_;
+  s.observers = &observers_;
+  stats_.node_seconds.assign(graph.node_capacity(), 0.0);
   s.on_caller = s.workers == 1;
   if (s.on_caller) {
     s.caller_stream = std::make_unique<dnnl::stream>(s.engine);
@@ -489,8 +415,7 @@ ParallelExecutor::~ParallelExecutor() {
   for (auto& thread : impl_->threads) thread.join();
 }
 
-std::vector<std::vector<Tensor>> ParallelExecutor::run(
-    const std::vector<std::map<std::string, Tensor>>& inputs) {
+std::vector<std::vector<Tensor>> ParallelExecutor::run(const std::vector<SampleInputs>& inputs) {
   Impl& s = *impl_;
   if (static_cast<int>(inputs.size()) != samples_) {
     throw Error(fmt::format("the plan runs {} sample(s), {} were given", samples_, inputs.size()));
@@ -505,9 +430,13 @@ std::vector<std::vector<Tensor>> ParallelExecutor::run(
       s.options.in_place_concat && input_shapes == s.placement_inputs && !s.placement.empty();
   s.shared.assign(s.in_place ? samples_ : 0,
                   std::vector<std::shared_ptr<Buffer>>(s.graph.value_capacity()));
+  const int task_count = static_cast<int>(s.states.size());
+  trace_.on_run_begin(s.workers, task_count);
+  for (const auto& observer : observers_) observer->on_run_begin(s.workers, task_count);
   int64_t run;
   {
     std::unique_lock lock(s.mutex);
+    s.hand_off->begin_run(s.run_number + 1);
     s.failed = false;
     s.failure.clear();
     s.finished_workers = 0;
@@ -527,6 +456,10 @@ std::vector<std::vector<Tensor>> ParallelExecutor::run(
       s.fail(fmt::format("worker 0: {}", e.what()));
     }
   }
+  double makespan = 0;
+  for (const auto& event : trace_.trace().events) makespan = std::max(makespan, event.end);
+  trace_.on_run_end(makespan);
+  for (const auto& observer : observers_) observer->on_run_end(makespan);
   if (s.failed) throw Error(s.failure);
   s.shared.clear();
   if (s.options.in_place_concat && input_shapes != s.placement_inputs) {
@@ -534,9 +467,12 @@ std::vector<std::vector<Tensor>> ParallelExecutor::run(
     s.placement_inputs = input_shapes;
   }
 
-  trace_.events = s.events;
-  trace_.makespan = 0;
-  for (const auto& event : trace_.events) trace_.makespan = std::max(trace_.makespan, event.end);
+  for (const auto& event : trace_.trace().events) {
+    if (event.task >= 0) stats_.node_seconds[s.states[event.task].node] += event.end - event.start;
+  }
+  stats_.peak_activation_bytes = peak_activation_bytes();
+  stats_.concat_inputs_in_place = concat_inputs_in_place();
+  ++stats_.runs;
 
   dnnl::stream stream(s.engine);
   std::vector<std::vector<Tensor>> outputs(samples_);
@@ -563,7 +499,12 @@ std::vector<std::vector<Tensor>> ParallelExecutor::run(
   return outputs;
 }
 
-std::vector<Tensor> ParallelExecutor::run(const std::map<std::string, Tensor>& inputs) {
+void ParallelExecutor::reset_stats() {
+  stats_.node_seconds.assign(impl_->graph.node_capacity(), 0.0);
+  stats_.runs = 0;
+}
+
+std::vector<Tensor> ParallelExecutor::run(const SampleInputs& inputs) {
   return run(std::vector<std::map<std::string, Tensor>>{inputs}).front();
 }
 
@@ -575,55 +516,6 @@ std::size_t ParallelExecutor::peak_activation_bytes() const {
   std::size_t bytes = 0;
   for (const BufferPool& pool : impl_->pools) bytes += pool.reserved_bytes();
   return bytes;
-}
-
-std::string chrome_trace_json(const Trace& trace, const TaskGraph& tasks, const Plan& plan) {
-  nlohmann::json events = nlohmann::json::array();
-  for (std::size_t w = 0; w < plan.order.size(); ++w) {
-    events.push_back({{"name", "thread_name"},
-                      {"ph", "M"},
-                      {"pid", 0},
-                      {"tid", w},
-                      {"args", {{"name", tasks.machine.devices[w].name}}}});
-  }
-  for (const auto& event : trace.events) {
-    if (event.task < 0) continue;
-    events.push_back({{"name", tasks.tasks[event.task].name},
-                      {"ph", "X"},
-                      {"pid", 0},
-                      {"tid", event.worker},
-                      {"ts", event.start * 1e6},
-                      {"dur", (event.end - event.start) * 1e6},
-                      {"args", {{"wait_us", event.wait * 1e6}}}});
-  }
-  return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump(1);
-}
-
-Plan measured_plan(const Plan& plan, const Trace& trace) {
-  Plan measured = plan;
-  for (const auto& event : trace.events) {
-    if (event.task < 0) continue;
-    measured.tasks[event.task].start = event.start;
-    measured.tasks[event.task].finish = event.end;
-  }
-  measured.makespan = trace.makespan;
-  return measured;
-}
-
-Simulation simulation_from_trace(const Trace& trace, const Plan& plan) {
-  Simulation simulation;
-  simulation.start.assign(plan.tasks.size(), 0);
-  simulation.finish.assign(plan.tasks.size(), 0);
-  simulation.busy.assign(plan.order.size(), 0);
-  for (const auto& event : trace.events) {
-    if (event.task < 0) continue;
-    simulation.start[event.task] = event.start;
-    simulation.finish[event.task] = event.end;
-    simulation.busy[event.worker] += event.end - event.start;
-  }
-  simulation.makespan = trace.makespan;
-  for (double busy : simulation.busy) simulation.idle.push_back(trace.makespan - busy);
-  return simulation;
 }
 
 }  // namespace cleave

@@ -1,4 +1,4 @@
-// Runs a Plan for real: one pinned thread per plan worker, values passed by reference.
+// The thread executor: runs a Plan with one pinned thread per plan worker.
 #pragma once
 
 #include <map>
@@ -8,10 +8,11 @@
 
 #include "ir/graph.h"
 #include "plan/plan.h"
-#include "plan/simulator.h"
 #include "plan/task_graph.h"
 #include "runtime/executor.h"
+#include "runtime/executor_interface.h"
 #include "runtime/tensor.h"
+#include "runtime/trace.h"
 
 namespace cleave {
 
@@ -29,44 +30,33 @@ struct ParallelOptions {
   int64_t remote_read_hold_back_bytes = -1;
 };
 
-/// What one run really did: per task its worker, start and end, and how long the worker
-/// waited for inputs before it (the Ramiel paper's "slack"), all in seconds from run start.
-struct Trace {
-  struct Event {
-    int task = -1;
-    int worker = -1;
-    double start = 0;
-    double end = 0;
-    double wait = 0;
-  };
-  std::vector<Event> events;  ///< Per task id.
-  double makespan = 0;
-};
-
 /// Executes a plan whose tasks are graph nodes (Task::node), or nodes applied to one sample
 /// each (Task::batch_begin = sample index) for hyperclustered plans of several samples.
 ///
 /// Each plan worker is a thread running its task order (a one-worker plan runs on the caller's
-/// thread, sharing its OpenMP pool); a value crossing workers is handed over as a
-/// reference-counted buffer plus a ready flag, never copied. Each worker allocates its outputs
-/// from its own buffer pool. A kernel error or a
-/// timeout stops every worker and run() throws an Error naming the task and node.
-class ParallelExecutor {
+/// thread, sharing its OpenMP pool); a value crossing workers is handed over through a
+/// ValueHandOff (in this process: a reference-counted buffer plus a ready flag, never copied). Each
+/// worker allocates its outputs from its own buffer pool. A kernel error or a timeout stops every
+/// worker and run() throws an Error naming the task and node.
+class ParallelExecutor : public ExecutorInterface {
  public:
   /// Validates the plan against the task graph and the graph (every node covered once per
   /// sample, orders consistent with dependences); refuses an invalid plan with the reason.
   ParallelExecutor(const Graph& graph, const TaskGraph& tasks, const Plan& plan,
                    ParallelOptions options = {});
-  ~ParallelExecutor();
+  ~ParallelExecutor() override;
 
   /// Runs all samples; `inputs[s]` holds sample s's graph inputs by name. Returns per sample
   /// the graph outputs (plain) in order.
-  std::vector<std::vector<Tensor>> run(const std::vector<std::map<std::string, Tensor>>& inputs);
+  std::vector<std::vector<Tensor>> run(const std::vector<SampleInputs>& inputs) override;
   /// Batch-1 convenience.
-  std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs);
+  std::vector<Tensor> run(const SampleInputs& inputs) override;
 
-  const Trace& last_trace() const { return trace_; }
-  int samples() const { return samples_; }
+  const Trace& last_trace() const override { return trace_.trace(); }
+  int samples() const override { return samples_; }
+  /// Node times come from the trace (per task, summed over samples and runs).
+  const RunStats& stats() const override { return stats_; }
+  void reset_stats() override;
   /// Values written straight into a Concat's output (from the second run on).
   int concat_inputs_in_place() const;
   std::size_t peak_activation_bytes() const;
@@ -74,16 +64,9 @@ class ParallelExecutor {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  Trace trace_;
+  TraceRecorder trace_;
+  RunStats stats_;
   int samples_ = 1;
 };
-
-/// Chrome trace-event JSON (chrome://tracing, Perfetto) of a trace.
-std::string chrome_trace_json(const Trace& trace, const TaskGraph& tasks, const Plan& plan);
-/// The measured timeline as a Plan (start/finish from the trace), for the Gantt chart.
-Plan measured_plan(const Plan& plan, const Trace& trace);
-/// The trace in the simulator's terms (per-task times, per-worker busy/idle), for charts and
-/// for comparing predicted with measured timelines.
-Simulation simulation_from_trace(const Trace& trace, const Plan& plan);
 
 }  // namespace cleave

@@ -1,0 +1,215 @@
+// The plan-and-run recipe, including the whole `auto` policy (prediction, then a timed check).
+#include "pipeline/plan_and_run.h"
+
+#include <fmt/core.h>
+
+#include <chrono>
+
+#include "runtime/random_inputs.h"
+
+namespace cleave {
+
+namespace {
+
+void log_line(const RunRecipe& recipe, const std::string& line) {
+  if (recipe.log) recipe.log(line);
+}
+
+// Medians of a few runs of each, in blocks of A B B A so that neither always runs first.
+AutoCheck time_against_sequential(const RunRecipe& recipe, const std::string& strategy,
+                                  ExecutorInterface& candidate, ExecutorInterface& sequential,
+                                  const std::vector<SampleInputs>& inputs) {
+  constexpr int kWarmup = 2;
+  constexpr int kRunsPerBlock = 3;
+  for (int i = 0; i < kWarmup; ++i) {
+    recipe.timer(strategy, candidate, inputs);
+    recipe.timer("sequential", sequential, inputs);
+  }
+  std::vector<double> candidate_ms, sequential_ms;
+  const auto time_block = [&](const std::string& name, ExecutorInterface& executor,
+                              std::vector<double>& into) {
+    for (int i = 0; i < kRunsPerBlock; ++i) into.push_back(recipe.timer(name, executor, inputs));
+  };
+  time_block(strategy, candidate, candidate_ms);
+  time_block("sequential", sequential, sequential_ms);
+  time_block("sequential", sequential, sequential_ms);
+  time_block(strategy, candidate, candidate_ms);
+  return {strategy, median_of(candidate_ms), median_of(sequential_ms)};
+}
+
+// A plan with the family its kernels use and its executor.
+struct PlannedRun {
+  ModelPlan model_plan;
+  LayoutChoice layouts;
+  std::optional<ConvolutionFamily> predicted_with;
+  std::unique_ptr<ParallelExecutor> executor;
+};
+
+LayoutChoice layouts_at(const Graph& graph, int threads, const SampleInputs& inputs,
+                        const RunRecipe& recipe) {
+  ExecutorOptions options;
+  options.threads = threads;
+  LayoutChoiceOptions choice_options;
+  choice_options.progress = recipe.log;
+  return choose_layouts(graph, options, inputs, choice_options);
+}
+
+}  // namespace
+
+double time_one_run(const std::string& /*strategy*/, ExecutorInterface& executor,
+                    const std::vector<SampleInputs>& inputs) {
+  auto start = std::chrono::steady_clock::now();
+  executor.run(inputs);
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+PreparedRun plan_and_run(const std::string& model_path, const LoadOptions& load,
+                         const RunRecipe& recipe) {
+  return prepare_run(load_model(model_path, load), recipe);
+}
+
+PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
+  PreparedRun prepared;
+  prepared.graph = std::move(graph);
+  const Graph& g = prepared.graph;
+  std::vector<SampleInputs>& inputs = prepared.inputs;
+  const auto input_of = [&](int sample) {
+    return recipe.inputs ? recipe.inputs(g, sample) : random_inputs(g, sample);
+  };
+  const bool strategy = !recipe.strategy.empty();
+  const bool planned = strategy || !recipe.plan_file.empty();
+
+  // Layouts: the convolution family, measured with the threads each worker will run.
+  LayoutChoice& layouts = prepared.layouts;
+  const bool measure_layouts = recipe.layouts == "auto" && !recipe.plain_layouts;
+  if (!measure_layouts && recipe.layouts != "auto") {
+    std::optional<ConvolutionFamily> family = parse_convolution_family(recipe.layouts);
+    if (!family) throw Error(fmt::format("unknown convolution family '{}'", recipe.layouts));
+    layouts.family = *family;
+  }
+  if (measure_layouts) {
+    inputs.push_back(input_of(0));
+    layouts =
+        layouts_at(g, planned ? recipe.threads_per_worker : recipe.threads, inputs.front(), recipe);
+  }
+  if (!recipe.plain_layouts) log_line(recipe, fmt::format("recipe: layouts {}", describe(layouts)));
+
+  if (!planned) {
+    if (inputs.empty()) inputs.push_back(input_of(0));
+    ExecutorOptions options;
+    options.threads = recipe.threads;
+    options.collect_stats = recipe.collect_stats;
+    options.blocked_layouts = !recipe.plain_layouts;
+    options.convolution_family = layouts.family;
+    auto executor = std::make_unique<Executor>(g, options);
+    prepared.sequential = executor.get();
+    prepared.executor = std::move(executor);
+    log_line(recipe, fmt::format("recipe: sequential executor, {} thread(s)", recipe.threads));
+    return prepared;
+  }
+
+  // Costs and plan.
+  const bool auto_plan = recipe.strategy == "auto";
+  const bool profiled = auto_plan && recipe.costs == "profile";
+  const int all_threads = recipe.workers * recipe.threads_per_worker;
+  const auto profile_of = [&](ConvolutionFamily family) {
+    ProfileOptions profiling = profile_options(all_threads);
+    profiling.convolution_family = family;
+    return profile_costs(g, profiling);
+  };
+  const auto plan_options = [&](const std::string& name) {
+    ModelPlanOptions options;
+    options.strategy = name;
+    options.workers = recipe.workers;
+    options.threads_per_worker = recipe.threads_per_worker;
+    options.samples = recipe.samples;
+    return options;
+  };
+  ModelPlan model_plan;
+  if (strategy) {
+    // The profile times the kernels the plan will run: the same convolution family.
+    prepared.costs = recipe.costs == "static" ? static_costs(g)
+                     : recipe.costs == "analytical"
+                         ? analytical_costs(g, measure_peak_rates(all_threads))
+                         : profile_of(layouts.family);
+    log_line(recipe, fmt::format("recipe: {} costs", prepared.costs->source));
+    model_plan = plan_model(g, *prepared.costs, plan_options(recipe.strategy));
+    for (const PlanCandidate& candidate : model_plan.candidates) {
+      log_line(recipe, fmt::format("recipe: auto predicts {} at {:.3f} ms", candidate.strategy,
+                                   candidate.predicted_seconds * 1e3));
+    }
+  } else {
+    model_plan = read_model_plan(recipe.plan_file, g);
+  }
+  log_line(recipe,
+           fmt::format("recipe: plan {} on {} worker(s) x {} thread(s), predicted {:.3f} ms",
+                       model_plan.plan.strategy, model_plan.tasks.machine.size(),
+                       model_plan.threads_per_worker, model_plan.plan.makespan * 1e3));
+
+  // Chooses the plan's family and makes its executor. A plan of one worker with all threads
+  // runs that worker's kernels at its thread count, which may favour another family than one
+  // thread per worker did; its prediction then comes from a profile of that family, so that
+  // it times the kernels that will run.
+  const auto prepare = [&](ModelPlan plan) {
+    PlannedRun run;
+    run.layouts = layouts;
+    if (profiled && !recipe.plain_layouts) run.predicted_with = layouts.family;
+    if (measure_layouts && recipe.layouts_follow_plan_threads &&
+        plan.threads_per_worker != recipe.threads_per_worker) {
+      run.layouts = layouts_at(g, plan.threads_per_worker, inputs.front(), recipe);
+      if (run.predicted_with && run.layouts.family != *run.predicted_with) {
+        run.predicted_with = run.layouts.family;
+        ModelPlan repredicted =
+            plan_model(g, profile_of(run.layouts.family), plan_options("sequential"));
+        repredicted.candidates = std::move(plan.candidates);
+        repredicted.plan.notes["auto_choice"] = plan.plan.notes["auto_choice"];
+        repredicted.planning_seconds = plan.planning_seconds;
+        plan = std::move(repredicted);
+      }
+    }
+    ParallelOptions options;
+    options.threads_per_worker = plan.threads_per_worker;
+    options.blocked_layouts = !recipe.plain_layouts;
+    options.convolution_family = run.layouts.family;
+    run.executor = std::make_unique<ParallelExecutor>(g, plan.tasks, plan.plan, options);
+    run.model_plan = std::move(plan);
+    return run;
+  };
+  PlannedRun chosen = prepare(std::move(model_plan));
+  // Sample 0 may already be read (for the layout choice).
+  for (int s = static_cast<int>(inputs.size()); s < chosen.executor->samples(); ++s)
+    inputs.push_back(input_of(s));
+
+  // Predictions come from one profiling process on a possibly busy machine. When they favour
+  // a parallel plan, a few timed runs against the sequential plan decide, so that `auto` is
+  // not slower than the operators one by one with all threads because of one disturbed
+  // profile.
+  if (auto_plan && recipe.auto_check && chosen.model_plan.plan.strategy != "sequential") {
+    ModelPlan fallback_plan = plan_model(g, *prepared.costs, plan_options("sequential"));
+    fallback_plan.candidates = chosen.model_plan.candidates;
+    fallback_plan.plan.notes["auto_choice"] = "sequential";
+    PlannedRun fallback = prepare(std::move(fallback_plan));
+    prepared.auto_check = time_against_sequential(recipe, chosen.model_plan.plan.strategy,
+                                                  *chosen.executor, *fallback.executor, inputs);
+    const bool keep = prepared.auto_check->sequential_ms >= prepared.auto_check->candidate_ms;
+    log_line(recipe, fmt::format("recipe: timed {} at {:.3f} ms against sequential at {:.3f} ms: "
+                                 "kept {}",
+                                 prepared.auto_check->candidate, prepared.auto_check->candidate_ms,
+                                 prepared.auto_check->sequential_ms,
+                                 keep ? prepared.auto_check->candidate : "sequential"));
+    if (!keep) chosen = std::move(fallback);
+  }
+
+  prepared.layouts = chosen.layouts;
+  prepared.predicted_with = chosen.predicted_with;
+  prepared.parallel = chosen.executor.get();
+  prepared.executor = std::move(chosen.executor);
+  prepared.plan = std::move(chosen.model_plan);
+  log_line(recipe, fmt::format("recipe: thread executor, {} worker(s) x {} thread(s), {} sample(s)",
+                               prepared.plan->tasks.machine.size(),
+                               prepared.plan->threads_per_worker, prepared.parallel->samples()));
+  return prepared;
+}
+
+}  // namespace cleave

@@ -1,0 +1,92 @@
+// The back half of `run` and `bench`: layouts → costs → plan → check → executor.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cost/cost_table.h"
+#include "ir/graph.h"
+#include "pipeline/layout_choice.h"
+#include "pipeline/load.h"
+#include "pipeline/model_plan.h"
+#include "runtime/executor.h"
+#include "runtime/executor_interface.h"
+#include "runtime/parallel_executor.h"
+
+namespace cleave {
+
+/// Times one run of an executor in milliseconds; `strategy` names the plan it runs
+/// ("sequential" for the fallback). The recipe's auto check calls it; a test gives fake times.
+using RunTimer = std::function<double(const std::string& strategy, ExecutorInterface& executor,
+                                      const std::vector<SampleInputs>& inputs)>;
+
+/// The wall-clock time of `executor.run(inputs)`.
+double time_one_run(const std::string& strategy, ExecutorInterface& executor,
+                    const std::vector<SampleInputs>& inputs);
+
+/// What to run and how; the options of `cleave run` (and `cleave bench`).
+struct RunRecipe {
+  /// A strategy of model_strategies() ("auto" among them) to plan with here; or else
+  std::string strategy;
+  /// a plan file from `cleave plan` to run. Both empty: the sequential executor.
+  std::string plan_file;
+  int threads = 1;  ///< Intra-op threads of the sequential executor.
+  bool collect_stats = false;
+  bool plain_layouts = false;    ///< No oneDNN blocked layouts at all.
+  std::string layouts = "auto";  ///< auto (measured) or a convolution family's name.
+  /// Choose layouts again for a plan whose workers run more threads than `threads_per_worker`
+  /// (auto's sequential plan), so its kernels are the fastest at that count. `bench` turns it
+  /// off so that every variant runs the same kernels.
+  bool layouts_follow_plan_threads = true;
+  std::string costs = "profile";  ///< profile, static or analytical (for a strategy).
+  int workers = 2;
+  int threads_per_worker = 1;
+  int samples = 1;
+  /// With plan "auto": when the predicted choice is parallel, time it against the sequential
+  /// plan and keep the faster.
+  bool auto_check = true;
+  RunTimer timer = time_one_run;
+  /// Sample s's graph inputs (given files, else seeded random values).
+  std::function<SampleInputs(const Graph& graph, int sample)> inputs;
+  std::function<void(const std::string&)> log;  ///< One line per decision; may be empty.
+};
+
+/// Timed runs of auto's parallel choice and of the sequential plan.
+struct AutoCheck {
+  std::string candidate;
+  double candidate_ms = 0;
+  double sequential_ms = 0;
+};
+
+/// Everything decided before the timed runs, and the executor that makes them.
+struct PreparedRun {
+  Graph graph;
+  LayoutChoice layouts;  ///< The family the executor's kernels use, and how it was chosen.
+  std::optional<CostTable> costs;  ///< When a strategy planned here.
+  std::optional<ModelPlan> plan;   ///< When a plan runs.
+  /// The family of the profile behind the plan's prediction (plan "auto" with profiled costs).
+  std::optional<ConvolutionFamily> predicted_with;
+  std::optional<AutoCheck> auto_check;
+  std::vector<SampleInputs> inputs;  ///< Per sample of a run.
+  std::unique_ptr<ExecutorInterface> executor;
+  Executor* sequential = nullptr;        ///< The executor, when it is the sequential one.
+  ParallelExecutor* parallel = nullptr;  ///< The executor, when it runs a plan.
+};
+
+/// Loads and optimizes the model (load_model), then prepare_run.
+PreparedRun plan_and_run(const std::string& model_path, const LoadOptions& load,
+                         const RunRecipe& recipe);
+
+/// The recipe on a loaded graph, top to bottom: layouts, costs, plan, check, executor;
+/// logging each decision through recipe.log.
+///
+/// `auto` is one policy wherever it is used: plan_model picks the fastest prediction, and
+/// unless recipe.auto_check is off, a parallel pick is timed against the sequential plan (two
+/// warm-up runs each, then blocks of three runs as A B B A; medians) and the sequential plan
+/// kept when it is faster.
+PreparedRun prepare_run(Graph graph, const RunRecipe& recipe);
+
+}  // namespace cleave

@@ -1,0 +1,71 @@
+// The contract every executor keeps: graph inputs in, graph outputs out, samples, statistics.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/tensor.h"
+#include "runtime/trace.h"
+
+namespace cleave {
+
+/// One sample's graph inputs, by graph input name.
+using SampleInputs = std::map<std::string, Tensor>;
+
+/// What an executor's runs cost, summed over the runs since the last reset_stats().
+struct RunStats {
+  std::size_t peak_activation_bytes = 0;  ///< Bytes the buffer pool(s) reserved.
+  int concat_inputs_in_place = 0;         ///< Values written inside a Concat's output.
+  /// Per NodeId, summed over runs (and over samples); zeros where the executor does not time
+  /// nodes (the sequential executor without ExecutorOptions::collect_stats).
+  std::vector<double> node_seconds;
+  int64_t runs = 0;
+};
+
+/// An executor runs one model: the sequential executor (runtime/executor.h), the thread
+/// executor of a plan (runtime/parallel_executor.h), and later the MPI executor and
+/// generated code. A caller that only needs outputs, latency and statistics holds this.
+///
+/// Contract: a run takes the inputs of `samples()` samples (the sequential executor takes any
+/// number and runs them in turn), checks them against the graph's inputs (check_inputs),
+/// and returns per sample the graph outputs in graph order, plain (row-major) and owned or
+/// shared, never a view into a buffer the next run rewrites. Errors are cleave::Error naming
+/// the input, task or node; after an error the executor can run again. Observers added with
+/// add_observer() see every run (ExecutorObserver's calls, in its threading rules).
+class ExecutorInterface {
+ public:
+  virtual ~ExecutorInterface() = default;
+
+  /// Samples one run takes (a hyperclustered plan: its batch; the sequential executor: 1).
+  virtual int samples() const = 0;
+  /// Runs once over a batch: `inputs[s]` is sample s. Returns per sample the graph outputs.
+  virtual std::vector<std::vector<Tensor>> run(const std::vector<SampleInputs>& inputs) = 0;
+  /// Runs one sample (an executor whose runs take several samples refuses it).
+  virtual std::vector<Tensor> run(const SampleInputs& inputs) = 0;
+
+  virtual const RunStats& stats() const = 0;
+  /// Forgets node times and the run count (e.g. after warm-up runs that prepared kernels).
+  virtual void reset_stats() = 0;
+  /// The last run's timeline; empty for an executor that keeps none (the sequential one
+  /// without collect_stats).
+  virtual const Trace& last_trace() const = 0;
+
+  /// Calls `observer` on every later run. Not while a run is under way.
+  void add_observer(std::shared_ptr<ExecutorObserver> observer) {
+    observers_.push_back(std::move(observer));
+  }
+
+ protected:
+  std::vector<std::shared_ptr<ExecutorObserver>> observers_;
+};
+
+/// Checks the caller's inputs against the graph's declared inputs (names, types, ranks and
+/// known dims); throws Error naming the input and what was expected.
+void check_inputs(const Graph& graph, const SampleInputs& inputs);
+
+}  // namespace cleave

@@ -1,0 +1,66 @@
+// One node on this CPU: its kernel, prepared (and re-prepared when input shapes change) and run.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/buffer_pool.h"
+#include "runtime/kernel.h"
+#include "runtime/tensor.h"
+
+namespace cleave {
+
+/// Prepares (and re-prepares when input shapes change) and runs one node.
+class NodeRunner {
+ public:
+  NodeRunner(const Graph& graph, NodeId node, bool blocked_outputs_allowed,
+             ConvolutionFamily convolution_family = ConvolutionFamily::kBlocked);
+  /// Runs the node on `inputs` (nullptr for omitted ones), filling `outputs`. Blocked inputs
+  /// must be at positions the kernel accepts (the executor guarantees it).
+  /// A non-empty `placed[i]` is used as output i instead of a fresh buffer (in-place Concat).
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<bool>& constant,
+           std::vector<Tensor>& outputs, BufferPool& pool, dnnl::engine& engine,
+           dnnl::stream& stream, int threads, const std::vector<Tensor>* placed = nullptr);
+  NodeId node() const { return node_; }
+  const KernelInfo& info() const { return *info_; }
+  /// The outputs of the prepared kernel; empty before the first run.
+  const std::vector<OutputSpec>& specs() const { return specs_; }
+  /// Kernel::implementation of the prepared kernel; empty before the first run.
+  std::string implementation() const { return kernel_ ? kernel_->implementation() : ""; }
+
+ private:
+  const Graph* graph_;
+  NodeId node_;
+  const KernelInfo* info_ = nullptr;
+  bool blocked_outputs_allowed_;
+  ConvolutionFamily convolution_family_;
+  int64_t opset_;
+  std::unique_ptr<Kernel> kernel_;
+  std::vector<OutputSpec> specs_;
+  // What the kernel was made for, per input: absent, or its type, shape and oneDNN layout.
+  // Compared on every run, so it holds the fields themselves rather than a text of them.
+  struct InputSignature {
+    bool present = false;
+    DataType dtype{};
+    std::vector<int64_t> shape;
+    std::optional<dnnl::memory::desc> layout;
+  };
+  std::vector<InputSignature> signature_;
+  bool prepared_for(const std::vector<const Tensor*>& inputs) const;
+};
+
+/// Which kernel runs a node; throws UnsupportedError naming the node when none does.
+const KernelInfo& kernel_for(const Graph& graph, NodeId node);
+int64_t opset_of(const Graph& graph, const Node& node);
+/// Whether every consumer of `value` accepts a blocked layout there and it is no graph output.
+bool blocked_layout_allowed(const Graph& graph, ValueId value);
+
+/// A plain (row-major) copy of a blocked tensor, or the tensor itself when already plain.
+Tensor to_plain(const Tensor& tensor, dnnl::engine& engine, dnnl::stream& stream);
+
+}  // namespace cleave

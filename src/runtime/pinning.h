@@ -1,0 +1,20 @@
+// Thread pinning and the core facts it needs: which CPUs this process may use, each core's cache.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace cleave {
+
+/// The CPUs this process may run on (its affinity mask), in ascending order; empty when the
+/// mask cannot be read.
+std::vector<int> allowed_cpus();
+
+/// Binds the calling thread to `cpus` (best effort: where binding is forbidden, as in some
+/// containers, the thread stays unpinned and runs correctly).
+void pin_current_thread(const std::vector<int>& cpus);
+
+/// The largest cache private to one core (L2 on most x86 parts); 1 MiB when hwloc cannot tell.
+std::size_t core_cache_bytes();
+
+}  // namespace cleave

@@ -1,0 +1,115 @@
+// Trace recording and its Chrome trace-event form.
+#include "runtime/trace.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "support/atomic_output.h"
+
+namespace cleave {
+
+void TraceRecorder::on_run_begin(int /*workers*/, int tasks) {
+  trace_.events.assign(static_cast<std::size_t>(tasks), Trace::Event());
+  trace_.makespan = 0;
+}
+
+void TraceRecorder::on_task_end(const Trace::Event& event) {
+  if (event.task >= 0 && static_cast<std::size_t>(event.task) < trace_.events.size())
+    trace_.events[event.task] = event;
+}
+
+void TraceRecorder::on_run_end(double makespan) {
+  trace_.makespan = makespan;
+}
+
+std::string chrome_trace_json(const Trace& trace, const std::vector<std::string>& task_names,
+                              const std::vector<std::string>& worker_names) {
+  nlohmann::json events = nlohmann::json::array();
+  for (std::size_t w = 0; w < worker_names.size(); ++w) {
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", w},
+                      {"args", {{"name", worker_names[w]}}}});
+  }
+  for (const auto& event : trace.events) {
+    if (event.task < 0) continue;
+    const std::string name = static_cast<std::size_t>(event.task) < task_names.size()
+                                 ? task_names[event.task]
+                                 : std::to_string(event.task);
+    events.push_back({{"name", name},
+                      {"ph", "X"},
+                      {"pid", 0},
+                      {"tid", event.worker},
+                      {"ts", event.start * 1e6},
+                      {"dur", (event.end - event.start) * 1e6},
+                      {"args", {{"wait_us", event.wait * 1e6}}}});
+  }
+  return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump(1);
+}
+
+namespace {
+
+std::vector<std::string> task_names_of(const TaskGraph& tasks) {
+  std::vector<std::string> names;
+  names.reserve(tasks.tasks.size());
+  for (const Task& task : tasks.tasks) names.push_back(task.name);
+  return names;
+}
+
+std::vector<std::string> worker_names_of(const TaskGraph& tasks, const Plan& plan) {
+  std::vector<std::string> names;
+  for (std::size_t w = 0; w < plan.order.size(); ++w)
+    names.push_back(tasks.machine.devices[w].name);
+  return names;
+}
+
+}  // namespace
+
+std::string chrome_trace_json(const Trace& trace, const TaskGraph& tasks, const Plan& plan) {
+  return chrome_trace_json(trace, task_names_of(tasks), worker_names_of(tasks, plan));
+}
+
+ChromeTraceWriter::ChromeTraceWriter(std::vector<std::string> task_names,
+                                     std::vector<std::string> worker_names)
+    : task_names_(std::move(task_names)), worker_names_(std::move(worker_names)) {}
+
+ChromeTraceWriter::ChromeTraceWriter(const TaskGraph& tasks, const Plan& plan)
+    : ChromeTraceWriter(task_names_of(tasks), worker_names_of(tasks, plan)) {}
+
+std::string ChromeTraceWriter::json() const {
+  return chrome_trace_json(trace(), task_names_, worker_names_);
+}
+
+void ChromeTraceWriter::write(const std::string& path) const {
+  write_file_atomically(path, json());
+}
+
+Plan measured_plan(const Plan& plan, const Trace& trace) {
+  Plan measured = plan;
+  for (const auto& event : trace.events) {
+    if (event.task < 0) continue;
+    measured.tasks[event.task].start = event.start;
+    measured.tasks[event.task].finish = event.end;
+  }
+  measured.makespan = trace.makespan;
+  return measured;
+}
+
+Simulation simulation_from_trace(const Trace& trace, const Plan& plan) {
+  Simulation simulation;
+  simulation.start.assign(plan.tasks.size(), 0);
+  simulation.finish.assign(plan.tasks.size(), 0);
+  simulation.busy.assign(plan.order.size(), 0);
+  for (const auto& event : trace.events) {
+    if (event.task < 0) continue;
+    simulation.start[event.task] = event.start;
+    simulation.finish[event.task] = event.end;
+    simulation.busy[event.worker] += event.end - event.start;
+  }
+  simulation.makespan = trace.makespan;
+  for (double busy : simulation.busy) simulation.idle.push_back(trace.makespan - busy);
+  return simulation;
+}
+
+}  // namespace cleave

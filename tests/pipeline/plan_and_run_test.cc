@@ -1,0 +1,209 @@
+// The plan-and-run recipe: what `auto` keeps after its timed check, driven by a fake timer.
+#include "pipeline/plan_and_run.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+
+#include "gen/inception.h"
+#include "ir/text.h"
+
+namespace cleave {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Two Inception blocks: their branches are independent, so auto predicts a parallel plan
+// on two workers from static costs.
+Graph branchy() {
+  InceptionOptions options;
+  options.blocks = 2;
+  options.channels = 16;
+  options.height = 8;
+  options.width = 8;
+  return generate_inception(options);
+}
+
+// One op after another: nothing to run in parallel.
+Graph chain() {
+  return parse_graph(R"(graph g (%x: f32[1,64]) {
+  %a = Relu(%x)
+  %b = Sigmoid(%a)
+  %y = Tanh(%b)
+  return %y
+}
+)");
+}
+
+// A recipe that measures nothing: fixed layouts, static costs, and times from `fake_ms`
+// (per strategy name), counting the runs it was asked to time.
+struct FakeTimes {
+  std::map<std::string, double> ms;
+  std::map<std::string, int> calls;
+};
+
+RunRecipe auto_recipe(FakeTimes& times, std::vector<std::string>& log) {
+  RunRecipe recipe;
+  recipe.strategy = "auto";
+  recipe.layouts = "blocked";
+  recipe.costs = "static";
+  recipe.workers = 2;
+  recipe.timer = [&times](const std::string& strategy, ExecutorInterface&,
+                          const std::vector<SampleInputs>&) {
+    ++times.calls[strategy];
+    const bool sequential = strategy == "sequential";
+    return times.ms.at(sequential ? "sequential" : "candidate");
+  };
+  recipe.log = [&log](const std::string& line) { log.push_back(line); };
+  return recipe;
+}
+
+bool logged(const std::vector<std::string>& log, const std::string& text) {
+  for (const std::string& line : log) {
+    if (line.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(PlanAndRun, AutoFallsBackToSequentialWhenTheCandidateTimesSlower) {
+  FakeTimes times{{{"candidate", 2.0}, {"sequential", 1.0}}, {}};
+  std::vector<std::string> log;
+  PreparedRun prepared = prepare_run(branchy(), auto_recipe(times, log));
+  ASSERT_TRUE(prepared.auto_check) << "auto should have predicted a parallel plan";
+  EXPECT_NE(prepared.auto_check->candidate, "sequential");
+  EXPECT_DOUBLE_EQ(prepared.auto_check->candidate_ms, 2.0);
+  EXPECT_DOUBLE_EQ(prepared.auto_check->sequential_ms, 1.0);
+  ASSERT_TRUE(prepared.plan);
+  EXPECT_EQ(prepared.plan->plan.strategy, "sequential");
+  EXPECT_EQ(prepared.plan->plan.notes.value("auto_choice", ""), "sequential");
+  ASSERT_NE(prepared.parallel, nullptr);
+  EXPECT_EQ(prepared.executor.get(), prepared.parallel);
+  EXPECT_TRUE(logged(log, "kept sequential"));
+}
+
+TEST(PlanAndRun, AutoKeepsTheCandidateWhenItTimesFaster) {
+  FakeTimes times{{{"candidate", 1.0}, {"sequential", 2.0}}, {}};
+  std::vector<std::string> log;
+  PreparedRun prepared = prepare_run(branchy(), auto_recipe(times, log));
+  ASSERT_TRUE(prepared.auto_check);
+  ASSERT_TRUE(prepared.plan);
+  EXPECT_EQ(prepared.plan->plan.strategy, prepared.auto_check->candidate);
+  EXPECT_NE(prepared.plan->plan.strategy, "sequential");
+  EXPECT_EQ(prepared.plan->tasks.machine.size(), 2u);
+  EXPECT_TRUE(logged(log, "kept " + prepared.auto_check->candidate));
+}
+
+TEST(PlanAndRun, TheCheckTimesBothPlansAlikeAfterWarmUp) {
+  FakeTimes times{{{"candidate", 1.0}, {"sequential", 2.0}}, {}};
+  std::vector<std::string> log;
+  PreparedRun prepared = prepare_run(branchy(), auto_recipe(times, log));
+  ASSERT_TRUE(prepared.auto_check);
+  // Two warm-up runs, then two blocks of three, for each plan.
+  EXPECT_EQ(times.calls[prepared.auto_check->candidate], 8);
+  EXPECT_EQ(times.calls["sequential"], 8);
+}
+
+TEST(PlanAndRun, WithoutTheCheckAutoKeepsItsPrediction) {
+  FakeTimes times{{{"candidate", 2.0}, {"sequential", 1.0}}, {}};
+  std::vector<std::string> log;
+  RunRecipe recipe = auto_recipe(times, log);
+  recipe.auto_check = false;
+  PreparedRun prepared = prepare_run(branchy(), recipe);
+  EXPECT_FALSE(prepared.auto_check);
+  EXPECT_TRUE(times.calls.empty());
+  ASSERT_TRUE(prepared.plan);
+  EXPECT_NE(prepared.plan->plan.strategy, "sequential");
+}
+
+TEST(PlanAndRun, ASequentialPredictionIsNotTimed) {
+  FakeTimes times{{{"candidate", 1.0}, {"sequential", 2.0}}, {}};
+  std::vector<std::string> log;
+  PreparedRun prepared = prepare_run(chain(), auto_recipe(times, log));
+  EXPECT_FALSE(prepared.auto_check);
+  EXPECT_TRUE(times.calls.empty());
+  ASSERT_TRUE(prepared.plan);
+  EXPECT_EQ(prepared.plan->plan.strategy, "sequential");
+}
+
+TEST(PlanAndRun, ANamedStrategyIsNotChecked) {
+  FakeTimes times{{{"candidate", 2.0}, {"sequential", 1.0}}, {}};
+  std::vector<std::string> log;
+  RunRecipe recipe = auto_recipe(times, log);
+  recipe.strategy = "lc";
+  PreparedRun prepared = prepare_run(branchy(), recipe);
+  EXPECT_FALSE(prepared.auto_check);
+  ASSERT_TRUE(prepared.plan);
+  EXPECT_EQ(prepared.plan->plan.strategy, "lc");
+}
+
+TEST(PlanAndRun, WithoutAPlanTheSequentialExecutorRunsWithItsThreads) {
+  FakeTimes times;
+  std::vector<std::string> log;
+  RunRecipe recipe = auto_recipe(times, log);
+  recipe.strategy.clear();
+  recipe.threads = 2;
+  PreparedRun prepared = prepare_run(chain(), recipe);
+  EXPECT_FALSE(prepared.plan);
+  ASSERT_NE(prepared.sequential, nullptr);
+  EXPECT_EQ(prepared.executor.get(), prepared.sequential);
+  EXPECT_EQ(prepared.inputs.size(), 1u);
+  EXPECT_TRUE(logged(log, "sequential executor, 2 thread(s)"));
+  EXPECT_EQ(prepared.executor->run(prepared.inputs).size(), 1u);
+}
+
+TEST(PlanAndRun, APlanFileRunsAsWrittenWithoutACheck) {
+  const Graph graph = branchy();
+  ModelPlanOptions options;
+  options.strategy = "lc";
+  const ModelPlan written = plan_model(graph, static_costs(graph), options);
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("plan_and_run_" + std::to_string(getpid()) + ".json"))
+                               .string();
+  write_model_plan(path, written, graph);
+  FakeTimes times{{{"candidate", 2.0}, {"sequential", 1.0}}, {}};
+  std::vector<std::string> log;
+  RunRecipe recipe = auto_recipe(times, log);
+  recipe.strategy.clear();
+  recipe.plan_file = path;
+  PreparedRun prepared = prepare_run(graph, recipe);
+  std::filesystem::remove(path);
+  EXPECT_FALSE(prepared.auto_check);
+  EXPECT_FALSE(prepared.costs);
+  ASSERT_TRUE(prepared.plan);
+  EXPECT_EQ(prepared.plan->plan.order, written.plan.order);
+  ASSERT_NE(prepared.parallel, nullptr);
+}
+
+TEST(PlanAndRun, AMissingPlanFileIsNamed) {
+  FakeTimes times;
+  std::vector<std::string> log;
+  RunRecipe recipe = auto_recipe(times, log);
+  recipe.strategy.clear();
+  recipe.plan_file = "/nonexistent/plan.json";
+  try {
+    prepare_run(branchy(), recipe);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("/nonexistent/plan.json"));
+  }
+}
+
+TEST(PlanAndRun, AnUnknownConvolutionFamilyIsRefused) {
+  FakeTimes times;
+  std::vector<std::string> log;
+  RunRecipe recipe = auto_recipe(times, log);
+  recipe.layouts = "diagonal";
+  try {
+    prepare_run(chain(), recipe);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("diagonal"));
+  }
+}
+
+}  // namespace
+}  // namespace cleave
