@@ -14,6 +14,7 @@
 #include "ir/text.h"
 #include "runtime/npy.h"
 #include "runtime/random_inputs.h"
+#include "runtime/wait_policy.h"
 
 namespace cleave {
 
@@ -190,6 +191,9 @@ std::string default_weights_path(const StaticProgramTables& tables) {
 }
 
 int static_program_main(const StaticProgramTables& tables, int argc, char** argv) {
+  // The same bounded OpenMP spin as the cleave command: with libgomp's default, a 2-thread run
+  // collapses whenever another process holds a core (docs/results/load.md).
+  apply_default_wait_policy(argv);
   const std::string name = argc > 0 ? std::filesystem::path(argv[0]).filename().string() : "model";
   try {
     bool help = false;

@@ -12,6 +12,7 @@
 
 #include "ir/graph.h"
 #include "runtime/npy.h"
+#include "runtime/wait_policy.h"
 
 namespace cleave {
 
@@ -243,6 +244,9 @@ std::vector<std::byte> run_once(const StreamProgramTables& t,
 }  // namespace
 
 int stream_program_main(const StreamProgramTables& t, int argc, char** argv) {
+  // The same bounded OpenMP spin as the cleave command: with libgomp's default, a 2-thread run
+  // collapses whenever another process holds a core (docs/results/load.md).
+  apply_default_wait_policy(argv);
   const std::string name = argc > 0 ? std::filesystem::path(argv[0]).filename().string() : "stream";
   try {
     bool help = false;
