@@ -51,10 +51,12 @@ std::vector<std::vector<int64_t>> possible_sizes(const SearchSpace& space);
 double partition_objective(const SearchSpace& space, const SearchWeights& weights,
                            const std::vector<Interval>& partition);
 /// Walks the partition tree (Algorithms 1-2: by machine, grouped by start index). With
-/// `prune`, skips every subtree whose objective cannot beat the best found so far: the
-/// objective's terms only grow as machines are added (max operations, summed transfer and
-/// overlap; the balance term is non-negative), so the bound is exact and the pruning lossless.
-/// Without, evaluates every partition (the exhaustive search, for small cases).
+/// `prune`, the subtree below each (machine, start index) is summarised once, as the thesis's
+/// Algorithms 3-5 share it, by a right-to-left dynamic programme: the least boundary cost and
+/// least maximum work of any completion from there. With the prefix's own terms and a balanced
+/// remainder (which bounds the harmonic term) that gives an exact lower bound on every partition
+/// below; subtrees are visited in order of it and cut as soon as it reaches the best found, so
+/// the pruning is lossless. Without `prune`, evaluates every partition (the exhaustive search).
 SearchResult search_partition(const SearchSpace& space, const SearchWeights& weights, bool prune);
 
 /// Per layer of the graph that the default split can cut, the shares the search picks for it
