@@ -64,6 +64,22 @@ TEST_F(SplitCommand, AutoPicksADirectionAndReportsJson) {
   EXPECT_LT(recombined_error(demo(), path("auto")), 1e-3);
 }
 
+TEST_F(SplitCommand, SearchInSecondsRecombines) {
+  CommandResult r =
+      cleave("split " + demo() + " --nodes 3 --search --objective seconds --costs static -o " +
+             path("seconds"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LT(recombined_error(demo(), path("seconds")), 1e-3);
+}
+
+TEST_F(SplitCommand, RefusesAnUnknownObjectiveAndWritesNothing) {
+  CommandResult r =
+      cleave("split " + demo() + " --nodes 2 --search --objective fastest -o " + path("out"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--objective: expected terms or seconds"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
 TEST_F(SplitCommand, RefusesAnUnsplittableRequestAndWritesNothing) {
   Graph g = parse_graph(R"(graph main [ai.onnx=17] (%x: f32[1,10]) {
   %y: f32[1,10] = Softmax[axis=1](%x)
