@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <unordered_map>
 
 #include "cost/cost_table.h"
 #include "spatial/region_rules.h"
@@ -170,6 +171,41 @@ struct Walker {
   bool prune;
   SearchResult result;
   std::vector<Interval> current;
+  // Algorithm 3's "bad partitions", kept losslessly: per (machine, interval) whose subtree was
+  // walked, the prefix terms it was walked with. Every completion's objective grows with the
+  // prefix's max work, its boundary terms and its inverse-work sum (Eq. 3.11's harmonic mean
+  // falls as that sum grows), and the best only improves, so a later prefix no better in all
+  // three cannot find anything better below the same interval: its subtree is skipped. Above
+  // all, this removes the prefixes that are reorderings of one another.
+  struct Seen {
+    double max_ops, separable, inverse_sum;
+  };
+  std::unordered_map<int64_t, std::vector<Seen>> walked;
+  static constexpr std::size_t kSeenPerInterval = 32;
+
+  int64_t key(int machine, const Interval& i) const {
+    return (static_cast<int64_t>(machine) * (space.length + 1) + i.begin) * (space.length + 1) +
+           i.end;
+  }
+  Seen seen_of(const Terms& t) const {
+    return {t.max_ops, weights.data * t.data + weights.overlap * t.overlap, t.inverse_sum};
+  }
+  // Relative slack for sums added in another order (reorderings give equal terms up to it).
+  static bool no_better(double a, double b) { return a >= b - 1e-12 * std::abs(b); }
+  bool dominated(int machine, const Interval& i, const Terms& t) const {
+    auto it = walked.find(key(machine, i));
+    if (it == walked.end()) return false;
+    const Seen now = seen_of(t);
+    for (const Seen& old : it->second)
+      if (no_better(now.max_ops, old.max_ops) && no_better(now.separable, old.separable) &&
+          no_better(now.inverse_sum, old.inverse_sum))
+        return true;
+    return false;
+  }
+  void remember(int machine, const Interval& i, const Terms& t) {
+    std::vector<Seen>& list = walked[key(machine, i)];
+    if (list.size() < kSeenPerInterval) list.push_back(seen_of(t));
+  }
 
   struct Child {
     Interval interval;
@@ -213,8 +249,10 @@ struct Walker {
           result.best = current;
         }
       } else {
+        if (prune && dominated(machine, child.interval, child.terms)) continue;
         auto [lo, hi] = SuffixBounds::next_starts(space, child.interval.begin, child.interval.end);
         walk(machine + 1, lo, hi, child.terms);
+        if (prune) remember(machine, child.interval, child.terms);
       }
     }
   }
@@ -270,7 +308,7 @@ SearchResult search_partition(const SearchSpace& space, const SearchWeights& wei
   if (space.speeds.empty() || space.length < 1) throw Error("search: empty search space");
   std::vector<std::vector<int64_t>> sizes = possible_sizes(space);
   const SuffixBounds suffix(space, weights, sizes);
-  Walker w{space, weights, sizes, suffix, prune, {}, {}};
+  Walker w{space, weights, sizes, suffix, prune, {}, {}, {}};
   const int n = static_cast<int>(w.sizes.size());
   w.result.value = std::numeric_limits<double>::infinity();
   if (prune) {
