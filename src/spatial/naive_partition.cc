@@ -213,6 +213,11 @@ Partition naive_partition(const Graph& graph, const SplitOptions& options) {
       if (!r.ok) why = r.reason;
     }
     if (why.empty() && busy < 2) why = "output too small to split along the requested axis";
+    if (!why.empty() && (n.op_type == "GlobalAveragePool" || n.op_type == "GlobalMaxPool") &&
+        axes != std::vector<int>{1})
+      why =
+          "global pooling along H/W: each machine pools the part of the input it owns and "
+          "machine 0 joins the partials (the input is gathered only where it is not split)";
     p.layers[id] = why.empty() ? split : gathered(p.machines, sizes, why);
   }
   return p;
