@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "analysis/static_cost.h"
 #include "cli/commands.h"
@@ -20,6 +21,7 @@
 #include "runtime/executor.h"
 #include "runtime/parallel_executor.h"
 #include "runtime/random_inputs.h"
+#include "spatial/split_bench.h"
 
 namespace cleave::cli {
 
@@ -33,6 +35,7 @@ struct BenchSettings {
   int repeat = 20;
   std::string costs = "profile";
   std::string strategy = "auto";
+  std::string split;  // a `cleave split` folder of the model, timed beside the others
   bool json = false;
 };
 
@@ -97,6 +100,19 @@ int run_bench(const BenchSettings& settings) {
        &parallel,
        {}},
   };
+  std::optional<BenchedSplit> split;
+  std::unique_ptr<ParallelExecutor> split_executor;
+  if (!settings.split.empty()) {
+    split = load_benched_split(settings.split, settings.model, settings.shapes);
+    ParallelOptions split_options;
+    split_options.threads_per_worker = split->plan.threads_per_worker;
+    split_options.convolution_family = family;
+    split_executor = std::make_unique<ParallelExecutor>(split->graph, split->plan.tasks,
+                                                        split->plan.plan, split_options);
+    variants.push_back({fmt::format("split, {} machines as workers", split->machines),
+                        [&] { return split_executor->run(inputs); },
+                        {}});
+  }
   for (int i = 0; i < settings.warmup; ++i) {
     for (auto& variant : variants) variant.executor->run(inputs);
   }
@@ -128,6 +144,16 @@ int run_bench(const BenchSettings& settings) {
     checked.push_back(fmt::format("lc on {} workers", busy_workers(lc.plan)));
   }
 
+  // A split recomputes halos and sums in another order: equal within float tolerance, not bits.
+  double split_error = 0, split_scale = 0;
+  if (split_executor) {
+    const std::vector<Tensor> whole = one_thread.run(inputs);
+    split_error = max_abs_difference(whole, split_executor->run(inputs));
+    for (const Tensor& t : whole)
+      for (double v : t.to_double_vector()) split_scale = std::max(split_scale, std::abs(v));
+    equal = equal && split_error <= 1e-3 * (1 + split_scale);
+  }
+
   double sequential_ms = median_of(variants[0].ms);
   double intra_ms = median_of(variants[1].ms);
   double parallel_ms = median_of(variants[2].ms);
@@ -154,6 +180,14 @@ int run_bench(const BenchSettings& settings) {
       {"bitwise_equal", equal},
       {"bitwise_checked", checked},
       {"repeat", settings.repeat}};
+  if (split) {
+    const double split_ms = median_of(variants[3].ms);
+    report["split"] = {
+        {"folder", settings.split},           {"machines", split->machines},
+        {"nodes", split->graph.node_count()}, {"ms", split_ms},
+        {"vs_intra_op", intra_ms / split_ms}, {"vs_1_thread", sequential_ms / split_ms},
+        {"max_abs_error", split_error},       {"max_abs_output", split_scale}};
+  }
   if (settings.json) {
     fmt::print("{}\n", report.dump(2));
     return equal ? 0 : 1;
@@ -173,6 +207,11 @@ int run_bench(const BenchSettings& settings) {
   fmt::print("\npredicted    {:.3f} ms for the plan ({:+.1f}% vs measured), planned in {:.2f} ms\n",
              chosen.plan.makespan * 1e3, 100 * report["prediction_error"].get<double>(),
              chosen.planning_seconds * 1e3);
+  if (split)
+    fmt::print(
+        "split        {} nodes on {} workers; max |split - whole| = {:.3g} (max |whole| "
+        "{:.3g})\n",
+        split->graph.node_count(), split->machines, split_error, split_scale);
   fmt::print("outputs      {} ({})\n",
              equal ? "bitwise equal to the sequential run" : "DIFFER from the sequential run",
              fmt::join(checked, ", "));
@@ -205,6 +244,9 @@ void register_bench(CLI::App& app, CommandAction& action) {
                    "Planner of the parallel variant: as `cleave plan --strategy`")
       ->check(CLI::IsMember(model_strategies()))
       ->default_val("auto");
+  command->add_option("--split", settings->split,
+                      "Also time a `cleave split` folder of the model (its partitioned graph "
+                      "and plan.json, one worker per machine), checked against the whole model");
   command->add_flag("--json", settings->json, "Print the report as JSON");
   command->callback([settings, &action] { action = [settings] { return run_bench(*settings); }; });
 }

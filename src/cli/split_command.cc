@@ -10,6 +10,7 @@
 
 #include "analysis/graph_dot.h"
 #include "cli/commands.h"
+#include "cost/cost_table.h"
 #include "machine/machine.h"
 #include "pipeline/load.h"
 #include "spatial/search.h"
@@ -28,6 +29,8 @@ struct SplitCommandOptions {
   std::string config;
   std::string machine;
   bool search = false;
+  std::string objective = "terms";
+  std::string costs = "analytical";
   std::vector<std::string> shapes;
   std::string output;
   std::string dot;
@@ -99,12 +102,28 @@ int run_split_command(const SplitCommandOptions& o) {
     throw Error(fmt::format("{}: {}", o.config, e.what()));
   }
 
+  SearchObjective objective = SearchObjective::kTerms;
+  if (o.objective == "seconds") {
+    objective = SearchObjective::kSeconds;
+  } else if (o.objective != "terms") {
+    throw Error(fmt::format("--objective: expected terms or seconds, got \"{}\"", o.objective));
+  }
+  if (o.objective != "terms" && !o.search) throw Error("--objective needs --search");
+  if (o.costs != "analytical" && o.costs != "static" && o.costs != "flops")
+    throw Error(fmt::format("--costs: expected analytical, static or flops, got \"{}\"", o.costs));
+  std::optional<CostTable> costs;
+  if (objective == SearchObjective::kSeconds && o.costs != "flops")
+    costs =
+        o.costs == "static" ? static_costs(graph) : analytical_costs(graph, measure_peak_rates(1));
+
   const auto user_layers = options.split.layers;
   std::optional<SplitResult> best;
   std::vector<std::pair<std::string, double>> tried;
   for (SplitDim dim : dims) {
     options.split.dim = dim;
-    if (o.search) options.split.layers = searched_layer_configs(graph, options, user_layers);
+    if (o.search)
+      options.split.layers = searched_layer_configs(graph, options, user_layers, 10, objective,
+                                                    costs ? &*costs : nullptr);
     SplitResult r = split_model(graph, options);
     tried.emplace_back(std::string(split_dim_name(dim)), r.report.optimized.predicted_seconds);
     if (!best || r.report.optimized.predicted_seconds < best->report.optimized.predicted_seconds)
@@ -170,6 +189,12 @@ void register_split(CLI::App& app, CommandAction& action) {
                       "Machine file: device speeds and link bandwidths for the cost model");
   command->add_flag("--search", o->search,
                     "Search each layer's shares (thesis 3.5, pruned) instead of speed shares");
+  command->add_option("--objective", o->objective,
+                      "What --search minimises: terms (the thesis's weighted operations, data, "
+                      "overlap and balance) or seconds (cost table + link bandwidths)");
+  command->add_option("--costs", o->costs,
+                      "Layer seconds for --objective seconds: analytical (this CPU's measured "
+                      "rates, default), static, or flops (FLOPs at the split's 10 GFLOP/s)");
   command->add_option("--shape", o->shapes, "Fix an input shape: NAME=D,D,..");
   command->add_option("-o,--output", o->output, "Folder to write (whole or not at all)")
       ->required();

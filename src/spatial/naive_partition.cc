@@ -187,9 +187,18 @@ Partition naive_partition(const Graph& graph, const SplitOptions& options) {
       auto parts = split_extent(sizes[axes[0]], shares, split_granularity(graph, id, axes[0]));
       for (int m = 0; m < p.machines; ++m) split.owned[m][axes[0]] = parts[m];
     } else {
+      // Tiles are a product of row and column intervals, so a machine's area can only follow
+      // its speed when the speeds do (rows x columns); the row and column sums of the speeds
+      // give each row its height and each column its width, exact in that case.
       auto [rows, cols] = grid_shape(p.machines);
-      auto hs = split_extent(sizes[2], std::vector<double>(rows, 1.0));
-      auto ws = split_extent(sizes[3], std::vector<double>(cols, 1.0));
+      std::vector<double> row_share(rows, 0.0), col_share(cols, 0.0);
+      for (int m = 0; m < p.machines; ++m) {
+        const double share = shares.empty() ? 1.0 : shares[m];
+        row_share[m / cols] += share;
+        col_share[m % cols] += share;
+      }
+      auto hs = split_extent(sizes[2], row_share, split_granularity(graph, id, 2));
+      auto ws = split_extent(sizes[3], col_share, split_granularity(graph, id, 3));
       for (int m = 0; m < p.machines; ++m) {
         split.owned[m][2] = hs[m / cols];
         split.owned[m][3] = ws[m % cols];
@@ -204,6 +213,11 @@ Partition naive_partition(const Graph& graph, const SplitOptions& options) {
       if (!r.ok) why = r.reason;
     }
     if (why.empty() && busy < 2) why = "output too small to split along the requested axis";
+    if (!why.empty() && (n.op_type == "GlobalAveragePool" || n.op_type == "GlobalMaxPool") &&
+        axes != std::vector<int>{1})
+      why =
+          "global pooling along H/W: each machine pools the part of the input it owns and "
+          "machine 0 joins the partials (the input is gathered only where it is not split)";
     p.layers[id] = why.empty() ? split : gathered(p.machines, sizes, why);
   }
   return p;

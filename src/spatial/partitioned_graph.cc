@@ -332,10 +332,82 @@ class Builder {
     if (reader >= 0) ++out_.join_cases[static_cast<int>(c)];
   }
 
+  // A global average or max pool whose input is split along H/W only: each machine pools the
+  // part it owns (an average weighted by its share of the plane), sends that 1x1 partial to
+  // machine 0, and machine 0 sums (or takes the maximum of) the partials, instead of gathering
+  // the whole input. False when the pool does not fit that shape; emit_node then gathers.
+  bool emit_cross_machine_reduction(NodeId id) {
+    const Node& n = in_.node(id);
+    const bool average = n.op_type == "GlobalAveragePool";
+    if (mode_ != JoinMode::kOptimized || !(average || n.op_type == "GlobalMaxPool")) return false;
+    if (n.inputs.size() != 1 || n.outputs.size() != 1) return false;
+    const ValueId v = n.inputs[0];
+    auto sizes = static_sizes(in_, v);
+    if (!sizes || sizes->size() != 4 || in_.value(v).dtype != DataType::kFloat) return false;
+    if (in_.value(v).producer < 0 || !regions_.present[n.outputs[0]][0]) return false;
+    std::vector<int> parts;
+    for (int j = 0; j < out_.machines; ++j) {
+      if (!regions_.present[v][j]) continue;
+      const Box& owned = regions_.owned[v][j];
+      if (box_empty(owned)) continue;
+      if (owned[0] != Interval{0, (*sizes)[0]} || owned[1] != Interval{0, (*sizes)[1]})
+        return false;  // a split across channels: gathering is as cheap
+      parts.push_back(j);
+    }
+    if (parts.size() < 2) return false;
+    const double plane = static_cast<double>((*sizes)[2] * (*sizes)[3]);
+    const Value& o = in_.value(n.outputs[0]);
+    const Box one{{0, (*sizes)[0]}, {0, (*sizes)[1]}, {0, 1}, {0, 1}};
+    std::vector<ValueId> partials;
+    for (int j : parts) {
+      const Box& owned = regions_.owned[v][j];
+      ValueId piece = assemble(v, j, owned, j == 0 ? id : -1);
+      const std::string tag = o.name + "@" + std::to_string(j) + "~partial";
+      ValueId pooled = new_value(tag, o.dtype, one);
+      add_node(n.op_type, {piece}, {pooled}, {}, j, id);
+      if (average) {
+        const float share =
+            static_cast<float>(static_cast<double>(owned[2].size() * owned[3].size()) / plane);
+        ValueId weighted = new_value(tag + "~share", o.dtype, one);
+        add_node("Mul",
+                 {pooled, constant("share", TensorData::from<float>(DataType::kFloat, {},
+                                                                    std::vector<float>{share}))},
+                 {weighted}, {}, j, id);
+        pooled = weighted;
+      }
+      if (j != 0) {
+        SplitTransfer t;
+        t.from = j;
+        t.to = 0;
+        t.source = pooled;
+        t.region = one;
+        t.piece = slice(pooled, one, j, o.name + "@" + std::to_string(j) + ">0");
+        t.slice = out_.graph.value(t.piece).producer;
+        t.bytes = box_elements(one) * static_cast<int64_t>(element_size(o.dtype));
+        out_.transfers.push_back(t);
+        pooled = t.piece;
+        syncing_ = true;
+      }
+      partials.push_back(pooled);
+    }
+    const std::string name = o.name + "@0";
+    ValueId out =
+        out_.graph.add_value(out_.graph.find_value(name) ? fresh(name) : name, o.dtype, o.shape);
+    local_[n.outputs[0]][0] = out;
+    const std::string base = n.name.empty() ? n.op_type : n.name;
+    add_node(average ? "Sum" : "Max", partials, {out}, {}, 0, id,
+             out_.graph.find_node(base + "@0") ? std::string{} : base + "@0");
+    return true;
+  }
+
   void emit_node(NodeId id) {
     const Node& n = in_.node(id);
     const LayerSplit& split = *partition_.layers.at(id);
     syncing_ = false;
+    if (split.gathered && emit_cross_machine_reduction(id)) {
+      ++out_.sync_points;
+      return;
+    }
     for (int m = 0; m < out_.machines; ++m) {
       if (!regions_.present[n.outputs[0]][m]) continue;
       const Box& box = regions_.held[n.outputs[0]][m];

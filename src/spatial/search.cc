@@ -6,8 +6,11 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <unordered_map>
 
+#include "cost/cost_table.h"
 #include "spatial/region_rules.h"
+#include "spatial/search_seconds.h"
 #include "spatial/split_model.h"
 
 namespace cleave {
@@ -64,45 +67,202 @@ double finish(const SearchWeights& w, const Terms& t, int machines) {
   return bound(w, t) + w.harmonic * std::abs(t.max_ops - harmonic);
 }
 
-struct Walker {
-  const SearchSpace& space;
-  const SearchWeights& weights;
-  std::vector<std::vector<int64_t>> sizes;
-  std::vector<int64_t> min_rest, max_rest;  // summed sizes of machines k..n-1
-  bool prune;
-  SearchResult result;
-  std::vector<Interval> current;
+// The thesis's Algorithms 3-5 share the subtree below (machine, start index) between every
+// prefix that reaches it. Here that sharing is exact: per machine k and start s, a dynamic
+// programme right to left gives the least boundary cost (Eqs. 3.9-3.10) and the least maximum
+// work (Eq. 3.8) of any completion from there, computed once. Their sum with the prefix's terms
+// is a lower bound on every partition below, so a subtree whose bound cannot beat the best is
+// skipped, and since children are visited in order of their bound, the first one that cannot
+// beat it ends the loop (Algorithm 5's break, made lossless by the ordering).
+struct SuffixBounds {
+  static constexpr double kNone = std::numeric_limits<double>::infinity();
+  int64_t length = 0;
+  std::vector<std::vector<double>> cost;  // [k][s]: least weighted boundary cost, k..n-1
+  std::vector<std::vector<double>> work;  // [k][s]: least max work of machines k..n-1
+  // [k][s * widths[k] + size - smallest[k]]: after() for machine k on [s, s + size), kept so
+  // the walk looks each subtree's bound up instead of recomputing it.
+  std::vector<std::vector<std::pair<double, double>>> next;
+  std::vector<int64_t> smallest, widths;
 
-  void walk(int machine, int64_t lo_start, int64_t hi_start, const Terms& terms) {
+  std::pair<double, double> lookup(int k, int64_t s, int64_t e) const {
+    return next[k][s * widths[k] + (e - s) - smallest[k]];
+  }
+
+  double boundary(const SearchSpace& space, const SearchWeights& w, int64_t prev_end,
+                  int64_t start) const {
+    const int64_t shared = std::max<int64_t>(0, prev_end - start);
+    const int64_t missing = std::max<int64_t>(0, w.halo - shared);
+    return w.overlap * static_cast<double>(shared * space.other_elements) +
+           w.data * 2.0 * static_cast<double>(missing * space.other_elements);
+  }
+
+  // Next starts after the interval [s, e) of a machine that is not the last.
+  static std::pair<int64_t, int64_t> next_starts(const SearchSpace& space, int64_t s, int64_t e) {
+    return {space.overlap ? s + 1 : e, std::min(e, space.length - 1)};
+  }
+
+  // Least (cost, work) of completions after machine k took [s, e); kNone when none exist.
+  std::pair<double, double> after(const SearchSpace& space, const SearchWeights& w, int k,
+                                  int64_t s, int64_t e) const {
+    double best_cost = kNone, best_work = kNone;
+    auto [lo, hi] = next_starts(space, s, e);
+    for (int64_t t = lo; t <= hi; ++t) {
+      if (cost[k + 1][t] == kNone) continue;
+      best_cost = std::min(best_cost, boundary(space, w, e, t) + cost[k + 1][t]);
+      best_work = std::min(best_work, work[k + 1][t]);
+    }
+    return {best_cost, best_work};
+  }
+
+  SuffixBounds(const SearchSpace& space, const SearchWeights& w,
+               const std::vector<std::vector<int64_t>>& sizes)
+      : length(space.length) {
     const int n = static_cast<int>(sizes.size());
-    for (int64_t start = lo_start; start <= hi_start; ++start) {
-      for (int64_t size : sizes[machine]) {
-        const Interval interval{start, start + size};
-        if (interval.end > space.length) break;
-        const int64_t left = space.length - interval.end;
-        if (machine == n - 1 ? left != 0 : left > max_rest[machine + 1]) continue;
-        if (machine < n - 1 && !space.overlap && left < min_rest[machine + 1]) continue;
-        Terms t = extend(space, weights, terms, machine, interval,
-                         machine ? &current[machine - 1] : nullptr);
-        if (prune && bound(weights, t) >= result.value) continue;
-        current[machine] = interval;
-        if (machine == n - 1) {
-          ++result.evaluated;
-          const double v = finish(weights, t, n);
-          if (v < result.value) {
-            result.value = v;
-            result.best = current;
+    cost.assign(n, std::vector<double>(length + 1, kNone));
+    work.assign(n, std::vector<double>(length + 1, kNone));
+    next.resize(n);
+    for (int k = 0; k < n; ++k) {
+      smallest.push_back(sizes[k].empty() ? 0 : sizes[k].front());
+      widths.push_back(sizes[k].empty() ? 0 : sizes[k].back() - sizes[k].front() + 1);
+      if (k < n - 1) next[k].assign((length + 1) * widths[k], {kNone, kNone});
+    }
+    for (int k = n - 1; k >= 0; --k) {
+      for (int64_t s = 0; s < (k == 0 ? 1 : length); ++s) {  // machine 0 starts at 0 only
+        for (int64_t size : sizes[k]) {
+          const int64_t e = s + size;
+          if (e > length) break;
+          const double own = static_cast<double>(size * space.other_elements) / space.speeds[k];
+          if (k == n - 1) {
+            if (e != length) continue;
+            cost[k][s] = 0;
+            work[k][s] = std::min(work[k][s], own);
+            continue;
           }
-        } else {
-          walk(machine + 1, space.overlap ? start + 1 : interval.end, interval.end, t);
+          auto [c, m] = after(space, w, k, s, e);
+          next[k][s * widths[k] + size - smallest[k]] = {c, m};
+          if (c == kNone) continue;
+          cost[k][s] = std::min(cost[k][s], c);
+          work[k][s] = std::min(work[k][s], std::max(own, m));
         }
       }
     }
   }
 };
 
+// A lower bound on Eq. 3.12 for every completion of a prefix: `max_work` bounds the final
+// maximum from below, `rest_cost` the boundary terms still to come, and the `rest` machines
+// left are taken as perfectly balanced at the maximum, which bounds the harmonic mean from
+// above (Eq. 3.11: |M - H| = M - H, as the harmonic mean never exceeds the maximum). The bound
+// grows with the maximum, so a lower maximum gives a lower bound; with no machine left it is
+// the objective itself.
+double lower_bound(const SearchWeights& w, const Terms& t, double max_work, double rest_cost,
+                   int machines, int rest) {
+  const double inverse = t.inverse_sum + static_cast<double>(rest) / max_work;
+  return (w.operations + w.harmonic) * max_work -
+         w.harmonic * static_cast<double>(machines) / inverse + w.data * t.data +
+         w.overlap * t.overlap + rest_cost;
+}
+
+struct Walker {
+  const SearchSpace& space;
+  const SearchWeights& weights;
+  std::vector<std::vector<int64_t>> sizes;
+  const SuffixBounds& suffix;
+  bool prune;
+  SearchResult result;
+  std::vector<Interval> current;
+  // Algorithm 3's "bad partitions", kept losslessly: per (machine, interval) whose subtree was
+  // walked, the prefix terms it was walked with. Every completion's objective grows with the
+  // prefix's max work, its boundary terms and its inverse-work sum (Eq. 3.11's harmonic mean
+  // falls as that sum grows), and the best only improves, so a later prefix no better in all
+  // three cannot find anything better below the same interval: its subtree is skipped. Above
+  // all, this removes the prefixes that are reorderings of one another.
+  struct Seen {
+    double max_ops, separable, inverse_sum;
+  };
+  std::unordered_map<int64_t, std::vector<Seen>> walked;
+  static constexpr std::size_t kSeenPerInterval = 32;
+
+  int64_t key(int machine, const Interval& i) const {
+    return (static_cast<int64_t>(machine) * (space.length + 1) + i.begin) * (space.length + 1) +
+           i.end;
+  }
+  Seen seen_of(const Terms& t) const {
+    return {t.max_ops, weights.data * t.data + weights.overlap * t.overlap, t.inverse_sum};
+  }
+  // Relative slack for sums added in another order (reorderings give equal terms up to it).
+  static bool no_better(double a, double b) { return a >= b - 1e-12 * std::abs(b); }
+  bool dominated(int machine, const Interval& i, const Terms& t) const {
+    auto it = walked.find(key(machine, i));
+    if (it == walked.end()) return false;
+    const Seen now = seen_of(t);
+    for (const Seen& old : it->second)
+      if (no_better(now.max_ops, old.max_ops) && no_better(now.separable, old.separable) &&
+          no_better(now.inverse_sum, old.inverse_sum))
+        return true;
+    return false;
+  }
+  void remember(int machine, const Interval& i, const Terms& t) {
+    std::vector<Seen>& list = walked[key(machine, i)];
+    if (list.size() < kSeenPerInterval) list.push_back(seen_of(t));
+  }
+
+  struct Child {
+    Interval interval;
+    Terms terms;
+    double bound;
+  };
+
+  void walk(int machine, int64_t lo_start, int64_t hi_start, const Terms& terms) {
+    const int n = static_cast<int>(sizes.size());
+    const bool last = machine == n - 1;
+    std::vector<Child> children;
+    for (int64_t start = lo_start; start <= hi_start; ++start) {
+      for (int64_t size : sizes[machine]) {
+        const Interval interval{start, start + size};
+        if (interval.end > space.length) break;
+        if (last && interval.end != space.length) continue;
+        Terms t = extend(space, weights, terms, machine, interval,
+                         machine ? &current[machine - 1] : nullptr);
+        double max_work = t.max_ops, rest_cost = 0;
+        if (!last) {
+          auto [c, m] = suffix.lookup(machine, interval.begin, interval.end);
+          if (c == SuffixBounds::kNone) continue;  // no completion reaches the end exactly
+          max_work = std::max(max_work, m);
+          rest_cost = c;
+        }
+        const double lower = lower_bound(weights, t, max_work, rest_cost, n, n - 1 - machine);
+        children.push_back({interval, t, lower});
+      }
+    }
+    if (prune)
+      std::stable_sort(children.begin(), children.end(),
+                       [](const Child& a, const Child& b) { return a.bound < b.bound; });
+    for (const Child& child : children) {
+      if (prune && child.bound >= result.value) break;  // sorted: no later child can do better
+      current[machine] = child.interval;
+      if (last) {
+        ++result.evaluated;
+        const double v = finish(weights, child.terms, n);
+        if (v < result.value) {
+          result.value = v;
+          result.best = current;
+        }
+      } else {
+        if (prune && dominated(machine, child.interval, child.terms)) continue;
+        auto [lo, hi] = SuffixBounds::next_starts(space, child.interval.begin, child.interval.end);
+        walk(machine + 1, lo, hi, child.terms);
+        if (prune) remember(machine, child.interval, child.terms);
+      }
+    }
+  }
+};
+
+}  // namespace
+
 // Partitions in the space, counted per (machine, start) from the right (no enumeration).
-double log10_count(const SearchSpace& space, const std::vector<std::vector<int64_t>>& sizes) {
+double log10_partition_count(const SearchSpace& space) {
+  const std::vector<std::vector<int64_t>> sizes = possible_sizes(space);
   const int n = static_cast<int>(sizes.size());
   const int64_t L = space.length;
   // ways[s] for machine k: number of ways machines k..n-1 finish, machine k starting at s,
@@ -134,8 +294,6 @@ double log10_count(const SearchSpace& space, const std::vector<std::vector<int64
   return next[0];
 }
 
-}  // namespace
-
 double partition_objective(const SearchSpace& space, const SearchWeights& weights,
                            const std::vector<Interval>& partition) {
   Terms t;
@@ -148,14 +306,10 @@ double partition_objective(const SearchSpace& space, const SearchWeights& weight
 SearchResult search_partition(const SearchSpace& space, const SearchWeights& weights, bool prune) {
   const auto start = std::chrono::steady_clock::now();
   if (space.speeds.empty() || space.length < 1) throw Error("search: empty search space");
-  Walker w{space, weights, possible_sizes(space), {}, {}, prune, {}, {}};
+  std::vector<std::vector<int64_t>> sizes = possible_sizes(space);
+  const SuffixBounds suffix(space, weights, sizes);
+  Walker w{space, weights, sizes, suffix, prune, {}, {}, {}};
   const int n = static_cast<int>(w.sizes.size());
-  w.min_rest.assign(n + 1, 0);
-  w.max_rest.assign(n + 1, 0);
-  for (int k = n - 1; k >= 0; --k) {
-    w.min_rest[k] = w.min_rest[k + 1] + (w.sizes[k].empty() ? 0 : w.sizes[k].front());
-    w.max_rest[k] = w.max_rest[k + 1] + (w.sizes[k].empty() ? 0 : w.sizes[k].back());
-  }
   w.result.value = std::numeric_limits<double>::infinity();
   if (prune) {
     // The speed-share split (Eq. 3.1), when it lies in the space, is the first bound to beat.
@@ -173,13 +327,36 @@ SearchResult search_partition(const SearchSpace& space, const SearchWeights& wei
   w.walk(0, 0, 0, Terms{});
   w.result.seconds =  // the search alone; counting the space below is for the report
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  w.result.log10_total = log10_count(space, w.sizes);
+  w.result.log10_total = log10_partition_count(space);
   return w.result;
 }
 
+namespace {
+
+// Indices of the layer's direction one machine reads across a boundary: its kernel's reach
+// past its stride (Eq. 3.2's k_eff - stride), along H or W; none along C.
+int64_t layer_halo(const Graph& graph, const Node& n, int axis) {
+  if (axis < 2 || axis > 3 || n.inputs.size() < 2) return 0;
+  std::vector<int64_t> kernel = n.ints_attribute("kernel_shape");
+  if (kernel.size() != 2) {
+    auto w = static_sizes(graph, n.inputs[1]);
+    if (!w || w->size() != 4) return 0;
+    kernel = {(*w)[2], (*w)[3]};
+  }
+  std::vector<int64_t> dilations = n.ints_attribute("dilations");
+  std::vector<int64_t> strides = n.ints_attribute("strides");
+  const int d = axis - 2;
+  const int64_t dilation = dilations.size() == 2 ? dilations[d] : 1;
+  const int64_t stride = strides.size() == 2 ? strides[d] : 1;
+  return std::max<int64_t>(0, (kernel[d] - 1) * dilation + 1 - stride);
+}
+
+}  // namespace
+
 std::map<std::string, LayerConfig> searched_layer_configs(
     const Graph& graph, const SplitModelOptions& options,
-    const std::map<std::string, LayerConfig>& layers, double threshold_percent) {
+    const std::map<std::string, LayerConfig>& layers, double threshold_percent,
+    SearchObjective objective, const CostTable* costs) {
   std::map<std::string, LayerConfig> out = layers;
   const int machines = options.split.machines;
   std::vector<double> speeds = options.cost.speeds;
@@ -200,14 +377,35 @@ std::map<std::string, LayerConfig> searched_layer_configs(
     space.other_elements = 1;
     for (std::size_t d = 0; d < sizes->size(); ++d)
       if (static_cast<int>(d) != axis) space.other_elements *= (*sizes)[d];
-    SearchWeights weights;
-    weights.operations = flops_per_output_element(graph, id) / options.cost.flops_per_second;
-    weights.harmonic = weights.operations;
-    weights.data = static_cast<double>(element_size(graph.value(n.outputs[0]).dtype)) /
-                   options.cost.bytes_per_second;
-    weights.overlap = weights.operations;
+    const int64_t halo = layer_halo(graph, n, axis);
+    const double layer_flops = flops_per_output_element(graph, id) *
+                               static_cast<double>(space.length * space.other_elements);
+    const double elem = static_cast<double>(element_size(graph.value(n.outputs[0]).dtype));
     if (space.length < machines * 2) continue;
-    SearchResult r = search_partition(space, weights, true);
+    SearchResult r;
+    if (objective == SearchObjective::kSeconds) {
+      // The layer's seconds on a machine of speed 1: the cost table's, else FLOPs at the rate.
+      const double layer_seconds = costs && static_cast<std::size_t>(id) < costs->nodes.size() &&
+                                           !costs->nodes[id].seconds.empty()
+                                       ? costs->seconds(id)
+                                       : layer_flops / options.cost.flops_per_second;
+      SecondsModel model;
+      for (double speed : speeds)
+        model.seconds_per_index.push_back(layer_seconds / static_cast<double>(space.length) /
+                                          speed);
+      model.bytes_per_index = elem * static_cast<double>(space.other_elements);
+      model.halo = halo;
+      model.links = options.cost;
+      r = search_partition_seconds(space, model);
+    } else {
+      SearchWeights weights;
+      weights.operations = flops_per_output_element(graph, id) / options.cost.flops_per_second;
+      weights.harmonic = weights.operations;
+      weights.data = elem / options.cost.bytes_per_second;
+      weights.overlap = weights.operations;
+      weights.halo = halo;
+      r = search_partition(space, weights, true);
+    }
     if (r.best.empty()) continue;
     LayerConfig config;
     for (const Interval& i : r.best) config.shares.push_back(static_cast<double>(i.size()));

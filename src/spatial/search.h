@@ -13,6 +13,11 @@
 namespace cleave {
 
 struct SplitModelOptions;
+struct CostTable;
+
+/// What the layer search minimises: the weighted terms of Eqs. 3.7-3.12, or seconds from a
+/// cost table and the machines' links (search_seconds.h).
+enum class SearchObjective { kTerms, kSeconds };
 
 /// The partitions of one layer's output along one direction: per machine an interval whose size
 /// lies within `threshold_percent` of its speed share (Eqs. 3.13-3.16), the first starting at
@@ -51,16 +56,24 @@ std::vector<std::vector<int64_t>> possible_sizes(const SearchSpace& space);
 double partition_objective(const SearchSpace& space, const SearchWeights& weights,
                            const std::vector<Interval>& partition);
 /// Walks the partition tree (Algorithms 1-2: by machine, grouped by start index). With
-/// `prune`, skips every subtree whose objective cannot beat the best found so far: the
-/// objective's terms only grow as machines are added (max operations, summed transfer and
-/// overlap; the balance term is non-negative), so the bound is exact and the pruning lossless.
-/// Without, evaluates every partition (the exhaustive search, for small cases).
+/// `prune`, the subtree below each (machine, start index) is summarised once, as the thesis's
+/// Algorithms 3-5 share it, by a right-to-left dynamic programme: the least boundary cost and
+/// least maximum work of any completion from there. With the prefix's own terms and a balanced
+/// remainder (which bounds the harmonic term) that gives an exact lower bound on every partition
+/// below; subtrees are visited in order of it and cut as soon as it reaches the best found, so
+/// the pruning is lossless. Without `prune`, evaluates every partition (the exhaustive search).
 SearchResult search_partition(const SearchSpace& space, const SearchWeights& weights, bool prune);
 
-/// Per layer of the graph that the default split can cut, the shares the search picks for it
-/// (`threshold_percent` 10), merged over `layers` (explicit entries win).
+/// log10 of the partitions in the space, counted per (machine, start) without enumerating.
+double log10_partition_count(const SearchSpace& space);
+
+/// Per convolution of the graph that the default split can cut, the shares the search picks
+/// for it (`threshold_percent` 10), merged over `layers` (explicit entries win). With
+/// kSeconds, a layer's seconds come from `costs` (its 1-thread time on a machine of speed 1),
+/// else from its FLOPs at options.cost's rate, and transfers from options.cost's links.
 std::map<std::string, LayerConfig> searched_layer_configs(
     const Graph& graph, const SplitModelOptions& options,
-    const std::map<std::string, LayerConfig>& layers, double threshold_percent = 10);
+    const std::map<std::string, LayerConfig>& layers, double threshold_percent = 10,
+    SearchObjective objective = SearchObjective::kTerms, const CostTable* costs = nullptr);
 
 }  // namespace cleave

@@ -44,6 +44,57 @@ TEST(Search, PrunedSearchFindsTheExhaustiveOptimumOnRandomCases) {
   }
 }
 
+// Five and six machines: deep trees where many prefixes reach the same (machine, start index),
+// the subtrees Algorithms 3-5 share; the shared suffix bounds must not lose the optimum.
+TEST(Search, SharedSubtreeBoundsKeepTheOptimumOnDeepTrees) {
+  std::mt19937 rng(29);
+  int64_t pruned_total = 0, full_total = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    SearchSpace s;
+    s.overlap = rng() % 2;
+    const int machines = 5 + static_cast<int>(rng() % 2);
+    for (int m = 0; m < machines; ++m) s.speeds.push_back(1 + rng() % 2);
+    s.length = 3 * machines + static_cast<int64_t>(rng() % (2 * machines));
+    s.threshold_percent = 30 + rng() % 30;
+    s.other_elements = 1 + rng() % 4;
+    SearchWeights w;
+    w.halo = rng() % 3;
+    w.data = 0.1 * (rng() % 10);
+    w.overlap = 0.1 * (rng() % 20);
+    w.harmonic = 0.1 * (rng() % 10);
+    SearchResult full = search_partition(s, w, false);
+    SearchResult pruned = search_partition(s, w, true);
+    ASSERT_EQ(full.best.empty(), pruned.best.empty()) << trial;
+    if (full.best.empty()) continue;
+    EXPECT_DOUBLE_EQ(pruned.value, full.value) << "trial " << trial;
+    EXPECT_DOUBLE_EQ(partition_objective(s, w, pruned.best), full.value);
+    pruned_total += pruned.evaluated;
+    full_total += full.evaluated;
+  }
+  EXPECT_GT(full_total, 0);
+  EXPECT_LT(pruned_total * 4, full_total);  // the bounds cut most of the leaves
+}
+
+// The Table 4.1 case at 16 machines (1x3x448x488, W, 20%: 10^27.8 partitions) finishes with few
+// complete partitions evaluated; before the shared suffix bounds and the walked-prefix memo, 8
+// machines did not finish in 420 s.
+TEST(Search, SixteenMachinesOnTheThesisOutputEvaluateFewPartitions) {
+  SearchSpace s;
+  s.length = 488;
+  s.other_elements = 3 * 448;
+  s.speeds.assign(16, 1.0);
+  s.threshold_percent = 20;
+  s.overlap = true;
+  SearchWeights w;
+  w.halo = 2;
+  SearchResult r = search_partition(s, w, true);
+  ASSERT_EQ(r.best.size(), 16u);
+  EXPECT_EQ(r.best.front().begin, 0);
+  EXPECT_EQ(r.best.back().end, 488);
+  EXPECT_GT(r.log10_total, 27);
+  EXPECT_LT(r.evaluated, 1000);
+}
+
 TEST(Search, PartitionsTileTheOutputWithoutOverlap) {
   SearchSpace s;
   s.length = 40;

@@ -101,7 +101,9 @@ TEST(SplitModel, ReportsWhereAndWhyItGathers) {
   std::string gathers;
   for (const GatherNote& n : r.report.gathers) gathers += n.op + ": " + n.reason + "\n";
   EXPECT_EQ(gathers,
-            "GlobalAveragePool: output too small to split along the requested axis\n"
+            "GlobalAveragePool: global pooling along H/W: each machine pools the part of the "
+            "input it owns and machine 0 joins the partials (the input is gathered only where "
+            "it is not split)\n"
             "Softmax: Softmax is never split along its own axis 1\n");
 }
 

@@ -64,6 +64,48 @@ TEST_F(SplitCommand, AutoPicksADirectionAndReportsJson) {
   EXPECT_LT(recombined_error(demo(), path("auto")), 1e-3);
 }
 
+TEST_F(SplitCommand, SearchInSecondsRecombines) {
+  CommandResult r =
+      cleave("split " + demo() + " --nodes 3 --search --objective seconds --costs static -o " +
+             path("seconds"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LT(recombined_error(demo(), path("seconds")), 1e-3);
+}
+
+TEST_F(SplitCommand, RefusesAnUnknownObjectiveAndWritesNothing) {
+  CommandResult r =
+      cleave("split " + demo() + " --nodes 2 --search --objective fastest -o " + path("out"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--objective: expected terms or seconds"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
+TEST_F(SplitCommand, BenchTimesTheSplitBesideIntraOpThreads) {
+  ASSERT_EQ(cleave("split " + demo() + " --nodes 2 -o " + path("bench")).exit_code, 0);
+  CommandResult r = cleave("bench " + demo() + " --costs static --warmup 0 --repeat 2 --json " +
+                           "--split " + path("bench"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["split"]["machines"].get<int>(), 2);
+  EXPECT_GT(json["split"]["ms"].get<double>(), 0);
+  EXPECT_LT(json["split"]["max_abs_error"].get<double>(), 1e-3);
+}
+
+TEST_F(SplitCommand, BenchRefusesASplitOfAnotherModel) {
+  Graph g = parse_graph(R"(graph main [ai.onnx=17] (%x: f32[1,2,8,8]) {
+  %y: f32[1,2,8,8] = Relu(%x)
+  return %y
+})");
+  export_onnx(g, path("relu.onnx"));
+  ASSERT_EQ(cleave("split " + path("relu.onnx") + " --nodes 2 -o " + path("relu")).exit_code, 0);
+  CommandResult r = cleave("bench " + demo() + " --costs static --split " + path("relu"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("fingerprints differ"), std::string::npos) << r.err;
+  r = cleave("bench " + demo() + " --costs static --split " + path("no_such_folder"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("not a split folder"), std::string::npos) << r.err;
+}
+
 TEST_F(SplitCommand, RefusesAnUnsplittableRequestAndWritesNothing) {
   Graph g = parse_graph(R"(graph main [ai.onnx=17] (%x: f32[1,10]) {
   %y: f32[1,10] = Softmax[axis=1](%x)

@@ -1,0 +1,44 @@
+// Loads a split folder's partitioned graph and Plan for `cleave bench --split`, checked.
+#include "spatial/split_bench.h"
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "pipeline/load.h"
+#include "spatial/manifest.h"
+
+namespace cleave {
+
+BenchedSplit load_benched_split(const std::string& dir, const std::string& model,
+                                const std::vector<std::string>& shapes) {
+  namespace fs = std::filesystem;
+  for (const char* name : {"manifest.json", "partitioned.onnx", "plan.json"})
+    if (!fs::is_regular_file(fs::path(dir) / name))
+      throw Error(dir + ": not a split folder (no " + name + "; write one with `cleave split`)");
+  SplitManifest manifest = read_manifest((fs::path(dir) / "manifest.json").string());
+  if (!manifest.fingerprint.empty() && manifest.fingerprint != file_fingerprint(model))
+    throw Error(dir + "/manifest.json: is a split of " + manifest.model + ", not of " + model +
+                " (fingerprints differ)");
+  LoadOptions load;
+  load.shapes = parse_input_shapes(shapes);
+  load.optimize = false;  // the graph plan.json was made for
+  BenchedSplit out;
+  out.graph = load_model((fs::path(dir) / "partitioned.onnx").string(), load);
+  out.plan = read_model_plan((fs::path(dir) / "plan.json").string(), out.graph);
+  out.machines = static_cast<int>(manifest.steps.size());
+  return out;
+}
+
+double max_abs_difference(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
+  double worst = 0;
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    if (a[k].shape() != b[k].shape()) return std::numeric_limits<double>::infinity();
+    auto x = a[k].to_double_vector(), y = b[k].to_double_vector();
+    for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - y[i]));
+  }
+  return worst;
+}
+
+}  // namespace cleave
