@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # Memory-capped ranks: a Gemm stack larger than any one rank's memory cap runs across several.
 #
-#   bench/distributed/memory_capped.sh CLEAVE [--layers 8] [--width 4096] [-np 4] [--cap 256M]
+#   bench/distributed/memory_capped.sh CLEAVE [--layers 8] [--width 4096] [-np 4] [--cap 384M]
 #
 # Writes the model (weights in an external data file; --layers 8 --width 4096: 512 MiB), plans
-# it with `cleave plan --machine` for -np ranks whose memory_bytes is the cap less 100 MiB (the
-# runtime, activations and one read piece), runs it on the emulated cluster with each rank in a
+# it with `cleave plan --machine` for -np ranks whose memory_bytes is half of the cap less
+# 100 MiB (runtime, activations, one read piece; weights are held twice while running: as
+# loaded and as the kernels' packed copy), runs it on the emulated cluster with each rank in a
 # cgroup of --cap (emulated_cluster.sh --memory; needs root), then the same model in one process
 # under the same cap (expected to fail: it does not fit) and without a cap (the reference), and
 # compares the outputs. Prints each run's JSON report; removes its files at the end.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-cleave="$(readlink -f "${1:?usage: $0 CLEAVE [--layers L] [--width W] [-np N] [--cap 256M]}")"
+cleave="$(readlink -f "${1:?usage: $0 CLEAVE [--layers L] [--width W] [-np N] [--cap 384M]}")"
 shift
-layers=8 width=4096 ranks=4 cap=256M
+layers=8 width=4096 ranks=4 cap=384M
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --layers) layers="$2"; shift 2 ;;
@@ -31,7 +32,8 @@ trap 'rm -rf "$work"' EXIT
 /usr/bin/python3 - "$work/cluster.json" "$ranks" "$cap_bytes" <<'EOF'
 import json, sys
 path, ranks, cap = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-memory = cap - 100 * 2**20
+# Weights are held twice while running (the loaded bytes, the kernels' packed copy).
+memory = (cap - 100 * 2**20) // 2
 json.dump({"devices": [{"name": f"rank{r}", "memory_bytes": memory} for r in range(ranks)],
            "bandwidth": [[0 if r == c else 1.25e9 for c in range(ranks)] for r in range(ranks)]},
           open(path, "w"))

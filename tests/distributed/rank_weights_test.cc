@@ -2,6 +2,8 @@
 // their own weights, and `cleave plan --machine` plans that run on the ranks.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
@@ -165,6 +167,36 @@ TEST_F(RankWeightsTest, RanksRefuseAPlanOverTheirMemory) {
   EXPECT_NE(ran.exit_code, 0);
   EXPECT_NE(ran.err.find("more than its memory"), std::string::npos) << ran.err;
   EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
+// The CI-sized memory-capped run: 64 MiB of weights on 4 ranks, each in a cgroup of 112 MiB,
+// which one process holding the whole model (about 150 MiB at its peak) exceeds.
+TEST_F(RankWeightsTest, ModelLargerThanTheCapRunsOnCappedRanks) {
+  if (::geteuid() != 0 || !std::filesystem::exists("/sys/fs/cgroup/memory/cgroup.procs")) {
+    GTEST_SKIP() << "needs root and cgroup v1 memory";
+  }
+  make_mlp(4, 2048);
+  CommandResult planned =
+      cleave("plan " + path("mlp.onnx") + " --no-optimize --costs static --strategy heft " +
+             "--machine " + cluster(4, 20 * kMiB) + " -o " + path("plan.json"));
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  const std::string capped =
+      "timeout 120 " CLEAVE_SOURCE_DIR "/bench/distributed/emulated_cluster.sh --memory 112M -np ";
+  CommandResult ranks = run_shell(capped + "4 -- " + CLEAVE_BINARY + " run " + path("mlp.onnx") +
+                                  " --no-optimize --plan " + path("plan.json") +
+                                  " --seed 6 --json --output-dir " + path("ranks"));
+  ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
+  nlohmann::json report = nlohmann::json::parse(ranks.out);
+  for (const auto& rank : report["per_rank"])
+    EXPECT_LT(rank["peak_rss_bytes"].get<double>(), 112 * kMiB);
+  // One process with the whole model under the same cap is killed.
+  CommandResult alone = run_shell(capped + "1 -- " + CLEAVE_BINARY + " run " + path("mlp.onnx") +
+                                  " --no-optimize --seed 6 --output-dir " + path("alone"));
+  EXPECT_NE(alone.exit_code, 0);
+  CommandResult single =
+      cleave("run " + path("mlp.onnx") + " --no-optimize --seed 6 --output-dir " + path("single"));
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  EXPECT_EQ(outputs_in("ranks"), outputs_in("single"));
 }
 
 }  // namespace
