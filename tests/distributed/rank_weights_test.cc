@@ -151,6 +151,17 @@ TEST_F(RankWeightsTest, RanksOfAnExternalDataModelReadOnlyTheirOwnWeights) {
   EXPECT_EQ(outputs_in("ranks"), outputs_in("single"));
 }
 
+TEST_F(RankWeightsTest, BadClusterFileIsRefusedByNameBeforeTheModelLoads) {
+  std::ofstream(path("cluster.json")) << R"({"devices": [{"name": "r0", "memory": 1e6}]})";
+  CommandResult planned = cleave("plan " + path("missing.onnx") + " --machine " +
+                                 path("cluster.json") + " -o " + path("plan.json"));
+  EXPECT_EQ(planned.exit_code, 1);
+  EXPECT_NE(planned.err.find("cluster.json"), std::string::npos) << planned.err;
+  EXPECT_NE(planned.err.find("memory"), std::string::npos) << planned.err;
+  EXPECT_EQ(planned.err.find("missing.onnx"), std::string::npos) << planned.err;
+  EXPECT_FALSE(std::filesystem::exists(path("plan.json")));
+}
+
 // A rank refuses a plan that puts more weights on it than its machine file allows.
 TEST_F(RankWeightsTest, RanksRefuseAPlanOverTheirMemory) {
   make_mlp(4, 512);
