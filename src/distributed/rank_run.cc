@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -177,7 +178,16 @@ int run_on_ranks(const RankRunSettings& settings) {
     failure = e.what();
     if (failure.empty()) failure = "unknown error";
   }
-  agree_to_start(session, failure, prepared.hash, settings.rank_timeout_seconds);
+  try {
+    agree_to_start(session, failure, prepared.hash, settings.rank_timeout_seconds);
+  } catch (const Error& refusal) {
+    // Said before MPI_Finalize, which every rank enters before any exits: said after it (by
+    // the CLI), a rank's message was sometimes lost when mpirun stopped the job at the first
+    // non-zero exit.
+    fmt::print(stderr, "cleave: error: {}\n", refusal.what());
+    std::fflush(stderr);
+    return 1;
+  }
 
   MpiExecutor& executor = *prepared.executor;
   const int runs = settings.samples / executor.samples_per_run();
