@@ -70,10 +70,16 @@ if [[ -n "$quotas" || -n "$memory" ]]; then
       echo "$memory" > "$group/memory.limit_in_bytes"
     fi
   done
+  # `ip netns exec` remounts /sys, so inside the namespace /sys/fs/cgroup is empty: the rank
+  # joins its groups through this script's mount namespace, and refuses to run outside them.
+  outer_mounts="/proc/$$/ns/mnt"
   wrapper=(bash -c 'r=${OMPI_COMM_WORLD_RANK:-0}
     for kind in cpu memory; do
       g=/sys/fs/cgroup/$kind/'"$name"'_r$r
-      [[ -d $g ]] && echo $$ > $g/cgroup.procs
+      if nsenter --mount='"$outer_mounts"' test -d "$g"; then
+        nsenter --mount='"$outer_mounts"' sh -c "echo $$ > $g/cgroup.procs" ||
+          { echo "rank $r: cannot join $g" >&2; exit 1; }
+      fi
     done
     exec "$@"' rank)
 fi

@@ -22,7 +22,7 @@ echo "| $name | 1 process, 1 thread | $(median "$work/t1.json") | | |"
 echo "| $name | 1 process, 2 threads | $(median "$work/t2.json") | | |"
 for strategy in lc heft; do
   "${mpi[@]}" "$cleave" run "$model" --plan "$work/$strategy.json" "${common[@]}" > "$work/r.json"
-  echo "| $name | 2 ranks, $strategy, loopback | $(median "$work/r.json") | $(field "$work/r.json" "' / '.join('%.2f' % (p['bytes_sent']/1048576) for p in r['per_rank'])") | $(field "$work/r.json" "' / '.join('%.0f' % (p['peak_rss_bytes']/1048576) for p in r['per_rank'])") |"
+  echo "| $name | 2 ranks, $strategy, loopback (predicted $(field "$work/r.json" "'%.2f' % r['plan']['predicted_ms']") ms) | $(median "$work/r.json") | $(field "$work/r.json" "' / '.join('%.2f' % (p['bytes_sent']/1048576) for p in r['per_rank'])") | $(field "$work/r.json" "' / '.join('%.0f' % (p['peak_rss_bytes']/1048576) for p in r['per_rank'])") |"
   for rate in 10gbit 1gbit; do
     "$here/emulated_cluster.sh" --rate "$rate" -np 2 -- "$cleave" run "$model" --plan "$work/$strategy.json" "${common[@]}" > "$work/r.json"
     echo "| $name | 2 ranks, $strategy, tbf $rate | $(median "$work/r.json") | | |"

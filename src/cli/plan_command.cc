@@ -1,13 +1,17 @@
 // `cleave plan` and `cleave profile`: cost a model, plan it, and write the plan and its chart.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
 
 #include "cli/commands.h"
 #include "cli/model_task_graph.h"
 #include "cli/option_limits.h"
 #include "cost/cost_table.h"
+#include "machine/machine.h"
 #include "pipeline/layout_choice.h"
 #include "pipeline/model_plan.h"
 #include "plan/simulator.h"
@@ -31,6 +35,7 @@ struct PlanSettings {
   int threads_per_worker = 1;
   int samples = 1;
   double time_limit = 10;
+  std::string machine;  // Devices (e.g. MPI ranks) from a machine file, instead of --workers.
   std::string output;
   std::string gantt;
   bool json = false;
@@ -40,10 +45,23 @@ int run_plan(const PlanSettings& settings) {
   // Bad targets are refused before planning, which may profile for minutes.
   if (!settings.output.empty()) require_file_target(settings.output);
   if (!settings.gantt.empty()) require_file_target(settings.gantt);
+  // A bad machine file is reported before the model is loaded or profiled.
+  std::optional<Machine> machine;
+  if (!settings.machine.empty()) machine = read_machine(settings.machine);
   Graph graph = load_model_for(settings.model);
-  CostTable costs = costs_for(graph, settings.costs, settings.workers * settings.threads_per_worker,
-                              settings.model.verbose, settings.threads_per_worker);
+  int threads = settings.workers * settings.threads_per_worker;
+  if (machine) {
+    // Each device's time is its thread count's cost over its speed; never time more threads
+    // than this host has.
+    threads = 1;
+    for (const Device& device : machine->devices) threads = std::max(threads, device.threads);
+    threads =
+        std::min(threads, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  }
+  CostTable costs = costs_for(graph, settings.costs, threads, settings.model.verbose,
+                              settings.threads_per_worker);
   ModelPlanOptions options;
+  options.machine = machine;
   options.strategy = settings.strategy;
   options.workers = settings.workers;
   options.threads_per_worker = settings.threads_per_worker;
@@ -167,6 +185,9 @@ void register_plan(CLI::App& app, CommandAction& action) {
   command->add_option("--time-limit", settings->time_limit, "Seconds for searching planners")
       ->default_val(10)
       ->check(positive_seconds());
+  command->add_option("--machine", settings->machine,
+                      "Machine file whose devices are the workers (e.g. MPI ranks: speed, "
+                      "memory, links); replaces --workers; plans must fit each device's memory");
   command->add_option("-o,--output", settings->output, "Write the plan as JSON");
   command->add_option("--gantt", settings->gantt, "Write the predicted timeline as a Gantt SVG");
   command->add_flag("--json", settings->json, "Print the plan as JSON");

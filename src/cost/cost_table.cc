@@ -163,11 +163,22 @@ std::string default_cache_directory(std::string_view kind) {
 }
 
 std::string graph_fingerprint(const Graph& graph) {
+  return graph_fingerprint(graph, nullptr);
+}
+
+std::string graph_fingerprint(
+    const Graph& graph,
+    const std::function<void(ValueId, const std::function<void(const std::byte*, std::size_t)>&)>&
+        unread) {
   Fingerprint hash;
   hash.add(print_graph(graph, 0));
   for (ValueId id : graph.initializers()) {
     const TensorData& data = *graph.value(id).initializer;
-    if (data.bytes) hash.add(data.bytes->data(), data.bytes->size());
+    if (data.bytes) {
+      hash.add(data.bytes->data(), data.bytes->size());
+    } else if (unread) {
+      unread(id, [&](const std::byte* piece, std::size_t size) { hash.add(piece, size); });
+    }
   }
   return fmt::format("{:016x}", hash.state);
 }

@@ -143,5 +143,12 @@ std::string default_cache_directory(std::string_view kind);
 
 /// A stable hash of a graph's structure, shapes and initializer bytes (cache keys).
 std::string graph_fingerprint(const Graph& graph);
+/// As graph_fingerprint, for a graph some of whose initializers were left unread (no bytes):
+/// `unread(id, add)` passes such an initializer's bytes to `add`, in pieces, so the result
+/// equals the fingerprint of the fully read graph without holding its weights.
+std::string graph_fingerprint(
+    const Graph& graph,
+    const std::function<void(ValueId, const std::function<void(const std::byte*, std::size_t)>&)>&
+        unread);
 
 }  // namespace cleave

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -36,6 +37,7 @@ struct Prepared {
   std::unique_ptr<MpiExecutor> executor;
   std::vector<std::map<std::string, Tensor>> inputs;  // Rank 0: one stream.
   double model_weight_bytes = 0;
+  bool unread_weights = false;  // Some weights were never read (external data, loaded as is).
   uint64_t hash = 0;
 };
 
@@ -43,8 +45,24 @@ void prepare(const RankRunSettings& settings, const MpiSession& session, Prepare
   LoadOptions load;
   load.shapes = parse_input_shapes(settings.shapes);
   load.optimize = settings.optimize;
+  // A model loaded as it is (no passes rewrite its weights) need not be read whole: external-
+  // data weights stay on disk until this rank knows which of them its tasks read.
+  std::map<std::string, ExternalWeight> unread;
+  if (!settings.optimize && load.shapes.empty()) load.unread_external = &unread;
   prepared.graph = load_model(settings.model, load);
-  prepared.plan = read_model_plan(settings.plan, prepared.graph, /*cores_on_this_host=*/false);
+  const auto unread_of = [&](ValueId id) -> const ExternalWeight& {
+    return unread.at(prepared.graph.value(id).name);
+  };
+  // The plan's fingerprint covers every weight: hash the unread ones piece by piece.
+  const std::string fingerprint = graph_fingerprint(
+      prepared.graph,
+      [&](ValueId id, const std::function<void(const std::byte*, std::size_t)>& add) {
+        if (unread.count(prepared.graph.value(id).name)) {
+          read_external_weight_in_pieces(unread_of(id), prepared.graph.value(id).name, add);
+        }
+      });
+  prepared.plan =
+      read_model_plan(settings.plan, prepared.graph, /*cores_on_this_host=*/false, fingerprint);
   const int workers = static_cast<int>(prepared.plan.plan.order.size());
   if (workers != session.size()) {
     throw Error(
@@ -55,11 +73,20 @@ void prepare(const RankRunSettings& settings, const MpiSession& session, Prepare
   std::ifstream plan_file(settings.plan, std::ios::binary);
   std::stringstream plan_text;
   plan_text << plan_file.rdbuf();
-  prepared.hash = hash_text(plan_text.str(), hash_text(graph_fingerprint(prepared.graph)));
+  prepared.hash = hash_text(plan_text.str(), hash_text(fingerprint));
   for (ValueId id : prepared.graph.initializers()) {
-    const auto& data = prepared.graph.value(id).initializer;
-    if (data->bytes) prepared.model_weight_bytes += static_cast<double>(data->bytes->size());
+    auto& data = *prepared.graph.value(id).initializer;
+    if (data.bytes) prepared.model_weight_bytes += static_cast<double>(data.bytes->size());
+    if (!data.bytes && unread.count(prepared.graph.value(id).name))
+      prepared.model_weight_bytes += static_cast<double>(unread_of(id).bytes);
   }
+  for (ValueId id : initializers_of_worker(prepared.graph, prepared.plan.tasks, prepared.plan.plan,
+                                           session.rank())) {
+    auto& data = *prepared.graph.value(id).initializer;
+    if (!data.bytes && unread.count(prepared.graph.value(id).name))
+      data.bytes = read_external_weight(unread_of(id), prepared.graph.value(id).name);
+  }
+  prepared.unread_weights = !unread.empty();
   keep_weights_of(prepared.graph, prepared.plan.tasks, prepared.plan.plan, session.rank());
   MpiOptions options;
   options.threads = settings.threads;
@@ -151,7 +178,16 @@ int run_on_ranks(const RankRunSettings& settings) {
     failure = e.what();
     if (failure.empty()) failure = "unknown error";
   }
-  agree_to_start(session, failure, prepared.hash, settings.rank_timeout_seconds);
+  try {
+    agree_to_start(session, failure, prepared.hash, settings.rank_timeout_seconds);
+  } catch (const Error& refusal) {
+    // Said before MPI_Finalize, which every rank enters before any exits: said after it (by
+    // the CLI), a rank's message was sometimes lost when mpirun stopped the job at the first
+    // non-zero exit.
+    fmt::print(stderr, "cleave: error: {}\n", refusal.what());
+    std::fflush(stderr);
+    return 1;
+  }
 
   MpiExecutor& executor = *prepared.executor;
   const int runs = settings.samples / executor.samples_per_run();
@@ -216,6 +252,8 @@ int run_on_ranks(const RankRunSettings& settings) {
       {"max", per_sample.empty() ? 0.0 : *std::max_element(per_sample.begin(), per_sample.end())},
       {"per_sample", per_sample}};
   report["model_weight_bytes"] = prepared.model_weight_bytes;
+  report["weights_read"] =
+      prepared.unread_weights ? "own tasks' only" : "whole model, then dropped";
   nlohmann::json ranks = nlohmann::json::array();
   for (int r = 0; r < session.size(); ++r) {
     const RankFigures& f = all[static_cast<std::size_t>(r)];
@@ -268,6 +306,8 @@ int run_on_ranks(const RankRunSettings& settings) {
              report["sample_latency_ms"]["median"].get<double>());
   fmt::print("plan       {} on {} rank(s): predicted {:.3f} ms\n", prepared.plan.plan.strategy,
              session.size(), prepared.plan.plan.makespan * 1e3);
+  fmt::print("weights    {:.2f} MiB in the model; ranks read {}\n",
+             prepared.model_weight_bytes / 1048576.0, report["weights_read"].get<std::string>());
   for (const auto& entry : ranks) {
     fmt::print(
         "rank {:<5} {} tasks, weights {:.2f} MiB, sent {:.2f} MiB in {} messages, peak RSS "

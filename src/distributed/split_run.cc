@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -259,7 +260,16 @@ int run_split_on_ranks(const SplitRunSettings& settings) {
   } catch (const std::exception& e) {
     failure = e.what();
   }
-  agree_to_start(session, failure, prepared.hash, settings.rank_timeout_seconds);
+  try {
+    agree_to_start(session, failure, prepared.hash, settings.rank_timeout_seconds);
+  } catch (const Error& refusal) {
+    // Said before MPI_Finalize, which every rank enters before any exits: said after it (by
+    // the CLI), a rank's message was sometimes lost when mpirun stopped the job at the first
+    // non-zero exit.
+    fmt::print(stderr, "cleave: error: {}\n", refusal.what());
+    std::fflush(stderr);
+    return 1;
+  }
   omp_set_num_threads(std::max(1, settings.threads));
   std::vector<double> latencies;
   std::map<std::string, Tensor> values;

@@ -4,7 +4,9 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -185,10 +187,9 @@ bool is_inside(const fs::path& path, const fs::path& folder) {
   return true;
 }
 
-std::shared_ptr<std::vector<std::byte>> load_external(const onnx::TensorProto& tensor,
-                                                      std::size_t expected_bytes,
-                                                      const std::string& what,
-                                                      const ImportOptions& options) {
+// Checks an external tensor's location (inside the model folder, file long enough).
+ExternalWeight locate_external(const onnx::TensorProto& tensor, std::size_t expected_bytes,
+                               const std::string& what, const ImportOptions& options) {
   ExternalLocation where = external_location(tensor, what);
   if (options.external_data_folder.empty()) {
     throw Error(
@@ -229,15 +230,7 @@ std::shared_ptr<std::vector<std::byte>> load_external(const onnx::TensorProto& t
     throw Error(fmt::format("{}: external data needs bytes {}..{} of '{}', which has {} bytes",
                             what, offset, offset + expected_bytes, file.string(), file_size));
   }
-  auto bytes = std::make_shared<std::vector<std::byte>>(expected_bytes);
-  std::ifstream stream(file, std::ios::binary);
-  stream.seekg(static_cast<std::streamoff>(offset));
-  stream.read(reinterpret_cast<char*>(bytes->data()), static_cast<std::streamsize>(expected_bytes));
-  if (!stream || static_cast<std::size_t>(stream.gcount()) != expected_bytes) {
-    throw Error(fmt::format("{}: cannot read {} bytes at offset {} of external data file '{}'",
-                            what, expected_bytes, offset, file.string()));
-  }
-  return bytes;
+  return ExternalWeight{file.string(), offset, expected_bytes};
 }
 
 // Copies ONNX's typed storage into little-endian elements of `width` bytes each; narrower
@@ -292,7 +285,12 @@ TensorData decode_tensor(const onnx::TensorProto& tensor, const std::string& wha
   std::size_t expected_bytes = static_cast<std::size_t>(count) * width;
 
   if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
-    data.bytes = load_external(tensor, expected_bytes, what, options);
+    ExternalWeight weight = locate_external(tensor, expected_bytes, what, options);
+    if (options.unread_external && !tensor.name().empty()) {
+      (*options.unread_external)[tensor.name()] = std::move(weight);
+    } else {
+      data.bytes = read_external_weight(weight, what);
+    }
     return data;
   }
   if (tensor.has_raw_data()) {
@@ -941,6 +939,36 @@ Graph import_onnx(const std::string& path, const ImportOptions& options) {
     with_folder.external_data_folder = folder.empty() ? "." : folder.string();
   }
   return import_onnx_from_bytes(bytes, path, with_folder);
+}
+
+std::shared_ptr<std::vector<std::byte>> read_external_weight(const ExternalWeight& weight,
+                                                             const std::string& what) {
+  auto bytes = std::make_shared<std::vector<std::byte>>(weight.bytes);
+  std::size_t at = 0;
+  read_external_weight_in_pieces(weight, what, [&](const std::byte* piece, std::size_t size) {
+    std::memcpy(bytes->data() + at, piece, size);
+    at += size;
+  });
+  return bytes;
+}
+
+void read_external_weight_in_pieces(
+    const ExternalWeight& weight, const std::string& what,
+    const std::function<void(const std::byte*, std::size_t)>& piece) {
+  constexpr std::size_t kPiece = std::size_t{1} << 22;
+  std::vector<std::byte> buffer(std::min(weight.bytes, kPiece));
+  std::ifstream stream(weight.file, std::ios::binary);
+  stream.seekg(static_cast<std::streamoff>(weight.offset));
+  for (std::size_t done = 0; done < weight.bytes;) {
+    const std::size_t size = std::min(kPiece, weight.bytes - done);
+    stream.read(reinterpret_cast<char*>(buffer.data()), static_cast<std::streamsize>(size));
+    if (!stream || static_cast<std::size_t>(stream.gcount()) != size) {
+      throw Error(fmt::format("{}: cannot read {} bytes at offset {} of external data file '{}'",
+                              what, weight.bytes, weight.offset, weight.file));
+    }
+    piece(buffer.data(), size);
+    done += size;
+  }
 }
 
 TensorData tensor_from_onnx(const onnx::TensorProto& tensor, const std::string& what) {

@@ -3,12 +3,23 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 
 #include "ir/graph.h"
 
 namespace cleave {
+
+/// Where an initializer's bytes lie in an external data file (already checked to be inside the
+/// model's folder and long enough).
+struct ExternalWeight {
+  std::string file;  ///< Canonical path.
+  uint64_t offset = 0;
+  std::size_t bytes = 0;
+};
 
 struct ImportOptions {
   /// Runs ONNX shape inference to type the intermediate values. When it fails (unknown ops,
@@ -25,7 +36,20 @@ struct ImportOptions {
   /// Folder that external tensor data is read from; import_onnx(path) sets it to the model's
   /// folder. Empty refuses models with external data.
   std::string external_data_folder;
+  /// Non-null: initializers kept in external data files are checked but not read (their
+  /// TensorData has no bytes); where each lies is recorded here by initializer name, so a
+  /// reader that needs only some of them (an MPI rank) reads those with read_external_weight.
+  std::map<std::string, ExternalWeight>* unread_external = nullptr;
 };
+
+/// Reads one recorded external initializer; `what` names it in errors.
+std::shared_ptr<std::vector<std::byte>> read_external_weight(const ExternalWeight& weight,
+                                                             const std::string& what);
+/// Passes the bytes of one recorded external initializer to `piece` a bounded piece at a time
+/// (to hash it without holding it).
+void read_external_weight_in_pieces(
+    const ExternalWeight& weight, const std::string& what,
+    const std::function<void(const std::byte*, std::size_t)>& piece);
 
 /// Reads the model file at `path`. Throws Error naming the file (and node or tensor) when the
 /// file is unreadable, not an ONNX model, or inconsistent.

@@ -106,7 +106,15 @@ void infer_shapes(Graph& graph, const std::string& origin) {
 }
 
 Graph load_model(const std::string& path, const LoadOptions& options) {
-  Graph graph = import_onnx(path);
+  if (options.unread_external && (options.optimize || !options.shapes.empty())) {
+    throw Error(
+        fmt::format("{}: weights can be left unread only without graph passes and "
+                    "--shape",
+                    path));
+  }
+  ImportOptions import;
+  import.unread_external = options.unread_external;
+  Graph graph = import_onnx(path, import);
   say(options, fmt::format("import: {} nodes, {} initializers, opset {}", graph.node_count(),
                            graph.initializers().size(),
                            graph.opset_imports.count("") ? graph.opset_imports.at("") : 0));

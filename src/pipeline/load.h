@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "onnx/onnx_import.h"
 
 namespace cleave {
 
@@ -24,6 +25,10 @@ struct LoadOptions {
   /// epilogues, and channel-scale folding (see OptimizeOptions).
   bool fuse_activations = true;
   std::function<void(const std::string&)> log;  ///< One line per step; may be empty.
+  /// As ImportOptions::unread_external: external-data initializers are left unread. Only with
+  /// optimize off (the passes may need weight values) and no `shapes` (re-inference writes
+  /// the initializers out).
+  std::map<std::string, ExternalWeight>* unread_external = nullptr;
 };
 
 /// Imports, fixes input shapes, re-infers shapes, verifies and optimizes a model, logging what

@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -26,6 +27,17 @@ ModelPlan plan_sequential(const Graph& graph, const CostTable& costs,
   int threads = options.workers * options.threads_per_worker;
   ModelPlan result;
   result.threads_per_worker = threads;
+  if (options.machine) {
+    // Every task on the first device; the other devices stay idle (their workers run nothing).
+    result.threads_per_worker = options.threads_per_worker;
+    TaskGraph per_sample = task_graph_for(graph, costs, *options.machine);
+    result.tasks =
+        options.samples > 1 ? replicate_for_samples(per_sample, options.samples) : per_sample;
+    AppendScheduler scheduler(result.tasks, upward_rank_order(result.tasks));
+    result.plan = scheduler.to_plan(std::vector<int>(result.tasks.tasks.size(), 0), "sequential");
+    result.plan.batch = options.samples;
+    return result;
+  }
   TaskGraph per_sample = task_graph_for(graph, costs, cpu_workers(1, threads));
   result.tasks =
       options.samples > 1 ? replicate_for_samples(per_sample, options.samples) : per_sample;
@@ -42,7 +54,9 @@ ModelPlan plan_parallel(const Graph& graph, const CostTable& costs, const ModelP
   ModelPlan result;
   result.threads_per_worker = options.threads_per_worker;
   TaskGraph per_sample =
-      task_graph_for(graph, costs, cpu_workers(options.workers, options.threads_per_worker));
+      task_graph_for(graph, costs,
+                     options.machine ? *options.machine
+                                     : cpu_workers(options.workers, options.threads_per_worker));
   ScheduleOptions schedule_options;
   schedule_options.time_limit_seconds = options.time_limit_seconds;
   if (planner.family == PlannerFamily::kHeterogeneous) {
@@ -55,6 +69,14 @@ ModelPlan plan_parallel(const Graph& graph, const CostTable& costs, const ModelP
   result.tasks = std::move(planned.tasks);
   result.plan = std::move(planned.plan);
   return result;
+}
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+bool over_memory(const ModelPlan& candidate) {
+  std::vector<int> worker_of_task;
+  for (const auto& placement : candidate.plan.tasks) worker_of_task.push_back(placement.worker);
+  return over_memory_worker(candidate.tasks, worker_of_task) >= 0;
 }
 
 }  // namespace
@@ -83,18 +105,34 @@ ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlan
   if (options.strategy == "auto") {
     // Sequential, then the registered candidates that plan as many samples as asked.
     std::vector<std::string> strategies{"sequential"};
+    const int workers =
+        options.machine ? static_cast<int>(options.machine->size()) : options.workers;
     for (const PlannerEntry& entry : planners()) {
-      if (options.workers > 1 && entry.auto_candidate &&
-          entry.plans_samples == (options.samples > 1)) {
+      if (workers > 1 && entry.auto_candidate && entry.plans_samples == (options.samples > 1)) {
         strategies.push_back(entry.name);
       }
     }
+    // Devices of a machine file may differ in speed and memory, which lc and clone ignore and
+    // HEFT weighs (it places a task only where its weights still fit).
+    if (options.machine && workers > 1 && options.samples == 1) strategies.push_back("heft");
     double best = std::numeric_limits<double>::infinity();
     std::vector<PlanCandidate> candidates;
     for (const std::string& strategy : strategies) {
-      ModelPlan candidate = strategy == "sequential"
-                                ? plan_sequential(graph, costs, options)
-                                : plan_parallel(graph, costs, options, strategy);
+      ModelPlan candidate;
+      try {
+        candidate = strategy == "sequential" ? plan_sequential(graph, costs, options)
+                                             : plan_parallel(graph, costs, options, strategy);
+      } catch (const Error&) {
+        // Planners that ignore memory may refuse their own over-memory plan on a machine file.
+        if (!options.machine) throw;
+        candidates.push_back({strategy + " (over memory)", kInfinity});
+        continue;
+      }
+      if (options.machine && over_memory(candidate)) {
+        // A plan whose weights do not fit a device cannot run there, however fast.
+        candidates.push_back({strategy + " (over memory)", candidate.plan.makespan});
+        continue;
+      }
       candidates.push_back({strategy, candidate.plan.makespan});
       // A parallel plan must win clearly: predictions carry noise, sequential carries none.
       double margin = strategy == "sequential" ? 1.0 : 0.98;
@@ -103,6 +141,12 @@ ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlan
         chosen = std::move(candidate);
       }
     }
+    if (!std::isfinite(best)) {
+      throw Error(
+          fmt::format("plan: no candidate plan fits the memory of the machine's devices "
+                      "({} devices); give more devices or more memory",
+                      options.machine->size()));
+    }
     chosen.candidates = std::move(candidates);
     chosen.plan.notes["auto_choice"] = chosen.plan.strategy;
   } else if (options.strategy == "sequential") {
@@ -110,6 +154,8 @@ ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlan
   } else {
     chosen = plan_parallel(graph, costs, options, options.strategy);
   }
+  // Fails with the device and bytes when a named strategy's weights overflow a device.
+  if (options.machine) validate_plan(chosen.plan, chosen.tasks);
   chosen.planning_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   chosen.plan.notes["planning_seconds"] = chosen.planning_seconds;
@@ -137,17 +183,19 @@ nlohmann::json model_plan_to_json(const ModelPlan& plan, const Graph& graph) {
 }
 
 ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph,
-                               const std::string& origin, bool cores_on_this_host) {
+                               const std::string& origin, bool cores_on_this_host,
+                               const std::string& graph_print) {
   try {
     const JsonField root(json, origin);
     if (!json.is_object()) root.fail("a plan object (from `cleave plan -o`)");
     const std::optional<JsonField> stored = root.find("model_fingerprint");
     const std::string fingerprint = stored ? stored->string() : "";
-    if (fingerprint != graph_fingerprint(graph)) {
+    const std::string here = graph_print.empty() ? graph_fingerprint(graph) : graph_print;
+    if (fingerprint != here) {
       throw Error(fmt::format(
           "{}: the plan was made for another model (or other --shape/optimize settings): "
           "fingerprint {} here, {} in the plan",
-          origin, graph_fingerprint(graph), fingerprint.empty() ? "none" : fingerprint));
+          origin, here, fingerprint.empty() ? "none" : fingerprint));
     }
     ModelPlan result;
     const JsonField tasks = root.at("task_graph");
@@ -190,8 +238,10 @@ ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph,
   }
 }
 
-ModelPlan read_model_plan(const std::string& path, const Graph& graph, bool cores_on_this_host) {
-  return model_plan_from_json(read_json_file(path, "plan file"), graph, path, cores_on_this_host);
+ModelPlan read_model_plan(const std::string& path, const Graph& graph, bool cores_on_this_host,
+                          const std::string& fingerprint) {
+  return model_plan_from_json(read_json_file(path, "plan file"), graph, path, cores_on_this_host,
+                              fingerprint);
 }
 
 void write_model_plan(const std::string& path, const ModelPlan& plan, const Graph& graph) {

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,11 @@ struct ModelPlanOptions {
   int threads_per_worker = 1;  ///< Intra-op threads of each worker.
   int samples = 1;             ///< Samples in flight (hyperclustering when > 1).
   double time_limit_seconds = 10;
+  /// The devices to plan for, from a machine file (e.g. MPI ranks with their speed, memory and
+  /// links); unset: `workers` CPU workers of `threads_per_worker` threads on this host. With
+  /// a machine, `auto` keeps only candidates whose weights fit every device's memory, and a
+  /// named strategy whose plan does not fit is refused.
+  std::optional<Machine> machine;
 };
 
 /// Every strategy name plan_model takes: its own, then the task-graph schedulers' names.
@@ -55,11 +61,14 @@ nlohmann::json model_plan_to_json(const ModelPlan& plan, const Graph& graph);
 /// Reads a plan file for `graph`; refuses (Error naming the file) one made for another model,
 /// naming unknown nodes, or one that fails validation (e.g. an order that would deadlock).
 ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph,
-                               const std::string& origin, bool cores_on_this_host = true);
+                               const std::string& origin, bool cores_on_this_host = true,
+                               const std::string& fingerprint = "");
 /// `cores_on_this_host`: the devices' cores must exist here (the thread executor pins to them);
 /// false for plans whose workers are MPI ranks, which may run on other machines.
+/// `fingerprint`: the graph's, when the caller computed it (a graph whose weights were left
+/// unread); empty: graph_fingerprint(graph).
 ModelPlan read_model_plan(const std::string& path, const Graph& graph,
-                          bool cores_on_this_host = true);
+                          bool cores_on_this_host = true, const std::string& fingerprint = "");
 void write_model_plan(const std::string& path, const ModelPlan& plan, const Graph& graph);
 
 }  // namespace cleave
