@@ -13,7 +13,9 @@
 
 #include "analysis/graph_dot.h"
 #include "cli/commands.h"
+#include "ir/verify.h"
 #include "onnx/atomic_file.h"
+#include "passes/pipeline.h"
 #include "pipeline/load.h"
 #include "runtime/npy.h"
 #include "stream/executor.h"
@@ -23,6 +25,7 @@
 #include "stream/stream_dot.h"
 #include "stream/stream_json.h"
 #include "stream/stream_text.h"
+#include "stream/unroll.h"
 
 namespace cleave::cli {
 
@@ -89,7 +92,20 @@ Loaded load_program_or_model(const std::string& path) {
     out.program = load_stream_program(path);
     return out;
   }
-  out.graph = std::make_shared<Graph>(load_model(path));
+  // Static loops and RNNs become per-step nodes before the graph passes run (as load_model
+  // runs them), so folding removes what only constants feed and fusions see the steps.
+  LoadOptions load;
+  load.optimize = false;
+  out.graph = std::make_shared<Graph>(load_model(path, load));
+  if (has_loops(*out.graph)) {
+    unroll_static_loops(*out.graph, path);
+    infer_shapes(*out.graph, path);
+  }
+  OptimizeOptions optimize;
+  optimize.fuse_activations = true;
+  optimize.fold_channel_scales = true;
+  optimize_graph(*out.graph, optimize);
+  verify_graph(*out.graph);
   out.conversion = graph_to_stream(*out.graph, out.graph->name.empty() ? "model" : out.graph->name);
   out.program = StreamProgram{out.conversion->root, path};
   verify_stream(out.program.root, path);
