@@ -43,6 +43,8 @@ struct StreamCommandOptions {
   std::string dot;
   std::string svg;
   std::vector<std::string> fission;
+  bool by_reference = false;
+  std::string inputs_dir;
 };
 
 bool replace_filter(Stream& s, const std::string& name, int64_t copies, int64_t granularity) {
@@ -86,7 +88,7 @@ struct Loaded {
   std::shared_ptr<Graph> graph;
 };
 
-Loaded load_program_or_model(const std::string& path) {
+Loaded load_program_or_model(const std::string& path, bool by_reference) {
   Loaded out;
   if (!is_model(path)) {
     out.program = load_stream_program(path);
@@ -106,7 +108,8 @@ Loaded load_program_or_model(const std::string& path) {
   optimize.fold_channel_scales = true;
   optimize_graph(*out.graph, optimize);
   verify_graph(*out.graph);
-  out.conversion = graph_to_stream(*out.graph, out.graph->name.empty() ? "model" : out.graph->name);
+  out.conversion = graph_to_stream(*out.graph, out.graph->name.empty() ? "model" : out.graph->name,
+                                   StreamConversionOptions{by_reference});
   out.program = StreamProgram{out.conversion->root, path};
   verify_stream(out.program.root, path);
   return out;
@@ -152,7 +155,7 @@ int run_schedule(const StreamCommandOptions& o) {
 }
 
 int run_print(const StreamCommandOptions& o) {
-  const Loaded loaded = load_program_or_model(o.program);
+  const Loaded loaded = load_program_or_model(o.program, o.by_reference);
   const Stream& root = loaded.program.root;
   if (!o.dot.empty()) write_file_atomically(o.dot, stream_to_dot(root));
   if (!o.svg.empty()) render_dot(stream_to_dot(root), "svg", o.svg);
@@ -169,6 +172,10 @@ int run_print(const StreamCommandOptions& o) {
         c.total_flops > 0
             ? 100.0 * static_cast<double>(c.replicated_flops) / static_cast<double>(c.total_flops)
             : 0.0);
+    if (o.by_reference) {
+      fmt::print("by reference: {} reader filters stand in for {} FLOPs that replication repeats\n",
+                 c.reference_readers, c.referenced_flops);
+    }
   } else {
     fmt::print("{}", print_stream(root));
   }
@@ -243,7 +250,7 @@ double percentile(std::vector<double> v, double q) {
 }
 
 int run_run(const StreamCommandOptions& o) {
-  const Loaded loaded = load_program_or_model(o.program);
+  const Loaded loaded = load_program_or_model(o.program, o.by_reference);
   StreamProgram program = loaded.program;
   for (const std::string& spec : o.fission) apply_fission(program.root, spec, program.origin);
   if (!o.fission.empty()) verify_stream(program.root, program.origin);
@@ -313,6 +320,9 @@ void register_stream(CLI::App& app, CommandAction& action) {
   command->add_flag("--text", options->text, "Print the program as StreamIt-like text (default)");
   command->add_option("--dot", options->dot, "Also write the stream as Graphviz DOT to this file");
   command->add_option("--svg", options->svg, "Also render the stream as SVG to this file");
+  command->add_flag("--no-replicate", options->by_reference,
+                    "Converting a model: keep a node that two split-joins share once and pass its "
+                    "value by reference instead of replicating it");
   command->require_subcommand(0, 1);
 
   CLI::App* schedule = command->add_subcommand(
@@ -347,6 +357,9 @@ void register_stream(CLI::App& app, CommandAction& action) {
                   "NAME=COPIES:GRANULARITY: split the row-wise model filter NAME into COPIES "
                   "round-robin copies of GRANULARITY rows each (repeatable)");
   run->add_flag("--json", options->json, "Print the report as JSON");
+  run->add_flag("--no-replicate", options->by_reference,
+                "Converting a model: pass shared values by reference instead of replicating "
+                "their nodes");
   run->callback([&action, options] { action = [options] { return run_run(*options); }; });
 
   command->callback([&action, options, command] {

@@ -352,6 +352,29 @@ TEST(StreamUnroll, LstmStepIsConcatGemmPerGateAndCellUpdate) {
             "return var19, var20, var21\n");
 }
 
+TEST(StreamUnroll, UnrolledLstmByReferenceKeepsEveryStepOnce) {
+  // The recurrence is not series-parallel: replicated, each step repeats the ones before it.
+  const RnnCase rc{"LSTM"};
+  const Graph g = unrolled(rc.text());
+  const StreamConversion replicated = graph_to_stream(g);
+  const StreamConversion c = graph_to_stream(g, "model", StreamConversionOptions{true});
+  EXPECT_GT(replicated.replicated_filters, 0);
+  EXPECT_EQ(c.replicated_filters, 0);
+  EXPECT_EQ(c.filters, c.live_instructions);
+  EXPECT_GT(c.reference_readers, 0);
+  const Tensor x = tensor_of({rc.seq, rc.batch, rc.in}, rc.x());
+  const StreamRunResult r =
+      run_stream({c.root, "lstm"}, {x, x, x}, testing::on_workers(2, {}, true));
+  const std::vector<std::vector<float>> want = rc.reference();
+  ASSERT_EQ(r.outputs.size(), 3 * want.size());
+  for (std::size_t k = 0; k < r.outputs.size(); ++k) {
+    const auto got = r.outputs[k].values<float>();
+    const std::vector<float>& expected = want[k % want.size()];
+    ASSERT_EQ(got.size(), expected.size());
+    for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], 1e-5);
+  }
+}
+
 TEST(StreamUnroll, RnnWithClipIsRefusedNamingTheNode) {
   Graph g = parse_graph(RnnCase{"LSTM"}.text());
   for (NodeId id : g.node_ids()) g.node(id).set_attribute("clip", Attribute::of_float(1.0f));
