@@ -208,8 +208,48 @@ std::vector<Tensor> items_of(const std::string& file) {
 
 // The program input: one file for a program; for a model one per graph input, interleaved
 // round robin in graph input order. --items repeats the file's items as needed.
-std::vector<Tensor> input_items(const StreamCommandOptions& o, const Graph* graph) {
+// --inputs DIR: every NAME.npy in the folder; a model needs one per graph input and no more.
+std::map<std::string, std::string> files_in(const std::string& dir, const Graph* graph) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    throw Error(fmt::format("stream run: --inputs {}: not a folder", dir));
+  }
   std::map<std::string, std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".npy") {
+      files[entry.path().stem().string()] = entry.path().string();
+    }
+  }
+  if (graph) {
+    std::vector<std::string> names;
+    for (ValueId id : graph->inputs()) {
+      const std::string& name = graph->value(id).name;
+      names.push_back(name);
+      if (!files.count(name)) {
+        throw Error(fmt::format("stream run: --inputs {}: missing {}.npy for graph input \"{}\"",
+                                dir, name, name));
+      }
+    }
+    for (const auto& [name, file] : files) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) {
+        throw Error(fmt::format("stream run: --inputs {}: {} names no graph input (inputs: {})",
+                                dir, file, fmt::join(names, ", ")));
+      }
+    }
+  } else if (files.size() != 1) {
+    throw Error(fmt::format(
+        "stream run: --inputs {}: a stream program has one input, the folder has {} .npy files",
+        dir, files.size()));
+  }
+  return files;
+}
+
+std::vector<Tensor> input_items(const StreamCommandOptions& o, const Graph* graph) {
+  if (o.inputs.empty() == o.inputs_dir.empty()) {
+    throw Error("stream run: give the inputs either as --input NAME=FILE.npy or as --inputs DIR");
+  }
+  std::map<std::string, std::string> files;
+  if (!o.inputs_dir.empty()) files = files_in(o.inputs_dir, graph);
   for (const std::string& spec : o.inputs) {
     const std::size_t equals = spec.find('=');
     if (equals == std::string::npos) {
@@ -343,8 +383,10 @@ void register_stream(CLI::App& app, CommandAction& action) {
       ->required();
   run->add_option("--input", options->inputs,
                   "NAME=FILE.npy: the input items, one per entry of the leading axis (a model: "
-                  "one per graph input)")
-      ->required();
+                  "one per graph input)");
+  run->add_option("--inputs", options->inputs_dir,
+                  "DIR holding NAME.npy per graph input (a program: its one input file), "
+                  "instead of --input");
   run->add_option("--items", options->items,
                   "How many items to feed (the file's items are repeated); default: all of them");
   run->add_option("--workers", options->workers, "Worker threads")->capture_default_str();

@@ -113,5 +113,66 @@ TEST_F(StreamCommand, MalformedProgramFailsWithoutOutput) {
   EXPECT_FALSE(std::filesystem::exists(path("out")));
 }
 
+constexpr const char* kTwoInputs = R"(graph g (%x: f32[1,2], %y: f32[1,2]) {
+  %s: f32[1,2] = Add(%x, %y)
+  %t: f32[1,2] = Mul(%s, %y)
+  return %t
+})";
+
+Tensor rows(std::vector<float> values) {
+  Tensor t = Tensor::allocate(DataType::kFloat, {static_cast<int64_t>(values.size() / 2), 1, 2});
+  std::copy(values.begin(), values.end(), t.data<float>());
+  return t;
+}
+
+TEST_F(StreamCommand, RunReadsEachGraphInputFromTheInputsFolder) {
+  export_onnx(parse_graph(kTwoInputs), path("m.onnx"));
+  std::filesystem::create_directories(path("in"));
+  write_npy(path("in/x.npy"), rows({1, 2, 3, 4}));
+  write_npy(path("in/y.npy"), rows({10, 20, 30, 40}));
+  const CommandResult r = cleave("stream run " + path("m.onnx") + " --inputs " + path("in") +
+                                 " --output-dir " + path("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Tensor out = read_npy(path("out/output.npy"));
+  // (x + y) * y per item.
+  EXPECT_EQ(out.values<float>()[0], 110.0f);
+  EXPECT_EQ(out.values<float>()[3], 1760.0f);
+}
+
+TEST_F(StreamCommand, InputsFolderWithoutAGraphInputsFileIsRefusedNamingIt) {
+  export_onnx(parse_graph(kTwoInputs), path("m.onnx"));
+  std::filesystem::create_directories(path("in"));
+  write_npy(path("in/x.npy"), rows({1, 2}));
+  const CommandResult r = cleave("stream run " + path("m.onnx") + " --inputs " + path("in") +
+                                 " --output-dir " + path("out"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("missing y.npy for graph input \"y\""));
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
+TEST_F(StreamCommand, InputsFolderWithAnExtraFileIsRefusedNamingIt) {
+  export_onnx(parse_graph(kTwoInputs), path("m.onnx"));
+  std::filesystem::create_directories(path("in"));
+  for (const char* name : {"x", "y", "z"}) write_npy(path("in/") + name + ".npy", rows({1, 2}));
+  const CommandResult r = cleave("stream run " + path("m.onnx") + " --inputs " + path("in"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr(path("in/z.npy") + " names no graph input (inputs: x, y)"));
+}
+
+TEST_F(StreamCommand, LoopWithDynamicTripCountIsRefusedNamingTheNode) {
+  export_onnx(parse_graph(R"(graph g (%x: f32[1,2], %m: i64[]) {
+  %v: f32[1,2] = "loop" Loop[body=graph body (%i: i64[], %c: bool[], %v_in: f32[1,2]) {
+    %w: f32[1,2] = Relu(%v_in)
+    return %c, %w
+  }](%m, _, %x)
+  return %v
+})"),
+              path("m.onnx"));
+  const CommandResult r = cleave("stream " + path("m.onnx"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("node 'loop' (Loop): its trip count M is not a constant"));
+  EXPECT_THAT(r.out, ::testing::IsEmpty());
+}
+
 }  // namespace
 }  // namespace cleave
