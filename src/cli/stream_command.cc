@@ -22,6 +22,7 @@
 #include "stream/fission.h"
 #include "stream/from_graph.h"
 #include "stream/schedule.h"
+#include "stream/stages.h"
 #include "stream/stream_dot.h"
 #include "stream/stream_json.h"
 #include "stream/stream_text.h"
@@ -45,6 +46,7 @@ struct StreamCommandOptions {
   std::vector<std::string> fission;
   bool by_reference = false;
   std::string inputs_dir;
+  int stages = 0;
 };
 
 bool replace_filter(Stream& s, const std::string& name, int64_t copies, int64_t granularity) {
@@ -84,11 +86,12 @@ bool is_model(const std::string& path) {
 // A program file as it is, or a model converted (thesis ch. 4); `graph` keeps the model.
 struct Loaded {
   StreamProgram program;
+  std::optional<StagedStream> staged;
   std::optional<StreamConversion> conversion;
   std::shared_ptr<Graph> graph;
 };
 
-Loaded load_program_or_model(const std::string& path, bool by_reference) {
+Loaded load_program_or_model(const std::string& path, bool by_reference, int stages) {
   Loaded out;
   if (!is_model(path)) {
     out.program = load_stream_program(path);
@@ -108,6 +111,13 @@ Loaded load_program_or_model(const std::string& path, bool by_reference) {
   optimize.fold_channel_scales = true;
   optimize_graph(*out.graph, optimize);
   verify_graph(*out.graph);
+  if (stages > 0) {
+    out.staged =
+        graph_to_stages(*out.graph, stages, out.graph->name.empty() ? "model" : out.graph->name);
+    out.program = StreamProgram{out.staged->root, path};
+    verify_stream(out.program.root, path);
+    return out;
+  }
   out.conversion = graph_to_stream(*out.graph, out.graph->name.empty() ? "model" : out.graph->name,
                                    StreamConversionOptions{by_reference});
   out.program = StreamProgram{out.conversion->root, path};
@@ -155,7 +165,7 @@ int run_schedule(const StreamCommandOptions& o) {
 }
 
 int run_print(const StreamCommandOptions& o) {
-  const Loaded loaded = load_program_or_model(o.program, o.by_reference);
+  const Loaded loaded = load_program_or_model(o.program, o.by_reference, o.stages);
   const Stream& root = loaded.program.root;
   if (!o.dot.empty()) write_file_atomically(o.dot, stream_to_dot(root));
   if (!o.svg.empty()) render_dot(stream_to_dot(root), "svg", o.svg);
@@ -176,6 +186,11 @@ int run_print(const StreamCommandOptions& o) {
       fmt::print("by reference: {} reader filters stand in for {} FLOPs that replication repeats\n",
                  c.reference_readers, c.referenced_flops);
     }
+  } else if (loaded.staged) {
+    const StagedStream& s = *loaded.staged;
+    fmt::print("{}{} stages: nodes {}, FLOPs {}; tensors crossing each cut: {}\n",
+               print_stream(root), s.stage_nodes.size(), fmt::join(s.stage_nodes, " "),
+               fmt::join(s.stage_flops, " "), fmt::join(s.cut_values, " "));
   } else {
     fmt::print("{}", print_stream(root));
   }
@@ -290,13 +305,13 @@ double percentile(std::vector<double> v, double q) {
 }
 
 int run_run(const StreamCommandOptions& o) {
-  const Loaded loaded = load_program_or_model(o.program, o.by_reference);
+  const Loaded loaded = load_program_or_model(o.program, o.by_reference, o.stages);
   StreamProgram program = loaded.program;
   for (const std::string& spec : o.fission) apply_fission(program.root, spec, program.origin);
   if (!o.fission.empty()) verify_stream(program.root, program.origin);
   const std::vector<Tensor> inputs = input_items(o, loaded.graph.get());
   StreamRunOptions options;
-  options.mixed_items = loaded.conversion.has_value();
+  options.mixed_items = loaded.graph != nullptr;
   options.keep_outputs = !o.output_dir.empty();
   options.workers = o.workers;
   options.capacity_factor = o.capacity_factor;
@@ -360,6 +375,11 @@ void register_stream(CLI::App& app, CommandAction& action) {
   command->add_flag("--text", options->text, "Print the program as StreamIt-like text (default)");
   command->add_option("--dot", options->dot, "Also write the stream as Graphviz DOT to this file");
   command->add_option("--svg", options->svg, "Also render the stream as SVG to this file");
+  command
+      ->add_option("--stages", options->stages,
+                   "Converting a model: cut it into K contiguous stages balanced by FLOPs, one "
+                   "filter each, instead of one filter per node")
+      ->check(CLI::Range(0, 1000000));
   command->add_flag("--no-replicate", options->by_reference,
                     "Converting a model: keep a node that two split-joins share once and pass its "
                     "value by reference instead of replicating it");
@@ -399,6 +419,9 @@ void register_stream(CLI::App& app, CommandAction& action) {
                   "NAME=COPIES:GRANULARITY: split the row-wise model filter NAME into COPIES "
                   "round-robin copies of GRANULARITY rows each (repeatable)");
   run->add_flag("--json", options->json, "Print the report as JSON");
+  run->add_option("--stages", options->stages,
+                  "Converting a model: K contiguous stages balanced by FLOPs, one filter each")
+      ->check(CLI::Range(0, 1000000));
   run->add_flag("--no-replicate", options->by_reference,
                 "Converting a model: pass shared values by reference instead of replicating "
                 "their nodes");
