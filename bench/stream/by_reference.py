@@ -62,8 +62,7 @@ def main():
         cases.append((os.path.join(MODELS, "efficientnet_b0.onnx"), "input",
                       os.path.join(MODELS, "efficientnet_b0.input.npy")))
     for model, name, inputs in cases:
-        name = os.path.basename(model)
-        print(f"### {name}\n")
+        print(f"### {os.path.basename(model)}\n")
         print(f"- replication: {convert(model, False)}")
         print(f"- by reference: {convert(model, True)}\n")
         rates = {}

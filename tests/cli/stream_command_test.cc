@@ -174,5 +174,49 @@ TEST_F(StreamCommand, LoopWithDynamicTripCountIsRefusedNamingTheNode) {
   EXPECT_THAT(r.out, ::testing::IsEmpty());
 }
 
+constexpr const char* kFused = R"(graph g (%x: f32[1,4]) {
+  %g: f32[1,4] = Relu(%x)
+  %f: f32[1,4] = Tanh(%x)
+  %s: f32[1,4] = Add(%g, %f)
+  %h: f32[1,4] = Sigmoid(%x)
+  %t: f32[1,4] = Add(%g, %h)
+  return %s, %t
+})";
+
+TEST_F(StreamCommand, NoReplicateReadsTheSharedValueAndComputesTheSameOutputs) {
+  export_onnx(parse_graph(kFused), path("m.onnx"));
+  Tensor x = Tensor::allocate(DataType::kFloat, {3, 1, 4});
+  for (int i = 0; i < 12; ++i) x.data<float>()[i] = 0.5f * static_cast<float>(i - 6);
+  write_npy(path("x.npy"), x);
+  const CommandResult printed = cleave("stream " + path("m.onnx") + " --no-replicate");
+  ASSERT_EQ(printed.exit_code, 0) << printed.err;
+  EXPECT_THAT(printed.out, HasSubstr("identity reads &v1;"));
+  EXPECT_THAT(printed.out, HasSubstr("by reference: 1 reader filters"));
+  for (const char* mode : {"", " --no-replicate"}) {
+    const CommandResult r =
+        cleave("stream run " + path("m.onnx") + " --input x=" + path("x.npy") + " --workers 2" +
+               mode + " --output-dir " + path(mode[0] ? "by_ref" : "replicated"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const Tensor a = read_npy(path("replicated/output.npy"));
+  const Tensor b = read_npy(path("by_ref/output.npy"));
+  const auto av = a.values<float>();
+  const auto bv = b.values<float>();
+  ASSERT_EQ(av.size(), 24u);
+  EXPECT_EQ(std::vector<float>(av.begin(), av.end()), std::vector<float>(bv.begin(), bv.end()));
+}
+
+TEST_F(StreamCommand, StagesCutAModelIntoThatManyFilters) {
+  export_onnx(parse_graph(kTwoInputs), path("m.onnx"));
+  const CommandResult r = cleave("stream " + path("m.onnx") + " --stages 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("filter stage0(pop 2, peek 2, push 2)"));
+  EXPECT_THAT(r.out, HasSubstr("filter stage1(pop 2, peek 2, push 1)"));
+  EXPECT_THAT(r.out, HasSubstr("2 stages: nodes 1 1"));
+  const CommandResult bad = cleave("stream " + path("m.onnx") + " --stages 3");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("3 stages for a graph of 2 nodes"));
+}
+
 }  // namespace
 }  // namespace cleave
