@@ -94,6 +94,12 @@ struct Loaded {
 Loaded load_program_or_model(const std::string& path, bool by_reference, int stages) {
   Loaded out;
   if (!is_model(path)) {
+    if (by_reference || stages > 0) {
+      throw Error(
+          fmt::format("stream: {} is a stream program; --no-replicate and --stages apply "
+                      "to converting an ONNX model",
+                      path));
+    }
     out.program = load_stream_program(path);
     return out;
   }
