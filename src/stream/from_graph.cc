@@ -251,7 +251,11 @@ class Converter {
     sj.split.kind = SplitKind::kDuplicate;
     make_round_robin_if_selecting(sj, d);
     for (Stream& branch : sj.streams) {
-      if (branch.streams.size() == 1) branch = std::move(branch.streams[0]);
+      if (branch.streams.size() == 1) {
+        // Moved out first: assigning a child into its parent would free it mid-assignment.
+        Stream only = std::move(branch.streams[0]);
+        branch = std::move(only);
+      }
     }
     pipeline.streams.push_back(std::move(sj));
     if (!is_sink) append_filter(pipeline, instruction_filter(to));

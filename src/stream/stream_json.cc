@@ -143,7 +143,10 @@ struct Reader {
            "a stream must be an object with one key: \"filter\", \"pipeline\", \"splitjoin\" or "
            "\"include\"");
     }
-    const auto& [key, body] = *value.items().begin();
+    // Not `*value.items().begin()`: that binds to a temporary proxy that dies at once.
+    const auto first = value.begin();
+    const std::string key = first.key();
+    const json& body = first.value();
     if (key == "include") return include(text(body, where, "include"), where);
     if (!body.is_object()) fail(where, fmt::format("\"{}\" must be an object", key));
     if (key == "filter") return filter(body, where);
