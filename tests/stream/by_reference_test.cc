@@ -8,6 +8,7 @@
 #include "stream/executor.h"
 #include "stream/from_graph.h"
 #include "stream/schedule.h"
+#include "stream/stream_json.h"
 #include "stream/stream_text.h"
 #include "test_models.h"
 
@@ -104,6 +105,15 @@ TEST(StreamByReference, ReadersPassTheSameValuesAsReplication) {
       for (std::size_t j = 0; j < got.size(); ++j) EXPECT_FLOAT_EQ(got[j], expected[j]);
     }
   }
+}
+
+TEST(StreamByReference, JsonFormKeepsPublishersAndReaders) {
+  const StreamConversion c = by_reference(graph_of(kFused));
+  const std::string json = stream_to_json(c.root);
+  EXPECT_THAT(json, ::testing::HasSubstr("\"publishes\": \"v1\""));
+  EXPECT_THAT(json, ::testing::HasSubstr("\"reads\": \"v1\""));
+  const StreamProgram back = parse_stream_program(json, "p.json", ".", {false, true});
+  EXPECT_EQ(print_stream(back.root), print_stream(c.root));
 }
 
 TEST(StreamByReference, ReaderOfAReferenceNobodyPublishesIsRefused) {
