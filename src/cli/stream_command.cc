@@ -13,6 +13,7 @@
 
 #include "analysis/graph_dot.h"
 #include "cli/commands.h"
+#include "cli/model_task_graph.h"
 #include "ir/verify.h"
 #include "onnx/atomic_file.h"
 #include "passes/pipeline.h"
@@ -47,6 +48,7 @@ struct StreamCommandOptions {
   bool by_reference = false;
   std::string inputs_dir;
   int stages = 0;
+  std::string costs = "flops";
 };
 
 bool replace_filter(Stream& s, const std::string& name, int64_t copies, int64_t granularity) {
@@ -91,7 +93,8 @@ struct Loaded {
   std::shared_ptr<Graph> graph;
 };
 
-Loaded load_program_or_model(const std::string& path, bool by_reference, int stages) {
+Loaded load_program_or_model(const std::string& path, bool by_reference, int stages,
+                             const std::string& costs) {
   Loaded out;
   if (!is_model(path)) {
     if (by_reference || stages > 0) {
@@ -118,8 +121,16 @@ Loaded load_program_or_model(const std::string& path, bool by_reference, int sta
   optimize_graph(*out.graph, optimize);
   verify_graph(*out.graph);
   if (stages > 0) {
-    out.staged =
-        graph_to_stages(*out.graph, stages, out.graph->name.empty() ? "model" : out.graph->name);
+    const std::string name = out.graph->name.empty() ? "model" : out.graph->name;
+    if (costs == "flops") {
+      out.staged = graph_to_stages(*out.graph, stages, name);
+    } else {
+      // The cost table cleave's planners use (a profile is measured once and cached).
+      const CostTable table = costs_for(*out.graph, costs, 1, false);
+      std::vector<double> seconds(out.graph->node_capacity(), 0.0);
+      for (NodeId id : out.graph->node_ids()) seconds[id] = table.seconds(id, 1);
+      out.staged = graph_to_stages(*out.graph, stages, name, seconds);
+    }
     out.program = StreamProgram{out.staged->root, path};
     verify_stream(out.program.root, path);
     return out;
@@ -171,7 +182,7 @@ int run_schedule(const StreamCommandOptions& o) {
 }
 
 int run_print(const StreamCommandOptions& o) {
-  const Loaded loaded = load_program_or_model(o.program, o.by_reference, o.stages);
+  const Loaded loaded = load_program_or_model(o.program, o.by_reference, o.stages, o.costs);
   const Stream& root = loaded.program.root;
   if (!o.dot.empty()) write_file_atomically(o.dot, stream_to_dot(root));
   if (!o.svg.empty()) render_dot(stream_to_dot(root), "svg", o.svg);
@@ -197,6 +208,15 @@ int run_print(const StreamCommandOptions& o) {
     fmt::print("{}{} stages: nodes {}, FLOPs {}; tensors crossing each cut: {}\n",
                print_stream(root), s.stage_nodes.size(), fmt::join(s.stage_nodes, " "),
                fmt::join(s.stage_flops, " "), fmt::join(s.cut_values, " "));
+    if (!s.stage_cost.empty()) {
+      const double slowest = *std::max_element(s.stage_cost.begin(), s.stage_cost.end());
+      std::vector<std::string> ms;
+      for (double c : s.stage_cost) ms.push_back(fmt::format("{:.3f}", c * 1e3));
+      fmt::print(
+          "stage ms by the {} cost table: {}; predicts {:.1f} items/s with one worker "
+          "per stage\n",
+          o.costs, fmt::join(ms, " "), slowest > 0 ? 1.0 / slowest : 0.0);
+    }
   } else {
     fmt::print("{}", print_stream(root));
   }
@@ -311,7 +331,7 @@ double percentile(std::vector<double> v, double q) {
 }
 
 int run_run(const StreamCommandOptions& o) {
-  const Loaded loaded = load_program_or_model(o.program, o.by_reference, o.stages);
+  const Loaded loaded = load_program_or_model(o.program, o.by_reference, o.stages, o.costs);
   StreamProgram program = loaded.program;
   for (const std::string& spec : o.fission) apply_fission(program.root, spec, program.origin);
   if (!o.fission.empty()) verify_stream(program.root, program.origin);
@@ -386,6 +406,11 @@ void register_stream(CLI::App& app, CommandAction& action) {
                    "Converting a model: cut it into K contiguous stages balanced by FLOPs, one "
                    "filter each, instead of one filter per node")
       ->check(CLI::Range(0, 1000000));
+  command
+      ->add_option("--costs", options->costs,
+                   "With --stages: balance stages by flops (default) or by a cost table: "
+                   "profile, static or analytical")
+      ->check(CLI::IsMember({"flops", "profile", "static", "analytical"}));
   command->add_flag("--no-replicate", options->by_reference,
                     "Converting a model: keep a node that two split-joins share once and pass its "
                     "value by reference instead of replicating it");
@@ -428,6 +453,9 @@ void register_stream(CLI::App& app, CommandAction& action) {
   run->add_option("--stages", options->stages,
                   "Converting a model: K contiguous stages balanced by FLOPs, one filter each")
       ->check(CLI::Range(0, 1000000));
+  run->add_option("--costs", options->costs,
+                  "With --stages: balance by flops (default), profile, static or analytical")
+      ->check(CLI::IsMember({"flops", "profile", "static", "analytical"}));
   run->add_flag("--no-replicate", options->by_reference,
                 "Converting a model: pass shared values by reference instead of replicating "
                 "their nodes");

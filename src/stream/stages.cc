@@ -112,29 +112,40 @@ std::shared_ptr<Graph> stage_graph(const Graph& graph, const std::vector<NodeId>
 }  // namespace
 
 StagedStream graph_to_stages(const Graph& graph, int stages, const std::string& name) {
+  return graph_to_stages(graph, stages, name, {});
+}
+
+StagedStream graph_to_stages(const Graph& graph, int stages, const std::string& name,
+                             const std::vector<double>& node_cost) {
   const std::vector<NodeId> order = graph.topological_order();
   if (stages < 1 || static_cast<std::size_t>(stages) > order.size()) {
     throw Error(fmt::format("stream stages: {} stages for a graph of {} nodes (need 1..{})", stages,
                             order.size(), order.size()));
   }
   std::vector<int> position(graph.node_capacity(), -1);
+  if (!node_cost.empty() && node_cost.size() < graph.node_capacity()) {
+    throw Error(fmt::format("stream stages: {} node costs for a graph of {} node ids",
+                            node_cost.size(), graph.node_capacity()));
+  }
   std::vector<int64_t> cost(order.size());
-  int64_t total = 0;
+  std::vector<double> weight(order.size());
+  double total = 0;
   for (std::size_t p = 0; p < order.size(); ++p) {
     position[order[p]] = static_cast<int>(p);
     cost[p] = std::max<int64_t>(1, node_flops(graph, order[p]).value_or(0));
-    total += cost[p];
+    weight[p] =
+        node_cost.empty() ? static_cast<double>(cost[p]) : std::max(0.0, node_cost[order[p]]);
+    total += weight[p];
   }
   // Cut where the running FLOPs pass k/K of the total, keeping every stage non-empty.
   std::vector<std::size_t> begin = {0};
-  int64_t running = 0;
+  double running = 0;
   for (std::size_t p = 0; p < order.size() && static_cast<int>(begin.size()) < stages; ++p) {
-    running += cost[p];
+    running += weight[p];
     const auto k = static_cast<int64_t>(begin.size());
     const std::size_t left = order.size() - (p + 1);
     const bool must = left == static_cast<std::size_t>(stages) - begin.size();
-    if (must || static_cast<double>(running) >=
-                    static_cast<double>(total) * static_cast<double>(k) / stages) {
+    if (must || running >= total * static_cast<double>(k) / stages) {
       begin.push_back(p + 1);
     }
   }
@@ -157,7 +168,12 @@ StagedStream graph_to_stages(const Graph& graph, int stages, const std::string& 
     s.pop = s.peek = static_cast<int64_t>(in.size());
     s.push = static_cast<int64_t>(next.size());
     int64_t flops = 0;
-    for (std::size_t p = begin[k]; p < begin[k + 1]; ++p) flops += cost[p];
+    double seconds = 0;
+    for (std::size_t p = begin[k]; p < begin[k + 1]; ++p) {
+      flops += cost[p];
+      seconds += weight[p];
+    }
+    if (!node_cost.empty()) out.stage_cost.push_back(seconds);
     out.stage_nodes.push_back(static_cast<int64_t>(nodes.size()));
     out.stage_flops.push_back(flops);
     if (!last) out.cut_values.push_back(static_cast<int64_t>(next.size()));

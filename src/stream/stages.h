@@ -15,6 +15,8 @@ struct StagedStream {
   std::vector<int64_t> stage_nodes;  ///< Nodes per stage.
   std::vector<int64_t> stage_flops;  ///< FLOPs per stage (one item).
   std::vector<int64_t> cut_values;   ///< Per cut between stages: tensors that cross it.
+  /// Per stage: the summed `node_cost` the cut balanced (empty when it balanced FLOPs).
+  std::vector<double> stage_cost;
 };
 
 /// Cuts `graph`'s topological order into `stages` contiguous groups of nodes with about equal
@@ -24,5 +26,9 @@ struct StagedStream {
 /// outputs the graph outputs, as graph_to_stream has them. Throws Error when `stages` is not
 /// in 1..(number of nodes).
 StagedStream graph_to_stages(const Graph& graph, int stages, const std::string& name = "model");
+
+/// As above, balancing `node_cost` (by NodeId, e.g. a cost table's seconds) instead of FLOPs.
+StagedStream graph_to_stages(const Graph& graph, int stages, const std::string& name,
+                             const std::vector<double>& node_cost);
 
 }  // namespace cleave

@@ -80,6 +80,18 @@ TEST(StreamStages, StagedPipelineComputesTheGraph) {
   }
 }
 
+TEST(StreamStages, NodeCostsMoveTheCut) {
+  // By FLOPs the cut falls after Relu (2 + 2 nodes); with the Add costing most of the time,
+  // everything before it is one stage.
+  const Graph g = graph_of(kResidual);
+  std::vector<double> seconds(g.node_capacity(), 1e-6);
+  seconds[g.node_ids().back()] = 1e-3;
+  const StagedStream s = graph_to_stages(g, 2, "model", seconds);
+  EXPECT_EQ(s.stage_nodes, (std::vector<int64_t>{3, 1}));
+  ASSERT_EQ(s.stage_cost.size(), 2u);
+  EXPECT_DOUBLE_EQ(s.stage_cost[1], 1e-3);
+}
+
 TEST(StreamStages, MoreStagesThanNodesIsRefused) {
   EXPECT_THAT([] { graph_to_stages(graph_of(kResidual), 5); },
               ::testing::ThrowsMessage<Error>(::testing::HasSubstr("5 stages for a graph of 4 "
