@@ -13,16 +13,21 @@
 
 #include "analysis/graph_dot.h"
 #include "cli/commands.h"
+#include "cli/model_task_graph.h"
+#include "ir/verify.h"
 #include "onnx/atomic_file.h"
+#include "passes/pipeline.h"
 #include "pipeline/load.h"
 #include "runtime/npy.h"
 #include "stream/executor.h"
 #include "stream/fission.h"
 #include "stream/from_graph.h"
 #include "stream/schedule.h"
+#include "stream/stages.h"
 #include "stream/stream_dot.h"
 #include "stream/stream_json.h"
 #include "stream/stream_text.h"
+#include "stream/unroll.h"
 
 namespace cleave::cli {
 
@@ -40,6 +45,10 @@ struct StreamCommandOptions {
   std::string dot;
   std::string svg;
   std::vector<std::string> fission;
+  bool by_reference = false;
+  std::string inputs_dir;
+  int stages = 0;
+  std::string costs = "flops";
 };
 
 bool replace_filter(Stream& s, const std::string& name, int64_t copies, int64_t granularity) {
@@ -79,18 +88,55 @@ bool is_model(const std::string& path) {
 // A program file as it is, or a model converted (thesis ch. 4); `graph` keeps the model.
 struct Loaded {
   StreamProgram program;
+  std::optional<StagedStream> staged;
   std::optional<StreamConversion> conversion;
   std::shared_ptr<Graph> graph;
 };
 
-Loaded load_program_or_model(const std::string& path) {
+Loaded load_program_or_model(const std::string& path, bool by_reference, int stages,
+                             const std::string& costs) {
   Loaded out;
   if (!is_model(path)) {
+    if (by_reference || stages > 0) {
+      throw Error(
+          fmt::format("stream: {} is a stream program; --no-replicate and --stages apply "
+                      "to converting an ONNX model",
+                      path));
+    }
     out.program = load_stream_program(path);
     return out;
   }
-  out.graph = std::make_shared<Graph>(load_model(path));
-  out.conversion = graph_to_stream(*out.graph, out.graph->name.empty() ? "model" : out.graph->name);
+  // Static loops and RNNs become per-step nodes before the graph passes run (as load_model
+  // runs them), so folding removes what only constants feed and fusions see the steps.
+  LoadOptions load;
+  load.optimize = false;
+  out.graph = std::make_shared<Graph>(load_model(path, load));
+  if (has_loops(*out.graph)) {
+    unroll_static_loops(*out.graph, path);
+    infer_shapes(*out.graph, path);
+  }
+  OptimizeOptions optimize;
+  optimize.fuse_activations = true;
+  optimize.fold_channel_scales = true;
+  optimize_graph(*out.graph, optimize);
+  verify_graph(*out.graph);
+  if (stages > 0) {
+    const std::string name = out.graph->name.empty() ? "model" : out.graph->name;
+    if (costs == "flops") {
+      out.staged = graph_to_stages(*out.graph, stages, name);
+    } else {
+      // The cost table cleave's planners use (a profile is measured once and cached).
+      const CostTable table = costs_for(*out.graph, costs, 1, false);
+      std::vector<double> seconds(out.graph->node_capacity(), 0.0);
+      for (NodeId id : out.graph->node_ids()) seconds[id] = table.seconds(id, 1);
+      out.staged = graph_to_stages(*out.graph, stages, name, seconds);
+    }
+    out.program = StreamProgram{out.staged->root, path};
+    verify_stream(out.program.root, path);
+    return out;
+  }
+  out.conversion = graph_to_stream(*out.graph, out.graph->name.empty() ? "model" : out.graph->name,
+                                   StreamConversionOptions{by_reference});
   out.program = StreamProgram{out.conversion->root, path};
   verify_stream(out.program.root, path);
   return out;
@@ -136,7 +182,7 @@ int run_schedule(const StreamCommandOptions& o) {
 }
 
 int run_print(const StreamCommandOptions& o) {
-  const Loaded loaded = load_program_or_model(o.program);
+  const Loaded loaded = load_program_or_model(o.program, o.by_reference, o.stages, o.costs);
   const Stream& root = loaded.program.root;
   if (!o.dot.empty()) write_file_atomically(o.dot, stream_to_dot(root));
   if (!o.svg.empty()) render_dot(stream_to_dot(root), "svg", o.svg);
@@ -153,6 +199,24 @@ int run_print(const StreamCommandOptions& o) {
         c.total_flops > 0
             ? 100.0 * static_cast<double>(c.replicated_flops) / static_cast<double>(c.total_flops)
             : 0.0);
+    if (o.by_reference) {
+      fmt::print("by reference: {} reader filters stand in for {} FLOPs that replication repeats\n",
+                 c.reference_readers, c.referenced_flops);
+    }
+  } else if (loaded.staged) {
+    const StagedStream& s = *loaded.staged;
+    fmt::print("{}{} stages: nodes {}, FLOPs {}; tensors crossing each cut: {}\n",
+               print_stream(root), s.stage_nodes.size(), fmt::join(s.stage_nodes, " "),
+               fmt::join(s.stage_flops, " "), fmt::join(s.cut_values, " "));
+    if (!s.stage_cost.empty()) {
+      const double slowest = *std::max_element(s.stage_cost.begin(), s.stage_cost.end());
+      std::vector<std::string> ms;
+      for (double c : s.stage_cost) ms.push_back(fmt::format("{:.3f}", c * 1e3));
+      fmt::print(
+          "stage ms by the {} cost table: {}; predicts {:.1f} items/s with one worker "
+          "per stage\n",
+          o.costs, fmt::join(ms, " "), slowest > 0 ? 1.0 / slowest : 0.0);
+    }
   } else {
     fmt::print("{}", print_stream(root));
   }
@@ -185,8 +249,48 @@ std::vector<Tensor> items_of(const std::string& file) {
 
 // The program input: one file for a program; for a model one per graph input, interleaved
 // round robin in graph input order. --items repeats the file's items as needed.
-std::vector<Tensor> input_items(const StreamCommandOptions& o, const Graph* graph) {
+// --inputs DIR: every NAME.npy in the folder; a model needs one per graph input and no more.
+std::map<std::string, std::string> files_in(const std::string& dir, const Graph* graph) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    throw Error(fmt::format("stream run: --inputs {}: not a folder", dir));
+  }
   std::map<std::string, std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".npy") {
+      files[entry.path().stem().string()] = entry.path().string();
+    }
+  }
+  if (graph) {
+    std::vector<std::string> names;
+    for (ValueId id : graph->inputs()) {
+      const std::string& name = graph->value(id).name;
+      names.push_back(name);
+      if (!files.count(name)) {
+        throw Error(fmt::format("stream run: --inputs {}: missing {}.npy for graph input \"{}\"",
+                                dir, name, name));
+      }
+    }
+    for (const auto& [name, file] : files) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) {
+        throw Error(fmt::format("stream run: --inputs {}: {} names no graph input (inputs: {})",
+                                dir, file, fmt::join(names, ", ")));
+      }
+    }
+  } else if (files.size() != 1) {
+    throw Error(fmt::format(
+        "stream run: --inputs {}: a stream program has one input, the folder has {} .npy files",
+        dir, files.size()));
+  }
+  return files;
+}
+
+std::vector<Tensor> input_items(const StreamCommandOptions& o, const Graph* graph) {
+  if (o.inputs.empty() == o.inputs_dir.empty()) {
+    throw Error("stream run: give the inputs either as --input NAME=FILE.npy or as --inputs DIR");
+  }
+  std::map<std::string, std::string> files;
+  if (!o.inputs_dir.empty()) files = files_in(o.inputs_dir, graph);
   for (const std::string& spec : o.inputs) {
     const std::size_t equals = spec.find('=');
     if (equals == std::string::npos) {
@@ -227,13 +331,13 @@ double percentile(std::vector<double> v, double q) {
 }
 
 int run_run(const StreamCommandOptions& o) {
-  const Loaded loaded = load_program_or_model(o.program);
+  const Loaded loaded = load_program_or_model(o.program, o.by_reference, o.stages, o.costs);
   StreamProgram program = loaded.program;
   for (const std::string& spec : o.fission) apply_fission(program.root, spec, program.origin);
   if (!o.fission.empty()) verify_stream(program.root, program.origin);
   const std::vector<Tensor> inputs = input_items(o, loaded.graph.get());
   StreamRunOptions options;
-  options.mixed_items = loaded.conversion.has_value();
+  options.mixed_items = loaded.graph != nullptr;
   options.keep_outputs = !o.output_dir.empty();
   options.workers = o.workers;
   options.capacity_factor = o.capacity_factor;
@@ -297,6 +401,19 @@ void register_stream(CLI::App& app, CommandAction& action) {
   command->add_flag("--text", options->text, "Print the program as StreamIt-like text (default)");
   command->add_option("--dot", options->dot, "Also write the stream as Graphviz DOT to this file");
   command->add_option("--svg", options->svg, "Also render the stream as SVG to this file");
+  command
+      ->add_option("--stages", options->stages,
+                   "Converting a model: cut it into K contiguous stages balanced by FLOPs, one "
+                   "filter each, instead of one filter per node")
+      ->check(CLI::Range(0, 1000000));
+  command
+      ->add_option("--costs", options->costs,
+                   "With --stages: balance stages by flops (default) or by a cost table: "
+                   "profile, static or analytical")
+      ->check(CLI::IsMember({"flops", "profile", "static", "analytical"}));
+  command->add_flag("--no-replicate", options->by_reference,
+                    "Converting a model: keep a node that two split-joins share once and pass its "
+                    "value by reference instead of replicating it");
   command->require_subcommand(0, 1);
 
   CLI::App* schedule = command->add_subcommand(
@@ -317,8 +434,10 @@ void register_stream(CLI::App& app, CommandAction& action) {
       ->required();
   run->add_option("--input", options->inputs,
                   "NAME=FILE.npy: the input items, one per entry of the leading axis (a model: "
-                  "one per graph input)")
-      ->required();
+                  "one per graph input)");
+  run->add_option("--inputs", options->inputs_dir,
+                  "DIR holding NAME.npy per graph input (a program: its one input file), "
+                  "instead of --input");
   run->add_option("--items", options->items,
                   "How many items to feed (the file's items are repeated); default: all of them");
   run->add_option("--workers", options->workers, "Worker threads")->capture_default_str();
@@ -331,6 +450,15 @@ void register_stream(CLI::App& app, CommandAction& action) {
                   "NAME=COPIES:GRANULARITY: split the row-wise model filter NAME into COPIES "
                   "round-robin copies of GRANULARITY rows each (repeatable)");
   run->add_flag("--json", options->json, "Print the report as JSON");
+  run->add_option("--stages", options->stages,
+                  "Converting a model: K contiguous stages balanced by FLOPs, one filter each")
+      ->check(CLI::Range(0, 1000000));
+  run->add_option("--costs", options->costs,
+                  "With --stages: balance by flops (default), profile, static or analytical")
+      ->check(CLI::IsMember({"flops", "profile", "static", "analytical"}));
+  run->add_flag("--no-replicate", options->by_reference,
+                "Converting a model: pass shared values by reference instead of replicating "
+                "their nodes");
   run->callback([&action, options] { action = [options] { return run_run(*options); }; });
 
   command->callback([&action, options, command] {

@@ -280,6 +280,8 @@ std::vector<std::optional<ItemType>> infer_channel_items(const StreamGraph& grap
           break;
         }
       }
+    } else if (!s.reads.empty()) {
+      out.reset();  // the published value's items, whatever it pops
     } else if (s.op == FilterOp::kSeparator && mixed_items) {
       out.reset();  // picks among items that may differ
     }
@@ -383,6 +385,21 @@ StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tenso
   }
   channels[graph.output_channel].capacity = INT64_MAX;
 
+  // By reference: per published name, the items of each publisher firing not yet read by
+  // every reader; per node, how many times it fired (its firing index for references).
+  struct Published {
+    std::map<int64_t, std::vector<Tensor>> firings;
+    std::map<int64_t, int> reads_left;
+    int readers = 0;
+  };
+  std::map<std::string, Published> published;
+  for (const StreamNode& node : graph.nodes) {
+    if (node.kind == StreamNodeKind::kFilter && !node.stream->reads.empty()) {
+      ++published[node.stream->reads].readers;
+    }
+  }
+  std::vector<int64_t> firings(graph.nodes.size(), 0);
+
   std::mutex mutex;
   std::condition_variable changed;
   std::vector<bool> node_done(graph.nodes.size(), false);
@@ -452,6 +469,11 @@ StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tenso
             ready = false;
           }
         }
+        const std::string* reads =
+            node.kind == StreamNodeKind::kFilter && !node.stream->reads.empty()
+                ? &node.stream->reads
+                : nullptr;
+        if (ready && reads && !published[*reads].firings.count(firings[v])) ready = false;
         if (!ready) {
           if (exhausted) {
             node_done[v] = true;
@@ -476,11 +498,21 @@ StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tenso
           channels[node.outputs[p]].reserved += node.push[p];
         }
         progress();
-        lock.unlock();
+        const int64_t firing = firings[v]++;
         std::vector<std::vector<Tensor>> pushed;
+        if (reads) {
+          // The reader pushes the publisher's items of the same firing; the last reader frees them.
+          Published& ref = published[*reads];
+          pushed.push_back(ref.firings.at(firing));
+          if (--ref.reads_left.at(firing) == 0) {
+            ref.firings.erase(firing);
+            ref.reads_left.erase(firing);
+          }
+        }
+        lock.unlock();
         const Clock::time_point begin = Clock::now();
         try {
-          pushed = work[v]->fire(windows);
+          if (!reads) pushed = work[v]->fire(windows);
         } catch (const std::exception& e) {
           lock.lock();
           failure = fmt::format("{}: \"{}\": {}", program.origin, node.name, e.what());
@@ -489,6 +521,13 @@ StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tenso
         }
         busy[w] += seconds_since(begin);
         lock.lock();
+        if (node.kind == StreamNodeKind::kFilter && !node.stream->publishes.empty()) {
+          Published& ref = published[node.stream->publishes];
+          if (ref.readers > 0) {
+            ref.firings[firing] = pushed[0];
+            ref.reads_left[firing] = ref.readers;
+          }
+        }
         const double now = seconds_since(start);
         for (std::size_t p = 0; p < node.outputs.size(); ++p) {
           ChannelState& out = channels[node.outputs[p]];

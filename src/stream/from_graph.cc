@@ -15,8 +15,8 @@ namespace {
 
 class Converter {
  public:
-  Converter(const Graph& graph, StreamConversion& out)
-      : graph_(graph), out_(out), p_(out.instructions) {
+  Converter(const Graph& graph, StreamConversion& out, bool by_reference)
+      : graph_(graph), out_(out), p_(out.instructions), by_reference_(by_reference) {
     const int n = static_cast<int>(p_.instructions.size());
     root_ = n;
     sink_ = n + 1;
@@ -42,6 +42,7 @@ class Converter {
     if (top.streams.empty()) {
       append_filter(top, identity_filter());
     }
+    if (by_reference_) drop_unread_publications(top);
     return top;
   }
 
@@ -88,6 +89,39 @@ class Converter {
     s.op = FilterOp::kIdentity;
     s.pop = s.peek = s.push = 1;
     return s;
+  }
+
+  // Values published but read nowhere (every place that needed them was its own) stay plain.
+  void drop_unread_publications(Stream& s) const {
+    if (s.is_filter()) {
+      if (!s.publishes.empty() && !read_.count(s.publishes)) s.publishes.clear();
+      return;
+    }
+    for (Stream& child : s.streams) drop_unread_publications(child);
+  }
+
+  // Items of one iteration on the channel that carries `v`'s value (the root: the inputs).
+  int64_t items_of(int v) const {
+    return v == root_ ? static_cast<int64_t>(graph_.inputs().size()) : output_count(v);
+  }
+
+  // By reference: where `v`'s filter already exists, a reader that turns the items of
+  // `from` into v's value stands in for the chain that would repeat it.
+  bool append_reader(int from, int v, Stream& pipeline) {
+    if (!by_reference_ || v == root_ || v == sink_) return false;
+    const Instruction& in = p_.instructions[v];
+    if (in.node < 0 || in.op == "getitem" || !emitted_.count(v)) return false;
+    Stream s;
+    s.name = fresh(fmt::format("v{}_ref", v));
+    s.op = FilterOp::kIdentity;
+    s.pop = s.peek = items_of(from);
+    s.push = output_count(v);
+    s.reads = fmt::format("v{}", v);
+    read_.insert(s.reads);
+    ++out_.reference_readers;
+    out_.referenced_flops += node_flops(graph_, in.node).value_or(0);
+    append_filter(pipeline, std::move(s));
+    return true;
   }
 
   static void append_filter(Stream& pipeline, Stream filter) {
@@ -165,6 +199,8 @@ class Converter {
     s.pop = s.peek = std::max<int64_t>(1, static_cast<int64_t>(in.args.size()));
     s.push = output_count(v);
     s.graph = node_graph(v);
+    if (by_reference_) s.publishes = fmt::format("v{}", v);
+    emitted_.insert(v);
     const int64_t flops = node_flops(graph_, in.node).value_or(0);
     ++out_.filters;
     if (copy) {
@@ -177,6 +213,7 @@ class Converter {
   // Appends to `pipeline` what turns the items of `from` (which dominates `to`) into `to`.
   void build(int from, int to, Stream& pipeline) {
     if (from == to) return;
+    if (append_reader(from, to, pipeline)) return;
     const bool is_sink = to == sink_;
     const std::vector<int>& args = is_sink ? p_.outputs : p_.instructions[to].args;
     const bool placeholder = !is_sink && p_.instructions[to].op == "placeholder";
@@ -214,7 +251,11 @@ class Converter {
     sj.split.kind = SplitKind::kDuplicate;
     make_round_robin_if_selecting(sj, d);
     for (Stream& branch : sj.streams) {
-      if (branch.streams.size() == 1) branch = std::move(branch.streams[0]);
+      if (branch.streams.size() == 1) {
+        // Moved out first: assigning a child into its parent would free it mid-assignment.
+        Stream only = std::move(branch.streams[0]);
+        branch = std::move(only);
+      }
     }
     pipeline.streams.push_back(std::move(sj));
     if (!is_sink) append_filter(pipeline, instruction_filter(to));
@@ -256,11 +297,19 @@ class Converter {
   std::vector<int> idom_;
   std::vector<int> depth_;
   std::map<std::string, int> used_;
+  bool by_reference_ = false;
+  std::set<int> emitted_;       // instructions that have their filter
+  std::set<std::string> read_;  // references some reader reads
 };
 
 }  // namespace
 
 StreamConversion graph_to_stream(const Graph& graph, const std::string& name) {
+  return graph_to_stream(graph, name, StreamConversionOptions{});
+}
+
+StreamConversion graph_to_stream(const Graph& graph, const std::string& name,
+                                 const StreamConversionOptions& options) {
   StreamConversion out;
   out.instructions = to_instructions(graph);
   for (const Instruction& in : out.instructions.instructions) {
@@ -269,7 +318,7 @@ StreamConversion graph_to_stream(const Graph& graph, const std::string& name) {
       out.total_flops += node_flops(graph, in.node).value_or(0);
     }
   }
-  Converter converter(graph, out);
+  Converter converter(graph, out, options.by_reference);
   out.root = converter.convert(name);
   return out;
 }

@@ -21,6 +21,16 @@ struct StreamConversion {
   int64_t replicated_filters = 0;
   int64_t replicated_flops = 0;
   int64_t total_flops = 0;  ///< FLOPs of one item through the graph, without replication.
+  /// By reference: filters that read a published value instead of repeating its node, and
+  /// the FLOPs replication would have repeated there.
+  int64_t reference_readers = 0;
+  int64_t referenced_flops = 0;
+};
+
+struct StreamConversionOptions {
+  /// Keep a node that two split-joins share once and pass its value by reference (its filter
+  /// publishes, the other places read) instead of replicating it.
+  bool by_reference = false;
 };
 
 /// Converts a graph whose inputs and values have static shapes. Program input items are the
@@ -31,5 +41,7 @@ struct StreamConversion {
 /// split-joins; outputs nobody reads are dropped by separator filters; a node that two
 /// split-joins share is replicated into each (and counted in replicated_*).
 StreamConversion graph_to_stream(const Graph& graph, const std::string& name = "model");
+StreamConversion graph_to_stream(const Graph& graph, const std::string& name,
+                                 const StreamConversionOptions& options);
 
 }  // namespace cleave

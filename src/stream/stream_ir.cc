@@ -91,6 +91,13 @@ void verify_filter(const Stream& s, const std::string& origin) {
                        "push");
       return;
     case FilterOp::kIdentity:
+      if (!s.reads.empty()) {
+        if (s.pop != s.peek) {
+          fail(origin, s,
+               fmt::format("reference reader needs pop == peek (pop {}, peek {})", s.pop, s.peek));
+        }
+        return;
+      }
       if (s.pop != s.peek || s.pop != s.push) {
         fail(origin, s,
              fmt::format("identity needs pop == peek == push (pop {}, peek {}, push {})", s.pop,
@@ -231,6 +238,19 @@ std::vector<const Stream*> collect_filters(const Stream& root) {
 void verify_stream(const Stream& root, const std::string& origin) {
   std::set<std::string> names;
   verify(root, origin, names);
+  std::set<std::string> published;
+  for (const Stream* f : collect_filters(root)) {
+    if (!f->publishes.empty() && !published.insert(f->publishes).second) {
+      fail(origin, *f, fmt::format("a second filter publishes \"{}\"", f->publishes));
+    }
+  }
+  for (const Stream* f : collect_filters(root)) {
+    if (f->reads.empty()) continue;
+    if (f->op != FilterOp::kIdentity) fail(origin, *f, "only an identity filter reads a reference");
+    if (!published.count(f->reads)) {
+      fail(origin, *f, fmt::format("reads \"{}\", which no filter publishes", f->reads));
+    }
+  }
 }
 
 }  // namespace cleave

@@ -63,6 +63,12 @@ struct Stream {
   std::shared_ptr<const Graph> graph;   ///< The work function of a kModel filter.
   std::optional<ItemType> input_item;   ///< Type of the items popped, where known.
   std::optional<ItemType> output_item;  ///< Type of the items pushed, where known.
+  /// By reference (instead of replication): the items each firing pushes are also kept under
+  /// this name until every filter reading it has read that firing's items.
+  std::string publishes;
+  /// By reference: an identity filter (pop == peek, any push) that drops what it pops and
+  /// pushes the items published under this name by the publisher's firing of the same index.
+  std::string reads;
 
   // Pipeline and split-join fields.
   std::vector<Stream> streams;  ///< Pipeline stages in order, or split-join branches.

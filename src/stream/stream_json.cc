@@ -91,6 +91,8 @@ struct Reader {
       s.output_item = parse_item_type(text(body["output_item"], at, "output_item"),
                                       fmt::format("{}: {}: output_item", origin, at));
     }
+    if (body.contains("publishes")) s.publishes = text(body["publishes"], at, "publishes");
+    if (body.contains("reads")) s.reads = text(body["reads"], at, "reads");
     if (s.op == FilterOp::kModel && options.load_models) {
       const std::filesystem::path path = std::filesystem::path(base_dir) / s.model;
       try {
@@ -141,7 +143,10 @@ struct Reader {
            "a stream must be an object with one key: \"filter\", \"pipeline\", \"splitjoin\" or "
            "\"include\"");
     }
-    const auto& [key, body] = *value.items().begin();
+    // Not `*value.items().begin()`: that binds to a temporary proxy that dies at once.
+    const auto first = value.begin();
+    const std::string key = first.key();
+    const json& body = first.value();
     if (key == "include") return include(text(body, where, "include"), where);
     if (!body.is_object()) fail(where, fmt::format("\"{}\" must be an object", key));
     if (key == "filter") return filter(body, where);
@@ -195,6 +200,8 @@ json to_json(const Stream& s) {
     if (!s.args.empty()) body["args"] = s.args;
     if (s.input_item) body["input_item"] = print_item_type(*s.input_item);
     if (s.output_item) body["output_item"] = print_item_type(*s.output_item);
+    if (!s.publishes.empty()) body["publishes"] = s.publishes;
+    if (!s.reads.empty()) body["reads"] = s.reads;
     return {{"filter", body}};
   }
   json streams = json::array();

@@ -19,6 +19,8 @@ void print(const Stream& s, int depth, std::string& out) {
       out += filter_op_name(s.op);
       if (!s.args.empty()) out += fmt::format("({})", fmt::join(s.args, ", "));
     }
+    if (!s.reads.empty()) out += fmt::format(" reads &{}", s.reads);
+    if (!s.publishes.empty()) out += fmt::format(" publishes &{}", s.publishes);
     if (s.input_item || s.output_item) {
       out += fmt::format(" {} -> {}", s.input_item ? print_item_type(*s.input_item) : "?",
                          s.output_item ? print_item_type(*s.output_item) : "?");

@@ -113,5 +113,110 @@ TEST_F(StreamCommand, MalformedProgramFailsWithoutOutput) {
   EXPECT_FALSE(std::filesystem::exists(path("out")));
 }
 
+constexpr const char* kTwoInputs = R"(graph g (%x: f32[1,2], %y: f32[1,2]) {
+  %s: f32[1,2] = Add(%x, %y)
+  %t: f32[1,2] = Mul(%s, %y)
+  return %t
+})";
+
+Tensor rows(std::vector<float> values) {
+  Tensor t = Tensor::allocate(DataType::kFloat, {static_cast<int64_t>(values.size() / 2), 1, 2});
+  std::copy(values.begin(), values.end(), t.data<float>());
+  return t;
+}
+
+TEST_F(StreamCommand, RunReadsEachGraphInputFromTheInputsFolder) {
+  export_onnx(parse_graph(kTwoInputs), path("m.onnx"));
+  std::filesystem::create_directories(path("in"));
+  write_npy(path("in/x.npy"), rows({1, 2, 3, 4}));
+  write_npy(path("in/y.npy"), rows({10, 20, 30, 40}));
+  const CommandResult r = cleave("stream run " + path("m.onnx") + " --inputs " + path("in") +
+                                 " --output-dir " + path("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Tensor out = read_npy(path("out/output.npy"));
+  // (x + y) * y per item.
+  EXPECT_EQ(out.values<float>()[0], 110.0f);
+  EXPECT_EQ(out.values<float>()[3], 1760.0f);
+}
+
+TEST_F(StreamCommand, InputsFolderWithoutAGraphInputsFileIsRefusedNamingIt) {
+  export_onnx(parse_graph(kTwoInputs), path("m.onnx"));
+  std::filesystem::create_directories(path("in"));
+  write_npy(path("in/x.npy"), rows({1, 2}));
+  const CommandResult r = cleave("stream run " + path("m.onnx") + " --inputs " + path("in") +
+                                 " --output-dir " + path("out"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("missing y.npy for graph input \"y\""));
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
+TEST_F(StreamCommand, InputsFolderWithAnExtraFileIsRefusedNamingIt) {
+  export_onnx(parse_graph(kTwoInputs), path("m.onnx"));
+  std::filesystem::create_directories(path("in"));
+  for (const char* name : {"x", "y", "z"}) write_npy(path("in/") + name + ".npy", rows({1, 2}));
+  const CommandResult r = cleave("stream run " + path("m.onnx") + " --inputs " + path("in"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr(path("in/z.npy") + " names no graph input (inputs: x, y)"));
+}
+
+TEST_F(StreamCommand, LoopWithDynamicTripCountIsRefusedNamingTheNode) {
+  export_onnx(parse_graph(R"(graph g (%x: f32[1,2], %m: i64[]) {
+  %v: f32[1,2] = "loop" Loop[body=graph body (%i: i64[], %c: bool[], %v_in: f32[1,2]) {
+    %w: f32[1,2] = Relu(%v_in)
+    return %c, %w
+  }](%m, _, %x)
+  return %v
+})"),
+              path("m.onnx"));
+  const CommandResult r = cleave("stream " + path("m.onnx"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("node 'loop' (Loop): its trip count M is not a constant"));
+  EXPECT_THAT(r.out, ::testing::IsEmpty());
+}
+
+constexpr const char* kFused = R"(graph g (%x: f32[1,4]) {
+  %g: f32[1,4] = Relu(%x)
+  %f: f32[1,4] = Tanh(%x)
+  %s: f32[1,4] = Add(%g, %f)
+  %h: f32[1,4] = Sigmoid(%x)
+  %t: f32[1,4] = Add(%g, %h)
+  return %s, %t
+})";
+
+TEST_F(StreamCommand, NoReplicateReadsTheSharedValueAndComputesTheSameOutputs) {
+  export_onnx(parse_graph(kFused), path("m.onnx"));
+  Tensor x = Tensor::allocate(DataType::kFloat, {3, 1, 4});
+  for (int i = 0; i < 12; ++i) x.data<float>()[i] = 0.5f * static_cast<float>(i - 6);
+  write_npy(path("x.npy"), x);
+  const CommandResult printed = cleave("stream " + path("m.onnx") + " --no-replicate");
+  ASSERT_EQ(printed.exit_code, 0) << printed.err;
+  EXPECT_THAT(printed.out, HasSubstr("identity reads &v1;"));
+  EXPECT_THAT(printed.out, HasSubstr("by reference: 1 reader filters"));
+  for (const char* mode : {"", " --no-replicate"}) {
+    const CommandResult r =
+        cleave("stream run " + path("m.onnx") + " --input x=" + path("x.npy") + " --workers 2" +
+               mode + " --output-dir " + path(mode[0] ? "by_ref" : "replicated"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const Tensor a = read_npy(path("replicated/output.npy"));
+  const Tensor b = read_npy(path("by_ref/output.npy"));
+  const auto av = a.values<float>();
+  const auto bv = b.values<float>();
+  ASSERT_EQ(av.size(), 24u);
+  EXPECT_EQ(std::vector<float>(av.begin(), av.end()), std::vector<float>(bv.begin(), bv.end()));
+}
+
+TEST_F(StreamCommand, StagesCutAModelIntoThatManyFilters) {
+  export_onnx(parse_graph(kTwoInputs), path("m.onnx"));
+  const CommandResult r = cleave("stream " + path("m.onnx") + " --stages 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("filter stage0(pop 2, peek 2, push 2)"));
+  EXPECT_THAT(r.out, HasSubstr("filter stage1(pop 2, peek 2, push 1)"));
+  EXPECT_THAT(r.out, HasSubstr("2 stages: nodes 1 1"));
+  const CommandResult bad = cleave("stream " + path("m.onnx") + " --stages 3");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("3 stages for a graph of 2 nodes"));
+}
+
 }  // namespace
 }  // namespace cleave
