@@ -31,6 +31,18 @@ bool same_file(const fs::path& a, const fs::path& b) {
 
 void check_program_runs_model(const StreamProgram& program, const std::string& program_path,
                               const std::string& model_path) {
+  for (const Stream* filter : collect_filters(program.root)) {
+    // The emitters give every filter its own input; a value passed by reference would be
+    // read from nowhere.
+    if (!filter->publishes.empty() || !filter->reads.empty()) {
+      throw Error(
+          fmt::format("codegen: {}: filter \"{}\" passes a value by reference (\"{}\": \"{}\", as "
+                      "`cleave stream --no-replicate` writes); the code generators take replicated "
+                      "programs only: convert without --no-replicate",
+                      program_path, filter->name, filter->publishes.empty() ? "reads" : "publishes",
+                      filter->publishes.empty() ? filter->reads : filter->publishes));
+    }
+  }
   const fs::path base = fs::path(program_path).parent_path();
   std::vector<std::string> models;
   for (const Stream* filter : collect_filters(program.root)) {

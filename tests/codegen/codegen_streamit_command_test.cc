@@ -49,6 +49,19 @@ TEST_F(CodegenStreamit, ProgramFilePrintsItsFiltersInOrder) {
   EXPECT_TRUE(fs::exists(path("cpp/stream.cc")));
 }
 
+TEST_F(CodegenStreamit, AProgramPassingValuesByReferenceIsRefusedAndNothingIsWritten) {
+  std::ofstream(path("by_reference.json")) << R"({"pipeline": {"name": "top", "streams": [
+      {"filter": {"name": "net", "pop": 1, "push": 1, "model": "m.onnx", "publishes": "v"}},
+      {"filter": {"name": "again", "pop": 1, "push": 1, "op": "identity", "reads": "v"}}]}})";
+  for (const std::string lang : {"streamit", "cpp"}) {
+    CommandOutput result =
+        cleave("codegen m.onnx --stream by_reference.json --lang " + lang + " -o st");
+    EXPECT_EQ(result.exit_code, 1) << lang;
+    EXPECT_NE(result.text.find("by reference"), std::string::npos) << result.text;
+    EXPECT_FALSE(fs::exists(path("st"))) << lang;
+  }
+}
+
 TEST_F(CodegenStreamit, AProgramForAnotherModelIsRefusedAndNothingIsWritten) {
   for (const std::string lang : {"streamit", "cpp"}) {
     CommandOutput result =
