@@ -178,14 +178,7 @@ int run_on_ranks(const RankRunSettings& settings) {
     failure = e.what();
     if (failure.empty()) failure = "unknown error";
   }
-  try {
-    agree_to_start(session, failure, prepared.hash, settings.rank_timeout_seconds);
-  } catch (const Error& refusal) {
-    // Said before MPI_Finalize, which every rank enters before any exits: said after it (by
-    // the CLI), a rank's message was sometimes lost when mpirun stopped the job at the first
-    // non-zero exit.
-    fmt::print(stderr, "cleave: error: {}\n", refusal.what());
-    std::fflush(stderr);
+  if (!agree_to_start_or_say_why(session, failure, prepared.hash, settings.rank_timeout_seconds)) {
     return 1;
   }
 

@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 #include <sys/resource.h>
 
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -104,6 +105,18 @@ std::vector<RankFigures> gather_figures(const MpiSession& session, const RankFig
       request, deadline_after(timeout_seconds), [] { return std::string("every rank's figures"); },
       timeout_seconds);
   return all;
+}
+
+bool agree_to_start_or_say_why(const MpiSession& session, const std::string& failure, uint64_t hash,
+                               double timeout_seconds) {
+  try {
+    agree_to_start(session, failure, hash, timeout_seconds);
+    return true;
+  } catch (const Error& refusal) {
+    fmt::print(stderr, "cleave: error: {}\n", refusal.what());
+    std::fflush(stderr);
+    return false;
+  }
 }
 
 }  // namespace cleave

@@ -26,6 +26,13 @@ std::chrono::steady_clock::time_point deadline_after(double seconds);
 void agree_to_start(const MpiSession& session, const std::string& failure, uint64_t hash,
                     double timeout_seconds);
 
+/// agree_to_start for a rank's main loop: prints a refusal on this rank's stderr before
+/// MPI_Finalize (which every rank enters before any exits; printed after it, by the CLI, a
+/// rank's message was sometimes lost when mpirun stopped the job at the first non-zero exit)
+/// and returns false; true when every rank may start.
+bool agree_to_start_or_say_why(const MpiSession& session, const std::string& failure, uint64_t hash,
+                               double timeout_seconds);
+
 /// MPI_Ibarrier waited for until the timeout (RankTimeout naming `what`).
 void barrier(const MpiSession& session, double timeout_seconds, const std::string& what);
 
