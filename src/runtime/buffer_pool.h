@@ -3,17 +3,18 @@
 
 #include <cstddef>
 #include <memory>
-#include <mutex>
-#include <vector>
 
 #include "runtime/tensor.h"
 
 namespace cleave {
 
 /// Hands out activation buffers and takes them back when no tensor uses them any more, so a
-/// run needs only as much memory as its live values (best fit among free buffers).
+/// run needs only as much memory as its live values (best fit among free buffers: the smallest
+/// that fits, the oldest of equal sizes). A handed-out buffer stays valid after the pool is
+/// gone.
 class BufferPool {
  public:
+  BufferPool();
   std::shared_ptr<Buffer> acquire(std::size_t bytes);
   /// Keeps `buffer` from being handed out again until the pool has handed out `bytes` more
   /// (ignored when the buffer is not this pool's). For a buffer another core has read:
@@ -24,14 +25,8 @@ class BufferPool {
   std::size_t reserved_bytes() const;
 
  private:
-  struct Entry {
-    std::shared_ptr<Buffer> buffer;
-    std::size_t free_after = 0;  ///< Reusable once handed_out_ reaches this.
-  };
-  mutable std::mutex mutex_;
-  std::vector<Entry> entries_;
-  std::size_t reserved_ = 0;
-  std::size_t handed_out_ = 0;  ///< Bytes acquire() has returned, reused or new.
+  struct State;
+  std::shared_ptr<State> state_;
 };
 
 }  // namespace cleave
