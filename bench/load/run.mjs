@@ -1,16 +1,17 @@
-// Batch-1 latency at 2 threads while 0, 1 and 2 other processes keep a core busy: cleave
-// (its default wait policy, and libgomp's old default spin count) beside ONNX Runtime.
+// Batch-1 latency at 2 threads while other processes keep cores busy: cleave (its default wait
+// policy, fixed spin counts, sleeping at once) beside ONNX Runtime.
 //
 // Usage: node bench/load/run.mjs [--cleave build/cleave] [--models DIR] [--only a,b]
-//          [--rounds 3] [--runs 10] [--warmup 3] [--threads 2] [--busy 0,1,2] [--nice N]
-//          [--markdown FILE]
+//          [--rounds 3] [--runs 10] [--warmup 3] [--threads 2] [--busy 0,1,2]
+//          [--spins 1000,300000] [--nice N] [--markdown FILE]
 // Each round goes through the busy counts; for each it starts that many `yes > /dev/null`
 // processes (unpinned, as a user's other work would be), times every runtime in a fresh child
 // process (order rotating between rounds), then stops them. Latency is the median over every
-// timed run of every round. "cleave spin 300000" is cleave with GOMP_SPINCOUNT=300000, libgomp's
-// own default and what cleave ran with before it chose a bounded spin count itself; "cleave
-// passive" sleeps at once (OMP_WAIT_POLICY=passive). With --nice N every child (the busy ones too)
-// runs at that niceness, so that a shared host's other work disturbs the comparison less.
+// timed run of every round. "cleave (default)" is the command as a user starts it: it picks its
+// spin count from the host's load (runtime/wait_policy.h). "cleave spin N" sets GOMP_SPINCOUNT=N
+// (300000 is libgomp's own default, 1000 cleave's fixed default before the load-based choice);
+// "cleave passive" sleeps at once (OMP_WAIT_POLICY=passive). With --nice N every child (the busy
+// ones too) runs at that niceness, so that a shared host's other work disturbs the comparison less.
 import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -35,6 +36,7 @@ const flags = parseFlags(process.argv.slice(2), {
   warmup: 3,
   threads: 2,
   busy: "0,1,2",
+  spins: "1000,300000",
   nice: 0,
   markdown: "",
 });
@@ -43,6 +45,7 @@ if (flags.nice) os.setPriority(0, flags.nice);
 const here = path.dirname(fileURLToPath(import.meta.url));
 const ortRun = path.join(here, "../ort/ort_run.mjs");
 const busyCounts = flags.busy.split(",").map(Number);
+const spinCounts = String(flags.spins).split(",").filter(Boolean).map(Number);
 
 // The environment a user would have: none of the wait-policy variables set.
 function cleanEnvironment(extra = {}) {
@@ -67,7 +70,7 @@ const runtimes = [
   },
   ...[
     ["cleave", "cleave (default)", {}],
-    ["cleave_spin", "cleave spin 300000", { GOMP_SPINCOUNT: "300000" }],
+    ...spinCounts.map((n) => [`cleave_spin_${n}`, `cleave spin ${n}`, { GOMP_SPINCOUNT: String(n) }]),
     ["cleave_passive", "cleave passive", { OMP_WAIT_POLICY: "passive" }],
   ].map(([name, label, extra]) => ({
     name,
@@ -97,6 +100,8 @@ function stopBusy(children) {
   for (const child of children) child.kill("SIGKILL");
 }
 
+const cleaveRuntimes = runtimes.filter((r) => r.name !== "ort");
+const loadBefore = os.loadavg().map((v) => v.toFixed(1)).join(" ");
 const corpus = loadCorpus(flags.models, flags.only ? flags.only.split(",") : null);
 const results = [];
 let busy = [];
@@ -124,16 +129,15 @@ for (const model of corpus) {
   }
   process.stderr.write("\n");
   for (const b of busyCounts) {
-    const row = { name: model.name, busy: b };
-    for (const r of runtimes) row[r.name] = median(times[b][r.name]);
-    row.ratio = row.cleave / row.ort;
-    row.ratio_spin = row.cleave_spin / row.ort;
-    row.ratio_passive = row.cleave_passive / row.ort;
+    const row = { name: model.name, busy: b, ms: {}, ratio: {} };
+    for (const r of runtimes) row.ms[r.name] = median(times[b][r.name]);
+    for (const r of cleaveRuntimes) row.ratio[r.name] = row.ms[r.name] / row.ms.ort;
     results.push(row);
     console.log(
-      `${model.name.padEnd(16)} ${b} busy: ORT ${row.ort.toFixed(2)} ms, cleave ${row.cleave.toFixed(2)} ms ` +
-        `(${row.ratio.toFixed(3)}), cleave spin 300000 ${row.cleave_spin.toFixed(2)} ms (${row.ratio_spin.toFixed(3)}), ` +
-        `cleave passive ${row.cleave_passive.toFixed(2)} ms (${row.ratio_passive.toFixed(3)})`,
+      `${model.name.padEnd(16)} ${b} busy: ORT ${row.ms.ort.toFixed(2)} ms, ` +
+        cleaveRuntimes
+          .map((r) => `${r.label} ${row.ms[r.name].toFixed(2)} ms (${row.ratio[r.name].toFixed(3)})`)
+          .join(", "),
     );
   }
 }
@@ -141,18 +145,15 @@ for (const model of corpus) {
 const command = `node bench/load/run.mjs ${process.argv.slice(2).join(" ")}`.trim();
 const summary = busyCounts.map((b) => {
   const rows = results.filter((r) => r.busy === b);
-  return {
-    busy: b,
-    ratio: geomean(rows.map((r) => r.ratio)),
-    ratio_spin: geomean(rows.map((r) => r.ratio_spin)),
-    ratio_passive: geomean(rows.map((r) => r.ratio_passive)),
-    worst: Math.max(...rows.map((r) => r.ratio)),
-  };
+  const ratio = Object.fromEntries(
+    cleaveRuntimes.map((r) => [r.name, geomean(rows.map((row) => row.ratio[r.name]))]),
+  );
+  return { busy: b, ratio, worst: Math.max(...rows.map((row) => row.ratio.cleave)) };
 });
 for (const s of summary) {
   console.log(
-    `${s.busy} busy: geometric mean cleave/ORT ${s.ratio.toFixed(3)} (worst ${s.worst.toFixed(3)}), ` +
-      `with spin 300000 ${s.ratio_spin.toFixed(3)}, passive ${s.ratio_passive.toFixed(3)}`,
+    `${s.busy} busy: geometric mean cleave/ORT ${s.ratio.cleave.toFixed(3)} (worst ${s.worst.toFixed(3)}), ` +
+      cleaveRuntimes.slice(1).map((r) => `${r.label.replace("cleave ", "")} ${s.ratio[r.name].toFixed(3)}`).join(", "),
   );
 }
 if (flags.markdown) {
@@ -160,20 +161,23 @@ if (flags.markdown) {
   const lines = [
     `Made by: \`${command}\` on ${new Date().toISOString().slice(0, 16)}Z, onnxruntime-node 1.30.0, ` +
       `${os.cpus().length} cores, niceness ${flags.nice}; lscpu: ${cpu.replace(/\s+/g, " ").trim()}; load average before: ` +
-      `${os.loadavg().map((v) => v.toFixed(1)).join(" ")}.`,
+      `${loadBefore}.`,
     "",
     `${flags.threads} threads; median ms over ${flags.rounds} rounds x ${flags.runs} runs; ratio = cleave / ORT.`,
     "",
-    "| model | busy | ORT | cleave (default) | ratio | cleave spin 300000 | ratio | cleave passive | ratio |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    `| model | busy | ORT | ${cleaveRuntimes.map((r) => `${r.label} | ratio`).join(" | ")} |`,
+    `|---|---:|---:|${cleaveRuntimes.map(() => "---:|---:").join("|")}|`,
     ...results.map(
       (r) =>
-        `| ${r.name} | ${r.busy} | ${r.ort.toFixed(2)} | ${r.cleave.toFixed(2)} | ${r.ratio.toFixed(3)} | ` +
-        `${r.cleave_spin.toFixed(2)} | ${r.ratio_spin.toFixed(3)} | ${r.cleave_passive.toFixed(2)} | ${r.ratio_passive.toFixed(3)} |`,
+        `| ${r.name} | ${r.busy} | ${r.ms.ort.toFixed(2)} | ` +
+        cleaveRuntimes.map((c) => `${r.ms[c.name].toFixed(2)} | ${r.ratio[c.name].toFixed(3)}`).join(" | ") +
+        " |",
     ),
     ...summary.map(
       (s) =>
-        `| **geometric mean** | ${s.busy} | | | ${s.ratio.toFixed(3)} | | ${s.ratio_spin.toFixed(3)} | | ${s.ratio_passive.toFixed(3)} |`,
+        `| **geometric mean** | ${s.busy} | | ` +
+        cleaveRuntimes.map((c) => ` | ${s.ratio[c.name].toFixed(3)}`).join(" | ") +
+        " |",
     ),
     "",
   ];

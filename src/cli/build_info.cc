@@ -11,6 +11,7 @@
 
 #include "ir/graph.h"
 #include "runtime/cpu_isa.h"
+#include "runtime/wait_policy.h"
 
 // Set for this file by CMakeLists.txt when it is configured.
 #ifndef CLEAVE_GIT_COMMIT
@@ -101,6 +102,9 @@ nlohmann::json build_info_json() {
   info["cores"] = usable_cores();
   info["hardware_threads"] = std::thread::hardware_concurrency();
   info["openmp_threads"] = omp_get_max_threads();
+  // What a waiting OpenMP thread does: the count from GOMP_SPINCOUNT/OMP_WAIT_POLICY (the
+  // cleave command sets it from the host's load when the user did not, runtime/wait_policy.h).
+  info["openmp_spin_count"] = spin_count_in_effect();
   return info;
 }
 
@@ -135,6 +139,8 @@ std::string build_info_text() {
   line("cores", fmt::format("{} usable of {}", info["cores"].get<int>(),
                             info["hardware_threads"].get<unsigned>()));
   line("OpenMP threads", std::to_string(info["openmp_threads"].get<int>()));
+  line("OpenMP spin", fmt::format("{} iterations before a waiting thread sleeps",
+                                  info["openmp_spin_count"].get<long>()));
   return text;
 }
 

@@ -3,6 +3,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "runtime/wait_policy.h"
@@ -29,10 +30,12 @@ void InProcessHandOff::publish(int task, int64_t run, const std::vector<Tensor>&
 ValueHandOff::Wait InProcessHandOff::await(int task, int64_t run, double timeout_seconds,
                                            const std::vector<Tensor>** outputs) {
   Slot& slot = slots_[task];
-  // As long as the OpenMP threads spin (wait_policy.h): past that, the producer is either in a
-  // long task or not running at all because another process has its core, and spinning on
-  // would take a core from it or from that process.
-  for (long spin = 0; spin < kDefaultSpinCount; ++spin) {
+  // As long as the OpenMP threads spin (wait_policy.h), and never past libgomp's default, so that
+  // a timeout stays a timeout: past that, the producer is either in a long task or not running
+  // at all because another process has its core, and spinning on would take a core from it or
+  // from that process.
+  static const long spins = std::min(spin_count_in_effect(), kLibgompSpinCount);
+  for (long spin = 0; spin < spins; ++spin) {
     if (slot.ready.load(std::memory_order_acquire) == run) {
       *outputs = slot.outputs;
       return Wait::kReady;

@@ -1,29 +1,125 @@
 // Chooses and applies the cleave command's default OpenMP spin count (see wait_policy.h).
 #include "runtime/wait_policy.h"
 
+#include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
+#include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <thread>
 
 namespace cleave {
+namespace {
+
+// Runnable threads in the whole system now, the reader included; -1 if unknown.
+int procs_running() {
+  std::ifstream stat("/proc/stat");
+  std::string key;
+  while (stat >> key) {
+    if (key == "procs_running") {
+      int count = -1;
+      stat >> count;
+      return count;
+    }
+    stat.ignore(1 << 20, '\n');
+  }
+  return -1;
+}
+
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
+// libgomp's parse of GOMP_SPINCOUNT: a number with an optional k/M/G/T suffix, or "infinite".
+long parse_spin_count(const char* text) {
+  std::string value(text);
+  if (value == "infinite" || value == "infinity") return std::numeric_limits<long>::max();
+  char* end = nullptr;
+  long count = std::strtol(value.c_str(), &end, 10);
+  if (end == value.c_str() || count < 0) return kLibgompSpinCount;
+  switch (*end) {
+    case 'k':
+      return count * 1000;
+    case 'M':
+      return count * 1000000;
+    case 'G':
+      return count * 1000000000;
+    case 'T':
+      return count * 1000000000000;
+    default:
+      return count;
+  }
+}
+
+}  // namespace
+
+long spin_count_for(const HostLoad& load) {
+  return load.other_runnable > load.cores ? kBusySpinCount : kLibgompSpinCount;
+}
+
+HostLoad sample_host_load() {
+  HostLoad load;
+  load.cores = usable_cores();
+  // One sample can catch a transient (a shell forking, a short daemon wakeup): the median of
+  // five over ~4 ms says what keeps the cores busy.
+  int samples[5];
+  for (int i = 0; i < 5; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::microseconds(1000));
+    samples[i] = procs_running();
+    if (samples[i] < 0) return load;
+  }
+  std::nth_element(samples, samples + 2, samples + 5);
+  load.other_runnable = std::max(0, samples[2] - 1);
+  return load;
+}
 
 std::vector<EnvironmentSetting> default_wait_policy(
-    const std::function<const char*(const char*)>& lookup) {
+    const std::function<const char*(const char*)>& lookup, const HostLoad& load) {
   // A user who set either has chosen how threads wait; an empty value counts as a choice too.
   if (lookup("OMP_WAIT_POLICY") != nullptr || lookup("GOMP_SPINCOUNT") != nullptr) return {};
-  return {{"GOMP_SPINCOUNT", std::to_string(kDefaultSpinCount)}};
+  return {{"GOMP_SPINCOUNT", std::to_string(spin_count_for(load))}};
 }
 
 void apply_default_wait_policy(char** argv) {
-  std::vector<EnvironmentSetting> settings =
-      default_wait_policy([](const char* name) { return std::getenv(name); });
-  if (settings.empty() || argv == nullptr || argv[0] == nullptr) return;
+  auto lookup = [](const char* name) { return std::getenv(name); };
+  if (lookup("OMP_WAIT_POLICY") != nullptr || lookup("GOMP_SPINCOUNT") != nullptr) return;
+  std::vector<EnvironmentSetting> settings = default_wait_policy(lookup, sample_host_load());
+  bool changes_libgomp = false;
   for (const EnvironmentSetting& setting : settings) {
+    // Set even when it is libgomp's own value: child processes and spin_count_in_effect() read
+    // the choice from the environment.
     if (setenv(setting.name.c_str(), setting.value.c_str(), 0) != 0) return;
+    changes_libgomp |=
+        setting.name != "GOMP_SPINCOUNT" || setting.value != std::to_string(kLibgompSpinCount);
   }
+  if (!changes_libgomp || argv == nullptr || argv[0] == nullptr) return;
   execv("/proc/self/exe", argv);
   // Still here: no /proc, or the binary is gone. Run on with libgomp's defaults; the variables
   // set above stay for child processes, which is what the user would get on the next start.
+}
+
+long spin_count_in_effect() {
+  static const long count = [] {
+    if (const char* spin = std::getenv("GOMP_SPINCOUNT"); spin != nullptr && *spin != '\0') {
+      return parse_spin_count(spin);
+    }
+    if (const char* policy = std::getenv("OMP_WAIT_POLICY"); policy != nullptr) {
+      std::string value(policy);
+      for (char& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (value == "passive") return 0L;
+      if (value == "active") return 30000000000L;  // libgomp's count for an active policy
+    }
+    return kLibgompSpinCount;
+  }();
+  return count;
 }
 
 }  // namespace cleave

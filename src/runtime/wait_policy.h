@@ -1,4 +1,5 @@
-// Default OpenMP wait policy of the cleave command: spin briefly at a barrier, then sleep.
+// Default OpenMP wait policy of the cleave command: how long a thread spins at a barrier before
+// it sleeps, chosen from how busy the host's cores are when the command starts.
 #pragma once
 
 #include <functional>
@@ -13,24 +14,52 @@ struct EnvironmentSetting {
   std::string value;
 };
 
-/// Iterations of libgomp's spin loop (one `pause`, ~27 ns on an EPYC of family 26) before a
-/// waiting thread sleeps, when the user chose no wait policy: ~30 us, longer than the gaps
-/// between cleave's kernels, far shorter than a time slice of another process. libgomp's own
-/// default, 300000 (~8 ms here), spins on through the slices in which the awaited thread is not
-/// running; docs/results/load.md has the measurements.
-inline constexpr long kDefaultSpinCount = 1000;
+/// How busy the host is: threads of other processes ready to run, and the cores this process
+/// may use.
+struct HostLoad {
+  int other_runnable = 0;
+  int cores = 1;
+};
 
-/// What the cleave command sets before libgomp reads its environment: GOMP_SPINCOUNT, unless the
-/// user set OMP_WAIT_POLICY or GOMP_SPINCOUNT (to anything, even empty), in which case nothing.
-/// `lookup` returns a variable's value or nullptr when it is unset (std::getenv in the command).
+/// libgomp's own spin count when the user chose no wait policy: 300000 iterations of one `pause`
+/// (~8 ms on an EPYC of family 26). On a host where the other runnable threads leave every
+/// thread of a team a core most of the time, spinning through a short preemption is cheaper
+/// than sleeping and being woken (docs/results/load.md).
+inline constexpr long kLibgompSpinCount = 300000;
+
+/// The spin count on an oversubscribed host (~30 us): longer than the gaps between cleave's
+/// kernels, far shorter than a time slice of another process. With more runnable threads than
+/// cores, the thread a barrier waits for is often not running at all, and spinning on takes
+/// the core from it or from the other process (docs/results/load.md).
+inline constexpr long kBusySpinCount = 1000;
+
+/// The spin count for a host in this state: kBusySpinCount when the other processes' runnable
+/// threads outnumber the cores (a team's thread then often waits for a core), else libgomp's own.
+long spin_count_for(const HostLoad& load);
+
+/// The host's load now: the median over a few samples, about a millisecond apart, of the
+/// runnable threads the kernel counts (/proc/stat's procs_running, less the caller), and the
+/// cores in this process's affinity mask. Zero other threads when /proc cannot be read.
+HostLoad sample_host_load();
+
+/// What the cleave command sets before libgomp reads its environment: GOMP_SPINCOUNT (to the
+/// count for `load`), unless the user set OMP_WAIT_POLICY or GOMP_SPINCOUNT (to anything, even
+/// empty), in which case nothing. `lookup` returns a variable's value or nullptr when it is
+/// unset (std::getenv in the command).
 std::vector<EnvironmentSetting> default_wait_policy(
-    const std::function<const char*(const char*)>& lookup);
+    const std::function<const char*(const char*)>& lookup, const HostLoad& load);
 
-/// Applies default_wait_policy to this process. libgomp reads its environment in a constructor
-/// that runs before main(), so a change only counts in a new image: when there is something to
-/// set, this sets it and executes /proc/self/exe again with the same arguments (the new image
-/// finds the variable set and carries on). Returns when nothing was to be set, or when the
-/// exec failed (the process then runs with libgomp's defaults).
+/// Applies default_wait_policy for the sampled host load to this process. libgomp reads its
+/// environment in a constructor that runs before main(), so a spin count other than libgomp's
+/// own only counts in a new image: this sets the variable and, if its value differs from what
+/// libgomp already runs with, executes /proc/self/exe again with the same arguments (the new
+/// image finds the variable set and carries on). Returns when there is nothing to change, or
+/// when the exec failed (the process then runs with libgomp's defaults).
 void apply_default_wait_policy(char** argv);
+
+/// The spin count the OpenMP threads of this process use (from GOMP_SPINCOUNT and
+/// OMP_WAIT_POLICY as libgomp reads them), read once; the parallel executor's workers spin as
+/// long before they sleep.
+long spin_count_in_effect();
 
 }  // namespace cleave

@@ -103,5 +103,29 @@ TEST_F(InfoCommandTest, RunJsonReportsTheEffectiveIsa) {
   EXPECT_EQ(report["isa"]["channel_block"], 8);
 }
 
+// The spin count the command runs with: the user's when set (passive meaning none), else one of
+// the two the host's load chooses between (runtime/wait_policy.h).
+TEST_F(InfoCommandTest, ReportsTheOpenMpSpinCountItRunsWith) {
+  const char* saved_spin = std::getenv("GOMP_SPINCOUNT");
+  const char* saved_policy = std::getenv("OMP_WAIT_POLICY");
+  std::optional<std::string> spin =
+      saved_spin ? std::optional<std::string>(saved_spin) : std::nullopt;
+  std::optional<std::string> policy =
+      saved_policy ? std::optional<std::string>(saved_policy) : std::nullopt;
+  unsetenv("OMP_WAIT_POLICY");
+  setenv("GOMP_SPINCOUNT", "1234", 1);
+  EXPECT_EQ(info_json()["openmp_spin_count"], 1234);
+  unsetenv("GOMP_SPINCOUNT");
+  setenv("OMP_WAIT_POLICY", "passive", 1);
+  EXPECT_EQ(info_json()["openmp_spin_count"], 0);
+  unsetenv("OMP_WAIT_POLICY");
+  const long chosen = info_json()["openmp_spin_count"].get<long>();
+  EXPECT_TRUE(chosen == 300000 || chosen == 1000) << chosen;
+  CommandResult text = cleave("info");
+  EXPECT_NE(text.out.find("OpenMP spin:"), std::string::npos) << text.out;
+  if (spin) setenv("GOMP_SPINCOUNT", spin->c_str(), 1);
+  if (policy) setenv("OMP_WAIT_POLICY", policy->c_str(), 1);
+}
+
 }  // namespace
 }  // namespace cleave

@@ -1,4 +1,5 @@
-// Tests of the cleave command's default OpenMP wait policy: it never overrides the user's.
+// Tests of the cleave command's default OpenMP wait policy: it follows the host's load and
+// never overrides the user's.
 #include "runtime/wait_policy.h"
 
 #include <gtest/gtest.h>
@@ -9,33 +10,54 @@
 namespace cleave {
 namespace {
 
-std::vector<EnvironmentSetting> policy_for(const std::map<std::string, std::string>& environment) {
-  return default_wait_policy([&](const char* name) -> const char* {
-    auto found = environment.find(name);
-    return found == environment.end() ? nullptr : found->second.c_str();
-  });
+std::vector<EnvironmentSetting> policy_for(const std::map<std::string, std::string>& environment,
+                                           HostLoad load = {0, 2}) {
+  return default_wait_policy(
+      [&](const char* name) -> const char* {
+        auto found = environment.find(name);
+        return found == environment.end() ? nullptr : found->second.c_str();
+      },
+      load);
 }
 
-TEST(WaitPolicy, BoundsTheSpinCountWhenTheUserChoseNothing) {
-  std::vector<EnvironmentSetting> settings = policy_for({{"OMP_NUM_THREADS", "2"}});
-  ASSERT_EQ(settings.size(), 1u);
-  EXPECT_EQ(settings[0].name, "GOMP_SPINCOUNT");
-  EXPECT_EQ(settings[0].value, std::to_string(kDefaultSpinCount));
-  EXPECT_LT(kDefaultSpinCount, 300000);  // Below libgomp's own default, or it changes nothing.
+TEST(WaitPolicy, KeepsLibgompsSpinWhileEveryThreadCanHaveACore) {
+  // Two cores, up to two other busy threads: a team's thread is preempted only briefly.
+  for (int others : {0, 1, 2}) {
+    std::vector<EnvironmentSetting> settings = policy_for({{"OMP_NUM_THREADS", "2"}}, {others, 2});
+    ASSERT_EQ(settings.size(), 1u);
+    EXPECT_EQ(settings[0].name, "GOMP_SPINCOUNT");
+    EXPECT_EQ(settings[0].value, "300000") << others << " other runnable threads";
+  }
+}
+
+TEST(WaitPolicy, BoundsTheSpinWhenOtherThreadsOutnumberTheCores) {
+  for (int others : {3, 20}) {
+    std::vector<EnvironmentSetting> settings = policy_for({}, {others, 2});
+    ASSERT_EQ(settings.size(), 1u);
+    EXPECT_EQ(settings[0].value, "1000") << others << " other runnable threads";
+  }
+  EXPECT_EQ(policy_for({}, {16, 16})[0].value, "300000");
+  EXPECT_EQ(policy_for({}, {17, 16})[0].value, "1000");
 }
 
 TEST(WaitPolicy, LeavesAUsersWaitPolicyAlone) {
-  EXPECT_TRUE(policy_for({{"OMP_WAIT_POLICY", "active"}}).empty());
+  EXPECT_TRUE(policy_for({{"OMP_WAIT_POLICY", "active"}}, {20, 2}).empty());
   EXPECT_TRUE(policy_for({{"OMP_WAIT_POLICY", "passive"}}).empty());
 }
 
 TEST(WaitPolicy, LeavesAUsersSpinCountAlone) {
-  EXPECT_TRUE(policy_for({{"GOMP_SPINCOUNT", "infinite"}}).empty());
+  EXPECT_TRUE(policy_for({{"GOMP_SPINCOUNT", "infinite"}}, {20, 2}).empty());
 }
 
 TEST(WaitPolicy, CountsAnEmptyValueAsTheUsersChoice) {
   EXPECT_TRUE(policy_for({{"GOMP_SPINCOUNT", ""}}).empty());
   EXPECT_TRUE(policy_for({{"OMP_WAIT_POLICY", ""}}).empty());
+}
+
+TEST(WaitPolicy, SamplesThisHostsCoresAndLoad) {
+  HostLoad load = sample_host_load();
+  EXPECT_GE(load.cores, 1);
+  EXPECT_GE(load.other_runnable, 0);
 }
 
 }  // namespace
