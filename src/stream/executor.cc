@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -350,13 +351,16 @@ std::vector<double> measure_node_costs(const StreamGraph& graph, const StreamSch
     }
     std::vector<std::vector<Item>> copy = windows;
     work.fire(copy);  // prepares the kernels
-    const int runs = 3;
-    const Clock::time_point start = Clock::now();
-    for (int r = 0; r < runs; ++r) {
+    // The thread's CPU seconds, the least of 3 firings: other processes' load neither
+    // stretches it (time-slicing) nor lets one slow firing skew the placement.
+    double least = std::numeric_limits<double>::infinity();
+    for (int r = 0; r < 3; ++r) {
       copy = windows;
+      const double before = thread_cpu_seconds();
       work.fire(copy);
+      least = std::min(least, thread_cpu_seconds() - before);
     }
-    cost[v] = seconds_since(start) / runs * static_cast<double>(schedule.repetitions[v]);
+    cost[v] = least * static_cast<double>(schedule.repetitions[v]);
   }
   return cost;
 }

@@ -67,8 +67,8 @@ struct StreamRunResult {
 };
 
 /// Per node of `graph`: seconds one steady-state iteration of it takes, measured by firing
-/// model filters on zero inputs (which also prepares their kernels); other nodes only move
-/// pointers and cost nearly nothing.
+/// model filters on zero inputs (the least thread CPU time of 3 firings, after one that
+/// prepares their kernels); other nodes only move pointers and cost nearly nothing.
 std::vector<double> measure_node_costs(const StreamGraph& graph, const StreamSchedule& schedule);
 
 /// Balances nodes over `workers` by cost (longest first onto the least loaded worker): the
