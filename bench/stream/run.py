@@ -1,6 +1,7 @@
 # Stream benchmarks for docs/results/stream.md: schedule time, pipelined throughput, and the
 # thesis's Tables 5.1/5.2 (fission of a Linear layer). Prints markdown tables.
-# Usage: /usr/bin/python3 bench/stream/run.py [BUILD_DIR] [ROUNDS]
+# Usage: /usr/bin/python3 bench/stream/run.py [BUILD_DIR] [ROUNDS] [PARTS]
+# PARTS: comma-separated subset of schedule,audio,corpus,5.1,5.2 (default all).
 import json
 import os
 import statistics
@@ -62,24 +63,34 @@ def schedule_times(d):
 
 
 def audio(d):
-    print("\n### Three-model audio pipeline (512 chunks), items/s, median of rounds\n")
-    print("| workers | items/s | vs 1 worker | placement predicts | latency p50 ms | busy |")
-    print("|---|---|---|---|---|---|")
-    results = {w: [] for w in (1, 2, 3)}
-    last = {}
+    # 1 worker is the sequential baseline; 2 and 3 workers place the filters by the balanced
+    # planner (default) and by the old greedy rule. CPU-bound speedup: the 1-worker run's CPU
+    # seconds over the busiest worker's, the gain the placement allows when every worker has a
+    # core of its own (what a quiet host should show as items/s).
+    print(f"\n### Three-model audio pipeline (512 chunks), items/s, median of {ROUNDS} rounds; "
+          f"load average {os.getloadavg()[0]:.1f}\n")
+    print("| workers | placement | items/s | vs 1 worker | predicted items/s | CPU-bound speedup "
+          "| latency p50 ms | busy | waits | preempted |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    configs = [(1, "balanced"), (2, "balanced"), (2, "greedy"), (3, "balanced"), (3, "greedy")]
+    results = {c: [] for c in configs}
     for _ in range(ROUNDS):
-        for w in (1, 2, 3):
-            r = run_json(os.path.join(d, "audio.json"), "--input", f"x={d}/chunks.npy",
-                         "--items", "512", "--workers", str(w))
-            results[w].append(r["items_per_second"])
-            last[w] = r
-    base = statistics.median(results[1])
-    for w in (1, 2, 3):
-        m = statistics.median(results[w])
-        busy = " ".join(f"{100 * b:.0f}%" for b in last[w]["worker_busy"])
-        print(f"| {w} | {m:.1f} | {m / base:.2f}x | {last[w]['predicted_items_per_second']:.1f} | "
-              f"{1e3 * last[w]['latency_p50_seconds']:.2f} | {busy} |")
-
+        for w, method in configs:
+            results[(w, method)].append(
+                run_json(os.path.join(d, "audio.json"), "--input", f"x={d}/chunks.npy", "--items",
+                         "512", "--workers", str(w), "--placement", method))
+    base = statistics.median(r["items_per_second"] for r in results[configs[0]])
+    base_cpu = statistics.median(sum(r["worker_cpu_seconds"]) for r in results[configs[0]])
+    for c in configs:
+        rs = results[c]
+        m = statistics.median(r["items_per_second"] for r in rs)
+        pred = statistics.median(r["predicted_items_per_second"] for r in rs)
+        top = statistics.median(max(r["worker_cpu_seconds"]) for r in rs)
+        last = rs[-1]
+        busy = " ".join(f"{100 * b:.0f}%" for b in last["worker_busy"])
+        print(f"| {c[0]} | {c[1]} | {m:.1f} | {m / base:.2f}x | {pred:.1f} | {base_cpu / top:.2f}x "
+              f"| {1e3 * last['latency_p50_seconds']:.2f} | {busy} | {sum(last['worker_waits'])} "
+              f"| {' '.join(str(p) for p in last['worker_preempted'])} |")
 
 
 def corpus(d):
@@ -120,32 +131,48 @@ def corpus(d):
 
 
 def tables(d):
+    # Each round runs every configuration once, in an order rotated by round, so that a change
+    # in the host's load hits all of them alike; ratios are per round (paired), then the median.
+    # Wall: microseconds per 1024 rows from the run's items/s. CPU: the worker threads' CPU
+    # seconds per 1024 rows, which time-slicing by other processes does not inflate.
     for k, n, table in ((512, 256, "5.1"), (4096, 1024, "5.2")):
         if table not in PARTS:
             continue
-        print(f"\n### Table {table}: Linear 1024x{k} -> 1024x{n}, microseconds per 1024 rows "
-              f"(median of {ROUNDS} rounds)\n")
         configs = [("unsplit", []), ("split in 2", ["--fission", "lin=2:512"]),
                    ("granularity 64", ["--fission", "lin=2:64"]),
                    ("granularity 128", ["--fission", "lin=2:128"])]
         iterations = 64 if k == 512 else 8
-        times = {(c, w): [] for c, _ in configs for w in (1, 2)}
-        for _ in range(ROUNDS):
+        wall = {(c, w): [] for c, _ in configs for w in (1, 2)}
+        cpu = {(c, w): [] for c, _ in configs for w in (1, 2)}
+        loads = []
+        for r in range(ROUNDS):
+            loads.append(os.getloadavg()[0])
             for w in (1, 2):
-                for name, extra in configs:
-                    r = run_json(os.path.join(d, f"linear_{k}_{n}.json"), "--input",
+                order = configs[r % len(configs):] + configs[:r % len(configs)]
+                for name, extra in order:
+                    j = run_json(os.path.join(d, f"linear_{k}_{n}.json"), "--input",
                                  f"x={d}/rows_{k}.npy", "--items", str(1024 * iterations),
-                                 "--workers", str(w), *extra)
-                    times[(name, w)].append(1e6 * 1024 / r["items_per_second"])
-        print("| workers | " + " | ".join(c for c, _ in configs) + " |")
-        print("|---|" + "---|" * len(configs))
+                                 "--workers", str(w), "--costs", "flops", *extra)
+                    wall[(name, w)].append(1e6 * 1024 / j["items_per_second"])
+                    cpu[(name, w)].append(1e6 * sum(j["worker_cpu_seconds"]) / iterations)
+        print(f"\n### Table {table}: Linear 1024x{k} -> 1024x{n}, microseconds per 1024 rows "
+              f"({ROUNDS} rounds, {iterations} x 1024 rows per run; load average "
+              f"{min(loads):.1f}-{max(loads):.1f})\n")
+        print("| workers | measure | " + " | ".join(c for c, _ in configs) + " |")
+        print("|---|---|" + "---|" * len(configs))
         for w in (1, 2):
-            base = statistics.median(times[("unsplit", w)])
-            cells = []
-            for name, _ in configs:
-                m = statistics.median(times[(name, w)])
-                cells.append(f"{m:.0f}" + ("" if name == "unsplit" else f" ({m / base:.3f}x)"))
-            print(f"| {w} | " + " | ".join(cells) + " |")
+            for label, times in (("wall", wall), ("CPU", cpu)):
+                cells = []
+                for name, _ in configs:
+                    m = statistics.median(times[(name, w)])
+                    if name == "unsplit":
+                        cells.append(f"{m:.0f}")
+                        continue
+                    ratios = [a / b for a, b in zip(times[(name, w)], times[("unsplit", w)])]
+                    q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+                    cells.append(f"{m:.0f} ({statistics.median(ratios):.3f}x, "
+                                 f"IQR {q[0]:.3f}-{q[-1]:.3f})")
+                print(f"| {w} | {label} | " + " | ".join(cells) + " |")
 
 
 main()

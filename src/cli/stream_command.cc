@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "analysis/flops.h"
 #include "analysis/graph_dot.h"
 #include "cli/commands.h"
 #include "cli/model_task_graph.h"
@@ -22,6 +23,7 @@
 #include "stream/executor.h"
 #include "stream/fission.h"
 #include "stream/from_graph.h"
+#include "stream/placement.h"
 #include "stream/schedule.h"
 #include "stream/stages.h"
 #include "stream/stream_dot.h"
@@ -49,6 +51,8 @@ struct StreamCommandOptions {
   std::string inputs_dir;
   int stages = 0;
   std::string costs = "flops";
+  std::string placement = "balanced";
+  std::string trace;
 };
 
 bool replace_filter(Stream& s, const std::string& name, int64_t copies, int64_t granularity) {
@@ -94,7 +98,8 @@ struct Loaded {
 };
 
 Loaded load_program_or_model(const std::string& path, bool by_reference, int stages,
-                             const std::string& costs) {
+                             std::string costs) {
+  if (costs == "measured") costs = "flops";  // the stage cut has no run to measure
   Loaded out;
   if (!is_model(path)) {
     if (by_reference || stages > 0) {
@@ -318,6 +323,7 @@ std::vector<Tensor> input_items(const StreamCommandOptions& o, const Graph* grap
   const int64_t available = static_cast<int64_t>(per_input[0].size());
   const int64_t count = o.items > 0 ? o.items : available;
   std::vector<Tensor> items;
+  items.reserve(static_cast<std::size_t>(count) * per_input.size());
   for (int64_t i = 0; i < count; ++i) {
     for (const auto& input : per_input) items.push_back(input[i % input.size()]);
   }
@@ -328,6 +334,66 @@ double percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
+}
+
+// Seconds of one firing per actor, by --costs: "measured" leaves it to the executor (it fires
+// each model filter before the run); "flops" charges a nominal 1 ns per FLOP; a cost table
+// ("profile", "static", "analytical") sums its nodes' 1-thread seconds over the filter's
+// model (the whole model's table, when the stages were cut by it). Splitters, joiners and
+// built-in filters move pointers: 0.1 us per item they pop.
+std::vector<double> firing_costs(const Loaded& loaded, const StreamProgram& program,
+                                 const std::string& source) {
+  if (source == "measured") return {};
+  const StreamGraph graph = flatten_stream(program.root);
+  std::map<std::string, double> stage_seconds;
+  if (loaded.staged && !loaded.staged->stage_cost.empty()) {
+    for (std::size_t k = 0; k < loaded.staged->stage_cost.size(); ++k) {
+      stage_seconds[loaded.staged->root.streams[k].name] = loaded.staged->stage_cost[k];
+    }
+  }
+  std::map<const Graph*, double> per_graph;
+  std::vector<double> seconds;
+  for (const StreamNode& node : graph.nodes) {
+    if (node.kind != StreamNodeKind::kFilter || node.stream->op != FilterOp::kModel) {
+      int64_t items = 0;
+      for (int64_t p : node.pop) items += p;
+      seconds.push_back(1e-7 * static_cast<double>(items));
+      continue;
+    }
+    if (const auto it = stage_seconds.find(node.name); it != stage_seconds.end()) {
+      seconds.push_back(it->second);
+      continue;
+    }
+    const Graph& g = *node.stream->graph;
+    auto [it, fresh] = per_graph.emplace(&g, 0.0);
+    if (fresh) {
+      if (source == "flops") {
+        for (NodeId id : g.node_ids()) {
+          it->second += 1e-9 * static_cast<double>(node_flops(g, id).value_or(0));
+        }
+      } else {
+        const CostTable table = costs_for(g, source, 1, false);
+        for (NodeId id : g.node_ids()) it->second += table.seconds(id, 1);
+      }
+    }
+    seconds.push_back(it->second);
+  }
+  return seconds;
+}
+
+// --trace FILE: every firing as a Chrome trace event, one row per worker.
+void write_trace(const std::string& file, const StreamProgram& program, const StreamRunResult& r) {
+  const StreamGraph graph = flatten_stream(program.root);
+  nlohmann::json events = nlohmann::json::array();
+  for (const StreamRunResult::Firing& f : r.firings) {
+    events.push_back({{"name", graph.nodes[f.node].name},
+                      {"ph", "X"},
+                      {"pid", 0},
+                      {"tid", f.worker},
+                      {"ts", f.start * 1e6},
+                      {"dur", (f.end - f.start) * 1e6}});
+  }
+  write_file_atomically(file, nlohmann::json{{"traceEvents", events}}.dump());
 }
 
 int run_run(const StreamCommandOptions& o) {
@@ -341,7 +407,11 @@ int run_run(const StreamCommandOptions& o) {
   options.keep_outputs = !o.output_dir.empty();
   options.workers = o.workers;
   options.capacity_factor = o.capacity_factor;
+  options.method = parse_placement_method(o.placement);
+  options.firing_seconds = firing_costs(loaded, program, o.costs);
+  options.trace = !o.trace.empty();
   const StreamRunResult r = run_stream(program, inputs, options);
+  if (!o.trace.empty()) write_trace(o.trace, program, r);
   if (!o.output_dir.empty()) {
     std::filesystem::create_directories(o.output_dir);
     if (!r.outputs.empty()) {
@@ -361,27 +431,56 @@ int run_run(const StreamCommandOptions& o) {
   }
   const double p50 = percentile(r.iteration_latency, 0.5);
   const double p99 = percentile(r.iteration_latency, 0.99);
+  const StreamGraph graph = flatten_stream(program.root);
   if (o.json) {
+    nlohmann::ordered_json actors = nlohmann::ordered_json::array();
+    for (std::size_t v = 0; v < graph.nodes.size(); ++v) {
+      actors.push_back({{"name", graph.nodes[v].name},
+                        {"worker", r.placement[v]},
+                        {"seconds_per_iteration", r.node_cost[v]}});
+    }
     nlohmann::ordered_json j = {{"items", inputs.size()},
                                 {"outputs", r.output_count},
                                 {"workers", o.workers},
                                 {"seconds", r.seconds},
                                 {"items_per_second", r.items_per_second},
                                 {"predicted_items_per_second", r.predicted_items_per_second},
+                                {"bound_items_per_second", r.plan.bound_items_per_second},
                                 {"latency_p50_seconds", p50},
                                 {"latency_p99_seconds", p99},
                                 {"worker_busy", r.worker_busy},
-                                {"placement", r.placement}};
+                                {"worker_cpu_seconds", r.worker_cpu_seconds},
+                                {"worker_wait_seconds", r.worker_wait_seconds},
+                                {"worker_waits", r.worker_waits},
+                                {"worker_preempted", r.worker_preempted},
+                                {"placement",
+                                 {{"method", o.placement},
+                                  {"costs", o.costs},
+                                  {"worker_seconds_per_iteration", r.plan.worker_seconds},
+                                  {"handoff_seconds_per_iteration", r.plan.handoff_seconds},
+                                  {"actors", actors}}}};
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
   fmt::print("{}: {} items in, {} items out on {} workers in {:.4f} s\n", program.origin,
              inputs.size(), r.output_count, o.workers, r.seconds);
-  fmt::print("throughput {:.1f} items/s (placement predicts {:.1f})\n", r.items_per_second,
-             r.predicted_items_per_second);
+  fmt::print(
+      "throughput {:.1f} items/s ({} placement by {} costs predicts {:.1f}; its busiest worker "
+      "bounds it at {:.1f})\n",
+      r.items_per_second, o.placement, o.costs, r.predicted_items_per_second,
+      r.plan.bound_items_per_second);
   fmt::print("latency per iteration: p50 {:.3f} ms, p99 {:.3f} ms\n", p50 * 1e3, p99 * 1e3);
   for (std::size_t w = 0; w < r.worker_busy.size(); ++w) {
-    fmt::print("worker {}: busy {:.0f}%\n", w, 100 * r.worker_busy[w]);
+    std::vector<std::string> names;
+    for (std::size_t v = 0; v < graph.nodes.size(); ++v) {
+      if (r.placement[v] == static_cast<int>(w)) names.push_back(graph.nodes[v].name);
+    }
+    fmt::print(
+        "worker {}: busy {:.0f}%, cpu {:.4f} s, waited {:.4f} s ({} times), preempted {} times; "
+        "planned {:.3f} ms per iteration: {}\n",
+        w, 100 * r.worker_busy[w], r.worker_cpu_seconds[w], r.worker_wait_seconds[w],
+        r.worker_waits[w], r.worker_preempted[w], 1e3 * r.plan.worker_seconds[w],
+        fmt::join(names, " "));
   }
   return 0;
 }
@@ -454,12 +553,25 @@ void register_stream(CLI::App& app, CommandAction& action) {
                   "Converting a model: K contiguous stages balanced by FLOPs, one filter each")
       ->check(CLI::Range(0, 1000000));
   run->add_option("--costs", options->costs,
-                  "With --stages: balance by flops (default), profile, static or analytical")
-      ->check(CLI::IsMember({"flops", "profile", "static", "analytical"}));
+                  "What the placement (and --stages) balance: measured (default: each model "
+                  "filter fired before the run; stages cut by FLOPs), flops (nominal 1 ns per "
+                  "FLOP), or a cost table: profile, static or analytical")
+      ->check(CLI::IsMember({"measured", "flops", "profile", "static", "analytical"}));
+  run->add_option("--placement", options->placement,
+                  "How filters are placed on the workers: balanced (default: steady-state cost "
+                  "and channel hand-offs balanced, best simulated throughput), greedy (the old "
+                  "longest-first, no hand-offs) or contiguous (runs of consecutive filters)")
+      ->check(CLI::IsMember({"balanced", "greedy", "contiguous"}))
+      ->capture_default_str();
+  run->add_option("--trace", options->trace,
+                  "Write every firing (worker, start, end) as a Chrome trace to this file");
   run->add_flag("--no-replicate", options->by_reference,
                 "Converting a model: pass shared values by reference instead of replicating "
                 "their nodes");
-  run->callback([&action, options] { action = [options] { return run_run(*options); }; });
+  run->callback([&action, options, run] {
+    if (run->count("--costs") == 0) options->costs = "measured";
+    action = [options] { return run_run(*options); };
+  });
 
   command->callback([&action, options, command] {
     if (command->get_subcommands().empty()) {

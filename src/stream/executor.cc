@@ -9,11 +9,15 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <numeric>
 #include <thread>
+
+#include <sys/resource.h>
+#include <time.h>
 
 #include "ir/text.h"
 #include "runtime/executor.h"
@@ -28,23 +32,40 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// CPU seconds the calling thread has used, and how often the OS preempted it.
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+int64_t thread_preemptions() {
+  rusage usage{};
+  getrusage(RUSAGE_THREAD, &usage);
+  return usage.ru_nivcsw;
+}
+
+// One item on a channel. A Tensor is large (its optional oneDNN layout descriptor alone is
+// hundreds of bytes), so channels, windows, splitters and joiners pass shared handles: a hop
+// moves a pointer, not a Tensor (deque nodes of one Tensor each cost a malloc per item).
+using Item = std::shared_ptr<const Tensor>;
+
 ItemType item_of(const Tensor& t) {
   return ItemType{t.dtype(), t.shape()};
 }
 
 // A contiguous tensor of `shape` holding the items back to back: a view when they already
 // lie back to back in one shared storage, else a copy.
-Tensor gather(const std::vector<Tensor>& items, std::size_t first, std::size_t count,
-              DataType dtype, const std::vector<int64_t>& shape) {
+Tensor gather(const std::vector<Item>& items, std::size_t first, std::size_t count, DataType dtype,
+              const std::vector<int64_t>& shape) {
   // Items that sit side by side in one buffer (rows cut from one tensor) need no copy.
-  bool adjacent = items[first].storage() != nullptr && !items[first].is_blocked();
+  bool adjacent = items[first]->storage() != nullptr && !items[first]->is_blocked();
   for (std::size_t i = first + 1; i < first + count && adjacent; ++i) {
-    adjacent = items[i].storage() == items[first].storage() && !items[i].is_blocked() &&
-               static_cast<const std::byte*>(items[i].raw()) ==
-                   static_cast<const std::byte*>(items[i - 1].raw()) + items[i - 1].byte_size();
+    adjacent = items[i]->storage() == items[first]->storage() && !items[i]->is_blocked() &&
+               static_cast<const std::byte*>(items[i]->raw()) ==
+                   static_cast<const std::byte*>(items[i - 1]->raw()) + items[i - 1]->byte_size();
   }
   std::size_t total = 0;
-  for (std::size_t i = first; i < first + count; ++i) total += items[i].byte_size();
+  for (std::size_t i = first; i < first + count; ++i) total += items[i]->byte_size();
   int64_t elements = 1;
   for (int64_t d : shape) elements *= d;
   if (total != static_cast<std::size_t>(elements) * element_size(dtype)) {
@@ -52,7 +73,7 @@ Tensor gather(const std::vector<Tensor>& items, std::size_t first, std::size_t c
                             print_type(dtype, Shape::of(shape))));
   }
   if (adjacent) {
-    const Tensor& t = items[first];
+    const Tensor& t = *items[first];
     const auto offset =
         static_cast<std::size_t>(static_cast<const std::byte*>(t.raw()) - t.storage()->data());
     return Tensor::view(dtype, shape, t.storage(), offset);
@@ -60,15 +81,15 @@ Tensor gather(const std::vector<Tensor>& items, std::size_t first, std::size_t c
   Tensor out = Tensor::allocate(dtype, shape);
   auto* dst = static_cast<std::byte*>(out.raw());
   for (std::size_t i = first; i < first + count; ++i) {
-    const std::size_t bytes = items[i].byte_size();
-    std::memcpy(dst, items[i].raw(), bytes);
+    const std::size_t bytes = items[i]->byte_size();
+    std::memcpy(dst, items[i]->raw(), bytes);
     dst += bytes;
   }
   return out;
 }
 
 // Cuts a plain tensor into `count` items of `shape`, as views of its storage when it has one.
-std::vector<Tensor> scatter(const Tensor& whole, int64_t count, const std::vector<int64_t>& shape) {
+std::vector<Item> scatter(const Tensor& whole, int64_t count, const std::vector<int64_t>& shape) {
   Tensor source = whole;
   if (!source.storage()) {
     source = Tensor::allocate(whole.dtype(), whole.shape());
@@ -77,16 +98,17 @@ std::vector<Tensor> scatter(const Tensor& whole, int64_t count, const std::vecto
   const std::size_t item_bytes = source.byte_size() / static_cast<std::size_t>(count);
   const auto base = static_cast<std::size_t>(static_cast<const std::byte*>(source.raw()) -
                                              source.storage()->data());
-  std::vector<Tensor> out;
+  std::vector<Item> out;
+  out.reserve(static_cast<std::size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
-    out.push_back(Tensor::view(source.dtype(), shape, source.storage(),
-                               base + static_cast<std::size_t>(i) * item_bytes));
+    out.push_back(std::make_shared<const Tensor>(Tensor::view(
+        source.dtype(), shape, source.storage(), base + static_cast<std::size_t>(i) * item_bytes)));
   }
   return out;
 }
 
-Tensor concat_items(const std::vector<Tensor>& items, int64_t axis) {
-  const Tensor& first = items.front();
+Item concat_items(const std::vector<Item>& items, int64_t axis) {
+  const Tensor& first = *items.front();
   std::vector<int64_t> shape = first.shape();
   if (shape.empty()) shape = {1};
   int64_t outer = 1, inner = 1;
@@ -97,12 +119,12 @@ Tensor concat_items(const std::vector<Tensor>& items, int64_t axis) {
   const std::size_t chunk = static_cast<std::size_t>(inner) * element_size(first.dtype());
   auto* dst = static_cast<std::byte*>(out.raw());
   for (int64_t o = 0; o < outer; ++o) {
-    for (const Tensor& t : items) {
-      std::memcpy(dst, static_cast<const std::byte*>(t.raw()) + o * chunk, chunk);
+    for (const Item& t : items) {
+      std::memcpy(dst, static_cast<const std::byte*>(t->raw()) + o * chunk, chunk);
       dst += chunk;
     }
   }
-  return out;
+  return std::make_shared<const Tensor>(std::move(out));
 }
 
 // What a model filter's output items look like: the declared type, else the output's shape
@@ -117,17 +139,21 @@ ItemType model_output_item(const Stream& s, const Value& v, int64_t per_output) 
 }
 
 // The runnable side of one node: a work function from input windows to output items.
+// Model filters that run the same graph on the same worker (fission's copies) share one
+// executor: one set of prepared primitives and packed weights, warm in that core's caches.
 class NodeWork {
  public:
-  NodeWork(const StreamNode& node) : node_(node) {
-    if (node.kind == StreamNodeKind::kFilter && node.stream->op == FilterOp::kModel) {
-      executor_ = std::make_unique<Executor>(*node.stream->graph);
+  NodeWork(const StreamNode& node, std::shared_ptr<Executor> executor = nullptr)
+      : node_(node), executor_(std::move(executor)) {
+    if (!executor_ && node.kind == StreamNodeKind::kFilter && node.stream->op == FilterOp::kModel) {
+      executor_ = std::make_shared<Executor>(*node.stream->graph);
     }
   }
 
-  // windows[port] holds peek[port] items; returns pushed items per output port.
-  std::vector<std::vector<Tensor>> fire(const std::vector<std::vector<Tensor>>& windows) {
-    std::vector<std::vector<Tensor>> out(node_.outputs.size());
+  // windows[port] holds peek[port] items, which the firing may move from; returns pushed
+  // items per output port. Items are moved, not copied, wherever one consumer takes them.
+  std::vector<std::vector<Item>> fire(std::vector<std::vector<Item>>& windows) {
+    std::vector<std::vector<Item>> out(node_.outputs.size());
     if (node_.kind == StreamNodeKind::kSplitter) {
       const Stream& sj = *node_.stream;
       if (sj.split.kind == SplitKind::kDuplicate) {
@@ -135,20 +161,27 @@ class NodeWork {
       } else {
         std::size_t next = 0;
         for (std::size_t b = 0; b < out.size(); ++b) {
-          for (int64_t i = 0; i < sj.split.weights[b]; ++i) out[b].push_back(windows[0][next++]);
+          out[b].reserve(sj.split.weights[b]);
+          for (int64_t i = 0; i < sj.split.weights[b]; ++i) {
+            out[b].push_back(std::move(windows[0][next++]));
+          }
         }
       }
       return out;
     }
     if (node_.kind == StreamNodeKind::kJoiner) {
-      for (const auto& window : windows) out[0].insert(out[0].end(), window.begin(), window.end());
+      for (auto& window : windows) {
+        out[0].insert(out[0].end(), std::make_move_iterator(window.begin()),
+                      std::make_move_iterator(window.end()));
+      }
       return out;
     }
     const Stream& s = *node_.stream;
-    const std::vector<Tensor>& w = windows[0];
+    std::vector<Item>& w = windows[0];
     switch (s.op) {
       case FilterOp::kIdentity:
-        out[0].assign(w.begin(), w.begin() + s.pop);
+        out[0].assign(std::make_move_iterator(w.begin()),
+                      std::make_move_iterator(w.begin() + s.pop));
         break;
       case FilterOp::kSlice: {
         const int64_t begin = s.args.empty() ? 0 : s.args[0];
@@ -169,7 +202,7 @@ class NodeWork {
   }
 
  private:
-  std::vector<Tensor> run_model(const Stream& s, const std::vector<Tensor>& window) {
+  std::vector<Item> run_model(const Stream& s, const std::vector<Item>& window) {
     const Graph& g = executor_->graph();
     const std::size_t m = g.inputs().size();
     const std::size_t per_input = static_cast<std::size_t>(s.peek) / m;
@@ -180,21 +213,22 @@ class NodeWork {
     }
     const std::vector<Tensor> results = executor_->run(inputs);
     const int64_t per_output = s.push / static_cast<int64_t>(results.size());
-    std::vector<Tensor> items;
+    std::vector<Item> items;
+    items.reserve(static_cast<std::size_t>(s.push));
     for (std::size_t o = 0; o < results.size(); ++o) {
       const ItemType type = model_output_item(s, g.value(g.outputs()[o]), per_output);
-      std::vector<Tensor> part = scatter(results[o], per_output, type.shape);
+      std::vector<Item> part = scatter(results[o], per_output, type.shape);
       items.insert(items.end(), part.begin(), part.end());
     }
     return items;
   }
 
   const StreamNode& node_;
-  std::unique_ptr<Executor> executor_;
+  std::shared_ptr<Executor> executor_;
 };
 
 struct ChannelState {
-  std::deque<Tensor> items;
+  std::deque<Item> items;
   int64_t capacity = 0;
   int64_t reserved = 0;            // room promised to a firing in progress
   bool closed = false;             // the producer will push no more
@@ -307,36 +341,40 @@ std::vector<double> measure_node_costs(const StreamGraph& graph, const StreamSch
     // the work function reshapes the window).
     const Graph& g = *node.stream->graph;
     const int64_t per_input = node.peek[0] / static_cast<int64_t>(g.inputs().size());
-    std::vector<std::vector<Tensor>> windows(1);
+    std::vector<std::vector<Item>> windows(1);
     for (ValueId id : g.inputs()) {
       const Value& value = g.value(id);
       for (int64_t i = 0; i < per_input; ++i) {
-        windows[0].push_back(
-            Tensor::allocate(value.dtype, {value.shape.element_count() / per_input}));
+        windows[0].push_back(std::make_shared<const Tensor>(
+            Tensor::allocate(value.dtype, {value.shape.element_count() / per_input})));
       }
     }
-    work.fire(windows);  // prepares the kernels
-    const int runs = 3;
-    const Clock::time_point start = Clock::now();
-    for (int r = 0; r < runs; ++r) work.fire(windows);
-    cost[v] = seconds_since(start) / runs * static_cast<double>(schedule.repetitions[v]);
+    std::vector<std::vector<Item>> copy = windows;
+    work.fire(copy);  // prepares the kernels
+    // The thread's CPU seconds, the least of 3 firings: other processes' load neither
+    // stretches it (time-slicing) nor lets one slow firing skew the placement.
+    double least = std::numeric_limits<double>::infinity();
+    for (int r = 0; r < 3; ++r) {
+      copy = windows;
+      const double before = thread_cpu_seconds();
+      work.fire(copy);
+      least = std::min(least, thread_cpu_seconds() - before);
+    }
+    cost[v] = least * static_cast<double>(schedule.repetitions[v]);
   }
   return cost;
 }
 
 std::vector<int> place_stream(const std::vector<double>& node_cost, int workers) {
-  std::vector<int> order(node_cost.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return node_cost[a] > node_cost[b]; });
-  std::vector<double> load(std::max(workers, 1), 0.0);
-  std::vector<int> placement(node_cost.size(), 0);
-  for (int v : order) {
-    const auto worker = std::min_element(load.begin(), load.end()) - load.begin();
-    placement[v] = static_cast<int>(worker);
-    load[worker] += node_cost[v];
+  return place_longest_first(node_cost, workers);
+}
+
+std::vector<int64_t> channel_item_bytes(const std::vector<std::optional<ItemType>>& items) {
+  std::vector<int64_t> bytes;
+  for (const std::optional<ItemType>& t : items) {
+    bytes.push_back(t ? t->element_count() * static_cast<int64_t>(element_size(t->dtype)) : 0);
   }
-  return placement;
+  return bytes;
 }
 
 StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tensor>& inputs,
@@ -344,9 +382,9 @@ StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tenso
   if (inputs.empty()) throw Error(fmt::format("{}: no input items to stream", program.origin));
   const StreamGraph graph = flatten_stream(program.root);
   const StreamSchedule schedule = schedule_stream(graph, program.origin);
-  infer_channel_items(graph,
-                      options.mixed_items ? std::nullopt : std::optional(item_of(inputs.front())),
-                      program.origin, options.mixed_items);
+  const std::vector<std::optional<ItemType>> channel_items = infer_channel_items(
+      graph, options.mixed_items ? std::nullopt : std::optional(item_of(inputs.front())),
+      program.origin, options.mixed_items);
   for (std::size_t i = 1; i < inputs.size() && !options.mixed_items; ++i) {
     if (!(item_of(inputs[i]) == item_of(inputs.front()))) {
       throw Error(fmt::format("{}: input item {} is {} but item 0 is {}", program.origin, i,
@@ -356,29 +394,60 @@ StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tenso
   }
   const int workers = std::max(options.workers, 1);
   StreamRunResult result;
-  result.node_cost = measure_node_costs(graph, schedule);
-  result.placement =
-      options.placement.empty() ? place_stream(result.node_cost, workers) : options.placement;
-  if (result.placement.size() != graph.nodes.size()) {
-    throw Error(fmt::format("{}: placement has {} entries for {} nodes", program.origin,
-                            result.placement.size(), graph.nodes.size()));
-  }
-  std::vector<double> load(workers, 0.0);
-  for (std::size_t v = 0; v < graph.nodes.size(); ++v) {
-    if (result.placement[v] < 0 || result.placement[v] >= workers) {
-      throw Error(fmt::format("{}: node \"{}\" placed on worker {} of {}", program.origin,
-                              graph.nodes[v].name, result.placement[v], workers));
+  PlacementCosts costs;
+  costs.handoff_seconds = options.handoff_seconds;
+  costs.handoff_seconds_per_byte = options.handoff_seconds_per_byte;
+  costs.item_bytes = channel_item_bytes(channel_items);
+  if (options.firing_seconds.empty()) {
+    result.node_cost = measure_node_costs(graph, schedule);
+    for (std::size_t v = 0; v < graph.nodes.size(); ++v) {
+      costs.firing_seconds.push_back(result.node_cost[v] /
+                                     static_cast<double>(schedule.repetitions[v]));
     }
-    load[result.placement[v]] += result.node_cost[v];
+  } else {
+    if (options.firing_seconds.size() != graph.nodes.size()) {
+      throw Error(fmt::format("{}: {} firing costs for {} actors", program.origin,
+                              options.firing_seconds.size(), graph.nodes.size()));
+    }
+    costs.firing_seconds = options.firing_seconds;
+    for (std::size_t v = 0; v < graph.nodes.size(); ++v) {
+      result.node_cost.push_back(costs.firing_seconds[v] *
+                                 static_cast<double>(schedule.repetitions[v]));
+    }
   }
-  const double bottleneck = *std::max_element(load.begin(), load.end());
-  if (bottleneck > 0) {
-    result.predicted_items_per_second =
-        static_cast<double>(schedule.input_per_iteration) / bottleneck;
+  if (options.placement.empty()) {
+    result.plan = place_stream_nodes(graph, schedule, costs, workers, options.method,
+                                     options.capacity_factor);
+  } else {
+    if (options.placement.size() != graph.nodes.size()) {
+      throw Error(fmt::format("{}: placement has {} entries for {} nodes", program.origin,
+                              options.placement.size(), graph.nodes.size()));
+    }
+    for (std::size_t v = 0; v < graph.nodes.size(); ++v) {
+      if (options.placement[v] < 0 || options.placement[v] >= workers) {
+        throw Error(fmt::format("{}: node \"{}\" placed on worker {} of {}", program.origin,
+                                graph.nodes[v].name, options.placement[v], workers));
+      }
+    }
+    result.plan = evaluate_placement(graph, schedule, costs, options.placement, workers,
+                                     options.capacity_factor);
   }
+  result.placement = result.plan.worker;
+  result.predicted_items_per_second = result.plan.predicted_items_per_second;
 
   std::vector<std::unique_ptr<NodeWork>> work;
-  for (const StreamNode& node : graph.nodes) work.push_back(std::make_unique<NodeWork>(node));
+  std::map<std::pair<int, const Graph*>, std::shared_ptr<Executor>> executors;
+  for (std::size_t v = 0; v < graph.nodes.size(); ++v) {
+    const StreamNode& node = graph.nodes[v];
+    std::shared_ptr<Executor> executor;
+    if (node.kind == StreamNodeKind::kFilter && node.stream->op == FilterOp::kModel) {
+      std::shared_ptr<Executor>& shared =
+          executors[{result.placement[v], node.stream->graph.get()}];
+      if (!shared) shared = std::make_shared<Executor>(*node.stream->graph);
+      executor = shared;
+    }
+    work.push_back(std::make_unique<NodeWork>(node, executor));
+  }
   std::vector<ChannelState> channels(graph.channels.size());
   for (std::size_t c = 0; c < channels.size(); ++c) {
     channels[c].capacity = std::max<int64_t>(1, options.capacity_factor * schedule.buffers[c]);
@@ -388,7 +457,7 @@ StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tenso
   // By reference: per published name, the items of each publisher firing not yet read by
   // every reader; per node, how many times it fired (its firing index for references).
   struct Published {
-    std::map<int64_t, std::vector<Tensor>> firings;
+    std::map<int64_t, std::vector<Item>> firings;
     std::map<int64_t, int> reads_left;
     int readers = 0;
   };
@@ -412,6 +481,10 @@ StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tenso
   std::string failure;
   std::vector<double> input_times;
   std::vector<double> busy(workers, 0.0);
+  result.worker_cpu_seconds.assign(workers, 0.0);
+  result.worker_wait_seconds.assign(workers, 0.0);
+  result.worker_waits.assign(workers, 0);
+  result.worker_preempted.assign(workers, 0);
 
   const auto progress = [&] {
     std::fill(idle.begin(), idle.end(), false);
@@ -432,6 +505,8 @@ StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tenso
     for (std::size_t v = 0; v < graph.nodes.size(); ++v) {
       if (result.placement[v] == w) mine.push_back(static_cast<int>(v));
     }
+    const double cpu_start = thread_cpu_seconds();
+    const int64_t preempted_start = thread_preemptions();
     std::unique_lock lock(mutex);
     while (failure.empty()) {
       bool fired = false, all_done = true;
@@ -440,7 +515,7 @@ StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tenso
         all_done = false;
         const double now = seconds_since(start);
         while (next_input < inputs.size() && static_cast<int64_t>(in.items.size()) < in.capacity) {
-          in.items.push_back(inputs[next_input++]);
+          in.items.push_back(std::make_shared<const Tensor>(inputs[next_input++]));
           input_times.push_back(now);
           fired = true;
         }
@@ -488,10 +563,15 @@ StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tenso
           }
           continue;
         }
-        std::vector<std::vector<Tensor>> windows(node.inputs.size());
+        // The popped items move into the window; the peeked rest stay and are copied.
+        std::vector<std::vector<Item>> windows(node.inputs.size());
         for (std::size_t p = 0; p < node.inputs.size(); ++p) {
           ChannelState& in = channels[node.inputs[p]];
-          windows[p].assign(in.items.begin(), in.items.begin() + node.peek[p]);
+          windows[p].reserve(node.peek[p]);
+          windows[p].insert(windows[p].end(), std::make_move_iterator(in.items.begin()),
+                            std::make_move_iterator(in.items.begin() + node.pop[p]));
+          windows[p].insert(windows[p].end(), in.items.begin() + node.pop[p],
+                            in.items.begin() + node.peek[p]);
           in.items.erase(in.items.begin(), in.items.begin() + node.pop[p]);
         }
         for (std::size_t p = 0; p < node.outputs.size(); ++p) {
@@ -499,7 +579,7 @@ StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tenso
         }
         progress();
         const int64_t firing = firings[v]++;
-        std::vector<std::vector<Tensor>> pushed;
+        std::vector<std::vector<Item>> pushed;
         if (reads) {
           // The reader pushes the publisher's items of the same firing; the last reader frees them.
           Published& ref = published[*reads];
@@ -519,8 +599,14 @@ StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tenso
           progress();
           return;
         }
-        busy[w] += seconds_since(begin);
+        const Clock::time_point end = Clock::now();
+        busy[w] += std::chrono::duration<double>(end - begin).count();
+        windows.clear();  // the last reader of an item frees it outside the lock
         lock.lock();
+        if (options.trace) {
+          result.firings.push_back({v, w, std::chrono::duration<double>(begin - start).count(),
+                                    std::chrono::duration<double>(end - start).count()});
+        }
         if (node.kind == StreamNodeKind::kFilter && !node.stream->publishes.empty()) {
           Published& ref = published[node.stream->publishes];
           if (ref.readers > 0) {
@@ -534,7 +620,7 @@ StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tenso
           out.reserved -= node.push[p];
           if (out.abandoned) continue;
           const bool program_output = node.outputs[p] == graph.output_channel;
-          for (Tensor& t : pushed[p]) {
+          for (Item& t : pushed[p]) {
             if (program_output) out.push_times.push_back(now);
             if (!program_output || options.keep_outputs) out.items.push_back(std::move(t));
           }
@@ -550,8 +636,13 @@ StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tenso
         progress();
         break;
       }
+      const Clock::time_point sleep = Clock::now();
       changed.wait(lock);
+      result.worker_wait_seconds[w] += seconds_since(sleep);
+      ++result.worker_waits[w];
     }
+    result.worker_cpu_seconds[w] = thread_cpu_seconds() - cpu_start;
+    result.worker_preempted[w] = thread_preemptions() - preempted_start;
     active[w] = false;
     progress();
   };
@@ -564,7 +655,8 @@ StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tenso
   result.seconds = seconds_since(start);
 
   ChannelState& out = channels[graph.output_channel];
-  result.outputs.assign(out.items.begin(), out.items.end());
+  result.outputs.reserve(out.items.size());
+  for (const Item& item : out.items) result.outputs.push_back(*item);
   result.output_count = static_cast<int64_t>(out.push_times.size());
   result.items_per_second = static_cast<double>(inputs.size()) / result.seconds;
   for (double b : busy) result.worker_busy.push_back(b / result.seconds);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/tensor.h"
+#include "stream/placement.h"
 #include "stream/schedule.h"
 #include "stream/stream_ir.h"
 
@@ -14,8 +15,17 @@ namespace cleave {
 
 struct StreamRunOptions {
   int workers = 1;
-  /// Worker of each node of the flattened graph; empty: place_stream() by measured cost.
+  /// Worker of each node of the flattened graph; empty: place_stream_nodes() by `method`.
   std::vector<int> placement;
+  PlacementMethod method = PlacementMethod::kBalanced;
+  /// Per node: seconds of one firing to place by (from a cost table or FLOPs); empty: each
+  /// model filter's firing is measured before the run (measure_node_costs).
+  std::vector<double> firing_seconds;
+  /// Hand-off costs the placement charges per item crossing workers (PlacementCosts).
+  double handoff_seconds = PlacementCosts{}.handoff_seconds;
+  double handoff_seconds_per_byte = PlacementCosts{}.handoff_seconds_per_byte;
+  /// Record every firing's worker, start and end (StreamRunResult::firings).
+  bool trace = false;
   /// Channel capacity = this × the schedule's buffer size (at least 1); more slack lets
   /// pipeline stages run further apart.
   int64_t capacity_factor = 2;
@@ -36,18 +46,37 @@ struct StreamRunResult {
   /// output item leaving it.
   std::vector<double> iteration_latency;
   std::vector<double> worker_busy;  ///< Per worker: share of `seconds` spent in work functions.
-  std::vector<int> placement;       ///< Per node: the worker that ran it.
-  std::vector<double> node_cost;    ///< Per node: measured seconds per steady-state iteration.
-  double predicted_items_per_second = 0;  ///< From the placement's most loaded worker.
+  /// Per worker, load-independent evidence of where its time went: CPU seconds its thread
+  /// used (work, scans and hand-offs), wall seconds it slept waiting for a ready node, how
+  /// often it slept, and how often the OS took its core away (involuntary switches).
+  std::vector<double> worker_cpu_seconds;
+  std::vector<double> worker_wait_seconds;
+  std::vector<int64_t> worker_waits;
+  std::vector<int64_t> worker_preempted;
+  std::vector<int> placement;     ///< Per node: the worker that ran it.
+  std::vector<double> node_cost;  ///< Per node: seconds per steady-state iteration placed by.
+  double predicted_items_per_second = 0;  ///< The placement's simulated steady state.
+  StreamPlacement plan;                   ///< Placement, loads, bound and prediction.
+  struct Firing {
+    int node = 0;
+    int worker = 0;
+    double start = 0;  ///< Seconds since the run started.
+    double end = 0;
+  };
+  std::vector<Firing> firings;  ///< With StreamRunOptions::trace, in order of ending.
 };
 
 /// Per node of `graph`: seconds one steady-state iteration of it takes, measured by firing
-/// model filters on zero inputs (which also prepares their kernels); other nodes only move
-/// pointers and cost nearly nothing.
+/// model filters on zero inputs (the least thread CPU time of 3 firings, after one that
+/// prepares their kernels); other nodes only move pointers and cost nearly nothing.
 std::vector<double> measure_node_costs(const StreamGraph& graph, const StreamSchedule& schedule);
 
-/// Balances nodes over `workers` by cost (longest first onto the least loaded worker).
+/// Balances nodes over `workers` by cost (longest first onto the least loaded worker): the
+/// placement's kGreedy method, without hand-offs.
 std::vector<int> place_stream(const std::vector<double>& node_cost, int workers);
+
+/// Bytes of one item per channel where its type is known (0 elsewhere), for hand-off costs.
+std::vector<int64_t> channel_item_bytes(const std::vector<std::optional<ItemType>>& items);
 
 /// The item type on every channel of `graph`, given the program input's item type; Error
 /// naming the stream when a filter's model or op disagrees with what reaches it. With

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "../stream/test_models.h"
@@ -216,6 +217,42 @@ TEST_F(StreamCommand, StagesCutAModelIntoThatManyFilters) {
   const CommandResult bad = cleave("stream " + path("m.onnx") + " --stages 3");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_THAT(bad.err, HasSubstr("3 stages for a graph of 2 nodes"));
+}
+
+// --json reports each actor's worker and cost, the placement's prediction and the workers'
+// CPU evidence; --placement picks the method, --trace writes one event per firing.
+TEST_F(StreamCommand, RunJsonReportsPlacementPredictionAndWorkerCpu) {
+  std::ofstream(path("p.json")) << R"({"pipeline": {"name": "p", "streams": [
+    {"filter": {"name": "a", "pop": 1, "push": 1, "op": "identity"}},
+    {"filter": {"name": "b", "pop": 2, "push": 1, "op": "concat"}}]}})";
+  write_npy(path("in.npy"), Tensor::allocate(DataType::kFloat, {4, 3}));
+  const CommandResult r =
+      cleave("stream run " + path("p.json") + " --input x=" + path("in.npy") +
+             " --items 8 --workers 2 --placement contiguous --costs flops --trace " +
+             path("trace.json") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["placement"]["method"], "contiguous");
+  EXPECT_EQ(j["placement"]["costs"], "flops");
+  ASSERT_EQ(j["placement"]["actors"].size(), 2u);
+  EXPECT_EQ(j["placement"]["actors"][0]["name"], "a");
+  EXPECT_GT(j["predicted_items_per_second"].get<double>(), 0);
+  EXPECT_GT(j["bound_items_per_second"].get<double>(), 0);
+  EXPECT_EQ(j["worker_cpu_seconds"].size(), 2u);
+  EXPECT_EQ(j["worker_preempted"].size(), 2u);
+  // a fires 8 times, b 4 times.
+  const nlohmann::json trace = nlohmann::json::parse(read_text(path("trace.json")));
+  EXPECT_EQ(trace["traceEvents"].size(), 12u);
+}
+
+TEST_F(StreamCommand, UnknownPlacementIsRefused) {
+  std::ofstream(path("p.json")) << R"({"filter": {"name": "a", "pop": 1, "push": 1,
+    "op": "identity"}})";
+  write_npy(path("in.npy"), Tensor::allocate(DataType::kFloat, {4, 3}));
+  const CommandResult r = cleave("stream run " + path("p.json") + " --input x=" + path("in.npy") +
+                                 " --placement spread");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("--placement"));
 }
 
 }  // namespace

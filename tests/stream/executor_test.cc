@@ -211,5 +211,37 @@ TEST(StreamExecutor, PlacementBalancesByCost) {
   EXPECT_EQ(placement, (std::vector<int>{0, 0, 1, 1}));
 }
 
+// Given firing costs (a cost table's), the executor places by them, reports the plan and
+// still computes what one worker computes; fission's copies on one worker share one executor.
+TEST(StreamExecutor, GivenFiringCostsThePlannedPlacementRunsTheProgram) {
+  const Audio audio;
+  const std::vector<Tensor> inputs = chunks(20, 16);
+  StreamRunOptions options = testing::on_workers(2);
+  options.firing_seconds = {4e-3, 1e-3, 3e-3};  // features, embed, classify
+  options.handoff_seconds = 0;
+  options.handoff_seconds_per_byte = 0;
+  const StreamRunResult r = run_stream({audio.program(), "<audio>"}, inputs, options);
+  // Per iteration (1 chunk in) features fires once, embed twice, classify once: 4, 2 and 3
+  // ms; features alone against embed + classify is the best split (4 and 5 ms).
+  EXPECT_NE(r.placement[0], r.placement[1]);
+  EXPECT_EQ(r.placement[1], r.placement[2]);
+  EXPECT_DOUBLE_EQ(r.plan.bound_items_per_second, 1 / 5e-3);
+  EXPECT_EQ(r.worker_cpu_seconds.size(), 2u);
+  expect_equal(r.outputs, audio.sequential(inputs));
+}
+
+TEST(StreamExecutor, TraceRecordsEveryFiringOnItsWorker) {
+  const Audio audio;
+  StreamRunOptions options = testing::on_workers(2);
+  options.trace = true;
+  const StreamRunResult r = run_stream({audio.program(), "<audio>"}, chunks(20, 16), options);
+  // 20 chunks: features 20, embed (peek 3 of 40 frames, pop 1) 38, classify (peek 4, pop 2) 18.
+  ASSERT_EQ(r.firings.size(), 20u + 38u + 18u);
+  for (const StreamRunResult::Firing& f : r.firings) {
+    EXPECT_EQ(f.worker, r.placement[f.node]);
+    EXPECT_LE(f.start, f.end);
+  }
+}
+
 }  // namespace
 }  // namespace cleave

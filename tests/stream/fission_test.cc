@@ -63,6 +63,21 @@ TEST(StreamFission, CopiesComputeTheSameRows) {
   }
 }
 
+// On one worker the copies share one executor (the same re-shaped graph): still every row.
+TEST(StreamFission, CopiesOnOneWorkerShareAnExecutorAndComputeTheSameRows) {
+  const std::vector<Tensor> input = rows(32, 4);
+  const StreamRunResult whole =
+      run_stream({linear_filter(8), "whole"}, input, testing::on_workers(1));
+  const StreamRunResult split =
+      run_stream({fission_filter(linear_filter(8), 4, 2), "split"}, input, testing::on_workers(1));
+  ASSERT_EQ(split.outputs.size(), 32u);
+  for (std::size_t r = 0; r < 32; ++r) {
+    for (int j = 0; j < 3; ++j) {
+      EXPECT_NEAR(split.outputs[r].values<float>()[j], whole.outputs[r].values<float>()[j], 1e-5);
+    }
+  }
+}
+
 TEST(StreamFission, PeekingFilterIsRefused) {
   Stream f = linear_filter(8);
   f.pop = 4;
