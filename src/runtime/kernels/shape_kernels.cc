@@ -1,6 +1,6 @@
 // Registers every plain C++ shape and index kernel of the runtime.
 #include "runtime/kernel.h"
-#include "runtime/kernels/shape_common.h"
+#include "runtime/kernels/tensor/common.h"
 
 namespace cleave {
 

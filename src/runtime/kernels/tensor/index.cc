@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "runtime/kernels/shape_common.h"
+#include "runtime/kernels/tensor/common.h"
 
 namespace cleave::shape {
 

@@ -6,7 +6,7 @@
 #include <numeric>
 #include <type_traits>
 
-#include "runtime/kernels/shape_common.h"
+#include "runtime/kernels/tensor/common.h"
 
 namespace cleave::shape {
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "runtime/kernels/shape_common.h"
+#include "runtime/kernels/tensor/common.h"
 
 namespace cleave::shape {
 

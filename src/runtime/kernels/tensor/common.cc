@@ -1,5 +1,5 @@
 // Shared pieces of the plain C++ shape and index kernels: axes, shape inputs, N-D copies.
-#include "runtime/kernels/shape_common.h"
+#include "runtime/kernels/tensor/common.h"
 
 #include <fmt/core.h>
 #include <fmt/format.h>

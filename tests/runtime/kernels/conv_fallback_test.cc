@@ -1,6 +1,6 @@
 // Convolutions oneDNN would run with its reference kernel (dilated, few channels per group) take
 // a faster path, and compute what a naive convolution computes.
-#include "runtime/kernels/conv_fallback.h"
+#include "runtime/kernels/nn/conv_fallback.h"
 
 #include <fmt/core.h>
 #include <fmt/format.h>

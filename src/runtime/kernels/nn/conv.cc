@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "runtime/cpu_isa.h"
-#include "runtime/kernels/conv_fallback.h"
+#include "runtime/kernels/nn/conv_fallback.h"
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/elementwise.h"
 #include "runtime/kernels/fast_math.h"

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-#include "runtime/kernels/shape_common.h"
+#include "runtime/kernels/tensor/common.h"
 
 namespace cleave::shape {
 

@@ -7,7 +7,7 @@
 #include <numeric>
 
 #include "runtime/kernels/dnnl_util.h"
-#include "runtime/kernels/shape_common.h"
+#include "runtime/kernels/tensor/common.h"
 
 namespace cleave::shape {
 

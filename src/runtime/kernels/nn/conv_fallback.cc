@@ -1,5 +1,5 @@
 // Ranks oneDNN convolution implementations and builds merged-group weights (conv_fallback.h).
-#include "runtime/kernels/conv_fallback.h"
+#include "runtime/kernels/nn/conv_fallback.h"
 
 #include <algorithm>
 
