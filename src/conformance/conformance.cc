@@ -20,7 +20,7 @@
 
 #include "ir/verify.h"
 #include "onnx/onnx_import.h"
-#include "passes/pipeline.h"
+#include "passes/optimize.h"
 #include "runtime/executor.h"
 #include "support/atomic_output.h"
 

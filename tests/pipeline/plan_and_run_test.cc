@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <map>
 
-#include "gen/inception.h"
+#include "modelgen/inception.h"
 #include "ir/text.h"
 
 namespace cleave {

@@ -9,7 +9,7 @@
 #include <map>
 
 #include "cost/cost_table.h"
-#include "gen/inception.h"
+#include "modelgen/inception.h"
 #include "ir/text.h"
 #include "pipeline/model_plan.h"
 #include "runtime/random_inputs.h"

@@ -1,11 +1,11 @@
 // Randomly wired network generator: one Relu + Conv per DAG node, Adds where paths meet.
-#include "gen/rwnn.h"
+#include "modelgen/rwnn.h"
 
 #include <fmt/core.h>
 
 #include <cmath>
 
-#include "gen/model_builder.h"
+#include "modelgen/model_builder.h"
 
 namespace cleave {
 

@@ -1,5 +1,5 @@
 // Random modules (ER, WS, BA), their endpoints (sdep, wdep) and the channels that chain them.
-#include "gen/random_dag.h"
+#include "modelgen/random_dag.h"
 
 #include <fmt/core.h>
 
@@ -8,7 +8,7 @@
 #include <queue>
 #include <set>
 
-#include "gen/random.h"
+#include "modelgen/random.h"
 #include "ir/graph.h"
 #include "support/topological_order.h"
 

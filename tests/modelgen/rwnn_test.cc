@@ -1,5 +1,5 @@
 // Randomly wired networks: one Relu + Conv per DAG node and Adds where inputs meet.
-#include "gen/rwnn.h"
+#include "modelgen/rwnn.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The optimization pipeline, read top to bottom as the order of the passes.
-#include "passes/pipeline.h"
+#include "passes/optimize.h"
 
 #include <fmt/core.h>
 #include <fmt/format.h>

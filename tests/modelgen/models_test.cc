@@ -1,8 +1,8 @@
 // Inception and SqueezeNet generators: structure, shapes, determinism of the weights.
 #include <gtest/gtest.h>
 
-#include "gen/inception.h"
-#include "gen/squeezenet.h"
+#include "modelgen/inception.h"
+#include "modelgen/squeezenet.h"
 #include "ir/text.h"
 #include "ir/verify.h"
 #include "onnx/onnx_export.h"

@@ -1,9 +1,9 @@
 // SqueezeNet-style model generator.
-#include "gen/squeezenet.h"
+#include "modelgen/squeezenet.h"
 
 #include <fmt/core.h>
 
-#include "gen/model_builder.h"
+#include "modelgen/model_builder.h"
 
 namespace cleave {
 

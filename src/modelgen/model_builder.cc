@@ -1,5 +1,5 @@
 // Layers of the generated models: shapes computed here, weights drawn from the seeded stream.
-#include "gen/model_builder.h"
+#include "modelgen/model_builder.h"
 
 #include <fmt/core.h>
 

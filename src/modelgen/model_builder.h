@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "gen/random.h"
+#include "modelgen/random.h"
 #include "ir/graph.h"
 
 namespace cleave {

@@ -1,11 +1,11 @@
 // Inception-style model generator.
-#include "gen/inception.h"
+#include "modelgen/inception.h"
 
 #include <fmt/core.h>
 
 #include <algorithm>
 
-#include "gen/model_builder.h"
+#include "modelgen/model_builder.h"
 
 namespace cleave {
 

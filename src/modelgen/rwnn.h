@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "gen/random_dag.h"
+#include "modelgen/random_dag.h"
 #include "ir/graph.h"
 
 namespace cleave {

@@ -1,5 +1,5 @@
 // Platform-independent uniform, integer and normal draws on top of mt19937_64.
-#include "gen/random.h"
+#include "modelgen/random.h"
 
 #include <cmath>
 #include <numbers>

@@ -1,5 +1,5 @@
 // The optimization pipeline: its log, and that an optimized graph computes what the original did.
-#include "passes/pipeline.h"
+#include "passes/optimize.h"
 
 #include <gtest/gtest.h>
 

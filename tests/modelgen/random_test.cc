@@ -1,5 +1,5 @@
 // Seeded random numbers: reproducible transforms on top of the standard mt19937_64 bits.
-#include "gen/random.h"
+#include "modelgen/random.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Randomly wired DAGs: module and channel structure, sdep and wdep endpoints, graph models.
-#include "gen/random_dag.h"
+#include "modelgen/random_dag.h"
 
 #include <gtest/gtest.h>
 
