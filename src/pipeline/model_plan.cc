@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 
+#include "pipeline/costs.h"
 #include "plan/cluster/hypercluster.h"
 #include "plan/list_schedule.h"
 #include "plan/registry.h"

@@ -12,26 +12,6 @@ const Tensor& KernelContext::input(std::size_t i) const {
   return *inputs[i];
 }
 
-const char* to_string(ConvolutionFamily family) {
-  switch (family) {
-    case ConvolutionFamily::kBlocked:
-      return "blocked";
-    case ConvolutionFamily::kWinograd:
-      return "winograd";
-    case ConvolutionFamily::kChannelsLast:
-      return "channels-last";
-  }
-  return "blocked";
-}
-
-std::optional<ConvolutionFamily> parse_convolution_family(const std::string& name) {
-  for (ConvolutionFamily family : {ConvolutionFamily::kBlocked, ConvolutionFamily::kWinograd,
-                                   ConvolutionFamily::kChannelsLast}) {
-    if (name == to_string(family)) return family;
-  }
-  return std::nullopt;
-}
-
 std::string KernelContext::where() const {
   return "node " + graph.describe(node_id);
 }

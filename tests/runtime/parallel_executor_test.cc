@@ -11,6 +11,7 @@
 #include "cost/cost_table.h"
 #include "modelgen/inception.h"
 #include "ir/text.h"
+#include "pipeline/costs.h"
 #include "pipeline/model_plan.h"
 #include "runtime/random_inputs.h"
 
