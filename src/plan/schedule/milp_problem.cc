@@ -1,5 +1,5 @@
-// The MILP's problem after restrictions, its list-schedule warm start, heads and tails, device
-// classes for symmetry breaking, and the clean-up of a solved schedule.
+// The MILP's problem after restrictions, its warm start (plan/earliest_finish), heads and tails,
+// device classes for symmetry breaking, and the clean-up of a solved schedule.
 #include "plan/schedule/milp_problem.h"
 
 #include <fmt/core.h>
@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "ir/graph.h"
+#include "plan/earliest_finish.h"
 #include "plan/list_schedule.h"
 
 namespace cleave::milp_detail {
@@ -112,52 +113,15 @@ Problem make_problem(const TaskGraph& graph, const MilpRestrictions& restriction
   return problem;
 }
 
-// Earliest-finish-time list scheduling in upward-rank order, appending to each device (the
-// order the program's start times then reproduce). Respects every restriction; nullopt when
-// memory or links leave some task nowhere to go.
 std::optional<Schedule> list_schedule(const Problem& problem) {
-  const TaskGraph& graph = *problem.graph;
-  const auto in_edges = graph.in_edges();
-  Schedule schedule;
-  schedule.device.assign(problem.tasks, -1);
-  schedule.start.assign(problem.tasks, 0.0);
-  std::vector<double> finish(problem.tasks, 0.0);
-  std::vector<double> device_free(problem.devices, 0.0);
-  std::vector<double> memory_used(problem.devices, 0.0);
-  std::vector<std::vector<int>> key_holders(problem.devices,
-                                            std::vector<int>(problem.key_bytes.size(), 0));
-  for (int task : upward_rank_order(graph)) {
-    int best = -1;
-    double best_start = 0;
-    double best_finish = kInfinity;
-    for (std::size_t device = 0; device < problem.devices; ++device) {
-      if (!problem.allowed[task][device]) continue;
-      const int key = problem.memory_key[task];
-      const double added = key_holders[device][key] > 0 ? 0.0 : problem.key_bytes[key];
-      if (memory_used[device] + added > problem.memory_left[device]) continue;
-      double start = std::max(device_free[device], problem.ready[task][device]);
-      for (int edge : in_edges[task]) {
-        const int producer = graph.edges[edge].first;
-        start = std::max(
-            start, finish[producer] + graph.edge_time(edge, schedule.device[producer], device));
-      }
-      const double end = start + graph.tasks[task].time[device];
-      if (end < best_finish) {
-        best = static_cast<int>(device);
-        best_start = start;
-        best_finish = end;
-      }
-    }
-    if (best < 0) return std::nullopt;
-    const int key = problem.memory_key[task];
-    if (key_holders[best][key]++ == 0) memory_used[best] += problem.key_bytes[key];
-    schedule.device[task] = best;
-    schedule.start[task] = best_start;
-    finish[task] = best_finish;
-    device_free[best] = best_finish;
-    schedule.makespan = std::max(schedule.makespan, best_finish);
-  }
-  return schedule;
+  EarliestFinishLimits limits;
+  limits.allowed = &problem.allowed;
+  limits.ready = &problem.ready;
+  limits.memory_capacity = &problem.memory_left;
+  EarliestFinishSchedule placed = schedule_earliest_finish(
+      *problem.graph, {.upward_rank_order = true, .insertion = false, .planner = "milp"}, limits);
+  if (placed.unplaced >= 0) return std::nullopt;
+  return Schedule{std::move(placed.worker), std::move(placed.start), placed.makespan};
 }
 
 // An upper bound on the makespan of some optimal schedule when no warm start exists: in a

@@ -9,16 +9,13 @@
 #include <vector>
 
 #include "plan/schedule/milp.h"
+#include "support/timing.h"
 
 namespace cleave::milp_detail {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 using Clock = std::chrono::steady_clock;
-
-inline double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // The problem after applying the restrictions: who may run where, and from when.
 struct Problem {
@@ -41,9 +38,10 @@ struct Schedule {
   double makespan = 0;
 };
 
-// Earliest-finish-time list scheduling in upward-rank order, appending to each device (the
-// order the program's start times then reproduce). Respects every restriction; nullopt when
-// memory or links leave some task nowhere to go.
+// The warm start: plan/earliest_finish's list scheduling in upward-rank order, appending to
+// each device (the order the program's start times then reproduce), within every restriction
+// (allowed devices, ready times, memory left per weight group); nullopt when memory or links
+// leave some task nowhere to go.
 std::optional<Schedule> list_schedule(const Problem& problem);
 
 // An upper bound on the makespan of some optimal schedule when no warm start exists: in a
