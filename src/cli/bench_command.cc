@@ -21,6 +21,7 @@
 #include "runtime/executor.h"
 #include "runtime/parallel_executor.h"
 #include "runtime/random_inputs.h"
+#include "support/timing.h"
 #include "spatial/split_bench.h"
 
 namespace cleave::cli {

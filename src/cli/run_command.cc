@@ -27,6 +27,7 @@
 #include "runtime/npy.h"
 #include "runtime/parallel_executor.h"
 #include "runtime/random_inputs.h"
+#include "support/timing.h"
 #include "support/atomic_output.h"
 #include "viz/gantt.h"
 

@@ -14,6 +14,7 @@
 #include "ir/text.h"
 #include "runtime/npy.h"
 #include "runtime/random_inputs.h"
+#include "support/timing.h"
 #include "runtime/wait_policy.h"
 
 namespace cleave {

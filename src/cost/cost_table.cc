@@ -27,6 +27,7 @@
 #include "runtime/cpu_isa.h"
 #include "runtime/executor.h"
 #include "runtime/random_inputs.h"
+#include "support/timing.h"
 #include "support/atomic_output.h"
 #include "support/json_file.h"
 

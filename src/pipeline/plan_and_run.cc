@@ -7,6 +7,7 @@
 
 #include "pipeline/costs.h"
 #include "runtime/random_inputs.h"
+#include "support/timing.h"
 
 namespace cleave {
 

@@ -1,6 +1,7 @@
 // fork, a pipe for the result, a deadline, and what the child's end says about how it died.
 #include "support/isolated.h"
 
+#include <fcntl.h>
 #include <fmt/core.h>
 #include <poll.h>
 #include <signal.h>
@@ -28,20 +29,25 @@ bool write_all(int fd, const char* data, std::size_t size) {
   return true;
 }
 
-std::string describe_end(int status) {
+std::string describe_end(int status, const std::string& process) {
   if (WIFSIGNALED(status)) {
     const int signal_number = WTERMSIG(status);
-    return fmt::format("the solver process died of signal {} ({})", signal_number,
+    return fmt::format("the {} process died of signal {} ({})", process, signal_number,
                        ::strsignal(signal_number));
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
-    return fmt::format("the solver process exited with status {}", WEXITSTATUS(status));
+    return fmt::format("the {} process exited with status {}", process, WEXITSTATUS(status));
   }
-  return "the solver process ended without a result";
+  return fmt::format("the {} process ended without a result", process);
 }
 
 // The child's side: run the work, send its bytes, and end without returning.
 [[noreturn]] void run_child(const std::function<std::vector<char>()>& work, int fd) {
+  // Die quietly on a crash: the parent notices, and no crash handler of the parent's
+  // (sanitizers, fuzzers) should treat the child's death as its own.
+  for (int signal_number : {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL}) {
+    ::signal(signal_number, SIG_DFL);
+  }
   // Nothing may leave this function: an exception would carry the child on through the
   // parent's code.
   int code = 0;
@@ -60,16 +66,14 @@ std::string describe_end(int status) {
 
 }  // namespace
 
-std::vector<std::optional<std::vector<char>>> run_isolated_all(
+std::vector<ChildOutcome> run_in_children(
     const std::vector<std::function<std::vector<char>()>>& works, double timeout_seconds,
-    std::vector<std::string>* failures) {
+    const std::string& process) {
   const std::size_t count = works.size();
-  std::vector<std::optional<std::vector<char>>> results(count);
-  if (failures) failures->assign(count, "");
+  std::vector<ChildOutcome> outcomes(count);
   struct Child {
     pid_t pid = -1;
     int fd = -1;  // read end, -1 once closed
-    std::vector<char> bytes;
   };
   std::vector<Child> children(count);
   // Whatever the parent buffered would be written twice: once by each process.
@@ -77,15 +81,17 @@ std::vector<std::optional<std::vector<char>>> run_isolated_all(
   std::fflush(stderr);
   for (std::size_t i = 0; i < count; ++i) {
     int fds[2];
-    if (::pipe(fds) != 0) {
-      results[i] = works[i]();
+    // Close-on-exec, so that a program another thread starts meanwhile does not hold the
+    // write end open (the read would then never see the end).
+    if (::pipe2(fds, O_CLOEXEC) != 0) {
+      outcomes[i].bytes = works[i]();
       continue;
     }
     const pid_t pid = ::fork();
     if (pid < 0) {
       ::close(fds[0]);
       ::close(fds[1]);
-      results[i] = works[i]();
+      outcomes[i].bytes = works[i]();
       continue;
     }
     if (pid == 0) {
@@ -124,6 +130,7 @@ std::vector<std::optional<std::vector<char>>> run_isolated_all(
     for (std::size_t k = 0; k < watch.size(); ++k) {
       if (watch[k].revents == 0) continue;
       Child& child = children[owner[k]];
+      std::vector<char>& received = outcomes[owner[k]].received;
       char buffer[65536];
       const ssize_t got = ::read(child.fd, buffer, sizeof buffer);
       if (got < 0 && errno == EINTR) continue;
@@ -132,11 +139,12 @@ std::vector<std::optional<std::vector<char>>> run_isolated_all(
         child.fd = -1;
         continue;
       }
-      child.bytes.insert(child.bytes.end(), buffer, buffer + got);
+      received.insert(received.end(), buffer, buffer + got);
     }
   }
   for (std::size_t i = 0; i < count; ++i) {
     Child& child = children[i];
+    ChildOutcome& outcome = outcomes[i];
     if (child.pid < 0) continue;
     const bool late = child.fd >= 0;
     if (late) {
@@ -146,16 +154,31 @@ std::vector<std::optional<std::vector<char>>> run_isolated_all(
     int status = 0;
     while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
     }
+    if (WIFSIGNALED(status)) outcome.signal = WTERMSIG(status);
+    if (WIFEXITED(status)) outcome.exit_status = WEXITSTATUS(status);
     if (late && timed_out) {
-      if (failures) {
-        (*failures)[i] =
-            fmt::format("the solver ran past {:.1f} s and was stopped", timeout_seconds);
-      }
-    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || child.bytes.empty()) {
-      if (failures) (*failures)[i] = describe_end(status);
+      outcome.timed_out = true;
+      outcome.failure =
+          fmt::format("the {} ran past {:.1f} s and was stopped", process, timeout_seconds);
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || outcome.received.empty()) {
+      outcome.failure = describe_end(status, process);
     } else {
-      results[i] = std::move(child.bytes);
+      outcome.bytes = std::move(outcome.received);
+      outcome.received.clear();
     }
+  }
+  return outcomes;
+}
+
+std::vector<std::optional<std::vector<char>>> run_isolated_all(
+    const std::vector<std::function<std::vector<char>()>>& works, double timeout_seconds,
+    std::vector<std::string>* failures) {
+  std::vector<ChildOutcome> outcomes = run_in_children(works, timeout_seconds);
+  std::vector<std::optional<std::vector<char>>> results;
+  if (failures) failures->clear();
+  for (ChildOutcome& outcome : outcomes) {
+    results.push_back(std::move(outcome.bytes));
+    if (failures) failures->push_back(std::move(outcome.failure));
   }
   return results;
 }

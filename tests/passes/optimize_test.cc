@@ -97,7 +97,7 @@ void expect_close(const std::vector<float>& actual, const std::vector<float>& ex
   EXPECT_GT(nonzero, 0) << "a comparison of zeros would prove nothing";
 }
 
-TEST(Pipeline, LogsWhatEachStepChanged) {
+TEST(Optimize, LogsWhatEachStepChanged) {
   Graph graph = random_model();
   std::vector<std::string> log;
   OptimizeOptions options;
@@ -116,7 +116,7 @@ TEST(Pipeline, LogsWhatEachStepChanged) {
   EXPECT_EQ(result.count("nodes folded"), 3);
 }
 
-TEST(Pipeline, LeavesTheExpectedGraph) {
+TEST(Optimize, LeavesTheExpectedGraph) {
   Graph graph = random_model();
   optimize_graph(graph);
   EXPECT_EQ(print_graph(graph, 0), R"(graph main [ai.onnx=13] (%x: f32[1,3,8,8]) {
@@ -137,7 +137,7 @@ TEST(Pipeline, LeavesTheExpectedGraph) {
 )");
 }
 
-TEST(Pipeline, FusesActivationsOnlyWhenAsked) {
+TEST(Optimize, FusesActivationsOnlyWhenAsked) {
   Graph graph = random_model();
   OptimizeOptions options;
   options.fuse_activations = true;
@@ -147,7 +147,7 @@ TEST(Pipeline, FusesActivationsOnlyWhenAsked) {
   EXPECT_EQ(graph.node_count(), 3u);  // Conv, Conv, Reshape.
 }
 
-TEST(Pipeline, DoesNothingButCleanUpWhenFoldingAndFusionAreOff) {
+TEST(Optimize, DoesNothingButCleanUpWhenFoldingAndFusionAreOff) {
   Graph graph = random_model();
   OptimizeOptions options;
   options.fold_constants = false;
@@ -159,7 +159,7 @@ TEST(Pipeline, DoesNothingButCleanUpWhenFoldingAndFusionAreOff) {
   EXPECT_TRUE(graph.find_node("n1").has_value());
 }
 
-TEST(Pipeline, OptimizedGraphComputesTheSameOutputs) {
+TEST(Optimize, OptimizedGraphComputesTheSameOutputs) {
   Graph original = random_model();
   std::vector<float> expected = run(original);
   Graph optimized = random_model();
@@ -169,7 +169,7 @@ TEST(Pipeline, OptimizedGraphComputesTheSameOutputs) {
   expect_close(run(optimized), expected);
 }
 
-TEST(Pipeline, GraphWithFusedActivationsComputesTheSameOutputs) {
+TEST(Optimize, GraphWithFusedActivationsComputesTheSameOutputs) {
   Graph original = random_model();
   std::vector<float> expected = run(original);
   Graph optimized = random_model();
@@ -194,7 +194,7 @@ const char* kResidualModel = R"(graph main [ai.onnx=13] (%x: f32[1,4,8,8]) {
 }
 )";
 
-TEST(Pipeline, FusedResidualAddAndFoldedPadComputeTheSameOutputs) {
+TEST(Optimize, FusedResidualAddAndFoldedPadComputeTheSameOutputs) {
   Graph original = random_model(kResidualModel);
   std::vector<float> expected = run(original, {1, 4, 8, 8}, {1, 4, 8, 8});
   Graph optimized = random_model(kResidualModel);
@@ -242,7 +242,7 @@ const char* kTransformerMlp = R"(graph main [ai.onnx=13] (%x: f32[1,3,8,8]) {
 }
 )";
 
-TEST(Pipeline, FusedLayerNormAndMatMulEpiloguesComputeTheSameOutputs) {
+TEST(Optimize, FusedLayerNormAndMatMulEpiloguesComputeTheSameOutputs) {
   Graph original = random_model(kTransformerMlp);
   std::vector<float> expected = run(original, {1, 3, 8, 8}, {1, 3, 8, 4});
   Graph optimized = random_model(kTransformerMlp);
@@ -283,7 +283,7 @@ const char* kSqueezeExcitation = R"(graph main [ai.onnx=13] (%x: f32[1,4,8,8]) {
 }
 )";
 
-TEST(Pipeline, SqueezeAndExcitationScaleFoldedIntoFusedWeightsComputesTheSameOutputs) {
+TEST(Optimize, SqueezeAndExcitationScaleFoldedIntoFusedWeightsComputesTheSameOutputs) {
   Graph original = random_model(kSqueezeExcitation);
   std::vector<float> expected = run(original, {1, 4, 8, 8}, {1, 3, 8, 8});
   Graph optimized = random_model(kSqueezeExcitation);

@@ -13,17 +13,6 @@
 namespace cleave {
 namespace {
 
-// Tasks that can run on more than one device: the only ones a move can change.
-std::vector<int> movable_tasks(const TaskGraph& graph) {
-  std::vector<int> result;
-  for (std::size_t task = 0; task < graph.tasks.size(); ++task) {
-    int places = 0;
-    for (double time : graph.tasks[task].time) places += std::isfinite(time) ? 1 : 0;
-    if (places > 1) result.push_back(static_cast<int>(task));
-  }
-  return result;
-}
-
 // A device other than `current` that can run the task, uniformly at random.
 int random_other_device(const Task& task, int current, std::mt19937_64& random) {
   std::vector<int> choices;

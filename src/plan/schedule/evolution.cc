@@ -48,12 +48,7 @@ Plan plan_evolution(const TaskGraph& graph, const EvolutionOptions& options) {
     memory.add(static_cast<int>(task), parent[task]);
   }
 
-  std::vector<int> movable;
-  for (std::size_t task = 0; task < graph.tasks.size(); ++task) {
-    int places = 0;
-    for (double time : graph.tasks[task].time) places += std::isfinite(time) ? 1 : 0;
-    if (places > 1) movable.push_back(static_cast<int>(task));
-  }
+  const std::vector<int> movable = movable_tasks(graph);
   std::mt19937_64 random(options.seed);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   const double rate = movable.empty() ? 0.0 : 1.0 / static_cast<double>(movable.size());

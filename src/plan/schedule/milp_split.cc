@@ -13,6 +13,7 @@
 #include "ir/graph.h"
 #include "plan/schedule/heft.h"
 #include "support/isolated.h"
+#include "support/timing.h"
 #include "plan/simulator.h"
 
 namespace cleave {
@@ -20,10 +21,6 @@ namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 std::size_t largest_module(const ModuleSplit& split) {
   std::size_t largest = 0;
