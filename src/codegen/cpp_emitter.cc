@@ -8,7 +8,7 @@
 #include <climits>
 #include <map>
 
-#include "codegen/buffer_plan.h"
+#include "runtime/buffer_plan.h"
 #include "codegen/cpp_templates.h"
 #include "codegen/kernel_specs.h"
 #include "codegen/static_program.h"

@@ -1,5 +1,5 @@
 // Static buffer planning: lifetimes that do not overlap share bytes, others never do.
-#include "codegen/buffer_plan.h"
+#include "runtime/buffer_plan.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Greedy-by-size offset assignment per region (a classic static memory planner).
-#include "codegen/buffer_plan.h"
+#include "runtime/buffer_plan.h"
 
 #include <algorithm>
 #include <map>
