@@ -100,11 +100,6 @@ class KernelRegistry {
   std::vector<KernelInfo> entries_;
 };
 
-/// Each kernel file registers its ops here (called once by KernelRegistry::global()).
-void register_dnnl_kernels(KernelRegistry& registry);
-void register_elementwise_kernels(KernelRegistry& registry);
-void register_shape_kernels(KernelRegistry& registry);
-
 /// Element type of a node output when the kernel's choice needs to follow an input.
 inline DataType same_as_input(const KernelContext& context, std::size_t input = 0) {
   return context.input(input).dtype();

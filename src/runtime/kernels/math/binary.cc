@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "runtime/kernels/elementwise.h"
+#include "runtime/kernels/registration.h"
 
 namespace cleave::elementwise {
 

@@ -1,5 +1,6 @@
 // Broadcasting comparison and logic kernels (bool results) and Where.
 #include "runtime/kernels/elementwise.h"
+#include "runtime/kernels/registration.h"
 
 namespace cleave::elementwise {
 

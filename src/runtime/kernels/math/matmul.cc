@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "runtime/kernels/dnnl_util.h"
+#include "runtime/kernels/registration.h"
 
 namespace cleave {
 

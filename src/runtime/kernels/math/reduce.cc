@@ -10,6 +10,7 @@
 
 #include "runtime/cpu_isa.h"
 #include "runtime/kernels/dnnl_util.h"
+#include "runtime/kernels/registration.h"
 
 namespace cleave {
 

@@ -5,6 +5,7 @@
 
 #include "runtime/kernels/elementwise.h"
 #include "runtime/kernels/fast_math.h"
+#include "runtime/kernels/registration.h"
 
 namespace cleave::elementwise {
 

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "runtime/kernels/dnnl_util.h"
+#include "runtime/kernels/registration.h"
 
 namespace cleave {
 

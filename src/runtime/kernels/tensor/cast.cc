@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "runtime/kernels/elementwise.h"
+#include "runtime/kernels/registration.h"
 
 namespace cleave::elementwise {
 

@@ -95,14 +95,6 @@ void copy_unless_aliased(const Tensor& from, Tensor& to);
 template <typename Visitor>
 void visit_real_type(const KernelContext& context, DataType type, Visitor&& visit);
 
-// Registration of each group of shape kernels (one file each).
-void register_view_kernels(KernelRegistry& registry);
-void register_source_kernels(KernelRegistry& registry);
-void register_layout_kernels(KernelRegistry& registry);
-void register_index_kernels(KernelRegistry& registry);
-void register_order_kernels(KernelRegistry& registry);
-void register_resize_kernels(KernelRegistry& registry);
-
 [[noreturn]] void throw_unsupported_type(const KernelContext& context, DataType type);
 
 template <typename Visitor>

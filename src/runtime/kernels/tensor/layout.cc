@@ -8,6 +8,7 @@
 
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/tensor/common.h"
+#include "runtime/kernels/registration.h"
 
 namespace cleave::shape {
 

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "runtime/kernels/tensor/common.h"
+#include "runtime/kernels/registration.h"
 
 namespace cleave::shape {
 

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "runtime/kernels/tensor/common.h"
+#include "runtime/kernels/registration.h"
 
 namespace cleave::shape {
 
