@@ -21,8 +21,8 @@
 #include "runtime/executor.h"
 #include "runtime/parallel_executor.h"
 #include "runtime/random_inputs.h"
-#include "support/timing.h"
 #include "spatial/split_bench.h"
+#include "support/timing.h"
 
 namespace cleave::cli {
 

@@ -27,8 +27,8 @@
 #include "runtime/npy.h"
 #include "runtime/parallel_executor.h"
 #include "runtime/random_inputs.h"
-#include "support/timing.h"
 #include "support/atomic_output.h"
+#include "support/timing.h"
 #include "viz/gantt.h"
 
 namespace cleave::cli {

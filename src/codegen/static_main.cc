@@ -14,8 +14,8 @@
 #include "ir/text.h"
 #include "runtime/npy.h"
 #include "runtime/random_inputs.h"
-#include "support/timing.h"
 #include "runtime/wait_policy.h"
+#include "support/timing.h"
 
 namespace cleave {
 

@@ -27,9 +27,9 @@
 #include "runtime/cpu_isa.h"
 #include "runtime/executor.h"
 #include "runtime/random_inputs.h"
-#include "support/timing.h"
 #include "support/atomic_output.h"
 #include "support/json_file.h"
+#include "support/timing.h"
 
 namespace cleave {
 
@@ -462,6 +462,5 @@ CostTable cost_table_from_json(const nlohmann::json& json, const Graph& graph,
   }
   return table;
 }
-
 
 }  // namespace cleave

@@ -53,7 +53,6 @@ std::string name_token(std::string_view name) {
   return plain ? std::string(name) : quote(name);
 }
 
-
 }  // namespace text_detail
 
 namespace {

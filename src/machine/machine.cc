@@ -34,7 +34,8 @@ int64_t positive_integer(const nlohmann::json& value, const std::string& where) 
 
 int64_t non_negative_integer(const nlohmann::json& value, const std::string& where) {
   if (!value.is_number_integer() || value.get<int64_t>() < 0) {
-    throw Error(fmt::format("{}: expected a non-negative integer, got {}", where, show_json(value)));
+    throw Error(
+        fmt::format("{}: expected a non-negative integer, got {}", where, show_json(value)));
   }
   return value.get<int64_t>();
 }
@@ -97,7 +98,8 @@ Device device_from_json(const nlohmann::json& json, const std::string& where) {
   device.name = json["name"].get<std::string>();
   if (json.contains("kind")) {
     if (!json["kind"].is_string()) {
-      throw Error(fmt::format("{}.kind: expected a string, got {}", where, show_json(json["kind"])));
+      throw Error(
+          fmt::format("{}.kind: expected a string, got {}", where, show_json(json["kind"])));
     }
     device.kind = json["kind"].get<std::string>();
   }
@@ -213,7 +215,8 @@ Machine machine_from_json(const nlohmann::json& json, const std::string& origin)
   Machine machine;
   if (json.contains("name")) {
     if (!json["name"].is_string()) {
-      throw Error(fmt::format("{}: name: expected a string, got {}", origin, show_json(json["name"])));
+      throw Error(
+          fmt::format("{}: name: expected a string, got {}", origin, show_json(json["name"])));
     }
     machine.name = json["name"].get<std::string>();
   }

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "modelgen/random.h"
 #include "ir/graph.h"
+#include "modelgen/random.h"
 
 namespace cleave {
 

@@ -8,8 +8,8 @@
 #include <queue>
 #include <set>
 
-#include "modelgen/random.h"
 #include "ir/graph.h"
+#include "modelgen/random.h"
 #include "support/topological_order.h"
 
 namespace cleave {

@@ -3,8 +3,8 @@
 
 #include <cstdint>
 
-#include "modelgen/random_dag.h"
 #include "ir/graph.h"
+#include "modelgen/random_dag.h"
 
 namespace cleave {
 

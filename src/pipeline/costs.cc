@@ -25,9 +25,9 @@ CostTable choose_costs(const Graph& graph, const CostChoice& choice) {
   options.repeat = choice.repeat;
   options.use_cache = choice.use_cache;
   options.progress = choice.progress;
-  options.convolution_family = choice.family ? *choice.family
-                                             : measured_family(graph, choice.threads_per_worker,
-                                                               options.progress);
+  options.convolution_family =
+      choice.family ? *choice.family
+                    : measured_family(graph, choice.threads_per_worker, options.progress);
   return profile_costs(graph, options);
 }
 

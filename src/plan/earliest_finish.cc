@@ -57,8 +57,8 @@ EarliestFinishSchedule schedule_earliest_finish(const TaskGraph& graph,
       options.upward_rank_order ? upward_rank_order(graph) : graph.topological_order();
   const auto in_edges = graph.in_edges();
   const std::size_t devices = graph.machine.size();
-  MemoryTracker memory = limits.memory_capacity ? MemoryTracker(graph, *limits.memory_capacity)
-                                                : MemoryTracker(graph);
+  MemoryTracker memory =
+      limits.memory_capacity ? MemoryTracker(graph, *limits.memory_capacity) : MemoryTracker(graph);
   EarliestFinishSchedule schedule;
   schedule.worker.assign(graph.tasks.size(), -1);
   schedule.start.assign(graph.tasks.size(), 0.0);

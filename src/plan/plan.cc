@@ -45,8 +45,8 @@ nlohmann::json number_or_null(double value) {
 double read_time(const nlohmann::json& value, const std::string& where) {
   if (value.is_null()) return std::numeric_limits<double>::infinity();
   if (!value.is_number() || std::isnan(value.get<double>()) || value.get<double>() < 0) {
-    throw Error(
-        fmt::format("{}: expected a number of seconds >= 0 (or null), got {}", where, show_json(value)));
+    throw Error(fmt::format("{}: expected a number of seconds >= 0 (or null), got {}", where,
+                            show_json(value)));
   }
   return value.get<double>();
 }
@@ -61,8 +61,8 @@ Plan parse_plan(const nlohmann::json& json, const std::string& origin, std::size
   Plan plan;
   if (json.contains("strategy")) {
     if (!json["strategy"].is_string()) {
-      throw Error(
-          fmt::format("{}: strategy: expected a string, got {}", origin, show_json(json["strategy"])));
+      throw Error(fmt::format("{}: strategy: expected a string, got {}", origin,
+                              show_json(json["strategy"])));
     }
     plan.strategy = json["strategy"].get<std::string>();
   }
@@ -91,7 +91,8 @@ Plan parse_plan(const nlohmann::json& json, const std::string& origin, std::size
   for (std::size_t i = 0; i < json["workers"].size(); ++i) {
     const nlohmann::json& name = json["workers"][i];
     if (!name.is_string()) {
-      throw Error(fmt::format("{}: workers[{}]: expected a name, got {}", origin, i, show_json(name)));
+      throw Error(
+          fmt::format("{}: workers[{}]: expected a name, got {}", origin, i, show_json(name)));
     }
     const int worker = worker_index(name.get<std::string>());
     if (worker < 0) {
@@ -387,8 +388,8 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& origin) {
     const nlohmann::json& entry = json["tasks"][i];
     if (entry.is_object() && entry.contains("task") && entry["task"].is_string()) {
       if (!task_by_name.emplace(entry["task"].get<std::string>(), static_cast<int>(i)).second) {
-        throw Error(
-            fmt::format("{}: tasks[{}]: task {} is placed twice", origin, i, show_json(entry["task"])));
+        throw Error(fmt::format("{}: tasks[{}]: task {} is placed twice", origin, i,
+                                show_json(entry["task"])));
       }
     }
   }

@@ -8,12 +8,12 @@
 #include <thread>
 
 #include "ir/graph.h"
+#include "plan/cluster/hypercluster.h"
+#include "plan/cluster/linear_clustering.h"
 #include "plan/schedule/annealing.h"
 #include "plan/schedule/evolution.h"
 #include "plan/schedule/greedy.h"
 #include "plan/schedule/heft.h"
-#include "plan/cluster/hypercluster.h"
-#include "plan/cluster/linear_clustering.h"
 #include "plan/schedule/met.h"
 #include "plan/schedule/milp.h"
 #include "plan/schedule/milp_split.h"

@@ -91,8 +91,7 @@ struct BufferPool::State {
       }
       request_of[event.value] = requests.size();
       requests.push_back({plan_log[position_of[event.value]].value, 0,
-                          static_cast<int>(position_of[event.value]),
-                          static_cast<int>(position)});
+                          static_cast<int>(position_of[event.value]), static_cast<int>(position)});
     }
     if (requests.empty()) return;
     const BufferLayout layout = plan_buffers(requests);
@@ -151,12 +150,12 @@ std::shared_ptr<Buffer> BufferPool::acquire(std::size_t bytes) {
   }
   Buffer* buffer = s.buffers[index].get();
   // The deleter holds the state, so a tensor that outlives the pool keeps its memory.
-  return std::shared_ptr<Buffer>(
-      buffer, [state = state_, index, run = s.run, hand_out](Buffer* released) {
-        std::lock_guard lock(state->mutex);
-        state->free.insert({released->size(), index});
-        state->released(run, hand_out);
-      });
+  return std::shared_ptr<Buffer>(buffer,
+                                 [state = state_, index, run = s.run, hand_out](Buffer* released) {
+                                   std::lock_guard lock(state->mutex);
+                                   state->free.insert({released->size(), index});
+                                   state->released(run, hand_out);
+                                 });
 }
 
 void BufferPool::hold_back(const Buffer& buffer, std::size_t bytes) {

@@ -54,5 +54,4 @@ std::map<std::string, Tensor> random_inputs(const Graph& graph, uint64_t seed) {
   return inputs;
 }
 
-
 }  // namespace cleave

@@ -1,10 +1,10 @@
 // Inception and SqueezeNet generators: structure, shapes, determinism of the weights.
 #include <gtest/gtest.h>
 
-#include "modelgen/inception.h"
-#include "modelgen/squeezenet.h"
 #include "ir/text.h"
 #include "ir/verify.h"
+#include "modelgen/inception.h"
+#include "modelgen/squeezenet.h"
 #include "onnx/onnx_export.h"
 
 namespace cleave {

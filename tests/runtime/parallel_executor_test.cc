@@ -9,8 +9,8 @@
 #include <map>
 
 #include "cost/cost_table.h"
-#include "modelgen/inception.h"
 #include "ir/text.h"
+#include "modelgen/inception.h"
 #include "pipeline/costs.h"
 #include "pipeline/model_plan.h"
 #include "runtime/random_inputs.h"

@@ -12,9 +12,9 @@
 
 #include "ir/graph.h"
 #include "plan/schedule/heft.h"
+#include "plan/simulator.h"
 #include "support/isolated.h"
 #include "support/timing.h"
-#include "plan/simulator.h"
 
 namespace cleave {
 namespace {

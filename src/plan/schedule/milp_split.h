@@ -1,9 +1,9 @@
 // MILP-SPLIT: solve the modules of a modular graph with the MILP and combine them (DiviML IV-B).
 #pragma once
 
+#include "plan/plan.h"
 #include "plan/schedule/milp.h"
 #include "plan/schedule/modules.h"
-#include "plan/plan.h"
 #include "plan/task_graph.h"
 
 namespace cleave {

@@ -8,9 +8,9 @@
 #include <chrono>
 
 #include "ir/graph.h"
+#include "plan/registry.h"
 #include "plan/schedule/coarsen.h"
 #include "plan/schedule/lower_bound.h"
-#include "plan/registry.h"
 
 namespace cleave {
 

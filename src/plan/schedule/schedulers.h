@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "plan/schedule/lower_bound.h"
 #include "plan/plan.h"
+#include "plan/schedule/lower_bound.h"
 #include "plan/task_graph.h"
 
 namespace cleave {

@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "plan/schedule/heft.h"
 #include "plan/random_task_graph.h"
+#include "plan/schedule/heft.h"
 #include "plan/schedule/schedulers.h"
 #include "plan/simulator.h"
 #include "planner_checks.h"

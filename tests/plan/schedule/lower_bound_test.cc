@@ -9,9 +9,9 @@
 
 #include "ir/graph.h"
 #include "modular_graph.h"
+#include "plan/random_task_graph.h"
 #include "plan/schedule/milp.h"
 #include "plan/schedule/milp_split.h"
-#include "plan/random_task_graph.h"
 #include "planner_checks.h"
 
 namespace cleave {

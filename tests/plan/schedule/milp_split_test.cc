@@ -7,10 +7,10 @@
 
 #include "ir/graph.h"
 #include "modular_graph.h"
+#include "plan/random_task_graph.h"
 #include "plan/schedule/heft.h"
 #include "plan/schedule/milp.h"
 #include "plan/schedule/modules.h"
-#include "plan/random_task_graph.h"
 #include "plan/simulator.h"
 
 namespace cleave {

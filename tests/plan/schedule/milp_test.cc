@@ -9,9 +9,9 @@
 #include <limits>
 
 #include "ir/graph.h"
+#include "plan/random_task_graph.h"
 #include "plan/schedule/heft.h"
 #include "plan/schedule/modules.h"
-#include "plan/random_task_graph.h"
 #include "plan/schedule/schedulers.h"
 #include "plan/simulator.h"
 

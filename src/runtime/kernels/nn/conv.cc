@@ -10,12 +10,12 @@
 #include <utility>
 
 #include "runtime/cpu_isa.h"
-#include "runtime/kernels/nn/conv_fallback.h"
-#include "runtime/kernels/nn/conv_problem.h"
-#include "runtime/kernels/nn/depthwise_split.h"
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/elementwise.h"
 #include "runtime/kernels/fast_math.h"
+#include "runtime/kernels/nn/conv_fallback.h"
+#include "runtime/kernels/nn/conv_problem.h"
+#include "runtime/kernels/nn/depthwise_split.h"
 #include "runtime/kernels/registration.h"
 
 namespace cleave {

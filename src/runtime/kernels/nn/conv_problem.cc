@@ -36,8 +36,6 @@ void check_ranks(const KernelContext& context, const Tensor& x, const Tensor& w)
   }
 }
 
-
-
 }  // namespace
 
 ConvProblem conv_problem(const KernelContext& context) {

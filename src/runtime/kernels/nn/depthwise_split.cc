@@ -18,7 +18,6 @@ memory::desc native_channel_blocks(std::span<const int64_t> shape) {
                       channel_blocked_tag(4, native_channel_block()));
 }
 
-
 }  // namespace
 
 // oneDNN 2.6's jit_dw shares a few channel blocks unevenly between threads: MnasNet's 3x3

@@ -7,8 +7,8 @@
 #include <numeric>
 
 #include "runtime/kernels/dnnl_util.h"
-#include "runtime/kernels/tensor/common.h"
 #include "runtime/kernels/registration.h"
+#include "runtime/kernels/tensor/common.h"
 
 namespace cleave::shape {
 

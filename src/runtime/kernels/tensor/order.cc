@@ -6,8 +6,8 @@
 #include <numeric>
 #include <type_traits>
 
-#include "runtime/kernels/tensor/common.h"
 #include "runtime/kernels/registration.h"
+#include "runtime/kernels/tensor/common.h"
 
 namespace cleave::shape {
 

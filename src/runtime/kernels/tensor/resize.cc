@@ -7,8 +7,8 @@
 #include <cstring>
 #include <numeric>
 
-#include "runtime/kernels/tensor/common.h"
 #include "runtime/kernels/registration.h"
+#include "runtime/kernels/tensor/common.h"
 
 namespace cleave::shape {
 

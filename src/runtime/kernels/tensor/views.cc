@@ -5,8 +5,8 @@
 #include <cstring>
 #include <limits>
 
-#include "runtime/kernels/tensor/common.h"
 #include "runtime/kernels/registration.h"
+#include "runtime/kernels/tensor/common.h"
 
 namespace cleave::shape {
 
