@@ -36,6 +36,17 @@ void check_ranks(const KernelContext& context, const Tensor& x, const Tensor& w)
   }
 }
 
+std::vector<int64_t> spatial_ints(const KernelContext& context, std::string_view key, std::size_t n,
+                                  int64_t fallback) {
+  std::vector<int64_t> values = context.node.ints_attribute(key);
+  if (values.empty()) return std::vector<int64_t>(n, fallback);
+  if (values.size() != n) {
+    throw Error(fmt::format("{}: attribute '{}' has {} values, expected {}", context.where(), key,
+                            values.size(), n));
+  }
+  return values;
+}
+
 }  // namespace
 
 ConvProblem conv_problem(const KernelContext& context) {
@@ -70,17 +81,6 @@ ConvProblem conv_problem(const KernelContext& context) {
     p.user_weights = plain_desc(grouped);
   }
   return p;
-}
-
-std::vector<int64_t> spatial_ints(const KernelContext& context, std::string_view key, std::size_t n,
-                                  int64_t fallback) {
-  std::vector<int64_t> values = context.node.ints_attribute(key);
-  if (values.empty()) return std::vector<int64_t>(n, fallback);
-  if (values.size() != n) {
-    throw Error(fmt::format("{}: attribute '{}' has {} values, expected {}", context.where(), key,
-                            values.size(), n));
-  }
-  return values;
 }
 
 ConvProblem conv_transpose_problem(const KernelContext& context) {
