@@ -13,6 +13,7 @@
 #include "ir/text.h"
 #include "runtime/executor.h"
 #include "runtime/kernel.h"
+#include "runtime/kernels/registration.h"
 #include "runtime/tensor.h"
 
 namespace cleave {
@@ -84,7 +85,12 @@ TensorData int64_data(std::vector<int64_t> dims, const std::vector<int64_t>& val
 const KernelRegistry& shape_registry() {
   static const KernelRegistry registry = [] {
     KernelRegistry r;
-    register_shape_kernels(r);
+    shape::register_view_kernels(r);
+    shape::register_source_kernels(r);
+    shape::register_layout_kernels(r);
+    shape::register_index_kernels(r);
+    shape::register_order_kernels(r);
+    shape::register_resize_kernels(r);
     return r;
   }();
   return registry;
