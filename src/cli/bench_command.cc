@@ -22,6 +22,7 @@
 #include "runtime/parallel_executor.h"
 #include "runtime/random_inputs.h"
 #include "spatial/split_bench.h"
+#include "support/timing.h"
 
 namespace cleave::cli {
 

@@ -10,10 +10,10 @@
 
 #include "analysis/model_summary.h"
 #include "cli/commands.h"
-#include "gen/inception.h"
-#include "gen/rwnn.h"
-#include "gen/squeezenet.h"
 #include "ir/verify.h"
+#include "modelgen/inception.h"
+#include "modelgen/rwnn.h"
+#include "modelgen/squeezenet.h"
 #include "onnx/atomic_file.h"
 #include "onnx/onnx_export.h"
 

@@ -3,14 +3,18 @@
 
 #include <fmt/core.h>
 
-#include <algorithm>
-#include <thread>
+#include <functional>
 
 #include "machine/machine.h"
-#include "pipeline/layout_choice.h"
+#include "pipeline/costs.h"
 #include "pipeline/load.h"
 
 namespace cleave::cli {
+
+std::function<void(const std::string&)> log_to_stderr(bool verbose) {
+  if (!verbose) return {};
+  return [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+}
 
 void add_model_load_options(CLI::App* command, ModelSettings& settings) {
   command->add_option("--shape", settings.shapes,
@@ -23,23 +27,18 @@ Graph load_model_for(const ModelSettings& settings) {
   LoadOptions options;
   options.shapes = parse_input_shapes(settings.shapes);
   options.optimize = !settings.no_optimize;
-  if (settings.verbose)
-    options.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  options.log = log_to_stderr(settings.verbose);
   return load_model(settings.model, options);
 }
 
 CostTable costs_for(const Graph& graph, const std::string& source, int max_threads, bool verbose,
                     int threads_per_worker) {
-  if (source == "static") return static_costs(graph);
-  if (source == "analytical") return analytical_costs(graph, measure_peak_rates(max_threads));
-  if (source != "profile") {
-    throw Error(fmt::format("--costs: expected profile, static or analytical, got \"{}\"", source));
-  }
-  ProfileOptions options;
-  options.max_threads = max_threads;
-  if (verbose) options.progress = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
-  options.convolution_family = measured_family(graph, threads_per_worker, options.progress);
-  return profile_costs(graph, options);
+  CostChoice choice;
+  choice.source = source;
+  choice.max_threads = max_threads;
+  choice.threads_per_worker = threads_per_worker;
+  choice.progress = log_to_stderr(verbose);
+  return choose_costs(graph, choice);
 }
 
 void add_costs_option(CLI::App* command, std::string& source) {
@@ -55,15 +54,8 @@ TaskGraph model_task_graph(const ModelSettings& settings, const std::string& mac
                            const std::string& cost_source) {
   const Machine machine = read_machine(machine_path);
   const Graph graph = load_model_for(settings);
-  int threads = 1;
-  for (const Device& device : machine.devices) threads = std::max(threads, device.threads);
-  // Measuring more threads than there are cores measures contention, not the device; the
-  // table keeps the largest measured count's time beyond it.
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const CostTable costs = costs_for(graph, cost_source, std::min(threads, cores), settings.verbose);
-  TaskGraph tasks = task_graph_for(graph, costs, machine);
-  tasks.check(settings.model);
-  return tasks;
+  return cleave::model_task_graph(graph, machine, cost_source, log_to_stderr(settings.verbose),
+                                  settings.model);
 }
 
 }  // namespace cleave::cli

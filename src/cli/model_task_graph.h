@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,10 +27,11 @@ void add_model_load_options(CLI::App* command, ModelSettings& settings);
 /// Imports, verifies and (unless --no-optimize) simplifies the model.
 Graph load_model_for(const ModelSettings& settings);
 
-/// The cost table named by `--costs`: "static" (Ramiel weights), "analytical" (roofline against
-/// this CPU's measured peaks) or "profile" (measured here with 1..max_threads threads, cached,
-/// in the convolution family measured_family picks for `threads_per_worker`: what
-/// `cleave run --plan` will run).
+/// With `verbose`, a log printing each line on stderr; else an empty one.
+std::function<void(const std::string&)> log_to_stderr(bool verbose);
+
+/// The cost table named by `--costs` (choose_costs, pipeline/costs.h): "static", "analytical"
+/// or "profile" (1..max_threads threads, in the family `threads_per_worker` runs); -v logs.
 CostTable costs_for(const Graph& graph, const std::string& source, int max_threads, bool verbose,
                     int threads_per_worker = 1);
 

@@ -13,7 +13,7 @@
 #include "ir/verify.h"
 #include "onnx/onnx_export.h"
 #include "onnx/onnx_import.h"
-#include "passes/pipeline.h"
+#include "passes/optimize.h"
 
 namespace cleave::cli {
 

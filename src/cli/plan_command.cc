@@ -5,13 +5,13 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <thread>
 
 #include "cli/commands.h"
 #include "cli/model_task_graph.h"
 #include "cli/option_limits.h"
 #include "cost/cost_table.h"
 #include "machine/machine.h"
+#include "pipeline/costs.h"
 #include "pipeline/layout_choice.h"
 #include "pipeline/model_plan.h"
 #include "plan/simulator.h"
@@ -49,17 +49,6 @@ int run_plan(const PlanSettings& settings) {
   std::optional<Machine> machine;
   if (!settings.machine.empty()) machine = read_machine(settings.machine);
   Graph graph = load_model_for(settings.model);
-  int threads = settings.workers * settings.threads_per_worker;
-  if (machine) {
-    // Each device's time is its thread count's cost over its speed; never time more threads
-    // than this host has.
-    threads = 1;
-    for (const Device& device : machine->devices) threads = std::max(threads, device.threads);
-    threads =
-        std::min(threads, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-  }
-  CostTable costs = costs_for(graph, settings.costs, threads, settings.model.verbose,
-                              settings.threads_per_worker);
   ModelPlanOptions options;
   options.machine = machine;
   options.strategy = settings.strategy;
@@ -67,7 +56,10 @@ int run_plan(const PlanSettings& settings) {
   options.threads_per_worker = settings.threads_per_worker;
   options.samples = settings.samples;
   options.time_limit_seconds = settings.time_limit;
-  ModelPlan plan = plan_model(graph, costs, options);
+  CostedPlan costed =
+      plan_with_costs(graph, settings.costs, options, log_to_stderr(settings.model.verbose));
+  const CostTable& costs = costed.costs;
+  const ModelPlan& plan = costed.plan;
   Simulation simulation = simulate(plan.plan, plan.tasks);
   if (!settings.output.empty()) write_model_plan(settings.output, plan, graph);
   if (!settings.gantt.empty()) {
@@ -125,15 +117,15 @@ int run_profile(ProfileSettings settings) {
   settings.max_threads = cap_threads_at_cores(settings.max_threads, settings.force_threads, &note);
   if (!note.empty()) fmt::print(stderr, "profile: --max-threads: {}\n", note);
   Graph graph = load_model_for(settings.model);
-  ProfileOptions options;
-  options.max_threads = settings.max_threads;
-  options.repeat = settings.repeat;
-  options.use_cache = !settings.no_cache;
-  options.progress = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  CostChoice choice;
+  choice.max_threads = settings.max_threads;
+  choice.repeat = settings.repeat;
+  choice.use_cache = !settings.no_cache;
+  choice.progress = log_to_stderr(true);
   // The family a 1-thread-per-worker plan runs in (a single-thread choice).
-  options.convolution_family = measured_family(graph, 1, options.progress);
-  fmt::print(stderr, "convolutions: {}\n", to_string(options.convolution_family));
-  CostTable costs = profile_costs(graph, options);
+  choice.family = measured_family(graph, 1, choice.progress);
+  fmt::print(stderr, "convolutions: {}\n", to_string(*choice.family));
+  CostTable costs = choose_costs(graph, choice);
   nlohmann::json json = cost_table_to_json(costs, graph);
   if (!settings.output.empty()) write_file_atomically(settings.output, json.dump(1));
   if (settings.json) {

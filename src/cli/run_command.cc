@@ -28,6 +28,7 @@
 #include "runtime/parallel_executor.h"
 #include "runtime/random_inputs.h"
 #include "support/atomic_output.h"
+#include "support/timing.h"
 #include "viz/gantt.h"
 
 namespace cleave::cli {

@@ -13,7 +13,7 @@
 #include "cli/option_limits.h"
 #include "ir/graph.h"
 #include "plan/plan.h"
-#include "plan/schedulers.h"
+#include "plan/schedule/schedulers.h"
 #include "plan/simulator.h"
 #include "plan/task_graph.h"
 #include "support/atomic_output.h"

@@ -17,7 +17,7 @@
 #include "cli/model_task_graph.h"
 #include "ir/verify.h"
 #include "onnx/atomic_file.h"
-#include "passes/pipeline.h"
+#include "passes/optimize.h"
 #include "pipeline/load.h"
 #include "runtime/npy.h"
 #include "stream/executor.h"

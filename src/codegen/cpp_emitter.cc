@@ -8,12 +8,12 @@
 #include <climits>
 #include <map>
 
-#include "codegen/buffer_plan.h"
 #include "codegen/cpp_templates.h"
 #include "codegen/kernel_specs.h"
 #include "codegen/static_program.h"
 #include "codegen/weights_file.h"
 #include "ir/text.h"
+#include "runtime/buffer_plan.h"
 #include "runtime/executor.h"
 #include "runtime/random_inputs.h"
 

@@ -15,6 +15,7 @@
 #include "runtime/npy.h"
 #include "runtime/random_inputs.h"
 #include "runtime/wait_policy.h"
+#include "support/timing.h"
 
 namespace cleave {
 

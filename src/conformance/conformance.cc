@@ -1,14 +1,9 @@
 // ONNX backend conformance: scope checks, tensor comparison, and crash-proof case isolation.
 #include "conformance/conformance.h"
 
-#include <fcntl.h>
 #include <fmt/core.h>
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,9 +15,10 @@
 
 #include "ir/verify.h"
 #include "onnx/onnx_import.h"
-#include "passes/pipeline.h"
+#include "passes/optimize.h"
 #include "runtime/executor.h"
 #include "support/atomic_output.h"
+#include "support/isolated.h"
 
 namespace cleave {
 
@@ -333,57 +329,26 @@ std::vector<CaseResult> run_cases(const std::vector<std::pair<std::string, std::
   std::vector<CaseResult> results;
   for (const auto& [directory, name] : cases) {
     if (!options.filter.empty() && name.find(options.filter) == std::string::npos) continue;
-    int channel[2];
-    if (pipe(channel) != 0) throw Error("conformance: pipe() failed");
-    pid_t child = fork();
-    if (child < 0) throw Error("conformance: fork() failed");
-    if (child == 0) {
-      close(channel[0]);
+    // Each case in a child process: a kernel that crashes or hangs fails its case only.
+    const auto work = [&, directory = directory, name = name] {
       CaseResult result = run_case(directory, name, options);
-      std::string message = fmt::format("{}\n{}\n{}", static_cast<int>(result.status),
-                                        result.in_scope ? 1 : 0, result.reason);
-      std::size_t written = 0;
-      while (written < message.size()) {
-        ssize_t n = write(channel[1], message.data() + written, message.size() - written);
-        if (n <= 0) break;
-        written += n;
-      }
-      close(channel[1]);
-      _exit(0);
-    }
-    close(channel[1]);
-    std::string message;
-    auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::seconds(options.timeout_seconds);
-    bool timed_out = false;
-    char buffer[4096];
-    while (true) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      deadline - std::chrono::steady_clock::now())
-                      .count();
-      if (left <= 0) {
-        timed_out = true;
-        break;
-      }
-      pollfd wait_for{channel[0], POLLIN, 0};
-      if (poll(&wait_for, 1, static_cast<int>(left)) <= 0) continue;
-      ssize_t n = read(channel[0], buffer, sizeof buffer);
-      if (n <= 0) break;
-      message.append(buffer, n);
-    }
-    close(channel[0]);
-    if (timed_out) kill(child, SIGKILL);
-    int status = 0;
-    waitpid(child, &status, 0);
+      const std::string message = fmt::format("{}\n{}\n{}", static_cast<int>(result.status),
+                                              result.in_scope ? 1 : 0, result.reason);
+      return std::vector<char>(message.begin(), message.end());
+    };
+    const ChildOutcome outcome = run_in_children({work}, options.timeout_seconds, "case").front();
+    const std::vector<char>& sent = outcome.bytes ? *outcome.bytes : outcome.received;
+    const std::string message(sent.begin(), sent.end());
+    const bool timed_out = outcome.timed_out;
 
     CaseResult result;
     result.name = name;
     if (timed_out) {
       result.status = CaseStatus::kFail;
       result.reason = fmt::format("timed out after {} s", options.timeout_seconds);
-    } else if (WIFSIGNALED(status)) {
+    } else if (outcome.signal != 0) {
       result.status = CaseStatus::kFail;
-      result.reason = fmt::format("crashed with signal {}", WTERMSIG(status));
+      result.reason = fmt::format("crashed with signal {}", outcome.signal);
     } else {
       std::istringstream lines(message);
       std::string status_line, scope_line;

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/random_inputs.h"
+#include "support/timing.h"
 
 namespace cleave {
 

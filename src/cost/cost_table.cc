@@ -29,6 +29,7 @@
 #include "runtime/random_inputs.h"
 #include "support/atomic_output.h"
 #include "support/json_file.h"
+#include "support/timing.h"
 
 namespace cleave {
 
@@ -60,8 +61,8 @@ void fill_sizes(const Graph& graph, NodeId id, NodeCost& cost) {
   cost.flops = static_cast<double>(node_flops(graph, id).value_or(0));
 }
 
-// What a roofline charges a node for memory traffic: its inputs (weights included) read once
-// and its outputs written once.
+}  // namespace
+
 double bytes_moved(const Graph& graph, NodeId id, const NodeCost& cost) {
   double input_bytes = 0;
   for (ValueId input : graph.node(id).inputs) {
@@ -72,8 +73,6 @@ double bytes_moved(const Graph& graph, NodeId id, const NodeCost& cost) {
   }
   return input_bytes + cost.output_bytes;
 }
-
-}  // namespace
 
 double CostTable::seconds(NodeId node, int threads) const {
   const auto& measured = nodes.at(node).seconds;
@@ -462,43 +461,6 @@ CostTable cost_table_from_json(const nlohmann::json& json, const Graph& graph,
     cost.flops = entry.at("flops").non_negative();
   }
   return table;
-}
-
-TaskGraph task_graph_for(const Graph& graph, const CostTable& costs, const Machine& machine) {
-  TaskGraph tasks;
-  tasks.machine = machine;
-  std::vector<int> task_of(graph.node_capacity(), -1);
-  std::set<std::string> names;
-  for (NodeId id : graph.topological_order()) {
-    Task task;
-    const Node& node = graph.node(id);
-    task.name = node.name.empty() ? fmt::format("{}_{}", node.op_type, id) : node.name;
-    // Task names key the task-graph file; ONNX node names need not be unique.
-    if (!names.insert(task.name).second) {
-      task.name = fmt::format("{}#{}", task.name, id);
-      names.insert(task.name);
-    }
-    task.node = id;
-    for (const Device& device : machine.devices) {
-      if (costs.source == "analytical" && device.roofline.declared()) {
-        const NodeCost& cost = costs.nodes[id];
-        const Roofline& roofline = device.roofline;
-        task.time.push_back(roofline.seconds_per_op +
-                            std::max(cost.flops / roofline.flops_per_second,
-                                     bytes_moved(graph, id, cost) / roofline.bytes_per_second));
-      } else {
-        task.time.push_back(costs.seconds(id, device.threads) / device.speed);
-      }
-    }
-    task.output_bytes = costs.nodes[id].output_bytes;
-    task.weight_bytes = costs.nodes[id].weight_bytes;
-    task_of[id] = static_cast<int>(tasks.tasks.size());
-    tasks.tasks.push_back(std::move(task));
-  }
-  for (NodeId id : graph.node_ids()) {
-    for (NodeId next : graph.successors(id)) tasks.edges.emplace_back(task_of[id], task_of[next]);
-  }
-  return tasks;
 }
 
 }  // namespace cleave

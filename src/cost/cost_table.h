@@ -11,8 +11,7 @@
 #include "cost/core_contention.h"
 #include "ir/graph.h"
 #include "machine/machine.h"
-#include "plan/task_graph.h"
-#include "runtime/kernel.h"
+#include "runtime/convolution_family.h"
 
 namespace cleave {
 
@@ -132,10 +131,9 @@ nlohmann::json cost_table_to_json(const CostTable& table, const Graph& graph);
 CostTable cost_table_from_json(const nlohmann::json& json, const Graph& graph,
                                const std::string& origin);
 
-/// One task per node, each device's time = cost at its thread count / its speed (with
-/// analytical costs, a device that declares a roofline gets its own roofline's time instead);
-/// edges are the graph's dependences, output bytes the node's outputs.
-TaskGraph task_graph_for(const Graph& graph, const CostTable& costs, const Machine& machine);
+/// What a roofline charges a node for memory traffic: its inputs (weights included) read once
+/// and its outputs written once (`cost.output_bytes`).
+double bytes_moved(const Graph& graph, NodeId id, const NodeCost& cost);
 
 /// Where cached measurements of one kind ("profiles", "layouts") live:
 /// $CLEAVE_CACHE_DIR/<kind>, else ~/.cache/cleave/<kind>.

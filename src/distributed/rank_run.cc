@@ -22,7 +22,7 @@
 #include "pipeline/load.h"
 #include "pipeline/model_plan.h"
 #include "runtime/npy.h"
-#include "runtime/random_inputs.h"
+#include "support/timing.h"
 
 namespace cleave {
 

@@ -24,6 +24,7 @@
 #include "runtime/executor.h"
 #include "runtime/npy.h"
 #include "runtime/random_inputs.h"
+#include "support/timing.h"
 
 namespace cleave {
 

@@ -18,29 +18,24 @@
 namespace cleave {
 namespace {
 
-std::string show(const nlohmann::json& value) {
-  std::string text = value.dump();
-  if (text.size() > 40) text = text.substr(0, 37) + "...";
-  return text;
-}
-
 double positive_number(const nlohmann::json& value, const std::string& where) {
   if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() <= 0) {
-    throw Error(fmt::format("{}: expected a positive number, got {}", where, show(value)));
+    throw Error(fmt::format("{}: expected a positive number, got {}", where, show_json(value)));
   }
   return value.get<double>();
 }
 
 int64_t positive_integer(const nlohmann::json& value, const std::string& where) {
   if (!value.is_number_integer() || value.get<int64_t>() <= 0) {
-    throw Error(fmt::format("{}: expected a positive integer, got {}", where, show(value)));
+    throw Error(fmt::format("{}: expected a positive integer, got {}", where, show_json(value)));
   }
   return value.get<int64_t>();
 }
 
 int64_t non_negative_integer(const nlohmann::json& value, const std::string& where) {
   if (!value.is_number_integer() || value.get<int64_t>() < 0) {
-    throw Error(fmt::format("{}: expected a non-negative integer, got {}", where, show(value)));
+    throw Error(
+        fmt::format("{}: expected a non-negative integer, got {}", where, show_json(value)));
   }
   return value.get<int64_t>();
 }
@@ -49,7 +44,7 @@ const nlohmann::json& array_field(const nlohmann::json& object, const char* key,
                                   const std::string& where) {
   const nlohmann::json& value = object.at(key);
   if (!value.is_array()) {
-    throw Error(fmt::format("{}.{}: expected an array, got {}", where, key, show(value)));
+    throw Error(fmt::format("{}.{}: expected an array, got {}", where, key, show_json(value)));
   }
   return value;
 }
@@ -93,7 +88,7 @@ bool Machine::identical(std::size_t a, std::size_t b) const {
 
 Device device_from_json(const nlohmann::json& json, const std::string& where) {
   if (!json.is_object()) {
-    throw Error(fmt::format("{}: expected an object, got {}", where, show(json)));
+    throw Error(fmt::format("{}: expected an object, got {}", where, show_json(json)));
   }
   Device device;
   if (!json.contains("name") || !json["name"].is_string() ||
@@ -103,7 +98,8 @@ Device device_from_json(const nlohmann::json& json, const std::string& where) {
   device.name = json["name"].get<std::string>();
   if (json.contains("kind")) {
     if (!json["kind"].is_string()) {
-      throw Error(fmt::format("{}.kind: expected a string, got {}", where, show(json["kind"])));
+      throw Error(
+          fmt::format("{}.kind: expected a string, got {}", where, show_json(json["kind"])));
     }
     device.kind = json["kind"].get<std::string>();
   }
@@ -138,7 +134,7 @@ Device device_from_json(const nlohmann::json& json, const std::string& where) {
   if (json.contains("simulated")) {
     if (!json["simulated"].is_boolean()) {
       throw Error(fmt::format("{}.simulated: expected true or false, got {}", where,
-                              show(json["simulated"])));
+                              show_json(json["simulated"])));
     }
     device.simulated = json["simulated"].get<bool>();
   }
@@ -149,7 +145,7 @@ Device device_from_json(const nlohmann::json& json, const std::string& where) {
       throw Error(
           fmt::format("{}: expected an object with flops_per_second, bytes_per_second "
                       "and seconds_per_op, got {}",
-                      inner, show(roofline)));
+                      inner, show_json(roofline)));
     }
     reject_unknown_keys(roofline, kRooflineKeys, inner);
     for (const char* key : {"flops_per_second", "bytes_per_second"}) {
@@ -163,7 +159,7 @@ Device device_from_json(const nlohmann::json& json, const std::string& where) {
       const nlohmann::json& value = roofline["seconds_per_op"];
       if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) {
         throw Error(fmt::format("{}.seconds_per_op: expected a non-negative number, got {}", inner,
-                                show(value)));
+                                show_json(value)));
       }
       device.roofline.seconds_per_op = value.get<double>();
     }
@@ -190,19 +186,19 @@ std::vector<std::vector<double>> link_matrix_from_json(const nlohmann::json& jso
                                                        const std::string& where) {
   if (!json.is_array() || json.size() != n) {
     throw Error(fmt::format("{}: expected a {}x{} matrix (one row per device), got {}", where, n, n,
-                            show(json)));
+                            show_json(json)));
   }
   std::vector<std::vector<double>> matrix(n, std::vector<double>(n, 0.0));
   for (std::size_t row = 0; row < n; ++row) {
     if (!json[row].is_array() || json[row].size() != n) {
       throw Error(fmt::format("{}[{}]: expected a row of {} numbers, got {}", where, row, n,
-                              show(json[row])));
+                              show_json(json[row])));
     }
     for (std::size_t column = 0; column < n; ++column) {
       const nlohmann::json& value = json[row][column];
       if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) {
         throw Error(fmt::format("{}[{}][{}]: expected a non-negative number, got {}", where, row,
-                                column, show(value)));
+                                column, show_json(value)));
       }
       if (row != column) matrix[row][column] = value.get<double>();
     }
@@ -219,7 +215,8 @@ Machine machine_from_json(const nlohmann::json& json, const std::string& origin)
   Machine machine;
   if (json.contains("name")) {
     if (!json["name"].is_string()) {
-      throw Error(fmt::format("{}: name: expected a string, got {}", origin, show(json["name"])));
+      throw Error(
+          fmt::format("{}: name: expected a string, got {}", origin, show_json(json["name"])));
     }
     machine.name = json["name"].get<std::string>();
   }

@@ -16,6 +16,7 @@
 #include "runtime/random_inputs.h"
 #include "support/atomic_output.h"
 #include "support/json_file.h"
+#include "support/timing.h"
 
 namespace cleave {
 
@@ -25,10 +26,6 @@ namespace fs = std::filesystem;
 
 // Bump when kernels change enough that old measurements no longer hold.
 constexpr int kCacheVersion = 3;
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 // Fastest latency in ms of one family; the executor is gone when this returns. The minimum,
 // not the median: the variants run one after the other, and on a shared machine a burst of

@@ -10,7 +10,7 @@
 #include "ir/verify.h"
 #include "onnx/onnx_export.h"
 #include "onnx/onnx_import.h"
-#include "passes/pipeline.h"
+#include "passes/optimize.h"
 
 namespace cleave {
 

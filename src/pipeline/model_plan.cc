@@ -9,10 +9,11 @@
 #include <fstream>
 #include <limits>
 
-#include "plan/hypercluster.h"
+#include "pipeline/costs.h"
+#include "plan/cluster/hypercluster.h"
 #include "plan/list_schedule.h"
 #include "plan/registry.h"
-#include "plan/schedulers.h"
+#include "plan/schedule/schedulers.h"
 #include "plan/simulator.h"
 #include "support/atomic_output.h"
 #include "support/json_file.h"

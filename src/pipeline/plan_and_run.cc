@@ -5,7 +5,9 @@
 
 #include <chrono>
 
+#include "pipeline/costs.h"
 #include "runtime/random_inputs.h"
+#include "support/timing.h"
 
 namespace cleave {
 
@@ -113,10 +115,12 @@ PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
   const bool auto_plan = recipe.strategy == "auto";
   const bool profiled = auto_plan && recipe.costs == "profile";
   const int all_threads = recipe.workers * recipe.threads_per_worker;
-  const auto profile_of = [&](ConvolutionFamily family) {
-    ProfileOptions profiling = profile_options(all_threads);
-    profiling.convolution_family = family;
-    return profile_costs(g, profiling);
+  const auto costs_of = [&](const std::string& source, ConvolutionFamily family) {
+    CostChoice choice;
+    choice.source = source;
+    choice.max_threads = all_threads;
+    choice.family = family;
+    return choose_costs(g, choice);
   };
   const auto plan_options = [&](const std::string& name) {
     ModelPlanOptions options;
@@ -129,10 +133,7 @@ PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
   ModelPlan model_plan;
   if (strategy) {
     // The profile times the kernels the plan will run: the same convolution family.
-    prepared.costs = recipe.costs == "static" ? static_costs(g)
-                     : recipe.costs == "analytical"
-                         ? analytical_costs(g, measure_peak_rates(all_threads))
-                         : profile_of(layouts.family);
+    prepared.costs = costs_of(recipe.costs, layouts.family);
     log_line(recipe, fmt::format("recipe: {} costs", prepared.costs->source));
     model_plan = plan_model(g, *prepared.costs, plan_options(recipe.strategy));
     for (const PlanCandidate& candidate : model_plan.candidates) {
@@ -161,7 +162,7 @@ PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
       if (run.predicted_with && run.layouts.family != *run.predicted_with) {
         run.predicted_with = run.layouts.family;
         ModelPlan repredicted =
-            plan_model(g, profile_of(run.layouts.family), plan_options("sequential"));
+            plan_model(g, costs_of("profile", run.layouts.family), plan_options("sequential"));
         repredicted.candidates = std::move(plan.candidates);
         repredicted.plan.notes["auto_choice"] = plan.plan.notes["auto_choice"];
         repredicted.planning_seconds = plan.planning_seconds;

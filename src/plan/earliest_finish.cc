@@ -1,5 +1,5 @@
-// Earliest-finish-time list scheduling, optionally inserting into idle gaps: HEFT and greedy are
-// two configurations of it. The per-worker orders are the slots' time order.
+// Earliest-finish-time list scheduling, optionally inserting into idle gaps: HEFT, greedy and
+// the MILP's warm start are configurations of it. The per-worker orders are the slots' order.
 #include "plan/earliest_finish.h"
 
 #include <fmt/core.h>
@@ -50,16 +50,20 @@ double earliest_start(const std::vector<Slot>& slots, double ready, double durat
 
 }  // namespace
 
-Plan plan_earliest_finish(const TaskGraph& graph, const EarliestFinishOptions& options) {
+EarliestFinishSchedule schedule_earliest_finish(const TaskGraph& graph,
+                                                const EarliestFinishOptions& options,
+                                                const EarliestFinishLimits& limits) {
   const std::vector<int> order =
       options.upward_rank_order ? upward_rank_order(graph) : graph.topological_order();
   const auto in_edges = graph.in_edges();
   const std::size_t devices = graph.machine.size();
-  MemoryTracker memory(graph);
-  std::vector<int> worker_of_task(graph.tasks.size(), -1);
+  MemoryTracker memory =
+      limits.memory_capacity ? MemoryTracker(graph, *limits.memory_capacity) : MemoryTracker(graph);
+  EarliestFinishSchedule schedule;
+  schedule.worker.assign(graph.tasks.size(), -1);
+  schedule.start.assign(graph.tasks.size(), 0.0);
   std::vector<double> finish(graph.tasks.size(), 0.0);
   std::vector<std::vector<Slot>> timeline(devices);
-  double makespan = 0;
   for (int task : order) {
     const Task& info = graph.tasks[task];
     int best = -1;
@@ -69,11 +73,12 @@ Plan plan_earliest_finish(const TaskGraph& graph, const EarliestFinishOptions& o
     for (std::size_t device = 0; device < devices; ++device) {
       const int worker = static_cast<int>(device);
       if (!std::isfinite(info.time[device]) || !memory.fits(task, worker)) continue;
-      double ready = 0;
+      if (limits.allowed && !(*limits.allowed)[task][device]) continue;
+      double ready = limits.ready ? (*limits.ready)[task][device] : 0.0;
       for (int edge : in_edges[task]) {
         const int producer = graph.edges[edge].first;
         ready = std::max(
-            ready, finish[producer] + graph.edge_time(edge, worker_of_task[producer], worker));
+            ready, finish[producer] + graph.edge_time(edge, schedule.worker[producer], worker));
       }
       std::size_t position = 0;
       const double start =
@@ -88,31 +93,43 @@ Plan plan_earliest_finish(const TaskGraph& graph, const EarliestFinishOptions& o
       }
     }
     if (best < 0) {
-      throw Error(
-          fmt::format("{}: task \"{}\" ({} weight bytes) fits on no device: memory is "
-                      "full or too small, or its inputs cannot reach, everywhere it can "
-                      "run",
-                      options.planner, info.name, info.weight_bytes));
+      schedule.unplaced = task;
+      break;
     }
     memory.add(task, best);
-    worker_of_task[task] = best;
+    schedule.worker[task] = best;
+    schedule.start[task] = best_start;
     finish[task] = best_finish;
     timeline[best].insert(timeline[best].begin() + static_cast<std::ptrdiff_t>(best_position),
                           Slot{best_start, best_finish, task});
-    makespan = std::max(makespan, best_finish);
+    schedule.makespan = std::max(schedule.makespan, best_finish);
+  }
+  schedule.order.assign(devices, {});
+  for (std::size_t device = 0; device < devices; ++device) {
+    for (const Slot& slot : timeline[device]) schedule.order[device].push_back(slot.task);
+  }
+  return schedule;
+}
+
+Plan plan_earliest_finish(const TaskGraph& graph, const EarliestFinishOptions& options) {
+  EarliestFinishSchedule schedule = schedule_earliest_finish(graph, options);
+  if (schedule.unplaced >= 0) {
+    const Task& info = graph.tasks[schedule.unplaced];
+    throw Error(
+        fmt::format("{}: task \"{}\" ({} weight bytes) fits on no device: memory is "
+                    "full or too small, or its inputs cannot reach, everywhere it can "
+                    "run",
+                    options.planner, info.name, info.weight_bytes));
   }
   Plan plan;
   plan.strategy = options.planner;
   plan.tasks.resize(graph.tasks.size());
-  plan.order.assign(devices, {});
   for (std::size_t task = 0; task < graph.tasks.size(); ++task) {
     plan.tasks[task].task = static_cast<int>(task);
-    plan.tasks[task].worker = worker_of_task[task];
+    plan.tasks[task].worker = schedule.worker[task];
   }
-  for (std::size_t device = 0; device < devices; ++device) {
-    for (const Slot& slot : timeline[device]) plan.order[device].push_back(slot.task);
-  }
-  finish_plan(plan, graph, makespan);
+  plan.order = std::move(schedule.order);
+  finish_plan(plan, graph, schedule.makespan);
   return plan;
 }
 

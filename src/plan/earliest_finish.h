@@ -1,7 +1,9 @@
-// Earliest-finish-time list scheduling, the one scheduler behind HEFT and greedy.
+// Earliest-finish-time list scheduling, the one scheduler behind HEFT, greedy and the MILP's
+// warm start.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "plan/plan.h"
 #include "plan/task_graph.h"
@@ -16,6 +18,33 @@ struct EarliestFinishOptions {
   /// The plan's strategy name, also used in errors.
   std::string planner = "heft";
 };
+
+/// Restrictions beyond the task graph's own, as the MILP's warm start has them (a module of
+/// MILP-SPLIT that starts after others); each one left empty restricts nothing.
+struct EarliestFinishLimits {
+  /// [task][device]: whether the task may run there (besides having a finite time there).
+  const std::vector<std::vector<bool>>* allowed = nullptr;
+  /// [task][device]: the earliest the task may start there, in seconds.
+  const std::vector<std::vector<double>>* ready = nullptr;
+  /// [device]: bytes of weights the device can still hold (default: its memory_bytes).
+  const std::vector<double>* memory_capacity = nullptr;
+};
+
+/// Where and when earliest-finish scheduling put each task.
+struct EarliestFinishSchedule {
+  std::vector<int> worker;              ///< Per task; -1 from `unplaced` on.
+  std::vector<double> start;            ///< Per task, seconds.
+  std::vector<std::vector<int>> order;  ///< Per worker, its tasks by start time.
+  double makespan = 0;
+  int unplaced = -1;  ///< The first task that fitted nowhere (scheduling stopped there); -1.
+};
+
+/// Puts each task, in the chosen order, on the worker where it finishes earliest, counting the
+/// transfers of its inputs, skipping workers the limits or memory rule out. Stops at the first
+/// task that fits nowhere (`unplaced`).
+EarliestFinishSchedule schedule_earliest_finish(const TaskGraph& graph,
+                                                const EarliestFinishOptions& options,
+                                                const EarliestFinishLimits& limits = {});
 
 /// Puts each task, in the chosen order, on the worker where it finishes earliest, counting the
 /// transfers of its inputs; workers without memory left for its weights are skipped. Throws

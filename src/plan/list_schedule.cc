@@ -87,6 +87,16 @@ int fastest_device(const Task& task) {
   return best;
 }
 
+std::vector<int> movable_tasks(const TaskGraph& graph) {
+  std::vector<int> result;
+  for (std::size_t task = 0; task < graph.tasks.size(); ++task) {
+    int places = 0;
+    for (double time : graph.tasks[task].time) places += std::isfinite(time) ? 1 : 0;
+    if (places > 1) result.push_back(static_cast<int>(task));
+  }
+  return result;
+}
+
 MemoryTracker::MemoryTracker(const TaskGraph& graph) : graph_(&graph) {
   std::map<int32_t, int> key_of_group;
   key_of_task_.resize(graph.tasks.size());
@@ -107,6 +117,12 @@ MemoryTracker::MemoryTracker(const TaskGraph& graph) : graph_(&graph) {
   key_count_ = key_bytes_.size();
   holders_.assign(graph.machine.size() * key_count_, 0);
   used_.assign(graph.machine.size(), 0.0);
+  for (const Device& device : graph.machine.devices) capacity_.push_back(device.memory_bytes);
+}
+
+MemoryTracker::MemoryTracker(const TaskGraph& graph, std::vector<double> capacity)
+    : MemoryTracker(graph) {
+  capacity_ = std::move(capacity);
 }
 
 double MemoryTracker::added_bytes(int task, int device) const {
@@ -115,7 +131,7 @@ double MemoryTracker::added_bytes(int task, int device) const {
 }
 
 bool MemoryTracker::fits(int task, int device) const {
-  return used_[device] + added_bytes(task, device) <= graph_->machine.devices[device].memory_bytes;
+  return used_[device] + added_bytes(task, device) <= capacity_[device];
 }
 
 bool MemoryTracker::fits_move(int task, int from, int to) const {

@@ -19,11 +19,15 @@ std::vector<double> upward_rank(const TaskGraph& graph);
 std::vector<int> upward_rank_order(const TaskGraph& graph);
 /// The device with the smallest time for the task (lowest index on ties).
 int fastest_device(const Task& task);
+/// Tasks that can run on more than one device: the only ones a search's move can change.
+std::vector<int> movable_tasks(const TaskGraph& graph);
 
 /// Incremental per-device weight memory: tasks of one weight group share one copy per device.
 class MemoryTracker {
  public:
   explicit MemoryTracker(const TaskGraph& graph);
+  /// With each device holding at most `capacity[device]` bytes instead of its memory_bytes.
+  MemoryTracker(const TaskGraph& graph, std::vector<double> capacity);
   /// Whether placing `task` on `device` keeps the device within its memory.
   bool fits(int task, int device) const;
   /// Whether moving `task` from `from` to `to` keeps `to` within its memory.
@@ -40,6 +44,7 @@ class MemoryTracker {
   std::vector<double> key_bytes_;  // bytes per key (largest member)
   std::vector<int> holders_;       // [device * keys + key]: tasks of the key on the device
   std::vector<double> used_;       // per device
+  std::vector<double> capacity_;   // per device
   std::size_t key_count_ = 0;
 };
 

@@ -23,12 +23,6 @@
 namespace cleave {
 namespace {
 
-std::string show(const nlohmann::json& value) {
-  std::string text = value.dump();
-  if (text.size() > 40) text = text.substr(0, 37) + "...";
-  return text;
-}
-
 std::string worker_name(const TaskGraph& graph, int worker) {
   if (worker >= 0 && static_cast<std::size_t>(worker) < graph.machine.size()) {
     return graph.machine.devices[worker].name;
@@ -51,8 +45,8 @@ nlohmann::json number_or_null(double value) {
 double read_time(const nlohmann::json& value, const std::string& where) {
   if (value.is_null()) return std::numeric_limits<double>::infinity();
   if (!value.is_number() || std::isnan(value.get<double>()) || value.get<double>() < 0) {
-    throw Error(
-        fmt::format("{}: expected a number of seconds >= 0 (or null), got {}", where, show(value)));
+    throw Error(fmt::format("{}: expected a number of seconds >= 0 (or null), got {}", where,
+                            show_json(value)));
   }
   return value.get<double>();
 }
@@ -67,8 +61,8 @@ Plan parse_plan(const nlohmann::json& json, const std::string& origin, std::size
   Plan plan;
   if (json.contains("strategy")) {
     if (!json["strategy"].is_string()) {
-      throw Error(
-          fmt::format("{}: strategy: expected a string, got {}", origin, show(json["strategy"])));
+      throw Error(fmt::format("{}: strategy: expected a string, got {}", origin,
+                              show_json(json["strategy"])));
     }
     plan.strategy = json["strategy"].get<std::string>();
   }
@@ -76,14 +70,14 @@ Plan parse_plan(const nlohmann::json& json, const std::string& origin, std::size
     if (!json["objective"].is_string() ||
         (json["objective"] != "latency" && json["objective"] != "throughput")) {
       throw Error(fmt::format("{}: objective: expected \"latency\" or \"throughput\", got {}",
-                              origin, show(json["objective"])));
+                              origin, show_json(json["objective"])));
     }
     plan.objective = json["objective"].get<std::string>();
   }
   if (json.contains("batch")) {
     if (!json["batch"].is_number_integer() || json["batch"].get<int64_t>() < 1) {
       throw Error(fmt::format("{}: batch: expected a positive integer, got {}", origin,
-                              show(json["batch"])));
+                              show_json(json["batch"])));
     }
     plan.batch = json["batch"].get<int64_t>();
   }
@@ -97,7 +91,8 @@ Plan parse_plan(const nlohmann::json& json, const std::string& origin, std::size
   for (std::size_t i = 0; i < json["workers"].size(); ++i) {
     const nlohmann::json& name = json["workers"][i];
     if (!name.is_string()) {
-      throw Error(fmt::format("{}: workers[{}]: expected a name, got {}", origin, i, show(name)));
+      throw Error(
+          fmt::format("{}: workers[{}]: expected a name, got {}", origin, i, show_json(name)));
     }
     const int worker = worker_index(name.get<std::string>());
     if (worker < 0) {
@@ -118,7 +113,7 @@ Plan parse_plan(const nlohmann::json& json, const std::string& origin, std::size
       throw Error(
           fmt::format("{}: expected {{\"task\": name, \"worker\": name, \"start\", "
                       "\"finish\"}}, got {}",
-                      where, show(entry)));
+                      where, show_json(entry)));
     }
     const std::string name = entry["task"].get<std::string>();
     where = fmt::format("{}: task \"{}\"", origin, name);
@@ -154,7 +149,7 @@ Plan parse_plan(const nlohmann::json& json, const std::string& origin, std::size
       for (const nlohmann::json& name : order[position]) {
         if (!name.is_string()) {
           throw Error(fmt::format("{}: order[{}]: expected task names, got {}", origin, position,
-                                  show(name)));
+                                  show_json(name)));
         }
         const int task = task_index(name.get<std::string>(), task_count);
         if (task < 0) {
@@ -393,8 +388,8 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& origin) {
     const nlohmann::json& entry = json["tasks"][i];
     if (entry.is_object() && entry.contains("task") && entry["task"].is_string()) {
       if (!task_by_name.emplace(entry["task"].get<std::string>(), static_cast<int>(i)).second) {
-        throw Error(
-            fmt::format("{}: tasks[{}]: task {} is placed twice", origin, i, show(entry["task"])));
+        throw Error(fmt::format("{}: tasks[{}]: task {} is placed twice", origin, i,
+                                show_json(entry["task"])));
       }
     }
   }
@@ -404,7 +399,7 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& origin) {
       if (!worker_by_name.emplace(json["workers"][i].get<std::string>(), static_cast<int>(i))
                .second) {
         throw Error(fmt::format("{}: workers[{}]: duplicate worker name {}", origin, i,
-                                show(json["workers"][i])));
+                                show_json(json["workers"][i])));
       }
     }
   }

@@ -8,15 +8,15 @@
 #include <thread>
 
 #include "ir/graph.h"
-#include "plan/annealing.h"
-#include "plan/evolution.h"
-#include "plan/greedy.h"
-#include "plan/heft.h"
-#include "plan/hypercluster.h"
-#include "plan/linear_clustering.h"
-#include "plan/met.h"
-#include "plan/milp.h"
-#include "plan/milp_split.h"
+#include "plan/cluster/hypercluster.h"
+#include "plan/cluster/linear_clustering.h"
+#include "plan/schedule/annealing.h"
+#include "plan/schedule/evolution.h"
+#include "plan/schedule/greedy.h"
+#include "plan/schedule/heft.h"
+#include "plan/schedule/met.h"
+#include "plan/schedule/milp.h"
+#include "plan/schedule/milp_split.h"
 
 namespace cleave {
 

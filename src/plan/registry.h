@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "plan/cloning.h"
+#include "plan/cluster/cloning.h"
 #include "plan/plan.h"
-#include "plan/schedulers.h"
+#include "plan/schedule/schedulers.h"
 #include "plan/task_graph.h"
 
 namespace cleave {

@@ -24,22 +24,16 @@
 namespace cleave {
 namespace {
 
-std::string show(const nlohmann::json& value) {
-  std::string text = value.dump();
-  if (text.size() > 40) text = text.substr(0, 37) + "...";
-  return text;
-}
-
 double non_negative_number(const nlohmann::json& value, const std::string& where) {
   if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) {
-    throw Error(fmt::format("{}: expected a non-negative number, got {}", where, show(value)));
+    throw Error(fmt::format("{}: expected a non-negative number, got {}", where, show_json(value)));
   }
   return value.get<double>();
 }
 
 int64_t integer(const nlohmann::json& value, const std::string& where) {
   if (!value.is_number_integer()) {
-    throw Error(fmt::format("{}: expected an integer, got {}", where, show(value)));
+    throw Error(fmt::format("{}: expected an integer, got {}", where, show_json(value)));
   }
   return value.get<int64_t>();
 }
@@ -212,7 +206,7 @@ TaskGraph task_graph_from_json(const nlohmann::json& json, const std::string& or
     const nlohmann::json& entry = json["tasks"][i];
     std::string where = fmt::format("{}: tasks[{}]", origin, i);
     if (!entry.is_object()) {
-      throw Error(fmt::format("{}: expected an object, got {}", where, show(entry)));
+      throw Error(fmt::format("{}: expected an object, got {}", where, show_json(entry)));
     }
     if (!entry.contains("name") || !entry["name"].is_string() ||
         entry["name"].get<std::string>().empty()) {
@@ -284,7 +278,7 @@ TaskGraph task_graph_from_json(const nlohmann::json& json, const std::string& or
         throw Error(
             fmt::format("{}: expected [\"producer\", \"consumer\"] or [\"producer\", "
                         "\"consumer\", bytes], got {}",
-                        where, show(entry)));
+                        where, show_json(entry)));
       }
       int ends[2];
       for (int side = 0; side < 2; ++side) {

@@ -1,13 +1,39 @@
-// Buffer pool: reuse by liveness (a buffer returns when its last tensor lets go), best fit.
+// Buffer pool: reuse by liveness (a buffer returns when its last tensor lets go), best fit; and
+// a static buffer plan (runtime/buffer_plan.h) followed while runs repeat the logged one.
 #include "runtime/buffer_pool.h"
 
+#include <cstdint>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "runtime/buffer_plan.h"
+
 namespace cleave {
+
+namespace {
+
+constexpr std::size_t kUnlogged = std::numeric_limits<std::size_t>::max();
+
+// One entry of a run's log: a buffer handed out (its bytes), or one coming back (the index of
+// its hand-out in the run).
+struct Event {
+  bool release = false;
+  std::size_t value = 0;
+  bool operator==(const Event&) const = default;
+};
+
+// A static plan's memory: one allocation, and per hand-out of the logged run its slice (null
+// for a buffer the plan leaves to the free list).
+struct Arena {
+  std::unique_ptr<Buffer> memory;
+  std::vector<std::unique_ptr<Buffer>> slots;
+};
+
+}  // namespace
 
 // Free buffers are kept sorted by (size, index) and returned by the last tensor's deleter, so
 // acquire() costs a logarithm of the pool's size: scanning every buffer for one no tensor
@@ -20,6 +46,72 @@ struct BufferPool::State {
   std::unordered_map<const Buffer*, std::size_t> index_of;
   std::size_t reserved = 0;
   std::size_t handed_out = 0;  // bytes acquire() has returned, reused or new
+
+  // The static plan.
+  bool in_run = false;
+  uint64_t run = 0;             // the current (or last) run's number
+  std::vector<Event> log;       // this run's
+  std::size_t acquired = 0;     // hand-outs in this run
+  std::vector<Event> plan_log;  // the run the plan was made from
+  std::shared_ptr<Arena> arena;
+  bool following = false;  // every event of this run so far repeated plan_log
+  std::size_t cursor = 0;  // the next event of plan_log to repeat
+  bool last_run_planned = false;
+
+  void note(const Event& event) {
+    log.push_back(event);
+    if (!following) return;
+    if (cursor < plan_log.size() && plan_log[cursor] == event) {
+      ++cursor;
+    } else {
+      following = false;  // Later buffers come from the free list.
+    }
+  }
+
+  void released(uint64_t of_run, std::size_t hand_out) {
+    if (in_run && of_run == run && hand_out != kUnlogged) note({true, hand_out});
+  }
+
+  // Plans the logged run: a buffer that came back within it gets an offset from its lifetime
+  // (positions in the log); the arena replaces the free list's buffers.
+  void make_plan() {
+    plan_log = std::move(log);
+    log.clear();
+    arena.reset();
+    if (acquired > kMaxPlannedBuffers) return;
+    std::vector<BufferRequest> requests;
+    std::vector<std::size_t> position_of(acquired, 0);
+    std::vector<std::size_t> request_of(acquired, kUnlogged);
+    std::size_t hand_out = 0;
+    for (std::size_t position = 0; position < plan_log.size(); ++position) {
+      const Event& event = plan_log[position];
+      if (!event.release) {
+        position_of[hand_out++] = position;
+        continue;
+      }
+      request_of[event.value] = requests.size();
+      requests.push_back({plan_log[position_of[event.value]].value, 0,
+                          static_cast<int>(position_of[event.value]), static_cast<int>(position)});
+    }
+    if (requests.empty()) return;
+    const BufferLayout layout = plan_buffers(requests);
+    auto planned = std::make_shared<Arena>();
+    planned->memory = std::make_unique<Buffer>(layout.arena_bytes);
+    planned->slots.resize(acquired);
+    for (std::size_t k = 0; k < acquired; ++k) {
+      if (request_of[k] == kUnlogged) continue;
+      planned->slots[k] = Buffer::borrowed(planned->memory->data() + layout.offsets[request_of[k]],
+                                           requests[request_of[k]].bytes);
+    }
+    arena = std::move(planned);
+    // The free list's buffers are what the arena now serves.
+    for (const auto& [size, index] : free) {
+      reserved -= size;
+      index_of.erase(buffers[index].get());
+      buffers[index].reset();
+    }
+    free.clear();
+  }
 };
 
 BufferPool::BufferPool() : state_(std::make_shared<State>()) {}
@@ -27,6 +119,20 @@ BufferPool::BufferPool() : state_(std::make_shared<State>()) {}
 std::shared_ptr<Buffer> BufferPool::acquire(std::size_t bytes) {
   State& s = *state_;
   std::lock_guard lock(s.mutex);
+  std::size_t hand_out = kUnlogged;
+  if (s.in_run) {
+    hand_out = s.acquired++;
+    s.note({false, bytes});
+    if (s.following && hand_out < s.arena->slots.size() && s.arena->slots[hand_out]) {
+      // The arena stays alive while any of its slices is handed out.
+      return std::shared_ptr<Buffer>(
+          s.arena->slots[hand_out].get(),
+          [state = state_, arena = s.arena, run = s.run, hand_out](Buffer*) {
+            std::lock_guard lock(state->mutex);
+            state->released(run, hand_out);
+          });
+    }
+  }
   s.handed_out += bytes;
   std::size_t index = s.buffers.size();
   for (auto it = s.free.lower_bound({bytes, 0}); it != s.free.end(); ++it) {
@@ -44,10 +150,12 @@ std::shared_ptr<Buffer> BufferPool::acquire(std::size_t bytes) {
   }
   Buffer* buffer = s.buffers[index].get();
   // The deleter holds the state, so a tensor that outlives the pool keeps its memory.
-  return std::shared_ptr<Buffer>(buffer, [state = state_, index](Buffer* released) {
-    std::lock_guard lock(state->mutex);
-    state->free.insert({released->size(), index});
-  });
+  return std::shared_ptr<Buffer>(buffer,
+                                 [state = state_, index, run = s.run, hand_out](Buffer* released) {
+                                   std::lock_guard lock(state->mutex);
+                                   state->free.insert({released->size(), index});
+                                   state->released(run, hand_out);
+                                 });
 }
 
 void BufferPool::hold_back(const Buffer& buffer, std::size_t bytes) {
@@ -59,7 +167,33 @@ void BufferPool::hold_back(const Buffer& buffer, std::size_t bytes) {
 
 std::size_t BufferPool::reserved_bytes() const {
   std::lock_guard lock(state_->mutex);
-  return state_->reserved;
+  return state_->reserved + (state_->arena ? state_->arena->memory->size() : 0);
+}
+
+void BufferPool::begin_run() {
+  State& s = *state_;
+  std::lock_guard lock(s.mutex);
+  // A run that never ended (it threw) may have left slices of the arena in use.
+  if (s.in_run) s.arena.reset();
+  s.in_run = true;
+  ++s.run;
+  s.log.clear();
+  s.acquired = 0;
+  s.cursor = 0;
+  s.following = s.arena != nullptr;
+}
+
+void BufferPool::end_run() {
+  State& s = *state_;
+  std::lock_guard lock(s.mutex);
+  s.in_run = false;
+  s.last_run_planned = s.following && s.cursor == s.plan_log.size();
+  if (!s.last_run_planned) s.make_plan();
+}
+
+bool BufferPool::last_run_planned() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->last_run_planned;
 }
 
 }  // namespace cleave

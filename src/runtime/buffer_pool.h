@@ -1,4 +1,5 @@
-// Activation buffers by liveness: best fit among free buffers, held back after a remote read.
+// Activation buffers by liveness: best fit among free buffers, held back after a remote read, or
+// offsets in one arena from a static buffer plan once runs repeat.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +13,14 @@ namespace cleave {
 /// run needs only as much memory as its live values (best fit among free buffers: the smallest
 /// that fits, the oldest of equal sizes). A handed-out buffer stays valid after the pool is
 /// gone.
+///
+/// Between begin_run() and end_run() the pool also logs what it hands out and when each
+/// buffer comes back. Once a run's log is known, the next run follows a static buffer plan
+/// made from it (runtime/buffer_plan.h: offsets from the lifetimes, in one arena) for as long
+/// as it repeats that log exactly, as a run over static shapes does; a buffer still held when
+/// the run ended (an output) is never planned. The first difference ends the plan for the
+/// rest of that run (later buffers come from the free list), and the plan is made again from
+/// the log of the run that differed.
 class BufferPool {
  public:
   BufferPool();
@@ -21,8 +30,18 @@ class BufferPool {
   /// rewriting it while that core's cache still holds its lines costs several times a plain
   /// write.
   void hold_back(const Buffer& buffer, std::size_t bytes);
-  /// Bytes held by the pool: the activation memory a run needed at its peak.
+  /// Bytes held by the pool: the activation memory a run needed at its peak (the arena of a
+  /// static plan included).
   std::size_t reserved_bytes() const;
+
+  /// The run whose buffers the pool logs starts. For a pool only one thread uses.
+  void begin_run();
+  /// The run ends: with a log that differed from the plan's, the plan is made again.
+  void end_run();
+  /// Whether the last run followed a static plan to its end.
+  bool last_run_planned() const;
+  /// Most buffers a run may log and still be planned (planning is quadratic in them).
+  static constexpr std::size_t kMaxPlannedBuffers = 4096;
 
  private:
   struct State;

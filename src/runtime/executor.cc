@@ -70,6 +70,8 @@ std::vector<Tensor> Executor::run(const SampleInputs& inputs) {
   if (in_place) shared_buffers.resize(graph_.value_capacity());
   std::vector<Tensor> placed_outputs;
   omp_set_num_threads(std::max(1, options_.threads));
+  // Once a run repeats the one before (static shapes), the pool follows a static buffer plan.
+  pool_.begin_run();
   std::vector<Tensor> values(graph_.value_capacity());
   std::vector<int> remaining_uses(graph_.value_capacity(), 0);
   for (NodeId id : order_) {
@@ -137,6 +139,7 @@ std::vector<Tensor> Executor::run(const SampleInputs& inputs) {
     outputs.push_back(to_plain(value, engine_, stream_));
   }
   stats_.peak_activation_bytes = pool_.reserved_bytes();
+  pool_.end_run();
   ++stats_.runs;
   if (timed) {
     const double makespan = seconds_since_start(std::chrono::steady_clock::now());

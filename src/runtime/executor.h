@@ -56,6 +56,8 @@ class Executor : public ExecutorInterface {
   const Graph& graph() const { return graph_; }
   /// Nodes in the order they run: Trace::Event::task is a position in it.
   const std::vector<NodeId>& order() const { return order_; }
+  /// Whether the last run took its activation buffers from a static buffer plan (BufferPool).
+  bool last_run_planned() const { return pool_.last_run_planned(); }
 
  private:
   void plan_in_place_concats();

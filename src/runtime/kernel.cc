@@ -5,31 +5,13 @@
 
 #include <algorithm>
 
+#include "runtime/kernels/registration.h"
+
 namespace cleave {
 
 const Tensor& KernelContext::input(std::size_t i) const {
   if (!has_input(i)) throw Error(fmt::format("{}: input {} is required but missing", where(), i));
   return *inputs[i];
-}
-
-const char* to_string(ConvolutionFamily family) {
-  switch (family) {
-    case ConvolutionFamily::kBlocked:
-      return "blocked";
-    case ConvolutionFamily::kWinograd:
-      return "winograd";
-    case ConvolutionFamily::kChannelsLast:
-      return "channels-last";
-  }
-  return "blocked";
-}
-
-std::optional<ConvolutionFamily> parse_convolution_family(const std::string& name) {
-  for (ConvolutionFamily family : {ConvolutionFamily::kBlocked, ConvolutionFamily::kWinograd,
-                                   ConvolutionFamily::kChannelsLast}) {
-    if (name == to_string(family)) return family;
-  }
-  return std::nullopt;
 }
 
 std::string KernelContext::where() const {
@@ -39,9 +21,24 @@ std::string KernelContext::where() const {
 const KernelRegistry& KernelRegistry::global() {
   static const KernelRegistry registry = [] {
     KernelRegistry r;
-    register_dnnl_kernels(r);
-    register_elementwise_kernels(r);
-    register_shape_kernels(r);
+    // The order kernels registered in before ops moved into families (ties keep the first).
+    register_conv_kernels(r);
+    register_matmul_kernels(r);
+    register_pool_kernels(r);
+    register_norm_kernels(r);
+    register_softmax_kernels(r);
+    register_concat_kernels(r);
+    register_reduce_kernels(r);
+    elementwise::register_unary_kernels(r);
+    elementwise::register_binary_kernels(r);
+    elementwise::register_logic_kernels(r);
+    elementwise::register_cast_kernels(r);
+    shape::register_view_kernels(r);
+    shape::register_source_kernels(r);
+    shape::register_layout_kernels(r);
+    shape::register_index_kernels(r);
+    shape::register_order_kernels(r);
+    shape::register_resize_kernels(r);
     return r;
   }();
   return registry;

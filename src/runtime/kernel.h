@@ -10,27 +10,10 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "runtime/convolution_family.h"
 #include "runtime/tensor.h"
 
 namespace cleave {
-
-/// How convolutions compute. No family is fastest on every model, so callers measure
-/// (choose_layouts) and every executor of one model gets the same family: the kernels, and so
-/// the outputs bit for bit, then agree.
-enum class ConvolutionFamily {
-  kBlocked,  ///< oneDNN's direct kernels on its 16-channel blocks.
-  /// As kBlocked, but 3x3 stride-1 convolutions by Winograd F(2x2, 3x3) where oneDNN has it
-  /// (2.25x fewer multiplications; GoogLeNet's 64->192 56x56 conv 6.3 -> 2.6 ms here).
-  kWinograd,
-  /// A convolution on a plain 4-D input computes in channels-last (brgconv), and that layout
-  /// flows downstream.
-  kChannelsLast,
-};
-
-/// "blocked", "winograd" or "channels-last".
-const char* to_string(ConvolutionFamily family);
-/// The family a to_string name stands for; nullopt for any other text.
-std::optional<ConvolutionFamily> parse_convolution_family(const std::string& name);
 
 /// What a kernel factory sees when it prepares a node. Preparation happens right before the
 /// node first runs (and again if its input shapes change), so every input tensor is already
@@ -116,11 +99,6 @@ class KernelRegistry {
  private:
   std::vector<KernelInfo> entries_;
 };
-
-/// Each kernel file registers its ops here (called once by KernelRegistry::global()).
-void register_dnnl_kernels(KernelRegistry& registry);
-void register_elementwise_kernels(KernelRegistry& registry);
-void register_shape_kernels(KernelRegistry& registry);
 
 /// Element type of a node output when the kernel's choice needs to follow an input.
 inline DataType same_as_input(const KernelContext& context, std::size_t input = 0) {

@@ -54,11 +54,4 @@ std::map<std::string, Tensor> random_inputs(const Graph& graph, uint64_t seed) {
   return inputs;
 }
 
-double median_of(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 }  // namespace cleave

@@ -16,6 +16,4 @@ namespace cleave {
 Tensor random_tensor(const Value& value, uint64_t seed);
 std::map<std::string, Tensor> random_inputs(const Graph& graph, uint64_t seed);
 
-double median_of(std::vector<double> values);
-
 }  // namespace cleave

@@ -23,8 +23,16 @@ Buffer::Buffer(std::size_t bytes) : size_(bytes) {
   std::memset(data_, 0, rounded);
 }
 
+std::unique_ptr<Buffer> Buffer::borrowed(std::byte* data, std::size_t bytes) {
+  std::unique_ptr<Buffer> buffer(new Buffer());
+  buffer->data_ = data;
+  buffer->size_ = bytes;
+  buffer->owned_ = false;
+  return buffer;
+}
+
 Buffer::~Buffer() {
-  std::free(data_);
+  if (owned_) std::free(data_);
 }
 
 std::size_t plain_byte_size(DataType dtype, std::span<const int64_t> shape) {

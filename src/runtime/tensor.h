@@ -19,6 +19,8 @@ namespace cleave {
 class Buffer {
  public:
   explicit Buffer(std::size_t bytes);
+  /// `bytes` at `data`, which someone else owns and keeps alive (a slice of an arena).
+  static std::unique_ptr<Buffer> borrowed(std::byte* data, std::size_t bytes);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -27,8 +29,11 @@ class Buffer {
   std::size_t size() const { return size_; }
 
  private:
+  Buffer() = default;
+
   std::byte* data_ = nullptr;
   std::size_t size_ = 0;
+  bool owned_ = true;
 };
 
 /// A tensor. Plain tensors are dense row-major (strides follow from the shape). A tensor

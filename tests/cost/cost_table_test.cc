@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ir/text.h"
+#include "pipeline/costs.h"
 #include "runtime/cpu_isa.h"
 
 namespace cleave {

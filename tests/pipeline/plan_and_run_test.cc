@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <map>
 
-#include "gen/inception.h"
 #include "ir/text.h"
+#include "modelgen/inception.h"
 
 namespace cleave {
 namespace {

@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "plan/annealing.h"
-#include "plan/evolution.h"
-#include "plan/greedy.h"
-#include "plan/heft.h"
-#include "plan/met.h"
 #include "plan/registry.h"
+#include "plan/schedule/annealing.h"
+#include "plan/schedule/evolution.h"
+#include "plan/schedule/greedy.h"
+#include "plan/schedule/heft.h"
+#include "plan/schedule/met.h"
 #include "plan/simulator.h"
 
 namespace cleave::testing {

@@ -1,6 +1,10 @@
 // The activation buffer pool: best-fit reuse, and buffers held back after another core read them.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <memory>
+#include <vector>
+
 #include "runtime/executor.h"
 
 namespace cleave {
@@ -52,6 +56,89 @@ TEST(BufferPool, HoldingBackABufferOfAnotherPoolChangesNothing) {
   const Buffer* mine = pool.acquire(1000).get();
   pool.hold_back(*foreign, 1 << 20);
   EXPECT_EQ(pool.acquire(1000).get(), mine);
+}
+
+// Where a run's buffers lay (read while they were handed out).
+struct Seen {
+  std::byte* data = nullptr;
+  std::size_t size = 0;
+};
+
+// One run: a and b live together, c starts after a came back (the chain a -> b -> c).
+std::vector<Seen> run_chain(BufferPool& pool, std::size_t c_bytes = 1000) {
+  pool.begin_run();
+  std::vector<Seen> seen;
+  auto a = pool.acquire(1000);
+  auto b = pool.acquire(1000);
+  seen.push_back({a->data(), a->size()});
+  seen.push_back({b->data(), b->size()});
+  a.reset();
+  auto c = pool.acquire(c_bytes);
+  seen.push_back({c->data(), c->size()});
+  b.reset();
+  c.reset();
+  pool.end_run();
+  return seen;
+}
+
+TEST(BufferPlanInPool, ARepeatedRunFollowsThePlanOfTheOneBefore) {
+  BufferPool pool;
+  run_chain(pool);
+  EXPECT_FALSE(pool.last_run_planned());
+  const std::vector<Seen> second = run_chain(pool);
+  EXPECT_TRUE(pool.last_run_planned());
+  // c takes a's offset (their lifetimes do not overlap); b has its own.
+  EXPECT_EQ(second[2].data, second[0].data);
+  EXPECT_EQ(second[1].data, second[0].data + 1024);
+  // One arena of two 1024-byte slots replaces the free list's buffers.
+  EXPECT_EQ(pool.reserved_bytes(), 2048u);
+  run_chain(pool);
+  EXPECT_TRUE(pool.last_run_planned());
+  EXPECT_EQ(pool.reserved_bytes(), 2048u);
+}
+
+TEST(BufferPlanInPool, ARunThatDiffersLeavesThePlanWhereItDiffers) {
+  BufferPool pool;
+  run_chain(pool);
+  const std::vector<Seen> differing = run_chain(pool, 3000);
+  EXPECT_FALSE(pool.last_run_planned());
+  // a and b still came from the plan; c (3000 bytes, not 1000) from the free list, elsewhere.
+  EXPECT_EQ(differing[1].data, differing[0].data + 1024);
+  EXPECT_GE(differing[2].size, 3000u);
+  EXPECT_TRUE(differing[2].data + 3000 <= differing[0].data ||
+              differing[2].data >= differing[0].data + 2048);
+  // The plan is made again from that run, and followed by the next one like it.
+  run_chain(pool, 3000);
+  EXPECT_TRUE(pool.last_run_planned());
+}
+
+TEST(BufferPlanInPool, ABufferHeldPastTheRunIsNeverPlanned) {
+  BufferPool pool;
+  std::shared_ptr<Buffer> kept;
+  const auto run = [&] {
+    pool.begin_run();
+    auto temporary = pool.acquire(512);
+    auto output = pool.acquire(256);
+    std::memset(output->data(), 7, 256);
+    temporary.reset();
+    pool.end_run();
+    return output;
+  };
+  kept = run();
+  run();
+  auto held = run();
+  EXPECT_TRUE(pool.last_run_planned());
+  // The outputs of earlier runs are untouched by later ones.
+  for (std::size_t i = 0; i < 256; ++i) ASSERT_EQ(kept->data()[i], std::byte{7});
+  EXPECT_NE(kept->data(), held->data());
+}
+
+TEST(BufferPlanInPool, OutsideARunNothingIsLoggedOrPlanned) {
+  BufferPool pool;
+  const Buffer* first = pool.acquire(1000).get();
+  EXPECT_EQ(pool.acquire(1000).get(), first);
+  EXPECT_FALSE(pool.last_run_planned());
+  EXPECT_EQ(pool.reserved_bytes(), 1000u);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 
+#include "bitwise_equal.h"
 #include "cost/cost_table.h"
 #include "ir/text.h"
 #include "pipeline/model_plan.h"
@@ -25,15 +26,6 @@ constexpr const char* kDiamond = R"(graph g (%x: f32[1,64]) {
   return %y
 }
 )";
-
-bool bitwise_equal(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (a[i].shape() != b[i].shape() || a[i].byte_size() != b[i].byte_size()) return false;
-    if (std::memcmp(a[i].raw(), b[i].raw(), a[i].byte_size()) != 0) return false;
-  }
-  return true;
-}
 
 ModelPlan lc_plan(const Graph& graph) {
   ModelPlanOptions options;

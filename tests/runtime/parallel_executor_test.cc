@@ -9,8 +9,9 @@
 #include <map>
 
 #include "cost/cost_table.h"
-#include "gen/inception.h"
 #include "ir/text.h"
+#include "modelgen/inception.h"
+#include "pipeline/costs.h"
 #include "pipeline/model_plan.h"
 #include "runtime/random_inputs.h"
 

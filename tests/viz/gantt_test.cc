@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "plan/heft.h"
+#include "plan/schedule/heft.h"
 
 namespace cleave {
 namespace {

@@ -356,13 +356,4 @@ std::function<std::unique_ptr<Kernel>(const KernelContext&)> guarded(
   };
 }
 
-void register_dnnl_kernels(KernelRegistry& registry) {
-  register_conv_kernels(registry);
-  register_matmul_kernels(registry);
-  register_pool_kernels(registry);
-  register_norm_kernels(registry);
-  register_misc_kernels(registry);
-  register_reduce_kernels(registry);
-}
-
 }  // namespace cleave

@@ -141,11 +141,4 @@ inline bool first_input(std::size_t input) {
   return input == 0;
 }
 
-void register_conv_kernels(KernelRegistry& registry);
-void register_matmul_kernels(KernelRegistry& registry);
-void register_pool_kernels(KernelRegistry& registry);
-void register_norm_kernels(KernelRegistry& registry);
-void register_misc_kernels(KernelRegistry& registry);
-void register_reduce_kernels(KernelRegistry& registry);
-
 }  // namespace cleave

@@ -537,11 +537,4 @@ const std::vector<const Tensor*>& PlainInputs::convert(const std::vector<const T
 
 }  // namespace elementwise
 
-void register_elementwise_kernels(KernelRegistry& registry) {
-  elementwise::register_unary_kernels(registry);
-  elementwise::register_binary_kernels(registry);
-  elementwise::register_logic_kernels(registry);
-  elementwise::register_cast_kernels(registry);
-}
-
 }  // namespace cleave

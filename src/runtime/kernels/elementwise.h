@@ -326,10 +326,4 @@ class PlainInputs {
   std::vector<const Tensor*> converted_;
 };
 
-// Registration of each group of elementwise kernels (one file each).
-void register_unary_kernels(KernelRegistry& registry);
-void register_binary_kernels(KernelRegistry& registry);
-void register_logic_kernels(KernelRegistry& registry);
-void register_cast_kernels(KernelRegistry& registry);
-
 }  // namespace cleave::elementwise

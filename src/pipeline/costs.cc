@@ -1,0 +1,103 @@
+// Cost sources, and the task graphs and plans made from them (costs.h).
+#include "pipeline/costs.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "pipeline/layout_choice.h"
+
+namespace cleave {
+
+CostTable choose_costs(const Graph& graph, const CostChoice& choice) {
+  if (choice.source == "static") return static_costs(graph);
+  if (choice.source == "analytical") {
+    return analytical_costs(graph, measure_peak_rates(choice.max_threads));
+  }
+  if (choice.source != "profile") {
+    throw Error(
+        fmt::format("--costs: expected profile, static or analytical, got \"{}\"", choice.source));
+  }
+  ProfileOptions options = profile_options(choice.max_threads);
+  options.repeat = choice.repeat;
+  options.use_cache = choice.use_cache;
+  options.progress = choice.progress;
+  options.convolution_family =
+      choice.family ? *choice.family
+                    : measured_family(graph, choice.threads_per_worker, options.progress);
+  return profile_costs(graph, options);
+}
+
+int profile_threads_for(const Machine& machine) {
+  int threads = 1;
+  for (const Device& device : machine.devices) threads = std::max(threads, device.threads);
+  return std::min(threads, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+}
+
+TaskGraph task_graph_for(const Graph& graph, const CostTable& costs, const Machine& machine) {
+  TaskGraph tasks;
+  tasks.machine = machine;
+  std::vector<int> task_of(graph.node_capacity(), -1);
+  std::set<std::string> names;
+  for (NodeId id : graph.topological_order()) {
+    Task task;
+    const Node& node = graph.node(id);
+    task.name = node.name.empty() ? fmt::format("{}_{}", node.op_type, id) : node.name;
+    // Task names key the task-graph file; ONNX node names need not be unique.
+    if (!names.insert(task.name).second) {
+      task.name = fmt::format("{}#{}", task.name, id);
+      names.insert(task.name);
+    }
+    task.node = id;
+    for (const Device& device : machine.devices) {
+      if (costs.source == "analytical" && device.roofline.declared()) {
+        const NodeCost& cost = costs.nodes[id];
+        const Roofline& roofline = device.roofline;
+        task.time.push_back(roofline.seconds_per_op +
+                            std::max(cost.flops / roofline.flops_per_second,
+                                     bytes_moved(graph, id, cost) / roofline.bytes_per_second));
+      } else {
+        task.time.push_back(costs.seconds(id, device.threads) / device.speed);
+      }
+    }
+    task.output_bytes = costs.nodes[id].output_bytes;
+    task.weight_bytes = costs.nodes[id].weight_bytes;
+    task_of[id] = static_cast<int>(tasks.tasks.size());
+    tasks.tasks.push_back(std::move(task));
+  }
+  for (NodeId id : graph.node_ids()) {
+    for (NodeId next : graph.successors(id)) tasks.edges.emplace_back(task_of[id], task_of[next]);
+  }
+  return tasks;
+}
+
+TaskGraph model_task_graph(const Graph& graph, const Machine& machine, const std::string& source,
+                           const std::function<void(const std::string&)>& progress,
+                           const std::string& origin) {
+  CostChoice choice;
+  choice.source = source;
+  choice.max_threads = profile_threads_for(machine);
+  choice.progress = progress;
+  TaskGraph tasks = task_graph_for(graph, choose_costs(graph, choice), machine);
+  tasks.check(origin);
+  return tasks;
+}
+
+CostedPlan plan_with_costs(const Graph& graph, const std::string& source,
+                           const ModelPlanOptions& options,
+                           const std::function<void(const std::string&)>& progress) {
+  CostChoice choice;
+  choice.source = source;
+  choice.max_threads = options.machine ? profile_threads_for(*options.machine)
+                                       : options.workers * options.threads_per_worker;
+  choice.threads_per_worker = options.threads_per_worker;
+  choice.progress = progress;
+  CostedPlan result{choose_costs(graph, choice), {}};
+  result.plan = plan_model(graph, result.costs, options);
+  return result;
+}
+
+}  // namespace cleave

@@ -1,0 +1,13 @@
+// Greedy: earliest finish time in topological order, appending (no insertion).
+#include "plan/schedule/greedy.h"
+
+#include "plan/earliest_finish.h"
+
+namespace cleave {
+
+Plan plan_greedy(const TaskGraph& graph, const GreedyOptions&) {
+  return plan_earliest_finish(
+      graph, {.upward_rank_order = false, .insertion = false, .planner = "greedy"});
+}
+
+}  // namespace cleave

@@ -1,0 +1,90 @@
+// Internal to the MILP planner: the problem after its restrictions, the warm start, bounds, and
+// the per-device orders the program's set-up and clean-up share.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "plan/schedule/milp.h"
+#include "support/timing.h"
+
+namespace cleave::milp_detail {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+using Clock = std::chrono::steady_clock;
+
+// The problem after applying the restrictions: who may run where, and from when.
+struct Problem {
+  const TaskGraph* graph = nullptr;
+  std::size_t tasks = 0;
+  std::size_t devices = 0;
+  std::vector<std::vector<bool>> allowed;
+  std::vector<std::vector<double>> ready;  // max(release, device available)
+  std::vector<double> memory_left;
+  std::vector<int> memory_key;  // weight-sharing key per task
+  std::vector<double> key_bytes;
+  std::vector<int> topological_position;
+};
+
+Problem make_problem(const TaskGraph& graph, const MilpRestrictions& restrictions);
+
+struct Schedule {
+  std::vector<int> device;
+  std::vector<double> start;
+  double makespan = 0;
+};
+
+// The warm start: plan/earliest_finish's list scheduling in upward-rank order, appending to
+// each device (the order the program's start times then reproduce), within every restriction
+// (allowed devices, ready times, memory left per weight group); nullopt when memory or links
+// leave some task nowhere to go.
+std::optional<Schedule> list_schedule(const Problem& problem);
+
+// An upper bound on the makespan of some optimal schedule when no warm start exists: in a
+// schedule without needless idle time, the chain of waits behind the last task visits every
+// task and edge at most once after the latest ready time.
+double trivial_horizon(const Problem& problem);
+
+// Per task, the earliest it can start (its fastest predecessors, no transfers, its earliest
+// ready time) and the least work that must follow it (fastest times along the longest path
+// after it): bounds that tighten the LP relaxation at no risk.
+struct HeadsAndTails {
+  std::vector<double> head;
+  std::vector<double> tail;
+  std::vector<double> fastest;
+  double makespan = 0;  // max of head + fastest + tail
+};
+
+HeadsAndTails heads_and_tails(const Problem& problem);
+
+// Devices that swapping leaves the whole problem unchanged; classes of two or more.
+std::vector<std::vector<int>> interchangeable_classes(const Problem& problem);
+
+// A task's batch items (its slice size; at least one).
+double task_items(const Task& task);
+
+// The quantity symmetry breaking orders interchangeable devices by, for one task there.
+double symmetry_metric(SymmetryBreaking symmetry, const Task& task, std::size_t device);
+
+// Renames devices inside each class so the warm start obeys the symmetry-breaking order
+// (metric non-increasing along the class).
+void order_by_symmetry(Schedule& schedule, const Problem& problem,
+                       const std::vector<std::vector<int>>& classes, SymmetryBreaking symmetry);
+
+// Orders tasks on one device from their start times: ties (within rounding) put zero-length
+// tasks first, then topological position, which reproduces the solver's order.
+std::vector<std::vector<int>> orders_from_starts(const TaskGraph& graph,
+                                                 const std::vector<int>& device,
+                                                 const std::vector<double>& start);
+
+// The same assignment and per-device orders with every task as early as its inputs, its
+// device and its ready time allow (the solver leaves slack on tasks off the critical path).
+// Returns false, changing nothing, if the orders contradict the edges.
+bool left_justify(const Problem& problem, const std::vector<int>& device,
+                  std::vector<double>& start);
+
+}  // namespace cleave::milp_detail

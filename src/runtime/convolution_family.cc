@@ -1,0 +1,26 @@
+// Names of the convolution families (convolution_family.h).
+#include "runtime/convolution_family.h"
+
+namespace cleave {
+
+const char* to_string(ConvolutionFamily family) {
+  switch (family) {
+    case ConvolutionFamily::kBlocked:
+      return "blocked";
+    case ConvolutionFamily::kWinograd:
+      return "winograd";
+    case ConvolutionFamily::kChannelsLast:
+      return "channels-last";
+  }
+  return "blocked";
+}
+
+std::optional<ConvolutionFamily> parse_convolution_family(const std::string& name) {
+  for (ConvolutionFamily family : {ConvolutionFamily::kBlocked, ConvolutionFamily::kWinograd,
+                                   ConvolutionFamily::kChannelsLast}) {
+    if (name == to_string(family)) return family;
+  }
+  return std::nullopt;
+}
+
+}  // namespace cleave

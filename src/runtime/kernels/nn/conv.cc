@@ -1,0 +1,356 @@
+// Conv and ConvTranspose on oneDNN: blocked layouts, pre-packed weights, fused activation/sum.
+#include <fmt/core.h>
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <exception>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+#include "runtime/cpu_isa.h"
+#include "runtime/kernels/dnnl_util.h"
+#include "runtime/kernels/elementwise.h"
+#include "runtime/kernels/fast_math.h"
+#include "runtime/kernels/nn/conv_fallback.h"
+#include "runtime/kernels/nn/conv_problem.h"
+#include "runtime/kernels/nn/depthwise_split.h"
+#include "runtime/kernels/registration.h"
+
+namespace cleave {
+
+namespace {
+
+using dnnl::memory;
+using namespace conv_detail;
+
+class ConvolutionKernel : public Kernel {
+ public:
+  /// `constant_weights`, when given, replaces input 1's bytes (laid out as problem.user_weights),
+  /// and `note` is appended to the implementation's name.
+  template <typename Primitive>
+  static std::unique_ptr<Kernel> create(const KernelContext& context, const ConvProblem& problem,
+                                        const float* constant_weights = nullptr,
+                                        const std::string& note = "");
+
+  std::vector<OutputSpec> output_specs() const override { return {spec_}; }
+  std::string implementation() const override { return implementation_; }
+
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+           dnnl::stream& stream) override {
+    if (empty_) return;
+    const void* source = inputs[0]->raw();
+    if (source_reorder_.needed()) {
+      source_reorder_.run(source, source_buffer_->data(), stream);
+      source = source_buffer_->data();
+    }
+    const void* weights = packed_weights_ ? packed_weights_->data() : inputs[1]->raw();
+    if (!packed_weights_ && weights_reorder_.needed()) {
+      weights_reorder_.run(weights, weights_buffer_->data(), stream);
+      weights = weights_buffer_->data();
+    }
+    void* destination = output_buffer_ ? output_buffer_->data() : outputs[0]->raw();
+    if (sum_input_ >= 0) sum_reorder_.run(inputs[sum_input_]->raw(), destination, stream);
+    const void* bias = has_bias_ ? inputs[2]->raw() : nullptr;
+    if (!parts_.empty()) {
+      run_parts(static_cast<const float*>(source), static_cast<const float*>(bias),
+                static_cast<float*>(destination));
+    } else {
+      step_.set(DNNL_ARG_SRC, source);
+      step_.set(DNNL_ARG_WEIGHTS, weights);
+      if (has_bias_) step_.set(DNNL_ARG_BIAS, bias);
+      step_.set(DNNL_ARG_DST, destination);
+      step_.execute(stream);
+    }
+    if (swish_) {
+      // Padding channels hold zeros, and swish(0) = 0, so the whole buffer can be mapped.
+      float* values = static_cast<float*>(destination);
+      elementwise::parallel_for(destination_floats_, threads_, [&](int64_t begin, int64_t end) {
+        elementwise::swish_float(values + begin, values + begin, end - begin);
+      });
+    }
+    if (output_buffer_) output_reorder_.run(destination, outputs[0]->raw(), stream);
+  }
+
+ private:
+  void run_parts(const float* source, const float* bias, float* destination) {
+    const int count = static_cast<int>(parts_.size());
+#pragma omp parallel num_threads(count)
+    {
+      // OpenMP may give fewer threads than asked; every part still runs.
+      for (int index = omp_get_thread_num(); index < count; index += omp_get_num_threads()) {
+        ChannelPart& part = parts_[index];
+        try {
+          part.step.set(DNNL_ARG_SRC, source + part.source_offset);
+          part.step.set(DNNL_ARG_WEIGHTS, part.packed_weights->data());
+          if (bias) part.step.set(DNNL_ARG_BIAS, bias + part.first_channel);
+          part.step.set(DNNL_ARG_DST, destination + part.destination_offset);
+          part.step.execute(part.stream);
+          part.stream.wait();
+        } catch (...) {
+          failures_[index] = std::current_exception();  // Exceptions must not leave the region.
+        }
+      }
+    }
+    for (std::exception_ptr& failure : failures_) {
+      if (failure) std::rethrow_exception(std::exchange(failure, nullptr));
+    }
+  }
+
+  OutputSpec spec_;
+  bool empty_ = false;
+  bool has_bias_ = false;
+  int sum_input_ = -1;
+  // oneDNN's swish post-op cost EfficientNet-B0 ~1.5 ms more than this separate pass.
+  bool swish_ = false;
+  int threads_ = 1;
+  int64_t destination_floats_ = 0;
+  DnnlStep step_;
+  std::vector<ChannelPart> parts_;
+  std::vector<std::exception_ptr> failures_;  ///< One per part.
+  std::string implementation_;
+  LayoutReorder source_reorder_, weights_reorder_, output_reorder_, sum_reorder_;
+  std::shared_ptr<Buffer> source_buffer_, weights_buffer_, output_buffer_, packed_weights_;
+};
+
+template <typename Primitive>
+std::unique_ptr<Kernel> ConvolutionKernel::create(const KernelContext& context,
+                                                  const ConvProblem& p,
+                                                  const float* constant_weights,
+                                                  const std::string& note) {
+  auto kernel = std::make_unique<ConvolutionKernel>();
+  kernel->spec_.shape = p.output_shape;
+  const Tensor& x = context.input(0);
+  int64_t bias_channels = context.has_input(2) ? context.input(2).element_count() : 0;
+  if (context.has_input(2) && bias_channels != p.channels_out) {
+    throw Error(fmt::format("{}: bias {} should have {} values", context.where(),
+                            context.input(2).describe(), p.channels_out));
+  }
+  kernel->has_bias_ = context.has_input(2);
+  int64_t sum_input = context.node.int_attribute("sum_input", -1);
+  if (sum_input >= 0) {
+    if (sum_input < 3 || !context.has_input(sum_input) ||
+        context.input(sum_input).shape() != p.output_shape) {
+      throw Error(
+          fmt::format("{}: sum_input {} must name an input (after the bias) of the output's "
+                      "shape [{}]",
+                      context.where(), sum_input, fmt::join(p.output_shape, ",")));
+    }
+    kernel->sum_input_ = static_cast<int>(sum_input);
+  }
+  if (x.element_count() == 0 || volume(p.output_shape) == 0) {
+    kernel->empty_ = true;
+    return kernel;
+  }
+
+  dnnl::primitive_attr attr = kernel_attr();
+  attr.set_post_ops(fused_post_ops(context, sum_input >= 0));
+  memory::desc given = desc_of(x);
+  memory::desc any_destination = any_desc(p.output_shape);
+  // Take the input as it comes when a fast kernel reads it so; otherwise let oneDNN pick the
+  // layout and reorder into it. The gemm path on nchw is ~1.5x slower for 3x3 convs, and for
+  // pointwise ones with channel counts off the 16-grid (ShuffleNet's 58/116/232) it ran the
+  // whole model 1.6x slower than reordering into blocks (8.2 vs 5.0 ms).
+  typename Primitive::primitive_desc descriptor;
+  bool found = false;
+  bool winograd = false;
+  if (context.convolution_family == ConvolutionFamily::kWinograd && winograd_shape(p)) {
+    // Its kernel reads channel blocks; a plain input is reordered into them. Post-ops it
+    // cannot fuse (or channel counts it does not cover) leave the direct kernels below.
+    for (const memory::desc& source : {given, any_desc(x.shape())}) {
+      try {
+        descriptor = make_descriptor<Primitive>(p, source, any_destination, kernel->has_bias_, attr,
+                                                context.engine, /*winograd=*/true);
+        winograd = found = true;
+        break;
+      } catch (const dnnl::error&) {
+        // Not for this source layout.
+      }
+    }
+  }
+  if (!winograd) {
+    try {
+      descriptor = make_descriptor<Primitive>(p, given, any_destination, kernel->has_bias_, attr,
+                                              context.engine);
+      found = true;
+    } catch (const dnnl::error&) {
+      // No implementation reads this layout; the free choice below reorders into one.
+    }
+  }
+  if (!winograd && context.convolution_family == ConvolutionFamily::kChannelsLast &&
+      context.blocked_outputs_allowed && given == plain_desc(x.shape()) && x.rank() == 4) {
+    // brgconv on nhwc beat the blocked kernels by 9% on Inception-v3, and its depthwise
+    // convolutions with the separate swish by 10% on EfficientNet-B0; the blocked ones won on
+    // ResNet-50 and MobileNet-V2, so the executor's caller measures (choose_layouts).
+    const memory::desc input_nhwc(to_dnnl_dims(x.shape()), memory::data_type::f32,
+                                  memory::format_tag::nhwc);
+    const memory::desc output_nhwc(to_dnnl_dims(p.output_shape), memory::data_type::f32,
+                                   memory::format_tag::nhwc);
+    try {
+      auto channels_last = make_descriptor<Primitive>(p, input_nhwc, output_nhwc, kernel->has_bias_,
+                                                      attr, context.engine);
+      if (!is_slow(implementation_name(channels_last))) {
+        descriptor = channels_last;
+        found = true;
+      }
+    } catch (const dnnl::error&) {
+      // No channels-last kernel for this convolution: the choices below apply.
+    }
+  }
+  if (!found || is_slow(implementation_name(descriptor))) {
+    // With a free destination oneDNN 2.6 falls back to its reference depthwise kernel for a
+    // blocked source; asking for the source's layout on the output finds jit_dw (EfficientNet's
+    // 112x112 depthwise convolutions: 0.94 ms instead of 1.7 ms with brdgmm_dw after a reorder).
+    std::optional<memory::desc> same = same_layout_for(given, p.output_shape);
+    if (same && *same != plain_desc(p.output_shape)) {
+      try {
+        auto matched =
+            make_descriptor<Primitive>(p, given, *same, kernel->has_bias_, attr, context.engine);
+        if (!is_slow(implementation_name(matched))) {
+          descriptor = matched;
+          found = true;
+        }
+      } catch (const dnnl::error&) {
+        // No kernel writes that layout either.
+      }
+    }
+  }
+  if (!found || is_slow(implementation_name(descriptor))) {
+    auto free_choice = make_descriptor<Primitive>(p, any_desc(x.shape()), any_destination,
+                                                  kernel->has_bias_, attr, context.engine);
+    // gemm before ref: oneDNN's reference convolution is hundreds of times slower (a dilated
+    // ResNet-50 did not finish in 300 s on AVX2), and gemm covers every dilation and group.
+    if (!found || implementation_rank(implementation_name(free_choice)) >
+                      implementation_rank(implementation_name(descriptor))) {
+      descriptor = free_choice;
+    }
+  }
+  if (implementation_rank(implementation_name(descriptor)) < 2 && x.rank() == 4 &&
+      context.blocked_outputs_allowed) {
+    // Some grouped convolutions that no blocked kernel takes have a channels-last jit kernel
+    // (AVX-512, 3 channels per group: 0.42 ms against gemm's 1.1 ms).
+    const memory::desc input_nhwc(to_dnnl_dims(x.shape()), memory::data_type::f32,
+                                  memory::format_tag::nhwc);
+    const memory::desc output_nhwc(to_dnnl_dims(p.output_shape), memory::data_type::f32,
+                                   memory::format_tag::nhwc);
+    try {
+      auto channels_last = make_descriptor<Primitive>(p, input_nhwc, output_nhwc, kernel->has_bias_,
+                                                      attr, context.engine);
+      if (implementation_rank(implementation_name(channels_last)) >
+          implementation_rank(implementation_name(descriptor))) {
+        descriptor = channels_last;
+      }
+    } catch (const dnnl::error&) {
+      // No channels-last kernel either.
+    }
+  }
+  kernel->implementation_ = implementation_name(descriptor) + note;
+  if constexpr (std::is_same_v<Primitive, dnnl::convolution_forward>) {
+    if (kernel->sum_input_ < 0) {
+      kernel->parts_ = split_channel_blocks(context, p, descriptor, attr, kernel->has_bias_);
+    }
+  }
+  if (!kernel->parts_.empty()) {
+    kernel->failures_.resize(kernel->parts_.size());
+    kernel->implementation_ += fmt::format(" in {} channel parts", kernel->parts_.size());
+  }
+  if (kernel->parts_.empty()) {  // A split convolution runs only its parts' primitives.
+    kernel->step_ = DnnlStep(Primitive(descriptor), descriptor, context.engine);
+    kernel->step_.declare(DNNL_ARG_SRC, descriptor.src_desc());
+    kernel->step_.declare(DNNL_ARG_WEIGHTS, descriptor.weights_desc());
+    if (kernel->has_bias_) kernel->step_.declare(DNNL_ARG_BIAS, descriptor.bias_desc());
+    kernel->step_.declare(DNNL_ARG_DST, descriptor.dst_desc());
+  }
+
+  if (descriptor.src_desc() != given) {
+    kernel->source_reorder_ = LayoutReorder(given, descriptor.src_desc(), context.engine);
+    kernel->source_buffer_ = std::make_shared<Buffer>(descriptor.src_desc().get_size());
+  }
+  if (!kernel->parts_.empty()) {
+    // Each part packed its own slice of the weights.
+  } else if (context.constant[1]) {
+    kernel->packed_weights_ = pack_constant(
+        constant_weights ? static_cast<const void*>(constant_weights) : context.input(1).raw(),
+        p.user_weights, descriptor.weights_desc(), context.engine);
+  } else if (p.user_weights != descriptor.weights_desc()) {
+    kernel->weights_reorder_ =
+        LayoutReorder(p.user_weights, descriptor.weights_desc(), context.engine);
+    kernel->weights_buffer_ = std::make_shared<Buffer>(descriptor.weights_desc().get_size());
+  }
+  memory::desc destination = descriptor.dst_desc();
+  kernel->swish_ = context.node.string_attribute("activation", "") == "Swish";
+  kernel->threads_ = context.threads;
+  kernel->destination_floats_ = static_cast<int64_t>(destination.get_size() / sizeof(float));
+  std::optional<memory::desc> layout = recorded_layout(destination, p.output_shape);
+  if (layout && !context.blocked_outputs_allowed) {
+    // Computing in the blocked layout and reordering beats oneDNN's plain-layout kernels.
+    kernel->output_buffer_ = std::make_shared<Buffer>(destination.get_size());
+    kernel->output_reorder_ =
+        LayoutReorder(destination, plain_desc(p.output_shape), context.engine);
+    layout.reset();
+  }
+  kernel->spec_.layout = layout;
+  if (kernel->sum_input_ >= 0) {
+    kernel->sum_reorder_ =
+        LayoutReorder(desc_of(context.input(sum_input)), destination, context.engine);
+  }
+  return kernel;
+}
+
+// A grouped convolution left to gemm or ref is tried with fewer, larger groups of block-diagonal
+// weights (conv_fallback.h), kept when that reaches a jit kernel: on AVX2, 32 groups of 4
+// channels at 56x56 took 1.14 ms as 16 groups of 8 against gemm's 1.72 ms.
+std::unique_ptr<Kernel> create_conv(const KernelContext& context) {
+  const ConvProblem p = conv_problem(context);
+  auto kernel = ConvolutionKernel::create<dnnl::convolution_forward>(context, p);
+  if (implementation_rank(kernel->implementation()) == 2 || !context.constant[1] ||
+      p.user_weights.dims().size() < 3) {
+    return kernel;
+  }
+  const int64_t in_per_group = p.channels_in / p.groups, out_per_group = p.channels_out / p.groups;
+  int64_t kernel_volume = 1;
+  for (int64_t k : p.kernel) kernel_volume *= k;
+  for (GroupMerge merge : group_merges(p.groups, in_per_group, out_per_group)) {
+    ConvProblem merged = p;
+    merged.groups = p.groups / merge.factor;
+    std::vector<int64_t> dims = {p.channels_out, in_per_group * merge.factor};
+    if (merged.groups > 1) dims = {merged.groups, out_per_group * merge.factor, dims[1]};
+    dims.insert(dims.end(), p.kernel.begin(), p.kernel.end());
+    merged.user_weights = plain_desc(dims);
+    std::vector<float> weights =
+        merged_group_weights(context.input(1).data<float>(), p.groups, out_per_group, in_per_group,
+                             kernel_volume, merge);
+    auto candidate = ConvolutionKernel::create<dnnl::convolution_forward>(
+        context, merged, weights.data(), fmt::format(" (groups merged by {})", merge.factor));
+    if (implementation_rank(candidate->implementation()) == 2) return candidate;
+  }
+  return kernel;
+}
+
+std::unique_ptr<Kernel> create_conv_transpose(const KernelContext& context) {
+  if (context.node.int_attribute("sum_input", -1) >= 0) {
+    throw UnsupportedError(fmt::format("{}: sum_input is only supported on Conv", context.where()));
+  }
+  return ConvolutionKernel::create<dnnl::deconvolution_forward>(context,
+                                                                conv_transpose_problem(context));
+}
+
+}  // namespace
+
+void register_conv_kernels(KernelRegistry& registry) {
+  KernelInfo conv;
+  conv.op_type = "Conv";
+  // The data input and a fused sum input (after the bias) may come blocked.
+  conv.accepts_blocked = [](std::size_t input) { return input == 0 || input >= 3; };
+  conv.create = guarded(create_conv);
+  registry.add(conv);
+
+  KernelInfo transpose;
+  transpose.op_type = "ConvTranspose";
+  transpose.accepts_blocked = first_input;
+  transpose.create = guarded(create_conv_transpose);
+  registry.add(transpose);
+}
+
+}  // namespace cleave

@@ -1,0 +1,69 @@
+// Internal to the convolution kernels: a Conv or ConvTranspose node as one problem (shapes,
+// strides, pads, weight layout), its fused post-ops, and its oneDNN primitive descriptors.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/kernel.h"
+
+namespace cleave::conv_detail {
+
+using dnnl::memory;
+
+/// Everything that differs between a convolution and a transposed one once shapes are known.
+struct ConvProblem {
+  bool transposed = false;
+  int64_t batch = 0, channels_in = 0, channels_out = 0, groups = 1;
+  std::vector<int64_t> kernel, strides, dilations, pads_begin, pads_end;  // oneDNN pads_end.
+  std::vector<int64_t> output_shape;  // Full (N, C, spatial...).
+  memory::desc user_weights;          // How the ONNX weight bytes are laid out.
+};
+
+/// The problem of a Conv node, from its inputs' shapes and attributes (Error naming the node).
+ConvProblem conv_problem(const KernelContext& context);
+/// The problem of a ConvTranspose node (output_shape, output_padding, auto_pad resolved).
+ConvProblem conv_transpose_problem(const KernelContext& context);
+
+/// The node's fused activation (and a fused Add as a sum) as oneDNN post-ops.
+dnnl::post_ops fused_post_ops(const KernelContext& context, bool with_sum);
+
+/// Primitive descriptor of either kind of convolution, for the given src and dst layouts.
+template <typename Primitive>
+typename Primitive::primitive_desc make_descriptor(const ConvProblem& p, const memory::desc& src,
+                                                   const memory::desc& dst, bool with_bias,
+                                                   const dnnl::primitive_attr& attr,
+                                                   const dnnl::engine& engine,
+                                                   bool winograd = false) {
+  memory::dims weight_dims = p.user_weights.dims();
+  memory::desc weights(weight_dims, memory::data_type::f32, memory::format_tag::any);
+  memory::dims strides(p.strides.begin(), p.strides.end());
+  memory::dims dilations;
+  for (int64_t d : p.dilations) dilations.push_back(d - 1);
+  memory::dims pads_begin(p.pads_begin.begin(), p.pads_begin.end());
+  memory::dims pads_end(p.pads_end.begin(), p.pads_end.end());
+  dnnl::algorithm algorithm = p.transposed ? dnnl::algorithm::deconvolution_direct
+                              : winograd   ? dnnl::algorithm::convolution_winograd
+                                           : dnnl::algorithm::convolution_direct;
+  auto prop = dnnl::prop_kind::forward_inference;
+  if (with_bias) {
+    memory::desc bias({p.channels_out}, memory::data_type::f32, memory::format_tag::x);
+    typename Primitive::desc desc(prop, algorithm, src, weights, bias, dst, strides, dilations,
+                                  pads_begin, pads_end);
+    return typename Primitive::primitive_desc(desc, attr, engine);
+  }
+  typename Primitive::desc desc(prop, algorithm, src, weights, dst, strides, dilations, pads_begin,
+                                pads_end);
+  return typename Primitive::primitive_desc(desc, attr, engine);
+}
+
+/// oneDNN 2.6 has Winograd only for these: 2-D, 3x3, stride 1, no dilation, no groups.
+bool winograd_shape(const ConvProblem& p);
+
+/// Whether oneDNN's implementation name is a slow one (gemm or ref).
+bool is_slow(const std::string& implementation);
+
+}  // namespace cleave::conv_detail

@@ -1,0 +1,234 @@
+// MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool on oneDNN's pooling primitive.
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "runtime/kernels/dnnl_util.h"
+#include "runtime/kernels/registration.h"
+
+namespace cleave {
+
+namespace {
+
+using dnnl::memory;
+
+enum class PoolKind { kMax, kAverage };
+
+/// Average pooling in plain C++ for what oneDNN divides differently: with count_include_pad,
+/// ONNX (like PyTorch and ONNX Runtime) counts the explicit pads but not the extra end
+/// padding that ceil_mode adds, while oneDNN counts the whole window.
+void average_pool_reference(const float* in, float* out, const std::vector<int64_t>& shape,
+                            const WindowGeometry& g, const std::vector<int64_t>& output_shape) {
+  // Pad to three spatial axes of size 1 so one loop nest covers 1-D to 3-D.
+  std::vector<int64_t> size(3, 1), kernel(3, 1), stride(3, 1), begin(3, 0), end(3, 0), outs(3, 1);
+  std::size_t n = shape.size() - 2;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t j = 3 - n + i;
+    size[j] = shape[i + 2];
+    kernel[j] = g.kernel[i];
+    stride[j] = g.strides[i];
+    begin[j] = g.pads_begin[i];
+    end[j] = g.pads_end[i];
+    outs[j] = output_shape[i + 2];
+  }
+  int64_t planes = shape[0] * shape[1];
+  int64_t in_plane = size[0] * size[1] * size[2], out_plane = outs[0] * outs[1] * outs[2];
+  for (int64_t p = 0; p < planes; ++p) {
+    const float* src = in + p * in_plane;
+    float* dst = out + p * out_plane;
+    for (int64_t od = 0; od < outs[0]; ++od) {
+      for (int64_t oh = 0; oh < outs[1]; ++oh) {
+        for (int64_t ow = 0; ow < outs[2]; ++ow) {
+          int64_t start[3] = {od * stride[0] - begin[0], oh * stride[1] - begin[1],
+                              ow * stride[2] - begin[2]};
+          int64_t count = 1;
+          int64_t lo[3], hi[3];
+          for (int a = 0; a < 3; ++a) {
+            int64_t stop = std::min(start[a] + kernel[a], size[a] + end[a]);
+            count *= stop - start[a];
+            lo[a] = std::max<int64_t>(start[a], 0);
+            hi[a] = std::min(stop, size[a]);
+          }
+          double sum = 0;
+          for (int64_t d = lo[0]; d < hi[0]; ++d) {
+            for (int64_t h = lo[1]; h < hi[1]; ++h) {
+              for (int64_t w = lo[2]; w < hi[2]; ++w) sum += src[(d * size[1] + h) * size[2] + w];
+            }
+          }
+          dst[(od * outs[1] + oh) * outs[2] + ow] =
+              static_cast<float>(sum / static_cast<double>(count));
+        }
+      }
+    }
+  }
+}
+
+class PoolKernel : public Kernel {
+ public:
+  PoolKernel(const KernelContext& context, PoolKind kind, const WindowGeometry& g,
+             bool include_pad) {
+    const Tensor& x = context.input(0);
+    output_count_ = std::max<std::size_t>(1, context.node.outputs.size());
+    spec_.shape = {x.dim(0), x.dim(1)};
+    spec_.shape.insert(spec_.shape.end(), g.output.begin(), g.output.end());
+    if (volume(spec_.shape) == 0) {
+      empty_ = true;
+      return;
+    }
+    memory::desc given = desc_of(x);
+    bool extra_end_pad = false;
+    for (std::size_t i = 0; i < g.output.size(); ++i)
+      extra_end_pad = extra_end_pad || g.dnnl_pads_end[i] > g.pads_end[i];
+    if (kind == PoolKind::kAverage && include_pad && extra_end_pad) {
+      geometry_ = g;
+      input_shape_ = x.shape();
+      reference_ = true;
+      if (x.is_blocked()) {
+        to_plain_ = LayoutReorder(given, plain_desc(x.shape()), context.engine);
+        plain_input_ = std::make_shared<Buffer>(plain_byte_size(DataType::kFloat, x.shape()));
+      }
+      return;
+    }
+    dnnl::algorithm algorithm = kind == PoolKind::kMax ? dnnl::algorithm::pooling_max
+                                : include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                              : dnnl::algorithm::pooling_avg_exclude_padding;
+    // A blocked input keeps its layout through the pooling (oneDNN pools blocked data in place
+    // of the layout); a plain one stays plain.
+    memory::desc destination = x.is_blocked() ? any_desc(spec_.shape) : plain_desc(spec_.shape);
+    dnnl::pooling_v2_forward::desc desc(
+        dnnl::prop_kind::forward_inference, algorithm, given, destination,
+        memory::dims(g.strides.begin(), g.strides.end()),
+        memory::dims(g.kernel.begin(), g.kernel.end()), g.dnnl_dilations(),
+        memory::dims(g.pads_begin.begin(), g.pads_begin.end()),
+        memory::dims(g.dnnl_pads_end.begin(), g.dnnl_pads_end.end()));
+    dnnl::pooling_v2_forward::primitive_desc descriptor(desc, kernel_attr(), context.engine);
+    step_ = DnnlStep(dnnl::pooling_v2_forward(descriptor), descriptor, context.engine);
+    step_.declare(DNNL_ARG_SRC, descriptor.src_desc());
+    step_.declare(DNNL_ARG_DST, descriptor.dst_desc());
+    std::optional<memory::desc> layout = recorded_layout(descriptor.dst_desc(), spec_.shape);
+    if (layout && !context.blocked_outputs_allowed) {
+      // Pooled channel blocks of one pixel may already lie in plain order.
+      if (!holds_plain_bytes(descriptor.dst_desc(), spec_.shape)) {
+        output_buffer_ = std::make_shared<Buffer>(descriptor.dst_desc().get_size());
+        output_reorder_ =
+            LayoutReorder(descriptor.dst_desc(), plain_desc(spec_.shape), context.engine);
+      }
+      layout.reset();
+    }
+    spec_.layout = layout;
+  }
+
+  std::string implementation() const override { return step_.implementation(); }
+  std::vector<OutputSpec> output_specs() const override {
+    std::vector<OutputSpec> specs(output_count_, spec_);
+    // An unread Indices output still gets a buffer; nothing is written to it.
+    for (std::size_t i = 1; i < specs.size(); ++i)
+      specs[i] = {DataType::kInt64, spec_.shape, {}, -1};
+    return specs;
+  }
+
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+           dnnl::stream& stream) override {
+    if (empty_) return;
+    if (reference_) {
+      const void* source = inputs[0]->raw();
+      if (plain_input_) {
+        to_plain_.run(source, plain_input_->data(), stream);
+        stream.wait();
+        source = plain_input_->data();
+      }
+      average_pool_reference(static_cast<const float*>(source), outputs[0]->data<float>(),
+                             input_shape_, geometry_, spec_.shape);
+      return;
+    }
+    void* destination = output_buffer_ ? output_buffer_->data() : outputs[0]->raw();
+    step_.set(DNNL_ARG_SRC, inputs[0]->raw());
+    step_.set(DNNL_ARG_DST, destination);
+    step_.execute(stream);
+    if (output_buffer_) output_reorder_.run(destination, outputs[0]->raw(), stream);
+  }
+
+ private:
+  OutputSpec spec_;
+  std::size_t output_count_ = 1;
+  bool empty_ = false;
+  DnnlStep step_;
+  std::shared_ptr<Buffer> output_buffer_;
+  LayoutReorder output_reorder_;
+  bool reference_ = false;
+  WindowGeometry geometry_;
+  std::vector<int64_t> input_shape_;
+  LayoutReorder to_plain_;
+  std::shared_ptr<Buffer> plain_input_;
+};
+
+void check_pool_input(const KernelContext& context, const Tensor& x) {
+  if (x.rank() < 3 || x.rank() > 5) {
+    throw UnsupportedError(fmt::format("{}: input {} has rank {}; pooling supports ranks 3 to 5",
+                                       context.where(), x.describe(), x.rank()));
+  }
+}
+
+std::unique_ptr<Kernel> create_pool(const KernelContext& context, PoolKind kind) {
+  const Tensor& x = context.input(0);
+  check_pool_input(context, x);
+  if (kind == PoolKind::kMax && output_used(context, 1)) {
+    throw UnsupportedError(
+        fmt::format("{}: MaxPool's Indices output is not supported", context.where()));
+  }
+  std::vector<int64_t> kernel = context.node.ints_attribute("kernel_shape");
+  if (kernel.size() != x.rank() - 2) {
+    throw Error(fmt::format("{}: kernel_shape [{}] should have {} values", context.where(),
+                            fmt::join(kernel, ","), x.rank() - 2));
+  }
+  if (kind == PoolKind::kAverage && !context.node.ints_attribute("dilations").empty()) {
+    std::vector<int64_t> dilations = context.node.ints_attribute("dilations");
+    if (std::any_of(dilations.begin(), dilations.end(), [](int64_t d) { return d != 1; })) {
+      throw UnsupportedError(
+          fmt::format("{}: dilated AveragePool is not supported", context.where()));
+    }
+  }
+  bool ceil_mode = context.node.int_attribute("ceil_mode", 0) != 0;
+  std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
+  WindowGeometry g = window_geometry(context, spatial, kernel, ceil_mode);
+  bool include_pad = context.node.int_attribute("count_include_pad", 0) != 0;
+  return std::make_unique<PoolKernel>(context, kind, g, include_pad);
+}
+
+std::unique_ptr<Kernel> create_global_pool(const KernelContext& context, PoolKind kind) {
+  const Tensor& x = context.input(0);
+  check_pool_input(context, x);
+  WindowGeometry g;
+  std::size_t n = x.rank() - 2;
+  g.kernel.assign(x.shape().begin() + 2, x.shape().end());
+  g.strides.assign(n, 1);
+  g.dilations.assign(n, 1);
+  g.pads_begin.assign(n, 0);
+  g.pads_end.assign(n, 0);
+  g.dnnl_pads_end.assign(n, 0);
+  g.output.assign(n, 1);
+  return std::make_unique<PoolKernel>(context, kind, g, false);
+}
+
+}  // namespace
+
+void register_pool_kernels(KernelRegistry& registry) {
+  auto add = [&](std::string op,
+                 std::function<std::unique_ptr<Kernel>(const KernelContext&)> create) {
+    KernelInfo info;
+    info.op_type = std::move(op);
+    info.accepts_blocked = first_input;
+    info.create = guarded(std::move(create));
+    registry.add(info);
+  };
+  add("MaxPool", [](const KernelContext& c) { return create_pool(c, PoolKind::kMax); });
+  add("AveragePool", [](const KernelContext& c) { return create_pool(c, PoolKind::kAverage); });
+  add("GlobalMaxPool",
+      [](const KernelContext& c) { return create_global_pool(c, PoolKind::kMax); });
+  add("GlobalAveragePool",
+      [](const KernelContext& c) { return create_global_pool(c, PoolKind::kAverage); });
+}
+
+}  // namespace cleave

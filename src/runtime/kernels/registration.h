@@ -1,0 +1,40 @@
+// Each kernel file's registration of its ops (beside its kernels), by op family; the kernel
+// registry calls them in this order.
+#pragma once
+
+#include "runtime/kernel.h"
+
+namespace cleave {
+
+// nn/: convolutions, pooling, normalizations.
+void register_conv_kernels(KernelRegistry& registry);
+void register_pool_kernels(KernelRegistry& registry);
+void register_norm_kernels(KernelRegistry& registry);
+
+// math/: matrix products, softmax, reductions.
+void register_matmul_kernels(KernelRegistry& registry);
+void register_softmax_kernels(KernelRegistry& registry);
+void register_reduce_kernels(KernelRegistry& registry);
+
+// tensor/: Concat.
+void register_concat_kernels(KernelRegistry& registry);
+
+namespace elementwise {
+// math/: unary, binary arithmetic, comparisons and logic; tensor/: casts.
+void register_unary_kernels(KernelRegistry& registry);
+void register_binary_kernels(KernelRegistry& registry);
+void register_logic_kernels(KernelRegistry& registry);
+void register_cast_kernels(KernelRegistry& registry);
+}  // namespace elementwise
+
+namespace shape {
+// tensor/: views, shape-computed sources, element moves, indexing, ordering, resizing.
+void register_view_kernels(KernelRegistry& registry);
+void register_source_kernels(KernelRegistry& registry);
+void register_layout_kernels(KernelRegistry& registry);
+void register_index_kernels(KernelRegistry& registry);
+void register_order_kernels(KernelRegistry& registry);
+void register_resize_kernels(KernelRegistry& registry);
+}  // namespace shape
+
+}  // namespace cleave

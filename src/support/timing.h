@@ -1,0 +1,15 @@
+// Timing helpers every layer uses: seconds since a moment, the median of measured samples.
+#pragma once
+
+#include <chrono>
+#include <vector>
+
+namespace cleave {
+
+/// Seconds of steady_clock time from `start` to now.
+double seconds_since(std::chrono::steady_clock::time_point start);
+
+/// The median (the mean of the middle two for an even count); 0 for no values.
+double median_of(std::vector<double> values);
+
+}  // namespace cleave
