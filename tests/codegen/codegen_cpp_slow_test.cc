@@ -172,5 +172,43 @@ TEST_F(CodegenCpp, GeneratedStreamProgramBuildsAndMatchesCleaveStreamRunBitForBi
   EXPECT_NE(bad.text.find("bad.npy"), std::string::npos) << bad.text;
 }
 
+// Two branches of different widths joined before a Concat: the conversion's joiner channel
+// carries f32[8,16,16] and f32[4,16,16] items in turn.
+const char* kMixedBranchModel = R"(graph main [ai.onnx=17] (%x: f32[1,3,16,16]) {
+  @wa: f32[8,3,3,3]
+  @wb: f32[4,3,1,1]
+  %a = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @wa)
+  %b = Conv[kernel_shape=[1,1]](%x, @wb)
+  %bs = Sigmoid(%b)
+  %c = Concat[axis=1](%a, %bs)
+  %out = Relu(%c)
+  return %out
+})";
+
+TEST_F(CodegenCpp, ModelConversionWithMixedItemsFromItsStreamitTextMatchesCleaveStreamRun) {
+  write_model(kMixedBranchModel, path("m.onnx"));
+  {
+    Tensor items = Tensor::allocate(DataType::kFloat, {4, 3, 16, 16});
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    for (int64_t i = 0; i < items.element_count(); ++i) items.data<float>()[i] = uniform(rng);
+    write_npy(path("items.npy"), items);
+  }
+  ASSERT_EQ(cleave("codegen m.onnx --lang streamit -o st").exit_code, 0);
+  CommandOutput generated = cleave("codegen m.onnx --stream st/stream.cc --lang cpp -o gen");
+  ASSERT_EQ(generated.exit_code, 0) << generated.text;
+  EXPECT_NE(generated.text.find("(1 of mixed items)"), std::string::npos) << generated.text;
+  CommandOutput build = shell(
+      "cmake -S gen -B gen/build -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build gen/build");
+  ASSERT_EQ(build.exit_code, 0) << build.text;
+  CommandOutput run = shell("gen/build/stream_run --input x=items.npy --output-dir out");
+  ASSERT_EQ(run.exit_code, 0) << run.text;
+  CommandOutput reference = cleave("stream run m.onnx --input x=items.npy --output-dir ref");
+  ASSERT_EQ(reference.exit_code, 0) << reference.text;
+  const Tensor got = read_npy(path("out/output.npy"));
+  EXPECT_EQ(got.shape(), (std::vector<int64_t>{4, 12, 16, 16}));
+  EXPECT_TRUE(same_bits(got, read_npy(path("ref/output.npy"))));
+}
+
 }  // namespace
 }  // namespace cleave
