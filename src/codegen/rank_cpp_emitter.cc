@@ -80,12 +80,6 @@ const char* kRankCMake =
 # `mpirun ... cleave run --plan plan.json` with the same layouts and threads.
 cmake_minimum_required(VERSION 3.22)
 project(generated_rank_model LANGUAGES CXX)
-
-set(CMAKE_CXX_STANDARD 20)
-set(CMAKE_CXX_STANDARD_REQUIRED ON)
-if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
-  set(CMAKE_BUILD_TYPE Release CACHE STRING "Build type" FORCE)
-endif()
 {1}find_package(MPI REQUIRED COMPONENTS CXX)
 
 add_library(model STATIC tables.cc{2})

@@ -87,12 +87,6 @@ const char* kCMake =
 # run cleave's kernels from libcleave_lib.a, as `cleave stream run` does.
 cmake_minimum_required(VERSION 3.22)
 project(generated_stream LANGUAGES CXX)
-
-set(CMAKE_CXX_STANDARD 20)
-set(CMAKE_CXX_STANDARD_REQUIRED ON)
-if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
-  set(CMAKE_BUILD_TYPE Release CACHE STRING "Build type" FORCE)
-endif()
 {1}
 add_executable(stream_run stream.cc{2})
 target_include_directories(stream_run PRIVATE ${{CMAKE_CURRENT_SOURCE_DIR}})
