@@ -123,9 +123,6 @@ int run_streamit(const CodegenSettings& settings, std::chrono::steady_clock::tim
   return 0;
 }
 
-// --stream with --lang cpp: the program's static schedule over ring buffers. Model filters use
-// the executor's default layouts (what `cleave stream run` computes) unless --layouts names
-// others.
 // --stream takes a program file or the StreamIt text `--lang streamit` wrote (stream.cc).
 StreamProgram stream_program_for(const CodegenSettings& settings) {
   if (!is_streamit_path(settings.stream)) {
@@ -144,6 +141,9 @@ StreamProgram stream_program_for(const CodegenSettings& settings) {
   return text.program;
 }
 
+// --stream with --lang cpp: the program's static schedule over ring buffers. Model filters use
+// the executor's default layouts (what `cleave stream run` computes) unless --layouts names
+// others.
 int run_stream_cpp(const CodegenSettings& settings, std::chrono::steady_clock::time_point start) {
   const StreamProgram program = stream_program_for(settings);
   CppCodegenOptions options;
