@@ -61,6 +61,10 @@ TEST_F(CodegenRanks, TwoRankProgramBuildsAndMatchesMpirunCleaveRunBitForBit) {
   EXPECT_NE(three.exit_code, 0);
   EXPECT_NE(three.text.find("generated for 2 ranks, 3 were started"), std::string::npos)
       << three.text;
+  // A rank timeout that is no number of seconds is refused by name.
+  CommandOutput timeout = mpirun(2, "gen/build/model_run --rank-timeout soon");
+  EXPECT_NE(timeout.exit_code, 0);
+  EXPECT_NE(timeout.text.find("--rank-timeout 'soon'"), std::string::npos) << timeout.text;
   // A weights file of another size is refused by name on every rank.
   { std::ofstream(path("short.bin")) << "short"; }
   CommandOutput bad = mpirun(2, "gen/build/model_run --weights short.bin");
