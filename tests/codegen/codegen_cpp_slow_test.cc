@@ -13,11 +13,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw(), b.raw(), a.byte_size()) == 0;
-}
-
 // A tiny C program over the generated C API: raw float input file in, raw output file out.
 const char* kEmbedSource = R"(#include <stdio.h>
 #include <stdlib.h>
@@ -171,19 +166,6 @@ TEST_F(CodegenCpp, GeneratedStreamProgramBuildsAndMatchesCleaveStreamRunBitForBi
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.text.find("bad.npy"), std::string::npos) << bad.text;
 }
-
-// Two branches of different widths joined before a Concat: the conversion's joiner channel
-// carries f32[8,16,16] and f32[4,16,16] items in turn.
-const char* kMixedBranchModel = R"(graph main [ai.onnx=17] (%x: f32[1,3,16,16]) {
-  @wa: f32[8,3,3,3]
-  @wb: f32[4,3,1,1]
-  %a = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @wa)
-  %b = Conv[kernel_shape=[1,1]](%x, @wb)
-  %bs = Sigmoid(%b)
-  %c = Concat[axis=1](%a, %bs)
-  %out = Relu(%c)
-  return %out
-})";
 
 TEST_F(CodegenCpp, ModelConversionWithMixedItemsFromItsStreamitTextMatchesCleaveStreamRun) {
   write_model(kMixedBranchModel, path("m.onnx"));

@@ -12,11 +12,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw(), b.raw(), a.byte_size()) == 0;
-}
-
 class CodegenRanks : public CodegenFixture {
  protected:
   // `command` on `ranks` ranks over loopback TCP, one OpenMP thread each.

@@ -118,19 +118,6 @@ TEST_F(CodegenStreamit, StreamWithPytorchOrWithAPlanIsRefused) {
   EXPECT_FALSE(fs::exists(path("st")));
 }
 
-// Two branches of different widths joined before a Concat: the joiner's channel carries items
-// of f32[8,16,16] and f32[4,16,16] in turn.
-const char* kMixedBranchModel = R"(graph main [ai.onnx=17] (%x: f32[1,3,16,16]) {
-  @wa: f32[8,3,3,3]
-  @wb: f32[4,3,1,1]
-  %a = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @wa)
-  %b = Conv[kernel_shape=[1,1]](%x, @wb)
-  %bs = Sigmoid(%b)
-  %c = Concat[axis=1](%a, %bs)
-  %out = Relu(%c)
-  return %out
-})";
-
 TEST_F(CodegenStreamit, ModelConversionReadBackFromItsStreamitTextHasMixedRings) {
   write_model(kMixedBranchModel, path("mixed.onnx"));
   CommandOutput text = cleave("codegen mixed.onnx --lang streamit -o st");
