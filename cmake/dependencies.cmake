@@ -9,7 +9,8 @@ target_link_libraries(cleave_lib PUBLIC PkgConfig::CBC PkgConfig::HWLOC DNNL::dn
 # as without MPI (and a compiler cache keeps serving them); everything links against it.
 find_package(MPI REQUIRED COMPONENTS CXX)
 file(GLOB CLEAVE_MPI_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/distributed/*.cc
-     ${PROJECT_SOURCE_DIR}/src/cli/run_command.cc ${PROJECT_SOURCE_DIR}/src/cli/run_split_command.cc)
+     ${PROJECT_SOURCE_DIR}/src/cli/run_command.cc ${PROJECT_SOURCE_DIR}/src/cli/run_split_command.cc
+     ${PROJECT_SOURCE_DIR}/src/codegen/rank_program.cc)
 # As system headers, as a linked MPI::MPI_CXX would give them: OpenMPI's C++ bindings warn.
 set(CLEAVE_MPI_INCLUDES)
 foreach(dir ${MPI_CXX_INCLUDE_DIRS})

@@ -2,15 +2,17 @@
 """Benchmarks `cleave codegen` over the model corpus; prints a markdown report.
 
     /usr/bin/python3 bench/codegen/run.py --cleave build/cleave [--models a,b] [--repeat 20]
-        [--configs 1t,2t,lc] [--time-models a,b] [--no-ort] [--skip-cpp] [--skip-pytorch]
+        [--configs 1t,2t,lc,ranks] [--time-models a,b] [--no-ort] [--skip-cpp] [--skip-pytorch]
 
 Per model: generation time, C++ build time, the generated program's latency against
-`cleave run` (sequential plans at 1 and 2 threads, and the lc plan on 2 workers), whether the
-outputs are bit-identical, binary and resident size, and ONNX Runtime's latency at the same
-thread count (bench/ort/ort_run.mjs; needs `npm install` in bench/ort); then the generated PyTorch: its 2-worker
-plan as threads against its own sequential twin (the Ramiel paper's Table IV), and its
-largest difference from cleave's outputs. Runs alternate (A B B A) so that drift on a busy host
-hits both sides alike.
+`cleave run` (sequential plans at 1 and 2 threads, the lc plan on 2 workers, and with `ranks`
+the lc plan on 2 MPI ranks, generated with --ranks, against `mpirun -np 2 cleave run --plan`),
+whether the outputs are bit-identical, binary and resident size, and ONNX Runtime's latency at
+the same thread count (bench/ort/ort_run.mjs; needs `npm install` in bench/ort); then the
+generated PyTorch: its 2-worker plan as threads against its own sequential twin and against
+`cleave run` with the same plan (the Ramiel paper's Table IV), and its largest difference from
+cleave's outputs. Runs alternate (A B C C B A) so that drift on a busy host hits every side
+alike.
 """
 import argparse
 import json
@@ -45,6 +47,10 @@ def latency(args):
     return report["latency_ms"]["median"], report
 
 
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2", "--mca", "btl",
+          "tcp,self", "--mca", "btl_tcp_if_include", "lo", "-x", "OMP_NUM_THREADS=1"]
+
+
 ORT_RUN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ort", "ort_run.mjs")
 
 
@@ -52,6 +58,11 @@ def ort_latency(model, given, input_name, threads, repeat):
     report = json.loads(sh(["node", ORT_RUN, model, given, input_name, str(threads), "3",
                             str(repeat)]))
     return statistics.median(report["runs"]), report
+
+
+def num(x, spec):
+    """x formatted, or "-" for a figure not measured (nan)."""
+    return "-" if x != x else format(x, spec)
 
 
 def alternate3(a, b, c, rounds=2):
@@ -86,8 +97,12 @@ def main():
     parser.add_argument("--skip-cpp", action="store_true")
     parser.add_argument("--skip-pytorch", action="store_true")
     parser.add_argument("--keep", help="keep the generated folders here")
+    parser.add_argument("--reuse", action="store_true",
+                        help="with --keep: take programs already generated and built there (a "
+                             "timing pass after a loaded build pass; generate/build s then '-')")
     parser.add_argument("--configs", default="1t,2t,lc",
-                        help="C++ plans: 1t (sequential, 1 thread), 2t (2 threads), lc (2 workers)")
+                        help="C++ plans: 1t (sequential, 1 thread), 2t (2 threads), lc (2 workers), "
+                             "ranks (the lc plan on 2 MPI ranks)")
     parser.add_argument("--time-models", default=None,
                         help="models whose latency is measured (default: all); the others get "
                              "generation, build, bit-identity and sizes only")
@@ -108,35 +123,43 @@ def main():
         model = os.path.join(MODELS_DIR, entry["file"])
         given = os.path.join(MODELS_DIR, entry["input_file"])
         folder = os.path.join(work, name)
-        shutil.rmtree(folder, ignore_errors=True)
-        os.makedirs(folder)
         plan = os.path.join(folder, "lc.json")
-        sh([cleave, "plan", model, "--strategy", "lc", "--workers", "2", "--costs", "static",
-            "-o", plan])
+        if not (args.reuse and os.path.exists(plan)):
+            shutil.rmtree(folder, ignore_errors=True)
+            os.makedirs(folder)
+            sh([cleave, "plan", model, "--strategy", "lc", "--workers", "2", "--costs", "static",
+                "-o", plan])
         inputs = ["--input", f"{entry['input_name']}={given}"]
         if not args.skip_cpp:
             for key, label, plan_args, run_args, ort_threads in [
                 ("1t", "1 thread", ["--threads", "1"], ["--threads", "1"], 1),
                 ("2t", "2 threads", ["--threads", "2"], ["--threads", "2"], 2),
                 ("lc", "lc, 2 workers", ["--plan", plan], ["--plan", plan], 2),
+                ("ranks", "lc, 2 MPI ranks", ["--plan", plan, "--ranks"], ["--plan", plan], 2),
             ]:
                 if key not in configs:
                     continue
+                # Rank programs and their reference run under mpirun, 2 ranks of 1 thread.
+                launch = MPIRUN if key == "ranks" else []
                 out = os.path.join(folder, "cpp_" + label.replace(" ", "_").replace(",", ""))
-                gen_s = timed([cleave, "codegen", model, "--lang", "cpp", "--layouts", "blocked",
-                               "-o", out, "--force"] + plan_args)
-                build_s = timed(["cmake", "-S", out, "-B", out + "/build", "-G", "Ninja"])
-                build_s += timed(["cmake", "--build", out + "/build"])
                 exe = out + "/build/model_run"
-                sh([exe] + inputs + ["--output-dir", out + "/o"])
-                sh([cleave, "run", model, "--layouts", "blocked", "--output-dir", out + "/r"] +
-                   inputs + run_args)
+                gen_s = build_s = float("nan")
+                if not (args.reuse and os.path.exists(exe)):
+                    gen_s = timed([cleave, "codegen", model, "--lang", "cpp", "--layouts",
+                                   "blocked", "-o", out, "--force"] + plan_args)
+                    build_s = timed(["cmake", "-S", out, "-B", out + "/build", "-G", "Ninja"])
+                    build_s += timed(["cmake", "--build", out + "/build"])
+                shutil.rmtree(out + "/o", ignore_errors=True)
+                shutil.rmtree(out + "/r", ignore_errors=True)
+                sh(launch + [exe] + inputs + ["--output-dir", out + "/o"])
+                sh(launch + [cleave, "run", model, "--layouts", "blocked", "--output-dir",
+                             out + "/r"] + inputs + run_args)
                 same = all(
                     np.array_equal(np.load(os.path.join(out, "o", f)), np.load(os.path.join(out, "r", f)))
                     for f in os.listdir(out + "/o"))
-                generated = lambda: latency([exe] + inputs + runs)[0]  # noqa: E731
-                interpreter = lambda: latency([cleave, "run", model, "--layouts", "blocked"] +  # noqa: E731
-                                              inputs + run_args + runs)[0]
+                generated = lambda: latency(launch + [exe] + inputs + runs)[0]  # noqa: E731
+                interpreter = lambda: latency(launch + [cleave, "run", model, "--layouts",  # noqa: E731
+                                                        "blocked"] + inputs + run_args + runs)[0]
                 ort = lambda: ort_latency(model, given, entry["input_name"], ort_threads,  # noqa: E731
                                           args.repeat)[0]
                 gen_ms = run_ms = ort_ms = float("nan")
@@ -144,28 +167,37 @@ def main():
                     gen_ms, run_ms = alternate(generated, interpreter)
                 elif name in timed_names:
                     gen_ms, run_ms, ort_ms = alternate3(generated, interpreter, ort)
-                _, gen_report = latency([exe] + inputs + ["--repeat", "3"])
-                _, run_report = latency([cleave, "run", model, "--layouts", "blocked"] + inputs +
-                                        run_args + ["--repeat", "3"])
+                _, gen_report = latency(launch + [exe] + inputs + ["--repeat", "3"])
+                _, run_report = latency(launch + [cleave, "run", model, "--layouts", "blocked"] +
+                                        inputs + run_args + ["--repeat", "3"])
+                if launch:
+                    # Rank 0's report: the largest rank's peak, as the memory a machine needs.
+                    for report in (gen_report, run_report):
+                        report["peak_rss_bytes"] = max(
+                            r["peak_rss_bytes"] for r in report.get("per_rank", [report]))
                 ort_rss = float("nan")
                 if not args.no_ort:
                     ort_rss = ort_latency(model, given, entry["input_name"], ort_threads,
                                           3)[1]["peak_rss_bytes"] / 2**20
-                fmt = lambda x, spec: "-" if x != x else format(x, spec)  # noqa: E731
-                cpp_rows.append([name, label, f"{gen_s:.2f}", f"{build_s:.1f}", fmt(gen_ms, ".2f"),
-                                 fmt(run_ms, ".2f"), fmt(ort_ms, ".2f"), fmt(gen_ms / run_ms, ".3f"),
-                                 fmt(gen_ms / ort_ms, ".3f"), "yes" if same else "NO",
+                cpp_rows.append([name, label, num(gen_s, ".2f"), num(build_s, ".1f"),
+                                 num(gen_ms, ".2f"),
+                                 num(run_ms, ".2f"), num(ort_ms, ".2f"), num(gen_ms / run_ms, ".3f"),
+                                 num(gen_ms / ort_ms, ".3f"), "yes" if same else "NO",
                                  f"{os.path.getsize(exe) / 2**20:.1f}",
                                  f"{os.path.getsize(cleave) / 2**20:.1f}",
                                  f"{gen_report['peak_rss_bytes'] / 2**20:.0f}",
                                  f"{run_report['peak_rss_bytes'] / 2**20:.0f}",
-                                 fmt(ort_rss, ".0f")])
+                                 num(ort_rss, ".0f")])
                 print(" | ".join(cpp_rows[-1]), file=sys.stderr, flush=True)
         if not args.skip_pytorch:
             out = os.path.join(folder, "py")
-            gen_s = timed([cleave, "codegen", model, "--lang", "pytorch", "--plan", plan, "-o", out,
-                           "--force"])
+            gen_s = float("nan")
+            if not (args.reuse and os.path.exists(out + "/run.py")):
+                gen_s = timed([cleave, "codegen", model, "--lang", "pytorch", "--plan", plan,
+                               "-o", out, "--force"])
             run_py = ["/usr/bin/python3", out + "/run.py"] + inputs
+            shutil.rmtree(out + "/o", ignore_errors=True)
+            shutil.rmtree(out + "/r", ignore_errors=True)
             sh(run_py + ["--output-dir", out + "/o"])
             sh([cleave, "run", model, "--output-dir", out + "/r"] + inputs)
             diff = max(float(np.max(np.abs(np.load(os.path.join(out, "o", f)) -
@@ -173,9 +205,14 @@ def main():
                        for f in os.listdir(out + "/o"))
             parallel = lambda: latency(run_py + runs)[0]  # noqa: E731
             sequential = lambda: latency(run_py + runs + ["--sequential"])[0]  # noqa: E731
-            par_ms, seq_ms = alternate(parallel, sequential)
-            py_rows.append([name, f"{gen_s:.2f}", f"{seq_ms:.2f}", f"{par_ms:.2f}",
-                            f"{seq_ms / par_ms:.2f}", f"{diff:.1e}"])
+            interpreter = lambda: latency([cleave, "run", model, "--plan", plan] + inputs +  # noqa: E731
+                                          runs)[0]
+            par_ms = seq_ms = cleave_ms = float("nan")
+            if name in timed_names:
+                par_ms, seq_ms, cleave_ms = alternate3(parallel, sequential, interpreter)
+            py_rows.append([name, num(gen_s, ".2f"), num(seq_ms, ".2f"), num(par_ms, ".2f"),
+                            num(seq_ms / par_ms, ".2f"), num(cleave_ms, ".2f"),
+                            num(par_ms / cleave_ms, ".2f"), f"{diff:.1e}"])
             print(" | ".join(py_rows[-1]), file=sys.stderr, flush=True)
         if not args.keep:
             shutil.rmtree(folder, ignore_errors=True)
@@ -189,8 +226,8 @@ def main():
         print()
     if py_rows:
         print("| model | generate s | sequential ms | 2 workers (threads) ms | speedup | "
-              "max abs diff vs cleave |")
-        print("|---|---|---|---|---|---|")
+              "cleave run (same plan) ms | 2 workers / cleave run | max abs diff vs cleave |")
+        print("|---|---|---|---|---|---|---|---|")
         for row in py_rows:
             print("| " + " | ".join(row) + " |")
     if not args.keep:

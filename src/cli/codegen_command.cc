@@ -12,12 +12,15 @@
 #include "codegen/cpp_emitter.h"
 #include "codegen/folder_writer.h"
 #include "codegen/pytorch_emitter.h"
+#include "codegen/rank_cpp_emitter.h"
 #include "codegen/stream_cpp_emitter.h"
 #include "codegen/stream_model_check.h"
 #include "codegen/streamit_emitter.h"
+#include "codegen/streamit_reader.h"
 #include "codegen/worker_program.h"
 #include "pipeline/layout_choice.h"
 #include "pipeline/model_plan.h"
+#include "spatial/manifest.h"
 #include "stream/from_graph.h"
 #include "stream/stream_json.h"
 
@@ -37,6 +40,7 @@ struct CodegenSettings {
   int workers = 2;
   int threads_per_worker = 1;
   int threads = 1;
+  bool ranks = false;  // --ranks: the plan's workers are MPI ranks.
   bool force = false;
   bool json = false;
   std::string cleave_root;
@@ -85,16 +89,19 @@ int run_streamit(const CodegenSettings& settings, std::chrono::steady_clock::tim
     verify_stream(program.root, program.origin);
   }
   FolderWriter out;
-  const StreamitCodegenSummary summary = emit_streamit(
-      program.root, settings.stream.empty() ? settings.model.model : settings.stream, out);
+  Stream root = program.root;
   if (!settings.stream.empty()) {
-    // The program beside its code, models found from the folder, so that `codegen --stream
-    // DIR/program.json --lang cpp` takes it.
-    Stream copy = program.root;
-    relocate_models(copy, std::filesystem::path(settings.stream).parent_path(),
+    // Model paths relative to the folder, in the code and in the program beside it, so that
+    // `codegen --stream DIR/stream.cc` (or DIR/program.json) --lang cpp` finds them.
+    relocate_models(root, std::filesystem::path(settings.stream).parent_path(),
                     std::filesystem::absolute(settings.output));
-    out.add("program.json", stream_to_json(copy) + "\n");
+    out.add("program.json", stream_to_json(root) + "\n");
   }
+  // A conversion records the model's fingerprint, so that reading the text back for --lang cpp
+  // refuses another model.
+  const StreamitCodegenSummary summary =
+      emit_streamit(root, settings.stream.empty() ? settings.model.model : settings.stream, out,
+                    settings.stream.empty() ? file_fingerprint(settings.model.model) : "");
   out.write(settings.output, settings.force);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -116,12 +123,29 @@ int run_streamit(const CodegenSettings& settings, std::chrono::steady_clock::tim
   return 0;
 }
 
+// --stream takes a program file or the StreamIt text `--lang streamit` wrote (stream.cc).
+StreamProgram stream_program_for(const CodegenSettings& settings) {
+  if (!is_streamit_path(settings.stream)) {
+    StreamProgram program = load_stream_program(settings.stream);
+    check_program_runs_model(program, settings.stream, settings.model.model);
+    return program;
+  }
+  StreamitText text = load_streamit(settings.stream);
+  if (text.converted_fingerprint.empty()) {
+    check_program_runs_model(text.program, settings.stream, settings.model.model);
+  } else if (file_fingerprint(settings.model.model) != text.converted_fingerprint) {
+    throw Error(fmt::format("codegen: {} is the conversion of model {} ({}), not of {}",
+                            settings.stream, text.converted_from, text.converted_fingerprint,
+                            settings.model.model));
+  }
+  return text.program;
+}
+
 // --stream with --lang cpp: the program's static schedule over ring buffers. Model filters use
 // the executor's default layouts (what `cleave stream run` computes) unless --layouts names
 // others.
 int run_stream_cpp(const CodegenSettings& settings, std::chrono::steady_clock::time_point start) {
-  const StreamProgram program = load_stream_program(settings.stream);
-  check_program_runs_model(program, settings.stream, settings.model.model);
+  const StreamProgram program = stream_program_for(settings);
   CppCodegenOptions options;
   options.model_name = program.root.name;
   options.cleave_root = settings.cleave_root;
@@ -146,6 +170,7 @@ int run_stream_cpp(const CodegenSettings& settings, std::chrono::steady_clock::t
                                    {"model_filters", summary.model_filters},
                                    {"channels", summary.channels},
                                    {"ring_bytes", summary.ring_bytes},
+                                   {"mixed_channels", summary.mixed_channels},
                                    {"input_per_iteration", summary.input_per_iteration},
                                    {"output_per_iteration", summary.output_per_iteration},
                                    {"seconds", seconds}};
@@ -153,9 +178,11 @@ int run_stream_cpp(const CodegenSettings& settings, std::chrono::steady_clock::t
     return 0;
   }
   fmt::print("codegen    {} (cpp) -> {}\n", settings.stream, settings.output);
-  fmt::print("stream     {} actor(s), {} model filter(s), {} channel(s), rings {:.2f} MiB\n",
-             summary.actors, summary.model_filters, summary.channels,
-             static_cast<double>(summary.ring_bytes) / 1048576.0);
+  fmt::print(
+      "stream     {} actor(s), {} model filter(s), {} channel(s) ({} of mixed items), rings "
+      "{:.2f} MiB\n",
+      summary.actors, summary.model_filters, summary.channels, summary.mixed_channels,
+      static_cast<double>(summary.ring_bytes) / 1048576.0);
   fmt::print("schedule   {} input item(s) -> {} output item(s) per steady-state iteration\n",
              summary.input_per_iteration, summary.output_per_iteration);
   fmt::print("time       {:.3f} s\n", seconds);
@@ -170,6 +197,11 @@ int run_codegen(const CodegenSettings& settings) {
   }
   if (!settings.stream.empty() && settings.lang == "pytorch") {
     throw Error("codegen: --stream takes --lang streamit or cpp, not pytorch");
+  }
+  if (settings.ranks && (settings.lang != "cpp" || settings.plan.empty())) {
+    throw Error(
+        "codegen: --ranks takes --lang cpp and a --plan (file or auto) whose workers are "
+        "the ranks");
   }
   if (settings.lang == "streamit") return run_streamit(settings, start);
   if (!settings.stream.empty()) return run_stream_cpp(settings, start);
@@ -196,7 +228,8 @@ int run_codegen(const CodegenSettings& settings) {
       plan = plan_model(graph, costs, options);
     }
   } else {
-    plan = read_model_plan(settings.plan, graph);
+    // A plan for ranks names cores of the machines it runs on, not of this host.
+    plan = read_model_plan(settings.plan, graph, /*cores_on_this_host=*/!settings.ranks);
   }
   const WorkerProgram program = worker_program(graph, plan);
   const std::string model_name = std::filesystem::path(settings.model.model).stem().string();
@@ -219,12 +252,17 @@ int run_codegen(const CodegenSettings& settings) {
     default_cleave_folders(options.cleave_root, options.cleave_build);
     if (settings.layouts == "plain") {
       options.blocked_layouts = false;
-    } else if (settings.layouts == "auto") {
+    } else if (settings.layouts == "auto" && !settings.ranks) {
       options.family = measured_family(graph, program.threads_per_worker);
+    } else if (settings.layouts == "auto") {
+      // Under mpirun, `cleave run`'s auto is blocked: no rank measures on its own.
+      options.family = ConvolutionFamily::kBlocked;
     } else {
       options.family = *parse_convolution_family(settings.layouts);
     }
-    CppCodegenSummary summary = emit_cpp(graph, program, options, out);
+    CppCodegenSummary summary = settings.ranks ? emit_rank_cpp(graph, program, options, out)
+                                               : emit_cpp(graph, program, options, out);
+    report["ranks"] = settings.ranks;
     report["layouts"] = options.blocked_layouts ? to_string(options.family) : "plain";
     report["steps"] = summary.steps;
     report["channels"] = summary.channels;
@@ -242,9 +280,10 @@ int run_codegen(const CodegenSettings& settings) {
     return 0;
   }
   fmt::print("codegen    {} ({}) -> {}\n", settings.model.model, settings.lang, settings.output);
-  fmt::print("plan       {} on {} worker(s) x {} thread(s), {} value(s) between workers\n",
-             program.strategy, program.workers, program.threads_per_worker,
-             report["channels"].get<int>());
+  fmt::print("plan       {} on {} {}(s) x {} thread(s), {} {} between {}s\n", program.strategy,
+             program.workers, settings.ranks ? "rank" : "worker", program.threads_per_worker,
+             report["channels"].get<int>(), settings.ranks ? "message(s)" : "value(s)",
+             settings.ranks ? "rank" : "worker");
   if (report.contains("arena_bytes")) {
     fmt::print("memory     arena {:.2f} MiB ({:.2f} MiB without reuse), weights {:.2f} MiB\n",
                report["arena_bytes"].get<double>() / 1048576.0,
@@ -278,7 +317,8 @@ void register_codegen(CLI::App& app, CommandAction& action) {
                       "A plan file (cleave plan -o) or 'auto'; default: sequential with --threads");
   command->add_option("--stream", settings->stream,
                       "A stream program (JSON) that runs MODEL in one of its filters, for "
-                      "--lang streamit or cpp");
+                      "--lang streamit or cpp; for cpp also the StreamIt text (stream.cc) that "
+                      "--lang streamit wrote, of a program or of MODEL's conversion");
   command
       ->add_option("--strategy", settings->strategy,
                    "Strategy for --plan auto (cloned plans become lc)")
@@ -306,6 +346,9 @@ void register_codegen(CLI::App& app, CommandAction& action) {
                       "cleave source folder the C++ build uses (default: this build's)");
   command->add_option("--cleave-build", settings->cleave_build,
                       "cleave build folder with libcleave_lib.a (default: this binary's)");
+  command->add_flag("--ranks", settings->ranks,
+                    "--lang cpp: the plan's workers are MPI ranks; one source per rank with MPI "
+                    "sends and receives, run with mpirun -np WORKERS");
   command->add_flag("--force", settings->force, "Replace a non-empty output folder");
   command->add_flag("--json", settings->json, "Print the summary as JSON");
   command->callback(

@@ -47,7 +47,8 @@ struct CppCodegenSummary {
 CppCodegenSummary emit_cpp(const Graph& graph, const WorkerProgram& program,
                            const CppCodegenOptions& options, FolderWriter& out);
 
-/// The CMake lines that find cleave's library (libcleave_lib.a, cache variables CLEAVE_ROOT and
+/// The CMake lines after `project()`: C++20, Release unless a build type is given, then those
+/// that find cleave's library (libcleave_lib.a, cache variables CLEAVE_ROOT and
 /// CLEAVE_BUILD defaulting to `options`' folders) and its dependencies as target `cleave_lib`.
 std::string cmake_cleave_library(const CppCodegenOptions& options);
 

@@ -118,7 +118,12 @@ int main(int argc, char** argv) {
 )gen";
 
 const char* const kCleaveLibrary =
-    R"gen(set(CLEAVE_ROOT "{0}" CACHE PATH "cleave's source folder (for its headers)")
+    R"gen(set(CMAKE_CXX_STANDARD 20)
+set(CMAKE_CXX_STANDARD_REQUIRED ON)
+if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+  set(CMAKE_BUILD_TYPE Release CACHE STRING "Build type" FORCE)
+endif()
+set(CLEAVE_ROOT "{0}" CACHE PATH "cleave's source folder (for its headers)")
 set(CLEAVE_BUILD "{1}" CACHE PATH "cleave's build folder (holding libcleave_lib.a)")
 if(NOT EXISTS "${{CLEAVE_BUILD}}/libcleave_lib.a")
   message(FATAL_ERROR "no libcleave_lib.a in CLEAVE_BUILD=${{CLEAVE_BUILD}}: build cleave there first "
@@ -152,12 +157,6 @@ const char* const kCMakeLists =
 # bit-identical to `cleave run` with the same plan, layouts and threads.
 cmake_minimum_required(VERSION 3.22)
 project(generated_model LANGUAGES CXX)
-
-set(CMAKE_CXX_STANDARD 20)
-set(CMAKE_CXX_STANDARD_REQUIRED ON)
-if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
-  set(CMAKE_BUILD_TYPE Release CACHE STRING "Build type" FORCE)
-endif()
 {1}add_library(model STATIC tables.cc model_api.cc {2})
 target_include_directories(model PUBLIC ${{CMAKE_CURRENT_SOURCE_DIR}})
 target_link_libraries(model PUBLIC cleave_lib)

@@ -10,7 +10,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "codegen/static_program.h"
+#include "codegen/program_main.h"
 #include "ir/text.h"
 #include "runtime/npy.h"
 #include "runtime/random_inputs.h"
@@ -20,23 +20,6 @@
 namespace cleave {
 
 namespace {
-
-struct MainOptions {
-  std::map<std::string, std::string> inputs;
-  std::string output_dir;
-  std::string weights;
-  int warmup = 0;
-  int repeat = 1;
-  uint64_t seed = 0;
-  bool json = false;
-};
-
-const char* kUsage =
-    "usage: {} [--input NAME=F.npy]... [--output-dir D] [--warmup N] [--repeat R] [--seed S]\n"
-    "          [--json] [--weights FILE]\n"
-    "Runs the generated model once per --repeat (after --warmup untimed runs) and prints its\n"
-    "latency. Inputs not given are seeded random values, the same as `cleave run --seed S`.\n"
-    "--weights defaults to the weights file next to the executable.\n";
 
 int parse_count(const std::string& option, const std::string& text, int minimum) {
   std::size_t used = 0;
@@ -52,8 +35,24 @@ int parse_count(const std::string& option, const std::string& text, int minimum)
   return value;
 }
 
-MainOptions parse_options(int argc, char** argv, bool& help) {
-  MainOptions options;
+double parse_seconds(const std::string& option, const std::string& text) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || !(value > 0)) {
+    throw Error(fmt::format("{} '{}': expected a positive number of seconds", option, text));
+  }
+  return value;
+}
+
+}  // namespace
+
+ProgramMainOptions parse_program_options(int argc, char** argv, bool ranks, bool& help) {
+  ProgramMainOptions options;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const auto next = [&]() -> std::string {
@@ -80,6 +79,8 @@ MainOptions parse_options(int argc, char** argv, bool& help) {
       options.seed = static_cast<uint64_t>(parse_count(arg, next(), 0));
     } else if (arg == "--json") {
       options.json = true;
+    } else if (ranks && arg == "--rank-timeout") {
+      options.rank_timeout = parse_seconds(arg, next());
     } else {
       throw Error(fmt::format("unknown option '{}' (see --help)", arg));
     }
@@ -87,20 +88,30 @@ MainOptions parse_options(int argc, char** argv, bool& help) {
   return options;
 }
 
-std::size_t peak_rss_bytes() {
+std::string program_usage(const std::string& name, bool ranks) {
+  return fmt::format(
+      "usage: {}{} [--input NAME=F.npy]... [--output-dir D] [--warmup N] [--repeat R]\n"
+      "          [--seed S] [--json] [--weights FILE]{}\n"
+      "Runs the generated model once per --repeat (after --warmup untimed runs) and prints its\n"
+      "latency. Inputs not given are seeded random values, the same as `cleave run --seed S`.\n"
+      "--weights defaults to the weights file next to the executable.{}\n",
+      ranks ? "mpirun -np N " : "", name, ranks ? " [--rank-timeout S]" : "",
+      ranks ? "\nEvery rank runs its part of the plan; rank 0 reads the inputs, gathers the\n"
+              "outputs and reports. --rank-timeout (default 60 s) bounds each wait for a peer."
+            : "");
+}
+
+std::size_t process_peak_rss_bytes() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<std::size_t>(usage.ru_maxrss) * 1024;
 }
 
-int run_main(const StaticProgramTables& tables, const MainOptions& options) {
-  const std::size_t baseline_rss = peak_rss_bytes();
-  StaticProgram program(tables,
-                        options.weights.empty() ? default_weights_path(tables) : options.weights);
+std::vector<Tensor> program_inputs(const StaticProgramTables& tables,
+                                   const ProgramMainOptions& options) {
   const Graph graph = parse_graph(tables.graph_text);
   std::map<std::string, Tensor> random = random_inputs(graph, options.seed);
   std::vector<Tensor> inputs;
-  std::vector<const void*> input_pointers;
   for (int i = 0; i < tables.graph_input_count; ++i) {
     const StaticValue& value = tables.values[tables.graph_inputs[i]];
     const std::vector<int64_t> dims(value.dims, value.dims + value.rank);
@@ -112,7 +123,6 @@ int run_main(const StaticProgramTables& tables, const MainOptions& options) {
                               tensor.describe()));
     }
     inputs.push_back(std::move(tensor));
-    input_pointers.push_back(inputs.back().raw());
   }
   for (const auto& [name, file] : options.inputs) {
     bool known = false;
@@ -120,24 +130,22 @@ int run_main(const StaticProgramTables& tables, const MainOptions& options) {
       known = known || name == tables.values[tables.graph_inputs[i]].name;
     if (!known) throw Error(fmt::format("'{}' is not an input of the model", name));
   }
+  return inputs;
+}
+
+std::vector<Tensor> program_output_buffers(const StaticProgramTables& tables) {
   std::vector<Tensor> outputs;
-  std::vector<void*> output_pointers;
   for (int i = 0; i < tables.graph_output_count; ++i) {
     const StaticValue& value = tables.values[tables.graph_outputs[i]];
     outputs.push_back(Tensor::allocate(static_cast<DataType>(value.dtype),
                                        std::vector<int64_t>(value.dims, value.dims + value.rank)));
-    output_pointers.push_back(outputs.back().raw());
   }
-  for (int i = 0; i < options.warmup; ++i)
-    program.run(input_pointers.data(), output_pointers.data());
-  std::vector<double> latencies;
-  for (int i = 0; i < options.repeat; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    program.run(input_pointers.data(), output_pointers.data());
-    latencies.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count());
-  }
+  return outputs;
+}
+
+int report_program_run(const StaticProgramTables& tables, const ProgramMainOptions& options,
+                       const std::vector<Tensor>& outputs, const std::vector<double>& latencies,
+                       std::size_t baseline_rss, const nlohmann::json& extra) {
   nlohmann::json report;
   report["model"] = tables.model_name;
   report["latency_ms"] = {{"min", *std::min_element(latencies.begin(), latencies.end())},
@@ -146,7 +154,7 @@ int run_main(const StaticProgramTables& tables, const MainOptions& options) {
   report["workers"] = tables.workers;
   report["threads_per_worker"] = tables.threads_per_worker;
   report["arena_bytes"] = tables.arena_bytes;
-  report["peak_rss_bytes"] = peak_rss_bytes();
+  report["peak_rss_bytes"] = process_peak_rss_bytes();
   report["baseline_rss_bytes"] = baseline_rss;
   if (!options.output_dir.empty()) std::filesystem::create_directories(options.output_dir);
   nlohmann::json output_list = nlohmann::json::array();
@@ -162,24 +170,52 @@ int run_main(const StaticProgramTables& tables, const MainOptions& options) {
     output_list.push_back(entry);
   }
   report["outputs"] = output_list;
+  report.update(extra);
   if (options.json) {
     fmt::print("{}\n", report.dump(2));
     return 0;
   }
   fmt::print("model      {}\n", tables.model_name);
   fmt::print(
-      "latency    min {:.3f} ms, median {:.3f} ms over {} run(s), {} worker(s) x {} "
+      "latency    min {:.3f} ms, median {:.3f} ms over {} run(s), {} {}(s) x {} "
       "thread(s)\n",
       report["latency_ms"]["min"].get<double>(), report["latency_ms"]["median"].get<double>(),
-      options.repeat, tables.workers, tables.threads_per_worker);
+      options.repeat, tables.workers, extra.contains("ranks") ? "rank" : "worker",
+      tables.threads_per_worker);
   fmt::print("memory     arena {:.2f} MiB, process peak RSS {:.1f} MiB\n",
-             tables.arena_bytes / 1048576.0, peak_rss_bytes() / 1048576.0);
+             tables.arena_bytes / 1048576.0, process_peak_rss_bytes() / 1048576.0);
   for (const auto& entry : output_list) {
     fmt::print("output     {} {}{}\n", entry["name"].get<std::string>(),
                entry["type"].get<std::string>(),
                entry.contains("file") ? " -> " + entry["file"].get<std::string>() : "");
   }
   return 0;
+}
+
+namespace {
+
+int run_main(const StaticProgramTables& tables, const ProgramMainOptions& options) {
+  const std::size_t baseline_rss = process_peak_rss_bytes();
+  StaticProgram program(tables,
+                        options.weights.empty() ? default_weights_path(tables) : options.weights);
+  const std::vector<Tensor> inputs = program_inputs(tables, options);
+  std::vector<const void*> input_pointers;
+  for (const Tensor& input : inputs) input_pointers.push_back(input.raw());
+  std::vector<Tensor> outputs = program_output_buffers(tables);
+  std::vector<void*> output_pointers;
+  for (Tensor& output : outputs) output_pointers.push_back(output.raw());
+  for (int i = 0; i < options.warmup; ++i)
+    program.run(input_pointers.data(), output_pointers.data());
+  std::vector<double> latencies;
+  for (int i = 0; i < options.repeat; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    program.run(input_pointers.data(), output_pointers.data());
+    latencies.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  return report_program_run(tables, options, outputs, latencies, baseline_rss,
+                            nlohmann::json::object());
 }
 
 }  // namespace
@@ -198,9 +234,9 @@ int static_program_main(const StaticProgramTables& tables, int argc, char** argv
   const std::string name = argc > 0 ? std::filesystem::path(argv[0]).filename().string() : "model";
   try {
     bool help = false;
-    MainOptions options = parse_options(argc, argv, help);
+    ProgramMainOptions options = parse_program_options(argc, argv, false, help);
     if (help) {
-      fmt::print(fmt::runtime(kUsage), name);
+      fmt::print("{}", program_usage(name, false));
       return 0;
     }
     return run_main(tables, options);

@@ -266,10 +266,11 @@ struct StaticProgram::Impl {
   StaticProgram* owner = nullptr;
 };
 
-StaticProgram::StaticProgram(const StaticProgramTables& tables, const std::string& weights_path)
+StaticProgram::StaticProgram(const StaticProgramTables& tables, const std::string& weights_path,
+                             bool worker_threads)
     : impl_(std::make_unique<Impl>(tables, weights_path)) {
   impl_->owner = this;
-  if (tables.workers > 1) {
+  if (worker_threads && tables.workers > 1) {
     for (int w = 0; w < tables.workers; ++w)
       impl_->threads.emplace_back([this, w] { impl_->worker_main(w); });
   }
@@ -288,12 +289,48 @@ const StaticProgramTables& StaticProgram::tables() const {
   return impl_->tables;
 }
 
-void StaticProgram::run(const void* const* inputs, void* const* outputs) {
+void StaticProgram::set_inputs(const void* const* inputs) {
   Impl& s = *impl_;
   for (int i = 0; i < s.tables.graph_input_count; ++i) {
     const StaticValue& value = s.tables.values[s.tables.graph_inputs[i]];
     std::memcpy(s.arena.data() + value.offset, inputs[i], static_cast<std::size_t>(value.bytes));
   }
+}
+
+void StaticProgram::get_outputs(void* const* outputs) {
+  Impl& s = *impl_;
+  dnnl::stream stream(s.engine);
+  for (int i = 0; i < s.tables.graph_output_count; ++i) {
+    const int v = s.tables.graph_outputs[i];
+    const Tensor plain = to_plain(s.tensors[v], s.engine, stream);
+    std::memcpy(outputs[i], plain.raw(),
+                plain_byte_size(plain.dtype(), std::span<const int64_t>(plain.shape())));
+  }
+}
+
+Tensor& StaticProgram::value(int index) {
+  return impl_->tensors.at(static_cast<std::size_t>(index));
+}
+
+void StaticProgram::run_worker_here(int worker, const std::function<void()>& function) {
+  Impl& s = *impl_;
+  {
+    std::lock_guard lock(s.mutex);
+    s.failed = false;
+    s.failure.clear();
+    ++s.run_number;
+  }
+  omp_set_num_threads(std::max(1, s.tables.threads_per_worker));
+  try {
+    function();
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("worker {}: {}", worker, e.what()));
+  }
+}
+
+void StaticProgram::run(const void* const* inputs, void* const* outputs) {
+  Impl& s = *impl_;
+  set_inputs(inputs);
   {
     std::unique_lock lock(s.mutex);
     s.failed = false;
@@ -311,13 +348,7 @@ void StaticProgram::run(const void* const* inputs, void* const* outputs) {
     s.run_worker(0);
   }
   if (s.failed) throw Error(s.failure);
-  dnnl::stream stream(s.engine);
-  for (int i = 0; i < s.tables.graph_output_count; ++i) {
-    const int v = s.tables.graph_outputs[i];
-    const Tensor plain = to_plain(s.tensors[v], s.engine, stream);
-    std::memcpy(outputs[i], plain.raw(),
-                plain_byte_size(plain.dtype(), std::span<const int64_t>(plain.shape())));
-  }
+  get_outputs(outputs);
 }
 
 void StaticProgram::step(int index) {

@@ -2,12 +2,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 namespace cleave {
 
 class StaticProgram;
+class Tensor;
 
 /// Where one value of a generated program lives. All fields are generation-time constants.
 struct StaticValue {
@@ -67,7 +69,10 @@ class StaticProgram {
  public:
   /// Maps `weights_path` and parses the graph text; throws Error naming the file when the
   /// weights are missing or of another size.
-  StaticProgram(const StaticProgramTables& tables, const std::string& weights_path);
+  /// `worker_threads` false: no threads are started and only run_worker_here() runs steps
+  /// (a rank program, whose ranks each run one worker).
+  StaticProgram(const StaticProgramTables& tables, const std::string& weights_path,
+                bool worker_threads = true);
   ~StaticProgram();
   StaticProgram(const StaticProgram&) = delete;
   StaticProgram& operator=(const StaticProgram&) = delete;
@@ -78,6 +83,15 @@ class StaticProgram {
   /// throws when a prepared kernel disagrees with the generated shapes or sizes (a program
   /// generated on another CPU or oneDNN version).
   void run(const void* const* inputs, void* const* outputs);
+
+  /// The parts of run() for a caller that runs one worker itself (a rank of a rank program):
+  /// the inputs copied into the arena, `function` (worker `worker`'s steps) on this thread with
+  /// the worker's OpenMP threads, the outputs copied out (plain, graph output order).
+  void set_inputs(const void* const* inputs);
+  void run_worker_here(int worker, const std::function<void()>& function);
+  void get_outputs(void* const* outputs);
+  /// The tensor of value `index` (a rank program binds received values to its messages).
+  Tensor& value(int index);
 
   /// Called from generated worker functions only.
   void step(int index);

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <optional>
 
+#include "codegen/stream_item_bytes.h"
 #include "codegen/worker_program.h"
 #include "stream/executor.h"
 #include "stream/schedule.h"
@@ -86,12 +87,6 @@ const char* kCMake =
 # run cleave's kernels from libcleave_lib.a, as `cleave stream run` does.
 cmake_minimum_required(VERSION 3.22)
 project(generated_stream LANGUAGES CXX)
-
-set(CMAKE_CXX_STANDARD 20)
-set(CMAKE_CXX_STANDARD_REQUIRED ON)
-if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
-  set(CMAKE_BUILD_TYPE Release CACHE STRING "Build type" FORCE)
-endif()
 {1}
 add_executable(stream_run stream.cc{2})
 target_include_directories(stream_run PRIVATE ${{CMAKE_CURRENT_SOURCE_DIR}})
@@ -137,8 +132,19 @@ StreamCppSummary emit_stream_cpp(const StreamProgram& program, const CppCodegenO
   const StreamGraph flat = flatten_stream(program.root);
   const StreamSchedule schedule = schedule_stream(flat, origin);
   const ItemType input_item = program_input_item(flat, origin);
-  const std::vector<std::optional<ItemType>> items =
-      infer_channel_items(flat, input_item, origin, false);
+  // A model's conversion joins values of several types on one channel: such a channel gets
+  // slots of its largest item and a size per slot.
+  std::vector<std::optional<ItemType>> items =
+      infer_channel_items(flat, input_item, origin, /*mixed_items=*/true);
+  const std::vector<int64_t> item_bytes =
+      channel_item_bytes(flat, schedule, input_item, items, origin);
+  if (!items[flat.output_channel]) {
+    const int last = flat.channels[flat.output_channel].from;
+    throw Error(fmt::format(
+        "codegen: {}: the program output, from \"{}\", carries items of several types; the "
+        "generated program writes one stacked output file",
+        origin, last >= 0 ? flat.nodes[last].stream->name : std::string("input")));
+  }
 
   StreamCppSummary summary;
   summary.actors = static_cast<int>(flat.nodes.size());
@@ -150,19 +156,24 @@ StreamCppSummary emit_stream_cpp(const StreamProgram& program, const CppCodegenO
   std::string rings;
   std::vector<std::string> ring_pointers;
   for (std::size_t c = 0; c < flat.channels.size(); ++c) {
-    if (!items[c]) {
-      throw Error(fmt::format("codegen: {}: channel {} carries items of no one type", origin,
-                              flat.channels[c].name));
-    }
-    const int64_t bytes =
-        items[c]->element_count() * static_cast<int64_t>(element_size(items[c]->dtype));
+    const int64_t bytes = item_bytes[c];
     const int64_t capacity = std::max<int64_t>(1, schedule.buffers[c]);
     summary.ring_bytes += bytes * capacity;
-    rings += fmt::format(
-        "// {}: {} item(s) of {}\nalignas(64) std::byte ring{}_data[{}];\nStreamRing {}{{{}, "
-        "ring{}_data, {}, {}}};\n",
-        flat.channels[c].name, capacity, print_item_type(*items[c]), c, bytes * capacity, ring(c),
-        cpp_string_literal(flat.channels[c].name), c, capacity, bytes);
+    if (items[c]) {
+      rings += fmt::format(
+          "// {}: {} item(s) of {}\nalignas(64) std::byte ring{}_data[{}];\nStreamRing {}{{{}, "
+          "ring{}_data, {}, {}}};\n",
+          flat.channels[c].name, capacity, print_item_type(*items[c]), c, bytes * capacity, ring(c),
+          cpp_string_literal(flat.channels[c].name), c, capacity, bytes);
+    } else {
+      ++summary.mixed_channels;
+      rings += fmt::format(
+          "// {}: {} item(s) of several types, slots of the largest ({} bytes)\nalignas(64) "
+          "std::byte ring{}_data[{}];\nint64_t ring{}_sizes[{}];\nStreamRing {}{{{}, "
+          "ring{}_data, {}, {}, ring{}_sizes}};\n",
+          flat.channels[c].name, capacity, bytes, c, bytes * capacity, c, capacity, ring(c),
+          cpp_string_literal(flat.channels[c].name), c, capacity, bytes, c);
+    }
     ring_pointers.push_back("&" + ring(static_cast<int>(c)));
   }
 
@@ -255,6 +266,12 @@ StreamCppSummary emit_stream_cpp(const StreamProgram& program, const CppCodegenO
           break;
         case FilterOp::kConcat: {
           const int64_t axis = s.args.empty() ? 0 : s.args[0];
+          if (!items[node.inputs[0]]) {
+            throw Error(
+                fmt::format("codegen: {}: filter \"{}\" concatenates items of several "
+                            "types",
+                            origin, s.name));
+          }
           std::vector<int64_t> shape = items[node.inputs[0]]->shape;
           int64_t outer = 1;
           for (int64_t d = 0; d < axis && d < static_cast<int64_t>(shape.size()); ++d)

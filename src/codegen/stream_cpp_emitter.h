@@ -14,6 +14,7 @@ struct StreamCppSummary {
   int model_filters = 0;  ///< Each generated as a static program of its own.
   int channels = 0;
   int64_t ring_bytes = 0;  ///< All ring buffers together.
+  int mixed_channels = 0;  ///< Channels carrying items of several types.
   int64_t input_per_iteration = 0;
   int64_t output_per_iteration = 0;
 };
@@ -23,9 +24,11 @@ struct StreamCppSummary {
 /// the model filter's generated static program; the init schedule and one steady-state
 /// iteration as straight-line calls), filters/NAME/ (each model filter's tables and worker,
 /// as `emit_cpp` writes them, `options`' layouts), NAME.weights.bin, CMakeLists.txt and
-/// README.md. Model filters run with one thread, like `cleave stream run`. Throws Error naming
-/// the program and stream for programs whose channels carry items of different types, or
-/// whose input item type cannot be told from the first filter (declare its input_item).
+/// README.md. Model filters run with one thread, like `cleave stream run`. A channel whose
+/// items differ in type (a model's conversion) gets slots of its largest item, each slot
+/// recording its item's size. Throws Error naming the program for a program output of items
+/// of several types, a concat of items of different types, or an input item type that cannot
+/// be told from the first filter (declare its input_item).
 StreamCppSummary emit_stream_cpp(const StreamProgram& program, const CppCodegenOptions& options,
                                  FolderWriter& out);
 

@@ -23,14 +23,26 @@ std::byte* StreamRing::peek(int64_t i) const {
   return data + ((head + i) % capacity) * item_bytes;
 }
 
-std::byte* StreamRing::push_slot() {
+int64_t StreamRing::bytes(int64_t i) const {
+  if (i < 0 || i >= count) {
+    throw Error(fmt::format("channel {}: item {} asked for, {} held", name, i, count));
+  }
+  return sizes ? sizes[(head + i) % capacity] : item_bytes;
+}
+
+std::byte* StreamRing::push_slot(int64_t bytes) {
   if (count >= capacity) {
     throw Error(fmt::format("channel {}: full ({} items): the schedule overflows its buffer", name,
                             capacity));
   }
-  std::byte* slot = data + ((head + count) % capacity) * item_bytes;
+  if (bytes > item_bytes || (!sizes && bytes != item_bytes)) {
+    throw Error(fmt::format("channel {}: an item of {} bytes does not fit its slots of {} bytes",
+                            name, bytes, item_bytes));
+  }
+  const int64_t slot = (head + count) % capacity;
+  if (sizes) sizes[slot] = bytes;
   ++count;
-  return slot;
+  return data + slot * item_bytes;
 }
 
 void StreamRing::pop(int64_t n) {
@@ -42,11 +54,8 @@ void StreamRing::pop(int64_t n) {
 namespace {
 
 void copy_item(const StreamRing& in, int64_t i, StreamRing& out) {
-  if (in.item_bytes != out.item_bytes) {
-    throw Error(fmt::format("channels {} and {} carry items of {} and {} bytes", in.name, out.name,
-                            in.item_bytes, out.item_bytes));
-  }
-  std::memcpy(out.push_slot(), in.peek(i), static_cast<std::size_t>(in.item_bytes));
+  const int64_t bytes = in.bytes(i);
+  std::memcpy(out.push_slot(bytes), in.peek(i), static_cast<std::size_t>(bytes));
 }
 
 }  // namespace
@@ -69,8 +78,15 @@ void stream_separator(StreamRing& in, StreamRing& out, int64_t pop, const int64_
 
 void stream_concat(StreamRing& in, StreamRing& out, int64_t pop, int64_t outer) {
   // Each item is `outer` chunks; the output interleaves the popped items chunk by chunk.
-  const int64_t chunk = in.item_bytes / outer;
-  std::byte* dst = out.push_slot();
+  const int64_t item = in.bytes(0);
+  for (int64_t i = 1; i < pop; ++i) {
+    if (in.bytes(i) != item) {
+      throw Error(fmt::format("channel {}: concat of items of {} and {} bytes", in.name, item,
+                              in.bytes(i)));
+    }
+  }
+  const int64_t chunk = item / outer;
+  std::byte* dst = out.push_slot(item * pop);
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < pop; ++i) {
       std::memcpy(dst, in.peek(i) + o * chunk, static_cast<std::size_t>(chunk));
@@ -118,28 +134,30 @@ void StreamModelFilter::fire(StreamRing& in, StreamRing& out, int64_t pop, int64
                              int64_t push) {
   const int64_t per_input = peek / static_cast<int64_t>(inputs_.size());
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
-    if (static_cast<int64_t>(inputs_[i].size()) != per_input * in.item_bytes) {
-      throw Error(
-          fmt::format("channel {}: {} items of {} bytes do not fill a model input of {} bytes",
-                      in.name, per_input, in.item_bytes, inputs_[i].size()));
-    }
     std::byte* dst = inputs_[i].data();
+    const int64_t item = static_cast<int64_t>(inputs_[i].size()) / per_input;
     for (int64_t k = 0; k < per_input; ++k) {
-      std::memcpy(dst, in.peek(static_cast<int64_t>(i) * per_input + k),
-                  static_cast<std::size_t>(in.item_bytes));
-      dst += in.item_bytes;
+      const int64_t index = static_cast<int64_t>(i) * per_input + k;
+      if (item * per_input != static_cast<int64_t>(inputs_[i].size()) || in.bytes(index) != item) {
+        throw Error(fmt::format(
+            "channel {}: item {} of {} bytes does not fill its share of a model input of {} "
+            "bytes ({} items)",
+            in.name, index, in.bytes(index), inputs_[i].size(), per_input));
+      }
+      std::memcpy(dst, in.peek(index), static_cast<std::size_t>(item));
+      dst += item;
     }
   }
   program_.run(input_pointers_.data(), output_pointers_.data());
   const int64_t per_output = push / static_cast<int64_t>(outputs_.size());
   for (const std::vector<std::byte>& output : outputs_) {
-    if (static_cast<int64_t>(output.size()) != per_output * out.item_bytes) {
-      throw Error(fmt::format("channel {}: a model output of {} bytes is not {} items of {} bytes",
-                              out.name, output.size(), per_output, out.item_bytes));
+    const int64_t item = static_cast<int64_t>(output.size()) / per_output;
+    if (item * per_output != static_cast<int64_t>(output.size())) {
+      throw Error(fmt::format("channel {}: a model output of {} bytes is not {} equal items",
+                              out.name, output.size(), per_output));
     }
     for (int64_t k = 0; k < per_output; ++k) {
-      std::memcpy(out.push_slot(), output.data() + k * out.item_bytes,
-                  static_cast<std::size_t>(out.item_bytes));
+      std::memcpy(out.push_slot(item), output.data() + k * item, static_cast<std::size_t>(item));
     }
   }
   in.pop(pop);

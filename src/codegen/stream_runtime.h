@@ -12,18 +12,26 @@
 namespace cleave {
 
 /// One channel of a generated stream program: `capacity` fixed-size item slots (the static
-/// schedule's buffer size), used as a FIFO ring. Overflow or underflow throws Error naming the
-/// channel (a schedule that does not fit its buffers: a generator bug, never silent).
+/// schedule's buffer size), used as a FIFO ring. A channel whose items differ in type (a
+/// model's conversion joins values of several shapes) has slots of its largest item and
+/// `sizes`, each slot's item bytes. Overflow, underflow or an item too large for its slot
+/// throws Error naming the channel (a schedule that does not fit its buffers: a generator
+/// bug, never silent).
 struct StreamRing {
   const char* name;
   std::byte* data;
   int64_t capacity;
-  int64_t item_bytes;
+  int64_t item_bytes;        ///< Slot bytes: every item's, or the largest (mixed rings).
+  int64_t* sizes = nullptr;  ///< Mixed rings: per slot, its item's bytes.
   int64_t head = 0;
   int64_t count = 0;
 
   std::byte* peek(int64_t i) const;
-  std::byte* push_slot();
+  /// Bytes of the i-th item held.
+  int64_t bytes(int64_t i) const;
+  std::byte* push_slot() { return push_slot(item_bytes); }
+  /// The next slot, for an item of `bytes` (a fixed ring takes only its item size).
+  std::byte* push_slot(int64_t bytes);
   void pop(int64_t n);
   int64_t room() const { return capacity - count; }
 };

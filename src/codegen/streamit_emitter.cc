@@ -8,6 +8,7 @@
 
 #include "codegen/worker_program.h"
 #include "ir/text.h"
+#include "onnx/onnx_export.h"
 
 namespace cleave {
 
@@ -146,7 +147,8 @@ class Printer {
 
 }  // namespace
 
-std::string streamit_source(const Stream& root, StreamitCodegenSummary* summary) {
+std::string streamit_source(const Stream& root, StreamitCodegenSummary* summary,
+                            const std::string& converted_from, const std::string& fingerprint) {
   StreamitCodegenSummary counts;
   Printer printer(counts);
   printer.filters(root);
@@ -156,7 +158,7 @@ std::string streamit_source(const Stream& root, StreamitCodegenSummary* summary)
   return fmt::format(
       "// StreamIt builder code of stream \"{}\", written by `cleave codegen --lang streamit`.\n"
       "// Filters first (rates and work function each), then the program built from them.\n"
-      "#include \"streamit.h\"\n\n"
+      "{}#include \"streamit.h\"\n\n"
       "namespace streamit {{\n\n"
       "{}"
       "// The program: {} filter(s), {} pipeline(s), {} split-join(s).\n"
@@ -164,7 +166,11 @@ std::string streamit_source(const Stream& root, StreamitCodegenSummary* summary)
       "  return {};\n"
       "}}\n\n"
       "}}  // namespace streamit\n",
-      root.name, printer.text(), counts.filters, counts.pipelines, counts.splitjoins, name, body);
+      root.name,
+      converted_from.empty()
+          ? std::string()
+          : fmt::format("// Converted from model \"{}\" ({}).\n", converted_from, fingerprint),
+      printer.text(), counts.filters, counts.pipelines, counts.splitjoins, name, body);
 }
 
 std::string streamit_header() {
@@ -308,9 +314,17 @@ stream_t roundRobinSplitJoin(Body body) {
 }
 
 StreamitCodegenSummary emit_streamit(const Stream& root, const std::string& origin,
-                                     FolderWriter& out) {
+                                     FolderWriter& out, const std::string& fingerprint) {
   StreamitCodegenSummary summary;
-  out.add("stream.cc", streamit_source(root, &summary));
+  out.add("stream.cc",
+          streamit_source(root, &summary, fingerprint.empty() ? "" : origin, fingerprint));
+  if (!fingerprint.empty()) {
+    for (const Stream* s : collect_filters(root)) {
+      if (s->op == FilterOp::kModel && s->graph) {
+        out.add(s->model, to_onnx(*s->graph).SerializeAsString());
+      }
+    }
+  }
   out.add("streamit.h", streamit_header());
   out.add(
       "README.md",
@@ -324,12 +338,15 @@ StreamitCodegenSummary emit_streamit(const Stream& root, const std::string& orig
                   "- `streamit.h`: the builder types. `run_model` and `concat_items` are declared "
                   "only: a runtime defines them.\n"
                   "- `program.json` (from a program file only): the program, its model paths "
-                  "relative to this folder, for `--stream DIR/program.json --lang cpp`.\n\n"
+                  "relative to this folder.\n"
+                  "- `NAME.onnx` (from a model only): each model filter's graph, the path its "
+                  "`run_model` names.\n\n"
                   "Check that it compiles:\n\n"
                   "    g++ -std=c++20 -fsyntax-only stream.cc\n\n"
                   "cleave runs the same program with `cleave stream run` and generates it as a "
-                  "stand-alone C++ program with `cleave codegen MODEL --stream PROGRAM.json --lang "
-                  "cpp`.\n",
+                  "stand-alone C++ program from this text with `cleave codegen MODEL --stream "
+                  "DIR/stream.cc --lang cpp` (the reader takes the subset written here: edit "
+                  "rates, weights, names and the tree, not the work functions' form).\n",
                   root.name, origin, summary.filters, summary.pipelines, summary.splitjoins,
                   identifier_for(root.name)));
   return summary;

@@ -95,5 +95,41 @@ TEST_F(CodegenCommand, ANonEmptyOutputFolderIsKeptUnlessForced) {
   EXPECT_TRUE(fs::exists(path("py/run.py")));
 }
 
+TEST_F(CodegenCommand, RankSourcesPostReceivesFirstAndSendAsSoonAsAValueExists) {
+  CommandOutput generated =
+      cleave("codegen m.onnx --plan plan.json --lang cpp --ranks --layouts blocked -o gen");
+  ASSERT_EQ(generated.exit_code, 0) << generated.text;
+  EXPECT_NE(generated.text.find("on 2 rank(s)"), std::string::npos) << generated.text;
+  const std::string rank0 = read_text_file(path("gen/rank_0.cc"));
+  const std::string rank1 = read_text_file(path("gen/rank_1.cc"));
+  EXPECT_FALSE(fs::exists(path("gen/worker_0.cc")));
+  // Rank 0 holds the input: rank 1 receives it (posted before its first step) and sends its
+  // branch back.
+  const std::size_t receive = rank1.find("MPI_Irecv(p.message(");
+  const std::size_t first_step = rank1.find("p.step(");
+  ASSERT_NE(receive, std::string::npos) << rank1;
+  EXPECT_LT(receive, first_step) << rank1;
+  EXPECT_LT(rank1.find("p.wait_receive("), first_step) << rank1;
+  EXPECT_NE(rank1.find("MPI_Isend(p.message("), std::string::npos) << rank1;
+  EXPECT_NE(rank0.find("MPI_Isend(p.message(0), p.pack(0), MPI_BYTE, /*to=*/1, /*tag=*/0"),
+            std::string::npos)
+      << rank0;
+  // Every send completes within its run.
+  EXPECT_NE(rank0.find("p.wait_send(0);"), std::string::npos) << rank0;
+  const std::string cmake = read_text_file(path("gen/CMakeLists.txt"));
+  EXPECT_NE(cmake.find("find_package(MPI REQUIRED COMPONENTS CXX)"), std::string::npos);
+  EXPECT_NE(read_text_file(path("gen/README.md")).find("mpirun -np 2"), std::string::npos);
+}
+
+TEST_F(CodegenCommand, RanksWithoutAPlanOrWithPytorchAreRefusedAndWriteNothing) {
+  for (const std::string arguments :
+       {"--lang cpp --ranks", "--plan plan.json --lang pytorch --ranks"}) {
+    CommandOutput result = cleave("codegen m.onnx " + arguments + " -o gen");
+    EXPECT_EQ(result.exit_code, 1) << arguments;
+    EXPECT_NE(result.text.find("--ranks"), std::string::npos) << result.text;
+    EXPECT_FALSE(fs::exists(path("gen"))) << arguments;
+  }
+}
+
 }  // namespace
 }  // namespace cleave

@@ -13,11 +13,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw(), b.raw(), a.byte_size()) == 0;
-}
-
 // A tiny C program over the generated C API: raw float input file in, raw output file out.
 const char* kEmbedSource = R"(#include <stdio.h>
 #include <stdlib.h>
@@ -170,6 +165,31 @@ TEST_F(CodegenCpp, GeneratedStreamProgramBuildsAndMatchesCleaveStreamRunBitForBi
   CommandOutput bad = shell("gen/build/stream_run --input x=bad.npy");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.text.find("bad.npy"), std::string::npos) << bad.text;
+}
+
+TEST_F(CodegenCpp, ModelConversionWithMixedItemsFromItsStreamitTextMatchesCleaveStreamRun) {
+  write_model(kMixedBranchModel, path("m.onnx"));
+  {
+    Tensor items = Tensor::allocate(DataType::kFloat, {4, 3, 16, 16});
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    for (int64_t i = 0; i < items.element_count(); ++i) items.data<float>()[i] = uniform(rng);
+    write_npy(path("items.npy"), items);
+  }
+  ASSERT_EQ(cleave("codegen m.onnx --lang streamit -o st").exit_code, 0);
+  CommandOutput generated = cleave("codegen m.onnx --stream st/stream.cc --lang cpp -o gen");
+  ASSERT_EQ(generated.exit_code, 0) << generated.text;
+  EXPECT_NE(generated.text.find("(1 of mixed items)"), std::string::npos) << generated.text;
+  CommandOutput build = shell(
+      "cmake -S gen -B gen/build -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build gen/build");
+  ASSERT_EQ(build.exit_code, 0) << build.text;
+  CommandOutput run = shell("gen/build/stream_run --input x=items.npy --output-dir out");
+  ASSERT_EQ(run.exit_code, 0) << run.text;
+  CommandOutput reference = cleave("stream run m.onnx --input x=items.npy --output-dir ref");
+  ASSERT_EQ(reference.exit_code, 0) << reference.text;
+  const Tensor got = read_npy(path("out/output.npy"));
+  EXPECT_EQ(got.shape(), (std::vector<int64_t>{4, 12, 16, 16}));
+  EXPECT_TRUE(same_bits(got, read_npy(path("ref/output.npy"))));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -41,6 +42,25 @@ inline const char* kTwoBranchModel = R"(graph main [ai.onnx=17] (%x: f32[1,3,16,
   %out = Softmax[axis=1](%y)
   return %out
 })";
+
+/// Two branches of different widths joined by a Concat: the stream conversion's joiner channel
+/// carries f32[8,16,16] and f32[4,16,16] items in turn (mixed item types).
+inline const char* kMixedBranchModel = R"(graph main [ai.onnx=17] (%x: f32[1,3,16,16]) {
+  @wa: f32[8,3,3,3]
+  @wb: f32[4,3,1,1]
+  %a = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @wa)
+  %b = Conv[kernel_shape=[1,1]](%x, @wb)
+  %bs = Sigmoid(%b)
+  %c = Concat[axis=1](%a, %bs)
+  %out = Relu(%c)
+  return %out
+})";
+
+/// Same type, shape and bytes.
+inline bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.raw(), b.raw(), a.byte_size()) == 0;
+}
 
 struct CommandOutput {
   int exit_code = -1;

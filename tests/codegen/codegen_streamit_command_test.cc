@@ -42,7 +42,8 @@ TEST_F(CodegenStreamit, ProgramFilePrintsItsFiltersInOrder) {
   EXPECT_NE(source.find("    pipe->add(filter_net());\n    pipe->add(filter_pass());\n"),
             std::string::npos)
       << source;
-  EXPECT_NE(source.find("run_model(\"m.onnx\", in.window(1), 1)"), std::string::npos) << source;
+  // Model paths are relative to the folder written.
+  EXPECT_NE(source.find("run_model(\"../m.onnx\", in.window(1), 1)"), std::string::npos) << source;
   // The program written beside the code is what the C++ generator takes.
   CommandOutput cpp = cleave("codegen m.onnx --stream st/program.json --lang cpp -o cpp");
   EXPECT_EQ(cpp.exit_code, 0) << cpp.text;
@@ -115,6 +116,47 @@ TEST_F(CodegenStreamit, StreamWithPytorchOrWithAPlanIsRefused) {
   CommandOutput both = cleave("codegen m.onnx --stream prog.json --plan auto --lang cpp -o st");
   EXPECT_EQ(both.exit_code, 1);
   EXPECT_FALSE(fs::exists(path("st")));
+}
+
+TEST_F(CodegenStreamit, ModelConversionReadBackFromItsStreamitTextHasMixedRings) {
+  write_model(kMixedBranchModel, path("mixed.onnx"));
+  CommandOutput text = cleave("codegen mixed.onnx --lang streamit -o st");
+  ASSERT_EQ(text.exit_code, 0) << text.text;
+  const std::string source = read_text_file(path("st/stream.cc"));
+  EXPECT_NE(source.find("// Converted from model \"mixed.onnx\" (fnv1a64:"), std::string::npos)
+      << source;
+  // Each model filter's graph lies where its run_model names it.
+  const std::size_t run = source.find("run_model(\"");
+  ASSERT_NE(run, std::string::npos);
+  const std::string model = source.substr(run + 11, source.find('"', run + 11) - run - 11);
+  EXPECT_TRUE(fs::exists(path("st/" + model))) << model;
+  CommandOutput cpp = cleave("codegen mixed.onnx --stream st/stream.cc --lang cpp --json -o gen");
+  ASSERT_EQ(cpp.exit_code, 0) << cpp.text;
+  EXPECT_NE(cpp.text.find("\"mixed_channels\": 1"), std::string::npos) << cpp.text;
+  const std::string generated = read_text_file(path("gen/stream.cc"));
+  EXPECT_NE(generated.find("item(s) of several types, slots of the largest (8192 bytes)"),
+            std::string::npos)
+      << generated;
+  // The text of one model's conversion is refused for another model, naming both.
+  CommandOutput other = cleave("codegen m.onnx --stream st/stream.cc --lang cpp -o other");
+  EXPECT_EQ(other.exit_code, 1);
+  EXPECT_NE(other.text.find("conversion of model mixed.onnx"), std::string::npos) << other.text;
+  EXPECT_FALSE(fs::exists(path("other")));
+}
+
+TEST_F(CodegenStreamit, StreamitTextThatCannotBeReadNamesItsLineAndWritesNothing) {
+  ASSERT_EQ(cleave("codegen m.onnx --stream prog.json --lang streamit -o st").exit_code, 0);
+  std::string source = read_text_file(path("st/stream.cc"));
+  source.replace(source.find("/*push=*/1"), 10, "/*push=*/x");
+  std::ofstream(path("st/broken.cc")) << source;
+  CommandOutput result = cleave("codegen m.onnx --stream st/broken.cc --lang cpp -o gen");
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.text.find("st/broken.cc:"), std::string::npos) << result.text;
+  EXPECT_NE(result.text.find("/*push=*/"), std::string::npos) << result.text;
+  EXPECT_FALSE(fs::exists(path("gen")));
+  // Unbroken, the same text is read back as its program.
+  CommandOutput read = cleave("codegen m.onnx --stream st/stream.cc --lang cpp -o gen");
+  EXPECT_EQ(read.exit_code, 0) << read.text;
 }
 
 }  // namespace

@@ -1,0 +1,53 @@
+// The command line shared by generated C++ programs (one process, or one rank of several).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "codegen/static_program.h"
+#include "runtime/tensor.h"
+
+namespace cleave {
+
+struct ProgramMainOptions {
+  std::map<std::string, std::string> inputs;
+  std::string output_dir;
+  std::string weights;
+  int warmup = 0;
+  int repeat = 1;
+  uint64_t seed = 0;
+  bool json = false;
+  double rank_timeout = 60;  ///< Rank programs only (--rank-timeout).
+};
+
+/// Parses `cleave run`'s options (--input, --output-dir, --warmup, --repeat, --seed, --json)
+/// and --weights; --rank-timeout too when `ranks`. Sets `help` for --help/-h. Throws Error
+/// naming the option for anything else or a bad value.
+ProgramMainOptions parse_program_options(int argc, char** argv, bool ranks, bool& help);
+
+/// The usage text of a generated executable called `name`.
+std::string program_usage(const std::string& name, bool ranks);
+
+/// The inputs of one run, in graph input order: --input files, else `cleave run --seed S`'s
+/// seeded values. Throws Error naming an input of the wrong type or shape or a name the model
+/// lacks.
+std::vector<Tensor> program_inputs(const StaticProgramTables& tables,
+                                   const ProgramMainOptions& options);
+
+/// One plain tensor per graph output, in order, to run into.
+std::vector<Tensor> program_output_buffers(const StaticProgramTables& tables);
+
+/// Writes the outputs (--output-dir) and prints the report as `cleave run` does (--json: the
+/// report, `extra` merged in). Returns the exit code.
+int report_program_run(const StaticProgramTables& tables, const ProgramMainOptions& options,
+                       const std::vector<Tensor>& outputs, const std::vector<double>& latencies,
+                       std::size_t baseline_rss, const nlohmann::json& extra);
+
+/// The process's resident-memory high-water mark.
+std::size_t process_peak_rss_bytes();
+
+}  // namespace cleave
