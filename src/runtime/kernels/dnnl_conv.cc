@@ -14,6 +14,7 @@
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/elementwise.h"
 #include "runtime/kernels/fast_math.h"
+#include "runtime/kernels/packed_constants.h"
 
 namespace cleave {
 
@@ -330,7 +331,7 @@ std::vector<ChannelPart> split_channel_blocks(
   return parts;
 }
 
-class ConvolutionKernel : public Kernel {
+class ConvolutionKernel : public Kernel, public PackedConstants {
  public:
   /// `constant_weights`, when given, replaces input 1's bytes (laid out as problem.user_weights),
   /// and `note` is appended to the implementation's name.
@@ -341,6 +342,9 @@ class ConvolutionKernel : public Kernel {
 
   std::vector<OutputSpec> output_specs() const override { return {spec_}; }
   std::string implementation() const override { return implementation_; }
+  bool reads_at_run(std::size_t input) const override {  // PackedConstants
+    return input != 1 || (!packed_weights_ && parts_.empty());
+  }
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
            dnnl::stream& stream) override {
