@@ -1,9 +1,11 @@
 # Writes a stack of wide Gemm+Relu layers whose weights live in one external data file.
 #
 #   /usr/bin/python3 bench/distributed/make_mlp.py OUT.onnx --layers 8 --width 4096 [--seed 1]
+#                                                   [--embedded]
 #
 # Each layer holds width*width + width float32 weights (--width 4096: 64 MiB a layer), written
-# layer by layer into OUT.onnx.weights so the generator never holds the whole model. The model
+# layer by layer into OUT.onnx.weights so the generator never holds the whole model (with
+# --embedded, as raw_data inside OUT.onnx instead, as the corpus models keep them). The model
 # is written already in the form cleave's passes leave it (Gemm with bias, then Relu), so ranks
 # can load it as is (`--no-optimize`) and read only their own layers' weights.
 import argparse
@@ -21,6 +23,8 @@ def main():
     parser.add_argument("--width", type=int, default=4096)
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--embedded", action="store_true",
+                        help="weights as raw_data inside the model file, not external data")
     args = parser.parse_args()
     if args.layers < 1 or args.width < 1 or args.batch < 1:
         parser.error("--layers, --width and --batch must be positive")
@@ -38,16 +42,19 @@ def main():
                 scale = np.sqrt(1.0 / args.width) if suffix == "weight" else 0.01
                 data = (rng.standard_normal(dims, dtype=np.float32) * scale).astype(np.float32)
                 raw = data.tobytes()
-                weights.write(raw)
                 proto = TensorProto()
                 proto.name = f"fc{layer}.{suffix}"
                 proto.data_type = TensorProto.FLOAT
                 proto.dims.extend(dims)
-                proto.data_location = TensorProto.EXTERNAL
-                for key, value in (("location", weights_name), ("offset", str(offset)),
-                                   ("length", str(len(raw)))):
-                    entry = proto.external_data.add()
-                    entry.key, entry.value = key, value
+                if args.embedded:
+                    proto.raw_data = raw
+                else:
+                    weights.write(raw)
+                    proto.data_location = TensorProto.EXTERNAL
+                    for key, value in (("location", weights_name), ("offset", str(offset)),
+                                       ("length", str(len(raw)))):
+                        entry = proto.external_data.add()
+                        entry.key, entry.value = key, value
                 offset += len(raw)
                 initializers.append(proto)
                 del data, raw
@@ -64,10 +71,14 @@ def main():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     onnx.save(model, args.output + ".tmp")
-    os.replace(weights_path + ".tmp", weights_path)
+    if args.embedded:
+        os.remove(weights_path + ".tmp")
+    else:
+        os.replace(weights_path + ".tmp", weights_path)
     os.replace(args.output + ".tmp", args.output)
     print(f"wrote {args.output}: {args.layers} layers of width {args.width}, "
-          f"{offset / 2**20:.1f} MiB of weights in {weights_path}")
+          f"{offset / 2**20:.1f} MiB of weights in "
+          f"{args.output if args.embedded else weights_path}")
 
 
 if __name__ == "__main__":

@@ -59,6 +59,8 @@ struct RunSettings {
   std::string gantt_file;
   bool no_auto_check = false;
   double rank_timeout = 60;
+  bool read_whole_model = false;
+  bool keep_loaded_weights = false;
 };
 
 std::map<std::string, Tensor> gather_inputs(const Graph& graph, const RunSettings& settings,
@@ -103,6 +105,8 @@ int run_on_mpi_ranks(const RunSettings& settings) {
   ranks.output_dir = settings.output_dir;
   ranks.trace_file = settings.trace_file;
   ranks.rank_timeout_seconds = settings.rank_timeout;
+  ranks.read_whole_model = settings.read_whole_model;
+  ranks.keep_loaded_weights = settings.keep_loaded_weights;
   ranks.inputs = [&settings](const Graph& graph, int sample) {
     return gather_inputs(graph, settings, settings.seed + static_cast<uint64_t>(sample));
   };
@@ -397,6 +401,13 @@ void register_run(CLI::App& app, CommandAction& action) {
                    "stops")
       ->default_val(60)
       ->check(CLI::PositiveNumber);
+  command->add_flag("--read-whole-model", settings->read_whole_model,
+                    "Under mpirun: every rank reads the whole model, then drops other ranks' "
+                    "weights (by default, with --no-optimize, each reads only its own; for "
+                    "measuring what that saves)");
+  command->add_flag("--keep-loaded-weights", settings->keep_loaded_weights,
+                    "Under mpirun: keep each weight as loaded after the kernels packed their "
+                    "copy (by default it is freed; for measuring what that saves)");
   command->add_option("--trace", settings->trace_file,
                       "Write the last parallel run as Chrome-trace JSON");
   command->add_option("--gantt", settings->gantt_file,

@@ -6,6 +6,7 @@
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "analysis/graph_dot.h"
@@ -13,6 +14,7 @@
 #include "cost/cost_table.h"
 #include "machine/machine.h"
 #include "pipeline/load.h"
+#include "spatial/memory_fit.h"
 #include "spatial/search.h"
 #include "spatial/split_model.h"
 #include "spatial/submodel_export.h"
@@ -76,8 +78,9 @@ int run_split_command(const SplitCommandOptions& o) {
   } else {
     throw Error(fmt::format("--dim: expected h, w, c, hw or auto, got \"{}\"", o.dim));
   }
+  std::optional<Machine> machine_file;
   if (!o.machine.empty()) {
-    Machine machine = read_machine(o.machine);
+    Machine& machine = machine_file.emplace(read_machine(o.machine));
     if (static_cast<int>(machine.size()) != o.nodes)
       throw Error(
           fmt::format("{}: has {} devices, but --nodes is {}", o.machine, machine.size(), o.nodes));
@@ -119,6 +122,7 @@ int run_split_command(const SplitCommandOptions& o) {
   const auto user_layers = options.split.layers;
   std::optional<SplitResult> best;
   std::vector<std::pair<std::string, double>> tried;
+  std::vector<std::string> over_memory;  // Per dim tried: why it does not fit, or empty.
   for (SplitDim dim : dims) {
     options.split.dim = dim;
     if (o.search)
@@ -126,8 +130,22 @@ int run_split_command(const SplitCommandOptions& o) {
                                                     costs ? &*costs : nullptr);
     SplitResult r = split_model(graph, options);
     tried.emplace_back(std::string(split_dim_name(dim)), r.report.optimized.predicted_seconds);
+    // The machine file's memory_bytes bounds each machine's weights (C splits slice them).
+    over_memory.push_back(
+        machine_file ? weights_over_memory(r.report.optimized.weight_bytes, *machine_file) : "");
+    if (!over_memory.back().empty()) continue;
     if (!best || r.report.optimized.predicted_seconds < best->report.optimized.predicted_seconds)
       best = std::move(r);
+  }
+  if (!best) {
+    std::string reasons;
+    for (std::size_t i = 0; i < tried.size(); ++i)
+      reasons += fmt::format("; along {}: {}", tried[i].first, over_memory[i]);
+    throw Error(
+        fmt::format("{}: no split of {} on {} machines keeps each machine's weights within "
+                    "its memory{} (split along c to slice the weights, or use more "
+                    "machines)",
+                    o.machine, o.model, o.nodes, reasons));
   }
   if (o.nodes > 1 && best->report.gathers.size() == graph.node_count())
     throw Error(fmt::format("{}: no layer can be split along {} (first reason: {})", o.model, o.dim,
@@ -143,8 +161,10 @@ int run_split_command(const SplitCommandOptions& o) {
   report["output"] = o.output;
   report["dim"] = std::string(split_dim_name(options.split.dim));
   nlohmann::json candidates = nlohmann::json::array();
-  for (const auto& [name, seconds] : tried)
-    candidates.push_back({{"dim", name}, {"predicted_seconds", seconds}});
+  for (std::size_t i = 0; i < tried.size(); ++i) {
+    candidates.push_back({{"dim", tried[i].first}, {"predicted_seconds", tried[i].second}});
+    if (!over_memory[i].empty()) candidates.back()["over_memory"] = over_memory[i];
+  }
   report["candidates"] = candidates;
   if (o.json) {
     fmt::print("{}\n", report.dump(2));
@@ -186,7 +206,9 @@ void register_split(CLI::App& app, CommandAction& action) {
   command->add_option("--config", o->config,
                       "Per-layer JSON {\"layers\": {NAME: {\"dim\": D, \"shares\": [..]}}}");
   command->add_option("--machine", o->machine,
-                      "Machine file: device speeds and link bandwidths for the cost model");
+                      "Machine file: device speeds and link bandwidths for the cost model; a "
+                      "device's memory_bytes bounds the weights its machine holds (a split that "
+                      "does not fit is refused, or under --dim auto set aside)");
   command->add_flag("--search", o->search,
                     "Search each layer's shares (thesis 3.5, pruned) instead of speed shares");
   command->add_option("--objective", o->objective,

@@ -35,9 +35,9 @@ struct Prepared {
   Graph graph;
   ModelPlan plan;
   std::unique_ptr<MpiExecutor> executor;
-  std::vector<std::map<std::string, Tensor>> inputs;  // Rank 0: one stream.
+  std::vector<SampleInputs> inputs;  // One stream (empty samples on ranks other than 0).
   double model_weight_bytes = 0;
-  bool unread_weights = false;  // Some weights were never read (external data, loaded as is).
+  bool unread_weights = false;  // Some weights were never read (loaded as is).
   uint64_t hash = 0;
 };
 
@@ -45,10 +45,11 @@ void prepare(const RankRunSettings& settings, const MpiSession& session, Prepare
   LoadOptions load;
   load.shapes = parse_input_shapes(settings.shapes);
   load.optimize = settings.optimize;
-  // A model loaded as it is (no passes rewrite its weights) need not be read whole: external-
-  // data weights stay on disk until this rank knows which of them its tasks read.
+  // A model loaded as it is (no passes rewrite its weights) need not be read whole: its weights,
+  // external or embedded, stay on disk until this rank knows which of them its tasks read.
   std::map<std::string, ExternalWeight> unread;
-  if (!settings.optimize && load.shapes.empty()) load.unread_external = &unread;
+  if (!settings.optimize && load.shapes.empty() && !settings.read_whole_model)
+    load.unread_external = &unread;
   prepared.graph = load_model(settings.model, load);
   const auto unread_of = [&](ValueId id) -> const ExternalWeight& {
     return unread.at(prepared.graph.value(id).name);
@@ -91,6 +92,7 @@ void prepare(const RankRunSettings& settings, const MpiSession& session, Prepare
   MpiOptions options;
   options.threads = settings.threads;
   options.rank_timeout_seconds = settings.rank_timeout_seconds;
+  options.release_packed_weights = !settings.keep_loaded_weights;
   options.blocked_layouts = !settings.plain_layouts;
   if (settings.layouts != "auto") {
     auto family = parse_convolution_family(settings.layouts);
@@ -99,14 +101,19 @@ void prepare(const RankRunSettings& settings, const MpiSession& session, Prepare
   }
   prepared.executor = std::make_unique<MpiExecutor>(prepared.graph, prepared.plan.tasks,
                                                     prepared.plan.plan, session.comm(), options);
+  // The executor holds the weights now; this copy would keep them alive after its kernels
+  // packed them.
+  for (ValueId id : prepared.graph.initializers())
+    prepared.graph.value(id).initializer->bytes.reset();
+  const int per_run = prepared.executor->samples();
+  if (settings.samples % per_run != 0) {
+    throw Error(fmt::format("--samples {}: the plan runs {} samples at a time; give a multiple",
+                            settings.samples, per_run));
+  }
+  prepared.inputs.resize(static_cast<std::size_t>(settings.samples));
   if (session.rank() == 0) {
-    const int per_run = prepared.executor->samples_per_run();
-    if (settings.samples % per_run != 0) {
-      throw Error(fmt::format("--samples {}: the plan runs {} samples at a time; give a multiple",
-                              settings.samples, per_run));
-    }
     for (int sample = 0; sample < settings.samples; ++sample)
-      prepared.inputs.push_back(settings.inputs(prepared.graph, sample));
+      prepared.inputs[sample] = settings.inputs(prepared.graph, sample);
   }
 }
 
@@ -182,15 +189,14 @@ int run_on_ranks(const RankRunSettings& settings) {
     return 1;
   }
 
-  MpiExecutor& executor = *prepared.executor;
-  const int runs = settings.samples / executor.samples_per_run();
+  ExecutorInterface& executor = *prepared.executor;
   std::vector<double> latencies;
-  StreamResult result;
+  std::vector<std::vector<Tensor>> results;
   try {
     for (int i = 0; i < settings.warmup + settings.repeat; ++i) {
       barrier(session, settings.rank_timeout_seconds, "every rank to start the next repeat");
       auto start = Clock::now();
-      result = executor.run(prepared.inputs, runs);
+      results = executor.run(prepared.inputs);
       if (i >= settings.warmup)
         latencies.push_back(
             std::chrono::duration<double, std::milli>(Clock::now() - start).count());
@@ -199,7 +205,7 @@ int run_on_ranks(const RankRunSettings& settings) {
     abort_ranks(session.comm(), rank, e.what());
   }
 
-  const RankReport& mine = executor.report();
+  const RankReport& mine = prepared.executor->report();
   RankFigures figures;
   figures.values[0] = mine.tasks;
   figures.values[1] = mine.weight_bytes;
@@ -210,6 +216,7 @@ int run_on_ranks(const RankRunSettings& settings) {
   figures.values[6] = static_cast<double>(mine.peak_activation_bytes);
   figures.values[7] = static_cast<double>(peak_rss_bytes());
   figures.values[8] = executor.last_trace().makespan;
+  figures.values[9] = mine.released_weight_bytes;
   std::strncpy(figures.host, session.host().c_str(), sizeof figures.host - 1);
   std::vector<RankFigures> all;
   std::vector<Trace::Event> events;
@@ -230,7 +237,7 @@ int run_on_ranks(const RankRunSettings& settings) {
   report["plan"] = {{"file", settings.plan},
                     {"strategy", prepared.plan.plan.strategy},
                     {"workers", prepared.plan.plan.order.size()},
-                    {"samples_per_run", executor.samples_per_run()},
+                    {"samples_per_run", executor.samples()},
                     {"predicted_ms", prepared.plan.plan.makespan * 1e3}};
   std::vector<double> sorted = latencies;
   std::sort(sorted.begin(), sorted.end());
@@ -239,7 +246,7 @@ int run_on_ranks(const RankRunSettings& settings) {
   report["samples"] = settings.samples;
   report["throughput_samples_per_s"] = settings.samples / (median / 1e3);
   std::vector<double> per_sample;
-  for (double seconds : result.sample_seconds) per_sample.push_back(seconds * 1e3);
+  for (double seconds : prepared.executor->sample_seconds()) per_sample.push_back(seconds * 1e3);
   report["sample_latency_ms"] = {
       {"median", median_of(per_sample)},
       {"max", per_sample.empty() ? 0.0 : *std::max_element(per_sample.begin(), per_sample.end())},
@@ -254,6 +261,7 @@ int run_on_ranks(const RankRunSettings& settings) {
                      {"host", std::string(f.host, strnlen(f.host, sizeof f.host))},
                      {"tasks", f.values[0]},
                      {"weight_bytes", f.values[1]},
+                     {"released_weight_bytes", f.values[9]},
                      {"bytes_sent", f.values[2]},
                      {"bytes_received", f.values[3]},
                      {"messages_sent", f.values[4]},
@@ -265,7 +273,7 @@ int run_on_ranks(const RankRunSettings& settings) {
   report["per_rank"] = ranks;
 
   // Only now, with every output in hand, does anything reach the output folder.
-  const std::vector<Tensor>& outputs = result.outputs.front();
+  const std::vector<Tensor>& outputs = results.front();
   nlohmann::json output_list = nlohmann::json::array();
   if (!settings.output_dir.empty()) std::filesystem::create_directories(settings.output_dir);
   for (std::size_t i = 0; i < outputs.size(); ++i) {
@@ -303,10 +311,11 @@ int run_on_ranks(const RankRunSettings& settings) {
              prepared.model_weight_bytes / 1048576.0, report["weights_read"].get<std::string>());
   for (const auto& entry : ranks) {
     fmt::print(
-        "rank {:<5} {} tasks, weights {:.2f} MiB, sent {:.2f} MiB in {} messages, peak RSS "
-        "{:.1f} MiB\n",
+        "rank {:<5} {} tasks, weights {:.2f} MiB ({:.2f} freed once packed), sent {:.2f} MiB in "
+        "{} messages, peak RSS {:.1f} MiB\n",
         entry["rank"].get<int>(), entry["tasks"].get<double>(),
         entry["weight_bytes"].get<double>() / 1048576.0,
+        entry["released_weight_bytes"].get<double>() / 1048576.0,
         entry["bytes_sent"].get<double>() / 1048576.0, entry["messages_sent"].get<double>(),
         entry["peak_rss_bytes"].get<double>() / 1048576.0);
   }

@@ -27,6 +27,10 @@ struct RankRunSettings {
   std::string output_dir;
   std::string trace_file;
   double rank_timeout_seconds = 60;
+  /// Every rank reads the whole model (else, loaded as is, only its own tasks' weights).
+  bool read_whole_model = false;
+  /// Keep the loaded weights after the kernels packed them (MpiOptions::release_packed_weights).
+  bool keep_loaded_weights = false;
   /// Rank 0's inputs of stream sample `sample` (--input files, else seeded random values).
   std::function<std::map<std::string, Tensor>(const Graph&, int sample)> inputs;
 };

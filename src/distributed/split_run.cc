@@ -81,7 +81,8 @@ std::shared_ptr<Buffer> pack_region(const Tensor& tensor,
 
 struct Prepared {
   RankSplitManifest manifest;
-  std::vector<std::unique_ptr<Executor>> executors;   // Per step of this rank (run steps only).
+  // Per step of this rank (run steps only), held by the executor contract as `run` holds it.
+  std::vector<std::unique_ptr<ExecutorInterface>> executors;
   std::vector<std::vector<std::string>> run_outputs;  // Per step: the sub-model's output names.
   std::map<std::string, Tensor> inputs;
   uint64_t hash = 0;

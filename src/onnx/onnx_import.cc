@@ -14,6 +14,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "onnx/embedded_weights.h"
 #include "onnx/onnx_detail.h"
 #include "onnx/schema_check.h"
 #include "onnx/scope.h"
@@ -557,11 +558,17 @@ Graph import_onnx(const std::string& path, const ImportOptions& options) {
                     "supported (keep the weights as external data)",
                     path, size));
   }
-  std::string bytes(size, '\0');
-  std::ifstream stream(path, std::ios::binary);
-  stream.read(bytes.data(), static_cast<std::streamsize>(size));
-  if (!stream || static_cast<std::size_t>(stream.gcount()) != size) {
-    throw Error(fmt::format("{}: cannot read the model file", path));
+  std::string bytes;
+  if (options.unread_external) {
+    // A reader of some weights: embedded ones are left in the file like external ones.
+    bytes = model_without_embedded_weights(path);
+  } else {
+    bytes.assign(size, '\0');
+    std::ifstream stream(path, std::ios::binary);
+    stream.read(bytes.data(), static_cast<std::streamsize>(size));
+    if (!stream || static_cast<std::size_t>(stream.gcount()) != size) {
+      throw Error(fmt::format("{}: cannot read the model file", path));
+    }
   }
   ImportOptions with_folder = options;
   if (with_folder.external_data_folder.empty()) {

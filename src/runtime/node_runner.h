@@ -32,6 +32,8 @@ class NodeRunner {
   const std::vector<OutputSpec>& specs() const { return specs_; }
   /// Kernel::implementation of the prepared kernel; empty before the first run.
   std::string implementation() const { return kernel_ ? kernel_->implementation() : ""; }
+  /// The prepared kernel; null before the first run.
+  const Kernel* kernel() const { return kernel_.get(); }
 
  private:
   const Graph* graph_;

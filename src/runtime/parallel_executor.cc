@@ -14,6 +14,7 @@
 
 #include "runtime/constant_tensor.h"
 #include "runtime/pinning.h"
+#include "runtime/plan_inputs.h"
 #include "runtime/value_hand_off.h"
 
 namespace cleave {
@@ -22,14 +23,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Where a task finds one input: a constant, a graph input of its sample, or an output of
-// another task.
-struct InputSource {
-  enum class Kind { kNone, kConstant, kGraphInput, kTask } kind = Kind::kNone;
-  ValueId value = kNoValue;
-  int task = -1;
-  int output = -1;
-};
+// Where a task finds one input (runtime/plan_inputs.h).
+using InputSource = TaskInput;
 
 struct TaskState {
   NodeId node = -1;
@@ -254,91 +249,30 @@ ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, c
   s.plan = plan;
   s.options = options;
   s.workers = static_cast<int>(tasks.machine.size());
-  validate_plan(plan, tasks);
+  PlanInputs resolved = resolve_plan_inputs(graph, tasks, plan);
   if (static_cast<int>(plan.order.size()) != s.workers) {
     throw Error(fmt::format("plan has {} worker orders, the machine {} workers", plan.order.size(),
                             s.workers));
   }
-
-  // Tasks per (node, sample), and the plan's coverage of the graph.
-  std::map<std::pair<NodeId, int>, std::vector<int>> tasks_of;
-  for (std::size_t t = 0; t < tasks.tasks.size(); ++t) {
-    const Task& task = tasks.tasks[t];
-    if (task.node < 0 || static_cast<std::size_t>(task.node) >= graph.node_capacity() ||
-        graph.node(task.node).removed) {
-      throw Error(fmt::format("plan task '{}' refers to node {}, which the graph does not have",
-                              task.name, task.node));
-    }
-    if (task.batch_end != task.batch_begin + 1) {
-      throw Error(fmt::format(
-          "plan task '{}' covers samples [{}, {}); the executor runs one sample per task",
-          task.name, task.batch_begin, task.batch_end));
-    }
-    tasks_of[{task.node, static_cast<int>(task.batch_begin)}].push_back(static_cast<int>(t));
-    samples_ = std::max(samples_, static_cast<int>(task.batch_end));
-  }
+  samples_ = resolved.samples;
   s.samples = samples_;
-  for (NodeId node : graph.node_ids()) {
-    for (int sample = 0; sample < samples_; ++sample) {
-      if (!tasks_of.count({node, sample})) {
-        throw Error(
-            fmt::format("plan does not run node {} for sample {}", graph.describe(node), sample));
-      }
-    }
-  }
-  std::set<std::pair<int, int>> edges(tasks.edges.begin(), tasks.edges.end());
 
   s.constants.resize(graph.value_capacity());
   for (ValueId id : graph.initializers()) {
     s.constants[id] = constant_tensor(graph, id);
   }
 
-  // Where each task runs in its worker's order.
-  std::vector<std::size_t> position(tasks.tasks.size(), 0);
-  for (const std::vector<int>& order : plan.order) {
-    for (std::size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
-  }
   s.states = std::vector<TaskState>(tasks.tasks.size());
   for (std::size_t t = 0; t < tasks.tasks.size(); ++t) {
     TaskState& state = s.states[t];
     state.node = tasks.tasks[t].node;
     state.sample = static_cast<int>(tasks.tasks[t].batch_begin);
-    state.worker = plan.tasks[t].worker;
+    state.worker = resolved.worker[t];
     const Node& node = graph.node(state.node);
     state.uses.assign(node.outputs.size(), 0);
     state.read_remotely.assign(node.outputs.size(), false);
     state.remaining = std::make_unique<std::atomic<int>[]>(node.outputs.size());
-    for (ValueId input : node.inputs) {
-      InputSource source;
-      source.value = input;
-      if (input == kNoValue) {
-        source.kind = InputSource::Kind::kNone;
-      } else if (graph.value(input).initializer) {
-        source.kind = InputSource::Kind::kConstant;
-      } else if (graph.value(input).producer < 0) {
-        source.kind = InputSource::Kind::kGraphInput;
-      } else {
-        NodeId producer = graph.value(input).producer;
-        const auto& candidates = tasks_of.at({producer, state.sample});
-        // A cloned producer may run on several workers: read the copy that runs earlier on
-        // this worker, else the one the task graph connects, else any. (A copy later on this
-        // worker would never be ready in time.)
-        int chosen = candidates.front();
-        for (int candidate : candidates) {
-          if (edges.count({candidate, static_cast<int>(t)})) chosen = candidate;
-        }
-        for (int candidate : candidates) {
-          if (plan.tasks[candidate].worker == state.worker && position[candidate] < position[t])
-            chosen = candidate;
-        }
-        source.kind = InputSource::Kind::kTask;
-        source.task = chosen;
-        const auto& outputs = graph.node(producer).outputs;
-        source.output =
-            static_cast<int>(std::find(outputs.begin(), outputs.end(), input) - outputs.begin());
-      }
-      state.sources.push_back(source);
-    }
+    state.sources = std::move(resolved.inputs[t]);
   }
   for (auto& state : s.states) {
     for (const InputSource& source : state.sources) {
@@ -346,22 +280,6 @@ ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, c
         ++s.states[source.task].uses[source.output];
         if (s.states[source.task].worker != state.worker)
           s.states[source.task].read_remotely[source.output] = true;
-      }
-    }
-  }
-  // A consumer must run after its producer in a deadlock-free plan; validate_plan checked the
-  // task graph's edges, so check that the resolved sources are among them or run earlier on
-  // the reader's worker.
-  for (std::size_t t = 0; t < s.states.size(); ++t) {
-    for (const InputSource& source : s.states[t].sources) {
-      if (source.kind != InputSource::Kind::kTask) continue;
-      const bool earlier_on_this_worker =
-          s.states[source.task].worker == s.states[t].worker && position[source.task] < position[t];
-      if (!edges.count({source.task, static_cast<int>(t)}) && !earlier_on_this_worker) {
-        throw Error(fmt::format(
-            "plan task '{}' reads task '{}', but the task graph has no edge between them and "
-            "it does not run earlier on the same worker",
-            tasks.tasks[t].name, tasks.tasks[source.task].name));
       }
     }
   }

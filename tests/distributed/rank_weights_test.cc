@@ -29,11 +29,12 @@ class RankWeightsTest : public CommandFixture {
                      CLEAVE_BINARY + " " + arguments);
   }
 
-  // A stack of `layers` Gemm+Relu of `width`, weights in an external data file.
-  void make_mlp(int layers, int width) {
-    CommandResult made = run_shell(
-        "/usr/bin/python3 " CLEAVE_SOURCE_DIR "/bench/distributed/make_mlp.py " + path("mlp.onnx") +
-        " --layers " + std::to_string(layers) + " --width " + std::to_string(width));
+  // A stack of `layers` Gemm+Relu of `width`, weights in an external data file (or embedded).
+  void make_mlp(int layers, int width, bool embedded = false) {
+    CommandResult made =
+        run_shell("/usr/bin/python3 " CLEAVE_SOURCE_DIR "/bench/distributed/make_mlp.py " +
+                  path("mlp.onnx") + " --layers " + std::to_string(layers) + " --width " +
+                  std::to_string(width) + (embedded ? " --embedded" : ""));
     ASSERT_EQ(made.exit_code, 0) << made.err;
   }
 
@@ -149,6 +150,78 @@ TEST_F(RankWeightsTest, RanksOfAnExternalDataModelReadOnlyTheirOwnWeights) {
   }
   EXPECT_EQ(kept, own["model_weight_bytes"].get<double>());
   EXPECT_EQ(outputs_in("ranks"), outputs_in("single"));
+}
+
+// As above for a model whose weights are inside the protobuf (the corpus models): the ranks
+// skip the payloads of other ranks' weights and read their own from the file.
+TEST_F(RankWeightsTest, RanksOfAnEmbeddedWeightsModelReadOnlyTheirOwnWeights) {
+  make_mlp(4, 512, /*embedded=*/true);
+  ASSERT_FALSE(std::filesystem::exists(path("mlp.onnx.weights")));
+  CommandResult planned =
+      cleave("plan " + path("mlp.onnx") + " --no-optimize --costs static --strategy heft " +
+             "--machine " + cluster(2, 2.5 * kMiB) + " -o " + path("plan.json"));
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  CommandResult single =
+      cleave("run " + path("mlp.onnx") + " --no-optimize --seed 2 --output-dir " + path("single"));
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  CommandResult ran =
+      mpirun(2, "run " + path("mlp.onnx") + " --no-optimize --plan " + path("plan.json") +
+                    " --seed 2 --json --output-dir " + path("ranks"));
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  nlohmann::json report = nlohmann::json::parse(ran.out);
+  EXPECT_EQ(report["weights_read"], "own tasks' only");
+  double kept = 0;
+  for (int r = 0; r < 2; ++r) {
+    const double mine = report["per_rank"][r]["weight_bytes"].get<double>();
+    EXPECT_LE(mine, 2.5 * kMiB) << r;
+    EXPECT_GT(mine, 0) << r;
+    kept += mine;
+  }
+  EXPECT_EQ(kept, report["model_weight_bytes"].get<double>());
+  EXPECT_EQ(outputs_in("ranks"), outputs_in("single"));
+}
+
+// Each Gemm packs its weight matrix, so the rank frees the loaded copy (the biases, read at
+// every run, stay); --keep-loaded-weights keeps them. Outputs are the same either way.
+TEST_F(RankWeightsTest, RanksFreeEachWeightOnceTheirKernelsPackedIt) {
+  make_mlp(4, 512);
+  CommandResult planned =
+      cleave("plan " + path("mlp.onnx") + " --no-optimize --costs static --strategy heft " +
+             "--machine " + cluster(2, 2.5 * kMiB) + " -o " + path("plan.json"));
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  const std::string run = "run " + path("mlp.onnx") + " --no-optimize --plan " + path("plan.json") +
+                          " --seed 2 --repeat 2 --json --output-dir ";
+  CommandResult freed = mpirun(2, run + path("freed"));
+  ASSERT_EQ(freed.exit_code, 0) << freed.err;
+  CommandResult kept = mpirun(2, run + path("kept") + " --keep-loaded-weights");
+  ASSERT_EQ(kept.exit_code, 0) << kept.err;
+  nlohmann::json freed_report = nlohmann::json::parse(freed.out);
+  nlohmann::json kept_report = nlohmann::json::parse(kept.out);
+  for (int r = 0; r < 2; ++r) {
+    const auto& rank = freed_report["per_rank"][r];
+    const double weights = rank["weight_bytes"].get<double>();
+    const double biases = 512 * 4 * (weights / (512 * 512 * 4 + 512 * 4));
+    EXPECT_DOUBLE_EQ(rank["released_weight_bytes"].get<double>(), weights - biases) << r;
+    EXPECT_EQ(kept_report["per_rank"][r]["released_weight_bytes"].get<double>(), 0) << r;
+  }
+  EXPECT_EQ(outputs_in("freed"), outputs_in("kept"));
+}
+
+// A model cut short inside a weight's payload is refused by every rank, naming the file.
+TEST_F(RankWeightsTest, TruncatedEmbeddedModelIsRefusedOnEveryRank) {
+  make_mlp(2, 512, /*embedded=*/true);
+  CommandResult planned =
+      cleave("plan " + path("mlp.onnx") +
+             " --no-optimize --costs static --strategy heft --workers 2 -o " + path("plan.json"));
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  std::filesystem::resize_file(path("mlp.onnx"), std::filesystem::file_size(path("mlp.onnx")) / 2);
+  CommandResult ran = mpirun(2, "run " + path("mlp.onnx") + " --no-optimize --plan " +
+                                    path("plan.json") + " --output-dir " + path("out"));
+  EXPECT_NE(ran.exit_code, 0);
+  EXPECT_NE(ran.err.find(path("mlp.onnx") + ": not a valid ONNX model"), std::string::npos)
+      << ran.err;
+  EXPECT_NE(ran.err.find("rank 0 refused to start"), std::string::npos) << ran.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
 }
 
 TEST_F(RankWeightsTest, BadClusterFileIsRefusedByNameBeforeTheModelLoads) {

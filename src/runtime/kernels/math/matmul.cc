@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "runtime/kernels/dnnl_util.h"
+#include "runtime/kernels/packed_constants.h"
 #include "runtime/kernels/registration.h"
 
 namespace cleave {
@@ -16,7 +17,7 @@ namespace {
 using dnnl::memory;
 
 /// One oneDNN matmul with its operand layouts; weights packed once when constant.
-class MatmulKernel : public Kernel {
+class MatmulKernel : public Kernel, public PackedConstants {
  public:
   struct Operands {
     memory::desc source, weights, destination;
@@ -66,6 +67,9 @@ class MatmulKernel : public Kernel {
   }
 
   std::string implementation() const override { return step_.implementation(); }
+  bool reads_at_run(std::size_t input) const override {  // PackedConstants
+    return input != 1 || !packed_;
+  }
   std::vector<OutputSpec> output_specs() const override { return {spec_}; }
 
   /// Gemm's beta: the addend input is scaled by it first (into a kernel-owned buffer).

@@ -16,6 +16,7 @@
 #include "runtime/kernels/nn/conv_fallback.h"
 #include "runtime/kernels/nn/conv_problem.h"
 #include "runtime/kernels/nn/depthwise_split.h"
+#include "runtime/kernels/packed_constants.h"
 #include "runtime/kernels/registration.h"
 
 namespace cleave {
@@ -25,7 +26,7 @@ namespace {
 using dnnl::memory;
 using namespace conv_detail;
 
-class ConvolutionKernel : public Kernel {
+class ConvolutionKernel : public Kernel, public PackedConstants {
  public:
   /// `constant_weights`, when given, replaces input 1's bytes (laid out as problem.user_weights),
   /// and `note` is appended to the implementation's name.
@@ -36,6 +37,9 @@ class ConvolutionKernel : public Kernel {
 
   std::vector<OutputSpec> output_specs() const override { return {spec_}; }
   std::string implementation() const override { return implementation_; }
+  bool reads_at_run(std::size_t input) const override {  // PackedConstants
+    return input != 1 || (!packed_weights_ && parts_.empty());
+  }
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
            dnnl::stream& stream) override {
