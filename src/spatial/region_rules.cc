@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <set>
 
+#include "spatial/resize_region.h"
+
 namespace cleave {
 
 std::optional<std::vector<int64_t>> static_sizes(const Graph& graph, ValueId value) {
@@ -389,7 +391,7 @@ RegionMap map_region(const Graph& graph, NodeId id, const Box& out) {
   }
   if ((op == "Resize" || op == "Upsample") && os->size() == 4) {
     if (!(full_along(out, *os, 2) && full_along(out, *os, 3)))
-      return refuse(op + " is split only along C");
+      return resize_region(graph, n, *os, out);
     if (op == "Resize" && n.inputs.size() > 3 && n.inputs[3] != kNoValue)
       return refuse("Resize with sizes is not split");
     auto xs = static_sizes(graph, n.inputs[0]);

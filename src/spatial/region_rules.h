@@ -23,8 +23,13 @@ struct RegionMap {
   std::vector<std::optional<Box>> inputs;
   /// Attributes the slice's node sets differently (pads, group).
   std::vector<std::pair<std::string, Attribute>> attributes;
-  /// Constant inputs the slice's node gets instead (Pad's pads, Reshape's shape), by slot.
+  /// Constant inputs the slice's node gets instead (Pad's pads, Reshape's shape, Resize's
+  /// sizes), by slot; a slot past the node's last input is added.
   std::map<int, TensorData> constant_inputs;
+  /// When set, the slice's node computes this box of the output (a superset of the requested
+  /// one, in the output's coordinates) and a Slice crops it: a Resize starts where its input
+  /// and output grids line up.
+  std::optional<Box> computed;
 };
 
 /// The region map of `node` for the box `out` of its output 0. A box covering the whole output
