@@ -172,9 +172,14 @@ double chain_layer_seconds(const ChainLayer& layer, const SplitCostModel& links,
         for (std::size_t j = 0; j < before.size(); ++j) {
           if (j == m) continue;
           const int64_t rows = intersect(piece, before[j]).size();
-          if (rows > 0)
-            t += links.transfer_seconds(static_cast<int>(j), static_cast<int>(m),
-                                        static_cast<double>(rows) * layer.bytes_per_previous_index);
+          if (rows <= 0) continue;
+          double get =
+              links.transfer_seconds(static_cast<int>(j), static_cast<int>(m),
+                                     static_cast<double>(rows) * layer.bytes_per_previous_index);
+          if (!layer.recompute_seconds_per_previous_index.empty())
+            get = std::min(
+                get, static_cast<double>(rows) * layer.recompute_seconds_per_previous_index[m]);
+          t += get;
         }
       }
     }
@@ -342,6 +347,8 @@ std::map<std::string, LayerConfig> chained_seconds_configs(
         const NodeId conv = searches[before].node;
         auto sizes = static_sizes(graph, graph.node(conv).outputs[0]);
         layer.reads = reads_through(graph, s.node, followers[before], s.axis);
+        if (options.fuse)
+          layer.recompute_seconds_per_previous_index = searches[before].seconds.seconds_per_index;
         layer.bytes_per_previous_index =
             static_cast<double>(element_size(graph.value(graph.node(conv).outputs[0]).dtype) *
                                 elements_besides(*sizes, s.axis));

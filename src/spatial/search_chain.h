@@ -46,6 +46,10 @@ struct ChainLayer {
   /// nothing before it is partitioned (a graph input every machine holds).
   std::function<Interval(const Interval&)> reads;
   double bytes_per_previous_index = 0;  ///< One index of the previous layer's output.
+  /// Per machine: computing one index of the previous layer's output again. When set (the
+  /// split fuses tiles), a machine recomputes missing rows instead of receiving them where
+  /// that is quicker, as the optimizer's fused tiles do.
+  std::vector<double> recompute_seconds_per_previous_index;
   /// For the first layer only: how its input is partitioned (its producer's default split), or
   /// empty when every machine holds the whole input.
   std::vector<Interval> input_partition;
@@ -54,7 +58,8 @@ struct ChainLayer {
 /// Seconds of `layer` partitioned as `current` when the layer before it took `previous`
 /// (nullptr: the layer's own input_partition): per machine, its rows' compute plus receiving,
 /// from each owner over their link, the rows it reads and does not hold (messages to one
-/// machine queue on its link); the slowest machine's.
+/// machine queue on its link) or, with recompute_seconds_per_previous_index, computing them
+/// again where that is quicker; the slowest machine's.
 double chain_layer_seconds(const ChainLayer& layer, const SplitCostModel& links,
                            const std::vector<Interval>* previous,
                            const std::vector<Interval>& current);

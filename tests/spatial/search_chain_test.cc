@@ -64,6 +64,9 @@ TEST(SearchChain, FindsTheBruteForceOptimumOnRandomChains) {
                           std::min(limit, (rows.end - 1) * stride + 1 + halo)};
         };
         layer.bytes_per_previous_index = 500.0 * (1 + rng() % 4);
+        if (rng() % 2)  // tiles fused: a missing row may be computed again instead
+          for (double speed : speeds)
+            layer.recompute_seconds_per_previous_index.push_back(1e-3 * (1 + rng() % 3) / speed);
       }
       combinations *= std::max<std::size_t>(1, layer.candidates.size());
       previous_length = s.length;
@@ -99,6 +102,9 @@ TEST(SearchChain, ReDistributionCostsTheRowsAMachineNoLongerHolds) {
   EXPECT_DOUBLE_EQ(chain_layer_seconds(layer, links, &before, {{0, 3}, {3, 10}}), 13.5);
   // Unchanged shares: each side receives its one halo row: 5 + 0.5 + 2 = 7.5 s.
   EXPECT_DOUBLE_EQ(chain_layer_seconds(layer, links, &before, {{0, 5}, {5, 10}}), 7.5);
+  // Fused tiles: machine 1 computes rows 2..4 again (3 x 1 s) instead of receiving them.
+  layer.recompute_seconds_per_previous_index = {1, 1};
+  EXPECT_DOUBLE_EQ(chain_layer_seconds(layer, links, &before, {{0, 3}, {3, 10}}), 10);
 }
 
 TEST(SearchChain, EnumeratesEveryPartitionOfASmallSpaceOnly) {
@@ -133,6 +139,7 @@ SplitModelOptions slow_link_options() {
   o.cost.bandwidth.assign(3, std::vector<double>(3, 1e9));
   o.cost.latency.assign(3, std::vector<double>(3, 1e-5));
   o.cost.bandwidth[0][1] = o.cost.bandwidth[1][0] = 2e6;  // 2 MB/s between 0 and 1
+  o.fuse = false;  // halos are received, never computed again
   return o;
 }
 
@@ -147,6 +154,16 @@ TEST(SearchChain, SlowLinkMovesRowsAndActivationsFollowTheirConvolution) {
   ASSERT_EQ(second.size(), 3u);
   EXPECT_GT(second[2], 20);
   EXPECT_LT(second[0] + second[1], 40);
+}
+
+// With fused tiles a machine computes its one-row halo again rather than wait on the slow
+// link, so nothing is worth moving: the chain keeps the balanced shares.
+TEST(SearchChain, FusedTilesMakeTheSlowLinkIrrelevant) {
+  Graph g = parse_graph(kChain);
+  SplitModelOptions o = slow_link_options();
+  o.fuse = true;
+  auto picked = searched_layer_configs(g, o, {}, 20, SearchObjective::kSeconds);
+  EXPECT_EQ(picked["conv2"].shares, (std::vector<double>{20, 20, 20}));
 }
 
 TEST(SearchChain, TermsObjectiveGivesActivationsTheirConvolutionsShares) {
