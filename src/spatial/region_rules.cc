@@ -393,7 +393,7 @@ RegionMap map_region(const Graph& graph, NodeId id, const Box& out) {
     if (!(full_along(out, *os, 2) && full_along(out, *os, 3)))
       return resize_region(graph, n, *os, out);
     if (op == "Resize" && n.inputs.size() > 3 && n.inputs[3] != kNoValue)
-      return refuse("Resize with sizes is not split");
+      return resize_region(graph, n, *os, out);  // its sizes become the slice's
     auto xs = static_sizes(graph, n.inputs[0]);
     RegionMap r;
     r.ok = true;

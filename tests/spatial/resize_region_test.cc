@@ -96,7 +96,7 @@ TEST(ResizeRegion, AlignCornersSplitsOnlyWhereItsGridsLineUp) {
 }
 
 // Split against whole on small generated models: every mode, both scales and sizes, 2 to 4
-// machines along H, W and the grid.
+// machines along H, W, the grid and C (where given sizes become the slice's channel count).
 std::string resize_model(const std::string& attributes, const std::string& rates, int h, int w,
                          int oh, int ow, bool sizes) {
   const std::string rates_type = sizes ? "i64[4]" : "f32[4]";
@@ -142,7 +142,7 @@ TEST(ResizeRegion, SplitAlongHAndWEqualsTheWholeResize) {
     Graph g = testing::graph_with_weights(
         resize_model(c.attributes, c.rates, c.h, c.w, c.oh, c.ow, c.sizes));
     for (int machines : {2, 3, 4}) {
-      for (SplitDim dim : {SplitDim::kH, SplitDim::kW, SplitDim::kHW}) {
+      for (SplitDim dim : {SplitDim::kH, SplitDim::kW, SplitDim::kHW, SplitDim::kC}) {
         SplitResult r = testing::split(g, machines, dim);
         const std::string where = c.attributes + " " + c.rates + " machines " +
                                   std::to_string(machines) + " " + std::string(split_dim_name(dim));
