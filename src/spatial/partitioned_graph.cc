@@ -411,17 +411,7 @@ class Builder {
     for (int m = 0; m < out_.machines; ++m) {
       if (!regions_.present[n.outputs[0]][m]) continue;
       const Box& box = regions_.held[n.outputs[0]][m];
-      RegionMap r;
-      if (split.gathered) {
-        r.ok = true;
-        for (ValueId in : n.inputs) {
-          auto s = static_sizes(in_, in);
-          r.inputs.push_back(in == kNoValue ? std::nullopt
-                                            : std::optional<Box>(s ? full_box(*s) : Box{}));
-        }
-      } else {
-        r = map_region(in_, id, box);
-      }
+      const RegionMap r = split.gathered ? whole_region(in_, id) : map_region(in_, id, box);
       if (!r.ok) throw Error("split: node " + in_.describe(id) + ": " + r.reason);
       std::vector<ValueId> inputs;
       std::size_t slots = n.inputs.size();

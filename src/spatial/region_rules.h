@@ -36,6 +36,9 @@ struct RegionMap {
 /// always maps (to whole inputs, node unchanged); any other box maps only for the op families
 /// the partitioner splits, otherwise `ok` is false with the reason.
 RegionMap map_region(const Graph& graph, NodeId node, const Box& out);
+/// The region map of computing all of `node` (its whole inputs, node unchanged): a box
+/// covering the output, and every gathered node, whose shapes need not be known.
+RegionMap whole_region(const Graph& graph, NodeId node);
 /// The static sizes of a value, or nullopt when its shape is not fully known.
 std::optional<std::vector<int64_t>> static_sizes(const Graph& graph, ValueId value);
 /// Split points along `axis` of the node's output must be multiples of this (a grouped
