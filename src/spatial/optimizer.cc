@@ -46,7 +46,9 @@ std::vector<Box> needed_boxes(const Graph& graph, const Partition& partition,
     for (int m = 0; m < machines; ++m) {
       if (!regions.present[n.outputs[0]][m]) continue;  // no slice of c on m
       const Box& out = regions.held[n.outputs[0]][m];
-      RegionMap r = map_region(graph, c, out);
+      // A gathered reader (one whose shapes may be unknown) reads its inputs whole.
+      const RegionMap r =
+          partition.layers[c]->gathered ? whole_region(graph, c) : map_region(graph, c, out);
       if (!r.ok) throw Error("split: node " + graph.describe(c) + ": " + r.reason);
       for (std::size_t slot = 0; slot < n.inputs.size(); ++slot) {
         if (n.inputs[slot] != value || !r.inputs[slot] || r.constant_inputs.count(slot)) continue;

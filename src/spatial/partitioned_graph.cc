@@ -411,26 +411,21 @@ class Builder {
     for (int m = 0; m < out_.machines; ++m) {
       if (!regions_.present[n.outputs[0]][m]) continue;
       const Box& box = regions_.held[n.outputs[0]][m];
-      RegionMap r;
-      if (split.gathered) {
-        r.ok = true;
-        for (ValueId in : n.inputs) {
-          auto s = static_sizes(in_, in);
-          r.inputs.push_back(in == kNoValue ? std::nullopt
-                                            : std::optional<Box>(s ? full_box(*s) : Box{}));
-        }
-      } else {
-        r = map_region(in_, id, box);
-      }
+      const RegionMap r = split.gathered ? whole_region(in_, id) : map_region(in_, id, box);
       if (!r.ok) throw Error("split: node " + in_.describe(id) + ": " + r.reason);
       std::vector<ValueId> inputs;
-      for (std::size_t slot = 0; slot < n.inputs.size(); ++slot) {
-        const ValueId v = n.inputs[slot];
-        if (v == kNoValue) {
-          inputs.push_back(kNoValue);
-        } else if (r.constant_inputs.count(static_cast<int>(slot))) {
-          inputs.push_back(constant(in_.value(v).name + "@" + std::to_string(m),
+      std::size_t slots = n.inputs.size();
+      if (!r.constant_inputs.empty())
+        slots = std::max(slots, static_cast<std::size_t>(r.constant_inputs.rbegin()->first) + 1);
+      for (std::size_t slot = 0; slot < slots; ++slot) {
+        const ValueId v = slot < n.inputs.size() ? n.inputs[slot] : kNoValue;
+        if (r.constant_inputs.count(static_cast<int>(slot))) {
+          const std::string base_name =
+              v == kNoValue ? n.op_type + "_input" + std::to_string(slot) : in_.value(v).name;
+          inputs.push_back(constant(base_name + "@" + std::to_string(m),
                                     r.constant_inputs.at(static_cast<int>(slot))));
+        } else if (v == kNoValue) {
+          inputs.push_back(kNoValue);
         } else if (!r.inputs[slot]) {
           continue;  // a Concat input this slice does not read
         } else if (in_.value(v).initializer) {
@@ -454,7 +449,8 @@ class Builder {
         ValueId out = split.gathered || k > 0
                           ? out_.graph.add_value(out_.graph.find_value(name) ? fresh(name) : name,
                                                  o.dtype, o.shape)
-                          : new_value(name, o.dtype, box);
+                          : new_value(name + (r.computed ? "~computed" : ""), o.dtype,
+                                      r.computed && k == 0 ? *r.computed : box);
         local_[n.outputs[k]][m] = out;
         outputs.push_back(out);
       }
@@ -474,6 +470,10 @@ class Builder {
                                  ? std::string{}
                                  : base + "@" + std::to_string(m));
       out_.graph.node(made).domain = n.domain;
+      // The slice computed more rows than it holds (a Resize from where its grids line up).
+      if (r.computed && !split.gathered)
+        local_[n.outputs[0]][m] = slice(outputs[0], relative_box(box, *r.computed), m,
+                                        in_.value(n.outputs[0]).name + "@" + std::to_string(m));
     }
     if (syncing_) ++out_.sync_points;
   }

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <set>
 
+#include "spatial/resize_region.h"
+
 namespace cleave {
 
 std::optional<std::vector<int64_t>> static_sizes(const Graph& graph, ValueId value) {
@@ -338,19 +340,21 @@ RegionMap pad(const Graph& graph, const Node& n, const std::vector<int64_t>& os,
 
 }  // namespace
 
+RegionMap whole_region(const Graph& graph, NodeId id) {
+  RegionMap r;
+  r.ok = true;
+  for (ValueId in : graph.node(id).inputs) {
+    auto s = static_sizes(graph, in);
+    r.inputs.push_back(in == kNoValue ? std::nullopt
+                                      : std::optional<Box>(s ? full_box(*s) : Box{}));
+  }
+  return r;
+}
+
 RegionMap map_region(const Graph& graph, NodeId id, const Box& out) {
   const Node& n = graph.node(id);
   auto os = static_sizes(graph, n.outputs.at(0));
-  if (os && box_contains(out, full_box(*os))) {
-    RegionMap r;
-    r.ok = true;
-    for (ValueId in : n.inputs) {
-      auto s = static_sizes(graph, in);
-      r.inputs.push_back(in == kNoValue ? std::nullopt
-                                        : std::optional<Box>(s ? full_box(*s) : Box{}));
-    }
-    return r;
-  }
+  if (os && box_contains(out, full_box(*os))) return whole_region(graph, id);
   if (!os) return refuse("output shape not known");
   if (n.outputs.size() != 1 && n.op_type != "Dropout" && n.op_type != "MaxPool")
     return refuse(n.op_type + " has several outputs");
@@ -389,9 +393,9 @@ RegionMap map_region(const Graph& graph, NodeId id, const Box& out) {
   }
   if ((op == "Resize" || op == "Upsample") && os->size() == 4) {
     if (!(full_along(out, *os, 2) && full_along(out, *os, 3)))
-      return refuse(op + " is split only along C");
+      return resize_region(graph, n, *os, out);
     if (op == "Resize" && n.inputs.size() > 3 && n.inputs[3] != kNoValue)
-      return refuse("Resize with sizes is not split");
+      return resize_region(graph, n, *os, out);  // its sizes become the slice's
     auto xs = static_sizes(graph, n.inputs[0]);
     RegionMap r;
     r.ok = true;

@@ -10,6 +10,7 @@
 
 #include "cost/cost_table.h"
 #include "spatial/region_rules.h"
+#include "spatial/search_chain.h"
 #include "spatial/search_seconds.h"
 #include "spatial/split_model.h"
 
@@ -331,85 +332,27 @@ SearchResult search_partition(const SearchSpace& space, const SearchWeights& wei
   return w.result;
 }
 
-namespace {
-
-// Indices of the layer's direction one machine reads across a boundary: its kernel's reach
-// past its stride (Eq. 3.2's k_eff - stride), along H or W; none along C.
-int64_t layer_halo(const Graph& graph, const Node& n, int axis) {
-  if (axis < 2 || axis > 3 || n.inputs.size() < 2) return 0;
-  std::vector<int64_t> kernel = n.ints_attribute("kernel_shape");
-  if (kernel.size() != 2) {
-    auto w = static_sizes(graph, n.inputs[1]);
-    if (!w || w->size() != 4) return 0;
-    kernel = {(*w)[2], (*w)[3]};
-  }
-  std::vector<int64_t> dilations = n.ints_attribute("dilations");
-  std::vector<int64_t> strides = n.ints_attribute("strides");
-  const int d = axis - 2;
-  const int64_t dilation = dilations.size() == 2 ? dilations[d] : 1;
-  const int64_t stride = strides.size() == 2 ? strides[d] : 1;
-  return std::max<int64_t>(0, (kernel[d] - 1) * dilation + 1 - stride);
-}
-
-}  // namespace
-
 std::map<std::string, LayerConfig> searched_layer_configs(
     const Graph& graph, const SplitModelOptions& options,
     const std::map<std::string, LayerConfig>& layers, double threshold_percent,
     SearchObjective objective, const CostTable* costs) {
+  if (objective == SearchObjective::kSeconds)
+    return chained_seconds_configs(graph, options, layers, threshold_percent, costs);
   std::map<std::string, LayerConfig> out = layers;
-  const int machines = options.split.machines;
-  std::vector<double> speeds = options.cost.speeds;
-  if (speeds.empty()) speeds.assign(machines, 1.0);
-  Partition base = naive_partition(graph, options.split);
+  const Partition base = naive_partition(graph, options.split);
   for (NodeId id : graph.node_ids()) {
-    const Node& n = graph.node(id);
-    const LayerSplit& split = *base.layers[id];
-    if (split.gathered || split.axes.size() != 1 || n.name.empty() || layers.count(n.name) ||
-        n.op_type != "Conv")
-      continue;
-    auto sizes = static_sizes(graph, n.outputs[0]);
-    const int axis = split.axes[0];
-    SearchSpace space;
-    space.length = (*sizes)[axis];
-    space.speeds = speeds;
-    space.threshold_percent = threshold_percent;
-    space.other_elements = 1;
-    for (std::size_t d = 0; d < sizes->size(); ++d)
-      if (static_cast<int>(d) != axis) space.other_elements *= (*sizes)[d];
-    const int64_t halo = layer_halo(graph, n, axis);
-    const double layer_flops = flops_per_output_element(graph, id) *
-                               static_cast<double>(space.length * space.other_elements);
-    const double elem = static_cast<double>(element_size(graph.value(n.outputs[0]).dtype));
-    if (space.length < machines * 2) continue;
-    SearchResult r;
-    if (objective == SearchObjective::kSeconds) {
-      // The layer's seconds on a machine of speed 1: the cost table's, else FLOPs at the rate.
-      const double layer_seconds = costs && static_cast<std::size_t>(id) < costs->nodes.size() &&
-                                           !costs->nodes[id].seconds.empty()
-                                       ? costs->seconds(id)
-                                       : layer_flops / options.cost.flops_per_second;
-      SecondsModel model;
-      for (double speed : speeds)
-        model.seconds_per_index.push_back(layer_seconds / static_cast<double>(space.length) /
-                                          speed);
-      model.bytes_per_index = elem * static_cast<double>(space.other_elements);
-      model.halo = halo;
-      model.links = options.cost;
-      r = search_partition_seconds(space, model);
-    } else {
-      SearchWeights weights;
-      weights.operations = flops_per_output_element(graph, id) / options.cost.flops_per_second;
-      weights.harmonic = weights.operations;
-      weights.data = elem / options.cost.bytes_per_second;
-      weights.overlap = weights.operations;
-      weights.halo = halo;
-      r = search_partition(space, weights, true);
-    }
+    auto s = layer_search(graph, options, base, id, layers, threshold_percent, costs);
+    if (!s) continue;
+    const SearchResult r = search_partition(s->space, s->weights, true);
     if (r.best.empty()) continue;
     LayerConfig config;
     for (const Interval& i : r.best) config.shares.push_back(static_cast<double>(i.size()));
-    out[n.name] = config;
+    out[graph.node(id).name] = config;
+    // The layer's activations and pools take its shares, so nothing moves between them.
+    for (NodeId f : share_followers(graph, base, id)) {
+      const std::string& name = graph.node(f).name;
+      if (!name.empty() && !layers.count(name)) out[name] = config;
+    }
   }
   return out;
 }

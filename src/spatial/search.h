@@ -68,9 +68,12 @@ SearchResult search_partition(const SearchSpace& space, const SearchWeights& wei
 double log10_partition_count(const SearchSpace& space);
 
 /// Per convolution of the graph that the default split can cut, the shares the search picks
-/// for it (`threshold_percent` 10), merged over `layers` (explicit entries win). With
-/// kSeconds, a layer's seconds come from `costs` (its 1-thread time on a machine of speed 1),
-/// else from its FLOPs at options.cost's rate, and transfers from options.cost's links.
+/// for it (`threshold_percent` 10), merged over `layers` (explicit entries win); the nodes
+/// that follow it (share_followers) take the same shares. kTerms searches each layer alone
+/// (Eqs. 3.7-3.12, as the thesis does); kSeconds searches chains of layers together
+/// (chained_seconds_configs in search_chain.h), a layer's seconds from `costs` (its 1-thread
+/// time on a machine of speed 1), else from its FLOPs at options.cost's rate, and transfers
+/// from options.cost's links.
 std::map<std::string, LayerConfig> searched_layer_configs(
     const Graph& graph, const SplitModelOptions& options,
     const std::map<std::string, LayerConfig>& layers, double threshold_percent = 10,

@@ -84,11 +84,13 @@ TEST(SearchSeconds, HaloOverASlowLinkCostsItsBytesOverTheBandwidth) {
 
 // Three equal machines, the link between machines 0 and 1 slow: the terms objective counts
 // elements and keeps the layer balanced; the seconds objective sees that machines 0 and 1 wait
-// on that link and gives machine 2 more rows.
+// on that link for the halo of the layer before and gives machine 2 more rows.
 TEST(SearchSeconds, ObjectivesPickDifferentSharesWhenOneLinkIsSlow) {
   Graph g = parse_graph(R"(graph main [ai.onnx=17] (%x: f32[1,8,60,60]) {
   @w: f32[8,8,3,3]
-  %y: f32[1,8,60,60] = "conv" Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w)
+  @w0: f32[8,8,3,3]
+  %h: f32[1,8,60,60] = "first" Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w0)
+  %y: f32[1,8,60,60] = "conv" Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%h, @w)
   return %y
 })");
   SplitModelOptions o;
@@ -98,6 +100,7 @@ TEST(SearchSeconds, ObjectivesPickDifferentSharesWhenOneLinkIsSlow) {
   o.cost.bandwidth.assign(3, std::vector<double>(3, 1e9));
   o.cost.latency.assign(3, std::vector<double>(3, 1e-5));
   o.cost.bandwidth[0][1] = o.cost.bandwidth[1][0] = 2e6;  // 2 MB/s between 0 and 1
+  o.fuse = false;  // halos are received, never computed again
   auto terms = searched_layer_configs(g, o, {}, 20, SearchObjective::kTerms);
   auto seconds = searched_layer_configs(g, o, {}, 20, SearchObjective::kSeconds);
   ASSERT_EQ(terms.count("conv"), 1u);
@@ -112,7 +115,9 @@ TEST(SearchSeconds, ObjectivesPickDifferentSharesWhenOneLinkIsSlow) {
 TEST(SearchSeconds, UsesTheCostTablesSecondsForTheLayer) {
   Graph g = parse_graph(R"(graph main [ai.onnx=17] (%x: f32[1,8,60,60]) {
   @w: f32[8,8,3,3]
-  %y: f32[1,8,60,60] = "conv" Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w)
+  @w0: f32[8,8,3,3]
+  %h: f32[1,8,60,60] = "first" Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w0)
+  %y: f32[1,8,60,60] = "conv" Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%h, @w)
   return %y
 })");
   SplitModelOptions o;

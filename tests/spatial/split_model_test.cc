@@ -107,6 +107,21 @@ TEST(SplitModel, ReportsWhereAndWhyItGathers) {
             "Softmax: Softmax is never split along its own axis 1\n");
 }
 
+// A node whose output shape is not known (as after a Resize to computed sizes) is gathered
+// with that reason, and the split layer before it is read whole, not refused.
+TEST(SplitModel, NodeOfUnknownShapeIsGatheredAfterASplitLayer) {
+  Graph g = testing::graph_with_weights(R"(graph main [ai.onnx=17] (%x: f32[1,2,12,8]) {
+  @w: f32[4,2,3,3]
+  %c: f32[1,4,12,8] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w)
+  %r: f32[1,4,H,W] = "relu" Relu(%c)
+  return %r
+})");
+  SplitResult r = testing::split(g, 3, SplitDim::kH);
+  ASSERT_EQ(r.report.gathers.size(), 1u);
+  EXPECT_EQ(r.report.gathers[0].reason, "output shape not known");
+  EXPECT_LT(testing::split_error(g, r), 1e-5);
+}
+
 TEST(SplitModel, UnequalSpeedsGiveTheFastMachineMoreRows) {
   Graph g = testing::graph_with_weights(kConvStack);
   SplitResult r = testing::split(g, 2, SplitDim::kH, true, {1, 3});

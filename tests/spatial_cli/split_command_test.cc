@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "../cli/command_fixture.h"
 #include "ir/text.h"
@@ -55,13 +56,35 @@ TEST_F(SplitCommand, WritesCheckedSubModelsThatRecombine) {
 }
 
 TEST_F(SplitCommand, AutoPicksADirectionAndReportsJson) {
-  CommandResult r = cleave("split " + demo() + " --nodes 2 --dim auto --json -o " + path("auto"));
+  for (int nodes : {2, 3, 4}) {
+    const std::string dir = path("auto" + std::to_string(nodes));
+    CommandResult r = cleave("split " + demo() + " --nodes " + std::to_string(nodes) +
+                             " --dim auto --json -o " + dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto json = nlohmann::json::parse(r.out);
+    EXPECT_EQ(json["candidates"].size(), 4u);
+    double fastest = 1e300;
+    for (const auto& c : json["candidates"])
+      fastest = std::min(fastest, c["predicted_seconds"].get<double>());
+    EXPECT_DOUBLE_EQ(json["optimized"]["predicted_seconds"].get<double>(), fastest) << nodes;
+    EXPECT_LE(json["optimized"]["transfer_bytes"].get<int64_t>(),
+              json["naive"]["transfer_bytes"].get<int64_t>());
+    EXPECT_LT(recombined_error(demo(), dir), 1e-3) << nodes;
+  }
+}
+
+TEST_F(SplitCommand, DrawsThePartitionedGraphAsDotAndSvg) {
+  CommandResult r = cleave("split " + demo() + " --nodes 2 --dot " + path("g.dot") + " --svg " +
+                           path("g.svg") + " -o " + path("drawn"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto json = nlohmann::json::parse(r.out);
-  EXPECT_EQ(json["candidates"].size(), 4u);
-  EXPECT_LE(json["optimized"]["transfer_bytes"].get<int64_t>(),
-            json["naive"]["transfer_bytes"].get<int64_t>());
-  EXPECT_LT(recombined_error(demo(), path("auto")), 1e-3);
+  std::ifstream dot(path("g.dot")), svg(path("g.svg"));
+  const std::string dot_text((std::istreambuf_iterator<char>(dot)), {});
+  const std::string svg_text((std::istreambuf_iterator<char>(svg)), {});
+  EXPECT_NE(dot_text.find("digraph"), std::string::npos);
+  // The partitioned graph: slices per machine and the Slice nodes that cut halos out.
+  EXPECT_NE(dot_text.find("@1"), std::string::npos);
+  EXPECT_NE(dot_text.find("Slice"), std::string::npos);
+  EXPECT_NE(svg_text.find("<svg"), std::string::npos);
 }
 
 TEST_F(SplitCommand, SearchInSecondsRecombines) {
@@ -70,6 +93,23 @@ TEST_F(SplitCommand, SearchInSecondsRecombines) {
              path("seconds"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_LT(recombined_error(demo(), path("seconds")), 1e-3);
+}
+
+// The seconds search splits its chain optimum and the terms optimum and keeps whichever the
+// split's own prediction says is faster: never worse than terms on the same machines.
+TEST_F(SplitCommand, SecondsSearchIsNeverPredictedSlowerThanTerms) {
+  CommandResult r = cleave("split " + demo() +
+                           " --nodes 3 --speeds 1,2,1 --search --objective seconds --costs "
+                           "flops --json -o " +
+                           path("kept"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto json = nlohmann::json::parse(r.out);
+  ASSERT_EQ(json["seconds_search"].size(), 1u);
+  const auto& s = json["seconds_search"][0];
+  const double chain = s["chain_predicted_seconds"].get<double>();
+  const double terms = s["terms_predicted_seconds"].get<double>();
+  EXPECT_DOUBLE_EQ(json["optimized"]["predicted_seconds"].get<double>(), std::min(chain, terms));
+  EXPECT_EQ(s["kept"].get<std::string>(), terms < chain ? "terms" : "chain");
 }
 
 TEST_F(SplitCommand, RefusesAnUnknownObjectiveAndWritesNothing) {
