@@ -14,26 +14,11 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 namespace cleave {
 
 namespace {
-
-// Tensor payloads are what makes models big; the parent already has them.
-void strip_tensor_data(onnx::GraphProto* graph) {
-  graph->clear_initializer();
-  graph->clear_sparse_initializer();
-  for (auto& node : *graph->mutable_node()) {
-    for (auto& attribute : *node.mutable_attribute()) {
-      attribute.clear_t();
-      attribute.clear_tensors();
-      attribute.clear_sparse_tensor();
-      attribute.clear_sparse_tensors();
-      if (attribute.has_g()) strip_tensor_data(attribute.mutable_g());
-      for (auto& body : *attribute.mutable_graphs()) strip_tensor_data(&body);
-    }
-  }
-}
 
 // Inference merges what it computes into the declared value_info and output shapes and keeps
 // a wrong declaration when the two conflict; without them, what comes back is computed alone,
@@ -60,6 +45,65 @@ bool write_all(int fd, const char* data, std::size_t size) {
   return true;
 }
 
+void append_varint(std::string& out, uint64_t value) {
+  while (value >= 0x80) {
+    out.push_back(static_cast<char>(value | 0x80));
+    value >>= 7;
+  }
+  out.push_back(static_cast<char>(value));
+}
+
+// A length-delimited field: `field` of wire type 2, then `bytes`.
+void append_field(std::string& out, int field, std::string_view bytes) {
+  append_varint(out, static_cast<uint64_t>(field) << 3 | 2);
+  append_varint(out, bytes.size());
+  out.append(bytes);
+}
+
+void append_message(std::string& out, int field, const google::protobuf::MessageLite& message) {
+  append_varint(out, static_cast<uint64_t>(field) << 3 | 2);
+  const std::size_t size = message.ByteSizeLong();
+  append_varint(out, size);
+  const std::size_t at = out.size();
+  out.resize(at + size);
+  message.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(out.data() + at));
+}
+
+// The part of an inferred graph that the importer reads, in GraphProto's wire format (field
+// numbers of onnx.proto). Serializing the whole inferred model and parsing it again in the
+// parent repeated the parse of every node's names; this sends a few bytes per node.
+void append_types(std::string& out, const onnx::GraphProto& graph) {
+  std::string node_bytes;
+  std::string attribute_bytes;
+  std::string body_bytes;
+  for (const onnx::NodeProto& node : graph.node()) {
+    node_bytes.clear();
+    append_field(node_bytes, onnx::NodeProto::kOpTypeFieldNumber, node.op_type());
+    for (const onnx::AttributeProto& attribute : node.attribute()) {
+      attribute_bytes.clear();
+      append_field(attribute_bytes, onnx::AttributeProto::kNameFieldNumber, attribute.name());
+      if (attribute.has_g()) {
+        body_bytes.clear();
+        append_types(body_bytes, attribute.g());
+        append_field(attribute_bytes, onnx::AttributeProto::kGFieldNumber, body_bytes);
+      }
+      for (const onnx::GraphProto& body : attribute.graphs()) {
+        body_bytes.clear();
+        append_types(body_bytes, body);
+        append_field(attribute_bytes, onnx::AttributeProto::kGraphsFieldNumber, body_bytes);
+      }
+      append_field(node_bytes, onnx::NodeProto::kAttributeFieldNumber, attribute_bytes);
+    }
+    append_field(out, onnx::GraphProto::kNodeFieldNumber, node_bytes);
+  }
+  for (const auto& info : graph.value_info()) {
+    append_message(out, onnx::GraphProto::kValueInfoFieldNumber, info);
+  }
+  for (const auto& info : graph.output()) {
+    append_message(out, onnx::GraphProto::kOutputFieldNumber, info);
+  }
+}
+
 [[noreturn]] void run_child(const onnx::ModelProto& model, int fd) {
   // Die quietly on a crash: the parent notices, and no crash handler of the parent's
   // (sanitizers, fuzzers) should treat the child's death as its own.
@@ -68,20 +112,17 @@ bool write_all(int fd, const char* data, std::size_t size) {
   }
   int code = 1;
   try {
-    // Never freed: the child exits below, and destroying a large model message by message
-    // took a tenth of a 200k-node import.
-    onnx::ModelProto& inferred = *new onnx::ModelProto(model);
+    // The child's memory is its own copy of the parent's: inference may change the model in
+    // place, and a copy of a 200k-node model was a tenth of its import. Nothing is freed:
+    // the child exits below.
+    auto& inferred = const_cast<onnx::ModelProto&>(model);
     forget_declared_shapes(inferred.mutable_graph());
     onnx::shape_inference::InferShapes(inferred);
-    strip_tensor_data(inferred.mutable_graph());
-    std::string bytes;
-    if (inferred.SerializeToString(&bytes)) {
-      uint64_t size = bytes.size();
-      if (write_all(fd, reinterpret_cast<const char*>(&size), sizeof size) &&
-          write_all(fd, bytes.data(), bytes.size())) {
-        code = 0;
-      }
-    }
+    std::string bytes(sizeof(uint64_t), '\0');
+    append_types(bytes, inferred.graph());
+    const uint64_t size = bytes.size() - sizeof(uint64_t);
+    std::memcpy(bytes.data(), &size, sizeof size);
+    if (write_all(fd, bytes.data(), bytes.size())) code = 0;
   } catch (...) {
   }
   ::_exit(code);
@@ -89,8 +130,8 @@ bool write_all(int fd, const char* data, std::size_t size) {
 
 }  // namespace
 
-onnx::ModelProto* infer_shapes_in_process(const onnx::ModelProto& model,
-                                          google::protobuf::Arena& arena) {
+const onnx::GraphProto* infer_shapes_in_process(const onnx::ModelProto& model,
+                                                google::protobuf::Arena& arena) {
   auto* inferred = google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
   *inferred = model;
   forget_declared_shapes(inferred->mutable_graph());
@@ -99,11 +140,11 @@ onnx::ModelProto* infer_shapes_in_process(const onnx::ModelProto& model,
   } catch (const std::exception&) {
     return nullptr;
   }
-  return inferred;
+  return &inferred->graph();
 }
 
-onnx::ModelProto* infer_shapes_isolated(const onnx::ModelProto& model, double timeout_seconds,
-                                        google::protobuf::Arena& arena) {
+const onnx::GraphProto* infer_shapes_isolated(const onnx::ModelProto& model, double timeout_seconds,
+                                              google::protobuf::Arena& arena) {
   // Build the schema registry before forking, so the child does not start with its
   // initialization half done by another thread.
   onnx::OpSchemaRegistry::Instance();
@@ -153,7 +194,7 @@ onnx::ModelProto* infer_shapes_isolated(const onnx::ModelProto& model, double ti
   if (received.size() < sizeof size) return nullptr;
   std::memcpy(&size, received.data(), sizeof size);
   if (received.size() - sizeof size != size || size > INT32_MAX) return nullptr;
-  auto* inferred = google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
+  auto* inferred = google::protobuf::Arena::CreateMessage<onnx::GraphProto>(&arena);
   if (!inferred->ParseFromArray(received.data() + sizeof size, static_cast<int>(size))) {
     return nullptr;
   }
