@@ -162,15 +162,23 @@ int run_model(const RunSettings& settings) {
     executor->add_observer(trace_writer);
   }
   std::vector<Tensor> outputs;
-  for (int i = 0; i < settings.warmup; ++i) outputs = executor->run(sample_inputs).front();
-  if (settings.warmup > 0) executor->reset_stats();
   std::vector<double> latencies;
-  for (int i = 0; i < settings.repeat; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    outputs = executor->run(sample_inputs).front();
-    latencies.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count());
+  try {
+    for (int i = 0; i < settings.warmup; ++i) outputs = executor->run(sample_inputs).front();
+    if (settings.warmup > 0) executor->reset_stats();
+    for (int i = 0; i < settings.repeat; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      outputs = executor->run(sample_inputs).front();
+      latencies.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
+    }
+  } catch (const UnsupportedError& e) {
+    // A node's error (a shape that overflows, memory that runs out) names the node; the file
+    // it belongs to is the model's.
+    throw UnsupportedError(fmt::format("{}: {}", settings.model, e.what()));
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", settings.model, e.what()));
   }
 
   nlohmann::json report;

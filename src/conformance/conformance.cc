@@ -234,7 +234,16 @@ CaseResult run_case(const std::string& directory, const std::string& name,
   CaseResult result;
   result.name = name;
   try {
-    Graph graph = import_onnx((fs::path(directory) / "model.onnx").string());
+    Graph graph;
+    try {
+      graph = import_onnx((fs::path(directory) / "model.onnx").string());
+    } catch (const UnsupportedError& e) {
+      // Import refuses other domains' ops, which classify counts as out of scope too.
+      result.in_scope = false;
+      result.status = CaseStatus::kUnsupported;
+      result.reason = fmt::format("out of scope: {}", e.what());
+      return result;
+    }
     result = classify(graph, result);
     if (!result.in_scope) {
       result.status = CaseStatus::kUnsupported;

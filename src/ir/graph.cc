@@ -65,6 +65,14 @@ bool graph_pointers_equal(const std::shared_ptr<const Graph>& a,
   return a == b;
 }
 
+// Sorted and deduplicated in place: a node has few neighbours, and a std::set allocated one
+// tree node per neighbour, on every call (the summary and the orders call these per node).
+std::vector<NodeId> sorted_unique(std::vector<NodeId> ids) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
 }  // namespace
 
 std::size_t element_size(DataType type) {
@@ -301,11 +309,10 @@ void Node::set_attribute(std::string key, Attribute value) {
 }
 
 ValueId Graph::add_value(std::string name, DataType dtype, Shape shape) {
-  if (value_by_name_.count(name)) {
+  auto id = static_cast<ValueId>(values_.size());
+  if (!value_by_name_.try_emplace(name, id).second) {
     throw Error(fmt::format("graph '{}': value '{}' is defined twice", this->name, name));
   }
-  auto id = static_cast<ValueId>(values_.size());
-  value_by_name_.emplace(name, id);
   Value value;
   value.name = std::move(name);
   value.dtype = dtype;
@@ -456,19 +463,20 @@ std::vector<ValueId> Graph::initializers() const {
 }
 
 std::vector<NodeId> Graph::predecessors(NodeId id) const {
-  std::set<NodeId> found;
+  std::vector<NodeId> found;
   for (ValueId input : nodes_.at(id).inputs) {
-    if (input != kNoValue && values_[input].producer >= 0) found.insert(values_[input].producer);
+    if (input != kNoValue && values_[input].producer >= 0) found.push_back(values_[input].producer);
   }
-  return {found.begin(), found.end()};
+  return sorted_unique(std::move(found));
 }
 
 std::vector<NodeId> Graph::successors(NodeId id) const {
-  std::set<NodeId> found;
+  std::vector<NodeId> found;
   for (ValueId output : nodes_.at(id).outputs) {
-    for (NodeId user : consumers_[output]) found.insert(user);
+    const auto& users = consumers_[output];
+    found.insert(found.end(), users.begin(), users.end());
   }
-  return {found.begin(), found.end()};
+  return sorted_unique(std::move(found));
 }
 
 std::vector<NodeId> Graph::topological_order() const {
@@ -477,7 +485,7 @@ std::vector<NodeId> Graph::topological_order() const {
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (nodes_[i].removed) continue;
     live[i] = true;
-    for (NodeId successor : successors(static_cast<NodeId>(i))) next[i].push_back(successor);
+    next[i] = successors(static_cast<NodeId>(i));
   }
   std::vector<int> order = cleave::topological_order(next, {}, live);
   if (order.size() != node_count()) {

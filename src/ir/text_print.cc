@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 
 #include "ir/text_names.h"
 
@@ -259,18 +260,23 @@ void print_graph_into(const Graph& graph, int max_inline, int indent, std::strin
 }  // namespace
 
 std::string print_type(DataType dtype, const Shape& shape) {
+  // Into one string: inspect prints a type per node, and a string per dim added up.
   std::string out(dtype_name(dtype));
   if (!shape.rank_known) return out;
-  std::vector<std::string> dims;
-  for (const Dim& d : shape.dims) {
-    if (d.is_known())
-      dims.push_back(std::to_string(d.size));
-    else if (!d.symbol.empty())
-      dims.push_back(name_token(d.symbol));
-    else
-      dims.push_back("?");
+  out += '[';
+  for (std::size_t i = 0; i < shape.dims.size(); ++i) {
+    if (i > 0) out += ',';
+    const Dim& d = shape.dims[i];
+    if (d.is_known()) {
+      fmt::format_to(std::back_inserter(out), "{}", d.size);
+    } else if (!d.symbol.empty()) {
+      out += name_token(d.symbol);
+    } else {
+      out += '?';
+    }
   }
-  return out + "[" + fmt::format("{}", fmt::join(dims, ",")) + "]";
+  out += ']';
+  return out;
 }
 
 std::string print_graph(const Graph& graph, int max_inline_elements) {

@@ -133,9 +133,9 @@ struct ModelInfo {
   std::map<std::string, int64_t> opset_imports;
   int64_t ir_version = 0;
   std::string producer_name;
-  // Declared shapes that contradict inference, reported after the schema check: a misspelt
-  // stride also changes the inferred shape, and the attribute is the cause to name.
-  mutable std::vector<std::string> shape_disagreements;
+  // Declared shapes and element types that contradict inference, reported after the schema
+  // check: a misspelt stride also changes the inferred shape, and the attribute is the cause.
+  mutable std::vector<std::string> declared_disagreements;
 };
 
 class GraphImporter {
@@ -149,7 +149,7 @@ class GraphImporter {
  private:
   void collect_types(const onnx::GraphProto& proto, const onnx::GraphProto* typed);
   void type_value(ValueId id);
-  ValueId resolve_input(const std::string& name, const std::string& node);
+  ValueId resolve_input(const std::string& name, const onnx::NodeProto& node, int index);
   ValueId capture(const std::string& name);
   std::vector<std::pair<std::string, Attribute>> import_attributes(const onnx::NodeProto& node,
                                                                    const onnx::NodeProto* typed,
@@ -167,7 +167,10 @@ class GraphImporter {
   const Scope* outer_;
   int depth_;
   std::shared_ptr<Graph> graph_;
-  std::unordered_map<std::string, const onnx::TypeProto*> types_;
+  std::vector<ValueId> produced_;  // The nodes' named outputs, in node and slot order.
+  std::size_t next_produced_ = 0;  // The first of them add_node has not taken yet.
+  // Keys view the names in the model and its inferred copy, which outlive the import.
+  std::unordered_map<std::string_view, const onnx::TypeProto*> types_;
 };
 
 std::shared_ptr<Graph> GraphImporter::run(const onnx::GraphProto& proto,
@@ -204,16 +207,22 @@ std::shared_ptr<Graph> GraphImporter::run(const onnx::GraphProto& proto,
     }
     type_value(g.add_input(input.name(), DataType::kUndefined, Shape{}));
   }
-  // Outputs first, so that nodes may appear in any order; a cycle is reported below.
+  // Outputs first, so that nodes may appear in any order; a cycle is reported below. Their ids
+  // are kept for add_node: searching each name again took a tenth of a large import.
+  produced_.reserve(proto.node_size());
   for (int index = 0; index < proto.node_size(); ++index) {
     const auto& node = proto.node(index);
     for (const std::string& output : node.output()) {
       if (output.empty()) continue;
-      if (g.find_value(output)) {
+      ValueId id = kNoValue;
+      try {
+        id = g.add_value(output);
+      } catch (const Error&) {
         throw Error(fmt::format("{}: node {}: output '{}' is already defined elsewhere", where_,
                                 node_label(node, index), output));
       }
-      type_value(g.add_value(output));
+      type_value(id);
+      produced_.push_back(id);
     }
   }
   for (int index = 0; index < proto.node_size(); ++index) {
@@ -265,6 +274,23 @@ void GraphImporter::collect_types(const onnx::GraphProto& proto, const onnx::Gra
     }
     const onnx::TypeProto& declared = *known->second;
     const onnx::TypeProto& inferred = info.type();
+    if (declared.has_tensor_type() && inferred.has_tensor_type() &&
+        declared.tensor_type().elem_type() != 0 && inferred.tensor_type().elem_type() != 0 &&
+        declared.tensor_type().elem_type() != inferred.tensor_type().elem_type()) {
+      const auto type_of = [](const onnx::TypeProto& type) {
+        const int number = type.tensor_type().elem_type();
+        return number <= static_cast<int>(DataType::kBFloat16)
+                   ? std::string(dtype_name(static_cast<DataType>(number)))
+                   : std::to_string(number);
+      };
+      model_.declared_disagreements.push_back(fmt::format(
+          "{}: value '{}': the model declares ({}) element type {}, but shape inference from the "
+          "graph's inputs gives {}; expected them to agree (fix or remove the declaration)",
+          where_, info.name(), kind, type_of(declared), type_of(inferred)));
+      // Typed as inferred meanwhile, so that the schema check does not blame the node first.
+      types_[info.name()] = &inferred;
+      return;
+    }
     if (!inferred.has_tensor_type() || !inferred.tensor_type().has_shape()) return;
     if (declared.has_tensor_type() && declared.tensor_type().has_shape()) {
       const auto& a = declared.tensor_type().shape();
@@ -275,7 +301,7 @@ void GraphImporter::collect_types(const onnx::GraphProto& proto, const onnx::Gra
                  a.dim(d).dim_value() != b.dim(d).dim_value();
       }
       if (differ) {
-        model_.shape_disagreements.push_back(fmt::format(
+        model_.declared_disagreements.push_back(fmt::format(
             "{}: value '{}': the model declares ({}) shape {}, but shape inference from the "
             "graph's inputs gives {}; expected them to agree (fix or remove the declaration)",
             where_, info.name(), kind, format_shape(a), format_shape(b)));
@@ -302,14 +328,15 @@ ValueId GraphImporter::capture(const std::string& name) {
   return id;
 }
 
-ValueId GraphImporter::resolve_input(const std::string& name, const std::string& node) {
+ValueId GraphImporter::resolve_input(const std::string& name, const onnx::NodeProto& node,
+                                     int index) {
   if (name.empty()) return kNoValue;
   if (auto id = graph_->find_value(name)) return *id;
   if (outer_ && outer_->defines(name)) return capture(name);
   throw Error(
       fmt::format("{}: node {}: input '{}' is not produced by any node, graph input or "
                   "initializer",
-                  where_, node, name));
+                  where_, node_label(node, index), name));
 }
 
 std::string GraphImporter::unique_name(const std::string& base) const {
@@ -321,13 +348,18 @@ std::string GraphImporter::unique_name(const std::string& base) const {
 
 void GraphImporter::add_node(const onnx::NodeProto& proto, const onnx::NodeProto* typed,
                              int index) {
-  std::string label = node_label(proto, index);
   if (proto.op_type().empty()) {
-    throw Error(fmt::format("{}: node {}: has no op type", where_, label));
+    throw Error(fmt::format("{}: node {}: has no op type", where_, node_label(proto, index)));
   }
   std::vector<ValueId> inputs;
-  for (const std::string& input : proto.input()) inputs.push_back(resolve_input(input, label));
-  auto attributes = import_attributes(proto, typed, label);
+  inputs.reserve(proto.input_size());
+  for (const std::string& input : proto.input())
+    inputs.push_back(resolve_input(input, proto, index));
+  // The label names the node in messages; most nodes have no attributes and need none.
+  std::vector<std::pair<std::string, Attribute>> attributes;
+  if (proto.attribute_size() > 0) {
+    attributes = import_attributes(proto, typed, node_label(proto, index));
+  }
 
   int present = proto.output_size();
   while (present > 0 && proto.output(present - 1).empty()) --present;
@@ -335,7 +367,7 @@ void GraphImporter::add_node(const onnx::NodeProto& proto, const onnx::NodeProto
   for (int slot = 0; slot < present; ++slot) {
     const std::string& output = proto.output(slot);
     if (!output.empty()) {
-      outputs.push_back(*graph_->find_value(output));
+      outputs.push_back(produced_[next_produced_++]);
       continue;
     }
     std::string base =
@@ -503,20 +535,19 @@ Graph import_onnx(const onnx::ModelProto& model, const std::string& origin,
 
   // Shape inference is an aid: when it fails, values keep only their declared types.
   google::protobuf::Arena arena;
-  const onnx::ModelProto* inferred = nullptr;
+  const onnx::GraphProto* inferred = nullptr;
   if (options.infer_shapes) {
     inferred = options.isolate_shape_inference
                    ? infer_shapes_isolated(model, options.shape_inference_timeout_seconds, arena)
                    : infer_shapes_in_process(model, arena);
   }
   GraphImporter importer(info, origin, nullptr, 0);
-  std::shared_ptr<Graph> graph =
-      importer.run(model.graph(), inferred ? &inferred->graph() : nullptr);
+  std::shared_ptr<Graph> graph = importer.run(model.graph(), inferred);
   // As onnx's checker and ONNX Runtime do: a misspelt attribute or an extra input is refused
   // here rather than ignored by a kernel. After the import, whose structural errors (and its
   // limit on nesting) come first.
-  check_schemas(model, origin);
-  if (!info.shape_disagreements.empty()) throw Error(info.shape_disagreements.front());
+  check_schemas(model, origin, SchemaCheckOptions{graph.get(), options.other_domains});
+  if (!info.declared_disagreements.empty()) throw Error(info.declared_disagreements.front());
   return std::move(*graph);
 }
 

@@ -23,14 +23,16 @@ struct ExternalWeight {
 
 struct ImportOptions {
   /// Runs ONNX shape inference to type the intermediate values. When it fails (unknown ops,
-  /// custom domains, inconsistent declarations) the model still imports, with only the
-  /// declared types.
+  /// inconsistent declarations) the model still imports, with only the declared types.
   bool infer_shapes = true;
   /// Runs shape inference in a child process (see onnx/shape_inference.h): ONNX 1.12 crashes
   /// on some hostile models. Turn off only for trusted models, to save the fork.
   bool isolate_shape_inference = true;
   /// Inference taking longer than this is abandoned (the model imports without it).
   double shape_inference_timeout_seconds = 120;
+  /// Keeps nodes of domains other than the standard one (no cleave kernel runs them) instead
+  /// of refusing them with UnsupportedError: for tools that only read or rewrite a model.
+  bool other_domains = false;
   /// Deepest nesting of control-flow bodies (If/Loop/Scan) accepted.
   int max_graph_depth = 64;
   /// Folder that external tensor data is read from; import_onnx(path) sets it to the model's

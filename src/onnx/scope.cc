@@ -3,6 +3,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <queue>
 #include <set>
 
@@ -67,16 +68,19 @@ std::vector<NodeId> scoped_topological_order(const Graph& graph) {
   std::vector<std::vector<int>> successors(capacity);
   std::vector<std::vector<int>> predecessors(capacity);
   std::vector<bool> live(capacity, false);
+  std::vector<NodeId> producers;  // Reused: a set per node was a large import's allocations.
   for (NodeId node : graph.node_ids()) {
     live[node] = true;
-    std::set<NodeId> producers;
+    producers.clear();
     auto depend_on = [&](ValueId value) {
       if (value == kNoValue) return;
       NodeId producer = graph.value(value).producer;
-      if (producer >= 0 && !graph.node(producer).removed) producers.insert(producer);
+      if (producer >= 0 && !graph.node(producer).removed) producers.push_back(producer);
     };
     for (ValueId input : graph.node(node).inputs) depend_on(input);
     for (ValueId input : implicit_inputs(graph, node)) depend_on(input);
+    std::sort(producers.begin(), producers.end());
+    producers.erase(std::unique(producers.begin(), producers.end()), producers.end());
     for (NodeId producer : producers) {
       successors[producer].push_back(node);
       predecessors[node].push_back(producer);

@@ -4,10 +4,13 @@
 
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
+#include <unistd.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "support/isolated.h"
@@ -15,22 +18,6 @@
 namespace cleave {
 
 namespace {
-
-// Tensor payloads are what makes models big; the parent already has them.
-void strip_tensor_data(onnx::GraphProto* graph) {
-  graph->clear_initializer();
-  graph->clear_sparse_initializer();
-  for (auto& node : *graph->mutable_node()) {
-    for (auto& attribute : *node.mutable_attribute()) {
-      attribute.clear_t();
-      attribute.clear_tensors();
-      attribute.clear_sparse_tensor();
-      attribute.clear_sparse_tensors();
-      if (attribute.has_g()) strip_tensor_data(attribute.mutable_g());
-      for (auto& body : *attribute.mutable_graphs()) strip_tensor_data(&body);
-    }
-  }
-}
 
 // Inference merges what it computes into the declared value_info and output shapes and keeps
 // a wrong declaration when the two conflict; without them, what comes back is computed alone,
@@ -44,21 +31,81 @@ void forget_declared_shapes(onnx::GraphProto* graph) {
   }
 }
 
-// The child's work: the inferred model without tensor data, serialized; nothing when
-// inference refuses the model (quietly: the importer reports what it finds itself).
-std::vector<char> infer_and_serialize(const onnx::ModelProto& model) {
+void append_varint(std::string& out, uint64_t value) {
+  while (value >= 0x80) {
+    out.push_back(static_cast<char>(value | 0x80));
+    value >>= 7;
+  }
+  out.push_back(static_cast<char>(value));
+}
+
+// A length-delimited field: `field` of wire type 2, then `bytes`.
+void append_field(std::string& out, int field, std::string_view bytes) {
+  append_varint(out, static_cast<uint64_t>(field) << 3 | 2);
+  append_varint(out, bytes.size());
+  out.append(bytes);
+}
+
+void append_message(std::string& out, int field, const google::protobuf::MessageLite& message) {
+  append_varint(out, static_cast<uint64_t>(field) << 3 | 2);
+  const std::size_t size = message.ByteSizeLong();
+  append_varint(out, size);
+  const std::size_t at = out.size();
+  out.resize(at + size);
+  message.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(out.data() + at));
+}
+
+// The part of an inferred graph that the importer reads, in GraphProto's wire format (field
+// numbers of onnx.proto). Serializing the whole inferred model and parsing it again in the
+// parent repeated the parse of every node's names; this sends a few bytes per node.
+void append_types(std::string& out, const onnx::GraphProto& graph) {
+  std::string node_bytes;
+  std::string attribute_bytes;
+  std::string body_bytes;
+  for (const onnx::NodeProto& node : graph.node()) {
+    node_bytes.clear();
+    append_field(node_bytes, onnx::NodeProto::kOpTypeFieldNumber, node.op_type());
+    for (const onnx::AttributeProto& attribute : node.attribute()) {
+      attribute_bytes.clear();
+      append_field(attribute_bytes, onnx::AttributeProto::kNameFieldNumber, attribute.name());
+      if (attribute.has_g()) {
+        body_bytes.clear();
+        append_types(body_bytes, attribute.g());
+        append_field(attribute_bytes, onnx::AttributeProto::kGFieldNumber, body_bytes);
+      }
+      for (const onnx::GraphProto& body : attribute.graphs()) {
+        body_bytes.clear();
+        append_types(body_bytes, body);
+        append_field(attribute_bytes, onnx::AttributeProto::kGraphsFieldNumber, body_bytes);
+      }
+      append_field(node_bytes, onnx::NodeProto::kAttributeFieldNumber, attribute_bytes);
+    }
+    append_field(out, onnx::GraphProto::kNodeFieldNumber, node_bytes);
+  }
+  for (const auto& info : graph.value_info()) {
+    append_message(out, onnx::GraphProto::kValueInfoFieldNumber, info);
+  }
+  for (const auto& info : graph.output()) {
+    append_message(out, onnx::GraphProto::kOutputFieldNumber, info);
+  }
+}
+
+// The child's work: inference on the model, and the part of its result the importer reads;
+// nothing when inference refuses the model (quietly: the importer reports what it finds).
+std::vector<char> infer_and_send_types(const onnx::ModelProto& model, pid_t parent) {
   try {
-    // Never freed: the child exits after this, and destroying a large model message by
-    // message took a tenth of a 200k-node import.
-    onnx::ModelProto& inferred = *new onnx::ModelProto(model);
+    // In a forked child the model is the child's own copy of the parent's and is never freed
+    // (the child exits after this): inference may change it in place, and a copy of a
+    // 200k-node model was a tenth of its import. Where no child could be forked, the work runs
+    // in the parent, on a copy.
+    std::unique_ptr<onnx::ModelProto> copy;
+    if (::getpid() == parent) copy = std::make_unique<onnx::ModelProto>(model);
+    onnx::ModelProto& inferred = copy ? *copy : const_cast<onnx::ModelProto&>(model);
     forget_declared_shapes(inferred.mutable_graph());
     onnx::shape_inference::InferShapes(inferred);
-    strip_tensor_data(inferred.mutable_graph());
-    std::vector<char> bytes(inferred.ByteSizeLong());
-    if (bytes.size() <= INT32_MAX &&
-        inferred.SerializeToArray(bytes.data(), static_cast<int>(bytes.size()))) {
-      return bytes;
-    }
+    std::string bytes;
+    append_types(bytes, inferred.graph());
+    return std::vector<char>(bytes.begin(), bytes.end());
   } catch (...) {
   }
   return {};
@@ -66,8 +113,10 @@ std::vector<char> infer_and_serialize(const onnx::ModelProto& model) {
 
 }  // namespace
 
-onnx::ModelProto* infer_shapes_in_process(const onnx::ModelProto& model,
-                                          google::protobuf::Arena& arena) {
+}  // namespace
+
+const onnx::GraphProto* infer_shapes_in_process(const onnx::ModelProto& model,
+                                                google::protobuf::Arena& arena) {
   auto* inferred = google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
   *inferred = model;
   forget_declared_shapes(inferred->mutable_graph());
@@ -76,19 +125,21 @@ onnx::ModelProto* infer_shapes_in_process(const onnx::ModelProto& model,
   } catch (const std::exception&) {
     return nullptr;
   }
-  return inferred;
+  return &inferred->graph();
 }
 
-onnx::ModelProto* infer_shapes_isolated(const onnx::ModelProto& model, double timeout_seconds,
-                                        google::protobuf::Arena& arena) {
+const onnx::GraphProto* infer_shapes_isolated(const onnx::ModelProto& model, double timeout_seconds,
+                                              google::protobuf::Arena& arena) {
   // Build the schema registry before forking, so the child does not start with its
   // initialization half done by another thread.
   onnx::OpSchemaRegistry::Instance();
-  std::vector<ChildOutcome> outcomes = run_in_children(
-      {[&model] { return infer_and_serialize(model); }}, timeout_seconds, "shape inference");
+  const pid_t parent = ::getpid();
+  std::vector<ChildOutcome> outcomes =
+      run_in_children({[&model, parent] { return infer_and_send_types(model, parent); }},
+                      timeout_seconds, "shape inference");
   const std::optional<std::vector<char>>& bytes = outcomes.front().bytes;
   if (!bytes || bytes->size() > INT32_MAX) return nullptr;
-  auto* inferred = google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
+  auto* inferred = google::protobuf::Arena::CreateMessage<onnx::GraphProto>(&arena);
   if (!inferred->ParseFromArray(bytes->data(), static_cast<int>(bytes->size()))) return nullptr;
   return inferred;
 }

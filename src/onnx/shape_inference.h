@@ -8,19 +8,20 @@ namespace cleave {
 
 /// Runs ONNX shape inference on a copy of `model` in this process. The copy's declared shapes
 /// (value_info, graph outputs' shapes) are dropped first, so the result holds only what
-/// inference computed. Returns the inferred model,
-/// or nothing when inference throws. ONNX 1.12's inference crashes on some hostile models (for
-/// example a Conv whose input rank disagrees with its weight's), so use this only on trusted
-/// input. The result lives in `arena`.
-onnx::ModelProto* infer_shapes_in_process(const onnx::ModelProto& model,
-                                          google::protobuf::Arena& arena);
+/// inference computed. Returns the inferred main graph, or nothing when inference throws.
+/// ONNX 1.12's inference crashes on some hostile models (for example a Conv whose input rank
+/// disagrees with its weight's), so use this only on trusted input. The result lives in
+/// `arena`.
+const onnx::GraphProto* infer_shapes_in_process(const onnx::ModelProto& model,
+                                                google::protobuf::Arena& arena);
 
-/// Runs ONNX shape inference in a forked child process and returns the inferred model with its
-/// tensor data removed (types and structure only), allocated in `arena` (a 200k-node model's
-/// inferred copy is freed at once with the arena, not message by message). Returns null when
+/// Runs ONNX shape inference in a forked child process and returns what the importer reads of
+/// the inferred main graph: its value_info and outputs (the types), and per node only the op
+/// type and attribute names, with the bodies of graph attributes in the same form (no inputs,
+/// outputs, initializers or tensor data). It is allocated in `arena`. Returns null when
 /// inference throws, crashes, or runs longer than `timeout_seconds`, so that a model that
 /// breaks ONNX's own code cannot crash or hang cleave.
-onnx::ModelProto* infer_shapes_isolated(const onnx::ModelProto& model, double timeout_seconds,
-                                        google::protobuf::Arena& arena);
+const onnx::GraphProto* infer_shapes_isolated(const onnx::ModelProto& model, double timeout_seconds,
+                                              google::protobuf::Arena& arena);
 
 }  // namespace cleave

@@ -18,8 +18,9 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// x[1,4] -> Relu -> logits, x -> Neg -> scores: two outputs, no weights, fast to run and plan.
-void write_two_output_model(const std::string& path) {
+// x[rows,4] -> Relu -> logits, x -> Neg -> scores: two outputs, no weights, fast to run and
+// plan.
+void write_two_output_model(const std::string& path, int64_t rows = 1) {
   onnx::ModelProto model;
   model.set_ir_version(8);
   auto* opset = model.add_opset_import();
@@ -27,11 +28,11 @@ void write_two_output_model(const std::string& path) {
   opset->set_version(17);
   auto* graph = model.mutable_graph();
   graph->set_name("two");
-  const auto typed = [](onnx::ValueInfoProto* info, const std::string& name) {
+  const auto typed = [rows](onnx::ValueInfoProto* info, const std::string& name) {
     info->set_name(name);
     auto* tensor = info->mutable_type()->mutable_tensor_type();
     tensor->set_elem_type(onnx::TensorProto::FLOAT);
-    tensor->mutable_shape()->add_dim()->set_dim_value(1);
+    tensor->mutable_shape()->add_dim()->set_dim_value(rows);
     tensor->mutable_shape()->add_dim()->set_dim_value(4);
   };
   typed(graph->add_input(), "x");
@@ -210,6 +211,21 @@ TEST_F(HardenCommandTest, CountsAndSecondsOutsideTheirRangeAreRefusedReadably) {
   }
 }
 
+// Two times of 1e308 summed to infinity, and the error blamed another task's memory.
+TEST_F(HardenCommandTest, HugeTaskTimesAreRefusedNamingTheirTask) {
+  std::ofstream(path("t.json")) << R"({"devices": [{"name": "cpu"}],
+    "tasks": [{"name": "a", "time": [1e308]}, {"name": "b", "time": [1e308]},
+              {"name": "c", "time": [0.001], "output_bytes": 16}],
+    "edges": [["a", "b"], ["b", "c"]]})";
+  for (const std::string algo : {"heft", "met", "greedy"}) {
+    CommandResult result = cleave("schedule " + path("t.json") + " --algo " + algo);
+    EXPECT_EQ(result.exit_code, 1) << algo << result.err;
+    EXPECT_THAT(result.err, AllOf(HasSubstr("t.json: task \"a\": time[0] (cpu)"),
+                                  HasSubstr("up to 1e+09"), Not(HasSubstr("memory"))))
+        << algo;
+  }
+}
+
 TEST_F(HardenCommandTest, ProfileThreadsAreCappedAtTheCoresUnlessForced) {
   CommandResult result = cleave("profile " + model_ + " --max-threads 1024 --repeat 1 --json");
   ASSERT_EQ(result.exit_code, 0) << result.err;
@@ -306,8 +322,19 @@ TEST_F(HardenCommandTest, AnOverflowingOutputNamesTheNodeAndShape) {
   CommandResult result = cleave("run " + path("huge.onnx") + " --no-optimize");
   EXPECT_EQ(result.exit_code, 1) << result.err;
   EXPECT_THAT(result.err,
-              AllOf(HasSubstr("node 'huge' (ConstantOfShape)"),
+              AllOf(HasSubstr("huge.onnx: node 'huge' (ConstantOfShape)"),
                     HasSubstr("shape [2147483648,2147483648]"), Not(HasSubstr("internal error"))));
+}
+
+// The issue's input declared [0,4] was reported as [1,4]; inspect shows what run computes.
+TEST_F(HardenCommandTest, InspectReportsAnEmptyInputAsDeclared) {
+  write_two_output_model(path("empty.onnx"), 0);
+  CommandResult result = cleave("inspect " + path("empty.onnx") + " --json");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json report = nlohmann::json::parse(result.out);
+  EXPECT_EQ(report["inputs"][0]["type"], "f32[0,4]");
+  EXPECT_EQ(report["outputs"][0]["type"], "f32[0,4]");
+  EXPECT_EQ(report["activation_bytes"], 0);
 }
 
 TEST_F(HardenCommandTest, AStringInitializerIsNamedAsSuch) {

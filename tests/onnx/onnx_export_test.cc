@@ -104,7 +104,9 @@ TEST(OnnxExport, OmittedOutputsAreWrittenAsEmptyNames) {
   add_input(graph, "x", {2});
   add_node(graph, "Custom", {"x"}, {"", "b"}, "multi")->set_domain("com.example");
   add_output(graph, "b", {2});
-  onnx::ModelProto exported = to_onnx(import_onnx(model, "memory"));
+  ImportOptions options;
+  options.other_domains = true;
+  onnx::ModelProto exported = to_onnx(import_onnx(model, "memory", options));
   ASSERT_EQ(exported.graph().node(0).output_size(), 2);
   EXPECT_EQ(exported.graph().node(0).output(0), "");
   EXPECT_EQ(exported.graph().node(0).output(1), "b");
@@ -179,7 +181,9 @@ TEST(OnnxExport, EveryAttributeKindRoundTrips) {
   attribute("tps", P::TYPE_PROTOS)->add_type_protos()->mutable_sequence_type();
   add_output(graph, "y", {2});
 
-  Graph first = import_onnx(model, "memory");
+  ImportOptions options;
+  options.other_domains = true;
+  Graph first = import_onnx(model, "memory", options);
   onnx::ModelProto exported = to_onnx(first);
   const auto& out = exported.graph().node(0);
   ASSERT_EQ(out.attribute_size(), node->attribute_size());
@@ -189,7 +193,7 @@ TEST(OnnxExport, EveryAttributeKindRoundTrips) {
   }
   EXPECT_EQ(out.attribute(2).s(), node->attribute(2).s());
   EXPECT_EQ(out.attribute(5).sparse_tensor().SerializeAsString(), sparse->SerializeAsString());
-  Graph second = import_onnx(exported, "memory");
+  Graph second = import_onnx(exported, "memory", options);
   std::string difference;
   EXPECT_TRUE(graphs_equal(first, second, &difference)) << difference;
 }

@@ -168,7 +168,9 @@ TEST(OnnxImport, UnknownOpsBecomeOpaqueNodesWithAttributes) {
   auto* import = model.add_opset_import();
   import->set_domain("com.example");
   import->set_version(1);
-  Graph g = import_onnx(model, "memory");
+  ImportOptions options;
+  options.other_domains = true;
+  Graph g = import_onnx(model, "memory", options);
   NodeId fancy = *g.find_node("fancy");
   EXPECT_EQ(g.node(fancy).domain, "com.example");
   EXPECT_EQ(g.node(fancy).ints_attribute("levels"), (std::vector<int64_t>{1, 2, 3}));
@@ -284,7 +286,9 @@ TEST(OnnxImport, OmittedMiddleOutputBecomesAPlaceholder) {
   add_input(graph, "x", {2});
   add_node(graph, "Custom", {"x"}, {"", "b", ""}, "multi")->set_domain("com.example");
   add_output(graph, "b", {2});
-  Graph g = import_onnx(model, "memory");
+  ImportOptions options;
+  options.other_domains = true;
+  Graph g = import_onnx(model, "memory", options);
   const Node& node = g.node(*g.find_node("multi"));
   ASSERT_EQ(node.outputs.size(), 2u);  // The trailing omitted output is dropped.
   EXPECT_TRUE(is_omitted_output(g, node.outputs[0]));
