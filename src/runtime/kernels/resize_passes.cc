@@ -51,6 +51,19 @@ __attribute__((always_inline)) inline void rows_body(const RowPass<T>& p, int64_
     const float* weight = &p.taps->weight[y * count];
     const T* first = block + index[0] * p.inner;
     auto w0 = static_cast<T>(weight[0]);
+    if (count == 2) {
+      // Linear: each output written once (the sums below round as the general loop's do).
+      const T* second = block + index[1] * p.inner;
+      auto w1 = static_cast<T>(weight[1]);
+      if (p.like_innermost) {
+        for (int64_t i = 0; i < p.inner; ++i) line[i] = (T(0) + w0 * first[i]) + w1 * second[i];
+      } else if (weight[1] == 0) {
+        for (int64_t i = 0; i < p.inner; ++i) line[i] = w0 * first[i];
+      } else {
+        for (int64_t i = 0; i < p.inner; ++i) line[i] = w0 * first[i] + w1 * second[i];
+      }
+      continue;
+    }
     if (p.like_innermost) {
       for (int64_t i = 0; i < p.inner; ++i) line[i] = T(0) + w0 * first[i];
     } else {
@@ -254,7 +267,8 @@ void interpolate_dims(std::span<const ResizeDim> dims, std::span<const std::size
     std::memcpy(target, source, static_cast<std::size_t>(product(out_shape)) * sizeof(T));
     return;
   }
-  std::vector<T> buffers[2];
+  // Kept from call to call: a fresh intermediate costs its page faults and zeroing each run.
+  thread_local std::vector<T> buffers[2];
   const T* current = source;
   for (std::size_t p = 0; p < passes.size(); ++p) {
     std::size_t d = passes[p];
