@@ -606,9 +606,9 @@ std::unique_ptr<Kernel> ConvolutionKernel::create(const KernelContext& context,
 // A grouped convolution left to gemm or ref is tried with fewer, larger groups of block-diagonal
 // weights (conv_fallback.h), kept when that reaches a jit kernel: on AVX2, 32 groups of 4
 // channels at 56x56 took 1.14 ms as 16 groups of 8 against gemm's 1.72 ms. So are groups of
-// 2 or 3 channels that oneDNN's AVX-512 jit kernel does take: it runs them a channel at a time,
-// and 128 groups of 2 at 28x28 (4 layers) took 6.2 ms there against 1.9 ms for 32 groups of 8
-// (docs/results/ops_vs_ort.md), four times the arithmetic.
+// fewer than 4 channels that oneDNN's AVX-512 jit kernel does take, where a merge of at most 4
+// fills a block (2 channels: 4 groups make 8): 128 groups of 2 at 28x28 (4 layers) took 6.2 ms
+// there, merged 1.6 ms (docs/results/ops_vs_ort.md), for four times the arithmetic.
 std::unique_ptr<Kernel> create_conv(const KernelContext& context) {
   const ConvProblem p = conv_problem(context);
   auto kernel = ConvolutionKernel::create<dnnl::convolution_forward>(context, p);
