@@ -2,7 +2,8 @@
 // Usage: node profile_nodes.mjs model.onnx input.npy inputName threads [runs]
 // Runs the model `runs` times (default 200) with ORT's session profiler and prints, in execution
 // order, each node's median kernel time in microseconds over all runs after the first 20, as
-// JSON lines {"node", "op", "us"}, then {"run_us"}: the median whole run under the profiler.
+// JSON lines {"node", "op", "us"}, then {"run_us", "run_min_us"}: the median and the fastest
+// whole run under the profiler.
 // ORT names a fused node after its output value ("..._nchwc"), not after the ONNX node.
 import fs from "fs";
 import os from "os";
@@ -34,6 +35,7 @@ const median = (values) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)];
 };
+const skip = Math.min(20, Math.floor(runs / 3));  // Warm-up runs left out.
 const perNode = new Map();  // In first-seen (execution) order.
 const runTimes = [];
 for (const event of events) {
@@ -46,6 +48,9 @@ for (const event of events) {
   }
 }
 for (const [node, { op, us }] of perNode) {
-  console.log(JSON.stringify({ node, op, us: median(us.slice(20)) }));
+  console.log(JSON.stringify({ node, op, us: median(us.slice(skip)) }));
 }
-console.log(JSON.stringify({ run_us: median(runTimes.slice(20)) }));
+console.log(JSON.stringify({
+  run_us: median(runTimes.slice(skip)),
+  run_min_us: Math.min(...runTimes.slice(skip)),
+}));

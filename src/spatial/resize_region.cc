@@ -14,7 +14,7 @@ using Transform = ResizeAxis::Transform;
 using Rounding = ResizeAxis::Rounding;
 
 // The input coordinate of output row x, in the float arithmetic of cleave's kernel
-// (original_coordinate in runtime/kernels/shape_resize.cc, itself ONNX Runtime's): the rows a
+// (original_coordinate in runtime/kernels/tensor/resize.cc, itself ONNX Runtime's): the rows a
 // slice reads must be the rows the kernel picks, to the last rounding.
 float coordinate(const ResizeAxis& a, int64_t row) {
   const auto x = static_cast<float>(row);

@@ -9,7 +9,7 @@
 
 namespace cleave {
 
-/// One spatial axis of a Resize as cleave's kernel (runtime/kernels/shape_resize.cc) and ONNX
+/// One spatial axis of a Resize as cleave's kernel (runtime/kernels/tensor/resize.cc) and ONNX
 /// Runtime compute it.
 struct ResizeAxis {
   enum class Transform { kHalfPixel, kPytorchHalfPixel, kAsymmetric, kAlignCorners, kTfHalfPixel };

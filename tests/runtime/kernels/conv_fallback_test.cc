@@ -161,6 +161,18 @@ TEST(ConvFallback, FourChannelsPerGroupRunJit) {
   EXPECT_EQ(implementation_rank(r.implementation), 2) << r.implementation;
 }
 
+// 2 channels per group: oneDNN's AVX-512 jit kernel takes them but runs them slowly, and
+// AVX2 has none; on both, four groups merged into one of 8 channels.
+TEST(ConvFallback, TwoChannelsPerGroupRunAsGroupsOfEight) {
+  ConvShape s;
+  s.channels = 32;
+  s.groups = 16;
+  Result r = run_case(s);
+  EXPECT_LT(r.max_error, kTolerance);
+  EXPECT_EQ(implementation_rank(r.implementation), 2) << r.implementation;
+  EXPECT_THAT(r.implementation, testing::HasSubstr("groups merged by 4"));
+}
+
 TEST(ConvFallback, ThreeChannelsPerGroupWithDilationAndStride) {
   ConvShape s;
   s.channels = 48;

@@ -304,15 +304,19 @@ std::unique_ptr<Kernel> ConvolutionKernel::create(const KernelContext& context,
 
 // A grouped convolution left to gemm or ref is tried with fewer, larger groups of block-diagonal
 // weights (conv_fallback.h), kept when that reaches a jit kernel: on AVX2, 32 groups of 4
-// channels at 56x56 took 1.14 ms as 16 groups of 8 against gemm's 1.72 ms.
+// channels at 56x56 took 1.14 ms as 16 groups of 8 against gemm's 1.72 ms. So are groups of
+// fewer than 4 channels that oneDNN's AVX-512 jit kernel does take, where a merge of at most 4
+// fills a block (2 channels: 4 groups make 8): 128 groups of 2 at 28x28 (4 layers) took 6.2 ms
+// there, merged 1.6 ms (docs/results/ops_vs_ort.md), for four times the arithmetic.
 std::unique_ptr<Kernel> create_conv(const KernelContext& context) {
   const ConvProblem p = conv_problem(context);
   auto kernel = ConvolutionKernel::create<dnnl::convolution_forward>(context, p);
-  if (implementation_rank(kernel->implementation()) == 2 || !context.constant[1] ||
-      p.user_weights.dims().size() < 3) {
+  const int64_t in_per_group = p.channels_in / p.groups, out_per_group = p.channels_out / p.groups;
+  const bool tiny_groups = p.groups > 1 && in_per_group < 4 && out_per_group < 4;
+  if ((implementation_rank(kernel->implementation()) == 2 && !tiny_groups) ||
+      !context.constant[1] || p.user_weights.dims().size() < 3) {
     return kernel;
   }
-  const int64_t in_per_group = p.channels_in / p.groups, out_per_group = p.channels_out / p.groups;
   int64_t kernel_volume = 1;
   for (int64_t k : p.kernel) kernel_volume *= k;
   for (GroupMerge merge : group_merges(p.groups, in_per_group, out_per_group)) {

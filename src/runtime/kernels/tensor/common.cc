@@ -258,6 +258,14 @@ void table_copy_typed(std::span<const int64_t> in_shape,
 
 FunctionKernel::FunctionKernel(const KernelContext& context, std::vector<OutputSpec> specs,
                                Body body, std::vector<std::size_t> shape_inputs)
+    : FunctionKernel(context, std::move(specs),
+                     StreamBody([body = std::move(body)](const std::vector<const Tensor*>& inputs,
+                                                         const std::vector<Tensor*>& outputs,
+                                                         dnnl::stream&) { body(inputs, outputs); }),
+                     std::move(shape_inputs)) {}
+
+FunctionKernel::FunctionKernel(const KernelContext& context, std::vector<OutputSpec> specs,
+                               StreamBody body, std::vector<std::size_t> shape_inputs)
     : where_(context.where()), specs_(std::move(specs)), body_(std::move(body)) {
   for (std::size_t index : shape_inputs) {
     bool constant = index < context.constant.size() && context.constant[index];
@@ -267,7 +275,7 @@ FunctionKernel::FunctionKernel(const KernelContext& context, std::vector<OutputS
 }
 
 void FunctionKernel::run(const std::vector<const Tensor*>& inputs,
-                         const std::vector<Tensor*>& outputs, dnnl::stream&) {
+                         const std::vector<Tensor*>& outputs, dnnl::stream& stream) {
   for (const auto& [index, values] : prepared_values_) {
     if (index >= inputs.size() || !inputs[index] || inputs[index]->to_double_vector() != values) {
       throw Error(fmt::format(
@@ -284,11 +292,18 @@ void FunctionKernel::run(const std::vector<const Tensor*>& inputs,
                               fmt::join(specs_[i].shape, ",")));
     }
   }
-  body_(inputs, outputs);
+  body_(inputs, outputs, stream);
 }
 
 std::unique_ptr<Kernel> make_kernel(const KernelContext& context, std::vector<OutputSpec> specs,
                                     FunctionKernel::Body body,
+                                    std::vector<std::size_t> shape_inputs) {
+  return std::make_unique<FunctionKernel>(context, std::move(specs), std::move(body),
+                                          std::move(shape_inputs));
+}
+
+std::unique_ptr<Kernel> make_kernel(const KernelContext& context, std::vector<OutputSpec> specs,
+                                    FunctionKernel::StreamBody body,
                                     std::vector<std::size_t> shape_inputs) {
   return std::make_unique<FunctionKernel>(context, std::move(specs), std::move(body),
                                           std::move(shape_inputs));

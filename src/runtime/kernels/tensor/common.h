@@ -29,7 +29,12 @@ extern const std::vector<DataType> kNumericTypes;
 class FunctionKernel : public Kernel {
  public:
   using Body = std::function<void(const std::vector<const Tensor*>&, const std::vector<Tensor*>&)>;
+  /// A body that also runs oneDNN primitives (layout reorders) on the executor's stream.
+  using StreamBody = std::function<void(const std::vector<const Tensor*>&,
+                                        const std::vector<Tensor*>&, dnnl::stream&)>;
   FunctionKernel(const KernelContext& context, std::vector<OutputSpec> specs, Body body,
+                 std::vector<std::size_t> shape_inputs = {});
+  FunctionKernel(const KernelContext& context, std::vector<OutputSpec> specs, StreamBody body,
                  std::vector<std::size_t> shape_inputs = {});
   std::vector<OutputSpec> output_specs() const override { return specs_; }
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
@@ -38,13 +43,16 @@ class FunctionKernel : public Kernel {
  private:
   std::string where_;
   std::vector<OutputSpec> specs_;
-  Body body_;
+  StreamBody body_;
   std::vector<std::pair<std::size_t, std::vector<double>>> prepared_values_;
 };
 
 /// Wraps a body into a FunctionKernel (the usual return of a factory).
 std::unique_ptr<Kernel> make_kernel(const KernelContext& context, std::vector<OutputSpec> specs,
                                     FunctionKernel::Body body,
+                                    std::vector<std::size_t> shape_inputs = {});
+std::unique_ptr<Kernel> make_kernel(const KernelContext& context, std::vector<OutputSpec> specs,
+                                    FunctionKernel::StreamBody body,
                                     std::vector<std::size_t> shape_inputs = {});
 
 using KernelFactory = std::function<std::unique_ptr<Kernel>(const KernelContext&)>;

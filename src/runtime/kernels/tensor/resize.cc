@@ -5,10 +5,15 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <numeric>
+#include <optional>
 
+#include "runtime/cpu_isa.h"
+#include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/registration.h"
 #include "runtime/kernels/tensor/common.h"
+#include "runtime/kernels/tensor/resize_passes.h"
 
 namespace cleave::shape {
 
@@ -117,15 +122,6 @@ std::vector<int64_t> nearest_table(const ResizeSettings& settings, const AxisRes
   return table;
 }
 
-// Linear and cubic: each output index is a weighted sum of `taps` input indices.
-struct AxisTaps {
-  int taps = 0;
-  std::vector<int64_t> index;  // out × taps
-  std::vector<float> weight;   // out × taps
-  std::vector<bool> outside;   // out: takes the extrapolation value
-  bool identity = false;       // out == in and every output copies its own input
-};
-
 std::array<float, 4> cubic_coefficients(float t, float a) {
   float s = t + 1, u = 1 - t, v = 2 - t;
   return {((a * s - 5 * a) * s + 8 * a) * s - 4 * a, ((a + 2) * t - (a + 3)) * t * t + 1,
@@ -190,92 +186,10 @@ AxisTaps interpolation_taps(const ResizeSettings& settings, const AxisResize& ax
   return result;
 }
 
-// The last-axis pass with the tap count known at compile time, so the dot product unrolls.
-template <typename T, int kTaps>
-void last_axis_pass(const AxisTaps& taps, int64_t outer, int64_t in_size, int64_t out_size,
-                    const T* source, T* target, bool parallel, int threads) {
-#pragma omp parallel for num_threads(std::max(threads, 1)) if (parallel)
-  for (int64_t o = 0; o < outer; ++o) {
-    const T* line_in = source + o * in_size;
-    T* line_out = target + o * out_size;
-    const int64_t* index = taps.index.data();
-    const float* weight = taps.weight.data();
-    for (int64_t y = 0; y < out_size; ++y, index += kTaps, weight += kTaps) {
-      T sum = 0;
-      for (int t = 0; t < kTaps; ++t) sum += static_cast<T>(weight[t]) * line_in[index[t]];
-      line_out[y] = sum;
-    }
-  }
-}
-
-// One separable pass: resizes axis `axis` of `shape` from `source` into `target`.
+// tf_crop_and_resize: outputs whose coordinate leaves the input on any axis are constant.
 template <typename T>
-void interpolate_axis(const AxisTaps& taps, std::span<const int64_t> shape, std::size_t axis,
-                      int64_t out_size, const T* source, T* target, int threads) {
-  int64_t outer = product(shape.first(axis)), in_size = shape[axis];
-  int64_t inner = product(shape.subspan(axis + 1));
-  int count = taps.taps;
-  bool parallel = threads > 1 && outer * out_size * inner >= (1 << 14);
-  if (inner == 1) {
-    // The last axis: every output is a dot product of a few neighbouring inputs.
-    if (count == 2) {
-      last_axis_pass<T, 2>(taps, outer, in_size, out_size, source, target, parallel, threads);
-    } else {
-      last_axis_pass<T, 4>(taps, outer, in_size, out_size, source, target, parallel, threads);
-    }
-    return;
-  }
-  // An outer axis: every output row is a weighted sum of a few input rows.
-  int64_t rows = outer * out_size;
-#pragma omp parallel for num_threads(std::max(threads, 1)) if (parallel)
-  for (int64_t row = 0; row < rows; ++row) {
-    int64_t o = row / out_size, y = row % out_size;
-    const T* block = source + o * in_size * inner;
-    T* line = target + row * inner;
-    const int64_t* index = &taps.index[y * count];
-    const float* weight = &taps.weight[y * count];
-    const T* first = block + index[0] * inner;
-    auto w0 = static_cast<T>(weight[0]);
-    for (int64_t i = 0; i < inner; ++i) line[i] = w0 * first[i];
-    for (int t = 1; t < count; ++t) {
-      if (weight[t] == 0) continue;
-      const T* next = block + index[t] * inner;
-      auto w = static_cast<T>(weight[t]);
-      for (int64_t i = 0; i < inner; ++i) line[i] += w * next[i];
-    }
-  }
-}
-
-template <typename T>
-void interpolate(const std::vector<AxisTaps>& axes, std::span<const int64_t> in_shape,
-                 std::span<const int64_t> out_shape, const std::vector<std::size_t>& order,
-                 T extrapolation, const T* source, T* target, int threads) {
-  std::vector<std::size_t> passes;
-  for (std::size_t axis : order) {
-    if (!axes[axis].identity) passes.push_back(axis);
-  }
-  int64_t total = product(out_shape);
-  if (passes.empty()) {
-    std::memcpy(target, source, static_cast<std::size_t>(total) * sizeof(T));
-  }
-  std::vector<int64_t> shape(in_shape.begin(), in_shape.end());
-  std::vector<T> buffers[2];
-  const T* current = source;
-  for (std::size_t p = 0; p < passes.size(); ++p) {
-    std::size_t axis = passes[p];
-    int64_t out_size = out_shape[axis];
-    std::vector<int64_t> next_shape = shape;
-    next_shape[axis] = out_size;
-    T* next = target;
-    if (p + 1 < passes.size()) {
-      buffers[p % 2].resize(product(next_shape));
-      next = buffers[p % 2].data();
-    }
-    interpolate_axis(axes[axis], shape, axis, out_size, current, next, threads);
-    current = next;
-    shape = next_shape;
-  }
-  // tf_crop_and_resize: outputs whose coordinate leaves the input on any axis are constant.
+void fill_outside(const std::vector<AxisTaps>& axes, std::span<const int64_t> out_shape,
+                  T extrapolation, T* target) {
   bool any_outside = false;
   for (const AxisTaps& axis : axes) {
     any_outside = any_outside ||
@@ -283,7 +197,7 @@ void interpolate(const std::vector<AxisTaps>& axes, std::span<const int64_t> in_
   }
   if (!any_outside) return;
   std::vector<int64_t> index(out_shape.size(), 0);
-  for (int64_t p = 0; p < total; ++p) {
+  for (int64_t p = 0, total = product(out_shape); p < total; ++p) {
     bool out = false;
     for (std::size_t d = 0; d < out_shape.size(); ++d) out = out || axes[d].outside[index[d]];
     if (out) target[p] = extrapolation;
@@ -292,6 +206,176 @@ void interpolate(const std::vector<AxisTaps>& axes, std::span<const int64_t> in_
       index[d] = 0;
     }
   }
+}
+
+// One dim of the bytes of a tensor in a channels-last or channel-blocked layout, outermost
+// first: the axis it holds (kChannelBlock: the channels inside one block) and its sizes.
+constexpr int kChannelBlock = -1;
+struct BytesDim {
+  int axis = 0;
+  int64_t in = 0, out = 0;
+};
+
+// The dims of the bytes of `desc` (a float tensor of rank 3 to 5) when it is channels-last or
+// in blocks of 8 or 16 channels; empty for any other layout.
+std::vector<BytesDim> bytes_dims(const dnnl::memory::desc& desc, std::span<const int64_t> in_shape,
+                                 std::span<const int64_t> out_shape) {
+  using Tag = dnnl::memory::format_tag;
+  auto rank = static_cast<int>(in_shape.size());
+  auto matches = [&](Tag tag) {
+    return tag != Tag::undef && dnnl::memory::desc(desc.dims(), desc.data_type(), tag) == desc;
+  };
+  std::vector<BytesDim> dims;
+  Tag channels_last = rank == 3   ? Tag::acb
+                      : rank == 4 ? Tag::acdb
+                      : rank == 5 ? Tag::acdeb
+                                  : Tag::undef;
+  if (matches(channels_last)) {
+    dims.push_back({0, in_shape[0], out_shape[0]});
+    for (int a = 2; a < rank; ++a) dims.push_back({a, in_shape[a], out_shape[a]});
+    dims.push_back({1, in_shape[1], out_shape[1]});
+    return dims;
+  }
+  for (int64_t block : {16, 8}) {
+    if (!matches(channel_blocked_tag(rank, block))) continue;
+    auto blocks = [block](int64_t channels) { return (channels + block - 1) / block; };
+    dims.push_back({0, in_shape[0], out_shape[0]});
+    dims.push_back({1, blocks(in_shape[1]), blocks(out_shape[1])});
+    for (int a = 2; a < rank; ++a) dims.push_back({a, in_shape[a], out_shape[a]});
+    dims.push_back({kChannelBlock, block, block});
+    return dims;
+  }
+  return dims;
+}
+
+// A prepared Resize: its tables or taps, the layout it computes in, and the reorders around.
+struct ResizePlan {
+  bool nearest = false;
+  DataType dtype = DataType::kFloat;
+  int threads = 1;
+  VectorIsa isa = VectorIsa::kBaseline;  // The loops of the widest ISA allowed (the cap).
+  float extrapolation = 0.0f;
+  std::vector<int64_t> in_shape, out_shape;
+  std::vector<std::vector<int64_t>> tables;  // Nearest: the source index per output index.
+  std::vector<std::byte> fill;               // Nearest: the extrapolation value's bytes.
+  std::vector<AxisTaps> taps;                // Linear and cubic, per axis.
+  std::vector<std::size_t> order;            // Linear and cubic: the axes in pass order.
+  // What the passes run over: the plain axes, or the dims of a blocked input's bytes.
+  std::vector<int64_t> compute_shape;
+  std::vector<std::vector<int64_t>> compute_tables;
+  std::vector<ResizeDim> dims;
+  std::vector<std::size_t> dim_order;
+  // A blocked input reordered to plain before computing, or a result computed in the input's
+  // layout (`computed_bytes` long) reordered to the plain output.
+  std::optional<LayoutReorder> input_to_plain, output_to_plain;
+  std::size_t computed_bytes = 0;
+
+  // Runs the passes over `bytes` (empty: the plain axes). Taps must not change afterwards:
+  // `dims` points into them.
+  void compute_in(const std::vector<BytesDim>& bytes) {
+    std::vector<BytesDim> layout = bytes;
+    if (layout.empty()) {
+      for (std::size_t a = 0; a < in_shape.size(); ++a) {
+        layout.push_back({static_cast<int>(a), in_shape[a], out_shape[a]});
+      }
+    }
+    compute_shape.clear();
+    compute_tables.clear();
+    dims.clear();
+    constexpr std::size_t kNone = ~std::size_t{0};
+    std::vector<std::size_t> position(in_shape.size(), kNone);
+    for (std::size_t p = 0; p < layout.size(); ++p) {
+      const BytesDim& dim = layout[p];
+      compute_shape.push_back(dim.in);
+      // Channels stay put in a blocked layout (their axis is split in two dims).
+      bool kept = dim.axis == kChannelBlock || (!bytes.empty() && dim.axis == 1);
+      if (!kept) position[dim.axis] = p;
+      if (nearest && kept) {
+        compute_tables.emplace_back(dim.out);
+        std::iota(compute_tables.back().begin(), compute_tables.back().end(), 0);
+      } else if (nearest) {
+        compute_tables.push_back(tables[dim.axis]);
+      } else {
+        auto last = static_cast<int>(in_shape.size()) - 1;
+        dims.push_back({dim.in, dim.out, kept ? nullptr : &taps[dim.axis], dim.axis == last});
+      }
+    }
+    dim_order.clear();
+    for (std::size_t axis : order) {
+      if (position[axis] != kNone) dim_order.push_back(position[axis]);
+    }
+  }
+
+  template <typename T>
+  void interpolate(const void* in, void* out) const {
+    interpolate_dims<T>(dims, dim_order, static_cast<const T*>(in), static_cast<T*>(out), threads,
+                        isa);
+    fill_outside<T>(taps, out_shape, static_cast<T>(extrapolation), static_cast<T*>(out));
+  }
+
+  void run(const void* in, void* out, dnnl::stream& stream) {
+    if (product(out_shape) == 0) return;
+    std::optional<Buffer> staged_in, staged_out;
+    if (input_to_plain) {
+      staged_in.emplace(input_to_plain->target().get_size());
+      input_to_plain->run(in, staged_in->data(), stream);
+      stream.wait();
+      in = staged_in->data();
+    }
+    void* target = out;
+    if (output_to_plain) {
+      staged_out.emplace(computed_bytes);
+      target = staged_out->data();
+    }
+    if (nearest) {
+      table_copy(element_size(dtype), compute_shape, compute_tables, fill, in, target, threads);
+    } else if (dtype == DataType::kDouble) {
+      interpolate<double>(in, target);
+    } else {
+      interpolate<float>(in, target);
+    }
+    if (output_to_plain) {
+      output_to_plain->run(target, out, stream);
+      stream.wait();  // Before the staged result is freed.
+    }
+  }
+};
+
+// Whether the channel axis keeps every channel in place (the resize is of batch and space).
+bool channels_kept(const ResizePlan& plan) {
+  if (plan.in_shape.size() < 3 || plan.in_shape[1] != plan.out_shape[1]) return false;
+  if (!plan.nearest) return plan.taps[1].identity;
+  const std::vector<int64_t>& table = plan.tables[1];
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    if (table[i] != static_cast<int64_t>(i)) return false;
+  }
+  return true;
+}
+
+// A blocked input (a convolution's output) that is channels-last or channel-blocked, and whose
+// channels stay, is resized in its own layout: every pass then runs over vectors of channels.
+// The output keeps that layout where its consumers take it; otherwise the smaller of input and
+// output is reordered to plain. Any other blocked input is reordered to plain first.
+void plan_blocked_input(const KernelContext& context, ResizePlan& plan, OutputSpec& spec,
+                        bool in_layout_possible) {
+  const dnnl::memory::desc& in_desc = *context.input(0).layout();
+  std::vector<BytesDim> bytes;
+  if (in_layout_possible) bytes = bytes_dims(in_desc, plan.in_shape, plan.out_shape);
+  std::optional<dnnl::memory::desc> out_desc;
+  if (!bytes.empty()) out_desc = same_layout_for(in_desc, plan.out_shape);
+  bool reorder_input = !out_desc || (!context.blocked_outputs_allowed &&
+                                     product(plan.in_shape) <= product(plan.out_shape));
+  if (reorder_input) {
+    plan.input_to_plain.emplace(in_desc, plain_desc(plan.in_shape), context.engine);
+    return;
+  }
+  plan.compute_in(bytes);
+  if (context.blocked_outputs_allowed) {
+    spec.layout = recorded_layout(*out_desc, plan.out_shape);
+    return;
+  }
+  plan.computed_bytes = out_desc->get_size();
+  plan.output_to_plain.emplace(*out_desc, plain_desc(plan.out_shape), context.engine);
 }
 
 Transform parse_transform(const KernelContext& context, const std::string& name) {
@@ -433,73 +517,77 @@ std::unique_ptr<Kernel> create_resize(const KernelContext& context) {
     if (position >= 0) shape_inputs.push_back(static_cast<std::size_t>(position));
   }
   std::vector<int64_t> in_shape = data.shape();
-  int threads = context.threads;
-  OutputSpec spec{data.dtype(), out_shape, std::nullopt, -1};
-
-  if (settings.interpolation == Interpolation::kNearest) {
-    std::vector<std::vector<int64_t>> tables;
-    for (const AxisResize& axis : axes) tables.push_back(nearest_table(settings, axis));
-    std::vector<std::byte> fill = encode_scalar(context, data.dtype(), settings.extrapolation);
-    std::size_t element_bytes = element_size(data.dtype());
-    return make_kernel(
-        context, {spec},
-        [=](const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
-          table_copy(element_bytes, in_shape, tables, fill, inputs[0]->raw(), outputs[0]->raw(),
-                     threads);
-        },
-        shape_inputs);
-  }
-
-  if (data.dtype() != DataType::kFloat && data.dtype() != DataType::kDouble) {
-    throw UnsupportedError(
-        fmt::format("{}: linear and cubic Resize support float and double "
-                    "data, not {}",
-                    context.where(), dtype_name(data.dtype())));
-  }
-  for (const AxisResize& axis : axes) {
-    if (axis.in == 0 && axis.out > 0) {
-      throw Error(fmt::format("{}: cannot interpolate an empty axis", context.where()));
+  auto plan = std::make_shared<ResizePlan>();
+  plan->threads = context.threads;
+  plan->isa = vector_isa();
+  plan->extrapolation = settings.extrapolation;
+  plan->dtype = data.dtype();
+  plan->in_shape = in_shape;
+  plan->out_shape = out_shape;
+  plan->nearest = settings.interpolation == Interpolation::kNearest;
+  if (plan->nearest) {
+    for (const AxisResize& axis : axes) plan->tables.push_back(nearest_table(settings, axis));
+    plan->fill = encode_scalar(context, data.dtype(), settings.extrapolation);
+  } else {
+    if (data.dtype() != DataType::kFloat && data.dtype() != DataType::kDouble) {
+      throw UnsupportedError(
+          fmt::format("{}: linear and cubic Resize support float and double "
+                      "data, not {}",
+                      context.where(), dtype_name(data.dtype())));
     }
+    for (const AxisResize& axis : axes) {
+      if (axis.in == 0 && axis.out > 0) {
+        throw Error(fmt::format("{}: cannot interpolate an empty axis", context.where()));
+      }
+    }
+    for (const AxisResize& axis : axes) {
+      plan->taps.push_back(axis.in == 0
+                               ? AxisTaps{settings.interpolation == Interpolation::kCubic ? 4 : 2,
+                                          {},
+                                          {},
+                                          {},
+                                          true,
+                                          {},
+                                          {}}
+                               : interpolation_taps(settings, axis));
+      add_tap_columns(plan->taps.back());
+    }
+    // Shrinking axes first keeps the intermediate tensors small; among equal ratios the later
+    // axis first, because the last-axis pass (a gather per element) costs more per output
+    // than the row passes of outer axes.
+    plan->order.resize(rank);
+    std::iota(plan->order.begin(), plan->order.end(), 0);
+    std::sort(plan->order.begin(), plan->order.end(), [&](std::size_t a, std::size_t b) {
+      int64_t left = axes[a].out * std::max<int64_t>(axes[b].in, 1);
+      int64_t right = axes[b].out * std::max<int64_t>(axes[a].in, 1);
+      return left != right ? left < right : a > b;
+    });
   }
-  std::vector<AxisTaps> taps;
-  for (const AxisResize& axis : axes) {
-    taps.push_back(
-        axis.in == 0
-            ? AxisTaps{settings.interpolation == Interpolation::kCubic ? 4 : 2, {}, {}, {}, true}
-            : interpolation_taps(settings, axis));
+  plan->compute_in({});
+  OutputSpec spec{data.dtype(), out_shape, std::nullopt, -1};
+  if (data.is_blocked()) {
+    plan_blocked_input(context, *plan, spec,
+                       settings.transform != Transform::kTfCropAndResize && channels_kept(*plan));
   }
-  // Shrinking axes first keeps the intermediate tensors small; among equal ratios the later
-  // axis first, because the last-axis pass (a gather per element) costs more per output than
-  // the row passes of outer axes.
-  std::vector<std::size_t> order(rank);
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    int64_t left = axes[a].out * std::max<int64_t>(axes[b].in, 1);
-    int64_t right = axes[b].out * std::max<int64_t>(axes[a].in, 1);
-    return left != right ? left < right : a > b;
-  });
-  float extrapolation = settings.extrapolation;
-  bool is_double = data.dtype() == DataType::kDouble;
   return make_kernel(
       context, {spec},
-      [=](const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
-        if (product(out_shape) == 0) return;
-        if (is_double) {
-          interpolate<double>(taps, in_shape, out_shape, order, extrapolation,
-                              inputs[0]->data<double>(), outputs[0]->data<double>(), threads);
-        } else {
-          interpolate<float>(taps, in_shape, out_shape, order, extrapolation,
-                             inputs[0]->data<float>(), outputs[0]->data<float>(), threads);
-        }
-      },
+      [plan](const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+             dnnl::stream& stream) { plan->run(inputs[0]->raw(), outputs[0]->raw(), stream); },
       shape_inputs);
 }
 
 }  // namespace
 
 void register_resize_kernels(KernelRegistry& registry) {
-  add_kernel(registry, "Resize", create_resize);
-  add_kernel(registry, "Upsample", create_resize);
+  for (const char* op_type : {"Resize", "Upsample"}) {
+    KernelInfo info;
+    info.op_type = op_type;
+    info.dtypes = kMovableTypes;
+    // A convolution's blocked output is resized in its layout (or reordered here).
+    info.accepts_blocked = [](std::size_t input) { return input == 0; };
+    info.create = create_resize;
+    registry.add(std::move(info));
+  }
 }
 
 }  // namespace cleave::shape
