@@ -113,8 +113,6 @@ std::vector<char> infer_and_send_types(const onnx::ModelProto& model, pid_t pare
 
 }  // namespace
 
-}  // namespace
-
 const onnx::GraphProto* infer_shapes_in_process(const onnx::ModelProto& model,
                                                 google::protobuf::Arena& arena) {
   auto* inferred = google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
