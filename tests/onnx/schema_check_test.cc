@@ -266,6 +266,24 @@ TEST(SchemaCheck, AllowedTypesPass) {
   EXPECT_EQ(full_check_error(model), std::nullopt);
 }
 
+// Constant-1 lists only float types, but exporters of its time wrote int64 constants with it
+// (ONNX's own pytorch-converted backend cases): the value's type is taken, as ONNX's inference
+// and ONNX Runtime take it.
+TEST(SchemaCheck, AnOldConstantOfAnIntegerValuePasses) {
+  onnx::ModelProto model = make_model(6);
+  auto* graph = model.mutable_graph();
+  auto* constant = add_node(graph, "Constant", {}, {"c"}, "const1");
+  auto* value = constant->add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  value->mutable_t()->add_dims(2);
+  value->mutable_t()->add_int64_data(3);
+  value->mutable_t()->add_int64_data(4);
+  add_output(graph, "c", {2}, onnx::TensorProto::INT64);
+  EXPECT_EQ(import_error(model), "<no error>");
+}
+
 // The five single-byte flips of attribute names in a real model each ran silently
 // with the attribute's default; each is refused naming the node and the intended name.
 TEST(SchemaCheck, SingleByteFlipsOfAttributeNamesInARealModelAreRefused) {

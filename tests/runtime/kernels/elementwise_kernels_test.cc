@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/text.h"
+#include "kernel_test_util.h"
 #include "run_kernel.h"
 #include "runtime/executor.h"
 #include "runtime/kernel.h"
@@ -18,42 +19,12 @@
 namespace cleave {
 namespace {
 
+using kernel_test::expect_values;
+using kernel_test::floats;
+using kernel_test::make_tensor;
+
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
-
-// A plain tensor of `dtype` holding `values` (converted as static_cast does).
-Tensor make_tensor(DataType dtype, std::vector<int64_t> shape, const std::vector<double>& values) {
-  Tensor t = Tensor::allocate(dtype, std::move(shape));
-  EXPECT_EQ(static_cast<std::size_t>(t.element_count()), values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const double v = values[i];
-    switch (dtype) {
-      case DataType::kFloat:
-        t.data<float>()[i] = static_cast<float>(v);
-        break;
-      case DataType::kDouble:
-        t.data<double>()[i] = v;
-        break;
-      case DataType::kInt32:
-        t.data<int32_t>()[i] = static_cast<int32_t>(v);
-        break;
-      case DataType::kInt64:
-        t.data<int64_t>()[i] = static_cast<int64_t>(v);
-        break;
-      case DataType::kUInt8:
-      case DataType::kBool:
-        t.data<uint8_t>()[i] = static_cast<uint8_t>(v);
-        break;
-      default:
-        ADD_FAILURE() << "make_tensor: unhandled type";
-    }
-  }
-  return t;
-}
-
-Tensor floats(std::vector<int64_t> shape, const std::vector<double>& values) {
-  return make_tensor(DataType::kFloat, std::move(shape), values);
-}
 
 // Values 0, 1, ... scaled into [low, high] (deterministic, no two equal).
 std::vector<double> ramp(int64_t count, double low, double high) {
@@ -64,11 +35,9 @@ std::vector<double> ramp(int64_t count, double low, double high) {
   return values;
 }
 
-// Runs a graph in the text form on named inputs and returns its outputs.
 std::vector<Tensor> run(std::string_view text, const std::map<std::string, Tensor>& inputs,
                         ExecutorOptions options = {}) {
-  Executor executor(parse_graph(text), options);
-  return executor.run(inputs);
+  return kernel_test::run_graph(text, inputs, options);
 }
 
 Tensor run_one(std::string_view text, const std::map<std::string, Tensor>& inputs,
@@ -76,22 +45,6 @@ Tensor run_one(std::string_view text, const std::map<std::string, Tensor>& input
   auto outputs = run(text, inputs, options);
   EXPECT_EQ(outputs.size(), 1u);
   return outputs.at(0);
-}
-
-void expect_values(const Tensor& actual, const std::vector<double>& expected,
-                   double tolerance = 0) {
-  const std::vector<double> got = actual.to_double_vector();
-  ASSERT_EQ(got.size(), expected.size());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    if (std::isnan(expected[i])) {
-      EXPECT_TRUE(std::isnan(got[i])) << "element " << i << ": " << got[i];
-    } else if (tolerance == 0 || std::isinf(expected[i])) {
-      EXPECT_EQ(got[i], expected[i]) << "element " << i;
-    } else {
-      EXPECT_NEAR(got[i], expected[i], tolerance * std::max(1.0, std::abs(expected[i])))
-          << "element " << i << " of " << actual.describe();
-    }
-  }
 }
 
 std::string error_of(std::string_view text, const std::map<std::string, Tensor>& inputs) {

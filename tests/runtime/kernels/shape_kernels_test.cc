@@ -16,49 +16,19 @@
 #include "runtime/kernels/registration.h"
 #include "runtime/tensor.h"
 
+#include "kernel_test_util.h"
+
 namespace cleave {
 namespace {
+
+using kernel_test::make_tensor;
 
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// A plain tensor of `dtype` holding `values` (converted as static_cast does).
-Tensor make(DataType dtype, std::vector<int64_t> shape, const std::vector<double>& values) {
-  Tensor t = Tensor::allocate(dtype, std::move(shape));
-  EXPECT_EQ(static_cast<std::size_t>(t.element_count()), values.size()) << t.describe();
-  for (std::size_t i = 0; i < values.size() && i < static_cast<std::size_t>(t.element_count());
-       ++i) {
-    double v = values[i];
-    switch (dtype) {
-      case DataType::kFloat:
-        t.data<float>()[i] = static_cast<float>(v);
-        break;
-      case DataType::kDouble:
-        t.data<double>()[i] = v;
-        break;
-      case DataType::kInt8:
-        t.data<int8_t>()[i] = static_cast<int8_t>(v);
-        break;
-      case DataType::kInt32:
-        t.data<int32_t>()[i] = static_cast<int32_t>(v);
-        break;
-      case DataType::kInt64:
-        t.data<int64_t>()[i] = static_cast<int64_t>(v);
-        break;
-      case DataType::kUInt8:
-      case DataType::kBool:
-        t.data<uint8_t>()[i] = static_cast<uint8_t>(v);
-        break;
-      default:
-        ADD_FAILURE() << "make: unhandled type";
-    }
-  }
-  return t;
-}
-
 Tensor f32(std::vector<int64_t> shape, const std::vector<double>& values) {
-  return make(DataType::kFloat, std::move(shape), values);
+  return make_tensor(DataType::kFloat, std::move(shape), values);
 }
 
 // int64 tensors are built from int64 values so that extremes (INT64_MIN/MAX) survive.
@@ -75,7 +45,7 @@ Tensor iota(std::vector<int64_t> shape, DataType dtype = DataType::kFloat) {
   for (int64_t d : shape) count *= d;
   std::vector<double> values(count);
   std::iota(values.begin(), values.end(), 0.0);
-  return make(dtype, std::move(shape), values);
+  return make_tensor(dtype, std::move(shape), values);
 }
 
 TensorData int64_data(std::vector<int64_t> dims, const std::vector<int64_t>& values) {
@@ -385,13 +355,13 @@ TEST(Dropout, MaskHasTheDataTypeBeforeOpset10) {
 
 TEST(Dropout, TrainingModeWithNonZeroRatioIsUnsupported) {
   NodeCase node("Dropout", 13);
-  node.input(f32({2}, {4, 5})).input(f32({}, {0.5})).input(make(DataType::kBool, {}, {1}));
+  node.input(f32({2}, {4, 5})).input(f32({}, {0.5})).input(make_tensor(DataType::kBool, {}, {1}));
   EXPECT_THROW(node.prepare(), UnsupportedError);
 }
 
 TEST(Dropout, TrainingModeWithZeroRatioIsIdentity) {
   NodeCase node("Dropout", 13);
-  node.input(f32({2}, {4, 5})).input(f32({}, {0})).input(make(DataType::kBool, {}, {1}));
+  node.input(f32({2}, {4, 5})).input(f32({}, {0})).input(make_tensor(DataType::kBool, {}, {1}));
   expect_tensor(node.run_one(), {2}, {4, 5});
 }
 
@@ -495,8 +465,10 @@ TEST(Range, FloatWithPositiveDelta) {
 
 TEST(Range, Int32WithNegativeDelta) {
   NodeCase node("Range", 11);
-  Tensor start = make(DataType::kInt32, {}, {10});
-  node.input(start).input(make(DataType::kInt32, {}, {4})).input(make(DataType::kInt32, {}, {-3}));
+  Tensor start = make_tensor(DataType::kInt32, {}, {10});
+  node.input(start)
+      .input(make_tensor(DataType::kInt32, {}, {4}))
+      .input(make_tensor(DataType::kInt32, {}, {-3}));
   Tensor out = node.run_one();
   EXPECT_EQ(out.dtype(), DataType::kInt32);
   expect_tensor(out, {2}, {10, 7});
@@ -703,7 +675,7 @@ TEST(Gather, NegativeIndicesCountFromTheEnd) {
 
 TEST(Gather, ScalarInt32IndexDropsTheAxis) {
   NodeCase node("Gather", 13);
-  node.input(iota({3, 2})).input(make(DataType::kInt32, {}, {1}));
+  node.input(iota({3, 2})).input(make_tensor(DataType::kInt32, {}, {1}));
   expect_tensor(node.run_one(), {2}, {2, 3});
 }
 
@@ -741,7 +713,7 @@ TEST(GatherElements, OutOfRangeIndexIsAnError) {
 
 TEST(GatherND, PicksElementsByFullIndexTuples) {
   NodeCase node("GatherND", 13);
-  node.input(make(DataType::kInt32, {2, 2}, {0, 1, 2, 3})).input(i64({2, 2}, {0, 0, 1, 1}));
+  node.input(make_tensor(DataType::kInt32, {2, 2}, {0, 1, 2, 3})).input(i64({2, 2}, {0, 0, 1, 1}));
   expect_tensor(node.run_one(), {2}, {0, 3});
 }
 
@@ -1080,7 +1052,7 @@ TEST(ArgMin, NegativeAxisWithSelectLastIndex) {
 
 TEST(ArgMin, Int32Data) {
   NodeCase node("ArgMin", 11);
-  node.input(make(DataType::kInt32, {3}, {4, -2, 7})).integer("keepdims", 0);
+  node.input(make_tensor(DataType::kInt32, {3}, {4, -2, 7})).integer("keepdims", 0);
   expect_tensor(node.run_one(), {}, {1});
 }
 
@@ -1116,7 +1088,7 @@ TEST(CumSum, AlongAxis0AndANegativeInt32Axis) {
   rows.input(f32({2, 3}, {1, 2, 3, 4, 5, 6})).input(i64({}, {0}));
   expect_tensor(rows.run_one(), {2, 3}, {1, 2, 3, 5, 7, 9});
   NodeCase columns("CumSum", 14);
-  columns.input(iota({2, 3}, DataType::kInt64)).input(make(DataType::kInt32, {1}, {-1}));
+  columns.input(iota({2, 3}, DataType::kInt64)).input(make_tensor(DataType::kInt32, {1}, {-1}));
   expect_tensor(columns.run_one(), {2, 3}, {0, 1, 3, 3, 7, 12});
 }
 
@@ -1130,7 +1102,7 @@ TEST(CumSum, AxisOutOfRangeIsAnError) {
 
 TEST(NonZero, GivesCoordinatesOfNonZeroElements) {
   NodeCase node("NonZero", 13);
-  node.input(make(DataType::kBool, {2, 2}, {1, 0, 1, 1}));
+  node.input(make_tensor(DataType::kBool, {2, 2}, {1, 0, 1, 1}));
   expect_tensor(node.run_one(), {2, 3}, {0, 1, 1, 0, 0, 1});
 }
 
@@ -1341,7 +1313,7 @@ TEST(Resize, LargeBilinearGivesTheSameResultOnTwoThreads) {
 
 TEST(Resize, LinearOnIntegersIsUnsupported) {
   NodeCase node("Resize", 13);
-  node.input(make(DataType::kInt32, {1, 1, 2, 2}, {1, 2, 3, 4}))
+  node.input(make_tensor(DataType::kInt32, {1, 1, 2, 2}, {1, 2, 3, 4}))
       .missing()
       .input(f32({4}, {1, 1, 2, 2}))
       .text("mode", "linear");
