@@ -27,11 +27,12 @@ struct HostLoad {
 /// than sleeping and being woken (docs/results/load.md).
 inline constexpr long kLibgompSpinCount = 300000;
 
-/// The spin count on an oversubscribed host (~30 us): longer than the gaps between cleave's
-/// kernels, far shorter than a time slice of another process. With more runnable threads than
-/// cores, the thread a barrier waits for is often not running at all, and spinning on takes
-/// the core from it or from the other process (docs/results/load.md).
-inline constexpr long kBusySpinCount = 1000;
+/// The spin count on an oversubscribed host: none, a waiting thread sleeps at once. With more
+/// runnable threads than cores, the thread a barrier waits for is often not running at all,
+/// and a spinning one takes the core from it or from another process; sleeping at once was the
+/// fastest of 0, 1000 and 300000 with 3 and 6 busy processes on 2 cores, and under a load of
+/// 15-23 (docs/results/load.md).
+inline constexpr long kBusySpinCount = 0;
 
 /// The spin count for a host in this state: kBusySpinCount when the other processes' runnable
 /// threads outnumber the cores (a team's thread then often waits for a core), else libgomp's own.

@@ -30,14 +30,14 @@ TEST(WaitPolicy, KeepsLibgompsSpinWhileEveryThreadCanHaveACore) {
   }
 }
 
-TEST(WaitPolicy, BoundsTheSpinWhenOtherThreadsOutnumberTheCores) {
+TEST(WaitPolicy, SleepsAtOnceWhenOtherThreadsOutnumberTheCores) {
   for (int others : {3, 20}) {
     std::vector<EnvironmentSetting> settings = policy_for({}, {others, 2});
     ASSERT_EQ(settings.size(), 1u);
-    EXPECT_EQ(settings[0].value, "1000") << others << " other runnable threads";
+    EXPECT_EQ(settings[0].value, "0") << others << " other runnable threads";
   }
   EXPECT_EQ(policy_for({}, {16, 16})[0].value, "300000");
-  EXPECT_EQ(policy_for({}, {17, 16})[0].value, "1000");
+  EXPECT_EQ(policy_for({}, {17, 16})[0].value, "0");
 }
 
 TEST(WaitPolicy, LeavesAUsersWaitPolicyAlone) {
