@@ -21,16 +21,13 @@
 
 #include "ir/text.h"
 #include "runtime/executor.h"
+#include "support/timing.h"
 
 namespace cleave {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // CPU seconds the calling thread has used, and how often the OS preempted it.
 double thread_cpu_seconds() {
