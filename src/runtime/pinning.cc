@@ -31,9 +31,13 @@ std::size_t core_cache_bytes() {
   for (hwloc_obj_t cache = core ? core->parent : nullptr; cache; cache = cache->parent) {
     if (!hwloc_obj_type_is_cache(cache->type)) continue;
     if (hwloc_get_nbobjs_inside_cpuset_by_type(topology, cache->cpuset, HWLOC_OBJ_CORE) > 1) break;
+    // Only the first two levels: a hypervisor may present the host's shared L3 as private to
+    // each vCPU (the 2-core EPYC VMs here report a 508 MiB "L3" per core), and holding back
+    // that much made the thread executor allocate, and page-fault, fresh buffers every run.
+    if (cache->attr->cache.depth > 2) break;
     largest = std::max<std::size_t>(largest, cache->attr->cache.size);
   }
-  return largest > 0 ? largest : kFallback;
+  return largest > 0 ? std::min(largest, kMaxCoreCacheBytes) : kFallback;
 }
 
 std::vector<int> allowed_cpus() {

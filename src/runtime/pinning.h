@@ -14,7 +14,11 @@ std::vector<int> allowed_cpus();
 /// containers, the thread stays unpinned and runs correctly).
 void pin_current_thread(const std::vector<int>& cpus);
 
-/// The largest cache private to one core (L2 on most x86 parts); 1 MiB when hwloc cannot tell.
+/// Most bytes core_cache_bytes() reports: no private cache of level 1 or 2 is larger.
+inline constexpr std::size_t kMaxCoreCacheBytes = std::size_t{8} << 20;
+
+/// The largest cache of level 1 or 2 private to one core (L2 on most x86 parts), at most
+/// kMaxCoreCacheBytes; 1 MiB when hwloc cannot tell.
 std::size_t core_cache_bytes();
 
 }  // namespace cleave

@@ -166,45 +166,5 @@ TEST(SearchPlannerTest, ZeroIterationsReturnsTheStart) {
   EXPECT_EQ(run_planner("annealing", graph, 1, 0).makespan, 4);
 }
 
-// "a" runs on q (5 s) and its output needs 5 s to reach p, so p idles for 10 s before "x".
-// "s" ranks below "x" (mean time 500.5 against 501), so HEFT places it after "x" in its
-// order; only insertion lets it use p's idle gap.
-constexpr const char* kGapBeforeTransfer = R"({
-    "devices": [{"name": "p"}, {"name": "q"}], "bandwidth": [[0, 1], [1, 0]],
-    "tasks": [{"name": "a", "time": [1000, 5], "output_bytes": 5},
-              {"name": "x", "time": [2, 1000]},
-              {"name": "s", "time": [1, 1000]}],
-    "edges": [["a", "x"]]})";
-
-TEST(HeftOptionsTest, InsertionFillsTheGapBeforeAWaitingTask) {
-  const TaskGraph graph = graph_from_text(kGapBeforeTransfer);
-  const Plan plan = plan_heft(graph, {});
-  expect_consistent(plan, graph);
-  EXPECT_EQ(plan.makespan, 12);
-  EXPECT_EQ(plan.order[0], (std::vector<int>{2, 1}));  // s fills [0, 1], then x at [10, 12]
-  EXPECT_EQ(plan.tasks[2].start, 0);
-}
-
-TEST(HeftOptionsTest, WithoutInsertionATaskCannotFillAnEarlierGap) {
-  const TaskGraph graph = graph_from_text(kGapBeforeTransfer);
-  HeftOptions no_insertion;
-  no_insertion.insertion = false;
-  const Plan plan = plan_heft(graph, no_insertion);
-  expect_consistent(plan, graph);
-  EXPECT_EQ(plan.makespan, 13);
-  EXPECT_EQ(plan.order[0], (std::vector<int>{1, 2}));  // s appended after x: [12, 13]
-}
-
-// Greedy appends in topological order and never inserts, so here it loses to HEFT.
-TEST(GreedyTest, AppendsWhereHeftInserts) {
-  const TaskGraph graph = graph_from_text(kGapBeforeTransfer);
-  const Plan plan = run_planner("greedy", graph);
-  expect_consistent(plan, graph);
-  EXPECT_EQ(plan.makespan, 13);
-  EXPECT_EQ(plan.order[0], (std::vector<int>{1, 2}));
-  EXPECT_EQ(plan.order[1], (std::vector<int>{0}));
-  EXPECT_LT(plan_heft(graph, {}).makespan, plan.makespan);
-}
-
 }  // namespace
 }  // namespace cleave
