@@ -136,6 +136,8 @@ class ThreadRunner:
         errors = []
 
         def work(worker):
+            # OpenMP's thread count is per thread: without this a worker ran with torch's default.
+            torch.set_num_threads(THREADS_PER_WORKER)
             try:
                 with torch.no_grad():
                     method = getattr(self.model, f"worker_{worker}")
@@ -220,6 +222,7 @@ const char* kRunScript = R"PY(#!/usr/bin/python3
                             [--warmup N] [--repeat R] [--threads T] [--json]
 """
 import argparse
+import ctypes
 import json
 import os
 import statistics
@@ -231,6 +234,19 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import model as generated  # noqa: E402  (the folder must be on the path first)
+
+
+def keep_freed_memory():
+    """Asks glibc to keep freed activations for the next run instead of returning them to the
+    system: otherwise every run page-faults them in again, and with worker threads (one malloc
+    arena each) a run took twice as long in about one process of three."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    libc.mallopt(m_mmap_threshold, 32 << 20)  # glibc's largest
+    libc.mallopt(m_trim_threshold, 1 << 30)
 
 
 def file_name_for(name):
@@ -254,6 +270,7 @@ def main():
     args = parser.parse_args()
     if args.repeat < 1 or args.warmup < 0:
         parser.error("--repeat must be at least 1 and --warmup at least 0")
+    keep_freed_memory()
 
     inputs = {{}}
     for spec in args.input:
@@ -426,6 +443,15 @@ PytorchCodegenSummary emit_pytorch(const Graph& model, const WorkerProgram& prog
       py_string(model_name), program.workers, program.threads_per_worker,
       fmt::join(input_names, ", "), fmt::join(input_shapes, ", "), fmt::join(output_names, ", "),
       fmt::join(channels, "\n"), channels.empty() ? "" : "\n");
+  code +=
+      "def conv2d(x, weight, bias, stride, padding, dilation, groups):\n"
+      "    \"\"\"F.conv2d, always through oneDNN where torch has it. torch 1.13 sends a 1x1\n"
+      "    convolution of batch 1 on one thread to its BLAS instead, which in Debian's torch\n"
+      "    (generic BLAS) is about ten times slower: every worker of one thread paid it.\"\"\"\n"
+      "    if torch.backends.mkldnn.is_available() and x.dtype == torch.float32:\n"
+      "        return torch.mkldnn_convolution(x, weight, bias, padding, stride, dilation, "
+      "groups)\n"
+      "    return F.conv2d(x, weight, bias, stride, padding, dilation, groups)\n\n\n";
 
   code +=
       "class Model(torch.nn.Module):\n"

@@ -83,8 +83,10 @@ std::vector<std::string> conv(const Call& c) {
     x = c.out();
     padding.assign(r, 0);
   }
+  // 2-D through the model file's conv2d (oneDNN always; see its docstring).
   std::string y =
-      fmt::format("F.conv{}d({}, {}, {}, stride={}, padding={}, dilation={}, groups={})", r, x,
+      fmt::format("{}({}, {}, {}, stride={}, padding={}, dilation={}, groups={})",
+                  r == 2 ? "conv2d" : fmt::format("F.conv{}d", r), x,
                   c.in(1), c.has(2) ? c.in(2) : "None", py_tuple(strides), py_tuple(padding),
                   py_tuple(dilations), c.node.int_attribute("group", 1));
   const int64_t sum = c.node.int_attribute("sum_input", -1);

@@ -26,7 +26,7 @@ TEST(PytorchOps, ConvWithFusedResidualAndReluIsWrittenOut) {
   return %y
 })",
                       "y"),
-            "y = F.relu(F.conv2d(x, self.w, None, stride=(1, 1), padding=(1, 1), dilation=(1, "
+            "y = F.relu(conv2d(x, self.w, None, stride=(1, 1), padding=(1, 1), dilation=(1, "
             "1), groups=1) + r)");
 }
 
@@ -38,7 +38,7 @@ TEST(PytorchOps, AsymmetricPadsBecomeAnExplicitPad) {
 })",
                       "y"),
             "y = F.pad(x, (0, 1, 0, 1))\n"
-            "y = F.conv2d(y, self.w, None, stride=(2, 2), padding=(0, 0), dilation=(1, 1), "
+            "y = conv2d(y, self.w, None, stride=(2, 2), padding=(0, 0), dilation=(1, 1), "
             "groups=1)");
 }
 
