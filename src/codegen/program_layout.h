@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "runtime/buffer_plan.h"
 #include "codegen/cpp_emitter.h"
 #include "codegen/weights_file.h"
 #include "codegen/worker_program.h"
 #include "ir/graph.h"
+#include "runtime/buffer_plan.h"
 
 namespace cleave {
 

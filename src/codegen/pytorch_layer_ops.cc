@@ -84,11 +84,10 @@ std::vector<std::string> conv(const Call& c) {
     padding.assign(r, 0);
   }
   // 2-D through the model file's conv2d (oneDNN always; see its docstring).
-  std::string y =
-      fmt::format("{}({}, {}, {}, stride={}, padding={}, dilation={}, groups={})",
-                  r == 2 ? "conv2d" : fmt::format("F.conv{}d", r), x,
-                  c.in(1), c.has(2) ? c.in(2) : "None", py_tuple(strides), py_tuple(padding),
-                  py_tuple(dilations), c.node.int_attribute("group", 1));
+  std::string y = fmt::format("{}({}, {}, {}, stride={}, padding={}, dilation={}, groups={})",
+                              r == 2 ? "conv2d" : fmt::format("F.conv{}d", r), x, c.in(1),
+                              c.has(2) ? c.in(2) : "None", py_tuple(strides), py_tuple(padding),
+                              py_tuple(dilations), c.node.int_attribute("group", 1));
   const int64_t sum = c.node.int_attribute("sum_input", -1);
   if (sum >= 0) y = fmt::format("{} + {}", y, c.in(static_cast<std::size_t>(sum)));
   lines.push_back(fmt::format("{} = {}", c.out(), activation(c, y)));
