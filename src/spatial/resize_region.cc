@@ -13,43 +13,10 @@ namespace {
 using Transform = ResizeAxis::Transform;
 using Rounding = ResizeAxis::Rounding;
 
-// The input coordinate of output row x, in the float arithmetic of cleave's kernel
-// (original_coordinate in runtime/kernels/tensor/resize.cc, itself ONNX Runtime's): the rows a
-// slice reads must be the rows the kernel picks, to the last rounding.
+// The input coordinate of output row x, by the kernel's own formula: the rows a slice reads
+// must be the rows the kernel picks, to the last rounding.
 float coordinate(const ResizeAxis& a, int64_t row) {
-  const auto x = static_cast<float>(row);
-  const auto in = static_cast<float>(a.in);
-  switch (a.transform) {
-    case Transform::kAsymmetric:
-      return x / a.scale;
-    case Transform::kPytorchHalfPixel:
-      return a.resized > 1 ? (x + 0.5f) / a.scale - 0.5f : 0.0f;
-    case Transform::kTfHalfPixel:
-      return (x + 0.5f) / a.scale;
-    case Transform::kAlignCorners:
-      return a.resized == 1 ? 0.0f : x * (in - 1) / (a.resized - 1);
-    case Transform::kHalfPixel:
-      break;
-  }
-  return (x + 0.5f) / a.scale - 0.5f;
-}
-
-int64_t rounded(Rounding rounding, float x, bool shrinking) {
-  switch (rounding) {
-    case Rounding::kSimple:
-      return shrinking ? static_cast<int64_t>(std::ceil(x)) : static_cast<int64_t>(x);
-    case Rounding::kRoundPreferCeil:
-      return static_cast<int64_t>(std::round(x));
-    case Rounding::kFloor:
-      return static_cast<int64_t>(std::floor(x));
-    case Rounding::kCeil:
-      return static_cast<int64_t>(std::ceil(x));
-    case Rounding::kRoundPreferFloor:
-      break;
-  }
-  if (x == static_cast<float>(static_cast<int64_t>(x)) + 0.5f)
-    return static_cast<int64_t>(std::floor(x));
-  return static_cast<int64_t>(std::round(x));
+  return resize_source_coordinate(a.transform, static_cast<float>(row), {a.in, a.scale, a.resized});
 }
 
 // First and last input row output row `row` reads.
@@ -58,7 +25,8 @@ Interval taps(const ResizeAxis& a, int64_t row) {
   x = std::isnan(x) ? 0.0f : std::clamp(x, -3.0f, static_cast<float>(a.in + 2));
   const int64_t last = a.in - 1;
   if (!a.linear) {
-    const int64_t i = std::clamp<int64_t>(rounded(a.rounding, x, a.scale < 1), 0, last);
+    const int64_t i =
+        std::clamp<int64_t>(resize_nearest_index(a.rounding, x, a.scale < 1), 0, last);
     return {i, i + 1};
   }
   x = std::clamp(x, 0.0f, static_cast<float>(last));
@@ -86,7 +54,7 @@ bool transform_of(const std::string& text, Transform& t) {
   } else if (text == "align_corners") {
     t = Transform::kAlignCorners;
   } else if (text == "tf_half_pixel_for_nn") {
-    t = Transform::kTfHalfPixel;
+    t = Transform::kTfHalfPixelForNn;
   } else {
     return false;
   }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "ir/graph.h"
+#include "runtime/kernels/tensor/resize_coordinates.h"
 #include "spatial/region_rules.h"
 
 namespace cleave {
@@ -12,8 +13,8 @@ namespace cleave {
 /// One spatial axis of a Resize as cleave's kernel (runtime/kernels/tensor/resize.cc) and ONNX
 /// Runtime compute it.
 struct ResizeAxis {
-  enum class Transform { kHalfPixel, kPytorchHalfPixel, kAsymmetric, kAlignCorners, kTfHalfPixel };
-  enum class Rounding { kSimple, kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
+  using Transform = ResizeTransform;  ///< kTfCropAndResize is refused.
+  using Rounding = ResizeRounding;
   int64_t in = 0;       ///< Input rows.
   int64_t out = 0;      ///< Output rows.
   float scale = 1;      ///< The scale the coordinates use (the given one, or out / in).

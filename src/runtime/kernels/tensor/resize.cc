@@ -13,6 +13,7 @@
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/registration.h"
 #include "runtime/kernels/tensor/common.h"
+#include "runtime/kernels/tensor/resize_coordinates.h"
 #include "runtime/kernels/tensor/resize_passes.h"
 
 namespace cleave::shape {
@@ -20,16 +21,8 @@ namespace cleave::shape {
 namespace {
 
 enum class Interpolation { kNearest, kLinear, kCubic };
-enum class Transform {
-  kHalfPixel,
-  kPytorchHalfPixel,
-  kAlignCorners,
-  kAsymmetric,
-  kTfHalfPixelForNn,
-  kTfCropAndResize
-};
-// kSimple is how Upsample and Resize-10 rounded: truncate when enlarging, ceil when shrinking.
-enum class Rounding { kSimple, kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
+using Transform = ResizeTransform;
+using Rounding = ResizeRounding;
 
 struct ResizeSettings {
   Interpolation interpolation = Interpolation::kNearest;
@@ -41,58 +34,11 @@ struct ResizeSettings {
 };
 
 // One axis: its sizes, the scale the coordinates use and the crop box (tf_crop_and_resize).
-// `resized_length` is what the coordinate formulas call length_resized: the ONNX reference
-// takes in × scale there, before rounding down, when scales are given (ONNX Runtime takes the
+// The formulas' length_resized is in × scale when scales are given (ONNX Runtime takes the
 // rounded size; the two differ only for scales that do not give a whole size).
-struct AxisResize {
-  int64_t in = 0, out = 0;
-  float scale = 1.0f;
-  float resized_length = 0.0f;
-  float roi_start = 0.0f, roi_end = 1.0f;
+struct AxisResize : ResizeAxisCoordinates {
+  int64_t out = 0;
 };
-
-// Input coordinate of output coordinate x, in the float arithmetic ONNX Runtime uses.
-float original_coordinate(Transform transform, float x, const AxisResize& axis) {
-  auto in = static_cast<float>(axis.in);
-  float out = axis.resized_length;
-  switch (transform) {
-    case Transform::kAsymmetric:
-      return x / axis.scale;
-    case Transform::kPytorchHalfPixel:
-      return out > 1 ? (x + 0.5f) / axis.scale - 0.5f : 0.0f;
-    case Transform::kTfHalfPixelForNn:
-      return (x + 0.5f) / axis.scale;
-    case Transform::kAlignCorners:
-      return out == 1 ? 0.0f : x * (in - 1) / (out - 1);
-    case Transform::kTfCropAndResize:
-      return static_cast<float>(out > 1 ? axis.roi_start * (in - 1) +
-                                              (x * (axis.roi_end - axis.roi_start) * (in - 1)) /
-                                                  (out - 1)
-                                        : 0.5 * (axis.roi_start + axis.roi_end) * (in - 1));
-    case Transform::kHalfPixel:
-      break;
-  }
-  return (x + 0.5f) / axis.scale - 0.5f;
-}
-
-int64_t nearest_index(Rounding rounding, float x, bool shrinking) {
-  switch (rounding) {
-    case Rounding::kSimple:
-      return shrinking ? static_cast<int64_t>(std::ceil(x)) : static_cast<int64_t>(x);
-    case Rounding::kRoundPreferCeil:
-      return static_cast<int64_t>(std::round(x));
-    case Rounding::kFloor:
-      return static_cast<int64_t>(std::floor(x));
-    case Rounding::kCeil:
-      return static_cast<int64_t>(std::ceil(x));
-    case Rounding::kRoundPreferFloor:
-      break;
-  }
-  if (x == static_cast<float>(static_cast<int64_t>(x)) + 0.5f) {
-    return static_cast<int64_t>(std::floor(x));
-  }
-  return static_cast<int64_t>(std::round(x));
-}
 
 // Keeps a coordinate where casting it is defined; every result stays the same because
 // coordinates this far out only ever read the edge (or nothing, with exclude_outside).
@@ -110,14 +56,14 @@ bool outside(const ResizeSettings& settings, float x, const AxisResize& axis) {
 std::vector<int64_t> nearest_table(const ResizeSettings& settings, const AxisResize& axis) {
   std::vector<int64_t> table(axis.out);
   for (int64_t o = 0; o < axis.out; ++o) {
-    float x = original_coordinate(settings.transform, static_cast<float>(o), axis);
+    float x = resize_source_coordinate(settings.transform, static_cast<float>(o), axis);
     if (outside(settings, x, axis)) {
       table[o] = -1;
       continue;
     }
     x = bounded(x, axis);
-    table[o] =
-        std::clamp<int64_t>(nearest_index(settings.rounding, x, axis.scale < 1), 0, axis.in - 1);
+    table[o] = std::clamp<int64_t>(resize_nearest_index(settings.rounding, x, axis.scale < 1), 0,
+                                   axis.in - 1);
   }
   return table;
 }
@@ -137,7 +83,7 @@ AxisTaps interpolation_taps(const ResizeSettings& settings, const AxisResize& ax
   result.outside.resize(axis.out);
   int64_t last = axis.in - 1;
   for (int64_t o = 0; o < axis.out; ++o) {
-    float x = original_coordinate(settings.transform, static_cast<float>(o), axis);
+    float x = resize_source_coordinate(settings.transform, static_cast<float>(o), axis);
     result.outside[o] = outside(settings, x, axis);
     x = bounded(x, axis);
     int64_t* index = &result.index[o * result.taps];
