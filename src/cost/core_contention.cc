@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/system_load.h"
 #include "support/timing.h"
 
 namespace cleave {
@@ -33,21 +34,6 @@ double seconds_now() {
 
 // About 50 µs on a 3 GHz core: long enough to time, short enough to try often.
 constexpr long kIterations = 30000;
-
-// procs_running from /proc/stat, or -1.
-int procs_running() {
-  std::ifstream stat("/proc/stat");
-  std::string key;
-  while (stat >> key) {
-    if (key == "procs_running") {
-      int count = -1;
-      stat >> count;
-      return count;
-    }
-    stat.ignore(1 << 20, '\n');
-  }
-  return -1;
-}
 
 // Threads of this process ready to run (state R in /proc/self/task/*/stat): the caller, and an
 // OpenMP team that still spins after its last region.

@@ -8,28 +8,14 @@
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <limits>
 #include <string>
 #include <thread>
 
+#include "support/system_load.h"
+
 namespace cleave {
 namespace {
-
-// Runnable threads in the whole system now, the reader included; -1 if unknown.
-int procs_running() {
-  std::ifstream stat("/proc/stat");
-  std::string key;
-  while (stat >> key) {
-    if (key == "procs_running") {
-      int count = -1;
-      stat >> count;
-      return count;
-    }
-    stat.ignore(1 << 20, '\n');
-  }
-  return -1;
-}
 
 int usable_cores() {
   cpu_set_t set;
