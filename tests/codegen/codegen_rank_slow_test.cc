@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "codegen_fixture.h"
 
@@ -11,6 +12,55 @@ namespace cleave {
 namespace {
 
 namespace fs = std::filesystem;
+
+// A tiny C program over the generated rank C API: every rank calls it, rank 0 with a raw input
+// file and an output file.
+const char* kRankEmbedSource = R"(#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "model.h"
+
+int main(int argc, char** argv) {
+  if (argc != 4) return 3;
+  if (model_init(argv[3]) != 0) {
+    fprintf(stderr, "model_init: %s\n", model_last_error());
+    return 2;
+  }
+  void* in = NULL;
+  void* out = NULL;
+  if (model_rank() == 0) {
+    in = malloc(model_input_bytes(0));
+    out = malloc(model_output_bytes(0));
+    FILE* f = fopen(argv[1], "rb");
+    if (!f || fread(in, 1, model_input_bytes(0), f) != model_input_bytes(0)) return 3;
+    fclose(f);
+  }
+  const void* inputs[MODEL_INPUT_COUNT] = {in};
+  void* outputs[MODEL_OUTPUT_COUNT] = {out};
+  if (model_run(inputs, outputs) != 0) {
+    fprintf(stderr, "model_run: %s\n", model_last_error());
+    return 2;
+  }
+  if (model_rank() == 0) {
+    FILE* f = fopen(argv[2], "wb");
+    fwrite(out, 1, model_output_bytes(0), f);
+    fclose(f);
+  }
+  model_shutdown();
+  free(in);
+  free(out);
+  return 0;
+}
+)";
+
+const char* kRankEmbedCMake = R"(cmake_minimum_required(VERSION 3.22)
+project(embed LANGUAGES C CXX)
+add_subdirectory(gen gen_build)
+add_executable(embed embed.c)
+target_link_libraries(embed PRIVATE model)
+set_target_properties(embed PROPERTIES LINKER_LANGUAGE CXX)
+)";
 
 class CodegenRanks : public CodegenFixture {
  protected:
@@ -50,6 +100,29 @@ TEST_F(CodegenRanks, TwoRankProgramBuildsAndMatchesMpirunCleaveRunBitForBit) {
   CommandOutput single = cleave("run m.onnx --layouts blocked --output-dir single");
   ASSERT_EQ(single.exit_code, 0) << single.text;
   EXPECT_TRUE(same_bits(read_npy(path("seeded/out.npy")), read_npy(path("single/out.npy"))));
+
+  // The C API embedded in a small C program, run on 2 ranks: the same bits as model_run.
+  std::ofstream(path("embed.c")) << kRankEmbedSource;
+  std::ofstream(path("CMakeLists.txt")) << kRankEmbedCMake;
+  const Tensor input = read_npy(path("x.npy"));
+  {
+    std::ofstream raw(path("x.raw"), std::ios::binary);
+    raw.write(static_cast<const char*>(input.raw()),
+              static_cast<std::streamsize>(input.byte_size()));
+  }
+  CommandOutput embed_build = shell(
+      "cmake -S . -B embed_build -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build embed_build");
+  ASSERT_EQ(embed_build.exit_code, 0) << embed_build.text;
+  CommandOutput embedded = mpirun(2, "embed_build/embed x.raw out.raw gen/weights.bin");
+  ASSERT_EQ(embedded.exit_code, 0) << embedded.text;
+  const Tensor expected = read_npy(path("ref/out.npy"));
+  const std::string got = read_text_file(path("out.raw"));
+  ASSERT_EQ(got.size(), expected.byte_size());
+  EXPECT_EQ(std::memcmp(got.data(), expected.raw(), got.size()), 0);
+  // A missing weights file comes back through model_last_error, naming the file.
+  CommandOutput missing = mpirun(2, "embed_build/embed x.raw out.raw nowhere.bin");
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.text.find("nowhere.bin"), std::string::npos) << missing.text;
 
   // Started on another number of ranks, every rank refuses before any work.
   CommandOutput three = mpirun(3, "gen/build/model_run");
