@@ -47,14 +47,6 @@ int main(int argc, char** argv) {
 }
 )";
 
-const char* kEmbedCMake = R"(cmake_minimum_required(VERSION 3.22)
-project(embed LANGUAGES C CXX)
-add_subdirectory(gen gen_build)
-add_executable(embed embed.c)
-target_link_libraries(embed PRIVATE model)
-set_target_properties(embed PROPERTIES LINKER_LANGUAGE CXX)
-)";
-
 class CodegenCpp : public CodegenFixture {};
 
 TEST_F(CodegenCpp, GeneratedProgramBuildsAndMatchesCleaveRunBitForBit) {

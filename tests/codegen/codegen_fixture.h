@@ -57,6 +57,16 @@ inline const char* kMixedBranchModel = R"(graph main [ai.onnx=17] (%x: f32[1,3,1
 })";
 
 /// Same type, shape and bytes.
+// A CMake project that builds embed.c against the generated folder gen/ (its libmodel.a and
+// model.h, with cleave's library and dependencies through gen's CMakeLists).
+inline const char* kEmbedCMake = R"(cmake_minimum_required(VERSION 3.22)
+project(embed LANGUAGES C CXX)
+add_subdirectory(gen gen_build)
+add_executable(embed embed.c)
+target_link_libraries(embed PRIVATE model)
+set_target_properties(embed PROPERTIES LINKER_LANGUAGE CXX)
+)";
+
 inline bool same_bits(const Tensor& a, const Tensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() &&
          std::memcmp(a.raw(), b.raw(), a.byte_size()) == 0;

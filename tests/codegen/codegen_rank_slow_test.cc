@@ -54,14 +54,6 @@ int main(int argc, char** argv) {
 }
 )";
 
-const char* kRankEmbedCMake = R"(cmake_minimum_required(VERSION 3.22)
-project(embed LANGUAGES C CXX)
-add_subdirectory(gen gen_build)
-add_executable(embed embed.c)
-target_link_libraries(embed PRIVATE model)
-set_target_properties(embed PROPERTIES LINKER_LANGUAGE CXX)
-)";
-
 class CodegenRanks : public CodegenFixture {
  protected:
   // `command` on `ranks` ranks over loopback TCP, one OpenMP thread each.
@@ -103,7 +95,7 @@ TEST_F(CodegenRanks, TwoRankProgramBuildsAndMatchesMpirunCleaveRunBitForBit) {
 
   // The C API embedded in a small C program, run on 2 ranks: the same bits as model_run.
   std::ofstream(path("embed.c")) << kRankEmbedSource;
-  std::ofstream(path("CMakeLists.txt")) << kRankEmbedCMake;
+  std::ofstream(path("CMakeLists.txt")) << kEmbedCMake;
   const Tensor input = read_npy(path("x.npy"));
   {
     std::ofstream raw(path("x.raw"), std::ios::binary);
