@@ -83,16 +83,7 @@ TEST_F(CodegenCpp, GeneratedProgramBuildsAndMatchesCleaveRunBitForBit) {
 
   // The C API embedded in a small C program: model.h and libmodel.a, through the folder's
   // CMakeLists (which brings cleave's library and its dependencies along).
-  std::ofstream(path("embed.c")) << kEmbedSource;
-  std::ofstream(path("CMakeLists.txt")) << kEmbedCMake;
-  const Tensor input = read_npy(path("x.npy"));
-  {
-    std::ofstream raw(path("x.raw"), std::ios::binary);
-    raw.write(static_cast<const char*>(input.raw()),
-              static_cast<std::streamsize>(input.byte_size()));
-  }
-  CommandOutput embed_build = shell(
-      "cmake -S . -B embed_build -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build embed_build");
+  CommandOutput embed_build = build_embedding(kEmbedSource);
   ASSERT_EQ(embed_build.exit_code, 0) << embed_build.text;
   CommandOutput embedded = shell("embed_build/embed x.raw out.raw gen/weights.bin");
   ASSERT_EQ(embedded.exit_code, 0) << embedded.text;

@@ -125,6 +125,19 @@ class CodegenFixture : public ::testing::Test {
   CommandOutput cleave(const std::string& arguments) const {
     return shell(std::string(CLEAVE_BINARY) + " " + arguments);
   }
+  /// Writes embed.c (`source`, a C program over gen/'s C API) with kEmbedCMake beside it and
+  /// x.npy's bytes as x.raw, and builds it into embed_build/embed.
+  CommandOutput build_embedding(const char* source) const {
+    std::ofstream(path("embed.c")) << source;
+    std::ofstream(path("CMakeLists.txt")) << kEmbedCMake;
+    const Tensor input = read_npy(path("x.npy"));
+    std::ofstream(path("x.raw"), std::ios::binary)
+        .write(static_cast<const char*>(input.raw()),
+               static_cast<std::streamsize>(input.byte_size()));
+    return shell(
+        "cmake -S . -B embed_build -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build "
+        "embed_build");
+  }
   /// The seeded input `cleave run` uses, saved for the other side of a comparison.
   void save_default_input(const std::string& model, const std::string& npy) const {
     Graph graph = parse_graph(kTwoBranchModel);

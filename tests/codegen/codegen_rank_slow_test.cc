@@ -94,16 +94,7 @@ TEST_F(CodegenRanks, TwoRankProgramBuildsAndMatchesMpirunCleaveRunBitForBit) {
   EXPECT_TRUE(same_bits(read_npy(path("seeded/out.npy")), read_npy(path("single/out.npy"))));
 
   // The C API embedded in a small C program, run on 2 ranks: the same bits as model_run.
-  std::ofstream(path("embed.c")) << kRankEmbedSource;
-  std::ofstream(path("CMakeLists.txt")) << kEmbedCMake;
-  const Tensor input = read_npy(path("x.npy"));
-  {
-    std::ofstream raw(path("x.raw"), std::ios::binary);
-    raw.write(static_cast<const char*>(input.raw()),
-              static_cast<std::streamsize>(input.byte_size()));
-  }
-  CommandOutput embed_build = shell(
-      "cmake -S . -B embed_build -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build embed_build");
+  CommandOutput embed_build = build_embedding(kRankEmbedSource);
   ASSERT_EQ(embed_build.exit_code, 0) << embed_build.text;
   CommandOutput embedded = mpirun(2, "embed_build/embed x.raw out.raw gen/weights.bin");
   ASSERT_EQ(embedded.exit_code, 0) << embedded.text;
