@@ -255,8 +255,9 @@ int run_codegen(const CodegenSettings& settings) {
     } else if (settings.layouts == "auto" && !settings.ranks) {
       options.family = measured_family(graph, program.threads_per_worker);
     } else if (settings.layouts == "auto") {
-      // Under mpirun, `cleave run`'s auto is blocked: no rank measures on its own.
-      options.family = ConvolutionFamily::kBlocked;
+      // As `cleave run` under mpirun: no rank can time the model, so the family the plan was
+      // costed in, else blocked.
+      options.family = plan.convolution_family.value_or(ConvolutionFamily::kBlocked);
     } else {
       options.family = *parse_convolution_family(settings.layouts);
     }

@@ -4,6 +4,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,9 @@ struct CostTable {
   /// Profiles only, by thread count: blocks of whole runs timed while another process held
   /// one of the cores (set aside; see interleaved_run_seconds).
   std::vector<int> disturbed_blocks;
+  /// Profiles only: the convolution family whose kernels were timed (unset: plain layouts,
+  /// or a table not measured here). Executors that cannot measure for themselves run it.
+  std::optional<ConvolutionFamily> convolution_family;
 
   /// Seconds of a node on `threads` intra-op threads; past the largest measured count the
   /// time stays at that count's (no speedup is assumed that was not measured).

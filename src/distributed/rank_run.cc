@@ -39,6 +39,8 @@ struct Prepared {
   double model_weight_bytes = 0;
   bool unread_weights = false;  // Some weights were never read (loaded as is).
   uint64_t hash = 0;
+  std::string layouts = "blocked";       // The family the kernels run, or "plain".
+  std::string layouts_from = "default";  // option (--layouts), plan, or default.
 };
 
 void prepare(const RankRunSettings& settings, const MpiSession& session, Prepared& prepared) {
@@ -98,7 +100,14 @@ void prepare(const RankRunSettings& settings, const MpiSession& session, Prepare
     auto family = parse_convolution_family(settings.layouts);
     if (!family) throw Error(fmt::format("--layouts '{}': unknown family", settings.layouts));
     options.convolution_family = *family;
+    prepared.layouts_from = "option";
+  } else if (prepared.plan.convolution_family) {
+    // No rank can time the model (each holds only its weights): run what the plan was costed in.
+    options.convolution_family = *prepared.plan.convolution_family;
+    prepared.layouts_from = "plan";
   }
+  prepared.layouts = options.blocked_layouts ? to_string(options.convolution_family) : "plain";
+  if (settings.plain_layouts) prepared.layouts_from = "option";
   prepared.executor = std::make_unique<MpiExecutor>(prepared.graph, prepared.plan.tasks,
                                                     prepared.plan.plan, session.comm(), options);
   // The executor holds the weights now; this copy would keep them alive after its kernels
@@ -243,6 +252,7 @@ int run_on_ranks(const RankRunSettings& settings) {
   std::sort(sorted.begin(), sorted.end());
   const double median = median_of(latencies);
   report["latency_ms"] = {{"min", sorted.front()}, {"median", median}, {"runs", latencies}};
+  report["layouts"] = {{"family", prepared.layouts}, {"from", prepared.layouts_from}};
   report["samples"] = settings.samples;
   report["throughput_samples_per_s"] = settings.samples / (median / 1e3);
   std::vector<double> per_sample;
@@ -307,6 +317,10 @@ int run_on_ranks(const RankRunSettings& settings) {
              report["sample_latency_ms"]["median"].get<double>());
   fmt::print("plan       {} on {} rank(s): predicted {:.3f} ms\n", prepared.plan.plan.strategy,
              session.size(), prepared.plan.plan.makespan * 1e3);
+  fmt::print("layouts    {} ({})\n", prepared.layouts,
+             prepared.layouts_from == "plan"     ? "the family the plan's costs were profiled in"
+             : prepared.layouts_from == "option" ? "as asked"
+                                                 : "the default: the plan names no family");
   fmt::print("weights    {:.2f} MiB in the model; ranks read {}\n",
              prepared.model_weight_bytes / 1048576.0, report["weights_read"].get<std::string>());
   for (const auto& entry : ranks) {

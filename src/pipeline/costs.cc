@@ -28,7 +28,9 @@ CostTable choose_costs(const Graph& graph, const CostChoice& choice) {
   options.convolution_family =
       choice.family ? *choice.family
                     : measured_family(graph, choice.threads_per_worker, options.progress);
-  return profile_costs(graph, options);
+  CostTable table = profile_costs(graph, options);
+  if (options.blocked_layouts) table.convolution_family = options.convolution_family;
+  return table;
 }
 
 int profile_threads_for(const Machine& machine) {

@@ -161,6 +161,7 @@ ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlan
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   chosen.plan.notes["planning_seconds"] = chosen.planning_seconds;
   chosen.plan.notes["cost_source"] = costs.source;
+  chosen.convolution_family = costs.convolution_family;
   return chosen;
 }
 
@@ -173,6 +174,7 @@ nlohmann::json model_plan_to_json(const ModelPlan& plan, const Graph& graph) {
   }
   json["task_graph"] = tasks;
   json["threads_per_worker"] = plan.threads_per_worker;
+  if (plan.convolution_family) json["convolution_family"] = to_string(*plan.convolution_family);
   json["model_fingerprint"] = graph_fingerprint(graph);
   nlohmann::json candidates = nlohmann::json::array();
   for (const auto& candidate : plan.candidates) {
@@ -228,6 +230,11 @@ ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph,
       result.threads_per_worker = static_cast<int>(threads->integer(1, kMaxThreads));
     } else {
       result.threads_per_worker = 1;
+    }
+    if (const std::optional<JsonField> family = root.find("convolution_family")) {
+      result.convolution_family = parse_convolution_family(family->string());
+      if (!result.convolution_family)
+        family->fail("\"blocked\", \"winograd\" or \"channels-last\"");
     }
     require_integer(fmt::format("{}: workers x threads_per_worker", origin),
                     static_cast<int64_t>(result.plan.order.size()) * result.threads_per_worker, 1,

@@ -43,6 +43,10 @@ struct ModelPlan {
   TaskGraph tasks;
   Plan plan;
   int threads_per_worker = 1;
+  /// The convolution family the costs were profiled in (unset: costs of another source). MPI
+  /// ranks, which hold only their own weights and so cannot time the model, run this family
+  /// under `--layouts auto`, so that what runs is what was predicted.
+  std::optional<ConvolutionFamily> convolution_family;
   std::vector<PlanCandidate> candidates;
   double planning_seconds = 0;
 };

@@ -159,6 +159,16 @@ TEST_F(HardenCommandTest, APlanPinningToACoreThisHostLacksIsRefused) {
   EXPECT_THAT(result.err, HasSubstr("task_graph.devices[0].cores[0]: core 99999 does not exist"));
 }
 
+TEST_F(HardenCommandTest, APlanNamingAnUnknownConvolutionFamilyIsRefusedByField) {
+  nlohmann::json plan = make_plan();
+  plan["convolution_family"] = "fastest";
+  CommandResult result = run_with_plan(plan);
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_THAT(result.err, AllOf(HasSubstr("edited.json: convolution_family: expected \"blocked\", "
+                                          "\"winograd\" or \"channels-last\""),
+                                Not(HasSubstr("internal error"))));
+}
+
 TEST_F(HardenCommandTest, APlanWithNegativeTimesIsRefused) {
   nlohmann::json plan = make_plan();
   plan["task_graph"]["tasks"][0]["time"][0] = -1.0;

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "../cli/command_fixture.h"
@@ -84,6 +85,32 @@ TEST_F(MpiRunTest, TwoRanksOfAnLcPlanEqualTheSingleProcessRunBitwise) {
 
 TEST_F(MpiRunTest, ThreeRanksOfAHeftPlanEqualTheSingleProcessRunBitwise) {
   expect_equal_to_single_process(plan("heft", 3), 3);
+}
+
+// Ranks hold only their own weights, so none can time the model's convolutions; under the
+// default --layouts auto they run the family the plan's costs were profiled in.
+TEST_F(MpiRunTest, RanksRunTheConvolutionFamilyThePlanWasCostedIn) {
+  const std::string file = plan("lc", 2);
+  nlohmann::json edited = nlohmann::json::parse(read_text(file));
+  EXPECT_FALSE(edited.contains("convolution_family")) << "static costs time no kernels";
+  edited["convolution_family"] = "channels-last";
+  std::ofstream(path("channels_last.json")) << edited.dump();
+  CommandResult single = cleave("run " + path("model.onnx") +
+                                " --layouts channels-last --seed 4 --output-dir " + path("single"));
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  CommandResult ranks =
+      mpirun(2, "run " + path("model.onnx") + " --plan " + path("channels_last.json") +
+                    " --seed 4 --json --output-dir " + path("ranks"));
+  ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
+  nlohmann::json report = nlohmann::json::parse(ranks.out);
+  EXPECT_EQ(report["layouts"]["family"], "channels-last");
+  EXPECT_EQ(report["layouts"]["from"], "plan");
+  EXPECT_EQ(outputs_in("ranks"), outputs_in("single"));
+  // An explicit --layouts still wins over the plan's.
+  CommandResult asked = mpirun(2, "run " + path("model.onnx") + " --plan " +
+                                      path("channels_last.json") + " --layouts blocked --json");
+  ASSERT_EQ(asked.exit_code, 0) << asked.err;
+  EXPECT_EQ(nlohmann::json::parse(asked.out)["layouts"]["family"], "blocked");
 }
 
 TEST_F(MpiRunTest, StreamOfSamplesReportsThroughputAndLatencyPerSample) {

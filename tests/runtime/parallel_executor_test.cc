@@ -356,6 +356,21 @@ TEST(ModelPlan, PlanFilesRoundTripAndAreRefusedForAnotherModel) {
   EXPECT_THROW(model_plan_from_json(json, other, "plan.json"), Error);
 }
 
+TEST(ModelPlan, APlanKeepsTheConvolutionFamilyItsCostsWereProfiledIn) {
+  Graph graph = small_inception();
+  CostTable costs = static_costs(graph);
+  ModelPlanOptions options;
+  options.strategy = "lc";
+  EXPECT_FALSE(plan_model(graph, costs, options).convolution_family);
+  costs.convolution_family = ConvolutionFamily::kWinograd;
+  ModelPlan plan = plan_model(graph, costs, options);
+  ASSERT_EQ(plan.convolution_family, ConvolutionFamily::kWinograd);
+  nlohmann::json json = model_plan_to_json(plan, graph);
+  EXPECT_EQ(json["convolution_family"], "winograd");
+  EXPECT_EQ(model_plan_from_json(json, graph, "plan.json").convolution_family,
+            ConvolutionFamily::kWinograd);
+}
+
 TEST(ModelPlan, AutoNeverPredictsWorseThanSequential) {
   Graph chain = parse_graph(R"(graph g (%x: f32[64]) {
   %a = Relu(%x)
