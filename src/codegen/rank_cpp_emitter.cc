@@ -149,6 +149,7 @@ const char* kRankApiSource = R"gen(// The C API (model.h) over the generated ran
 #include <memory>
 #include <string>
 
+#include "distributed/mpi_session.h"
 #include "model.h"
 #include "program.h"
 
@@ -172,6 +173,7 @@ extern "C" int model_init(const char* weights_path) {{
       int initialized = 0;
       MPI_Initialized(&initialized);
       if (!initialized) {{
+        cleave::prefer_eager_messages();
         int provided = 0;
         MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
         started_mpi = true;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <string>
 #include <thread>
 
 #include "ir/graph.h"
@@ -18,10 +19,20 @@ bool launched_by_mpi() {
   return false;
 }
 
+void prefer_eager_messages() {
+  const std::string bytes = std::to_string(kEagerMessageBytes);
+  // The rendezvous's first fragment and the pipeline's fragments follow the eager limit.
+  for (const char* name : {"OMPI_MCA_btl_tcp_eager_limit", "OMPI_MCA_btl_tcp_rndv_eager_limit",
+                           "OMPI_MCA_btl_tcp_max_send_size"}) {
+    setenv(name, bytes.c_str(), /*overwrite=*/0);
+  }
+}
+
 MpiSession::MpiSession() {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
+    prefer_eager_messages();
     int provided = 0;
     if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
       throw Error("MPI_Init failed");

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -13,6 +14,14 @@ namespace cleave {
 /// Whether this process was started by an MPI launcher (mpirun, srun); a plain `cleave run`
 /// never initializes MPI.
 bool launched_by_mpi();
+
+/// Call before MPI_Init. OpenMPI's TCP transport sends a message over its eager limit (64 KiB)
+/// by rendezvous, whose data moves only while the sender is inside an MPI call: a rank that
+/// posts a send and goes on computing leaves its peer waiting for that whole computation
+/// (a batch-8 spatial split ran 1.5x slower for it). Raises the limits to
+/// kEagerMessageBytes, unless the user set them (mpirun --mca or OMPI_MCA_* variables).
+void prefer_eager_messages();
+inline constexpr std::size_t kEagerMessageBytes = std::size_t{4} << 20;
 
 /// MPI_Init on construction (funneled threads: only the calling thread talks MPI; kernels use
 /// OpenMP threads of their own), MPI_Finalize on destruction. Errors on the communicator are

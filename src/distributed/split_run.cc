@@ -32,10 +32,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The dense copy of `region` of a plain row-major tensor, after a message header.
-std::shared_ptr<Buffer> pack_region(const Tensor& tensor,
-                                    const std::vector<std::pair<int64_t, int64_t>>& region,
-                                    const MessageHeader& header, const std::string& where) {
+// The dense copy of `region` of a plain row-major tensor, after a message header, into
+// `buffer` (made, or made again when its size differs).
+void pack_region(const Tensor& tensor, const std::vector<std::pair<int64_t, int64_t>>& region,
+                 const MessageHeader& header, const std::string& where,
+                 std::shared_ptr<Buffer>& buffer) {
   const std::vector<int64_t>& shape = tensor.shape();
   if (region.size() != shape.size()) {
     throw Error(fmt::format("{}: region has {} dimensions, the tensor {}", where, region.size(),
@@ -47,17 +48,18 @@ std::shared_ptr<Buffer> pack_region(const Tensor& tensor,
                               region[d].first, region[d].second, d, tensor.describe()));
     }
   }
-  auto buffer = std::make_shared<Buffer>(kMessagePrefixBytes + header.payload_bytes);
+  const std::size_t bytes = kMessagePrefixBytes + header.payload_bytes;
+  if (!buffer || buffer->size() != bytes) buffer = std::make_shared<Buffer>(bytes);
   std::memcpy(buffer->data(), &header, sizeof header);
   const std::size_t element = element_size(tensor.dtype());
   std::byte* out = buffer->data() + kMessagePrefixBytes;
-  if (header.payload_bytes == 0) return buffer;
+  if (header.payload_bytes == 0) return;
   const auto* in = static_cast<const std::byte*>(tensor.raw());
   const std::vector<int64_t> strides = tensor.strides();
   const std::size_t rank = shape.size();
   if (rank == 0) {
     std::memcpy(out, in, element);
-    return buffer;
+    return;
   }
   // Copies rows of the last dimension; `index` walks the region's other dimensions.
   const std::size_t row =
@@ -75,7 +77,7 @@ std::shared_ptr<Buffer> pack_region(const Tensor& tensor,
       if (++index[d] < region[d].second) break;
       index[d] = region[d].first;
     }
-    if (d < 0) return buffer;
+    if (d < 0) return;
   }
 }
 
@@ -86,7 +88,36 @@ struct Prepared {
   std::vector<std::vector<std::string>> run_outputs;  // Per step: the sub-model's output names.
   std::map<std::string, Tensor> inputs;
   uint64_t hash = 0;
+  // Per step: the values no later step of this rank reads, dropped once it is done, so a rank
+  // holds only live values (and each executor's pool gets its output buffers back).
+  std::vector<std::vector<std::string>> dead_after;
+  // Per send and receive step: its message buffer, kept from run to run (a fresh one would be
+  // zeroed and page-faulted on every run).
+  std::vector<std::shared_ptr<Buffer>> message_buffers;
 };
+
+// Which values of this rank's steps die after each step: a value's last reader (or its
+// producer, when nothing reads it), except the outputs, which the run returns.
+std::vector<std::vector<std::string>> dead_after_steps(
+    const std::vector<SplitStep>& steps, const std::vector<std::vector<std::string>>& run_outputs,
+    const std::vector<SplitTensor>& outputs) {
+  std::map<std::string, std::size_t> last;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const SplitStep& step = steps[i];
+    if (step.kind == SplitStep::Kind::kRun) {
+      for (const std::string& name : step.inputs) last[name] = i;
+      for (const std::string& name : run_outputs[i]) last[name] = i;
+    } else if (step.kind == SplitStep::Kind::kSend) {
+      last[step.tensor] = i;
+    } else {
+      last[step.name] = i;
+    }
+  }
+  for (const SplitTensor& output : outputs) last.erase(output.name);
+  std::vector<std::vector<std::string>> dead(steps.size());
+  for (const auto& [name, step] : last) dead[step].push_back(name);
+  return dead;
+}
 
 void prepare(const SplitRunSettings& settings, const MpiSession& session, Prepared& prepared) {
   prepared.manifest = read_split_manifest(settings.folder);
@@ -109,6 +140,10 @@ void prepare(const SplitRunSettings& settings, const MpiSession& session, Prepar
   const auto& steps = manifest.steps[session.rank()];
   prepared.executors.resize(steps.size());
   prepared.run_outputs.resize(steps.size());
+  prepared.message_buffers.resize(steps.size());
+  // The sub-models run one after another: one pool, so activations take the memory of the
+  // values live at the peak rather than every sub-model's own peak added up.
+  const BufferPool pool(/*plan_runs=*/false);
   for (std::size_t i = 0; i < steps.size(); ++i) {
     if (steps[i].kind != SplitStep::Kind::kRun) continue;
     LoadOptions load;
@@ -126,8 +161,10 @@ void prepare(const SplitRunSettings& settings, const MpiSession& session, Prepar
     }
     ExecutorOptions options;
     options.threads = settings.threads;
+    options.pool = pool;
     prepared.executors[i] = std::make_unique<Executor>(graph, options);
   }
+  prepared.dead_after = dead_after_steps(steps, prepared.run_outputs, manifest.outputs);
   // Every rank reads the same input files or makes the same seeded values (as `cleave run`
   // does for the whole model), so no input needs sending.
   std::map<std::string, Tensor> given;
@@ -167,20 +204,20 @@ std::map<std::string, Tensor> run_steps(Prepared& prepared, const MpiSession& se
                                         RankFigures& figures) {
   const auto& steps = prepared.manifest.steps[session.rank()];
   std::map<std::string, Tensor> values = prepared.inputs;
-  // Every receive is posted now, into a buffer of the size the manifest says.
+  // Every receive is posted now, into a buffer of the size the manifest says. The caller holds
+  // no value of an earlier run, so no tensor still views these buffers.
   std::vector<MPI_Request> receives(steps.size(), MPI_REQUEST_NULL);
-  std::vector<std::shared_ptr<Buffer>> buffers(steps.size());
+  std::vector<std::shared_ptr<Buffer>>& buffers = prepared.message_buffers;
   for (std::size_t i = 0; i < steps.size(); ++i) {
     if (steps[i].kind != SplitStep::Kind::kRecv) continue;
     const std::size_t bytes = kMessagePrefixBytes + static_cast<std::size_t>(steps[i].bytes);
-    buffers[i] = std::make_shared<Buffer>(bytes);
+    if (!buffers[i] || buffers[i]->size() != bytes) buffers[i] = std::make_shared<Buffer>(bytes);
     int code = MPI_Irecv(buffers[i]->data(), static_cast<int>(bytes), MPI_BYTE, steps[i].peer,
                          steps[i].tag, session.comm(), &receives[i]);
     if (code != MPI_SUCCESS) throw Error("MPI_Irecv failed: " + mpi_error_text(code));
   }
   struct Sent {
     MPI_Request request = MPI_REQUEST_NULL;
-    std::shared_ptr<Buffer> buffer;
     std::size_t step = 0;
   };
   std::vector<Sent> sends;
@@ -206,11 +243,12 @@ std::map<std::string, Tensor> run_steps(Prepared& prepared, const MpiSession& se
       MessageHeader header = make_header(step.tag, run, step.dtype, step.shape);
       Sent sent;
       sent.step = i;
-      sent.buffer = pack_region(found->second, step.region, header, where);
-      int code = MPI_Isend(sent.buffer->data(), static_cast<int>(sent.buffer->size()), MPI_BYTE,
-                           step.peer, step.tag, session.comm(), &sent.request);
+      std::shared_ptr<Buffer>& buffer = buffers[i];
+      pack_region(found->second, step.region, header, where, buffer);
+      int code = MPI_Isend(buffer->data(), static_cast<int>(buffer->size()), MPI_BYTE, step.peer,
+                           step.tag, session.comm(), &sent.request);
       if (code != MPI_SUCCESS) throw Error("MPI_Isend failed: " + mpi_error_text(code));
-      figures.values[2] += static_cast<double>(sent.buffer->size());
+      figures.values[2] += static_cast<double>(buffer->size());
       figures.values[4] += 1;
       sends.push_back(std::move(sent));
     } else {
@@ -236,6 +274,7 @@ std::map<std::string, Tensor> run_steps(Prepared& prepared, const MpiSession& se
       figures.values[3] += count;
       figures.values[5] += 1;
     }
+    for (const std::string& name : prepared.dead_after[i]) values.erase(name);
   }
   for (Sent& sent : sends) {
     const SplitStep& step = steps[sent.step];
@@ -273,6 +312,7 @@ int run_split_on_ranks(const SplitRunSettings& settings) {
     for (int i = 0; i < settings.warmup + settings.repeat; ++i) {
       barrier(session, settings.rank_timeout_seconds, "every rank to start the next repeat");
       figures = RankFigures();
+      values.clear();  // The last run's tensors view buffers this run receives into.
       auto start = Clock::now();
       values = run_steps(prepared, session, settings, i, figures);
       if (i >= settings.warmup)

@@ -48,6 +48,7 @@ struct BufferPool::State {
   std::size_t handed_out = 0;  // bytes acquire() has returned, reused or new
 
   // The static plan.
+  bool plan_runs = true;
   bool in_run = false;
   uint64_t run = 0;             // the current (or last) run's number
   std::vector<Event> log;       // this run's
@@ -114,7 +115,9 @@ struct BufferPool::State {
   }
 };
 
-BufferPool::BufferPool() : state_(std::make_shared<State>()) {}
+BufferPool::BufferPool(bool plan_runs) : state_(std::make_shared<State>()) {
+  state_->plan_runs = plan_runs;
+}
 
 std::shared_ptr<Buffer> BufferPool::acquire(std::size_t bytes) {
   State& s = *state_;
@@ -173,6 +176,7 @@ std::size_t BufferPool::reserved_bytes() const {
 void BufferPool::begin_run() {
   State& s = *state_;
   std::lock_guard lock(s.mutex);
+  if (!s.plan_runs) return;
   // A run that never ended (it threw) may have left slices of the arena in use.
   if (s.in_run) s.arena.reset();
   s.in_run = true;
@@ -186,6 +190,7 @@ void BufferPool::begin_run() {
 void BufferPool::end_run() {
   State& s = *state_;
   std::lock_guard lock(s.mutex);
+  if (!s.plan_runs) return;
   s.in_run = false;
   s.last_run_planned = s.following && s.cursor == s.plan_log.size();
   if (!s.last_run_planned) s.make_plan();

@@ -23,7 +23,10 @@ namespace cleave {
 /// the log of the run that differed.
 class BufferPool {
  public:
-  BufferPool();
+  /// `plan_runs` false: never a static plan, only the free list. For a pool several executors
+  /// share, one after another, whose runs each log differently (a plan would be made again
+  /// after every run).
+  explicit BufferPool(bool plan_runs = true);
   std::shared_ptr<Buffer> acquire(std::size_t bytes);
   /// Keeps `buffer` from being handed out again until the pool has handed out `bytes` more
   /// (ignored when the buffer is not this pool's). For a buffer another core has read:

@@ -14,7 +14,11 @@
 namespace cleave {
 
 Executor::Executor(const Graph& graph, ExecutorOptions options)
-    : graph_(graph), options_(options), engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
+    : graph_(graph),
+      options_(options),
+      pool_(options.pool ? *options.pool : BufferPool()),
+      engine_(dnnl::engine::kind::cpu, 0),
+      stream_(engine_) {
   order_ = graph_.topological_order();
   constants_.resize(graph_.value_capacity());
   for (ValueId id : graph_.initializers()) {

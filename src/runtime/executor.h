@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +33,11 @@ struct ExecutorOptions {
   /// How convolutions compute (with blocked_layouts only); choose_layouts measures which is
   /// fastest for a model.
   ConvolutionFamily convolution_family = ConvolutionFamily::kBlocked;
+  /// A pool shared by executors that run one after another on one thread (a spatial split's
+  /// sub-models on one rank), so that their activations need the memory of the values live at
+  /// the peak, not each executor's own peak added up. Make it with `BufferPool(false)`.
+  /// Unset: the executor's own pool, with a static buffer plan.
+  std::optional<BufferPool> pool = std::nullopt;
 };
 
 /// The sequential executor: runs nodes in topological order on the calling thread, with

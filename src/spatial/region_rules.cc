@@ -135,8 +135,12 @@ RegionMap windowed(const Graph& graph, const Node& n, const Box& out, bool conv)
   if (dilations.empty()) dilations = {1, 1};
   if (pads.empty() || auto_pad == "VALID") pads = {0, 0, 0, 0};
   const bool spatial_full = full_along(out, *os, 2) && full_along(out, *os, 3);
-  if (!conv && n.int_attribute("ceil_mode", 0) != 0 && !spatial_full)
-    return refuse("ceil_mode pooling is not split along H or W");
+  // A slice gets the pads that make its windows exactly the whole op's, so ceil_mode changes
+  // nothing in it, except the average's divisor: with count_include_pad, the rows ceil_mode
+  // adds past the end pad are not counted, and the slice's explicit pad would count them.
+  if (n.op_type == "AveragePool" && n.int_attribute("ceil_mode", 0) != 0 &&
+      n.int_attribute("count_include_pad", 0) != 0 && !spatial_full)
+    return refuse("ceil_mode average pooling that counts pads is not split along H or W");
   if (n.outputs.size() > 1) return refuse("MaxPool with indices is not split");
 
   RegionMap r;

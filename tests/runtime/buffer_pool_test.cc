@@ -141,5 +141,16 @@ TEST(BufferPlanInPool, OutsideARunNothingIsLoggedOrPlanned) {
   EXPECT_EQ(pool.reserved_bytes(), 1000u);
 }
 
+TEST(BufferPlanInPool, APoolMadeNotToPlanServesEveryRunFromItsFreeList) {
+  BufferPool pool(/*plan_runs=*/false);
+  const std::vector<Seen> first = run_chain(pool);
+  const std::vector<Seen> second = run_chain(pool);
+  EXPECT_FALSE(pool.last_run_planned());
+  // The free list's buffers, the same each run: c reuses a's.
+  EXPECT_EQ(second[0].data, first[0].data);
+  EXPECT_EQ(second[2].data, second[0].data);
+  EXPECT_EQ(pool.reserved_bytes(), 2000u);
+}
+
 }  // namespace
 }  // namespace cleave

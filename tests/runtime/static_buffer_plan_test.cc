@@ -59,5 +59,47 @@ TEST(StaticBufferPlan, OutputsOfAnEarlierRunAreNotOverwritten) {
   }
 }
 
+// Executors that run one after another on one thread (a spatial split's sub-models on a rank)
+// can share one pool: their activations then take the memory of one run, not of each.
+TEST(SharedPool, ExecutorsSharingAPoolNeedTheMemoryOfOneRunNotOfEach) {
+  const Graph graph = small_inception();
+  const auto inputs = random_inputs(graph, 1);
+  ExecutorOptions own_options;
+  Executor own_a(graph, own_options), own_b(graph, own_options);
+  ExecutorOptions shared_options;
+  shared_options.pool = BufferPool(/*plan_runs=*/false);
+  Executor shared_a(graph, shared_options), shared_b(graph, shared_options);
+  for (int run = 0; run < 3; ++run) {
+    const std::vector<Tensor> expected = own_a.run(inputs);
+    EXPECT_TRUE(bitwise_equal(own_b.run(inputs), expected));
+    EXPECT_TRUE(bitwise_equal(shared_a.run(inputs), expected));
+    EXPECT_TRUE(bitwise_equal(shared_b.run(inputs), expected));
+  }
+  EXPECT_FALSE(shared_a.last_run_planned()) << "a shared pool makes no static plan";
+  const std::size_t own = own_a.stats().peak_activation_bytes + own_b.stats().peak_activation_bytes;
+  const std::size_t shared = shared_options.pool->reserved_bytes();
+  EXPECT_LT(shared, own * 3 / 4) << "shared " << shared << " bytes, own pools " << own;
+}
+
+// Outputs are the pool's buffers: a caller that drops them before the next run (run-split
+// does) gives their memory back, and one that keeps them makes the next run take new ones.
+TEST(SharedPool, OutputsTheCallerDropsReturnToThePool) {
+  const Graph graph = small_inception();
+  const auto inputs = random_inputs(graph, 1);
+  ExecutorOptions options;
+  options.pool = BufferPool(/*plan_runs=*/false);
+  Executor executor(graph, options);
+  std::vector<Tensor> first = executor.run(inputs);
+  const std::size_t after_first = options.pool->reserved_bytes();
+  std::vector<Tensor> second = executor.run(inputs);
+  // The first run's outputs are still held, so the second needed new buffers for its own.
+  EXPECT_GT(options.pool->reserved_bytes(), after_first);
+  const std::size_t after_second = options.pool->reserved_bytes();
+  first.clear();
+  second.clear();
+  for (int run = 0; run < 3; ++run) executor.run(inputs);
+  EXPECT_EQ(options.pool->reserved_bytes(), after_second);
+}
+
 }  // namespace
 }  // namespace cleave

@@ -66,6 +66,27 @@ TEST(RegionRules, MaxPoolColumnsWithStride) {
             "in=[0:1, 0:1, 0:5, 4:9] pads=[0,0,0,0]");
 }
 
+// ceil_mode: 3 output rows of 6 input rows (k=3, s=2) reach row 7, past the input; the last
+// slice pads the difference, so its windows are the whole op's.
+constexpr const char* kCeilModePool = R"(graph main [ai.onnx=17] (%x: f32[1,1,6,4]) {
+  %y: f32[1,1,3,2] = MaxPool[kernel_shape=[3,3], strides=[2,2], ceil_mode=1](%x)
+  return %y
+})";
+
+TEST(RegionRules, CeilModeMaxPoolLastSlicePadsPastTheInput) {
+  EXPECT_EQ(input_rows(kCeilModePool, {0, 2}), "in=[0:1, 0:1, 0:5, 0:4] pads=[0,0,0,1]");
+  EXPECT_EQ(input_rows(kCeilModePool, {2, 3}), "in=[0:1, 0:1, 4:6, 0:4] pads=[0,0,1,1]");
+}
+
+TEST(RegionRules, CeilModeAveragePoolCountingPadsIsNotSplit) {
+  EXPECT_EQ(input_rows(R"(graph main [ai.onnx=17] (%x: f32[1,1,6,4]) {
+  %y: f32[1,1,3,2] = AveragePool[kernel_shape=[3,3], strides=[2,2], ceil_mode=1, count_include_pad=1](%x)
+  return %y
+})",
+                       {2, 3}),
+            "refused: ceil_mode average pooling that counts pads is not split along H or W");
+}
+
 TEST(RegionRules, SoftmaxIsNeverSplitAlongItsAxis) {
   EXPECT_EQ(input_rows(R"(graph main [ai.onnx=17] (%x: f32[1,10]) {
   %y: f32[1,10] = Softmax[axis=1](%x)

@@ -84,6 +84,25 @@ constexpr const char* kClassifier = R"(graph main [ai.onnx=17] (%x: f32[1,3,20,1
   return %y
 })";
 
+// GoogLeNet's pools: ceil_mode with stride 2 (a last window past the input) and stride 1.
+TEST(SplitModel, CeilModePoolsRecombineWithoutGathering) {
+  Graph g = graph_with_weights(R"(graph main [ai.onnx=17] (%x: f32[1,3,15,13]) {
+  @w: f32[4,3,3,3]
+  %c: f32[1,4,15,13] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w)
+  %p: f32[1,4,7,6] = MaxPool[kernel_shape=[3,3], strides=[2,2], ceil_mode=1](%c)
+  %q: f32[1,4,7,6] = MaxPool[kernel_shape=[3,3], strides=[1,1], pads=[1,1,1,1], ceil_mode=1](%p)
+  %a: f32[1,4,4,3] = AveragePool[kernel_shape=[2,2], strides=[2,2], ceil_mode=1](%q)
+  return %a
+})");
+  for (int machines : {2, 3}) {
+    for (SplitDim dim : {SplitDim::kH, SplitDim::kW, SplitDim::kHW}) {
+      SplitResult r = split(g, machines, dim);
+      EXPECT_TRUE(r.report.gathers.empty()) << r.report.gathers.front().reason;
+      EXPECT_LT(split_error(g, r), 1e-5) << machines << " machines, dim " << split_dim_name(dim);
+    }
+  }
+}
+
 TEST(SplitModel, ClassifierRecombinesOnTwoThreeAndFourMachines) {
   Graph g = testing::graph_with_weights(kClassifier);
   for (int machines : {2, 3, 4}) {
