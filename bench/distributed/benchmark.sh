@@ -95,15 +95,15 @@ print(i.name + "=" + ",".join([sys.argv[2]] + [str(d) for d in dims[1:]]))' "$mo
     fi
     tag="$model_name b$batch"
     # Layouts as each side chooses by default: one process runs the measured family that
-    # `cleave plan` costs with (cached per model); MPI ranks run the blocked family (they do
-    # not take the measured choice yet, docs/results/distributed.md), which is most of the
-    # ranked rows' prediction error.
+    # `cleave plan` costs with (cached per model), and MPI ranks run the family the plan
+    # records. run-split is given the family one process chose.
     common=("${shape[@]}" --warmup 1 --repeat "$repeat" --json)
     for threads in 1 2; do
       "$cleave" run "$model" --threads "$threads" "${common[@]}" > "$work/t$threads.json"
       row "| $model_name | $batch | 1 process, $threads thread(s) | | $(json "$work/t$threads.json" "'%.2f' % r['latency_ms']['median']") | | | $(json "$work/t$threads.json" "'%.0f' % (r['peak_rss_bytes'] / 2**20)") |"
     done
     single="$(json "$work/t1.json" "r['latency_ms']['median']")"
+    family="$(json "$work/t1.json" "r['layouts']['family']")"
     # Plans for the calibrated link model; each run on the cluster shaped as calibrated.
     for shaping in none 10gbit 1gbit; do
       rate=(); [[ "$shaping" != none ]] && rate=(--rate "$shaping")
@@ -126,8 +126,8 @@ print(i.name + "=" + ",".join([sys.argv[2]] + [str(d) for d in dims[1:]]))' "$mo
       args=(--dim h --no-fuse); [[ "$split" == optimised ]] && args=(--dim auto --machine "$work/cal_none.json")
       rm -rf "$work/split"
       if "$cleave" split "$model" "${shape[@]}" --nodes 2 "${args[@]}" -o "$work/split" > /dev/null 2> "$work/split.err"; then
-        "$cluster" -np 2 -- "$cleave" run-split "$work/split" --warmup 1 --repeat "$repeat" --json > "$work/r.json"
-        row "| $model_name | $batch | 2 ranks, spatial split $split | | $(json "$work/r.json" "'%.2f' % r['latency_ms']['median']") | | $(per_rank "$work/r.json" bytes_sent 2) | $(per_rank "$work/r.json" peak_rss_bytes 0) |"
+        "$cluster" -np 2 -- "$cleave" run-split "$work/split" --layouts "$family" --warmup 1 --repeat "$repeat" --json > "$work/r.json"
+        row "| $model_name | $batch | 2 ranks, spatial split $split ($family) | | $(json "$work/r.json" "'%.2f' % r['latency_ms']['median']") | | $(per_rank "$work/r.json" bytes_sent 2) | $(per_rank "$work/r.json" peak_rss_bytes 0) |"
       else
         row "| $model_name | $batch | 2 ranks, spatial split $split: refused ($(head -c 150 "$work/split.err" | tr '\n|' '  ')) | | | | | |"
       fi

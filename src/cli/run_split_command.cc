@@ -36,6 +36,12 @@ void register_run_split(CLI::App& app, CommandAction& action) {
                    "Seconds a rank waits for a message or a peer before every rank stops")
       ->default_val(60)
       ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--layouts", settings->layouts,
+                   "Convolution family of every sub-model: blocked, winograd or channels-last "
+                   "(as `cleave run --layouts`)")
+      ->check(CLI::IsMember({"blocked", "winograd", "channels-last"}))
+      ->default_val("blocked");
   command->add_flag("--json", settings->json, "Print the report as JSON");
   command->callback(
       [settings, &action] { action = [settings] { return run_split_on_ranks(*settings); }; });

@@ -144,6 +144,8 @@ void prepare(const SplitRunSettings& settings, const MpiSession& session, Prepar
   // The sub-models run one after another: one pool, so activations take the memory of the
   // values live at the peak rather than every sub-model's own peak added up.
   const BufferPool pool(/*plan_runs=*/false);
+  const std::optional<ConvolutionFamily> family = parse_convolution_family(settings.layouts);
+  if (!family) throw Error(fmt::format("--layouts '{}': unknown family", settings.layouts));
   for (std::size_t i = 0; i < steps.size(); ++i) {
     if (steps[i].kind != SplitStep::Kind::kRun) continue;
     LoadOptions load;
@@ -161,6 +163,7 @@ void prepare(const SplitRunSettings& settings, const MpiSession& session, Prepar
     }
     ExecutorOptions options;
     options.threads = settings.threads;
+    options.convolution_family = *family;
     options.pool = pool;
     prepared.executors[i] = std::make_unique<Executor>(graph, options);
   }
@@ -336,6 +339,7 @@ int run_split_on_ranks(const SplitRunSettings& settings) {
   report["split"] = settings.folder;
   report["ranks"] = session.size();
   report["threads_per_rank"] = settings.threads;
+  report["layouts"] = settings.layouts;
   std::vector<double> sorted = latencies;
   std::sort(sorted.begin(), sorted.end());
   report["latency_ms"] = {

@@ -15,6 +15,9 @@ struct SplitRunSettings {
   int warmup = 0;
   int repeat = 1;
   int threads = 1;
+  /// How the sub-models' convolutions compute: blocked, winograd or channels-last (the family
+  /// `cleave run --layouts auto` picks for the whole model is usually the fastest here too).
+  std::string layouts = "blocked";
   bool json = false;
   std::string trace_file;
   double rank_timeout_seconds = 60;

@@ -110,12 +110,24 @@ TEST_F(RunSplitTest, TwoRanksEqualTheWholeModel) {
   nlohmann::json report = nlohmann::json::parse(result.out);
   // Per run (the figures are the last run's); message buffers are reused from run to run.
   EXPECT_EQ(report["per_rank"][1]["messages_sent"], 1);
+  EXPECT_EQ(report["layouts"], "blocked");
   Tensor expected = read_npy(path("whole/y.npy"));
   Tensor got = read_npy(path("ranks/y.npy"));
   ASSERT_EQ(got.describe(), expected.describe());
   EXPECT_EQ(got.to_double_vector(), expected.to_double_vector());
   // Half the rows were negated on rank 1, so both halves are non-trivially equal.
   EXPECT_NE(expected.to_double_vector(), std::vector<double>(16, 0.0));
+}
+
+TEST_F(RunSplitTest, TheLayoutsOptionReachesEveryRank) {
+  CommandResult result =
+      mpirun(2, "run-split " + path("split") +
+                    " --layouts channels-last --input x=" + path("x.npy") + " --json");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(nlohmann::json::parse(result.out)["layouts"], "channels-last");
+  CommandResult unknown = mpirun(2, "run-split " + path("split") + " --layouts fastest");
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_NE(unknown.err.find("--layouts"), std::string::npos) << unknown.err;
 }
 
 TEST_F(RunSplitTest, SubModelOutsideTheFolderIsRefusedOnEveryRank) {

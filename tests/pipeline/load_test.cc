@@ -163,5 +163,41 @@ TEST_F(LoadModel, WithoutStaticInputsRequiredTheSymbolicDimStays) {
   EXPECT_FALSE(graph.value(graph.inputs()[0]).shape.is_static());
 }
 
+// x.chunk(2) as torch exports it: the Slice's end is computed from the input's shape, which
+// import's inference cannot evaluate; once folding makes it a constant, the Slice's output
+// shape is inferred again (MPI ranks need static shapes for every value they send).
+TEST(LoadModelFolded, ShapesThatFoldingMakesComputableAreInferred) {
+  Graph graph = parse_graph(R"(graph g [ai.onnx=13] (%x: f32[1,8,4,4]) {
+  @channel: i64[1] = [1]
+  @two: i64[1] = [2]
+  @zero: i64[1] = [0]
+  %s = Shape(%x)
+  %c = Gather[axis=0](%s, @channel)
+  %half = Div(%c, @two)
+  %y = Slice(%x, @zero, %half, @channel)
+  %z = Relu(%y)
+  return %z
+}
+)");
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("cleave_load_folded_" + std::to_string(::getpid()) + ".onnx"))
+                               .string();
+  export_onnx(graph, path);
+  LoadOptions unoptimized;
+  unoptimized.optimize = false;
+  const Graph as_imported = load_model(path, unoptimized);
+  EXPECT_FALSE(as_imported.value(*as_imported.find_value("y")).shape.is_static());
+  std::vector<std::string> log;
+  LoadOptions options;
+  options.log = [&](const std::string& line) { log.push_back(line); };
+  const Graph loaded = load_model(path, options);
+  std::filesystem::remove(path);
+  for (const char* name : {"y", "z"}) {
+    const Value& value = loaded.value(*loaded.find_value(name));
+    EXPECT_EQ(print_type(value.dtype, value.shape), "f32[1,4,4,4]") << name;
+  }
+  EXPECT_THAT(::testing::PrintToString(log), HasSubstr("shapes: 2 more made static after folding"));
+}
+
 }  // namespace
 }  // namespace cleave
