@@ -43,9 +43,13 @@ class CommandFixture : public ::testing::Test {
   std::string path(const std::string& name) const { return (folder_ / name).string(); }
 
   CommandResult cleave(const std::string& arguments) const {
-    const std::string command = std::string(CLEAVE_BINARY) + " " + arguments + " >" +
-                                path("stdout") + " 2>" + path("stderr");
-    const int status = std::system(command.c_str());
+    return run_shell(std::string(CLEAVE_BINARY) + " " + arguments);
+  }
+
+  /// Any shell command (mpirun, a bench script), its output kept as cleave()'s is.
+  CommandResult run_shell(const std::string& command) const {
+    const std::string full = command + " >" + path("stdout") + " 2>" + path("stderr");
+    const int status = std::system(full.c_str());
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(path("stdout")),
             read_text(path("stderr"))};
   }

@@ -40,13 +40,6 @@ class MpiRunTest : public CommandFixture {
                      environment + " " + CLEAVE_BINARY + " " + arguments);
   }
 
-  CommandResult run_shell(const std::string& command) const {
-    const std::string full = command + " >" + path("stdout") + " 2>" + path("stderr");
-    const int status = std::system(full.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(path("stdout")),
-            read_text(path("stderr"))};
-  }
-
   // The bytes of every .npy output in `folder`, by file name.
   std::map<std::string, std::vector<std::byte>> outputs_in(const std::string& folder) const {
     std::map<std::string, std::vector<std::byte>> result;

@@ -15,13 +15,6 @@ namespace {
 
 class RankWeightsTest : public CommandFixture {
  protected:
-  CommandResult run_shell(const std::string& command) const {
-    const std::string full = command + " >" + path("stdout") + " 2>" + path("stderr");
-    const int status = std::system(full.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(path("stdout")),
-            read_text(path("stderr"))};
-  }
-
   CommandResult mpirun(int ranks, const std::string& arguments) const {
     return run_shell("timeout 120 mpirun --allow-run-as-root --oversubscribe -np " +
                      std::to_string(ranks) +

@@ -39,13 +39,6 @@ class SplitMemoryTest : public CommandFixture {
     EXPECT_EQ(split.exit_code, 0) << split.err;
     return nlohmann::json::parse(split.out)["optimized"]["weight_bytes"].get<std::vector<double>>();
   }
-
-  CommandResult run_shell(const std::string& command) const {
-    const std::string full = command + " >" + path("stdout") + " 2>" + path("stderr");
-    const int status = std::system(full.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(path("stdout")),
-            read_text(path("stderr"))};
-  }
 };
 
 TEST_F(SplitMemoryTest, SplitThatCopiesEveryWeightIsRefusedNamingTheMachineAndBytes) {

@@ -20,13 +20,6 @@ class SplitRanksTest : public CommandFixture,
         cleave("gen inception --blocks 2 --size 32 --seed 1 -o " + path("model.onnx")).exit_code,
         0);
   }
-
-  CommandResult run_shell(const std::string& command) const {
-    const std::string full = command + " >" + path("stdout") + " 2>" + path("stderr");
-    const int status = std::system(full.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(path("stdout")),
-            read_text(path("stderr"))};
-  }
 };
 
 TEST_P(SplitRanksTest, RanksGiveTheSingleProcessOutputs) {
