@@ -306,7 +306,10 @@ TEST(ParallelExecutor, RepeatedRunsStopAllocatingWithTheDefaultHoldBack) {
   for (std::size_t run = 0; run < runs; ++run) parallel.run(inputs);
   const std::size_t settled = parallel.peak_activation_bytes();
   for (int run = 0; run < 20; ++run) parallel.run(inputs);
-  EXPECT_EQ(parallel.peak_activation_bytes(), settled);
+  // The workers' timing decides how many buffers are live at once, so a rare interleaving
+  // may add one; with a hold-back that never passes, every run added about a run's worth.
+  EXPECT_LE(parallel.peak_activation_bytes(), settled + bytes_per_run)
+      << "settled at " << settled << " bytes, a run's values take " << bytes_per_run;
 }
 
 Graph graph_with_a_broken_reshape() {
