@@ -15,8 +15,9 @@ struct SplitRunSettings {
   int warmup = 0;
   int repeat = 1;
   int threads = 1;
-  /// How the sub-models' convolutions compute: blocked, winograd or channels-last (the family
-  /// `cleave run --layouts auto` picks for the whole model is usually the fastest here too).
+  /// How the sub-models' convolutions compute: blocked, winograd or channels-last. The family
+  /// one process picks for the whole model sped up a VGG-style split and cost ResNet-50's
+  /// memory for no time (docs/results/distributed.md), so the default is blocked.
   std::string layouts = "blocked";
   bool json = false;
   std::string trace_file;
