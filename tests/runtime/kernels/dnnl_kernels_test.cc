@@ -1436,6 +1436,21 @@ TEST(DnnlConcat, Int64Values) {
   EXPECT_EQ(y.to_int64_vector(), (std::vector<int64_t>{1, 2, 3, 4, 5}));
 }
 
+TEST(DnnlConcat, BlockedBesidePlainRunsAsReordersAndIsNamedSo) {
+  // ShuffleNet joins a blocked branch of 58 channels with a plain one: oneDNN's concat is its
+  // `ref:any` there, so the kernel reorders each input into its slice and must say that.
+  Shape64 shape = {1, 58, 3, 4};
+  auto a = random_values(count_of(shape), 125), b = random_values(count_of(shape), 126);
+  OneNode node("Concat");
+  node.input(shape, a).input(shape, b).integer("axis", 1);
+  auto kernel = node.prepare(false, 1, /*blocked_input=*/true);
+  EXPECT_THAT(kernel->implementation(), testing::StartsWith("reorders "));
+  EXPECT_THAT(kernel->implementation(), testing::Not(testing::HasSubstr("ref")));
+  std::vector<float> expected = a;
+  expected.insert(expected.end(), b.begin(), b.end());
+  expect_near(node.run_prepared(*kernel), {1, 116, 3, 4}, expected);
+}
+
 TEST(DnnlConcat, MismatchedDimsAreAnError) {
   OneNode node("Concat");
   node.input({2, 2}, random_values(4, 1)).input({3, 2}, random_values(6, 2)).integer("axis", 1);

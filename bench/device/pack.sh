@@ -1,0 +1,19 @@
+#!/bin/bash
+# Packs cleave, the shared libraries it needs beyond glibc, and the corpus skeletons into .device/
+# for a lent machine (device tool, carry: [".device"]); see bench/device/README.md.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cleave=${1:-$repo/build/cleave}
+corpus=${2:-$HOME/.cache/cleave/models}
+out=$repo/.device
+grep -qx '/.device/' "$repo/.git/info/exclude" 2>/dev/null || echo '/.device/' >>"$repo/.git/info/exclude"
+rm -rf "$out" && mkdir -p "$out/stage/lib"
+cp "$cleave" "$out/stage/cleave"
+# glibc stays the lent machine's own: mixing two glibcs in one process does not load.
+ldd "$cleave" | awk '$3 ~ /^\// {print $3}' |
+  grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
+  xargs -I{} cp -L {} "$out/stage/lib/"
+tar -C "$out/stage" -cJf "$out/bundle.tar.xz" .
+rm -rf "$out/stage"
+/usr/bin/python3 "$repo/bench/device/strip_weights.py" "$corpus" "$out/skeletons"
+du -sh "$out"/*
