@@ -913,6 +913,15 @@ TEST(DnnlMatMul, BroadcastBatchDims) {
 TEST(DnnlMatMul, ConstantMatrixSharedByBatch) {
   run_matmul({2, 3, 7}, {7, 5}, {2, 3, 5}, true);
 }
+// Rows of a multiple of 128 floats: on the sgemm path (AVX2) the packed weights get padded rows.
+TEST(DnnlMatMul, ConstantWeightsWithRowsOfPowerOfTwoFloats) {
+  run_matmul({3, 5}, {5, 256}, {3, 256}, true);
+  run_matmul({2, 3, 7}, {7, 384}, {2, 3, 384}, true);
+  run_matmul({1, 4}, {1, 4, 128}, {1, 1, 128}, true);
+}
+TEST(DnnlGemm, TransposedConstantWeightsWithRowsOfPowerOfTwoFloats) {
+  run_gemm(3, 6, 256, false, true, 1.0f, 1.0f, {256});
+}
 TEST(DnnlMatMul, MatrixTimesBatch) {
   run_matmul({3, 4}, {2, 4, 5}, {2, 3, 5}, true);
 }
