@@ -23,10 +23,12 @@ const flags = parseFlags(process.argv.slice(2), {
   markdown: "",
 });
 
-function family(implementation) {
+// "gemm" is a convolution run as im2col + sgemm, the fallback of convolutions no jit kernel
+// takes; a MatMul's or Gemm's `gemm:jit` is oneDNN's jit sgemm, its AVX2 matmul, so "jit".
+function family(op, implementation) {
   if (implementation === "cleave") return "cleave";
   if (implementation.startsWith("ref") || implementation.includes(":ref")) return "ref";
-  if (implementation.includes("gemm")) return "gemm";
+  if (implementation.includes("gemm") && op.startsWith("Conv")) return "gemm";
   return "jit";
 }
 
@@ -61,7 +63,7 @@ for (const dir of flags.models.split(",")) {
       const families = {};
       const slow = [];
       for (const entry of report.implementations) {
-        const f = family(entry.implementation);
+        const f = family(entry.op, entry.implementation);
         families[f] ??= { nodes: 0, ms: 0 };
         families[f].nodes += entry.nodes;
         families[f].ms += entry.ms_per_run;
@@ -91,7 +93,7 @@ if (flags.markdown) {
       `${new Date().toISOString().slice(0, 16)}Z; lscpu: ${cpu.replace(/\s+/g, " ").trim()}; ${flags.threads} thread(s).`,
     "",
     "Nodes per implementation family (share of the run's time): jit = oneDNN's jit kernels " +
-      "(jit, jit_dw, brgconv, ...), gemm = oneDNN's im2col + sgemm convolutions, ref = oneDNN's " +
+      "(jit, jit_dw, brgconv, ...), gemm = oneDNN's im2col + sgemm convolutions (a MatMul's `gemm:jit` sgemm counts as jit), ref = oneDNN's " +
       "reference kernels, cleave = kernels of cleave's own. AVX2: `ONEDNN_MAX_CPU_ISA=AVX2`.",
     "",
     "| model | ISA | median ms | jit | gemm | ref | cleave | ref nodes over 1% |",
