@@ -10,7 +10,8 @@
 // timed run of every round. "cleave (default)" is the command as a user starts it: it picks its
 // spin count from the host's load (runtime/wait_policy.h). "cleave spin N" sets GOMP_SPINCOUNT=N
 // (300000 is libgomp's own default, 1000 cleave's fixed default before the load-based choice);
-// "cleave passive" sleeps at once (OMP_WAIT_POLICY=passive). With --nice N every child (the busy
+// "cleave fixed threads" keeps --threads whatever the load (CLEAVE_FIXED_THREADS, as before the
+// default took only the cores other processes leave free). "cleave passive" sleeps at once (OMP_WAIT_POLICY=passive). With --nice N every child (the busy
 // ones too) runs at that niceness, so that a shared host's other work disturbs the comparison less.
 import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
@@ -50,7 +51,8 @@ const spinCounts = String(flags.spins).split(",").filter(Boolean).map(Number);
 // The environment a user would have: none of the wait-policy variables set.
 function cleanEnvironment(extra = {}) {
   const env = { ...process.env };
-  for (const name of ["OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS"]) delete env[name];
+  for (const name of ["OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS", "CLEAVE_FIXED_THREADS"])
+    delete env[name];
   return { ...env, ...extra };
 }
 
@@ -70,6 +72,7 @@ const runtimes = [
   },
   ...[
     ["cleave", "cleave (default)", {}],
+    ["cleave_fixed", "cleave fixed threads", { CLEAVE_FIXED_THREADS: "1" }],
     ...spinCounts.map((n) => [`cleave_spin_${n}`, `cleave spin ${n}`, { GOMP_SPINCOUNT: String(n) }]),
     ["cleave_passive", "cleave passive", { OMP_WAIT_POLICY: "passive" }],
   ].map(([name, label, extra]) => ({

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -27,6 +28,7 @@
 #include "runtime/npy.h"
 #include "runtime/parallel_executor.h"
 #include "runtime/random_inputs.h"
+#include "runtime/wait_policy.h"
 #include "support/atomic_output.h"
 #include "support/timing.h"
 #include "viz/gantt.h"
@@ -42,6 +44,7 @@ struct RunSettings {
   std::string output_dir;
   uint64_t seed = 0;
   int threads = 1;
+  bool fixed_threads = false;
   int warmup = 0;
   int repeat = 1;
   bool stats = false;
@@ -132,7 +135,17 @@ int run_model(const RunSettings& settings) {
   } else {
     recipe.plan_file = settings.plan;
   }
-  recipe.threads = settings.threads;
+  // A sequential run takes only the cores other processes leave free (wait_policy.h), unless
+  // the user fixed the count; a plan's workers and an MPI job's ranks keep theirs.
+  HostLoad host_load;
+  int threads = settings.threads;
+  const bool adapt = settings.plan.empty() && !settings.fixed_threads &&
+                     std::getenv("CLEAVE_FIXED_THREADS") == nullptr;
+  if (adapt && settings.threads > 1) {
+    host_load = sample_host_load();
+    threads = threads_for(settings.threads, host_load);
+  }
+  recipe.threads = threads;
   recipe.collect_stats = settings.stats;
   recipe.plain_layouts = settings.plain_layouts;
   recipe.layouts = settings.layouts;
@@ -183,7 +196,12 @@ int run_model(const RunSettings& settings) {
 
   nlohmann::json report;
   report["model"] = settings.model;
-  report["threads"] = settings.threads;
+  report["threads"] = threads;
+  if (threads != settings.threads) {
+    report["threads_requested"] = settings.threads;
+    report["host_load"] = {{"other_runnable", host_load.other_runnable},
+                           {"cores", host_load.cores}};
+  }
   report["latency_ms"] = {{"min", *std::min_element(latencies.begin(), latencies.end())},
                           {"median", median_of(latencies)},
                           {"runs", latencies}};
@@ -300,7 +318,12 @@ int run_model(const RunSettings& settings) {
   const std::string threads_text =
       parallel ? fmt::format("{} worker(s) x {} thread(s)", model_plan.tasks.machine.size(),
                              model_plan.threads_per_worker)
-               : fmt::format("{} thread(s)", settings.threads);
+      : threads != settings.threads
+          ? fmt::format(
+                "{} thread(s) (asked for {}; {} other runnable thread(s) on {} "
+                "core(s); --fixed-threads keeps the count)",
+                threads, settings.threads, host_load.other_runnable, host_load.cores)
+          : fmt::format("{} thread(s)", threads);
   fmt::print("latency    min {:.3f} ms, median {:.3f} ms over {} run(s), {}\n",
              report["latency_ms"]["min"].get<double>(),
              report["latency_ms"]["median"].get<double>(), settings.repeat, threads_text);
@@ -356,9 +379,15 @@ void register_run(CLI::App& app, CommandAction& action) {
   command->add_option("--output-dir", settings->output_dir,
                       "Write every graph output as DIR/<name>.npy");
   command->add_option("--seed", settings->seed, "Seed of the random inputs")->default_val(0);
-  command->add_option("--threads", settings->threads, "Intra-op threads")
+  command
+      ->add_option("--threads", settings->threads,
+                   "Intra-op threads; without --plan, no more than the cores other processes "
+                   "leave free when the run starts (at least 1)")
       ->default_val(1)
       ->check(thread_count());
+  command->add_flag("--fixed-threads", settings->fixed_threads,
+                    "Use --threads as given even when other processes hold the cores (also: "
+                    "CLEAVE_FIXED_THREADS set)");
   command->add_option("--warmup", settings->warmup, "Untimed runs first")
       ->default_val(0)
       ->check(integer_in(0, kMaxRounds));

@@ -51,6 +51,11 @@ long spin_count_for(const HostLoad& load) {
   return load.other_runnable > load.cores ? kBusySpinCount : kLibgompSpinCount;
 }
 
+int threads_for(int requested, const HostLoad& load) {
+  const int free_cores = std::max(1, load.cores - load.other_runnable);
+  return std::max(1, std::min(requested, free_cores));
+}
+
 HostLoad sample_host_load() {
   HostLoad load;
   load.cores = usable_cores();

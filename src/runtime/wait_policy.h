@@ -38,6 +38,13 @@ inline constexpr long kBusySpinCount = 0;
 /// threads outnumber the cores (a team's thread then often waits for a core), else libgomp's own.
 long spin_count_for(const HostLoad& load);
 
+/// Intra-op threads for a sequential run that asked for `requested`: no more than the cores
+/// that the other processes' runnable threads leave free, and at least one. With every core
+/// taken, a team's barriers wait for a thread that waits for a core: with 2 busy processes on
+/// 2 cores, 2 threads took mobilenet_v2 268 ms and squeezenet1_0 287 ms against ONNX Runtime's
+/// 12 and 18 ms (docs/results/load.md); one thread never meets a barrier.
+int threads_for(int requested, const HostLoad& load);
+
 /// The host's load now: the median over a few samples, about a millisecond apart, of the
 /// runnable threads the kernel counts (/proc/stat's procs_running, less the caller), and the
 /// cores in this process's affinity mask. Zero other threads when /proc cannot be read.

@@ -2,9 +2,15 @@
 // prediction, auto's timed check against the sequential plan, and refusing unknown values.
 #include <nlohmann/json.hpp>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "command_fixture.h"
 
@@ -132,6 +138,57 @@ TEST_F(RunCommandTest, StatsListEachOpsImplementations) {
   int op_nodes = 0;
   for (const auto& entry : report["ops"]) op_nodes += entry["nodes"].get<int>();
   EXPECT_EQ(all_nodes, op_nodes);
+}
+
+/// `count` processes that keep a core busy each (`yes`, unpinned), stopped when it goes.
+class BusyProcesses {
+ public:
+  explicit BusyProcesses(long count) {
+    for (long i = 0; i < count; ++i) {
+      pid_t pid = fork();
+      if (pid == 0) {
+        freopen("/dev/null", "w", stdout);
+        execlp("yes", "yes", static_cast<char*>(nullptr));
+        _exit(127);
+      }
+      if (pid > 0) pids_.push_back(pid);
+    }
+  }
+  ~BusyProcesses() {
+    for (pid_t pid : pids_) kill(pid, SIGKILL);
+    for (pid_t pid : pids_) waitpid(pid, nullptr, 0);
+  }
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+// With every core held by another process, a run asked for 2 threads takes 1 and says why;
+// --fixed-threads keeps 2. (The test binaries set CLEAVE_FIXED_THREADS for the commands they
+// start, test_environment.cc; these two runs go without it.)
+TEST_F(RunCommandTest, TakesOnlyTheCoresOtherProcessesLeaveFree) {
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores > 8)
+    GTEST_SKIP() << "fills every core with a busy process: wants at most 8, has " << cores;
+  BusyProcesses busy(cores + 1);
+  const std::string run = "env -u CLEAVE_FIXED_THREADS " + std::string(CLEAVE_BINARY) + " run " +
+                          model_ + " --threads 2 --layouts blocked";
+  CommandResult adapted = run_shell(run + " --json");
+  ASSERT_EQ(adapted.exit_code, 0) << adapted.err;
+  nlohmann::json report = nlohmann::json::parse(adapted.out);
+  EXPECT_EQ(report["threads"], 1) << adapted.out;
+  EXPECT_EQ(report["threads_requested"], 2);
+  EXPECT_GE(report["host_load"]["other_runnable"].get<int>(), cores);
+
+  CommandResult text = run_shell(run);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("1 thread(s) (asked for 2;"), std::string::npos) << text.out;
+
+  CommandResult fixed = run_shell(run + " --fixed-threads --json");
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.err;
+  report = nlohmann::json::parse(fixed.out);
+  EXPECT_EQ(report["threads"], 2);
+  EXPECT_FALSE(report.contains("threads_requested"));
 }
 
 TEST_F(RunCommandTest, AnUnknownLayoutIsRefused) {

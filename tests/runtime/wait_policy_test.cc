@@ -54,6 +54,23 @@ TEST(WaitPolicy, CountsAnEmptyValueAsTheUsersChoice) {
   EXPECT_TRUE(policy_for({{"OMP_WAIT_POLICY", ""}}).empty());
 }
 
+TEST(ThreadsFor, KeepsTheAskedCountOnAnIdleHost) {
+  EXPECT_EQ(threads_for(2, {0, 2}), 2);
+  EXPECT_EQ(threads_for(4, {0, 16}), 4);
+  EXPECT_EQ(threads_for(1, {0, 2}), 1);
+}
+
+TEST(ThreadsFor, TakesOnlyTheCoresOtherProcessesLeaveFree) {
+  EXPECT_EQ(threads_for(2, {1, 2}), 1);
+  EXPECT_EQ(threads_for(8, {10, 16}), 6);
+  EXPECT_EQ(threads_for(4, {12, 16}), 4);
+}
+
+TEST(ThreadsFor, NeverFewerThanOne) {
+  EXPECT_EQ(threads_for(2, {2, 2}), 1);
+  EXPECT_EQ(threads_for(2, {20, 2}), 1);
+}
+
 TEST(WaitPolicy, SamplesThisHostsCoresAndLoad) {
   HostLoad load = sample_host_load();
   EXPECT_GE(load.cores, 1);

@@ -1,0 +1,12 @@
+// Linked into every test binary: the environment the commands that tests start should run in.
+#include <cstdlib>
+
+namespace {
+
+// `cleave run` takes fewer threads than --threads when other processes hold the cores
+// (runtime/wait_policy.h); under `ctest -j` the test beside it is such a process, and the tests
+// expect the count they ask for. (ctest's ENVIRONMENT property cannot carry this beside
+// CLEAVE_CORE_WAIT_SECONDS: gtest_discover_tests splits a list of variables.)
+[[maybe_unused]] const bool kFixedThreads = setenv("CLEAVE_FIXED_THREADS", "1", 0) == 0;
+
+}  // namespace
