@@ -165,7 +165,7 @@ class BusyProcesses {
 
 // With every core held by another process, a run asked for 2 threads takes 1 and says why;
 // --fixed-threads keeps 2. (The test binaries set CLEAVE_FIXED_THREADS for the commands they
-// start, test_environment.cc; these two runs go without it.)
+// start, test_environment.cc; these runs go without it.)
 TEST_F(RunCommandTest, TakesOnlyTheCoresOtherProcessesLeaveFree) {
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   if (cores > 8)
