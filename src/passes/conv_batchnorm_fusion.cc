@@ -31,25 +31,6 @@ bool is_inference_batchnorm(const Graph& graph, const Node& bn) {
   return bn.int_attribute("training_mode", 0) == 0 && bn.int_attribute("spatial", 1) == 1;
 }
 
-// Gives `node` new constant data at input `slot`: in place when only this node reads the
-// initializer there, else as a new initializer named after `name_base`.
-void set_constant_input(Graph& graph, NodeId node, std::size_t slot, TensorData data,
-                        const std::string& name_base) {
-  Node& n = graph.node(node);
-  if (n.inputs.size() <= slot) n.inputs.resize(slot + 1, kNoValue);
-  ValueId current = n.inputs[slot];
-  if (current != kNoValue && is_constant(graph, current) && !graph.value(current).is_graph_output &&
-      graph.consumers(current).size() == 1) {
-    Value& v = graph.value(current);
-    v.dtype = data.dtype;
-    v.shape = Shape::of(data.dims);
-    v.initializer = std::move(data);
-    return;
-  }
-  ValueId fresh = graph.add_initializer(unique_value_name(graph, name_base), std::move(data));
-  graph.set_node_input(node, slot, fresh);
-}
-
 // Fuses `bn_id` into the Conv before it; false when a precondition fails.
 bool try_fuse(Graph& graph, NodeId bn_id, const std::vector<bool>& read_by_bodies) {
   const Node& bn = graph.node(bn_id);

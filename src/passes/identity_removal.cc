@@ -1,6 +1,8 @@
 // Identity/Dropout removal by rewiring readers, keeping graph output names.
 #include "passes/identity_removal.h"
 
+#include <optional>
+
 namespace cleave {
 
 namespace {
@@ -12,6 +14,10 @@ bool is_inference_dropout(const Graph& graph, const Node& node) {
     if (mask.is_graph_output || !graph.consumers(node.outputs[i]).empty()) return false;
   }
   if (node.inputs.size() < 3 || node.inputs[2] == kNoValue) return true;
+  // A constant ratio of 0 keeps every element even in training mode (torchvision's Swin
+  // exports its attention dropouts so, with training_mode true).
+  if (std::optional<float> ratio = constant_float_scalar(graph, node.inputs[1]); ratio == 0.0f)
+    return true;
   // Opset 12+: training_mode must be a constant false.
   ValueId training = node.inputs[2];
   if (!is_constant(graph, training)) return false;

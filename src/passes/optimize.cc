@@ -12,6 +12,7 @@
 #include "passes/conv_activation_fusion.h"
 #include "passes/conv_batchnorm_fusion.h"
 #include "passes/dead_code.h"
+#include "passes/dead_tap_removal.h"
 #include "passes/identity_removal.h"
 #include "passes/layer_norm_fusion.h"
 #include "passes/matmul_epilogue_fusion.h"
@@ -57,6 +58,7 @@ PassResult run_pass(Graph& graph, const std::string& name, const OptimizeOptions
   if (name == "dead-code") return eliminate_dead_code(graph);
   if (name == "remove-identities") return remove_identities(graph);
   if (name == "fold-pads") return fold_pads(graph);
+  if (name == "remove-dead-taps") return remove_dead_taps(graph);
   if (name == "fuse-batchnorm") return fuse_conv_batchnorm(graph);
   if (name == "fold-channel-scales") return fold_channel_scales(graph);
   if (name == "fuse-conv-activations") return fuse_conv_activations(graph);
@@ -68,10 +70,11 @@ PassResult run_pass(Graph& graph, const std::string& name, const OptimizeOptions
 }  // namespace
 
 const std::vector<std::string>& pass_names() {
-  static const std::vector<std::string> names = {
-      "fold-constants",       "dead-code",           "remove-identities",     "fold-pads",
-      "fuse-batchnorm",       "fold-channel-scales", "fuse-conv-activations", "fuse-layer-norms",
-      "fuse-matmul-epilogues"};
+  static const std::vector<std::string> names = {"fold-constants",      "dead-code",
+                                                 "remove-identities",   "fold-pads",
+                                                 "remove-dead-taps",    "fuse-batchnorm",
+                                                 "fold-channel-scales", "fuse-conv-activations",
+                                                 "fuse-layer-norms",    "fuse-matmul-epilogues"};
   return names;
 }
 
@@ -93,7 +96,8 @@ PassResult run_passes(Graph& graph, const std::vector<std::string>& names,
 std::vector<std::string> optimize_pass_list(const OptimizeOptions& options) {
   std::vector<std::string> steps;
   if (options.fold_constants) steps.push_back("fold-constants");
-  steps.insert(steps.end(), {"dead-code", "remove-identities", "fold-pads"});
+  // Dead taps after pad folding, which widens the pads they are measured against.
+  steps.insert(steps.end(), {"dead-code", "remove-identities", "fold-pads", "remove-dead-taps"});
   if (options.fuse_batchnorm) steps.push_back("fuse-batchnorm");
   // After batch-norm fusion, which rewrites the weights this scales.
   if (options.fold_channel_scales) steps.push_back("fold-channel-scales");

@@ -110,6 +110,23 @@ std::string unique_value_name(const Graph& graph, const std::string& base) {
   }
 }
 
+void set_constant_input(Graph& graph, NodeId node, std::size_t slot, TensorData data,
+                        const std::string& name_base) {
+  Node& n = graph.node(node);
+  if (n.inputs.size() <= slot) n.inputs.resize(slot + 1, kNoValue);
+  ValueId current = n.inputs[slot];
+  if (current != kNoValue && is_constant(graph, current) && !graph.value(current).is_graph_output &&
+      graph.consumers(current).size() == 1) {
+    Value& v = graph.value(current);
+    v.dtype = data.dtype;
+    v.shape = Shape::of(data.dims);
+    v.initializer = std::move(data);
+    return;
+  }
+  ValueId fresh = graph.add_initializer(unique_value_name(graph, name_base), std::move(data));
+  graph.set_node_input(node, slot, fresh);
+}
+
 std::optional<float> constant_float_scalar(const Graph& graph, ValueId value) {
   if (value == kNoValue || !is_constant(graph, value)) return std::nullopt;
   const TensorData& data = *graph.value(value).initializer;

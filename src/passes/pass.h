@@ -64,6 +64,11 @@ std::vector<bool> values_read_by_bodies(const Graph& graph);
 /// `base` if no value has that name yet, else `base_1`, `base_2`, ...
 std::string unique_value_name(const Graph& graph, const std::string& base);
 
+/// Gives `node` new constant data at input `slot`: in place when only this node reads the
+/// initializer there, else as a new initializer named after `name_base`.
+void set_constant_input(Graph& graph, NodeId node, std::size_t slot, TensorData data,
+                        const std::string& name_base);
+
 /// Deletes `node` and lets the producer of its first input write the node's first output
 /// instead, so the output keeps its name (it may be a graph output) while the node disappears.
 /// Other readers of the input are moved to the output. The caller guarantees the two values

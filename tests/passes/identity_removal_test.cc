@@ -145,6 +145,38 @@ TEST(IdentityRemoval, KeepsDropoutWhoseTrainingModeIsNotKnownFalse) {
   EXPECT_EQ(remove(text), text);
 }
 
+TEST(IdentityRemoval, RemovesATrainingModeDropoutOfRatioZero) {
+  PassResult result;
+  EXPECT_EQ(remove(R"(graph main [ai.onnx=13] (%x: f32[2]) {
+  @ratio: f32[] = [0]
+  @training: bool[] = [1]
+  %d = Dropout(%x, @ratio, @training)
+  %y = Relu(%d)
+  return %y
+})",
+                   &result),
+            R"(graph main [ai.onnx=13] (%x: f32[2]) {
+  @ratio: f32[] = [0.0]
+  @training: bool[] = [1]
+  %y = Relu(%x)
+  return %y
+}
+)");
+  EXPECT_EQ(result.count("Dropout nodes removed"), 1);
+}
+
+TEST(IdentityRemoval, KeepsATrainingModeDropoutOfAnotherRatio) {
+  const char* text = R"(graph main [ai.onnx=13] (%x: f32[2]) {
+  @ratio: f32[] = [0.1]
+  @training: bool[] = [1]
+  %d = Dropout(%x, @ratio, @training)
+  %y = Relu(%d)
+  return %y
+}
+)";
+  EXPECT_EQ(remove(text), text);
+}
+
 TEST(IdentityRemoval, KeepsDropoutWhoseMaskIsRead) {
   const char* text = R"(graph main [ai.onnx=13] (%x: f32[2]) {
   %d, %mask = Dropout(%x)

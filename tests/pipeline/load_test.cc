@@ -199,5 +199,46 @@ TEST(LoadModelFolded, ShapesThatFoldingMakesComputableAreInferred) {
   EXPECT_THAT(::testing::PrintToString(log), HasSubstr("shapes: 2 more made static after folding"));
 }
 
+// Swin's window padding: pads computed from the input's shape, then a reshape by the padded
+// shape. Each fold makes the next shape inferable and each inference the next fold possible.
+TEST(LoadModelFolded, ShapesAndFoldingAlternateUntilEveryShapeIsStatic) {
+  Graph graph = parse_graph(R"(graph g [ai.onnx=13] (%x: f32[1,5,6]) {
+  @one: i64[1] = [1]
+  @two: i64[1] = [2]
+  @four: i64[1] = [4]
+  @zero: i64[1] = [0]
+  @last: i64[1] = [6]
+  %s = Shape(%x)
+  %w = Gather[axis=0](%s, @one)
+  %r = Mod(%w, @four)
+  %extra = Sub(@four, %r)
+  %pads = Concat[axis=0](@zero, @zero, @zero, @zero, %extra, @zero)
+  %padded = Pad(%x, %pads)
+  %s2 = Shape(%padded)
+  %h = Gather[axis=0](%s2, @one)
+  %half = Div(%h, @two)
+  %shape = Concat[axis=0](@two, %half, @last)
+  %y = Reshape(%padded, %shape)
+  %z = Relu(%y)
+  return %z
+}
+)");
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("cleave_load_rounds_" + std::to_string(::getpid()) + ".onnx"))
+                               .string();
+  export_onnx(graph, path);
+  std::vector<std::string> log;
+  LoadOptions options;
+  options.log = [&](const std::string& line) { log.push_back(line); };
+  const Graph loaded = load_model(path, options);
+  std::filesystem::remove(path);
+  for (auto [name, type] : {std::pair{"padded", "f32[1,8,6]"}, std::pair{"z", "f32[2,4,6]"}}) {
+    const Value& value = loaded.value(*loaded.find_value(name));
+    EXPECT_EQ(print_type(value.dtype, value.shape), type) << name;
+  }
+  EXPECT_THAT(::testing::PrintToString(log), HasSubstr("(2 rounds;"));
+  for (NodeId id : loaded.node_ids()) EXPECT_NE(loaded.node(id).op_type, "Shape");
+}
+
 }  // namespace
 }  // namespace cleave

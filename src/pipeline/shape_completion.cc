@@ -1,0 +1,130 @@
+// Static shapes from the runtime's kernels, for values ONNX's inference left open.
+#include "pipeline/shape_completion.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "passes/pass.h"
+#include "runtime/kernel.h"
+#include "runtime/node_runner.h"
+#include "runtime/tensor.h"
+
+namespace cleave {
+
+namespace {
+
+// Ops whose output shapes follow from their inputs' shapes alone.
+constexpr std::string_view kShapedByShapes =
+    "Transpose Concat Flatten Identity Cast Gather GatherElements GatherND ScatterND Softmax "
+    "LogSoftmax LayerNormalization MatMul Where Add Sub Mul Div Pow Mod Max Min Equal Less "
+    "Greater LessOrEqual GreaterOrEqual And Or Not Neg Abs Sqrt Exp Log Erf Relu Sigmoid Tanh "
+    "Reciprocal Floor Ceil Clip Gelu HardSwish HardSigmoid Dropout CumSum Trilu GlobalAveragePool "
+    "GlobalMaxPool Gemm";
+constexpr std::string_view kReductions =
+    "ReduceMean ReduceSum ReduceMax ReduceMin ReduceProd ReduceL1 ReduceL2 ReduceSumSquare";
+
+// Per op, the input slots whose contents (not only shapes) decide the output shapes. An op
+// missing here is not tried: its kernel might read a stand-in's zeros as a size.
+const std::map<std::string, std::vector<std::size_t>, std::less<>>& shape_deciding_inputs() {
+  static const auto table = [] {
+    std::map<std::string, std::vector<std::size_t>, std::less<>> t = {
+        {"Reshape", {1}},     {"Expand", {1}},          {"Tile", {1}},
+        {"Pad", {1, 3}},      {"Slice", {1, 2, 3, 4}},  {"Squeeze", {1}},
+        {"Unsqueeze", {1}},   {"Split", {1}},           {"Resize", {1, 2, 3}},
+        {"Range", {0, 1, 2}}, {"ConstantOfShape", {0}},
+    };
+    auto add_each = [&t](std::string_view names, std::vector<std::size_t> slots) {
+      while (!names.empty()) {
+        const std::size_t end = std::min(names.find(' '), names.size());
+        t.emplace(std::string(names.substr(0, end)), slots);
+        names.remove_prefix(std::min(end + 1, names.size()));
+      }
+    };
+    add_each(kShapedByShapes, {});
+    add_each(kReductions, {1});  // Opset 13+ (ReduceSum) and 18+ axes.
+    return t;
+  }();
+  return table;
+}
+
+// Stand-ins larger than this are not made: such a value's shape is left to the run.
+constexpr int64_t kMaxStandInElements = int64_t{1} << 26;
+
+// Sets the shapes and types of `id`'s open outputs from its kernel; returns how many.
+int complete_node(Graph& graph, NodeId id, dnnl::engine& engine) {
+  const Node& node = graph.node(id);
+  if (!node.domain.empty()) return 0;
+  auto entry = shape_deciding_inputs().find(node.op_type);
+  if (entry == shape_deciding_inputs().end()) return 0;
+
+  std::vector<Tensor> tensors(node.inputs.size());
+  std::vector<const Tensor*> inputs(node.inputs.size(), nullptr);
+  std::vector<bool> constant(node.inputs.size(), false);
+  for (std::size_t slot = 0; slot < node.inputs.size(); ++slot) {
+    const ValueId input = node.inputs[slot];
+    if (input == kNoValue) continue;
+    const Value& v = graph.value(input);
+    if (is_constant(graph, input)) {
+      const TensorData& data = *v.initializer;
+      if (!data.bytes) return 0;
+      tensors[slot] = Tensor::borrow(data.dtype, data.dims, data.bytes->data());
+      constant[slot] = true;
+    } else {
+      for (std::size_t deciding : entry->second) {
+        if (deciding == slot) return 0;
+      }
+      if (!v.shape.is_static() || element_size(v.dtype) == 0 ||
+          v.shape.element_count() > kMaxStandInElements) {
+        return 0;
+      }
+      tensors[slot] = Tensor::allocate(v.dtype, v.shape.sizes());
+    }
+    inputs[slot] = &tensors[slot];
+  }
+  std::vector<OutputSpec> specs;
+  try {
+    const KernelInfo& info = kernel_for(graph, id);
+    KernelContext context{graph,  id, node, opset_of(graph, node), inputs, constant,
+                          engine, 1,  false};
+    specs = info.create(context)->output_specs();
+  } catch (const Error&) {
+    return 0;  // UnsupportedError too: the run reports what it must.
+  } catch (const dnnl::error&) {
+    return 0;
+  }
+  if (specs.size() < node.outputs.size()) return 0;
+  int completed = 0;
+  for (std::size_t i = 0; i < node.outputs.size(); ++i) {
+    const ValueId output = node.outputs[i];
+    if (output == kNoValue || graph.value(output).shape.is_static()) continue;
+    Value& v = graph.value(output);
+    v.shape = Shape::of(specs[i].shape);
+    if (v.dtype == DataType::kUndefined) v.dtype = specs[i].dtype;
+    ++completed;
+  }
+  return completed;
+}
+
+}  // namespace
+
+int complete_shapes_by_kernels(Graph& graph) {
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  int completed = 0;
+  for (NodeId id : graph.topological_order()) {
+    bool open = false;
+    for (ValueId output : graph.node(id).outputs) {
+      open = open || (output != kNoValue && !graph.value(output).shape.is_static());
+    }
+    if (open) completed += complete_node(graph, id, engine);
+  }
+  return completed;
+}
+
+}  // namespace cleave

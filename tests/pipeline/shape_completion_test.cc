@@ -1,0 +1,60 @@
+// Shapes completed by the runtime's kernels where ONNX's inference left them open.
+#include "pipeline/shape_completion.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "ir/text.h"
+
+namespace cleave {
+namespace {
+
+std::string type_of(const Graph& graph, const char* name) {
+  const Value& value = graph.value(*graph.find_value(name));
+  return print_type(value.dtype, value.shape);
+}
+
+TEST(ShapeCompletion, APadOfConstantPadsAndWhatReadsItCloseInOneSweep) {
+  Graph graph = parse_graph(R"(graph g [ai.onnx=13] (%x: f32[1,2,3,3]) {
+  @pads: i64[8] = [0, 0, 1, 1, 0, 0, 1, 1]
+  %p = Pad(%x, @pads)
+  %t = Transpose[perm=[0,2,3,1]](%p)
+  return %t
+})");
+  ASSERT_FALSE(graph.value(*graph.find_value("p")).shape.is_static());
+  EXPECT_EQ(complete_shapes_by_kernels(graph), 2);
+  EXPECT_EQ(type_of(graph, "p"), "f32[1,2,5,5]");
+  EXPECT_EQ(type_of(graph, "t"), "f32[1,5,5,2]");
+}
+
+TEST(ShapeCompletion, AShapeComputedAtRunTimeStaysOpen) {
+  // The kernel would read the stand-in's zeros as the new shape.
+  Graph graph = parse_graph(R"(graph g [ai.onnx=13] (%x: f32[2,6], %shape: i64[2]) {
+  %y = Reshape(%x, %shape)
+  return %y
+})");
+  EXPECT_EQ(complete_shapes_by_kernels(graph), 0);
+  EXPECT_FALSE(graph.value(*graph.find_value("y")).shape.is_static());
+}
+
+TEST(ShapeCompletion, OpsWhoseShapeDependsOnValuesStayOpen) {
+  Graph graph = parse_graph(R"(graph g [ai.onnx=13] (%x: f32[2,6]) {
+  %y = NonZero(%x)
+  return %y
+})");
+  EXPECT_EQ(complete_shapes_by_kernels(graph), 0);
+  EXPECT_FALSE(graph.value(*graph.find_value("y")).shape.is_static());
+}
+
+TEST(ShapeCompletion, AnInputOfUnknownShapeStopsTheNodesAfterIt) {
+  Graph graph = parse_graph(R"(graph g [ai.onnx=13] (%x: f32[2,N]) {
+  %y = Relu(%x)
+  %z = Transpose[perm=[1,0]](%y)
+  return %z
+})");
+  EXPECT_EQ(complete_shapes_by_kernels(graph), 0);
+}
+
+}  // namespace
+}  // namespace cleave
