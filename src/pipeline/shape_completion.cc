@@ -55,7 +55,7 @@ const std::map<std::string, std::vector<std::size_t>, std::less<>>& shape_decidi
 }
 
 // Stand-ins larger than this are not made: such a value's shape is left to the run.
-constexpr int64_t kMaxStandInElements = int64_t{1} << 26;
+constexpr int64_t kMaxStandInElements = int64_t{1} << 24;
 
 // Sets the shapes and types of `id`'s open outputs from its kernel; returns how many.
 int complete_node(Graph& graph, NodeId id, dnnl::engine& engine) {
