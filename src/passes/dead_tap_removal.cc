@@ -115,7 +115,14 @@ bool try_shrink(Graph& graph, NodeId id) {
     AxisWindow w{dim.size, weights.dims[a + 2], strides[a], dilations[a],
                  pads[a],  pads[spatial + a]};
     kernel[a] = w.kernel;
-    if (!dim.is_known() || w.input <= 0 || w.stride <= 0 || w.dilation <= 0) continue;
+    // Sizes beyond these are refused by the kernel anyway; they keep the products below in
+    // range for hostile attributes.
+    constexpr int64_t kLimit = int64_t{1} << 30;
+    if (!dim.is_known() || w.input <= 0 || w.input > kLimit || w.kernel > kLimit || w.stride <= 0 ||
+        w.stride > kLimit || w.dilation <= 0 || w.dilation > kLimit || w.pad_begin < 0 ||
+        w.pad_begin > kLimit || w.pad_end < 0 || w.pad_end > kLimit) {
+      continue;
+    }
     int64_t lo = 0;
     std::optional<AxisWindow> s = shrunk(w, lo);
     if (!s) continue;

@@ -64,32 +64,33 @@ int complete_node(Graph& graph, NodeId id, dnnl::engine& engine) {
   auto entry = shape_deciding_inputs().find(node.op_type);
   if (entry == shape_deciding_inputs().end()) return 0;
 
-  std::vector<Tensor> tensors(node.inputs.size());
-  std::vector<const Tensor*> inputs(node.inputs.size(), nullptr);
-  std::vector<bool> constant(node.inputs.size(), false);
-  for (std::size_t slot = 0; slot < node.inputs.size(); ++slot) {
-    const ValueId input = node.inputs[slot];
-    if (input == kNoValue) continue;
-    const Value& v = graph.value(input);
-    if (is_constant(graph, input)) {
-      const TensorData& data = *v.initializer;
-      if (!data.bytes) return 0;
-      tensors[slot] = Tensor::borrow(data.dtype, data.dims, data.bytes->data());
-      constant[slot] = true;
-    } else {
-      for (std::size_t deciding : entry->second) {
-        if (deciding == slot) return 0;
-      }
-      if (!v.shape.is_static() || element_size(v.dtype) == 0 ||
-          v.shape.element_count() > kMaxStandInElements) {
-        return 0;
-      }
-      tensors[slot] = Tensor::allocate(v.dtype, v.shape.sizes());
-    }
-    inputs[slot] = &tensors[slot];
-  }
   std::vector<OutputSpec> specs;
   try {
+    std::vector<Tensor> tensors(node.inputs.size());
+    std::vector<const Tensor*> inputs(node.inputs.size(), nullptr);
+    std::vector<bool> constant(node.inputs.size(), false);
+    for (std::size_t slot = 0; slot < node.inputs.size(); ++slot) {
+      const ValueId input = node.inputs[slot];
+      if (input == kNoValue) continue;
+      const Value& v = graph.value(input);
+      if (is_constant(graph, input)) {
+        const TensorData& data = *v.initializer;
+        if (!data.bytes) return 0;
+        tensors[slot] = Tensor::borrow(data.dtype, data.dims, data.bytes->data());
+        constant[slot] = true;
+      } else {
+        for (std::size_t deciding : entry->second) {
+          if (deciding == slot) return 0;
+        }
+        // element_count throws Error for a product past int64 (a hostile shape).
+        if (!v.shape.is_static() || element_size(v.dtype) == 0 ||
+            v.shape.element_count() > kMaxStandInElements) {
+          return 0;
+        }
+        tensors[slot] = Tensor::allocate(v.dtype, v.shape.sizes());
+      }
+      inputs[slot] = &tensors[slot];
+    }
     const KernelInfo& info = kernel_for(graph, id);
     KernelContext context{graph,  id, node, opset_of(graph, node), inputs, constant,
                           engine, 1,  false};

@@ -98,6 +98,18 @@ TEST(DeadTapRemoval, KeepsAutoPadAndRuntimeWeights) {
   EXPECT_FALSE(result.changed());
 }
 
+TEST(DeadTapRemoval, LeavesHostileSizesToTheKernel) {
+  // A dilation near int64's limit would overflow the tap arithmetic.
+  PassResult result;
+  shrink(R"(graph main [ai.onnx=17] (%x: f32[1,1,4,4]) {
+  @w: f32[1,1,3,3] = [1, 2, 3, 4, 5, 6, 7, 8, 9]
+  %y = Conv[dilations=[4611686018427387904,1], pads=[6,0,6,0]](%x, @w)
+  return %y
+})",
+         &result);
+  EXPECT_FALSE(result.changed());
+}
+
 TEST(DeadTapRemoval, SharedWeightsStayForTheOtherReader) {
   EXPECT_EQ(shrink(R"(graph main [ai.onnx=17] (%x: f32[1,1,4,4], %big: f32[1,1,16,16]) {
   @w: f32[1,1,3,3] = [1, 2, 3, 4, 5, 6, 7, 8, 9]

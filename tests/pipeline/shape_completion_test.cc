@@ -56,5 +56,22 @@ TEST(ShapeCompletion, AnInputOfUnknownShapeStopsTheNodesAfterIt) {
   EXPECT_EQ(complete_shapes_by_kernels(graph), 0);
 }
 
+TEST(ShapeCompletion, AValueTooLargeForAStandInStaysOpen) {
+  Graph graph = parse_graph(R"(graph g [ai.onnx=13] (%x: f32[8192,4096]) {
+  %y = Relu(%x)
+  return %y
+})");
+  EXPECT_EQ(complete_shapes_by_kernels(graph), 0);
+  EXPECT_FALSE(graph.value(*graph.find_value("y")).shape.is_static());
+}
+
+TEST(ShapeCompletion, AShapeWhoseSizeOverflowsIsRefusedQuietly) {
+  Graph graph = parse_graph(R"(graph g [ai.onnx=13] (%x: f32[4294967296,4294967296]) {
+  %y = Relu(%x)
+  return %y
+})");
+  EXPECT_EQ(complete_shapes_by_kernels(graph), 0);
+}
+
 }  // namespace
 }  // namespace cleave
