@@ -13,6 +13,7 @@
 #include "passes/conv_batchnorm_fusion.h"
 #include "passes/dead_code.h"
 #include "passes/dead_tap_removal.h"
+#include "passes/einsum_lowering.h"
 #include "passes/identity_removal.h"
 #include "passes/layer_norm_fusion.h"
 #include "passes/matmul_epilogue_fusion.h"
@@ -57,6 +58,7 @@ PassResult run_pass(Graph& graph, const std::string& name, const OptimizeOptions
   }
   if (name == "dead-code") return eliminate_dead_code(graph);
   if (name == "remove-identities") return remove_identities(graph);
+  if (name == "lower-einsums") return lower_einsums(graph);
   if (name == "fold-pads") return fold_pads(graph);
   if (name == "remove-dead-taps") return remove_dead_taps(graph);
   if (name == "fuse-batchnorm") return fuse_conv_batchnorm(graph);
@@ -70,11 +72,17 @@ PassResult run_pass(Graph& graph, const std::string& name, const OptimizeOptions
 }  // namespace
 
 const std::vector<std::string>& pass_names() {
-  static const std::vector<std::string> names = {"fold-constants",      "dead-code",
-                                                 "remove-identities",   "fold-pads",
-                                                 "remove-dead-taps",    "fuse-batchnorm",
-                                                 "fold-channel-scales", "fuse-conv-activations",
-                                                 "fuse-layer-norms",    "fuse-matmul-epilogues"};
+  static const std::vector<std::string> names = {"fold-constants",
+                                                 "dead-code",
+                                                 "remove-identities",
+                                                 "lower-einsums",
+                                                 "fold-pads",
+                                                 "remove-dead-taps",
+                                                 "fuse-batchnorm",
+                                                 "fold-channel-scales",
+                                                 "fuse-conv-activations",
+                                                 "fuse-layer-norms",
+                                                 "fuse-matmul-epilogues"};
   return names;
 }
 
@@ -97,7 +105,8 @@ std::vector<std::string> optimize_pass_list(const OptimizeOptions& options) {
   std::vector<std::string> steps;
   if (options.fold_constants) steps.push_back("fold-constants");
   // Dead taps after pad folding, which widens the pads they are measured against.
-  steps.insert(steps.end(), {"dead-code", "remove-identities", "fold-pads", "remove-dead-taps"});
+  steps.insert(steps.end(), {"dead-code", "remove-identities", "lower-einsums", "fold-pads",
+                             "remove-dead-taps"});
   if (options.fuse_batchnorm) steps.push_back("fuse-batchnorm");
   // After batch-norm fusion, which rewrites the weights this scales.
   if (options.fold_channel_scales) steps.push_back("fold-channel-scales");

@@ -37,16 +37,17 @@ struct OptimizeOptions {
 };
 
 /// Runs the passes in order: constant folding → dead-code elimination → Identity/Dropout
-/// removal → Zero-Pad folding → dead-tap removal → Conv+BatchNormalization fusion →
-/// channel-scale folding (when enabled) → Conv+activation, LayerNormalization and MatMul
-/// epilogue fusion (when enabled) → dead-code elimination. Returns the per-step results in `steps`
-/// and their counts summed by name in `counts`. Throws Error naming the step when verification
-/// after it fails.
+/// removal → Einsum lowering → Zero-Pad folding → dead-tap removal → Conv+BatchNormalization fusion
+/// → channel-scale folding (when enabled) → Conv+activation, LayerNormalization and MatMul epilogue
+/// fusion (when enabled) → dead-code elimination. Returns the per-step results in `steps` and their
+/// counts summed by name in `counts`. Throws Error naming the step when verification after it
+/// fails.
 PassResult optimize_graph(Graph& graph, const OptimizeOptions& options = {});
 
 /// The passes by the names `run_passes` takes, in the order optimize_graph runs them:
-/// fold-constants, dead-code, remove-identities, fold-pads, remove-dead-taps, fuse-batchnorm,
-/// fold-channel-scales, fuse-conv-activations, fuse-layer-norms, fuse-matmul-epilogues.
+/// fold-constants, dead-code, remove-identities, lower-einsums, fold-pads, remove-dead-taps,
+/// fuse-batchnorm, fold-channel-scales, fuse-conv-activations, fuse-layer-norms,
+/// fuse-matmul-epilogues.
 const std::vector<std::string>& pass_names();
 
 /// The passes optimize_graph runs with these options, in order.

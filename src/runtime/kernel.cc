@@ -24,6 +24,7 @@ const KernelRegistry& KernelRegistry::global() {
     // The order kernels registered in before ops moved into families (ties keep the first).
     register_conv_kernels(r);
     register_matmul_kernels(r);
+    register_einsum_kernels(r);
     register_pool_kernels(r);
     register_norm_kernels(r);
     register_softmax_kernels(r);

@@ -11,8 +11,9 @@ void register_conv_kernels(KernelRegistry& registry);
 void register_pool_kernels(KernelRegistry& registry);
 void register_norm_kernels(KernelRegistry& registry);
 
-// math/: matrix products, softmax, reductions.
+// math/: matrix products, Einsum, softmax, reductions.
 void register_matmul_kernels(KernelRegistry& registry);
+void register_einsum_kernels(KernelRegistry& registry);
 void register_softmax_kernels(KernelRegistry& registry);
 void register_reduce_kernels(KernelRegistry& registry);
 
