@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Export architectures the corpus lacks (dilated, grouped, hard-swish, windowed attention) to ONNX.
+"""Export architectures the corpus lacks (dilated, grouped, hard-swish, attention, Einsum, 3-D) to ONNX.
 
 Same files, manifest and seeding as export_corpus.py (whose code this reuses), written by default
 to ~/.cache/cleave/families. Run with /usr/bin/python3. Random weights, nothing downloaded.
@@ -32,6 +32,11 @@ def _segmentation(name):
     return lambda: OutOnly(getattr(seg, name)(weights=None, weights_backbone=None, aux_loss=None))
 
 
+def _video(name):
+    import torchvision.models.video as video
+    return getattr(video, name)(weights=None)
+
+
 corpus.MODELS = {
     # ResNet-50 backbone with dilations 2 and 4 in its last two stages, and an ASPP head of
     # dilations 12, 24 and 36.
@@ -43,6 +48,14 @@ corpus.MODELS = {
     "mobilenet_v3_large": (lambda: tvm.mobilenet_v3_large(weights=None), IMAGE),
     "efficientnet_v2_s": (lambda: tvm.efficientnet_v2_s(weights=None), IMAGE),
     "swin_t": (lambda: tvm.swin_t(weights=None), IMAGE),
+    # Block and grid attention written as Einsum, MBConv with squeeze-excitation.
+    "maxvit_t": (lambda: tvm.maxvit_t(weights=None), IMAGE),
+    # 3-D convolutions on a 16-frame clip.
+    "r3d_18": (lambda: _video("r3d_18"), (1, 3, 16, 112, 112)),
+    # Dilated ResNet-50 with a plain head; MobileNet-V3 with ASPP on a 14x14 map.
+    "fcn_resnet50": (_segmentation("fcn_resnet50"), IMAGE),
+    "deeplabv3_mobilenet_v3_large": (_segmentation("deeplabv3_mobilenet_v3_large"), IMAGE),
+    "regnet_x_1_6gf": (lambda: tvm.regnet_x_1_6gf(weights=None), IMAGE),
 }
 
 if __name__ == "__main__":
