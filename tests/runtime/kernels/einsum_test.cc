@@ -109,5 +109,17 @@ TEST(Einsum, RefusesATermOfTheWrongRank) {
             std::string::npos);
 }
 
+TEST(Einsum, RefusesMoreCombinationsThanItCanCount) {
+  const std::string text =
+      R"(graph g [ai.onnx=13] (%a: f32[65536], %b: f32[65536], %c: f32[65536], %d: f32[65536]) {
+  %y = Einsum[equation="a,b,c,d->"](%a, %b, %c, %d)
+  return %y
+})";
+  const Tensor ones = floats({65536}, std::vector<double>(65536, 1.0));
+  EXPECT_NE(error_of(text, {{"a", ones}, {"b", ones}, {"c", ones}, {"d", ones}})
+                .find("more label combinations than int64 counts"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace cleave

@@ -240,6 +240,14 @@ std::unique_ptr<Kernel> create_einsum(const KernelContext& context) {
   }
   const std::string equation = context.node.string_attribute("equation", "");
   Contraction c = resolve(context, equation);
+  // The loop visits every combination of labels once: refuse a count past int64's range.
+  int64_t combinations = 1;
+  for (int64_t size : c.sizes) {
+    if (size > 0 && __builtin_mul_overflow(combinations, size, &combinations)) {
+      throw Error(fmt::format("{}: equation '{}' spans more label combinations than int64 counts",
+                              context.where(), equation));
+    }
+  }
   std::vector<int64_t> shape;
   for (int label : c.output_labels) shape.push_back(c.sizes[static_cast<std::size_t>(label)]);
   const int threads = context.threads;
