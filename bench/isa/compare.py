@@ -56,15 +56,36 @@ def implementations(args, model, threads, isa, cache, family):
     return by_impl
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(description, runs, models_help="comma-separated ONNX files"):
+    """The options both ISA scripts take."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--cleave", default="build/cleave")
-    parser.add_argument("--models", required=True, help="comma-separated ONNX files")
+    parser.add_argument("--models", required=True, help=models_help)
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--runs", type=int, default=runs)
     parser.add_argument("--markdown")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def interleaved(rounds, measure):
+    """Per ISA, the results of `measure(isa)` over the rounds, alternating which goes first."""
+    results = {isa: [] for isa in ISAS}
+    for round_index in range(rounds):
+        order = list(ISAS) if round_index % 2 == 0 else list(reversed(ISAS))
+        for isa in order:
+            results[isa].append(measure(isa))
+    return results
+
+
+def write_markdown(path, lines):
+    if path:
+        with open(path, "w") as out:
+            out.write("\n".join(lines) + "\n")
+
+
+def main():
+    args = arguments(__doc__.splitlines()[0], runs=10)
     cache = tempfile.mkdtemp(prefix="cleave_isa_")
     lines = ["| model | threads | uncapped ms | AVX2 ms | AVX2 / uncapped | layouts (uncapped, AVX2) "
              "| oneDNN `ref:` share (uncapped, AVX2) | largest oneDNN implementations, uncapped "
@@ -73,15 +94,11 @@ def main():
     for model in args.models.split(","):
         name = os.path.basename(model).removesuffix(".onnx")
         for threads in [int(t) for t in args.threads.split(",")]:
-            latencies = {isa: [] for isa in ISAS}
-            family = {}
-            for round_index in range(args.rounds):
-                order = list(ISAS) if round_index % 2 == 0 else list(reversed(ISAS))
-                for isa in order:
-                    report = run_json(args, model, threads, isa, cache)
-                    latencies[isa] += report["latency_ms"]["runs"]
-                    family[isa] = report["layouts"]["family"]
-            median = {isa: statistics.median(values) for isa, values in latencies.items()}
+            reports = interleaved(args.rounds,
+                                  lambda isa: run_json(args, model, threads, isa, cache))
+            median = {isa: statistics.median(t for r in reports[isa] for t in r["latency_ms"]["runs"])
+                      for isa in ISAS}
+            family = {isa: reports[isa][-1]["layouts"]["family"] for isa in ISAS}
             shares = {}
             top = {}
             for isa in ISAS:
@@ -97,9 +114,7 @@ def main():
                    f"{100 * shares['AVX2']:.1f}% | {top['uncapped']} | {top['AVX2']} |")
             print(row, flush=True)
             lines.append(row)
-    if args.markdown:
-        with open(args.markdown, "w") as out:
-            out.write("\n".join(lines) + "\n")
+    write_markdown(args.markdown, lines)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ run are left out of the largest-ratio column.
   python3 bench/isa/op_types.py --cleave build/cleave --models DIR_OR_FILE,... \
       [--threads 1,2] [--rounds 3] [--runs 15] [--markdown out.md]
 """
-import argparse
 import glob
 import json
 import os
@@ -21,7 +20,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare import ISAS, environment  # noqa: E402
+from compare import ISAS, arguments, environment, interleaved, write_markdown  # noqa: E402
 
 
 def op_times(args, model, threads, isa, cache):
@@ -44,14 +43,8 @@ def model_files(spec):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cleave", default="build/cleave")
-    parser.add_argument("--models", required=True, help="comma-separated ONNX files or folders")
-    parser.add_argument("--threads", default="1,2")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--runs", type=int, default=15)
-    parser.add_argument("--markdown")
-    args = parser.parse_args()
+    args = arguments(__doc__.splitlines()[0], runs=15,
+                     models_help="comma-separated ONNX files or folders")
     cache = tempfile.mkdtemp(prefix="cleave_isa_ops_")
     lines = ["| model | threads | uncapped ms | AVX2 ms | AVX2 / uncapped "
              "| op types by capped / uncapped time (largest first, each >= 2% of the capped run) |",
@@ -59,11 +52,7 @@ def main():
     for model in model_files(args.models):
         name = os.path.basename(model).removesuffix(".onnx")
         for threads in [int(t) for t in args.threads.split(",")]:
-            runs = {isa: [] for isa in ISAS}
-            for round_index in range(args.rounds):
-                order = list(ISAS) if round_index % 2 == 0 else list(reversed(ISAS))
-                for isa in order:
-                    runs[isa].append(op_times(args, model, threads, isa, cache))
+            runs = interleaved(args.rounds, lambda isa: op_times(args, model, threads, isa, cache))
             latency = {isa: statistics.median(r[0] for r in runs[isa]) for isa in ISAS}
             ops = {isa: {op: statistics.median(r[1].get(op, 0.0) for r in runs[isa])
                          for op in runs[isa][0][1]} for isa in ISAS}
@@ -77,9 +66,7 @@ def main():
                     f"| {latency['AVX2'] / latency['uncapped']:.2f} | {listed} |")
             print(line, flush=True)
             lines.append(line)
-    if args.markdown:
-        with open(args.markdown, "w") as out:
-            out.write("\n".join(lines) + "\n")
+    write_markdown(args.markdown, lines)
 
 
 if __name__ == "__main__":
