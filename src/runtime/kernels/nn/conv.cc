@@ -16,6 +16,7 @@
 #include "runtime/kernels/nn/conv_fallback.h"
 #include "runtime/kernels/nn/conv_problem.h"
 #include "runtime/kernels/nn/depthwise_split.h"
+#include "runtime/kernels/nn/dilated_taps.h"
 #include "runtime/kernels/packed_constants.h"
 #include "runtime/kernels/registration.h"
 
@@ -38,7 +39,7 @@ class ConvolutionKernel : public Kernel, public PackedConstants {
   std::vector<OutputSpec> output_specs() const override { return {spec_}; }
   std::string implementation() const override { return implementation_; }
   bool reads_at_run(std::size_t input) const override {  // PackedConstants
-    return input != 1 || (!packed_weights_ && parts_.empty());
+    return input != 1 || (!packed_weights_ && parts_.empty() && !taps_);
   }
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
@@ -57,7 +58,9 @@ class ConvolutionKernel : public Kernel, public PackedConstants {
     void* destination = output_buffer_ ? output_buffer_->data() : outputs[0]->raw();
     if (sum_input_ >= 0) sum_reorder_.run(inputs[sum_input_]->raw(), destination, stream);
     const void* bias = has_bias_ ? inputs[2]->raw() : nullptr;
-    if (!parts_.empty()) {
+    if (taps_) {
+      taps_->run(source, static_cast<const float*>(bias), destination, stream);
+    } else if (!parts_.empty()) {
       run_parts(static_cast<const float*>(source), static_cast<const float*>(bias),
                 static_cast<float*>(destination));
     } else {
@@ -112,6 +115,7 @@ class ConvolutionKernel : public Kernel, public PackedConstants {
   int64_t destination_floats_ = 0;
   DnnlStep step_;
   std::vector<ChannelPart> parts_;
+  std::optional<TapSplit> taps_;
   std::vector<std::exception_ptr> failures_;  ///< One per part.
   std::string implementation_;
   LayoutReorder source_reorder_, weights_reorder_, output_reorder_, sum_reorder_;
@@ -251,15 +255,24 @@ std::unique_ptr<Kernel> ConvolutionKernel::create(const KernelContext& context,
   }
   kernel->implementation_ = implementation_name(descriptor) + note;
   if constexpr (std::is_same_v<Primitive, dnnl::convolution_forward>) {
-    if (kernel->sum_input_ < 0) {
+    if (is_slow(kernel->implementation_) && kernel->sum_input_ < 0 && context.constant[1]) {
+      kernel->taps_ = split_dilated_taps(
+          context.engine, p, given,
+          constant_weights ? constant_weights : context.input(1).template data<float>(),
+          kernel->has_bias_, fused_post_ops(context, false));
+    }
+    if (kernel->sum_input_ < 0 && !kernel->taps_) {
       kernel->parts_ = split_channel_blocks(context, p, descriptor, attr, kernel->has_bias_);
     }
   }
-  if (!kernel->parts_.empty()) {
+  if (kernel->taps_) {
+    kernel->implementation_ = kernel->taps_->implementation() + note;
+  } else if (!kernel->parts_.empty()) {
     kernel->failures_.resize(kernel->parts_.size());
     kernel->implementation_ += fmt::format(" in {} channel parts", kernel->parts_.size());
   }
-  if (kernel->parts_.empty()) {  // A split convolution runs only its parts' primitives.
+  // A split convolution runs only its parts' or taps' primitives.
+  if (kernel->parts_.empty() && !kernel->taps_) {
     kernel->step_ = DnnlStep(Primitive(descriptor), descriptor, context.engine);
     kernel->step_.declare(DNNL_ARG_SRC, descriptor.src_desc());
     kernel->step_.declare(DNNL_ARG_WEIGHTS, descriptor.weights_desc());
@@ -267,12 +280,13 @@ std::unique_ptr<Kernel> ConvolutionKernel::create(const KernelContext& context,
     kernel->step_.declare(DNNL_ARG_DST, descriptor.dst_desc());
   }
 
-  if (descriptor.src_desc() != given) {
-    kernel->source_reorder_ = LayoutReorder(given, descriptor.src_desc(), context.engine);
-    kernel->source_buffer_ = std::make_shared<Buffer>(descriptor.src_desc().get_size());
+  const memory::desc source = kernel->taps_ ? kernel->taps_->source() : descriptor.src_desc();
+  if (source != given) {
+    kernel->source_reorder_ = LayoutReorder(given, source, context.engine);
+    kernel->source_buffer_ = std::make_shared<Buffer>(source.get_size());
   }
-  if (!kernel->parts_.empty()) {
-    // Each part packed its own slice of the weights.
+  if (!kernel->parts_.empty() || kernel->taps_) {
+    // Each part or tap packed its own slice of the weights.
   } else if (context.constant[1]) {
     kernel->packed_weights_ = pack_constant(
         constant_weights ? static_cast<const void*>(constant_weights) : context.input(1).raw(),
@@ -282,7 +296,7 @@ std::unique_ptr<Kernel> ConvolutionKernel::create(const KernelContext& context,
         LayoutReorder(p.user_weights, descriptor.weights_desc(), context.engine);
     kernel->weights_buffer_ = std::make_shared<Buffer>(descriptor.weights_desc().get_size());
   }
-  memory::desc destination = descriptor.dst_desc();
+  memory::desc destination = kernel->taps_ ? kernel->taps_->destination() : descriptor.dst_desc();
   kernel->swish_ = context.node.string_attribute("activation", "") == "Swish";
   kernel->threads_ = context.threads;
   kernel->destination_floats_ = static_cast<int64_t>(destination.get_size() / sizeof(float));
