@@ -56,6 +56,20 @@ corpus.MODELS = {
     "fcn_resnet50": (_segmentation("fcn_resnet50"), IMAGE),
     "deeplabv3_mobilenet_v3_large": (_segmentation("deeplabv3_mobilenet_v3_large"), IMAGE),
     "regnet_x_1_6gf": (lambda: tvm.regnet_x_1_6gf(weights=None), IMAGE),
+    # Squeeze-excitation on grouped convolutions; MobileNet-V3-Small's searched blocks;
+    # EfficientNet at a larger width; ViT with 32x32 patches; wider bottlenecks.
+    "regnet_y_800mf": (lambda: tvm.regnet_y_800mf(weights=None), IMAGE),
+    "mobilenet_v3_small": (lambda: tvm.mobilenet_v3_small(weights=None), IMAGE),
+    "efficientnet_b3": (lambda: tvm.efficientnet_b3(weights=None), IMAGE),
+    "vit_b_32": (lambda: tvm.vit_b_32(weights=None), IMAGE),
+    "wide_resnet50_2": (lambda: tvm.wide_resnet50_2(weights=None), IMAGE),
+    "shufflenet_v2_x2_0": (lambda: tvm.shufflenet_v2_x2_0(weights=None), IMAGE),
+    "convnext_small": (lambda: tvm.convnext_small(weights=None), IMAGE),
+    "squeezenet1_1": (lambda: tvm.squeezenet1_1(weights=None), IMAGE),
+    # Video: (2+1)-D factorised convolutions, mixed 3-D/2-D, and separable 3-D Inception (S3D).
+    "r2plus1d_18": (lambda: _video("r2plus1d_18"), (1, 3, 16, 112, 112)),
+    "mc3_18": (lambda: _video("mc3_18"), (1, 3, 16, 112, 112)),
+    "s3d": (lambda: _video("s3d"), (1, 3, 16, 224, 224)),
 }
 
 if __name__ == "__main__":

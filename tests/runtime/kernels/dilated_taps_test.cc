@@ -190,6 +190,21 @@ TEST(DilatedTaps, NoTapCoveringEveryOutputIsNotSplit) {
   EXPECT_FALSE(run_split(c).split);
 }
 
+TEST(DilatedTaps, AKernelOfMoreThanSixtyFourTapsIsNotSplit) {
+  Case c;
+  c.size = 20;
+  c.kernel = 9;  // 81 taps.
+  c.dilation = 2;
+  c.pads = {8, 8, 8, 8};
+  EXPECT_FALSE(run_split(c).split);
+  c.kernel = 7;  // 49 taps.
+  c.pads = {6, 6, 6, 6};
+  Split s = run_split(c);
+  ASSERT_TRUE(s.split);
+  EXPECT_EQ(s.split->taps(), 49u);
+  EXPECT_LT(s.max_error, kTolerance);
+}
+
 TEST(DilatedTaps, UndilatedIsNotSplit) {
   Case c;
   c.dilation = 1;

@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <type_traits>
@@ -56,7 +57,7 @@ class ConvolutionKernel : public Kernel, public PackedConstants {
       weights = weights_buffer_->data();
     }
     void* destination = output_buffer_ ? output_buffer_->data() : outputs[0]->raw();
-    if (sum_input_ >= 0) sum_reorder_.run(inputs[sum_input_]->raw(), destination, stream);
+    if (sum_input_ >= 0) add_to(inputs[sum_input_]->raw(), destination, stream);
     const void* bias = has_bias_ ? inputs[2]->raw() : nullptr;
     if (taps_) {
       taps_->run(source, static_cast<const float*>(bias), destination, stream);
@@ -81,6 +82,21 @@ class ConvolutionKernel : public Kernel, public PackedConstants {
   }
 
  private:
+  // The fused sum's input is first copied where the convolution adds to it. A plain memcpy of
+  // a residual runs on one thread: 3.2 MB per ResNeXt-50 block at 56x56.
+  void add_to(const void* sum, void* destination, dnnl::stream& stream) {
+    if (sum_reorder_.needed() || threads_ <= 1) {
+      sum_reorder_.run(sum, destination, stream);
+      return;
+    }
+    const float* from = static_cast<const float*>(sum);
+    float* to = static_cast<float*>(destination);
+    const int64_t floats = static_cast<int64_t>(sum_reorder_.target().get_size() / sizeof(float));
+    elementwise::parallel_for(floats, threads_, [&](int64_t begin, int64_t end) {
+      std::memcpy(to + begin, from + begin, static_cast<std::size_t>(end - begin) * sizeof(float));
+    });
+  }
+
   void run_parts(const float* source, const float* bias, float* destination) {
     const int count = static_cast<int>(parts_.size());
 #pragma omp parallel num_threads(count)

@@ -37,6 +37,8 @@ TapRange tap_range(int64_t input, int64_t output, int64_t stride, int64_t dilati
   return r;
 }
 
+constexpr int64_t kMaxTaps = 64;
+
 struct Tap {
   int64_t row = 0, column = 0;
   std::array<TapRange, 2> ranges;  // Height, width.
@@ -124,6 +126,8 @@ std::optional<TapSplit> split_dilated_taps(const dnnl::engine& engine, const Con
       std::all_of(p.dilations.begin(), p.dilations.end(), [](int64_t d) { return d == 1; })) {
     return std::nullopt;
   }
+  // Every tap is a primitive of its own: a big dilated kernel (above 8x8) stays on gemm.
+  if (p.kernel[0] * p.kernel[1] > kMaxTaps) return std::nullopt;
   const memory::dims input = given.dims();
   const int64_t n = p.batch, c = p.channels_in, o = p.channels_out;
   std::vector<Tap> taps;
@@ -161,14 +165,14 @@ std::optional<TapSplit> split_dilated_taps(const dnnl::engine& engine, const Con
   }
   const Tap& whole = taps.back();
   const std::vector<int64_t> input_shape(input.begin(), input.end());
+  // Whether the last tap's 1x1 convolution over the whole source makes exactly the output.
+  const bool reads_source = whole.ranges[0].first_input == 0 && whole.ranges[1].first_input == 0 &&
+                            floor_div(input[2] - 1, p.strides[0]) + 1 == p.output_shape[2] &&
+                            floor_div(input[3] - 1, p.strides[1]) + 1 == p.output_shape[3];
   // The source as it comes when the last tap's jit kernel reads it so, else the layout it picks.
   for (const memory::desc& offered : {given, any_desc(input_shape)}) {
     TapSplit split;
     split.taps_.resize(taps.size());
-    const bool reads_source = whole.ranges[0].first_input == 0 &&
-                              whole.ranges[1].first_input == 0 &&
-                              floor_div(input[2] - 1, p.strides[0]) + 1 == p.output_shape[2] &&
-                              floor_div(input[3] - 1, p.strides[1]) + 1 == p.output_shape[3];
     std::optional<dnnl::convolution_forward::primitive_desc> descriptor;
     try {
       const memory::desc source =
@@ -227,7 +231,7 @@ std::optional<TapSplit> split_dilated_taps(const dnnl::engine& engine, const Con
           step.scatter.declare(DNNL_ARG_TO, part);
           computed = std::max(computed, convolution.dst_desc().get_size());
         }
-      } catch (const dnnl::error& e) {
+      } catch (const dnnl::error&) {
         fast = false;
         break;
       }

@@ -54,8 +54,8 @@ class TapSplit {
 /// The split of a 2-D, ungrouped convolution with a dilation above 1, given its plain (OIHW)
 /// weights and its input's layout: one step per tap that reads the input for some output,
 /// the last being one that reads it for every output (it adds the others and applies
-/// `post_ops`, eltwise ones only). nullopt when no tap covers every output or some tap's 1x1
-/// convolution would not run on a jit kernel.
+/// `post_ops`, eltwise ones only). nullopt when the kernel has more than 64 taps, no tap covers
+/// every output, or some tap's 1x1 convolution would not run on a jit kernel.
 std::optional<TapSplit> split_dilated_taps(const dnnl::engine& engine, const ConvProblem& p,
                                            const dnnl::memory::desc& given, const float* weights,
                                            bool has_bias, const dnnl::post_ops& post_ops);
