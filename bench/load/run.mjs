@@ -3,7 +3,7 @@
 //
 // Usage: node bench/load/run.mjs [--cleave build/cleave] [--models DIR] [--only a,b]
 //          [--rounds 3] [--runs 10] [--warmup 3] [--threads 2] [--busy 0,1,2]
-//          [--spins 1000,300000] [--nice N] [--markdown FILE]
+//          [--spins 1000,300000] [--nice N] [--ort-one-thread] [--markdown FILE]
 // Each round goes through the busy counts; for each it starts that many `yes > /dev/null`
 // processes (unpinned, as a user's other work would be), times every runtime in a fresh child
 // process (order rotating between rounds), then stops them. Latency is the median over every
@@ -13,6 +13,8 @@
 // "cleave fixed threads" keeps --threads whatever the load (CLEAVE_FIXED_THREADS, as before the
 // default took only the cores other processes leave free). "cleave passive" sleeps at once (OMP_WAIT_POLICY=passive). With --nice N every child (the busy
 // ones too) runs at that niceness, so that a shared host's other work disturbs the comparison less.
+// --ort-one-thread adds ONNX Runtime on one intra-op thread, as cleave runs when the other
+// processes leave it one core: what ORT's second thread buys it under that load.
 import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -39,6 +41,7 @@ const flags = parseFlags(process.argv.slice(2), {
   busy: "0,1,2",
   spins: "1000,300000",
   nice: 0,
+  "ort-one-thread": false,
   markdown: "",
 });
 // Children inherit the niceness (a negative one needs root).
@@ -56,20 +59,18 @@ function cleanEnvironment(extra = {}) {
   return { ...env, ...extra };
 }
 
+const ortTimer = (threads) => (model) =>
+  JSON.parse(
+    execFileSync(
+      process.execPath,
+      [ortRun, model.onnx, model.input, model.inputName, String(threads), String(flags.warmup),
+        String(flags.runs)],
+      { env: cleanEnvironment(), maxBuffer: 64 << 20 },
+    ).toString(),
+  ).runs;
+
 const runtimes = [
-  {
-    name: "ort",
-    label: "ORT",
-    time: (model) =>
-      JSON.parse(
-        execFileSync(
-          process.execPath,
-          [ortRun, model.onnx, model.input, model.inputName, String(flags.threads),
-            String(flags.warmup), String(flags.runs)],
-          { env: cleanEnvironment(), maxBuffer: 64 << 20 },
-        ).toString(),
-      ).runs,
-  },
+  { name: "ort", label: "ORT", time: ortTimer(flags.threads) },
   ...[
     ["cleave", "cleave (default)", {}],
     ["cleave_fixed", "cleave fixed threads", { CLEAVE_FIXED_THREADS: "1" }],
@@ -89,6 +90,7 @@ const runtimes = [
         ),
       ).latency_ms.runs,
   })),
+  ...(flags["ort-one-thread"] ? [{ name: "ort_1", label: "ORT 1 thread", time: ortTimer(1) }] : []),
 ];
 
 function startBusy(count) {
