@@ -59,7 +59,12 @@ dnnl::primitive_attr kernel_attr();
 /// The implementation oneDNN picked ("brgconv:avx512_core", "ref:any"), for choices and tests.
 std::string implementation_name(const dnnl::primitive_desc_base& descriptor);
 
-/// A primitive ready to run: its memory objects (bytes pointed at per run) and its scratchpad.
+/// Bytes of the scratchpad the calling thread keeps for the primitives it executes: the
+/// largest any of them asked for (0 before the first).
+std::size_t thread_scratchpad_bytes();
+
+/// A primitive ready to run: its memory objects (bytes pointed at per run). Its scratchpad is
+/// the executing thread's (thread_scratchpad_bytes), grown to its size when it runs.
 class DnnlStep {
  public:
   DnnlStep() = default;
@@ -78,7 +83,7 @@ class DnnlStep {
   dnnl::primitive primitive_;
   dnnl::engine engine_;
   std::string implementation_;
-  std::shared_ptr<Buffer> scratchpad_;
+  std::size_t scratchpad_bytes_ = 0;  ///< Taken from the executing thread's buffer per run.
   std::unordered_map<int, dnnl::memory> arguments_;
 };
 
