@@ -3,7 +3,8 @@
 //
 // Usage: node bench/load/run.mjs [--cleave build/cleave] [--models DIR] [--only a,b]
 //          [--rounds 3] [--runs 10] [--warmup 3] [--threads 2] [--busy 0,1,2]
-//          [--spins 1000,300000] [--nice N] [--ort-one-thread] [--markdown FILE]
+//          [--spins 1000,300000] [--nice N] [--ort-one-thread] [--plan STRATEGY]
+//          [--markdown FILE]
 // Each round goes through the busy counts; for each it starts that many `yes > /dev/null`
 // processes (unpinned, as a user's other work would be), times every runtime in a fresh child
 // process (order rotating between rounds), then stops them. Latency is the median over every
@@ -15,6 +16,11 @@
 // ones too) runs at that niceness, so that a shared host's other work disturbs the comparison less.
 // --ort-one-thread adds ONNX Runtime on one intra-op thread, as cleave runs when the other
 // processes leave it one core: what ORT's second thread buys it under that load.
+// --plan STRATEGY runs every cleave column on the plan `cleave plan --strategy STRATEGY
+// --workers <threads>` makes for each model (auto: what `cleave plan` writes by default), so
+// that a plan's workers are measured under load: by default they run on the cores other
+// processes leave free (plan_threads_for, runtime/wait_policy.h), "fixed threads" keeps the
+// plan's counts.
 import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -42,6 +48,7 @@ const flags = parseFlags(process.argv.slice(2), {
   spins: "1000,300000",
   nice: 0,
   "ort-one-thread": false,
+  plan: "",
   markdown: "",
 });
 // Children inherit the niceness (a negative one needs root).
@@ -69,6 +76,19 @@ const ortTimer = (threads) => (model) =>
     ).toString(),
   ).runs;
 
+// Per model, the plan file its cleave runs use (--plan), made once on the idle host.
+const planDir = flags.plan ? fs.mkdtempSync(path.join(os.tmpdir(), "cleave-load-plans-")) : "";
+process.on("exit", () => planDir && fs.rmSync(planDir, { recursive: true, force: true }));
+function planArgs(model) {
+  if (!flags.plan) return [];
+  const file = path.join(planDir, `${model.name}.json`);
+  if (!fs.existsSync(file)) {
+    execFileSync(flags.cleave, ["plan", model.onnx, "--strategy", flags.plan, "--workers",
+      String(flags.threads), "-o", file], { env: cleanEnvironment(), stdio: "ignore" });
+  }
+  return ["--plan", file];
+}
+
 const runtimes = [
   { name: "ort", label: "ORT", time: ortTimer(flags.threads) },
   ...[
@@ -85,7 +105,7 @@ const runtimes = [
           flags.cleave,
           ["run", model.onnx, "--input", `${model.inputName}=${model.input}`, "--threads",
             String(flags.threads), "--warmup", String(flags.warmup), "--repeat",
-            String(flags.runs), "--json"],
+            String(flags.runs), "--json", ...planArgs(model)],
           { env: cleanEnvironment(extra), maxBuffer: 64 << 20, stdio: ["ignore", "pipe", "inherit"] },
         ),
       ).latency_ms.runs,
@@ -113,6 +133,7 @@ let busy = [];
 process.on("exit", () => stopBusy(busy));
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => process.exit(130));
 for (const model of corpus) {
+  planArgs(model);
   const times = {};
   for (const b of busyCounts) {
     times[b] = Object.fromEntries(runtimes.map((r) => [r.name, []]));
@@ -168,6 +189,7 @@ if (flags.markdown) {
       `${os.cpus().length} cores, niceness ${flags.nice}; lscpu: ${cpu.replace(/\s+/g, " ").trim()}; load average before: ` +
       `${loadBefore}.`,
     "",
+    (flags.plan ? `cleave runs the plan of \`cleave plan --strategy ${flags.plan} --workers ${flags.threads}\`. ` : "") +
     `${flags.threads} threads; median ms over ${flags.rounds} rounds x ${flags.runs} runs; ratio = cleave / ORT.`,
     "",
     `| model | busy | ORT | ${cleaveRuntimes.map((r) => `${r.label} | ratio`).join(" | ")} |`,

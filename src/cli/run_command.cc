@@ -135,17 +135,11 @@ int run_model(const RunSettings& settings) {
   } else {
     recipe.plan_file = settings.plan;
   }
-  // A sequential run takes only the cores other processes leave free (wait_policy.h), unless
-  // the user fixed the count; a plan's workers and an MPI job's ranks keep theirs.
+  // A run takes only the cores other processes leave free (wait_policy.h), unless the user
+  // fixed the counts; an MPI job's ranks keep theirs.
   HostLoad host_load;
   int threads = settings.threads;
-  const bool adapt = settings.plan.empty() && !settings.fixed_threads &&
-                     std::getenv("CLEAVE_FIXED_THREADS") == nullptr;
-  if (adapt && settings.threads > 1) {
-    host_load = sample_host_load();
-    threads = threads_for(settings.threads, host_load);
-  }
-  recipe.threads = threads;
+  const bool adapt = !settings.fixed_threads && std::getenv("CLEAVE_FIXED_THREADS") == nullptr;
   recipe.collect_stats = settings.stats;
   recipe.plain_layouts = settings.plain_layouts;
   recipe.layouts = settings.layouts;
@@ -158,7 +152,21 @@ int run_model(const RunSettings& settings) {
     return gather_inputs(graph, settings, settings.seed + static_cast<uint64_t>(sample));
   };
   recipe.log = load.log;
-  PreparedRun prepared = plan_and_run(settings.model, load, recipe);
+  // Sampled once the model is read, not as the command starts: the programs started beside it
+  // (a shell pipeline's `| python3 ...`) are then past their start-up.
+  Graph loaded = load_model(settings.model, load);
+  if (adapt && (settings.threads > 1 || !settings.plan.empty())) {
+    host_load = sample_host_load();
+    if (settings.plan.empty())
+      threads = threads_for(settings.threads, host_load);
+    else
+      recipe.host_load = host_load;
+  }
+  recipe.threads = threads;
+  // A sequential run prepares one executor, whose kernels keep their weights packed; a plan
+  // (`--plan auto` may prepare two) keeps the loaded ones.
+  recipe.release_packed_weights = settings.plan.empty();
+  PreparedRun prepared = prepare_run(std::move(loaded), recipe);
   const Graph& graph = prepared.graph;
   ExecutorInterface* executor = prepared.executor.get();
   Executor* sequential = prepared.sequential;
@@ -197,8 +205,11 @@ int run_model(const RunSettings& settings) {
   nlohmann::json report;
   report["model"] = settings.model;
   report["threads"] = threads;
-  if (threads != settings.threads) {
-    report["threads_requested"] = settings.threads;
+  const bool plan_fitted =
+      parallel && (parallel->threads() != static_cast<int>(model_plan.tasks.machine.size()) ||
+                   parallel->threads_per_worker() != model_plan.threads_per_worker);
+  if (threads != settings.threads || plan_fitted) {
+    if (threads != settings.threads) report["threads_requested"] = settings.threads;
     report["host_load"] = {{"other_runnable", host_load.other_runnable},
                            {"cores", host_load.cores}};
   }
@@ -214,13 +225,18 @@ int run_model(const RunSettings& settings) {
                        {"measured", layouts.measured},
                        {"cached", layouts.cached},
                        {"fastest_ms", fastest}};
-  if (sequential) report["concat_inputs_in_place"] = stats.concat_inputs_in_place;
+  if (sequential) {
+    report["concat_inputs_in_place"] = stats.concat_inputs_in_place;
+    report["released_weight_bytes"] = sequential->released_weight_bytes();
+  }
   report["peak_rss_bytes"] = peak_rss_bytes();
   report["baseline_rss_bytes"] = baseline_rss;
   if (parallel) {
     report["plan"] = {{"strategy", model_plan.plan.strategy},
                       {"workers", model_plan.tasks.machine.size()},
                       {"threads_per_worker", model_plan.threads_per_worker},
+                      {"threads", parallel->threads()},
+                      {"ran_threads_per_worker", parallel->threads_per_worker()},
                       {"samples", parallel->samples()},
                       {"predicted_ms", model_plan.plan.makespan * 1e3},
                       {"traced_ms", executor->last_trace().makespan * 1e3}};
@@ -316,8 +332,14 @@ int run_model(const RunSettings& settings) {
   }
   fmt::print("model      {}\n", settings.model);
   const std::string threads_text =
-      parallel ? fmt::format("{} worker(s) x {} thread(s)", model_plan.tasks.machine.size(),
-                             model_plan.threads_per_worker)
+      plan_fitted
+          ? fmt::format(
+                "{} worker(s) x {} thread(s) on {} thread(s) x {} ({} other runnable thread(s) "
+                "on {} core(s); --fixed-threads keeps the plan's)",
+                model_plan.tasks.machine.size(), model_plan.threads_per_worker, parallel->threads(),
+                parallel->threads_per_worker(), host_load.other_runnable, host_load.cores)
+      : parallel ? fmt::format("{} worker(s) x {} thread(s)", model_plan.tasks.machine.size(),
+                               model_plan.threads_per_worker)
       : threads != settings.threads
           ? fmt::format(
                 "{} thread(s) (asked for {}; {} other runnable thread(s) on {} "
@@ -386,8 +408,8 @@ void register_run(CLI::App& app, CommandAction& action) {
       ->default_val(1)
       ->check(thread_count());
   command->add_flag("--fixed-threads", settings->fixed_threads,
-                    "Use --threads as given even when other processes hold the cores (also: "
-                    "CLEAVE_FIXED_THREADS set)");
+                    "Use --threads (or the plan's workers and threads) as given even when other "
+                    "processes hold the cores (also: CLEAVE_FIXED_THREADS set)");
   command->add_option("--warmup", settings->warmup, "Untimed runs first")
       ->default_val(0)
       ->check(integer_in(0, kMaxRounds));

@@ -589,18 +589,11 @@ Graph import_onnx(const std::string& path, const ImportOptions& options) {
                     "supported (keep the weights as external data)",
                     path, size));
   }
-  std::string bytes;
-  if (options.unread_external) {
-    // A reader of some weights: embedded ones are left in the file like external ones.
-    bytes = model_without_embedded_weights(path);
-  } else {
-    bytes.assign(size, '\0');
-    std::ifstream stream(path, std::ios::binary);
-    stream.read(bytes.data(), static_cast<std::streamsize>(size));
-    if (!stream || static_cast<std::size_t>(stream.gcount()) != size) {
-      throw Error(fmt::format("{}: cannot read the model file", path));
-    }
-  }
+  // Embedded weights are left in the file like external ones: the importer reads each straight
+  // into the graph (or, for a reader of some weights, only records where it lies). The whole
+  // file in memory, its parse and the graph's copy were three copies of every weight at once:
+  // vit_b_16 peaked at 1,015 MiB for 330 MB of weights.
+  std::string bytes = model_without_embedded_weights(path);
   ImportOptions with_folder = options;
   if (with_folder.external_data_folder.empty()) {
     fs::path folder = fs::path(path).parent_path();

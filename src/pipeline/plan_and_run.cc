@@ -104,7 +104,13 @@ PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
     options.collect_stats = recipe.collect_stats;
     options.blocked_layouts = !recipe.plain_layouts;
     options.convolution_family = layouts.family;
+    options.release_packed_weights = recipe.release_packed_weights;
     auto executor = std::make_unique<Executor>(g, options);
+    if (recipe.release_packed_weights) {
+      // The executor's copy of the graph holds the bytes now, the only copy left.
+      for (ValueId id : prepared.graph.initializers())
+        prepared.graph.value(id).initializer->bytes.reset();
+    }
     prepared.sequential = executor.get();
     prepared.executor = std::move(executor);
     log_line(recipe, fmt::format("recipe: sequential executor, {} thread(s)", recipe.threads));
@@ -155,10 +161,21 @@ PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
   const auto prepare = [&](ModelPlan plan) {
     PlannedRun run;
     run.layouts = layouts;
+    const int workers = static_cast<int>(plan.tasks.machine.size());
+    const PlanThreads fit =
+        recipe.host_load ? plan_threads_for(workers, plan.threads_per_worker, *recipe.host_load)
+                         : PlanThreads{workers, plan.threads_per_worker};
+    if (fit.threads != workers || fit.threads_per_worker != plan.threads_per_worker) {
+      log_line(recipe,
+               fmt::format("recipe: {} other runnable thread(s) on {} core(s): the plan's "
+                           "{} worker(s) x {} thread(s) run on {} thread(s) x {}",
+                           recipe.host_load->other_runnable, recipe.host_load->cores, workers,
+                           plan.threads_per_worker, fit.threads, fit.threads_per_worker));
+    }
     if (profiled && !recipe.plain_layouts) run.predicted_with = layouts.family;
     if (measure_layouts && recipe.layouts_follow_plan_threads &&
-        plan.threads_per_worker != recipe.threads_per_worker) {
-      run.layouts = layouts_at(g, plan.threads_per_worker, inputs.front(), recipe);
+        fit.threads_per_worker != recipe.threads_per_worker) {
+      run.layouts = layouts_at(g, fit.threads_per_worker, inputs.front(), recipe);
       if (run.predicted_with && run.layouts.family != *run.predicted_with) {
         run.predicted_with = run.layouts.family;
         ModelPlan repredicted =
@@ -170,7 +187,8 @@ PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
       }
     }
     ParallelOptions options;
-    options.threads_per_worker = plan.threads_per_worker;
+    options.threads = fit.threads;
+    options.threads_per_worker = fit.threads_per_worker;
     options.blocked_layouts = !recipe.plain_layouts;
     options.convolution_family = run.layouts.family;
     run.executor = std::make_unique<ParallelExecutor>(g, plan.tasks, plan.plan, options);
@@ -207,9 +225,11 @@ PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
   prepared.parallel = chosen.executor.get();
   prepared.executor = std::move(chosen.executor);
   prepared.plan = std::move(chosen.model_plan);
-  log_line(recipe, fmt::format("recipe: thread executor, {} worker(s) x {} thread(s), {} sample(s)",
-                               prepared.plan->tasks.machine.size(),
-                               prepared.plan->threads_per_worker, prepared.parallel->samples()));
+  log_line(recipe,
+           fmt::format("recipe: thread executor, {} worker(s) x {} thread(s) on {} "
+                       "thread(s), {} sample(s)",
+                       prepared.plan->tasks.machine.size(), prepared.parallel->threads_per_worker(),
+                       prepared.parallel->threads(), prepared.parallel->samples()));
   return prepared;
 }
 

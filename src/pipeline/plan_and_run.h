@@ -15,6 +15,7 @@
 #include "runtime/executor.h"
 #include "runtime/executor_interface.h"
 #include "runtime/parallel_executor.h"
+#include "runtime/wait_policy.h"
 
 namespace cleave {
 
@@ -45,9 +46,16 @@ struct RunRecipe {
   int workers = 2;
   int threads_per_worker = 1;
   int samples = 1;
+  /// When set, a plan runs on the cores that other processes leave free (plan_threads_for,
+  /// runtime/wait_policy.h) instead of its own counts.
+  std::optional<HostLoad> host_load;
   /// With plan "auto": when the predicted choice is parallel, time it against the sequential
   /// plan and keep the faster.
   bool auto_check = true;
+  /// The sequential executor frees loaded weights that its kernels keep packed
+  /// (ExecutorOptions::release_packed_weights), and PreparedRun::graph keeps no initializer
+  /// bytes of its own (their shapes and types stay), so that the memory comes back.
+  bool release_packed_weights = false;
   RunTimer timer = time_one_run;
   /// Sample s's graph inputs (given files, else seeded random values).
   std::function<SampleInputs(const Graph& graph, int sample)> inputs;

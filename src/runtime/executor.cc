@@ -10,6 +10,7 @@
 
 #include "ir/text.h"
 #include "runtime/constant_tensor.h"
+#include "runtime/kernels/packed_constants.h"
 
 namespace cleave {
 
@@ -33,6 +34,14 @@ Executor::Executor(const Graph& graph, ExecutorOptions options)
         graph_, id, blocked,
         options_.blocked_layouts ? options_.convolution_family : ConvolutionFamily::kBlocked));
   }
+  if (options_.release_packed_weights) {
+    packers_left_.assign(graph_.value_capacity(), 0);
+    for (NodeId id : order_) {
+      for (ValueId input : graph_.node(id).inputs)
+        if (input != kNoValue && graph_.value(input).initializer) ++packers_left_[input];
+    }
+    weights_checked_.assign(order_.size(), false);
+  }
   stats_.node_seconds.assign(graph_.node_capacity(), 0.0);
   producer_slot_.assign(graph_.value_capacity(), {0, 0});
   for (std::size_t position = 0; position < order_.size(); ++position) {
@@ -52,6 +61,26 @@ void Executor::plan_in_place_concats() {
     return output < specs.size() ? &specs[output] : nullptr;
   });
   stats_.concat_inputs_in_place = placement_.values_in_place;
+}
+
+void Executor::release_packed_weights(std::size_t position) {
+  weights_checked_[position] = true;
+  const Node& node = graph_.node(order_[position]);
+  bool fixed = true;
+  for (ValueId input : node.inputs)
+    fixed = fixed && (input == kNoValue || graph_.value(input).shape.is_static());
+  const auto* packed = dynamic_cast<const PackedConstants*>(runners_[position]->kernel());
+  if (!fixed || packed == nullptr) return;  // Its reads never count down: those stay.
+  for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+    const ValueId input = node.inputs[i];
+    if (input == kNoValue || !graph_.value(input).initializer || packed->reads_at_run(i)) continue;
+    if (--packers_left_[input] > 0 || graph_.value(input).is_graph_output) continue;
+    TensorData& data = *graph_.value(input).initializer;
+    if (!data.bytes) continue;
+    released_weight_bytes_ += data.bytes->size();
+    data.bytes.reset();
+    constants_[input] = Tensor::borrow(data.dtype, data.dims, nullptr);
+  }
 }
 
 std::vector<Tensor> Executor::run(const SampleInputs& inputs) {
@@ -112,6 +141,8 @@ std::vector<Tensor> Executor::run(const SampleInputs& inputs) {
     runners_[position]->run(node_inputs, constant, node_outputs, pool_, engine_, stream_,
                             options_.threads, any_placed ? &placed_outputs : nullptr);
     placed_outputs.clear();  // Its views would keep shared buffers from the pool.
+    if (options_.release_packed_weights && !weights_checked_[position])
+      release_packed_weights(position);
     if (timed) {
       stream_.wait();
       const auto end = std::chrono::steady_clock::now();

@@ -38,6 +38,11 @@ struct ExecutorOptions {
   /// the peak, not each executor's own peak added up. Make it with `BufferPool(false)`.
   /// Unset: the executor's own pool, with a static buffer plan.
   std::optional<BufferPool> pool = std::nullopt;
+  /// Frees an initializer's loaded bytes once every node that reads it has a kernel keeping a
+  /// packed copy of its own (static shapes: such a kernel is never prepared again). Copies of a
+  /// graph share initializer bytes, so the memory comes back only when no other copy holds
+  /// them (`cleave run` keeps none).
+  bool release_packed_weights = false;
 };
 
 /// The sequential executor: runs nodes in topological order on the calling thread, with
@@ -52,6 +57,8 @@ class Executor : public ExecutorInterface {
   std::vector<Tensor> run(const SampleInputs& inputs) override;
   /// Runs each sample in turn.
   std::vector<std::vector<Tensor>> run(const std::vector<SampleInputs>& inputs) override;
+  /// Initializer bytes freed so far (ExecutorOptions::release_packed_weights).
+  std::size_t released_weight_bytes() const { return released_weight_bytes_; }
   int samples() const override { return 1; }
   const RunStats& stats() const override { return stats_; }
   void reset_stats() override;
@@ -67,6 +74,7 @@ class Executor : public ExecutorInterface {
 
  private:
   void plan_in_place_concats();
+  void release_packed_weights(std::size_t position);
 
   Graph graph_;
   ExecutorOptions options_;
@@ -82,6 +90,11 @@ class Executor : public ExecutorInterface {
   ConcatPlacement placement_;
   std::string placement_inputs_;
   std::vector<std::pair<NodeId, std::size_t>> producer_slot_;  // Per ValueId: position, output.
+  // With release_packed_weights: per initializer, the reads whose kernel has not packed it; per
+  // position, whether its kernel was looked at.
+  std::vector<int> packers_left_;
+  std::vector<bool> weights_checked_;
+  std::size_t released_weight_bytes_ = 0;
 };
 
 }  // namespace cleave

@@ -46,6 +46,8 @@ struct ParallelExecutor::Impl {
   ParallelOptions options;
   int samples = 1;
   int workers = 0;
+  int threads = 0;                             // Threads running the workers (<= workers).
+  std::vector<std::vector<int>> thread_tasks;  // Per thread, its tasks in execution order.
   std::vector<TaskState> states;
   std::vector<std::vector<std::unique_ptr<NodeRunner>>> runners;  // Per worker, per order slot.
   std::vector<std::pair<int, std::size_t>> runner_of;             // Per task: worker, slot.
@@ -87,13 +89,17 @@ struct ParallelExecutor::Impl {
   std::unique_ptr<ValueHandOff> hand_off;
   TraceRecorder* recorder = nullptr;
   const std::vector<std::shared_ptr<ExecutorObserver>>* observers = nullptr;
-  std::vector<std::thread> threads;
+  std::vector<std::thread> worker_threads;
   // A one-worker plan runs on the caller's thread, in the caller's OpenMP pool. A second
   // thread would start a second pool: libgomp then counts more threads than cores and stops
   // spinning between parallel regions, and GoogLeNet at 2 threads took 22 ms instead of 13 ms
   // in any process that also ran an executor on its main thread (cleave bench, a profile).
   bool on_caller = false;
   std::unique_ptr<dnnl::stream> caller_stream;
+
+  std::string thread_name(int thread) const {
+    return threads == workers ? fmt::format("worker {}", thread) : fmt::format("thread {}", thread);
+  }
 
   void fail(const std::string& message) {
     std::lock_guard lock(mutex);
@@ -126,14 +132,13 @@ struct ParallelExecutor::Impl {
     });
   }
 
-  void run_worker_tasks(int worker, int64_t run, dnnl::stream& stream) {
-    const auto& order = plan.order[worker];
+  void run_thread_tasks(int thread, int64_t run, dnnl::stream& stream) {
     std::vector<Tensor> placed;
     std::vector<const Tensor*> inputs;
     std::vector<bool> constant;
-    for (std::size_t slot = 0; slot < order.size(); ++slot) {
-      int task = order[slot];
+    for (int task : thread_tasks[thread]) {
       TaskState& state = states[task];
+      const auto [worker, slot] = runner_of[task];
       auto wait_start = Clock::now();
       inputs.clear();
       constant.clear();
@@ -216,8 +221,10 @@ struct ParallelExecutor::Impl {
     }
   }
 
-  void worker_main(int worker) {
-    if (options.pin_threads) pin_current_thread(worker_cpus[worker]);
+  void thread_main(int thread) {
+    // A folded thread runs several workers' tasks on the cores other processes left: where is
+    // the scheduler's choice, not the plan's.
+    if (options.pin_threads && threads == workers) pin_current_thread(worker_cpus[thread]);
     omp_set_num_threads(std::max(1, options.threads_per_worker));
     dnnl::stream stream(engine);
     int64_t seen = 0;
@@ -229,9 +236,9 @@ struct ParallelExecutor::Impl {
         seen = run_number;
       }
       try {
-        run_worker_tasks(worker, seen, stream);
+        run_thread_tasks(thread, seen, stream);
       } catch (const std::exception& e) {
-        fail(fmt::format("worker {}: {}", worker, e.what()));
+        fail(fmt::format("{}: {}", thread_name(thread), e.what()));
       }
       std::lock_guard lock(mutex);
       ++finished_workers;
@@ -316,12 +323,21 @@ ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, c
   s.recorder = &trace_;
   s.observers = &observers_;
   stats_.node_seconds.assign(graph.node_capacity(), 0.0);
-  s.on_caller = s.workers == 1;
+  s.threads = options.threads > 0 ? std::min(options.threads, s.workers) : s.workers;
+  if (s.threads == s.workers) {
+    s.thread_tasks = plan.order;
+  } else {
+    s.thread_tasks.resize(s.threads);
+    for (int task : execution_order(plan, tasks))
+      s.thread_tasks[plan.tasks[task].worker % s.threads].push_back(task);
+  }
+  s.on_caller = s.threads == 1;
   if (s.on_caller) {
     s.caller_stream = std::make_unique<dnnl::stream>(s.engine);
     return;
   }
-  for (int w = 0; w < s.workers; ++w) s.threads.emplace_back([this, w] { impl_->worker_main(w); });
+  for (int t = 0; t < s.threads; ++t)
+    s.worker_threads.emplace_back([this, t] { impl_->thread_main(t); });
 }
 
 ParallelExecutor::~ParallelExecutor() {
@@ -330,7 +346,7 @@ ParallelExecutor::~ParallelExecutor() {
     impl_->shutting_down = true;
     impl_->run_changed.notify_all();
   }
-  for (auto& thread : impl_->threads) thread.join();
+  for (auto& thread : impl_->worker_threads) thread.join();
 }
 
 std::vector<std::vector<Tensor>> ParallelExecutor::run(const std::vector<SampleInputs>& inputs) {
@@ -363,15 +379,15 @@ std::vector<std::vector<Tensor>> ParallelExecutor::run(const std::vector<SampleI
     run = ++s.run_number;
     if (!s.on_caller) {
       s.run_changed.notify_all();
-      s.run_changed.wait(lock, [&] { return s.finished_workers == s.workers; });
+      s.run_changed.wait(lock, [&] { return s.finished_workers == s.threads; });
     }
   }
   if (s.on_caller) {
     omp_set_num_threads(std::max(1, s.options.threads_per_worker));
     try {
-      s.run_worker_tasks(0, run, *s.caller_stream);
+      s.run_thread_tasks(0, run, *s.caller_stream);
     } catch (const std::exception& e) {
-      s.fail(fmt::format("worker 0: {}", e.what()));
+      s.fail(fmt::format("{}: {}", s.thread_name(0), e.what()));
     }
   }
   double makespan = 0;
@@ -424,6 +440,14 @@ void ParallelExecutor::reset_stats() {
 
 std::vector<Tensor> ParallelExecutor::run(const SampleInputs& inputs) {
   return run(std::vector<std::map<std::string, Tensor>>{inputs}).front();
+}
+
+int ParallelExecutor::threads() const {
+  return impl_->threads;
+}
+
+int ParallelExecutor::threads_per_worker() const {
+  return impl_->options.threads_per_worker;
 }
 
 int ParallelExecutor::concat_inputs_in_place() const {

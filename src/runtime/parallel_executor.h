@@ -17,7 +17,14 @@
 namespace cleave {
 
 struct ParallelOptions {
-  int threads_per_worker = 1;    ///< Intra-op threads of each worker (the paper's "downstream").
+  int threads_per_worker = 1;  ///< Intra-op threads of each worker (the paper's "downstream").
+  /// Threads that run the workers: 0 (or at least the workers) gives each worker its own.
+  /// Fewer fold the workers onto them, worker w on thread w % threads, each thread running
+  /// its workers' tasks in one order that follows the edges and every worker's order
+  /// (execution_order), so that no thread waits on a task queued behind it. Folded threads are
+  /// not pinned. This is how a plan runs when other processes hold some of the cores
+  /// (plan_threads_for, runtime/wait_policy.h).
+  int threads = 0;
   bool pin_threads = true;       ///< Bind worker w to its cores (Device::cores, else core w).
   bool blocked_layouts = true;   ///< As ExecutorOptions::blocked_layouts.
   double timeout_seconds = 300;  ///< A worker waiting longer for an input stops the run.
@@ -57,6 +64,10 @@ class ParallelExecutor : public ExecutorInterface {
   /// Node times come from the trace (per task, summed over samples and runs).
   const RunStats& stats() const override { return stats_; }
   void reset_stats() override;
+  /// Threads running the workers (ParallelOptions::threads, at most the workers).
+  int threads() const;
+  /// Intra-op threads of each worker (ParallelOptions::threads_per_worker).
+  int threads_per_worker() const;
   /// Values written straight into a Concat's output (from the second run on).
   int concat_inputs_in_place() const;
   std::size_t peak_activation_bytes() const;

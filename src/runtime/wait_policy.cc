@@ -56,6 +56,15 @@ int threads_for(int requested, const HostLoad& load) {
   return std::max(1, std::min(requested, free_cores));
 }
 
+PlanThreads plan_threads_for(int workers, int threads_per_worker, const HostLoad& load) {
+  workers = std::max(1, workers);
+  threads_per_worker = std::max(1, threads_per_worker);
+  const int free_cores = std::max(1, load.cores - load.other_runnable);
+  if (workers * threads_per_worker <= free_cores) return {workers, threads_per_worker};
+  if (workers <= free_cores) return {workers, std::max(1, free_cores / workers)};
+  return {free_cores, 1};
+}
+
 HostLoad sample_host_load() {
   HostLoad load;
   load.cores = usable_cores();

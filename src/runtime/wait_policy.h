@@ -45,6 +45,20 @@ long spin_count_for(const HostLoad& load);
 /// 12 and 18 ms (docs/results/load.md); one thread never meets a barrier.
 int threads_for(int requested, const HostLoad& load);
 
+/// How a plan of `workers` workers with `threads_per_worker` intra-op threads each runs on a
+/// host in this state: threads for the workers (ParallelOptions::threads; fewer than the
+/// workers folds them) and intra-op threads per worker.
+struct PlanThreads {
+  int threads = 1;
+  int threads_per_worker = 1;
+};
+
+/// The plan's own counts while the cores that other processes leave free hold them all;
+/// else first fewer intra-op threads per worker (a team's barriers are where a preempted
+/// thread costs most), then, when even one thread per worker is too many, the workers folded
+/// onto the free cores with one thread each. At least one thread.
+PlanThreads plan_threads_for(int workers, int threads_per_worker, const HostLoad& load);
+
 /// The host's load now: the median over a few samples, about a millisecond apart, of the
 /// runnable threads the kernel counts (/proc/stat's procs_running, less the caller), and the
 /// cores in this process's affinity mask. Zero other threads when /proc cannot be read.

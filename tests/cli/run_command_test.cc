@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -189,6 +190,63 @@ TEST_F(RunCommandTest, TakesOnlyTheCoresOtherProcessesLeaveFree) {
   report = nlohmann::json::parse(fixed.out);
   EXPECT_EQ(report["threads"], 2);
   EXPECT_FALSE(report.contains("threads_requested"));
+}
+
+// A plan's two workers, with every core held by another process, run folded onto one thread
+// and say so; --fixed-threads keeps the plan's two.
+TEST_F(RunCommandTest, APlansWorkersTakeOnlyTheCoresOtherProcessesLeaveFree) {
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores > 8)
+    GTEST_SKIP() << "fills every core with a busy process: wants at most 8, has " << cores;
+  ASSERT_EQ(cleave("plan " + model_ + " --strategy lc --workers 2 -o " + path("lc.json")).exit_code,
+            0);
+  BusyProcesses busy(cores + 1);
+  const std::string run = "env -u CLEAVE_FIXED_THREADS " + std::string(CLEAVE_BINARY) + " run " +
+                          model_ + " --layouts blocked --plan " + path("lc.json");
+  CommandResult adapted = run_shell(run + " --json");
+  ASSERT_EQ(adapted.exit_code, 0) << adapted.err;
+  nlohmann::json report = nlohmann::json::parse(adapted.out);
+  EXPECT_EQ(report["plan"]["workers"], 2) << adapted.out;
+  EXPECT_EQ(report["plan"]["threads"], 1);
+  EXPECT_EQ(report["plan"]["ran_threads_per_worker"], 1);
+  EXPECT_GE(report["host_load"]["other_runnable"].get<int>(), cores);
+
+  CommandResult text = run_shell(run);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("2 worker(s) x 1 thread(s) on 1 thread(s) x 1 ("), std::string::npos)
+      << text.out;
+
+  CommandResult fixed = run_shell(run + " --fixed-threads --json");
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.err;
+  report = nlohmann::json::parse(fixed.out);
+  EXPECT_EQ(report["plan"]["threads"], 2);
+  EXPECT_FALSE(report.contains("host_load"));
+}
+
+// A sequential run frees the loaded weights its kernels keep packed; a plan run keeps them. The
+// outputs are the same bytes.
+TEST_F(RunCommandTest, ASequentialRunFreesTheWeightsItsKernelsKeepPacked) {
+  ASSERT_EQ(cleave("plan " + model_ + " --strategy lc --workers 2 -o " + path("lc.json")).exit_code,
+            0);
+  CommandResult sequential = cleave("run " + model_ + " --layouts blocked --repeat 2 --json " +
+                                    "--output-dir " + path("sequential"));
+  ASSERT_EQ(sequential.exit_code, 0) << sequential.err;
+  EXPECT_GT(nlohmann::json::parse(sequential.out)["released_weight_bytes"].get<double>(), 0);
+  CommandResult planned = cleave("run " + model_ + " --layouts blocked --repeat 2 --json " +
+                                 "--output-dir " + path("planned") + " --plan " + path("lc.json"));
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  EXPECT_FALSE(nlohmann::json::parse(planned.out).contains("released_weight_bytes"));
+  int compared = 0;
+  for (const auto& entry : fs::directory_iterator(path("sequential"))) {
+    std::ifstream a(entry.path(), std::ios::binary);
+    std::ifstream b(path("planned") + "/" + entry.path().filename().string(), std::ios::binary);
+    ASSERT_TRUE(b) << entry.path();
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(a), {}),
+              std::string(std::istreambuf_iterator<char>(b), {}))
+        << entry.path();
+    ++compared;
+  }
+  EXPECT_GT(compared, 0);
 }
 
 TEST_F(RunCommandTest, AnUnknownLayoutIsRefused) {

@@ -6,6 +6,7 @@
 
 #include "cost/cost_table.h"
 #include "onnx/embedded_weights.h"
+#include "onnx/graph_compare.h"
 #include "onnx/onnx_import.h"
 #include "onnx_test_util.h"
 
@@ -79,6 +80,31 @@ TEST(EmbeddedWeights, LargeInitializersAreLeftInTheFileAndReadOnDemand) {
                                                                lazy.value(id).name, add);
                               }),
             graph_fingerprint(whole));
+}
+
+// A model file's large weights are read from the file straight into the graph, not parsed
+// from a copy of the file: the graph is the one its bytes give.
+TEST(EmbeddedWeights, AModelFileImportsAsItsBytesDo) {
+  TempDir dir;
+  const std::string path = dir.file("model.onnx");
+  write_model(embedded_model(4096), path);
+  Graph from_file = import_onnx(path);
+  Graph from_bytes = import_onnx_from_bytes(file_bytes(path), path, ImportOptions{});
+  std::string difference;
+  EXPECT_TRUE(graphs_equal(from_file, from_bytes, &difference)) << difference;
+  ASSERT_TRUE(from_file.value(*from_file.find_value("big")).initializer->bytes);
+  EXPECT_EQ(from_file.value(*from_file.find_value("big")).initializer->bytes->size(),
+            4096u * sizeof(float));
+}
+
+TEST(EmbeddedWeights, ATruncatedModelFileIsRefusedByName) {
+  TempDir dir;
+  const std::string path = dir.file("model.onnx");
+  write_model(embedded_model(2048), path);
+  const std::string bytes = file_bytes(path);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() / 2);
+  EXPECT_THAT(error_of([&] { import_onnx(path); }),
+              AllOf(HasSubstr(path), HasSubstr("truncated or corrupt")));
 }
 
 TEST(EmbeddedWeights, RawDataOfTheWrongSizeIsLeftForTheImporterToRefuse) {

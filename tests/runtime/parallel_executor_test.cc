@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "cost/cost_table.h"
 #include "ir/text.h"
@@ -236,6 +237,97 @@ TEST(ParallelExecutor, AOneWorkerPlanRunsOnTheCallerAndMatches) {
   std::vector<Tensor> expected = sequential.run(inputs);
   for (int round = 0; round < 2; ++round) expect_bitwise_equal(parallel.run(inputs), expected);
   EXPECT_EQ(parallel.last_trace().events.size(), plan.tasks.tasks.size());
+}
+
+// Tasks that overlap in time in the last run, at most.
+int most_tasks_at_once(const Trace& trace) {
+  std::vector<std::pair<double, int>> edges;
+  for (const auto& event : trace.events) {
+    edges.emplace_back(event.start, 1);
+    edges.emplace_back(event.end, -1);
+  }
+  std::sort(edges.begin(), edges.end());  // An end before a start at the same instant.
+  int running = 0, most = 0;
+  for (const auto& [time, step] : edges) most = std::max(most, running += step);
+  return most;
+}
+
+// Two workers folded onto one thread (as when other processes hold a core) run on the
+// caller, one task at a time, with the same outputs; the trace still names the plan's workers.
+TEST(ParallelExecutor, TwoWorkersFoldedOntoOneThreadMatch) {
+  Graph graph = small_inception();
+  ModelPlan plan = plan_for(graph, "lc");
+  ASSERT_GT(plan.plan.order[1].size(), 0u) << "the plan should use both workers";
+  ParallelOptions options;
+  options.threads = 1;
+  options.timeout_seconds = 10;  // A fold that waits on its own queue fails, does not hang.
+  ParallelExecutor parallel(graph, plan.tasks, plan.plan, options);
+  EXPECT_EQ(parallel.threads(), 1);
+  auto inputs = random_inputs(graph, 7);
+  Executor sequential(graph);
+  const std::vector<Tensor> expected = sequential.run(inputs);
+  for (int round = 0; round < 2; ++round) expect_bitwise_equal(parallel.run(inputs), expected);
+  const Trace& trace = parallel.last_trace();
+  ASSERT_EQ(trace.events.size(), plan.tasks.tasks.size());
+  EXPECT_EQ(most_tasks_at_once(trace), 1);
+  std::set<int> workers;
+  for (const auto& event : trace.events) workers.insert(event.worker);
+  EXPECT_EQ(workers, (std::set<int>{0, 1}));
+}
+
+TEST(ParallelExecutor, FourWorkersFoldedOntoTwoThreadsMatch) {
+  InceptionOptions inception;
+  inception.blocks = 3;
+  inception.channels = 16;
+  inception.height = 8;
+  inception.width = 8;
+  Graph graph = generate_inception(inception);
+  ModelPlan plan = plan_for(graph, "lc", 1, /*workers=*/4);
+  int used = 0;
+  for (const auto& order : plan.plan.order) used += order.empty() ? 0 : 1;
+  ASSERT_GT(used, 2) << "the plan should use more workers than the threads";
+  ParallelOptions options;
+  options.threads = 2;
+  options.timeout_seconds = 10;
+  ParallelExecutor parallel(graph, plan.tasks, plan.plan, options);
+  EXPECT_EQ(parallel.threads(), 2);
+  auto inputs = random_inputs(graph, 8);
+  Executor sequential(graph);
+  const std::vector<Tensor> expected = sequential.run(inputs);
+  for (int round = 0; round < 2; ++round) expect_bitwise_equal(parallel.run(inputs), expected);
+  EXPECT_LE(most_tasks_at_once(parallel.last_trace()), 2);
+}
+
+// Worker 0 runs a then c, worker 1 b then d, and c needs b, which needs a: running worker 0's
+// queue and then worker 1's on one thread would wait on b forever. The fold interleaves them.
+TEST(ParallelExecutor, AFoldFollowsTheEdgesBetweenTheWorkersItJoins) {
+  Graph graph = parse_graph(R"(graph g (%x: f32[4,8]) {
+  %a = "a" Relu(%x)
+  %b = "b" Tanh(%a)
+  %c = "c" Sigmoid(%b)
+  %d = "d" Add(%c, %b)
+  return %d
+})");
+  TaskGraph tasks = task_graph_for(graph, static_costs(graph), cpu_workers(2, 1));
+  Plan plan;
+  plan.order.resize(2);
+  plan.tasks.resize(tasks.tasks.size());
+  for (NodeId node : graph.topological_order()) {
+    const std::string& name = graph.node(node).name;
+    const int worker = name == "a" || name == "c" ? 0 : 1;
+    for (std::size_t t = 0; t < tasks.tasks.size(); ++t) {
+      if (tasks.tasks[t].node != node) continue;
+      plan.order[worker].push_back(static_cast<int>(t));
+      plan.tasks[t] = {static_cast<int>(t), worker, 0, 0};
+    }
+  }
+  ParallelOptions options;
+  options.threads = 1;
+  options.timeout_seconds = 2;
+  ParallelExecutor parallel(graph, tasks, plan, options);
+  auto inputs = random_inputs(graph, 3);
+  Executor sequential(graph);
+  expect_bitwise_equal(parallel.run(inputs), sequential.run(inputs));
 }
 
 // Worker 0 makes %a, which only worker 1 reads; worker 1 drops it before it makes %t, which

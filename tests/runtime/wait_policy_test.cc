@@ -71,6 +71,31 @@ TEST(ThreadsFor, NeverFewerThanOne) {
   EXPECT_EQ(threads_for(2, {20, 2}), 1);
 }
 
+TEST(PlanThreadsFor, KeepsThePlansCountsWhileTheFreeCoresHoldThem) {
+  const PlanThreads fit = plan_threads_for(2, 1, {0, 2});
+  EXPECT_EQ(fit.threads, 2);
+  EXPECT_EQ(fit.threads_per_worker, 1);
+  EXPECT_EQ(plan_threads_for(2, 4, {6, 16}).threads_per_worker, 4);
+}
+
+TEST(PlanThreadsFor, TakesIntraOpThreadsAwayBeforeWorkers) {
+  const PlanThreads one_worker = plan_threads_for(1, 2, {1, 2});
+  EXPECT_EQ(one_worker.threads, 1);
+  EXPECT_EQ(one_worker.threads_per_worker, 1);
+  const PlanThreads two_workers = plan_threads_for(2, 4, {9, 16});
+  EXPECT_EQ(two_workers.threads, 2);
+  EXPECT_EQ(two_workers.threads_per_worker, 3);
+}
+
+TEST(PlanThreadsFor, FoldsWorkersOntoTheFreeCoresWithOneThreadEach) {
+  const PlanThreads fit = plan_threads_for(4, 2, {13, 16});
+  EXPECT_EQ(fit.threads, 3);
+  EXPECT_EQ(fit.threads_per_worker, 1);
+  const PlanThreads none_free = plan_threads_for(2, 1, {5, 2});
+  EXPECT_EQ(none_free.threads, 1);
+  EXPECT_EQ(none_free.threads_per_worker, 1);
+}
+
 TEST(WaitPolicy, SamplesThisHostsCoresAndLoad) {
   HostLoad load = sample_host_load();
   EXPECT_GE(load.cores, 1);

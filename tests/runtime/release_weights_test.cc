@@ -1,0 +1,82 @@
+// Freeing loaded weights that the kernels keep packed: the same outputs, and only weights no
+// kernel reads again go.
+#include <fmt/core.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bitwise_equal.h"
+#include "ir/text.h"
+#include "runtime/executor.h"
+#include "runtime/random_inputs.h"
+
+namespace cleave {
+namespace {
+
+std::string numbers(int count, int seed) {
+  std::vector<double> result;
+  for (int i = 0; i < count; ++i) result.push_back(((i * 37 + seed * 11) % 23) / 23.0 - 0.5);
+  return fmt::format("{}", fmt::join(result, ","));
+}
+
+// @w and @k are convolution weights, which the Conv kernel packs; @b is a bias it reads at every
+// run, and the Add reads @k too.
+Graph two_convolutions() {
+  return parse_graph(
+      fmt::format("graph main [ai.onnx=17] (%x: f32[1,8,6,6]) {{\n"
+                  "  @w: f32[8,8,3,3] = [{}]\n"
+                  "  @b: f32[8] = [{}]\n"
+                  "  @k: f32[8,8,1,1] = [{}]\n"
+                  "  %a = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w, @b)\n"
+                  "  %c = Conv[kernel_shape=[1,1]](%a, @k)\n"
+                  "  %d = Add(%c, @k)\n"
+                  "  return %d\n}}",
+                  numbers(8 * 8 * 9, 1), numbers(8, 2), numbers(64, 3)));
+}
+
+std::weak_ptr<const std::vector<std::byte>> bytes_of(const Graph& graph, const std::string& name) {
+  return graph.value(*graph.find_value(name)).initializer->bytes;
+}
+
+TEST(ReleasePackedWeights, OutputsStayTheSameRunAfterRun) {
+  const Graph graph = two_convolutions();
+  const auto inputs = random_inputs(graph, 3);
+  Executor keeping(graph);
+  ExecutorOptions options;
+  options.release_packed_weights = true;
+  Executor releasing(graph, options);
+  for (int run = 0; run < 3; ++run)
+    EXPECT_TRUE(bitwise_equal(releasing.run(inputs), keeping.run(inputs))) << "run " << run;
+}
+
+TEST(ReleasePackedWeights, OnlyWeightsEveryReaderKeepsPackedGo) {
+  Graph graph = two_convolutions();
+  const auto w = bytes_of(graph, "w"), b = bytes_of(graph, "b"), k = bytes_of(graph, "k");
+  ExecutorOptions options;
+  options.release_packed_weights = true;
+  Executor executor(graph, options);
+  // The executor's copy of the graph is the only one left holding the bytes.
+  for (ValueId id : graph.initializers()) graph.value(id).initializer->bytes.reset();
+  EXPECT_FALSE(w.expired());
+  executor.run(random_inputs(graph, 4));
+  EXPECT_TRUE(w.expired());
+  EXPECT_FALSE(b.expired()) << "the bias is read at every run";
+  EXPECT_FALSE(k.expired()) << "the Add reads @k at every run";
+  EXPECT_EQ(executor.released_weight_bytes(), 8u * 8 * 9 * sizeof(float));
+}
+
+TEST(ReleasePackedWeights, NothingGoesByDefault) {
+  Graph graph = two_convolutions();
+  const auto w = bytes_of(graph, "w");
+  Executor executor(graph);
+  for (ValueId id : graph.initializers()) graph.value(id).initializer->bytes.reset();
+  executor.run(random_inputs(graph, 4));
+  EXPECT_FALSE(w.expired());
+  EXPECT_EQ(executor.released_weight_bytes(), 0u);
+}
+
+}  // namespace
+}  // namespace cleave
