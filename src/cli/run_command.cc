@@ -163,9 +163,7 @@ int run_model(const RunSettings& settings) {
       recipe.host_load = host_load;
   }
   recipe.threads = threads;
-  // A sequential run prepares one executor, whose kernels keep their weights packed; a plan
-  // (`--plan auto` may prepare two) keeps the loaded ones.
-  recipe.release_packed_weights = settings.plan.empty();
+  recipe.release_packed_weights = true;
   PreparedRun prepared = prepare_run(std::move(loaded), recipe);
   const Graph& graph = prepared.graph;
   ExecutorInterface* executor = prepared.executor.get();
@@ -225,10 +223,9 @@ int run_model(const RunSettings& settings) {
                        {"measured", layouts.measured},
                        {"cached", layouts.cached},
                        {"fastest_ms", fastest}};
-  if (sequential) {
-    report["concat_inputs_in_place"] = stats.concat_inputs_in_place;
-    report["released_weight_bytes"] = sequential->released_weight_bytes();
-  }
+  if (sequential) report["concat_inputs_in_place"] = stats.concat_inputs_in_place;
+  report["released_weight_bytes"] =
+      sequential ? sequential->released_weight_bytes() : parallel->released_weight_bytes();
   report["peak_rss_bytes"] = peak_rss_bytes();
   report["baseline_rss_bytes"] = baseline_rss;
   if (parallel) {

@@ -13,6 +13,12 @@ namespace cleave {
 
 namespace {
 
+// The executors' copies of the graph hold the bytes now; with this one's gone, a weight's bytes
+// go when its executor lets go of them.
+void drop_initializer_bytes(Graph& graph) {
+  for (ValueId id : graph.initializers()) graph.value(id).initializer->bytes.reset();
+}
+
 void log_line(const RunRecipe& recipe, const std::string& line) {
   if (recipe.log) recipe.log(line);
 }
@@ -106,11 +112,7 @@ PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
     options.convolution_family = layouts.family;
     options.release_packed_weights = recipe.release_packed_weights;
     auto executor = std::make_unique<Executor>(g, options);
-    if (recipe.release_packed_weights) {
-      // The executor's copy of the graph holds the bytes now, the only copy left.
-      for (ValueId id : prepared.graph.initializers())
-        prepared.graph.value(id).initializer->bytes.reset();
-    }
+    if (recipe.release_packed_weights) drop_initializer_bytes(prepared.graph);
     prepared.sequential = executor.get();
     prepared.executor = std::move(executor);
     log_line(recipe, fmt::format("recipe: sequential executor, {} thread(s)", recipe.threads));
@@ -191,6 +193,7 @@ PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
     options.threads_per_worker = fit.threads_per_worker;
     options.blocked_layouts = !recipe.plain_layouts;
     options.convolution_family = run.layouts.family;
+    options.release_packed_weights = recipe.release_packed_weights;
     run.executor = std::make_unique<ParallelExecutor>(g, plan.tasks, plan.plan, options);
     run.model_plan = std::move(plan);
     return run;
@@ -220,6 +223,9 @@ PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
     if (!keep) chosen = std::move(fallback);
   }
 
+  // Profiles and layout choices above read the weights; from here only the executors' copies of
+  // the graph hold them (the one not kept went with `fallback` or `chosen`).
+  if (recipe.release_packed_weights) drop_initializer_bytes(prepared.graph);
   prepared.layouts = chosen.layouts;
   prepared.predicted_with = chosen.predicted_with;
   prepared.parallel = chosen.executor.get();

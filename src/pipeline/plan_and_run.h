@@ -52,9 +52,10 @@ struct RunRecipe {
   /// With plan "auto": when the predicted choice is parallel, time it against the sequential
   /// plan and keep the faster.
   bool auto_check = true;
-  /// The sequential executor frees loaded weights that its kernels keep packed
-  /// (ExecutorOptions::release_packed_weights), and PreparedRun::graph keeps no initializer
-  /// bytes of its own (their shapes and types stay), so that the memory comes back.
+  /// The executor frees loaded weights that its kernels keep packed
+  /// (ExecutorOptions::release_packed_weights, ParallelOptions::release_packed_weights), and
+  /// PreparedRun::graph keeps no initializer bytes of its own once the executor is made (their
+  /// shapes and types stay), so that the memory comes back.
   bool release_packed_weights = false;
   RunTimer timer = time_one_run;
   /// Sample s's graph inputs (given files, else seeded random values).

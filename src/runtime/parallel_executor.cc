@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "runtime/constant_tensor.h"
+#include "runtime/kernels/packed_constants.h"
 #include "runtime/pinning.h"
 #include "runtime/plan_inputs.h"
 #include "runtime/value_hand_off.h"
@@ -61,6 +62,11 @@ struct ParallelExecutor::Impl {
   std::vector<std::vector<std::shared_ptr<Buffer>>> shared;  // Per sample, per root ValueId.
   std::vector<std::vector<int>> worker_cpus;
   std::vector<Tensor> constants;
+  // With release_packed_weights: per initializer, the reads whose kernel has not packed it
+  // (tasks on any thread count it down); per task, whether its kernel was looked at.
+  std::unique_ptr<std::atomic<int>[]> packers_left;
+  std::vector<char> weights_checked;
+  std::atomic<std::size_t> released_weight_bytes{0};
   // One pool per worker: a buffer is only ever rewritten by the core that allocated it. With one
   // shared pool, a buffer freed on one core was reused by the other, and every write first
   // pulled the cache lines back across cores (on the 2-core EPYC VM a 400 KB Relu took 200 us
@@ -96,6 +102,31 @@ struct ParallelExecutor::Impl {
   // in any process that also ran an executor on its main thread (cleave bench, a profile).
   bool on_caller = false;
   std::unique_ptr<dnnl::stream> caller_stream;
+
+  // The last packer of a weight frees it. No task reads a weight's bytes once every reader has
+  // packed it, so resetting them races with nothing; the borrowed tensor in `constants` is
+  // left as it is (its shape is still compared), never read.
+  void release_packed_weights(int task) {
+    weights_checked[task] = 1;
+    const TaskState& state = states[task];
+    const Node& node = graph.node(state.node);
+    bool fixed = true;  // Static input shapes: the kernel is never prepared again.
+    for (ValueId input : node.inputs)
+      fixed = fixed && (input == kNoValue || graph.value(input).shape.is_static());
+    const auto [worker, slot] = runner_of[task];
+    const auto* packed = dynamic_cast<const PackedConstants*>(runners[worker][slot]->kernel());
+    if (!fixed || packed == nullptr) return;
+    for (std::size_t i = 0; i < state.sources.size(); ++i) {
+      const InputSource& source = state.sources[i];
+      if (source.kind != InputSource::Kind::kConstant || packed->reads_at_run(i)) continue;
+      if (packers_left[source.value].fetch_sub(1) != 1) continue;
+      if (graph.value(source.value).is_graph_output) continue;
+      TensorData& data = *graph.value(source.value).initializer;
+      if (!data.bytes) continue;
+      released_weight_bytes += data.bytes->size();
+      data.bytes.reset();
+    }
+  }
 
   std::string thread_name(int thread) const {
     return threads == workers ? fmt::format("worker {}", thread) : fmt::format("thread {}", thread);
@@ -191,6 +222,7 @@ struct ParallelExecutor::Impl {
       stream.wait();
       auto end = Clock::now();
       hand_off->publish(task, run, state.outputs);
+      if (options.release_packed_weights && !weights_checked[task]) release_packed_weights(task);
       auto seconds = [&](Clock::time_point t) {
         return std::chrono::duration<double>(t - run_start).count();
       };
@@ -318,6 +350,14 @@ ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, c
           s.graph, node, blocked,
           options.blocked_layouts ? options.convolution_family : ConvolutionFamily::kBlocked));
     }
+  }
+  if (options.release_packed_weights) {
+    s.packers_left = std::make_unique<std::atomic<int>[]>(graph.value_capacity());
+    for (const auto& state : s.states) {
+      for (const InputSource& source : state.sources)
+        if (source.kind == InputSource::Kind::kConstant) ++s.packers_left[source.value];
+    }
+    s.weights_checked.assign(s.states.size(), 0);
   }
   s.hand_off = std::make_unique<InProcessHandOff>(static_cast<int>(tasks.tasks.size()));
   s.recorder = &trace_;
@@ -452,6 +492,10 @@ int ParallelExecutor::threads_per_worker() const {
 
 int ParallelExecutor::concat_inputs_in_place() const {
   return impl_->placement.values_in_place;
+}
+
+std::size_t ParallelExecutor::released_weight_bytes() const {
+  return impl_->released_weight_bytes;
 }
 
 std::size_t ParallelExecutor::peak_activation_bytes() const {

@@ -35,6 +35,9 @@ struct ParallelOptions {
   /// has handed out this many more bytes, so that the reader's cache has let go of its lines;
   /// -1: the size of a core's L2 cache (hwloc; 1 MiB when unknown); 0: reuse at once.
   int64_t remote_read_hold_back_bytes = -1;
+  /// As ExecutorOptions::release_packed_weights: an initializer's loaded bytes go once every
+  /// task that reads it has a kernel keeping a packed copy of its own.
+  bool release_packed_weights = false;
 };
 
 /// Executes a plan whose tasks are graph nodes (Task::node), or nodes applied to one sample
@@ -71,6 +74,8 @@ class ParallelExecutor : public ExecutorInterface {
   /// Values written straight into a Concat's output (from the second run on).
   int concat_inputs_in_place() const;
   std::size_t peak_activation_bytes() const;
+  /// Initializer bytes freed so far (ParallelOptions::release_packed_weights).
+  std::size_t released_weight_bytes() const;
 
  private:
   struct Impl;

@@ -223,9 +223,9 @@ TEST_F(RunCommandTest, APlansWorkersTakeOnlyTheCoresOtherProcessesLeaveFree) {
   EXPECT_FALSE(report.contains("host_load"));
 }
 
-// A sequential run frees the loaded weights its kernels keep packed; a plan run keeps them. The
-// outputs are the same bytes.
-TEST_F(RunCommandTest, ASequentialRunFreesTheWeightsItsKernelsKeepPacked) {
+// A run frees the loaded weights its kernels keep packed, with or without a plan, and both give
+// the same output bytes (release_weights_test compares with executors that keep them).
+TEST_F(RunCommandTest, ARunFreesTheWeightsItsKernelsKeepPacked) {
   ASSERT_EQ(cleave("plan " + model_ + " --strategy lc --workers 2 -o " + path("lc.json")).exit_code,
             0);
   CommandResult sequential = cleave("run " + model_ + " --layouts blocked --repeat 2 --json " +
@@ -235,7 +235,7 @@ TEST_F(RunCommandTest, ASequentialRunFreesTheWeightsItsKernelsKeepPacked) {
   CommandResult planned = cleave("run " + model_ + " --layouts blocked --repeat 2 --json " +
                                  "--output-dir " + path("planned") + " --plan " + path("lc.json"));
   ASSERT_EQ(planned.exit_code, 0) << planned.err;
-  EXPECT_FALSE(nlohmann::json::parse(planned.out).contains("released_weight_bytes"));
+  EXPECT_GT(nlohmann::json::parse(planned.out)["released_weight_bytes"].get<double>(), 0);
   int compared = 0;
   for (const auto& entry : fs::directory_iterator(path("sequential"))) {
     std::ifstream a(entry.path(), std::ios::binary);

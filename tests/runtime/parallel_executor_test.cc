@@ -330,6 +330,28 @@ TEST(ParallelExecutor, AFoldFollowsTheEdgesBetweenTheWorkersItJoins) {
   expect_bitwise_equal(parallel.run(inputs), sequential.run(inputs));
 }
 
+// Loaded weights go once every task reading them has packed them; the outputs stay those of the
+// sequential run, run after run.
+TEST(ParallelExecutor, ReleasedWeightsLeaveTheOutputsAsTheyWere) {
+  Graph graph = small_inception();
+  ModelPlan plan = plan_for(graph, "lc");
+  auto inputs = random_inputs(graph, 9);
+  const std::vector<Tensor> expected = Executor(graph).run(inputs);
+  ValueId weight = kNoValue;
+  for (NodeId node : graph.topological_order()) {
+    if (graph.node(node).op_type == "Conv") weight = graph.node(node).inputs[1];
+  }
+  ASSERT_NE(weight, kNoValue);
+  const std::weak_ptr<const std::vector<std::byte>> bytes = graph.value(weight).initializer->bytes;
+  ParallelOptions options;
+  options.release_packed_weights = true;
+  ParallelExecutor parallel(graph, plan.tasks, plan.plan, options);
+  for (ValueId id : graph.initializers()) graph.value(id).initializer->bytes.reset();
+  for (int round = 0; round < 3; ++round) expect_bitwise_equal(parallel.run(inputs), expected);
+  EXPECT_GT(parallel.released_weight_bytes(), 0u);
+  EXPECT_TRUE(bytes.expired());
+}
+
 // Worker 0 makes %a, which only worker 1 reads; worker 1 drops it before it makes %t, which
 // worker 0 waits for, so %a's buffer is free when worker 0 asks for %b's. Reusing it at once
 // would rewrite memory whose lines worker 1's cache still holds; held back, %b gets a buffer of
