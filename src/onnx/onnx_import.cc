@@ -595,6 +595,7 @@ Graph import_onnx(const std::string& path, const ImportOptions& options) {
   // vit_b_16 peaked at 1,015 MiB for 330 MB of weights.
   std::string bytes = model_without_embedded_weights(path);
   ImportOptions with_folder = options;
+  with_folder.model_file = path;
   if (with_folder.external_data_folder.empty()) {
     fs::path folder = fs::path(path).parent_path();
     with_folder.external_data_folder = folder.empty() ? "." : folder.string();

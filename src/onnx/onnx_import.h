@@ -38,6 +38,10 @@ struct ImportOptions {
   /// Folder that external tensor data is read from; import_onnx(path) sets it to the model's
   /// folder. Empty refuses models with external data.
   std::string external_data_folder;
+  /// The model's own file (import_onnx(path) sets it), whose embedded weights it reads as
+  /// external data: a reference to it is accepted even when the file is a symbolic link out of
+  /// the folder.
+  std::string model_file;
   /// Non-null: initializers kept in external data files are checked but not read (their
   /// TensorData has no bytes); where each lies is recorded here by initializer name, so a
   /// reader that needs only some of them (an MPI rank) reads those with read_external_weight.

@@ -106,6 +106,10 @@ ExternalWeight locate_external(const onnx::TensorProto& tensor, std::size_t expe
   if (!escapes && !error) {
     file = fs::weakly_canonical(folder / relative, error);
     escapes = error || !is_inside(file, folder);
+    if (escapes && !error && !options.model_file.empty()) {
+      const fs::path model = fs::weakly_canonical(fs::absolute(options.model_file), error);
+      escapes = error || file != model;
+    }
   }
   if (escapes) {
     throw Error(fmt::format("{}: external data file '{}' is outside the model folder '{}'", what,

@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "cost/cost_table.h"
@@ -95,6 +96,33 @@ TEST(EmbeddedWeights, AModelFileImportsAsItsBytesDo) {
   ASSERT_TRUE(from_file.value(*from_file.find_value("big")).initializer->bytes);
   EXPECT_EQ(from_file.value(*from_file.find_value("big")).initializer->bytes->size(),
             4096u * sizeof(float));
+}
+
+// A model reached through a symbolic link from another folder (a models folder of links) reads
+// its weights from the file the link points at; other files out of the folder stay refused.
+TEST(EmbeddedWeights, AModelFileReachedThroughASymlinkImports) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.file("store"));
+  std::filesystem::create_directories(dir.file("links"));
+  write_model(embedded_model(4096), dir.file("store/model.onnx"));
+  std::filesystem::create_symlink(dir.file("store/model.onnx"), dir.file("links/model.onnx"));
+  Graph linked = import_onnx(dir.file("links/model.onnx"));
+  Graph direct = import_onnx(dir.file("store/model.onnx"));
+  std::string difference;
+  EXPECT_TRUE(graphs_equal(linked, direct, &difference)) << difference;
+
+  onnx::ModelProto other = embedded_model(16);
+  auto* big = other.mutable_graph()->mutable_initializer(0);
+  big->clear_raw_data();
+  big->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* location = big->add_external_data();
+  location->set_key("location");
+  location->set_value("weights.bin");
+  std::ofstream(dir.file("store/weights.bin"), std::ios::binary) << std::string(64, '\0');
+  std::filesystem::create_symlink(dir.file("store/weights.bin"), dir.file("links/weights.bin"));
+  write_model(other, dir.file("links/other.onnx"));
+  EXPECT_THAT(error_of([&] { import_onnx(dir.file("links/other.onnx")); }),
+              HasSubstr("outside the model folder"));
 }
 
 TEST(EmbeddedWeights, ATruncatedModelFileIsRefusedByName) {
