@@ -103,9 +103,9 @@ struct ParallelExecutor::Impl {
   bool on_caller = false;
   std::unique_ptr<dnnl::stream> caller_stream;
 
-  // The last packer of a weight frees it. No task reads a weight's bytes once every reader has
-  // packed it, so resetting them races with nothing; the borrowed tensor in `constants` is
-  // left as it is (its shape is still compared), never read.
+  // The last packer of a weight frees it. Every task that reads the weight has run by then, and
+  // the next run starts after this one has ended, so neither the bytes nor `constants` are read
+  // meanwhile; the borrowed tensor keeps its shape (kernels compare it) without data.
   void release_packed_weights(int task) {
     weights_checked[task] = 1;
     const TaskState& state = states[task];
@@ -125,6 +125,7 @@ struct ParallelExecutor::Impl {
       if (!data.bytes) continue;
       released_weight_bytes += data.bytes->size();
       data.bytes.reset();
+      constants[source.value] = Tensor::borrow(data.dtype, data.dims, nullptr);
     }
   }
 
