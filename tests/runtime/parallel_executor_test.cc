@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -47,6 +48,32 @@ ModelPlan plan_for(const Graph& graph, const std::string& strategy, int samples 
   return plan_model(graph, static_costs(graph), options);
 }
 
+// A plan of two workers running the graph's nodes in topological order, node `name` on worker
+// `worker_of(name)`.
+Plan plan_by_name(const Graph& graph, const TaskGraph& tasks,
+                  const std::function<int(const std::string&)>& worker_of) {
+  Plan plan;
+  plan.order.resize(2);
+  plan.tasks.resize(tasks.tasks.size());
+  for (NodeId node : graph.topological_order()) {
+    const int worker = worker_of(graph.node(node).name);
+    for (std::size_t t = 0; t < tasks.tasks.size(); ++t) {
+      if (tasks.tasks[t].node != node) continue;
+      plan.order[worker].push_back(static_cast<int>(t));
+      plan.tasks[t] = {static_cast<int>(t), worker, 0, 0};
+    }
+  }
+  return plan;
+}
+
+int task_named(const Graph& graph, const TaskGraph& tasks, const std::string& name) {
+  for (std::size_t t = 0; t < tasks.tasks.size(); ++t) {
+    if (graph.node(tasks.tasks[t].node).name == name) return static_cast<int>(t);
+  }
+  ADD_FAILURE() << "no task for node " << name;
+  return -1;
+}
+
 TEST(ParallelExecutor, OutputsEqualTheSequentialRunBitForBit) {
   Graph graph = small_inception();
   ModelPlan plan = plan_for(graph, "lc");
@@ -80,14 +107,8 @@ TEST(ParallelExecutor, AConsumerIgnoresACloneThatRunsAfterItOnItsWorker) {
 }
 )");
   TaskGraph tasks = task_graph_for(graph, static_costs(graph), cpu_workers(2, 1));
-  const auto task_named = [&](const std::string& name) {
-    for (std::size_t t = 0; t < tasks.tasks.size(); ++t) {
-      if (graph.node(tasks.tasks[t].node).name == name) return static_cast<int>(t);
-    }
-    ADD_FAILURE() << "no task for node " << name;
-    return -1;
-  };
-  const int a = task_named("a"), b = task_named("b"), c = task_named("c"), d = task_named("d");
+  const int a = task_named(graph, tasks, "a"), b = task_named(graph, tasks, "b"),
+            c = task_named(graph, tasks, "c"), d = task_named(graph, tasks, "d");
   tasks.tasks.push_back(tasks.tasks[a]);  // The clone of a, with no edges of its own.
   const int clone = static_cast<int>(tasks.tasks.size()) - 1;
   Plan plan;
@@ -121,21 +142,11 @@ TEST(ParallelExecutor, AWorkerAsleepOnAnInputIsWokenWhenItIsReady) {
   text += "  return %y\n}\n";
   Graph graph = parse_graph(text);
   TaskGraph tasks = task_graph_for(graph, static_costs(graph), cpu_workers(2, 1));
-  Plan plan;
-  plan.order.resize(2);
-  plan.tasks.resize(tasks.tasks.size());
-  int join = -1, last_product = -1;
-  for (NodeId node : graph.topological_order()) {
-    const std::string& name = graph.node(node).name;
-    const int worker = name == "side" || name == "join" ? 1 : 0;
-    for (std::size_t t = 0; t < tasks.tasks.size(); ++t) {
-      if (tasks.tasks[t].node != node) continue;
-      plan.order[worker].push_back(static_cast<int>(t));
-      plan.tasks[t] = {static_cast<int>(t), worker, 0, 0};
-      if (name == "join") join = static_cast<int>(t);
-      if (name == fmt::format("t{}", products)) last_product = static_cast<int>(t);
-    }
-  }
+  const Plan plan = plan_by_name(graph, tasks, [](const std::string& name) {
+    return name == "side" || name == "join" ? 1 : 0;
+  });
+  const int join = task_named(graph, tasks, "join");
+  const int last_product = task_named(graph, tasks, fmt::format("t{}", products));
   ParallelOptions options;
   options.timeout_seconds = 5;
   ParallelExecutor parallel(graph, tasks, plan, options);
@@ -309,18 +320,8 @@ TEST(ParallelExecutor, AFoldFollowsTheEdgesBetweenTheWorkersItJoins) {
   return %d
 })");
   TaskGraph tasks = task_graph_for(graph, static_costs(graph), cpu_workers(2, 1));
-  Plan plan;
-  plan.order.resize(2);
-  plan.tasks.resize(tasks.tasks.size());
-  for (NodeId node : graph.topological_order()) {
-    const std::string& name = graph.node(node).name;
-    const int worker = name == "a" || name == "c" ? 0 : 1;
-    for (std::size_t t = 0; t < tasks.tasks.size(); ++t) {
-      if (tasks.tasks[t].node != node) continue;
-      plan.order[worker].push_back(static_cast<int>(t));
-      plan.tasks[t] = {static_cast<int>(t), worker, 0, 0};
-    }
-  }
+  const Plan plan = plan_by_name(
+      graph, tasks, [](const std::string& name) { return name == "a" || name == "c" ? 0 : 1; });
   ParallelOptions options;
   options.threads = 1;
   options.timeout_seconds = 2;
@@ -367,12 +368,10 @@ TEST(ParallelExecutor, ABufferReadOnAnotherWorkerIsNotRewrittenAtOnce) {
 }
 )");
   TaskGraph tasks = task_graph_for(graph, static_costs(graph), cpu_workers(2, 1));
-  std::map<std::string, int> task_of;
-  for (std::size_t t = 0; t < tasks.tasks.size(); ++t)
-    task_of[graph.node(tasks.tasks[t].node).name] = static_cast<int>(t);
+  const auto task_of = [&](const std::string& name) { return task_named(graph, tasks, name); };
   Plan plan;
   plan.strategy = "lc";
-  plan.order = {{task_of["a"], task_of["b"], task_of["c"]}, {task_of["s"], task_of["t"]}};
+  plan.order = {{task_of("a"), task_of("b"), task_of("c")}, {task_of("s"), task_of("t")}};
   plan.tasks.resize(tasks.tasks.size());
   for (int worker = 0; worker < 2; ++worker) {
     for (int task : plan.order[worker]) plan.tasks[task] = {task, worker, 0, 0};
