@@ -13,7 +13,11 @@
 #include "runtime/cpu_isa.h"
 #include "runtime/wait_policy.h"
 
-// Set for this file by CMakeLists.txt when it is configured.
+// The build type is set for this file by CMakeLists.txt; the commit comes from a header that
+// every build rewrites when the commit changed.
+#if __has_include("cleave_git_commit.h")
+#include "cleave_git_commit.h"  // Written by the build (cmake/git_commit.cmake).
+#endif
 #ifndef CLEAVE_GIT_COMMIT
 #define CLEAVE_GIT_COMMIT ""
 #endif
