@@ -53,6 +53,17 @@ TEST_F(InfoCommandTest, JsonNamesTheBuildOneDnnIsaAndCores) {
   EXPECT_GE(info["openmp_threads"].get<int>(), 1);
 }
 
+// The commit is the one the binary was built from: the build looks it up each time, so a
+// commit after configuring is named too. (Run the tests after building, as ctest is.)
+TEST_F(InfoCommandTest, NamesTheCommitTheBinaryWasBuiltFrom) {
+  CommandResult head = run_shell("git -C " CLEAVE_SOURCE_DIR " rev-parse --short=12 HEAD");
+  if (head.exit_code != 0) GTEST_SKIP() << "the sources are not a git checkout";
+  const std::string commit = head.out.substr(0, head.out.find('\n'));
+  const nlohmann::json named = info_json()["commit"];
+  ASSERT_TRUE(named.is_string()) << named;
+  EXPECT_EQ(named.get<std::string>().substr(0, commit.size()), commit);
+}
+
 TEST_F(InfoCommandTest, ALowerCaseCapIsAppliedAndReported) {
   if (!cpu_has_avx2()) GTEST_SKIP() << "needs a CPU with AVX2 and FMA";
   setenv("ONEDNN_MAX_CPU_ISA", "avx2", 1);
