@@ -21,9 +21,9 @@
 namespace cleave {
 namespace {
 
-Graph small_inception() {
+Graph small_inception(int blocks = 2) {
   InceptionOptions options;
-  options.blocks = 2;
+  options.blocks = blocks;
   options.channels = 16;
   options.height = 8;
   options.width = 8;
@@ -287,12 +287,7 @@ TEST(ParallelExecutor, TwoWorkersFoldedOntoOneThreadMatch) {
 }
 
 TEST(ParallelExecutor, FourWorkersFoldedOntoTwoThreadsMatch) {
-  InceptionOptions inception;
-  inception.blocks = 3;
-  inception.channels = 16;
-  inception.height = 8;
-  inception.width = 8;
-  Graph graph = generate_inception(inception);
+  Graph graph = small_inception(3);
   ModelPlan plan = plan_for(graph, "lc", 1, /*workers=*/4);
   int used = 0;
   for (const auto& order : plan.plan.order) used += order.empty() ? 0 : 1;
