@@ -124,20 +124,12 @@ struct MpiExecutor::Impl {
     if (task.weights_checked) return;
     task.weights_checked = true;
     const Node& node = graph.node(task.node);
-    bool fixed = true;  // Static input shapes: the kernel is never prepared again.
-    for (ValueId input : node.inputs)
-      fixed = fixed && (input == kNoValue || graph.value(input).shape.is_static());
-    for (std::size_t i = 0; i < node.inputs.size(); ++i) {
-      const TaskInput& source = plan.inputs[task.task][i];
-      const auto* packed = dynamic_cast<const PackedConstants*>(task.runner->kernel());
-      if (source.kind != TaskInput::Kind::kConstant || !fixed || !packed || packed->reads_at_run(i))
-        continue;
-      if (--packers_left[source.value] > 0) continue;
-      TensorData& data = *graph.value(source.value).initializer;
-      if (!data.bytes) continue;
-      report->released_weight_bytes += static_cast<double>(data.bytes->size());
-      data.bytes.reset();
-      constants[source.value] = Tensor::borrow(data.dtype, data.dims, nullptr);
+    for (std::size_t i : inputs_packed_for_good(graph, node, task.runner->kernel())) {
+      const ValueId input = node.inputs[i];
+      if (--packers_left[input] == 0) {
+        report->released_weight_bytes +=
+            static_cast<double>(free_loaded_weight(graph, input, constants[input]));
+      }
     }
   }
 

@@ -63,23 +63,14 @@ void Executor::plan_in_place_concats() {
   stats_.concat_inputs_in_place = placement_.values_in_place;
 }
 
+// Reads of a kernel that does not pack never count down: those weights stay.
 void Executor::release_packed_weights(std::size_t position) {
   weights_checked_[position] = true;
   const Node& node = graph_.node(order_[position]);
-  bool fixed = true;
-  for (ValueId input : node.inputs)
-    fixed = fixed && (input == kNoValue || graph_.value(input).shape.is_static());
-  const auto* packed = dynamic_cast<const PackedConstants*>(runners_[position]->kernel());
-  if (!fixed || packed == nullptr) return;  // Its reads never count down: those stay.
-  for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+  for (std::size_t i : inputs_packed_for_good(graph_, node, runners_[position]->kernel())) {
     const ValueId input = node.inputs[i];
-    if (input == kNoValue || !graph_.value(input).initializer || packed->reads_at_run(i)) continue;
-    if (--packers_left_[input] > 0 || graph_.value(input).is_graph_output) continue;
-    TensorData& data = *graph_.value(input).initializer;
-    if (!data.bytes) continue;
-    released_weight_bytes_ += data.bytes->size();
-    data.bytes.reset();
-    constants_[input] = Tensor::borrow(data.dtype, data.dims, nullptr);
+    if (--packers_left_[input] == 0)
+      released_weight_bytes_ += free_loaded_weight(graph_, input, constants_[input]);
   }
 }
 

@@ -108,24 +108,12 @@ struct ParallelExecutor::Impl {
   // meanwhile; the borrowed tensor keeps its shape (kernels compare it) without data.
   void release_packed_weights(int task) {
     weights_checked[task] = 1;
-    const TaskState& state = states[task];
-    const Node& node = graph.node(state.node);
-    bool fixed = true;  // Static input shapes: the kernel is never prepared again.
-    for (ValueId input : node.inputs)
-      fixed = fixed && (input == kNoValue || graph.value(input).shape.is_static());
+    const Node& node = graph.node(states[task].node);
     const auto [worker, slot] = runner_of[task];
-    const auto* packed = dynamic_cast<const PackedConstants*>(runners[worker][slot]->kernel());
-    if (!fixed || packed == nullptr) return;
-    for (std::size_t i = 0; i < state.sources.size(); ++i) {
-      const InputSource& source = state.sources[i];
-      if (source.kind != InputSource::Kind::kConstant || packed->reads_at_run(i)) continue;
-      if (packers_left[source.value].fetch_sub(1) != 1) continue;
-      if (graph.value(source.value).is_graph_output) continue;
-      TensorData& data = *graph.value(source.value).initializer;
-      if (!data.bytes) continue;
-      released_weight_bytes += data.bytes->size();
-      data.bytes.reset();
-      constants[source.value] = Tensor::borrow(data.dtype, data.dims, nullptr);
+    for (std::size_t i : inputs_packed_for_good(graph, node, runners[worker][slot]->kernel())) {
+      const ValueId input = node.inputs[i];
+      if (packers_left[input].fetch_sub(1) == 1)
+        released_weight_bytes += free_loaded_weight(graph, input, constants[input]);
     }
   }
 

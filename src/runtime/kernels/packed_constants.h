@@ -2,8 +2,14 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/tensor.h"
 
 namespace cleave {
+
+class Kernel;
 
 /// Implemented (beside Kernel) by kernels whose preparation may pack a constant input (an
 /// initializer) into a copy of the kernel's own (Conv, Gemm/MatMul weights).
@@ -16,5 +22,19 @@ class PackedConstants {
  protected:
   ~PackedConstants() = default;
 };
+
+/// The inputs of `node` that are initializers which `kernel`, prepared for it, packed into a
+/// copy of its own and never reads again: none unless every input shape is static (the kernel
+/// is then never prepared again) and the kernel packs constants. Graph outputs are left out
+/// (an executor hands them out as they are). The executors free an initializer once every
+/// read of it is listed here.
+std::vector<std::size_t> inputs_packed_for_good(const Graph& graph, const Node& node,
+                                                const Kernel* kernel);
+
+/// Frees initializer `value`'s loaded bytes in `graph` (memory comes back once no other copy
+/// of the graph shares them) and leaves `constant`, the executor's tensor of it, its shape
+/// without data, so that a kernel prepared again fails rather than reads freed memory.
+/// Returns the bytes freed (0 when they were gone already).
+std::size_t free_loaded_weight(Graph& graph, ValueId value, Tensor& constant);
 
 }  // namespace cleave
