@@ -1,5 +1,6 @@
 // Tests of the oneDNN-backed kernels (conv, matmul, pooling, norms, softmax, concat, reductions)
 // against naive loop references.
+#include <fmt/core.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -17,6 +18,7 @@
 #include "runtime/executor.h"
 #include "runtime/kernel.h"
 #include "runtime/kernels/dnnl_util.h"
+#include "runtime/kernels/nn/pool_loops.h"
 #include "runtime/tensor.h"
 
 namespace cleave {
@@ -111,9 +113,12 @@ class OneNode {
   }
   Tensor run_one() { return run().at(0); }
 
+  static constexpr int64_t kChannelsLast = -1;
+
   /// Prepares the node's kernel directly (as the executor would), with blocked outputs allowed.
   /// With `blocked_input`, input 0 comes in channel blocks as from a blocked producer: of
-  /// `block` channels, or by default of the block the effective ISA's kernels write (8 or 16).
+  /// `block` channels (kChannelsLast: channels last), or by default of the block the effective
+  /// ISA's kernels write (8 or 16).
   std::unique_ptr<Kernel> prepare(bool blocked_outputs_allowed, int threads = 1,
                                   bool blocked_input = false, int64_t block = 0) {
     build();
@@ -149,9 +154,11 @@ class OneNode {
 
  private:
   Tensor in_channel_blocks(const Tensor& plain, int64_t block) {
-    const dnnl::memory::desc layout(dnnl::memory::dims(plain.shape().begin(), plain.shape().end()),
-                                    dnnl::memory::data_type::f32,
-                                    channel_blocked_tag(static_cast<int>(plain.rank()), block));
+    const dnnl::memory::desc layout(
+        dnnl::memory::dims(plain.shape().begin(), plain.shape().end()),
+        dnnl::memory::data_type::f32,
+        block == kChannelsLast ? dnnl::memory::format_tag::acdb
+                               : channel_blocked_tag(static_cast<int>(plain.rank()), block));
     auto storage = std::make_shared<Buffer>(layout.get_size());
     LayoutReorder(plain_desc(plain.shape()), layout, engine_)
         .run(plain.raw(), storage->data(), stream_);
@@ -1057,6 +1064,89 @@ TEST(DnnlMaxPool, OneDimensional) {
 TEST(DnnlMaxPool, ThreeDimensional) {
   run_pool("MaxPool", Pool::kMax, {1, 2, 4, 4, 4}, {2, 2, 2}, {{2, 2, 2}, {1, 1, 1}, {0, 0, 0}},
            {0, 0, 0}, {1, 2, 2, 2, 2}, {{"strides", Attribute::of_ints({2, 2, 2})}});
+}
+
+// On AVX2, blocked and channels-last 2-D inputs pool in cleave's own loops (oneDNN's AVX2
+// pooling kernel is slow on Intel cores), elsewhere in oneDNN's: either way every layout, a
+// padded last block, two samples and two threads give the reference's values.
+void run_pool_in_layouts(const std::string& op, Pool kind, const Shape64& x_shape,
+                         const Shape64& kernel, const Window& window, const Shape64& pads_end,
+                         const Shape64& y_shape,
+                         std::vector<std::pair<std::string, Attribute>> attributes) {
+  auto x = random_values(count_of(x_shape), 52);
+  const auto expected = pool_reference(kind, x, x_shape, kernel, window, pads_end, y_shape);
+  for (int64_t block : {int64_t{8}, int64_t{16}, OneNode::kChannelsLast}) {
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(fmt::format("block {}, {} thread(s)", block, threads));
+      OneNode node(op);
+      node.input(x_shape, x).ints("kernel_shape", kernel);
+      for (auto& [name, value] : attributes) node.attr(name, value);
+      auto pool = node.prepare(/*blocked_outputs_allowed=*/true, threads, true, block);
+      EXPECT_EQ(pool->implementation() == "cleave:avx2", pool_loops_available())
+          << pool->implementation();
+      // The loops keep the input's layout (oneDNN's reference average gives plain output).
+      if (pool_loops_available()) {
+        ASSERT_TRUE(pool->output_specs()[0].layout);
+      }
+      expect_near(node.run_prepared(*pool), y_shape, expected);
+    }
+  }
+}
+
+TEST(PoolLoops, MaxCeilModeWithPaddedLastBlock) {
+  // googlenet's pools: 3x3 stride 2 with ceil_mode; 20 channels leave a block part empty.
+  run_pool_in_layouts(
+      "MaxPool", Pool::kMax, {2, 20, 10, 10}, {3, 3}, {{2, 2}, {1, 1}, {0, 0}}, {0, 0},
+      {2, 20, 5, 5},
+      {{"strides", Attribute::of_ints({2, 2})}, {"ceil_mode", Attribute::of_int(1)}});
+}
+
+TEST(PoolLoops, MaxAsymmetricPadsAndDilation) {
+  run_pool_in_layouts("MaxPool", Pool::kMax, {1, 24, 7, 8}, {2, 3}, {{1, 2}, {2, 1}, {1, 0}},
+                      {0, 2}, {1, 24, 6, 4},
+                      {{"strides", Attribute::of_ints({1, 2})},
+                       {"dilations", Attribute::of_ints({2, 1})},
+                       {"pads", Attribute::of_ints({1, 0, 0, 2})}});
+}
+
+TEST(PoolLoops, AverageExcludingPads) {
+  run_pool_in_layouts("AveragePool", Pool::kAverageExcludePad, {2, 16, 6, 6}, {3, 3},
+                      {{1, 1}, {1, 1}, {1, 1}}, {1, 1}, {2, 16, 6, 6},
+                      {{"pads", Attribute::of_ints({1, 1, 1, 1})}});
+}
+
+TEST(PoolLoops, AverageCountingExplicitPadsButNotCeilModesOverhang) {
+  // 6 + 2 pads, kernel 3, stride 2, ceil: 4 outputs; the last window reaches 1 past the pad.
+  run_pool_in_layouts("AveragePool", Pool::kAverageIncludePad, {1, 12, 6, 6}, {3, 3},
+                      {{2, 2}, {1, 1}, {1, 1}}, {1, 1}, {1, 12, 4, 4},
+                      {{"strides", Attribute::of_ints({2, 2})},
+                       {"pads", Attribute::of_ints({1, 1, 1, 1})},
+                       {"ceil_mode", Attribute::of_int(1)},
+                       {"count_include_pad", Attribute::of_int(1)}});
+}
+
+TEST(PoolLoops, OutputComesBackPlainWhenTheConsumerAsks) {
+  auto x = random_values(2 * 20 * 6 * 6, 53);
+  OneNode node("MaxPool");
+  node.input({2, 20, 6, 6}, x).ints("kernel_shape", {2, 2}).ints("strides", {2, 2});
+  auto pool = node.prepare(/*blocked_outputs_allowed=*/false, 1, true, 8);
+  EXPECT_FALSE(pool->output_specs()[0].layout);
+  expect_near(node.run_prepared(*pool), {2, 20, 3, 3},
+              pool_reference(Pool::kMax, x, {2, 20, 6, 6}, {2, 2}, {{2, 2}, {1, 1}, {0, 0}}, {0, 0},
+                             {2, 20, 3, 3}));
+}
+
+TEST(PoolLoops, AreUsedExactlyWhereTheVectorCodeIsAvx2) {
+  EXPECT_EQ(pool_loops_available(), vector_isa() == VectorIsa::kAvx2);
+}
+
+TEST(PoolLoops, GlobalAndPlainPoolsStayOnOneDnn) {
+  OneNode global("GlobalAveragePool");
+  global.input({1, 16, 4, 4}, random_values(256, 54));
+  EXPECT_FALSE(global.prepare(true, 1, true, 8)->implementation().starts_with("cleave:"));
+  OneNode plain("MaxPool");
+  plain.input({1, 16, 4, 4}, random_values(256, 54)).ints("kernel_shape", {2, 2});
+  EXPECT_FALSE(plain.prepare(true, 1, false)->implementation().starts_with("cleave:"));
 }
 
 TEST(DnnlMaxPool, IndicesOutputIsUnsupported) {

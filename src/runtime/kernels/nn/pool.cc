@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "runtime/kernels/dnnl_util.h"
+#include "runtime/kernels/nn/pool_loops.h"
 #include "runtime/kernels/registration.h"
 
 namespace cleave {
@@ -65,10 +66,52 @@ void average_pool_reference(const float* in, float* out, const std::vector<int64
   }
 }
 
+// The shape cleave's own loops pool: on AVX2, a 2-D float input in 8- or 16-channel blocks or
+// channels last (oneDNN's AVX2 pooling kernel is slow on Intel cores, pool_loops.cc). nullopt
+// otherwise.
+std::optional<PoolLoopShape> loop_shape(const Tensor& x, const WindowGeometry& g) {
+  if (!pool_loops_available() || x.rank() != 4 || !x.is_blocked() ||
+      x.dtype() != DataType::kFloat) {
+    return std::nullopt;
+  }
+  using Tag = memory::format_tag;
+  const memory::desc given = desc_of(x);
+  const memory::dims dims = to_dnnl_dims(x.shape());
+  PoolLoopShape s;
+  const int64_t channels = x.dim(1);
+  if (given == memory::desc(dims, memory::data_type::f32, Tag::aBcd8b)) {
+    s.lanes = 8;
+  } else if (given == memory::desc(dims, memory::data_type::f32, Tag::aBcd16b)) {
+    s.lanes = 16;
+  } else if (given == memory::desc(dims, memory::data_type::f32, Tag::acdb)) {
+    s.lanes = channels;
+  } else {
+    return std::nullopt;
+  }
+  s.groups = (channels + s.lanes - 1) / s.lanes;
+  s.batch = x.dim(0);
+  s.in_h = x.dim(2);
+  s.in_w = x.dim(3);
+  s.out_h = g.output[0];
+  s.out_w = g.output[1];
+  s.kernel_h = g.kernel[0];
+  s.kernel_w = g.kernel[1];
+  s.stride_h = g.strides[0];
+  s.stride_w = g.strides[1];
+  s.dilation_h = g.dilations.empty() ? 1 : g.dilations[0];
+  s.dilation_w = g.dilations.empty() ? 1 : g.dilations[1];
+  s.pad_top = g.pads_begin[0];
+  s.pad_left = g.pads_begin[1];
+  s.pad_bottom = g.pads_end[0];
+  s.pad_right = g.pads_end[1];
+  return s;
+}
+
 class PoolKernel : public Kernel {
  public:
-  PoolKernel(const KernelContext& context, PoolKind kind, const WindowGeometry& g,
-             bool include_pad) {
+  // `global` pools keep oneDNN's kernel, which reduces a whole plane well on every CPU.
+  PoolKernel(const KernelContext& context, PoolKind kind, const WindowGeometry& g, bool include_pad,
+             bool global = false) {
     const Tensor& x = context.input(0);
     output_count_ = std::max<std::size_t>(1, context.node.outputs.size());
     spec_.shape = {x.dim(0), x.dim(1)};
@@ -78,10 +121,11 @@ class PoolKernel : public Kernel {
       return;
     }
     memory::desc given = desc_of(x);
+    std::optional<PoolLoopShape> loops = global ? std::nullopt : loop_shape(x, g);
     bool extra_end_pad = false;
     for (std::size_t i = 0; i < g.output.size(); ++i)
       extra_end_pad = extra_end_pad || g.dnnl_pads_end[i] > g.pads_end[i];
-    if (kind == PoolKind::kAverage && include_pad && extra_end_pad) {
+    if (!loops && kind == PoolKind::kAverage && include_pad && extra_end_pad) {
       geometry_ = g;
       input_shape_ = x.shape();
       reference_ = true;
@@ -91,36 +135,48 @@ class PoolKernel : public Kernel {
       }
       return;
     }
-    dnnl::algorithm algorithm = kind == PoolKind::kMax ? dnnl::algorithm::pooling_max
-                                : include_pad ? dnnl::algorithm::pooling_avg_include_padding
-                                              : dnnl::algorithm::pooling_avg_exclude_padding;
-    // A blocked input keeps its layout through the pooling (oneDNN pools blocked data in place
-    // of the layout); a plain one stays plain.
-    memory::desc destination = x.is_blocked() ? any_desc(spec_.shape) : plain_desc(spec_.shape);
-    dnnl::pooling_v2_forward::desc desc(
-        dnnl::prop_kind::forward_inference, algorithm, given, destination,
-        memory::dims(g.strides.begin(), g.strides.end()),
-        memory::dims(g.kernel.begin(), g.kernel.end()), g.dnnl_dilations(),
-        memory::dims(g.pads_begin.begin(), g.pads_begin.end()),
-        memory::dims(g.dnnl_pads_end.begin(), g.dnnl_pads_end.end()));
-    dnnl::pooling_v2_forward::primitive_desc descriptor(desc, kernel_attr(), context.engine);
-    step_ = DnnlStep(dnnl::pooling_v2_forward(descriptor), descriptor, context.engine);
-    step_.declare(DNNL_ARG_SRC, descriptor.src_desc());
-    step_.declare(DNNL_ARG_DST, descriptor.dst_desc());
-    std::optional<memory::desc> layout = recorded_layout(descriptor.dst_desc(), spec_.shape);
+    memory::desc produced;
+    if (loops) {
+      loops_ = loops;
+      loop_kind_ = kind == PoolKind::kMax ? PoolLoopKind::kMax
+                   : include_pad          ? PoolLoopKind::kAverageIncludePad
+                                          : PoolLoopKind::kAverageExcludePad;
+      threads_ = context.threads;
+      produced = *same_layout_for(given, spec_.shape);
+      implementation_ = "cleave:avx2";
+    } else {
+      dnnl::algorithm algorithm = kind == PoolKind::kMax ? dnnl::algorithm::pooling_max
+                                  : include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                                : dnnl::algorithm::pooling_avg_exclude_padding;
+      // A blocked input keeps its layout through the pooling (oneDNN pools blocked data in
+      // place of the layout); a plain one stays plain.
+      memory::desc destination = x.is_blocked() ? any_desc(spec_.shape) : plain_desc(spec_.shape);
+      dnnl::pooling_v2_forward::desc desc(
+          dnnl::prop_kind::forward_inference, algorithm, given, destination,
+          memory::dims(g.strides.begin(), g.strides.end()),
+          memory::dims(g.kernel.begin(), g.kernel.end()), g.dnnl_dilations(),
+          memory::dims(g.pads_begin.begin(), g.pads_begin.end()),
+          memory::dims(g.dnnl_pads_end.begin(), g.dnnl_pads_end.end()));
+      dnnl::pooling_v2_forward::primitive_desc descriptor(desc, kernel_attr(), context.engine);
+      step_ = DnnlStep(dnnl::pooling_v2_forward(descriptor), descriptor, context.engine);
+      step_.declare(DNNL_ARG_SRC, descriptor.src_desc());
+      step_.declare(DNNL_ARG_DST, descriptor.dst_desc());
+      produced = descriptor.dst_desc();
+      implementation_ = step_.implementation();
+    }
+    std::optional<memory::desc> layout = recorded_layout(produced, spec_.shape);
     if (layout && !context.blocked_outputs_allowed) {
       // Pooled channel blocks of one pixel may already lie in plain order.
-      if (!holds_plain_bytes(descriptor.dst_desc(), spec_.shape)) {
-        output_buffer_ = std::make_shared<Buffer>(descriptor.dst_desc().get_size());
-        output_reorder_ =
-            LayoutReorder(descriptor.dst_desc(), plain_desc(spec_.shape), context.engine);
+      if (!holds_plain_bytes(produced, spec_.shape)) {
+        output_buffer_ = std::make_shared<Buffer>(produced.get_size());
+        output_reorder_ = LayoutReorder(produced, plain_desc(spec_.shape), context.engine);
       }
       layout.reset();
     }
     spec_.layout = layout;
   }
 
-  std::string implementation() const override { return step_.implementation(); }
+  std::string implementation() const override { return implementation_; }
   std::vector<OutputSpec> output_specs() const override {
     std::vector<OutputSpec> specs(output_count_, spec_);
     // An unread Indices output still gets a buffer; nothing is written to it.
@@ -144,9 +200,14 @@ class PoolKernel : public Kernel {
       return;
     }
     void* destination = output_buffer_ ? output_buffer_->data() : outputs[0]->raw();
-    step_.set(DNNL_ARG_SRC, inputs[0]->raw());
-    step_.set(DNNL_ARG_DST, destination);
-    step_.execute(stream);
+    if (loops_) {
+      pool_loops(loop_kind_, static_cast<const float*>(inputs[0]->raw()),
+                 static_cast<float*>(destination), *loops_, threads_);
+    } else {
+      step_.set(DNNL_ARG_SRC, inputs[0]->raw());
+      step_.set(DNNL_ARG_DST, destination);
+      step_.execute(stream);
+    }
     if (output_buffer_) output_reorder_.run(destination, outputs[0]->raw(), stream);
   }
 
@@ -155,6 +216,10 @@ class PoolKernel : public Kernel {
   std::size_t output_count_ = 1;
   bool empty_ = false;
   DnnlStep step_;
+  std::optional<PoolLoopShape> loops_;
+  PoolLoopKind loop_kind_ = PoolLoopKind::kMax;
+  int threads_ = 1;
+  std::string implementation_;
   std::shared_ptr<Buffer> output_buffer_;
   LayoutReorder output_reorder_;
   bool reference_ = false;
@@ -209,7 +274,7 @@ std::unique_ptr<Kernel> create_global_pool(const KernelContext& context, PoolKin
   g.pads_end.assign(n, 0);
   g.dnnl_pads_end.assign(n, 0);
   g.output.assign(n, 1);
-  return std::make_unique<PoolKernel>(context, kind, g, false);
+  return std::make_unique<PoolKernel>(context, kind, g, false, true);
 }
 
 }  // namespace
