@@ -156,7 +156,7 @@ int run_model(const RunSettings& settings) {
   // (a shell pipeline's `| python3 ...`) are then past their start-up.
   Graph loaded = load_model(settings.model, load);
   if (adapt && (settings.threads > 1 || !settings.plan.empty())) {
-    host_load = sample_host_load();
+    host_load = sample_lasting_host_load();
     if (settings.plan.empty())
       threads = threads_for(settings.threads, host_load);
     else

@@ -10,6 +10,7 @@
 
 #include "codegen/static_program.h"
 #include "runtime/tensor.h"
+#include "runtime/wait_policy.h"
 
 namespace cleave {
 
@@ -21,12 +22,15 @@ struct ProgramMainOptions {
   int repeat = 1;
   uint64_t seed = 0;
   bool json = false;
+  /// One-process programs only (--fixed-threads): keep the plan's intra-op threads even when
+  /// other processes hold the cores (as CLEAVE_FIXED_THREADS does).
+  bool fixed_threads = false;
   double rank_timeout = 60;  ///< Rank programs only (--rank-timeout).
 };
 
 /// Parses `cleave run`'s options (--input, --output-dir, --warmup, --repeat, --seed, --json)
-/// and --weights; --rank-timeout too when `ranks`. Sets `help` for --help/-h. Throws Error
-/// naming the option for anything else or a bad value.
+/// and --weights; --rank-timeout too when `ranks`, else --fixed-threads. Sets `help` for --help/-h.
+/// Throws Error naming the option for anything else or a bad value.
 ProgramMainOptions parse_program_options(int argc, char** argv, bool ranks, bool& help);
 
 /// The usage text of a generated executable called `name`.
@@ -46,6 +50,12 @@ std::vector<Tensor> program_output_buffers(const StaticProgramTables& tables);
 int report_program_run(const StaticProgramTables& tables, const ProgramMainOptions& options,
                        const std::vector<Tensor>& outputs, const std::vector<double>& latencies,
                        std::size_t baseline_rss, const nlohmann::json& extra);
+
+/// Intra-op threads per worker for a one-process program on a host in this state: the plan's
+/// while the cores other processes leave free hold them, else fewer, down to one (as `cleave
+/// run --plan` does, plan_threads_for). A generated program cannot fold its workers onto fewer
+/// threads: each keeps its own. `fixed` keeps the plan's.
+int program_threads_per_worker(const StaticProgramTables& tables, bool fixed, const HostLoad& load);
 
 /// The process's resident-memory high-water mark.
 std::size_t process_peak_rss_bytes();

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -79,6 +80,8 @@ ProgramMainOptions parse_program_options(int argc, char** argv, bool ranks, bool
       options.seed = static_cast<uint64_t>(parse_count(arg, next(), 0));
     } else if (arg == "--json") {
       options.json = true;
+    } else if (!ranks && arg == "--fixed-threads") {
+      options.fixed_threads = true;
     } else if (ranks && arg == "--rank-timeout") {
       options.rank_timeout = parse_seconds(arg, next());
     } else {
@@ -95,7 +98,11 @@ std::string program_usage(const std::string& name, bool ranks) {
       "Runs the generated model once per --repeat (after --warmup untimed runs) and prints its\n"
       "latency. Inputs not given are seeded random values, the same as `cleave run --seed S`.\n"
       "--weights defaults to the weights file next to the executable.{}\n",
-      ranks ? "mpirun -np N " : "", name, ranks ? " [--rank-timeout S]" : "",
+      ranks ? "mpirun -np N " : "", name,
+      ranks ? " [--rank-timeout S]"
+            : " [--fixed-threads]\n"
+              "Each worker runs with fewer intra-op threads than the plan's while other processes\n"
+              "hold the cores; --fixed-threads (or CLEAVE_FIXED_THREADS set) keeps the plan's.",
       ranks ? "\nEvery rank runs its part of the plan; rank 0 reads the inputs, gathers the\n"
               "outputs and reports. --rank-timeout (default 60 s) bounds each wait for a peer."
             : "");
@@ -182,6 +189,14 @@ int report_program_run(const StaticProgramTables& tables, const ProgramMainOptio
       report["latency_ms"]["min"].get<double>(), report["latency_ms"]["median"].get<double>(),
       options.repeat, tables.workers, extra.contains("ranks") ? "rank" : "worker",
       tables.threads_per_worker);
+  if (extra.contains("ran_threads_per_worker") &&
+      extra["ran_threads_per_worker"].get<int>() != tables.threads_per_worker) {
+    fmt::print(
+        "threads    ran with {} per worker: {} other runnable thread(s) on {} core(s) "
+        "(--fixed-threads keeps the plan's)\n",
+        extra["ran_threads_per_worker"].get<int>(), extra["host_load"]["other_runnable"].get<int>(),
+        extra["host_load"]["cores"].get<int>());
+  }
   fmt::print("memory     arena {:.2f} MiB, process peak RSS {:.1f} MiB\n",
              tables.arena_bytes / 1048576.0, process_peak_rss_bytes() / 1048576.0);
   for (const auto& entry : output_list) {
@@ -190,6 +205,12 @@ int report_program_run(const StaticProgramTables& tables, const ProgramMainOptio
                entry.contains("file") ? " -> " + entry["file"].get<std::string>() : "");
   }
   return 0;
+}
+
+int program_threads_per_worker(const StaticProgramTables& tables, bool fixed,
+                               const HostLoad& load) {
+  if (fixed) return tables.threads_per_worker;
+  return plan_threads_for(tables.workers, tables.threads_per_worker, load).threads_per_worker;
 }
 
 namespace {
@@ -204,6 +225,18 @@ int run_main(const StaticProgramTables& tables, const ProgramMainOptions& option
   std::vector<Tensor> outputs = program_output_buffers(tables);
   std::vector<void*> output_pointers;
   for (Tensor& output : outputs) output_pointers.push_back(output.raw());
+  // The plan's threads only while other processes leave the cores free: a team whose thread
+  // waits for a core makes every barrier wait (docs/results/load.md). Sampled once the weights
+  // and inputs are read, as `cleave run` does: a process started beside this one (the reader
+  // of its output in a pipeline) is busy only for its first milliseconds.
+  nlohmann::json extra = nlohmann::json::object();
+  if (!options.fixed_threads && std::getenv("CLEAVE_FIXED_THREADS") == nullptr) {
+    const HostLoad load = sample_lasting_host_load();
+    const int threads = program_threads_per_worker(tables, false, load);
+    program.set_threads_per_worker(threads);
+    extra["ran_threads_per_worker"] = threads;
+    extra["host_load"] = {{"other_runnable", load.other_runnable}, {"cores", load.cores}};
+  }
   for (int i = 0; i < options.warmup; ++i)
     program.run(input_pointers.data(), output_pointers.data());
   std::vector<double> latencies;
@@ -214,8 +247,7 @@ int run_main(const StaticProgramTables& tables, const ProgramMainOptions& option
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
   }
-  return report_program_run(tables, options, outputs, latencies, baseline_rss,
-                            nlohmann::json::object());
+  return report_program_run(tables, options, outputs, latencies, baseline_rss, extra);
 }
 
 }  // namespace

@@ -93,6 +93,7 @@ struct StaticProgram::Impl {
   };
 
   const StaticProgramTables& tables;
+  int threads_per_worker = 1;  // The tables' count unless set_threads_per_worker lowered it.
   Graph graph;
   ConvolutionFamily family = ConvolutionFamily::kBlocked;
   MappedFile weights;
@@ -114,6 +115,7 @@ struct StaticProgram::Impl {
 
   Impl(const StaticProgramTables& t, const std::string& weights_path)
       : tables(t),
+        threads_per_worker(std::max(1, t.threads_per_worker)),
         graph(parse_graph(t.graph_text)),
         weights(weights_path, t.weights_bytes),
         arena(static_cast<std::size_t>(std::max<int64_t>(t.arena_bytes, 1))) {
@@ -172,7 +174,7 @@ struct StaticProgram::Impl {
                           step.inputs,
                           step.constant,
                           engine,
-                          tables.threads_per_worker,
+                          threads_per_worker,
                           step.blocked_outputs_allowed,
                           tables.blocked_layouts ? family : ConvolutionFamily::kBlocked};
     step.kernel = step.info->create(context);
@@ -247,7 +249,6 @@ struct StaticProgram::Impl {
       }
     }
     pin_to(cores);
-    omp_set_num_threads(std::max(1, tables.threads_per_worker));
     int64_t seen = 0;
     while (true) {
       {
@@ -256,6 +257,7 @@ struct StaticProgram::Impl {
         if (shutting_down) return;
         seen = run_number;
       }
+      omp_set_num_threads(threads_per_worker);
       run_worker(worker);
       std::lock_guard lock(mutex);
       ++finished;
@@ -283,6 +285,11 @@ StaticProgram::~StaticProgram() {
     impl_->changed.notify_all();
   }
   for (auto& thread : impl_->threads) thread.join();
+}
+
+void StaticProgram::set_threads_per_worker(int threads) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->threads_per_worker = std::max(1, threads);
 }
 
 const StaticProgramTables& StaticProgram::tables() const {
@@ -320,7 +327,7 @@ void StaticProgram::run_worker_here(int worker, const std::function<void()>& fun
     s.failure.clear();
     ++s.run_number;
   }
-  omp_set_num_threads(std::max(1, s.tables.threads_per_worker));
+  omp_set_num_threads(s.threads_per_worker);
   try {
     function();
   } catch (const std::exception& e) {
@@ -344,7 +351,7 @@ void StaticProgram::run(const void* const* inputs, void* const* outputs) {
   }
   if (s.tables.workers == 1) {
     // One worker runs on the caller's thread and OpenMP pool, as `cleave run` does.
-    omp_set_num_threads(std::max(1, s.tables.threads_per_worker));
+    omp_set_num_threads(s.threads_per_worker);
     s.run_worker(0);
   }
   if (s.failed) throw Error(s.failure);

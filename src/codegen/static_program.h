@@ -77,6 +77,11 @@ class StaticProgram {
   StaticProgram(const StaticProgram&) = delete;
   StaticProgram& operator=(const StaticProgram&) = delete;
 
+  /// Intra-op threads per worker from the next run on, in place of the tables' count: valid
+  /// only before the first run, which prepares the kernels with it (a program's main lowers it
+  /// while other processes hold the cores).
+  void set_threads_per_worker(int threads);
+
   /// One run: copies the inputs (graph input order) into the arena, runs every worker's
   /// function, copies the outputs (graph output order) out. Buffers hold the planned bytes
   /// of each value. Throws Error naming the step when a kernel fails; the first run also

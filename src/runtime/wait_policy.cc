@@ -81,6 +81,21 @@ HostLoad sample_host_load() {
   return load;
 }
 
+HostLoad lasting_host_load(const std::function<HostLoad()>& sample,
+                           const std::function<void()>& wait) {
+  HostLoad first = sample();
+  if (first.other_runnable == 0) return first;
+  wait();
+  HostLoad second = sample();
+  second.other_runnable = std::min(first.other_runnable, second.other_runnable);
+  return second;
+}
+
+HostLoad sample_lasting_host_load() {
+  return lasting_host_load(sample_host_load,
+                           [] { std::this_thread::sleep_for(std::chrono::milliseconds(50)); });
+}
+
 std::vector<EnvironmentSetting> default_wait_policy(
     const std::function<const char*(const char*)>& lookup, const HostLoad& load) {
   // A user who set either has chosen how threads wait; an empty value counts as a choice too.

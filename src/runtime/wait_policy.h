@@ -64,6 +64,16 @@ PlanThreads plan_threads_for(int workers, int threads_per_worker, const HostLoad
 /// cores in this process's affinity mask. Zero other threads when /proc cannot be read.
 HostLoad sample_host_load();
 
+/// The load that lasts: when `sample` sees other runnable threads, `wait` (about 50 ms), a second
+/// sample, and the lower count of the two. A process started beside this one (the reader of its
+/// output in a pipeline: `cleave run --json | python3`) holds a core for its first tens of
+/// milliseconds only.
+HostLoad lasting_host_load(const std::function<HostLoad()>& sample,
+                           const std::function<void()>& wait);
+
+/// lasting_host_load over sample_host_load, waiting 50 ms: what thread counts follow.
+HostLoad sample_lasting_host_load();
+
 /// What the cleave command sets before libgomp reads its environment: GOMP_SPINCOUNT (to the
 /// count for `load`), unless the user set OMP_WAIT_POLICY or GOMP_SPINCOUNT (to anything, even
 /// empty), in which case nothing. `lookup` returns a variable's value or nullptr when it is

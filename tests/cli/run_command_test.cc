@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../busy_processes.h"
 #include "command_fixture.h"
 
 namespace cleave {
@@ -140,29 +141,6 @@ TEST_F(RunCommandTest, StatsListEachOpsImplementations) {
   for (const auto& entry : report["ops"]) op_nodes += entry["nodes"].get<int>();
   EXPECT_EQ(all_nodes, op_nodes);
 }
-
-/// `count` processes that keep a core busy each (`yes`, unpinned), stopped when it goes.
-class BusyProcesses {
- public:
-  explicit BusyProcesses(long count) {
-    for (long i = 0; i < count; ++i) {
-      pid_t pid = fork();
-      if (pid == 0) {
-        freopen("/dev/null", "w", stdout);
-        execlp("yes", "yes", static_cast<char*>(nullptr));
-        _exit(127);
-      }
-      if (pid > 0) pids_.push_back(pid);
-    }
-  }
-  ~BusyProcesses() {
-    for (pid_t pid : pids_) kill(pid, SIGKILL);
-    for (pid_t pid : pids_) waitpid(pid, nullptr, 0);
-  }
-
- private:
-  std::vector<pid_t> pids_;
-};
 
 // With every core held by another process, a run asked for 2 threads takes 1 and says why;
 // --fixed-threads keeps 2. (The test binaries set CLEAVE_FIXED_THREADS for the commands they

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <random>
 
+#include "../busy_processes.h"
 #include "codegen_fixture.h"
 
 namespace cleave {
@@ -101,6 +102,34 @@ TEST_F(CodegenCpp, GeneratedProgramBuildsAndMatchesCleaveRunBitForBit) {
   CommandOutput bad = shell("gen/build/model_run --weights short.bin");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.text.find("short.bin"), std::string::npos) << bad.text;
+}
+
+// With every core held by other processes, a generated program's worker runs on one thread and
+// says so; --fixed-threads keeps the two it was generated with. (The test binaries set
+// CLEAVE_FIXED_THREADS for the commands they start, test_environment.cc; these go without it.)
+TEST_F(CodegenCpp, GeneratedProgramTakesOnlyTheCoresOtherProcessesLeaveFree) {
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores > 8)
+    GTEST_SKIP() << "fills every core with a busy process: wants at most 8, has " << cores;
+  write_model(kTwoBranchModel, path("m.onnx"));
+  CommandOutput generated =
+      cleave("codegen m.onnx --threads 2 --lang cpp --layouts blocked -o gen");
+  ASSERT_EQ(generated.exit_code, 0) << generated.text;
+  CommandOutput build = shell(
+      "cmake -S gen -B gen/build -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build gen/build");
+  ASSERT_EQ(build.exit_code, 0) << build.text;
+  BusyProcesses busy(cores + 1);
+  CommandOutput adapted = shell("env -u CLEAVE_FIXED_THREADS gen/build/model_run --json");
+  ASSERT_EQ(adapted.exit_code, 0) << adapted.text;
+  EXPECT_NE(adapted.text.find("\"ran_threads_per_worker\": 1"), std::string::npos) << adapted.text;
+  EXPECT_NE(adapted.text.find("\"threads_per_worker\": 2"), std::string::npos);
+  EXPECT_NE(adapted.text.find("\"host_load\""), std::string::npos);
+  CommandOutput text = shell("env -u CLEAVE_FIXED_THREADS gen/build/model_run");
+  EXPECT_NE(text.text.find("ran with 1 per worker"), std::string::npos) << text.text;
+  CommandOutput fixed =
+      shell("env -u CLEAVE_FIXED_THREADS gen/build/model_run --fixed-threads --json");
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.text;
+  EXPECT_EQ(fixed.text.find("ran_threads_per_worker"), std::string::npos) << fixed.text;
 }
 
 TEST_F(CodegenCpp, GeneratedStreamProgramBuildsAndMatchesCleaveStreamRunBitForBit) {

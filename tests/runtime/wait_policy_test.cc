@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace cleave {
 namespace {
@@ -100,6 +101,30 @@ TEST(WaitPolicy, SamplesThisHostsCoresAndLoad) {
   HostLoad load = sample_host_load();
   EXPECT_GE(load.cores, 1);
   EXPECT_GE(load.other_runnable, 0);
+}
+
+TEST(LastingHostLoad, AnIdleFirstSampleIsTakenWithoutWaiting) {
+  int waits = 0;
+  HostLoad load = lasting_host_load([] { return HostLoad{0, 2}; }, [&] { ++waits; });
+  EXPECT_EQ(load.other_runnable, 0);
+  EXPECT_EQ(waits, 0);
+}
+
+TEST(LastingHostLoad, AThreadGoneBeforeTheSecondSampleDoesNotCount) {
+  std::vector<HostLoad> samples = {{1, 2}, {0, 2}};
+  std::size_t next = 0;
+  int waits = 0;
+  HostLoad load = lasting_host_load([&] { return samples.at(next++); }, [&] { ++waits; });
+  EXPECT_EQ(load.other_runnable, 0);
+  EXPECT_EQ(waits, 1);
+}
+
+TEST(LastingHostLoad, LoadSeenTwiceCountsAtItsLower) {
+  std::vector<HostLoad> samples = {{3, 2}, {2, 2}};
+  std::size_t next = 0;
+  HostLoad load = lasting_host_load([&] { return samples.at(next++); }, [] {});
+  EXPECT_EQ(load.other_runnable, 2);
+  EXPECT_EQ(load.cores, 2);
 }
 
 }  // namespace
