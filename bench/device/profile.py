@@ -87,6 +87,7 @@ def main() -> None:
             f"{r['op']} {r['implementation']} {r['ms_per_run']:.3f} ms" for r in
             sorted(c["impls"], key=lambda r: -r["ms_per_run"])[:8]), ""]
         print("\n".join(lines[first:]), flush=True)
+        Path(args.out).mkdir(parents=True, exist_ok=True)
         Path(args.out, "profile.md").write_text("\n".join(lines) + "\n")
 
 
