@@ -65,8 +65,7 @@ TEST_F(CodegenCpp, GeneratedProgramBuildsAndMatchesCleaveRunBitForBit) {
   EXPECT_NE(worker.find("p.send("), std::string::npos);
   EXPECT_NE(worker.find("p.receive("), std::string::npos);
 
-  CommandOutput build = shell(
-      "cmake -S gen -B gen/build -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build gen/build");
+  CommandOutput build = build_generated();
   ASSERT_EQ(build.exit_code, 0) << build.text;
   EXPECT_TRUE(fs::exists(path("gen/build/libmodel.a")));
 
@@ -115,8 +114,7 @@ TEST_F(CodegenCpp, GeneratedProgramTakesOnlyTheCoresOtherProcessesLeaveFree) {
   CommandOutput generated =
       cleave("codegen m.onnx --threads 2 --lang cpp --layouts blocked -o gen");
   ASSERT_EQ(generated.exit_code, 0) << generated.text;
-  CommandOutput build = shell(
-      "cmake -S gen -B gen/build -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build gen/build");
+  CommandOutput build = build_generated();
   ASSERT_EQ(build.exit_code, 0) << build.text;
   BusyProcesses busy(cores + 1);
   CommandOutput adapted = shell("env -u CLEAVE_FIXED_THREADS gen/build/model_run --json");
@@ -156,8 +154,7 @@ TEST_F(CodegenCpp, GeneratedStreamProgramBuildsAndMatchesCleaveStreamRunBitForBi
   EXPECT_NE(source.find("model_net->fire("), std::string::npos) << source;
   EXPECT_NE(source.find("stream_round_robin_split("), std::string::npos) << source;
   EXPECT_NE(source.find("void steady_state() {"), std::string::npos) << source;
-  CommandOutput build = shell(
-      "cmake -S gen -B gen/build -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build gen/build");
+  CommandOutput build = build_generated();
   ASSERT_EQ(build.exit_code, 0) << build.text;
   // 5 items: the init, whole iterations; 12 items: the input repeated, as --items does.
   for (const std::string items : {"", " --items 12"}) {
@@ -192,8 +189,7 @@ TEST_F(CodegenCpp, ModelConversionWithMixedItemsFromItsStreamitTextMatchesCleave
   CommandOutput generated = cleave("codegen m.onnx --stream st/stream.cc --lang cpp -o gen");
   ASSERT_EQ(generated.exit_code, 0) << generated.text;
   EXPECT_NE(generated.text.find("(1 of mixed items)"), std::string::npos) << generated.text;
-  CommandOutput build = shell(
-      "cmake -S gen -B gen/build -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build gen/build");
+  CommandOutput build = build_generated();
   ASSERT_EQ(build.exit_code, 0) << build.text;
   CommandOutput run = shell("gen/build/stream_run --input x=items.npy --output-dir out");
   ASSERT_EQ(run.exit_code, 0) << run.text;

@@ -125,6 +125,11 @@ class CodegenFixture : public ::testing::Test {
   CommandOutput cleave(const std::string& arguments) const {
     return shell(std::string(CLEAVE_BINARY) + " " + arguments);
   }
+  /// Builds the generated folder gen/ (its CMake project) into gen/build.
+  CommandOutput build_generated() const {
+    return shell(
+        "cmake -S gen -B gen/build -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build gen/build");
+  }
   /// Writes embed.c (`source`, a C program over gen/'s C API) with kEmbedCMake beside it and
   /// x.npy's bytes as x.raw, and builds it into embed_build/embed.
   CommandOutput build_embedding(const char* source) const {

@@ -72,8 +72,7 @@ TEST_F(CodegenRanks, TwoRankProgramBuildsAndMatchesMpirunCleaveRunBitForBit) {
   CommandOutput generated =
       cleave("codegen m.onnx --plan plan.json --lang cpp --ranks --layouts blocked -o gen");
   ASSERT_EQ(generated.exit_code, 0) << generated.text;
-  CommandOutput build = shell(
-      "cmake -S gen -B gen/build -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build gen/build");
+  CommandOutput build = build_generated();
   ASSERT_EQ(build.exit_code, 0) << build.text;
 
   CommandOutput run = mpirun(2, "gen/build/model_run --input x=x.npy --output-dir out --repeat 3");
