@@ -26,7 +26,7 @@ const flags = parseFlags(process.argv.slice(2), {
 // "gemm" is a convolution run as im2col + sgemm, the fallback of convolutions no jit kernel
 // takes; a MatMul's or Gemm's `gemm:jit` is oneDNN's jit sgemm, its AVX2 matmul, so "jit".
 function family(op, implementation) {
-  if (implementation === "cleave") return "cleave";
+  if (implementation === "cleave" || implementation.startsWith("cleave:")) return "cleave";
   if (implementation.startsWith("ref") || implementation.includes(":ref")) return "ref";
   if (implementation.includes("gemm") && op.startsWith("Conv")) return "gemm";
   return "jit";
