@@ -1,5 +1,6 @@
 #!/bin/bash
-# Build check: each of cleave's per-ISA float loops (fast_math.cc) is vector code for its ISA.
+# Build check: each of cleave's per-ISA float loops (fast_math.cc, pool_loops.cc) is vector
+# code for its ISA.
 # A loop left scalar still computes the right numbers, so no output test can see it; under
 # GCC's -ftrapping-math the AVX2 loops were scalar and EfficientNet-B0 ran 4x slower on AVX2.
 # Usage: vector_loops_check.sh path/to/libcleave_lib.a
@@ -25,5 +26,19 @@ for approximation in swish erf; do
       echo "ok: $loop for ${approximation}_approximation: $count instructions on $register"
     fi
   done
+done
+# The AVX2 pooling loops: maxima and sums on ymm registers (plain loops over float arrays were
+# left scalar there, so they are written with vector types).
+member=$(ar t "$library" | grep -x 'pool_loops.cc.o')
+(cd "$work" && ar x "$library" "$member")
+objdump -d -C --no-show-raw-insn "$work/$member" >"$work/pool_listing"
+for operation in vmaxps vaddps; do
+  count=$(grep -c "$operation .*%ymm" "$work/pool_listing" || true)
+  if [ "$count" -eq 0 ]; then
+    echo "FAIL: pool_loops.cc has no $operation on ymm registers (scalar code)"
+    failed=1
+  else
+    echo "ok: pool_loops.cc: $count $operation on ymm"
+  fi
 done
 exit $failed

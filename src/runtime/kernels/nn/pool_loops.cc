@@ -42,7 +42,7 @@ inline TapRange taps_inside(int64_t start, int64_t kernel, int64_t dilation, int
 // AVX2 were split into scalars; unaligned loads and stores go through memcpy.
 typedef float Float8 __attribute__((vector_size(32)));
 
-// Through a reference: returning a 32-byte vector from baseline code would change the ABI.
+// Through a reference, so that no 32-byte vector is a return value (GCC warns of its ABI).
 template <typename V>
 inline void load(V& v, const float* p) {
   __builtin_memcpy(&v, p, sizeof v);
