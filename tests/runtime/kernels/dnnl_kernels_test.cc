@@ -1066,27 +1066,29 @@ TEST(DnnlMaxPool, ThreeDimensional) {
            {0, 0, 0}, {1, 2, 2, 2, 2}, {{"strides", Attribute::of_ints({2, 2, 2})}});
 }
 
-// On AVX2, blocked and channels-last 2-D inputs pool in cleave's own loops (oneDNN's AVX2
-// pooling kernel is slow on Intel cores), elsewhere in oneDNN's: either way every layout, a
-// padded last block, two samples and two threads give the reference's values.
+// On AVX2, 2-D inputs pool in cleave's own loops (oneDNN's AVX2 pooling kernel is slow on Intel
+// cores, and has none for plain data), elsewhere in oneDNN's: either way every layout (blocks
+// of 8 and 16, channels last, plain), a padded last block, two samples and two threads give
+// the reference's values.
 void run_pool_in_layouts(const std::string& op, Pool kind, const Shape64& x_shape,
                          const Shape64& kernel, const Window& window, const Shape64& pads_end,
                          const Shape64& y_shape,
                          std::vector<std::pair<std::string, Attribute>> attributes) {
   auto x = random_values(count_of(x_shape), 52);
   const auto expected = pool_reference(kind, x, x_shape, kernel, window, pads_end, y_shape);
-  for (int64_t block : {int64_t{8}, int64_t{16}, OneNode::kChannelsLast}) {
+  constexpr int64_t kPlain = 0;
+  for (int64_t block : {int64_t{8}, int64_t{16}, OneNode::kChannelsLast, kPlain}) {
     for (int threads : {1, 2}) {
       SCOPED_TRACE(fmt::format("block {}, {} thread(s)", block, threads));
       OneNode node(op);
       node.input(x_shape, x).ints("kernel_shape", kernel);
       for (auto& [name, value] : attributes) node.attr(name, value);
-      auto pool = node.prepare(/*blocked_outputs_allowed=*/true, threads, true, block);
+      auto pool = node.prepare(/*blocked_outputs_allowed=*/true, threads, block != kPlain, block);
       EXPECT_EQ(pool->implementation() == "cleave:avx2", pool_loops_available())
           << pool->implementation();
       // The loops keep the input's layout (oneDNN's reference average gives plain output).
       if (pool_loops_available()) {
-        ASSERT_TRUE(pool->output_specs()[0].layout);
+        ASSERT_EQ(pool->output_specs()[0].layout.has_value(), block != kPlain);
       }
       expect_near(node.run_prepared(*pool), y_shape, expected);
     }
@@ -1140,13 +1142,23 @@ TEST(PoolLoops, AreUsedExactlyWhereTheVectorCodeIsAvx2) {
   EXPECT_EQ(pool_loops_available(), vector_isa() == VectorIsa::kAvx2);
 }
 
-TEST(PoolLoops, GlobalAndPlainPoolsStayOnOneDnn) {
+TEST(PoolLoops, StrideOneOverWideRowsTakesEightPixelsAtATime) {
+  // Plain rows of 21: whole windows in the middle go eight output pixels at a time, the edges
+  // and the rest one by one.
+  run_pool_in_layouts("MaxPool", Pool::kMax, {1, 9, 5, 21}, {3, 3}, {{1, 1}, {1, 1}, {1, 1}},
+                      {1, 1}, {1, 9, 5, 21}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}});
+  run_pool_in_layouts(
+      "AveragePool", Pool::kAverageIncludePad, {1, 9, 5, 21}, {3, 3}, {{1, 1}, {1, 1}, {1, 1}},
+      {1, 1}, {1, 9, 5, 21},
+      {{"pads", Attribute::of_ints({1, 1, 1, 1})}, {"count_include_pad", Attribute::of_int(1)}});
+  run_pool_in_layouts("AveragePool", Pool::kAverageExcludePad, {1, 3, 4, 19}, {2, 2},
+                      {{1, 1}, {1, 1}, {0, 0}}, {0, 0}, {1, 3, 3, 18}, {});
+}
+
+TEST(PoolLoops, GlobalPoolsStayOnOneDnn) {
   OneNode global("GlobalAveragePool");
   global.input({1, 16, 4, 4}, random_values(256, 54));
   EXPECT_FALSE(global.prepare(true, 1, true, 8)->implementation().starts_with("cleave:"));
-  OneNode plain("MaxPool");
-  plain.input({1, 16, 4, 4}, random_values(256, 54)).ints("kernel_shape", {2, 2});
-  EXPECT_FALSE(plain.prepare(true, 1, false)->implementation().starts_with("cleave:"));
 }
 
 TEST(DnnlMaxPool, IndicesOutputIsUnsupported) {

@@ -122,6 +122,31 @@ inline void pool_pixel(const float* plane, float* o, const PoolLoopShape& s, int
   }
 }
 
+// Plain (NCHW) data, stride 1: eight neighbouring output pixels of one channel whose K x K
+// windows lie inside the input, as one vector per tap (the taps of eight neighbours are eight
+// neighbouring inputs).
+template <PoolLoopKind Kind, int K>
+inline void pool_eight_plain(const float* plane, float* o, const PoolLoopShape& s, int64_t h0,
+                             int64_t w0) {
+  const float start = Kind == PoolLoopKind::kMax ? std::numeric_limits<float>::lowest() : 0.0f;
+  Float8 acc = Float8{} + start;
+  const float* corner = plane + h0 * s.in_w + w0;
+  for (int kh = 0; kh < K; ++kh) {
+    for (int kw = 0; kw < K; ++kw) {
+      Float8 x;
+      load(x, corner + kh * s.in_w + kw);
+      if constexpr (Kind == PoolLoopKind::kMax) {
+        acc = acc < x ? x : acc;
+      } else {
+        acc += x;
+      }
+    }
+  }
+  // A whole window inside the input counts K * K elements with or without the pads.
+  if constexpr (Kind != PoolLoopKind::kMax) acc /= static_cast<float>(K * K);
+  __builtin_memcpy(o, &acc, sizeof acc);
+}
+
 // Output rows [begin, end) of all batch * groups * out_h rows.
 template <PoolLoopKind Kind, int Lanes, int K>
 inline void pool_rows(const float* in, float* out, const PoolLoopShape& shape, int64_t begin,
@@ -136,9 +161,20 @@ inline void pool_rows(const float* in, float* out, const PoolLoopShape& shape, i
     float* o = out + row * out_row;
     const int64_t h0 = oh * s.stride_h - s.pad_top;
     const TapRange rows = taps_inside(h0, s.kernel_h, s.dilation_h, s.in_h);
-    for (int64_t ow = 0; ow < s.out_w; ++ow) {
-      pool_pixel<Kind, Lanes, K>(source, o + ow * s.lanes, s, h0, ow * s.stride_w - s.pad_left,
-                                 rows);
+    // Plain data with whole rows of taps at stride 1 takes eight pixels at a time inside.
+    const bool eights =
+        Lanes == 0 && K > 0 && s.lanes == 1 && s.stride_w == 1 && rows.first == 0 && rows.last == K;
+    for (int64_t ow = 0; ow < s.out_w;) {
+      const int64_t w0 = ow * s.stride_w - s.pad_left;
+      if constexpr (Lanes == 0 && K > 0) {
+        if (eights && ow + 8 <= s.out_w && w0 >= 0 && w0 + 7 + K <= s.in_w) {
+          pool_eight_plain<Kind, K>(source, o + ow, s, h0, w0);
+          ow += 8;
+          continue;
+        }
+      }
+      pool_pixel<Kind, Lanes, K>(source, o + ow * s.lanes, s, h0, w0, rows);
+      ++ow;
     }
   }
 }
