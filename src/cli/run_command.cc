@@ -101,6 +101,7 @@ int run_on_mpi_ranks(const RunSettings& settings) {
   ranks.plain_layouts = settings.plain_layouts;
   ranks.layouts = settings.layouts;
   ranks.threads = settings.threads_per_worker;
+  ranks.fixed_threads = settings.fixed_threads || std::getenv("CLEAVE_FIXED_THREADS") != nullptr;
   ranks.warmup = settings.warmup;
   ranks.repeat = settings.repeat;
   ranks.samples = settings.samples;
@@ -136,7 +137,7 @@ int run_model(const RunSettings& settings) {
     recipe.plan_file = settings.plan;
   }
   // A run takes only the cores other processes leave free (wait_policy.h), unless the user
-  // fixed the counts; an MPI job's ranks keep theirs.
+  // fixed the counts (an MPI job's ranks share them: run_on_mpi_ranks).
   HostLoad host_load;
   int threads = settings.threads;
   const bool adapt = !settings.fixed_threads && std::getenv("CLEAVE_FIXED_THREADS") == nullptr;

@@ -1,4 +1,5 @@
 // `cleave run-split DIR`: runs a spatial split's manifest on MPI ranks (src/distributed/).
+#include <cstdlib>
 #include <memory>
 
 #include "cli/commands.h"
@@ -31,6 +32,9 @@ void register_run_split(CLI::App& app, CommandAction& action) {
   command->add_option("--threads", settings->threads, "Intra-op threads per rank")
       ->default_val(1)
       ->check(CLI::Range(1, 1024));
+  command->add_flag("--fixed-threads", settings->fixed_threads,
+                    "Use --threads as given even when other processes hold the cores (also: "
+                    "CLEAVE_FIXED_THREADS set); by default a host's ranks share the free ones");
   command
       ->add_option("--rank-timeout", settings->rank_timeout_seconds,
                    "Seconds a rank waits for a message or a peer before every rank stops")
@@ -43,8 +47,10 @@ void register_run_split(CLI::App& app, CommandAction& action) {
       ->check(CLI::IsMember({"blocked", "winograd", "channels-last"}))
       ->default_val("blocked");
   command->add_flag("--json", settings->json, "Print the report as JSON");
-  command->callback(
-      [settings, &action] { action = [settings] { return run_split_on_ranks(*settings); }; });
+  command->callback([settings, &action] {
+    if (std::getenv("CLEAVE_FIXED_THREADS") != nullptr) settings->fixed_threads = true;
+    action = [settings] { return run_split_on_ranks(*settings); };
+  });
 }
 
 }  // namespace cleave::cli

@@ -42,6 +42,13 @@ MpiSession::MpiSession() {
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
+  MPI_Comm host_comm = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &host_comm) ==
+          MPI_SUCCESS &&
+      host_comm != MPI_COMM_NULL) {
+    MPI_Comm_size(host_comm, &ranks_on_host_);
+    MPI_Comm_free(&host_comm);
+  }
 }
 
 MpiSession::~MpiSession() {

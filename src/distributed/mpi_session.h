@@ -36,12 +36,15 @@ class MpiSession {
   MPI_Comm comm() const { return comm_; }
   int rank() const { return rank_; }
   int size() const { return size_; }
+  /// The ranks of this job on this rank's host (itself included): they share its cores.
+  int ranks_on_host() const { return ranks_on_host_; }
   std::string host() const;
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
+  int ranks_on_host_ = 1;
 };
 
 /// MPI's text for an error code.

@@ -19,7 +19,10 @@ struct RankRunSettings {
   bool optimize = true;
   bool plain_layouts = false;
   std::string layouts = "auto";  ///< auto means blocked here: no rank measures on its own.
-  int threads = 1;               ///< Intra-op threads per rank.
+  int threads = 1;               ///< Intra-op threads per rank asked for.
+  /// Keep `threads` whatever the load; else the ranks of a host share the cores other processes
+  /// leave free (rank_threads_for, runtime/wait_policy.h).
+  bool fixed_threads = false;
   int warmup = 0;
   int repeat = 1;
   int samples = 1;  ///< Inputs pushed through the ranks per repeat (a pipelined stream).

@@ -119,4 +119,11 @@ bool agree_to_start_or_say_why(const MpiSession& session, const std::string& fai
   }
 }
 
+std::string rank_threads_line(int threads, int requested, const HostLoad& load, int ranks_on_host) {
+  return fmt::format(
+      "threads    {} per rank on rank 0 (asked for {}; {} other runnable thread(s) on {} core(s), "
+      "shared by {} rank(s) there; --fixed-threads keeps the count)",
+      threads, requested, load.other_runnable, load.cores, ranks_on_host);
+}
+
 }  // namespace cleave

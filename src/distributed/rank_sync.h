@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "distributed/mpi_session.h"
+#include "runtime/wait_policy.h"
 
 namespace cleave {
 
@@ -38,12 +39,15 @@ void barrier(const MpiSession& session, double timeout_seconds, const std::strin
 
 /// Figures one rank reports to rank 0 after its runs (fixed size, so one gather moves them).
 struct RankFigures {
-  double values[10] = {};
+  double values[12] = {};
   char host[64] = {};
 };
 
 /// Every rank's figures, by rank, on rank 0 (other ranks get a vector they should not read).
 std::vector<RankFigures> gather_figures(const MpiSession& session, const RankFigures& mine,
                                         double timeout_seconds);
+
+/// The report's line when rank 0 runs fewer threads than asked: why, and how to keep them.
+std::string rank_threads_line(int threads, int requested, const HostLoad& load, int ranks_on_host);
 
 }  // namespace cleave

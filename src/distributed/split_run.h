@@ -14,7 +14,10 @@ struct SplitRunSettings {
   std::string output_dir;
   int warmup = 0;
   int repeat = 1;
-  int threads = 1;
+  int threads = 1;  ///< Intra-op threads per rank asked for.
+  /// Keep `threads` whatever the load; else the ranks of a host share the cores other processes
+  /// leave free (rank_threads_for, runtime/wait_policy.h).
+  bool fixed_threads = false;
   /// How the sub-models' convolutions compute: blocked, winograd or channels-last. The family
   /// one process picks for the whole model sped up a VGG-style split and cost ResNet-50's
   /// memory for no time (docs/results/distributed.md), so the default is blocked.

@@ -56,6 +56,15 @@ int threads_for(int requested, const HostLoad& load) {
   return std::max(1, std::min(requested, free_cores));
 }
 
+int rank_threads_for(int requested, int ranks_on_host, const HostLoad& load) {
+  requested = std::max(1, requested);
+  ranks_on_host = std::max(1, ranks_on_host);
+  const int others = std::max(0, load.other_runnable - (ranks_on_host - 1));
+  const int free_cores = std::max(1, load.cores - others);
+  if (requested * ranks_on_host <= free_cores) return requested;
+  return std::max(1, free_cores / ranks_on_host);
+}
+
 PlanThreads plan_threads_for(int workers, int threads_per_worker, const HostLoad& load) {
   workers = std::max(1, workers);
   threads_per_worker = std::max(1, threads_per_worker);

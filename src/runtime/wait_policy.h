@@ -45,6 +45,15 @@ long spin_count_for(const HostLoad& load);
 /// 12 and 18 ms (docs/results/load.md); one thread never meets a barrier.
 int threads_for(int requested, const HostLoad& load);
 
+/// Intra-op threads for each of `ranks_on_host` MPI ranks of one job sharing this host, each
+/// asking for `requested`. The ranks share the cores that other processes leave free: the
+/// load's runnable threads less the host's other ranks (a rank still loading its weights is
+/// runnable when another samples, and an idle host must not look busy; a rank already asleep
+/// makes the count err towards more threads), as many threads each as fit, and at least one.
+/// With every core taken, a rank's team meets at barriers as a sequential run's does
+/// (threads_for).
+int rank_threads_for(int requested, int ranks_on_host, const HostLoad& load);
+
 /// How a plan of `workers` workers with `threads_per_worker` intra-op threads each runs on a
 /// host in this state: threads for the workers (ParallelOptions::threads; fewer than the
 /// workers folds them) and intra-op threads per worker.

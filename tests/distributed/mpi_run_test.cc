@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "../busy_processes.h"
 #include "../cli/command_fixture.h"
 #include "runtime/npy.h"
 
@@ -123,6 +124,36 @@ TEST_F(MpiRunTest, StreamOfSamplesReportsThroughputAndLatencyPerSample) {
   std::size_t events = 0;
   for (const auto& event : trace["traceEvents"]) events += event["ph"] == "X";
   EXPECT_EQ(events, static_cast<std::size_t>(tasks) * 6);
+}
+
+// With every core held by another process, a host's ranks run one intra-op thread each and
+// say so; --fixed-threads keeps the two asked for.
+TEST_F(MpiRunTest, RanksShareTheCoresOtherProcessesLeaveFree) {
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores > 8)
+    GTEST_SKIP() << "fills every core with a busy process: wants at most 8, has " << cores;
+  unsetenv("CLEAVE_FIXED_THREADS");
+  const std::string run = "run " + path("model.onnx") + " --plan " + plan("lc", 2) +
+                          " --layouts blocked --threads-per-worker 2";
+  BusyProcesses busy(cores + 1);
+  CommandResult adapted = mpirun(2, run + " --json");
+  ASSERT_EQ(adapted.exit_code, 0) << adapted.err;
+  nlohmann::json report = nlohmann::json::parse(adapted.out);
+  EXPECT_EQ(report["threads_per_rank"], 1) << adapted.out;
+  EXPECT_EQ(report["threads_requested"], 2);
+  for (const auto& rank : report["per_rank"]) {
+    EXPECT_EQ(rank["threads"], 1) << rank;
+    EXPECT_GE(rank["host_other_runnable"].get<double>(), static_cast<double>(cores));
+  }
+  CommandResult text = mpirun(2, run);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("1 per rank on rank 0 (asked for 2;"), std::string::npos) << text.out;
+
+  CommandResult fixed = mpirun(2, run + " --fixed-threads --json");
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.err;
+  report = nlohmann::json::parse(fixed.out);
+  EXPECT_EQ(report["threads_per_rank"], 2);
+  for (const auto& rank : report["per_rank"]) EXPECT_EQ(rank["threads"], 2) << rank;
 }
 
 TEST_F(MpiRunTest, WorkerCountOtherThanRanksIsRefusedOnEveryRank) {

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "../busy_processes.h"
 #include "../cli/command_fixture.h"
 #include "distributed/split_manifest.h"
 #include "ir/text.h"
@@ -128,6 +129,29 @@ TEST_F(RunSplitTest, TheLayoutsOptionReachesEveryRank) {
   CommandResult unknown = mpirun(2, "run-split " + path("split") + " --layouts fastest");
   EXPECT_NE(unknown.exit_code, 0);
   EXPECT_NE(unknown.err.find("--layouts"), std::string::npos) << unknown.err;
+}
+
+// With every core held by another process, the ranks run one thread each; --fixed-threads
+// keeps the two asked for.
+TEST_F(RunSplitTest, RanksShareTheCoresOtherProcessesLeaveFree) {
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores > 8)
+    GTEST_SKIP() << "fills every core with a busy process: wants at most 8, has " << cores;
+  unsetenv("CLEAVE_FIXED_THREADS");
+  const std::string run =
+      "run-split " + path("split") + " --input x=" + path("x.npy") + " --threads 2 --json";
+  BusyProcesses busy(cores + 1);
+  CommandResult adapted = mpirun(2, run);
+  ASSERT_EQ(adapted.exit_code, 0) << adapted.err;
+  nlohmann::json report = nlohmann::json::parse(adapted.out);
+  EXPECT_EQ(report["threads_per_rank"], 1) << adapted.out;
+  EXPECT_EQ(report["threads_requested"], 2);
+  for (const auto& rank : report["per_rank"]) EXPECT_EQ(rank["threads"], 1) << rank;
+  CommandResult fixed = mpirun(2, run + " --fixed-threads");
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.err;
+  report = nlohmann::json::parse(fixed.out);
+  EXPECT_EQ(report["threads_per_rank"], 2);
+  for (const auto& rank : report["per_rank"]) EXPECT_EQ(rank["threads"], 2) << rank;
 }
 
 TEST_F(RunSplitTest, SubModelOutsideTheFolderIsRefusedOnEveryRank) {

@@ -97,6 +97,29 @@ TEST(PlanThreadsFor, FoldsWorkersOntoTheFreeCoresWithOneThreadEach) {
   EXPECT_EQ(none_free.threads_per_worker, 1);
 }
 
+TEST(RankThreadsFor, KeepsTheAskedCountWhileTheRanksFitTheFreeCores) {
+  EXPECT_EQ(rank_threads_for(2, 1, {0, 2}), 2);
+  EXPECT_EQ(rank_threads_for(2, 2, {0, 4}), 2);
+}
+
+TEST(RankThreadsFor, TheHostsOtherRanksAreNotOtherProcesses) {
+  // One rank still loading when the other samples: an idle 4-core host for 2 ranks of 2.
+  EXPECT_EQ(rank_threads_for(2, 2, {1, 4}), 2);
+}
+
+TEST(RankThreadsFor, RanksShareTheCoresOtherProcessesLeaveFree) {
+  EXPECT_EQ(rank_threads_for(2, 1, {1, 2}), 1);
+  // 3 runnable on 8 cores: the other rank and 2 other processes; 6 free, 3 for each rank.
+  EXPECT_EQ(rank_threads_for(4, 2, {3, 8}), 3);
+  // More ranks than cores: one thread each.
+  EXPECT_EQ(rank_threads_for(2, 3, {2, 2}), 1);
+}
+
+TEST(RankThreadsFor, NeverFewerThanOne) {
+  EXPECT_EQ(rank_threads_for(1, 2, {8, 2}), 1);
+  EXPECT_EQ(rank_threads_for(0, 0, {0, 1}), 1);
+}
+
 TEST(WaitPolicy, SamplesThisHostsCoresAndLoad) {
   HostLoad load = sample_host_load();
   EXPECT_GE(load.cores, 1);
