@@ -23,31 +23,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "dnnl_bench.h"
+
 namespace {
 
-using dnnl::memory;
-using Tag = memory::format_tag;
-
-double seconds_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-memory::desc float_desc(memory::dims dims, Tag tag) {
-  return memory::desc(dims, memory::data_type::f32, tag);
-}
-
-memory filled(const memory::desc& desc, const dnnl::engine& engine) {
-  memory storage(desc, engine);
-  auto* values = static_cast<float*>(storage.get_data_handle());
-  for (std::size_t i = 0; i < desc.get_size() / sizeof(float); ++i) values[i] = (i % 13) * 0.01f;
-  return storage;
-}
-
-// oneDNN's own channel block on the effective ISA: 16 on AVX-512, 8 below.
-int64_t channel_block() {
-  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-  return (isa & (0x8u | 0x20u)) != 0 ? 16 : 8;
-}
+using namespace dnnl_bench;
 
 dnnl::convolution_forward::primitive_desc convolution(const dnnl::engine& engine,
                                                       const memory::desc& source,
@@ -86,11 +66,6 @@ struct Step {
   std::unordered_map<int, memory> arguments;
   std::string name;
 };
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 }  // namespace
 

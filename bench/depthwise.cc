@@ -32,26 +32,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "dnnl_bench.h"
+
 namespace {
 
-using dnnl::memory;
-using Tag = memory::format_tag;
-
-double seconds_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-memory::desc float_desc(memory::dims dims, Tag tag) {
-  return memory::desc(dims, memory::data_type::f32, tag);
-}
-
-// Memory for `desc` filled with small non-zero values.
-memory filled(const memory::desc& desc, const dnnl::engine& engine) {
-  memory storage(desc, engine);
-  auto* values = static_cast<float*>(storage.get_data_handle());
-  for (std::size_t i = 0; i < desc.get_size() / sizeof(float); ++i) values[i] = (i % 13) * 0.01f;
-  return storage;
-}
+using namespace dnnl_bench;
 
 dnnl::primitive_attr with_post_ops(dnnl::post_ops ops) {
   dnnl::primitive_attr attr;
@@ -97,20 +82,8 @@ struct Step {
   std::unordered_map<int, memory> arguments;
 };
 
-// oneDNN's own channel block on the effective ISA (ONEDNN_MAX_CPU_ISA=AVX2 caps it): 16 on
-// AVX-512, 8 below, as cleave's kernels use (runtime/cpu_isa.h).
-int64_t channel_block() {
-  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-  return (isa & (0x8u | 0x20u)) != 0 ? 16 : 8;
-}
-
 Tag blocked_tag() {
   return channel_block() == 16 ? Tag::nChw16c : Tag::nChw8c;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
 }
 
 // The depthwise convolution on `channels` (the ISA's channel blocks, ReLU, user scratchpad as in

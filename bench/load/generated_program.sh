@@ -5,22 +5,13 @@
 #   (GEN_BUILD_DIR holds model_run: cleave codegen M --threads 2 --lang cpp -o gen, then
 #   cmake -S gen -B gen/build -G Ninja && cmake --build gen/build)
 set -euo pipefail
+source "$(dirname "$0")/busy.sh"
 [ $# -ge 2 ] || { sed -n '2,7p' "$0"; exit 2; }
 run=$1/model_run input=$2 name=${3:-input}
 lscpu | grep -E 'Model name|CPU family' | tr -s ' '
-for busy in 0 1 2; do
-  pids=()
-  for _ in $(seq 1 "$busy"); do yes >/dev/null & pids+=($!); done
-  sleep 1
-  for round in 1 2 3; do
-    for mode in default fixed; do
-      flag=""
-      [ "$mode" = fixed ] && flag=--fixed-threads
-      "$run" --input "$name=$input" --warmup 3 --repeat 10 --json $flag >/tmp/generated_program.json
-      /usr/bin/python3 -c "import json; d=json.load(open('/tmp/generated_program.json'))
-print('busy $busy round $round $mode', round(d['latency_ms']['median'], 2), d.get('ran_threads_per_worker', '-'))"
-    done
-  done
-  for p in "${pids[@]}"; do kill "$p"; done
-  wait 2>/dev/null || true
-done
+measure() {
+  "$run" --input "$name=$input" --warmup 3 --repeat 10 --json $4 >/tmp/generated_program.json
+  /usr/bin/python3 -c "import json; d=json.load(open('/tmp/generated_program.json'))
+print('busy $1 round $2 $3', round(d['latency_ms']['median'], 2), d.get('ran_threads_per_worker', '-'))"
+}
+alternate_under_load measure

@@ -22,7 +22,6 @@
 #include "pipeline/load.h"
 #include "pipeline/model_plan.h"
 #include "runtime/npy.h"
-#include "runtime/wait_policy.h"
 #include "support/timing.h"
 
 namespace cleave {
@@ -42,9 +41,7 @@ struct Prepared {
   uint64_t hash = 0;
   std::string layouts = "blocked";       // The family the kernels run, or "plain".
   std::string layouts_from = "default";  // option (--layouts), plan, or default.
-  int threads = 1;                       // Intra-op threads this rank runs with.
-  HostLoad host_load;                    // What they were chosen from, when sampled.
-  bool sampled = false;
+  RankThreads threads;                   // Intra-op threads this rank runs with, and why.
 };
 
 void prepare(const RankRunSettings& settings, const MpiSession& session, Prepared& prepared) {
@@ -96,16 +93,10 @@ void prepare(const RankRunSettings& settings, const MpiSession& session, Prepare
   prepared.unread_weights = !unread.empty();
   keep_weights_of(prepared.graph, prepared.plan.tasks, prepared.plan.plan, session.rank());
   // Sampled with the weights loaded, just before the kernels fix their teams.
-  prepared.threads = std::max(1, settings.threads);
-  // One thread needs no sample (it cannot be fewer).
-  if (!settings.fixed_threads && settings.threads > 1) {
-    prepared.host_load = sample_lasting_host_load();
-    prepared.sampled = true;
-    prepared.threads =
-        rank_threads_for(settings.threads, session.ranks_on_host(), prepared.host_load);
-  }
+  prepared.threads =
+      choose_rank_threads(settings.threads, settings.fixed_threads, session.ranks_on_host());
   MpiOptions options;
-  options.threads = prepared.threads;
+  options.threads = prepared.threads.threads;
   options.rank_timeout_seconds = settings.rank_timeout_seconds;
   options.release_packed_weights = !settings.keep_loaded_weights;
   options.blocked_layouts = !settings.plain_layouts;
@@ -239,8 +230,8 @@ int run_on_ranks(const RankRunSettings& settings) {
   figures.values[7] = static_cast<double>(peak_rss_bytes());
   figures.values[8] = executor.last_trace().makespan;
   figures.values[9] = mine.released_weight_bytes;
-  figures.values[10] = prepared.threads;
-  figures.values[11] = prepared.sampled ? prepared.host_load.other_runnable : -1;
+  figures.values[10] = prepared.threads.threads;
+  figures.values[11] = prepared.threads.sampled ? prepared.threads.host_load.other_runnable : -1;
   std::strncpy(figures.host, session.host().c_str(), sizeof figures.host - 1);
   std::vector<RankFigures> all;
   std::vector<Trace::Event> events;
@@ -257,7 +248,7 @@ int run_on_ranks(const RankRunSettings& settings) {
   nlohmann::json report;
   report["model"] = settings.model;
   report["ranks"] = session.size();
-  report["threads_per_rank"] = prepared.threads;
+  report["threads_per_rank"] = prepared.threads.threads;
   report["threads_requested"] = settings.threads;
   report["plan"] = {{"file", settings.plan},
                     {"strategy", prepared.plan.plan.strategy},
@@ -330,10 +321,10 @@ int run_on_ranks(const RankRunSettings& settings) {
   fmt::print("model      {}\n", settings.model);
   fmt::print(
       "latency    min {:.3f} ms, median {:.3f} ms over {} run(s), {} rank(s) x {} thread(s)\n",
-      sorted.front(), median, settings.repeat, session.size(), prepared.threads);
-  if (prepared.threads != settings.threads) {
-    fmt::print("{}\n", rank_threads_line(prepared.threads, settings.threads, prepared.host_load,
-                                         session.ranks_on_host()));
+      sorted.front(), median, settings.repeat, session.size(), prepared.threads.threads);
+  if (prepared.threads.threads != settings.threads) {
+    fmt::print("{}\n",
+               rank_threads_line(prepared.threads, settings.threads, session.ranks_on_host()));
   }
   fmt::print("stream     {} sample(s): {:.1f} samples/s, per-sample latency median {:.3f} ms\n",
              settings.samples, report["throughput_samples_per_s"].get<double>(),

@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -119,11 +120,22 @@ bool agree_to_start_or_say_why(const MpiSession& session, const std::string& fai
   }
 }
 
-std::string rank_threads_line(int threads, int requested, const HostLoad& load, int ranks_on_host) {
+RankThreads choose_rank_threads(int requested, bool fixed, int ranks_on_host) {
+  RankThreads chosen;
+  chosen.threads = std::max(1, requested);
+  if (fixed || requested <= 1) return chosen;
+  chosen.host_load = sample_lasting_host_load();
+  chosen.sampled = true;
+  chosen.threads = rank_threads_for(requested, ranks_on_host, chosen.host_load);
+  return chosen;
+}
+
+std::string rank_threads_line(const RankThreads& chosen, int requested, int ranks_on_host) {
   return fmt::format(
       "threads    {} per rank on rank 0 (asked for {}; {} other runnable thread(s) on {} core(s), "
       "shared by {} rank(s) there; --fixed-threads keeps the count)",
-      threads, requested, load.other_runnable, load.cores, ranks_on_host);
+      chosen.threads, requested, chosen.host_load.other_runnable, chosen.host_load.cores,
+      ranks_on_host);
 }
 
 }  // namespace cleave

@@ -47,7 +47,18 @@ struct RankFigures {
 std::vector<RankFigures> gather_figures(const MpiSession& session, const RankFigures& mine,
                                         double timeout_seconds);
 
+/// The intra-op threads a rank runs with, and the load they were chosen from.
+struct RankThreads {
+  int threads = 1;
+  HostLoad host_load;
+  bool sampled = false;  ///< False when nothing was sampled (fixed, or one thread asked for).
+};
+
+/// `requested` threads when `fixed`; else the host's load sampled now (sample_lasting_host_load)
+/// and rank_threads_for it and the job's ranks on this host. One thread is never sampled for.
+RankThreads choose_rank_threads(int requested, bool fixed, int ranks_on_host);
+
 /// The report's line when rank 0 runs fewer threads than asked: why, and how to keep them.
-std::string rank_threads_line(int threads, int requested, const HostLoad& load, int ranks_on_host);
+std::string rank_threads_line(const RankThreads& chosen, int requested, int ranks_on_host);
 
 }  // namespace cleave

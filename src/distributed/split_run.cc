@@ -24,7 +24,6 @@
 #include "runtime/executor.h"
 #include "runtime/npy.h"
 #include "runtime/random_inputs.h"
-#include "runtime/wait_policy.h"
 #include "support/timing.h"
 
 namespace cleave {
@@ -95,9 +94,7 @@ struct Prepared {
   // Per send and receive step: its message buffer, kept from run to run (a fresh one would be
   // zeroed and page-faulted on every run).
   std::vector<std::shared_ptr<Buffer>> message_buffers;
-  int threads = 1;     // Intra-op threads this rank runs with.
-  HostLoad host_load;  // What they were chosen from, when sampled.
-  bool sampled = false;
+  RankThreads threads;  // Intra-op threads this rank runs with, and why.
 };
 
 // Which values of this rank's steps die after each step: a value's last reader (or its
@@ -150,14 +147,8 @@ void prepare(const SplitRunSettings& settings, const MpiSession& session, Prepar
   const BufferPool pool(/*plan_runs=*/false);
   const std::optional<ConvolutionFamily> family = parse_convolution_family(settings.layouts);
   if (!family) throw Error(fmt::format("--layouts '{}': unknown family", settings.layouts));
-  prepared.threads = std::max(1, settings.threads);
-  // One thread needs no sample (it cannot be fewer).
-  if (!settings.fixed_threads && settings.threads > 1) {
-    prepared.host_load = sample_lasting_host_load();
-    prepared.sampled = true;
-    prepared.threads =
-        rank_threads_for(settings.threads, session.ranks_on_host(), prepared.host_load);
-  }
+  prepared.threads =
+      choose_rank_threads(settings.threads, settings.fixed_threads, session.ranks_on_host());
   for (std::size_t i = 0; i < steps.size(); ++i) {
     if (steps[i].kind != SplitStep::Kind::kRun) continue;
     LoadOptions load;
@@ -174,7 +165,7 @@ void prepare(const SplitRunSettings& settings, const MpiSession& session, Prepar
       }
     }
     ExecutorOptions options;
-    options.threads = prepared.threads;
+    options.threads = prepared.threads.threads;
     options.convolution_family = *family;
     options.pool = pool;
     prepared.executors[i] = std::make_unique<Executor>(graph, options);
@@ -319,7 +310,7 @@ int run_split_on_ranks(const SplitRunSettings& settings) {
   if (!agree_to_start_or_say_why(session, failure, prepared.hash, settings.rank_timeout_seconds)) {
     return 1;
   }
-  omp_set_num_threads(prepared.threads);
+  omp_set_num_threads(prepared.threads.threads);
   std::vector<double> latencies;
   std::map<std::string, Tensor> values;
   RankFigures figures;
@@ -338,8 +329,8 @@ int run_split_on_ranks(const SplitRunSettings& settings) {
     abort_ranks(session.comm(), rank, e.what());
   }
   figures.values[7] = static_cast<double>(peak_rss_bytes());
-  figures.values[10] = prepared.threads;
-  figures.values[11] = prepared.sampled ? prepared.host_load.other_runnable : -1;
+  figures.values[10] = prepared.threads.threads;
+  figures.values[11] = prepared.threads.sampled ? prepared.threads.host_load.other_runnable : -1;
   std::strncpy(figures.host, session.host().c_str(), sizeof figures.host - 1);
   std::vector<RankFigures> all;
   try {
@@ -352,7 +343,7 @@ int run_split_on_ranks(const SplitRunSettings& settings) {
   nlohmann::json report;
   report["split"] = settings.folder;
   report["ranks"] = session.size();
-  report["threads_per_rank"] = prepared.threads;
+  report["threads_per_rank"] = prepared.threads.threads;
   report["threads_requested"] = settings.threads;
   report["layouts"] = settings.layouts;
   std::vector<double> sorted = latencies;
@@ -404,10 +395,11 @@ int run_split_on_ranks(const SplitRunSettings& settings) {
   fmt::print("split      {}\n", settings.folder);
   fmt::print(
       "latency    min {:.3f} ms, median {:.3f} ms over {} run(s), {} rank(s) x {} thread(s)\n",
-      sorted.front(), median_of(latencies), settings.repeat, session.size(), prepared.threads);
-  if (prepared.threads != settings.threads) {
-    fmt::print("{}\n", rank_threads_line(prepared.threads, settings.threads, prepared.host_load,
-                                         session.ranks_on_host()));
+      sorted.front(), median_of(latencies), settings.repeat, session.size(),
+      prepared.threads.threads);
+  if (prepared.threads.threads != settings.threads) {
+    fmt::print("{}\n",
+               rank_threads_line(prepared.threads, settings.threads, session.ranks_on_host()));
   }
   for (const auto& entry : ranks) {
     fmt::print("rank {:<5} sent {:.2f} MiB in {} messages, peak RSS {:.1f} MiB\n",
