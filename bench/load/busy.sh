@@ -1,6 +1,9 @@
 # Sourced by the load benchmarks: processes that keep cores busy (`yes > /dev/null`, unpinned),
 # and the rounds that alternate cleave's default with --fixed-threads beside them.
 busy_pids=()
+# Whatever ends the script (its last line, ^C, a reader that goes away), no busy process stays.
+trap 'stop_busy' EXIT
+trap 'exit 130' INT TERM HUP PIPE
 # start_busy N: N busy processes, then a second for them to settle.
 start_busy() {
   busy_pids=()
@@ -8,7 +11,8 @@ start_busy() {
   sleep 1
 }
 stop_busy() {
-  for p in "${busy_pids[@]}"; do kill "$p"; done
+  for p in "${busy_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  busy_pids=()
   wait 2>/dev/null || true
 }
 # alternate_under_load FN: for 0, 1 and 2 busy processes, 3 rounds of `FN BUSY ROUND MODE FLAG`

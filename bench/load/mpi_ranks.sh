@@ -9,7 +9,7 @@ source "$(dirname "$0")/busy.sh"
 [ $# -ge 2 ] || { sed -n '2,6p' "$0"; exit 2; }
 cleave=$1 model=$2 threads=${3:-2} strategy=${4:-lc}
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap 'rm -rf "$work"; stop_busy' EXIT
 lscpu | grep -E 'Model name|CPU family' | tr -s ' '
 "$cleave" plan "$model" --strategy "$strategy" --workers 2 -o "$work/plan.json" >/dev/null
 measure() {
