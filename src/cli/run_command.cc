@@ -101,7 +101,7 @@ int run_on_mpi_ranks(const RunSettings& settings) {
   ranks.plain_layouts = settings.plain_layouts;
   ranks.layouts = settings.layouts;
   ranks.threads = settings.threads_per_worker;
-  ranks.fixed_threads = settings.fixed_threads || std::getenv("CLEAVE_FIXED_THREADS") != nullptr;
+  ranks.fixed_threads = threads_fixed_by_user(settings.fixed_threads);
   ranks.warmup = settings.warmup;
   ranks.repeat = settings.repeat;
   ranks.samples = settings.samples;
@@ -140,7 +140,7 @@ int run_model(const RunSettings& settings) {
   // fixed the counts (an MPI job's ranks share them: run_on_mpi_ranks).
   HostLoad host_load;
   int threads = settings.threads;
-  const bool adapt = !settings.fixed_threads && std::getenv("CLEAVE_FIXED_THREADS") == nullptr;
+  const bool adapt = !threads_fixed_by_user(settings.fixed_threads);
   recipe.collect_stats = settings.stats;
   recipe.plain_layouts = settings.plain_layouts;
   recipe.layouts = settings.layouts;

@@ -1,10 +1,10 @@
 // `cleave run-split DIR`: runs a spatial split's manifest on MPI ranks (src/distributed/).
-#include <cstdlib>
 #include <memory>
 
 #include "cli/commands.h"
 #include "distributed/split_run.h"
 #include "ir/graph.h"
+#include "runtime/wait_policy.h"
 
 namespace cleave::cli {
 
@@ -48,7 +48,7 @@ void register_run_split(CLI::App& app, CommandAction& action) {
       ->default_val("blocked");
   command->add_flag("--json", settings->json, "Print the report as JSON");
   command->callback([settings, &action] {
-    if (std::getenv("CLEAVE_FIXED_THREADS") != nullptr) settings->fixed_threads = true;
+    settings->fixed_threads = threads_fixed_by_user(settings->fixed_threads);
     action = [settings] { return run_split_on_ranks(*settings); };
   });
 }

@@ -230,7 +230,7 @@ int run_main(const StaticProgramTables& tables, const ProgramMainOptions& option
   // and inputs are read, as `cleave run` does: a process started beside this one (the reader
   // of its output in a pipeline) is busy only for its first milliseconds.
   nlohmann::json extra = nlohmann::json::object();
-  if (!options.fixed_threads && std::getenv("CLEAVE_FIXED_THREADS") == nullptr) {
+  if (!threads_fixed_by_user(options.fixed_threads)) {
     const HostLoad load = sample_lasting_host_load();
     const int threads = program_threads_per_worker(tables, false, load);
     program.set_threads_per_worker(threads);

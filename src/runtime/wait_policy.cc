@@ -56,6 +56,10 @@ int threads_for(int requested, const HostLoad& load) {
   return std::max(1, std::min(requested, free_cores));
 }
 
+bool threads_fixed_by_user(bool flag) {
+  return flag || std::getenv("CLEAVE_FIXED_THREADS") != nullptr;
+}
+
 int rank_threads_for(int requested, int ranks_on_host, const HostLoad& load) {
   requested = std::max(1, requested);
   ranks_on_host = std::max(1, ranks_on_host);

@@ -54,6 +54,10 @@ int threads_for(int requested, const HostLoad& load);
 /// (threads_for).
 int rank_threads_for(int requested, int ranks_on_host, const HostLoad& load);
 
+/// Whether the user fixed the thread counts: a --fixed-threads `flag`, or CLEAVE_FIXED_THREADS
+/// set (to anything). Every command and generated program that follows the free cores asks this.
+bool threads_fixed_by_user(bool flag);
+
 /// How a plan of `workers` workers with `threads_per_worker` intra-op threads each runs on a
 /// host in this state: threads for the workers (ParallelOptions::threads; fewer than the
 /// workers folds them) and intra-op threads per worker.
