@@ -220,10 +220,13 @@ int run_model(const RunSettings& settings) {
   report["isa"] = isa_json();
   nlohmann::json fastest = nlohmann::json::object();
   for (const auto& [family, ms] : layouts.fastest_ms) fastest[to_string(family)] = ms;
+  nlohmann::json relative = nlohmann::json::object();
+  for (const auto& [family, ratio] : layouts.relative) relative[to_string(family)] = ratio;
   report["layouts"] = {{"family", to_string(layouts.family)},
                        {"measured", layouts.measured},
                        {"cached", layouts.cached},
-                       {"fastest_ms", fastest}};
+                       {"fastest_ms", fastest},
+                       {"relative_to_blocked", relative}};
   if (sequential) report["concat_inputs_in_place"] = stats.concat_inputs_in_place;
   report["released_weight_bytes"] =
       sequential ? sequential->released_weight_bytes() : parallel->released_weight_bytes();

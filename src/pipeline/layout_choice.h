@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "ir/graph.h"
 #include "runtime/executor.h"
@@ -18,11 +19,17 @@ struct LayoutChoice {
                           ///< are off; fastest_ms is then empty.
   bool cached = false;    ///< Read from the cache instead of measured now.
   std::map<ConvolutionFamily, double> fastest_ms;  ///< Fastest run of each family timed.
+  /// Each family's latency over blocked's, the median over interleaved rounds; what decided.
+  std::map<ConvolutionFamily, double> relative;
 };
+
+/// How much faster than blocked another family must be to be chosen: within it, the
+/// difference is what this VM's noise moves, and blocked is the family measured most.
+inline constexpr double kFamilyMargin = 0.02;
 
 struct LayoutChoiceOptions {
   int warmup = 2;     ///< Untimed runs of each variant (preparation, in-place Concat).
-  int min_runs = 3;   ///< Timed runs of each variant at least ...
+  int min_runs = 3;   ///< Interleaved rounds (one timed run of each variant) at least ...
   int max_runs = 10;  ///< ... and at most, while the time below lasts.
   double budget_seconds = 2.0;
   bool use_cache = true;
@@ -37,9 +44,18 @@ bool layouts_can_differ(const Graph& graph);
 /// Winograd family timed.
 bool winograd_can_apply(const Graph& graph);
 
-/// Times the graph on `inputs` in each family that can differ (`options` as given otherwise,
-/// one executor at a time so that peak memory stays one model's) and picks the fastest (by the
-/// fastest run of each).
+/// Each family's latency relative to kBlocked's in every round (`rounds[i]` holds each
+/// family's run in round i), the median over rounds: a burst of other work that slows one run
+/// moves one ratio, not the answer.
+std::map<ConvolutionFamily, double> relative_to_blocked(
+    const std::vector<std::map<ConvolutionFamily, double>>& rounds);
+
+/// The family with the lowest relative latency, provided it is below 1 - margin; else kBlocked.
+ConvolutionFamily pick_family(const std::map<ConvolutionFamily, double>& relative,
+                              double margin = kFamilyMargin);
+
+/// Times the graph on `inputs` in each family that can differ (`options` as given otherwise),
+/// in interleaved rounds with every family's executor alive, and picks by pick_family.
 /// The answer is cached on disk, keyed by the graph's content and the thread count, so later
 /// runs of the same model start at once and agree with each other.
 LayoutChoice choose_layouts(const Graph& graph, const ExecutorOptions& options,

@@ -31,6 +31,8 @@ TEST_F(RunCommandTest, AutoLayoutsAreMeasuredOnceThenReadFromTheCache) {
   EXPECT_FALSE(report["layouts"]["cached"].get<bool>());
   EXPECT_GT(report["layouts"]["fastest_ms"]["blocked"].get<double>(), 0);
   EXPECT_GT(report["layouts"]["fastest_ms"]["channels-last"].get<double>(), 0);
+  EXPECT_EQ(report["layouts"]["relative_to_blocked"]["blocked"].get<double>(), 1.0);
+  EXPECT_GT(report["layouts"]["relative_to_blocked"]["channels-last"].get<double>(), 0);
   ASSERT_TRUE(fs::exists(path("cache/layouts")));
   EXPECT_EQ(std::distance(fs::directory_iterator(path("cache/layouts")), fs::directory_iterator()),
             1);

@@ -192,14 +192,15 @@ TEST_F(LayoutChoiceTest, PicksTheFasterAndCachesIt) {
   // All three families fit this model (its second convolution suits Winograd), where the ISA
   // has Winograd.
   ASSERT_EQ(first.fastest_ms.size(), winograd_on_this_isa() ? 3u : 2u);
-  for (const auto& [family, ms] : first.fastest_ms) {
-    EXPECT_GT(ms, 0) << to_string(family);
-    EXPECT_LE(first.fastest_ms.at(first.family), ms) << to_string(family);
-  }
+  for (const auto& [family, ms] : first.fastest_ms) EXPECT_GT(ms, 0) << to_string(family);
+  ASSERT_EQ(first.relative.size(), first.fastest_ms.size());
+  EXPECT_EQ(first.relative.at(ConvolutionFamily::kBlocked), 1.0);
+  EXPECT_EQ(first.family, pick_family(first.relative));
   LayoutChoice second = choose_layouts(graph, ExecutorOptions{}, model_inputs(), options_);
   EXPECT_TRUE(second.cached);
   EXPECT_EQ(second.family, first.family);
   EXPECT_EQ(second.fastest_ms, first.fastest_ms);
+  EXPECT_EQ(second.relative, first.relative);
   // Another thread count is another entry.
   ExecutorOptions two_threads;
   two_threads.threads = 2;
@@ -240,6 +241,19 @@ TEST_F(LayoutChoiceTest, ADamagedCacheEntryIsMeasuredAgain) {
   EXPECT_FALSE(again.cached);
 }
 
+TEST_F(LayoutChoiceTest, AnEntryWithANegativeRatioIsMeasuredAgain) {
+  Graph graph = parse_graph(branchy_model());
+  choose_layouts(graph, ExecutorOptions{}, model_inputs(), options_);
+  for (const auto& entry : std::filesystem::directory_iterator(cache_)) {
+    std::ofstream(entry.path()) << R"({"family": "blocked", "fastest_ms": {"blocked": 1.0, )"
+                                << R"("channels-last": 2.0, "winograd": 3.0}, )"
+                                << R"("relative_to_blocked": {"channels-last": -2.0}})";
+  }
+  LayoutChoice again = choose_layouts(graph, ExecutorOptions{}, model_inputs(), options_);
+  EXPECT_TRUE(again.measured);
+  EXPECT_FALSE(again.cached);
+}
+
 TEST_F(LayoutChoiceTest, NothingToChooseWithoutConvolutions) {
   Graph graph = parse_graph(R"(graph main [ai.onnx=17] (%x: f32[1,3,12,12]) {
   %y = Relu(%x)
@@ -272,6 +286,50 @@ TEST_F(LayoutChoiceTest, AnEntryWithoutWinogradIsMeasuredAgain) {
   EXPECT_EQ(again.fastest_ms.count(ConvolutionFamily::kWinograd), winograd_on_this_isa() ? 1u : 0u);
 }
 
+// Rounds of interleaved runs, one line per round: "blocked channels-last" latencies in ms.
+std::vector<std::map<ConvolutionFamily, double>> rounds_of(
+    const std::vector<std::pair<double, double>>& lines) {
+  std::vector<std::map<ConvolutionFamily, double>> rounds;
+  for (auto [blocked, channels_last] : lines) {
+    rounds.push_back({{ConvolutionFamily::kBlocked, blocked},
+                      {ConvolutionFamily::kChannelsLast, channels_last}});
+  }
+  return rounds;
+}
+
+TEST(PickFamily, OneLuckyRunDoesNotDecide) {
+  // channels-last has the fastest single run (7 ms) but is 5% slower in four rounds of five.
+  auto relative =
+      relative_to_blocked(rounds_of({{10, 10.5}, {10, 10.5}, {10, 7}, {10.2, 10.7}, {9.8, 10.3}}));
+  EXPECT_NEAR(relative.at(ConvolutionFamily::kChannelsLast), 1.05, 0.001);
+  EXPECT_EQ(pick_family(relative), ConvolutionFamily::kBlocked);
+}
+
+TEST(PickFamily, ABurstInOneRoundDoesNotDecide) {
+  // Round 2 caught a burst during blocked's run; channels-last is 4% slower in the others.
+  auto relative = relative_to_blocked(rounds_of({{10, 10.4}, {30, 10.4}, {10, 10.4}, {10, 10.4}}));
+  EXPECT_EQ(pick_family(relative), ConvolutionFamily::kBlocked);
+}
+
+TEST(PickFamily, AConsistentWinIsTaken) {
+  auto relative = relative_to_blocked(rounds_of({{66, 60}, {70, 63}, {64, 58}}));
+  EXPECT_NEAR(relative.at(ConvolutionFamily::kChannelsLast), 0.906, 0.002);
+  EXPECT_EQ(pick_family(relative), ConvolutionFamily::kChannelsLast);
+}
+
+TEST(PickFamily, AWinWithinTheMarginKeepsBlocked) {
+  auto relative = relative_to_blocked(rounds_of({{10, 9.9}, {10, 9.9}, {10, 9.9}}));
+  EXPECT_EQ(pick_family(relative), ConvolutionFamily::kBlocked);
+  EXPECT_EQ(pick_family(relative, 0.005), ConvolutionFamily::kChannelsLast);
+}
+
+TEST(PickFamily, TheLowestOfThreeWins) {
+  EXPECT_EQ(pick_family({{ConvolutionFamily::kBlocked, 1.0},
+                         {ConvolutionFamily::kWinograd, 0.8},
+                         {ConvolutionFamily::kChannelsLast, 0.9}}),
+            ConvolutionFamily::kWinograd);
+}
+
 TEST(LayoutChoiceDescription, SaysWhichWonAndByHowMuch) {
   LayoutChoice choice;
   choice.family = ConvolutionFamily::kWinograd;
@@ -285,6 +343,10 @@ TEST(LayoutChoiceDescription, SaysWhichWonAndByHowMuch) {
   choice.cached = true;
   choice.fastest_ms.erase(ConvolutionFamily::kWinograd);
   EXPECT_EQ(describe(choice), "blocked (measured earlier: 31.400 ms; channels-last 30.125 ms)");
+  choice.relative = {{ConvolutionFamily::kBlocked, 1.0}, {ConvolutionFamily::kChannelsLast, 1.04}};
+  EXPECT_EQ(describe(choice),
+            "blocked (measured earlier: 31.400 ms; channels-last 30.125 ms; median against "
+            "blocked in interleaved rounds: channels-last 1.040)");
   EXPECT_EQ(describe(LayoutChoice{}), "blocked");
 }
 
