@@ -3,7 +3,8 @@
 //
 // Usage: node bench/load/run.mjs [--cleave build/cleave] [--models DIR] [--only a,b]
 //          [--rounds 3] [--runs 10] [--warmup 3] [--threads 2] [--busy 0,1,2]
-//          [--spins 1000,300000] [--nice N] [--ort-one-thread] [--plan STRATEGY]
+//          [--spins 1000,300000] [--nice N] [--ort-one-thread] [--cleave-one-thread]
+//          [--plan STRATEGY]
 //          [--markdown FILE]
 // Each round goes through the busy counts; for each it starts that many `yes > /dev/null`
 // processes (unpinned, as a user's other work would be), times every runtime in a fresh child
@@ -16,6 +17,8 @@
 // ones too) runs at that niceness, so that a shared host's other work disturbs the comparison less.
 // --ort-one-thread adds ONNX Runtime on one intra-op thread, as cleave runs when the other
 // processes leave it one core: what ORT's second thread buys it under that load.
+// --cleave-one-thread adds `cleave run --threads 1`: what the default ran with every core held
+// before its convolutions were cut into parts that its threads claim (ClaimPool).
 // --plan STRATEGY runs every cleave column on the plan `cleave plan --strategy STRATEGY
 // --workers <threads>` makes for each model (auto: what `cleave plan` writes by default), so
 // that a plan's workers are measured under load: by default they run on the cores other
@@ -48,6 +51,7 @@ const flags = parseFlags(process.argv.slice(2), {
   spins: "1000,300000",
   nice: 0,
   "ort-one-thread": false,
+  "cleave-one-thread": false,
   plan: "",
   markdown: "",
 });
@@ -96,7 +100,8 @@ const runtimes = [
     ["cleave_fixed", "cleave fixed threads", { CLEAVE_FIXED_THREADS: "1" }],
     ...spinCounts.map((n) => [`cleave_spin_${n}`, `cleave spin ${n}`, { GOMP_SPINCOUNT: String(n) }]),
     ["cleave_passive", "cleave passive", { OMP_WAIT_POLICY: "passive" }],
-  ].map(([name, label, extra]) => ({
+    ...(flags["cleave-one-thread"] ? [["cleave_1", "cleave 1 thread", {}, 1]] : []),
+  ].map(([name, label, extra, threads = flags.threads]) => ({
     name,
     label,
     time: (model) =>
@@ -104,7 +109,7 @@ const runtimes = [
         execFileSync(
           flags.cleave,
           ["run", model.onnx, "--input", `${model.inputName}=${model.input}`, "--threads",
-            String(flags.threads), "--warmup", String(flags.warmup), "--repeat",
+            String(threads), "--warmup", String(flags.warmup), "--repeat",
             String(flags.runs), "--json", ...planArgs(model)],
           { env: cleanEnvironment(extra), maxBuffer: 64 << 20, stdio: ["ignore", "pipe", "inherit"] },
         ),

@@ -158,9 +158,10 @@ int run_model(const RunSettings& settings) {
   Graph loaded = load_model(settings.model, load);
   if (adapt && (settings.threads > 1 || !settings.plan.empty())) {
     host_load = sample_lasting_host_load();
-    if (settings.plan.empty())
+    if (settings.plan.empty()) {
       threads = threads_for(settings.threads, host_load);
-    else
+      recipe.claim_threads = claim_threads_for(settings.threads, host_load);
+    } else
       recipe.host_load = host_load;
   }
   recipe.threads = threads;
@@ -209,6 +210,7 @@ int run_model(const RunSettings& settings) {
                    parallel->threads_per_worker() != model_plan.threads_per_worker);
   if (threads != settings.threads || plan_fitted) {
     if (threads != settings.threads) report["threads_requested"] = settings.threads;
+    if (recipe.claim_threads >= 2) report["convolution_claim_threads"] = recipe.claim_threads;
     report["host_load"] = {{"other_runnable", host_load.other_runnable},
                            {"cores", host_load.cores}};
   }
@@ -343,9 +345,13 @@ int run_model(const RunSettings& settings) {
                                model_plan.threads_per_worker)
       : threads != settings.threads
           ? fmt::format(
-                "{} thread(s) (asked for {}; {} other runnable thread(s) on {} "
+                "{} thread(s){} (asked for {}; {} other runnable thread(s) on {} "
                 "core(s); --fixed-threads keeps the count)",
-                threads, settings.threads, host_load.other_runnable, host_load.cores)
+                threads,
+                recipe.claim_threads >= 2
+                    ? fmt::format(", convolutions in parts claimed by {}", recipe.claim_threads)
+                    : "",
+                settings.threads, host_load.other_runnable, host_load.cores)
           : fmt::format("{} thread(s)", threads);
   fmt::print("latency    min {:.3f} ms, median {:.3f} ms over {} run(s), {}\n",
              report["latency_ms"]["min"].get<double>(),

@@ -107,6 +107,7 @@ PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
     if (inputs.empty()) inputs.push_back(input_of(0));
     ExecutorOptions options;
     options.threads = recipe.threads;
+    options.claim_threads = recipe.claim_threads;
     options.collect_stats = recipe.collect_stats;
     options.blocked_layouts = !recipe.plain_layouts;
     options.convolution_family = layouts.family;
@@ -115,7 +116,12 @@ PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
     if (recipe.release_packed_weights) drop_initializer_bytes(prepared.graph);
     prepared.sequential = executor.get();
     prepared.executor = std::move(executor);
-    log_line(recipe, fmt::format("recipe: sequential executor, {} thread(s)", recipe.threads));
+    log_line(recipe,
+             recipe.claim_threads >= 2
+                 ? fmt::format("recipe: sequential executor, {} thread(s), convolutions in parts "
+                               "claimed by {} threads",
+                               recipe.threads, recipe.claim_threads)
+                 : fmt::format("recipe: sequential executor, {} thread(s)", recipe.threads));
     return prepared;
   }
 

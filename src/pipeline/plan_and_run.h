@@ -35,6 +35,8 @@ struct RunRecipe {
   /// a plan file from `cleave plan` to run. Both empty: the sequential executor.
   std::string plan_file;
   int threads = 1;  ///< Intra-op threads of the sequential executor.
+  /// ExecutorOptions::claim_threads of the sequential executor (a host with no core free).
+  int claim_threads = 0;
   bool collect_stats = false;
   bool plain_layouts = false;    ///< No oneDNN blocked layouts at all.
   std::string layouts = "auto";  ///< auto (measured) or a convolution family's name.

@@ -17,6 +17,8 @@ namespace cleave {
 Executor::Executor(const Graph& graph, ExecutorOptions options)
     : graph_(graph),
       options_(options),
+      claim_pool_(options.claim_threads >= 2 ? std::make_unique<ClaimPool>(options.claim_threads)
+                                             : nullptr),
       pool_(options.pool ? *options.pool : BufferPool()),
       engine_(dnnl::engine::kind::cpu, 0),
       stream_(engine_) {
@@ -32,7 +34,8 @@ Executor::Executor(const Graph& graph, ExecutorOptions options)
       blocked = blocked && blocked_layout_allowed(graph_, output);
     runners_.push_back(std::make_unique<NodeRunner>(
         graph_, id, blocked,
-        options_.blocked_layouts ? options_.convolution_family : ConvolutionFamily::kBlocked));
+        options_.blocked_layouts ? options_.convolution_family : ConvolutionFamily::kBlocked,
+        claim_pool_.get()));
   }
   if (options_.release_packed_weights) {
     packers_left_.assign(graph_.value_capacity(), 0);

@@ -12,6 +12,7 @@
 
 #include "ir/graph.h"
 #include "runtime/buffer_pool.h"
+#include "runtime/claim_pool.h"
 #include "runtime/concat_placement.h"
 #include "runtime/executor_interface.h"
 #include "runtime/kernel.h"
@@ -43,6 +44,11 @@ struct ExecutorOptions {
   /// graph share initializer bytes, so the memory comes back only when no other copy holds
   /// them (`cleave run` keeps none).
   bool release_packed_weights = false;
+  /// On a host whose cores other processes hold (claim_threads_for): this many threads share
+  /// each batch-1 convolution in blocked layouts, cut into output-channel parts of 1-thread
+  /// primitives that each thread claims one at a time, so that the thread that has a core takes
+  /// the parts of one that waits for one; every other kernel runs on `threads` (1). 0: off.
+  int claim_threads = 0;
 };
 
 /// The sequential executor: runs nodes in topological order on the calling thread, with
@@ -78,6 +84,7 @@ class Executor : public ExecutorInterface {
 
   Graph graph_;
   ExecutorOptions options_;
+  std::unique_ptr<ClaimPool> claim_pool_;  // With claim_threads; outlives the kernels.
   std::vector<NodeId> order_;
   std::vector<std::unique_ptr<NodeRunner>> runners_;  // Per position in order_.
   std::vector<Tensor> constants_;                     // Per ValueId (initializers).

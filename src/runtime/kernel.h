@@ -18,6 +18,8 @@ namespace cleave {
 /// What a kernel factory sees when it prepares a node. Preparation happens right before the
 /// node first runs (and again if its input shapes change), so every input tensor is already
 /// computed: shape-like inputs (Reshape's shape, Slice's starts) can be read here.
+class ClaimPool;
+
 struct KernelContext {
   const Graph& graph;
   NodeId node_id;
@@ -37,6 +39,10 @@ struct KernelContext {
   /// How convolutions compute (ExecutorOptions::convolution_family). Channels-last applies
   /// only where blocked outputs are allowed.
   ConvolutionFamily convolution_family = ConvolutionFamily::kBlocked;
+  /// ExecutorOptions::claim_threads: the threads that share a convolution's output-channel
+  /// parts, claiming one at a time, while `threads` (then 1) runs everything else; null when
+  /// off. Outlives the kernel.
+  ClaimPool* claim_pool = nullptr;
 
   const Tensor& input(std::size_t i) const;  ///< Throws Error naming the node if missing.
   bool has_input(std::size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }

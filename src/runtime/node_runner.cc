@@ -79,12 +79,13 @@ Tensor to_plain(const Tensor& tensor, dnnl::engine& engine, dnnl::stream& stream
 }
 
 NodeRunner::NodeRunner(const Graph& graph, NodeId node, bool blocked_outputs_allowed,
-                       ConvolutionFamily convolution_family)
+                       ConvolutionFamily convolution_family, ClaimPool* claim_pool)
     : graph_(&graph),
       node_(node),
       info_(&kernel_for(graph, node)),
       blocked_outputs_allowed_(blocked_outputs_allowed),
       convolution_family_(convolution_family),
+      claim_pool_(claim_pool),
       opset_(opset_of(graph, graph.node(node))) {}
 
 bool NodeRunner::prepared_for(const std::vector<const Tensor*>& inputs) const {
@@ -130,7 +131,8 @@ void NodeRunner::run(const std::vector<const Tensor*>& inputs, const std::vector
                           engine,
                           threads,
                           blocked_outputs_allowed_,
-                          convolution_family_};
+                          convolution_family_,
+                          claim_pool_};
     try {
       kernel_ = info_->create(context);
     } catch (const UnsupportedError&) {

@@ -19,7 +19,8 @@ namespace cleave {
 class NodeRunner {
  public:
   NodeRunner(const Graph& graph, NodeId node, bool blocked_outputs_allowed,
-             ConvolutionFamily convolution_family = ConvolutionFamily::kBlocked);
+             ConvolutionFamily convolution_family = ConvolutionFamily::kBlocked,
+             ClaimPool* claim_pool = nullptr);
   /// Runs the node on `inputs` (nullptr for omitted ones), filling `outputs`. Blocked inputs
   /// must be at positions the kernel accepts (the executor guarantees it).
   /// A non-empty `placed[i]` is used as output i instead of a fresh buffer (in-place Concat).
@@ -41,6 +42,7 @@ class NodeRunner {
   const KernelInfo* info_ = nullptr;
   bool blocked_outputs_allowed_;
   ConvolutionFamily convolution_family_;
+  ClaimPool* claim_pool_ = nullptr;
   int64_t opset_;
   std::unique_ptr<Kernel> kernel_;
   std::vector<OutputSpec> specs_;

@@ -56,6 +56,10 @@ int threads_for(int requested, const HostLoad& load) {
   return std::max(1, std::min(requested, free_cores));
 }
 
+int claim_threads_for(int requested, const HostLoad& load) {
+  return requested >= 2 && load.other_runnable >= load.cores ? requested : 0;
+}
+
 bool threads_fixed_by_user(bool flag) {
   return flag || std::getenv("CLEAVE_FIXED_THREADS") != nullptr;
 }

@@ -144,9 +144,9 @@ TEST_F(RunCommandTest, StatsListEachOpsImplementations) {
   EXPECT_EQ(all_nodes, op_nodes);
 }
 
-// With every core held by another process, a run asked for 2 threads takes 1 and says why;
-// --fixed-threads keeps 2. (The test binaries set CLEAVE_FIXED_THREADS for the commands they
-// start, test_environment.cc; these runs go without it.)
+// With every core held by another process, a run asked for 2 threads takes 1, with the 2
+// claiming its convolutions' parts, and says why; --fixed-threads keeps 2. (The test binaries set
+// CLEAVE_FIXED_THREADS for the commands they start, test_environment.cc; these runs go without it.)
 TEST_F(RunCommandTest, TakesOnlyTheCoresOtherProcessesLeaveFree) {
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   if (cores > 8)
@@ -159,17 +159,21 @@ TEST_F(RunCommandTest, TakesOnlyTheCoresOtherProcessesLeaveFree) {
   nlohmann::json report = nlohmann::json::parse(adapted.out);
   EXPECT_EQ(report["threads"], 1) << adapted.out;
   EXPECT_EQ(report["threads_requested"], 2);
+  EXPECT_EQ(report["convolution_claim_threads"], 2);
   EXPECT_GE(report["host_load"]["other_runnable"].get<int>(), cores);
 
   CommandResult text = run_shell(run);
   ASSERT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_NE(text.out.find("1 thread(s) (asked for 2;"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("1 thread(s), convolutions in parts claimed by 2 (asked for 2;"),
+            std::string::npos)
+      << text.out;
 
   CommandResult fixed = run_shell(run + " --fixed-threads --json");
   ASSERT_EQ(fixed.exit_code, 0) << fixed.err;
   report = nlohmann::json::parse(fixed.out);
   EXPECT_EQ(report["threads"], 2);
   EXPECT_FALSE(report.contains("threads_requested"));
+  EXPECT_FALSE(report.contains("convolution_claim_threads"));
 }
 
 // A plan's two workers, with every core held by another process, run folded onto one thread

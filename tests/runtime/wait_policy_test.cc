@@ -55,6 +55,14 @@ TEST(WaitPolicy, CountsAnEmptyValueAsTheUsersChoice) {
   EXPECT_TRUE(policy_for({{"OMP_WAIT_POLICY", ""}}).empty());
 }
 
+TEST(ClaimThreadsFor, OnlyWhenOtherThreadsHoldEveryCore) {
+  EXPECT_EQ(claim_threads_for(2, {0, 2}), 0);
+  EXPECT_EQ(claim_threads_for(2, {1, 2}), 0);  // A core is free: one thread of its own.
+  EXPECT_EQ(claim_threads_for(2, {2, 2}), 2);
+  EXPECT_EQ(claim_threads_for(4, {9, 2}), 4);
+  EXPECT_EQ(claim_threads_for(1, {9, 2}), 0);  // One thread asked: nothing to share.
+}
+
 TEST(ThreadsFor, KeepsTheAskedCountOnAnIdleHost) {
   EXPECT_EQ(threads_for(2, {0, 2}), 2);
   EXPECT_EQ(threads_for(4, {0, 16}), 4);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "run_kernel.h"
+#include "runtime/claim_pool.h"
 #include "runtime/cpu_isa.h"
 #include "runtime/executor.h"
 #include "runtime/kernel.h"
@@ -120,7 +121,8 @@ class OneNode {
   /// `block` channels (kChannelsLast: channels last), or by default of the block the effective
   /// ISA's kernels write (8 or 16).
   std::unique_ptr<Kernel> prepare(bool blocked_outputs_allowed, int threads = 1,
-                                  bool blocked_input = false, int64_t block = 0) {
+                                  bool blocked_input = false, int64_t block = 0,
+                                  ClaimPool* claim_pool = nullptr) {
     build();
     held_.clear();
     std::vector<const Tensor*> inputs;
@@ -142,6 +144,7 @@ class OneNode {
     const Node& node = graph_.node(node_);
     KernelContext context{graph_,   node_,   node,    graph_.opset_imports[""], inputs,
                           constant, engine_, threads, blocked_outputs_allowed};
+    context.claim_pool = claim_pool;
     return KernelRegistry::global().find("", op_, graph_.opset_imports[""])->create(context);
   }
 
@@ -742,6 +745,91 @@ TEST(DnnlDepthwiseSplit, FullBlocksWithSwishEqualOneThread) {
 // a multiple of the ISA's block (the outputs could not equal one thread's otherwise).
 TEST(DnnlDepthwiseSplit, PartlyFilledLastBlockEqualsOneThread) {
   expect_split_equals_one_thread({native_channel_block() * 4 + 3, 7, 3, 1, ""});
+}
+
+// ---- Convolutions in parts claimed by a ClaimPool (a host with no core free) ---------------
+
+// A 3x3 convolution of 64 input channels into `channels_out` at `size` x `size` (28: 39 million
+// flops or more, enough to be split), with a fused sum of a shortcut and ReLU when `with_sum`.
+OneNode claimed_conv_node(int64_t channels_out, bool with_sum, int64_t size = 28) {
+  OneNode node("Conv");
+  node.input({1, 64, size, size}, random_values(64 * size * size, 31))
+      .constant({channels_out, 64, 3, 3}, random_values(channels_out * 64 * 9, 32))
+      .constant({channels_out}, random_values(channels_out, 33));
+  if (with_sum) {
+    node.input({1, channels_out, size, size}, random_values(channels_out * size * size, 34));
+  }
+  node.ints("pads", {1, 1, 1, 1}).text("activation", "Relu");
+  if (with_sum) node.integer("sum_input", 3);
+  return node;
+}
+
+void expect_claimed_parts_equal_one_thread(bool with_sum) {
+  const int64_t channels_out = native_channel_block() * 5 + 3;
+  ClaimPool pool(2);
+  OneNode claimed_node = claimed_conv_node(channels_out, with_sum);
+  auto claimed_kernel = claimed_node.prepare(true, 1, true, 0, &pool);
+  // Six blocks, two parts per thread; the first parts take the extra blocks.
+  ASSERT_THAT(claimed_kernel->implementation(),
+              testing::EndsWith("in 4 parts claimed by 2 threads"));
+  const int team = omp_get_max_threads();
+  omp_set_num_threads(1);
+  OneNode single_node = claimed_conv_node(channels_out, with_sum);
+  auto single_kernel = single_node.prepare(true, 1, true);
+  omp_set_num_threads(team);
+  EXPECT_THAT(single_kernel->implementation(), testing::Not(testing::HasSubstr("parts")));
+  for (int run = 0; run < 3; ++run) {  // The pool's threads come back for each run.
+    Tensor claimed = claimed_node.run_prepared(*claimed_kernel);
+    Tensor single = single_node.run_prepared(*single_kernel);
+    ASSERT_EQ(claimed.shape(), single.shape());
+    EXPECT_EQ(std::memcmp(claimed.raw(), single.raw(), single.element_count() * sizeof(float)), 0)
+        << "run " << run;
+  }
+  // And both are right.
+  Window window{{1, 1}, {1, 1}, {1, 1}};
+  std::vector<float> expected =
+      conv_reference(random_values(64 * 28 * 28, 31), {1, 64, 28, 28},
+                     random_values(channels_out * 64 * 9, 32), {channels_out, 64, 3, 3},
+                     random_values(channels_out, 33), 1, window, {1, channels_out, 28, 28});
+  const std::vector<float> shortcut = random_values(channels_out * 28 * 28, 34);
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    expected[i] = std::max(expected[i] + (with_sum ? shortcut[i] : 0.0f), 0.0f);
+  }
+  expect_near(claimed_node.run_prepared(*claimed_kernel), {1, channels_out, 28, 28}, expected);
+}
+
+TEST(DnnlClaimedParts, DenseConvolutionEqualsOneThreadBitForBit) {
+  expect_claimed_parts_equal_one_thread(false);
+}
+
+TEST(DnnlClaimedParts, FusedSumSplitsTooAndEqualsOneThread) {
+  expect_claimed_parts_equal_one_thread(true);
+}
+
+// 9x9: 4-8 million flops, less than waking a helper is worth.
+TEST(DnnlClaimedParts, ASmallConvolutionRunsWhole) {
+  ClaimPool pool(2);
+  OneNode node = claimed_conv_node(native_channel_block() * 5 + 3, false, 9);
+  EXPECT_THAT(node.prepare(true, 1, true, 0, &pool)->implementation(),
+              testing::Not(testing::HasSubstr("parts")));
+}
+
+TEST(DnnlClaimedParts, OneBlockIsNotSplit) {
+  ClaimPool pool(2);
+  OneNode node = claimed_conv_node(native_channel_block(), false);
+  EXPECT_THAT(node.prepare(true, 1, true, 0, &pool)->implementation(),
+              testing::Not(testing::HasSubstr("parts")));
+}
+
+TEST(DnnlClaimedParts, GroupedButNotDepthwiseIsNotSplit) {
+  ClaimPool pool(2);
+  OneNode node("Conv");
+  node.input({1, 128, 6, 6}, random_values(128 * 36, 1))
+      .constant({128, 2, 3, 3}, random_values(128 * 18, 2))
+      .integer("group", 64)
+      .ints("pads", {1, 1, 1, 1});
+  EXPECT_THAT(node.prepare(true, 1, true, 0, &pool)->implementation(),
+              testing::Not(testing::HasSubstr("parts")));
 }
 
 // ---- ConvTranspose ----------------------------------------------------------------------

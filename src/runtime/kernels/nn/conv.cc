@@ -4,12 +4,14 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <exception>
 #include <limits>
 #include <type_traits>
 #include <utility>
 
+#include "runtime/claim_pool.h"
 #include "runtime/cpu_isa.h"
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/elementwise.h"
@@ -97,23 +99,31 @@ class ConvolutionKernel : public Kernel, public PackedConstants {
     });
   }
 
+  // Each thread claims the next part until none is left: a thread that waits for a core holds
+  // up only the part it has begun (claimed parts), and OpenMP giving fewer threads than asked
+  // still runs every part.
   void run_parts(const float* source, const float* bias, float* destination) {
     const int count = static_cast<int>(parts_.size());
+    auto run_part = [&](int index) {
+      ChannelPart& part = parts_[index];
+      try {
+        part.step.set(DNNL_ARG_SRC, source + part.source_offset);
+        part.step.set(DNNL_ARG_WEIGHTS, part.packed_weights->data());
+        if (bias) part.step.set(DNNL_ARG_BIAS, bias + part.first_channel);
+        part.step.set(DNNL_ARG_DST, destination + part.destination_offset);
+        part.step.execute(part.stream);
+        part.stream.wait();
+      } catch (...) {
+        failures_[index] = std::current_exception();  // Exceptions must not leave a thread.
+      }
+    };
+    if (claim_pool_) {
+      claim_pool_->run(count, run_part);
+    } else {
+      std::atomic<int> next{0};
 #pragma omp parallel num_threads(count)
-    {
-      // OpenMP may give fewer threads than asked; every part still runs.
-      for (int index = omp_get_thread_num(); index < count; index += omp_get_num_threads()) {
-        ChannelPart& part = parts_[index];
-        try {
-          part.step.set(DNNL_ARG_SRC, source + part.source_offset);
-          part.step.set(DNNL_ARG_WEIGHTS, part.packed_weights->data());
-          if (bias) part.step.set(DNNL_ARG_BIAS, bias + part.first_channel);
-          part.step.set(DNNL_ARG_DST, destination + part.destination_offset);
-          part.step.execute(part.stream);
-          part.stream.wait();
-        } catch (...) {
-          failures_[index] = std::current_exception();  // Exceptions must not leave the region.
-        }
+      {
+        for (int index = next++; index < count; index = next++) run_part(index);
       }
     }
     for (std::exception_ptr& failure : failures_) {
@@ -128,6 +138,7 @@ class ConvolutionKernel : public Kernel, public PackedConstants {
   // oneDNN's swish post-op cost EfficientNet-B0 ~1.5 ms more than this separate pass.
   bool swish_ = false;
   int threads_ = 1;
+  ClaimPool* claim_pool_ = nullptr;
   int64_t destination_floats_ = 0;
   DnnlStep step_;
   std::vector<ChannelPart> parts_;
@@ -277,15 +288,21 @@ std::unique_ptr<Kernel> ConvolutionKernel::create(const KernelContext& context,
           constant_weights ? constant_weights : context.input(1).template data<float>(),
           kernel->has_bias_, fused_post_ops(context, false));
     }
-    if (kernel->sum_input_ < 0 && !kernel->taps_) {
-      kernel->parts_ = split_channel_blocks(context, p, descriptor, attr, kernel->has_bias_);
+    // Claimed parts add to their own runs of the destination, so a fused sum splits too.
+    if ((kernel->sum_input_ < 0 || context.claim_pool) && !kernel->taps_) {
+      kernel->parts_ = split_channel_blocks(
+          context, p, descriptor, attr, kernel->has_bias_,
+          constant_weights ? constant_weights : context.input(1).template data<float>());
     }
   }
   if (kernel->taps_) {
     kernel->implementation_ = kernel->taps_->implementation() + note;
   } else if (!kernel->parts_.empty()) {
     kernel->failures_.resize(kernel->parts_.size());
-    kernel->implementation_ += fmt::format(" in {} channel parts", kernel->parts_.size());
+    kernel->implementation_ +=
+        context.claim_pool ? fmt::format(" in {} parts claimed by {} threads",
+                                         kernel->parts_.size(), context.claim_pool->threads())
+                           : fmt::format(" in {} channel parts", kernel->parts_.size());
   }
   // A split convolution runs only its parts' or taps' primitives.
   if (kernel->parts_.empty() && !kernel->taps_) {
@@ -315,6 +332,7 @@ std::unique_ptr<Kernel> ConvolutionKernel::create(const KernelContext& context,
   memory::desc destination = kernel->taps_ ? kernel->taps_->destination() : descriptor.dst_desc();
   kernel->swish_ = context.node.string_attribute("activation", "") == "Swish";
   kernel->threads_ = context.threads;
+  kernel->claim_pool_ = context.claim_pool;
   kernel->destination_floats_ = static_cast<int64_t>(destination.get_size() / sizeof(float));
   std::optional<memory::desc> layout = recorded_layout(destination, p.output_shape);
   if (layout && !context.blocked_outputs_allowed) {

@@ -1,0 +1,70 @@
+// The sequential executor with claim_threads (a host with no core free): large convolutions run
+// in parts its threads claim, and the outputs are those of one thread, bit for bit.
+#include <fmt/core.h>
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <string>
+#include <vector>
+
+#include "bitwise_equal.h"
+#include "ir/text.h"
+#include "runtime/executor.h"
+#include "runtime/random_inputs.h"
+
+namespace cleave {
+namespace {
+
+std::string numbers(int count, int seed) {
+  std::vector<double> result;
+  for (int i = 0; i < count; ++i) result.push_back(((i * 37 + seed * 11) % 23) / 23.0 - 0.5);
+  return fmt::format("{}", fmt::join(result, ","));
+}
+
+// A 3x3 convolution of 64 into 64 channels at 28x28 (58 million flops, split in 4: 8 blocks on
+// AVX2, 4 on AVX-512) and a 1x1 one of 64 into 24 (2 million, whole), with a ReLU between.
+Graph large_then_small() {
+  return parse_graph(
+      fmt::format("graph main [ai.onnx=17] (%x: f32[1,64,28,28]) {{\n"
+                  "  @w: f32[64,64,3,3] = [{}]\n"
+                  "  @b: f32[64] = [{}]\n"
+                  "  @k: f32[24,64,1,1] = [{}]\n"
+                  "  %a = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w, @b)\n"
+                  "  %r = Relu(%a)\n"
+                  "  %c = Conv[kernel_shape=[1,1]](%r, @k)\n"
+                  "  return %c\n}}",
+                  numbers(64 * 64 * 9, 1), numbers(64, 2), numbers(24 * 64, 3)));
+}
+
+TEST(ClaimedParts, OutputsEqualOneThreadRunAfterRun) {
+  const Graph graph = large_then_small();
+  const auto inputs = random_inputs(graph, 5);
+  Executor single(graph);
+  ExecutorOptions options;
+  options.claim_threads = 2;
+  options.release_packed_weights = true;  // The parts keep packed copies of their own.
+  Executor claimed(graph, options);
+  for (int run = 0; run < 3; ++run)
+    EXPECT_TRUE(bitwise_equal(claimed.run(inputs), single.run(inputs))) << "run " << run;
+  omp_set_num_threads(2);  // The executors set 1 on this thread.
+}
+
+TEST(ClaimedParts, OnlyTheLargeConvolutionIsSplit) {
+  const Graph graph = large_then_small();
+  ExecutorOptions options;
+  options.claim_threads = 2;
+  Executor claimed(graph, options);
+  claimed.run(random_inputs(graph, 5));
+  omp_set_num_threads(2);
+  std::vector<std::string> split;
+  for (const std::string& implementation : claimed.implementations()) {
+    if (implementation.find("claimed") != std::string::npos) split.push_back(implementation);
+  }
+  ASSERT_EQ(split.size(), 1u);
+  EXPECT_THAT(split[0], testing::EndsWith("in 4 parts claimed by 2 threads"));
+}
+
+}  // namespace
+}  // namespace cleave
