@@ -17,7 +17,6 @@
 #include <cstdlib>
 #include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
-#include <unordered_map>
 #include <vector>
 
 #include "dnnl_bench.h"
@@ -42,45 +41,9 @@ const std::vector<std::pair<Shape, int>> kResNet50 = {
     {{512, 512, 7, 3, 1}, 2},
 };
 
-dnnl::convolution_forward::primitive_desc convolution(const dnnl::engine& engine, const Shape& s,
-                                                      int64_t channels_out, const memory::desc& src,
-                                                      const memory::desc& dst) {
-  dnnl::post_ops ops;
-  ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-  dnnl::primitive_attr attr;
-  attr.set_post_ops(ops);
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  const int64_t padding = s.kernel / 2;
-  dnnl::convolution_forward::desc desc(
-      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src,
-      float_desc({channels_out, s.channels_in, s.kernel, s.kernel}, Tag::any),
-      float_desc({channels_out}, Tag::x), dst, {s.stride, s.stride}, {padding, padding},
-      {padding, padding});
-  return dnnl::convolution_forward::primitive_desc(desc, attr, engine);
-}
-
-struct Step {
-  Step(const dnnl::convolution_forward::primitive_desc& desc, const dnnl::engine& engine,
-       const memory& source, const memory& destination)
-      : primitive(desc), stream(engine) {
-    arguments = {{DNNL_ARG_SRC, source},
-                 {DNNL_ARG_WEIGHTS, filled(desc.weights_desc(), engine)},
-                 {DNNL_ARG_BIAS, filled(desc.bias_desc(), engine)},
-                 {DNNL_ARG_DST, destination},
-                 {DNNL_ARG_SCRATCHPAD, memory(desc.scratchpad_desc(), engine)}};
-  }
-  void run() {
-    primitive.execute(stream, arguments);
-    stream.wait();
-  }
-  dnnl::convolution_forward primitive;
-  dnnl::stream stream;
-  std::unordered_map<int, memory> arguments;
-};
-
 struct Layer {
-  std::unique_ptr<Step> one, two;
-  std::vector<std::unique_ptr<Step>> parts;
+  std::unique_ptr<ConvStep> one, two;
+  std::vector<std::unique_ptr<ConvStep>> parts;
 };
 
 Layer make_layer(const dnnl::engine& engine, const Shape& s, int part_count, Tag tag,
@@ -91,21 +54,24 @@ Layer make_layer(const dnnl::engine& engine, const Shape& s, int part_count, Tag
   memory destination(dst, engine);
   Layer layer;
   omp_set_num_threads(1);
-  layer.one = std::make_unique<Step>(convolution(engine, s, s.channels_out, source.get_desc(), dst),
-                                     engine, source, destination);
+  layer.one = std::make_unique<ConvStep>(relu_convolution(engine, source.get_desc(), s.channels_in,
+                                                          s.channels_out, s.kernel, s.stride, dst),
+                                         engine, source, destination);
   const int64_t blocks = s.channels_out / block;
   const int64_t count = std::min<int64_t>(part_count, blocks);
   auto* base = static_cast<float*>(destination.get_data_handle());
   for (int64_t part = 0; part < count; ++part) {
     const int64_t first = part * blocks / count * block, end = (part + 1) * blocks / count * block;
     const memory::desc part_dst = float_desc({1, end - first, out, out}, tag);
-    layer.parts.push_back(
-        std::make_unique<Step>(convolution(engine, s, end - first, source.get_desc(), part_dst),
-                               engine, source, memory(part_dst, engine, base + first * out * out)));
+    layer.parts.push_back(std::make_unique<ConvStep>(
+        relu_convolution(engine, source.get_desc(), s.channels_in, end - first, s.kernel, s.stride,
+                         part_dst),
+        engine, source, memory(part_dst, engine, base + first * out * out)));
   }
   omp_set_num_threads(2);
-  layer.two = std::make_unique<Step>(convolution(engine, s, s.channels_out, source.get_desc(), dst),
-                                     engine, source, destination);
+  layer.two = std::make_unique<ConvStep>(relu_convolution(engine, source.get_desc(), s.channels_in,
+                                                          s.channels_out, s.kernel, s.stride, dst),
+                                         engine, source, destination);
   return layer;
 }
 

@@ -20,7 +20,6 @@
 #include <cstdlib>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "dnnl_bench.h"
@@ -28,44 +27,6 @@
 namespace {
 
 using namespace dnnl_bench;
-
-dnnl::convolution_forward::primitive_desc convolution(const dnnl::engine& engine,
-                                                      const memory::desc& source,
-                                                      int64_t channels_in, int64_t channels_out,
-                                                      int64_t kernel, int64_t stride,
-                                                      const memory::desc& destination) {
-  dnnl::post_ops ops;
-  ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-  dnnl::primitive_attr attr;
-  attr.set_post_ops(ops);
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  const int64_t padding = kernel / 2;
-  dnnl::convolution_forward::desc desc(
-      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, source,
-      float_desc({channels_out, channels_in, kernel, kernel}, Tag::any),
-      float_desc({channels_out}, Tag::x), destination, {stride, stride}, {padding, padding},
-      {padding, padding});
-  return dnnl::convolution_forward::primitive_desc(desc, attr, engine);
-}
-
-struct Step {
-  Step(const dnnl::convolution_forward::primitive_desc& desc, const dnnl::engine& engine,
-       const memory& source, const memory& destination)
-      : primitive(desc), name(desc.impl_info_str()) {
-    arguments = {{DNNL_ARG_SRC, source},
-                 {DNNL_ARG_WEIGHTS, filled(desc.weights_desc(), engine)},
-                 {DNNL_ARG_BIAS, filled(desc.bias_desc(), engine)},
-                 {DNNL_ARG_DST, destination},
-                 {DNNL_ARG_SCRATCHPAD, memory(desc.scratchpad_desc(), engine)}};
-  }
-  void run(dnnl::stream& stream) {
-    primitive.execute(stream, arguments);
-    stream.wait();
-  }
-  dnnl::convolution_forward primitive;
-  std::unordered_map<int, memory> arguments;
-  std::string name;
-};
 
 }  // namespace
 
@@ -91,23 +52,23 @@ int main(int argc, char** argv) {
   memory destination(whole_desc, engine);
 
   omp_set_num_threads(2);  // oneDNN fixes a primitive's team when it is created.
-  Step whole(
-      convolution(engine, source.get_desc(), channels_in, channels_out, kernel, stride, whole_desc),
-      engine, source, destination);
+  ConvStep whole(relu_convolution(engine, source.get_desc(), channels_in, channels_out, kernel,
+                                  stride, whole_desc),
+                 engine, source, destination);
   omp_set_num_threads(1);
   const int64_t first = (channels_out / block + 1) / 2 * block;
   auto* base = static_cast<float*>(destination.get_data_handle());
   const memory::desc first_desc = float_desc({1, first, out_size, out_size}, tag);
   const memory::desc second_desc = float_desc({1, channels_out - first, out_size, out_size}, tag);
-  Step first_half(
-      convolution(engine, source.get_desc(), channels_in, first, kernel, stride, first_desc),
+  ConvStep first_half(
+      relu_convolution(engine, source.get_desc(), channels_in, first, kernel, stride, first_desc),
       engine, source, memory(first_desc, engine, base));
-  Step second_half(convolution(engine, source.get_desc(), channels_in, channels_out - first, kernel,
-                               stride, second_desc),
-                   engine, source, memory(second_desc, engine, base + first * out_size * out_size));
+  ConvStep second_half(relu_convolution(engine, source.get_desc(), channels_in,
+                                        channels_out - first, kernel, stride, second_desc),
+                       engine, source,
+                       memory(second_desc, engine, base + first * out_size * out_size));
   omp_set_num_threads(2);
 
-  dnnl::stream whole_stream(engine), first_stream(engine), second_stream(engine);
   std::vector<char> flush(cold ? std::size_t{64} << 20 : 0);
   auto evict = [&] {
     for (std::size_t i = 0; i < flush.size(); i += 64) ++flush[i];
@@ -116,14 +77,14 @@ int main(int argc, char** argv) {
 #pragma omp parallel num_threads(2)
     {
       if (omp_get_thread_num() == 0) {
-        first_half.run(first_stream);
+        first_half.run();
       } else {
-        second_half.run(second_stream);
+        second_half.run();
       }
     }
   };
   for (int i = 0; i < 5; ++i) {
-    whole.run(whole_stream);
+    whole.run();
     run_split();
   }
   std::vector<double> whole_times, split_times;
@@ -132,7 +93,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 10; ++i) {
       evict();
       const double start = seconds_now();
-      whole.run(whole_stream);
+      whole.run();
       sum += seconds_now() - start;
     }
     whole_times.push_back(sum / 10);

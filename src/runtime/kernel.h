@@ -15,11 +15,11 @@
 
 namespace cleave {
 
+class ClaimPool;
+
 /// What a kernel factory sees when it prepares a node. Preparation happens right before the
 /// node first runs (and again if its input shapes change), so every input tensor is already
 /// computed: shape-like inputs (Reshape's shape, Slice's starts) can be read here.
-class ClaimPool;
-
 struct KernelContext {
   const Graph& graph;
   NodeId node_id;

@@ -13,15 +13,10 @@
 #include "ir/text.h"
 #include "runtime/executor.h"
 #include "runtime/random_inputs.h"
+#include "text_numbers.h"
 
 namespace cleave {
 namespace {
-
-std::string numbers(int count, int seed) {
-  std::vector<double> result;
-  for (int i = 0; i < count; ++i) result.push_back(((i * 37 + seed * 11) % 23) / 23.0 - 0.5);
-  return fmt::format("{}", fmt::join(result, ","));
-}
 
 // A 3x3 convolution of 64 into 64 channels at 28x28 (58 million flops, split in 4: 8 blocks on
 // AVX2, 4 on AVX-512) and a 1x1 one of 64 into 24 (2 million, whole), with a ReLU between.
@@ -35,7 +30,7 @@ Graph large_then_small() {
                   "  %r = Relu(%a)\n"
                   "  %c = Conv[kernel_shape=[1,1]](%r, @k)\n"
                   "  return %c\n}}",
-                  numbers(64 * 64 * 9, 1), numbers(64, 2), numbers(24 * 64, 3)));
+                  text_numbers(64 * 64 * 9, 1), text_numbers(64, 2), text_numbers(24 * 64, 3)));
 }
 
 TEST(ClaimedParts, OutputsEqualOneThreadRunAfterRun) {

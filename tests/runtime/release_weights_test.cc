@@ -12,15 +12,10 @@
 #include "ir/text.h"
 #include "runtime/executor.h"
 #include "runtime/random_inputs.h"
+#include "text_numbers.h"
 
 namespace cleave {
 namespace {
-
-std::string numbers(int count, int seed) {
-  std::vector<double> result;
-  for (int i = 0; i < count; ++i) result.push_back(((i * 37 + seed * 11) % 23) / 23.0 - 0.5);
-  return fmt::format("{}", fmt::join(result, ","));
-}
 
 // @w and @k are convolution weights, which the Conv kernel packs; @b is a bias it reads at every
 // run, and the Add reads @k too.
@@ -34,7 +29,7 @@ Graph two_convolutions() {
                   "  %c = Conv[kernel_shape=[1,1]](%a, @k)\n"
                   "  %d = Add(%c, @k)\n"
                   "  return %d\n}}",
-                  numbers(8 * 8 * 9, 1), numbers(8, 2), numbers(64, 3)));
+                  text_numbers(8 * 8 * 9, 1), text_numbers(8, 2), text_numbers(64, 3)));
 }
 
 std::weak_ptr<const std::vector<std::byte>> bytes_of(const Graph& graph, const std::string& name) {
