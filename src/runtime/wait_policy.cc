@@ -57,7 +57,8 @@ int threads_for(int requested, const HostLoad& load) {
 }
 
 int claim_threads_for(int requested, const HostLoad& load) {
-  return requested >= 2 && load.other_runnable >= load.cores ? requested : 0;
+  const int threads = std::min(requested, load.cores);
+  return threads >= 2 && load.other_runnable >= load.cores ? threads : 0;
 }
 
 bool threads_fixed_by_user(bool flag) {

@@ -59,7 +59,9 @@ TEST(ClaimThreadsFor, OnlyWhenOtherThreadsHoldEveryCore) {
   EXPECT_EQ(claim_threads_for(2, {0, 2}), 0);
   EXPECT_EQ(claim_threads_for(2, {1, 2}), 0);  // A core is free: one thread of its own.
   EXPECT_EQ(claim_threads_for(2, {2, 2}), 2);
-  EXPECT_EQ(claim_threads_for(4, {9, 2}), 4);
+  EXPECT_EQ(claim_threads_for(4, {9, 2}), 2);  // No more than the cores.
+  EXPECT_EQ(claim_threads_for(4, {16, 16}), 4);
+  EXPECT_EQ(claim_threads_for(2, {9, 1}), 0);  // One core: nothing to share it with.
   EXPECT_EQ(claim_threads_for(1, {9, 2}), 0);  // One thread asked: nothing to share.
 }
 
