@@ -47,9 +47,10 @@ int threads_for(int requested, const HostLoad& load);
 
 /// Threads that claim a sequential run's convolution parts (ExecutorOptions::claim_threads)
 /// beside threads_for's one thread, on a host where the other processes' runnable threads hold
-/// every core: `requested` then, but no more than the cores; 0 otherwise (with a core free, one thread of its own was
-/// faster: ResNet-50's convolutions beside 1 busy process on 2 cores took 99-117 ms on 1 thread
-/// against 108-126 ms in parts; beside 2, 163-191 against 132-174 ms, bench/load/conv_parts.sh).
+/// every core: `requested` then, but no more than the cores; 0 otherwise (with a core free, one
+/// thread of its own was faster: ResNet-50's convolutions beside 1 busy process on 2 cores took
+/// 99-117 ms on 1 thread against 108-126 ms in parts; beside 2, 163-191 against 132-174 ms,
+/// bench/load/conv_parts.sh).
 int claim_threads_for(int requested, const HostLoad& load);
 
 /// Intra-op threads for each of `ranks_on_host` MPI ranks of one job sharing this host, each
