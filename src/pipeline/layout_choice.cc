@@ -118,8 +118,8 @@ bool layouts_can_differ(const Graph& graph) {
 }
 
 bool winograd_can_apply(const Graph& graph) {
-  // Below AVX-512 it would time the blocked family's kernels a second time.
-  if (!isa_includes(effective_isa(), dnnl::cpu_isa::avx512_core)) return false;
+  // Without a Winograd kernel it would time the blocked family's kernels a second time.
+  if (!winograd_available()) return false;
   for (NodeId id : graph.node_ids()) {
     const Node& node = graph.node(id);
     if (!is_4d_conv(graph, node)) continue;

@@ -20,7 +20,7 @@ namespace cleave {
 namespace {
 
 bool winograd_on_this_isa() {
-  return isa_includes(effective_isa(), dnnl::cpu_isa::avx512_core);
+  return winograd_available();
 }
 
 // Two 3x3 convolutions with a fused activation, a pool and a concat of both branches.
@@ -140,12 +140,58 @@ std::string single_conv(const std::string& attributes, int channels, int kernel)
 
 TEST(Winograd, TakesThreeByThreeStrideOneConvolutions) {
   if (!winograd_on_this_isa())
-    GTEST_SKIP() << "needs AVX512_CORE (oneDNN 2.6 has fp32 Winograd only there); effective ISA "
+    GTEST_SKIP() << "needs AVX512_CORE (oneDNN's Winograd) or AVX2 and FMA (cleave's own); "
+                    "effective ISA "
                  << isa_name(effective_isa());
-  const std::string model = single_conv("kernel_shape=[3,3], pads=[1,1,1,1]", 32, 3);
-  EXPECT_NE(implementation_for(model, ConvolutionFamily::kWinograd).find("wino"),
-            std::string::npos);
+  // 64 channels at 14x14: 14 million flops, above cleave's kernel's minimum.
+  const std::string model = single_conv("kernel_shape=[3,3], pads=[1,1,1,1]", 64, 3);
+  const std::string winograd = implementation_for(model, ConvolutionFamily::kWinograd);
+  EXPECT_NE(winograd.find("wino"), std::string::npos);
+  // Below AVX-512, cleave's own kernel; on it, oneDNN's.
+  EXPECT_EQ(winograd == "winograd_2x2_3x3:cleave_avx2",
+            !isa_includes(effective_isa(), dnnl::cpu_isa::avx512_core));
   EXPECT_EQ(implementation_for(model, ConvolutionFamily::kBlocked).find("wino"), std::string::npos);
+}
+
+// Through the executor: a plain graph input reordered into blocks, a fused ReLU, a fused sum
+// of the first convolution's output, and a plain graph output, as the direct kernels compute.
+TEST(Winograd, FusedSumAndPlainEndsMatchTheDirectKernels) {
+  if (!winograd_on_this_isa()) GTEST_SKIP() << "needs a Winograd kernel (AVX2 or AVX-512)";
+  std::string w, b;
+  for (int i = 0; i < 64 * 64 * 9; ++i)
+    w += (i ? "," : "") + std::to_string((i * 7 % 17) / 170.0 - 0.05);
+  for (int i = 0; i < 64; ++i) b += (i ? "," : "") + std::to_string((i % 5) * 0.1 - 0.2);
+  const Graph graph = parse_graph(fmt::format(R"(graph main [ai.onnx=17] (%x: f32[1,64,14,14]) {{
+  @w: f32[64,64,3,3] = [{0}]
+  @b: f32[64] = [{1}]
+  %a = Conv[kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu"](%x, @w, @b)
+  %y = Conv[kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu", sum_input=3](%a, @w, @b, %a)
+  return %y
+}})",
+                                              w, b));
+  std::map<std::string, Tensor> inputs;
+  Tensor x = Tensor::allocate(DataType::kFloat, {1, 64, 14, 14});
+  for (int64_t i = 0; i < x.element_count(); ++i) x.data<float>()[i] = (i % 11) * 0.2f - 1.0f;
+  inputs.emplace("x", x);
+  ExecutorOptions winograd_options;
+  winograd_options.convolution_family = ConvolutionFamily::kWinograd;
+  Executor blocked(graph, ExecutorOptions{});
+  Executor winograd(graph, winograd_options);
+  const std::vector<Tensor> want = blocked.run(inputs);
+  const std::vector<Tensor> got = winograd.run(inputs);
+  int wino = 0;
+  for (const std::string& implementation : winograd.implementations())
+    wino += implementation.find("wino") != std::string::npos;
+  EXPECT_EQ(wino, 2);
+  const auto expected = want.at(0).values<float>();
+  const auto actual = got.at(0).values<float>();
+  ASSERT_EQ(expected.size(), actual.size());
+  int positive = 0;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_NEAR(actual[i], expected[i], 1e-4 * std::abs(expected[i]) + 1e-4) << "at " << i;
+    positive += expected[i] > 0.0f;
+  }
+  EXPECT_GT(positive, 1000);
 }
 
 TEST(Winograd, LeavesOtherConvolutionsToTheDirectKernels) {

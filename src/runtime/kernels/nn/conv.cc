@@ -20,6 +20,7 @@
 #include "runtime/kernels/nn/conv_problem.h"
 #include "runtime/kernels/nn/depthwise_split.h"
 #include "runtime/kernels/nn/dilated_taps.h"
+#include "runtime/kernels/nn/winograd.h"
 #include "runtime/kernels/packed_constants.h"
 #include "runtime/kernels/registration.h"
 
@@ -42,7 +43,7 @@ class ConvolutionKernel : public Kernel, public PackedConstants {
   std::vector<OutputSpec> output_specs() const override { return {spec_}; }
   std::string implementation() const override { return implementation_; }
   bool reads_at_run(std::size_t input) const override {  // PackedConstants
-    return input != 1 || (!packed_weights_ && parts_.empty() && !taps_);
+    return input != 1 || (!packed_weights_ && parts_.empty() && !taps_ && !own_winograd_);
   }
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
@@ -61,7 +62,10 @@ class ConvolutionKernel : public Kernel, public PackedConstants {
     void* destination = output_buffer_ ? output_buffer_->data() : outputs[0]->raw();
     if (sum_input_ >= 0) add_to(inputs[sum_input_]->raw(), destination, stream);
     const void* bias = has_bias_ ? inputs[2]->raw() : nullptr;
-    if (taps_) {
+    if (own_winograd_) {
+      own_winograd_->run(static_cast<const float*>(source), static_cast<const float*>(bias),
+                         static_cast<float*>(destination), threads_, claim_pool_);
+    } else if (taps_) {
       taps_->run(source, static_cast<const float*>(bias), destination, stream);
     } else if (!parts_.empty()) {
       run_parts(static_cast<const float*>(source), static_cast<const float*>(bias),
@@ -143,11 +147,163 @@ class ConvolutionKernel : public Kernel, public PackedConstants {
   DnnlStep step_;
   std::vector<ChannelPart> parts_;
   std::optional<TapSplit> taps_;
+  std::optional<OwnWinograd> own_winograd_;
   std::vector<std::exception_ptr> failures_;  ///< One per part.
   std::string implementation_;
   LayoutReorder source_reorder_, weights_reorder_, output_reorder_, sum_reorder_;
   std::shared_ptr<Buffer> source_buffer_, weights_buffer_, output_buffer_, packed_weights_;
 };
+
+// cleave's own Winograd kernel for the Winograd family where oneDNN has none (below AVX-512):
+// 3x3 stride-1 convolutions of constant weights, batch any, with a fused Relu, Clip, Swish
+// (applied after, as for every kernel) or sum, of at least kMinWinogradFlops: below that the
+// transforms cost more than the products save (128 to 32 channels at 7x7 ran 1.2x the direct
+// kernel at 2 threads).
+constexpr double kMinWinogradFlops = 8e6;
+
+std::optional<OwnWinograd> own_winograd_for(const KernelContext& context, const ConvProblem& p,
+                                            const float* weights) {
+  if (context.convolution_family != ConvolutionFamily::kWinograd || !winograd_shape(p) ||
+      !context.constant[1] || !own_winograd_available() || p.output_shape.size() != 4) {
+    return std::nullopt;
+  }
+  const double flops =
+      2.0 * static_cast<double>(volume(p.output_shape)) * static_cast<double>(p.channels_in) * 9.0;
+  if (flops < kMinWinogradFlops) return std::nullopt;
+  WinogradEpilogue epilogue;
+  epilogue.accumulate = context.node.int_attribute("sum_input", -1) >= 0;
+  const std::string activation = context.node.string_attribute("activation", "");
+  if (activation == "Relu") {
+    epilogue.low = 0.0f;
+  } else if (activation == "Clip") {
+    epilogue.low =
+        context.node.float_attribute("activation_min", std::numeric_limits<float>::lowest());
+    epilogue.high =
+        context.node.float_attribute("activation_max", std::numeric_limits<float>::max());
+  } else if (!activation.empty() && activation != "Swish") {
+    return std::nullopt;  // HardSwish stays with oneDNN, which fuses it.
+  }
+  const std::vector<int64_t>& in = context.input(0).shape();
+  WinogradProblem problem;
+  problem.batch = p.batch;
+  problem.channels_in = p.channels_in;
+  problem.channels_out = p.channels_out;
+  problem.height = in[2];
+  problem.width = in[3];
+  problem.out_height = p.output_shape[2];
+  problem.out_width = p.output_shape[3];
+  problem.pad_top = p.pads_begin[0];
+  problem.pad_left = p.pads_begin[1];
+  return OwnWinograd(problem, weights, epilogue);
+}
+
+// The primitive for a convolution whose input comes in layout `given`: see the comments inside
+// for the order of the choices.
+template <typename Primitive>
+typename Primitive::primitive_desc choose_descriptor(const KernelContext& context,
+                                                     const ConvProblem& p, bool has_bias,
+                                                     const dnnl::primitive_attr& attr) {
+  const Tensor& x = context.input(0);
+  memory::desc given = desc_of(x);
+  memory::desc any_destination = any_desc(p.output_shape);
+  // Take the input as it comes when a fast kernel reads it so; otherwise let oneDNN pick the
+  // layout and reorder into it. The gemm path on nchw is ~1.5x slower for 3x3 convs, and for
+  // pointwise ones with channel counts off the 16-grid (ShuffleNet's 58/116/232) it ran the
+  // whole model 1.6x slower than reordering into blocks (8.2 vs 5.0 ms).
+  typename Primitive::primitive_desc descriptor;
+  bool found = false;
+  bool winograd = false;
+  if (context.convolution_family == ConvolutionFamily::kWinograd && winograd_shape(p)) {
+    // Its kernel reads channel blocks; a plain input is reordered into them. Post-ops it
+    // cannot fuse (or channel counts it does not cover) leave the direct kernels below.
+    for (const memory::desc& source : {given, any_desc(x.shape())}) {
+      try {
+        descriptor = make_descriptor<Primitive>(p, source, any_destination, has_bias, attr,
+                                                context.engine, /*winograd=*/true);
+        winograd = found = true;
+        break;
+      } catch (const dnnl::error&) {
+        // Not for this source layout.
+      }
+    }
+  }
+  if (!winograd) {
+    try {
+      descriptor =
+          make_descriptor<Primitive>(p, given, any_destination, has_bias, attr, context.engine);
+      found = true;
+    } catch (const dnnl::error&) {
+      // No implementation reads this layout; the free choice below reorders into one.
+    }
+  }
+  if (!winograd && context.convolution_family == ConvolutionFamily::kChannelsLast &&
+      context.blocked_outputs_allowed && given == plain_desc(x.shape()) && x.rank() == 4) {
+    // brgconv on nhwc beat the blocked kernels by 9% on Inception-v3, and its depthwise
+    // convolutions with the separate swish by 10% on EfficientNet-B0; the blocked ones won on
+    // ResNet-50 and MobileNet-V2, so the executor's caller measures (choose_layouts).
+    const memory::desc input_nhwc(to_dnnl_dims(x.shape()), memory::data_type::f32,
+                                  memory::format_tag::nhwc);
+    const memory::desc output_nhwc(to_dnnl_dims(p.output_shape), memory::data_type::f32,
+                                   memory::format_tag::nhwc);
+    try {
+      auto channels_last =
+          make_descriptor<Primitive>(p, input_nhwc, output_nhwc, has_bias, attr, context.engine);
+      if (!is_slow(implementation_name(channels_last))) {
+        descriptor = channels_last;
+        found = true;
+      }
+    } catch (const dnnl::error&) {
+      // No channels-last kernel for this convolution: the choices below apply.
+    }
+  }
+  if (!found || is_slow(implementation_name(descriptor))) {
+    // With a free destination oneDNN 2.6 falls back to its reference depthwise kernel for a
+    // blocked source; asking for the source's layout on the output finds jit_dw (EfficientNet's
+    // 112x112 depthwise convolutions: 0.94 ms instead of 1.7 ms with brdgmm_dw after a reorder).
+    std::optional<memory::desc> same = same_layout_for(given, p.output_shape);
+    if (same && *same != plain_desc(p.output_shape)) {
+      try {
+        auto matched = make_descriptor<Primitive>(p, given, *same, has_bias, attr, context.engine);
+        if (!is_slow(implementation_name(matched))) {
+          descriptor = matched;
+          found = true;
+        }
+      } catch (const dnnl::error&) {
+        // No kernel writes that layout either.
+      }
+    }
+  }
+  if (!found || is_slow(implementation_name(descriptor))) {
+    auto free_choice = make_descriptor<Primitive>(p, any_desc(x.shape()), any_destination, has_bias,
+                                                  attr, context.engine);
+    // gemm before ref: oneDNN's reference convolution is hundreds of times slower (a dilated
+    // ResNet-50 did not finish in 300 s on AVX2), and gemm covers every dilation and group.
+    if (!found || implementation_rank(implementation_name(free_choice)) >
+                      implementation_rank(implementation_name(descriptor))) {
+      descriptor = free_choice;
+    }
+  }
+  if (implementation_rank(implementation_name(descriptor)) < 2 && x.rank() == 4 &&
+      context.blocked_outputs_allowed) {
+    // Some grouped convolutions that no blocked kernel takes have a channels-last jit kernel
+    // (AVX-512, 3 channels per group: 0.42 ms against gemm's 1.1 ms).
+    const memory::desc input_nhwc(to_dnnl_dims(x.shape()), memory::data_type::f32,
+                                  memory::format_tag::nhwc);
+    const memory::desc output_nhwc(to_dnnl_dims(p.output_shape), memory::data_type::f32,
+                                   memory::format_tag::nhwc);
+    try {
+      auto channels_last =
+          make_descriptor<Primitive>(p, input_nhwc, output_nhwc, has_bias, attr, context.engine);
+      if (implementation_rank(implementation_name(channels_last)) >
+          implementation_rank(implementation_name(descriptor))) {
+        descriptor = channels_last;
+      }
+    } catch (const dnnl::error&) {
+      // No channels-last kernel either.
+    }
+  }
+  return descriptor;
+}
 
 template <typename Primitive>
 std::unique_ptr<Kernel> ConvolutionKernel::create(const KernelContext& context,
@@ -181,115 +337,30 @@ std::unique_ptr<Kernel> ConvolutionKernel::create(const KernelContext& context,
 
   dnnl::primitive_attr attr = kernel_attr();
   attr.set_post_ops(fused_post_ops(context, sum_input >= 0));
-  memory::desc given = desc_of(x);
-  memory::desc any_destination = any_desc(p.output_shape);
-  // Take the input as it comes when a fast kernel reads it so; otherwise let oneDNN pick the
-  // layout and reorder into it. The gemm path on nchw is ~1.5x slower for 3x3 convs, and for
-  // pointwise ones with channel counts off the 16-grid (ShuffleNet's 58/116/232) it ran the
-  // whole model 1.6x slower than reordering into blocks (8.2 vs 5.0 ms).
+  const memory::desc given = desc_of(x);
   typename Primitive::primitive_desc descriptor;
-  bool found = false;
-  bool winograd = false;
-  if (context.convolution_family == ConvolutionFamily::kWinograd && winograd_shape(p)) {
-    // Its kernel reads channel blocks; a plain input is reordered into them. Post-ops it
-    // cannot fuse (or channel counts it does not cover) leave the direct kernels below.
-    for (const memory::desc& source : {given, any_desc(x.shape())}) {
-      try {
-        descriptor = make_descriptor<Primitive>(p, source, any_destination, kernel->has_bias_, attr,
-                                                context.engine, /*winograd=*/true);
-        winograd = found = true;
-        break;
-      } catch (const dnnl::error&) {
-        // Not for this source layout.
-      }
-    }
-  }
-  if (!winograd) {
-    try {
-      descriptor = make_descriptor<Primitive>(p, given, any_destination, kernel->has_bias_, attr,
-                                              context.engine);
-      found = true;
-    } catch (const dnnl::error&) {
-      // No implementation reads this layout; the free choice below reorders into one.
-    }
-  }
-  if (!winograd && context.convolution_family == ConvolutionFamily::kChannelsLast &&
-      context.blocked_outputs_allowed && given == plain_desc(x.shape()) && x.rank() == 4) {
-    // brgconv on nhwc beat the blocked kernels by 9% on Inception-v3, and its depthwise
-    // convolutions with the separate swish by 10% on EfficientNet-B0; the blocked ones won on
-    // ResNet-50 and MobileNet-V2, so the executor's caller measures (choose_layouts).
-    const memory::desc input_nhwc(to_dnnl_dims(x.shape()), memory::data_type::f32,
-                                  memory::format_tag::nhwc);
-    const memory::desc output_nhwc(to_dnnl_dims(p.output_shape), memory::data_type::f32,
-                                   memory::format_tag::nhwc);
-    try {
-      auto channels_last = make_descriptor<Primitive>(p, input_nhwc, output_nhwc, kernel->has_bias_,
-                                                      attr, context.engine);
-      if (!is_slow(implementation_name(channels_last))) {
-        descriptor = channels_last;
-        found = true;
-      }
-    } catch (const dnnl::error&) {
-      // No channels-last kernel for this convolution: the choices below apply.
-    }
-  }
-  if (!found || is_slow(implementation_name(descriptor))) {
-    // With a free destination oneDNN 2.6 falls back to its reference depthwise kernel for a
-    // blocked source; asking for the source's layout on the output finds jit_dw (EfficientNet's
-    // 112x112 depthwise convolutions: 0.94 ms instead of 1.7 ms with brdgmm_dw after a reorder).
-    std::optional<memory::desc> same = same_layout_for(given, p.output_shape);
-    if (same && *same != plain_desc(p.output_shape)) {
-      try {
-        auto matched =
-            make_descriptor<Primitive>(p, given, *same, kernel->has_bias_, attr, context.engine);
-        if (!is_slow(implementation_name(matched))) {
-          descriptor = matched;
-          found = true;
-        }
-      } catch (const dnnl::error&) {
-        // No kernel writes that layout either.
-      }
-    }
-  }
-  if (!found || is_slow(implementation_name(descriptor))) {
-    auto free_choice = make_descriptor<Primitive>(p, any_desc(x.shape()), any_destination,
-                                                  kernel->has_bias_, attr, context.engine);
-    // gemm before ref: oneDNN's reference convolution is hundreds of times slower (a dilated
-    // ResNet-50 did not finish in 300 s on AVX2), and gemm covers every dilation and group.
-    if (!found || implementation_rank(implementation_name(free_choice)) >
-                      implementation_rank(implementation_name(descriptor))) {
-      descriptor = free_choice;
-    }
-  }
-  if (implementation_rank(implementation_name(descriptor)) < 2 && x.rank() == 4 &&
-      context.blocked_outputs_allowed) {
-    // Some grouped convolutions that no blocked kernel takes have a channels-last jit kernel
-    // (AVX-512, 3 channels per group: 0.42 ms against gemm's 1.1 ms).
-    const memory::desc input_nhwc(to_dnnl_dims(x.shape()), memory::data_type::f32,
-                                  memory::format_tag::nhwc);
-    const memory::desc output_nhwc(to_dnnl_dims(p.output_shape), memory::data_type::f32,
-                                   memory::format_tag::nhwc);
-    try {
-      auto channels_last = make_descriptor<Primitive>(p, input_nhwc, output_nhwc, kernel->has_bias_,
-                                                      attr, context.engine);
-      if (implementation_rank(implementation_name(channels_last)) >
-          implementation_rank(implementation_name(descriptor))) {
-        descriptor = channels_last;
-      }
-    } catch (const dnnl::error&) {
-      // No channels-last kernel either.
-    }
-  }
-  kernel->implementation_ = implementation_name(descriptor) + note;
   if constexpr (std::is_same_v<Primitive, dnnl::convolution_forward>) {
-    if (is_slow(kernel->implementation_) && kernel->sum_input_ < 0 && context.constant[1]) {
+    kernel->own_winograd_ = own_winograd_for(
+        context, p, constant_weights ? constant_weights : context.input(1).template data<float>());
+  }
+  if (kernel->own_winograd_) {
+    kernel->implementation_ = OwnWinograd::kImplementation + note;
+  } else {
+    descriptor = choose_descriptor<Primitive>(context, p, kernel->has_bias_, attr);
+    kernel->implementation_ = implementation_name(descriptor) + note;
+  }
+  if constexpr (std::is_same_v<Primitive, dnnl::convolution_forward>) {
+    if (kernel->own_winograd_) {
+      // Neither split applies to it.
+    } else if (is_slow(kernel->implementation_) && kernel->sum_input_ < 0 && context.constant[1]) {
       kernel->taps_ = split_dilated_taps(
           context.engine, p, given,
           constant_weights ? constant_weights : context.input(1).template data<float>(),
           kernel->has_bias_, fused_post_ops(context, false));
     }
     // Claimed parts add to their own runs of the destination, so a fused sum splits too.
-    if ((kernel->sum_input_ < 0 || context.claim_pool) && !kernel->taps_) {
+    if ((kernel->sum_input_ < 0 || context.claim_pool) && !kernel->taps_ &&
+        !kernel->own_winograd_) {
       kernel->parts_ = split_channel_blocks(
           context, p, descriptor, attr, kernel->has_bias_,
           constant_weights ? constant_weights : context.input(1).template data<float>());
@@ -305,7 +376,7 @@ std::unique_ptr<Kernel> ConvolutionKernel::create(const KernelContext& context,
                            : fmt::format(" in {} channel parts", kernel->parts_.size());
   }
   // A split convolution runs only its parts' or taps' primitives.
-  if (kernel->parts_.empty() && !kernel->taps_) {
+  if (kernel->parts_.empty() && !kernel->taps_ && !kernel->own_winograd_) {
     kernel->step_ = DnnlStep(Primitive(descriptor), descriptor, context.engine);
     kernel->step_.declare(DNNL_ARG_SRC, descriptor.src_desc());
     kernel->step_.declare(DNNL_ARG_WEIGHTS, descriptor.weights_desc());
@@ -313,13 +384,15 @@ std::unique_ptr<Kernel> ConvolutionKernel::create(const KernelContext& context,
     kernel->step_.declare(DNNL_ARG_DST, descriptor.dst_desc());
   }
 
-  const memory::desc source = kernel->taps_ ? kernel->taps_->source() : descriptor.src_desc();
+  const memory::desc source = kernel->own_winograd_ ? kernel->own_winograd_->source()
+                              : kernel->taps_       ? kernel->taps_->source()
+                                                    : descriptor.src_desc();
   if (source != given) {
     kernel->source_reorder_ = LayoutReorder(given, source, context.engine);
     kernel->source_buffer_ = std::make_shared<Buffer>(source.get_size());
   }
-  if (!kernel->parts_.empty() || kernel->taps_) {
-    // Each part or tap packed its own slice of the weights.
+  if (!kernel->parts_.empty() || kernel->taps_ || kernel->own_winograd_) {
+    // Each part or tap packed its own slice of the weights; Winograd transformed them.
   } else if (context.constant[1]) {
     kernel->packed_weights_ = pack_constant(
         constant_weights ? static_cast<const void*>(constant_weights) : context.input(1).raw(),
@@ -329,7 +402,9 @@ std::unique_ptr<Kernel> ConvolutionKernel::create(const KernelContext& context,
         LayoutReorder(p.user_weights, descriptor.weights_desc(), context.engine);
     kernel->weights_buffer_ = std::make_shared<Buffer>(descriptor.weights_desc().get_size());
   }
-  memory::desc destination = kernel->taps_ ? kernel->taps_->destination() : descriptor.dst_desc();
+  const memory::desc destination = kernel->own_winograd_ ? kernel->own_winograd_->destination()
+                                   : kernel->taps_       ? kernel->taps_->destination()
+                                                         : descriptor.dst_desc();
   kernel->swish_ = context.node.string_attribute("activation", "") == "Swish";
   kernel->threads_ = context.threads;
   kernel->claim_pool_ = context.claim_pool;
