@@ -6,7 +6,10 @@
 // child `cleave run`); each loads the model, warms up and reports its own timed runs, so neither
 // runtime's idle threads share the machine with the other's. The order of the two runtimes
 // alternates between rounds so that drifts of a noisy machine hit both. Latency is
-// the median over every timed run of every round; ratios are cleave / ORT.
+// the median over every timed run of every round; ratios are cleave / ORT. The paired ratio is
+// the median over rounds of each round's cleave median over its ORT median: a slow spell of
+// the machine that lasts one round then moves one ratio, not the answer. A round where cleave
+// took fewer threads than asked (it does when other processes hold the cores) is counted.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -68,22 +71,29 @@ const corpus = loadCorpus(flags.models, flags.only ? flags.only.split(",") : nul
 const results = [];
 for (const model of corpus) {
   const times = { ort: { 1: [], 2: [] }, cleave: { 1: [], 2: [] } };
+  const roundRatios = { 1: [], 2: [] };
+  const fewerThreads = { 1: 0, 2: 0 };
   let cleaveMemory = null;
   let ortMemory = null;
   for (let round = 0; round < flags.rounds; ++round) {
     for (const threads of threadCounts) {
       const ortFirst = round % 2 === 0;
+      const roundMedian = {};
       for (const runtime of ortFirst ? ["ort", "cleave"] : ["cleave", "ort"]) {
         if (runtime === "ort") {
           const report = timeOrt(model, threads);
           times.ort[threads].push(...report.runs);
+          roundMedian.ort = median(report.runs);
           if (threads === 1) ortMemory = report;
         } else {
           const report = timeCleave(model, threads);
           times.cleave[threads].push(...report.latency_ms.runs);
+          roundMedian.cleave = median(report.latency_ms.runs);
+          if (report.threads < threads) fewerThreads[threads] += 1;
           if (threads === 1) cleaveMemory = report;
         }
       }
+      roundRatios[threads].push(roundMedian.cleave / roundMedian.ort);
     }
     process.stderr.write(`\r${model.name}: round ${round + 1}/${flags.rounds}   `);
   }
@@ -92,6 +102,8 @@ for (const model of corpus) {
     row[`cleave_${threads}`] = median(times.cleave[threads]);
     row[`ort_${threads}`] = median(times.ort[threads]);
     row[`ratio_${threads}`] = row[`cleave_${threads}`] / row[`ort_${threads}`];
+    row[`paired_${threads}`] = median(roundRatios[threads]);
+    row[`fewer_threads_${threads}`] = fewerThreads[threads];
   }
   row.cleave_activation_mib = cleaveMemory.peak_activation_bytes / 2 ** 20;
   row.cleave_rss_mib = (cleaveMemory.peak_rss_bytes - cleaveMemory.baseline_rss_bytes) / 2 ** 20;
@@ -101,7 +113,9 @@ for (const model of corpus) {
   console.log(
     `${model.name.padEnd(20)} 1 thread: cleave ${row.cleave_1.toFixed(2)} ms, ORT ${row.ort_1.toFixed(2)} ms, ` +
       `ratio ${row.ratio_1.toFixed(3)} | 2 threads: cleave ${row.cleave_2.toFixed(2)} ms, ` +
-      `ORT ${row.ort_2.toFixed(2)} ms, ratio ${row.ratio_2.toFixed(3)}`,
+      `ORT ${row.ort_2.toFixed(2)} ms, ratio ${row.ratio_2.toFixed(3)} | paired ${row.paired_1.toFixed(3)}, ` +
+      `${row.paired_2.toFixed(3)}` +
+      (row.fewer_threads_2 > 0 ? ` | cleave took 1 thread in ${row.fewer_threads_2} round(s) at 2` : ""),
   );
 }
 
@@ -109,10 +123,13 @@ const summary = {
   geomean_ratio_1: geomean(results.map((r) => r.ratio_1)),
   geomean_ratio_2: geomean(results.map((r) => r.ratio_2)),
   max_ratio_1: Math.max(...results.map((r) => r.ratio_1)),
+  geomean_paired_1: geomean(results.map((r) => r.paired_1)),
+  geomean_paired_2: geomean(results.map((r) => r.paired_2)),
 };
 console.log(
   `geometric mean of cleave/ORT: ${summary.geomean_ratio_1.toFixed(3)} at 1 thread, ` +
-    `${summary.geomean_ratio_2.toFixed(3)} at 2 threads; worst at 1 thread ${summary.max_ratio_1.toFixed(3)}`,
+    `${summary.geomean_ratio_2.toFixed(3)} at 2 threads; worst at 1 thread ${summary.max_ratio_1.toFixed(3)}; ` +
+    `paired: ${summary.geomean_paired_1.toFixed(3)} and ${summary.geomean_paired_2.toFixed(3)}`,
 );
 const command = `node bench/ort/speed.mjs ${process.argv.slice(2).join(" ")}`.trim();
 if (flags.json) fs.writeFileSync(flags.json, JSON.stringify({ command, results, summary }, null, 2) + "\n");
@@ -129,19 +146,23 @@ if (flags.markdown) {
       `${flags.runs} timed runs of ONNX Runtime (executionMode sequential, graphOptimizationLevel ` +
       "all, intraOpNumThreads 1 or 2) and of `cleave run --threads T`, alternating which goes first. " +
       "Latency is the median of all timed runs, in ms; ratio is cleave / ORT (below 1: cleave is " +
-      "faster; bold: above 1.15). Memory: cleave's peak activation arena, and for both runtimes the " +
+      "faster; bold: above 1.15); paired is the median over rounds of each round's cleave " +
+      "median over its ORT median; a dagger marks a 2-thread row where cleave took 1 thread in " +
+      "some round (other processes held the cores when it started). Memory: cleave's peak activation arena, and for both runtimes the " +
       "growth of the process's peak resident memory from just before the model is loaded to after " +
       "a run at 1 thread (weights, activations, workspaces, kernel caches).",
     "",
-    "| model | nodes | cleave 1T | ORT 1T | ratio 1T | cleave 2T | ORT 2T | ratio 2T | cleave arena MiB | cleave RSS MiB | ORT RSS MiB |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    "| model | nodes | cleave 1T | ORT 1T | ratio 1T | paired 1T | cleave 2T | ORT 2T | ratio 2T | paired 2T | cleave arena MiB | cleave RSS MiB | ORT RSS MiB |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ...results.map(
       (r) =>
         `| ${r.name} | ${r.nodes} | ${ms(r.cleave_1)} | ${ms(r.ort_1)} | ${ratio(r.ratio_1)} | ` +
-        `${ms(r.cleave_2)} | ${ms(r.ort_2)} | ${ratio(r.ratio_2)} | ${r.cleave_activation_mib.toFixed(1)} | ` +
+        `${ratio(r.paired_1)} | ${ms(r.cleave_2)} | ${ms(r.ort_2)} | ${ratio(r.ratio_2)}` +
+        `${r.fewer_threads_2 > 0 ? " †" : ""} | ${ratio(r.paired_2)} | ${r.cleave_activation_mib.toFixed(1)} | ` +
         `${r.cleave_rss_mib.toFixed(1)} | ${r.ort_rss_mib.toFixed(1)} |`,
     ),
-    `| **geometric mean** | | | | ${summary.geomean_ratio_1.toFixed(3)} | | | ${summary.geomean_ratio_2.toFixed(3)} | | | |`,
+    `| **geometric mean** | | | | ${summary.geomean_ratio_1.toFixed(3)} | ${summary.geomean_paired_1.toFixed(3)} | | | ` +
+      `${summary.geomean_ratio_2.toFixed(3)} | ${summary.geomean_paired_2.toFixed(3)} | | | |`,
     "",
   ];
   fs.writeFileSync(flags.markdown, lines.join("\n"));

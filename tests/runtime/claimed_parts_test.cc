@@ -1,11 +1,13 @@
 // The sequential executor with claim_threads (a host with no core free): large convolutions run
-// in parts its threads claim, and the outputs are those of one thread, bit for bit.
+// in parts its threads claim, and the outputs are those of one thread, bit for bit; large
+// matrix products run in row parts, the same run after run and close to one thread's.
 #include <fmt/core.h>
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -59,6 +61,48 @@ TEST(ClaimedParts, OnlyTheLargeConvolutionIsSplit) {
   }
   ASSERT_EQ(split.size(), 1u);
   EXPECT_THAT(split[0], testing::EndsWith("in 4 parts claimed by 2 threads"));
+}
+
+// A Gemm reading A transposed with a C of a row per output row (21 million flops), and a
+// MatMul with a fused bias and ReLU (the MatMul epilogue fusion's form).
+Graph large_products() {
+  return parse_graph(
+      fmt::format("graph main [ai.onnx=17] (%a: f32[128,256], %c: f32[256,320]) {{\n"
+                  "  @w: f32[128,320] = [{}]\n"
+                  "  @v: f32[320,128] = [{}]\n"
+                  "  @b: f32[128] = [{}]\n"
+                  "  %g = Gemm[transA=1](%a, @w, %c)\n"
+                  "  %m = MatMul[activation=\"Relu\"](%g, @v, @b)\n"
+                  "  return %g, %m\n}}",
+                  text_numbers(128 * 320, 4), text_numbers(320 * 128, 5), text_numbers(128, 6)));
+}
+
+TEST(ClaimedParts, MatrixProductsRunInRowPartsCloseToOneThread) {
+  const Graph graph = large_products();
+  const auto inputs = random_inputs(graph, 7);
+  Executor single(graph);
+  ExecutorOptions options;
+  options.claim_threads = 2;
+  options.release_packed_weights = true;
+  Executor claimed(graph, options);
+  const std::vector<Tensor> first = claimed.run(inputs);
+  EXPECT_TRUE(bitwise_equal(claimed.run(inputs), first));
+  const std::vector<Tensor> want = single.run(inputs);
+  omp_set_num_threads(2);
+  int split = 0;
+  for (const std::string& implementation : claimed.implementations()) {
+    split += implementation.find("in 4 row parts claimed by 2 threads") != std::string::npos;
+  }
+  EXPECT_EQ(split, 2);
+  ASSERT_EQ(first.size(), want.size());
+  for (std::size_t output = 0; output < want.size(); ++output) {
+    const auto expected = want[output].values<float>();
+    const auto actual = first[output].values<float>();
+    ASSERT_EQ(expected.size(), actual.size());
+    for (std::size_t i = 0; i < expected.size(); ++i)
+      ASSERT_NEAR(actual[i], expected[i], 1e-4f * (1.0f + std::abs(expected[i])))
+          << "output " << output << " at " << i;
+  }
 }
 
 }  // namespace

@@ -5,8 +5,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <optional>
 #include <string>
+#include <utility>
+
+#include "runtime/claim_pool.h"
 
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/packed_constants.h"
@@ -41,6 +45,10 @@ std::optional<memory::desc> padded_sgemm_weights(const dnnl::matmul::primitive_d
   return memory::desc(dims, memory::data_type::f32, strides);
 }
 
+// A matmul of at least this many flops is cut into row parts on a host whose cores other
+// processes hold, as convolutions are (depthwise_split.h's claimed parts, the same floor).
+constexpr double kMinClaimedFlops = 20e6;
+
 /// One oneDNN matmul with its operand layouts; weights packed once when constant.
 class MatmulKernel : public Kernel, public PackedConstants {
  public:
@@ -66,12 +74,7 @@ class MatmulKernel : public Kernel, public PackedConstants {
                       "inner dimension is not supported",
                       context.where()));
     }
-    dnnl::primitive_attr attr = kernel_attr();
-    if (operands.scale != 1.0f) attr.set_output_scales(0, {operands.scale});
-    dnnl::post_ops ops;
-    if (operands.addend) ops.append_binary(dnnl::algorithm::binary_add, *operands.addend);
-    if (operands.activation) ops.append_eltwise(1.0f, *operands.activation, 0.0f, 0.0f);
-    if (ops.len() > 0) attr.set_post_ops(ops);
+    const dnnl::primitive_attr attr = attributes(operands, operands.addend);
     bool pack = context.constant[1] && !zero_fill_;
     memory::desc weights = pack ? memory::desc(operands.weights.dims(), memory::data_type::f32,
                                                memory::format_tag::any)
@@ -93,9 +96,14 @@ class MatmulKernel : public Kernel, public PackedConstants {
     if (pack)
       packed_ = pack_constant(context.input(1).raw(), operands.weights, descriptor.weights_desc(),
                               engine_);
+    if (context.claim_pool) split_rows(context, operands, descriptor.weights_desc(), reduced_size);
   }
 
-  std::string implementation() const override { return step_.implementation(); }
+  std::string implementation() const override {
+    if (parts_.empty() || !claim_pool_) return step_.implementation();
+    return fmt::format("{} in {} row parts claimed by {} threads", step_.implementation(),
+                       parts_.size(), claim_pool_->threads());
+  }
   bool reads_at_run(std::size_t input) const override {  // PackedConstants
     return input != 1 || !packed_;
   }
@@ -131,6 +139,12 @@ class MatmulKernel : public Kernel, public PackedConstants {
       fill_with_addend(static_cast<const float*>(addend), outputs[0]->data<float>());
       return;
     }
+    if (!parts_.empty()) {
+      run_parts(static_cast<const float*>(inputs[0]->raw()),
+                packed_ ? packed_->data() : inputs[1]->raw(), outputs[0]->data<float>(),
+                static_cast<const float*>(addend));
+      return;
+    }
     step_.set(DNNL_ARG_SRC, inputs[0]->raw());
     step_.set(DNNL_ARG_WEIGHTS, packed_ ? packed_->data() : inputs[1]->raw());
     step_.set(DNNL_ARG_DST, outputs[0]->raw());
@@ -139,6 +153,92 @@ class MatmulKernel : public Kernel, public PackedConstants {
   }
 
  private:
+  // A run of the rows of A and of the output, computed by one thread.
+  struct RowPart {
+    DnnlStep step;
+    dnnl::stream stream;
+    int64_t first_row = 0;
+    bool row_addend = false;  // The addend has a row per output row, so it is sliced too.
+  };
+
+  static dnnl::primitive_attr attributes(const Operands& operands,
+                                         const std::optional<memory::desc>& addend) {
+    dnnl::primitive_attr attr = kernel_attr();
+    if (operands.scale != 1.0f) attr.set_output_scales(0, {operands.scale});
+    dnnl::post_ops ops;
+    if (addend) ops.append_binary(dnnl::algorithm::binary_add, *addend);
+    if (operands.activation) ops.append_eltwise(1.0f, *operands.activation, 0.0f, 0.0f);
+    if (ops.len() > 0) attr.set_post_ops(ops);
+    return attr;
+  }
+
+  // With every core held (KernelContext::claim_pool), a one-matrix product of enough flops is
+  // cut into runs of rows, 2 per claiming thread, each a 1-thread primitive on the same packed
+  // weights: a thread waiting for a core then holds up only the part it has begun.
+  void split_rows(const KernelContext& context, const Operands& operands,
+                  const memory::desc& weights, int64_t reduced_size) {
+    const memory::dims dims = operands.source.dims();
+    if (dims.size() != 2 || operands.source.data.format_kind != dnnl_blocked) return;
+    const int64_t rows = dims[0], columns = operands.destination.dims()[1];
+    const double flops = 2.0 * static_cast<double>(rows) * static_cast<double>(reduced_size) *
+                         static_cast<double>(columns);
+    const int64_t wanted = std::min<int64_t>(2 * context.claim_pool->threads(), rows);
+    if (flops < kMinClaimedFlops || wanted < 2) return;
+    const int64_t per_part = (rows + wanted - 1) / wanted;
+    source_row_stride_ = operands.source.data.format_desc.blocking.strides[0];
+    const memory::dims source_strides = {source_row_stride_,
+                                         operands.source.data.format_desc.blocking.strides[1]};
+    const bool row_addend = operands.addend && operands.addend->dims()[0] == rows && rows > 1;
+    for (int64_t first = 0; first < rows; first += per_part) {
+      const int64_t count = std::min(per_part, rows - first);
+      std::optional<memory::desc> addend = operands.addend;
+      if (row_addend) {
+        addend = memory::desc({count, operands.addend->dims()[1]}, memory::data_type::f32,
+                              memory::format_tag::ab);
+      }
+      const memory::desc source({count, dims[1]}, memory::data_type::f32, source_strides);
+      const memory::desc destination({count, columns}, memory::data_type::f32,
+                                     memory::format_tag::ab);
+      dnnl::matmul::primitive_desc part(dnnl::matmul::desc(source, weights, destination),
+                                        attributes(operands, addend), engine_);
+      RowPart row_part{DnnlStep(dnnl::matmul(part), part, engine_), dnnl::stream(engine_), first,
+                       row_addend};
+      row_part.step.declare(DNNL_ARG_SRC, source);
+      row_part.step.declare(DNNL_ARG_WEIGHTS, weights);
+      row_part.step.declare(DNNL_ARG_DST, destination);
+      if (addend)
+        row_part.step.declare(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, *addend);
+      parts_.push_back(std::move(row_part));
+    }
+    addend_columns_ = operands.addend ? operands.addend->dims()[1] : 0;
+    columns_ = columns;
+    claim_pool_ = context.claim_pool;
+    failures_.resize(parts_.size());
+  }
+
+  void run_parts(const float* source, const void* weights, float* destination,
+                 const float* addend) {
+    claim_pool_->run(static_cast<int>(parts_.size()), [&](int index) {
+      RowPart& part = parts_[index];
+      try {
+        part.step.set(DNNL_ARG_SRC, source + part.first_row * source_row_stride_);
+        part.step.set(DNNL_ARG_WEIGHTS, weights);
+        part.step.set(DNNL_ARG_DST, destination + part.first_row * columns_);
+        if (addend) {
+          part.step.set(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                        part.row_addend ? addend + part.first_row * addend_columns_ : addend);
+        }
+        part.step.execute(part.stream);
+        part.stream.wait();
+      } catch (...) {
+        failures_[index] = std::current_exception();  // Exceptions must not leave a thread.
+      }
+    });
+    for (std::exception_ptr& failure : failures_) {
+      if (failure) std::rethrow_exception(std::exchange(failure, nullptr));
+    }
+  }
+
   void scale_into(const Tensor& c, Buffer& target) const {
     const float* from = c.data<float>();
     auto* to = reinterpret_cast<float*>(target.data());
@@ -173,6 +273,10 @@ class MatmulKernel : public Kernel, public PackedConstants {
   std::shared_ptr<Buffer> scaled_addend_;
   bool addend_scaled_once_ = false;
   memory::dims addend_dims_;
+  std::vector<RowPart> parts_;
+  std::vector<std::exception_ptr> failures_;  ///< One per part.
+  ClaimPool* claim_pool_ = nullptr;
+  int64_t source_row_stride_ = 0, columns_ = 0, addend_columns_ = 0;
 };
 
 // The oneDNN algorithm for a fused MatMul's `activation` attribute; nullopt when absent.

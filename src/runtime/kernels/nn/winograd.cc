@@ -206,7 +206,8 @@ OwnWinograd::OwnWinograd(const WinogradProblem& problem, const float* weights,
       }
     }
   }
-  chunk_ = std::clamp(kChunkFloats / (in_padded_ + out_padded_) / kRows * kRows, kRows, tiles_);
+  chunk_ =
+      std::min(tiles_, std::max(kRows, kChunkFloats / (in_padded_ + out_padded_) / kRows * kRows));
   if (weight_bytes() > kCachedWeightBytes) chunk_ = std::min(tiles_, kLongChunk);
   chunks_ = (tiles_ + chunk_ - 1) / chunk_;
 }
