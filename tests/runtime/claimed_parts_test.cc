@@ -35,14 +35,20 @@ Graph large_then_small() {
                   text_numbers(64 * 64 * 9, 1), text_numbers(64, 2), text_numbers(24 * 64, 3)));
 }
 
+// A run on a host with no core free: 2 threads claim the parts, and loaded weights are freed
+// (the parts keep packed copies of their own).
+ExecutorOptions claiming_two() {
+  ExecutorOptions options;
+  options.claim_threads = 2;
+  options.release_packed_weights = true;
+  return options;
+}
+
 TEST(ClaimedParts, OutputsEqualOneThreadRunAfterRun) {
   const Graph graph = large_then_small();
   const auto inputs = random_inputs(graph, 5);
   Executor single(graph);
-  ExecutorOptions options;
-  options.claim_threads = 2;
-  options.release_packed_weights = true;  // The parts keep packed copies of their own.
-  Executor claimed(graph, options);
+  Executor claimed(graph, claiming_two());
   for (int run = 0; run < 3; ++run)
     EXPECT_TRUE(bitwise_equal(claimed.run(inputs), single.run(inputs))) << "run " << run;
   omp_set_num_threads(2);  // The executors set 1 on this thread.
@@ -81,10 +87,7 @@ TEST(ClaimedParts, MatrixProductsRunInRowPartsCloseToOneThread) {
   const Graph graph = large_products();
   const auto inputs = random_inputs(graph, 7);
   Executor single(graph);
-  ExecutorOptions options;
-  options.claim_threads = 2;
-  options.release_packed_weights = true;
-  Executor claimed(graph, options);
+  Executor claimed(graph, claiming_two());
   const std::vector<Tensor> first = claimed.run(inputs);
   EXPECT_TRUE(bitwise_equal(claimed.run(inputs), first));
   const std::vector<Tensor> want = single.run(inputs);
