@@ -11,7 +11,6 @@
 #include <utility>
 
 #include "runtime/claim_pool.h"
-
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/packed_constants.h"
 #include "runtime/kernels/registration.h"
