@@ -179,10 +179,14 @@ TEST(Winograd, FusedSumAndPlainEndsMatchTheDirectKernels) {
   Executor winograd(graph, winograd_options);
   const std::vector<Tensor> want = blocked.run(inputs);
   const std::vector<Tensor> got = winograd.run(inputs);
-  int wino = 0;
+  int own = 0;
   for (const std::string& implementation : winograd.implementations())
-    wino += implementation.find("wino") != std::string::npos;
-  EXPECT_EQ(wino, 2);
+    own += implementation == "winograd_2x2_3x3:cleave_avx2";
+  // Below AVX-512 cleave's own kernel takes both; oneDNN's (AVX-512) may leave a fused sum to
+  // the direct kernels, and the outputs must agree either way.
+  if (!isa_includes(effective_isa(), dnnl::cpu_isa::avx512_core)) {
+    EXPECT_EQ(own, 2);
+  }
   const auto expected = want.at(0).values<float>();
   const auto actual = got.at(0).values<float>();
   ASSERT_EQ(expected.size(), actual.size());
