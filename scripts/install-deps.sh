@@ -7,7 +7,7 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 build_packages=(
-  build-essential cmake ninja-build pkg-config git ca-certificates
+  build-essential cmake ninja-build pkg-config git ca-certificates ccache
   clang libclang-rt-14-dev clang-format
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libdnnl-dev ocl-icd-opencl-dev
