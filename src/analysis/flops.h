@@ -9,7 +9,7 @@
 namespace cleave {
 
 /// FLOPs of one node, counting a multiply-add as 2, or nullopt when the op is not covered or a
-/// shape it needs is not static. The conventions (docs/inspect.md):
+/// shape it needs is not static. The conventions (docs/commands/inspect.md):
 ///
 ///   Conv:           2 * |Y| * (C_in/group * prod(kernel)), + |Y| with a bias
 ///   ConvTranspose:  2 * |X| * (C_out/group * prod(kernel)), + |Y| with a bias

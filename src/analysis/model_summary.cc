@@ -223,7 +223,7 @@ std::string format_summary(const ModelSummary& summary) {
 
   const StaticCostReport& cost = summary.static_cost;
   line("");
-  line("static cost (Ramiel weights, docs/inspect.md):");
+  line("static cost (Ramiel weights, docs/commands/inspect.md):");
   line(fmt::format("  total node weight      {}", cost.total_weight));
   line(fmt::format("  critical path length   {} ({} nodes, {} edges)", cost.critical_path_length,
                    cost.critical_path.size(),

@@ -69,7 +69,7 @@ struct RandomDag {
 RandomDag generate_random_dag(const RandomDagOptions& options);
 
 /// The bare DAG as JSON: {"node_count", "nodes_per_module", "edges": [[from, to], ...],
-/// "channel_edges", "module_inputs", "module_outputs"} (docs/gen.md).
+/// "channel_edges", "module_inputs", "module_outputs"} (docs/commands/gen.md).
 nlohmann::json random_dag_to_json(const RandomDag& dag);
 
 /// "er", "ws", "ba" and "sdep", "wdep" as the CLI spells them; throw Error otherwise.
