@@ -18,6 +18,8 @@ build_packages=(
   graphviz
   # The codegen tests run the generated PyTorch under /usr/bin/python3.
   python3 python3-numpy python3-torch
+  # tests/docs/markdown_tables.py renders every Markdown file (ctest Docs.EveryMarkdownTableRenders).
+  python3-markdown
 )
 # Only the benchmark and corpus scripts use these; the build and tests do not.
 corpus_packages=(python3-onnx python3-torchvision)

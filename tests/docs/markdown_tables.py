@@ -1,0 +1,93 @@
+#!/usr/bin/python3
+"""Every Markdown table in the repository renders.
+
+A blank line inside a Markdown table ends it, and the rows after it show as raw
+pipes. This renders every tracked *.md file with Python-Markdown (Debian's
+python3-markdown, the "tables" and "fenced_code" extensions), drops the <pre>
+blocks (code may hold pipes), and fails when a line of the HTML still starts
+with '|' (or '<p>|', a paragraph that starts with one): a table that did not
+render.
+
+Usage: /usr/bin/python3 tests/docs/markdown_tables.py REPO_ROOT
+Prints one line per failure (file:line and the offending line) and closes with
+"N passed, M failed"; exits 1 when any file failed.
+"""
+
+import html
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import markdown
+
+PRE_BLOCK = re.compile(r"<pre\b.*?</pre>", re.DOTALL)
+
+
+def tracked_markdown(root: Path) -> list[Path]:
+    """The *.md files git tracks under root, or every *.md file when root is not a git checkout."""
+    try:
+        listed = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--", "*.md"],
+                                check=True, capture_output=True).stdout
+        names = [n for n in listed.decode().split("\0") if n]
+        return sorted(root / n for n in names if (root / n).is_file())
+    except (OSError, subprocess.CalledProcessError):
+        return sorted(p for p in root.rglob("*.md") if ".git" not in p.parts)
+
+
+TAG = re.compile(r"<[^>]+>")
+
+
+def plain(line: str) -> str:
+    """A line with Markdown's and HTML's markup taken out, to match HTML back to its source."""
+    line = html.unescape(TAG.sub("", line))
+    return re.sub(r"\s+", " ", re.sub(r"[`\\*_]", "", line)).strip()
+
+
+def source_line(text: str, html_line: str) -> int:
+    """The first line of the Markdown source that holds the start of an unrendered row."""
+    probe = plain(html_line)[:40]
+    for number, line in enumerate(text.splitlines(), start=1):
+        if plain(line).startswith(probe):
+            return number
+    return 0
+
+
+def starts_with_pipe(line: str) -> bool:
+    """Whether an HTML line starts with '|', also as the first line of a paragraph (<p>|)."""
+    line = line.lstrip()
+    if line.startswith("<p>"):
+        line = line[3:].lstrip()
+    return line.startswith("|")
+
+
+def unrendered_rows(path: Path) -> list[tuple[int, str]]:
+    text = path.read_text(encoding="utf-8")
+    rendered = markdown.markdown(text, extensions=["tables", "fenced_code"])
+    rendered = PRE_BLOCK.sub("", rendered)
+    return [(source_line(text, line), line.strip())
+            for line in rendered.splitlines() if starts_with_pipe(line)]
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: markdown_tables.py REPO_ROOT", file=sys.stderr)
+        return 2
+    root = Path(argv[1]).resolve()
+    files = tracked_markdown(root)
+    passed = failed = 0
+    for path in files:
+        rows = unrendered_rows(path)
+        if not rows:
+            passed += 1
+            continue
+        failed += 1
+        for number, row in rows:
+            shown = row if len(row) <= 120 else row[:117] + "..."
+            print(f"{path.relative_to(root)}:{number}: table row did not render: {shown}")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
