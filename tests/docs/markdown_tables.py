@@ -32,7 +32,12 @@ def tracked_markdown(root: Path) -> list[Path]:
         names = [n for n in listed.decode().split("\0") if n]
         return sorted(root / n for n in names if (root / n).is_file())
     except (OSError, subprocess.CalledProcessError):
-        return sorted(p for p in root.rglob("*.md") if ".git" not in p.parts)
+        # Not a checkout (or git refuses it): every *.md file outside hidden, build and
+        # node_modules folders.
+        def skipped(part: str) -> bool:
+            return part.startswith(".") or part.startswith("build") or part == "node_modules"
+        return sorted(p for p in root.rglob("*.md")
+                      if not any(skipped(part) for part in p.relative_to(root).parts[:-1]))
 
 
 TAG = re.compile(r"<[^>]+>")
