@@ -91,6 +91,10 @@ const FusedCase kCases[] = {
 })"},
 };
 
+void PrintTo(const FusedCase& fused, std::ostream* out) {
+  *out << fused.name;
+}
+
 class StandardForms : public ::testing::TestWithParam<FusedCase> {};
 
 std::vector<Tensor> run(const Graph& graph, const std::map<std::string, Tensor>& inputs) {
