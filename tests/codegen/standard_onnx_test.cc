@@ -42,6 +42,26 @@ TEST_F(StandardOnnx, StreamitTextOfTheDemoModelConvertsBackToCpp) {
   EXPECT_TRUE(fs::exists(path("gen/stream.cc")));
 }
 
+// A residual block as a Transformer's starts: the input's splitter sends it first to an identity
+// branch that ends at the joiner, the model filters come after.
+TEST_F(StandardOnnx, StreamitTextWhoseFirstBranchIsAnIdentityConvertsBackToCpp) {
+  write_model(R"(graph main [ai.onnx=17] (%x: f32[1,4,8]) {
+  @w: f32[8,8]
+  %m = MatMul(%x, @w)
+  %r = Relu(%m)
+  %y = Add(%x, %r)
+  return %y
+})",
+              path("residual.onnx"));
+  ASSERT_EQ(cleave("codegen residual.onnx --lang streamit -o st").exit_code, 0);
+  const std::string source = read_text_file(path("st/stream.cc"));
+  const std::size_t split = source.find("duplicateSplitJoin");
+  ASSERT_NE(split, std::string::npos) << source;
+  EXPECT_LT(source.find("filter_pass()", split), source.find("filter_v", split)) << source;
+  CommandOutput cpp = cleave("codegen residual.onnx --lang cpp --stream st/stream.cc -o gen");
+  EXPECT_EQ(cpp.exit_code, 0) << cpp.text;
+}
+
 TEST_F(StandardOnnx, EveryWrittenModelPassesTheFullOnnxChecker) {
   if (shell("/usr/bin/python3 -c 'import onnx'").exit_code != 0) {
     GTEST_SKIP() << "/usr/bin/python3 has no onnx module (scripts/install-deps.sh installs "
