@@ -4,9 +4,13 @@
 # Usage: scripts/streamit_round_trip.sh [model.onnx ...]
 #   With no arguments: every model of the corpus (bench/models/export_corpus.py writes it to
 #   ${CLEAVE_MODELS_DIR:-$HOME/.cache/cleave/models}) and models/*.onnx.
-#   CLEAVE: the cleave binary (default build/cleave). Prints one line per model; exits 1 when
-#   any model fails.
+#   CLEAVE: the cleave binary (default build/cleave). CLEAVE_ROUND_TRIP_SECONDS (default 600)
+#   and CLEAVE_ROUND_TRIP_MEMORY_MB (default 6144) bound each command. Prints one line per
+#   model; exits 1 when any model fails.
 set -uo pipefail
+# A conversion that runs away must not take the host down with it.
+ulimit -v $((${CLEAVE_ROUND_TRIP_MEMORY_MB:-6144} * 1024))
+limit=(timeout "${CLEAVE_ROUND_TRIP_SECONDS:-600}")
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cleave=${CLEAVE:-$root/build/cleave}
@@ -33,7 +37,7 @@ for model in "${models[@]}"; do
   log="$dir/log"
   start=$(date +%s)
   status="ok"
-  if ! "$cleave" codegen "$model" --lang streamit -o "$dir/st" >"$log" 2>&1; then
+  if ! "${limit[@]}" "$cleave" codegen "$model" --lang streamit -o "$dir/st" >"$log" 2>&1; then
     status="FAILED (codegen --lang streamit)"
   elif [ "$checker" = 1 ] && ! /usr/bin/python3 - "$dir"/st/*.onnx >>"$log" 2>&1 <<'PY'
 import sys
@@ -47,7 +51,7 @@ for path in sys.argv[1:]:
 PY
   then
     status="FAILED (onnx.checker on a per-filter model)"
-  elif ! "$cleave" codegen "$model" --lang cpp --stream "$dir/st/stream.cc" -o "$dir/gen" \
+  elif ! "${limit[@]}" "$cleave" codegen "$model" --lang cpp --stream "$dir/st/stream.cc" -o "$dir/gen" \
       >>"$log" 2>&1; then
     status="FAILED (codegen --lang cpp --stream)"
   fi
