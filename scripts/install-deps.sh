@@ -20,9 +20,11 @@ build_packages=(
   python3 python3-numpy python3-torch
   # tests/docs/markdown_tables.py renders every Markdown file (ctest Docs.EveryMarkdownTableRenders).
   python3-markdown
+  # The standard-ONNX tests run onnx.checker over every model cleave writes.
+  python3-onnx
 )
-# Only the benchmark and corpus scripts use these; the build and tests do not.
-corpus_packages=(python3-onnx python3-torchvision)
+# Only the benchmark and corpus scripts use this; the build and tests do not.
+corpus_packages=(python3-torchvision)
 # onnxruntime-node for the comparison scripts comes from npm (bench/ort), not from apt.
 
 want=("${build_packages[@]}")

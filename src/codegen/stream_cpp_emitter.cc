@@ -29,13 +29,15 @@ ItemType model_input_item(const Stream& s) {
   return ItemType{v.dtype, {v.shape.element_count() / per_input}};
 }
 
-// The program input's item type, from the first filter that reads it (through splitters and
-// item-preserving built-ins).
+// The program input's item type, from the first filter that reads it (through splitters, every
+// branch of which reads the program's items, and item-preserving built-ins): a Transformer's
+// first splitter sends them to an identity branch that ends at a joiner before its model one.
 ItemType program_input_item(const StreamGraph& flat, const std::string& origin) {
-  int channel = flat.input_channel;
-  for (std::size_t guard = 0; guard <= flat.nodes.size(); ++guard) {
-    const int v = flat.channels[channel].to;
-    if (v < 0) break;
+  std::vector<int> channels = {flat.input_channel};  // Depth first, branches in order.
+  for (std::size_t guard = 0; !channels.empty() && guard <= flat.nodes.size(); ++guard) {
+    const int v = flat.channels[channels.back()].to;
+    channels.pop_back();
+    if (v < 0) continue;
     const StreamNode& node = flat.nodes[v];
     if (node.kind == StreamNodeKind::kFilter) {
       const Stream& s = *node.stream;
@@ -43,11 +45,11 @@ ItemType program_input_item(const StreamGraph& flat, const std::string& origin) 
       if (s.op == FilterOp::kModel && s.graph && !s.graph->inputs().empty()) {
         return model_input_item(s);
       }
-      if (s.op == FilterOp::kConcat) break;
-    } else if (node.kind == StreamNodeKind::kJoiner) {
-      break;
+      if (s.op == FilterOp::kConcat || node.outputs.empty()) continue;
+      channels.push_back(node.outputs[0]);
+    } else if (node.kind == StreamNodeKind::kSplitter) {
+      channels.insert(channels.end(), node.outputs.rbegin(), node.outputs.rend());
     }
-    channel = node.outputs.at(0);
   }
   throw Error(fmt::format(
       "codegen: {}: the program's input item type cannot be told from its first filter; declare "

@@ -4,16 +4,18 @@
 #include <fmt/core.h>
 
 #include <limits>
+#include <set>
 
 #include "onnx/atomic_file.h"
 #include "onnx/onnx_import.h"
 #include "onnx/scope.h"
+#include "onnx/standard_forms.h"
 
 namespace cleave {
 
 namespace {
 
-void export_graph(const Graph& graph, onnx::GraphProto* proto);
+void export_graph(const Graph& graph, int64_t opset, onnx::GraphProto* proto);
 
 void export_tensor(const TensorData& data, onnx::TensorProto* proto) {
   proto->set_data_type(static_cast<int32_t>(data.dtype));
@@ -59,7 +61,7 @@ void parse_opaque(const OpaqueProto& opaque, google::protobuf::MessageLite* into
   }
 }
 
-void export_attribute(const std::string& name, const Attribute& attribute,
+void export_attribute(const std::string& name, const Attribute& attribute, int64_t opset,
                       onnx::AttributeProto* proto) {
   using P = onnx::AttributeProto;
   proto->set_name(name);
@@ -83,7 +85,7 @@ void export_attribute(const std::string& name, const Attribute& attribute,
     case AttributeKind::kGraph:
       proto->set_type(P::GRAPH);
       if (!attribute.g) throw Error(fmt::format("attribute '{}' has no graph", name));
-      export_graph(*attribute.g, proto->mutable_g());
+      export_graph(*attribute.g, opset, proto->mutable_g());
       break;
     case AttributeKind::kSparseTensor:
       proto->set_type(P::SPARSE_TENSOR);
@@ -113,7 +115,7 @@ void export_attribute(const std::string& name, const Attribute& attribute,
       proto->set_type(P::GRAPHS);
       for (const auto& item : attribute.graphs) {
         if (!item) throw Error(fmt::format("attribute '{}' has a missing graph", name));
-        export_graph(*item, proto->add_graphs());
+        export_graph(*item, opset, proto->add_graphs());
       }
       break;
     case AttributeKind::kSparseTensors:
@@ -131,7 +133,7 @@ void export_attribute(const std::string& name, const Attribute& attribute,
   }
 }
 
-void export_node(const Graph& graph, NodeId id, onnx::NodeProto* proto) {
+void export_node(const Graph& graph, NodeId id, int64_t opset, onnx::NodeProto* proto) {
   const Node& node = graph.node(id);
   proto->set_op_type(node.op_type);
   if (!node.name.empty()) proto->set_name(node.name);
@@ -146,14 +148,14 @@ void export_node(const Graph& graph, NodeId id, onnx::NodeProto* proto) {
   }
   for (const auto& [name, attribute] : node.attributes) {
     try {
-      export_attribute(name, attribute, proto->add_attribute());
+      export_attribute(name, attribute, opset, proto->add_attribute());
     } catch (const Error& e) {
       throw Error(fmt::format("node {}: {}", graph.describe(id), e.what()));
     }
   }
 }
 
-void export_graph(const Graph& graph, onnx::GraphProto* proto) {
+void export_graph(const Graph& graph, int64_t opset, onnx::GraphProto* proto) {
   proto->set_name(graph.name);
   if (!graph.doc_string.empty()) proto->set_doc_string(graph.doc_string);
   std::vector<NodeId> order = scoped_topological_order(graph);
@@ -169,7 +171,15 @@ void export_graph(const Graph& graph, onnx::GraphProto* proto) {
   for (ValueId id : initializers) {
     if (graph.value(id).is_graph_input) export_type(graph.value(id), proto->add_input());
   }
-  for (NodeId id : order) export_node(graph, id, proto->add_node());
+  std::set<std::string> names;
+  for (std::size_t index = 0; index < graph.value_capacity(); ++index) {
+    names.insert(graph.value(static_cast<ValueId>(index)).name);
+  }
+  for (NodeId id : order) {
+    export_node(graph, id, opset, proto->add_node());
+    // Cleave's fused forms are cleave's own: the file gets the standard nodes they stand for.
+    write_standard_form(graph, id, opset, *proto, names);
+  }
   for (ValueId id : graph.outputs()) export_type(graph.value(id), proto->add_output());
 
   for (std::size_t index = 0; index < graph.value_capacity(); ++index) {
@@ -197,7 +207,9 @@ onnx::ModelProto to_onnx(const Graph& graph) {
     opset->set_version(version);
   }
   try {
-    export_graph(graph, model.mutable_graph());
+    const auto standard = graph.opset_imports.find("");
+    export_graph(graph, standard == graph.opset_imports.end() ? 17 : standard->second,
+                 model.mutable_graph());
   } catch (const Error& e) {
     throw Error(fmt::format("exporting graph '{}': {}", graph.name, e.what()));
   }

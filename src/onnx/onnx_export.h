@@ -11,7 +11,10 @@ namespace cleave {
 
 /// Converts a graph to a model with the graph's IR version and opset imports. Nodes are written
 /// in a topological order (control-flow bodies' outer-scope reads included); values with any
-/// type information get a value_info entry. Throws Error on a cycle.
+/// type information get a value_info entry. The forms cleave's passes fuse (activations, sums
+/// and biases in Conv, BatchNormalization and MatMul attributes) are written as the standard
+/// nodes they stand for (write_standard_form), so every model written is standard ONNX. Throws
+/// Error on a cycle.
 onnx::ModelProto to_onnx(const Graph& graph);
 
 /// Writes to_onnx(graph) to `path` atomically (see write_model_file).

@@ -13,6 +13,10 @@ namespace cleave {
 
 namespace {
 
+// How many filters a conversion may make, replicated ones included: an unrolled GRU of a few
+// steps makes thousands, DenseNet-121 ran out of memory (20 GB) on the way to many more.
+constexpr int64_t kMaxConversionFilters = int64_t{1} << 16;
+
 class Converter {
  public:
   Converter(const Graph& graph, StreamConversion& out, bool by_reference)
@@ -203,6 +207,14 @@ class Converter {
     emitted_.insert(v);
     const int64_t flops = node_flops(graph_, in.node).value_or(0);
     ++out_.filters;
+    // Replication grows with every split-join a node is shared by, exponentially in a chain.
+    if (out_.filters > kMaxConversionFilters) {
+      throw Error(fmt::format(
+          "stream conversion: the graph is not series-parallel: nodes its split-joins share "
+          "are repeated in each, which takes more than {} filters for its {} nodes; `cleave "
+          "stream run --no-replicate` passes such values by reference instead",
+          kMaxConversionFilters, out_.live_instructions));
+    }
     if (copy) {
       ++out_.replicated_filters;
       out_.replicated_flops += flops;
