@@ -55,6 +55,16 @@ CLI::Validator positive_seconds() {
       "SECONDS > 0");
 }
 
+CLI::Validator timeout_seconds() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double value = 0;
+        if (!parse_number(text, value)) return fmt::format("expected seconds, got '{}'", text);
+        return timeout_seconds_problem(value);
+      },
+      fmt::format("SECONDS in [{}, {}]", kMinTimeoutSeconds, kMaxTimeoutSeconds));
+}
+
 CLI::Validator finite_in(double minimum, double maximum) {
   return CLI::Validator(
       [minimum, maximum](std::string& text) -> std::string {

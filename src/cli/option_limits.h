@@ -16,6 +16,8 @@ CLI::Validator integer_in(int64_t minimum, int64_t maximum = std::numeric_limits
 CLI::Validator thread_count();
 /// Seconds: finite and > 0.
 CLI::Validator positive_seconds();
+/// A timeout in seconds: finite, in [kMinTimeoutSeconds, kMaxTimeoutSeconds].
+CLI::Validator timeout_seconds();
 /// A finite number in [minimum, maximum].
 CLI::Validator finite_in(double minimum, double maximum);
 

@@ -466,7 +466,7 @@ void register_run(CLI::App& app, CommandAction& action) {
                    "Under mpirun: seconds a rank waits for a message or a peer before every rank "
                    "stops")
       ->default_val(60)
-      ->check(CLI::PositiveNumber);
+      ->check(timeout_seconds());
   command->add_flag("--read-whole-model", settings->read_whole_model,
                     "Under mpirun: every rank reads the whole model, then drops other ranks' "
                     "weights (by default, with --no-optimize, each reads only its own; for "

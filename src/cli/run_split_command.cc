@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/option_limits.h"
 #include "distributed/split_run.h"
 #include "ir/graph.h"
 #include "runtime/wait_policy.h"
@@ -39,7 +40,7 @@ void register_run_split(CLI::App& app, CommandAction& action) {
       ->add_option("--rank-timeout", settings->rank_timeout_seconds,
                    "Seconds a rank waits for a message or a peer before every rank stops")
       ->default_val(60)
-      ->check(CLI::PositiveNumber);
+      ->check(timeout_seconds());
   command
       ->add_option("--layouts", settings->layouts,
                    "Convolution family of every sub-model: blocked, winograd or channels-last "

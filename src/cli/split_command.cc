@@ -2,12 +2,9 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
-#include <cmath>
-#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 
 #include "analysis/graph_dot.h"
 #include "cli/commands.h"
@@ -16,6 +13,7 @@
 #include "pipeline/load.h"
 #include "spatial/memory_fit.h"
 #include "spatial/search.h"
+#include "spatial/split_machine.h"
 #include "spatial/split_model.h"
 #include "spatial/submodel_export.h"
 
@@ -28,6 +26,7 @@ struct SplitCommandOptions {
   int nodes = 0;
   std::string dim = "h";
   std::string speeds;
+  bool speeds_given = false;
   std::string config;
   std::string machine;
   bool search = false;
@@ -42,23 +41,6 @@ struct SplitCommandOptions {
   double link_gbits = 1;
   int fuse_depth = 0;
 };
-
-std::vector<double> parse_speeds(const std::string& text, int machines) {
-  std::vector<double> speeds;
-  std::stringstream in(text);
-  std::string part;
-  while (std::getline(in, part, ',')) {
-    char* end = nullptr;
-    double v = std::strtod(part.c_str(), &end);
-    if (part.empty() || *end != '\0' || !(v > 0) || !std::isfinite(v))
-      throw Error(fmt::format("--speeds: expected positive numbers, got \"{}\"", part));
-    speeds.push_back(v);
-  }
-  if (static_cast<int>(speeds.size()) != machines)
-    throw Error(fmt::format("--speeds: expected {} speeds (one per machine), got {}", machines,
-                            speeds.size()));
-  return speeds;
-}
 
 int run_split_command(const SplitCommandOptions& o) {
   if (o.nodes < 1 || o.nodes > 1024)
@@ -80,16 +62,9 @@ int run_split_command(const SplitCommandOptions& o) {
   }
   std::optional<Machine> machine_file;
   if (!o.machine.empty()) {
-    Machine& machine = machine_file.emplace(read_machine(o.machine));
-    if (static_cast<int>(machine.size()) != o.nodes)
-      throw Error(
-          fmt::format("{}: has {} devices, but --nodes is {}", o.machine, machine.size(), o.nodes));
-    for (const Device& d : machine.devices) options.cost.speeds.push_back(d.speed);
-    options.cost.bandwidth = machine.bandwidth;
-    options.cost.latency = machine.latency;
-    options.split.speeds = options.cost.speeds;
+    use_split_machine(machine_file.emplace(read_machine(o.machine)), o.machine, o.nodes, options);
   }
-  if (!o.speeds.empty()) {
+  if (o.speeds_given) {
     options.split.speeds = parse_speeds(o.speeds, o.nodes);
     options.cost.speeds = options.split.speeds;
   }
@@ -226,7 +201,8 @@ void register_split(CLI::App& app, CommandAction& action) {
   command->add_option("model", o->model, "ONNX model to split")->required();
   command->add_option("--nodes", o->nodes, "Number of machines")->required();
   command->add_option("--dim", o->dim, "Split direction: h, w, c, hw (grid) or auto (default h)");
-  command->add_option("--speeds", o->speeds, "Relative machine speeds, e.g. 1,3,1 (shares)");
+  CLI::Option* speeds =
+      command->add_option("--speeds", o->speeds, "Relative machine speeds, e.g. 1,3,1 (shares)");
   command->add_option("--config", o->config,
                       "Per-layer JSON {\"layers\": {NAME: {\"dim\": D, \"shares\": [..]}}}");
   command->add_option("--machine", o->machine,
@@ -254,7 +230,10 @@ void register_split(CLI::App& app, CommandAction& action) {
                       "(DeepThings' fixed-depth fused tiles; 0 = let the cost model decide)");
   command->add_flag("--no-fuse", o->no_fuse, "Never compute halos redundantly (no fused tiles)");
   command->add_flag("--json", o->json, "Print the report as JSON");
-  command->callback([&action, o] { action = [o] { return run_split_command(*o); }; });
+  command->callback([&action, o, speeds] {
+    o->speeds_given = speeds->count() > 0;  // --speeds '' is a mistake, not "no speeds"
+    action = [o] { return run_split_command(*o); };
+  });
 }
 
 }  // namespace cleave::cli

@@ -3,43 +3,72 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <charconv>
 #include <csignal>
 #include <cstdlib>
-#include <sstream>
+#include <limits>
+#include <set>
 
 #include "ir/graph.h"
 
 namespace cleave {
 
+namespace {
+
+constexpr const char* kFaultForm = "rank=R,run=K,task=T,action=kill|stop|bad-dtype|bad-shape|short";
+
+// The whole of `value` as an integer in [0, maximum]: "1abc", "", "+1" or "1e3" are no number.
+int64_t fault_number(const std::string& text, const std::string& key, const std::string& value,
+                     int64_t maximum) {
+  int64_t number = -1;
+  const char* end = value.data() + value.size();
+  const auto [stop, error] = std::from_chars(value.data(), end, number);
+  if (value.empty() || error != std::errc() || stop != end || number < 0 || number > maximum) {
+    throw Error(fmt::format("CLEAVE_FAULT '{}': {}: expected an integer from 0 to {}, got '{}'",
+                            text, key, maximum, value));
+  }
+  return number;
+}
+
+}  // namespace
+
 FaultInjection FaultInjection::from_environment(int this_rank) {
   FaultInjection fault;
-  const char* text = std::getenv("CLEAVE_FAULT");
-  if (!text || !*text) return fault;
-  std::stringstream parts(text);
-  std::string part;
+  const char* variable = std::getenv("CLEAVE_FAULT");
+  if (!variable || !*variable) return fault;
+  const std::string text(variable);
+  std::set<std::string> seen;
   int rank = -1;
-  while (std::getline(parts, part, ',')) {
-    auto equals = part.find('=');
-    std::string key = part.substr(0, equals);
-    std::string value = equals == std::string::npos ? "" : part.substr(equals + 1);
-    try {
-      if (key == "rank") {
-        rank = std::stoi(value);
-      } else if (key == "run") {
-        fault.run = std::stoll(value);
-      } else if (key == "task") {
-        fault.task = std::stoi(value);
-      } else if (key == "action") {
-        fault.action = value;
-      } else {
-        throw Error("");
-      }
-    } catch (const std::exception&) {
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', begin), text.size());
+    const std::string part = text.substr(begin, comma - begin);
+    begin = comma + 1;
+    const std::size_t equals = part.find('=');
+    const std::string key = part.substr(0, equals);
+    if (equals == std::string::npos ||
+        (key != "rank" && key != "run" && key != "task" && key != "action")) {
       throw Error(
-          fmt::format("CLEAVE_FAULT '{}': bad field '{}' (expected "
-                      "rank=R,run=K,task=T,action=kill|stop|bad-dtype|bad-shape|short)",
-                      text, part));
+          fmt::format("CLEAVE_FAULT '{}': bad field '{}' (expected {})", text, part, kFaultForm));
     }
+    if (!seen.insert(key).second)
+      throw Error(fmt::format("CLEAVE_FAULT '{}': {} is given twice", text, key));
+    const std::string value = part.substr(equals + 1);
+    if (key == "rank") {
+      rank = static_cast<int>(fault_number(text, key, value, std::numeric_limits<int>::max()));
+    } else if (key == "run") {
+      fault.run = fault_number(text, key, value, std::numeric_limits<int64_t>::max());
+    } else if (key == "task") {
+      fault.task =
+          static_cast<int>(fault_number(text, key, value, std::numeric_limits<int>::max()));
+    } else {
+      fault.action = value;
+    }
+  }
+  if (!seen.count("rank") || !seen.count("action")) {
+    throw Error(
+        fmt::format("CLEAVE_FAULT '{}': needs rank and action (expected {})", text, kFaultForm));
   }
   if (fault.action != "kill" && fault.action != "stop" && fault.action != "bad-dtype" &&
       fault.action != "bad-shape" && fault.action != "short") {

@@ -22,6 +22,7 @@
 #include "pipeline/load.h"
 #include "pipeline/model_plan.h"
 #include "runtime/npy.h"
+#include "support/limits.h"
 #include "support/timing.h"
 
 namespace cleave {
@@ -188,6 +189,7 @@ std::string trace_json(const std::vector<Trace::Event>& events, const TaskGraph&
 int run_on_ranks(const RankRunSettings& settings) {
   if (settings.repeat < 1) throw Error("--repeat must be at least 1");
   if (settings.samples < 1) throw Error("--samples must be at least 1");
+  require_timeout_seconds("--rank-timeout", settings.rank_timeout_seconds);
   MpiSession session;
   const int rank = session.rank();
   Prepared prepared;

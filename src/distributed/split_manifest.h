@@ -6,11 +6,9 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "spatial/manifest.h"
 
 namespace cleave {
-
-/// "fnv1a64:" + 16 hex digits of FNV-1a 64 over a file's bytes (defined in spatial/manifest.cc).
-std::string file_fingerprint(const std::string& path);
 
 /// One step of a machine: run a sub-model, send a region of a tensor, or receive one.
 struct SplitStep {
@@ -43,12 +41,9 @@ struct RankSplitManifest {
   std::vector<std::vector<SplitStep>> steps;  ///< Per machine.
 };
 
-/// Reads DIR/manifest.json. Throws Error naming the file and the field for a wrong format or
-/// version, a sub-model path outside DIR (absolute, or climbing out with ..), a send whose
-/// region does not match its shape and bytes, a tag used twice, or a send without its recv.
+/// Reads DIR/manifest.json with read_manifest (spatial/manifest.h), which checks every field,
+/// then confines every sub-model path to DIR (also through symbolic links). Throws Error naming
+/// the file and the field.
 RankSplitManifest read_split_manifest(const std::string& folder);
-
-/// Manifest dtype names: float32, float16, float64, int8, uint8, int32, int64, bool.
-DataType split_dtype(const std::string& name, const std::string& where);
 
 }  // namespace cleave

@@ -20,10 +20,12 @@
 #include "distributed/mpi_session.h"
 #include "distributed/rank_sync.h"
 #include "distributed/split_manifest.h"
+#include "ir/text.h"
 #include "pipeline/load.h"
 #include "runtime/executor.h"
 #include "runtime/npy.h"
 #include "runtime/random_inputs.h"
+#include "support/limits.h"
 #include "support/timing.h"
 
 namespace cleave {
@@ -120,6 +122,49 @@ std::vector<std::vector<std::string>> dead_after_steps(
   return dead;
 }
 
+// Each output of run step `index`'s sub-model `graph` must be what the manifest says it is: a
+// graph output's dtype and shape, or for a value this rank sends later, the send's dtype and a
+// shape that holds the region. Checked before any run, since a wrong one gives garbage, not an
+// error (the bytes are sent and written as the manifest's type).
+void check_step_outputs(const Graph& graph, const RankSplitManifest& manifest,
+                        const std::vector<SplitStep>& steps, std::size_t index) {
+  const std::string& model = steps[index].model;
+  for (ValueId id : graph.outputs()) {
+    const Value& value = graph.value(id);
+    const std::string type = print_type(value.dtype, value.shape);
+    for (const SplitTensor& output : manifest.outputs) {
+      if (output.name != value.name) continue;
+      if (value.dtype != output.dtype ||
+          (value.shape.is_static() && value.shape.sizes() != output.shape)) {
+        throw Error(fmt::format(
+            "{}: output '{}' is {}, but the manifest's outputs say {}[{}] (manifest.json "
+            "and the sub-model disagree; make the split again)",
+            model, value.name, type, manifest_dtype_name(output.dtype),
+            fmt::join(output.shape, ",")));
+      }
+    }
+    for (std::size_t k = index + 1; k < steps.size(); ++k) {
+      const SplitStep& send = steps[k];
+      if (send.kind != SplitStep::Kind::kSend || send.tensor != value.name) continue;
+      bool holds = value.shape.rank_known && value.shape.rank() == send.region.size();
+      for (std::size_t d = 0; holds && d < send.region.size(); ++d) {
+        const Dim& dim = value.shape.dims[d];
+        holds = !dim.is_known() || send.region[d].second <= dim.size;
+      }
+      if (value.dtype != send.dtype || !holds) {
+        std::vector<std::string> region;
+        for (const auto& [begin, end] : send.region)
+          region.push_back(fmt::format("{}:{}", begin, end));
+        throw Error(fmt::format(
+            "{}: output '{}' is {}, but the manifest sends it (tag {}) as {} region [{}] "
+            "(manifest.json and the sub-model disagree; make the split again)",
+            model, value.name, type, send.tag, manifest_dtype_name(send.dtype),
+            fmt::join(region, ",")));
+      }
+    }
+  }
+}
+
 void prepare(const SplitRunSettings& settings, const MpiSession& session, Prepared& prepared) {
   prepared.manifest = read_split_manifest(settings.folder);
   const RankSplitManifest& manifest = prepared.manifest;
@@ -164,6 +209,7 @@ void prepare(const SplitRunSettings& settings, const MpiSession& session, Prepar
                         steps[i].model, name));
       }
     }
+    check_step_outputs(graph, manifest, steps, i);
     ExecutorOptions options;
     options.threads = prepared.threads.threads;
     options.convolution_family = *family;
@@ -298,6 +344,7 @@ std::map<std::string, Tensor> run_steps(Prepared& prepared, const MpiSession& se
 
 int run_split_on_ranks(const SplitRunSettings& settings) {
   if (settings.repeat < 1) throw Error("--repeat must be at least 1");
+  require_timeout_seconds("--rank-timeout", settings.rank_timeout_seconds);
   MpiSession session;
   const int rank = session.rank();
   Prepared prepared;

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <string>
 #include <thread>
@@ -134,7 +135,11 @@ void apply_default_wait_policy(char** argv) {
         setting.name != "GOMP_SPINCOUNT" || setting.value != std::to_string(kLibgompSpinCount);
   }
   if (!changes_libgomp || argv == nullptr || argv[0] == nullptr) return;
-  execv("/proc/self/exe", argv);
+  // The binary's own path, not /proc/self/exe: the kernel names a process after the file it
+  // executes, and "exe" in ps, top and pgrep hides cleave (and its MPI ranks) from its user.
+  std::error_code error;
+  const std::filesystem::path binary = std::filesystem::read_symlink("/proc/self/exe", error);
+  execv(error ? "/proc/self/exe" : binary.c_str(), argv);
   // Still here: no /proc, or the binary is gone. Run on with libgomp's defaults; the variables
   // set above stay for child processes, which is what the user would get on the next start.
 }

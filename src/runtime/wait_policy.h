@@ -105,8 +105,9 @@ std::vector<EnvironmentSetting> default_wait_policy(
 /// Applies default_wait_policy for the sampled host load to this process. libgomp reads its
 /// environment in a constructor that runs before main(), so a spin count other than libgomp's
 /// own only counts in a new image: this sets the variable and, if its value differs from what
-/// libgomp already runs with, executes /proc/self/exe again with the same arguments (the new
-/// image finds the variable set and carries on). Returns when there is nothing to change, or
+/// libgomp already runs with, executes its own binary again (the path /proc/self/exe links to,
+/// so the process keeps its name) with the same arguments (the new image finds the variable set
+/// and carries on). Returns when there is nothing to change, or
 /// when the exec failed (the process then runs with libgomp's defaults).
 void apply_default_wait_policy(char** argv);
 

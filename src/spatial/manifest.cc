@@ -1,12 +1,15 @@
 // Manifest: segments and steps from the partitioned graph, JSON writing and checked reading.
 #include "spatial/manifest.h"
 
+#include <fmt/core.h>
+
 #include <cstdio>
 #include <fstream>
 #include <map>
-#include <set>
 
 #include "onnx/extract.h"
+#include "support/json_file.h"
+#include "support/limits.h"
 
 namespace cleave {
 
@@ -92,70 +95,139 @@ std::string manifest_dtype_name(DataType dtype) {
 
 namespace {
 
-DataType parse_dtype(const std::string& name, const std::string& where) {
+// The largest byte count of one transfer (a pebibyte): far beyond any tensor, and small enough
+// that element counts times element sizes cannot overflow on the way.
+constexpr int64_t kMaxTransferBytes = int64_t{1} << 50;
+
+DataType parse_dtype(const JsonField& field) {
+  const std::string name = field.string();
   for (DataType t : {DataType::kFloat, DataType::kFloat16, DataType::kDouble, DataType::kInt8,
                      DataType::kUInt8, DataType::kInt32, DataType::kInt64, DataType::kBool})
     if (manifest_dtype_name(t) == name) return t;
-  throw Error(where + ": unknown dtype \"" + name + "\"");
+  field.fail("one of float32, float16, float64, int8, uint8, int32, int64, bool");
 }
 
 nlohmann::json tensor_json(const ManifestTensor& t) {
   return {{"name", t.name}, {"dtype", manifest_dtype_name(t.dtype)}, {"shape", t.shape}};
 }
 
-[[noreturn]] void bad(const std::string& where, const std::string& what,
-                      const nlohmann::json& got) {
-  throw Error(where + ": expected " + what + ", got " + got.dump());
+std::vector<int64_t> shape_of(const JsonField& field) {
+  std::vector<int64_t> shape;
+  for (std::size_t d = 0; d < field.size(); ++d)
+    shape.push_back(field.at(d).integer(0, kMaxTransferBytes));
+  return shape;
 }
 
-const nlohmann::json& field(const nlohmann::json& obj, const char* key, const std::string& where) {
-  if (!obj.is_object() || !obj.contains(key))
-    throw Error(where + ": missing field \"" + key + "\"");
-  return obj.at(key);
+std::vector<std::string> names_of(const JsonField& field) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < field.size(); ++i) names.push_back(field.at(i).string());
+  return names;
 }
 
-std::string string_field(const nlohmann::json& obj, const char* key, const std::string& where) {
-  const auto& v = field(obj, key, where);
-  if (!v.is_string()) bad(where + "." + key, "a string", v);
-  return v.get<std::string>();
+ManifestTensor tensor_of(const JsonField& field) {
+  return {field.at("name").string(), parse_dtype(field.at("dtype")), shape_of(field.at("shape"))};
 }
 
-int64_t int_field(const nlohmann::json& obj, const char* key, const std::string& where, int64_t lo,
-                  int64_t hi) {
-  const auto& v = field(obj, key, where);
-  if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
-    bad(where + "." + key, "an integer in " + std::to_string(lo) + ".." + std::to_string(hi), v);
-  return v.get<int64_t>();
+// Bytes of `shape` elements of `dtype`, or -1 when that exceeds kMaxTransferBytes.
+int64_t transfer_bytes(DataType dtype, const std::vector<int64_t>& shape) {
+  int64_t bytes = static_cast<int64_t>(element_size(dtype));
+  for (int64_t d : shape) {
+    if (d != 0 && bytes > kMaxTransferBytes / d) return -1;
+    bytes *= d;
+  }
+  return bytes;
 }
 
-std::vector<int64_t> shape_field(const nlohmann::json& obj, const char* key,
-                                 const std::string& where) {
-  const auto& v = field(obj, key, where);
-  if (!v.is_array()) bad(where + "." + key, "an array of sizes", v);
-  std::vector<int64_t> s;
-  for (const auto& d : v) {
-    if (!d.is_number_integer() || d.get<int64_t>() < 0)
-      bad(where + "." + key, "non-negative integer sizes", v);
-    s.push_back(d.get<int64_t>());
+ManifestStep run_step_of(const JsonField& field) {
+  ManifestStep s;
+  s.kind = ManifestStep::Kind::kRun;
+  const JsonField model = field.at("model");
+  s.model = model.string();
+  if (s.model.empty() || s.model.find("..") != std::string::npos || s.model[0] == '/')
+    model.fail("a file name inside the split folder");
+  s.inputs = names_of(field.at("inputs"));
+  s.outputs = names_of(field.at("outputs"));
+  return s;
+}
+
+ManifestStep transfer_step_of(const JsonField& field, bool send, int machine, int machines) {
+  ManifestStep s;
+  s.kind = send ? ManifestStep::Kind::kSend : ManifestStep::Kind::kRecv;
+  const JsonField peer = field.at(send ? "to" : "from");
+  s.peer = static_cast<int>(peer.integer(0, machines - 1));
+  if (s.peer == machine) peer.fail(fmt::format("a machine other than {} itself", machine));
+  s.name = field.at("name").string();
+  s.dtype = parse_dtype(field.at("dtype"));
+  s.shape = shape_of(field.at("shape"));
+  const JsonField bytes = field.at("bytes");
+  s.bytes = bytes.integer(0, kMaxTransferBytes);
+  s.tag = static_cast<int>(field.at("tag").integer(0, 1 << 30));
+  if (send) {
+    s.tensor = field.at("tensor").string();
+    const JsonField region = field.at("region");
+    if (region.size() != s.shape.size())
+      region.fail(fmt::format("one [begin, end) per dimension of shape ({})", s.shape.size()));
+    for (std::size_t d = 0; d < s.shape.size(); ++d) {
+      const JsonField pair = region.at(d);
+      if (pair.size() != 2) pair.fail("[begin, end)");
+      const int64_t begin = pair.at(std::size_t{0}).integer(0, kMaxTransferBytes);
+      const int64_t end = pair.at(1).integer(0, kMaxTransferBytes);
+      if (end - begin != s.shape[d])
+        pair.fail(fmt::format("[begin, end) with end - begin = shape[{}] = {}", d, s.shape[d]));
+      s.region.push_back({begin, end});
+    }
+  }
+  const int64_t expected = transfer_bytes(s.dtype, s.shape);
+  if (expected != s.bytes) {
+    bytes.fail(expected < 0 ? fmt::format("at most {} bytes", kMaxTransferBytes)
+                            : fmt::format("{} (shape x element size of {})", expected,
+                                          manifest_dtype_name(s.dtype)));
   }
   return s;
 }
 
-std::vector<std::string> names_field(const nlohmann::json& obj, const char* key,
-                                     const std::string& where) {
-  const auto& v = field(obj, key, where);
-  if (!v.is_array()) bad(where + "." + key, "an array of names", v);
-  std::vector<std::string> s;
-  for (const auto& d : v) {
-    if (!d.is_string()) bad(where + "." + key, "an array of names", v);
-    s.push_back(d.get<std::string>());
+// Every tag names one send and one receive: between the same two machines, of the same value.
+void check_transfers(const SplitManifest& m, const JsonField& steps) {
+  struct Ends {
+    const ManifestStep* send = nullptr;
+    const ManifestStep* recv = nullptr;
+    int send_machine = -1, recv_machine = -1;
+  };
+  std::map<int, Ends> by_tag;
+  for (int r = 0; r < m.machines; ++r) {
+    for (std::size_t k = 0; k < m.steps[r].size(); ++k) {
+      const ManifestStep& s = m.steps[r][k];
+      if (s.kind == ManifestStep::Kind::kRun) continue;
+      const bool send = s.kind == ManifestStep::Kind::kSend;
+      Ends& ends = by_tag[s.tag];
+      const ManifestStep*& slot = send ? ends.send : ends.recv;
+      if (slot) {
+        steps.at(r).at(k).at("tag").fail(
+            fmt::format("a tag no other {} uses", send ? "send" : "recv"));
+      }
+      slot = &s;
+      (send ? ends.send_machine : ends.recv_machine) = r;
+    }
   }
-  return s;
-}
-
-ManifestTensor tensor_from(const nlohmann::json& j, const std::string& where) {
-  return {string_field(j, "name", where), parse_dtype(string_field(j, "dtype", where), where),
-          shape_field(j, "shape", where)};
+  for (const auto& [tag, ends] : by_tag) {
+    if (!ends.send) {
+      throw Error(fmt::format("{}: the recv with tag {} (machine {} from {}) has no matching send",
+                              steps.where(), tag, ends.recv_machine, ends.recv->peer));
+    }
+    if (!ends.recv) {
+      throw Error(fmt::format("{}: the send with tag {} (machine {} to {}) has no matching recv",
+                              steps.where(), tag, ends.send_machine, ends.send->peer));
+    }
+    const ManifestStep& send = *ends.send;
+    const ManifestStep& recv = *ends.recv;
+    if (recv.peer != ends.send_machine || send.peer != ends.recv_machine ||
+        send.name != recv.name || send.dtype != recv.dtype || send.shape != recv.shape) {
+      throw Error(fmt::format(
+          "{}: the send with tag {} (machine {} to {}) and its recv (machine {} from {}) disagree "
+          "on the machines, the name, the dtype or the shape",
+          steps.where(), tag, ends.send_machine, send.peer, ends.recv_machine, recv.peer));
+    }
+  }
 }
 
 }  // namespace
@@ -206,106 +278,49 @@ nlohmann::json manifest_to_json(const SplitManifest& m) {
 }
 
 SplitManifest manifest_from_json(const nlohmann::json& json, const std::string& origin) {
-  if (!json.is_object()) throw Error(origin + ": expected a JSON object");
-  if (string_field(json, "format", origin) != "cleave-split")
-    throw Error(origin + ": format: expected \"cleave-split\"");
-  if (int_field(json, "version", origin, 1, 1) != 1) throw Error(origin + ": version");
+  const JsonField root(json, origin);
+  const JsonField format = root.at("format");
+  if (format.string() != "cleave-split") format.fail("\"cleave-split\"");
+  root.at("version").integer(1, 1);
   SplitManifest m;
-  m.model = string_field(json, "model", origin);
-  m.fingerprint = string_field(json, "fingerprint", origin);
-  m.machines = static_cast<int>(int_field(json, "machines", origin, 1, 1 << 16));
-  for (const char* key : {"inputs", "outputs"}) {
-    const auto& list = field(json, key, origin);
-    if (!list.is_array()) bad(origin + "." + key, "an array", list);
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      auto t = tensor_from(list[i], origin + "." + key + "[" + std::to_string(i) + "]");
-      (std::string(key) == "inputs" ? m.inputs : m.outputs).push_back(t);
-    }
+  m.model = root.at("model").string();
+  m.fingerprint = root.at("fingerprint").string();
+  m.machines = static_cast<int>(root.at("machines").integer(1, kMaxWorkers));
+  const JsonField inputs = root.at("inputs");
+  for (std::size_t i = 0; i < inputs.size(); ++i) m.inputs.push_back(tensor_of(inputs.at(i)));
+  const JsonField outputs = root.at("outputs");
+  // A split of nothing runs, computes nothing and leaves an empty output folder.
+  if (outputs.size() == 0) outputs.fail("at least one output");
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const JsonField output = outputs.at(i);
+    m.outputs.push_back(tensor_of(output));
+    if (auto machine = output.find("machine")) machine->integer(0, 0);
   }
-  const auto& steps = field(json, "steps", origin);
-  if (!steps.is_array() || static_cast<int>(steps.size()) != m.machines)
-    bad(origin + ".steps", "one step list per machine", steps.is_array() ? steps.size() : 0);
-  std::map<int, std::pair<const ManifestStep*, const ManifestStep*>> by_tag;
+  const JsonField steps = root.at("steps");
+  if (steps.size() != static_cast<std::size_t>(m.machines))
+    steps.fail(fmt::format("{} step lists, one per machine", m.machines));
   m.steps.resize(m.machines);
   for (int r = 0; r < m.machines; ++r) {
-    if (!steps[r].is_array())
-      bad(origin + ".steps[" + std::to_string(r) + "]", "an array", steps[r]);
-    for (std::size_t k = 0; k < steps[r].size(); ++k) {
-      const std::string where =
-          origin + ".steps[" + std::to_string(r) + "][" + std::to_string(k) + "]";
-      const auto& j = steps[r][k];
-      ManifestStep s;
-      const std::string op = string_field(j, "op", where);
-      if (op == "run") {
-        s.kind = ManifestStep::Kind::kRun;
-        s.model = string_field(j, "model", where);
-        if (s.model.empty() || s.model.find("..") != std::string::npos || s.model[0] == '/')
-          bad(where + ".model", "a file name inside the split folder", j["model"]);
-        s.inputs = names_field(j, "inputs", where);
-        s.outputs = names_field(j, "outputs", where);
-      } else if (op == "send" || op == "recv") {
-        const bool send = op == "send";
-        s.kind = send ? ManifestStep::Kind::kSend : ManifestStep::Kind::kRecv;
-        s.peer = static_cast<int>(int_field(j, send ? "to" : "from", where, 0, m.machines - 1));
-        if (s.peer == r) throw Error(where + ": a machine cannot send to itself");
-        s.name = string_field(j, "name", where);
-        s.dtype = parse_dtype(string_field(j, "dtype", where), where);
-        s.shape = shape_field(j, "shape", where);
-        s.bytes = int_field(j, "bytes", where, 0, int64_t{1} << 50);
-        s.tag = static_cast<int>(int_field(j, "tag", where, 0, 1 << 30));
-        if (send) {
-          s.tensor = string_field(j, "tensor", where);
-          const auto& region = field(j, "region", where);
-          if (!region.is_array() || region.size() != s.shape.size())
-            bad(where + ".region", "one [begin, end) per dimension of shape", region);
-          for (std::size_t d = 0; d < region.size(); ++d) {
-            const auto& p = region[d];
-            if (!p.is_array() || p.size() != 2 || !p[0].is_number_integer() ||
-                !p[1].is_number_integer() || p[0].get<int64_t>() < 0 ||
-                p[1].get<int64_t>() - p[0].get<int64_t>() != s.shape[d])
-              bad(where + ".region[" + std::to_string(d) + "]",
-                  "[begin, end) with end - begin = shape[" + std::to_string(d) + "]", p);
-            s.region.push_back({p[0].get<int64_t>(), p[1].get<int64_t>()});
-          }
-        }
-        int64_t count = 1;
-        for (int64_t d : s.shape) count *= d;
-        if (s.bytes != count * static_cast<int64_t>(element_size(s.dtype)))
-          bad(where + ".bytes", "shape × element size", j["bytes"]);
+    const JsonField list = steps.at(r);
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      const JsonField step = list.at(k);
+      const JsonField op = step.at("op");
+      const std::string name = op.string();
+      if (name == "run") {
+        m.steps[r].push_back(run_step_of(step));
+      } else if (name == "send" || name == "recv") {
+        m.steps[r].push_back(transfer_step_of(step, name == "send", r, m.machines));
       } else {
-        bad(where + ".op", "\"run\", \"send\" or \"recv\"", j["op"]);
+        op.fail("\"run\", \"send\" or \"recv\"");
       }
-      m.steps[r].push_back(std::move(s));
     }
   }
-  for (int r = 0; r < m.machines; ++r) {
-    for (const ManifestStep& s : m.steps[r]) {
-      if (s.kind == ManifestStep::Kind::kRun) continue;
-      auto& slot = by_tag[s.tag];
-      (s.kind == ManifestStep::Kind::kSend ? slot.first : slot.second) = &s;
-    }
-  }
-  for (const auto& [tag, pair] : by_tag) {
-    if (!pair.first || !pair.second)
-      throw Error(origin + ": transfer tag " + std::to_string(tag) + " has a " +
-                  (pair.first ? "send" : "recv") + " without its partner");
-    if (pair.first->name != pair.second->name || pair.first->bytes != pair.second->bytes)
-      throw Error(origin + ": transfer tag " + std::to_string(tag) +
-                  ": the send and the recv disagree on name or bytes");
-  }
+  check_transfers(m, steps);
   return m;
 }
 
 SplitManifest read_manifest(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(path + ": cannot read the split manifest");
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path + ": not JSON: " + e.what());
-  }
-  return manifest_from_json(json, path);
+  return manifest_from_json(read_json_file(path, "split manifest"), path);
 }
 
 std::string file_fingerprint(const std::string& path) {

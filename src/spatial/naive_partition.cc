@@ -1,13 +1,17 @@
 // The naive partitioner: even or speed-proportional output splits, checked by the region rules.
 #include "spatial/naive_partition.h"
 
+#include <fmt/core.h>
+
+#include <algorithm>
 #include <cmath>
-#include <fstream>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <numeric>
-#include <sstream>
 
 #include "spatial/region_rules.h"
+#include "support/json_file.h"
+#include "support/limits.h"
 
 namespace cleave {
 
@@ -75,51 +79,70 @@ void validate_layer_configs(const Graph& graph, const SplitOptions& options) {
         throw Error("layer config: \"" + name + "\".shares: expected " +
                     std::to_string(options.machines) + " shares (one per machine), got " +
                     std::to_string(config.shares.size()));
-      for (double s : config.shares)
-        if (!(s > 0) || !std::isfinite(s))
-          throw Error("layer config: \"" + name + "\".shares: expected positive numbers");
+      require_shares(fmt::format("layer config: \"{}\".shares", name), config.shares);
     }
   }
 }
 
 std::map<std::string, LayerConfig> read_layer_configs(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(path + ": cannot read the layer configuration");
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path + ": not JSON: " + e.what());
-  }
-  if (!json.is_object() || !json.contains("layers") || !json["layers"].is_object())
-    throw Error(path + ": expected an object with a \"layers\" object");
+  const nlohmann::json json = read_json_file(path, "layer configuration");
+  const JsonField root(json, path);
+  root.expect_object();
   for (const auto& [key, _] : json.items())
-    if (key != "layers") throw Error(path + ": unknown field \"" + key + "\"");
+    if (key != "layers") throw Error(path + ": unknown field \"" + key + "\" (expected layers)");
+  const JsonField all = root.at("layers");
+  all.expect_object();
   std::map<std::string, LayerConfig> layers;
-  for (const auto& [name, entry] : json["layers"].items()) {
-    const std::string where = path + ": layers.\"" + name + "\"";
-    if (!entry.is_object()) throw Error(where + ": expected an object");
+  for (const auto& [name, _] : all.json().items()) {
+    const JsonField entry = all.at(name);
+    entry.expect_object();
     LayerConfig config;
-    for (const auto& [key, value] : entry.items()) {
+    for (const auto& [key, value] : entry.json().items()) {
+      const JsonField field = entry.at(key);
       if (key == "dim") {
         auto dim = value.is_string() ? parse_split_dim(value.get<std::string>()) : std::nullopt;
-        if (!dim) throw Error(where + ".dim: expected \"h\", \"w\", \"c\", \"hw\" or \"none\"");
+        if (!dim) field.fail("\"h\", \"w\", \"c\", \"hw\" or \"none\"");
         config.dim = dim;
       } else if (key == "shares") {
-        if (!value.is_array() || value.empty())
-          throw Error(where + ".shares: expected a non-empty array of positive numbers");
-        for (const auto& s : value) {
-          if (!s.is_number() || !(s.get<double>() > 0))
-            throw Error(where + ".shares: expected positive numbers, got " + s.dump());
-          config.shares.push_back(s.get<double>());
+        for (std::size_t i = 0; i < field.size(); ++i) {
+          const JsonField share = field.at(i);
+          if (!share.json().is_number() || !(share.json().get<double>() > 0)) {
+            share.fail("a finite number > 0");
+          }
+          config.shares.push_back(share.number());
         }
+        if (const std::string problem = shares_problem(config.shares); !problem.empty())
+          throw Error(fmt::format("{}: {}", field.where(), problem));
       } else {
-        throw Error(where + ": unknown field \"" + key + "\" (expected dim, shares)");
+        throw Error(fmt::format("{}: unknown field (expected dim, shares)", field.where()));
       }
     }
     layers[name] = config;
   }
   return layers;
+}
+
+std::vector<double> parse_speeds(const std::string& text, int machines) {
+  std::vector<double> speeds;
+  std::size_t begin = 0;
+  // Every comma separates two numbers: "", "1,2," and "1,,2" hold an empty item.
+  while (begin <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', begin), text.size());
+    const std::string item = text.substr(begin, comma - begin);
+    char* end = nullptr;
+    const double value = std::strtod(item.c_str(), &end);
+    if (item.empty() || *end != '\0' || !std::isfinite(value) || !(value > 0)) {
+      throw Error(fmt::format("--speeds '{}': item {}: expected a finite number > 0, got '{}'",
+                              text, speeds.size() + 1, item));
+    }
+    speeds.push_back(value);
+    begin = comma + 1;
+  }
+  if (static_cast<int>(speeds.size()) != machines)
+    throw Error(fmt::format("--speeds '{}': expected {} speeds (one per machine, --nodes), got {}",
+                            text, machines, speeds.size()));
+  require_shares(fmt::format("--speeds '{}'", text), speeds);
+  return speeds;
 }
 
 namespace {

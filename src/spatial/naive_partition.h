@@ -58,8 +58,12 @@ std::pair<int, int> grid_shape(int machines);
 /// Checks a configuration against the graph: every layer name exists and every share list has
 /// one positive entry per machine. Throws Error naming the layer.
 void validate_layer_configs(const Graph& graph, const SplitOptions& options);
-/// Reads a per-layer configuration file ({"layers": {"name": {"dim": "h", "shares": [..]}}}).
+/// Reads a per-layer configuration file ({"layers": {"name": {"dim": "h", "shares": [..]}}});
+/// shares are checked with require_shares (support/limits.h). Errors name the file and field.
 std::map<std::string, LayerConfig> read_layer_configs(const std::string& path);
+/// `--speeds` text: exactly `machines` comma-separated numbers (no empty item) that pass
+/// require_shares (support/limits.h).
+std::vector<double> parse_speeds(const std::string& text, int machines);
 
 /// Splits every node's output along the requested direction (Eq. 3.1), checking with the
 /// region rules that each slice can be computed; a node that cannot is gathered on machine 0,

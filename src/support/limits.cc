@@ -53,6 +53,27 @@ std::string non_negative_seconds_problem(double value) {
   return fmt::format("expected a finite number of seconds >= 0, got {}", value);
 }
 
+std::string timeout_seconds_problem(double value) {
+  if (std::isfinite(value) && value >= kMinTimeoutSeconds && value <= kMaxTimeoutSeconds) return {};
+  return fmt::format("expected seconds from {} to {} (one week), got {}", kMinTimeoutSeconds,
+                     kMaxTimeoutSeconds, value);
+}
+
+std::string shares_problem(const std::vector<double>& values) {
+  if (values.empty()) return "expected at least one positive number, got none";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (!(values[i] > 0) || !(values[i] <= kMaxShare)) {
+      return fmt::format("expected numbers in (0, {:g}], got {} (item {})", kMaxShare, values[i],
+                         i + 1);
+    }
+  }
+  const auto [smallest, largest] = std::minmax_element(values.begin(), values.end());
+  if (*largest / *smallest <= kMaxShareRatio) return {};
+  return fmt::format(
+      "expected the largest at most {:g} times the smallest, got {} and {} (ratio {:g})",
+      kMaxShareRatio, *largest, *smallest, *largest / *smallest);
+}
+
 namespace {
 void raise_if(std::string_view what, const std::string& problem) {
   if (!problem.empty()) throw Error(fmt::format("{}: {}", what, problem));
@@ -74,6 +95,14 @@ void require_positive_seconds(std::string_view what, double value) {
 
 void require_non_negative_seconds(std::string_view what, double value) {
   raise_if(what, non_negative_seconds_problem(value));
+}
+
+void require_timeout_seconds(std::string_view what, double value) {
+  raise_if(what, timeout_seconds_problem(value));
+}
+
+void require_shares(std::string_view what, const std::vector<double>& values) {
+  raise_if(what, shares_problem(values));
 }
 
 void require_threads(std::string_view what, int64_t value) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace cleave {
 
@@ -20,6 +21,17 @@ inline constexpr double kMaxSeconds = 1e9;
 inline constexpr double kMaxBytes = 1e18;
 /// The most timed or warm-up rounds one option may ask for.
 inline constexpr int64_t kMaxRounds = 1000000;
+/// The longest timeout any option accepts (one week): a rank that waits longer than this has
+/// hung, and larger values (1e300) overflow the deadline arithmetic.
+inline constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600;
+/// The shortest timeout any option accepts: below it a wait ends before a message can arrive.
+inline constexpr double kMinTimeoutSeconds = 0.001;
+/// The largest ratio between the largest and the smallest of a list of relative shares or
+/// speeds: beyond it the small ones get no work at all and the list is a mistake.
+inline constexpr double kMaxShareRatio = 1e6;
+/// The largest relative share or speed: sums over 1024 machines stay finite ([1e308, 1e308]
+/// added up to infinity and gave every machine nothing).
+inline constexpr double kMaxShare = 1e15;
 
 /// Cores this process may run on (its affinity mask), at least 1.
 int cores_present();
@@ -37,12 +49,20 @@ std::string positive_seconds_problem(double value);
 /// Seconds that must be finite and >= 0 (measured or predicted times).
 std::string non_negative_seconds_problem(double value);
 
+/// A timeout: finite and in [kMinTimeoutSeconds, kMaxTimeoutSeconds].
+std::string timeout_seconds_problem(double value);
+/// Relative shares or speeds: at least one, each in (0, kMaxShare], the largest at most
+/// kMaxShareRatio times the smallest.
+std::string shares_problem(const std::vector<double>& values);
+
 /// Throw Error "<what>: <problem>" when the matching *_problem is not empty.
 void require_integer(std::string_view what, int64_t value, int64_t minimum, int64_t maximum);
 void require_number(std::string_view what, double value, double minimum, double maximum,
                     bool open_minimum = false);
 void require_positive_seconds(std::string_view what, double value);
 void require_non_negative_seconds(std::string_view what, double value);
+void require_timeout_seconds(std::string_view what, double value);
+void require_shares(std::string_view what, const std::vector<double>& values);
 /// A thread count in [1, kMaxThreads].
 void require_threads(std::string_view what, int64_t value);
 /// A core number that exists on this host (see core_available).

@@ -111,6 +111,29 @@ TEST(FaultInjectionTest, MalformedVariableIsRefusedByField) {
   unsetenv("CLEAVE_FAULT");
 }
 
+// Every field is read whole: "1abc" was rank 1, a trailing comma or a repeated key passed.
+TEST(FaultInjectionTest, EveryFieldIsParsedStrictly) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"rank=1abc,action=kill",
+       "CLEAVE_FAULT 'rank=1abc,action=kill': rank: expected an integer "
+       "from 0 to 2147483647, got '1abc'"},
+      {"rank=1,run=2x,action=kill", "run: expected an integer from 0 to"},
+      {"rank=1,action=kill,", "bad field ''"},
+      {"rank=1,rank=0,action=kill", "rank is given twice"},
+      {"run=1,action=kill", "needs rank and action"},
+  };
+  for (const auto& [text, message] : cases) {
+    setenv("CLEAVE_FAULT", text, 1);
+    try {
+      FaultInjection::from_environment(1);
+      ADD_FAILURE() << text << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
+  unsetenv("CLEAVE_FAULT");
+}
+
 TEST(FaultInjectionTest, CorruptsOnlyTheNamedRankOnce) {
   setenv("CLEAVE_FAULT", "rank=1,run=2,action=bad-dtype", 1);
   FaultInjection other = FaultInjection::from_environment(0);

@@ -159,7 +159,8 @@ TEST_F(RunSplitTest, SubModelOutsideTheFolderIsRefusedOnEveryRank) {
   write_manifest();
   CommandResult result = mpirun(2, "run-split " + path("split") + " --output-dir " + path("out"));
   EXPECT_NE(result.exit_code, 0);
-  EXPECT_NE(result.err.find("model '../whole.onnx' lies outside the split folder"),
+  EXPECT_NE(result.err.find("steps[1][1].model: expected a file name inside the split folder, "
+                            "got \"../whole.onnx\""),
             std::string::npos)
       << result.err;
   EXPECT_NE(result.err.find("so rank 1 stops too"), std::string::npos) << result.err;
@@ -193,18 +194,124 @@ TEST(SplitManifestTest, SendWithoutRecvIsRefusedByTag) {
       std::filesystem::temp_directory_path() / ("cleave_manifest_" + std::to_string(::getpid()));
   std::filesystem::create_directories(folder);
   std::ofstream(folder / "manifest.json") << R"({"format": "cleave-split", "version": 1,
-    "machines": 2, "inputs": [], "outputs": [], "steps": [[
+    "model": "m.onnx", "fingerprint": "", "machines": 2, "inputs": [], "outputs": [{"name": "t", "dtype": "float32", "shape": [2]}],
+    "steps": [[
       {"op": "send", "to": 1, "tensor": "t", "region": [[0, 2]], "name": "u", "dtype": "float32",
        "shape": [2], "bytes": 8, "tag": 5}], []]})";
   try {
     read_split_manifest(folder.string());
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("the send with tag 5 (machine 0 to 1) has no matching"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "manifest.json: steps: the send with tag 5 (machine 0 to 1) has no matching"),
               std::string::npos)
         << e.what();
   }
   std::filesystem::remove_all(folder);
+}
+
+// A sub-model that makes another type than the manifest says ran and wrote garbage (its bytes
+// sent or written as float32); it is refused on every rank before the first run.
+TEST_F(RunSplitTest, SubModelSendingAnotherTypeIsRefused) {
+  export_onnx(parse_graph(R"(graph m1s0 [ai.onnx=17] (%lower: f32[1,1,2,4]) {
+  %n = Neg(%lower)
+  %lower_neg = Cast[to=11](%n)
+  return %lower_neg
+}
+)"),
+              path("split/m1_s0.onnx"));
+  CommandResult result = mpirun(2, "run-split " + path("split") + " --output-dir " + path("out"));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("m1_s0.onnx: output 'lower_neg' is f64[1,1,2,4], but the manifest "
+                            "sends it (tag 1) as float32 region [0:1,0:1,0:2,0:4]"),
+            std::string::npos)
+      << result.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
+TEST_F(RunSplitTest, SubModelOutputOfAnotherTypeIsRefused) {
+  export_onnx(parse_graph(R"(graph m0s1 [ai.onnx=17] (%t0: f32[1,1,4,4], %lower_neg: f32[1,1,2,4]) {
+  @starts: i64[1] = [0]
+  @ends: i64[1] = [2]
+  @axes: i64[1] = [2]
+  %top = Slice(%t0, @starts, @ends, @axes)
+  %top_neg = Neg(%top)
+  %joined = Concat[axis=2](%top_neg, %lower_neg)
+  %y = Cast[to=6](%joined)
+  return %y
+}
+)"),
+              path("split/m0_s1.onnx"));
+  CommandResult result = mpirun(2, "run-split " + path("split") + " --output-dir " + path("out"));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("m0_s1.onnx: output 'y' is i32[1,1,4,4], but the manifest's outputs "
+                            "say float32[1,1,4,4]"),
+            std::string::npos)
+      << result.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
+TEST_F(RunSplitTest, RankTimeoutMustBeFiniteAndAtMostAWeek) {
+  for (const char* value : {"1e300", "nan", "0", "604801"}) {
+    CommandResult result = cleave("run-split " + path("split") + " --rank-timeout " + value);
+    EXPECT_NE(result.exit_code, 0) << value;
+    EXPECT_NE(result.err.find("--rank-timeout: expected seconds from 0.001 to 604800 (one week)"),
+              std::string::npos)
+        << result.err;
+  }
+  CommandResult run = cleave("run " + path("whole.onnx") + " --rank-timeout 1e10");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("--rank-timeout: expected seconds from 0.001 to 604800 (one week), got "
+                         "10000000000"),
+            std::string::npos)
+      << run.err;
+}
+
+// The manifest reader's errors name the file and the field path, never the JSON library.
+class ManifestFieldTest : public RunSplitTest {
+ protected:
+  std::string refusal() {
+    write_manifest();
+    try {
+      read_split_manifest(path("split"));
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      EXPECT_EQ(message.find("json.exception"), std::string::npos) << message;
+      return message;
+    }
+    ADD_FAILURE() << "accepted";
+    return "";
+  }
+  std::string file() const { return path("split/manifest.json"); }
+};
+
+TEST_F(ManifestFieldTest, MissingStepsAreNamed) {
+  manifest_.erase("steps");
+  EXPECT_EQ(refusal(), file() + ": steps: missing, expected a field \"steps\"");
+}
+
+TEST_F(ManifestFieldTest, WrongTypeIsNamedWithItsPath) {
+  manifest_["steps"][0][1]["region"][2] = "rows";
+  EXPECT_EQ(refusal(), file() + ": steps[0][1].region[2]: expected an array, got \"rows\"");
+}
+
+TEST_F(ManifestFieldTest, NoOutputsAreRefused) {
+  manifest_["outputs"] = nlohmann::json::array();
+  EXPECT_EQ(refusal(), file() + ": outputs: expected at least one output, got []");
+}
+
+TEST_F(ManifestFieldTest, HugeMachineCountSaysTheBound) {
+  manifest_["machines"] = 1e30;
+  EXPECT_EQ(refusal(), file() + ": machines: expected an integer from 1 to 1024, got 1e+30");
+  manifest_["machines"] = 0;
+  EXPECT_EQ(refusal(), file() + ": machines: expected an integer from 1 to 1024, got 0");
+}
+
+TEST_F(ManifestFieldTest, TransferOfTwoTypesIsRefused) {
+  manifest_["steps"][1][0]["dtype"] = "int32";
+  EXPECT_NE(refusal().find(": steps: the send with tag 0 (machine 0 to 1) and its recv (machine 1 "
+                           "from 0) disagree"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,19 @@
+// How a machine file shapes a split: its device speeds and link table in the cost model.
+#pragma once
+
+#include <string>
+
+#include "machine/machine.h"
+#include "spatial/split_model.h"
+
+namespace cleave {
+
+/// Takes `machine` (read from `path`) as the split's machines: one device per machine, its
+/// speed as the machine's share, the bandwidth and latency tables as the links. In a machine
+/// file a bandwidth of 0 is the explicit "no link"; a split sends regions between its machines
+/// (halos between neighbours, gathers on machine 0), so every pair must be linked. Throws Error
+/// naming the file and the field for a device count other than `machines` or a missing link.
+void use_split_machine(const Machine& machine, const std::string& path, int machines,
+                       SplitModelOptions& options);
+
+}  // namespace cleave
