@@ -1,5 +1,5 @@
-// `mpirun cleave run --output-dir`: a bad target stops every rank before any work, with a clean
-// message.
+// `mpirun cleave run --output-dir` and `run-split --output-dir`: a bad target stops every rank
+// before any work, with a clean message.
 #include <gmock/gmock.h>
 
 #include <filesystem>
@@ -38,6 +38,18 @@ TEST_F(OutputDirRanks, AnOutputDirThatIsAFileStopsEveryRankBeforeWork) {
   std::ofstream(path("file")) << "x";
   CommandResult result = mpirun("run " + path("model.onnx") + " --plan " + path("plan.json") +
                                 " --output-dir " + path("file"));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.err,
+              AllOf(HasSubstr("rank 0 refused to start: " + path("file") +
+                              ": cannot write the output folder: it is a file, expected a folder"),
+                    Not(HasSubstr("internal error")), Not(HasSubstr("filesystem error"))));
+  EXPECT_EQ(read_text(path("file")), "x");
+}
+
+TEST_F(OutputDirRanks, RunSplitOutputDirThatIsAFileStopsEveryRankBeforeWork) {
+  ASSERT_EQ(cleave("split " + path("model.onnx") + " --nodes 2 -o " + path("split")).exit_code, 0);
+  std::ofstream(path("file")) << "x";
+  CommandResult result = mpirun("run-split " + path("split") + " --output-dir " + path("file"));
   EXPECT_NE(result.exit_code, 0);
   EXPECT_THAT(result.err,
               AllOf(HasSubstr("rank 0 refused to start: " + path("file") +
