@@ -10,7 +10,6 @@
 #include "cli/commands.h"
 #include "cli/model_task_graph.h"
 #include "codegen/cpp_emitter.h"
-#include "codegen/folder_writer.h"
 #include "codegen/pytorch_emitter.h"
 #include "codegen/rank_cpp_emitter.h"
 #include "codegen/stream_cpp_emitter.h"
@@ -23,6 +22,7 @@
 #include "spatial/manifest.h"
 #include "stream/from_graph.h"
 #include "stream/stream_json.h"
+#include "support/atomic_output.h"
 
 namespace cleave::cli {
 
@@ -77,7 +77,8 @@ void relocate_models(Stream& s, const std::filesystem::path& from,
 }
 
 // --lang streamit: the program file, or the model converted to a stream (thesis ch. 4).
-int run_streamit(const CodegenSettings& settings, std::chrono::steady_clock::time_point start) {
+int run_streamit(const CodegenSettings& settings, std::chrono::steady_clock::time_point start,
+                 AtomicFolder& out) {
   StreamProgram program;
   if (!settings.stream.empty()) {
     program = load_stream_program(settings.stream);
@@ -88,21 +89,20 @@ int run_streamit(const CodegenSettings& settings, std::chrono::steady_clock::tim
     program.origin = settings.model.model;
     verify_stream(program.root, program.origin);
   }
-  FolderWriter out;
   Stream root = program.root;
   if (!settings.stream.empty()) {
     // Model paths relative to the folder, in the code and in the program beside it, so that
     // `codegen --stream DIR/stream.cc` (or DIR/program.json) --lang cpp` finds them.
     relocate_models(root, std::filesystem::path(settings.stream).parent_path(),
                     std::filesystem::absolute(settings.output));
-    out.add("program.json", stream_to_json(root) + "\n");
+    out.write_file("program.json", stream_to_json(root) + "\n");
   }
   // A conversion records the model's fingerprint, so that reading the text back for --lang cpp
   // refuses another model.
   const StreamitCodegenSummary summary =
       emit_streamit(root, settings.stream.empty() ? settings.model.model : settings.stream, out,
                     settings.stream.empty() ? file_fingerprint(settings.model.model) : "");
-  out.write(settings.output, settings.force);
+  out.commit();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (settings.json) {
@@ -144,7 +144,8 @@ StreamProgram stream_program_for(const CodegenSettings& settings) {
 // --stream with --lang cpp: the program's static schedule over ring buffers. Model filters use
 // the executor's default layouts (what `cleave stream run` computes) unless --layouts names
 // others.
-int run_stream_cpp(const CodegenSettings& settings, std::chrono::steady_clock::time_point start) {
+int run_stream_cpp(const CodegenSettings& settings, std::chrono::steady_clock::time_point start,
+                   AtomicFolder& out) {
   const StreamProgram program = stream_program_for(settings);
   CppCodegenOptions options;
   options.model_name = program.root.name;
@@ -156,9 +157,8 @@ int run_stream_cpp(const CodegenSettings& settings, std::chrono::steady_clock::t
   } else if (settings.layouts != "auto") {
     options.family = *parse_convolution_family(settings.layouts);
   }
-  FolderWriter out;
   const StreamCppSummary summary = emit_stream_cpp(program, options, out);
-  out.write(settings.output, settings.force);
+  out.commit();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (settings.json) {
@@ -203,8 +203,12 @@ int run_codegen(const CodegenSettings& settings) {
         "codegen: --ranks takes --lang cpp and a --plan (file or auto) whose workers are "
         "the ranks");
   }
-  if (settings.lang == "streamit") return run_streamit(settings, start);
-  if (!settings.stream.empty()) return run_stream_cpp(settings, start);
+  // Checked before any work; replaced only with --force, never a folder holding an input.
+  AtomicFolder out(settings.output, {settings.force ? FolderRules::Existing::kReplace
+                                                    : FolderRules::Existing::kRefuse,
+                                     {settings.model.model, settings.plan, settings.stream}});
+  if (settings.lang == "streamit") return run_streamit(settings, start, out);
+  if (!settings.stream.empty()) return run_stream_cpp(settings, start, out);
   Graph graph = load_model_for(settings.model);
   ModelPlan plan;
   if (settings.plan.empty()) {
@@ -234,7 +238,6 @@ int run_codegen(const CodegenSettings& settings) {
   const WorkerProgram program = worker_program(graph, plan);
   const std::string model_name = std::filesystem::path(settings.model.model).stem().string();
 
-  FolderWriter out;
   nlohmann::json report = {
       {"model", settings.model.model}, {"lang", settings.lang},
       {"output", settings.output},     {"strategy", program.strategy},
@@ -272,8 +275,8 @@ int run_codegen(const CodegenSettings& settings) {
     report["weights_bytes"] = summary.weights_bytes;
   }
   // The plan itself, so that `cleave run --plan DIR/plan.json` runs what was generated.
-  out.add("plan.json", model_plan_to_json(plan, graph).dump(1) + "\n");
-  out.write(settings.output, settings.force);
+  out.write_file("plan.json", model_plan_to_json(plan, graph).dump(1) + "\n");
+  out.commit();
   report["seconds"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (settings.json) {
@@ -350,7 +353,8 @@ void register_codegen(CLI::App& app, CommandAction& action) {
   command->add_flag("--ranks", settings->ranks,
                     "--lang cpp: the plan's workers are MPI ranks; one source per rank with MPI "
                     "sends and receives, run with mpirun -np WORKERS");
-  command->add_flag("--force", settings->force, "Replace a non-empty output folder");
+  command->add_flag("--force", settings->force,
+                    "Replace a non-empty output folder (never one holding an input)");
   command->add_flag("--json", settings->json, "Print the summary as JSON");
   command->callback(
       [settings, &action] { action = [settings] { return run_codegen(*settings); }; });

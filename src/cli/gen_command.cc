@@ -215,6 +215,7 @@ void register_gen(CLI::App& app, CommandAction& action) {
         RandomDag dag = generate_random_dag(options->dag);
         Graph graph = build_rwnn(dag, *options);
         if (!extra->dag_path.empty()) {
+          require_file_target(common->output);  // Both files or neither.
           write_file_atomically(extra->dag_path, random_dag_to_json(dag).dump(1) + "\n");
         }
         return write_model(graph, "rwnn", common->output);

@@ -23,6 +23,8 @@ struct InspectOptions {
 };
 
 int run_inspect(const InspectOptions& options) {
+  for (const std::string& picture : {options.dot_path, options.svg_path, options.png_path})
+    if (!picture.empty()) require_file_target(picture);
   const Graph graph = import_onnx(options.model);
   const ModelSummary summary = summarize_model(graph);
   if (!options.dot_path.empty() || !options.svg_path.empty() || !options.png_path.empty()) {

@@ -66,6 +66,13 @@ struct RunSettings {
   bool keep_loaded_weights = false;
 };
 
+// What a run reads (model, plan, --input files), so that no output replaces it.
+std::vector<std::string> files_read(const RunSettings& settings) {
+  std::vector<std::string> files = {settings.model, settings.plan};
+  for (const std::string& spec : settings.inputs) files.push_back(spec.substr(spec.find('=') + 1));
+  return files;
+}
+
 std::map<std::string, Tensor> gather_inputs(const Graph& graph, const RunSettings& settings,
                                             uint64_t seed) {
   std::map<std::string, Tensor> inputs;
@@ -107,6 +114,7 @@ int run_on_mpi_ranks(const RunSettings& settings) {
   ranks.samples = settings.samples;
   ranks.json = settings.json;
   ranks.output_dir = settings.output_dir;
+  ranks.files_read = files_read(settings);
   ranks.trace_file = settings.trace_file;
   ranks.rank_timeout_seconds = settings.rank_timeout;
   ranks.read_whole_model = settings.read_whole_model;
@@ -122,7 +130,11 @@ int run_model(const RunSettings& settings) {
   if (!settings.plan.empty() && launched_by_mpi()) return run_on_mpi_ranks(settings);
   // Refused before the model runs (a file in the way); filled and moved into place at the end.
   std::optional<AtomicFolder> output_folder;
-  if (!settings.output_dir.empty()) output_folder.emplace(settings.output_dir);
+  if (!settings.output_dir.empty())
+    output_folder.emplace(settings.output_dir,
+                          FolderRules{FolderRules::Existing::kMerge, files_read(settings)});
+  for (const std::string& file : {settings.trace_file, settings.gantt_file})
+    if (!file.empty()) require_file_target(file);
   // Before the model is loaded: what the binary and its libraries cost, to compare runtimes fairly.
   const std::size_t baseline_rss = peak_rss_bytes();
   LoadOptions load;

@@ -16,6 +16,7 @@
 #include "spatial/split_machine.h"
 #include "spatial/split_model.h"
 #include "spatial/submodel_export.h"
+#include "support/atomic_output.h"
 
 namespace cleave::cli {
 
@@ -38,11 +39,19 @@ struct SplitCommandOptions {
   std::string svg;
   bool json = false;
   bool no_fuse = false;
+  bool force = false;
   double link_gbits = 1;
   int fuse_depth = 0;
 };
 
 int run_split_command(const SplitCommandOptions& o) {
+  // Every output checked before the work: the folder (replaced only with --force, never one
+  // holding an input) and the pictures beside it.
+  AtomicFolder folder(o.output,
+                      {o.force ? FolderRules::Existing::kReplace : FolderRules::Existing::kRefuse,
+                       {o.model, o.config, o.machine}});
+  for (const std::string& picture : {o.dot, o.svg})
+    if (!picture.empty()) require_file_target(picture);
   if (o.nodes < 1 || o.nodes > 1024)
     throw Error(fmt::format("--nodes: expected 1..1024 machines, got {}", o.nodes));
   SplitModelOptions options;
@@ -142,12 +151,13 @@ int run_split_command(const SplitCommandOptions& o) {
   if (o.nodes > 1 && best->report.gathers.size() == graph.node_count())
     throw Error(fmt::format("{}: no layer can be split along {} (first reason: {})", o.model, o.dim,
                             best->report.gathers.front().reason));
-  write_split_folder(*best, o.output, o.model, fingerprint);
+  write_split_folder(*best, folder, o.model, fingerprint);
   if (!o.dot.empty() || !o.svg.empty()) {
     std::string dot = graph_to_dot(best->partitioned.graph, {});
     if (!o.dot.empty()) render_dot(dot, "dot", o.dot);
     if (!o.svg.empty()) render_dot(dot, "svg", o.svg);
   }
+  folder.commit();
   nlohmann::json report = split_report_json(*best);
   report["model"] = o.model;
   report["output"] = o.output;
@@ -221,6 +231,8 @@ void register_split(CLI::App& app, CommandAction& action) {
   command->add_option("--shape", o->shapes, "Fix an input shape: NAME=D,D,..");
   command->add_option("-o,--output", o->output, "Folder to write (whole or not at all)")
       ->required();
+  command->add_flag("--force", o->force,
+                    "Replace an existing non-empty output folder (never one holding an input)");
   command->add_option("--dot", o->dot, "Write the partitioned graph as Graphviz dot");
   command->add_option("--svg", o->svg, "Write the partitioned graph as SVG (needs dot)");
   command->add_option("--link-gbits", o->link_gbits,

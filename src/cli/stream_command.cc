@@ -187,6 +187,8 @@ int run_schedule(const StreamCommandOptions& o) {
 }
 
 int run_print(const StreamCommandOptions& o) {
+  for (const std::string& picture : {o.dot, o.svg})
+    if (!picture.empty()) require_file_target(picture);
   const Loaded loaded = load_program_or_model(o.program, o.by_reference, o.stages, o.costs);
   const Stream& root = loaded.program.root;
   if (!o.dot.empty()) write_file_atomically(o.dot, stream_to_dot(root));
@@ -397,6 +399,14 @@ void write_trace(const std::string& file, const StreamProgram& program, const St
 }
 
 int run_run(const StreamCommandOptions& o) {
+  // Outputs checked before the work; output.npy joins the folder only once it is complete.
+  std::optional<AtomicFolder> output_folder;
+  if (!o.output_dir.empty()) {
+    std::vector<std::string> read = {o.program};
+    for (const std::string& spec : o.inputs) read.push_back(spec.substr(spec.find('=') + 1));
+    output_folder.emplace(o.output_dir, FolderRules{FolderRules::Existing::kMerge, read});
+  }
+  if (!o.trace.empty()) require_file_target(o.trace);
   const Loaded loaded = load_program_or_model(o.program, o.by_reference, o.stages, o.costs);
   StreamProgram program = loaded.program;
   for (const std::string& spec : o.fission) apply_fission(program.root, spec, program.origin);
@@ -412,8 +422,7 @@ int run_run(const StreamCommandOptions& o) {
   options.trace = !o.trace.empty();
   const StreamRunResult r = run_stream(program, inputs, options);
   if (!o.trace.empty()) write_trace(o.trace, program, r);
-  if (!o.output_dir.empty()) {
-    std::filesystem::create_directories(o.output_dir);
+  if (output_folder) {
     if (!r.outputs.empty()) {
       std::vector<int64_t> shape = r.outputs[0].shape();
       shape.insert(shape.begin(), static_cast<int64_t>(r.outputs.size()));
@@ -423,11 +432,9 @@ int run_run(const StreamCommandOptions& o) {
         std::memcpy(dst, t.raw(), t.byte_size());
         dst += t.byte_size();
       }
-      // Written aside and renamed, so a failed write leaves no half-written file.
-      const std::filesystem::path file = std::filesystem::path(o.output_dir) / "output.npy";
-      write_npy(file.string() + ".tmp", all);
-      std::filesystem::rename(file.string() + ".tmp", file);
+      write_npy(output_folder->staging_path("output.npy"), all);
     }
+    output_folder->commit();
   }
   const double p50 = percentile(r.iteration_latency, 0.5);
   const double p99 = percentile(r.iteration_latency, 0.99);

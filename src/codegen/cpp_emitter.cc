@@ -66,7 +66,7 @@ std::string graph_text_without_weights(const Graph& graph) {
 }
 
 CppCodegenSummary emit_cpp(const Graph& graph, const WorkerProgram& program,
-                           const CppCodegenOptions& options, FolderWriter& out) {
+                           const CppCodegenOptions& options, AtomicFolder& out) {
   const ProgramLayout layout = lay_out_program(graph, program, options, !options.tables_only);
   const std::vector<ProgramValue>& values = layout.values;
   const std::vector<int>& index_of = layout.index_of;
@@ -114,19 +114,21 @@ CppCodegenSummary emit_cpp(const Graph& graph, const WorkerProgram& program,
     worker_declarations += fmt::format("void {}(cleave::StaticProgram& p);\n", function);
     worker_pointers += fmt::format("{}, ", function);
     worker_files += fmt::format(" worker_{}.cc", w);
-    out.add(fmt::format("{}worker_{}.cc", options.source_folder, w),
-            fmt::format("// Worker {} of {}: {} steps in the plan's order, {} value(s) received, "
-                        "{} sent.\n#include \"program.h\"\n\nnamespace {} {{\n\nvoid {}("
-                        "cleave::StaticProgram& p) {{\n{}}}\n\n}}  // namespace {}\n",
-                        w, options.model_name, program.order[w].size(), receives, sends,
-                        options.code_namespace, function, body, options.code_namespace));
+    out.write_file(
+        fmt::format("{}worker_{}.cc", options.source_folder, w),
+        fmt::format("// Worker {} of {}: {} steps in the plan's order, {} value(s) received, "
+                    "{} sent.\n#include \"program.h\"\n\nnamespace {} {{\n\nvoid {}("
+                    "cleave::StaticProgram& p) {{\n{}}}\n\n}}  // namespace {}\n",
+                    w, options.model_name, program.order[w].size(), receives, sends,
+                    options.code_namespace, function, body, options.code_namespace));
   }
 
-  out.add(options.source_folder + "tables.cc",
-          tables_source(graph, program, options, layout, channel_count, worker_pointers));
-  out.add(options.source_folder + "program.h",
-          fmt::format(fmt::runtime(kProgramHeader), options.code_namespace, worker_declarations));
-  out.add(options.weights_file, layout.weights.bytes);
+  out.write_file(options.source_folder + "tables.cc",
+                 tables_source(graph, program, options, layout, channel_count, worker_pointers));
+  out.write_file(
+      options.source_folder + "program.h",
+      fmt::format(fmt::runtime(kProgramHeader), options.code_namespace, worker_declarations));
+  out.write_file(options.weights_file, layout.weights.bytes);
   CppCodegenSummary summary;
   summary.steps = layout.step_count;
   summary.channels = channel_count;
@@ -145,20 +147,23 @@ CppCodegenSummary emit_cpp(const Graph& graph, const WorkerProgram& program,
         fmt::format("     {} {}", values[index_of[id]].name, type_text(values[index_of[id]])));
     output_elements.push_back(std::to_string(graph.value(id).shape.element_count()));
   }
-  out.add("model.h", fmt::format(fmt::runtime(kApiHeader), options.model_name,
-                                 graph.inputs().size(), graph.outputs().size(),
-                                 fmt::join(input_lines, "\n"), fmt::join(output_lines, "\n")));
-  out.add("model_api.cc", fmt::format(fmt::runtime(kApiSource), fmt::join(input_elements, ", "),
-                                      fmt::join(output_elements, ", ")));
-  out.add("main.cc", kMainSource);
-  out.add("CMakeLists.txt", fmt::format(fmt::runtime(kCMakeLists), options.model_name,
-                                        cmake_cleave_library(options), worker_files));
-  out.add("README.md",
-          fmt::format(fmt::runtime(kReadme), options.model_name, program.strategy, program.workers,
-                      program.threads_per_worker, to_string(options.family),
-                      options.blocked_layouts ? "" : " (plain layouts only)",
-                      graph.inputs().empty() ? "x" : graph.value(graph.inputs().front()).name,
-                      layout.arena.arena_bytes, layout.arena.requested_bytes));
+  out.write_file("model.h",
+                 fmt::format(fmt::runtime(kApiHeader), options.model_name, graph.inputs().size(),
+                             graph.outputs().size(), fmt::join(input_lines, "\n"),
+                             fmt::join(output_lines, "\n")));
+  out.write_file("model_api.cc",
+                 fmt::format(fmt::runtime(kApiSource), fmt::join(input_elements, ", "),
+                             fmt::join(output_elements, ", ")));
+  out.write_file("main.cc", kMainSource);
+  out.write_file("CMakeLists.txt", fmt::format(fmt::runtime(kCMakeLists), options.model_name,
+                                               cmake_cleave_library(options), worker_files));
+  out.write_file(
+      "README.md",
+      fmt::format(fmt::runtime(kReadme), options.model_name, program.strategy, program.workers,
+                  program.threads_per_worker, to_string(options.family),
+                  options.blocked_layouts ? "" : " (plain layouts only)",
+                  graph.inputs().empty() ? "x" : graph.value(graph.inputs().front()).name,
+                  layout.arena.arena_bytes, layout.arena.requested_bytes));
   return summary;
 }
 

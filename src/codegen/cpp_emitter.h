@@ -4,10 +4,10 @@
 #include <cstdint>
 #include <string>
 
-#include "codegen/folder_writer.h"
 #include "codegen/worker_program.h"
 #include "ir/graph.h"
 #include "runtime/kernel.h"
+#include "support/atomic_output.h"
 
 namespace cleave {
 
@@ -45,7 +45,7 @@ struct CppCodegenSummary {
 /// generated code. Throws Error for graph inputs or outputs that are not float (the C API
 /// passes float buffers) or an output that no node computes.
 CppCodegenSummary emit_cpp(const Graph& graph, const WorkerProgram& program,
-                           const CppCodegenOptions& options, FolderWriter& out);
+                           const CppCodegenOptions& options, AtomicFolder& out);
 
 /// The CMake lines after `project()`: C++20, Release unless a build type is given, then those
 /// that find cleave's library (libcleave_lib.a, cache variables CLEAVE_ROOT and

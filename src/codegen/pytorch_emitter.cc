@@ -386,7 +386,7 @@ compare outputs.
 }  // namespace
 
 PytorchCodegenSummary emit_pytorch(const Graph& model, const WorkerProgram& program,
-                                   const std::string& model_name, FolderWriter& out) {
+                                   const std::string& model_name, AtomicFolder& out) {
   // Shapes as the kernels compute them: shape inference leaves some values without one, and
   // the generated code spells every reshape with its static output shape.
   const Graph graph = with_prepared_shapes(model);
@@ -529,19 +529,20 @@ PytorchCodegenSummary emit_pytorch(const Graph& model, const WorkerProgram& prog
   }
   code += kRuntime;
 
-  out.add("model.py", code);
-  out.add("run.py", fmt::format(fmt::runtime(kRunScript), fmt::arg("name", model_name)));
+  out.write_file("model.py", code);
+  out.write_file("run.py", fmt::format(fmt::runtime(kRunScript), fmt::arg("name", model_name)));
   out.set_executable("run.py");
-  out.add("weights.bin", weights.bytes);
-  out.add("weights.json", weights_index_json(weights).dump(1) + "\n");
-  out.add("README.md",
-          fmt::format(fmt::runtime(kReadme), fmt::arg("name", model_name),
-                      fmt::arg("strategy", program.strategy), fmt::arg("workers", program.workers),
-                      fmt::arg("threads", program.threads_per_worker),
-                      fmt::arg("nodes", graph.node_count()), fmt::arg("channels", channel_count),
-                      fmt::arg("input", graph.inputs().empty()
-                                            ? std::string("x")
-                                            : graph.value(graph.inputs().front()).name)));
+  out.write_file("weights.bin", weights.bytes);
+  out.write_file("weights.json", weights_index_json(weights).dump(1) + "\n");
+  out.write_file(
+      "README.md",
+      fmt::format(
+          fmt::runtime(kReadme), fmt::arg("name", model_name),
+          fmt::arg("strategy", program.strategy), fmt::arg("workers", program.workers),
+          fmt::arg("threads", program.threads_per_worker), fmt::arg("nodes", graph.node_count()),
+          fmt::arg("channels", channel_count),
+          fmt::arg("input", graph.inputs().empty() ? std::string("x")
+                                                   : graph.value(graph.inputs().front()).name)));
   PytorchCodegenSummary summary;
   summary.nodes = static_cast<int>(graph.node_count());
   summary.channels = channel_count;

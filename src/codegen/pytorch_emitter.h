@@ -3,9 +3,9 @@
 
 #include <string>
 
-#include "codegen/folder_writer.h"
 #include "codegen/worker_program.h"
 #include "ir/graph.h"
+#include "support/atomic_output.h"
 
 namespace cleave {
 
@@ -21,6 +21,6 @@ struct PytorchCodegenSummary {
 /// run.py, weights.bin + weights.json and README.md into `out`. Throws Error naming the
 /// first node whose op has no mapping, before anything is added.
 PytorchCodegenSummary emit_pytorch(const Graph& graph, const WorkerProgram& program,
-                                   const std::string& model_name, FolderWriter& out);
+                                   const std::string& model_name, AtomicFolder& out);
 
 }  // namespace cleave

@@ -273,7 +273,7 @@ travel in the producer's layout (a oneDNN blocked layout travels with the messag
 }  // namespace
 
 CppCodegenSummary emit_rank_cpp(const Graph& graph, const WorkerProgram& program,
-                                const CppCodegenOptions& options, FolderWriter& out) {
+                                const CppCodegenOptions& options, AtomicFolder& out) {
   const ProgramLayout layout = lay_out_program(graph, program, options, /*float_io=*/false);
   const std::vector<Channel> channels = list_channels(graph, program);
   const auto value_text = [&](ValueId id) {
@@ -355,7 +355,7 @@ CppCodegenSummary emit_rank_cpp(const Graph& graph, const WorkerProgram& program
     declarations += fmt::format("void {}(cleave::RankProgram& p);\n", function);
     pointers += function + ", ";
     sources += fmt::format(" rank_{}.cc", r);
-    out.add(
+    out.write_file(
         fmt::format("rank_{}.cc", r),
         fmt::format("// Rank {} of {}: {} steps in the plan's order, {} message(s) received, "
                     "{} sent per run.\n#include \"program.h\"\n\nnamespace {} {{\n\nvoid {}("
@@ -374,11 +374,12 @@ CppCodegenSummary emit_rank_cpp(const Graph& graph, const WorkerProgram& program
       "const cleave::RankFunction kRankFunctions[] = {{{}}};\n\n}}  // namespace\n\n"
       "const cleave::RankProgramTables kRanks = {{&kTables, kChannels, {}, kRankFunctions}};\n",
       channels.empty() ? "    {0, 0, 0},\n" : channel_table, pointers, channels.size());
-  out.add("tables.cc", tables_source(graph, program, options, layout,
-                                     static_cast<int>(channels.size()), "nullptr", rank_tables));
-  out.add("program.h",
-          fmt::format(fmt::runtime(kRankProgramHeader), options.code_namespace, declarations));
-  out.add("main.cc", kRankMain);
+  out.write_file("tables.cc",
+                 tables_source(graph, program, options, layout, static_cast<int>(channels.size()),
+                               "nullptr", rank_tables));
+  out.write_file("program.h", fmt::format(fmt::runtime(kRankProgramHeader), options.code_namespace,
+                                          declarations));
+  out.write_file("main.cc", kRankMain);
   std::vector<std::string> input_lines, output_lines, input_bytes, output_bytes;
   for (ValueId id : graph.inputs()) {
     const ProgramValue& value = layout.values[layout.index_of[id]];
@@ -392,16 +393,17 @@ CppCodegenSummary emit_rank_cpp(const Graph& graph, const WorkerProgram& program
     output_bytes.push_back(std::to_string(graph.value(id).shape.element_count() *
                                           element_size(graph.value(id).dtype)));
   }
-  out.add("model.h",
-          fmt::format(fmt::runtime(kRankApiHeader), options.model_name, graph.inputs().size(),
-                      graph.outputs().size(), fmt::join(input_lines, "\n"),
-                      fmt::join(output_lines, "\n"), program.workers));
-  out.add("model_api.cc", fmt::format(fmt::runtime(kRankApiSource), fmt::join(input_bytes, ", "),
-                                      fmt::join(output_bytes, ", ")));
-  out.add("weights.bin", layout.weights.bytes);
-  out.add("CMakeLists.txt", fmt::format(fmt::runtime(kRankCMake), options.model_name,
-                                        cmake_cleave_library(options), sources));
-  out.add(
+  out.write_file("model.h", fmt::format(fmt::runtime(kRankApiHeader), options.model_name,
+                                        graph.inputs().size(), graph.outputs().size(),
+                                        fmt::join(input_lines, "\n"), fmt::join(output_lines, "\n"),
+                                        program.workers));
+  out.write_file("model_api.cc",
+                 fmt::format(fmt::runtime(kRankApiSource), fmt::join(input_bytes, ", "),
+                             fmt::join(output_bytes, ", ")));
+  out.write_file("weights.bin", layout.weights.bytes);
+  out.write_file("CMakeLists.txt", fmt::format(fmt::runtime(kRankCMake), options.model_name,
+                                               cmake_cleave_library(options), sources));
+  out.write_file(
       "README.md",
       fmt::format(fmt::runtime(kRankReadme), options.model_name, program.strategy, program.workers,
                   program.threads_per_worker,

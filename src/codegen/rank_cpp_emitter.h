@@ -2,9 +2,9 @@
 #pragma once
 
 #include "codegen/cpp_emitter.h"
-#include "codegen/folder_writer.h"
 #include "codegen/worker_program.h"
 #include "ir/graph.h"
+#include "support/atomic_output.h"
 
 namespace cleave {
 
@@ -18,6 +18,6 @@ namespace cleave {
 /// checked as `mpirun ... cleave run --plan` checks it. Summary as emit_cpp's (channels: the
 /// messages of one run).
 CppCodegenSummary emit_rank_cpp(const Graph& graph, const WorkerProgram& program,
-                                const CppCodegenOptions& options, FolderWriter& out);
+                                const CppCodegenOptions& options, AtomicFolder& out);
 
 }  // namespace cleave

@@ -10,12 +10,14 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "codegen/program_main.h"
 #include "ir/text.h"
 #include "runtime/npy.h"
 #include "runtime/random_inputs.h"
 #include "runtime/wait_policy.h"
+#include "support/atomic_output.h"
 #include "support/timing.h"
 
 namespace cleave {
@@ -163,19 +165,22 @@ int report_program_run(const StaticProgramTables& tables, const ProgramMainOptio
   report["arena_bytes"] = tables.arena_bytes;
   report["peak_rss_bytes"] = process_peak_rss_bytes();
   report["baseline_rss_bytes"] = baseline_rss;
-  if (!options.output_dir.empty()) std::filesystem::create_directories(options.output_dir);
+  // As `cleave run --output-dir`: the files join the folder whole or not at all.
+  std::optional<AtomicFolder> folder;
+  if (!options.output_dir.empty())
+    folder.emplace(options.output_dir, FolderRules{FolderRules::Existing::kMerge, {}});
   nlohmann::json output_list = nlohmann::json::array();
   for (int i = 0; i < tables.graph_output_count; ++i) {
     const std::string name = tables.values[tables.graph_outputs[i]].name;
     nlohmann::json entry = {{"name", name}, {"type", outputs[i].describe()}};
-    if (!options.output_dir.empty()) {
-      std::string file =
-          (std::filesystem::path(options.output_dir) / (file_name_for(name) + ".npy")).string();
-      write_npy(file, outputs[i]);
-      entry["file"] = file;
+    if (folder) {
+      const std::string file_name = file_name_for(name) + ".npy";
+      write_npy(folder->staging_path(file_name), outputs[i]);
+      entry["file"] = (std::filesystem::path(options.output_dir) / file_name).string();
     }
     output_list.push_back(entry);
   }
+  if (folder) folder->commit();
   report["outputs"] = output_list;
   report.update(extra);
   if (options.json) {

@@ -4,8 +4,8 @@
 #include <cstdint>
 
 #include "codegen/cpp_emitter.h"
-#include "codegen/folder_writer.h"
 #include "stream/stream_ir.h"
+#include "support/atomic_output.h"
 
 namespace cleave {
 
@@ -30,6 +30,6 @@ struct StreamCppSummary {
 /// of several types, a concat of items of different types, or an input item type that cannot
 /// be told from the first filter (declare its input_item).
 StreamCppSummary emit_stream_cpp(const StreamProgram& program, const CppCodegenOptions& options,
-                                 FolderWriter& out);
+                                 AtomicFolder& out);
 
 }  // namespace cleave

@@ -13,6 +13,7 @@
 #include "ir/graph.h"
 #include "runtime/npy.h"
 #include "runtime/wait_policy.h"
+#include "support/atomic_output.h"
 
 namespace cleave {
 
@@ -307,10 +308,9 @@ int stream_program_main(const StreamProgramTables& t, int argc, char** argv) {
       shape.insert(shape.begin(), outputs);
       Tensor stacked = Tensor::allocate(static_cast<DataType>(t.output_dtype), shape);
       std::memcpy(stacked.raw(), result.data(), result.size());
-      std::filesystem::create_directories(o.output_dir);
-      const std::filesystem::path file = std::filesystem::path(o.output_dir) / "output.npy";
-      write_npy(file.string() + ".tmp", stacked);
-      std::filesystem::rename(file.string() + ".tmp", file);
+      AtomicFolder folder(o.output_dir, {FolderRules::Existing::kMerge, {}});
+      write_npy(folder.staging_path("output.npy"), stacked);
+      folder.commit();
     }
     std::sort(seconds.begin(), seconds.end());
     const double median = seconds[seconds.size() / 2];

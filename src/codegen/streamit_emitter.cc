@@ -314,19 +314,19 @@ stream_t roundRobinSplitJoin(Body body) {
 }
 
 StreamitCodegenSummary emit_streamit(const Stream& root, const std::string& origin,
-                                     FolderWriter& out, const std::string& fingerprint) {
+                                     AtomicFolder& out, const std::string& fingerprint) {
   StreamitCodegenSummary summary;
-  out.add("stream.cc",
-          streamit_source(root, &summary, fingerprint.empty() ? "" : origin, fingerprint));
+  out.write_file("stream.cc",
+                 streamit_source(root, &summary, fingerprint.empty() ? "" : origin, fingerprint));
   if (!fingerprint.empty()) {
     for (const Stream* s : collect_filters(root)) {
       if (s->op == FilterOp::kModel && s->graph) {
-        out.add(s->model, to_onnx(*s->graph).SerializeAsString());
+        out.write_file(s->model, to_onnx(*s->graph).SerializeAsString());
       }
     }
   }
-  out.add("streamit.h", streamit_header());
-  out.add(
+  out.write_file("streamit.h", streamit_header());
+  out.write_file(
       "README.md",
       fmt::format("# Stream \"{}\" as StreamIt builder code\n\n"
                   "Written by `cleave codegen --lang streamit` from `{}`: {} filter(s), {} "

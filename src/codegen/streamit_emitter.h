@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "codegen/folder_writer.h"
 #include "stream/stream_ir.h"
+#include "support/atomic_output.h"
 
 namespace cleave {
 
@@ -36,6 +36,6 @@ std::string streamit_header();
 /// its `model` path (NAME.onnx) next to stream.cc, so that `cleave codegen MODEL --stream
 /// DIR/stream.cc --lang cpp` can read the text back.
 StreamitCodegenSummary emit_streamit(const Stream& root, const std::string& origin,
-                                     FolderWriter& out, const std::string& fingerprint = "");
+                                     AtomicFolder& out, const std::string& fingerprint = "");
 
 }  // namespace cleave

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "cost/cost_table.h"
@@ -22,6 +23,7 @@
 #include "pipeline/load.h"
 #include "pipeline/model_plan.h"
 #include "runtime/npy.h"
+#include "support/atomic_output.h"
 #include "support/limits.h"
 #include "support/timing.h"
 
@@ -40,12 +42,18 @@ struct Prepared {
   double model_weight_bytes = 0;
   bool unread_weights = false;  // Some weights were never read (loaded as is).
   uint64_t hash = 0;
-  std::string layouts = "blocked";       // The family the kernels run, or "plain".
-  std::string layouts_from = "default";  // option (--layouts), plan, or default.
-  RankThreads threads;                   // Intra-op threads this rank runs with, and why.
+  std::string layouts = "blocked";            // The family the kernels run, or "plain".
+  std::string layouts_from = "default";       // option (--layouts), plan, or default.
+  RankThreads threads;                        // Intra-op threads this rank runs with, and why.
+  std::optional<AtomicFolder> output_folder;  // Rank 0's --output-dir, checked before the work.
 };
 
 void prepare(const RankRunSettings& settings, const MpiSession& session, Prepared& prepared) {
+  // Rank 0's outputs are checked first, so a bad target stops every rank before any work.
+  if (session.rank() == 0 && !settings.output_dir.empty())
+    prepared.output_folder.emplace(settings.output_dir,
+                                   FolderRules{FolderRules::Existing::kMerge, settings.files_read});
+  if (session.rank() == 0 && !settings.trace_file.empty()) require_file_target(settings.trace_file);
   LoadOptions load;
   load.shapes = parse_input_shapes(settings.shapes);
   load.optimize = settings.optimize;
@@ -297,18 +305,17 @@ int run_on_ranks(const RankRunSettings& settings) {
   // Only now, with every output in hand, does anything reach the output folder.
   const std::vector<Tensor>& outputs = results.front();
   nlohmann::json output_list = nlohmann::json::array();
-  if (!settings.output_dir.empty()) std::filesystem::create_directories(settings.output_dir);
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const std::string& name = graph.value(graph.outputs()[i]).name;
     nlohmann::json entry = {{"name", name}, {"type", outputs[i].describe()}};
-    if (!settings.output_dir.empty()) {
-      std::string file =
-          (std::filesystem::path(settings.output_dir) / (file_name_for(name) + ".npy")).string();
-      write_npy(file, outputs[i]);
-      entry["file"] = file;
+    if (prepared.output_folder) {
+      const std::string file_name = file_name_for(name) + ".npy";
+      write_npy(prepared.output_folder->staging_path(file_name), outputs[i]);
+      entry["file"] = (std::filesystem::path(settings.output_dir) / file_name).string();
     }
     output_list.push_back(entry);
   }
+  if (prepared.output_folder) prepared.output_folder->commit();
   report["outputs"] = output_list;
   if (!settings.trace_file.empty()) {
     write_file_atomically(settings.trace_file,

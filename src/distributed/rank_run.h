@@ -28,6 +28,7 @@ struct RankRunSettings {
   int samples = 1;  ///< Inputs pushed through the ranks per repeat (a pipelined stream).
   bool json = false;
   std::string output_dir;
+  std::vector<std::string> files_read;  ///< Model, plan, input files: no output replaces them.
   std::string trace_file;
   double rank_timeout_seconds = 60;
   /// Every rank reads the whole model (else, loaded as is, only its own tasks' weights).

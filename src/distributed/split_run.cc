@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "distributed/message.h"
@@ -25,6 +26,7 @@
 #include "runtime/executor.h"
 #include "runtime/npy.h"
 #include "runtime/random_inputs.h"
+#include "support/atomic_output.h"
 #include "support/limits.h"
 #include "support/timing.h"
 
@@ -83,6 +85,14 @@ void pack_region(const Tensor& tensor, const std::vector<std::pair<int64_t, int6
   }
 }
 
+// What the run reads (the manifest, --input files, --model), so that no output replaces it.
+std::vector<std::string> files_read(const SplitRunSettings& settings) {
+  std::vector<std::string> files = {
+      (std::filesystem::path(settings.folder) / "manifest.json").string(), settings.model};
+  for (const std::string& spec : settings.inputs) files.push_back(spec.substr(spec.find('=') + 1));
+  return files;
+}
+
 struct Prepared {
   RankSplitManifest manifest;
   // Per step of this rank (run steps only), held by the executor contract as `run` holds it.
@@ -96,7 +106,8 @@ struct Prepared {
   // Per send and receive step: its message buffer, kept from run to run (a fresh one would be
   // zeroed and page-faulted on every run).
   std::vector<std::shared_ptr<Buffer>> message_buffers;
-  RankThreads threads;  // Intra-op threads this rank runs with, and why.
+  RankThreads threads;                        // Intra-op threads this rank runs with, and why.
+  std::optional<AtomicFolder> output_folder;  // Rank 0's --output-dir, checked before the work.
 };
 
 // Which values of this rank's steps die after each step: a value's last reader (or its
@@ -166,6 +177,10 @@ void check_step_outputs(const Graph& graph, const RankSplitManifest& manifest,
 }
 
 void prepare(const SplitRunSettings& settings, const MpiSession& session, Prepared& prepared) {
+  // Rank 0's outputs are checked first, so a bad target stops every rank before any work.
+  if (session.rank() == 0 && !settings.output_dir.empty())
+    prepared.output_folder.emplace(
+        settings.output_dir, FolderRules{FolderRules::Existing::kMerge, files_read(settings)});
   prepared.manifest = read_split_manifest(settings.folder);
   const RankSplitManifest& manifest = prepared.manifest;
   if (manifest.machines != session.size()) {
@@ -423,17 +438,16 @@ int run_split_on_ranks(const SplitRunSettings& settings) {
     outputs.emplace_back(output.name, found->second);
   }
   nlohmann::json output_list = nlohmann::json::array();
-  if (!settings.output_dir.empty()) std::filesystem::create_directories(settings.output_dir);
   for (const auto& [name, tensor] : outputs) {
     nlohmann::json entry = {{"name", name}, {"type", tensor.describe()}};
-    if (!settings.output_dir.empty()) {
-      std::string file =
-          (std::filesystem::path(settings.output_dir) / (file_name_for(name) + ".npy")).string();
-      write_npy(file, tensor);
-      entry["file"] = file;
+    if (prepared.output_folder) {
+      const std::string file_name = file_name_for(name) + ".npy";
+      write_npy(prepared.output_folder->staging_path(file_name), tensor);
+      entry["file"] = (std::filesystem::path(settings.output_dir) / file_name).string();
     }
     output_list.push_back(entry);
   }
+  if (prepared.output_folder) prepared.output_folder->commit();
   report["outputs"] = output_list;
   if (settings.json) {
     fmt::print("{}\n", report.dump(2));

@@ -82,7 +82,7 @@ TEST(AtomicFolder, FilesJoinAnExistingFolder) {
   write_all(scratch.file("out/keep.txt"), "kept");
   write_all(scratch.file("out/a.npy"), "old");
   {
-    AtomicFolder folder(scratch.file("out"));
+    AtomicFolder folder(scratch.file("out"), {FolderRules::Existing::kMerge, {}});
     folder.write_file("a.npy", "new");
     folder.commit();
   }
@@ -95,7 +95,7 @@ TEST(AtomicFolder, AFolderInTheWayOfOneFileChangesNothing) {
   Scratch scratch;
   fs::create_directories(scratch.file("out/b.npy"));
   {
-    AtomicFolder folder(scratch.file("out"));
+    AtomicFolder folder(scratch.file("out"), {FolderRules::Existing::kMerge, {}});
     folder.write_file("a.npy", "A");
     folder.write_file("b.npy", "B");
     EXPECT_THAT(error_of([&] { folder.commit(); }),
@@ -113,11 +113,13 @@ TEST(AtomicFolder, AFileNamedAsTheFolderIsRefused) {
   EXPECT_EQ(scratch.entries(), (std::set<std::string>{"out"}));
 }
 
-TEST(AtomicFolder, NamesWithFoldersAreRefused) {
+TEST(AtomicFolder, NamesLeavingTheFolderAreRefused) {
   Scratch scratch;
   AtomicFolder folder(scratch.file("out"));
   EXPECT_THAT(error_of([&] { folder.write_file("../escape", "x"); }),
-              HasSubstr("is not a plain file name"));
+              HasSubstr("'../escape' is not a file inside the folder"));
+  EXPECT_THAT(error_of([&] { folder.write_file("/etc/escape", "x"); }),
+              HasSubstr("is not a file inside the folder"));
 }
 
 }  // namespace
