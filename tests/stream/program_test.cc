@@ -78,17 +78,18 @@ TEST(StreamProgram, BuilderMatchesTheJsonForm) {
 }
 
 TEST(StreamProgram, MalformedJsonNamesTheFile) {
-  EXPECT_THAT(error_of("{\"pipeline\": "), HasSubstr("prog.json: malformed JSON"));
+  EXPECT_THAT(error_of("{\"pipeline\": "), HasSubstr("prog.json: not valid JSON"));
 }
 
-TEST(StreamProgram, MissingFieldNamesTheStream) {
+TEST(StreamProgram, MissingFieldNamesItsPath) {
   EXPECT_THAT(error_of(R"({"filter": {"name": "f", "pop": 1, "op": "identity"}})"),
-              HasSubstr("prog.json: filter \"f\": missing field \"push\""));
+              HasSubstr("prog.json: filter.push: missing, expected a field \"push\""));
 }
 
 TEST(StreamProgram, UnknownOpIsRefused) {
-  EXPECT_THAT(error_of(R"({"filter": {"name": "f", "pop": 1, "push": 1, "op": "fft"}})"),
-              HasSubstr("filter \"f\": unknown op \"fft\""));
+  EXPECT_THAT(
+      error_of(R"({"filter": {"name": "f", "pop": 1, "push": 1, "op": "fft"}})"),
+      HasSubstr("filter.op: expected one of identity, slice, concat, separator, got \"fft\""));
 }
 
 TEST(StreamProgram, PeekBelowPopIsRefused) {
