@@ -18,7 +18,7 @@ namespace {
 using nlohmann::json;
 
 // Every value is read through JsonField, so each message names the file and the field path
-// ("p.json: pipeline.streams[2].filter.pop: expected an integer from 1 to 1000000, got 0").
+// ("p.json: pipeline.streams[2].filter.pop: expected an integer from 1 to 1048576, got 0").
 struct Reader {
   std::string origin;
   std::string base_dir;
