@@ -127,8 +127,13 @@ double JsonField::non_negative() const {
 int64_t JsonField::integer(int64_t minimum, int64_t maximum) const {
   const std::string expectation = fmt::format("an integer from {} to {}", minimum, maximum);
   if (value_->is_number_unsigned()) {
-    if (value_->get<uint64_t>() > static_cast<uint64_t>(maximum)) fail(expectation);
-    return static_cast<int64_t>(value_->get<uint64_t>());
+    // The parser reads every non-negative integer as unsigned, 0 included.
+    const uint64_t value = value_->get<uint64_t>();
+    if (value > static_cast<uint64_t>(maximum) ||
+        (minimum > 0 && value < static_cast<uint64_t>(minimum))) {
+      fail(expectation);
+    }
+    return static_cast<int64_t>(value);
   }
   if (!value_->is_number_integer()) fail(expectation);
   const int64_t value = value_->get<int64_t>();

@@ -122,7 +122,7 @@ TEST(StreamProgram, CyclicIncludeIsRefused) {
     load_stream_program((dir / "a.json").string(), StreamLoadOptions{false, true});
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("b.json: pipeline \"pb\" stream 0"));
+    EXPECT_THAT(e.what(), HasSubstr("b.json: pipeline.streams[0].include: include of"));
     EXPECT_THAT(e.what(), HasSubstr("cyclic"));
   }
   std::filesystem::remove_all(dir);
