@@ -77,7 +77,8 @@ struct Reader {
         load.fuse_activations = false;
         s.graph = std::make_shared<Graph>(load_model(path.string(), load));
       } catch (const Error& e) {
-        throw Error(fmt::format("{}: model \"{}\": {}", model->where(), s.model, e.what()));
+        throw Error(fmt::format("{}: filter \"{}\": model \"{}\": {}", model->where(), s.name,
+                                s.model, e.what()));
       }
     }
     return s;

@@ -188,7 +188,7 @@ TEST_F(ModelFilterTest, ItemTypeThatDisagreesWithTheModelIsRefused) {
 TEST_F(ModelFilterTest, MissingModelFileNamesProgramAndFilter) {
   const std::string e =
       load_error(R"({"name": "e", "pop": 1, "peek": 3, "push": 1, "model": "nope.onnx"})");
-  EXPECT_THAT(e, HasSubstr("p.json: filter \"e\": model \"nope.onnx\""));
+  EXPECT_THAT(e, HasSubstr("p.json: filter.model: filter \"e\": model \"nope.onnx\""));
 }
 
 }  // namespace
