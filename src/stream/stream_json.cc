@@ -216,7 +216,8 @@ StreamProgram load_stream_program(const std::string& path, const StreamLoadOptio
 }
 
 std::string stream_to_json(const Stream& root, int indent) {
-  return to_json(root).dump(indent);
+  // Names from StreamIt text or ONNX files need not be UTF-8: written with U+FFFD, not thrown.
+  return to_json(root).dump(indent, ' ', false, json::error_handler_t::replace);
 }
 
 }  // namespace cleave

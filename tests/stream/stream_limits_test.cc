@@ -173,6 +173,15 @@ TEST(StreamLimits, ClosedFormsThatOverflowAreNone) {
   EXPECT_FALSE(forms.back().pop.has_value());
 }
 
+TEST(StreamLimits, NamesThatAreNotUtf8AreWrittenWithAReplacementNotThrown) {
+  // StreamIt text and ONNX node names may hold any bytes; the JSON form must still be written.
+  Stream s;
+  s.name = "bad\xff";
+  s.op = FilterOp::kIdentity;
+  s.pop = s.peek = s.push = 1;
+  EXPECT_THAT(stream_to_json(s), HasSubstr("\"name\": \"bad\xef\xbf\xbd\""));
+}
+
 std::string fission_error(const std::vector<std::string>& specs) {
   try {
     parse_fission_specs(specs);
