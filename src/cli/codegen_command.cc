@@ -123,14 +123,17 @@ int run_streamit(const CodegenSettings& settings, std::chrono::steady_clock::tim
   return 0;
 }
 
-// --stream takes a program file or the StreamIt text `--lang streamit` wrote (stream.cc).
-StreamProgram stream_program_for(const CodegenSettings& settings) {
+// --stream takes a program file or the StreamIt text `--lang streamit` wrote (stream.cc);
+// `from_model` tells whether it is a model's conversion.
+StreamProgram stream_program_for(const CodegenSettings& settings, bool& from_model) {
+  from_model = false;
   if (!is_streamit_path(settings.stream)) {
     StreamProgram program = load_stream_program(settings.stream);
     check_program_runs_model(program, settings.stream, settings.model.model);
     return program;
   }
   StreamitText text = load_streamit(settings.stream);
+  from_model = !text.converted_fingerprint.empty();
   if (text.converted_fingerprint.empty()) {
     check_program_runs_model(text.program, settings.stream, settings.model.model);
   } else if (file_fingerprint(settings.model.model) != text.converted_fingerprint) {
@@ -146,8 +149,10 @@ StreamProgram stream_program_for(const CodegenSettings& settings) {
 // others.
 int run_stream_cpp(const CodegenSettings& settings, std::chrono::steady_clock::time_point start,
                    AtomicFolder& out) {
-  const StreamProgram program = stream_program_for(settings);
+  bool from_model = false;
+  const StreamProgram program = stream_program_for(settings, from_model);
   CppCodegenOptions options;
+  options.mixed_items = from_model;
   options.model_name = program.root.name;
   options.cleave_root = settings.cleave_root;
   options.cleave_build = settings.cleave_build;

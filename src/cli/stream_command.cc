@@ -15,6 +15,7 @@
 #include "analysis/graph_dot.h"
 #include "cli/commands.h"
 #include "cli/model_task_graph.h"
+#include "cli/option_limits.h"
 #include "ir/verify.h"
 #include "onnx/atomic_file.h"
 #include "passes/optimize.h"
@@ -54,36 +55,6 @@ struct StreamCommandOptions {
   std::string placement = "balanced";
   std::string trace;
 };
-
-bool replace_filter(Stream& s, const std::string& name, int64_t copies, int64_t granularity) {
-  if (s.is_filter()) {
-    if (s.name != name) return false;
-    s = fission_filter(s, copies, granularity);
-    return true;
-  }
-  for (Stream& child : s.streams) {
-    if (replace_filter(child, name, copies, granularity)) return true;
-  }
-  return false;
-}
-
-// --fission NAME=COPIES:GRANULARITY: split that filter into a round-robin split-join.
-void apply_fission(Stream& root, const std::string& spec, const std::string& origin) {
-  const std::size_t equals = spec.find('=');
-  const std::size_t colon = spec.find(':', equals == std::string::npos ? 0 : equals);
-  int64_t copies = 0, granularity = 0;
-  try {
-    if (equals == std::string::npos || colon == std::string::npos) throw std::invalid_argument("");
-    copies = std::stoll(spec.substr(equals + 1, colon - equals - 1));
-    granularity = std::stoll(spec.substr(colon + 1));
-  } catch (const std::exception&) {
-    throw Error(fmt::format("stream run: --fission \"{}\" is not NAME=COPIES:GRANULARITY", spec));
-  }
-  const std::string name = spec.substr(0, equals);
-  if (!replace_filter(root, name, copies, granularity)) {
-    throw Error(fmt::format("stream run: {}: no filter \"{}\" to split", origin, name));
-  }
-}
 
 bool is_model(const std::string& path) {
   return std::filesystem::path(path).extension() == ".onnx";
@@ -409,7 +380,9 @@ int run_run(const StreamCommandOptions& o) {
   if (!o.trace.empty()) require_file_target(o.trace);
   const Loaded loaded = load_program_or_model(o.program, o.by_reference, o.stages, o.costs);
   StreamProgram program = loaded.program;
-  for (const std::string& spec : o.fission) apply_fission(program.root, spec, program.origin);
+  for (const FissionSpec& spec : parse_fission_specs(o.fission)) {
+    apply_fission(program.root, spec, program.origin);
+  }
   if (!o.fission.empty()) verify_stream(program.root, program.origin);
   const std::vector<Tensor> inputs = input_items(o, loaded.graph.get());
   StreamRunOptions options;
@@ -545,10 +518,14 @@ void register_stream(CLI::App& app, CommandAction& action) {
                   "DIR holding NAME.npy per graph input (a program: its one input file), "
                   "instead of --input");
   run->add_option("--items", options->items,
-                  "How many items to feed (the file's items are repeated); default: all of them");
-  run->add_option("--workers", options->workers, "Worker threads")->capture_default_str();
+                  "How many items to feed (the file's items are repeated); default: all of them")
+      ->check(integer_in(1, kMaxStreamItems));
+  run->add_option("--workers", options->workers, "Worker threads")
+      ->check(integer_in(1, kMaxWorkers))
+      ->capture_default_str();
   run->add_option("--capacity-factor", options->capacity_factor,
                   "Channel capacity as a multiple of the schedule's buffer size")
+      ->check(integer_in(1, kMaxCapacityFactor))
       ->capture_default_str();
   run->add_option("--output-dir", options->output_dir,
                   "Write the output items stacked as DIR/output.npy");

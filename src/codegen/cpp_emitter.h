@@ -27,6 +27,9 @@ struct CppCodegenOptions {
   std::string weights_file = "weights.bin";
   /// Only the tables, workers and weights: no C API, executable, CMakeLists.txt or README.
   bool tables_only = false;
+  /// Stream programs: a model's conversion, whose channels may carry items of several types
+  /// (as `cleave stream run` allows for a model and no program file).
+  bool mixed_items = false;
 };
 
 struct CppCodegenSummary {

@@ -133,11 +133,13 @@ StreamCppSummary emit_stream_cpp(const StreamProgram& program, const CppCodegenO
   const std::string& origin = program.origin;
   const StreamGraph flat = flatten_stream(program.root);
   const StreamSchedule schedule = schedule_stream(flat, origin);
+  require_bounded_iteration(schedule, origin);  // the steady state is written out call by call
   const ItemType input_item = program_input_item(flat, origin);
   // A model's conversion joins values of several types on one channel: such a channel gets
-  // slots of its largest item and a size per slot.
+  // slots of its largest item and a size per slot. Any other program is checked as `stream
+  // run` checks it.
   std::vector<std::optional<ItemType>> items =
-      infer_channel_items(flat, input_item, origin, /*mixed_items=*/true);
+      infer_channel_items(flat, input_item, origin, options.mixed_items);
   const std::vector<int64_t> item_bytes =
       channel_item_bytes(flat, schedule, input_item, items, origin);
   if (!items[flat.output_channel]) {

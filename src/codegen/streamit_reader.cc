@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "stream/stream_json.h"
+#include "support/limits.h"
 
 namespace cleave {
 
@@ -96,6 +97,16 @@ class Parser {
     }
     if (text.empty() || used != text.size()) {
       fail(fmt::format("expected an integer for {}, not \"{}\"", what, text));
+    }
+    return value;
+  }
+
+  // A rate or weight: items per firing, bounded as in program files.
+  int64_t rate_value(std::string_view text, const char* what) const {
+    const int64_t value = integer(text, what);
+    if (value < 1 || value > kMaxStreamRate) {
+      fail(fmt::format("expected an integer from 1 to {} for {}, got {}", kMaxStreamRate, what,
+                       value));
     }
     return value;
   }
@@ -201,7 +212,7 @@ class Parser {
         if (at == std::string_view::npos)
           fail(fmt::format("expected {}N in the filter's rates", rate));
         rest.remove_prefix(at + std::string_view(rate).size());
-        const int64_t value = integer(rest.substr(0, rest.find(',')), rate);
+        const int64_t value = rate_value(rest.substr(0, rest.find(',')), rate);
         (rate[3] == 'o' ? s.pop : rate[3] == 'e' ? s.peek : s.push) = value;
       }
       if (!rest.ends_with("work);")) fail("expected the filter's rates to end with \"work);\"");
@@ -240,7 +251,7 @@ class Parser {
     line_ = start + 1;
     skip_space();
     expect("return ");
-    Stream root = expression();
+    Stream root = expression(1);
     skip_space();
     expect(";");
     line_ = end_line;
@@ -280,13 +291,14 @@ class Parser {
     const std::size_t begin = at_;
     while (at_ < expr_.size() && std::isdigit(static_cast<unsigned char>(expr_[at_]))) ++at_;
     if (at_ == begin) fail(fmt::format("expected a weight, found \"{}\"", rest_of_line()));
-    const int64_t w = integer(std::string_view(expr_).substr(begin, at_ - begin), "a weight");
+    const int64_t w = rate_value(std::string_view(expr_).substr(begin, at_ - begin), "a weight");
     skip_space();
     expect(",");
     return w;
   }
 
-  Stream expression() {
+  // `depth`: how many streams enclose this one (the program's root is at 1).
+  Stream expression(int64_t depth) {
     skip_space();
     const std::string name = identifier();
     if (starts_with(name, "filter_")) {
@@ -311,6 +323,10 @@ class Parser {
                       "roundRobinSplitJoin<>, not \"{}\"",
                       name));
     }
+    if (depth >= kMaxStreamDepth) {
+      fail(fmt::format("{} nests deeper than {} levels of streams, the most a program may have",
+                       name, kMaxStreamDepth));
+    }
     expect("<tensor_t, tensor_t>([&](auto ");
     const std::string var = identifier();
     expect(") {  // ");
@@ -325,7 +341,7 @@ class Parser {
       expect(var + "->add(");
       if (weights == 2) s.split.weights.push_back(weight());
       if (weights >= 1) s.join.weights.push_back(weight());
-      s.streams.push_back(expression());
+      s.streams.push_back(expression(depth + 1));
       skip_space();
       expect(");");
     }

@@ -379,6 +379,7 @@ StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tenso
   if (inputs.empty()) throw Error(fmt::format("{}: no input items to stream", program.origin));
   const StreamGraph graph = flatten_stream(program.root);
   const StreamSchedule schedule = schedule_stream(graph, program.origin);
+  require_bounded_iteration(schedule, program.origin);
   const std::vector<std::optional<ItemType>> channel_items = infer_channel_items(
       graph, options.mixed_items ? std::nullopt : std::optional(item_of(inputs.front())),
       program.origin, options.mixed_items);
@@ -655,6 +656,12 @@ StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tenso
   result.outputs.reserve(out.items.size());
   for (const Item& item : out.items) result.outputs.push_back(*item);
   result.output_count = static_cast<int64_t>(out.push_times.size());
+  if (result.output_count == 0) {
+    throw Error(fmt::format(
+        "{}: {} input items gave no output item; one steady-state iteration needs {} input "
+        "items, after {} that fill the peek windows",
+        program.origin, inputs.size(), schedule.input_per_iteration, schedule.input_for_init));
+  }
   result.items_per_second = static_cast<double>(inputs.size()) / result.seconds;
   for (double b : busy) result.worker_busy.push_back(b / result.seconds);
   // Iteration k is complete when its last output left; its last input entered at index

@@ -3,8 +3,12 @@
 
 #include <fmt/core.h>
 
+#include <charconv>
+#include <set>
+
 #include "ir/text.h"
 #include "pipeline/load.h"  // infer_shapes
+#include "support/limits.h"
 
 namespace cleave {
 
@@ -38,7 +42,78 @@ std::shared_ptr<const Graph> with_rows(const Stream& f, int64_t rows) {
   return std::make_shared<Graph>(std::move(g));
 }
 
+// A whole token of decimal digits in [1, maximum], else nullopt.
+std::optional<int64_t> count_in(std::string_view text, int64_t maximum) {
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 1 ||
+      value > maximum) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+FissionSpec parse_fission_spec(const std::string& spec) {
+  const std::size_t equals = spec.find('=');
+  const std::size_t colon = spec.find(':', equals == std::string::npos ? 0 : equals);
+  if (equals == std::string::npos || equals == 0 || colon == std::string::npos) {
+    throw Error(fmt::format("--fission \"{}\": expected NAME=COPIES:GRANULARITY", spec));
+  }
+  const std::string_view text(spec);
+  const std::optional<int64_t> copies =
+      count_in(text.substr(equals + 1, colon - equals - 1), kMaxFissionCopies);
+  if (!copies) {
+    throw Error(fmt::format("--fission \"{}\": COPIES must be an integer from 1 to {}, got \"{}\"",
+                            spec, kMaxFissionCopies, text.substr(equals + 1, colon - equals - 1)));
+  }
+  const std::optional<int64_t> granularity = count_in(text.substr(colon + 1), kMaxStreamRate);
+  if (!granularity) {
+    throw Error(
+        fmt::format("--fission \"{}\": GRANULARITY must be an integer from 1 to {}, got \"{}\"",
+                    spec, kMaxStreamRate, text.substr(colon + 1)));
+  }
+  if (*copies * *granularity > kMaxStreamRate) {
+    throw Error(
+        fmt::format("--fission \"{}\": {} copies of {} rows deal {} rows per firing, more than {}",
+                    spec, *copies, *granularity, *copies * *granularity, kMaxStreamRate));
+  }
+  return FissionSpec{spec.substr(0, equals), *copies, *granularity};
+}
+
+bool replace_filter(Stream& s, const FissionSpec& spec) {
+  if (s.is_filter()) {
+    if (s.name != spec.filter) return false;
+    s = fission_filter(s, spec.copies, spec.granularity);
+    return true;
+  }
+  for (Stream& child : s.streams) {
+    if (replace_filter(child, spec)) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+std::vector<FissionSpec> parse_fission_specs(const std::vector<std::string>& specs) {
+  std::vector<FissionSpec> out;
+  std::set<std::string> seen;
+  for (const std::string& text : specs) {
+    out.push_back(parse_fission_spec(text));
+    if (!seen.insert(out.back().filter).second) {
+      throw Error(
+          fmt::format("--fission \"{}\": filter \"{}\" is split by an earlier --fission too", text,
+                      out.back().filter));
+    }
+  }
+  return out;
+}
+
+void apply_fission(Stream& root, const FissionSpec& spec, const std::string& origin) {
+  if (!replace_filter(root, spec)) {
+    throw Error(fmt::format("--fission {}={}:{}: {} has no filter \"{}\" to split", spec.filter,
+                            spec.copies, spec.granularity, origin, spec.filter));
+  }
+}
 
 Stream fission_filter(const Stream& f, int64_t copies, int64_t granularity) {
   if (!f.is_filter() || f.op != FilterOp::kModel || !f.graph) fail(f, "not a model filter");

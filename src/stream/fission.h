@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "stream/stream_ir.h"
 
@@ -15,5 +17,21 @@ namespace cleave {
 /// naming the filter when it peeks, its tensors are not row-major over `pop` rows, or a
 /// re-shaped model does not infer.
 Stream fission_filter(const Stream& filter, int64_t copies, int64_t granularity);
+
+/// One `--fission NAME=COPIES:GRANULARITY` of `cleave stream run`.
+struct FissionSpec {
+  std::string filter;
+  int64_t copies = 0;
+  int64_t granularity = 0;
+};
+
+/// Parses NAME=COPIES:GRANULARITY specs strictly: whole decimal integers, copies from 1 to
+/// kMaxFissionCopies, granularity and copies x granularity (rows per firing of the
+/// splitter) from 1 to kMaxStreamRate, each filter named once. Errors quote the spec.
+std::vector<FissionSpec> parse_fission_specs(const std::vector<std::string>& specs);
+
+/// Replaces the filter `spec.filter` of `root` by its fission (fission_filter); an Error
+/// naming `origin` when the program has no filter of that name.
+void apply_fission(Stream& root, const FissionSpec& spec, const std::string& origin);
 
 }  // namespace cleave

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "support/limits.h"
+
 namespace cleave {
 
 namespace {
@@ -16,6 +18,14 @@ int64_t mul(int64_t a, int64_t b, const std::string& origin) {
   int64_t out = 0;
   if (__builtin_mul_overflow(a, b, &out)) {
     throw Error(fmt::format("{}: repetition counts overflow 64 bits ({} x {})", origin, a, b));
+  }
+  return out;
+}
+
+int64_t add(int64_t a, int64_t b, const std::string& origin) {
+  int64_t out = 0;
+  if (__builtin_add_overflow(a, b, &out)) {
+    throw Error(fmt::format("{}: item counts overflow 64 bits ({} + {})", origin, a, b));
   }
   return out;
 }
@@ -153,7 +163,10 @@ std::optional<ClosedFormRates> closed_forms(const Stream& s, std::vector<ClosedF
       }
       rates.peek = peek;
       rates.push = push;
-      if (peek) rates.pop = *mul_opt(peek, children[0]->pop) / *children[0]->peek;  // Eq. 2.3
+      // Eq. 2.3; none when the product overflows, like the others.
+      if (const std::optional<int64_t> product = mul_opt(peek, children[0]->pop)) {
+        rates.pop = *product / *children[0]->peek;
+      }
     } else if (all && s.split.kind == SplitKind::kDuplicate) {
       std::optional<int64_t> l = 1;
       int64_t weight_sum = 0;
@@ -237,10 +250,10 @@ StreamSchedule schedule_stream(const StreamGraph& g, const std::string& origin) 
       const StreamChannel& c = g.channels[node.outputs[port]];
       if (c.to < 0) continue;
       const StreamNode& to = g.nodes[c.to];
-      const int64_t need =
-          mul(s.init[c.to], to.pop[c.to_port], origin) + to.peek[c.to_port] - to.pop[c.to_port];
+      const int64_t need = add(mul(s.init[c.to], to.pop[c.to_port], origin),
+                               to.peek[c.to_port] - to.pop[c.to_port], origin);
       const int64_t push = node.push[port];
-      fire = std::max(fire, (need + push - 1) / push);
+      fire = std::max(fire, need / push + (need % push != 0 ? 1 : 0));
     }
     s.init[i] = fire;
   }
@@ -250,9 +263,9 @@ StreamSchedule schedule_stream(const StreamGraph& g, const std::string& origin) 
     if (c.from < 0) {
       const StreamNode& to = g.nodes[c.to];
       s.initial_items[ci] = to.peek[0] - to.pop[0];
-      s.input_for_init = mul(s.init[c.to], to.pop[0], origin) + s.initial_items[ci];
+      s.input_for_init = add(mul(s.init[c.to], to.pop[0], origin), s.initial_items[ci], origin);
       s.input_per_iteration = mul(s.repetitions[c.to], to.pop[0], origin);
-      s.buffers[ci] = s.initial_items[ci] + s.input_per_iteration;
+      s.buffers[ci] = add(s.initial_items[ci], s.input_per_iteration, origin);
       continue;
     }
     const int64_t push = g.nodes[c.from].push[c.from_port];
@@ -263,10 +276,27 @@ StreamSchedule schedule_stream(const StreamGraph& g, const std::string& origin) 
       s.buffers[ci] = std::max(produced_in_init, per_iteration);
       continue;
     }
-    s.initial_items[ci] = produced_in_init - s.init[c.to] * g.nodes[c.to].pop[c.to_port];
-    s.buffers[ci] = std::max(produced_in_init, s.initial_items[ci] + per_iteration);
+    s.initial_items[ci] =
+        produced_in_init - mul(s.init[c.to], g.nodes[c.to].pop[c.to_port], origin);
+    s.buffers[ci] = std::max(produced_in_init, add(s.initial_items[ci], per_iteration, origin));
   }
   return s;
+}
+
+int64_t iteration_firings(const StreamSchedule& schedule, const std::string& origin) {
+  int64_t total = 0;
+  for (int64_t r : schedule.repetitions) total = add(total, r, origin);
+  return total;
+}
+
+void require_bounded_iteration(const StreamSchedule& schedule, const std::string& origin) {
+  const int64_t firings = iteration_firings(schedule, origin);
+  if (firings <= kMaxIterationFirings) return;
+  throw Error(fmt::format(
+      "{}: one steady-state iteration fires the actors {} times and needs {} input items; a "
+      "run takes at most {} firings per iteration (rates whose ratios share no factor, such "
+      "as prime pops in a pipeline, multiply)",
+      origin, firings, schedule.input_per_iteration, kMaxIterationFirings));
 }
 
 std::vector<ClosedFormRates> closed_form_rates(const Stream& root) {

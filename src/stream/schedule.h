@@ -60,6 +60,14 @@ struct StreamSchedule {
 /// `origin`, the streams and their rates.
 StreamSchedule schedule_stream(const StreamGraph& graph, const std::string& origin);
 
+/// Firings of one steady-state iteration, all actors together (an Error on overflow).
+int64_t iteration_firings(const StreamSchedule& schedule, const std::string& origin);
+
+/// Throws Error naming `origin`, the firings and the input items one steady-state iteration
+/// needs when it takes more than kMaxIterationFirings firings: such a program cannot finish
+/// an iteration in memory (12 concat filters with prime pops need 7.4e12 items).
+void require_bounded_iteration(const StreamSchedule& schedule, const std::string& origin);
+
 /// The thesis's closed-form rates of a stream (Eqs. 2.1-2.5): filters their own rates,
 /// pipelines products of peeks and pushes, duplicate split-joins an LCM; round-robin
 /// split-joins have no closed form there (nullopt).

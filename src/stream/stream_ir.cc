@@ -2,16 +2,22 @@
 #include "stream/stream_ir.h"
 
 #include "ir/text.h"
+#include "support/limits.h"
 
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <set>
 
 namespace cleave {
 
 namespace {
+
+// An item of more elements than this (2^40) is no tensor a host holds; larger products also
+// overflow the byte counts computed from them.
+constexpr int64_t kMaxItemElements = int64_t{1} << 40;
 
 void collect(const Stream& stream, std::vector<const Stream*>& out) {
   if (stream.is_filter()) {
@@ -78,6 +84,11 @@ void verify_filter(const Stream& s, const std::string& origin) {
     fail(origin, s,
          fmt::format("rates must be positive (pop {}, peek {}, push {})", s.pop, s.peek, s.push));
   }
+  if (std::max({s.pop, s.peek, s.push}) > kMaxStreamRate) {
+    fail(origin, s,
+         fmt::format("rates must be at most {} items per firing (pop {}, peek {}, push {})",
+                     kMaxStreamRate, s.pop, s.peek, s.push));
+  }
   if (s.peek < s.pop) fail(origin, s, fmt::format("peek {} is less than pop {}", s.peek, s.pop));
   switch (s.op) {
     case FilterOp::kModel:
@@ -137,8 +148,14 @@ void verify_filter(const Stream& s, const std::string& origin) {
   }
 }
 
-void verify(const Stream& s, const std::string& origin, std::set<std::string>& names) {
+void verify(const Stream& s, const std::string& origin, std::set<std::string>& names,
+            int64_t depth) {
   if (s.name.empty()) throw Error(fmt::format("{}: a {} has no name", origin, kind_word(s)));
+  if (!s.is_filter() && depth >= kMaxStreamDepth) {
+    fail(origin, s,
+         fmt::format("streams nest deeper than {} levels, the most a program may have",
+                     kMaxStreamDepth));
+  }
   if (!names.insert(s.name).second) fail(origin, s, "the name is used twice");
   if (s.is_filter()) {
     verify_filter(s, origin);
@@ -158,13 +175,17 @@ void verify(const Stream& s, const std::string& origin, std::set<std::string>& n
                        branches));
     }
     for (int64_t w : s.split.weights) {
-      if (w <= 0) fail(origin, s, fmt::format("splitter weight {} is not positive", w));
+      if (w <= 0 || w > kMaxStreamRate) {
+        fail(origin, s, fmt::format("splitter weight {} is not from 1 to {}", w, kMaxStreamRate));
+      }
     }
     for (int64_t w : s.join.weights) {
-      if (w <= 0) fail(origin, s, fmt::format("joiner weight {} is not positive", w));
+      if (w <= 0 || w > kMaxStreamRate) {
+        fail(origin, s, fmt::format("joiner weight {} is not from 1 to {}", w, kMaxStreamRate));
+      }
     }
   }
-  for (const Stream& child : s.streams) verify(child, origin, names);
+  for (const Stream& child : s.streams) verify(child, origin, names, depth + 1);
 }
 
 }  // namespace
@@ -213,6 +234,7 @@ ItemType parse_item_type(std::string_view text, const std::string& what) {
   const std::optional<DataType> dtype = parse_dtype_name(text.substr(0, open));
   if (!dtype) throw bad("unknown element type");
   ItemType type{*dtype, {}};
+  int64_t elements = 1;
   std::string_view dims = text.substr(open + 1, text.size() - open - 2);
   while (!dims.empty()) {
     const std::size_t comma = dims.find(',');
@@ -223,6 +245,9 @@ ItemType parse_item_type(std::string_view text, const std::string& what) {
       throw bad(fmt::format("dim \"{}\" is not a positive integer", part));
     }
     type.shape.push_back(d);
+    if (__builtin_mul_overflow(elements, d, &elements) || elements > kMaxItemElements) {
+      throw bad(fmt::format("more than {} elements", kMaxItemElements));
+    }
     if (comma == std::string_view::npos) break;
     dims.remove_prefix(comma + 1);
   }
@@ -237,7 +262,7 @@ std::vector<const Stream*> collect_filters(const Stream& root) {
 
 void verify_stream(const Stream& root, const std::string& origin) {
   std::set<std::string> names;
-  verify(root, origin, names);
+  verify(root, origin, names, 1);
   std::set<std::string> published;
   for (const Stream* f : collect_filters(root)) {
     if (!f->publishes.empty() && !published.insert(f->publishes).second) {

@@ -5,11 +5,11 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "pipeline/load.h"
+#include "support/json_file.h"
+#include "support/limits.h"
 
 namespace cleave {
 
@@ -17,82 +17,59 @@ namespace {
 
 using nlohmann::json;
 
+// Every value is read through JsonField, so each message names the file and the field path
+// ("p.json: pipeline.streams[2].filter.pop: expected an integer from 1 to 1048576, got 0").
 struct Reader {
   std::string origin;
   std::string base_dir;
   StreamLoadOptions options;
   std::vector<std::string> include_chain;  // canonical paths being read, for cycle checks
 
-  [[noreturn]] void fail(const std::string& where, const std::string& why) const {
-    throw Error(fmt::format("{}: {}: {}", origin, where, why));
-  }
+  static int64_t rate(const JsonField& value) { return value.integer(1, kMaxStreamRate); }
 
-  const json& field(const json& object, const char* key, const std::string& where) const {
-    const auto it = object.find(key);
-    if (it == object.end()) fail(where, fmt::format("missing field \"{}\"", key));
-    return *it;
-  }
-
-  int64_t positive(const json& value, const std::string& where, const char* key) const {
-    if (!value.is_number_integer()) {
-      fail(where, fmt::format("\"{}\" must be an integer, not {}", key, value.dump()));
-    }
-    const int64_t v = value.get<int64_t>();
-    if (v <= 0) fail(where, fmt::format("\"{}\" must be positive, not {}", key, v));
-    return v;
-  }
-
-  std::vector<int64_t> weights(const json& value, const std::string& where, const char* key) const {
-    if (!value.is_array()) fail(where, fmt::format("\"{}\" must be a list of weights", key));
+  static std::vector<int64_t> weights(const JsonField& value) {
     std::vector<int64_t> out;
-    for (const json& w : value) out.push_back(positive(w, where, key));
+    for (std::size_t i = 0; i < value.size(); ++i) out.push_back(rate(value.at(i)));
     return out;
   }
 
-  std::string text(const json& value, const std::string& where, const char* key) const {
-    if (!value.is_string()) fail(where, fmt::format("\"{}\" must be a string", key));
-    return value.get<std::string>();
-  }
-
-  Stream filter(const json& body, const std::string& where) const {
+  Stream filter(const JsonField& body) const {
     Stream s;
     s.kind = StreamKind::kFilter;
-    s.name = text(field(body, "name", where), where, "name");
-    const std::string at = fmt::format("filter \"{}\"", s.name);
-    s.pop = positive(field(body, "pop", at), at, "pop");
-    s.push = positive(field(body, "push", at), at, "push");
-    s.peek = body.contains("peek") ? positive(body["peek"], at, "peek") : s.pop;
-    const bool has_model = body.contains("model");
-    const bool has_op = body.contains("op");
-    if (has_model == has_op) fail(at, "needs exactly one of \"model\" and \"op\"");
-    if (has_op) {
-      const std::string op = text(body["op"], at, "op");
-      const std::optional<FilterOp> parsed = parse_filter_op(op);
+    s.name = body.at("name").string();
+    s.pop = rate(body.at("pop"));
+    s.push = rate(body.at("push"));
+    const std::optional<JsonField> peek = body.find("peek");
+    s.peek = peek ? rate(*peek) : s.pop;
+    const std::optional<JsonField> model = body.find("model");
+    const std::optional<JsonField> op = body.find("op");
+    if (model.has_value() == op.has_value()) {
+      throw Error(fmt::format("{}: expected exactly one of \"model\" and \"op\"", body.where()));
+    }
+    if (op) {
+      const std::string name = op->string();
+      const std::optional<FilterOp> parsed = parse_filter_op(name);
       if (!parsed || *parsed == FilterOp::kModel) {
-        fail(at, fmt::format("unknown op \"{}\" (known: identity, slice, concat, separator)", op));
+        op->fail("one of identity, slice, concat, separator");
       }
       s.op = *parsed;
     } else {
       s.op = FilterOp::kModel;
-      s.model = text(body["model"], at, "model");
+      s.model = model->string();
     }
-    if (body.contains("args")) {
-      if (!body["args"].is_array()) fail(at, "\"args\" must be a list of integers");
-      for (const json& a : body["args"]) {
-        if (!a.is_number_integer()) fail(at, "\"args\" must be a list of integers");
-        s.args.push_back(a.get<int64_t>());
+    if (const std::optional<JsonField> args = body.find("args")) {
+      for (std::size_t i = 0; i < args->size(); ++i) {
+        s.args.push_back(args->at(i).integer(0, kMaxStreamRate));
       }
     }
-    if (body.contains("input_item")) {
-      s.input_item = parse_item_type(text(body["input_item"], at, "input_item"),
-                                     fmt::format("{}: {}: input_item", origin, at));
+    if (const std::optional<JsonField> item = body.find("input_item")) {
+      s.input_item = parse_item_type(item->string(), item->where());
     }
-    if (body.contains("output_item")) {
-      s.output_item = parse_item_type(text(body["output_item"], at, "output_item"),
-                                      fmt::format("{}: {}: output_item", origin, at));
+    if (const std::optional<JsonField> item = body.find("output_item")) {
+      s.output_item = parse_item_type(item->string(), item->where());
     }
-    if (body.contains("publishes")) s.publishes = text(body["publishes"], at, "publishes");
-    if (body.contains("reads")) s.reads = text(body["reads"], at, "reads");
+    if (const std::optional<JsonField> name = body.find("publishes")) s.publishes = name->string();
+    if (const std::optional<JsonField> name = body.find("reads")) s.reads = name->string();
     if (s.op == FilterOp::kModel && options.load_models) {
       const std::filesystem::path path = std::filesystem::path(base_dir) / s.model;
       try {
@@ -100,92 +77,93 @@ struct Reader {
         load.fuse_activations = false;
         s.graph = std::make_shared<Graph>(load_model(path.string(), load));
       } catch (const Error& e) {
-        fail(at, fmt::format("model \"{}\": {}", s.model, e.what()));
+        throw Error(fmt::format("{}: filter \"{}\": model \"{}\": {}", model->where(), s.name,
+                                s.model, e.what()));
       }
     }
     return s;
   }
 
-  Stream container(const json& body, StreamKind kind, const std::string& where) const {
+  Stream container(const JsonField& body, StreamKind kind, int64_t depth) const {
     Stream s;
     s.kind = kind;
-    s.name = text(field(body, "name", where), where, "name");
-    const std::string at =
-        fmt::format("{} \"{}\"", kind == StreamKind::kPipeline ? "pipeline" : "splitjoin", s.name);
-    const json& streams = field(body, "streams", at);
-    if (!streams.is_array()) fail(at, "\"streams\" must be a list");
-    for (std::size_t i = 0; i < streams.size(); ++i) {
-      s.streams.push_back(stream(streams[i], fmt::format("{} stream {}", at, i)));
+    s.name = body.at("name").string();
+    const JsonField streams = body.at("streams");
+    const std::size_t count = streams.size();
+    if (count > 0 && depth >= kMaxStreamDepth) {
+      throw Error(fmt::format(
+          "{}: {} \"{}\": streams nest deeper than {} levels (pipelines, split-joins and "
+          "includes together), the most a program may have",
+          origin, kind == StreamKind::kPipeline ? "pipeline" : "splitjoin", s.name,
+          kMaxStreamDepth));
     }
+    for (std::size_t i = 0; i < count; ++i) s.streams.push_back(stream(streams.at(i), depth + 1));
     if (kind == StreamKind::kSplitJoin) {
-      const json& split = field(body, "split", at);
-      if (split.is_string() && split.get<std::string>() == "duplicate") {
+      const JsonField split = body.at("split");
+      if (split.json().is_string() && split.json().get<std::string>() == "duplicate") {
         s.split.kind = SplitKind::kDuplicate;
-      } else if (split.is_object() && split.contains("roundrobin")) {
+      } else if (split.json().is_object() && split.json().contains("roundrobin")) {
         s.split.kind = SplitKind::kRoundRobin;
-        s.split.weights = weights(split["roundrobin"], at, "split");
+        s.split.weights = weights(split.at("roundrobin"));
       } else {
-        fail(at, fmt::format("\"split\" must be \"duplicate\" or {{\"roundrobin\": [...]}}, not {}",
-                             split.dump()));
+        split.fail("\"duplicate\" or {\"roundrobin\": [weights]}");
       }
-      const json& join = field(body, "join", at);
-      if (!join.is_object() || !join.contains("roundrobin")) {
-        fail(at, fmt::format("\"join\" must be {{\"roundrobin\": [...]}}, not {}", join.dump()));
+      const JsonField join = body.at("join");
+      if (!join.json().is_object() || !join.json().contains("roundrobin")) {
+        join.fail("{\"roundrobin\": [weights]}");
       }
-      s.join.weights = weights(join["roundrobin"], at, "join");
+      s.join.weights = weights(join.at("roundrobin"));
     }
     return s;
   }
 
-  Stream stream(const json& value, const std::string& where) const {
-    if (!value.is_object() || value.size() != 1) {
-      fail(where,
-           "a stream must be an object with one key: \"filter\", \"pipeline\", \"splitjoin\" or "
-           "\"include\"");
+  // `depth`: how many streams and includes enclose this one (the root is at 1).
+  Stream stream(const JsonField& value, int64_t depth) const {
+    if (!value.json().is_object() || value.json().size() != 1) {
+      value.fail("an object with one key: \"filter\", \"pipeline\", \"splitjoin\" or \"include\"");
     }
     // Not `*value.items().begin()`: that binds to a temporary proxy that dies at once.
-    const auto first = value.begin();
-    const std::string key = first.key();
-    const json& body = first.value();
-    if (key == "include") return include(text(body, where, "include"), where);
-    if (!body.is_object()) fail(where, fmt::format("\"{}\" must be an object", key));
-    if (key == "filter") return filter(body, where);
-    if (key == "pipeline") return container(body, StreamKind::kPipeline, where);
-    if (key == "splitjoin") return container(body, StreamKind::kSplitJoin, where);
-    fail(where, fmt::format("unknown stream kind \"{}\"", key));
+    const std::string key = value.json().begin().key();
+    const JsonField body = value.at(key);
+    if (key == "include") return include(body, depth);
+    body.expect_object();
+    if (key == "filter") return filter(body);
+    if (key == "pipeline") return container(body, StreamKind::kPipeline, depth);
+    if (key == "splitjoin") return container(body, StreamKind::kSplitJoin, depth);
+    throw Error(fmt::format(
+        "{}: unknown stream kind \"{}\" (expected filter, pipeline, splitjoin or include)",
+        value.where(), key));
   }
 
-  Stream include(const std::string& file, const std::string& where) const {
-    const std::filesystem::path path = std::filesystem::path(base_dir) / file;
+  Stream include(const JsonField& file, int64_t depth) const {
+    const std::filesystem::path path = std::filesystem::path(base_dir) / file.string();
+    if (depth >= kMaxStreamDepth) {
+      throw Error(fmt::format(
+          "{}: include of \"{}\": streams nest deeper than {} levels (pipelines, split-joins "
+          "and includes together), the most a program may have",
+          file.where(), path.string(), kMaxStreamDepth));
+    }
     std::error_code ec;
     const std::string canonical = std::filesystem::weakly_canonical(path, ec).string();
     for (const std::string& open : include_chain) {
       if (open == canonical) {
-        fail(where, fmt::format("include of \"{}\" is cyclic (the program includes itself)",
-                                path.string()));
+        throw Error(fmt::format("{}: include of \"{}\" is cyclic (the program includes itself)",
+                                file.where(), path.string()));
       }
     }
     Reader inner{path.string(), path.parent_path().string(), options, include_chain};
     inner.include_chain.push_back(canonical);
-    return inner.read_file();
+    return inner.read_file(depth + 1);
   }
 
-  Stream read_file() const {
-    std::ifstream in(origin, std::ios::binary);
-    if (!in) throw Error(fmt::format("{}: cannot open the stream program", origin));
-    std::stringstream text;
-    text << in.rdbuf();
-    return parse(text.str());
+  Stream read_file(int64_t depth = 1) const {
+    const json document = read_json_file(origin, "stream program");
+    return stream(JsonField(document, origin), depth);
   }
 
   Stream parse(std::string_view text) const {
-    json document;
-    try {
-      document = json::parse(text);
-    } catch (const json::parse_error& e) {
-      throw Error(fmt::format("{}: malformed JSON: {}", origin, e.what()));
-    }
-    return stream(document, "program");
+    const json document = parse_json_text(text, origin, "stream program");
+    return stream(JsonField(document, origin), 1);
   }
 };
 
@@ -238,7 +216,8 @@ StreamProgram load_stream_program(const std::string& path, const StreamLoadOptio
 }
 
 std::string stream_to_json(const Stream& root, int indent) {
-  return to_json(root).dump(indent);
+  // Names from StreamIt text or ONNX files need not be UTF-8: written with U+FFFD, not thrown.
+  return to_json(root).dump(indent, ' ', false, json::error_handler_t::replace);
 }
 
 }  // namespace cleave

@@ -32,14 +32,20 @@ nlohmann::json read_json_file(const std::string& path, std::string_view what) {
   std::stringstream text;
   text << in.rdbuf();
   if (in.bad()) throw Error(fmt::format("{}: cannot read the {}", path, what));
+  return parse_json_text(text.str(), path, what);
+}
+
+nlohmann::json parse_json_text(std::string_view text, const std::string& origin,
+                               std::string_view what) {
   try {
-    return nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 2: ...".
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 2: ...", or
+    // out_of_range.406 for a number like 1e400.
     std::string message = e.what();
     const std::size_t at = message.find("] ");
     if (at != std::string::npos) message = message.substr(at + 2);
-    throw Error(fmt::format("{}: not valid JSON (expected a {}): {}", path, what, message));
+    throw Error(fmt::format("{}: not valid JSON (expected a {}): {}", origin, what, message));
   }
 }
 

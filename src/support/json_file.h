@@ -14,6 +14,9 @@ namespace cleave {
 /// Throws Error naming the file for a missing file, a folder, an unreadable file or bad JSON
 /// (with the parser's line and column).
 nlohmann::json read_json_file(const std::string& path, std::string_view what);
+/// Parses JSON text read from `origin` (a file name, for messages) as read_json_file does.
+nlohmann::json parse_json_text(std::string_view text, const std::string& origin,
+                               std::string_view what);
 
 /// A value inside a JSON document together with where it is ("p.json: tasks[3].time[1]"), so
 /// that every typed getter can throw an Error naming the file, the field and the expectation.

@@ -32,6 +32,23 @@ inline constexpr double kMaxShareRatio = 1e6;
 /// The largest relative share or speed: sums over 1024 machines stay finite ([1e308, 1e308]
 /// added up to infinity and gave every machine nothing).
 inline constexpr double kMaxShare = 1e15;
+/// The deepest nesting of streams (pipelines, split-joins, includes) a stream program or
+/// StreamIt text may have: the readers and every walk over the tree recurse once per level,
+/// and 7,000 levels overflowed the stack.
+inline constexpr int64_t kMaxStreamDepth = 256;
+/// The most items one firing may pop, peek or push, and the largest splitter or joiner weight:
+/// a window is held in memory, so a peek of 2^40 items can never fire.
+inline constexpr int64_t kMaxStreamRate = int64_t{1} << 20;
+/// The most firings one steady-state iteration of a stream program may take: beyond it a run
+/// holds more items in flight than memory allows and never finishes its first iteration.
+inline constexpr int64_t kMaxIterationFirings = 1000000;
+/// The most input items `stream run --items` may feed: each is a tensor held in memory for
+/// the whole run (hundreds of bytes of handle alone), and 1e12 ran out of memory.
+inline constexpr int64_t kMaxStreamItems = 1000000;
+/// The largest `stream run --capacity-factor` (channel capacity per schedule buffer size).
+inline constexpr int64_t kMaxCapacityFactor = 1024;
+/// The most copies one `--fission` may split a filter into (each a branch of a split-join).
+inline constexpr int64_t kMaxFissionCopies = 1024;
 
 /// Cores this process may run on (its affinity mask), at least 1.
 int cores_present();

@@ -78,17 +78,18 @@ TEST(StreamProgram, BuilderMatchesTheJsonForm) {
 }
 
 TEST(StreamProgram, MalformedJsonNamesTheFile) {
-  EXPECT_THAT(error_of("{\"pipeline\": "), HasSubstr("prog.json: malformed JSON"));
+  EXPECT_THAT(error_of("{\"pipeline\": "), HasSubstr("prog.json: not valid JSON"));
 }
 
-TEST(StreamProgram, MissingFieldNamesTheStream) {
+TEST(StreamProgram, MissingFieldNamesItsPath) {
   EXPECT_THAT(error_of(R"({"filter": {"name": "f", "pop": 1, "op": "identity"}})"),
-              HasSubstr("prog.json: filter \"f\": missing field \"push\""));
+              HasSubstr("prog.json: filter.push: missing, expected a field \"push\""));
 }
 
 TEST(StreamProgram, UnknownOpIsRefused) {
-  EXPECT_THAT(error_of(R"({"filter": {"name": "f", "pop": 1, "push": 1, "op": "fft"}})"),
-              HasSubstr("filter \"f\": unknown op \"fft\""));
+  EXPECT_THAT(
+      error_of(R"({"filter": {"name": "f", "pop": 1, "push": 1, "op": "fft"}})"),
+      HasSubstr("filter.op: expected one of identity, slice, concat, separator, got \"fft\""));
 }
 
 TEST(StreamProgram, PeekBelowPopIsRefused) {
@@ -121,7 +122,7 @@ TEST(StreamProgram, CyclicIncludeIsRefused) {
     load_stream_program((dir / "a.json").string(), StreamLoadOptions{false, true});
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("b.json: pipeline \"pb\" stream 0"));
+    EXPECT_THAT(e.what(), HasSubstr("b.json: pipeline.streams[0].include: include of"));
     EXPECT_THAT(e.what(), HasSubstr("cyclic"));
   }
   std::filesystem::remove_all(dir);
@@ -187,7 +188,7 @@ TEST_F(ModelFilterTest, ItemTypeThatDisagreesWithTheModelIsRefused) {
 TEST_F(ModelFilterTest, MissingModelFileNamesProgramAndFilter) {
   const std::string e =
       load_error(R"({"name": "e", "pop": 1, "peek": 3, "push": 1, "model": "nope.onnx"})");
-  EXPECT_THAT(e, HasSubstr("p.json: filter \"e\": model \"nope.onnx\""));
+  EXPECT_THAT(e, HasSubstr("p.json: filter.model: filter \"e\": model \"nope.onnx\""));
 }
 
 }  // namespace
