@@ -58,6 +58,19 @@ double work_bound(const TaskGraph& graph) {
     for (const Task& task : graph.tasks) total += task.time[0];
     return total;
   }
+  // Every device busy at most C does at least the fastest time of each task in total: the
+  // LP's optimum when all devices are alike, and the bound used where the LP (a column per
+  // task and device) would be too large to solve within a time limit.
+  double fastest_total = 0;
+  bool alike = true;
+  for (const Task& task : graph.tasks) {
+    fastest_total += fastest_time(task);
+    for (double time : task.time) alike = alike && time == task.time[0];
+  }
+  constexpr double kMaxLpColumns = 2e5;
+  if (alike || static_cast<double>(tasks) * static_cast<double>(devices) > kMaxLpColumns) {
+    return fastest_total / static_cast<double>(devices) * (1 - 1e-12);
+  }
   // Columns: share[i][d] in [0, 1] where the task can run, then C.
   std::vector<std::vector<int>> share(tasks, std::vector<int>(devices, -1));
   int columns = 0;
@@ -239,6 +252,16 @@ class Recursion {
     return result;
   }
 
+  // The MILP has variables per task pair and device, and per edge and device pair: with many
+  // devices (100 made one subproblem take minutes) it is too large to build within any limit.
+  static constexpr double kMaxMilpTerms = 2e5;
+  static double milp_terms(const TaskGraph& sub) {
+    const double tasks = static_cast<double>(sub.tasks.size());
+    const double edges = static_cast<double>(sub.edges.size());
+    const double devices = static_cast<double>(sub.machine.size());
+    return tasks * tasks * devices + edges * devices * devices;
+  }
+
   // OPT of a subgraph from below: the MILP's proven bound, never under the closed forms.
   double subproblem(const std::vector<int>& tasks) {
     const auto known = exact_.find(tasks);
@@ -250,7 +273,8 @@ class Recursion {
         options_.time_limit_seconds - std::chrono::duration<double>(Clock::now() - begin_).count();
     // Building the MILP of a large subgraph (pairwise order variables) takes longer than any
     // time limit allows and cannot be interrupted: such subgraphs keep their closed forms.
-    const bool small = tasks.size() <= static_cast<std::size_t>(4 * options_.max_module_tasks);
+    const bool small = tasks.size() <= static_cast<std::size_t>(4 * options_.max_module_tasks) &&
+                       milp_terms(sub) <= kMaxMilpTerms;
     if (options_.use_milp && left > 0 && small) {
       MilpOptions milp = options_.subproblem;
       milp.time_limit_seconds = std::min(milp.time_limit_seconds, left);
