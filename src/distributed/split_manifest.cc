@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/tensor.h"
+#include "support/json_file.h"
 
 namespace cleave {
 
@@ -73,14 +74,7 @@ std::string confined_path(const std::string& folder, const std::string& relative
 
 RankSplitManifest read_split_manifest(const std::string& folder) {
   const std::string file = (fs::path(folder) / "manifest.json").string();
-  std::ifstream in(file);
-  if (!in) throw Error(fmt::format("{}: cannot open the split manifest", file));
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("{}: not valid JSON: {}", file, e.what()));
-  }
+  const nlohmann::json json = read_json_file(file, "split manifest");
   RankSplitManifest manifest;
   manifest.folder = folder;
   try {

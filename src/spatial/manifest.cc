@@ -7,6 +7,7 @@
 #include <set>
 
 #include "onnx/extract.h"
+#include "support/json_file.h"
 
 namespace cleave {
 
@@ -297,15 +298,7 @@ SplitManifest manifest_from_json(const nlohmann::json& json, const std::string& 
 }
 
 SplitManifest read_manifest(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(path + ": cannot read the split manifest");
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path + ": not JSON: " + e.what());
-  }
-  return manifest_from_json(json, path);
+  return manifest_from_json(read_json_file(path, "split manifest"), path);
 }
 
 std::string file_fingerprint(const std::string& path) {

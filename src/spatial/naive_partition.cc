@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "spatial/region_rules.h"
+#include "support/json_file.h"
 
 namespace cleave {
 
@@ -83,14 +84,7 @@ void validate_layer_configs(const Graph& graph, const SplitOptions& options) {
 }
 
 std::map<std::string, LayerConfig> read_layer_configs(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(path + ": cannot read the layer configuration");
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path + ": not JSON: " + e.what());
-  }
+  const nlohmann::json json = read_json_file(path, "layer configuration");
   if (!json.is_object() || !json.contains("layers") || !json["layers"].is_object())
     throw Error(path + ": expected an object with a \"layers\" object");
   for (const auto& [key, _] : json.items())

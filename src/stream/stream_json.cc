@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "pipeline/load.h"
+#include "support/json_file.h"
 
 namespace cleave {
 
@@ -170,22 +171,10 @@ struct Reader {
     return inner.read_file();
   }
 
-  Stream read_file() const {
-    std::ifstream in(origin, std::ios::binary);
-    if (!in) throw Error(fmt::format("{}: cannot open the stream program", origin));
-    std::stringstream text;
-    text << in.rdbuf();
-    return parse(text.str());
-  }
+  Stream read_file() const { return stream(read_json_file(origin, "stream program"), "program"); }
 
   Stream parse(std::string_view text) const {
-    json document;
-    try {
-      document = json::parse(text);
-    } catch (const json::parse_error& e) {
-      throw Error(fmt::format("{}: malformed JSON: {}", origin, e.what()));
-    }
-    return stream(document, "program");
+    return stream(parse_json_text(text, origin, "stream program"), "program");
   }
 };
 

@@ -110,7 +110,7 @@ TEST_F(StreamCommand, MalformedProgramFailsWithoutOutput) {
   const CommandResult r = cleave("stream run " + path("bad.json") +
                                  " --input x=" + path("none.npy") + " --output-dir " + path("out"));
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, HasSubstr(path("bad.json") + ": malformed JSON"));
+  EXPECT_THAT(r.err, HasSubstr(path("bad.json") + ": not valid JSON"));
   EXPECT_FALSE(std::filesystem::exists(path("out")));
 }
 

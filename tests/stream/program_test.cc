@@ -78,7 +78,7 @@ TEST(StreamProgram, BuilderMatchesTheJsonForm) {
 }
 
 TEST(StreamProgram, MalformedJsonNamesTheFile) {
-  EXPECT_THAT(error_of("{\"pipeline\": "), HasSubstr("prog.json: malformed JSON"));
+  EXPECT_THAT(error_of("{\"pipeline\": "), HasSubstr("prog.json: not valid JSON"));
 }
 
 TEST(StreamProgram, MissingFieldNamesTheStream) {
