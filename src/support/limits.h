@@ -20,6 +20,9 @@ inline constexpr double kMaxSeconds = 1e9;
 inline constexpr double kMaxBytes = 1e18;
 /// The most timed or warm-up rounds one option may ask for.
 inline constexpr int64_t kMaxRounds = 1000000;
+/// The largest ratio between the fastest and the slowest device of one machine: beyond it a
+/// plan's times overflow or underflow (a speed of 1e-300 made plans that `run` refused).
+inline constexpr double kMaxSpeedRatio = 1e6;
 
 /// Cores this process may run on (its affinity mask), at least 1.
 int cores_present();
