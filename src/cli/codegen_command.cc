@@ -203,6 +203,7 @@ int run_codegen(const CodegenSettings& settings) {
         "codegen: --ranks takes --lang cpp and a --plan (file or auto) whose workers are "
         "the ranks");
   }
+  if (!settings.cleave_root.empty()) require_cleave_root(settings.cleave_root);
   if (settings.lang == "streamit") return run_streamit(settings, start);
   if (!settings.stream.empty()) return run_stream_cpp(settings, start);
   Graph graph = load_model_for(settings.model);
