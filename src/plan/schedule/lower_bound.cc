@@ -1,6 +1,8 @@
 // The DiviML lower bound: closed-form bounds, and the module recursion with MILP subproblems.
 #include "plan/schedule/lower_bound.h"
 
+#include "plan/schedule/milp_problem.h"
+
 #include <fmt/core.h>
 #include <coin/CoinPackedMatrix.hpp>
 #include <coin/OsiClpSolverInterface.hpp>
@@ -13,6 +15,7 @@
 
 #include "ir/graph.h"
 #include "plan/schedule/milp.h"
+#include "plan/schedule/milp_problem.h"
 #include "plan/schedule/milp_split.h"
 #include "plan/schedule/modules.h"
 
@@ -252,16 +255,6 @@ class Recursion {
     return result;
   }
 
-  // The MILP has variables per task pair and device, and per edge and device pair: with many
-  // devices (100 made one subproblem take minutes) it is too large to build within any limit.
-  static constexpr double kMaxMilpTerms = 2e5;
-  static double milp_terms(const TaskGraph& sub) {
-    const double tasks = static_cast<double>(sub.tasks.size());
-    const double edges = static_cast<double>(sub.edges.size());
-    const double devices = static_cast<double>(sub.machine.size());
-    return tasks * tasks * devices + edges * devices * devices;
-  }
-
   // OPT of a subgraph from below: the MILP's proven bound, never under the closed forms.
   double subproblem(const std::vector<int>& tasks) {
     const auto known = exact_.find(tasks);
@@ -274,7 +267,7 @@ class Recursion {
     // Building the MILP of a large subgraph (pairwise order variables) takes longer than any
     // time limit allows and cannot be interrupted: such subgraphs keep their closed forms.
     const bool small = tasks.size() <= static_cast<std::size_t>(4 * options_.max_module_tasks) &&
-                       milp_terms(sub) <= kMaxMilpTerms;
+                       milp_detail::program_nonzeros(sub) <= milp_detail::kMaxProgramNonzeros;
     if (options_.use_milp && left > 0 && small) {
       MilpOptions milp = options_.subproblem;
       milp.time_limit_seconds = std::min(milp.time_limit_seconds, left);
