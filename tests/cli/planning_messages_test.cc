@@ -71,6 +71,14 @@ TEST_F(PlanningCommand, ANumberBeyondADoubleNamesTheFileAndPlace) {
                     located()));
 }
 
+TEST_F(PlanningCommand, ALibraryExceptionReachesTheUserInWords) {
+  // An empty output path fails inside the file-system library, past every cleave::Error.
+  const CommandResult result = cleave("split " + model_ + " --nodes 2 -o ''");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.err,
+              AllOf(HasSubstr("cleave: error: "), located(), Not(HasSubstr("filesystem error"))));
+}
+
 TEST_F(PlanningCommand, ATinyDeviceSpeedIsRefusedBeforePlanning) {
   std::ofstream(path("m.json")) << R"({"devices": [{"name": "a"}, {"name": "b", "speed": 1e-300}],
              "bandwidth": [[0, 1e9], [1e9, 0]]})";
