@@ -208,6 +208,7 @@ int run_codegen(const CodegenSettings& settings) {
         "codegen: --ranks takes --lang cpp and a --plan (file or auto) whose workers are "
         "the ranks");
   }
+  if (!settings.cleave_root.empty()) require_cleave_root(settings.cleave_root);
   // Checked before any work; replaced only with --force, never a folder holding an input.
   AtomicFolder out(settings.output, {settings.force ? FolderRules::Existing::kReplace
                                                     : FolderRules::Existing::kRefuse,

@@ -9,6 +9,7 @@
 #include "ir/graph.h"
 #include "runtime/cpu_isa.h"
 #include "runtime/wait_policy.h"
+#include "support/describe_exception.h"
 
 int main(int argc, char** argv) {
   // First of all: it may start this program again with a bounded OpenMP spin count.
@@ -48,7 +49,8 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "cleave: error: {}\n", e.what());
     return 1;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "cleave: internal error: {}\n", e.what());
+    // Not a cleave::Error: still words a user can act on, never a library's codes.
+    fmt::print(stderr, "cleave: error: {}\n", cleave::describe_exception(e));
     return 2;
   }
 }

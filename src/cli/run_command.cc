@@ -76,13 +76,7 @@ std::vector<std::string> files_read(const RunSettings& settings) {
 std::map<std::string, Tensor> gather_inputs(const Graph& graph, const RunSettings& settings,
                                             uint64_t seed) {
   std::map<std::string, Tensor> inputs;
-  for (const std::string& spec : settings.inputs) {
-    auto equals = spec.find('=');
-    if (equals == std::string::npos || equals == 0) {
-      throw Error(fmt::format("--input '{}': expected name=file.npy", spec));
-    }
-    inputs[spec.substr(0, equals)] = read_npy(spec.substr(equals + 1));
-  }
+  for (const auto& [name, file] : input_file_specs(settings.inputs)) inputs[name] = read_npy(file);
   std::map<std::string, Tensor> random = random_inputs(graph, seed);
   for (auto& [name, tensor] : random) {
     if (!inputs.count(name)) inputs[name] = std::move(tensor);

@@ -241,6 +241,12 @@ int run_schedule(const ScheduleCommandOptions& command) {
     fmt::print("makespan:     {:.4f} ms\n", simulation.makespan * 1e3);
   }
   fmt::print("solve time:   {:.3f} s\n", solve_seconds);
+  if (plan.notes.value("time_limit_reached", false)) {
+    fmt::print(
+        "time limit:   reached; the last {} tasks went to a producer's or their fastest "
+        "device without a search\n",
+        plan.notes.value("fallback_tasks", 0));
+  }
   if (bound.seconds) {
     const double gap =
         *bound.seconds > 0 ? 100.0 * (simulation.makespan - *bound.seconds) / *bound.seconds : 0.0;
@@ -302,8 +308,8 @@ void register_schedule(CLI::App& app, CommandAction& action) {
       ->delimiter(',');
   command
       ->add_option("--time-limit", options->time_limit,
-                   "Seconds for searches and solvers (annealing, evolution, MILP); the lower "
-                   "bound gets half of it and reports when it ran out")
+                   "Seconds for every planner (heft and greedy then place the rest cheaply; "
+                   "annealing, evolution, MILP keep their best); the lower bound gets half of it")
       ->check(positive_seconds())
       ->capture_default_str();
   command

@@ -269,13 +269,7 @@ std::vector<Tensor> input_items(const StreamCommandOptions& o, const Graph* grap
   }
   std::map<std::string, std::string> files;
   if (!o.inputs_dir.empty()) files = files_in(o.inputs_dir, graph);
-  for (const std::string& spec : o.inputs) {
-    const std::size_t equals = spec.find('=');
-    if (equals == std::string::npos) {
-      throw Error(fmt::format("stream run: --input \"{}\" is not NAME=FILE.npy", spec));
-    }
-    files[spec.substr(0, equals)] = spec.substr(equals + 1);
-  }
+  for (const auto& [name, file] : input_file_specs(o.inputs)) files[name] = file;
   std::vector<std::vector<Tensor>> per_input;
   if (graph) {
     for (ValueId id : graph->inputs()) {

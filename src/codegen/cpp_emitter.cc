@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <climits>
+#include <filesystem>
 
 #include "codegen/cpp_templates.h"
 #include "codegen/program_layout.h"
@@ -20,6 +21,17 @@ using namespace cpp_templates;
 
 std::string cmake_cleave_library(const CppCodegenOptions& options) {
   return fmt::format(fmt::runtime(kCleaveLibrary), options.cleave_root, options.cleave_build);
+}
+
+void require_cleave_root(const std::string& root) {
+  const std::filesystem::path header = std::filesystem::path(root) / "src/codegen/static_program.h";
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(header, error)) {
+    throw Error(
+        fmt::format("--cleave-root {}: not cleave's source folder (expected a folder holding {}{})",
+                    root, "src/codegen/static_program.h",
+                    std::filesystem::exists(root, error) ? "" : "; the path does not exist"));
+  }
 }
 
 std::string cpp_string_literal(const std::string& text) {
@@ -140,12 +152,12 @@ CppCodegenSummary emit_cpp(const Graph& graph, const WorkerProgram& program,
   for (ValueId id : graph.inputs()) {
     input_lines.push_back(
         fmt::format("     {} {}", values[index_of[id]].name, type_text(values[index_of[id]])));
-    input_elements.push_back(std::to_string(graph.value(id).shape.element_count()));
+    input_elements.push_back(std::to_string(element_count(values[index_of[id]])));
   }
   for (ValueId id : graph.outputs()) {
     output_lines.push_back(
         fmt::format("     {} {}", values[index_of[id]].name, type_text(values[index_of[id]])));
-    output_elements.push_back(std::to_string(graph.value(id).shape.element_count()));
+    output_elements.push_back(std::to_string(element_count(values[index_of[id]])));
   }
   out.write_file("model.h",
                  fmt::format(fmt::runtime(kApiHeader), options.model_name, graph.inputs().size(),

@@ -54,6 +54,9 @@ CppCodegenSummary emit_cpp(const Graph& graph, const WorkerProgram& program,
 /// that find cleave's library (libcleave_lib.a, cache variables CLEAVE_ROOT and
 /// CLEAVE_BUILD defaulting to `options`' folders) and its dependencies as target `cleave_lib`.
 std::string cmake_cleave_library(const CppCodegenOptions& options);
+/// Throws Error naming `root` unless it is cleave's source folder: the generated CMake takes
+/// the headers the programs include (src/codegen/static_program.h) from there.
+void require_cleave_root(const std::string& root);
 
 /// The graph as the generated program embeds it: its text form with initializer data left
 /// out (the weights file holds it). Throws Error when the text does not read back as the

@@ -176,6 +176,12 @@ std::string type_text(const ProgramValue& value) {
                      value.blocked ? " blocked" : "");
 }
 
+int64_t element_count(const ProgramValue& value) {
+  int64_t count = 1;
+  for (int64_t dim : value.dims) count *= dim;
+  return count;
+}
+
 ProgramLayout lay_out_program(const Graph& graph, const WorkerProgram& program,
                               const CppCodegenOptions& options, bool float_io) {
   ProgramLayout out;

@@ -53,6 +53,9 @@ ProgramLayout lay_out_program(const Graph& graph, const WorkerProgram& program,
 
 /// "f32[1,8,16,16] blocked": a value's type as the generated comments show it.
 std::string type_text(const ProgramValue& value);
+/// Elements of the value as the preparing run shaped it: known even where the model leaves a
+/// shape symbolic (an Einsum's output, which shape inference does not cover).
+int64_t element_count(const ProgramValue& value);
 
 /// The comment after a `step(k)` call: the node, its inputs and where each output lives.
 std::string step_comment(const Graph& graph, const ProgramLayout& layout, NodeId id);

@@ -384,14 +384,12 @@ CppCodegenSummary emit_rank_cpp(const Graph& graph, const WorkerProgram& program
   for (ValueId id : graph.inputs()) {
     const ProgramValue& value = layout.values[layout.index_of[id]];
     input_lines.push_back(fmt::format("     {} {}", value.name, type_text(value)));
-    input_bytes.push_back(std::to_string(graph.value(id).shape.element_count() *
-                                         element_size(graph.value(id).dtype)));
+    input_bytes.push_back(std::to_string(element_count(value) * element_size(value.dtype)));
   }
   for (ValueId id : graph.outputs()) {
     const ProgramValue& value = layout.values[layout.index_of[id]];
     output_lines.push_back(fmt::format("     {} {}", value.name, type_text(value)));
-    output_bytes.push_back(std::to_string(graph.value(id).shape.element_count() *
-                                          element_size(graph.value(id).dtype)));
+    output_bytes.push_back(std::to_string(element_count(value) * element_size(value.dtype)));
   }
   out.write_file("model.h", fmt::format(fmt::runtime(kRankApiHeader), options.model_name,
                                         graph.inputs().size(), graph.outputs().size(),

@@ -56,6 +56,7 @@ double parse_seconds(const std::string& option, const std::string& text) {
 
 ProgramMainOptions parse_program_options(int argc, char** argv, bool ranks, bool& help) {
   ProgramMainOptions options;
+  std::vector<std::string> input_specs;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const auto next = [&]() -> std::string {
@@ -65,11 +66,7 @@ ProgramMainOptions parse_program_options(int argc, char** argv, bool ranks, bool
     if (arg == "--help" || arg == "-h") {
       help = true;
     } else if (arg == "--input") {
-      const std::string spec = next();
-      const auto equals = spec.find('=');
-      if (equals == std::string::npos || equals == 0)
-        throw Error(fmt::format("--input '{}': expected name=file.npy", spec));
-      options.inputs[spec.substr(0, equals)] = spec.substr(equals + 1);
+      input_specs.push_back(next());
     } else if (arg == "--output-dir") {
       options.output_dir = next();
     } else if (arg == "--weights") {
@@ -90,6 +87,7 @@ ProgramMainOptions parse_program_options(int argc, char** argv, bool ranks, bool
       throw Error(fmt::format("unknown option '{}' (see --help)", arg));
     }
   }
+  options.inputs = input_file_specs(input_specs);
   return options;
 }
 

@@ -235,12 +235,7 @@ void prepare(const SplitRunSettings& settings, const MpiSession& session, Prepar
   // Every rank reads the same input files or makes the same seeded values (as `cleave run`
   // does for the whole model), so no input needs sending.
   std::map<std::string, Tensor> given;
-  for (const std::string& spec : settings.inputs) {
-    auto equals = spec.find('=');
-    if (equals == std::string::npos || equals == 0)
-      throw Error(fmt::format("--input '{}': expected name=file.npy", spec));
-    given[spec.substr(0, equals)] = read_npy(spec.substr(equals + 1));
-  }
+  for (const auto& [name, file] : input_file_specs(settings.inputs)) given[name] = read_npy(file);
   for (std::size_t index = 0; index < manifest.inputs.size(); ++index) {
     const SplitTensor& input = manifest.inputs[index];
     auto found = given.find(input.name);

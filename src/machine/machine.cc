@@ -14,6 +14,7 @@
 #include "ir/graph.h"
 #include "support/atomic_output.h"
 #include "support/json_file.h"
+#include "support/limits.h"
 
 namespace cleave {
 namespace {
@@ -63,6 +64,22 @@ void reject_unknown_keys(const nlohmann::json& object, const std::set<std::strin
       throw Error(
           fmt::format("{}: unknown field \"{}\" (known: {})", where, key, fmt::join(known, ", ")));
     }
+  }
+}
+
+// Each speed is positive and finite already; the slowest must still be within kMaxSpeedRatio
+// of the fastest, so that times scaled by them stay representable.
+void check_speed_ratio(const std::vector<Device>& devices, const std::string& origin) {
+  std::size_t fastest = 0, slowest = 0;
+  for (std::size_t i = 1; i < devices.size(); ++i) {
+    if (devices[i].speed > devices[fastest].speed) fastest = i;
+    if (devices[i].speed < devices[slowest].speed) slowest = i;
+  }
+  if (devices[fastest].speed > devices[slowest].speed * kMaxSpeedRatio) {
+    throw Error(fmt::format(
+        "{}: devices[{}].speed: expected at most {:g} times slower than the fastest device "
+        "(devices[{}].speed = {:g}), got {:g}",
+        origin, slowest, kMaxSpeedRatio, fastest, devices[fastest].speed, devices[slowest].speed));
   }
 }
 
@@ -233,6 +250,7 @@ Machine machine_from_json(const nlohmann::json& json, const std::string& origin)
     }
     machine.devices.push_back(std::move(device));
   }
+  check_speed_ratio(machine.devices, origin);
   const std::size_t n = machine.devices.size();
   if (json.contains("bandwidth")) {
     machine.bandwidth = link_matrix_from_json(json["bandwidth"], n, origin + ": bandwidth");

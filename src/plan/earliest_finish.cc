@@ -5,11 +5,13 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 
 #include "ir/graph.h"
 #include "plan/list_schedule.h"
+#include "support/timing.h"
 
 namespace cleave {
 namespace {
@@ -48,11 +50,31 @@ double earliest_start(const std::vector<Slot>& slots, double ready, double durat
   return std::max(ready, slots.empty() ? 0.0 : slots.back().finish);
 }
 
+// The devices a task is tried on: all of them, or once the time limit is spent only its
+// producers' devices and its own fastest one (appending there keeps the plan valid and cheap).
+void candidate_devices(const TaskGraph& graph, int task, const std::vector<int>& in_edges,
+                       const std::vector<int>& worker, bool cut_short,
+                       std::vector<std::size_t>& devices) {
+  devices.clear();
+  const std::size_t count = graph.machine.size();
+  if (!cut_short) {
+    for (std::size_t device = 0; device < count; ++device) devices.push_back(device);
+    return;
+  }
+  for (int edge : in_edges) {
+    devices.push_back(static_cast<std::size_t>(worker[graph.edges[edge].first]));
+  }
+  devices.push_back(static_cast<std::size_t>(fastest_device(graph.tasks[task])));
+  std::sort(devices.begin(), devices.end());
+  devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+}
+
 }  // namespace
 
 EarliestFinishSchedule schedule_earliest_finish(const TaskGraph& graph,
                                                 const EarliestFinishOptions& options,
                                                 const EarliestFinishLimits& limits) {
+  const auto began = std::chrono::steady_clock::now();  // the ranks count against the limit
   const std::vector<int> order =
       options.upward_rank_order ? upward_rank_order(graph) : graph.topological_order();
   const auto in_edges = graph.in_edges();
@@ -64,13 +86,18 @@ EarliestFinishSchedule schedule_earliest_finish(const TaskGraph& graph,
   schedule.start.assign(graph.tasks.size(), 0.0);
   std::vector<double> finish(graph.tasks.size(), 0.0);
   std::vector<std::vector<Slot>> timeline(devices);
-  for (int task : order) {
+  std::vector<std::size_t> candidates;
+  struct Choice {
+    int worker = -1;
+    double start = 0;
+    double finish = std::numeric_limits<double>::infinity();
+    std::size_t position = 0;
+  };
+  // Where `task` finishes earliest among `candidates` (worker -1: nowhere).
+  const auto choose = [&](int task, bool insertion) {
     const Task& info = graph.tasks[task];
-    int best = -1;
-    double best_start = 0;
-    double best_finish = std::numeric_limits<double>::infinity();
-    std::size_t best_position = 0;
-    for (std::size_t device = 0; device < devices; ++device) {
+    Choice best;
+    for (std::size_t device : candidates) {
       const int worker = static_cast<int>(device);
       if (!std::isfinite(info.time[device]) || !memory.fits(task, worker)) continue;
       if (limits.allowed && !(*limits.allowed)[task][device]) continue;
@@ -82,16 +109,31 @@ EarliestFinishSchedule schedule_earliest_finish(const TaskGraph& graph,
       }
       std::size_t position = 0;
       const double start =
-          earliest_start(timeline[device], ready, info.time[device], options.insertion, position);
+          earliest_start(timeline[device], ready, info.time[device], insertion, position);
       const double candidate = start + info.time[device];
       if (!std::isfinite(candidate)) continue;  // an input could not reach this device
-      if (best < 0 || candidate < best_finish) {
-        best = worker;
-        best_start = start;
-        best_finish = candidate;
-        best_position = position;
-      }
+      if (best.worker < 0 || candidate < best.finish) best = {worker, start, candidate, position};
     }
+    return best;
+  };
+  for (std::size_t index = 0; index < order.size(); ++index) {
+    const int task = order[index];
+    if (schedule.fallback_tasks == 0 && options.time_limit_seconds > 0 &&
+        seconds_since(began) > options.time_limit_seconds) {
+      schedule.fallback_tasks = order.size() - index;
+    }
+    const bool cut_short = schedule.fallback_tasks > 0;
+    candidate_devices(graph, task, in_edges[task], schedule.worker, cut_short, candidates);
+    Choice chosen = choose(task, options.insertion && !cut_short);
+    if (chosen.worker < 0 && cut_short) {
+      // The cheap candidates are full or unreachable: this task still gets every device.
+      candidate_devices(graph, task, in_edges[task], schedule.worker, false, candidates);
+      chosen = choose(task, false);
+    }
+    const int best = chosen.worker;
+    const double best_start = chosen.start;
+    const double best_finish = chosen.finish;
+    const std::size_t best_position = chosen.position;
     if (best < 0) {
       schedule.unplaced = task;
       break;
@@ -130,6 +172,10 @@ Plan plan_earliest_finish(const TaskGraph& graph, const EarliestFinishOptions& o
   }
   plan.order = std::move(schedule.order);
   finish_plan(plan, graph, schedule.makespan);
+  if (schedule.fallback_tasks > 0) {
+    plan.notes["time_limit_reached"] = true;
+    plan.notes["fallback_tasks"] = schedule.fallback_tasks;
+  }
   return plan;
 }
 

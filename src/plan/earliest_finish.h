@@ -17,6 +17,9 @@ struct EarliestFinishOptions {
   bool insertion = true;
   /// The plan's strategy name, also used in errors.
   std::string planner = "heft";
+  /// Wall-clock seconds for the search over devices (0: no limit). Once spent, the remaining
+  /// tasks are appended to a producer's device or their fastest one (see fallback_tasks).
+  double time_limit_seconds = 0;
 };
 
 /// Restrictions beyond the task graph's own, as the MILP's warm start has them (a module of
@@ -37,6 +40,8 @@ struct EarliestFinishSchedule {
   std::vector<std::vector<int>> order;  ///< Per worker, its tasks by start time.
   double makespan = 0;
   int unplaced = -1;  ///< The first task that fitted nowhere (scheduling stopped there); -1.
+  /// Tasks placed by the cheap fallback after the time limit ran out (0: none).
+  std::size_t fallback_tasks = 0;
 };
 
 /// Puts each task, in the chosen order, on the worker where it finishes earliest, counting the
@@ -48,7 +53,8 @@ EarliestFinishSchedule schedule_earliest_finish(const TaskGraph& graph,
 
 /// Puts each task, in the chosen order, on the worker where it finishes earliest, counting the
 /// transfers of its inputs; workers without memory left for its weights are skipped. Throws
-/// Error naming the task when it fits nowhere.
+/// Error naming the task when it fits nowhere. When the time limit cut the search short, the
+/// plan's notes say so (time_limit_reached, fallback_tasks).
 Plan plan_earliest_finish(const TaskGraph& graph, const EarliestFinishOptions& options);
 
 }  // namespace cleave

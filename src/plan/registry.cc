@@ -76,11 +76,15 @@ const std::vector<PlannerEntry>& planners() {
                             const ScheduleOptions&) { return plan_met(graph, {}); })},
       {"greedy", kDiviml, "topological order, each task where it finishes earliest (appended)",
        false, false,
-       one_sample("greedy", [](const TaskGraph& graph,
-                               const ScheduleOptions&) { return plan_greedy(graph, {}); })},
+       one_sample("greedy",
+                  [](const TaskGraph& graph, const ScheduleOptions& options) {
+                    return plan_greedy(graph, {.time_limit_seconds = options.time_limit_seconds});
+                  })},
       {"heft", kDiviml, "heterogeneous earliest finish time, upward rank, insertion", false, false,
-       one_sample("heft", [](const TaskGraph& graph,
-                             const ScheduleOptions&) { return plan_heft(graph, {}); })},
+       one_sample("heft",
+                  [](const TaskGraph& graph, const ScheduleOptions& options) {
+                    return plan_heft(graph, {.time_limit_seconds = options.time_limit_seconds});
+                  })},
       {"annealing", kDiviml, "simulated annealing over assignments (seeded)", false, false,
        one_sample("annealing",
                   [](const TaskGraph& graph, const ScheduleOptions& options) {

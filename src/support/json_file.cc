@@ -3,6 +3,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -35,17 +36,45 @@ nlohmann::json read_json_file(const std::string& path, std::string_view what) {
   return parse_json_text(text.str(), path, what);
 }
 
+std::string json_exception_reason(const nlohmann::json::exception& error) {
+  // what() is "[json.exception.parse_error.101] parse error at line 1, column 2: ...".
+  std::string message = error.what();
+  if (message.starts_with("[json.exception.")) {
+    const std::size_t at = message.find("] ");
+    if (at != std::string::npos) message = message.substr(at + 2);
+  }
+  return message;
+}
+
 nlohmann::json parse_json_text(std::string_view text, const std::string& origin,
                                std::string_view what) {
   try {
     return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::out_of_range& e) {
+    // The parser's only out_of_range (406) is a number beyond a double, and it carries no
+    // position: find the token it quotes to say where it is.
+    const std::string reason = e.what();
+    const std::size_t open = reason.find('\'');
+    const std::size_t close = reason.rfind('\'');
+    const std::string token =
+        open != std::string::npos && close > open ? reason.substr(open + 1, close - open - 1) : "";
+    const std::size_t at = token.empty() ? std::string_view::npos : text.find(token);
+    if (at == std::string_view::npos) {
+      throw Error(
+          fmt::format("{}: number out of range in the {} (beyond a double's range)", origin, what));
+    }
+    const std::string_view before = text.substr(0, at);
+    const std::size_t line =
+        1 + static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n'));
+    const std::size_t line_start = before.rfind('\n');
+    const std::size_t column = at - (line_start == std::string_view::npos ? 0 : line_start + 1) + 1;
+    throw Error(fmt::format(
+        "{}: line {}, column {}: number out of range: {} is beyond a double's range (expected a "
+        "{})",
+        origin, line, column, token, what));
   } catch (const nlohmann::json::exception& e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 2: ...", or
-    // out_of_range.406 for a number like 1e400.
-    std::string message = e.what();
-    const std::size_t at = message.find("] ");
-    if (at != std::string::npos) message = message.substr(at + 2);
-    throw Error(fmt::format("{}: not valid JSON (expected a {}): {}", origin, what, message));
+    throw Error(fmt::format("{}: not valid JSON (expected a {}): {}", origin, what,
+                            json_exception_reason(e)));
   }
 }
 

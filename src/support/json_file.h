@@ -14,9 +14,14 @@ namespace cleave {
 /// Throws Error naming the file for a missing file, a folder, an unreadable file or bad JSON
 /// (with the parser's line and column).
 nlohmann::json read_json_file(const std::string& path, std::string_view what);
-/// Parses JSON text read from `origin` (a file name, for messages) as read_json_file does.
+/// Parses `text` as JSON read from `origin` (a file name); `what` says what it should be.
+/// Throws Error naming the origin, the line and column where known, and the reason in words
+/// (a number too large for a double is "number out of range"), never the parser's codes.
 nlohmann::json parse_json_text(std::string_view text, const std::string& origin,
                                std::string_view what);
+
+/// The reason an nlohmann exception gives, without its "[json.exception.kind.N] " prefix.
+std::string json_exception_reason(const nlohmann::json::exception& error);
 
 /// A value inside a JSON document together with where it is ("p.json: tasks[3].time[1]"), so
 /// that every typed getter can throw an Error naming the file, the field and the expectation.

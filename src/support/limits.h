@@ -49,6 +49,9 @@ inline constexpr int64_t kMaxStreamItems = 1000000;
 inline constexpr int64_t kMaxCapacityFactor = 1024;
 /// The most copies one `--fission` may split a filter into (each a branch of a split-join).
 inline constexpr int64_t kMaxFissionCopies = 1024;
+/// The largest ratio between the fastest and the slowest device of one machine: beyond it a
+/// plan's times overflow or underflow (a speed of 1e-300 made plans that `run` refused).
+inline constexpr double kMaxSpeedRatio = 1e6;
 
 /// Cores this process may run on (its affinity mask), at least 1.
 int cores_present();

@@ -5,9 +5,11 @@
 
 namespace cleave {
 
-Plan plan_greedy(const TaskGraph& graph, const GreedyOptions&) {
-  return plan_earliest_finish(
-      graph, {.upward_rank_order = false, .insertion = false, .planner = "greedy"});
+Plan plan_greedy(const TaskGraph& graph, const GreedyOptions& options) {
+  return plan_earliest_finish(graph, {.upward_rank_order = false,
+                                      .insertion = false,
+                                      .planner = "greedy",
+                                      .time_limit_seconds = options.time_limit_seconds});
 }
 
 }  // namespace cleave

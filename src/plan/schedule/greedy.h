@@ -6,7 +6,11 @@
 
 namespace cleave {
 
-struct GreedyOptions {};
+struct GreedyOptions {
+  /// Seconds for the search (0: none); the tasks left then are appended cheaply, and the
+  /// plan's notes say so (see EarliestFinishOptions).
+  double time_limit_seconds = 0;
+};
 
 /// The paper's greedy baseline: visits tasks in topological order (smallest index first among
 /// ready tasks) and appends each to the end of the worker where it would finish earliest,

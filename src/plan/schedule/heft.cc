@@ -6,8 +6,10 @@
 namespace cleave {
 
 Plan plan_heft(const TaskGraph& graph, const HeftOptions& options) {
-  return plan_earliest_finish(
-      graph, {.upward_rank_order = true, .insertion = options.insertion, .planner = "heft"});
+  return plan_earliest_finish(graph, {.upward_rank_order = true,
+                                      .insertion = options.insertion,
+                                      .planner = "heft",
+                                      .time_limit_seconds = options.time_limit_seconds});
 }
 
 }  // namespace cleave

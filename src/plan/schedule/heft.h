@@ -9,6 +9,9 @@ namespace cleave {
 struct HeftOptions {
   /// Let a task fill an idle gap between tasks already placed on a worker (classic HEFT).
   bool insertion = true;
+  /// Seconds for the search (0: none); the tasks left then are appended cheaply, and the
+  /// plan's notes say so (see EarliestFinishOptions).
+  double time_limit_seconds = 0;
 };
 
 /// Orders tasks by upward rank (mean time over devices plus the costliest path of mean edge

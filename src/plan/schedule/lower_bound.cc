@@ -1,6 +1,8 @@
 // The DiviML lower bound: closed-form bounds, and the module recursion with MILP subproblems.
 #include "plan/schedule/lower_bound.h"
 
+#include "plan/schedule/milp_problem.h"
+
 #include <fmt/core.h>
 #include <coin/CoinPackedMatrix.hpp>
 #include <coin/OsiClpSolverInterface.hpp>
@@ -13,6 +15,7 @@
 
 #include "ir/graph.h"
 #include "plan/schedule/milp.h"
+#include "plan/schedule/milp_problem.h"
 #include "plan/schedule/milp_split.h"
 #include "plan/schedule/modules.h"
 
@@ -45,8 +48,8 @@ double critical_path(const TaskGraph& graph) {
 }
 
 // The smallest C such that the tasks, split fractionally over the devices that can run them,
-// keep every device busy for at most C (an LP).
-double work_bound(const TaskGraph& graph) {
+// keep every device busy for at most C (an LP), within `seconds` (then a weaker closed form).
+double work_bound(const TaskGraph& graph, double seconds) {
   const std::size_t tasks = graph.tasks.size();
   const std::size_t devices = graph.machine.size();
   if (tasks == 0 || devices == 0) return 0;
@@ -57,6 +60,21 @@ double work_bound(const TaskGraph& graph) {
     double total = 0;
     for (const Task& task : graph.tasks) total += task.time[0];
     return total;
+  }
+  // Every device busy at most C does at least the fastest time of each task in total: the
+  // LP's optimum when all devices are alike, and the bound used where the LP (a column per
+  // task and device) would be too large to solve within a time limit.
+  double fastest_total = 0;
+  bool alike = true;
+  for (const Task& task : graph.tasks) {
+    fastest_total += fastest_time(task);
+    for (double time : task.time) alike = alike && time == task.time[0];
+  }
+  constexpr double kMaxLpColumns = 2e5;
+  const double spread = fastest_total / static_cast<double>(devices) * (1 - 1e-12);
+  if (alike || static_cast<double>(tasks) * static_cast<double>(devices) > kMaxLpColumns ||
+      !(seconds > 0)) {
+    return spread;
   }
   // Columns: share[i][d] in [0, 1] where the task can run, then C.
   std::vector<std::vector<int>> share(tasks, std::vector<int>(devices, -1));
@@ -108,14 +126,16 @@ double work_bound(const TaskGraph& graph) {
   solver.messageHandler()->setLogLevel(0);
   solver.loadProblem(rows, lower.data(), upper.data(), cost.data(), row_lower.data(),
                      row_upper.data());
+  // 200 tasks on 1,000 devices took Clp 10 s: past the limit the closed form answers.
+  solver.getModelPtr()->setMaximumSeconds(seconds);
   solver.initialSolve();
-  if (!solver.isProvenOptimal()) return 0;
+  if (!solver.isProvenOptimal()) return spread;
   // Clp's tolerances can leave the optimum a hair high; shave it so the bound stays valid.
   return std::max(0.0, solver.getObjValue() * unit * (1 - 1e-9));
 }
 
-double closed_form(const TaskGraph& graph) {
-  return std::max(critical_path(graph), work_bound(graph));
+double closed_form(const TaskGraph& graph, double seconds) {
+  return std::max(critical_path(graph), work_bound(graph, seconds));
 }
 
 class Recursion {
@@ -193,7 +213,9 @@ class Recursion {
       }
       const double second = bound(rest) + before;
       value = std::max(first, second);
-      if (!out_of_time()) value = std::max(value, closed_form(induced_subgraph(graph_, tasks)));
+      if (!out_of_time()) {
+        value = std::max(value, closed_form(induced_subgraph(graph_, tasks), seconds_left()));
+      }
     }
     memo_[tasks] = value;
     return value;
@@ -239,18 +261,23 @@ class Recursion {
     return result;
   }
 
+  double seconds_left() const {
+    return options_.time_limit_seconds -
+           std::chrono::duration<double>(Clock::now() - begin_).count();
+  }
+
   // OPT of a subgraph from below: the MILP's proven bound, never under the closed forms.
   double subproblem(const std::vector<int>& tasks) {
     const auto known = exact_.find(tasks);
     if (known != exact_.end()) return known->second;
     if (out_of_time()) return 0;
     const TaskGraph sub = induced_subgraph(graph_, tasks);
-    double value = closed_form(sub);
-    const double left =
-        options_.time_limit_seconds - std::chrono::duration<double>(Clock::now() - begin_).count();
+    double value = closed_form(sub, seconds_left());
+    const double left = seconds_left();
     // Building the MILP of a large subgraph (pairwise order variables) takes longer than any
     // time limit allows and cannot be interrupted: such subgraphs keep their closed forms.
-    const bool small = tasks.size() <= static_cast<std::size_t>(4 * options_.max_module_tasks);
+    const bool small = tasks.size() <= static_cast<std::size_t>(4 * options_.max_module_tasks) &&
+                       milp_detail::program_nonzeros(sub) <= milp_detail::kMaxProgramNonzeros;
     if (options_.use_milp && left > 0 && small) {
       MilpOptions milp = options_.subproblem;
       milp.time_limit_seconds = std::min(milp.time_limit_seconds, left);
@@ -294,7 +321,7 @@ LowerBoundResult makespan_lower_bound(const TaskGraph& graph, const LowerBoundOp
     }
   }
   result.critical_path = critical_path(graph);
-  result.work = work_bound(graph);
+  result.work = work_bound(graph, options.time_limit_seconds);
   result.makespan = std::max(result.critical_path, result.work);
   const auto spent = [&] { return std::chrono::duration<double>(Clock::now() - begin).count(); };
   if (options.use_milp && spent() >= options.time_limit_seconds) result.timed_out = true;

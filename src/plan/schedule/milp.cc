@@ -204,7 +204,8 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
   // Too little time for CBC to improve on the warm start; CBC 2.10 stopped within its
   // preprocessing also crashes now and then (CglPreProcess::postProcess), seen with the 0.05 s
   // solves MILP-SPLIT's modules get when the budget runs short.
-  if (warm && options.time_limit_seconds - seconds_since(begin) < kLeastSolverSeconds) {
+  if (warm && (options.time_limit_seconds - seconds_since(begin) < kLeastSolverSeconds ||
+               program_nonzeros(graph) > kMaxProgramNonzeros)) {
     return warm_result();
   }
   if (!(horizon > 0)) {

@@ -33,6 +33,13 @@ bool links_symmetric(const Machine& machine, std::size_t a, std::size_t b) {
 
 }  // namespace
 
+double program_nonzeros(const TaskGraph& graph) {
+  const double tasks = static_cast<double>(graph.tasks.size());
+  const double edges = static_cast<double>(graph.edges.size());
+  const double devices = static_cast<double>(graph.machine.size());
+  return edges * devices * devices * (devices + 4) + tasks * tasks * devices;
+}
+
 Problem make_problem(const TaskGraph& graph, const MilpRestrictions& restrictions) {
   Problem problem;
   problem.graph = &graph;

@@ -18,6 +18,13 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 using Clock = std::chrono::steady_clock;
 
 // The problem after applying the restrictions: who may run where, and from when.
+/// Roughly the nonzeros of the MILP of `graph`: a precedence row per edge and device pair, each
+/// over the producer's devices, and order rows per task pair and device.
+double program_nonzeros(const TaskGraph& graph);
+/// Beyond it the program takes longer to build than any time limit allows (100 devices made
+/// one lower-bound subproblem take 74 s): the warm start, or the closed forms, answer instead.
+inline constexpr double kMaxProgramNonzeros = 1e6;
+
 struct Problem {
   const TaskGraph* graph = nullptr;
   std::size_t tasks = 0;
