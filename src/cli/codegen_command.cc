@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_task_graph.h"
+#include "cli/option_limits.h"
 #include "codegen/cpp_emitter.h"
 #include "codegen/pytorch_emitter.h"
 #include "codegen/rank_cpp_emitter.h"
@@ -322,7 +323,8 @@ void register_codegen(CLI::App& app, CommandAction& action) {
       ->check(CLI::IsMember({"cpp", "pytorch", "streamit"}));
   command
       ->add_option("-o,--output", settings->output, "Folder to write (written whole or not at all)")
-      ->required();
+      ->required()
+      ->check(path_given());
   command->add_option("--plan", settings->plan,
                       "A plan file (cleave plan -o) or 'auto'; default: sequential with --threads");
   command->add_option("--stream", settings->stream,

@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_task_graph.h"
+#include "cli/option_limits.h"
 #include "plan/task_graph.h"
 #include "support/atomic_output.h"
 
@@ -49,7 +50,8 @@ void register_export_tasks(CLI::App& app, CommandAction& action) {
                    "Machine file (JSON, docs/formats.md): the devices, their speeds and links")
       ->required();
   command->add_option("-o,--output", options->output, "Task-graph JSON file to write")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(path_given());
   add_costs_option(command, options->costs);
   add_model_load_options(command, options->model);
   command->callback(

@@ -10,6 +10,7 @@
 
 #include "analysis/model_summary.h"
 #include "cli/commands.h"
+#include "cli/option_limits.h"
 #include "ir/verify.h"
 #include "modelgen/inception.h"
 #include "modelgen/rwnn.h"
@@ -34,7 +35,9 @@ struct CommonOptions {
 void add_common_options(CLI::App& command, CommonOptions& options, int64_t default_channels,
                         const std::string& channels_help) {
   options.channels = default_channels;
-  command.add_option("-o,--output", options.output, "ONNX file to write")->required();
+  command.add_option("-o,--output", options.output, "ONNX file to write")
+      ->required()
+      ->check(path_given());
   command.add_option("--seed", options.seed, "Seed of the weights (and structure)")
       ->capture_default_str();
   command.add_option("--channels", options.channels, channels_help)->capture_default_str();

@@ -7,6 +7,7 @@
 #include "analysis/graph_dot.h"
 #include "analysis/model_summary.h"
 #include "cli/commands.h"
+#include "cli/option_limits.h"
 #include "onnx/atomic_file.h"
 #include "onnx/onnx_import.h"
 
@@ -52,10 +53,13 @@ void register_inspect(CLI::App& app, CommandAction& action) {
       "Report a model's size, FLOPs, op histogram and static critical path (Ramiel weights)");
   command->add_option("model", options->model, "ONNX model file")->required();
   command->add_flag("--json", options->json, "Print every number as JSON instead of the report");
-  command->add_option("--dot", options->dot_path,
-                      "Write a Graphviz DOT drawing, critical path in red");
-  command->add_option("--svg", options->svg_path, "Render the drawing to SVG (needs Graphviz)");
-  command->add_option("--png", options->png_path, "Render the drawing to PNG (needs Graphviz)");
+  command
+      ->add_option("--dot", options->dot_path, "Write a Graphviz DOT drawing, critical path in red")
+      ->check(path_given());
+  command->add_option("--svg", options->svg_path, "Render the drawing to SVG (needs Graphviz)")
+      ->check(path_given());
+  command->add_option("--png", options->png_path, "Render the drawing to PNG (needs Graphviz)")
+      ->check(path_given());
   command->callback([&action, options] { action = [options] { return run_inspect(*options); }; });
 }
 

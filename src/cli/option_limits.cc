@@ -75,4 +75,12 @@ CLI::Validator finite_in(double minimum, double maximum) {
       fmt::format("NUMBER in [{}, {}]", minimum, maximum));
 }
 
+CLI::Validator path_given() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return text.empty() ? "expected a path, got an empty one ('')" : "";
+      },
+      "PATH");
+}
+
 }  // namespace cleave

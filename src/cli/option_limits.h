@@ -21,4 +21,8 @@ CLI::Validator timeout_seconds();
 /// A finite number in [minimum, maximum].
 CLI::Validator finite_in(double minimum, double maximum);
 
+/// A file or folder path that is not empty: `-o ''` is a slip (an unset variable), not a wish to
+/// write nothing, and would otherwise be read as "not given".
+CLI::Validator path_given();
+
 }  // namespace cleave

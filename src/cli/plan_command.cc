@@ -180,8 +180,10 @@ void register_plan(CLI::App& app, CommandAction& action) {
   command->add_option("--machine", settings->machine,
                       "Machine file whose devices are the workers (e.g. MPI ranks: speed, "
                       "memory, links); replaces --workers; plans must fit each device's memory");
-  command->add_option("-o,--output", settings->output, "Write the plan as JSON");
-  command->add_option("--gantt", settings->gantt, "Write the predicted timeline as a Gantt SVG");
+  command->add_option("-o,--output", settings->output, "Write the plan as JSON")
+      ->check(path_given());
+  command->add_option("--gantt", settings->gantt, "Write the predicted timeline as a Gantt SVG")
+      ->check(path_given());
   command->add_flag("--json", settings->json, "Print the plan as JSON");
   command->callback([settings, &action] { action = [settings] { return run_plan(*settings); }; });
 }
@@ -202,7 +204,8 @@ void register_profile(CLI::App& app, CommandAction& action) {
       ->default_val(10)
       ->check(integer_in(1, kMaxRounds));
   command->add_flag("--no-cache", settings->no_cache, "Measure even if a cached table exists");
-  command->add_option("-o,--output", settings->output, "Write the cost table as JSON");
+  command->add_option("-o,--output", settings->output, "Write the cost table as JSON")
+      ->check(path_given());
   command->add_option("--top", settings->top, "Nodes listed")->default_val(15);
   command->add_flag("--json", settings->json, "Print the cost table as JSON");
   command->callback(

@@ -411,8 +411,10 @@ void register_run(CLI::App& app, CommandAction& action) {
       "name=file.npy for a graph input (repeatable); others get seeded random values");
   command->add_option("--shape", settings->shapes,
                       "name=d0,d1,... fixes an input's symbolic dims (repeatable)");
-  command->add_option("--output-dir", settings->output_dir,
-                      "Write every graph output as DIR/<name>.npy");
+  command
+      ->add_option("--output-dir", settings->output_dir,
+                   "Write every graph output as DIR/<name>.npy")
+      ->check(path_given());
   command->add_option("--seed", settings->seed, "Seed of the random inputs")->default_val(0);
   command
       ->add_option("--threads", settings->threads,
@@ -480,10 +482,12 @@ void register_run(CLI::App& app, CommandAction& action) {
   command->add_flag("--keep-loaded-weights", settings->keep_loaded_weights,
                     "Under mpirun: keep each weight as loaded after the kernels packed their "
                     "copy (by default it is freed; for measuring what that saves)");
-  command->add_option("--trace", settings->trace_file,
-                      "Write the last parallel run as Chrome-trace JSON");
-  command->add_option("--gantt", settings->gantt_file,
-                      "Write the last parallel run as a Gantt SVG");
+  command
+      ->add_option("--trace", settings->trace_file,
+                   "Write the last parallel run as Chrome-trace JSON")
+      ->check(path_given());
+  command->add_option("--gantt", settings->gantt_file, "Write the last parallel run as a Gantt SVG")
+      ->check(path_given());
   command->callback([settings, &action] { action = [settings] { return run_model(*settings); }; });
 }
 

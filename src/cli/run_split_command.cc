@@ -22,8 +22,10 @@ void register_run_split(CLI::App& app, CommandAction& action) {
   command->add_option("--seed", settings->seed, "Seed of the random inputs")->default_val(0);
   command->add_option("--model", settings->model,
                       "The model that was split: refuse DIR when its fingerprint differs");
-  command->add_option("--output-dir", settings->output_dir,
-                      "Rank 0 writes every graph output as DIR/<name>.npy");
+  command
+      ->add_option("--output-dir", settings->output_dir,
+                   "Rank 0 writes every graph output as DIR/<name>.npy")
+      ->check(path_given());
   command->add_option("--warmup", settings->warmup, "Untimed runs first")
       ->default_val(0)
       ->check(CLI::NonNegativeNumber);

@@ -348,8 +348,10 @@ void register_schedule(CLI::App& app, CommandAction& action) {
                     "chain back to back; smaller programs for milp and milp-split. The lower "
                     "bound stays the one of the uncontracted graph");
   command->add_flag("--no-bound", options->skip_bound, "Do not compute the lower bound");
-  command->add_option("-o,--output", options->plan_path, "Write the plan JSON here");
-  command->add_option("--gantt", options->gantt_path, "Write an SVG Gantt chart here");
+  command->add_option("-o,--output", options->plan_path, "Write the plan JSON here")
+      ->check(path_given());
+  command->add_option("--gantt", options->gantt_path, "Write an SVG Gantt chart here")
+      ->check(path_given());
   command->add_flag("--json", options->json, "Print the report as JSON");
   command->callback([&action, options] { action = [options] { return run_schedule(*options); }; });
 }

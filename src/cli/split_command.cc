@@ -8,6 +8,7 @@
 
 #include "analysis/graph_dot.h"
 #include "cli/commands.h"
+#include "cli/option_limits.h"
 #include "cost/cost_table.h"
 #include "machine/machine.h"
 #include "pipeline/load.h"
@@ -230,11 +231,14 @@ void register_split(CLI::App& app, CommandAction& action) {
                       "rates, default), static, or flops (FLOPs at the split's 10 GFLOP/s)");
   command->add_option("--shape", o->shapes, "Fix an input shape: NAME=D,D,..");
   command->add_option("-o,--output", o->output, "Folder to write (whole or not at all)")
-      ->required();
+      ->required()
+      ->check(path_given());
   command->add_flag("--force", o->force,
                     "Replace an existing non-empty output folder (never one holding an input)");
-  command->add_option("--dot", o->dot, "Write the partitioned graph as Graphviz dot");
-  command->add_option("--svg", o->svg, "Write the partitioned graph as SVG (needs dot)");
+  command->add_option("--dot", o->dot, "Write the partitioned graph as Graphviz dot")
+      ->check(path_given());
+  command->add_option("--svg", o->svg, "Write the partitioned graph as SVG (needs dot)")
+      ->check(path_given());
   command->add_option("--link-gbits", o->link_gbits,
                       "Link speed of the default cost model, Gbit/s (default 1)");
   command->add_option("--fuse-depth", o->fuse_depth,

@@ -472,8 +472,10 @@ void register_stream(CLI::App& app, CommandAction& action) {
                       "stream (prints its SSA instructions, the stream and the replication)");
   command->add_flag("--json", options->json, "Print the program as JSON");
   command->add_flag("--text", options->text, "Print the program as StreamIt-like text (default)");
-  command->add_option("--dot", options->dot, "Also write the stream as Graphviz DOT to this file");
-  command->add_option("--svg", options->svg, "Also render the stream as SVG to this file");
+  command->add_option("--dot", options->dot, "Also write the stream as Graphviz DOT to this file")
+      ->check(path_given());
+  command->add_option("--svg", options->svg, "Also render the stream as SVG to this file")
+      ->check(path_given());
   command
       ->add_option("--stages", options->stages,
                    "Converting a model: cut it into K contiguous stages balanced by FLOPs, one "
@@ -522,7 +524,8 @@ void register_stream(CLI::App& app, CommandAction& action) {
       ->check(integer_in(1, kMaxCapacityFactor))
       ->capture_default_str();
   run->add_option("--output-dir", options->output_dir,
-                  "Write the output items stacked as DIR/output.npy");
+                  "Write the output items stacked as DIR/output.npy")
+      ->check(path_given());
   run->add_option("--fission", options->fission,
                   "NAME=COPIES:GRANULARITY: split the row-wise model filter NAME into COPIES "
                   "round-robin copies of GRANULARITY rows each (repeatable)");
@@ -542,7 +545,8 @@ void register_stream(CLI::App& app, CommandAction& action) {
       ->check(CLI::IsMember({"balanced", "greedy", "contiguous"}))
       ->capture_default_str();
   run->add_option("--trace", options->trace,
-                  "Write every firing (worker, start, end) as a Chrome trace to this file");
+                  "Write every firing (worker, start, end) as a Chrome trace to this file")
+      ->check(path_given());
   run->add_flag("--no-replicate", options->by_reference,
                 "Converting a model: pass shared values by reference instead of replicating "
                 "their nodes");
