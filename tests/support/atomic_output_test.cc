@@ -16,20 +16,12 @@ namespace cleave {
 namespace {
 
 namespace fs = std::filesystem;
+using support_testing::error_of;
 using support_testing::read_all;
 using support_testing::Scratch;
 using support_testing::write_all;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 TEST(AtomicFile, WritesAndReplacesAFile) {
   Scratch scratch;

@@ -12,20 +12,12 @@
 namespace cleave {
 namespace {
 
+using support_testing::error_of;
 using support_testing::Scratch;
 using support_testing::write_all;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 TEST(JsonNumbers, AnOverflowingNumberIsNamedWithItsLineAndColumn) {
   Scratch scratch;

@@ -10,20 +10,13 @@
 #include <string>
 
 #include "ir/graph.h"
+#include "support_test_util.h"
 
 namespace cleave {
 namespace {
 
+using support_testing::error_of;
 using ::testing::HasSubstr;
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 TEST(Limits, IntegersOutsideTheirRangeSayTheRange) {
   EXPECT_EQ(integer_problem(1, 1, 10), "");

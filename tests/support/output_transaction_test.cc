@@ -19,21 +19,13 @@ namespace cleave {
 namespace {
 
 namespace fs = std::filesystem;
+using support_testing::error_of;
 using support_testing::read_all;
 using support_testing::Scratch;
 using support_testing::write_all;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using Existing = FolderRules::Existing;
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 // Runs the test body in `folder`, going back to the previous working directory afterwards.
 class InFolder {

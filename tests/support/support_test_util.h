@@ -5,9 +5,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <string>
+
+#include "support/error.h"
 
 namespace cleave::support_testing {
 
@@ -50,6 +53,16 @@ inline std::string read_all(const std::string& path) {
 
 inline void write_all(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
+}
+
+/// The message of the cleave::Error that `action` throws, or "<no error>".
+inline std::string error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
 }
 
 }  // namespace cleave::support_testing
