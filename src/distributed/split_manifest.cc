@@ -1,4 +1,4 @@
-// Split manifests: parsing, path confinement to the folder, and consistency of the transfers.
+// A split folder's manifest for the ranks: the one reader, then sub-model paths confined.
 #include "distributed/split_manifest.h"
 
 #include <fmt/core.h>
@@ -34,43 +34,16 @@ std::string confined_path(const std::string& folder, const std::string& relative
 
 }  // namespace
 
-RankSplitManifest read_split_manifest(const std::string& folder) {
+SplitManifest read_split_manifest(const std::string& folder) {
   const std::string file = (fs::path(folder) / "manifest.json").string();
-  // Every field and every transfer is checked by the one manifest reader; here the sub-model
-  // paths are confined to the folder and the steps take the ranks' form.
-  const SplitManifest read = read_manifest(file);
-  RankSplitManifest manifest;
-  manifest.folder = folder;
-  manifest.model = read.model;
-  manifest.fingerprint = read.fingerprint;
-  manifest.machines = read.machines;
-  for (const ManifestTensor& t : read.inputs) manifest.inputs.push_back({t.name, t.dtype, t.shape});
-  for (const ManifestTensor& t : read.outputs)
-    manifest.outputs.push_back({t.name, t.dtype, t.shape});
-  for (int m = 0; m < read.machines; ++m) {
-    std::vector<SplitStep>& steps = manifest.steps.emplace_back();
-    for (std::size_t i = 0; i < read.steps[m].size(); ++i) {
-      const ManifestStep& s = read.steps[m][i];
-      SplitStep step;
-      if (s.kind == ManifestStep::Kind::kRun) {
-        step.kind = SplitStep::Kind::kRun;
-        step.model = confined_path(folder, s.model, fmt::format("{}: steps[{}][{}]", file, m, i));
-        step.inputs = s.inputs;
-        step.outputs = s.outputs;
-      } else {
-        step.kind =
-            s.kind == ManifestStep::Kind::kSend ? SplitStep::Kind::kSend : SplitStep::Kind::kRecv;
-        step.peer = s.peer;
-        step.tensor = s.tensor;
-        for (const Interval& interval : s.region)
-          step.region.emplace_back(interval.begin, interval.end);
-        step.name = s.name;
-        step.dtype = s.dtype;
-        step.shape = s.shape;
-        step.bytes = s.bytes;
-        step.tag = s.tag;
-      }
-      steps.push_back(std::move(step));
+  // Every field and every transfer is checked by the one manifest reader; what the ranks add is
+  // that a sub-model cannot be read from outside the folder.
+  SplitManifest manifest = read_manifest(file);
+  for (int m = 0; m < manifest.machines; ++m) {
+    for (std::size_t i = 0; i < manifest.steps[m].size(); ++i) {
+      ManifestStep& step = manifest.steps[m][i];
+      if (step.kind != ManifestStep::Kind::kRun) continue;
+      step.model = confined_path(folder, step.model, fmt::format("{}: steps[{}][{}]", file, m, i));
     }
   }
   return manifest;

@@ -26,6 +26,7 @@
 #include "runtime/executor.h"
 #include "runtime/npy.h"
 #include "runtime/random_inputs.h"
+#include "spatial/region.h"
 #include "support/atomic_output.h"
 #include "support/limits.h"
 #include "support/timing.h"
@@ -36,55 +37,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The dense copy of `region` of a plain row-major tensor, after a message header, into
-// `buffer` (made, or made again when its size differs).
-void pack_region(const Tensor& tensor, const std::vector<std::pair<int64_t, int64_t>>& region,
-                 const MessageHeader& header, const std::string& where,
-                 std::shared_ptr<Buffer>& buffer) {
-  const std::vector<int64_t>& shape = tensor.shape();
-  if (region.size() != shape.size()) {
-    throw Error(fmt::format("{}: region has {} dimensions, the tensor {}", where, region.size(),
-                            tensor.describe()));
-  }
-  for (std::size_t d = 0; d < shape.size(); ++d) {
-    if (region[d].first < 0 || region[d].second > shape[d] || region[d].first > region[d].second) {
-      throw Error(fmt::format("{}: region [{}, {}) of dimension {} is outside {}", where,
-                              region[d].first, region[d].second, d, tensor.describe()));
-    }
-  }
-  const std::size_t bytes = kMessagePrefixBytes + header.payload_bytes;
-  if (!buffer || buffer->size() != bytes) buffer = std::make_shared<Buffer>(bytes);
-  std::memcpy(buffer->data(), &header, sizeof header);
-  const std::size_t element = element_size(tensor.dtype());
-  std::byte* out = buffer->data() + kMessagePrefixBytes;
-  if (header.payload_bytes == 0) return;
-  const auto* in = static_cast<const std::byte*>(tensor.raw());
-  const std::vector<int64_t> strides = tensor.strides();
-  const std::size_t rank = shape.size();
-  if (rank == 0) {
-    std::memcpy(out, in, element);
-    return;
-  }
-  // Copies rows of the last dimension; `index` walks the region's other dimensions.
-  const std::size_t row =
-      static_cast<std::size_t>(region[rank - 1].second - region[rank - 1].first) * element;
-  std::vector<int64_t> index(rank, 0);
-  for (std::size_t d = 0; d < rank; ++d) index[d] = region[d].first;
-  while (true) {
-    int64_t offset = 0;
-    for (std::size_t d = 0; d < rank; ++d) offset += index[d] * strides[d];
-    std::memcpy(out, in + offset * static_cast<int64_t>(element), row);
-    out += row;
-    // An odometer over the dimensions before the last.
-    int d = static_cast<int>(rank) - 2;
-    for (; d >= 0; --d) {
-      if (++index[d] < region[d].second) break;
-      index[d] = region[d].first;
-    }
-    if (d < 0) return;
-  }
-}
-
 // What the run reads (the manifest, --input files, --model), so that no output replaces it.
 std::vector<std::string> files_read(const SplitRunSettings& settings) {
   std::vector<std::string> files = {
@@ -94,7 +46,7 @@ std::vector<std::string> files_read(const SplitRunSettings& settings) {
 }
 
 struct Prepared {
-  RankSplitManifest manifest;
+  SplitManifest manifest;
   // Per step of this rank (run steps only), held by the executor contract as `run` holds it.
   std::vector<std::unique_ptr<ExecutorInterface>> executors;
   std::vector<std::vector<std::string>> run_outputs;  // Per step: the sub-model's output names.
@@ -113,21 +65,22 @@ struct Prepared {
 // Which values of this rank's steps die after each step: a value's last reader (or its
 // producer, when nothing reads it), except the outputs, which the run returns.
 std::vector<std::vector<std::string>> dead_after_steps(
-    const std::vector<SplitStep>& steps, const std::vector<std::vector<std::string>>& run_outputs,
-    const std::vector<SplitTensor>& outputs) {
+    const std::vector<ManifestStep>& steps,
+    const std::vector<std::vector<std::string>>& run_outputs,
+    const std::vector<ManifestTensor>& outputs) {
   std::map<std::string, std::size_t> last;
   for (std::size_t i = 0; i < steps.size(); ++i) {
-    const SplitStep& step = steps[i];
-    if (step.kind == SplitStep::Kind::kRun) {
+    const ManifestStep& step = steps[i];
+    if (step.kind == ManifestStep::Kind::kRun) {
       for (const std::string& name : step.inputs) last[name] = i;
       for (const std::string& name : run_outputs[i]) last[name] = i;
-    } else if (step.kind == SplitStep::Kind::kSend) {
+    } else if (step.kind == ManifestStep::Kind::kSend) {
       last[step.tensor] = i;
     } else {
       last[step.name] = i;
     }
   }
-  for (const SplitTensor& output : outputs) last.erase(output.name);
+  for (const ManifestTensor& output : outputs) last.erase(output.name);
   std::vector<std::vector<std::string>> dead(steps.size());
   for (const auto& [name, step] : last) dead[step].push_back(name);
   return dead;
@@ -137,13 +90,13 @@ std::vector<std::vector<std::string>> dead_after_steps(
 // graph output's dtype and shape, or for a value this rank sends later, the send's dtype and a
 // shape that holds the region. Checked before any run, since a wrong one gives garbage, not an
 // error (the bytes are sent and written as the manifest's type).
-void check_step_outputs(const Graph& graph, const RankSplitManifest& manifest,
-                        const std::vector<SplitStep>& steps, std::size_t index) {
+void check_step_outputs(const Graph& graph, const SplitManifest& manifest,
+                        const std::vector<ManifestStep>& steps, std::size_t index) {
   const std::string& model = steps[index].model;
   for (ValueId id : graph.outputs()) {
     const Value& value = graph.value(id);
     const std::string type = print_type(value.dtype, value.shape);
-    for (const SplitTensor& output : manifest.outputs) {
+    for (const ManifestTensor& output : manifest.outputs) {
       if (output.name != value.name) continue;
       if (value.dtype != output.dtype ||
           (value.shape.is_static() && value.shape.sizes() != output.shape)) {
@@ -155,12 +108,12 @@ void check_step_outputs(const Graph& graph, const RankSplitManifest& manifest,
       }
     }
     for (std::size_t k = index + 1; k < steps.size(); ++k) {
-      const SplitStep& send = steps[k];
-      if (send.kind != SplitStep::Kind::kSend || send.tensor != value.name) continue;
+      const ManifestStep& send = steps[k];
+      if (send.kind != ManifestStep::Kind::kSend || send.tensor != value.name) continue;
       bool holds = value.shape.rank_known && value.shape.rank() == send.region.size();
       for (std::size_t d = 0; holds && d < send.region.size(); ++d) {
         const Dim& dim = value.shape.dims[d];
-        holds = !dim.is_known() || send.region[d].second <= dim.size;
+        holds = !dim.is_known() || send.region[d].end <= dim.size;
       }
       if (value.dtype != send.dtype || !holds) {
         std::vector<std::string> region;
@@ -182,7 +135,7 @@ void prepare(const SplitRunSettings& settings, const MpiSession& session, Prepar
     prepared.output_folder.emplace(
         settings.output_dir, FolderRules{FolderRules::Existing::kMerge, files_read(settings)});
   prepared.manifest = read_split_manifest(settings.folder);
-  const RankSplitManifest& manifest = prepared.manifest;
+  const SplitManifest& manifest = prepared.manifest;
   if (manifest.machines != session.size()) {
     throw Error(
         fmt::format("{}: the split is for {} machines, but {} ranks were started (run it "
@@ -210,7 +163,7 @@ void prepare(const SplitRunSettings& settings, const MpiSession& session, Prepar
   prepared.threads =
       choose_rank_threads(settings.threads, settings.fixed_threads, session.ranks_on_host());
   for (std::size_t i = 0; i < steps.size(); ++i) {
-    if (steps[i].kind != SplitStep::Kind::kRun) continue;
+    if (steps[i].kind != ManifestStep::Kind::kRun) continue;
     LoadOptions load;
     Graph graph = load_model(steps[i].model, load);
     for (ValueId output : graph.outputs())
@@ -237,7 +190,7 @@ void prepare(const SplitRunSettings& settings, const MpiSession& session, Prepar
   std::map<std::string, Tensor> given;
   for (const auto& [name, file] : input_file_specs(settings.inputs)) given[name] = read_npy(file);
   for (std::size_t index = 0; index < manifest.inputs.size(); ++index) {
-    const SplitTensor& input = manifest.inputs[index];
+    const ManifestTensor& input = manifest.inputs[index];
     auto found = given.find(input.name);
     if (found != given.end()) {
       if (found->second.dtype() != input.dtype || found->second.shape() != input.shape) {
@@ -271,7 +224,7 @@ std::map<std::string, Tensor> run_steps(Prepared& prepared, const MpiSession& se
   std::vector<MPI_Request> receives(steps.size(), MPI_REQUEST_NULL);
   std::vector<std::shared_ptr<Buffer>>& buffers = prepared.message_buffers;
   for (std::size_t i = 0; i < steps.size(); ++i) {
-    if (steps[i].kind != SplitStep::Kind::kRecv) continue;
+    if (steps[i].kind != ManifestStep::Kind::kRecv) continue;
     const std::size_t bytes = kMessagePrefixBytes + static_cast<std::size_t>(steps[i].bytes);
     if (!buffers[i] || buffers[i]->size() != bytes) buffers[i] = std::make_shared<Buffer>(bytes);
     int code = MPI_Irecv(buffers[i]->data(), static_cast<int>(bytes), MPI_BYTE, steps[i].peer,
@@ -284,9 +237,9 @@ std::map<std::string, Tensor> run_steps(Prepared& prepared, const MpiSession& se
   };
   std::vector<Sent> sends;
   for (std::size_t i = 0; i < steps.size(); ++i) {
-    const SplitStep& step = steps[i];
+    const ManifestStep& step = steps[i];
     const std::string where = fmt::format("machine {} step {}", session.rank(), i);
-    if (step.kind == SplitStep::Kind::kRun) {
+    if (step.kind == ManifestStep::Kind::kRun) {
       std::map<std::string, Tensor> inputs;
       for (const std::string& name : step.inputs) {
         auto found = values.find(name);
@@ -298,15 +251,19 @@ std::map<std::string, Tensor> run_steps(Prepared& prepared, const MpiSession& se
       std::vector<Tensor> outputs = prepared.executors[i]->run(inputs);
       for (std::size_t k = 0; k < outputs.size(); ++k)
         values[prepared.run_outputs[i][k]] = std::move(outputs[k]);
-    } else if (step.kind == SplitStep::Kind::kSend) {
+    } else if (step.kind == ManifestStep::Kind::kSend) {
       auto found = values.find(step.tensor);
       if (found == values.end())
         throw Error(fmt::format("{}: tensor '{}' to send does not exist yet", where, step.tensor));
       MessageHeader header = make_header(step.tag, run, step.dtype, step.shape);
       Sent sent;
       sent.step = i;
+      // The region goes straight into the message after its header.
       std::shared_ptr<Buffer>& buffer = buffers[i];
-      pack_region(found->second, step.region, header, where, buffer);
+      const std::size_t bytes = kMessagePrefixBytes + header.payload_bytes;
+      if (!buffer || buffer->size() != bytes) buffer = std::make_shared<Buffer>(bytes);
+      std::memcpy(buffer->data(), &header, sizeof header);
+      copy_region(found->second, step.region, buffer->data() + kMessagePrefixBytes, where);
       int code = MPI_Isend(buffer->data(), static_cast<int>(buffer->size()), MPI_BYTE, step.peer,
                            step.tag, session.comm(), &sent.request);
       if (code != MPI_SUCCESS) throw Error("MPI_Isend failed: " + mpi_error_text(code));
@@ -339,7 +296,7 @@ std::map<std::string, Tensor> run_steps(Prepared& prepared, const MpiSession& se
     for (const std::string& name : prepared.dead_after[i]) values.erase(name);
   }
   for (Sent& sent : sends) {
-    const SplitStep& step = steps[sent.step];
+    const ManifestStep& step = steps[sent.step];
     wait_until(
         sent.request, deadline_after(settings.rank_timeout_seconds),
         [&] {
@@ -424,7 +381,7 @@ int run_split_on_ranks(const SplitRunSettings& settings) {
   report["per_rank"] = ranks;
   // Every output checked present before the first file is written.
   std::vector<std::pair<std::string, Tensor>> outputs;
-  for (const SplitTensor& output : prepared.manifest.outputs) {
+  for (const ManifestTensor& output : prepared.manifest.outputs) {
     auto found = values.find(output.name);
     if (found == values.end()) {
       throw Error(fmt::format("{}: output '{}' is not on rank 0 after its last step",

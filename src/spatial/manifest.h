@@ -15,7 +15,9 @@ struct ManifestStep {
   enum class Kind { kRun, kSend, kRecv };
   Kind kind = Kind::kRun;
   // run
-  std::string model;  ///< Sub-model file, relative to the split folder.
+  /// Sub-model file, relative to the split folder (read_split_manifest, for the ranks: the
+  /// file's absolute path, checked to lie inside the folder).
+  std::string model;
   std::vector<std::string> inputs;
   std::vector<std::string> outputs;
   std::vector<NodeId> nodes;  ///< The partitioned graph's nodes it runs (not written out).

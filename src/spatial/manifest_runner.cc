@@ -1,42 +1,13 @@
 // The single-process manifest interpreter (what an MPI rank does, all ranks in one loop).
 #include "spatial/manifest_runner.h"
 
-#include <cstring>
 #include <memory>
 
 #include "onnx/onnx_import.h"
 #include "runtime/executor.h"
+#include "spatial/region.h"
 
 namespace cleave {
-
-Tensor copy_region(const Tensor& tensor, const Box& box) {
-  if (tensor.is_blocked()) throw Error("copy_region: tensor is not plain");
-  if (box.size() != tensor.rank()) throw Error("copy_region: region rank differs from tensor's");
-  for (std::size_t d = 0; d < box.size(); ++d)
-    if (box[d].begin < 0 || box[d].end > tensor.dim(d) || box[d].begin > box[d].end)
-      throw Error("copy_region: region " + print_box(box) + " outside " + tensor.describe());
-  Tensor out = Tensor::allocate(tensor.dtype(), box_sizes(box));
-  const std::size_t elem = element_size(tensor.dtype());
-  const std::size_t rank = box.size();
-  if (out.element_count() == 0) return out;
-  const std::vector<int64_t> strides = tensor.strides();
-  // Copy whole innermost rows at once.
-  const std::size_t row = static_cast<std::size_t>(rank ? box[rank - 1].size() : 1) * elem;
-  const int64_t rows = rank ? out.element_count() / box[rank - 1].size() : 1;
-  std::vector<int64_t> index(rank, 0);
-  const auto* src = static_cast<const std::byte*>(tensor.raw());
-  auto* dst = static_cast<std::byte*>(out.raw());
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t offset = 0;
-    for (std::size_t d = 0; d < rank; ++d) offset += (box[d].begin + index[d]) * strides[d];
-    std::memcpy(dst + r * row, src + offset * elem, row);
-    for (std::size_t d = rank - 1; d-- > 0;) {
-      if (++index[d] < box[d].size()) break;
-      index[d] = 0;
-    }
-  }
-  return out;
-}
 
 SubmodelLoader folder_loader(const std::string& folder) {
   return [folder](const std::string& model) {
@@ -80,7 +51,7 @@ std::map<std::string, Tensor> run_manifest(const SplitManifest& manifest,
           auto it = env[m].find(s.tensor);
           if (it == env[m].end())
             throw Error(where(m, pc[m]) + ": sends '" + s.tensor + "', which it does not have");
-          mailbox[s.tag] = copy_region(it->second, s.region);
+          mailbox[s.tag] = copy_region(it->second, s.region, where(m, pc[m]));
         } else {
           auto& executor = executors[s.model];
           if (!executor) executor = std::make_unique<Executor>(load(s.model));

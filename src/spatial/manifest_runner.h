@@ -11,9 +11,6 @@
 
 namespace cleave {
 
-/// The elements of a plain tensor inside `box` (its own coordinates), as a new plain tensor.
-Tensor copy_region(const Tensor& tensor, const Box& box);
-
 /// Gives the graph of a run step's sub-model (by its file name).
 using SubmodelLoader = std::function<Graph(const std::string& model)>;
 

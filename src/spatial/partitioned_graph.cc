@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include "spatial/region.h"
 #include "spatial/region_rules.h"
 
 namespace cleave {
@@ -16,22 +17,9 @@ TensorData slice_tensor_data(const TensorData& data, const Box& box) {
   const std::size_t elem = element_size(data.dtype);
   if (!data.bytes || elem == 0) throw Error("split: cannot slice a constant without data");
   const std::vector<int64_t> out_sizes = box_sizes(box);
-  const std::size_t rank = data.dims.size();
   auto raw =
       std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(box_elements(box)) * elem);
-  std::vector<int64_t> strides(rank, 1);
-  for (std::size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * data.dims[d];
-  std::vector<int64_t> index(rank, 0);
-  const std::size_t total = static_cast<std::size_t>(box_elements(box));
-  for (std::size_t k = 0; k < total; ++k) {
-    int64_t offset = 0;
-    for (std::size_t d = 0; d < rank; ++d) offset += (box[d].begin + index[d]) * strides[d];
-    std::memcpy(raw->data() + k * elem, data.bytes->data() + offset * elem, elem);
-    for (std::size_t d = rank; d-- > 0;) {
-      if (++index[d] < out_sizes[d]) break;
-      index[d] = 0;
-    }
-  }
+  copy_box(data.bytes->data(), data.dims, elem, box, raw->data());
   return TensorData{data.dtype, out_sizes, std::move(raw), nullptr};
 }
 
