@@ -1,0 +1,399 @@
+// `cleave run`'s driver: load, prepare, the timed runs, and the report of what they did.
+#include "pipeline/model_run.h"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <sys/resource.h>
+
+#include "distributed/rank_run.h"
+#include "pipeline/layout_choice.h"
+#include "pipeline/load.h"
+#include "pipeline/model_plan.h"
+#include "plan/simulator.h"
+#include "runtime/executor.h"
+#include "runtime/npy.h"
+#include "runtime/parallel_executor.h"
+#include "runtime/random_inputs.h"
+#include "support/error.h"
+#include "support/timing.h"
+#include "viz/gantt.h"
+
+namespace cleave {
+
+namespace {
+
+std::map<std::string, Tensor> gather_inputs(const Graph& graph, const ModelRunSettings& settings,
+                                            uint64_t seed) {
+  std::map<std::string, Tensor> inputs;
+  for (const auto& [name, file] : input_file_specs(settings.inputs)) inputs[name] = read_npy(file);
+  std::map<std::string, Tensor> random = random_inputs(graph, seed);
+  for (auto& [name, tensor] : random) {
+    if (!inputs.count(name)) inputs[name] = std::move(tensor);
+  }
+  return inputs;
+}
+
+// The process's resident-memory high-water mark so far; Linux reports it in KiB.
+std::size_t peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<std::size_t>(usage.ru_maxrss) * 1024;
+}
+
+const ModelPlan& plan_of(const ModelRun& run) {
+  static const ModelPlan kNoPlan;
+  return run.prepared.plan ? *run.prepared.plan : kNoPlan;
+}
+
+// The recipe of the run before its threads are fitted to the host.
+RunRecipe recipe_for(const ModelRunSettings& settings) {
+  RunRecipe recipe;
+  if (settings.plan == "auto") {
+    recipe.strategy = "auto";
+  } else {
+    recipe.plan_file = settings.plan;
+  }
+  recipe.collect_stats = settings.stats;
+  recipe.plain_layouts = settings.plain_layouts;
+  recipe.layouts = settings.layouts;
+  recipe.costs = settings.costs;
+  recipe.workers = settings.workers;
+  recipe.threads_per_worker = settings.threads_per_worker;
+  recipe.samples = settings.samples;
+  recipe.auto_check = !settings.no_auto_check;
+  recipe.inputs = [&settings](const Graph& graph, int sample) {
+    return gather_inputs(graph, settings, settings.seed + static_cast<uint64_t>(sample));
+  };
+  return recipe;
+}
+
+// The warm-up runs, then the timed ones (milliseconds each); keeps the last run's outputs.
+void time_runs(const ModelRunSettings& settings, ModelRun& run) {
+  ExecutorInterface* executor = run.prepared.executor.get();
+  const std::vector<SampleInputs>& sample_inputs = run.prepared.inputs;
+  try {
+    for (int i = 0; i < settings.warmup; ++i) run.outputs = executor->run(sample_inputs).front();
+    if (settings.warmup > 0) executor->reset_stats();
+    for (int i = 0; i < settings.repeat; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      run.outputs = executor->run(sample_inputs).front();
+      run.latencies.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
+    }
+  } catch (const UnsupportedError& e) {
+    // A node's error (a shape that overflows, memory that runs out) names the node; the file
+    // it belongs to is the model's.
+    throw UnsupportedError(fmt::format("{}: {}", settings.model, e.what()));
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", settings.model, e.what()));
+  }
+}
+
+// The plan's part of the report: what was planned, predicted and checked.
+nlohmann::json plan_report(const ModelRun& run) {
+  const ModelPlan& model_plan = plan_of(run);
+  ParallelExecutor* parallel = run.prepared.parallel;
+  ExecutorInterface* executor = run.prepared.executor.get();
+  nlohmann::json plan = {{"strategy", model_plan.plan.strategy},
+                         {"workers", model_plan.tasks.machine.size()},
+                         {"threads_per_worker", model_plan.threads_per_worker},
+                         {"threads", parallel->threads()},
+                         {"ran_threads_per_worker", parallel->threads_per_worker()},
+                         {"samples", parallel->samples()},
+                         {"predicted_ms", model_plan.plan.makespan * 1e3},
+                         {"traced_ms", executor->last_trace().makespan * 1e3}};
+  if (run.prepared.predicted_with)
+    plan["predicted_with_layouts"] = to_string(*run.prepared.predicted_with);
+  if (const std::optional<AutoCheck>& auto_check = run.prepared.auto_check) {
+    plan["auto_check"] = {{"candidate", auto_check->candidate},
+                          {"candidate_ms", auto_check->candidate_ms},
+                          {"sequential_ms", auto_check->sequential_ms},
+                          {"kept", model_plan.plan.strategy}};
+  }
+  return plan;
+}
+
+// Each graph output, written into the folder (when there is one) and then committed.
+nlohmann::json output_report(const ModelRunSettings& settings, const ModelRun& run,
+                             AtomicFolder* output_folder) {
+  const Graph& graph = run.prepared.graph;
+  nlohmann::json output_list = nlohmann::json::array();
+  std::set<std::string> file_names;
+  for (std::size_t i = 0; i < run.outputs.size(); ++i) {
+    const std::string& name = graph.value(graph.outputs()[i]).name;
+    nlohmann::json entry = {{"name", name}, {"type", run.outputs[i].describe()}};
+    if (output_folder) {
+      const std::string file_name = file_name_for(name) + ".npy";
+      if (!file_names.insert(file_name).second) {
+        throw Error(fmt::format("{}: two graph outputs would both be written as {} (output \"{}\")",
+                                settings.output_dir, file_name, name));
+      }
+      write_npy(output_folder->staging_path(file_name), run.outputs[i]);
+      entry["file"] = (std::filesystem::path(output_folder->path()) / file_name).string();
+    }
+    output_list.push_back(entry);
+  }
+  if (output_folder) output_folder->commit();
+  return output_list;
+}
+
+// --stats: time per op type and per op and implementation (sequential executor only).
+void op_report(const ModelRun& run, ModelRunReport& out) {
+  const Graph& graph = run.prepared.graph;
+  const RunStats& stats = run.prepared.executor->stats();
+  std::map<std::string, OpTime> by_op;
+  for (NodeId id : graph.node_ids()) {
+    OpTime& entry = by_op[graph.node(id).op_type];
+    entry.op = graph.node(id).op_type;
+    entry.seconds += stats.node_seconds[id] / stats.runs;
+    ++entry.nodes;
+  }
+  for (auto& [op, entry] : by_op) out.op_times.push_back(entry);
+  std::sort(out.op_times.begin(), out.op_times.end(),
+            [](const OpTime& a, const OpTime& b) { return a.seconds > b.seconds; });
+  nlohmann::json ops = nlohmann::json::array();
+  for (const OpTime& entry : out.op_times) {
+    ops.push_back({{"op", entry.op}, {"nodes", entry.nodes}, {"ms_per_run", entry.seconds * 1e3}});
+  }
+  out.json["ops"] = ops;
+  // Which implementation runs each node, so that a slow one (oneDNN's "ref:") shows up;
+  // kernels of cleave's own report none and are counted as "cleave".
+  const std::vector<std::string> names = run.prepared.sequential->implementations();
+  std::map<std::pair<std::string, std::string>, OpTime> by_implementation;
+  for (NodeId id : graph.node_ids()) {
+    const std::string& name = names[id].empty() ? std::string("cleave") : names[id];
+    OpTime& entry = by_implementation[{graph.node(id).op_type, name}];
+    entry.op = graph.node(id).op_type;
+    entry.seconds += stats.node_seconds[id] / stats.runs;
+    ++entry.nodes;
+  }
+  nlohmann::json implementations = nlohmann::json::array();
+  for (const auto& [key, entry] : by_implementation) {
+    implementations.push_back({{"op", key.first},
+                               {"implementation", key.second},
+                               {"nodes", entry.nodes},
+                               {"ms_per_run", entry.seconds * 1e3}});
+    out.implementation_times.push_back({key.first + " " + key.second, entry.seconds, entry.nodes});
+  }
+  out.json["implementations"] = implementations;
+}
+
+// How the run's threads read in the text report.
+std::string threads_text(const ModelRunSettings& settings, const ModelRun& run,
+                         const ModelRunReport& report) {
+  const ModelPlan& model_plan = plan_of(run);
+  ParallelExecutor* parallel = run.prepared.parallel;
+  const HostLoad& host_load = run.host_load;
+  return report.plan_fitted
+             ? fmt::format(
+                   "{} worker(s) x {} thread(s) on {} thread(s) x {} ({} other runnable "
+                   "thread(s) on {} core(s); --fixed-threads keeps the plan's)",
+                   model_plan.tasks.machine.size(), model_plan.threads_per_worker,
+                   parallel->threads(), parallel->threads_per_worker(), host_load.other_runnable,
+                   host_load.cores)
+         : parallel ? fmt::format("{} worker(s) x {} thread(s)", model_plan.tasks.machine.size(),
+                                  model_plan.threads_per_worker)
+         : run.threads != settings.threads
+             ? fmt::format(
+                   "{} thread(s){} (asked for {}; {} other runnable thread(s) on {} "
+                   "core(s); --fixed-threads keeps the count)",
+                   run.threads,
+                   run.claim_threads >= 2
+                       ? fmt::format(", convolutions in parts claimed by {}", run.claim_threads)
+                       : "",
+                   settings.threads, host_load.other_runnable, host_load.cores)
+             : fmt::format("{} thread(s)", run.threads);
+}
+
+}  // namespace
+
+std::vector<std::string> files_read(const ModelRunSettings& settings) {
+  std::vector<std::string> files = {settings.model, settings.plan};
+  for (const std::string& spec : settings.inputs) files.push_back(spec.substr(spec.find('=') + 1));
+  return files;
+}
+
+int run_model_on_ranks(const ModelRunSettings& settings) {
+  if (settings.plan == "auto") throw Error("under mpirun, --plan takes a plan file, not auto");
+  RankRunSettings ranks;
+  ranks.model = settings.model;
+  ranks.plan = settings.plan;
+  ranks.shapes = settings.shapes;
+  ranks.optimize = !settings.no_optimize;
+  ranks.plain_layouts = settings.plain_layouts;
+  ranks.layouts = settings.layouts;
+  ranks.threads = settings.threads_per_worker;
+  ranks.fixed_threads = threads_fixed_by_user(settings.fixed_threads);
+  ranks.warmup = settings.warmup;
+  ranks.repeat = settings.repeat;
+  ranks.samples = settings.samples;
+  ranks.json = settings.json;
+  ranks.output_dir = settings.output_dir;
+  ranks.files_read = files_read(settings);
+  ranks.trace_file = settings.trace_file;
+  ranks.rank_timeout_seconds = settings.rank_timeout;
+  ranks.read_whole_model = settings.read_whole_model;
+  ranks.keep_loaded_weights = settings.keep_loaded_weights;
+  ranks.inputs = [&settings](const Graph& graph, int sample) {
+    return gather_inputs(graph, settings, settings.seed + static_cast<uint64_t>(sample));
+  };
+  return run_on_ranks(ranks);
+}
+
+ModelRun run_model_timed(const ModelRunSettings& settings) {
+  ModelRun run;
+  // Before the model is loaded: what the binary and its libraries cost, to compare runtimes fairly.
+  run.baseline_rss = peak_rss_bytes();
+  LoadOptions load;
+  load.shapes = parse_input_shapes(settings.shapes);
+  load.optimize = !settings.no_optimize;
+  if (settings.verbose)
+    load.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  RunRecipe recipe = recipe_for(settings);
+  // A run takes only the cores other processes leave free (wait_policy.h), unless the user
+  // fixed the counts (an MPI job's ranks share them: run_model_on_ranks).
+  run.threads = settings.threads;
+  const bool adapt = !threads_fixed_by_user(settings.fixed_threads);
+  recipe.log = load.log;
+  // Sampled once the model is read, not as the command starts: the programs started beside it
+  // (a shell pipeline's `| python3 ...`) are then past their start-up.
+  Graph loaded = load_model(settings.model, load);
+  if (adapt && (settings.threads > 1 || !settings.plan.empty())) {
+    run.host_load = sample_lasting_host_load();
+    if (settings.plan.empty()) {
+      run.threads = threads_for(settings.threads, run.host_load);
+      recipe.claim_threads = claim_threads_for(settings.threads, run.host_load);
+    } else
+      recipe.host_load = run.host_load;
+  }
+  recipe.threads = run.threads;
+  recipe.release_packed_weights = true;
+  run.claim_threads = recipe.claim_threads;
+  run.prepared = prepare_run(std::move(loaded), recipe);
+  if (run.prepared.parallel && !settings.trace_file.empty()) {
+    const ModelPlan& model_plan = plan_of(run);
+    run.trace_writer = std::make_shared<ChromeTraceWriter>(model_plan.tasks, model_plan.plan);
+    run.prepared.executor->add_observer(run.trace_writer);
+  }
+  time_runs(settings, run);
+  return run;
+}
+
+ModelRunReport model_run_report(const ModelRunSettings& settings, const ModelRun& run,
+                                AtomicFolder* output_folder) {
+  ModelRunReport out;
+  nlohmann::json& report = out.json;
+  const ModelPlan& model_plan = plan_of(run);
+  ParallelExecutor* parallel = run.prepared.parallel;
+  Executor* sequential = run.prepared.sequential;
+  ExecutorInterface* executor = run.prepared.executor.get();
+  const LayoutChoice& layouts = run.prepared.layouts;
+  report["model"] = settings.model;
+  report["threads"] = run.threads;
+  out.plan_fitted =
+      parallel && (parallel->threads() != static_cast<int>(model_plan.tasks.machine.size()) ||
+                   parallel->threads_per_worker() != model_plan.threads_per_worker);
+  if (run.threads != settings.threads || out.plan_fitted) {
+    if (run.threads != settings.threads) report["threads_requested"] = settings.threads;
+    if (run.claim_threads >= 2) report["convolution_claim_threads"] = run.claim_threads;
+    report["host_load"] = {{"other_runnable", run.host_load.other_runnable},
+                           {"cores", run.host_load.cores}};
+  }
+  report["latency_ms"] = {{"min", *std::min_element(run.latencies.begin(), run.latencies.end())},
+                          {"median", median_of(run.latencies)},
+                          {"runs", run.latencies}};
+  const RunStats& stats = executor->stats();
+  report["peak_activation_bytes"] = stats.peak_activation_bytes;
+  nlohmann::json fastest = nlohmann::json::object();
+  for (const auto& [family, ms] : layouts.fastest_ms) fastest[to_string(family)] = ms;
+  nlohmann::json relative = nlohmann::json::object();
+  for (const auto& [family, ratio] : layouts.relative) relative[to_string(family)] = ratio;
+  report["layouts"] = {{"family", to_string(layouts.family)},
+                       {"measured", layouts.measured},
+                       {"cached", layouts.cached},
+                       {"fastest_ms", fastest},
+                       {"relative_to_blocked", relative}};
+  if (sequential) report["concat_inputs_in_place"] = stats.concat_inputs_in_place;
+  report["released_weight_bytes"] =
+      sequential ? sequential->released_weight_bytes() : parallel->released_weight_bytes();
+  report["peak_rss_bytes"] = peak_rss_bytes();
+  report["baseline_rss_bytes"] = run.baseline_rss;
+  if (parallel) {
+    report["plan"] = plan_report(run);
+    if (run.trace_writer) {
+      run.trace_writer->write(settings.trace_file);
+      report["trace_file"] = settings.trace_file;
+    }
+    if (!settings.gantt_file.empty()) {
+      Plan measured = measured_plan(model_plan.plan, executor->last_trace());
+      write_gantt_svg(settings.gantt_file, measured, model_plan.tasks,
+                      simulation_from_trace(executor->last_trace(), measured),
+                      "measured: " + settings.model);
+      report["gantt_file"] = settings.gantt_file;
+    }
+  }
+  report["outputs"] = output_report(settings, run, output_folder);
+  if (settings.stats && sequential) op_report(run, out);
+  return out;
+}
+
+std::string model_run_text(const ModelRunSettings& settings, const ModelRun& run,
+                           const ModelRunReport& out) {
+  const nlohmann::json& report = out.json;
+  const ModelPlan& model_plan = plan_of(run);
+  ParallelExecutor* parallel = run.prepared.parallel;
+  const RunStats& stats = run.prepared.executor->stats();
+  std::string text = fmt::format("model      {}\n", settings.model);
+  text += fmt::format("latency    min {:.3f} ms, median {:.3f} ms over {} run(s), {}\n",
+                      report["latency_ms"]["min"].get<double>(),
+                      report["latency_ms"]["median"].get<double>(), settings.repeat,
+                      threads_text(settings, run, out));
+  text += fmt::format("memory     peak activations {:.2f} MiB, process peak RSS {:.1f} MiB\n",
+                      stats.peak_activation_bytes / 1048576.0,
+                      report["peak_rss_bytes"].get<std::size_t>() / 1048576.0);
+  if (!settings.plain_layouts && layouts_can_differ(run.prepared.graph))
+    text += fmt::format("layouts    {}\n", describe(run.prepared.layouts));
+  if (parallel) {
+    text += fmt::format(
+        "plan       {} on {} worker(s) x {} thread(s), {} sample(s): predicted {:.3f} ms, last run "
+        "{:.3f} ms\n",
+        model_plan.plan.strategy, model_plan.tasks.machine.size(), model_plan.threads_per_worker,
+        parallel->samples(), model_plan.plan.makespan * 1e3,
+        run.prepared.executor->last_trace().makespan * 1e3);
+    if (const std::optional<AutoCheck>& auto_check = run.prepared.auto_check) {
+      text +=
+          fmt::format("check      timed {} at {:.3f} ms against sequential at {:.3f} ms: kept {}\n",
+                      auto_check->candidate, auto_check->candidate_ms, auto_check->sequential_ms,
+                      model_plan.plan.strategy);
+    }
+    if (!settings.trace_file.empty()) text += fmt::format("trace      {}\n", settings.trace_file);
+    if (!settings.gantt_file.empty()) text += fmt::format("gantt      {}\n", settings.gantt_file);
+  }
+  for (const auto& entry : report["outputs"]) {
+    text += fmt::format("output     {} {}{}\n", entry["name"].get<std::string>(),
+                        entry["type"].get<std::string>(),
+                        entry.contains("file") ? " -> " + entry["file"].get<std::string>() : "");
+  }
+  if (settings.stats && run.prepared.sequential) {
+    text += fmt::format(
+        "in place   {} Concat input(s) written into the Concat's output from run 2 on\n",
+        stats.concat_inputs_in_place);
+    text += fmt::format("\n{:<24} {:>6} {:>12}\n", "op", "nodes", "ms per run");
+    for (const OpTime& entry : out.op_times)
+      text += fmt::format("{:<24} {:>6} {:>12.3f}\n", entry.op, entry.nodes, entry.seconds * 1e3);
+    text += fmt::format("\n{:<48} {:>6} {:>12}\n", "op and implementation", "nodes", "ms per run");
+    for (const OpTime& entry : out.implementation_times)
+      text += fmt::format("{:<48} {:>6} {:>12.3f}\n", entry.op, entry.nodes, entry.seconds * 1e3);
+  }
+  return text;
+}
+
+}  // namespace cleave
