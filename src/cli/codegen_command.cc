@@ -1,29 +1,17 @@
 // `cleave codegen`: a model and its plan written out as a C++ program or as PyTorch source.
 #include <fmt/core.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/model_task_graph.h"
 #include "cli/option_limits.h"
-#include "codegen/cpp_emitter.h"
-#include "codegen/pytorch_emitter.h"
-#include "codegen/rank_cpp_emitter.h"
-#include "codegen/stream_cpp_emitter.h"
-#include "codegen/stream_model_check.h"
-#include "codegen/streamit_emitter.h"
-#include "codegen/streamit_reader.h"
-#include "codegen/worker_program.h"
-#include "pipeline/layout_choice.h"
+#include "codegen/codegen_driver.h"
 #include "pipeline/model_plan.h"
-#include "spatial/manifest.h"
-#include "stream/from_graph.h"
-#include "stream/stream_json.h"
 #include "support/atomic_output.h"
+#include "support/error.h"
 
 namespace cleave::cli {
 
@@ -48,64 +36,21 @@ struct CodegenSettings {
   std::string cleave_build;
 };
 
-// cleave's build folder is the one holding this executable; its CMake cache names the
-// source folder.
-void default_cleave_folders(std::string& root, std::string& build) {
-  namespace fs = std::filesystem;
-  std::error_code error;
-  fs::path exe = fs::read_symlink("/proc/self/exe", error);
-  if (build.empty() && !error) build = exe.parent_path().string();
-  if (!root.empty()) return;
-  std::ifstream cache(fs::path(build) / "CMakeCache.txt");
-  std::string line;
-  const std::string key = "cleave_SOURCE_DIR:STATIC=";
-  while (std::getline(cache, line)) {
-    if (line.rfind(key, 0) == 0) root = line.substr(key.size());
-  }
-  if (root.empty()) root = fs::path(build).parent_path().string();
+CodegenRequest request_of(const CodegenSettings& settings) {
+  return {settings.model.model, settings.lang,  settings.output,      settings.stream,
+          settings.layouts,     settings.ranks, settings.cleave_root, settings.cleave_build};
 }
 
-// Rewrites model paths relative to `from` into paths relative to folder `to`.
-void relocate_models(Stream& s, const std::filesystem::path& from,
-                     const std::filesystem::path& to) {
-  if (s.is_filter()) {
-    if (s.op == FilterOp::kModel) {
-      s.model = std::filesystem::absolute(from / s.model).lexically_normal().lexically_relative(to);
-    }
-    return;
-  }
-  for (Stream& child : s.streams) relocate_models(child, from, to);
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 // --lang streamit: the program file, or the model converted to a stream (thesis ch. 4).
 int run_streamit(const CodegenSettings& settings, std::chrono::steady_clock::time_point start,
                  AtomicFolder& out) {
-  StreamProgram program;
-  if (!settings.stream.empty()) {
-    program = load_stream_program(settings.stream);
-    check_program_runs_model(program, settings.stream, settings.model.model);
-  } else {
-    const Graph graph = load_model_for(settings.model);
-    program.root = graph_to_stream(graph, graph.name.empty() ? "model" : graph.name).root;
-    program.origin = settings.model.model;
-    verify_stream(program.root, program.origin);
-  }
-  Stream root = program.root;
-  if (!settings.stream.empty()) {
-    // Model paths relative to the folder, in the code and in the program beside it, so that
-    // `codegen --stream DIR/stream.cc` (or DIR/program.json) --lang cpp` finds them.
-    relocate_models(root, std::filesystem::path(settings.stream).parent_path(),
-                    std::filesystem::absolute(settings.output));
-    out.write_file("program.json", stream_to_json(root) + "\n");
-  }
-  // A conversion records the model's fingerprint, so that reading the text back for --lang cpp
-  // refuses another model.
-  const StreamitCodegenSummary summary =
-      emit_streamit(root, settings.stream.empty() ? settings.model.model : settings.stream, out,
-                    settings.stream.empty() ? file_fingerprint(settings.model.model) : "");
-  out.commit();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const StreamitCodegenSummary summary = codegen_streamit(
+      request_of(settings), [&settings] { return load_model_for(settings.model); }, out);
+  const double seconds = seconds_since(start);
   if (settings.json) {
     const nlohmann::json report = {
         {"model", settings.model.model},    {"lang", settings.lang},
@@ -124,49 +69,11 @@ int run_streamit(const CodegenSettings& settings, std::chrono::steady_clock::tim
   return 0;
 }
 
-// --stream takes a program file or the StreamIt text `--lang streamit` wrote (stream.cc);
-// `from_model` tells whether it is a model's conversion.
-StreamProgram stream_program_for(const CodegenSettings& settings, bool& from_model) {
-  from_model = false;
-  if (!is_streamit_path(settings.stream)) {
-    StreamProgram program = load_stream_program(settings.stream);
-    check_program_runs_model(program, settings.stream, settings.model.model);
-    return program;
-  }
-  StreamitText text = load_streamit(settings.stream);
-  from_model = !text.converted_fingerprint.empty();
-  if (text.converted_fingerprint.empty()) {
-    check_program_runs_model(text.program, settings.stream, settings.model.model);
-  } else if (file_fingerprint(settings.model.model) != text.converted_fingerprint) {
-    throw Error(fmt::format("codegen: {} is the conversion of model {} ({}), not of {}",
-                            settings.stream, text.converted_from, text.converted_fingerprint,
-                            settings.model.model));
-  }
-  return text.program;
-}
-
-// --stream with --lang cpp: the program's static schedule over ring buffers. Model filters use
-// the executor's default layouts (what `cleave stream run` computes) unless --layouts names
-// others.
+// --stream with --lang cpp: the program's static schedule over ring buffers.
 int run_stream_cpp(const CodegenSettings& settings, std::chrono::steady_clock::time_point start,
                    AtomicFolder& out) {
-  bool from_model = false;
-  const StreamProgram program = stream_program_for(settings, from_model);
-  CppCodegenOptions options;
-  options.mixed_items = from_model;
-  options.model_name = program.root.name;
-  options.cleave_root = settings.cleave_root;
-  options.cleave_build = settings.cleave_build;
-  default_cleave_folders(options.cleave_root, options.cleave_build);
-  if (settings.layouts == "plain") {
-    options.blocked_layouts = false;
-  } else if (settings.layouts != "auto") {
-    options.family = *parse_convolution_family(settings.layouts);
-  }
-  const StreamCppSummary summary = emit_stream_cpp(program, options, out);
-  out.commit();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const StreamCppSummary summary = codegen_stream_cpp(request_of(settings), out);
+  const double seconds = seconds_since(start);
   if (settings.json) {
     const nlohmann::json report = {{"model", settings.model.model},
                                    {"lang", settings.lang},
@@ -242,57 +149,16 @@ int run_codegen(const CodegenSettings& settings) {
     // A plan for ranks names cores of the machines it runs on, not of this host.
     plan = read_model_plan(settings.plan, graph, /*cores_on_this_host=*/!settings.ranks);
   }
-  const WorkerProgram program = worker_program(graph, plan);
-  const std::string model_name = std::filesystem::path(settings.model.model).stem().string();
-
-  nlohmann::json report = {
-      {"model", settings.model.model}, {"lang", settings.lang},
-      {"output", settings.output},     {"strategy", program.strategy},
-      {"workers", program.workers},    {"threads_per_worker", program.threads_per_worker}};
-  if (settings.lang == "pytorch") {
-    PytorchCodegenSummary summary = emit_pytorch(graph, program, model_name, out);
-    report["nodes"] = summary.nodes;
-    report["channels"] = summary.channels;
-    report["weights_bytes"] = summary.weights_bytes;
-  } else {
-    CppCodegenOptions options;
-    options.model_name = model_name;
-    options.cleave_root = settings.cleave_root;
-    options.cleave_build = settings.cleave_build;
-    default_cleave_folders(options.cleave_root, options.cleave_build);
-    if (settings.layouts == "plain") {
-      options.blocked_layouts = false;
-    } else if (settings.layouts == "auto" && !settings.ranks) {
-      options.family = measured_family(graph, program.threads_per_worker);
-    } else if (settings.layouts == "auto") {
-      // As `cleave run` under mpirun: no rank can time the model, so the family the plan was
-      // costed in, else blocked.
-      options.family = plan.convolution_family.value_or(ConvolutionFamily::kBlocked);
-    } else {
-      options.family = *parse_convolution_family(settings.layouts);
-    }
-    CppCodegenSummary summary = settings.ranks ? emit_rank_cpp(graph, program, options, out)
-                                               : emit_cpp(graph, program, options, out);
-    report["ranks"] = settings.ranks;
-    report["layouts"] = options.blocked_layouts ? to_string(options.family) : "plain";
-    report["steps"] = summary.steps;
-    report["channels"] = summary.channels;
-    report["arena_bytes"] = summary.arena_bytes;
-    report["unshared_bytes"] = summary.unshared_bytes;
-    report["weights_bytes"] = summary.weights_bytes;
-  }
-  // The plan itself, so that `cleave run --plan DIR/plan.json` runs what was generated.
-  out.write_file("plan.json", model_plan_to_json(plan, graph).dump(1) + "\n");
-  out.commit();
-  report["seconds"] =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  nlohmann::json report = codegen_plan(request_of(settings), graph, plan, out);
+  report["seconds"] = seconds_since(start);
   if (settings.json) {
     fmt::print("{}\n", report.dump(2));
     return 0;
   }
   fmt::print("codegen    {} ({}) -> {}\n", settings.model.model, settings.lang, settings.output);
-  fmt::print("plan       {} on {} {}(s) x {} thread(s), {} {} between {}s\n", program.strategy,
-             program.workers, settings.ranks ? "rank" : "worker", program.threads_per_worker,
+  fmt::print("plan       {} on {} {}(s) x {} thread(s), {} {} between {}s\n",
+             report["strategy"].get<std::string>(), report["workers"].get<int>(),
+             settings.ranks ? "rank" : "worker", report["threads_per_worker"].get<int>(),
              report["channels"].get<int>(), settings.ranks ? "message(s)" : "value(s)",
              settings.ranks ? "rank" : "worker");
   if (report.contains("arena_bytes")) {

@@ -1,0 +1,174 @@
+// What `cleave codegen` writes for each language: a stream as StreamIt or C++, a plan as C++ or
+// PyTorch.
+#include "codegen/codegen_driver.h"
+
+#include <fmt/core.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "codegen/cpp_emitter.h"
+#include "codegen/pytorch_emitter.h"
+#include "codegen/rank_cpp_emitter.h"
+#include "codegen/stream_model_check.h"
+#include "codegen/streamit_reader.h"
+#include "codegen/worker_program.h"
+#include "pipeline/layout_choice.h"
+#include "spatial/manifest.h"
+#include "stream/from_graph.h"
+#include "stream/stream_json.h"
+#include "support/error.h"
+
+namespace cleave {
+
+namespace {
+
+// cleave's build folder is the one holding this executable; its CMake cache names the
+// source folder.
+void default_cleave_folders(std::string& root, std::string& build) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  fs::path exe = fs::read_symlink("/proc/self/exe", error);
+  if (build.empty() && !error) build = exe.parent_path().string();
+  if (!root.empty()) return;
+  std::ifstream cache(fs::path(build) / "CMakeCache.txt");
+  std::string line;
+  const std::string key = "cleave_SOURCE_DIR:STATIC=";
+  while (std::getline(cache, line)) {
+    if (line.rfind(key, 0) == 0) root = line.substr(key.size());
+  }
+  if (root.empty()) root = fs::path(build).parent_path().string();
+}
+
+// Rewrites model paths relative to `from` into paths relative to folder `to`.
+void relocate_models(Stream& s, const std::filesystem::path& from,
+                     const std::filesystem::path& to) {
+  if (s.is_filter()) {
+    if (s.op == FilterOp::kModel) {
+      s.model = std::filesystem::absolute(from / s.model).lexically_normal().lexically_relative(to);
+    }
+    return;
+  }
+  for (Stream& child : s.streams) relocate_models(child, from, to);
+}
+
+// --stream takes a program file or the StreamIt text `--lang streamit` wrote (stream.cc);
+// `from_model` tells whether it is a model's conversion.
+StreamProgram stream_program_for(const CodegenRequest& request, bool& from_model) {
+  from_model = false;
+  if (!is_streamit_path(request.stream)) {
+    StreamProgram program = load_stream_program(request.stream);
+    check_program_runs_model(program, request.stream, request.model);
+    return program;
+  }
+  StreamitText text = load_streamit(request.stream);
+  from_model = !text.converted_fingerprint.empty();
+  if (text.converted_fingerprint.empty()) {
+    check_program_runs_model(text.program, request.stream, request.model);
+  } else if (file_fingerprint(request.model) != text.converted_fingerprint) {
+    throw Error(fmt::format("codegen: {} is the conversion of model {} ({}), not of {}",
+                            request.stream, text.converted_from, text.converted_fingerprint,
+                            request.model));
+  }
+  return text.program;
+}
+
+// The C++ emitters' options: names, cleave's folders and the kernels' layouts (--layouts
+// "auto" for a plan is settled by the caller).
+CppCodegenOptions cpp_options(const CodegenRequest& request, const std::string& model_name) {
+  CppCodegenOptions options;
+  options.model_name = model_name;
+  options.cleave_root = request.cleave_root;
+  options.cleave_build = request.cleave_build;
+  default_cleave_folders(options.cleave_root, options.cleave_build);
+  if (request.layouts == "plain") {
+    options.blocked_layouts = false;
+  } else if (request.layouts != "auto") {
+    options.family = *parse_convolution_family(request.layouts);
+  }
+  return options;
+}
+
+}  // namespace
+
+StreamitCodegenSummary codegen_streamit(const CodegenRequest& request,
+                                        const std::function<Graph()>& load_graph,
+                                        AtomicFolder& out) {
+  StreamProgram program;
+  if (!request.stream.empty()) {
+    program = load_stream_program(request.stream);
+    check_program_runs_model(program, request.stream, request.model);
+  } else {
+    const Graph graph = load_graph();
+    program.root = graph_to_stream(graph, graph.name.empty() ? "model" : graph.name).root;
+    program.origin = request.model;
+    verify_stream(program.root, program.origin);
+  }
+  Stream root = program.root;
+  if (!request.stream.empty()) {
+    // Model paths relative to the folder, in the code and in the program beside it, so that
+    // `codegen --stream DIR/stream.cc` (or DIR/program.json) --lang cpp` finds them.
+    relocate_models(root, std::filesystem::path(request.stream).parent_path(),
+                    std::filesystem::absolute(request.output));
+    out.write_file("program.json", stream_to_json(root) + "\n");
+  }
+  // A conversion records the model's fingerprint, so that reading the text back for --lang cpp
+  // refuses another model.
+  const StreamitCodegenSummary summary =
+      emit_streamit(root, request.stream.empty() ? request.model : request.stream, out,
+                    request.stream.empty() ? file_fingerprint(request.model) : "");
+  out.commit();
+  return summary;
+}
+
+// Model filters use the executor's default layouts (what `cleave stream run` computes) unless
+// --layouts names others.
+StreamCppSummary codegen_stream_cpp(const CodegenRequest& request, AtomicFolder& out) {
+  bool from_model = false;
+  const StreamProgram program = stream_program_for(request, from_model);
+  CppCodegenOptions options = cpp_options(request, program.root.name);
+  options.mixed_items = from_model;
+  const StreamCppSummary summary = emit_stream_cpp(program, options, out);
+  out.commit();
+  return summary;
+}
+
+nlohmann::json codegen_plan(const CodegenRequest& request, const Graph& graph,
+                            const ModelPlan& plan, AtomicFolder& out) {
+  const WorkerProgram program = worker_program(graph, plan);
+  const std::string model_name = std::filesystem::path(request.model).stem().string();
+  nlohmann::json report = {
+      {"model", request.model},     {"lang", request.lang},
+      {"output", request.output},   {"strategy", program.strategy},
+      {"workers", program.workers}, {"threads_per_worker", program.threads_per_worker}};
+  if (request.lang == "pytorch") {
+    PytorchCodegenSummary summary = emit_pytorch(graph, program, model_name, out);
+    report["nodes"] = summary.nodes;
+    report["channels"] = summary.channels;
+    report["weights_bytes"] = summary.weights_bytes;
+  } else {
+    CppCodegenOptions options = cpp_options(request, model_name);
+    if (request.layouts == "auto" && !request.ranks) {
+      options.family = measured_family(graph, program.threads_per_worker);
+    } else if (request.layouts == "auto") {
+      // As `cleave run` under mpirun: no rank can time the model, so the family the plan was
+      // costed in, else blocked.
+      options.family = plan.convolution_family.value_or(ConvolutionFamily::kBlocked);
+    }
+    CppCodegenSummary summary = request.ranks ? emit_rank_cpp(graph, program, options, out)
+                                              : emit_cpp(graph, program, options, out);
+    report["ranks"] = request.ranks;
+    report["layouts"] = options.blocked_layouts ? to_string(options.family) : "plain";
+    report["steps"] = summary.steps;
+    report["channels"] = summary.channels;
+    report["arena_bytes"] = summary.arena_bytes;
+    report["unshared_bytes"] = summary.unshared_bytes;
+    report["weights_bytes"] = summary.weights_bytes;
+  }
+  // The plan itself, so that `cleave run --plan DIR/plan.json` runs what was generated.
+  out.write_file("plan.json", model_plan_to_json(plan, graph).dump(1) + "\n");
+  out.commit();
+  return report;
+}
+
+}  // namespace cleave
