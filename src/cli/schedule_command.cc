@@ -1,29 +1,24 @@
 // `cleave schedule`: plan a task graph (or a model on a machine) with one of the planners and
 // report the predicted timeline.
 #include <fmt/core.h>
-#include <fmt/format.h>
 
-#include <cmath>
 #include <memory>
-#include <nlohmann/json.hpp>
-#include <optional>
 
 #include "cli/commands.h"
 #include "cli/model_task_graph.h"
 #include "cli/option_limits.h"
-#include "ir/graph.h"
 #include "plan/plan.h"
+#include "plan/schedule/schedule_report.h"
 #include "plan/schedule/schedulers.h"
 #include "plan/simulator.h"
 #include "plan/task_graph.h"
 #include "support/atomic_output.h"
+#include "support/error.h"
 #include "viz/gantt.h"
 
 namespace cleave::cli {
 
 namespace {
-
-constexpr const char* kLowerBoundAlgo = "lower-bound";
 
 struct ScheduleCommandOptions {
   std::string task_graph;  // the input file: a task graph, or a model when `machine` is set
@@ -49,56 +44,29 @@ struct ScheduleCommandOptions {
   bool json = false;
 };
 
-struct Bound {
-  std::optional<double> seconds;
-  std::string problem;     // why there is none
-  bool timed_out = false;  // the best bound found within --time-limit
-};
-
-Bound compute_bound(const TaskGraph& graph, const ScheduleOptions& options) {
-  const std::optional<LowerBound> bound = lower_bound_function();
-  if (!bound) return {std::nullopt, "no lower bound is built in"};
-  try {
-    const LowerBoundResult result = (*bound)(graph, options);
-    return {result.makespan, {}, result.timed_out};
-  } catch (const Error& e) {
-    return {std::nullopt, e.what()};
-  }
+ScheduleSetup setup_of(const ScheduleCommandOptions& command, const TaskGraph& per_sample) {
+  return {command.task_graph,
+          command.algo,
+          command.objective,
+          command.batch,
+          command.batch > 1 || !command.slices.empty(),
+          per_sample.tasks.size(),
+          command.plan_path,
+          command.gantt_path};
 }
 
-std::string known_algorithms() {
-  std::string names;
-  for (const SchedulerEntry& entry : schedulers()) names += entry.name + ", ";
-  if (lower_bound_function()) names += std::string(kLowerBoundAlgo) + ", ";
-  return names.substr(0, names.size() - 2);
-}
-
-int run_lower_bound_only(const ScheduleCommandOptions& command, const TaskGraph& graph,
-                         const ScheduleOptions& options) {
+int run_lower_bound_only(const ScheduleSetup& setup, const TaskGraph& graph,
+                         const ScheduleOptions& options, bool json) {
   if (!lower_bound_function()) {
     throw Error(fmt::format("schedule: unknown algorithm \"{}\" (known: {})", kLowerBoundAlgo,
                             known_algorithms()));
   }
-  const Bound bound = compute_bound(graph, options);
+  const ScheduleBound bound = compute_schedule_bound(graph, options);
   if (!bound.seconds) throw Error(fmt::format("schedule: lower bound failed: {}", bound.problem));
-  if (command.json) {
-    nlohmann::json json = {
-        {"task_graph", command.task_graph},      {"algorithm", kLowerBoundAlgo},
-        {"objective", command.objective},        {"batch", command.batch},
-        {"lower_bound_seconds", *bound.seconds}, {"lower_bound_timed_out", bound.timed_out}};
-    if (command.objective == "throughput" && *bound.seconds > 0) {
-      json["throughput_upper_bound"] = static_cast<double>(command.batch) / *bound.seconds;
-    }
-    fmt::print("{}\n", json.dump(2));
+  if (json) {
+    fmt::print("{}\n", lower_bound_json(setup, bound).dump(2));
   } else {
-    fmt::print("task graph:   {} ({} tasks, {} devices)\n", command.task_graph, graph.tasks.size(),
-               graph.machine.size());
-    fmt::print("lower bound:  {:.4f} ms makespan{}\n", *bound.seconds * 1e3,
-               bound.timed_out ? " (best found within --time-limit)" : "");
-    if (command.objective == "throughput" && *bound.seconds > 0) {
-      fmt::print("throughput:   at most {:.2f} samples/s\n",
-                 static_cast<double>(command.batch) / *bound.seconds);
-    }
+    fmt::print("{}", lower_bound_text(setup, graph, bound));
   }
   return 0;
 }
@@ -144,7 +112,9 @@ int run_schedule(const ScheduleCommandOptions& command) {
   options.coarsen = command.coarsen;
   options.solver_processes = command.solver_processes;
   options.solver_threads = command.solver_threads;
-  if (command.algo == kLowerBoundAlgo) return run_lower_bound_only(command, graph, options);
+  const ScheduleSetup setup = setup_of(command, per_sample);
+  if (command.algo == kLowerBoundAlgo)
+    return run_lower_bound_only(setup, graph, options, command.json);
   bool known = false;
   for (const SchedulerEntry& entry : schedulers()) known = known || entry.name == command.algo;
   if (!known) {
@@ -155,9 +125,9 @@ int run_schedule(const ScheduleCommandOptions& command) {
   Plan plan = schedule(graph, command.algo, options);
   validate_plan(plan, graph);
   const Simulation simulation = simulate(plan, graph);
-  const double solve_seconds = plan.notes.value("solve_seconds", 0.0);
-  const Bound bound = command.skip_bound ? Bound{std::nullopt, "skipped (--no-bound)"}
-                                         : compute_bound(graph, options);
+  const ScheduleBound bound = command.skip_bound
+                                  ? ScheduleBound{std::nullopt, "skipped (--no-bound)"}
+                                  : compute_schedule_bound(graph, options);
   if (bound.seconds) {
     plan.notes["lower_bound"] = *bound.seconds;
     if (*bound.seconds > 0) {
@@ -170,111 +140,11 @@ int run_schedule(const ScheduleCommandOptions& command) {
                     fmt::format("{}: {} ({})", command.task_graph, command.algo, plan.objective));
   }
 
-  std::vector<int> worker_of_task;
-  std::vector<int> tasks_on(graph.machine.size(), 0);
-  for (const PlannedTask& placed : plan.tasks) {
-    worker_of_task.push_back(placed.worker);
-    ++tasks_on[placed.worker];
-  }
-  const std::vector<double> weights = weight_bytes_per_worker(graph, worker_of_task);
-  // Devices this host does not have (a machine file's "simulated": true): the plan's times for
-  // them are the cost model's predictions, and nothing here can run it.
-  std::vector<std::string> simulated;
-  for (const Device& device : graph.machine.devices) {
-    if (device.simulated) simulated.push_back(device.name);
-  }
-  const double throughput = simulation.makespan > 0
-                                ? static_cast<double>(command.batch) / simulation.makespan
-                                : std::numeric_limits<double>::infinity();
-
   if (command.json) {
-    nlohmann::json devices = nlohmann::json::array();
-    for (std::size_t worker = 0; worker < graph.machine.size(); ++worker) {
-      devices.push_back(
-          {{"name", graph.machine.devices[worker].name},
-           {"kind", graph.machine.devices[worker].kind},
-           {"tasks", tasks_on[worker]},
-           {"busy_seconds", simulation.busy[worker]},
-           {"idle_seconds", simulation.idle[worker]},
-           {"utilization",
-            simulation.makespan > 0 ? simulation.busy[worker] / simulation.makespan : 0.0},
-           {"weight_bytes", weights[worker]},
-           {"simulated", graph.machine.devices[worker].simulated}});
-    }
-    nlohmann::json json = {{"task_graph", command.task_graph},
-                           {"algorithm", command.algo},
-                           {"objective", plan.objective},
-                           {"batch", command.batch},
-                           {"tasks", graph.tasks.size()},
-                           {"makespan_seconds", simulation.makespan},
-                           {"throughput", std::isfinite(throughput) ? nlohmann::json(throughput)
-                                                                    : nlohmann::json(nullptr)},
-                           {"solve_seconds", solve_seconds},
-                           {"transfers", simulation.transfer_count},
-                           {"transfer_bytes", simulation.transfer_bytes},
-                           {"devices", devices},
-                           {"simulated_devices", simulated},
-                           {"notes", plan.notes}};
-    json["lower_bound_seconds"] = bound.seconds ? nlohmann::json(*bound.seconds) : nullptr;
-    json["lower_bound_timed_out"] = bound.timed_out;
-    if (!command.plan_path.empty()) json["plan_file"] = command.plan_path;
-    if (!command.gantt_path.empty()) json["gantt_file"] = command.gantt_path;
-    fmt::print("{}\n", json.dump(2));
-    return 0;
-  }
-
-  fmt::print(
-      "task graph:   {} ({} tasks, {} edges, {} devices{})\n", command.task_graph,
-      graph.tasks.size(), graph.edges.size(), graph.machine.size(),
-      batched ? fmt::format(", batch {} in {} slices", command.batch,
-                            graph.tasks.size() / std::max<std::size_t>(per_sample.tasks.size(), 1))
-              : "");
-  fmt::print("algorithm:    {}\n", command.algo);
-  if (plan.notes.contains("coarse_tasks")) {
-    fmt::print("coarsened:    planned on {} chains of the {} tasks\n",
-               plan.notes["coarse_tasks"].get<std::size_t>(), graph.tasks.size());
-  }
-  if (plan.objective == "throughput") {
-    fmt::print("throughput:   {:.2f} samples/s (batch {} in {:.4f} ms)\n", throughput,
-               command.batch, simulation.makespan * 1e3);
+    fmt::print("{}\n", schedule_json(setup, graph, plan, simulation, bound).dump(2));
   } else {
-    fmt::print("makespan:     {:.4f} ms\n", simulation.makespan * 1e3);
+    fmt::print("{}", schedule_text(setup, graph, plan, simulation, bound));
   }
-  fmt::print("solve time:   {:.3f} s\n", solve_seconds);
-  if (plan.notes.value("time_limit_reached", false)) {
-    fmt::print(
-        "time limit:   reached; the last {} tasks went to a producer's or their fastest "
-        "device without a search\n",
-        plan.notes.value("fallback_tasks", 0));
-  }
-  if (bound.seconds) {
-    const double gap =
-        *bound.seconds > 0 ? 100.0 * (simulation.makespan - *bound.seconds) / *bound.seconds : 0.0;
-    fmt::print("lower bound:  {:.4f} ms (gap {:.1f}%){}\n", *bound.seconds * 1e3, gap,
-               bound.timed_out ? ", the best found within --time-limit" : "");
-  } else {
-    fmt::print("lower bound:  none ({})\n", bound.problem);
-  }
-  fmt::print("transfers:    {} ({:.0f} bytes)\n", simulation.transfer_count,
-             simulation.transfer_bytes);
-  if (!simulated.empty()) {
-    fmt::print(
-        "simulated:    {} {} not on this machine: the times are the cost model's "
-        "predictions, not measurements\n",
-        fmt::format("{}", fmt::join(simulated, ", ")), simulated.size() == 1 ? "is" : "are");
-  }
-  fmt::print("\n{:<16} {:<10} {:>6} {:>12} {:>12} {:>6} {:>12}\n", "device", "kind", "tasks",
-             "busy ms", "idle ms", "busy%", "weights MB");
-  for (std::size_t worker = 0; worker < graph.machine.size(); ++worker) {
-    fmt::print(
-        "{:<16} {:<10} {:>6} {:>12.4f} {:>12.4f} {:>6.1f} {:>12.3f}\n",
-        graph.machine.devices[worker].name, graph.machine.devices[worker].kind, tasks_on[worker],
-        simulation.busy[worker] * 1e3, simulation.idle[worker] * 1e3,
-        simulation.makespan > 0 ? 100.0 * simulation.busy[worker] / simulation.makespan : 0.0,
-        weights[worker] / 1e6);
-  }
-  if (!command.plan_path.empty()) fmt::print("\nplan written to {}\n", command.plan_path);
-  if (!command.gantt_path.empty()) fmt::print("gantt chart written to {}\n", command.gantt_path);
   return 0;
 }
 
