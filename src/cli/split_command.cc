@@ -12,8 +12,8 @@
 #include "cost/cost_table.h"
 #include "machine/machine.h"
 #include "pipeline/load.h"
-#include "spatial/memory_fit.h"
 #include "spatial/search.h"
+#include "spatial/split_choice.h"
 #include "spatial/split_machine.h"
 #include "spatial/split_model.h"
 #include "spatial/submodel_export.h"
@@ -104,41 +104,12 @@ int run_split_command(const SplitCommandOptions& o) {
     costs =
         o.costs == "static" ? static_costs(graph) : analytical_costs(graph, measure_peak_rates(1));
 
-  const auto user_layers = options.split.layers;
-  std::optional<SplitResult> best;
-  std::vector<std::pair<std::string, double>> tried;
-  std::vector<std::string> over_memory;  // Per dim tried: why it does not fit, or empty.
-  nlohmann::json searches = nlohmann::json::array();
-  for (SplitDim dim : dims) {
-    options.split.dim = dim;
-    if (o.search)
-      options.split.layers = searched_layer_configs(graph, options, user_layers, 10, objective,
-                                                    costs ? &*costs : nullptr);
-    SplitResult r = split_model(graph, options);
-    if (objective == SearchObjective::kSeconds) {
-      // The chain DP prices each layer's compute and what it receives; the split's list
-      // schedule (fusion, joins, every op) is the final judge. The terms objective's shares
-      // are split too and kept when predicted faster, so the seconds search is never worse
-      // than terms on the same machine file; the report says which was kept.
-      SplitModelOptions terms = options;
-      terms.split.layers = searched_layer_configs(graph, options, user_layers, 10);
-      SplitResult t = split_model(graph, terms);
-      const double chain_s = r.report.optimized.predicted_seconds;
-      const double terms_s = t.report.optimized.predicted_seconds;
-      searches.push_back({{"dim", std::string(split_dim_name(dim))},
-                          {"chain_predicted_seconds", chain_s},
-                          {"terms_predicted_seconds", terms_s},
-                          {"kept", terms_s < chain_s ? "terms" : "chain"}});
-      if (terms_s < chain_s) r = std::move(t);
-    }
-    tried.emplace_back(std::string(split_dim_name(dim)), r.report.optimized.predicted_seconds);
-    // The machine file's memory_bytes bounds each machine's weights (C splits slice them).
-    over_memory.push_back(
-        machine_file ? weights_over_memory(r.report.optimized.weight_bytes, *machine_file) : "");
-    if (!over_memory.back().empty()) continue;
-    if (!best || r.report.optimized.predicted_seconds < best->report.optimized.predicted_seconds)
-      best = std::move(r);
-  }
+  const SplitChoice choice =
+      choose_split(graph, options, dims, o.search, objective, costs ? &*costs : nullptr,
+                   machine_file ? &*machine_file : nullptr);
+  const std::optional<SplitResult>& best = choice.best;
+  const auto& tried = choice.tried;
+  const auto& over_memory = choice.over_memory;
   if (!best) {
     std::string reasons;
     for (std::size_t i = 0; i < tried.size(); ++i)
@@ -169,35 +140,12 @@ int run_split_command(const SplitCommandOptions& o) {
     if (!over_memory[i].empty()) candidates.back()["over_memory"] = over_memory[i];
   }
   report["candidates"] = candidates;
-  if (!searches.empty()) report["seconds_search"] = searches;
+  if (!choice.searches.empty()) report["seconds_search"] = choice.searches;
   if (o.json) {
     fmt::print("{}\n", report.dump(2));
     return 0;
   }
-  for (const std::string& line : best->report.log) fmt::print("{}\n", line);
-  for (const auto& c : searches)
-    fmt::print(
-        "seconds search ({}): chain optimum predicted {:.3f} ms, terms optimum {:.3f} ms; "
-        "kept {}\n",
-        c["dim"].get<std::string>(), c["chain_predicted_seconds"].get<double>() * 1e3,
-        c["terms_predicted_seconds"].get<double>() * 1e3, c["kept"].get<std::string>());
-  const SplitStats& n = best->report.naive;
-  const SplitStats& s = best->report.optimized;
-  fmt::print("bytes transferred: naive {} -> optimised {} ({:.2f}x fewer); transfers {} -> {}\n",
-             n.transfer_bytes, s.transfer_bytes,
-             s.transfer_bytes ? double(n.transfer_bytes) / double(s.transfer_bytes) : 0.0,
-             n.transfers, s.transfers);
-  fmt::print("sync points: naive {} -> optimised {}; redundant output elements {}\n", n.sync_points,
-             s.sync_points, s.redundant_elements);
-  for (std::size_t m = 0; m < s.weight_bytes.size(); ++m)
-    fmt::print("machine {}: weights {} bytes, peak activations {} bytes\n", m, s.weight_bytes[m],
-               s.peak_activation_bytes[m]);
-  fmt::print("whole model: {} bytes; predicted {:.3f} ms split vs {:.3f} ms whole\n",
-             best->report.whole_model_peak_bytes, s.predicted_seconds * 1e3,
-             best->report.whole_model_seconds * 1e3);
-  for (const GatherNote& g : best->report.gathers)
-    fmt::print("gathered on machine 0: {}: {}\n", g.node, g.reason);
-  fmt::print("wrote {}\n", o.output);
+  fmt::print("{}", split_choice_text(choice, o.output));
   return 0;
 }
 
