@@ -56,7 +56,8 @@ struct ModelSummary {
 /// Computes every number of the report. Throws Error on a cyclic graph.
 ModelSummary summarize_model(const Graph& graph);
 
-/// All numbers, machine-readable (the schema is in docs/commands/inspect.md); unknown FLOPs are null.
+/// All numbers, machine-readable (the schema is in docs/commands/inspect.md); unknown FLOPs are
+/// null.
 nlohmann::json summary_to_json(const ModelSummary& summary);
 
 /// The human report: sizes with units, the histogram, the critical path by node names.
