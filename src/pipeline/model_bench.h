@@ -1,0 +1,58 @@
+// `cleave bench`'s driver: sequential vs planned parallel latency, interleaved, and its report.
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "analysis/static_cost.h"
+#include "runtime/convolution_family.h"
+
+namespace cleave {
+
+/// What `cleave bench` was asked to do (its options).
+struct ModelBenchSettings {
+  std::string model;
+  std::vector<std::string> shapes;
+  int workers = 2;
+  int warmup = 3;
+  int repeat = 20;
+  std::string costs = "profile";
+  std::string strategy = "auto";
+  std::string split;  ///< A `cleave split` folder of the model, timed beside the others.
+  bool json = false;
+};
+
+/// One timed variant: its name and milliseconds per interleaved run.
+struct BenchVariantTimes {
+  std::string name;
+  std::vector<double> ms;
+};
+
+/// The timed comparison and its report.
+struct ModelBench {
+  nlohmann::json report;  ///< As `--json` prints it.
+  std::size_t nodes = 0;
+  StaticCostReport shape;
+  ConvolutionFamily family{};
+  double predicted_ms = 0;  ///< The chosen plan's makespan.
+  double planning_ms = 0;
+  std::vector<BenchVariantTimes> variants;  ///< Sequential, intra-op, plan, then the split.
+  bool equal = false;                       ///< Every checked variant matched the sequential run.
+  std::vector<std::string> checked;         ///< The plans whose outputs were checked.
+  bool has_split = false;
+  std::size_t split_nodes = 0;
+  int split_machines = 0;
+  double split_error = 0;  ///< Max |split - whole|.
+  double split_scale = 0;  ///< Max |whole|.
+};
+
+/// Loads and plans the model, times the variants interleaved and checks their outputs
+/// (errors name the model or the split folder).
+ModelBench run_model_bench(const ModelBenchSettings& settings);
+
+/// The report as text, as `cleave bench` prints it.
+std::string model_bench_text(const ModelBenchSettings& settings, const ModelBench& bench);
+
+}  // namespace cleave
