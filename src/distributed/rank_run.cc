@@ -192,29 +192,12 @@ std::string trace_json(const std::vector<Trace::Event>& events, const TaskGraph&
   return nlohmann::json{{"traceEvents", list}, {"displayTimeUnit", "ms"}}.dump(1);
 }
 
-}  // namespace
-
-int run_on_ranks(const RankRunSettings& settings) {
-  if (settings.repeat < 1) throw Error("--repeat must be at least 1");
-  if (settings.samples < 1) throw Error("--samples must be at least 1");
-  require_timeout_seconds("--rank-timeout", settings.rank_timeout_seconds);
-  MpiSession session;
-  const int rank = session.rank();
-  Prepared prepared;
-  std::string failure;
-  try {
-    prepare(settings, session, prepared);
-  } catch (const std::exception& e) {
-    failure = e.what();
-    if (failure.empty()) failure = "unknown error";
-  }
-  if (!agree_to_start_or_say_why(session, failure, prepared.hash, settings.rank_timeout_seconds)) {
-    return 1;
-  }
-
+// The warm-up and timed runs, each started together on every rank; a run's error stops them
+// all. Returns the milliseconds of the timed runs.
+std::vector<double> timed_runs(const RankRunSettings& settings, const MpiSession& session,
+                               Prepared& prepared, std::vector<std::vector<Tensor>>& results) {
   ExecutorInterface& executor = *prepared.executor;
   std::vector<double> latencies;
-  std::vector<std::vector<Tensor>> results;
   try {
     for (int i = 0; i < settings.warmup + settings.repeat; ++i) {
       barrier(session, settings.rank_timeout_seconds, "every rank to start the next repeat");
@@ -225,9 +208,13 @@ int run_on_ranks(const RankRunSettings& settings) {
             std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     }
   } catch (const std::exception& e) {
-    abort_ranks(session.comm(), rank, e.what());
+    abort_ranks(session.comm(), session.rank(), e.what());
   }
+  return latencies;
+}
 
+// What this rank reports to rank 0.
+RankFigures rank_figures(const MpiSession& session, const Prepared& prepared) {
   const RankReport& mine = prepared.executor->report();
   RankFigures figures;
   figures.values[0] = mine.tasks;
@@ -238,23 +225,18 @@ int run_on_ranks(const RankRunSettings& settings) {
   figures.values[5] = static_cast<double>(mine.messages_received);
   figures.values[6] = static_cast<double>(mine.peak_activation_bytes);
   figures.values[7] = static_cast<double>(peak_rss_bytes());
-  figures.values[8] = executor.last_trace().makespan;
+  figures.values[8] = prepared.executor->last_trace().makespan;
   figures.values[9] = mine.released_weight_bytes;
   figures.values[10] = prepared.threads.threads;
   figures.values[11] = prepared.threads.sampled ? prepared.threads.host_load.other_runnable : -1;
   std::strncpy(figures.host, session.host().c_str(), sizeof figures.host - 1);
-  std::vector<RankFigures> all;
-  std::vector<Trace::Event> events;
-  try {
-    all = gather_figures(session, figures, settings.rank_timeout_seconds);
-    if (!settings.trace_file.empty())
-      events = gather_events(session, executor.last_trace(), settings.rank_timeout_seconds);
-  } catch (const std::exception& e) {
-    abort_ranks(session.comm(), rank, e.what());
-  }
-  if (rank != 0) return 0;
+  return figures;
+}
 
-  const Graph& graph = prepared.graph;
+// Rank 0's report of the run, without its outputs and trace file.
+nlohmann::json run_report(const RankRunSettings& settings, const MpiSession& session,
+                          const Prepared& prepared, const std::vector<double>& latencies,
+                          const std::vector<RankFigures>& all) {
   nlohmann::json report;
   report["model"] = settings.model;
   report["ranks"] = session.size();
@@ -263,7 +245,7 @@ int run_on_ranks(const RankRunSettings& settings) {
   report["plan"] = {{"file", settings.plan},
                     {"strategy", prepared.plan.plan.strategy},
                     {"workers", prepared.plan.plan.order.size()},
-                    {"samples_per_run", executor.samples()},
+                    {"samples_per_run", prepared.executor->samples()},
                     {"predicted_ms", prepared.plan.plan.makespan * 1e3}};
   std::vector<double> sorted = latencies;
   std::sort(sorted.begin(), sorted.end());
@@ -301,9 +283,14 @@ int run_on_ranks(const RankRunSettings& settings) {
                       f.values[11] < 0 ? nlohmann::json() : nlohmann::json(f.values[11])}});
   }
   report["per_rank"] = ranks;
+  return report;
+}
 
-  // Only now, with every output in hand, does anything reach the output folder.
-  const std::vector<Tensor>& outputs = results.front();
+// Only now, with every output in hand, does anything reach the output folder. Returns the
+// outputs' entries of the report.
+nlohmann::json write_outputs(const RankRunSettings& settings, Prepared& prepared,
+                             const std::vector<Tensor>& outputs) {
+  const Graph& graph = prepared.graph;
   nlohmann::json output_list = nlohmann::json::array();
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const std::string& name = graph.value(graph.outputs()[i]).name;
@@ -316,21 +303,16 @@ int run_on_ranks(const RankRunSettings& settings) {
     output_list.push_back(entry);
   }
   if (prepared.output_folder) prepared.output_folder->commit();
-  report["outputs"] = output_list;
-  if (!settings.trace_file.empty()) {
-    write_file_atomically(settings.trace_file,
-                          trace_json(events, prepared.plan.tasks, session.size()));
-    report["trace_file"] = settings.trace_file;
-  }
+  return output_list;
+}
 
-  if (settings.json) {
-    fmt::print("{}\n", report.dump(2));
-    return 0;
-  }
+void print_report(const RankRunSettings& settings, const MpiSession& session,
+                  const Prepared& prepared, const nlohmann::json& report) {
   fmt::print("model      {}\n", settings.model);
   fmt::print(
       "latency    min {:.3f} ms, median {:.3f} ms over {} run(s), {} rank(s) x {} thread(s)\n",
-      sorted.front(), median, settings.repeat, session.size(), prepared.threads.threads);
+      report["latency_ms"]["min"].get<double>(), report["latency_ms"]["median"].get<double>(),
+      settings.repeat, session.size(), prepared.threads.threads);
   if (prepared.threads.threads != settings.threads) {
     fmt::print("{}\n",
                rank_threads_line(prepared.threads, settings.threads, session.ranks_on_host()));
@@ -346,7 +328,7 @@ int run_on_ranks(const RankRunSettings& settings) {
                                                  : "the default: the plan names no family");
   fmt::print("weights    {:.2f} MiB in the model; ranks read {}\n",
              prepared.model_weight_bytes / 1048576.0, report["weights_read"].get<std::string>());
-  for (const auto& entry : ranks) {
+  for (const auto& entry : report["per_rank"]) {
     fmt::print(
         "rank {:<5} {} tasks, weights {:.2f} MiB ({:.2f} freed once packed), sent {:.2f} MiB in "
         "{} messages, peak RSS {:.1f} MiB\n",
@@ -356,12 +338,62 @@ int run_on_ranks(const RankRunSettings& settings) {
         entry["bytes_sent"].get<double>() / 1048576.0, entry["messages_sent"].get<double>(),
         entry["peak_rss_bytes"].get<double>() / 1048576.0);
   }
-  for (const auto& entry : output_list) {
+  for (const auto& entry : report["outputs"]) {
     fmt::print("output     {} {}{}\n", entry["name"].get<std::string>(),
                entry["type"].get<std::string>(),
                entry.contains("file") ? " -> " + entry["file"].get<std::string>() : "");
   }
   if (!settings.trace_file.empty()) fmt::print("trace      {}\n", settings.trace_file);
+}
+
+}  // namespace
+
+int run_on_ranks(const RankRunSettings& settings) {
+  if (settings.repeat < 1) throw Error("--repeat must be at least 1");
+  if (settings.samples < 1) throw Error("--samples must be at least 1");
+  require_timeout_seconds("--rank-timeout", settings.rank_timeout_seconds);
+  MpiSession session;
+  const int rank = session.rank();
+  Prepared prepared;
+  std::string failure;
+  try {
+    prepare(settings, session, prepared);
+  } catch (const std::exception& e) {
+    failure = e.what();
+    if (failure.empty()) failure = "unknown error";
+  }
+  if (!agree_to_start_or_say_why(session, failure, prepared.hash, settings.rank_timeout_seconds)) {
+    return 1;
+  }
+
+  std::vector<std::vector<Tensor>> results;
+  const std::vector<double> latencies = timed_runs(settings, session, prepared, results);
+  const RankFigures figures = rank_figures(session, prepared);
+  std::vector<RankFigures> all;
+  std::vector<Trace::Event> events;
+  try {
+    all = gather_figures(session, figures, settings.rank_timeout_seconds);
+    if (!settings.trace_file.empty())
+      events =
+          gather_events(session, prepared.executor->last_trace(), settings.rank_timeout_seconds);
+  } catch (const std::exception& e) {
+    abort_ranks(session.comm(), rank, e.what());
+  }
+  if (rank != 0) return 0;
+
+  nlohmann::json report = run_report(settings, session, prepared, latencies, all);
+  report["outputs"] = write_outputs(settings, prepared, results.front());
+  if (!settings.trace_file.empty()) {
+    write_file_atomically(settings.trace_file,
+                          trace_json(events, prepared.plan.tasks, session.size()));
+    report["trace_file"] = settings.trace_file;
+  }
+
+  if (settings.json) {
+    fmt::print("{}\n", report.dump(2));
+    return 0;
+  }
+  print_report(settings, session, prepared, report);
   return 0;
 }
 
