@@ -120,6 +120,19 @@ bool agree_to_start_or_say_why(const MpiSession& session, const std::string& fai
   }
 }
 
+bool prepare_on_every_rank(const MpiSession& session, const std::function<uint64_t()>& prepare,
+                           double timeout_seconds) {
+  std::string failure;
+  uint64_t hash = 0;
+  try {
+    hash = prepare();
+  } catch (const std::exception& e) {
+    failure = e.what();
+    if (failure.empty()) failure = "unknown error";
+  }
+  return agree_to_start_or_say_why(session, failure, hash, timeout_seconds);
+}
+
 RankThreads choose_rank_threads(int requested, bool fixed, int ranks_on_host) {
   RankThreads chosen;
   chosen.threads = std::max(1, requested);

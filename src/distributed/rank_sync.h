@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,11 @@ void agree_to_start(const MpiSession& session, const std::string& failure, uint6
 /// and returns false; true when every rank may start.
 bool agree_to_start_or_say_why(const MpiSession& session, const std::string& failure, uint64_t hash,
                                double timeout_seconds);
+
+/// Runs this rank's `prepare` (which returns the hash of what it loaded), turns an exception it
+/// throws into this rank's refusal, and agrees as agree_to_start_or_say_why does.
+bool prepare_on_every_rank(const MpiSession& session, const std::function<uint64_t()>& prepare,
+                           double timeout_seconds);
 
 /// MPI_Ibarrier waited for until the timeout (RankTimeout naming `what`).
 void barrier(const MpiSession& session, double timeout_seconds, const std::string& what);

@@ -315,13 +315,11 @@ int run_split_on_ranks(const SplitRunSettings& settings) {
   MpiSession session;
   const int rank = session.rank();
   Prepared prepared;
-  std::string failure;
-  try {
+  const auto prepare_here = [&] {
     prepare(settings, session, prepared);
-  } catch (const std::exception& e) {
-    failure = e.what();
-  }
-  if (!agree_to_start_or_say_why(session, failure, prepared.hash, settings.rank_timeout_seconds)) {
+    return prepared.hash;
+  };
+  if (!prepare_on_every_rank(session, prepare_here, settings.rank_timeout_seconds)) {
     return 1;
   }
   omp_set_num_threads(prepared.threads.threads);
