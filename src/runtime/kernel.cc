@@ -40,6 +40,9 @@ const KernelRegistry& KernelRegistry::global() {
     shape::register_index_kernels(r);
     shape::register_order_kernels(r);
     shape::register_resize_kernels(r);
+    register_quantize_kernels(r);
+    register_quantized_matmul_kernels(r);
+    register_quantized_conv_kernels(r);
     return r;
   }();
   return registry;

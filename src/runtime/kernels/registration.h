@@ -10,12 +10,16 @@ namespace cleave {
 void register_conv_kernels(KernelRegistry& registry);
 void register_pool_kernels(KernelRegistry& registry);
 void register_norm_kernels(KernelRegistry& registry);
+void register_quantized_conv_kernels(KernelRegistry& registry);
 
 // math/: matrix products, Einsum, softmax, reductions.
 void register_matmul_kernels(KernelRegistry& registry);
 void register_einsum_kernels(KernelRegistry& registry);
 void register_softmax_kernels(KernelRegistry& registry);
 void register_reduce_kernels(KernelRegistry& registry);
+// math/: int8 quantization and the int8 matrix products.
+void register_quantize_kernels(KernelRegistry& registry);
+void register_quantized_matmul_kernels(KernelRegistry& registry);
 
 // tensor/: Concat.
 void register_concat_kernels(KernelRegistry& registry);

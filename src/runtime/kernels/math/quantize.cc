@@ -1,0 +1,294 @@
+// QuantizeLinear, DequantizeLinear (per tensor and per axis) and DynamicQuantizeLinear, and the
+// scale, zero-point and requantization helpers the int8 product kernels share.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "runtime/kernels/dnnl_util.h"
+#include "runtime/kernels/elementwise.h"
+#include "runtime/kernels/math/quantize_util.h"
+#include "runtime/kernels/registration.h"
+
+namespace cleave {
+
+namespace quantize_detail {
+
+namespace {
+
+void check_count(const KernelContext& context, const Tensor& t, int64_t count, const char* what) {
+  if (t.element_count() == 1 || (t.rank() == 1 && t.dim(0) == count)) return;
+  throw Error(fmt::format("{}: {} is {}; expected one value or {} (one per channel)",
+                          context.where(), what, t.describe(), count));
+}
+
+template <typename T>
+void requantize_into(const Requantize& r, const int32_t* sums, int64_t count, int64_t channels,
+                     int64_t channel_stride, T* out) {
+  const auto zero = static_cast<float>(r.zero_point);
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t channel = (i / channel_stride) % channels;
+    out[i] =
+        saturate<T>(std::nearbyint(static_cast<float>(sums[i]) * r.multipliers[channel]) + zero);
+  }
+}
+
+}  // namespace
+
+void check_scale(const KernelContext& context, std::size_t input, int64_t count, const char* what) {
+  const Tensor& scale = context.input(input);
+  if (scale.dtype() != DataType::kFloat) {
+    throw UnsupportedError(fmt::format("{}: {} of type {} is not supported (f32 is)",
+                                       context.where(), what, dtype_name(scale.dtype())));
+  }
+  check_count(context, scale, count, what);
+}
+
+void check_zero_point(const KernelContext& context, std::size_t input, int64_t count,
+                      const char* what) {
+  if (!context.has_input(input)) return;
+  const Tensor& zero = context.input(input);
+  const DataType type = zero.dtype();
+  if (type != DataType::kUInt8 && type != DataType::kInt8 && type != DataType::kInt32) {
+    throw UnsupportedError(fmt::format("{}: {} of type {} is not supported (u8, i8, i32 are)",
+                                       context.where(), what, dtype_name(type)));
+  }
+  check_count(context, zero, count, what);
+}
+
+void check_8_bit(const KernelContext& context, DataType type, const char* what) {
+  if (type != DataType::kUInt8 && type != DataType::kInt8) {
+    throw UnsupportedError(fmt::format("{}: {} of type {} is not supported (u8 and i8 are)",
+                                       context.where(), what, dtype_name(type)));
+  }
+}
+
+std::vector<float> scale_values(const Tensor& scale) {
+  const auto values = scale.values<float>();
+  return {values.begin(), values.end()};
+}
+
+std::vector<int32_t> zero_point_values(const Tensor* zero_point) {
+  if (!zero_point) return {0};
+  switch (zero_point->dtype()) {
+    case DataType::kUInt8: {
+      const auto v = zero_point->values<uint8_t>();
+      return {v.begin(), v.end()};
+    }
+    case DataType::kInt8: {
+      const auto v = zero_point->values<int8_t>();
+      return {v.begin(), v.end()};
+    }
+    default: {
+      const auto v = zero_point->values<int32_t>();
+      return {v.begin(), v.end()};
+    }
+  }
+}
+
+void check_requantize(const KernelContext& context, int64_t channels) {
+  check_scale(context, 1, 1, "the input scale");
+  check_scale(context, 4, channels, "the weight scale");
+  check_scale(context, 6, 1, "the output scale");
+  check_zero_point(context, 7, 1, "the output zero point");
+  check_8_bit(context, requantized_type(context), "the output zero point");
+}
+
+DataType requantized_type(const KernelContext& context) {
+  return context.has_input(7) ? context.input(7).dtype() : DataType::kUInt8;
+}
+
+Requantize requantize_of(const std::vector<const Tensor*>& inputs, int64_t channels) {
+  const float a = inputs[1]->data<float>()[0];
+  const std::vector<float> b = per_channel(scale_values(*inputs[4]), channels);
+  const float y = inputs[6]->data<float>()[0];
+  const Tensor* zero = inputs.size() > 7 ? inputs[7] : nullptr;
+  Requantize r;
+  r.type = zero ? zero->dtype() : DataType::kUInt8;
+  r.zero_point = zero_point_values(zero)[0];
+  r.multipliers.resize(static_cast<std::size_t>(channels));
+  // As ONNX Runtime requantizes: one float multiplier per channel.
+  for (int64_t c = 0; c < channels; ++c) r.multipliers[c] = a * b[c] / y;
+  return r;
+}
+
+void write_requantized(const Requantize& requantize, const int32_t* sums, int64_t count,
+                       int64_t channels, int64_t channel_stride, void* out) {
+  if (requantize.type == DataType::kUInt8) {
+    requantize_into(requantize, sums, count, channels, channel_stride, static_cast<uint8_t*>(out));
+  } else {
+    requantize_into(requantize, sums, count, channels, channel_stride, static_cast<int8_t*>(out));
+  }
+}
+
+}  // namespace quantize_detail
+
+namespace {
+
+using elementwise::make_kernel;
+using elementwise::parallel_for;
+using elementwise::plain_output;
+using quantize_detail::saturate;
+using quantize_detail::scale_values;
+using quantize_detail::zero_point_values;
+
+// Where a scale applies: the whole tensor (channels = 1), or each index of one axis.
+struct AxisSplit {
+  int64_t outer = 1, channels = 1, inner = 1;
+};
+
+// The split of input 0 that the node's scale (input 1) implies: per tensor for a one-element
+// scale, per `axis` (default 1) for a 1-D one. Checks the scale and zero point.
+AxisSplit axis_split(const KernelContext& context) {
+  const Tensor& x = context.input(0);
+  const Tensor& scale = context.input(1);
+  AxisSplit split;
+  split.inner = x.element_count();
+  if (scale.element_count() != 1 || scale.rank() > 1) {
+    const int64_t axis = normalized_axis(context, context.node.int_attribute("axis", 1),
+                                         static_cast<int64_t>(x.rank()));
+    split.channels = x.dim(axis);
+    split.outer = 1;
+    for (int64_t d = 0; d < axis; ++d) split.outer *= x.dim(d);
+    split.inner = 1;
+    for (auto d = static_cast<std::size_t>(axis) + 1; d < x.rank(); ++d) split.inner *= x.dim(d);
+  }
+  quantize_detail::check_scale(context, 1, split.channels, "the scale");
+  quantize_detail::check_zero_point(context, 2, split.channels, "the zero point");
+  return split;
+}
+
+// Calls body(channel, begin, end) over each run of elements sharing a channel, in parallel.
+template <typename Body>
+void for_each_channel_run(const AxisSplit& split, int threads, Body body) {
+  const int64_t runs = split.outer * split.channels;
+  parallel_for(
+      runs, threads,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t run = begin; run < end; ++run) {
+          body(run % split.channels, run * split.inner, (run + 1) * split.inner);
+        }
+      },
+      std::max<int64_t>(1, elementwise::kParallelThreshold / std::max<int64_t>(1, split.inner)));
+}
+
+// QuantizeLinear: y = saturate(round_half_even(x / scale) + zero_point).
+template <typename T>
+std::unique_ptr<Kernel> make_quantize(const KernelContext& context, DataType type) {
+  const AxisSplit split = axis_split(context);
+  const int threads = context.threads;
+  return make_kernel({plain_output(type, context.input(0).shape())},
+                     [=](const std::vector<const Tensor*>& inputs,
+                         const std::vector<Tensor*>& outputs, dnnl::stream&) {
+                       const std::vector<float> scales = scale_values(*inputs[1]);
+                       const std::vector<int32_t> zeros =
+                           zero_point_values(inputs.size() > 2 ? inputs[2] : nullptr);
+                       const float* x = inputs[0]->data<float>();
+                       T* y = outputs[0]->data<T>();
+                       for_each_channel_run(split, threads, [&](int64_t c, int64_t b, int64_t e) {
+                         const float scale = scales[scales.size() == 1 ? 0 : c];
+                         const auto zero = static_cast<float>(zeros[zeros.size() == 1 ? 0 : c]);
+                         for (int64_t i = b; i < e; ++i) {
+                           y[i] = saturate<T>(std::nearbyint(x[i] / scale) + zero);
+                         }
+                       });
+                     });
+}
+
+// DequantizeLinear: y = (x - zero_point) * scale.
+template <typename T>
+std::unique_ptr<Kernel> make_dequantize(const KernelContext& context) {
+  const AxisSplit split = axis_split(context);
+  const int threads = context.threads;
+  return make_kernel({plain_output(DataType::kFloat, context.input(0).shape())},
+                     [=](const std::vector<const Tensor*>& inputs,
+                         const std::vector<Tensor*>& outputs, dnnl::stream&) {
+                       const std::vector<float> scales = scale_values(*inputs[1]);
+                       const std::vector<int32_t> zeros =
+                           zero_point_values(inputs.size() > 2 ? inputs[2] : nullptr);
+                       const T* x = inputs[0]->data<T>();
+                       float* y = outputs[0]->data<float>();
+                       for_each_channel_run(split, threads, [&](int64_t c, int64_t b, int64_t e) {
+                         const float scale = scales[scales.size() == 1 ? 0 : c];
+                         const int32_t zero = zeros[zeros.size() == 1 ? 0 : c];
+                         for (int64_t i = b; i < e; ++i) {
+                           y[i] = static_cast<float>(static_cast<int32_t>(x[i]) - zero) * scale;
+                         }
+                       });
+                     });
+}
+
+// DynamicQuantizeLinear: u8 over [min(0, min x), max(0, max x)].
+void dynamic_quantize(const Tensor& input, Tensor& y, Tensor& y_scale, Tensor& y_zero_point) {
+  const auto x = input.values<float>();
+  float low = 0, high = 0;
+  for (float v : x) {
+    low = std::min(low, v);
+    high = std::max(high, v);
+  }
+  const float scale = (high - low) / 255.0f;
+  y_scale.data<float>()[0] = scale;
+  if (scale == 0) {  // All zeros: any scale represents them; ONNX's formula would divide by 0.
+    y_zero_point.data<uint8_t>()[0] = 0;
+    std::fill_n(y.data<uint8_t>(), x.size(), uint8_t{0});
+    return;
+  }
+  const uint8_t zero = saturate<uint8_t>(0.0f - low / scale);
+  y_zero_point.data<uint8_t>()[0] = zero;
+  uint8_t* out = y.data<uint8_t>();
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    out[i] = saturate<uint8_t>(std::nearbyint(x[i] / scale) + static_cast<float>(zero));
+  }
+}
+
+std::unique_ptr<Kernel> create_quantize(const KernelContext& context) {
+  const DataType type = context.has_input(2) ? context.input(2).dtype() : DataType::kUInt8;
+  if (context.input(0).dtype() != DataType::kFloat)
+    elementwise::throw_unsupported_type(context, context.input(0).dtype());
+  quantize_detail::check_8_bit(context, type, "the zero point");
+  return type == DataType::kUInt8 ? make_quantize<uint8_t>(context, type)
+                                  : make_quantize<int8_t>(context, type);
+}
+
+std::unique_ptr<Kernel> create_dequantize(const KernelContext& context) {
+  switch (context.input(0).dtype()) {
+    case DataType::kUInt8:
+      return make_dequantize<uint8_t>(context);
+    case DataType::kInt8:
+      return make_dequantize<int8_t>(context);
+    case DataType::kInt32:
+      return make_dequantize<int32_t>(context);
+    default:
+      elementwise::throw_unsupported_type(context, context.input(0).dtype());
+  }
+}
+
+std::unique_ptr<Kernel> create_dynamic_quantize(const KernelContext& context) {
+  return make_kernel(
+      {plain_output(DataType::kUInt8, context.input(0).shape()), plain_output(DataType::kFloat, {}),
+       plain_output(DataType::kUInt8, {})},
+      [](const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+         dnnl::stream&) { dynamic_quantize(*inputs[0], *outputs[0], *outputs[1], *outputs[2]); });
+}
+
+void add(KernelRegistry& registry, std::string op_type, int64_t since, std::vector<DataType> types,
+         std::function<std::unique_ptr<Kernel>(const KernelContext&)> create) {
+  KernelInfo info;
+  info.op_type = std::move(op_type);
+  info.since_opset = since;
+  info.dtypes = std::move(types);
+  info.create = std::move(create);
+  registry.add(std::move(info));
+}
+
+}  // namespace
+
+void register_quantize_kernels(KernelRegistry& registry) {
+  add(registry, "QuantizeLinear", 10, {DataType::kFloat}, create_quantize);
+  add(registry, "DequantizeLinear", 10, {DataType::kUInt8, DataType::kInt8, DataType::kInt32},
+      create_dequantize);
+  add(registry, "DynamicQuantizeLinear", 11, {DataType::kFloat}, create_dynamic_quantize);
+}
+
+}  // namespace cleave

@@ -1,0 +1,68 @@
+// Internal to the quantization kernels: scales and zero points as read from inputs, rounding and
+// saturation as ONNX defines them, and the requantization of int32 sums.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "runtime/kernel.h"
+#include "runtime/tensor.h"
+
+namespace cleave::quantize_detail {
+
+/// ONNX rounds half to even (numpy's rint); nearbyint does so in the default rounding mode.
+/// The result saturates to T's range, as every quantizing op of ONNX does.
+template <typename T>
+T saturate(float value) {
+  const float rounded = std::nearbyint(value);
+  const float low = static_cast<float>(std::numeric_limits<T>::lowest());
+  const float high = static_cast<float>(std::numeric_limits<T>::max());
+  if (!(rounded >= low)) return std::numeric_limits<T>::lowest();  // Also NaN.
+  if (rounded >= high) return std::numeric_limits<T>::max();
+  return static_cast<T>(rounded);
+}
+
+// Preparation checks (Error or UnsupportedError naming the node, `what` and the value). An
+// absent optional input passes. `count` is the number of channels a per-channel input may
+// have; 1-element inputs always pass.
+void check_scale(const KernelContext& context, std::size_t input, int64_t count, const char* what);
+void check_zero_point(const KernelContext& context, std::size_t input, int64_t count,
+                      const char* what);
+/// Throws UnsupportedError naming the node unless `type` is u8 or i8.
+void check_8_bit(const KernelContext& context, DataType type, const char* what);
+
+// Run-time reads of checked inputs, as one value or one per channel.
+std::vector<float> scale_values(const Tensor& scale);
+/// {0} for an absent zero point.
+std::vector<int32_t> zero_point_values(const Tensor* zero_point);
+/// `values` (one, or already `count`) as `count` values.
+template <typename T>
+std::vector<T> per_channel(std::vector<T> values, int64_t count) {
+  if (values.size() == 1) values.resize(static_cast<std::size_t>(count), values[0]);
+  return values;
+}
+
+/// How int32 sums become the quantized output of QLinearConv / QLinearMatMul: each channel's
+/// sum times a_scale·b_scale[channel]/y_scale, rounded, plus y's zero point, saturated.
+struct Requantize {
+  std::vector<float> multipliers;  ///< One per output channel (or column).
+  int32_t zero_point = 0;
+  DataType type = DataType::kUInt8;  ///< u8 or i8.
+};
+
+/// Checks a QLinear op's scales and output zero point at preparation: input scale at 1,
+/// weight scale at 4 (per tensor or `channels` values), output scale and zero point at 6, 7.
+void check_requantize(const KernelContext& context, int64_t channels);
+/// The requantization those inputs describe now (read at run time: they may change).
+Requantize requantize_of(const std::vector<const Tensor*>& inputs, int64_t channels);
+/// The output type of a QLinear op: y_zero_point's (u8 when absent).
+DataType requantized_type(const KernelContext& context);
+
+/// Writes `count` sums as `requantize.type` into `out`; the channel of sum i is
+/// (i / channel_stride) % channels.
+void write_requantized(const Requantize& requantize, const int32_t* sums, int64_t count,
+                       int64_t channels, int64_t channel_stride, void* out);
+
+}  // namespace cleave::quantize_detail

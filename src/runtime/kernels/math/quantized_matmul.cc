@@ -1,0 +1,197 @@
+// MatMulInteger and QLinearMatMul: int8 matrix products with numpy batch broadcasting, as int32
+// sums or requantized to u8/i8.
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "runtime/kernels/dnnl_util.h"
+#include "runtime/kernels/elementwise.h"
+#include "runtime/kernels/math/quantize_util.h"
+#include "runtime/kernels/registration.h"
+
+namespace cleave {
+
+namespace {
+
+using elementwise::make_kernel;
+using elementwise::parallel_for;
+using elementwise::plain_output;
+using quantize_detail::check_8_bit;
+using quantize_detail::check_zero_point;
+using quantize_detail::per_channel;
+using quantize_detail::zero_point_values;
+
+// A batched product [.., M, K] x [.., K, N] after numpy's matmul rules: 1-D operands gain a
+// unit dim (dropped from the output), batch dims broadcast.
+struct Product {
+  int64_t m = 1, k = 1, n = 1;
+  std::vector<int64_t> a_offsets, b_offsets;  // Per output matrix, in elements.
+  std::vector<int64_t> output_shape;
+};
+
+Product product_of(const KernelContext& context, const Tensor& a_tensor, const Tensor& b_tensor) {
+  std::vector<int64_t> a = a_tensor.shape(), b = b_tensor.shape();
+  if (a.empty() || b.empty()) {
+    throw Error(fmt::format("{}: operands {} and {} must have rank 1 or more", context.where(),
+                            a_tensor.describe(), b_tensor.describe()));
+  }
+  const bool a_vector = a.size() == 1, b_vector = b.size() == 1;
+  if (a_vector) a.insert(a.begin(), 1);
+  if (b_vector) b.push_back(1);
+  Product p;
+  p.m = a[a.size() - 2];
+  p.k = a.back();
+  p.n = b.back();
+  if (b[b.size() - 2] != p.k) {
+    throw Error(fmt::format("{}: {} times {}: inner dims {} and {} differ", context.where(),
+                            a_tensor.describe(), b_tensor.describe(), p.k, b[b.size() - 2]));
+  }
+  const std::vector<std::vector<int64_t>> batches = {{a.begin(), a.end() - 2},
+                                                     {b.begin(), b.end() - 2}};
+  const std::vector<int64_t> batch = elementwise::broadcast_shape(context, batches);
+  const int64_t count = volume(batch);
+  // Each operand's matrix index for each output matrix, right-aligned broadcasting.
+  for (std::size_t which = 0; which < 2; ++which) {
+    const std::vector<int64_t>& own = batches[which];
+    std::vector<int64_t>& offsets = which == 0 ? p.a_offsets : p.b_offsets;
+    const int64_t matrix = which == 0 ? p.m * p.k : p.k * p.n;
+    for (int64_t flat = 0; flat < count; ++flat) {
+      int64_t rest = flat, index = 0, stride = 1;
+      for (std::size_t d = batch.size(); d-- > 0;) {
+        const int64_t at = rest % batch[d];
+        rest /= batch[d];
+        const std::size_t shift = batch.size() - own.size();
+        if (d < shift) continue;
+        const int64_t size = own[d - shift];
+        index += (size == 1 ? 0 : at) * stride;
+        stride *= size;
+      }
+      offsets.push_back(index * matrix);
+    }
+  }
+  p.output_shape = batch;
+  if (!a_vector) p.output_shape.push_back(p.m);
+  if (!b_vector) p.output_shape.push_back(p.n);
+  return p;
+}
+
+// sums = (a - a_zero) x (b - b_zero[column]) for every output matrix.
+template <typename A, typename B>
+void integer_products(const Product& p, const A* a, const B* b, int32_t a_zero,
+                      const std::vector<int32_t>& b_zero, int32_t* sums, int threads) {
+  const auto rows = static_cast<int64_t>(p.a_offsets.size()) * p.m;
+  parallel_for(
+      rows, threads,
+      [&](int64_t begin, int64_t end) {
+        std::vector<int32_t> b_row(static_cast<std::size_t>(p.n));
+        for (int64_t row = begin; row < end; ++row) {
+          const int64_t matrix = row / p.m;
+          const A* a_row = a + p.a_offsets[matrix] + (row % p.m) * p.k;
+          int32_t* out = sums + row * p.n;
+          std::fill_n(out, p.n, 0);
+          for (int64_t i = 0; i < p.k; ++i) {
+            const int32_t left = static_cast<int32_t>(a_row[i]) - a_zero;
+            if (left == 0) continue;
+            const B* right = b + p.b_offsets[matrix] + i * p.n;
+            for (int64_t j = 0; j < p.n; ++j) {
+              out[j] += left * (static_cast<int32_t>(right[j]) - b_zero[j]);
+            }
+          }
+        }
+      },
+      2);
+}
+
+// Calls visit.template operator()<A, B>() for u8/i8 operand types.
+template <typename Visitor>
+std::unique_ptr<Kernel> visit_operands(DataType a, DataType b, Visitor&& visit) {
+  if (a == DataType::kUInt8) {
+    return b == DataType::kUInt8 ? visit.template operator()<uint8_t, uint8_t>()
+                                 : visit.template operator()<uint8_t, int8_t>();
+  }
+  return b == DataType::kUInt8 ? visit.template operator()<int8_t, uint8_t>()
+                               : visit.template operator()<int8_t, int8_t>();
+}
+
+// The int32 sums of operands `a` and `b` (inputs a_input and a_input + 3 for QLinearMatMul,
+// 0 and 1 for MatMulInteger) with their zero points.
+struct Operands {
+  std::size_t a = 0, b = 1, a_zero = 2, b_zero = 3;
+};
+
+Product checked_product(const KernelContext& context, const Operands& at) {
+  const Tensor& a = context.input(at.a);
+  const Tensor& b = context.input(at.b);
+  check_8_bit(context, a.dtype(), "the first operand");
+  check_8_bit(context, b.dtype(), "the second operand");
+  Product p = product_of(context, a, b);
+  check_zero_point(context, at.a_zero, 1, "the first operand's zero point");
+  check_zero_point(context, at.b_zero, p.n, "the second operand's zero point");
+  return p;
+}
+
+template <typename A, typename B>
+void sums_of(const Product& p, const Operands& at, const std::vector<const Tensor*>& inputs,
+             int32_t* sums, int threads) {
+  auto optional = [&](std::size_t i) { return i < inputs.size() ? inputs[i] : nullptr; };
+  const int32_t a_zero = zero_point_values(optional(at.a_zero))[0];
+  const std::vector<int32_t> b_zero = per_channel(zero_point_values(optional(at.b_zero)), p.n);
+  integer_products(p, inputs[at.a]->data<A>(), inputs[at.b]->data<B>(), a_zero, b_zero, sums,
+                   threads);
+}
+
+std::unique_ptr<Kernel> create_matmul_integer(const KernelContext& context) {
+  const Operands at;
+  const Product p = checked_product(context, at);
+  const int threads = context.threads;
+  return visit_operands(
+      context.input(0).dtype(), context.input(1).dtype(), [&]<typename A, typename B>() {
+        return make_kernel({plain_output(DataType::kInt32, p.output_shape)},
+                           [=](const std::vector<const Tensor*>& inputs,
+                               const std::vector<Tensor*>& outputs, dnnl::stream&) {
+                             sums_of<A, B>(p, at, inputs, outputs[0]->data<int32_t>(), threads);
+                           });
+      });
+}
+
+std::unique_ptr<Kernel> create_qlinear_matmul(const KernelContext& context) {
+  const Operands at{0, 3, 2, 5};
+  const Product p = checked_product(context, at);
+  quantize_detail::check_requantize(context, p.n);
+  const int threads = context.threads;
+  auto sums =
+      std::make_shared<std::vector<int32_t>>(static_cast<std::size_t>(volume(p.output_shape)));
+  return visit_operands(
+      context.input(0).dtype(), context.input(3).dtype(), [&]<typename A, typename B>() {
+        return make_kernel(
+            {plain_output(quantize_detail::requantized_type(context), p.output_shape)},
+            [=](const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+                dnnl::stream&) {
+              sums_of<A, B>(p, at, inputs, sums->data(), threads);
+              quantize_detail::write_requantized(quantize_detail::requantize_of(inputs, p.n),
+                                                 sums->data(), static_cast<int64_t>(sums->size()),
+                                                 p.n, 1, outputs[0]->raw());
+            });
+      });
+}
+
+void add(KernelRegistry& registry, std::string op_type,
+         std::function<std::unique_ptr<Kernel>(const KernelContext&)> create) {
+  KernelInfo info;
+  info.op_type = std::move(op_type);
+  info.since_opset = 10;
+  info.dtypes = {DataType::kUInt8, DataType::kInt8};
+  info.create = guarded(std::move(create));
+  registry.add(std::move(info));
+}
+
+}  // namespace
+
+void register_quantized_matmul_kernels(KernelRegistry& registry) {
+  add(registry, "MatMulInteger", create_matmul_integer);
+  add(registry, "QLinearMatMul", create_qlinear_matmul);
+}
+
+}  // namespace cleave
