@@ -26,13 +26,20 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The ops issue 3 puts in the runtime's scope (and Einsum since MaxViT needed it): a case
-// using any other op is out of scope.
+// The ops issue 3 puts in the runtime's scope (and Einsum since MaxViT needed it, and the int8
+// quantization ops of issue 44): a case using any other op is out of scope.
 const std::set<std::string, std::less<>> kInScopeOps = {"Conv",
                                                         "ConvTranspose",
                                                         "Gemm",
                                                         "MatMul",
                                                         "Einsum",
+                                                        "QuantizeLinear",
+                                                        "DequantizeLinear",
+                                                        "DynamicQuantizeLinear",
+                                                        "MatMulInteger",
+                                                        "ConvInteger",
+                                                        "QLinearMatMul",
+                                                        "QLinearConv",
                                                         "MaxPool",
                                                         "AveragePool",
                                                         "GlobalAveragePool",
@@ -144,7 +151,7 @@ const std::set<std::string, std::less<>> kInScopeOps = {"Conv",
 
 bool in_scope_type(DataType type) {
   return type == DataType::kFloat || type == DataType::kInt32 || type == DataType::kInt64 ||
-         type == DataType::kBool;
+         type == DataType::kBool || type == DataType::kUInt8 || type == DataType::kInt8;
 }
 
 Tensor read_tensor_file(const fs::path& path) {

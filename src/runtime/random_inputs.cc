@@ -34,9 +34,19 @@ Tensor random_tensor(const Value& value, uint64_t seed) {
       for (int64_t i = 0; i < count; ++i) tensor.data<int32_t>()[i] = small(rng);
       break;
     case DataType::kBool:
-    case DataType::kUInt8:
       for (int64_t i = 0; i < count; ++i) tensor.data<uint8_t>()[i] = small(rng) & 1;
       break;
+    case DataType::kUInt8: {  // Quantized data: the whole range.
+      std::uniform_int_distribution<int> byte(0, 255);
+      for (int64_t i = 0; i < count; ++i)
+        tensor.data<uint8_t>()[i] = static_cast<uint8_t>(byte(rng));
+      break;
+    }
+    case DataType::kInt8: {
+      std::uniform_int_distribution<int> byte(-128, 127);
+      for (int64_t i = 0; i < count; ++i) tensor.data<int8_t>()[i] = static_cast<int8_t>(byte(rng));
+      break;
+    }
     default:
       throw Error(fmt::format("input '{}': cannot make random values of type {}; pass --input",
                               value.name, dtype_name(value.dtype)));
