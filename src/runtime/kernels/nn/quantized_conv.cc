@@ -149,9 +149,131 @@ void sums_of(const Geometry& g, const Operands& at, const std::vector<const Tens
                       sums, threads);
 }
 
+// An int8 convolution on oneDNN: u8/s8 data, s8 weights packed once, the data's zero point and
+// (QLinearConv) the output scales and zero point as primitive attributes, int32 bias. Data and
+// output are reordered from and to the plain layout inside the kernel.
+class DnnlInt8Conv final : public Kernel {
+ public:
+  DnnlInt8Conv(const KernelContext& context, const ConvProblem& p, const Operands& at,
+               DataType output_type, const dnnl::primitive_attr& attr, bool with_bias)
+      : with_bias_(with_bias) {
+    using dnnl::memory;
+    const Tensor& x = context.input(at.x);
+    spec_ = plain_output(output_type, p.output_shape);
+    const memory::data_type src_type = dnnl_data_type(x.dtype(), context);
+    const memory::data_type dst_type = dnnl_data_type(output_type, context);
+    const memory::desc src = any_desc(x.shape(), src_type);
+    const memory::desc dst = any_desc(p.output_shape, dst_type);
+    const memory::desc weights(p.user_weights.dims(), memory::data_type::s8,
+                               memory::format_tag::any);
+    const memory::dims strides(p.strides.begin(), p.strides.end());
+    memory::dims dilations;
+    for (int64_t d : p.dilations) dilations.push_back(d - 1);
+    const memory::dims pads_begin(p.pads_begin.begin(), p.pads_begin.end());
+    const memory::dims pads_end(p.pads_end.begin(), p.pads_end.end());
+    const auto prop = dnnl::prop_kind::forward_inference;
+    const auto algorithm = dnnl::algorithm::convolution_direct;
+    dnnl::convolution_forward::primitive_desc descriptor =
+        with_bias
+            ? dnnl::convolution_forward::primitive_desc(
+                  dnnl::convolution_forward::desc(
+                      prop, algorithm, src, weights,
+                      memory::desc({p.channels_out}, memory::data_type::s32, memory::format_tag::x),
+                      dst, strides, dilations, pads_begin, pads_end),
+                  attr, context.engine)
+            : dnnl::convolution_forward::primitive_desc(
+                  dnnl::convolution_forward::desc(prop, algorithm, src, weights, dst, strides,
+                                                  dilations, pads_begin, pads_end),
+                  attr, context.engine);
+    step_ = DnnlStep(dnnl::convolution_forward(descriptor), descriptor, context.engine);
+    step_.declare(DNNL_ARG_SRC, descriptor.src_desc());
+    step_.declare(DNNL_ARG_WEIGHTS, descriptor.weights_desc());
+    step_.declare(DNNL_ARG_DST, descriptor.dst_desc());
+    if (with_bias) step_.declare(DNNL_ARG_BIAS, descriptor.bias_desc());
+    const memory::dims weight_dims = p.user_weights.dims();
+    const memory::desc user_weights = plain_desc(weight_dims, memory::data_type::s8);
+    weights_ = pack_constant(context.input(at.w).raw(), user_weights, descriptor.weights_desc(),
+                             context.engine);
+    to_src_ = LayoutReorder(plain_desc(x.shape(), src_type), descriptor.src_desc(), context.engine);
+    from_dst_ =
+        LayoutReorder(descriptor.dst_desc(), plain_desc(p.output_shape, dst_type), context.engine);
+    if (to_src_.needed()) src_ = std::make_shared<Buffer>(descriptor.src_desc().get_size());
+    if (from_dst_.needed()) dst_ = std::make_shared<Buffer>(descriptor.dst_desc().get_size());
+  }
+
+  std::vector<OutputSpec> output_specs() const override { return {spec_}; }
+  std::string implementation() const override { return step_.implementation(); }
+
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+           dnnl::stream& stream) override {
+    const void* src = inputs[0]->raw();
+    if (src_) {
+      to_src_.run(src, src_->data(), stream);
+      src = src_->data();
+    }
+    void* dst = dst_ ? dst_->data() : outputs[0]->raw();
+    step_.set(DNNL_ARG_SRC, src);
+    step_.set(DNNL_ARG_WEIGHTS, weights_->data());
+    step_.set(DNNL_ARG_DST, dst);
+    if (with_bias_) step_.set(DNNL_ARG_BIAS, inputs[8]->raw());
+    step_.execute(stream);
+    if (dst_) from_dst_.run(dst, outputs[0]->raw(), stream);
+  }
+
+ private:
+  OutputSpec spec_;
+  bool with_bias_ = false;
+  DnnlStep step_;
+  std::shared_ptr<Buffer> weights_, src_, dst_;
+  LayoutReorder to_src_, from_dst_;
+};
+
+bool all_constant(const KernelContext& context, std::initializer_list<std::size_t> inputs) {
+  for (std::size_t i : inputs) {
+    if (context.has_input(i) && !context.constant[i]) return false;
+  }
+  return true;
+}
+
+// The oneDNN kernel of an int8 convolution where oneDNN 2.6 has the form: s8 constant weights
+// with zero point 0, constant zero points and scales. nullptr otherwise (or when oneDNN offers
+// only its reference code), so the loops run.
+std::unique_ptr<Kernel> try_dnnl_int8_conv(const KernelContext& context, const ConvProblem& p,
+                                           const Operands& at, bool requantized) {
+  if (context.input(at.w).dtype() != DataType::kInt8 || !context.constant[at.w] ||
+      !all_constant(context, {at.x_zero, at.w_zero})) {
+    return nullptr;
+  }
+  if (requantized && !all_constant(context, {1, 4, 6, 7, 8})) return nullptr;
+  auto optional = [&](std::size_t i) { return context.has_input(i) ? context.inputs[i] : nullptr; };
+  for (int32_t zero : zero_point_values(optional(at.w_zero))) {
+    if (zero != 0) return nullptr;
+  }
+  dnnl::primitive_attr attr = kernel_attr();
+  const int32_t x_zero = zero_point_values(optional(at.x_zero))[0];
+  if (x_zero != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {x_zero});
+  DataType output = DataType::kInt32;
+  if (requantized) {
+    const quantize_detail::Requantize r =
+        quantize_detail::requantize_of(context.inputs, p.channels_out);
+    attr.set_output_scales(context.input(4).element_count() == 1 ? 0 : 1 << 1, r.multipliers);
+    if (r.zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {r.zero_point});
+    output = r.type;
+  }
+  try {
+    auto kernel = std::make_unique<DnnlInt8Conv>(context, p, at, output, attr,
+                                                 requantized && context.has_input(8));
+    if (kernel->implementation().rfind("ref", 0) == 0) return nullptr;
+    return kernel;
+  } catch (const dnnl::error&) {
+    return nullptr;  // A form this oneDNN lacks.
+  }
+}
+
 std::unique_ptr<Kernel> create_conv_integer(const KernelContext& context) {
   const Operands at;
   const ConvProblem p = problem_of(context, at);
+  if (auto kernel = try_dnnl_int8_conv(context, p, at, false)) return kernel;
   const Geometry g = geometry_of(p, context.input(0));
   const int threads = context.threads;
   return visit_operands(
@@ -175,6 +297,7 @@ std::unique_ptr<Kernel> create_qlinear_conv(const KernelContext& context) {
     throw Error(fmt::format("{}: the bias is {}; expected i32[{}]", context.where(),
                             context.input(8).describe(), p.channels_out));
   }
+  if (auto kernel = try_dnnl_int8_conv(context, p, at, true)) return kernel;
   const Geometry g = geometry_of(p, context.input(0));
   const int threads = context.threads;
   const int64_t plane = volume(p.output_shape) / std::max<int64_t>(1, g.batch * g.channels_out);
