@@ -18,6 +18,7 @@
 #include "passes/layer_norm_fusion.h"
 #include "passes/matmul_epilogue_fusion.h"
 #include "passes/pad_fusion.h"
+#include "passes/qdq_fusion.h"
 
 namespace cleave {
 
@@ -56,6 +57,7 @@ PassResult run_pass(Graph& graph, const std::string& name, const OptimizeOptions
   if (name == "fold-constants") {
     return fold_constants(graph, ConstantFoldingOptions{options.max_folded_bytes});
   }
+  if (name == "fuse-qdq") return fuse_qdq(graph);
   if (name == "dead-code") return eliminate_dead_code(graph);
   if (name == "remove-identities") return remove_identities(graph);
   if (name == "lower-einsums") return lower_einsums(graph);
@@ -72,7 +74,8 @@ PassResult run_pass(Graph& graph, const std::string& name, const OptimizeOptions
 }  // namespace
 
 const std::vector<std::string>& pass_names() {
-  static const std::vector<std::string> names = {"fold-constants",
+  static const std::vector<std::string> names = {"fuse-qdq",
+                                                 "fold-constants",
                                                  "dead-code",
                                                  "remove-identities",
                                                  "lower-einsums",
@@ -103,6 +106,8 @@ PassResult run_passes(Graph& graph, const std::vector<std::string>& names,
 
 std::vector<std::string> optimize_pass_list(const OptimizeOptions& options) {
   std::vector<std::string> steps;
+  // Before constant folding, which would turn the int8 weights' DequantizeLinear into floats.
+  if (options.fuse_qdq) steps.push_back("fuse-qdq");
   if (options.fold_constants) steps.push_back("fold-constants");
   // Dead taps after pad folding, which widens the pads they are measured against.
   steps.insert(steps.end(), {"dead-code", "remove-identities", "lower-einsums", "fold-pads",

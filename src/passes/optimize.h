@@ -12,6 +12,8 @@
 namespace cleave {
 
 struct OptimizeOptions {
+  /// QDQ fusion (fuse_qdq): int8 Conv/MatMul of QDQ models onto the QLinear ops.
+  bool fuse_qdq = true;
   bool fold_constants = true;
   /// Conv+BatchNormalization fusion.
   bool fuse_batchnorm = true;
@@ -36,17 +38,17 @@ struct OptimizeOptions {
   std::function<void(const std::string&)> log;
 };
 
-/// Runs the passes in order: constant folding → dead-code elimination → Identity/Dropout
-/// removal → Einsum lowering → Zero-Pad folding → dead-tap removal → Conv+BatchNormalization fusion
-/// → channel-scale folding (when enabled) → Conv+activation, LayerNormalization and MatMul epilogue
-/// fusion (when enabled) → dead-code elimination. Returns the per-step results in `steps` and their
-/// counts summed by name in `counts`. Throws Error naming the step when verification after it
-/// fails.
+/// Runs the passes in order: QDQ fusion → constant folding → dead-code elimination →
+/// Identity/Dropout removal → Einsum lowering → Zero-Pad folding → dead-tap removal →
+/// Conv+BatchNormalization fusion → channel-scale folding (when enabled) → Conv+activation,
+/// LayerNormalization and MatMul epilogue fusion (when enabled) → dead-code elimination. Returns
+/// the per-step results in `steps` and their counts summed by name in `counts`. Throws Error naming
+/// the step when verification after it fails.
 PassResult optimize_graph(Graph& graph, const OptimizeOptions& options = {});
 
 /// The passes by the names `run_passes` takes, in the order optimize_graph runs them:
-/// fold-constants, dead-code, remove-identities, lower-einsums, fold-pads, remove-dead-taps,
-/// fuse-batchnorm, fold-channel-scales, fuse-conv-activations, fuse-layer-norms,
+/// fuse-qdq, fold-constants, dead-code, remove-identities, lower-einsums, fold-pads,
+/// remove-dead-taps, fuse-batchnorm, fold-channel-scales, fuse-conv-activations, fuse-layer-norms,
 /// fuse-matmul-epilogues.
 const std::vector<std::string>& pass_names();
 

@@ -1,0 +1,251 @@
+// QDQ fusion: a Conv or MatMul between DequantizeLinear inputs and a QuantizeLinear output
+// becomes the QLinear op that computes it in integers.
+#include "passes/qdq_fusion.h"
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <vector>
+
+namespace cleave {
+
+namespace {
+
+// The operands of a DequantizeLinear (or QuantizeLinear) with constant scale and zero point.
+struct Quantization {
+  ValueId data = kNoValue, scale = kNoValue, zero = kNoValue;
+  int64_t axis = 1;
+};
+
+std::optional<Quantization> quantization_of(const Graph& graph, NodeId node, std::string_view op) {
+  if (!is_single_output_op(graph, node, op)) return std::nullopt;
+  const Node& n = graph.node(node);
+  Quantization q;
+  q.data = n.inputs[0];
+  q.scale = n.inputs.size() > 1 ? n.inputs[1] : kNoValue;
+  q.zero = n.inputs.size() > 2 ? n.inputs[2] : kNoValue;
+  q.axis = n.int_attribute("axis", 1);
+  if (q.data == kNoValue || q.scale == kNoValue || !is_constant(graph, q.scale)) {
+    return std::nullopt;
+  }
+  if (graph.value(q.scale).initializer->dtype != DataType::kFloat) return std::nullopt;
+  if (q.zero != kNoValue && !is_constant(graph, q.zero)) return std::nullopt;
+  return q;
+}
+
+// The DequantizeLinear computing `value`, when there is one.
+std::optional<Quantization> dequantized(const Graph& graph, ValueId value) {
+  if (value == kNoValue) return std::nullopt;
+  return quantization_of(graph, graph.value(value).producer, "DequantizeLinear");
+}
+
+int64_t count_of(const Graph& graph, ValueId value) {
+  return graph.value(value).initializer->element_count();
+}
+
+bool is_8_bit(DataType type) {
+  return type == DataType::kUInt8 || type == DataType::kInt8;
+}
+
+std::vector<float> floats_of(const Graph& graph, ValueId value) {
+  const auto span = graph.value(value).initializer->as<float>();
+  return {span.begin(), span.end()};
+}
+
+// Zero points as int64 (absent: 0).
+std::vector<int64_t> zeros_of(const Graph& graph, ValueId value) {
+  if (value == kNoValue) return {0};
+  const TensorData& data = *graph.value(value).initializer;
+  std::vector<int64_t> out;
+  if (data.dtype == DataType::kUInt8) {
+    for (uint8_t v : data.as<uint8_t>()) out.push_back(v);
+  } else if (data.dtype == DataType::kInt8) {
+    for (int8_t v : data.as<int8_t>()) out.push_back(v);
+  } else if (data.dtype == DataType::kInt32) {
+    for (int32_t v : data.as<int32_t>()) out.push_back(v);
+  }
+  return out;
+}
+
+// The zero point of `q` as a value: its own, or a new zero constant of the data's type (the
+// QLinear ops require one where DequantizeLinear may omit it).
+ValueId zero_value(Graph& graph, const Quantization& q, DataType type, const std::string& base) {
+  if (q.zero != kNoValue) return q.zero;
+  const std::string name = unique_value_name(graph, base + "_zero_point");
+  if (type == DataType::kInt8) {
+    return graph.add_initializer(name, TensorData::from<int8_t>(type, {}, {0}));
+  }
+  return graph.add_initializer(name, TensorData::from<uint8_t>(type, {}, {0}));
+}
+
+// The element type of quantized `value`: as recorded, or as its QuantizeLinear makes it.
+DataType quantized_type(const Graph& graph, ValueId value) {
+  const Value& v = graph.value(value);
+  if (v.dtype != DataType::kUndefined) return v.dtype;
+  auto q = quantization_of(graph, v.producer, "QuantizeLinear");
+  if (!q) return DataType::kUndefined;
+  return q->zero == kNoValue ? DataType::kUInt8 : graph.value(q->zero).initializer->dtype;
+}
+
+// What the fusion reads: the operands, and the nodes it replaces.
+struct Match {
+  NodeId product = -1, relu = -1, quantize = -1;
+  Quantization x, w, y;
+  ValueId bias = kNoValue;  // Int32, after bias_of.
+  int64_t channels = 0;
+};
+
+// Whether `w` is constant 8-bit weights of `rank` whose scale and zero point are per tensor or
+// per `channels` along `axis`.
+bool fits_weights(const Graph& graph, const Quantization& w, std::size_t rank, int64_t axis,
+                  int64_t channels) {
+  if (!is_constant(graph, w.data)) return false;
+  const TensorData& data = *graph.value(w.data).initializer;
+  if (!is_8_bit(data.dtype) || data.dims.size() != rank) return false;
+  const auto fits = [&](ValueId v) {
+    if (v == kNoValue) return true;
+    const int64_t count = count_of(graph, v);
+    if (count == 1) return true;
+    const int64_t own = w.axis < 0 ? w.axis + static_cast<int64_t>(rank) : w.axis;
+    return count == channels && own == axis;
+  };
+  return fits(w.scale) && fits(w.zero);
+}
+
+bool per_tensor(const Graph& graph, const Quantization& q) {
+  return count_of(graph, q.scale) == 1 && (q.zero == kNoValue || count_of(graph, q.zero) == 1);
+}
+
+// The int32 bias input of the fused Conv, or kNoValue when the bias cannot be expressed.
+ValueId bias_of(Graph& graph, const Match& m, ValueId bias, const std::string& base) {
+  const float x_scale = floats_of(graph, m.x.scale)[0];
+  std::vector<float> w_scale = floats_of(graph, m.w.scale);
+  w_scale.resize(static_cast<std::size_t>(m.channels), w_scale[0]);
+  if (auto q = dequantized(graph, bias)) {
+    if (!is_constant(graph, q->data) ||
+        graph.value(q->data).initializer->dtype != DataType::kInt32 ||
+        count_of(graph, q->data) != m.channels) {
+      return kNoValue;
+    }
+    for (int64_t zero : zeros_of(graph, q->zero)) {
+      if (zero != 0) return kNoValue;
+    }
+    std::vector<float> scale = floats_of(graph, q->scale);
+    scale.resize(static_cast<std::size_t>(m.channels), scale[0]);
+    for (int64_t c = 0; c < m.channels; ++c) {
+      const float expected = x_scale * w_scale[c];
+      if (std::abs(scale[c] - expected) > 1e-5f * std::abs(expected)) return kNoValue;
+    }
+    return q->data;
+  }
+  if (!is_constant(graph, bias) || graph.value(bias).initializer->dtype != DataType::kFloat ||
+      count_of(graph, bias) != m.channels) {
+    return kNoValue;
+  }
+  const std::vector<float> values = floats_of(graph, bias);
+  std::vector<int32_t> quantized(values.size());
+  for (std::size_t c = 0; c < values.size(); ++c) {
+    const double v = std::nearbyint(static_cast<double>(values[c]) / (x_scale * w_scale[c]));
+    if (!(std::abs(v) <= std::numeric_limits<int32_t>::max())) return kNoValue;
+    quantized[c] = static_cast<int32_t>(v);
+  }
+  return graph.add_initializer(
+      unique_value_name(graph, base + "_bias_quantized"),
+      TensorData::from<int32_t>(DataType::kInt32, {static_cast<int64_t>(quantized.size())},
+                                quantized));
+}
+
+// The Conv or MatMul (and Relu) computing QuantizeLinear `node`'s input, with its operands.
+std::optional<Match> match(const Graph& graph, NodeId node,
+                           const std::vector<bool>& read_by_bodies) {
+  Match m;
+  m.quantize = node;
+  auto y = quantization_of(graph, node, "QuantizeLinear");
+  if (!y || !per_tensor(graph, *y)) return std::nullopt;
+  m.y = *y;
+  NodeId producer = graph.value(y->data).producer;
+  if (only_reader(graph, y->data, read_by_bodies) != node) return std::nullopt;
+  if (is_single_output_op(graph, producer, "Relu")) {
+    // Quantizing clamps at the zero point; it is Relu's clamp when it is the type's lowest.
+    const std::vector<int64_t> zero = zeros_of(graph, y->zero);
+    const DataType type =
+        y->zero == kNoValue ? DataType::kUInt8 : graph.value(y->zero).initializer->dtype;
+    if (zero.empty() || zero[0] != (type == DataType::kInt8 ? -128 : 0)) return std::nullopt;
+    m.relu = producer;
+    const ValueId before = graph.node(producer).inputs[0];
+    if (only_reader(graph, before, read_by_bodies) != producer) return std::nullopt;
+    producer = graph.value(before).producer;
+  }
+  const bool conv = is_single_output_op(graph, producer, "Conv");
+  if (!conv && !is_single_output_op(graph, producer, "MatMul")) return std::nullopt;
+  const Node& product = graph.node(producer);
+  if (product.attribute("activation") || product.inputs.size() < 2) return std::nullopt;
+  m.product = producer;
+  auto x = dequantized(graph, product.inputs[0]);
+  auto w = dequantized(graph, product.inputs[1]);
+  if (!x || !w || !per_tensor(graph, *x) || !is_8_bit(quantized_type(graph, x->data))) {
+    return std::nullopt;
+  }
+  const TensorData* weights =
+      is_constant(graph, w->data) ? &*graph.value(w->data).initializer : nullptr;
+  if (!weights || weights->dims.empty()) return std::nullopt;
+  const std::size_t rank = weights->dims.size();
+  if (conv) {
+    m.channels = weights->dims[0];
+    if (rank < 3 || !fits_weights(graph, *w, rank, 0, m.channels)) return std::nullopt;
+  } else {
+    m.channels = weights->dims.back();
+    if (rank != 2 || product.inputs.size() != 2 || !fits_weights(graph, *w, 2, 1, m.channels)) {
+      return std::nullopt;
+    }
+  }
+  m.x = *x;
+  m.w = *w;
+  return m;
+}
+
+bool try_fuse(Graph& graph, NodeId node, const std::vector<bool>& read_by_bodies,
+              PassResult& result) {
+  std::optional<Match> m = match(graph, node, read_by_bodies);
+  if (!m) return false;
+  const Node product = graph.node(m->product);
+  const bool conv = product.op_type == "Conv";
+  const std::string base =
+      product.name.empty() ? graph.value(product.outputs[0]).name : product.name;
+  if (conv && product.inputs.size() > 2 && product.inputs[2] != kNoValue) {
+    m->bias = bias_of(graph, *m, product.inputs[2], base);
+    if (m->bias == kNoValue) return false;
+  }
+  const ValueId output = graph.node(node).outputs[0];
+  std::vector<ValueId> inputs = {
+      m->x.data,
+      m->x.scale,
+      zero_value(graph, m->x, quantized_type(graph, m->x.data), base + "_x"),
+      m->w.data,
+      m->w.scale,
+      zero_value(graph, m->w, graph.value(m->w.data).dtype, base + "_w"),
+      m->y.scale,
+      zero_value(graph, m->y, DataType::kUInt8, base + "_y")};
+  if (m->bias != kNoValue) inputs.push_back(m->bias);
+  graph.remove_node(node);
+  if (m->relu >= 0) graph.remove_node(m->relu);
+  graph.remove_node(m->product);
+  graph.add_node(conv ? "QLinearConv" : "QLinearMatMul", inputs, {output},
+                 conv ? product.attributes : decltype(product.attributes){}, product.name);
+  result.add(conv ? "Conv nodes fused into QLinearConv" : "MatMul nodes fused into QLinearMatMul");
+  if (m->relu >= 0) result.add("Relu nodes fused into a QLinear op");
+  return true;
+}
+
+}  // namespace
+
+PassResult fuse_qdq(Graph& graph) {
+  PassResult result{"QDQ fusion", {}, {}};
+  const std::vector<bool> read_by_bodies = values_read_by_bodies(graph);
+  for (NodeId id : graph.node_ids()) {
+    if (!graph.node(id).removed) try_fuse(graph, id, read_by_bodies, result);
+  }
+  return result;
+}
+
+}  // namespace cleave

@@ -1,0 +1,33 @@
+// QDQ fusion: DequantizeLinear → Conv/MatMul → QuantizeLinear becomes QLinearConv/QLinearMatMul,
+// so that a QDQ int8 model runs on the int8 kernels, as ONNX Runtime's QDQ transformer does.
+#pragma once
+
+#include "ir/graph.h"
+#include "passes/pass.h"
+
+namespace cleave {
+
+/// Rewrites each QuantizeLinear whose input is computed by a Conv (or a MatMul) from
+/// DequantizeLinear'd values into the one QLinear op of ONNX that computes it in integers:
+///
+///     x_f = DequantizeLinear(x_q, x_scale, x_zero)          (per tensor)
+///     w_f = DequantizeLinear(w_q, w_scale, w_zero)          (constant; per tensor or per
+///                                                            output channel: Conv axis 0,
+///                                                            MatMul the last axis)
+///     y_f = Conv(x_f, w_f[, b])  [→ Relu]                   (each read only by the next)
+///     y_q = QuantizeLinear(y_f, y_scale, y_zero)            (per tensor)
+///   becomes
+///     y_q = QLinearConv(x_q, x_scale, x_zero, w_q, w_scale, w_zero, y_scale, y_zero[, b_q])
+///
+/// The bias b is an int32 constant DequantizeLinear'd with scale x_scale·w_scale and zero point
+/// 0 (how ONNX Runtime's quantizer writes it), whose int32 values are read as they are, or a
+/// float constant, quantized here to that scale. A Relu before the QuantizeLinear fuses only
+/// when y's zero point is its type's lowest value, where quantizing already clamps at 0. A
+/// MatMul fuses when its weights are 2-D and it has no bias. Scales and zero points must be
+/// constants. Runs before constant folding, which would otherwise turn the weights' constant
+/// DequantizeLinear into float weights. The DequantizeLinear nodes stay for other readers (dead
+/// code otherwise). Counts: "Conv nodes fused into QLinearConv", "MatMul nodes fused into
+/// QLinearMatMul", "Relu nodes fused into a QLinear op".
+PassResult fuse_qdq(Graph& graph);
+
+}  // namespace cleave
