@@ -1,5 +1,6 @@
-// The oneDNN int8 convolutions (constant s8 weights) against the reference loops (the same
-// weights given as a graph input): pads, strides, groups, zero points, per-channel scales.
+// The oneDNN int8 convolutions and matrix products (constant s8 weights) against the reference
+// loops (the same weights given as a graph input): pads, strides, groups, batches, zero points,
+// per-channel scales.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -89,6 +90,55 @@ TEST(Int8ConvDnnl, GroupedStridedQLinearConvMatchesTheLoops) {
 
 TEST(Int8ConvDnnl, ConvIntegerWithPadsMatchesTheLoops) {
   expect_dnnl_matches_loops({"ConvInteger", "[pads=[1, 1, 1, 1]]", 4, 8, 1});
+}
+
+// A product of u8[2,5,16] data and i8[16,24] weights, constant (oneDNN) or a graph input.
+std::string matmul_text(const std::string& op, const std::vector<double>& w, bool constant) {
+  std::string text = std::string("graph g [ai.onnx=13] (%a: u8[2,5,16]") +
+                     (constant ? "" : ", %b: i8[16,24]") + ") {\n";
+  if (constant) text += "  @b: i8[16,24] = " + listed(w) + "\n";
+  const std::string b = constant ? "@b" : "%b";
+  text += "  @a_zero: u8[] = [9]\n  @b_zero: i8[] = [0]\n";
+  if (op == "QLinearMatMul") {
+    std::string scales;
+    for (int n = 0; n < 24; ++n) scales += (n ? ", " : "") + std::to_string(0.001 * (n + 1));
+    text += "  @a_scale: f32[] = [0.05]\n  @b_scale: f32[24] = [" + scales +
+            "]\n  @y_scale: f32[] = [0.03]\n  @y_zero: u8[] = [128]\n" +
+            "  %y = QLinearMatMul(%a, @a_scale, @a_zero, " + b +
+            ", @b_scale, @b_zero, @y_scale, @y_zero)\n";
+  } else {
+    text += "  %y = MatMulInteger(%a, " + b + ", @a_zero, @b_zero)\n";
+  }
+  return text + "  return %y\n}\n";
+}
+
+void expect_dnnl_matmul_matches_loops(const std::string& op) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> byte(0, 255), weight(-127, 127);
+  std::vector<double> a(2 * 5 * 16), w(16 * 24);
+  for (double& v : a) v = byte(rng);
+  for (double& v : w) v = weight(rng);
+  const Tensor input = make_tensor(DataType::kUInt8, {2, 5, 16}, a);
+  Executor dnnl(parse_graph(matmul_text(op, w, true)));
+  const Tensor fast = dnnl.run({{"a", input}})[0];
+  Executor loops(parse_graph(matmul_text(op, w, false)));
+  const Tensor slow =
+      loops.run({{"a", input}, {"b", make_tensor(DataType::kInt8, {16, 24}, w)}})[0];
+  EXPECT_NE(dnnl.implementations()[0], "") << "the constant form did not run on oneDNN";
+  EXPECT_EQ(loops.implementations()[0], "");
+  ASSERT_EQ(fast.shape(), slow.shape());
+  const std::vector<double> x = fast.to_double_vector(), y = slow.to_double_vector();
+  int differing = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) differing += x[i] != y[i];
+  EXPECT_EQ(differing, 0) << "of " << x.size() << " elements";
+}
+
+TEST(Int8MatmulDnnl, QLinearMatMulWithPerColumnScalesMatchesTheLoops) {
+  expect_dnnl_matmul_matches_loops("QLinearMatMul");
+}
+
+TEST(Int8MatmulDnnl, MatMulIntegerMatchesTheLoops) {
+  expect_dnnl_matmul_matches_loops("MatMulInteger");
 }
 
 }  // namespace

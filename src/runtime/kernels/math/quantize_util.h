@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <vector>
 
@@ -30,6 +31,14 @@ T saturate(float value) {
 void check_scale(const KernelContext& context, std::size_t input, int64_t count, const char* what);
 void check_zero_point(const KernelContext& context, std::size_t input, int64_t count,
                       const char* what);
+/// Whether each of these inputs is constant or absent (what a oneDNN kernel, whose scales and
+/// zero points are fixed at creation, needs).
+inline bool all_constant(const KernelContext& context, std::initializer_list<std::size_t> inputs) {
+  for (std::size_t i : inputs) {
+    if (context.has_input(i) && !context.constant[i]) return false;
+  }
+  return true;
+}
 /// Throws UnsupportedError naming the node unless `type` is u8 or i8.
 void check_8_bit(const KernelContext& context, DataType type, const char* what);
 

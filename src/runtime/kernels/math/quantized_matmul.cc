@@ -18,6 +18,7 @@ namespace {
 using elementwise::make_kernel;
 using elementwise::parallel_for;
 using elementwise::plain_output;
+using quantize_detail::all_constant;
 using quantize_detail::check_8_bit;
 using quantize_detail::check_zero_point;
 using quantize_detail::per_channel;
@@ -142,9 +143,90 @@ void sums_of(const Product& p, const Operands& at, const std::vector<const Tenso
                    threads);
 }
 
+// An int8 product with constant 2-D s8 weights on oneDNN's matmul: the data's batch dims fold
+// into its rows, the data's zero point and (QLinearMatMul) the output scales and zero point are
+// primitive attributes, the weights are packed once.
+class DnnlInt8Matmul final : public Kernel {
+ public:
+  DnnlInt8Matmul(const KernelContext& context, const Product& p, const Operands& at,
+                 DataType output_type, const dnnl::primitive_attr& attr)
+      : spec_(plain_output(output_type, p.output_shape)) {
+    using dnnl::memory;
+    const int64_t rows = volume(p.output_shape) / p.n;
+    const memory::desc src = plain_desc(std::vector<int64_t>{rows, p.k},
+                                        dnnl_data_type(context.input(at.a).dtype(), context));
+    const memory::desc dst =
+        plain_desc(std::vector<int64_t>{rows, p.n}, dnnl_data_type(output_type, context));
+    const memory::desc weights({p.k, p.n}, memory::data_type::s8, memory::format_tag::any);
+    dnnl::matmul::primitive_desc descriptor(dnnl::matmul::desc(src, weights, dst), attr,
+                                            context.engine);
+    step_ = DnnlStep(dnnl::matmul(descriptor), descriptor, context.engine);
+    step_.declare(DNNL_ARG_SRC, src);
+    step_.declare(DNNL_ARG_WEIGHTS, descriptor.weights_desc());
+    step_.declare(DNNL_ARG_DST, dst);
+    weights_ = pack_constant(context.input(at.b).raw(),
+                             plain_desc(std::vector<int64_t>{p.k, p.n}, memory::data_type::s8),
+                             descriptor.weights_desc(), context.engine);
+    a_ = at.a;
+  }
+
+  std::vector<OutputSpec> output_specs() const override { return {spec_}; }
+  std::string implementation() const override { return step_.implementation(); }
+
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+           dnnl::stream& stream) override {
+    step_.set(DNNL_ARG_SRC, inputs[a_]->raw());
+    step_.set(DNNL_ARG_WEIGHTS, weights_->data());
+    step_.set(DNNL_ARG_DST, outputs[0]->raw());
+    step_.execute(stream);
+  }
+
+ private:
+  OutputSpec spec_;
+  std::size_t a_ = 0;
+  DnnlStep step_;
+  std::shared_ptr<Buffer> weights_;
+};
+
+// The oneDNN kernel where oneDNN 2.6 has the form: constant 2-D s8 weights with zero point 0,
+// data with more than one row, constant zero points and scales; nullptr otherwise (or when
+// oneDNN offers only its reference code), so the loops run.
+std::unique_ptr<Kernel> try_dnnl_int8_matmul(const KernelContext& context, const Product& p,
+                                             const Operands& at, bool requantized) {
+  const Tensor& b = context.input(at.b);
+  if (b.dtype() != DataType::kInt8 || b.rank() != 2 || !context.constant[at.b] ||
+      volume(p.output_shape) == 0 || context.input(at.a).rank() < 2 ||
+      !all_constant(context, {at.a_zero, at.b_zero})) {
+    return nullptr;
+  }
+  if (requantized && !all_constant(context, {1, 4, 6, 7})) return nullptr;
+  auto optional = [&](std::size_t i) { return context.has_input(i) ? context.inputs[i] : nullptr; };
+  for (int32_t zero : zero_point_values(optional(at.b_zero))) {
+    if (zero != 0) return nullptr;
+  }
+  dnnl::primitive_attr attr = kernel_attr();
+  const int32_t a_zero = zero_point_values(optional(at.a_zero))[0];
+  if (a_zero != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {a_zero});
+  DataType output = DataType::kInt32;
+  if (requantized) {
+    const quantize_detail::Requantize r = quantize_detail::requantize_of(context.inputs, p.n);
+    attr.set_output_scales(context.input(4).element_count() == 1 ? 0 : 1 << 1, r.multipliers);
+    if (r.zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {r.zero_point});
+    output = r.type;
+  }
+  try {
+    auto kernel = std::make_unique<DnnlInt8Matmul>(context, p, at, output, attr);
+    if (kernel->implementation().rfind("ref", 0) == 0) return nullptr;
+    return kernel;
+  } catch (const dnnl::error&) {
+    return nullptr;  // A form this oneDNN lacks.
+  }
+}
+
 std::unique_ptr<Kernel> create_matmul_integer(const KernelContext& context) {
   const Operands at;
   const Product p = checked_product(context, at);
+  if (auto kernel = try_dnnl_int8_matmul(context, p, at, false)) return kernel;
   const int threads = context.threads;
   return visit_operands(
       context.input(0).dtype(), context.input(1).dtype(), [&]<typename A, typename B>() {
@@ -160,6 +242,7 @@ std::unique_ptr<Kernel> create_qlinear_matmul(const KernelContext& context) {
   const Operands at{0, 3, 2, 5};
   const Product p = checked_product(context, at);
   quantize_detail::check_requantize(context, p.n);
+  if (auto kernel = try_dnnl_int8_matmul(context, p, at, true)) return kernel;
   const int threads = context.threads;
   auto sums =
       std::make_shared<std::vector<int32_t>>(static_cast<std::size_t>(volume(p.output_shape)));

@@ -20,6 +20,7 @@ using conv_detail::ConvProblem;
 using elementwise::make_kernel;
 using elementwise::parallel_for;
 using elementwise::plain_output;
+using quantize_detail::all_constant;
 using quantize_detail::check_8_bit;
 using quantize_detail::check_zero_point;
 using quantize_detail::per_channel;
@@ -227,13 +228,6 @@ class DnnlInt8Conv final : public Kernel {
   std::shared_ptr<Buffer> weights_, src_, dst_;
   LayoutReorder to_src_, from_dst_;
 };
-
-bool all_constant(const KernelContext& context, std::initializer_list<std::size_t> inputs) {
-  for (std::size_t i : inputs) {
-    if (context.has_input(i) && !context.constant[i]) return false;
-  }
-  return true;
-}
 
 // The oneDNN kernel of an int8 convolution where oneDNN 2.6 has the form: s8 constant weights
 // with zero point 0, constant zero points and scales. nullptr otherwise (or when oneDNN offers
