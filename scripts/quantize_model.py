@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """Writes a QDQ int8 version of a float ONNX model, as ONNX Runtime's static quantizer does.
 
-Conv nodes and MatMul nodes with constant 2-D weights get per-channel symmetric int8 weights
-(DequantizeLinear, axis 0 for Conv, 1 for MatMul), an int32 bias at scale x_scale * w_scale
-for Conv, and QuantizeLinear -> DequantizeLinear pairs (u8, asymmetric) on the activations they
+Conv nodes, and MatMul and Gemm (transA 0) nodes with constant 2-D weights, get per-channel
+symmetric int8 weights (DequantizeLinear along the output channels: axis 0 for Conv and for
+Gemm with transB, else 1), an int32 bias at scale x_scale * w_scale (Conv, and Gemm with a 1-D
+bias), and QuantizeLinear -> DequantizeLinear pairs (u8, asymmetric) on the activations they
 read and write (after a Relu that follows them). Activation ranges are calibrated by running the
 float model with those tensors as extra outputs through `cleave run` on a few random inputs
 (uniform in [-1, 1), as cleave's own random inputs). Needs opset >= 13 (per-axis DequantizeLinear). Uses only onnx and numpy.
@@ -31,7 +32,7 @@ def consumers(graph, name):
 
 
 def chosen_nodes(graph, initializers):
-    """Conv and MatMul nodes whose weights are constants of the right rank."""
+    """Conv, MatMul and Gemm nodes whose weights are constants of the right rank."""
     nodes = []
     for node in graph.node:
         if node.domain not in ("", "ai.onnx") or len(node.input) < 2:
@@ -43,7 +44,25 @@ def chosen_nodes(graph, initializers):
             nodes.append(node)
         elif node.op_type == "MatMul" and weights.ndim == 2:
             nodes.append(node)
+        elif node.op_type == "Gemm" and weights.ndim == 2 and attribute(node, "transA", 0) == 0:
+            bias = initializers.get(node.input[2]) if len(node.input) > 2 else None
+            if bias is None or bias.ndim == 1:
+                nodes.append(node)
     return nodes
+
+
+def attribute(node, name, default):
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def weight_axis(node):
+    """The axis of the output channels in the node's weights."""
+    if node.op_type == "Conv" or (node.op_type == "Gemm" and attribute(node, "transB", 0)):
+        return 0
+    return 1
 
 
 def output_tensor(graph, node):
@@ -200,7 +219,7 @@ def quantize(model, cleave, samples):
     initializers = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
     nodes = chosen_nodes(graph, initializers)
     if not nodes:
-        fail("no Conv or MatMul with constant weights to quantize")
+        fail("no Conv, MatMul or Gemm with constant weights to quantize")
     activations = []
     for node in nodes:
         for name in (node.input[0], output_tensor(graph, node)):
@@ -211,10 +230,10 @@ def quantize(model, cleave, samples):
     writer = Writer(model)
     for node in nodes:
         weights = initializers[node.input[1]].astype(np.float32)
-        axis = 0 if node.op_type == "Conv" else 1
+        axis = weight_axis(node)
         quantized, w_scale = quantize_weights(weights, axis)
         writer.dequantized_constant(node, 1, quantized, w_scale, axis, np.int8)
-        if node.op_type == "Conv" and len(node.input) > 2 and node.input[2] in initializers:
+        if node.op_type != "MatMul" and len(node.input) > 2 and node.input[2] in initializers:
             x_scale = parameters[node.input[0]][0]
             bias_scale = (np.float32(x_scale) * w_scale).astype(np.float32)
             bias = np.rint(initializers[node.input[2]] / bias_scale).astype(np.int32)

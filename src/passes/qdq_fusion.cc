@@ -3,7 +3,9 @@
 #include "passes/qdq_fusion.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -177,7 +179,8 @@ std::optional<Match> match(const Graph& graph, NodeId node,
     producer = graph.value(before).producer;
   }
   const bool conv = is_single_output_op(graph, producer, "Conv");
-  if (!conv && !is_single_output_op(graph, producer, "MatMul")) return std::nullopt;
+  const bool gemm = is_single_output_op(graph, producer, "Gemm");
+  if (!conv && !gemm && !is_single_output_op(graph, producer, "MatMul")) return std::nullopt;
   const Node& product = graph.node(producer);
   if (product.attribute("activation") || product.inputs.size() < 2) return std::nullopt;
   m.product = producer;
@@ -193,6 +196,16 @@ std::optional<Match> match(const Graph& graph, NodeId node,
   if (conv) {
     m.channels = weights->dims[0];
     if (rank < 3 || !fits_weights(graph, *w, rank, 0, m.channels)) return std::nullopt;
+  } else if (gemm) {
+    // Weights [K, N], or [N, K] under transB; their channels are the output columns.
+    const int64_t axis = product.int_attribute("transB", 0) != 0 ? 0 : 1;
+    if (rank != 2 || product.int_attribute("transA", 0) != 0 ||
+        product.float_attribute("alpha", 1.0f) != 1.0f ||
+        product.float_attribute("beta", 1.0f) != 1.0f) {
+      return std::nullopt;
+    }
+    m.channels = weights->dims[static_cast<std::size_t>(axis)];
+    if (!fits_weights(graph, *w, 2, axis, m.channels)) return std::nullopt;
   } else {
     m.channels = weights->dims.back();
     if (rank != 2 || product.inputs.size() != 2 || !fits_weights(graph, *w, 2, 1, m.channels)) {
@@ -204,35 +217,65 @@ std::optional<Match> match(const Graph& graph, NodeId node,
   return m;
 }
 
+// Gemm's weights as the [K, N] a product reads: as they are, or transposed into a new constant.
+ValueId product_weights(Graph& graph, const Node& gemm, ValueId weights, const std::string& base) {
+  if (gemm.int_attribute("transB", 0) == 0) return weights;
+  const TensorData& data = *graph.value(weights).initializer;
+  const int64_t n = data.dims[0], k = data.dims[1];
+  const std::size_t size = element_size(data.dtype);  // One byte: u8 or i8.
+  auto bytes = std::make_shared<std::vector<std::byte>>(data.bytes->size());
+  for (int64_t row = 0; row < n; ++row) {
+    for (int64_t column = 0; column < k; ++column) {
+      std::memcpy(bytes->data() + (column * n + row) * size,
+                  data.bytes->data() + (row * k + column) * size, size);
+    }
+  }
+  return graph.add_initializer(unique_value_name(graph, base + "_weights_transposed"),
+                               TensorData{data.dtype, {k, n}, std::move(bytes), nullptr});
+}
+
 bool try_fuse(Graph& graph, NodeId node, const std::vector<bool>& read_by_bodies,
               PassResult& result) {
   std::optional<Match> m = match(graph, node, read_by_bodies);
   if (!m) return false;
   const Node product = graph.node(m->product);
   const bool conv = product.op_type == "Conv";
+  const bool gemm = product.op_type == "Gemm";
   const std::string base =
       product.name.empty() ? graph.value(product.outputs[0]).name : product.name;
-  if (conv && product.inputs.size() > 2 && product.inputs[2] != kNoValue) {
+  if ((conv || gemm) && product.inputs.size() > 2 && product.inputs[2] != kNoValue) {
     m->bias = bias_of(graph, *m, product.inputs[2], base);
     if (m->bias == kNoValue) return false;
   }
   const ValueId output = graph.node(node).outputs[0];
+  const ValueId weights = gemm ? product_weights(graph, product, m->w.data, base) : m->w.data;
   std::vector<ValueId> inputs = {
       m->x.data,
       m->x.scale,
       zero_value(graph, m->x, quantized_type(graph, m->x.data), base + "_x"),
-      m->w.data,
+      weights,
       m->w.scale,
       zero_value(graph, m->w, graph.value(m->w.data).dtype, base + "_w"),
       m->y.scale,
       zero_value(graph, m->y, DataType::kUInt8, base + "_y")};
-  if (m->bias != kNoValue) inputs.push_back(m->bias);
   graph.remove_node(node);
   if (m->relu >= 0) graph.remove_node(m->relu);
   graph.remove_node(m->product);
-  graph.add_node(conv ? "QLinearConv" : "QLinearMatMul", inputs, {output},
-                 conv ? product.attributes : decltype(product.attributes){}, product.name);
-  result.add(conv ? "Conv nodes fused into QLinearConv" : "MatMul nodes fused into QLinearMatMul");
+  if (conv) {
+    if (m->bias != kNoValue) inputs.push_back(m->bias);
+    graph.add_node("QLinearConv", inputs, {output}, product.attributes, product.name);
+    result.add("Conv nodes fused into QLinearConv");
+  } else if (m->bias != kNoValue) {
+    // ONNX has no int8 product with a bias; ONNX Runtime's contrib QGemm is one.
+    inputs.insert(inputs.begin() + 6, m->bias);
+    graph.opset_imports.emplace("com.microsoft", 1);
+    graph.add_node("QGemm", inputs, {output}, {}, product.name, "com.microsoft");
+    result.add("Gemm nodes fused into com.microsoft.QGemm");
+  } else {
+    graph.add_node("QLinearMatMul", inputs, {output}, {}, product.name);
+    result.add(gemm ? "Gemm nodes fused into QLinearMatMul"
+                    : "MatMul nodes fused into QLinearMatMul");
+  }
   if (m->relu >= 0) result.add("Relu nodes fused into a QLinear op");
   return true;
 }

@@ -1,5 +1,6 @@
-// QDQ fusion: DequantizeLinear → Conv/MatMul → QuantizeLinear becomes QLinearConv/QLinearMatMul,
-// so that a QDQ int8 model runs on the int8 kernels, as ONNX Runtime's QDQ transformer does.
+// QDQ fusion: DequantizeLinear → Conv/MatMul/Gemm → QuantizeLinear becomes
+// QLinearConv/QLinearMatMul, so that a QDQ int8 model runs on the int8 kernels, as ONNX Runtime's
+// QDQ transformer does.
 #pragma once
 
 #include "ir/graph.h"
@@ -7,7 +8,7 @@
 
 namespace cleave {
 
-/// Rewrites each QuantizeLinear whose input is computed by a Conv (or a MatMul) from
+/// Rewrites each QuantizeLinear whose input is computed by a Conv (or a MatMul, a Gemm) from
 /// DequantizeLinear'd values into the one QLinear op of ONNX that computes it in integers:
 ///
 ///     x_f = DequantizeLinear(x_q, x_scale, x_zero)          (per tensor)
@@ -23,11 +24,15 @@ namespace cleave {
 /// 0 (how ONNX Runtime's quantizer writes it), whose int32 values are read as they are, or a
 /// float constant, quantized here to that scale. A Relu before the QuantizeLinear fuses only
 /// when y's zero point is its type's lowest value, where quantizing already clamps at 0. A
-/// MatMul fuses when its weights are 2-D and it has no bias. Scales and zero points must be
-/// constants. Runs before constant folding, which would otherwise turn the weights' constant
+/// MatMul fuses when its weights are 2-D. A Gemm (transA 0, alpha and beta 1) becomes a
+/// QLinearMatMul (its weights transposed into a new constant under transB), or with a bias
+/// ONNX Runtime's com.microsoft QGemm (inputs A, a_scale, a_zero, B, b_scale, b_zero, C,
+/// y_scale, y_zero), since ONNX has no int8 product with a bias. Scales and zero points must
+/// be constants. Runs before constant folding, which would otherwise turn the weights' constant
 /// DequantizeLinear into float weights. The DequantizeLinear nodes stay for other readers (dead
 /// code otherwise). Counts: "Conv nodes fused into QLinearConv", "MatMul nodes fused into
-/// QLinearMatMul", "Relu nodes fused into a QLinear op".
+/// QLinearMatMul", "Gemm nodes fused into QLinearMatMul", "Gemm nodes fused into
+/// com.microsoft.QGemm", "Relu nodes fused into a QLinear op".
 PassResult fuse_qdq(Graph& graph);
 
 }  // namespace cleave

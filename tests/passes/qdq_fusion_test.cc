@@ -126,5 +126,39 @@ TEST(QdqFusion, FusesMatMulWithPerColumnWeights) {
 )");
 }
 
+TEST(QdqFusion, FusesGemmWithBiasIntoQGemmWithTransposedWeights) {
+  PassResult result;
+  EXPECT_EQ(fuse(R"(graph main [ai.onnx=13] (%x: u8[1,2]) {
+  @xs: f32[] = [0.5]
+  @xz: u8[] = [3]
+  @w: i8[3,2] = [1, 2, 3, 4, 5, 6]
+  @ws: f32[3] = [0.25, 0.5, 1.0]
+  @b: f32[3] = [1.0, -1.0, 0.5]
+  @ys: f32[] = [0.2]
+  @yz: u8[] = [0]
+  %xf = DequantizeLinear(%x, @xs, @xz)
+  %wf = DequantizeLinear[axis=0](@w, @ws)
+  %g = Gemm[transB=1](%xf, %wf, @b)
+  %y = QuantizeLinear(%g, @ys, @yz)
+  return %y
+}
+)",
+                 &result),
+            R"(graph main [ai.onnx=13, com.microsoft=1] (%x: u8[1,2]) {
+  @xs: f32[] = [0.5]
+  @xz: u8[] = [3]
+  @ws: f32[3] = [0.25, 0.5, 1.0]
+  @ys: f32[] = [0.2]
+  @yz: u8[] = [0]
+  @g_bias_quantized: i32[3] = [8, -4, 1]
+  @g_weights_transposed: i8[2,3] = [1, 3, 5, 2, 4, 6]
+  @g_w_zero_point: i8[] = [0]
+  %y = "g" com.microsoft.QGemm(%x, @xs, @xz, @g_weights_transposed, @ws, @g_w_zero_point, @g_bias_quantized, @ys, @yz)
+  return %y
+}
+)");
+  EXPECT_EQ(result.summary(), "QDQ fusion: 1 Gemm nodes fused into com.microsoft.QGemm");
+}
+
 }  // namespace
 }  // namespace cleave

@@ -94,12 +94,19 @@ TEST(Int8ConvDnnl, ConvIntegerWithPadsMatchesTheLoops) {
 
 // A product of u8[2,5,16] data and i8[16,24] weights, constant (oneDNN) or a graph input.
 std::string matmul_text(const std::string& op, const std::vector<double>& w, bool constant) {
-  std::string text = std::string("graph g [ai.onnx=13] (%a: u8[2,5,16]") +
+  std::string text = std::string("graph g [ai.onnx=13, com.microsoft=1] (%a: u8[2,5,16]") +
                      (constant ? "" : ", %b: i8[16,24]") + ") {\n";
   if (constant) text += "  @b: i8[16,24] = " + listed(w) + "\n";
   const std::string b = constant ? "@b" : "%b";
   text += "  @a_zero: u8[] = [9]\n  @b_zero: i8[] = [0]\n";
-  if (op == "QLinearMatMul") {
+  if (op == "QGemm") {
+    std::string bias;
+    for (int n = 0; n < 24; ++n) bias += (n ? ", " : "") + std::to_string(37 * n - 400);
+    text += "  @a_scale: f32[] = [0.05]\n  @b_scale: f32[] = [0.002]\n  @c: i32[24] = [" + bias +
+            "]\n  @y_scale: f32[] = [0.03]\n  @y_zero: u8[] = [128]\n" +
+            "  %y = com.microsoft.QGemm(%a, @a_scale, @a_zero, " + b +
+            ", @b_scale, @b_zero, @c, @y_scale, @y_zero)\n";
+  } else if (op == "QLinearMatMul") {
     std::string scales;
     for (int n = 0; n < 24; ++n) scales += (n ? ", " : "") + std::to_string(0.001 * (n + 1));
     text += "  @a_scale: f32[] = [0.05]\n  @b_scale: f32[24] = [" + scales +
@@ -135,6 +142,10 @@ void expect_dnnl_matmul_matches_loops(const std::string& op) {
 
 TEST(Int8MatmulDnnl, QLinearMatMulWithPerColumnScalesMatchesTheLoops) {
   expect_dnnl_matmul_matches_loops("QLinearMatMul");
+}
+
+TEST(Int8MatmulDnnl, QGemmWithBiasMatchesTheLoops) {
+  expect_dnnl_matmul_matches_loops("QGemm");
 }
 
 TEST(Int8MatmulDnnl, MatMulIntegerMatchesTheLoops) {

@@ -101,6 +101,25 @@ TEST(QLinearMatMul, RequantizesHalfToEven) {
   expect_values(y, {13, 15});
 }
 
+TEST(QGemm, AddsTheInt32BiasBeforeRequantizing) {
+  const char* text = R"(graph g [ai.onnx=13, com.microsoft=1] (%a: u8[1,2]) {
+  @a_scale: f32[] = [0.5]
+  @a_zero: u8[] = [10]
+  @b: i8[2,2] = [1, 2, 3, 4]
+  @b_scale: f32[] = [1.0]
+  @b_zero: i8[] = [0]
+  @c: i32[2] = [2, -40]
+  @y_scale: f32[] = [2.0]
+  @y_zero: u8[] = [5]
+  %y = com.microsoft.QGemm(%a, @a_scale, @a_zero, @b, @b_scale, @b_zero, @c, @y_scale, @y_zero)
+  return %y
+}
+)";
+  // Sums 30 + 2 and 40 - 40, times 0.5 / 2: 8 and 0.
+  Tensor y = run_graph(text, {{"a", make_tensor(DataType::kUInt8, {1, 2}, {10, 20})}})[0];
+  expect_values(y, {13, 5});
+}
+
 TEST(ConvInteger, PaddingContributesNothing) {
   const char* text = R"(graph g [ai.onnx=10] (%x: u8[1,1,2,2]) {
   @w: u8[1,1,2,2] = [1, 1, 1, 1]

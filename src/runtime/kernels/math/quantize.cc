@@ -87,23 +87,24 @@ std::vector<int32_t> zero_point_values(const Tensor* zero_point) {
   }
 }
 
-void check_requantize(const KernelContext& context, int64_t channels) {
+void check_requantize(const KernelContext& context, int64_t channels, std::size_t y_scale) {
   check_scale(context, 1, 1, "the input scale");
   check_scale(context, 4, channels, "the weight scale");
-  check_scale(context, 6, 1, "the output scale");
-  check_zero_point(context, 7, 1, "the output zero point");
-  check_8_bit(context, requantized_type(context), "the output zero point");
+  check_scale(context, y_scale, 1, "the output scale");
+  check_zero_point(context, y_scale + 1, 1, "the output zero point");
+  check_8_bit(context, requantized_type(context, y_scale), "the output zero point");
 }
 
-DataType requantized_type(const KernelContext& context) {
-  return context.has_input(7) ? context.input(7).dtype() : DataType::kUInt8;
+DataType requantized_type(const KernelContext& context, std::size_t y_scale) {
+  return context.has_input(y_scale + 1) ? context.input(y_scale + 1).dtype() : DataType::kUInt8;
 }
 
-Requantize requantize_of(const std::vector<const Tensor*>& inputs, int64_t channels) {
+Requantize requantize_of(const std::vector<const Tensor*>& inputs, int64_t channels,
+                         std::size_t y_scale) {
   const float a = inputs[1]->data<float>()[0];
   const std::vector<float> b = per_channel(scale_values(*inputs[4]), channels);
-  const float y = inputs[6]->data<float>()[0];
-  const Tensor* zero = inputs.size() > 7 ? inputs[7] : nullptr;
+  const float y = inputs[y_scale]->data<float>()[0];
+  const Tensor* zero = inputs.size() > y_scale + 1 ? inputs[y_scale + 1] : nullptr;
   Requantize r;
   r.type = zero ? zero->dtype() : DataType::kUInt8;
   r.zero_point = zero_point_values(zero)[0];

@@ -62,12 +62,14 @@ struct Requantize {
 };
 
 /// Checks a QLinear op's scales and output zero point at preparation: input scale at 1,
-/// weight scale at 4 (per tensor or `channels` values), output scale and zero point at 6, 7.
-void check_requantize(const KernelContext& context, int64_t channels);
+/// weight scale at 4 (per tensor or `channels` values), output scale and zero point at
+/// `y_scale` and `y_scale` + 1 (6 and 7 for the ONNX ops, 7 and 8 for com.microsoft QGemm).
+void check_requantize(const KernelContext& context, int64_t channels, std::size_t y_scale = 6);
 /// The requantization those inputs describe now (read at run time: they may change).
-Requantize requantize_of(const std::vector<const Tensor*>& inputs, int64_t channels);
+Requantize requantize_of(const std::vector<const Tensor*>& inputs, int64_t channels,
+                         std::size_t y_scale = 6);
 /// The output type of a QLinear op: y_zero_point's (u8 when absent).
-DataType requantized_type(const KernelContext& context);
+DataType requantized_type(const KernelContext& context, std::size_t y_scale = 6);
 
 /// Writes `count` sums as `requantize.type` into `out`; the channel of sum i is
 /// (i / channel_stride) % channels.

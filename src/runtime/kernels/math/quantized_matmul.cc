@@ -78,10 +78,12 @@ Product product_of(const KernelContext& context, const Tensor& a_tensor, const T
   return p;
 }
 
-// sums = (a - a_zero) x (b - b_zero[column]) for every output matrix.
+// sums = bias[column] + (a - a_zero) x (b - b_zero[column]) for every output matrix (no bias:
+// 0).
 template <typename A, typename B>
 void integer_products(const Product& p, const A* a, const B* b, int32_t a_zero,
-                      const std::vector<int32_t>& b_zero, int32_t* sums, int threads) {
+                      const std::vector<int32_t>& b_zero, const int32_t* bias, int32_t* sums,
+                      int threads) {
   const auto rows = static_cast<int64_t>(p.a_offsets.size()) * p.m;
   parallel_for(
       rows, threads,
@@ -91,7 +93,11 @@ void integer_products(const Product& p, const A* a, const B* b, int32_t a_zero,
           const int64_t matrix = row / p.m;
           const A* a_row = a + p.a_offsets[matrix] + (row % p.m) * p.k;
           int32_t* out = sums + row * p.n;
-          std::fill_n(out, p.n, 0);
+          if (bias) {
+            std::copy_n(bias, p.n, out);
+          } else {
+            std::fill_n(out, p.n, 0);
+          }
           for (int64_t i = 0; i < p.k; ++i) {
             const int32_t left = static_cast<int32_t>(a_row[i]) - a_zero;
             if (left == 0) continue;
@@ -116,10 +122,12 @@ std::unique_ptr<Kernel> visit_operands(DataType a, DataType b, Visitor&& visit) 
                                : visit.template operator()<int8_t, int8_t>();
 }
 
-// The int32 sums of operands `a` and `b` (inputs a_input and a_input + 3 for QLinearMatMul,
-// 0 and 1 for MatMulInteger) with their zero points.
+// Where a node keeps its operands and zero points, its int32 bias (QGemm) and its output scale
+// (the zero point follows it).
 struct Operands {
   std::size_t a = 0, b = 1, a_zero = 2, b_zero = 3;
+  std::size_t bias = kNone, y_scale = 6;
+  static constexpr std::size_t kNone = ~std::size_t{0};
 };
 
 Product checked_product(const KernelContext& context, const Operands& at) {
@@ -139,8 +147,9 @@ void sums_of(const Product& p, const Operands& at, const std::vector<const Tenso
   auto optional = [&](std::size_t i) { return i < inputs.size() ? inputs[i] : nullptr; };
   const int32_t a_zero = zero_point_values(optional(at.a_zero))[0];
   const std::vector<int32_t> b_zero = per_channel(zero_point_values(optional(at.b_zero)), p.n);
-  integer_products(p, inputs[at.a]->data<A>(), inputs[at.b]->data<B>(), a_zero, b_zero, sums,
-                   threads);
+  const Tensor* bias = at.bias < inputs.size() ? inputs[at.bias] : nullptr;
+  integer_products(p, inputs[at.a]->data<A>(), inputs[at.b]->data<B>(), a_zero, b_zero,
+                   bias ? bias->data<int32_t>() : nullptr, sums, threads);
 }
 
 // An int8 product with constant 2-D s8 weights on oneDNN's matmul: the data's batch dims fold
@@ -158,12 +167,19 @@ class DnnlInt8Matmul final : public Kernel {
     const memory::desc dst =
         plain_desc(std::vector<int64_t>{rows, p.n}, dnnl_data_type(output_type, context));
     const memory::desc weights({p.k, p.n}, memory::data_type::s8, memory::format_tag::any);
-    dnnl::matmul::primitive_desc descriptor(dnnl::matmul::desc(src, weights, dst), attr,
-                                            context.engine);
+    const memory::desc bias = plain_desc(std::vector<int64_t>{1, p.n}, memory::data_type::s32);
+    bias_ = context.has_input(at.bias) ? at.bias : Operands::kNone;
+    dnnl::matmul::primitive_desc descriptor =
+        bias_ == Operands::kNone
+            ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), attr,
+                                           context.engine)
+            : dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, bias, dst), attr,
+                                           context.engine);
     step_ = DnnlStep(dnnl::matmul(descriptor), descriptor, context.engine);
     step_.declare(DNNL_ARG_SRC, src);
     step_.declare(DNNL_ARG_WEIGHTS, descriptor.weights_desc());
     step_.declare(DNNL_ARG_DST, dst);
+    if (bias_ != Operands::kNone) step_.declare(DNNL_ARG_BIAS, bias);
     weights_ = pack_constant(context.input(at.b).raw(),
                              plain_desc(std::vector<int64_t>{p.k, p.n}, memory::data_type::s8),
                              descriptor.weights_desc(), context.engine);
@@ -178,12 +194,13 @@ class DnnlInt8Matmul final : public Kernel {
     step_.set(DNNL_ARG_SRC, inputs[a_]->raw());
     step_.set(DNNL_ARG_WEIGHTS, weights_->data());
     step_.set(DNNL_ARG_DST, outputs[0]->raw());
+    if (bias_ != Operands::kNone) step_.set(DNNL_ARG_BIAS, inputs[bias_]->raw());
     step_.execute(stream);
   }
 
  private:
   OutputSpec spec_;
-  std::size_t a_ = 0;
+  std::size_t a_ = 0, bias_ = Operands::kNone;
   DnnlStep step_;
   std::shared_ptr<Buffer> weights_;
 };
@@ -199,7 +216,9 @@ std::unique_ptr<Kernel> try_dnnl_int8_matmul(const KernelContext& context, const
       !all_constant(context, {at.a_zero, at.b_zero})) {
     return nullptr;
   }
-  if (requantized && !all_constant(context, {1, 4, 6, 7})) return nullptr;
+  if (requantized && !all_constant(context, {1, 4, at.y_scale, at.y_scale + 1, at.bias})) {
+    return nullptr;
+  }
   auto optional = [&](std::size_t i) { return context.has_input(i) ? context.inputs[i] : nullptr; };
   for (int32_t zero : zero_point_values(optional(at.b_zero))) {
     if (zero != 0) return nullptr;
@@ -209,7 +228,8 @@ std::unique_ptr<Kernel> try_dnnl_int8_matmul(const KernelContext& context, const
   if (a_zero != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {a_zero});
   DataType output = DataType::kInt32;
   if (requantized) {
-    const quantize_detail::Requantize r = quantize_detail::requantize_of(context.inputs, p.n);
+    const quantize_detail::Requantize r =
+        quantize_detail::requantize_of(context.inputs, p.n, at.y_scale);
     attr.set_output_scales(context.input(4).element_count() == 1 ? 0 : 1 << 1, r.multipliers);
     if (r.zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {r.zero_point});
     output = r.type;
@@ -238,33 +258,57 @@ std::unique_ptr<Kernel> create_matmul_integer(const KernelContext& context) {
       });
 }
 
-std::unique_ptr<Kernel> create_qlinear_matmul(const KernelContext& context) {
-  const Operands at{0, 3, 2, 5};
+// QLinearMatMul, or QGemm's subset that QDQ fusion writes: the int32 sums requantized.
+std::unique_ptr<Kernel> make_requantized(const KernelContext& context, const Operands& at) {
   const Product p = checked_product(context, at);
-  quantize_detail::check_requantize(context, p.n);
+  quantize_detail::check_requantize(context, p.n, at.y_scale);
+  if (context.has_input(at.bias) && (context.input(at.bias).dtype() != DataType::kInt32 ||
+                                     context.input(at.bias).element_count() != p.n)) {
+    throw UnsupportedError(fmt::format("{}: a bias {} is not supported (i32[{}] is)",
+                                       context.where(), context.input(at.bias).describe(), p.n));
+  }
   if (auto kernel = try_dnnl_int8_matmul(context, p, at, true)) return kernel;
   const int threads = context.threads;
   auto sums =
       std::make_shared<std::vector<int32_t>>(static_cast<std::size_t>(volume(p.output_shape)));
   return visit_operands(
-      context.input(0).dtype(), context.input(3).dtype(), [&]<typename A, typename B>() {
+      context.input(at.a).dtype(), context.input(at.b).dtype(), [&]<typename A, typename B>() {
         return make_kernel(
-            {plain_output(quantize_detail::requantized_type(context), p.output_shape)},
+            {plain_output(quantize_detail::requantized_type(context, at.y_scale), p.output_shape)},
             [=](const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
                 dnnl::stream&) {
               sums_of<A, B>(p, at, inputs, sums->data(), threads);
-              quantize_detail::write_requantized(quantize_detail::requantize_of(inputs, p.n),
-                                                 sums->data(), static_cast<int64_t>(sums->size()),
-                                                 p.n, 1, outputs[0]->raw());
+              quantize_detail::write_requantized(
+                  quantize_detail::requantize_of(inputs, p.n, at.y_scale), sums->data(),
+                  static_cast<int64_t>(sums->size()), p.n, 1, outputs[0]->raw());
             });
       });
 }
 
+std::unique_ptr<Kernel> create_qlinear_matmul(const KernelContext& context) {
+  return make_requantized(context, Operands{0, 3, 2, 5});
+}
+
+// com.microsoft QGemm (ONNX Runtime's contrib op, which QDQ fusion writes for a Gemm with a
+// bias): A x B + C, requantized; here without transposes, with alpha 1 and a quantized output.
+std::unique_ptr<Kernel> create_qgemm(const KernelContext& context) {
+  const Node& node = context.node;
+  if (node.int_attribute("transA", 0) != 0 || node.int_attribute("transB", 0) != 0 ||
+      node.float_attribute("alpha", 1.0f) != 1.0f || !context.has_input(7)) {
+    throw UnsupportedError(fmt::format(
+        "{}: QGemm is supported without transposes, with alpha 1 and a quantized output",
+        context.where()));
+  }
+  return make_requantized(context, Operands{0, 3, 2, 5, 6, 7});
+}
+
 void add(KernelRegistry& registry, std::string op_type,
-         std::function<std::unique_ptr<Kernel>(const KernelContext&)> create) {
+         std::function<std::unique_ptr<Kernel>(const KernelContext&)> create,
+         std::string domain = "", int64_t since = 10) {
   KernelInfo info;
   info.op_type = std::move(op_type);
-  info.since_opset = 10;
+  info.domain = std::move(domain);
+  info.since_opset = since;
   info.dtypes = {DataType::kUInt8, DataType::kInt8};
   info.create = guarded(std::move(create));
   registry.add(std::move(info));
@@ -275,6 +319,7 @@ void add(KernelRegistry& registry, std::string op_type,
 void register_quantized_matmul_kernels(KernelRegistry& registry) {
   add(registry, "MatMulInteger", create_matmul_integer);
   add(registry, "QLinearMatMul", create_qlinear_matmul);
+  add(registry, "QGemm", create_qgemm, "com.microsoft", 1);
 }
 
 }  // namespace cleave
