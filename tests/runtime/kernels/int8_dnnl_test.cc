@@ -80,6 +80,27 @@ void expect_dnnl_matches_loops(const Case& c) {
   EXPECT_EQ(differing, 0) << "of " << a.size() << " elements";
 }
 
+TEST(Int8ConvDnnl, RoundsBeforeAddingTheZeroPoint) {
+  // 1 × 0.49999997 rounds to 0, so y is the zero point 101; adding 101 first gives 101.5 in
+  // float, which rounds to 102.
+  const char* text = R"(graph g [ai.onnx=13] (%x: u8[1,1,1,1]) {
+  @x_scale: f32[] = [0.49999997]
+  @x_zero: u8[] = [0]
+  @w: i8[1,1,1,1] = [1]
+  @w_scale: f32[] = [1.0]
+  @w_zero: i8[] = [0]
+  @y_scale: f32[] = [1.0]
+  @y_zero: u8[] = [101]
+  %y = QLinearConv(%x, @x_scale, @x_zero, @w, @w_scale, @w_zero, @y_scale, @y_zero)
+  return %y
+}
+)";
+  Executor executor(parse_graph(text));
+  const Tensor y = executor.run({{"x", make_tensor(DataType::kUInt8, {1, 1, 1, 1}, {1})}})[0];
+  EXPECT_NE(executor.implementations()[0], "") << "the constant form did not run on oneDNN";
+  EXPECT_EQ(y.data<uint8_t>()[0], 101);
+}
+
 TEST(Int8ConvDnnl, QLinearConvWithPadsMatchesTheLoops) {
   expect_dnnl_matches_loops({"QLinearConv", "[pads=[1, 1, 1, 1]]", 8, 16, 1});
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/elementwise.h"
@@ -121,6 +122,53 @@ void write_requantized(const Requantize& requantize, const int32_t* sums, int64_
   } else {
     requantize_into(requantize, sums, count, channels, channel_stride, static_cast<int8_t*>(out));
   }
+}
+
+namespace {
+
+class OutputZeroPoint final : public Kernel {
+ public:
+  OutputZeroPoint(std::unique_ptr<Kernel> rounded, int32_t zero_point, DataType type)
+      : rounded_(std::move(rounded)), zero_point_(zero_point) {
+    spec_ = rounded_->output_specs().at(0);
+    sums_ = Tensor::allocate(DataType::kInt32, spec_.shape);
+    spec_.dtype = type;
+  }
+  std::vector<OutputSpec> output_specs() const override { return {spec_}; }
+  std::string implementation() const override { return rounded_->implementation(); }
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+           dnnl::stream& stream) override {
+    std::vector<Tensor*> sums = {&sums_};
+    rounded_->run(inputs, sums, stream);
+    const int32_t* in = sums_.data<int32_t>();
+    const int64_t count = sums_.element_count();
+    const auto add = [&](auto* out) {
+      using T = std::remove_pointer_t<decltype(out)>;
+      for (int64_t i = 0; i < count; ++i) {
+        const int64_t v = int64_t{in[i]} + zero_point_;
+        out[i] = static_cast<T>(std::clamp<int64_t>(v, std::numeric_limits<T>::lowest(),
+                                                    std::numeric_limits<T>::max()));
+      }
+    };
+    if (spec_.dtype == DataType::kUInt8) {
+      add(outputs[0]->data<uint8_t>());
+    } else {
+      add(outputs[0]->data<int8_t>());
+    }
+  }
+
+ private:
+  std::unique_ptr<Kernel> rounded_;
+  int32_t zero_point_;
+  OutputSpec spec_;
+  Tensor sums_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> with_output_zero_point(std::unique_ptr<Kernel> rounded, int32_t zero_point,
+                                               DataType type) {
+  return std::make_unique<OutputZeroPoint>(std::move(rounded), zero_point, type);
 }
 
 }  // namespace quantize_detail

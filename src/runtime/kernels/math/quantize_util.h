@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "runtime/kernel.h"
@@ -70,6 +71,12 @@ Requantize requantize_of(const std::vector<const Tensor*>& inputs, int64_t chann
                          std::size_t y_scale = 6);
 /// The output type of a QLinear op: y_zero_point's (u8 when absent).
 DataType requantized_type(const KernelContext& context, std::size_t y_scale = 6);
+
+/// A kernel whose int32 output (already scaled and rounded, by oneDNN) gets `zero_point` added,
+/// saturated to `type`. oneDNN adds a destination zero point before rounding, which rounds
+/// x.5 - ε + zero_point to the even neighbour; ONNX rounds first.
+std::unique_ptr<Kernel> with_output_zero_point(std::unique_ptr<Kernel> rounded, int32_t zero_point,
+                                               DataType type);
 
 /// Writes `count` sums as `requantize.type` into `out`; the channel of sum i is
 /// (i / channel_stride) % channels.

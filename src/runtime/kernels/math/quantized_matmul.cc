@@ -226,17 +226,25 @@ std::unique_ptr<Kernel> try_dnnl_int8_matmul(const KernelContext& context, const
   dnnl::primitive_attr attr = kernel_attr();
   const int32_t a_zero = zero_point_values(optional(at.a_zero))[0];
   if (a_zero != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {a_zero});
-  DataType output = DataType::kInt32;
+  DataType output = DataType::kInt32, shifted_type = DataType::kInt32;
+  int32_t shift = 0;
   if (requantized) {
     const quantize_detail::Requantize r =
         quantize_detail::requantize_of(context.inputs, p.n, at.y_scale);
     attr.set_output_scales(context.input(4).element_count() == 1 ? 0 : 1 << 1, r.multipliers);
-    if (r.zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {r.zero_point});
     output = r.type;
+    // The zero point is added after oneDNN's rounding, to s32 sums (see with_output_zero_point).
+    if (r.zero_point != 0) {
+      output = DataType::kInt32;
+      shift = r.zero_point;
+      shifted_type = r.type;
+    }
   }
   try {
     auto kernel = std::make_unique<DnnlInt8Matmul>(context, p, at, output, attr);
     if (kernel->implementation().rfind("ref", 0) == 0) return nullptr;
+    if (shift != 0)
+      return quantize_detail::with_output_zero_point(std::move(kernel), shift, shifted_type);
     return kernel;
   } catch (const dnnl::error&) {
     return nullptr;  // A form this oneDNN lacks.
