@@ -19,6 +19,7 @@
 #include "stream/stream_dot.h"
 #include "stream/stream_io.h"
 #include "stream/stream_json.h"
+#include "stream/stream_planner.h"
 #include "stream/stream_text.h"
 
 namespace cleave::cli {
@@ -220,7 +221,7 @@ void register_stream(CLI::App& app, CommandAction& action) {
                   "How filters are placed on the workers: balanced (default: steady-state cost "
                   "and channel hand-offs balanced, best simulated throughput), greedy (the old "
                   "longest-first, no hand-offs) or contiguous (runs of consecutive filters)")
-      ->check(CLI::IsMember({"balanced", "greedy", "contiguous"}))
+      ->check(CLI::IsMember(stream_planner_names()))
       ->capture_default_str();
   run->add_option("--trace", options->trace,
                   "Write every firing (worker, start, end) as a Chrome trace to this file")
