@@ -136,15 +136,12 @@ int run_codegen(const CodegenSettings& settings) {
     options.strategy = settings.strategy;
     options.workers = settings.workers;
     options.threads_per_worker = settings.threads_per_worker;
-    CostTable costs =
-        costs_for(graph, settings.costs, settings.workers * settings.threads_per_worker,
-                  settings.model.verbose, settings.threads_per_worker);
-    plan = plan_model(graph, costs, options);
-    if (plan.plan.strategy == "clone") {
-      // Cloned nodes would run twice; the generators take one task per node.
-      options.strategy = "lc";
-      plan = plan_model(graph, costs, options);
-    }
+    options.each_node_once = true;  // the generators take one task per node
+    plan =
+        plan_model(graph,
+                   costs_for(graph, settings.costs, settings.workers * settings.threads_per_worker,
+                             settings.model.verbose, settings.threads_per_worker),
+                   options);
   } else {
     // A plan for ranks names cores of the machines it runs on, not of this host.
     plan = read_model_plan(settings.plan, graph, /*cores_on_this_host=*/!settings.ranks);

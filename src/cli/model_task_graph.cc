@@ -16,9 +16,13 @@ std::function<void(const std::string&)> log_to_stderr(bool verbose) {
   return [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
 }
 
-void add_model_load_options(CLI::App* command, ModelSettings& settings) {
-  command->add_option("--shape", settings.shapes,
+void add_shape_option(CLI::App* command, std::vector<std::string>& shapes) {
+  command->add_option("--shape", shapes,
                       "name=d0,d1,... fixes an input's symbolic dims (repeatable)");
+}
+
+void add_model_load_options(CLI::App* command, ModelSettings& settings) {
+  add_shape_option(command, settings.shapes);
   command->add_flag("--no-optimize", settings.no_optimize, "Skip the graph passes");
   command->add_flag("-v,--verbose", settings.verbose, "Log each step");
 }

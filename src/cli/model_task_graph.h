@@ -21,6 +21,9 @@ struct ModelSettings {
   bool verbose = false;
 };
 
+/// Adds the repeatable `--shape name=d0,d1,...` (parse_input_shapes reads it).
+void add_shape_option(CLI::App* command, std::vector<std::string>& shapes);
+
 /// Adds `--shape`, `--no-optimize` and `-v,--verbose` (not the model argument itself).
 void add_model_load_options(CLI::App* command, ModelSettings& settings);
 

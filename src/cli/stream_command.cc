@@ -7,6 +7,7 @@
 
 #include "analysis/graph_dot.h"
 #include "cli/commands.h"
+#include "cli/model_task_graph.h"
 #include "cli/option_limits.h"
 #include "onnx/atomic_file.h"
 #include "pipeline/stream_model.h"
@@ -18,6 +19,7 @@
 #include "stream/stream_dot.h"
 #include "stream/stream_io.h"
 #include "stream/stream_json.h"
+#include "stream/stream_planner.h"
 #include "stream/stream_text.h"
 
 namespace cleave::cli {
@@ -42,10 +44,18 @@ struct StreamCommandOptions {
   std::string costs = "flops";
   std::string placement = "balanced";
   std::string trace;
+  std::vector<std::string> shapes;
 };
 
+StreamSourceOptions source_options(const StreamCommandOptions& o) {
+  return {o.by_reference, o.stages, o.costs, parse_input_shapes(o.shapes)};
+}
+
 int run_schedule(const StreamCommandOptions& o) {
-  const StreamProgram program = load_stream_program(o.program, StreamLoadOptions{false, true});
+  // A program file's models are not needed for its rates; a model is converted first.
+  const StreamProgram program =
+      is_stream_model(o.program) ? load_stream_source(o.program, source_options(o)).program
+                                 : load_stream_program(o.program, StreamLoadOptions{false, true});
   const auto start = std::chrono::steady_clock::now();
   const StreamGraph graph = flatten_stream(program.root);
   const StreamSchedule schedule = schedule_stream(graph, program.origin);
@@ -63,7 +73,7 @@ int run_schedule(const StreamCommandOptions& o) {
 int run_print(const StreamCommandOptions& o) {
   for (const std::string& picture : {o.dot, o.svg})
     if (!picture.empty()) require_file_target(picture);
-  const StreamSource loaded = load_stream_source(o.program, o.by_reference, o.stages, o.costs);
+  const StreamSource loaded = load_stream_source(o.program, source_options(o));
   const Stream& root = loaded.program.root;
   if (!o.dot.empty()) write_file_atomically(o.dot, stream_to_dot(root));
   if (!o.svg.empty()) render_dot(stream_to_dot(root), "svg", o.svg);
@@ -91,7 +101,7 @@ int run_run(const StreamCommandOptions& o) {
     output_folder.emplace(o.output_dir, FolderRules{FolderRules::Existing::kMerge, read});
   }
   if (!o.trace.empty()) require_file_target(o.trace);
-  const StreamSource loaded = load_stream_source(o.program, o.by_reference, o.stages, o.costs);
+  const StreamSource loaded = load_stream_source(o.program, source_options(o));
   StreamProgram program = loaded.program;
   for (const FissionSpec& spec : parse_fission_specs(o.fission)) {
     apply_fission(program.root, spec, program.origin);
@@ -153,13 +163,18 @@ void register_stream(CLI::App& app, CommandAction& action) {
   command->add_flag("--no-replicate", options->by_reference,
                     "Converting a model: keep a node that two split-joins share once and pass its "
                     "value by reference instead of replicating it");
+  add_shape_option(command, options->shapes);
   command->require_subcommand(0, 1);
 
   CLI::App* schedule = command->add_subcommand(
       "schedule",
       "Static schedule: steady-state repetitions from the balance equations, the init "
       "schedule that fills peek windows, channel buffer sizes, and the thesis's closed forms");
-  schedule->add_option("program", options->program, "Stream program JSON file")->required();
+  schedule
+      ->add_option("program", options->program,
+                   "Stream program JSON file, or an ONNX model (converted first)")
+      ->required();
+  add_shape_option(schedule, options->shapes);
   schedule->add_flag("--json", options->json,
                      "Print {\"repetitions\", \"init\", \"buffers\", ...} as JSON");
   schedule->callback([&action, options] { action = [options] { return run_schedule(*options); }; });
@@ -206,7 +221,7 @@ void register_stream(CLI::App& app, CommandAction& action) {
                   "How filters are placed on the workers: balanced (default: steady-state cost "
                   "and channel hand-offs balanced, best simulated throughput), greedy (the old "
                   "longest-first, no hand-offs) or contiguous (runs of consecutive filters)")
-      ->check(CLI::IsMember({"balanced", "greedy", "contiguous"}))
+      ->check(CLI::IsMember(stream_planner_names()))
       ->capture_default_str();
   run->add_option("--trace", options->trace,
                   "Write every firing (worker, start, end) as a Chrome trace to this file")
@@ -214,6 +229,7 @@ void register_stream(CLI::App& app, CommandAction& action) {
   run->add_flag("--no-replicate", options->by_reference,
                 "Converting a model: pass shared values by reference instead of replicating "
                 "their nodes");
+  add_shape_option(run, options->shapes);
   run->callback([&action, options, run] {
     if (run->count("--costs") == 0) options->costs = "measured";
     action = [options] { return run_run(*options); };

@@ -14,6 +14,7 @@
 #include "onnx/onnx_import.h"
 #include "passes/optimize.h"
 #include "pipeline/shape_completion.h"
+#include "stream/unroll.h"
 
 namespace cleave {
 
@@ -217,6 +218,13 @@ Graph load_model(const std::string& path, const LoadOptions& options) {
   }
   if (options.require_static_inputs) require_static_inputs(graph, path);
   verify_graph(graph);
+  if (options.unroll_loops && has_loops(graph)) {
+    const UnrollReport unrolled = unroll_static_loops(graph, path);
+    infer_shapes(graph, path);
+    verify_graph(graph);
+    say(options, fmt::format("unroll: {} loop(s) and {} RNN(s) written out as {} steps ({} nodes)",
+                             unrolled.loops, unrolled.rnns, unrolled.steps, unrolled.nodes_added));
+  }
 
   if (options.optimize) {
     OptimizeOptions optimize;

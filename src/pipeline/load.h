@@ -21,6 +21,9 @@ struct LoadOptions {
   InputShapes shapes;                 ///< Fix symbolic (or replace) input dims.
   bool require_static_inputs = true;  ///< Refuse inputs whose dims are still symbolic.
   bool optimize = true;               ///< Run the graph passes.
+  /// Write static loops and RNNs out as per-step nodes before the passes (unroll_static_loops),
+  /// so folding and fusions see the steps: what a model converted to a stream needs.
+  bool unroll_loops = false;
   /// The rewrites made for cleave's own runtime, not for export: fused activations and
   /// epilogues, and channel-scale folding (see OptimizeOptions).
   bool fuse_activations = true;

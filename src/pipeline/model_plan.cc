@@ -84,7 +84,9 @@ bool over_memory(const ModelPlan& candidate) {
 
 std::vector<std::string> model_strategies() {
   std::vector<std::string> names{"auto", "sequential"};
-  for (const PlannerEntry& entry : planners()) names.push_back(entry.name);
+  for (const PlannerEntry& entry : planners()) {
+    if (entry.family != PlannerFamily::kStream) names.push_back(entry.name);
+  }
   return names;
 }
 
@@ -109,7 +111,8 @@ ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlan
     const int workers =
         options.machine ? static_cast<int>(options.machine->size()) : options.workers;
     for (const PlannerEntry& entry : planners()) {
-      if (workers > 1 && entry.auto_candidate && entry.plans_samples == (options.samples > 1)) {
+      if (workers > 1 && entry.auto_candidate && entry.plans_samples == (options.samples > 1) &&
+          !(options.each_node_once && !entry.before_copies.empty())) {
         strategies.push_back(entry.name);
       }
     }
@@ -153,7 +156,9 @@ ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlan
   } else if (options.strategy == "sequential") {
     chosen = plan_sequential(graph, costs, options);
   } else {
-    chosen = plan_parallel(graph, costs, options, options.strategy);
+    const std::string& instead = find_planner(options.strategy).before_copies;
+    const bool once = options.each_node_once && !instead.empty();
+    chosen = plan_parallel(graph, costs, options, once ? instead : options.strategy);
   }
   // Fails with the device and bytes when a named strategy's weights overflow a device.
   if (options.machine) validate_plan(chosen.plan, chosen.tasks);

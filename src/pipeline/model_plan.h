@@ -27,6 +27,10 @@ struct ModelPlanOptions {
   /// a machine, `auto` keeps only candidates whose weights fit every device's memory, and a
   /// named strategy whose plan does not fit is refused.
   std::optional<Machine> machine;
+  /// The plan must run each node once (a generated program takes one task per node): `auto`
+  /// leaves out the planners that copy tasks, and a named one plans as the planner it copies
+  /// from (PlannerEntry::before_copies: clone as lc).
+  bool each_node_once = false;
 };
 
 /// Every strategy name plan_model takes: its own, then the task-graph schedulers' names.
@@ -57,6 +61,7 @@ Machine cpu_workers(int workers, int threads_each);
 /// Plans the (already optimized) graph with the costs. `auto` simulates sequential (one
 /// worker with all threads intra-op), lc, clone and for several samples the hyperclusters,
 /// and keeps the fastest prediction, so a model without useful parallelism is never slowed.
+/// This is the one `auto` of every command that plans a model (plan, run, bench, codegen).
 ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlanOptions& options);
 
 /// A plan file: the plan, its task graph (task -> node names), threads, and the graph's

@@ -7,22 +7,15 @@
 #include <map>
 
 #include "analysis/flops.h"
-#include "ir/verify.h"
-#include "passes/optimize.h"
 #include "pipeline/costs.h"
 #include "pipeline/load.h"
 #include "stream/schedule.h"
 #include "stream/stream_json.h"
-#include "stream/unroll.h"
 #include "support/error.h"
 
 namespace cleave {
 
 namespace {
-
-bool is_model(const std::string& path) {
-  return std::filesystem::path(path).extension() == ".onnx";
-}
 
 // The cost table cleave's planners use, at one thread (a profile is measured once and cached).
 CostTable one_thread_costs(const Graph& graph, const std::string& source) {
@@ -35,34 +28,31 @@ CostTable one_thread_costs(const Graph& graph, const std::string& source) {
 
 }  // namespace
 
-StreamSource load_stream_source(const std::string& path, bool by_reference, int stages,
-                                std::string costs) {
-  if (costs == "measured") costs = "flops";  // the stage cut has no run to measure
+bool is_stream_model(const std::string& path) {
+  return std::filesystem::path(path).extension() == ".onnx";
+}
+
+StreamSource load_stream_source(const std::string& path, const StreamSourceOptions& options) {
+  const int stages = options.stages;
+  // The stage cut has no run to measure.
+  const std::string costs = options.costs == "measured" ? "flops" : options.costs;
   StreamSource out;
-  if (!is_model(path)) {
-    if (by_reference || stages > 0) {
+  if (!is_stream_model(path)) {
+    if (options.by_reference || stages > 0 || !options.shapes.empty()) {
       throw Error(
-          fmt::format("stream: {} is a stream program; --no-replicate and --stages apply "
-                      "to converting an ONNX model",
+          fmt::format("stream: {} is a stream program; --no-replicate, --stages and --shape "
+                      "apply to converting an ONNX model",
                       path));
     }
     out.program = load_stream_program(path);
     return out;
   }
-  // Static loops and RNNs become per-step nodes before the graph passes run (as load_model
-  // runs them), so folding removes what only constants feed and fusions see the steps.
+  // Static loops and RNNs become per-step nodes before the graph passes run, so folding
+  // removes what only constants feed and fusions see the steps.
   LoadOptions load;
-  load.optimize = false;
+  load.shapes = options.shapes;
+  load.unroll_loops = true;
   out.graph = std::make_shared<Graph>(load_model(path, load));
-  if (has_loops(*out.graph)) {
-    unroll_static_loops(*out.graph, path);
-    infer_shapes(*out.graph, path);
-  }
-  OptimizeOptions optimize;
-  optimize.fuse_activations = true;
-  optimize.fold_channel_scales = true;
-  optimize_graph(*out.graph, optimize);
-  verify_graph(*out.graph);
   if (stages > 0) {
     const std::string name = out.graph->name.empty() ? "model" : out.graph->name;
     if (costs == "flops") {
@@ -78,7 +68,7 @@ StreamSource load_stream_source(const std::string& path, bool by_reference, int 
     return out;
   }
   out.conversion = graph_to_stream(*out.graph, out.graph->name.empty() ? "model" : out.graph->name,
-                                   StreamConversionOptions{by_reference});
+                                   StreamConversionOptions{options.by_reference});
   out.program = StreamProgram{out.conversion->root, path};
   verify_stream(out.program.root, path);
   return out;

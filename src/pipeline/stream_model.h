@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "pipeline/load.h"
 #include "stream/from_graph.h"
 #include "stream/stages.h"
 #include "stream/stream_ir.h"
@@ -21,11 +22,22 @@ struct StreamSource {
   std::shared_ptr<Graph> graph;
 };
 
-/// Loads `path`: a stream program file, or an `.onnx` model converted to one filter per node
-/// (`by_reference`: shared values passed by reference) or, with `stages` > 0, to that many
-/// contiguous stages balanced by `costs` (flops, or a cost table: profile, static, analytical).
-StreamSource load_stream_source(const std::string& path, bool by_reference, int stages,
-                                std::string costs);
+/// How a model becomes a stream program (none of it applies to a program file).
+struct StreamSourceOptions {
+  bool by_reference = false;    ///< Shared values passed by reference, not replicated.
+  int stages = 0;               ///< > 0: that many contiguous stages instead of one filter a node.
+  std::string costs = "flops";  ///< What stages balance: flops, profile, static, analytical.
+  InputShapes shapes;           ///< `--shape`: fixes the model's symbolic input dims.
+};
+
+/// Whether `path` names an ONNX model (converted) rather than a stream program file.
+bool is_stream_model(const std::string& path);
+
+/// Loads `path`: a stream program file, or an `.onnx` model loaded as every command loads one
+/// (load_model: `shapes` fixed, loops unrolled, shapes completed, passes run) and converted to
+/// one filter per node or, with `stages` > 0, to that many contiguous stages. Throws Error
+/// when options meant for a model are given with a program file.
+StreamSource load_stream_source(const std::string& path, const StreamSourceOptions& options);
 
 /// Seconds of one firing per actor of `program` by `source` (see the definition); empty for
 /// "measured", which leaves it to the executor.

@@ -24,6 +24,7 @@ namespace {
 
 constexpr PlannerFamily kRamiel = PlannerFamily::kTaskParallel;
 constexpr PlannerFamily kDiviml = PlannerFamily::kHeterogeneous;
+constexpr PlannerFamily kStream = PlannerFamily::kStream;
 
 void require_one_sample(const std::string& name, int samples) {
   if (samples == 1) return;
@@ -52,6 +53,20 @@ PlannerFunction hypercluster(bool switched) {
   };
 }
 
+// A stream planner's entry: it places stream graphs (stream/stream_planner.cc), not tasks.
+PlannerFunction stream_only(std::string name) {
+  return [name = std::move(name)](const TaskGraph&, int, const ScheduleOptions&) -> PlannedTasks {
+    throw Error(fmt::format(
+        "strategy '{}' places the filters of a stream program (cleave stream run --placement "
+        "{}); it plans no task graph",
+        name, name));
+  };
+}
+
+bool plans_task_graphs(const PlannerEntry& entry) {
+  return entry.family != PlannerFamily::kStream;
+}
+
 }  // namespace
 
 const std::vector<PlannerEntry>& planners() {
@@ -59,32 +74,37 @@ const std::vector<PlannerEntry>& planners() {
       {"lc", kRamiel, "linear clustering of critical paths, merged and mapped onto the workers",
        false, true,
        one_sample("lc", [](const TaskGraph& graph,
-                           const ScheduleOptions&) { return plan_linear_clustering(graph); })},
+                           const ScheduleOptions&) { return plan_linear_clustering(graph); }),
+       ""},
       {"clone", kRamiel, "lc, then cheap producers copied onto the workers that read them", false,
        true,
        [](const TaskGraph& graph, int samples, const ScheduleOptions&) {
          require_one_sample("clone", samples);
          return plan_with_cloning(graph, plan_linear_clustering(graph));
-       }},
+       },
+       "lc"},
       {"hypercluster", kRamiel, "several samples in flight, cluster copies interleaved", true, true,
-       hypercluster(false)},
+       hypercluster(false), ""},
       {"switched-hypercluster", kRamiel,
        "hyperclusters whose samples' clusters may change workers to balance load", true, true,
-       hypercluster(true)},
+       hypercluster(true), ""},
       {"met", kDiviml, "minimum execution time: each task on its fastest device", false, false,
        one_sample("met", [](const TaskGraph& graph,
-                            const ScheduleOptions&) { return plan_met(graph, {}); })},
+                            const ScheduleOptions&) { return plan_met(graph, {}); }),
+       ""},
       {"greedy", kDiviml, "topological order, each task where it finishes earliest (appended)",
        false, false,
        one_sample("greedy",
                   [](const TaskGraph& graph, const ScheduleOptions& options) {
                     return plan_greedy(graph, {.time_limit_seconds = options.time_limit_seconds});
-                  })},
+                  }),
+       ""},
       {"heft", kDiviml, "heterogeneous earliest finish time, upward rank, insertion", false, false,
        one_sample("heft",
                   [](const TaskGraph& graph, const ScheduleOptions& options) {
                     return plan_heft(graph, {.time_limit_seconds = options.time_limit_seconds});
-                  })},
+                  }),
+       ""},
       {"annealing", kDiviml, "simulated annealing over assignments (seeded)", false, false,
        one_sample("annealing",
                   [](const TaskGraph& graph, const ScheduleOptions& options) {
@@ -93,7 +113,8 @@ const std::vector<PlannerEntry>& planners() {
                     annealing.max_iterations = options.max_iterations;
                     annealing.time_limit_seconds = options.time_limit_seconds;
                     return plan_annealing(graph, annealing);
-                  })},
+                  }),
+       ""},
       {"evolution", kDiviml, "biased (1+1) evolutionary algorithm over assignments (seeded)", false,
        false,
        one_sample("evolution",
@@ -103,7 +124,8 @@ const std::vector<PlannerEntry>& planners() {
                     evolution.max_iterations = options.max_iterations;
                     evolution.time_limit_seconds = options.time_limit_seconds;
                     return plan_evolution(graph, evolution);
-                  })},
+                  }),
+       ""},
       {"milp", kDiviml, "exact mixed-integer program (DiviML), COIN-OR CBC, within the time limit",
        false, false,
        one_sample("milp",
@@ -117,7 +139,8 @@ const std::vector<PlannerEntry>& planners() {
                             ? options.solver_threads
                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
                     return plan_milp(graph, milp);
-                  })},
+                  }),
+       ""},
       {"milp-split", kDiviml,
        "MILP per module of a modular graph, combined by a DP over device pairs", false, false,
        one_sample("milp-split",
@@ -130,17 +153,27 @@ const std::vector<PlannerEntry>& planners() {
                     split.channels = options.channels;
                     split.parallel_solves = options.solver_processes;
                     return plan_milp_split(graph, split);
-                  })},
+                  }),
+       ""},
+      {"balanced", kStream,
+       "filters placed by steady-state cost and channel hand-offs, best simulated throughput",
+       false, false, stream_only("balanced"), ""},
+      {"greedy", kStream, "filters placed longest steady-state cost first, no hand-offs", false,
+       false, stream_only("greedy"), ""},
+      {"contiguous", kStream, "runs of consecutive filters with the lowest bottleneck", false,
+       false, stream_only("contiguous"), ""},
   };
   return table;
 }
 
 const PlannerEntry& find_planner(const std::string& name) {
   for (const PlannerEntry& entry : planners()) {
-    if (entry.name == name) return entry;
+    if (entry.name == name && plans_task_graphs(entry)) return entry;
   }
   std::vector<std::string> names;
-  for (const PlannerEntry& entry : planners()) names.push_back(entry.name);
+  for (const PlannerEntry& entry : planners()) {
+    if (plans_task_graphs(entry)) names.push_back(entry.name);
+  }
   throw Error(fmt::format("unknown strategy \"{}\" (known: {})", name, fmt::join(names, ", ")));
 }
 

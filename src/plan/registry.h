@@ -14,8 +14,12 @@ namespace cleave {
 
 /// Where a planner comes from, which decides the commands that offer it.
 enum class PlannerFamily {
-  kTaskParallel,  ///< Ramiel: clusters of one model on CPU cores (`cleave plan`, `run --plan`).
-  kHeterogeneous  ///< DiviML: mapping onto devices (also `cleave schedule`, on any task graph).
+  kTaskParallel,   ///< Ramiel: clusters of one model on CPU cores (`cleave plan`, `run --plan`).
+  kHeterogeneous,  ///< DiviML: mapping onto devices (also `cleave schedule`, on any task graph).
+  /// Filter placement of a stream program on worker threads (`cleave stream run --placement`).
+  /// They place a stream graph, which sits above this layer: stream/stream_planner.cc runs
+  /// them by name, and their `run` refuses a task graph.
+  kStream
 };
 
 /// A planner's one signature: one sample's task graph on its machine, the samples in flight,
@@ -33,12 +37,16 @@ struct PlannerEntry {
   /// Among the candidates `auto` simulates against the sequential plan.
   bool auto_candidate = false;
   PlannerFunction run;
+  /// Planners that copy tasks onto several workers (cloning): the planner whose plan they
+  /// copy from, which plans instead where each node must run once. Empty for the others.
+  std::string before_copies;
 };
 
 /// Every planner, registered once, in the order `--help` lists them. A new planner is one
 /// file and one line here.
 const std::vector<PlannerEntry>& planners();
-/// The registered planner of this name; throws Error listing the names for an unknown one.
+/// The registered task-graph planner (not of the stream family) of this name; throws Error
+/// listing the names for an unknown one.
 const PlannerEntry& find_planner(const std::string& name);
 /// Throws Error unless `planner` can plan `samples` samples in flight.
 void check_samples(const PlannerEntry& planner, int samples);

@@ -13,9 +13,11 @@
 
 namespace cleave {
 
+/// How a program is planned (plan_stream, stream/stream_planner.h: workers, placement,
+/// method, firing and hand-off costs) and executed (trace, capacities, items, outputs).
 struct StreamRunOptions {
   int workers = 1;
-  /// Worker of each node of the flattened graph; empty: place_stream_nodes() by `method`.
+  /// Worker of each node of the flattened graph; empty: the planner places them by `method`.
   std::vector<int> placement;
   PlacementMethod method = PlacementMethod::kBalanced;
   /// Per node: seconds of one firing to place by (from a cost table or FLOPs); empty: each
@@ -71,10 +73,6 @@ struct StreamRunResult {
 /// prepares their kernels); other nodes only move pointers and cost nearly nothing.
 std::vector<double> measure_node_costs(const StreamGraph& graph, const StreamSchedule& schedule);
 
-/// Balances nodes over `workers` by cost (longest first onto the least loaded worker): the
-/// placement's kGreedy method, without hand-offs.
-std::vector<int> place_stream(const std::vector<double>& node_cost, int workers);
-
 /// Bytes of one item per channel where its type is known (0 elsewhere), for hand-off costs.
 std::vector<int64_t> channel_item_bytes(const std::vector<std::optional<ItemType>>& items);
 
@@ -86,10 +84,34 @@ std::vector<std::optional<ItemType>> infer_channel_items(const StreamGraph& grap
                                                          const std::string& origin,
                                                          bool mixed_items = false);
 
-/// Feeds `inputs` (one tensor per item) through the program and collects what comes out.
-/// Filters fire as soon as their window is full and their output has room, each on its
-/// worker, so stages and branches run at once on successive items.
-StreamRunResult run_stream(const StreamProgram& program, const std::vector<Tensor>& inputs,
-                           const StreamRunOptions& options = {});
+/// What planning and executing a program share: its flattened graph, static schedule and the
+/// item type on each channel (nullopt: mixed items).
+struct StreamSetup {
+  StreamGraph graph;
+  StreamSchedule schedule;
+  std::vector<std::optional<ItemType>> channel_items;
+};
+
+/// Flattens and schedules `program` and types its channels by the first input item (none
+/// with `mixed_items`). Error naming the program when there is no item, when the schedule
+/// needs unbounded input, or when items or channels disagree in type.
+StreamSetup prepare_stream(const StreamProgram& program, const std::vector<Tensor>& inputs,
+                           bool mixed_items);
+
+/// A placement chosen before the run: each node's worker, with the loads and the prediction
+/// it was chosen by, and the steady-state seconds per node it was placed by.
+struct StreamPlan {
+  int workers = 1;
+  StreamPlacement placement;
+  std::vector<double> node_cost;
+};
+
+/// Feeds `inputs` (one tensor per item) through the program on the plan's workers and
+/// collects what comes out. Filters fire as soon as their window is full and their output
+/// has room, each on the worker the plan gives it, so stages and branches run at once on
+/// successive items. Reads `trace`, `capacity_factor` and `keep_outputs` of `options`.
+StreamRunResult execute_stream(const StreamProgram& program, const StreamSetup& setup,
+                               const std::vector<Tensor>& inputs, const StreamPlan& plan,
+                               const StreamRunOptions& options = {});
 
 }  // namespace cleave

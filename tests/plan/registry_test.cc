@@ -20,16 +20,40 @@ bool contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
+// Task-graph planners share one name space (find_planner, --strategy); stream planners
+// another (--placement).
 TEST(PlannerRegistry, EveryNameIsRegisteredOnce) {
-  std::set<std::string> names;
+  std::set<std::string> names, stream_names;
   for (const PlannerEntry& entry : planners()) {
-    EXPECT_TRUE(names.insert(entry.name).second) << entry.name;
+    std::set<std::string>& space = entry.family == PlannerFamily::kStream ? stream_names : names;
+    EXPECT_TRUE(space.insert(entry.name).second) << entry.name;
     EXPECT_FALSE(entry.description.empty()) << entry.name;
     EXPECT_TRUE(entry.run) << entry.name;
   }
   EXPECT_EQ(names, (std::set<std::string>{"lc", "clone", "hypercluster", "switched-hypercluster",
                                           "met", "greedy", "heft", "annealing", "evolution", "milp",
                                           "milp-split"}));
+  EXPECT_EQ(stream_names, (std::set<std::string>{"balanced", "greedy", "contiguous"}));
+}
+
+TEST(PlannerRegistry, FindPlannerGivesTheTaskGraphPlannerOfASharedName) {
+  EXPECT_EQ(find_planner("greedy").family, PlannerFamily::kHeterogeneous);
+}
+
+TEST(PlannerRegistry, StreamPlannersRefuseATaskGraph) {
+  for (const std::string& name : planner_names(PlannerFamily::kStream)) {
+    const PlannerEntry* entry = nullptr;
+    for (const PlannerEntry& e : planners()) {
+      if (e.family == PlannerFamily::kStream && e.name == name) entry = &e;
+    }
+    ASSERT_NE(entry, nullptr) << name;
+    try {
+      entry->run(TaskGraph{}, 1, ScheduleOptions{});
+      FAIL() << name << ": no error";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("cleave stream run --placement " + name));
+    }
+  }
 }
 
 TEST(PlannerRegistry, ScheduleOffersExactlyTheHeterogeneousPlanners) {
@@ -80,6 +104,7 @@ TEST(PlannerRegistry, EveryPlannerPlansAForkJoin) {
   options.time_limit_seconds = 10;
   options.max_iterations = 200;
   for (const PlannerEntry& entry : planners()) {
+    if (entry.family == PlannerFamily::kStream) continue;  // they place stream graphs
     const int samples = entry.plans_samples ? 2 : 1;
     const PlannedTasks planned = entry.run(graph, samples, options);
     EXPECT_NO_THROW(validate_plan(planned.plan, planned.tasks)) << entry.name;

@@ -13,6 +13,7 @@
 #include "onnx/onnx_export.h"
 #include "pipeline/load.h"
 #include "stream/executor.h"
+#include "stream/stream_planner.h"
 
 namespace cleave::testing {
 
