@@ -23,6 +23,7 @@
 #include "runtime/parallel_executor.h"
 #include "runtime/random_inputs.h"
 #include "support/error.h"
+#include "support/process_memory.h"
 #include "support/timing.h"
 #include "viz/gantt.h"
 
@@ -39,13 +40,6 @@ std::map<std::string, Tensor> gather_inputs(const Graph& graph, const ModelRunSe
     if (!inputs.count(name)) inputs[name] = std::move(tensor);
   }
   return inputs;
-}
-
-// The process's resident-memory high-water mark so far; Linux reports it in KiB.
-std::size_t peak_rss_bytes() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<std::size_t>(usage.ru_maxrss) * 1024;
 }
 
 const ModelPlan& plan_of(const ModelRun& run) {
