@@ -1,6 +1,8 @@
 // Linked into every test binary: the environment the commands that tests start should run in.
 #include <cstdlib>
 
+#include "test_paths.h"
+
 namespace {
 
 // `cleave run` takes fewer threads than --threads when other processes hold the cores
@@ -10,3 +12,10 @@ namespace {
 [[maybe_unused]] const bool kFixedThreads = setenv("CLEAVE_FIXED_THREADS", "1", 0) == 0;
 
 }  // namespace
+
+const char* cleave_test_source_dir() {
+  return CLEAVE_TEST_SOURCE_DIR;
+}
+const char* cleave_test_binary() {
+  return CLEAVE_TEST_BINARY;
+}

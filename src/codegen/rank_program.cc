@@ -223,7 +223,7 @@ int run_ranks(const RankProgramTables& tables, const ProgramMainOptions& options
   }
   // Every rank's peak, for the report: one fixed-size gather.
   RankFigures mine;
-  mine.values[0] = static_cast<double>(process_peak_rss_bytes());
+  mine.peak_rss_bytes = static_cast<double>(process_peak_rss_bytes());
   const std::string host = session.host();
   std::strncpy(mine.host, host.c_str(), sizeof mine.host - 1);
   const std::vector<RankFigures> all = gather_figures(session, mine, options.rank_timeout);
@@ -231,7 +231,7 @@ int run_ranks(const RankProgramTables& tables, const ProgramMainOptions& options
   nlohmann::json per_rank = nlohmann::json::array();
   for (const RankFigures& figures : all) {
     per_rank.push_back(
-        {{"host", figures.host}, {"peak_rss_bytes", static_cast<std::size_t>(figures.values[0])}});
+        {{"host", figures.host}, {"peak_rss_bytes", static_cast<std::size_t>(figures.peak_rss_bytes)}});
   }
   return report_program_run(*tables.program, options, start.outputs, latencies, baseline_rss,
                             {{"ranks", session.size()}, {"per_rank", per_rank}});

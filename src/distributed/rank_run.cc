@@ -217,18 +217,19 @@ std::vector<double> timed_runs(const RankRunSettings& settings, const MpiSession
 RankFigures rank_figures(const MpiSession& session, const Prepared& prepared) {
   const RankReport& mine = prepared.executor->report();
   RankFigures figures;
-  figures.values[0] = mine.tasks;
-  figures.values[1] = mine.weight_bytes;
-  figures.values[2] = mine.bytes_sent;
-  figures.values[3] = mine.bytes_received;
-  figures.values[4] = static_cast<double>(mine.messages_sent);
-  figures.values[5] = static_cast<double>(mine.messages_received);
-  figures.values[6] = static_cast<double>(mine.peak_activation_bytes);
-  figures.values[7] = static_cast<double>(peak_rss_bytes());
-  figures.values[8] = prepared.executor->last_trace().makespan;
-  figures.values[9] = mine.released_weight_bytes;
-  figures.values[10] = prepared.threads.threads;
-  figures.values[11] = prepared.threads.sampled ? prepared.threads.host_load.other_runnable : -1;
+  figures.tasks = mine.tasks;
+  figures.weight_bytes = mine.weight_bytes;
+  figures.bytes_sent = mine.bytes_sent;
+  figures.bytes_received = mine.bytes_received;
+  figures.messages_sent = static_cast<double>(mine.messages_sent);
+  figures.messages_received = static_cast<double>(mine.messages_received);
+  figures.peak_activation_bytes = static_cast<double>(mine.peak_activation_bytes);
+  figures.peak_rss_bytes = static_cast<double>(peak_rss_bytes());
+  figures.traced_seconds = prepared.executor->last_trace().makespan;
+  figures.released_weight_bytes = mine.released_weight_bytes;
+  figures.threads = prepared.threads.threads;
+  figures.host_other_runnable =
+      prepared.threads.sampled ? prepared.threads.host_load.other_runnable : -1;
   std::strncpy(figures.host, session.host().c_str(), sizeof figures.host - 1);
   return figures;
 }
@@ -266,21 +267,22 @@ nlohmann::json run_report(const RankRunSettings& settings, const MpiSession& ses
   nlohmann::json ranks = nlohmann::json::array();
   for (int r = 0; r < session.size(); ++r) {
     const RankFigures& f = all[static_cast<std::size_t>(r)];
-    ranks.push_back({{"rank", r},
-                     {"host", std::string(f.host, strnlen(f.host, sizeof f.host))},
-                     {"tasks", f.values[0]},
-                     {"weight_bytes", f.values[1]},
-                     {"released_weight_bytes", f.values[9]},
-                     {"bytes_sent", f.values[2]},
-                     {"bytes_received", f.values[3]},
-                     {"messages_sent", f.values[4]},
-                     {"messages_received", f.values[5]},
-                     {"peak_activation_bytes", f.values[6]},
-                     {"peak_rss_bytes", f.values[7]},
-                     {"traced_ms", f.values[8] * 1e3},
-                     {"threads", f.values[10]},
-                     {"host_other_runnable",
-                      f.values[11] < 0 ? nlohmann::json() : nlohmann::json(f.values[11])}});
+    ranks.push_back(
+        {{"rank", r},
+         {"host", std::string(f.host, strnlen(f.host, sizeof f.host))},
+         {"tasks", f.tasks},
+         {"weight_bytes", f.weight_bytes},
+         {"released_weight_bytes", f.released_weight_bytes},
+         {"bytes_sent", f.bytes_sent},
+         {"bytes_received", f.bytes_received},
+         {"messages_sent", f.messages_sent},
+         {"messages_received", f.messages_received},
+         {"peak_activation_bytes", f.peak_activation_bytes},
+         {"peak_rss_bytes", f.peak_rss_bytes},
+         {"traced_ms", f.traced_seconds * 1e3},
+         {"threads", f.threads},
+         {"host_other_runnable",
+          f.host_other_runnable < 0 ? nlohmann::json() : nlohmann::json(f.host_other_runnable)}});
   }
   report["per_rank"] = ranks;
   return report;

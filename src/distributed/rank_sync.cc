@@ -27,12 +27,6 @@ struct Readiness {
 
 }  // namespace
 
-std::size_t peak_rss_bytes() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<std::size_t>(usage.ru_maxrss) * 1024;
-}
-
 // FNV-1a: ranks compare what they loaded without sending it.
 uint64_t hash_text(const std::string& text, uint64_t hash) {
   for (unsigned char c : text) {

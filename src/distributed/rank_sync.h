@@ -10,11 +10,9 @@
 
 #include "distributed/mpi_session.h"
 #include "runtime/wait_policy.h"
+#include "support/process_memory.h"
 
 namespace cleave {
-
-/// The process's resident-memory high-water mark (Linux reports it in KiB).
-std::size_t peak_rss_bytes();
 
 /// FNV-1a 64 of a text, continuing from `hash`: ranks compare what they loaded by its hash.
 uint64_t hash_text(const std::string& text, uint64_t hash = 1469598103934665603ull);
@@ -43,9 +41,21 @@ bool prepare_on_every_rank(const MpiSession& session, const std::function<uint64
 /// MPI_Ibarrier waited for until the timeout (RankTimeout naming `what`).
 void barrier(const MpiSession& session, double timeout_seconds, const std::string& what);
 
-/// Figures one rank reports to rank 0 after its runs (fixed size, so one gather moves them).
+/// Figures one rank reports to rank 0 after its runs (fixed size and plain, so one gather of
+/// bytes moves them).
 struct RankFigures {
-  double values[12] = {};
+  double tasks = 0;
+  double weight_bytes = 0;
+  double bytes_sent = 0;
+  double bytes_received = 0;
+  double messages_sent = 0;
+  double messages_received = 0;
+  double peak_activation_bytes = 0;
+  double peak_rss_bytes = 0;
+  double traced_seconds = 0;
+  double released_weight_bytes = 0;
+  double threads = 0;
+  double host_other_runnable = -1;  ///< Threads of other processes seen; -1: not sampled.
   char host[64] = {};
 };
 

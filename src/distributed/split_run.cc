@@ -267,8 +267,8 @@ std::map<std::string, Tensor> run_steps(Prepared& prepared, const MpiSession& se
       int code = MPI_Isend(buffer->data(), static_cast<int>(buffer->size()), MPI_BYTE, step.peer,
                            step.tag, session.comm(), &sent.request);
       if (code != MPI_SUCCESS) throw Error("MPI_Isend failed: " + mpi_error_text(code));
-      figures.values[2] += static_cast<double>(buffer->size());
-      figures.values[4] += 1;
+      figures.bytes_sent += static_cast<double>(buffer->size());
+      figures.messages_sent += 1;
       sends.push_back(std::move(sent));
     } else {
       MPI_Status status = wait_until(
@@ -290,8 +290,8 @@ std::map<std::string, Tensor> run_steps(Prepared& prepared, const MpiSession& se
       expect.what = fmt::format("'{}' from rank {}", step.name, step.peer);
       check_message(header, static_cast<std::size_t>(count), expect);
       values[step.name] = Tensor::view(step.dtype, step.shape, buffers[i], kMessagePrefixBytes);
-      figures.values[3] += count;
-      figures.values[5] += 1;
+      figures.bytes_received += count;
+      figures.messages_received += 1;
     }
     for (const std::string& name : prepared.dead_after[i]) values.erase(name);
   }
@@ -340,9 +340,10 @@ int run_split_on_ranks(const SplitRunSettings& settings) {
   } catch (const std::exception& e) {
     abort_ranks(session.comm(), rank, e.what());
   }
-  figures.values[7] = static_cast<double>(peak_rss_bytes());
-  figures.values[10] = prepared.threads.threads;
-  figures.values[11] = prepared.threads.sampled ? prepared.threads.host_load.other_runnable : -1;
+  figures.peak_rss_bytes = static_cast<double>(peak_rss_bytes());
+  figures.threads = prepared.threads.threads;
+  figures.host_other_runnable =
+      prepared.threads.sampled ? prepared.threads.host_load.other_runnable : -1;
   std::strncpy(figures.host, session.host().c_str(), sizeof figures.host - 1);
   std::vector<RankFigures> all;
   try {
@@ -365,16 +366,17 @@ int run_split_on_ranks(const SplitRunSettings& settings) {
   nlohmann::json ranks = nlohmann::json::array();
   for (int r = 0; r < session.size(); ++r) {
     const RankFigures& f = all[static_cast<std::size_t>(r)];
-    ranks.push_back({{"rank", r},
-                     {"host", std::string(f.host, strnlen(f.host, sizeof f.host))},
-                     {"bytes_sent", f.values[2]},
-                     {"bytes_received", f.values[3]},
-                     {"messages_sent", f.values[4]},
-                     {"messages_received", f.values[5]},
-                     {"peak_rss_bytes", f.values[7]},
-                     {"threads", f.values[10]},
-                     {"host_other_runnable",
-                      f.values[11] < 0 ? nlohmann::json() : nlohmann::json(f.values[11])}});
+    ranks.push_back(
+        {{"rank", r},
+         {"host", std::string(f.host, strnlen(f.host, sizeof f.host))},
+         {"bytes_sent", f.bytes_sent},
+         {"bytes_received", f.bytes_received},
+         {"messages_sent", f.messages_sent},
+         {"messages_received", f.messages_received},
+         {"peak_rss_bytes", f.peak_rss_bytes},
+         {"threads", f.threads},
+         {"host_other_runnable",
+          f.host_other_runnable < 0 ? nlohmann::json() : nlohmann::json(f.host_other_runnable)}});
   }
   report["per_rank"] = ranks;
   // Every output checked present before the first file is written.

@@ -24,6 +24,26 @@ void say(const LoadOptions& options, const std::string& line) {
   if (options.log) options.log(line);
 }
 
+// The graph with its large weights as typed inputs: they feed no shape computation, and so
+// cost ONNX's inference nothing to copy (vit_b_16's 330 MB did: 2.4 s; vgg16 held a second
+// copy of its 528 MB of weights at its peak).
+Graph without_large_weights(const Graph& graph) {
+  constexpr int64_t kShapeConstantElements = 1024;
+  Graph light = graph;  // Shares the initializers' bytes.
+  std::vector<ValueId> inputs = light.inputs();
+  for (ValueId id : light.initializers()) {
+    Value& v = light.value(id);
+    if (v.initializer->element_count() <= kShapeConstantElements) continue;
+    v.dtype = v.initializer->dtype;
+    v.shape = Shape::of(v.initializer->dims);
+    v.initializer.reset();
+    v.is_graph_input = true;
+    inputs.push_back(id);
+  }
+  light.set_inputs(std::move(inputs));
+  return light;
+}
+
 void require_static_inputs(const Graph& graph, const std::string& origin) {
   for (ValueId id : graph.inputs()) {
     const Value& v = graph.value(id);
@@ -98,7 +118,7 @@ void infer_shapes(Graph& graph, const std::string& origin) {
       if (!graph.value(output).is_graph_output) graph.value(output).shape = Shape();
     }
   }
-  Graph inferred = import_onnx(to_onnx(graph), origin);
+  Graph inferred = import_onnx(to_onnx(without_large_weights(graph)), origin);
   for (std::size_t id = 0; id < graph.value_capacity(); ++id) {
     Value& v = graph.value(static_cast<ValueId>(id));
     auto match = inferred.find_value(v.name);
@@ -128,22 +148,7 @@ bool shapes_left_open(const Graph& graph) {
 
 // Infers the shapes still open once more, on the folded graph; keeps every shape known.
 int complete_shapes(Graph& graph, const std::string& origin) {
-  // Large weights feed no shape computation: as typed inputs they cost inference nothing to
-  // copy (vit_b_16's 330 MB did: 2.4 s).
-  constexpr int64_t kShapeConstantElements = 1024;
-  Graph light = graph;  // Shares the initializers' bytes.
-  std::vector<ValueId> inputs = light.inputs();
-  for (ValueId id : light.initializers()) {
-    Value& v = light.value(id);
-    if (v.initializer->element_count() <= kShapeConstantElements) continue;
-    v.dtype = v.initializer->dtype;
-    v.shape = Shape::of(v.initializer->dims);
-    v.initializer.reset();
-    v.is_graph_input = true;
-    inputs.push_back(id);
-  }
-  light.set_inputs(std::move(inputs));
-  Graph inferred = import_onnx(to_onnx(light), origin);
+  Graph inferred = import_onnx(to_onnx(without_large_weights(graph)), origin);
   int completed = 0;
   for (NodeId id : graph.node_ids()) {
     for (ValueId output : graph.node(id).outputs) {
@@ -196,7 +201,7 @@ void complete_open_shapes(Graph& graph, const std::string& path,
 
 }  // namespace
 
-Graph load_model(const std::string& path, const LoadOptions& options) {
+Graph import_model(const std::string& path, const LoadOptions& options) {
   if (options.unread_external && (options.optimize || !options.shapes.empty())) {
     throw Error(
         fmt::format("{}: weights can be left unread only without graph passes and "
@@ -209,14 +214,26 @@ Graph load_model(const std::string& path, const LoadOptions& options) {
   say(options, fmt::format("import: {} nodes, {} initializers, opset {}", graph.node_count(),
                            graph.initializers().size(),
                            graph.opset_imports.count("") ? graph.opset_imports.at("") : 0));
+  return graph;
+}
 
+Graph import_model_bytes(std::string_view bytes, const std::string& origin,
+                         const LoadOptions& options) {
+  Graph graph = import_onnx_from_bytes(bytes, origin);
+  say(options, fmt::format("import: {} nodes, {} initializers, opset {}", graph.node_count(),
+                           graph.initializers().size(),
+                           graph.opset_imports.count("") ? graph.opset_imports.at("") : 0));
+  return graph;
+}
+
+Graph specialize_model(Graph graph, const LoadOptions& options, const std::string& origin) {
   if (!options.shapes.empty()) {
-    set_input_shapes(graph, options.shapes, path);
-    infer_shapes(graph, path);
+    set_input_shapes(graph, options.shapes, origin);
+    infer_shapes(graph, origin);
     say(options,
         fmt::format("shapes: fixed {} input(s) and re-inferred shapes", options.shapes.size()));
   }
-  if (options.require_static_inputs) require_static_inputs(graph, path);
+  if (options.require_static_inputs) require_static_inputs(graph, origin);
   verify_graph(graph);
   if (options.unroll_loops && has_loops(graph)) {
     const UnrollReport unrolled = unroll_static_loops(graph, path);
@@ -237,12 +254,16 @@ Graph load_model(const std::string& path, const LoadOptions& options) {
     const auto folded = std::find(passes.begin(), passes.end(), "dead-code") + 1;
     const std::vector<std::string> folding(passes.begin(), folded);
     run_passes(graph, folding, optimize);
-    if (shapes_left_open(graph)) complete_open_shapes(graph, path, folding, optimize, options);
+    if (shapes_left_open(graph)) complete_open_shapes(graph, origin, folding, optimize, options);
     run_passes(graph, {folded, passes.end()}, optimize);
     verify_graph(graph);
   }
   say(options, fmt::format("ready: {} nodes", graph.node_count()));
   return graph;
+}
+
+Graph load_model(const std::string& path, const LoadOptions& options) {
+  return specialize_model(import_model(path, options), options, path);
 }
 
 }  // namespace cleave

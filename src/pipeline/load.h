@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -35,8 +36,20 @@ struct LoadOptions {
 };
 
 /// Imports, fixes input shapes, re-infers shapes, verifies and optimizes a model, logging what
-/// each step changed. Errors name the file and the input or node concerned.
+/// each step changed. Errors name the file and the input or node concerned. The same as
+/// specialize_model(import_model(path, options), options, path).
 Graph load_model(const std::string& path, const LoadOptions& options = {});
+
+/// The first half of load_model: the model as its file declares it (symbolic dims kept).
+Graph import_model(const std::string& path, const LoadOptions& options = {});
+/// import_model of a model held in memory; `origin` names it in errors.
+Graph import_model_bytes(std::string_view bytes, const std::string& origin,
+                         const LoadOptions& options = {});
+
+/// The second half of load_model on an imported graph: options.shapes fixed, shapes
+/// re-inferred, verified, optimized. A session runs it once per input shape on a copy of the
+/// imported graph (copies share the weights' bytes).
+Graph specialize_model(Graph graph, const LoadOptions& options, const std::string& origin);
 
 /// Sets the dims of the named graph inputs. Throws Error naming the input for an unknown
 /// name, a rank that differs from the model's, or a dim that contradicts a fixed one.

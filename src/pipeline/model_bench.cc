@@ -16,6 +16,7 @@
 #include "pipeline/load.h"
 #include "pipeline/model_plan.h"
 #include "pipeline/plan_and_run.h"
+#include "pipeline/session.h"
 #include "runtime/executor.h"
 #include "runtime/parallel_executor.h"
 #include "runtime/random_inputs.h"
@@ -98,7 +99,10 @@ ModelBench run_model_bench(const ModelBenchSettings& settings) {
   recipe.layouts_follow_plan_threads = false;
   recipe.costs = settings.costs;
   recipe.inputs = [](const Graph& graph, int) { return random_inputs(graph, 0); };
-  PreparedRun prepared = plan_and_run(settings.model, load, recipe);
+  SessionOptions session_options{load, recipe};
+  Session session(settings.model, std::move(session_options));
+  const std::shared_ptr<PreparedShape> shape = session.prepare({});
+  PreparedRun& prepared = shape->run;
   const Graph& graph = prepared.graph;
   ModelBench bench;
   bench.nodes = graph.node_count();

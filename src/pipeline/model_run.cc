@@ -16,12 +16,14 @@
 #include "pipeline/layout_choice.h"
 #include "pipeline/load.h"
 #include "pipeline/model_plan.h"
+#include "pipeline/session.h"
 #include "plan/simulator.h"
 #include "runtime/executor.h"
 #include "runtime/npy.h"
 #include "runtime/parallel_executor.h"
 #include "runtime/random_inputs.h"
 #include "support/error.h"
+#include "support/process_memory.h"
 #include "support/timing.h"
 #include "viz/gantt.h"
 
@@ -40,16 +42,9 @@ std::map<std::string, Tensor> gather_inputs(const Graph& graph, const ModelRunSe
   return inputs;
 }
 
-// The process's resident-memory high-water mark so far; Linux reports it in KiB.
-std::size_t peak_rss_bytes() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<std::size_t>(usage.ru_maxrss) * 1024;
-}
-
 const ModelPlan& plan_of(const ModelRun& run) {
   static const ModelPlan kNoPlan;
-  return run.prepared.plan ? *run.prepared.plan : kNoPlan;
+  return run.prepared().plan ? *run.prepared().plan : kNoPlan;
 }
 
 // The recipe of the run before its threads are fitted to the host.
@@ -76,8 +71,8 @@ RunRecipe recipe_for(const ModelRunSettings& settings) {
 
 // The warm-up runs, then the timed ones (milliseconds each); keeps the last run's outputs.
 void time_runs(const ModelRunSettings& settings, ModelRun& run) {
-  ExecutorInterface* executor = run.prepared.executor.get();
-  const std::vector<SampleInputs>& sample_inputs = run.prepared.inputs;
+  ExecutorInterface* executor = run.prepared().executor.get();
+  const std::vector<SampleInputs>& sample_inputs = run.prepared().inputs;
   try {
     for (int i = 0; i < settings.warmup; ++i) run.outputs = executor->run(sample_inputs).front();
     if (settings.warmup > 0) executor->reset_stats();
@@ -100,8 +95,8 @@ void time_runs(const ModelRunSettings& settings, ModelRun& run) {
 // The plan's part of the report: what was planned, predicted and checked.
 nlohmann::json plan_report(const ModelRun& run) {
   const ModelPlan& model_plan = plan_of(run);
-  ParallelExecutor* parallel = run.prepared.parallel;
-  ExecutorInterface* executor = run.prepared.executor.get();
+  ParallelExecutor* parallel = run.prepared().parallel;
+  ExecutorInterface* executor = run.prepared().executor.get();
   nlohmann::json plan = {{"strategy", model_plan.plan.strategy},
                          {"workers", model_plan.tasks.machine.size()},
                          {"threads_per_worker", model_plan.threads_per_worker},
@@ -110,9 +105,9 @@ nlohmann::json plan_report(const ModelRun& run) {
                          {"samples", parallel->samples()},
                          {"predicted_ms", model_plan.plan.makespan * 1e3},
                          {"traced_ms", executor->last_trace().makespan * 1e3}};
-  if (run.prepared.predicted_with)
-    plan["predicted_with_layouts"] = to_string(*run.prepared.predicted_with);
-  if (const std::optional<AutoCheck>& auto_check = run.prepared.auto_check) {
+  if (run.prepared().predicted_with)
+    plan["predicted_with_layouts"] = to_string(*run.prepared().predicted_with);
+  if (const std::optional<AutoCheck>& auto_check = run.prepared().auto_check) {
     plan["auto_check"] = {{"candidate", auto_check->candidate},
                           {"candidate_ms", auto_check->candidate_ms},
                           {"sequential_ms", auto_check->sequential_ms},
@@ -124,7 +119,7 @@ nlohmann::json plan_report(const ModelRun& run) {
 // Each graph output, written into the folder (when there is one) and then committed.
 nlohmann::json output_report(const ModelRunSettings& settings, const ModelRun& run,
                              AtomicFolder* output_folder) {
-  const Graph& graph = run.prepared.graph;
+  const Graph& graph = run.prepared().graph;
   nlohmann::json output_list = nlohmann::json::array();
   std::set<std::string> file_names;
   for (std::size_t i = 0; i < run.outputs.size(); ++i) {
@@ -147,8 +142,8 @@ nlohmann::json output_report(const ModelRunSettings& settings, const ModelRun& r
 
 // --stats: time per op type and per op and implementation (sequential executor only).
 void op_report(const ModelRun& run, ModelRunReport& out) {
-  const Graph& graph = run.prepared.graph;
-  const RunStats& stats = run.prepared.executor->stats();
+  const Graph& graph = run.prepared().graph;
+  const RunStats& stats = run.prepared().executor->stats();
   std::map<std::string, OpTime> by_op;
   for (NodeId id : graph.node_ids()) {
     OpTime& entry = by_op[graph.node(id).op_type];
@@ -166,7 +161,7 @@ void op_report(const ModelRun& run, ModelRunReport& out) {
   out.json["ops"] = ops;
   // Which implementation runs each node, so that a slow one (oneDNN's "ref:") shows up;
   // kernels of cleave's own report none and are counted as "cleave".
-  const std::vector<std::string> names = run.prepared.sequential->implementations();
+  const std::vector<std::string> names = run.prepared().sequential->implementations();
   std::map<std::pair<std::string, std::string>, OpTime> by_implementation;
   for (NodeId id : graph.node_ids()) {
     const std::string& name = names[id].empty() ? std::string("cleave") : names[id];
@@ -190,7 +185,7 @@ void op_report(const ModelRun& run, ModelRunReport& out) {
 std::string threads_text(const ModelRunSettings& settings, const ModelRun& run,
                          const ModelRunReport& report) {
   const ModelPlan& model_plan = plan_of(run);
-  ParallelExecutor* parallel = run.prepared.parallel;
+  ParallelExecutor* parallel = run.prepared().parallel;
   const HostLoad& host_load = run.host_load;
   return report.plan_fitted
              ? fmt::format(
@@ -252,20 +247,28 @@ ModelRun run_model_timed(const ModelRunSettings& settings) {
   ModelRun run;
   // Before the model is loaded: what the binary and its libraries cost, to compare runtimes fairly.
   run.baseline_rss = peak_rss_bytes();
-  LoadOptions load;
-  load.shapes = parse_input_shapes(settings.shapes);
-  load.optimize = !settings.no_optimize;
+  SessionOptions options;
+  options.load.shapes = parse_input_shapes(settings.shapes);
+  options.load.optimize = !settings.no_optimize;
   if (settings.verbose)
-    load.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
-  RunRecipe recipe = recipe_for(settings);
+    options.load.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  options.recipe = recipe_for(settings);
+  options.recipe.log = options.load.log;
+  options.recipe.release_packed_weights = true;
+  options.max_prepared_shapes = 1;
+  run.session = std::make_shared<Session>(settings.model, std::move(options));
+  // Dims the model leaves symbolic are fixed by the --input files' shapes (or --shape).
+  SampleInputs given;
+  for (const auto& [name, file] : input_file_specs(settings.inputs)) given[name] = read_npy(file);
+  const InputShapes shapes = run.session->shapes_of(given);
+  given.clear();
   // A run takes only the cores other processes leave free (wait_policy.h), unless the user
-  // fixed the counts (an MPI job's ranks share them: run_model_on_ranks).
+  // fixed the counts (an MPI job's ranks share them: run_model_on_ranks). Sampled once the model
+  // is read, not as the command starts: the programs started beside it (a shell pipeline's
+  // `| python3 ...`) are then past their start-up.
+  RunRecipe& recipe = run.session->recipe();
   run.threads = settings.threads;
   const bool adapt = !threads_fixed_by_user(settings.fixed_threads);
-  recipe.log = load.log;
-  // Sampled once the model is read, not as the command starts: the programs started beside it
-  // (a shell pipeline's `| python3 ...`) are then past their start-up.
-  Graph loaded = load_model(settings.model, load);
   if (adapt && (settings.threads > 1 || !settings.plan.empty())) {
     run.host_load = sample_lasting_host_load();
     if (settings.plan.empty()) {
@@ -275,13 +278,12 @@ ModelRun run_model_timed(const ModelRunSettings& settings) {
       recipe.host_load = run.host_load;
   }
   recipe.threads = run.threads;
-  recipe.release_packed_weights = true;
   run.claim_threads = recipe.claim_threads;
-  run.prepared = prepare_run(std::move(loaded), recipe);
-  if (run.prepared.parallel && !settings.trace_file.empty()) {
+  run.shape = run.session->prepare(shapes);
+  if (run.prepared().parallel && !settings.trace_file.empty()) {
     const ModelPlan& model_plan = plan_of(run);
     run.trace_writer = std::make_shared<ChromeTraceWriter>(model_plan.tasks, model_plan.plan);
-    run.prepared.executor->add_observer(run.trace_writer);
+    run.prepared().executor->add_observer(run.trace_writer);
   }
   time_runs(settings, run);
   return run;
@@ -292,10 +294,10 @@ ModelRunReport model_run_report(const ModelRunSettings& settings, const ModelRun
   ModelRunReport out;
   nlohmann::json& report = out.json;
   const ModelPlan& model_plan = plan_of(run);
-  ParallelExecutor* parallel = run.prepared.parallel;
-  Executor* sequential = run.prepared.sequential;
-  ExecutorInterface* executor = run.prepared.executor.get();
-  const LayoutChoice& layouts = run.prepared.layouts;
+  ParallelExecutor* parallel = run.prepared().parallel;
+  Executor* sequential = run.prepared().sequential;
+  ExecutorInterface* executor = run.prepared().executor.get();
+  const LayoutChoice& layouts = run.prepared().layouts;
   report["model"] = settings.model;
   report["threads"] = run.threads;
   out.plan_fitted =
@@ -349,8 +351,8 @@ std::string model_run_text(const ModelRunSettings& settings, const ModelRun& run
                            const ModelRunReport& out) {
   const nlohmann::json& report = out.json;
   const ModelPlan& model_plan = plan_of(run);
-  ParallelExecutor* parallel = run.prepared.parallel;
-  const RunStats& stats = run.prepared.executor->stats();
+  ParallelExecutor* parallel = run.prepared().parallel;
+  const RunStats& stats = run.prepared().executor->stats();
   std::string text = fmt::format("model      {}\n", settings.model);
   text += fmt::format("latency    min {:.3f} ms, median {:.3f} ms over {} run(s), {}\n",
                       report["latency_ms"]["min"].get<double>(),
@@ -359,16 +361,16 @@ std::string model_run_text(const ModelRunSettings& settings, const ModelRun& run
   text += fmt::format("memory     peak activations {:.2f} MiB, process peak RSS {:.1f} MiB\n",
                       stats.peak_activation_bytes / 1048576.0,
                       report["peak_rss_bytes"].get<std::size_t>() / 1048576.0);
-  if (!settings.plain_layouts && layouts_can_differ(run.prepared.graph))
-    text += fmt::format("layouts    {}\n", describe(run.prepared.layouts));
+  if (!settings.plain_layouts && layouts_can_differ(run.prepared().graph))
+    text += fmt::format("layouts    {}\n", describe(run.prepared().layouts));
   if (parallel) {
     text += fmt::format(
         "plan       {} on {} worker(s) x {} thread(s), {} sample(s): predicted {:.3f} ms, last run "
         "{:.3f} ms\n",
         model_plan.plan.strategy, model_plan.tasks.machine.size(), model_plan.threads_per_worker,
         parallel->samples(), model_plan.plan.makespan * 1e3,
-        run.prepared.executor->last_trace().makespan * 1e3);
-    if (const std::optional<AutoCheck>& auto_check = run.prepared.auto_check) {
+        run.prepared().executor->last_trace().makespan * 1e3);
+    if (const std::optional<AutoCheck>& auto_check = run.prepared().auto_check) {
       text +=
           fmt::format("check      timed {} at {:.3f} ms against sequential at {:.3f} ms: kept {}\n",
                       auto_check->candidate, auto_check->candidate_ms, auto_check->sequential_ms,
@@ -382,7 +384,7 @@ std::string model_run_text(const ModelRunSettings& settings, const ModelRun& run
                         entry["type"].get<std::string>(),
                         entry.contains("file") ? " -> " + entry["file"].get<std::string>() : "");
   }
-  if (settings.stats && run.prepared.sequential) {
+  if (settings.stats && run.prepared().sequential) {
     text += fmt::format(
         "in place   {} Concat input(s) written into the Concat's output from run 2 on\n",
         stats.concat_inputs_in_place);

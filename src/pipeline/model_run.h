@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "pipeline/plan_and_run.h"
+#include "pipeline/session.h"
 #include "runtime/trace.h"
 #include "runtime/wait_policy.h"
 #include "support/atomic_output.h"
@@ -53,7 +54,10 @@ int run_model_on_ranks(const ModelRunSettings& settings);
 
 /// The timed runs and what was decided for them.
 struct ModelRun {
-  PreparedRun prepared;
+  std::shared_ptr<Session> session;
+  std::shared_ptr<PreparedShape> shape;  ///< The input shape the runs ran.
+  PreparedRun& prepared() { return shape->run; }
+  const PreparedRun& prepared() const { return shape->run; }
   std::vector<Tensor> outputs;    ///< Of the last run.
   std::vector<double> latencies;  ///< Milliseconds per timed run.
   HostLoad host_load;

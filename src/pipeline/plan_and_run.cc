@@ -245,11 +245,6 @@ double time_one_run(const std::string& /*strategy*/, ExecutorInterface& executor
       .count();
 }
 
-PreparedRun plan_and_run(const std::string& model_path, const LoadOptions& load,
-                         const RunRecipe& recipe) {
-  return prepare_run(load_model(model_path, load), recipe);
-}
-
 PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
   PreparedRun prepared;
   prepared.graph = std::move(graph);

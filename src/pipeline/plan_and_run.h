@@ -87,12 +87,8 @@ struct PreparedRun {
   ParallelExecutor* parallel = nullptr;  ///< The executor, when it runs a plan.
 };
 
-/// Loads and optimizes the model (load_model), then prepare_run.
-PreparedRun plan_and_run(const std::string& model_path, const LoadOptions& load,
-                         const RunRecipe& recipe);
-
-/// The recipe on a loaded graph, top to bottom: layouts, costs, plan, check, executor;
-/// logging each decision through recipe.log.
+/// The recipe on a loaded graph (a Session calls it per input shape), top to bottom: layouts,
+/// costs, plan, check, executor; logging each decision through recipe.log.
 ///
 /// `auto` is one policy wherever it is used: plan_model picks the fastest prediction, and
 /// unless recipe.auto_check is off, a parallel pick is timed against the sequential plan (two

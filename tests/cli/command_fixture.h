@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include "test_paths.h"
 
 namespace cleave {
 

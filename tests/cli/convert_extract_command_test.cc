@@ -13,6 +13,7 @@
 #include "onnx/graph_compare.h"
 #include "onnx/onnx_export.h"
 #include "onnx/onnx_import.h"
+#include "test_paths.h"
 
 namespace cleave {
 namespace {

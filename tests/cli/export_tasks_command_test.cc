@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command_fixture.h"
+#include "test_paths.h"
 
 namespace cleave {
 namespace {

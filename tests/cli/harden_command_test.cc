@@ -9,6 +9,7 @@
 #include <string>
 
 #include "command_fixture.h"
+#include "test_paths.h"
 
 namespace cleave {
 namespace {

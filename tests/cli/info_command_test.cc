@@ -9,6 +9,7 @@
 #include <string>
 
 #include "command_fixture.h"
+#include "test_paths.h"
 
 namespace cleave {
 namespace {
@@ -58,8 +59,8 @@ TEST_F(InfoCommandTest, JsonNamesTheBuildOneDnnIsaAndCores) {
 // The commit is the one the binary was built from: the build looks it up each time, so a
 // commit after configuring is named too.
 TEST_F(InfoCommandTest, NamesTheCommitTheBinaryWasBuiltFrom) {
-  CommandResult head =
-      run_shell("git -C " CLEAVE_SOURCE_DIR " log -1 --format='%h %ct' --abbrev=12 HEAD");
+  CommandResult head = run_shell(std::string("git -C ") + CLEAVE_SOURCE_DIR +
+                                 " log -1 --format='%h %ct' --abbrev=12 HEAD");
   if (head.exit_code != 0) GTEST_SKIP() << "the sources are not a git checkout";
   const std::string commit = head.out.substr(0, head.out.find(' '));
   const long long committed_at = std::stoll(head.out.substr(head.out.find(' ') + 1));

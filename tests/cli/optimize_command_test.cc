@@ -16,6 +16,7 @@
 #include "onnx/onnx_export.h"
 #include "onnx/onnx_import.h"
 #include "runtime/executor.h"
+#include "test_paths.h"
 
 namespace cleave {
 namespace {

@@ -8,6 +8,7 @@
 
 #include "command_fixture.h"
 #include "runtime/npy.h"
+#include "test_paths.h"
 
 namespace cleave {
 namespace {

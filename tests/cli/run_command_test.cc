@@ -15,6 +15,7 @@
 
 #include "../busy_processes.h"
 #include "command_fixture.h"
+#include "test_paths.h"
 
 namespace cleave {
 namespace {

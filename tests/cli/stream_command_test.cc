@@ -13,6 +13,7 @@
 #include "ir/text.h"
 #include "onnx/onnx_export.h"
 #include "runtime/npy.h"
+#include "test_paths.h"
 
 namespace cleave {
 namespace {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "codegen_fixture.h"
+#include "test_paths.h"
 
 namespace cleave {
 namespace {

@@ -10,6 +10,7 @@
 #include "../busy_processes.h"
 #include "../cli/command_fixture.h"
 #include "runtime/npy.h"
+#include "test_paths.h"
 
 namespace cleave {
 namespace {

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "../cli/command_fixture.h"
+#include "test_paths.h"
 
 namespace cleave {
 namespace {

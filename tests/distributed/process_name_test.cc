@@ -13,6 +13,7 @@
 #include "../cli/command_fixture.h"
 #include "ir/text.h"
 #include "onnx/onnx_export.h"
+#include "test_paths.h"
 
 namespace cleave {
 namespace {

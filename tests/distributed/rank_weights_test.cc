@@ -9,6 +9,7 @@
 
 #include "../cli/command_fixture.h"
 #include "runtime/npy.h"
+#include "test_paths.h"
 
 namespace cleave {
 namespace {
@@ -24,10 +25,10 @@ class RankWeightsTest : public CommandFixture {
 
   // A stack of `layers` Gemm+Relu of `width`, weights in an external data file (or embedded).
   void make_mlp(int layers, int width, bool embedded = false) {
-    CommandResult made =
-        run_shell("/usr/bin/python3 " CLEAVE_SOURCE_DIR "/bench/distributed/make_mlp.py " +
-                  path("mlp.onnx") + " --layers " + std::to_string(layers) + " --width " +
-                  std::to_string(width) + (embedded ? " --embedded" : ""));
+    CommandResult made = run_shell(std::string("/usr/bin/python3 ") + CLEAVE_SOURCE_DIR +
+                                   "/bench/distributed/make_mlp.py " + path("mlp.onnx") +
+                                   " --layers " + std::to_string(layers) + " --width " +
+                                   std::to_string(width) + (embedded ? " --embedded" : ""));
     ASSERT_EQ(made.exit_code, 0) << made.err;
   }
 
@@ -258,8 +259,8 @@ TEST_F(RankWeightsTest, ModelLargerThanTheCapRunsOnCappedRanks) {
       cleave("plan " + path("mlp.onnx") + " --no-optimize --costs static --strategy heft " +
              "--machine " + cluster(4, 36 * kMiB) + " -o " + path("plan.json"));
   ASSERT_EQ(planned.exit_code, 0) << planned.err;
-  const std::string capped =
-      "timeout 120 " CLEAVE_SOURCE_DIR "/bench/distributed/emulated_cluster.sh --memory 112M -np ";
+  const std::string capped = std::string("timeout 120 ") + CLEAVE_SOURCE_DIR +
+                             "/bench/distributed/emulated_cluster.sh --memory 112M -np ";
   CommandResult ranks = run_shell(capped + "4 -- " + CLEAVE_BINARY + " run " + path("mlp.onnx") +
                                   " --no-optimize --plan " + path("plan.json") +
                                   " --seed 6 --json --output-dir " + path("ranks"));

@@ -12,6 +12,7 @@
 #include "onnx/onnx_export.h"
 #include "runtime/npy.h"
 #include "runtime/random_inputs.h"
+#include "test_paths.h"
 
 namespace cleave {
 namespace {

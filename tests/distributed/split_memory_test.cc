@@ -9,6 +9,7 @@
 
 #include "../cli/command_fixture.h"
 #include "runtime/npy.h"
+#include "test_paths.h"
 
 namespace cleave {
 namespace {
@@ -72,9 +73,10 @@ TEST_F(SplitMemoryTest, AutoKeepsEachMachineWithinItsMemoryAndTheSplitRuns) {
       cleave("run " + path("model.onnx") + " --seed 3 --output-dir " + path("single"));
   ASSERT_EQ(single.exit_code, 0) << single.err;
   CommandResult ranks = run_shell(
-      "timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 --mca btl tcp,self --mca "
-      "btl_tcp_if_include lo -x OMP_NUM_THREADS=1 " CLEAVE_BINARY " run-split " +
-      path("split") + " --model " + path("model.onnx") + " --seed 3 --output-dir " + path("ranks"));
+      std::string("timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 --mca btl "
+                  "tcp,self --mca btl_tcp_if_include lo -x OMP_NUM_THREADS=1 ") +
+      CLEAVE_BINARY + " run-split " + path("split") + " --model " + path("model.onnx") +
+      " --seed 3 --output-dir " + path("ranks"));
   ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
   for (const auto& entry : std::filesystem::directory_iterator(path("single"))) {
     Tensor expected = read_npy(entry.path().string());

@@ -7,6 +7,7 @@
 
 #include "../cli/command_fixture.h"
 #include "runtime/npy.h"
+#include "test_paths.h"
 
 namespace cleave {
 namespace {

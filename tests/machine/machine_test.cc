@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/graph.h"
+#include "test_paths.h"
 
 namespace cleave {
 namespace {
@@ -260,7 +261,8 @@ TEST(MachineErrorTest, InvalidJsonNamesThePath) {
 }
 
 TEST(ShippedMachinesTest, CpuT4A100UsesThePapersRelativeSpeeds) {
-  const Machine machine = read_machine(CLEAVE_SOURCE_DIR "/machines/cpu_t4_a100.json");
+  const Machine machine =
+      read_machine(std::string(CLEAVE_SOURCE_DIR) + "/machines/cpu_t4_a100.json");
   ASSERT_EQ(machine.size(), 3u);
   // DiviML Table II (RWNNs): the CPU is 7.10x and the T4 1.26x slower than the A100.
   EXPECT_NEAR(machine.devices[2].speed / machine.devices[0].speed, 7.10, 1e-4);
@@ -269,7 +271,7 @@ TEST(ShippedMachinesTest, CpuT4A100UsesThePapersRelativeSpeeds) {
 }
 
 TEST(ShippedMachinesTest, Gpt3HasSixNodesOfFourWithFasterLinksInsideANode) {
-  const Machine machine = read_machine(CLEAVE_SOURCE_DIR "/machines/gpt3_6x4.json");
+  const Machine machine = read_machine(std::string(CLEAVE_SOURCE_DIR) + "/machines/gpt3_6x4.json");
   ASSERT_EQ(machine.size(), 24u);
   EXPECT_GT(machine.bandwidth[0][3], machine.bandwidth[0][4]);
   EXPECT_EQ(machine.bandwidth[4][7], machine.bandwidth[0][1]);
@@ -277,7 +279,8 @@ TEST(ShippedMachinesTest, Gpt3HasSixNodesOfFourWithFasterLinksInsideANode) {
 }
 
 TEST(ShippedMachinesTest, ThisMachineHasTwoPinnedSingleThreadWorkers) {
-  const Machine machine = read_machine(CLEAVE_SOURCE_DIR "/machines/this_machine.json");
+  const Machine machine =
+      read_machine(std::string(CLEAVE_SOURCE_DIR) + "/machines/this_machine.json");
   ASSERT_EQ(machine.size(), 2u);
   EXPECT_EQ(machine.devices[0].cores, std::vector<int>{0});
   EXPECT_EQ(machine.devices[1].cores, std::vector<int>{1});

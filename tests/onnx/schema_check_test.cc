@@ -10,6 +10,7 @@
 #include "onnx/onnx_import.h"
 #include "onnx_test_util.h"
 #include "runtime/kernel.h"
+#include "test_paths.h"
 
 namespace cleave {
 namespace {

@@ -11,6 +11,7 @@
 #include "runtime/executor.h"
 #include "runtime/random_inputs.h"
 #include "spatial/manifest_runner.h"
+#include "test_paths.h"
 
 namespace cleave {
 namespace {
