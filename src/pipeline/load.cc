@@ -236,8 +236,8 @@ Graph specialize_model(Graph graph, const LoadOptions& options, const std::strin
   if (options.require_static_inputs) require_static_inputs(graph, origin);
   verify_graph(graph);
   if (options.unroll_loops && has_loops(graph)) {
-    const UnrollReport unrolled = unroll_static_loops(graph, path);
-    infer_shapes(graph, path);
+    const UnrollReport unrolled = unroll_static_loops(graph, origin);
+    infer_shapes(graph, origin);
     verify_graph(graph);
     say(options, fmt::format("unroll: {} loop(s) and {} RNN(s) written out as {} steps ({} nodes)",
                              unrolled.loops, unrolled.rnns, unrolled.steps, unrolled.nodes_added));
