@@ -12,9 +12,9 @@
 #include "ir/verify.h"
 #include "onnx/onnx_export.h"
 #include "onnx/onnx_import.h"
+#include "passes/loop_unrolling.h"
 #include "passes/optimize.h"
 #include "pipeline/shape_completion.h"
-#include "stream/unroll.h"
 
 namespace cleave {
 

@@ -1,5 +1,5 @@
 // Unrolled static loops: Loop, Scan, LSTM and GRU become per-step instructions and filters.
-#include "stream/unroll.h"
+#include "passes/loop_unrolling.h"
 
 #include <fmt/core.h>
 #include <fmt/format.h>

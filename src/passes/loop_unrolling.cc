@@ -1,5 +1,5 @@
 // Unrolls Loop/Scan bodies and LSTM/GRU cells into one set of nodes per step.
-#include "stream/unroll.h"
+#include "passes/loop_unrolling.h"
 
 #include <fmt/core.h>
 #include <fmt/format.h>
