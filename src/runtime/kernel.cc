@@ -40,6 +40,11 @@ const KernelRegistry& KernelRegistry::global() {
     shape::register_index_kernels(r);
     shape::register_order_kernels(r);
     shape::register_resize_kernels(r);
+    register_loss_kernels(r);
+    register_linalg_kernels(r);
+    register_sampling_kernels(r);
+    register_ngram_kernels(r);
+    register_recurrent_kernels(r);
     return r;
   }();
   return registry;
