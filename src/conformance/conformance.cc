@@ -140,11 +140,53 @@ const std::set<std::string, std::less<>> kInScopeOps = {"Conv",
                                                         "Xor",
                                                         "Not",
                                                         "IsNaN",
-                                                        "IsInf"};
+                                                        "IsInf",
+                                                        // Issue 44: what ONNX Runtime runs.
+                                                        "NegativeLogLikelihoodLoss",
+                                                        "SoftmaxCrossEntropyLoss",
+                                                        "Hardmax",
+                                                        "CastLike",
+                                                        "BitShift",
+                                                        "GatherND",
+                                                        "ScatterND",
+                                                        "ScatterElements",
+                                                        "Scatter",
+                                                        "OneHot",
+                                                        "EyeLike",
+                                                        "HannWindow",
+                                                        "HammingWindow",
+                                                        "BlackmanWindow",
+                                                        "ReverseSequence",
+                                                        "MeanVarianceNormalization",
+                                                        "Det",
+                                                        "GridSample",
+                                                        "RoiAlign",
+                                                        "MaxUnpool",
+                                                        "Upsample",
+                                                        "TfIdfVectorizer",
+                                                        "MelWeightMatrix",
+                                                        "RNN",
+                                                        "GRU",
+                                                        "LSTM"};
 
 bool in_scope_type(DataType type) {
-  return type == DataType::kFloat || type == DataType::kInt32 || type == DataType::kInt64 ||
-         type == DataType::kBool;
+  switch (type) {
+    case DataType::kFloat:
+    case DataType::kDouble:
+    case DataType::kFloat16:
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kInt32:
+    case DataType::kInt64:
+    case DataType::kUInt8:
+    case DataType::kUInt16:
+    case DataType::kUInt32:
+    case DataType::kUInt64:
+    case DataType::kBool:
+      return true;
+    default:
+      return false;
+  }
 }
 
 Tensor read_tensor_file(const fs::path& path) {
