@@ -16,8 +16,8 @@ enum class Weighting { kTf, kIdf, kTfIdf };
 struct NgramTable {
   int64_t min_length = 1, max_length = 1, max_skip = 0, outputs = 0;
   Weighting weighting = Weighting::kTf;
-  std::map<std::vector<int64_t>, int64_t> index;  ///< N-gram → output position.
-  std::vector<float> weights;                     ///< Per output position; empty: all 1.
+  std::map<std::vector<int64_t>, int64_t> index;  // N-gram → output position.
+  std::vector<float> weights;                     // Per output position; empty: all 1.
 };
 
 NgramTable ngram_table(const KernelContext& context) {

@@ -32,11 +32,11 @@ Activation activation(const KernelContext& context, const std::string& name) {
 struct RecurrentShape {
   Cell cell = Cell::kRnn;
   int64_t steps = 0, batch = 0, input = 0, hidden = 0, directions = 1, gates = 1;
-  bool batch_major = false;   ///< layout=1: [batch, seq, ...] rather than [seq, batch, ...].
-  bool reverse_only = false;  ///< direction="reverse".
+  bool batch_major = false;   // layout=1: [batch, seq, ...] rather than [seq, batch, ...].
+  bool reverse_only = false;  // direction="reverse".
   bool linear_before_reset = false;
-  double clip = 0;                    ///< 0: no clipping of the gate inputs.
-  std::vector<Activation> functions;  ///< Per direction: f, g (GRU, LSTM), h (LSTM).
+  double clip = 0;                    // 0: no clipping of the gate inputs.
+  std::vector<Activation> functions;  // Per direction: f, g (GRU, LSTM), h (LSTM).
 };
 
 RecurrentShape recurrent_shape(const KernelContext& context, Cell cell) {
@@ -98,7 +98,7 @@ RecurrentShape recurrent_shape(const KernelContext& context, Cell cell) {
 struct DirectionInputs {
   const float* w = nullptr;
   const float* r = nullptr;
-  const float* bias = nullptr;  ///< Wb then Rb, gates × hidden each.
+  const float* bias = nullptr;  // Wb then Rb, gates × hidden each.
   const float* peepholes = nullptr;
 };
 
