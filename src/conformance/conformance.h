@@ -16,7 +16,7 @@ struct CaseResult {
   std::string name;  ///< "<suite>/<case>", e.g. "node/test_conv_with_strides_padding".
   CaseStatus status = CaseStatus::kFail;
   std::string reason;    ///< Why it failed or is unsupported; empty on a pass.
-  bool in_scope = true;  ///< Ops all in the runtime's scope and tensors f32/i32/i64/bool.
+  bool in_scope = true;  ///< Ops all in the runtime's scope; tensors real or bool (no bf16).
 };
 
 struct ConformanceOptions {

@@ -43,6 +43,11 @@ const KernelRegistry& KernelRegistry::global() {
     register_quantize_kernels(r);
     register_quantized_matmul_kernels(r);
     register_quantized_conv_kernels(r);
+    register_loss_kernels(r);
+    register_linalg_kernels(r);
+    register_sampling_kernels(r);
+    register_ngram_kernels(r);
+    register_recurrent_kernels(r);
     return r;
   }();
   return registry;

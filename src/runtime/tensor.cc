@@ -9,6 +9,8 @@
 #include <limits>
 #include <new>
 
+#include "support/half_float.h"
+
 namespace cleave {
 
 namespace {
@@ -160,6 +162,12 @@ std::vector<double> Tensor::to_double_vector() const {
       break;
     case DataType::kUInt64:
       copy(uint64_t{});
+      break;
+    case DataType::kFloat16:
+      for (uint16_t v : values<uint16_t>()) out.push_back(half_to_float(v));
+      break;
+    case DataType::kBFloat16:
+      for (uint16_t v : values<uint16_t>()) out.push_back(bfloat16_to_float(v));
       break;
     default:
       throw Error(fmt::format("cannot convert a {} tensor to numbers", dtype_name(dtype_)));

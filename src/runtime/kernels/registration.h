@@ -6,17 +6,22 @@
 
 namespace cleave {
 
-// nn/: convolutions, pooling, normalizations.
+// nn/: convolutions, pooling, normalizations, sampling, recurrent layers.
 void register_conv_kernels(KernelRegistry& registry);
 void register_pool_kernels(KernelRegistry& registry);
 void register_norm_kernels(KernelRegistry& registry);
 void register_quantized_conv_kernels(KernelRegistry& registry);
+void register_sampling_kernels(KernelRegistry& registry);
+void register_recurrent_kernels(KernelRegistry& registry);
 
-// math/: matrix products, Einsum, softmax, reductions.
+// math/: matrix products, Einsum, softmax and Hardmax, reductions, losses, Det, n-gram counts.
 void register_matmul_kernels(KernelRegistry& registry);
 void register_einsum_kernels(KernelRegistry& registry);
 void register_softmax_kernels(KernelRegistry& registry);
 void register_reduce_kernels(KernelRegistry& registry);
+void register_loss_kernels(KernelRegistry& registry);
+void register_linalg_kernels(KernelRegistry& registry);
+void register_ngram_kernels(KernelRegistry& registry);
 // math/: int8 quantization and the int8 matrix products.
 void register_quantize_kernels(KernelRegistry& registry);
 void register_quantized_matmul_kernels(KernelRegistry& registry);

@@ -1249,12 +1249,6 @@ TEST(PoolLoops, GlobalPoolsStayOnOneDnn) {
   EXPECT_FALSE(global.prepare(true, 1, true, 8)->implementation().starts_with("cleave:"));
 }
 
-TEST(DnnlMaxPool, IndicesOutputIsUnsupported) {
-  OneNode node("MaxPool");
-  node.input({1, 1, 4, 4}, random_values(16, 1)).ints("kernel_shape", {2, 2}).outputs(2);
-  EXPECT_THROW(node.run(), UnsupportedError);
-}
-
 TEST(DnnlMaxPool, UnreadIndicesOutputIsIgnored) {
   Graph graph;
   auto x = random_values(16, 1);
@@ -1426,14 +1420,6 @@ TEST(DnnlBatchNorm, UnreadStatisticsOutputsAreIgnored) {
   expect_near(y.at(0), {1, 2, 1, 2},
               {1.0f, (2.0f - 1.0f) * scale + 1.0f, (3.0f - 1.0f) * scale + 1.0f,
                (4.0f - 1.0f) * scale + 1.0f});
-}
-
-TEST(DnnlBatchNorm, TrainingModeIsUnsupported) {
-  OneNode node("BatchNormalization", 15);
-  node.input({1, 1, 2, 2}, random_values(4, 1));
-  for (int i = 0; i < 4; ++i) node.constant({1}, {1.0f});
-  node.integer("training_mode", 1).outputs(3);
-  EXPECT_THROW(node.run(), UnsupportedError);
 }
 
 TEST(DnnlInstanceNorm, NormalizesEachImageAndChannel) {

@@ -5,6 +5,7 @@
 
 #include "runtime/kernels/elementwise.h"
 #include "runtime/kernels/registration.h"
+#include "support/half_float.h"
 
 namespace cleave::elementwise {
 
@@ -307,6 +308,84 @@ std::unique_ptr<Kernel> make_max_min(const KernelContext& context, bool is_max) 
   });
 }
 
+using Factory = std::function<std::unique_ptr<Kernel>(const KernelContext&)>;
+
+// An f16 node computed in f32, as ONNX Runtime does: the inputs widened, the f32 kernel
+// (prepared on the widened inputs), its results narrowed back to f16.
+class ThroughFloatKernel final : public Kernel {
+ public:
+  ThroughFloatKernel(const KernelContext& context, const Factory& create) {
+    for (const Tensor* input : context.inputs) {
+      wide_.push_back(input ? Tensor::allocate(DataType::kFloat, input->shape()) : Tensor());
+      if (input) widen(*input, wide_.back());
+    }
+    std::vector<const Tensor*> inputs = wide_inputs(context.inputs);
+    KernelContext wide{context.graph, context.node_id,  context.node,   context.opset,
+                       inputs,        context.constant, context.engine, context.threads};
+    inner_ = create(wide);
+    for (const OutputSpec& spec : inner_->output_specs()) {
+      if (spec.layout || spec.alias_of >= 0 || spec.dtype != DataType::kFloat) {
+        throw UnsupportedError(fmt::format("{}: f16 inputs are not supported", context.where()));
+      }
+      results_.push_back(Tensor::allocate(DataType::kFloat, spec.shape));
+      specs_.push_back(plain_output(DataType::kFloat16, spec.shape));
+    }
+  }
+
+  std::vector<OutputSpec> output_specs() const override { return specs_; }
+
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+           dnnl::stream& stream) override {
+    for (std::size_t i = 0; i < inputs.size() && i < wide_.size(); ++i) {
+      if (inputs[i]) widen(*inputs[i], wide_[i]);
+    }
+    std::vector<Tensor*> results;
+    for (Tensor& result : results_) results.push_back(&result);
+    inner_->run(wide_inputs(inputs), results, stream);
+    stream.wait();
+    for (std::size_t k = 0; k < outputs.size() && k < results_.size(); ++k) {
+      if (!outputs[k]) continue;
+      const float* from = results_[k].data<float>();
+      auto* to = outputs[k]->data<uint16_t>();
+      for (int64_t e = 0; e < results_[k].element_count(); ++e) to[e] = float_to_half(from[e]);
+    }
+  }
+
+ private:
+  static void widen(const Tensor& from, Tensor& to) {
+    const auto* half = from.data<uint16_t>();
+    float* wide = to.data<float>();
+    for (int64_t e = 0; e < from.element_count(); ++e) wide[e] = half_to_float(half[e]);
+  }
+  std::vector<const Tensor*> wide_inputs(const std::vector<const Tensor*>& given) const {
+    std::vector<const Tensor*> inputs;
+    for (std::size_t i = 0; i < given.size() && i < wide_.size(); ++i) {
+      inputs.push_back(given[i] ? &wide_[i] : nullptr);
+    }
+    return inputs;
+  }
+
+  std::vector<Tensor> wide_;
+  std::vector<Tensor> results_;
+  std::vector<OutputSpec> specs_;
+  std::unique_ptr<Kernel> inner_;
+};
+
+// `create` for every type it covers, and f16 inputs computed through it in f32.
+Factory with_half(Factory create) {
+  return [create](const KernelContext& context) -> std::unique_ptr<Kernel> {
+    if (context.input(0).dtype() == DataType::kFloat16) {
+      return std::make_unique<ThroughFloatKernel>(context, create);
+    }
+    return create(context);
+  };
+}
+
+std::vector<DataType> and_half(std::vector<DataType> types) {
+  types.push_back(DataType::kFloat16);
+  return types;
+}
+
 void add(KernelRegistry& registry, std::string op_type, std::vector<DataType> types,
          std::function<std::unique_ptr<Kernel>(const KernelContext&)> create,
          bool accepts_blocked = false) {
@@ -352,30 +431,30 @@ void register_binary_kernels(KernelRegistry& registry) {
       true);
   add(registry, "Pow", {DataType::kFloat, DataType::kDouble, DataType::kInt32, DataType::kInt64},
       make_pow);
-  add(registry, "Mod", kNumericTypes, [](const KernelContext& context) {
-    check_same_types(context);
-    const bool fmod = context.node.int_attribute("fmod", 0) != 0;
-    return visit_type<CLEAVE_NUMERIC_TYPES>(
-        context, context.input(0).dtype(), [&]<typename T>() -> std::unique_ptr<Kernel> {
-          if constexpr (std::is_floating_point_v<T>) {
-            if (!fmod) {
-              throw Error(
-                  fmt::format("{}: Mod of floating-point inputs needs fmod=1", context.where()));
-            }
-            return make_broadcast<T, T, T>(context, context.input(0).dtype(),
-                                           [](T a, T b) { return std::fmod(a, b); });
-          } else {
-            if (fmod) {
-              return make_broadcast<T, T, T>(
-                  context, context.input(0).dtype(), [](T a, T b) { return truncated_mod(a, b); },
-                  nonzero_divisor<T>(context));
-            }
-            return make_broadcast<T, T, T>(
-                context, context.input(0).dtype(), [](T a, T b) { return floor_mod(a, b); },
-                nonzero_divisor<T>(context));
-          }
-        });
-  });
+  add(registry, "Mod", and_half(kNumericTypes), with_half([](const KernelContext& context) {
+        check_same_types(context);
+        const bool fmod = context.node.int_attribute("fmod", 0) != 0;
+        return visit_type<CLEAVE_NUMERIC_TYPES>(
+            context, context.input(0).dtype(), [&]<typename T>() -> std::unique_ptr<Kernel> {
+              if constexpr (std::is_floating_point_v<T>) {
+                if (!fmod) {
+                  throw Error(fmt::format("{}: Mod of floating-point inputs needs fmod=1",
+                                          context.where()));
+                }
+                return make_broadcast<T, T, T>(context, context.input(0).dtype(),
+                                               [](T a, T b) { return std::fmod(a, b); });
+              } else {
+                if (fmod) {
+                  return make_broadcast<T, T, T>(
+                      context, context.input(0).dtype(),
+                      [](T a, T b) { return truncated_mod(a, b); }, nonzero_divisor<T>(context));
+                }
+                return make_broadcast<T, T, T>(
+                    context, context.input(0).dtype(), [](T a, T b) { return floor_mod(a, b); },
+                    nonzero_divisor<T>(context));
+              }
+            });
+      }));
   add(registry, "BitShift",
       {DataType::kUInt8, DataType::kUInt16, DataType::kUInt32, DataType::kUInt64},
       [](const KernelContext& context) {
@@ -415,10 +494,10 @@ void register_binary_kernels(KernelRegistry& registry) {
     });
   });
 
-  add(registry, "Max", kNumericTypes,
-      [](const KernelContext& context) { return make_max_min(context, true); });
-  add(registry, "Min", kNumericTypes,
-      [](const KernelContext& context) { return make_max_min(context, false); });
+  add(registry, "Max", and_half(kNumericTypes),
+      with_half([](const KernelContext& context) { return make_max_min(context, true); }));
+  add(registry, "Min", and_half(kNumericTypes),
+      with_half([](const KernelContext& context) { return make_max_min(context, false); }));
   add(registry, "Sum", kNumericTypes, [](const KernelContext& context) {
     check_same_types(context);
     return visit_type<CLEAVE_NUMERIC_TYPES>(context, context.input(0).dtype(), [&]<typename T>() {

@@ -1,4 +1,4 @@
-// Softmax and LogSoftmax (both axis semantics) on oneDNN.
+// Softmax and LogSoftmax (both axis semantics) on oneDNN; Hardmax, their arg-max sibling.
 #include <fmt/core.h>
 #include <fmt/format.h>
 
@@ -7,6 +7,7 @@
 
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/registration.h"
+#include "runtime/kernels/tensor/common.h"
 
 namespace cleave {
 
@@ -65,6 +66,44 @@ class SoftmaxKernel : public Kernel {
   DnnlStep step_;
 };
 
+// 1 at the first largest element along the axis (all of inner for opset < 13's 2-D view).
+std::unique_ptr<Kernel> create_hardmax(const KernelContext& context, bool coerce_2d) {
+  const Tensor& x = context.input(0);
+  auto rank = static_cast<int64_t>(x.rank());
+  int64_t axis =
+      normalized_axis(context, context.node.int_attribute("axis", coerce_2d ? 1 : -1), rank);
+  std::span<const int64_t> shape(x.shape());
+  int64_t outer = volume(shape.first(axis));
+  int64_t length = coerce_2d ? volume(shape.subspan(axis)) : shape[axis];
+  int64_t inner = coerce_2d ? 1 : volume(shape.subspan(axis + 1));
+  DataType type = x.dtype();
+  return shape::make_kernel(
+      context, {OutputSpec{type, x.shape(), std::nullopt, -1}},
+      [=](const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
+        auto compute = [&](auto typed) {
+          using T = decltype(typed);
+          const T* in = inputs[0]->data<T>();
+          T* out = outputs[0]->data<T>();
+          std::fill(out, out + outer * length * inner, T(0));
+          for (int64_t o = 0; o < outer; ++o) {
+            for (int64_t i = 0; i < inner; ++i) {
+              const T* row = in + o * length * inner + i;
+              int64_t best = 0;
+              for (int64_t k = 1; k < length; ++k) {
+                if (row[k * inner] > row[best * inner]) best = k;
+              }
+              if (length > 0) out[(o * length + best) * inner + i] = T(1);
+            }
+          }
+        };
+        if (type == DataType::kDouble) {
+          compute(double{});
+        } else {
+          compute(float{});
+        }
+      });
+}
+
 }  // namespace
 
 void register_softmax_kernels(KernelRegistry& registry) {
@@ -79,6 +118,16 @@ void register_softmax_kernels(KernelRegistry& registry) {
           });
       registry.add(info);
     }
+  }
+  for (int64_t since : {1, 13}) {
+    KernelInfo info;
+    info.op_type = "Hardmax";
+    info.since_opset = since;
+    info.dtypes = {DataType::kFloat, DataType::kDouble};
+    info.create = [since](const KernelContext& context) {
+      return create_hardmax(context, since < 13);
+    };
+    registry.add(info);
   }
 }
 

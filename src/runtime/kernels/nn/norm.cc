@@ -1,4 +1,5 @@
-// Normalizations on oneDNN: BatchNormalization, InstanceNormalization, LayerNormalization, LRN.
+// Normalizations on oneDNN: BatchNormalization, InstanceNormalization, LayerNormalization, LRN;
+// MeanVarianceNormalization in plain loops.
 #include <fmt/core.h>
 #include <fmt/format.h>
 
@@ -8,6 +9,7 @@
 
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/registration.h"
+#include "runtime/kernels/tensor/common.h"
 
 namespace cleave {
 
@@ -418,13 +420,123 @@ std::unique_ptr<Kernel> make(const KernelContext& context) {
   return std::make_unique<K>(context);
 }
 
+// training_mode=1: normalizes with the batch's own statistics (population variance over every
+// axis but 1) and returns the running statistics moved toward them by 1 - momentum.
+std::unique_ptr<Kernel> create_batch_norm_training(const KernelContext& context) {
+  const Tensor& x = context.input(0);
+  if (x.is_blocked() || x.rank() < 2 || x.dtype() != DataType::kFloat) {
+    throw UnsupportedError(
+        fmt::format("{}: training_mode=1 supports plain f32 inputs [N, C, ...], got {}",
+                    context.where(), x.describe()));
+  }
+  for (std::size_t i = 1; i < 5; ++i) {
+    if (context.input(i).element_count() != x.dim(1) || context.input(i).dtype() != x.dtype()) {
+      throw Error(fmt::format("{}: input {} should hold {} {} values, is {}", context.where(), i,
+                              x.dim(1), dtype_name(x.dtype()), context.input(i).describe()));
+    }
+  }
+  int64_t batch = x.dim(0), channels = x.dim(1);
+  int64_t inner = x.element_count() / std::max<int64_t>(1, batch * channels);
+  auto epsilon = static_cast<double>(context.node.float_attribute("epsilon", 1e-5f));
+  auto momentum = static_cast<double>(context.node.float_attribute("momentum", 0.9f));
+  std::vector<OutputSpec> specs = {OutputSpec{x.dtype(), x.shape(), std::nullopt, -1}};
+  for (std::size_t i = 1; i < context.node.outputs.size() && i < 3; ++i) {
+    specs.push_back(OutputSpec{x.dtype(), {channels}, std::nullopt, -1});
+  }
+  return shape::make_kernel(
+      context, specs,
+      [=](const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
+        const float* in = inputs[0]->data<float>();
+        const float* scale = inputs[1]->data<float>();
+        const float* bias = inputs[2]->data<float>();
+        float* out = outputs[0]->data<float>();
+        for (int64_t c = 0; c < channels; ++c) {
+          double sum = 0, squares = 0;
+          for (int64_t n = 0; n < batch; ++n) {
+            const float* plane = in + (n * channels + c) * inner;
+            for (int64_t i = 0; i < inner; ++i) {
+              sum += plane[i];
+              squares += static_cast<double>(plane[i]) * plane[i];
+            }
+          }
+          double count = static_cast<double>(std::max<int64_t>(1, batch * inner));
+          double mean = sum / count, variance = std::max(0.0, squares / count - mean * mean);
+          double factor = scale[c] / std::sqrt(variance + epsilon);
+          for (int64_t n = 0; n < batch; ++n) {
+            const float* plane = in + (n * channels + c) * inner;
+            float* target = out + (n * channels + c) * inner;
+            for (int64_t i = 0; i < inner; ++i) {
+              target[i] = static_cast<float>((plane[i] - mean) * factor + bias[c]);
+            }
+          }
+          const double running[2] = {mean, variance};
+          for (std::size_t k = 0; k < 2; ++k) {
+            if (outputs.size() <= k + 1 || !outputs[k + 1]) continue;
+            outputs[k + 1]->data<float>()[c] = static_cast<float>(
+                inputs[3 + k]->data<float>()[c] * momentum + running[k] * (1 - momentum));
+          }
+        }
+      });
+}
+
+// (x - mean) / (sqrt(E[x²] - mean²) + 1e-9) over `axes`, as ONNX's function body computes it.
+std::unique_ptr<Kernel> create_mean_variance(const KernelContext& context) {
+  const Tensor& x = context.input(0);
+  auto rank = static_cast<int64_t>(x.rank());
+  std::vector<int64_t> axes = context.node.ints_attribute("axes");
+  if (context.node.attribute("axes") == nullptr) axes = {0, 2, 3};
+  axes = shape::normalize_axes(context, axes, rank);
+  std::vector<bool> reduced(static_cast<std::size_t>(rank), false);
+  for (int64_t axis : axes) reduced[axis] = true;
+  // Each element's group: its index with the reduced axes dropped, in row-major order.
+  std::vector<int64_t> group(static_cast<std::size_t>(x.element_count()));
+  std::vector<int64_t> index(static_cast<std::size_t>(rank), 0);
+  int64_t groups = 1;
+  for (int64_t d = 0; d < rank; ++d) groups *= reduced[d] ? 1 : x.dim(d);
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    int64_t key = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (!reduced[d]) key = key * x.dim(d) + index[d];
+    }
+    group[i] = key;
+    for (int64_t d = rank; d-- > 0;) {
+      if (++index[d] < x.dim(d)) break;
+      index[d] = 0;
+    }
+  }
+  return shape::make_kernel(
+      context, {OutputSpec{x.dtype(), x.shape(), std::nullopt, -1}},
+      [group, groups](const std::vector<const Tensor*>& inputs,
+                      const std::vector<Tensor*>& outputs) {
+        const float* in = inputs[0]->data<float>();
+        float* out = outputs[0]->data<float>();
+        std::vector<double> sum(groups, 0.0), squares(groups, 0.0), count(groups, 0.0);
+        for (std::size_t i = 0; i < group.size(); ++i) {
+          sum[group[i]] += in[i];
+          squares[group[i]] += static_cast<double>(in[i]) * in[i];
+          count[group[i]] += 1;
+        }
+        for (int64_t g = 0; g < groups; ++g) {
+          double mean = sum[g] / count[g];
+          sum[g] = mean;
+          squares[g] = std::sqrt(std::max(0.0, squares[g] / count[g] - mean * mean)) + 1e-9;
+        }
+        for (std::size_t i = 0; i < group.size(); ++i) {
+          out[i] = static_cast<float>((in[i] - sum[group[i]]) / squares[group[i]]);
+        }
+      });
+}
+
 }  // namespace
 
 void register_norm_kernels(KernelRegistry& registry) {
   KernelInfo batch_norm;
   batch_norm.op_type = "BatchNormalization";
   batch_norm.accepts_blocked = first_input;
-  batch_norm.create = guarded(make<BatchNormKernel>);
+  batch_norm.create = guarded([](const KernelContext& context) {
+    return context.node.int_attribute("training_mode", 0) != 0 ? create_batch_norm_training(context)
+                                                               : make<BatchNormKernel>(context);
+  });
   registry.add(batch_norm);
 
   KernelInfo instance_norm;
@@ -443,6 +555,9 @@ void register_norm_kernels(KernelRegistry& registry) {
   lrn.accepts_blocked = first_input;
   lrn.create = guarded(make<LrnKernel>);
   registry.add(lrn);
+
+  shape::add_kernel(registry, "MeanVarianceNormalization", create_mean_variance,
+                    {DataType::kFloat});
 }
 
 }  // namespace cleave

@@ -1,13 +1,17 @@
-// MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool on oneDNN's pooling primitive.
+// MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool on oneDNN's pooling primitive;
+// MaxUnpool, their inverse, in plain loops.
 #include <fmt/core.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <limits>
 
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/nn/pool_loops.h"
 #include "runtime/kernels/registration.h"
+#include "runtime/kernels/tensor/common.h"
 
 namespace cleave {
 
@@ -238,13 +242,95 @@ void check_pool_input(const KernelContext& context, const Tensor& x) {
   }
 }
 
+// Spatial dims padded to three (leading 1s), so one loop nest serves 1-D to 3-D pooling.
+std::array<int64_t, 3> three_d(std::span<const int64_t> dims, int64_t fill) {
+  std::array<int64_t, 3> out = {fill, fill, fill};
+  std::copy(dims.begin(), dims.end(), out.end() - static_cast<std::ptrdiff_t>(dims.size()));
+  return out;
+}
+
+// Max pooling in plain loops, for what the oneDNN path does not give: the Indices output
+// (positions in the whole input tensor, the spatial part row-major or with storage_order=1
+// column-major) and element types other than f32.
+template <typename T>
+void max_pool_with_indices(const T* in, T* out, int64_t* indices, int64_t planes,
+                           const std::array<int64_t, 3>& size, const std::array<int64_t, 3>& outs,
+                           const std::array<int64_t, 3>& kernel,
+                           const std::array<int64_t, 3>& stride,
+                           const std::array<int64_t, 3>& dilation,
+                           const std::array<int64_t, 3>& pad, bool column_major) {
+  int64_t plane = size[0] * size[1] * size[2];
+  int64_t position = 0;
+  for (int64_t p = 0; p < planes; ++p) {
+    for (int64_t o0 = 0; o0 < outs[0]; ++o0) {
+      for (int64_t o1 = 0; o1 < outs[1]; ++o1) {
+        for (int64_t o2 = 0; o2 < outs[2]; ++o2, ++position) {
+          T best = std::numeric_limits<T>::lowest();
+          int64_t best_index = -1, best_position = -1;
+          for (int64_t k0 = 0; k0 < kernel[0]; ++k0) {
+            int64_t i0 = o0 * stride[0] - pad[0] + k0 * dilation[0];
+            if (i0 < 0 || i0 >= size[0]) continue;
+            for (int64_t k1 = 0; k1 < kernel[1]; ++k1) {
+              int64_t i1 = o1 * stride[1] - pad[1] + k1 * dilation[1];
+              if (i1 < 0 || i1 >= size[1]) continue;
+              for (int64_t k2 = 0; k2 < kernel[2]; ++k2) {
+                int64_t i2 = o2 * stride[2] - pad[2] + k2 * dilation[2];
+                if (i2 < 0 || i2 >= size[2]) continue;
+                int64_t index = p * plane + (i0 * size[1] + i1) * size[2] + i2;
+                if (best_index < 0 || in[index] > best) {
+                  best = in[index];
+                  best_index = index;
+                  best_position =
+                      column_major ? p * plane + i0 + (i1 + i2 * size[1]) * size[0] : index;
+                }
+              }
+            }
+          }
+          out[position] = best;
+          if (indices) indices[position] = best_position;
+        }
+      }
+    }
+  }
+}
+
+std::unique_ptr<Kernel> create_max_pool_with_indices(const KernelContext& context,
+                                                     const WindowGeometry& g) {
+  const Tensor& x = context.input(0);
+  if (x.is_blocked()) {
+    throw UnsupportedError(
+        fmt::format("{}: MaxPool's Indices output on a oneDNN-blocked input is not supported",
+                    context.where()));
+  }
+  bool column_major = context.node.int_attribute("storage_order", 0) != 0;
+  std::span<const int64_t> dims = x.shape();
+  std::vector<int64_t> shape = {dims[0], dims[1]};
+  shape.insert(shape.end(), g.output.begin(), g.output.end());
+  std::array<int64_t, 3> size = three_d(dims.subspan(2), 1), outs = three_d(g.output, 1);
+  std::array<int64_t, 3> kernel = three_d(g.kernel, 1), stride = three_d(g.strides, 1);
+  std::array<int64_t, 3> dilation = three_d(g.dilations, 1), pad = three_d(g.pads_begin, 0);
+  int64_t planes = dims[0] * dims[1];
+  DataType type = x.dtype();
+  std::vector<OutputSpec> specs = {OutputSpec{type, shape, std::nullopt, -1}};
+  if (context.node.outputs.size() > 1) specs.push_back({DataType::kInt64, shape, {}, -1});
+  std::unique_ptr<Kernel> kernel_object;
+  shape::visit_real_type(context, type, [&](auto typed) {
+    using T = decltype(typed);
+    kernel_object = shape::make_kernel(
+        context, specs,
+        [=](const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
+          int64_t* indices =
+              outputs.size() > 1 && outputs[1] ? outputs[1]->data<int64_t>() : nullptr;
+          max_pool_with_indices(inputs[0]->data<T>(), outputs[0]->data<T>(), indices, planes, size,
+                                outs, kernel, stride, dilation, pad, column_major);
+        });
+  });
+  return kernel_object;
+}
+
 std::unique_ptr<Kernel> create_pool(const KernelContext& context, PoolKind kind) {
   const Tensor& x = context.input(0);
   check_pool_input(context, x);
-  if (kind == PoolKind::kMax && output_used(context, 1)) {
-    throw UnsupportedError(
-        fmt::format("{}: MaxPool's Indices output is not supported", context.where()));
-  }
   std::vector<int64_t> kernel = context.node.ints_attribute("kernel_shape");
   if (kernel.size() != x.rank() - 2) {
     throw Error(fmt::format("{}: kernel_shape [{}] should have {} values", context.where(),
@@ -260,6 +346,9 @@ std::unique_ptr<Kernel> create_pool(const KernelContext& context, PoolKind kind)
   bool ceil_mode = context.node.int_attribute("ceil_mode", 0) != 0;
   std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
   WindowGeometry g = window_geometry(context, spatial, kernel, ceil_mode);
+  if (kind == PoolKind::kMax && (output_used(context, 1) || x.dtype() != DataType::kFloat)) {
+    return create_max_pool_with_indices(context, g);
+  }
   bool include_pad = context.node.int_attribute("count_include_pad", 0) != 0;
   return std::make_unique<PoolKernel>(context, kind, g, include_pad);
 }
@@ -279,23 +368,83 @@ std::unique_ptr<Kernel> create_global_pool(const KernelContext& context, PoolKin
   return std::make_unique<PoolKernel>(context, kind, g, false, true);
 }
 
+// Scatters each input element to the flat output position its index names, zeros elsewhere.
+std::unique_ptr<Kernel> create_max_unpool(const KernelContext& context) {
+  const Tensor& x = context.input(0);
+  const Tensor& indices = context.input(1);
+  if (x.rank() < 3 || indices.shape() != x.shape() || indices.dtype() != DataType::kInt64) {
+    throw Error(
+        fmt::format("{}: expected an input [N, C, ...] and int64 indices of its shape, got "
+                    "{} and {}",
+                    context.where(), x.describe(), indices.describe()));
+  }
+  std::vector<int64_t> shape;
+  if (context.has_input(2)) {
+    shape = shape::int_input(context, 2, "output_shape");
+    if (shape.size() != x.rank()) {
+      throw Error(fmt::format("{}: output_shape {} should have the input's rank {}",
+                              context.where(), shape::format_dims(shape), x.rank()));
+    }
+  } else {
+    std::size_t spatial = x.rank() - 2;
+    std::vector<int64_t> kernel = context.node.ints_attribute("kernel_shape");
+    std::vector<int64_t> strides = context.node.ints_attribute("strides");
+    std::vector<int64_t> pads = context.node.ints_attribute("pads");
+    if (kernel.size() != spatial) {
+      throw Error(fmt::format("{}: kernel_shape should have {} values", context.where(), spatial));
+    }
+    strides.resize(spatial, 1);
+    pads.resize(2 * spatial, 0);
+    shape = {x.dim(0), x.dim(1)};
+    for (std::size_t d = 0; d < spatial; ++d) {
+      shape.push_back((x.dim(d + 2) - 1) * strides[d] + kernel[d] - pads[d] - pads[spatial + d]);
+    }
+  }
+  int64_t total = shape::product(shape);
+  std::string where = context.where();
+  std::size_t element_bytes = element_size(x.dtype());
+  return shape::make_kernel(
+      context, {OutputSpec{x.dtype(), shape, std::nullopt, -1}},
+      [=](const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
+        const int64_t* picks = inputs[1]->data<int64_t>();
+        const auto* source = static_cast<const std::byte*>(inputs[0]->raw());
+        auto* target = static_cast<std::byte*>(outputs[0]->raw());
+        std::memset(target, 0, static_cast<std::size_t>(total) * element_bytes);
+        for (int64_t i = 0; i < inputs[0]->element_count(); ++i) {
+          if (picks[i] < 0 || picks[i] >= total) {
+            throw Error(fmt::format("{}: index {} is outside the output of {} elements", where,
+                                    picks[i], total));
+          }
+          std::memcpy(target + picks[i] * element_bytes, source + i * element_bytes, element_bytes);
+        }
+      },
+      {2});
+}
+
 }  // namespace
 
 void register_pool_kernels(KernelRegistry& registry) {
   auto add = [&](std::string op,
-                 std::function<std::unique_ptr<Kernel>(const KernelContext&)> create) {
+                 std::function<std::unique_ptr<Kernel>(const KernelContext&)> create,
+                 std::vector<DataType> dtypes = {DataType::kFloat}) {
     KernelInfo info;
     info.op_type = std::move(op);
+    info.dtypes = std::move(dtypes);
     info.accepts_blocked = first_input;
     info.create = guarded(std::move(create));
     registry.add(info);
   };
-  add("MaxPool", [](const KernelContext& c) { return create_pool(c, PoolKind::kMax); });
+  // The plain max loops take every real type; oneDNN's pooling takes f32 only.
+  std::vector<DataType> max_types = shape::kNumericTypes;
+  std::erase(max_types, DataType::kBool);
+  add(
+      "MaxPool", [](const KernelContext& c) { return create_pool(c, PoolKind::kMax); }, max_types);
   add("AveragePool", [](const KernelContext& c) { return create_pool(c, PoolKind::kAverage); });
   add("GlobalMaxPool",
       [](const KernelContext& c) { return create_global_pool(c, PoolKind::kMax); });
   add("GlobalAveragePool",
       [](const KernelContext& c) { return create_global_pool(c, PoolKind::kAverage); });
+  shape::add_kernel(registry, "MaxUnpool", create_max_unpool, shape::kNumericTypes);
 }
 
 }  // namespace cleave

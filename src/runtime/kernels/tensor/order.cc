@@ -1,8 +1,9 @@
-// Kernels that order or accumulate along one axis: TopK, ArgMax, ArgMin, CumSum.
+// Kernels that order or accumulate along one axis: TopK, ArgMax, ArgMin, CumSum, ReverseSequence.
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <type_traits>
 
@@ -212,6 +213,55 @@ std::unique_ptr<Kernel> create_cumsum(const KernelContext& context) {
   return kernel;
 }
 
+// Reverses the first sequence_lens[b] steps of each batch entry b along the time axis.
+std::unique_ptr<Kernel> create_reverse_sequence(const KernelContext& context) {
+  const Tensor& data = context.input(0);
+  if (data.rank() < 2) {
+    throw Error(fmt::format("{}: the input should have rank 2 or more, is {}", context.where(),
+                            data.describe()));
+  }
+  auto rank = static_cast<int64_t>(data.rank());
+  int64_t batch_axis =
+      normalize_axis(context, context.node.int_attribute("batch_axis", 1), rank, "batch_axis");
+  int64_t time_axis =
+      normalize_axis(context, context.node.int_attribute("time_axis", 0), rank, "time_axis");
+  if ((batch_axis > 1 || time_axis > 1) || batch_axis == time_axis) {
+    throw Error(fmt::format("{}: batch_axis {} and time_axis {} should be 0 and 1", context.where(),
+                            batch_axis, time_axis));
+  }
+  int64_t batch = data.dim(batch_axis), steps = data.dim(time_axis);
+  if (context.input(1).shape() != std::vector<int64_t>{batch}) {
+    throw Error(fmt::format("{}: sequence_lens {} should have the shape [{}]", context.where(),
+                            context.input(1).describe(), batch));
+  }
+  auto block =
+      static_cast<std::size_t>(product(std::span<const int64_t>(data.shape()).subspan(2))) *
+      element_size(data.dtype());
+  std::string where = context.where();
+  return make_kernel(
+      context, {OutputSpec{data.dtype(), data.shape(), std::nullopt, -1}},
+      [=](const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
+        std::vector<int64_t> lengths = inputs[1]->to_int64_vector();
+        const auto* source = static_cast<const std::byte*>(inputs[0]->raw());
+        auto* target = static_cast<std::byte*>(outputs[0]->raw());
+        for (int64_t b = 0; b < batch; ++b) {
+          int64_t length = lengths[b];
+          if (length < 0 || length > steps) {
+            throw Error(fmt::format("{}: sequence length {} should be between 0 and {}", where,
+                                    length, steps));
+          }
+          for (int64_t t = 0; t < steps; ++t) {
+            int64_t from = t < length ? length - 1 - t : t;
+            // Blocks of [dim 0, dim 1]: everything after the two axes moves together.
+            auto index = [&](int64_t step) {
+              return batch_axis == 0 ? b * steps + step : step * batch + b;
+            };
+            std::memcpy(target + index(t) * block, source + index(from) * block, block);
+          }
+        }
+      });
+}
+
 }  // namespace
 
 void register_order_kernels(KernelRegistry& registry) {
@@ -225,6 +275,7 @@ void register_order_kernels(KernelRegistry& registry) {
       registry, "ArgMin", [](const KernelContext& c) { return create_arg(c, false); },
       kNumericTypes);
   add_kernel(registry, "CumSum", create_cumsum, real_types);
+  add_kernel(registry, "ReverseSequence", create_reverse_sequence);
 }
 
 }  // namespace cleave::shape

@@ -1,4 +1,5 @@
-// Kernels computed from shapes and attributes: Shape, Size, Constant, ConstantOfShape, Range.
+// Kernels computed from shapes and attributes: Shape, Size, Constant, ConstantOfShape, Range,
+// EyeLike, the window functions (Hann, Hamming, Blackman) and MelWeightMatrix.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -14,8 +15,10 @@ namespace cleave::shape {
 namespace {
 
 // A kernel writing fixed bytes, computed at preparation, into its single output.
+// `shape_inputs`: inputs whose values decided the bytes (a window's size).
 std::unique_ptr<Kernel> fixed_output(const KernelContext& context, DataType dtype,
-                                     std::vector<int64_t> shape, std::vector<std::byte> bytes) {
+                                     std::vector<int64_t> shape, std::vector<std::byte> bytes,
+                                     std::vector<std::size_t> shape_inputs = {}) {
   auto shared = std::make_shared<const std::vector<std::byte>>(std::move(bytes));
   return make_kernel(
       context, {OutputSpec{dtype, std::move(shape), std::nullopt, -1}},
@@ -23,7 +26,8 @@ std::unique_ptr<Kernel> fixed_output(const KernelContext& context, DataType dtyp
         if (!shared->empty()) {
           std::memcpy(outputs[0]->raw(), shared->data(), shared->size());
         }
-      });
+      },
+      std::move(shape_inputs));
 }
 
 std::vector<std::byte> int64_bytes(const std::vector<int64_t>& values) {
@@ -221,6 +225,121 @@ std::unique_ptr<Kernel> create_range(const KernelContext& context) {
   return kernel;
 }
 
+// The element type an attribute names (EyeLike's dtype, a window's output_datatype).
+DataType attribute_type(const KernelContext& context, std::string_view key, DataType fallback) {
+  int64_t number = context.node.int_attribute(key, static_cast<int64_t>(fallback));
+  if (number <= 0 || number > static_cast<int64_t>(DataType::kBFloat16)) {
+    throw Error(fmt::format("{}: {} {} is not an ONNX element type", context.where(), key, number));
+  }
+  return static_cast<DataType>(number);
+}
+
+// Writes `values` into a tensor of `type` (a real type, or bool for non-zero).
+std::vector<std::byte> encode_values(const KernelContext& context, DataType type,
+                                     const std::vector<double>& values) {
+  std::vector<std::byte> bytes(values.size() * element_size(type));
+  if (type == DataType::kBool) {
+    for (std::size_t i = 0; i < values.size(); ++i) bytes[i] = std::byte{values[i] != 0};
+    return bytes;
+  }
+  visit_real_type(context, type, [&](auto typed) {
+    using T = decltype(typed);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      auto value = static_cast<T>(values[i]);
+      std::memcpy(bytes.data() + i * sizeof(T), &value, sizeof(T));
+    }
+  });
+  return bytes;
+}
+
+std::unique_ptr<Kernel> create_eye_like(const KernelContext& context) {
+  const Tensor& input = context.input(0);
+  if (input.rank() != 2) {
+    throw Error(
+        fmt::format("{}: the input should be 2-D, is {}", context.where(), input.describe()));
+  }
+  DataType type = attribute_type(context, "dtype", input.dtype());
+  int64_t rows = input.dim(0), columns = input.dim(1), k = context.node.int_attribute("k", 0);
+  std::vector<double> values(static_cast<std::size_t>(rows * columns), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    if (r + k >= 0 && r + k < columns) values[r * columns + r + k] = 1.0;
+  }
+  return fixed_output(context, type, input.shape(), encode_values(context, type, values));
+}
+
+// Generalised cosine windows: w[n] = Σ_j (-1)^j a_j cos(2πjn / D), D = N (periodic) or N - 1.
+std::unique_ptr<Kernel> create_window(const KernelContext& context,
+                                      std::vector<double> coefficients) {
+  int64_t size = scalar_int_input(context, 0, "size");
+  if (size < 0 || size > kMaxAxisLength) {
+    throw Error(fmt::format("{}: size {} should be between 0 and {}", context.where(), size,
+                            kMaxAxisLength));
+  }
+  DataType type = attribute_type(context, "output_datatype", DataType::kFloat);
+  bool periodic = context.node.int_attribute("periodic", 1) != 0;
+  double denominator = static_cast<double>(periodic ? size : size - 1);
+  std::vector<double> values(static_cast<std::size_t>(size));
+  for (int64_t n = 0; n < size; ++n) {
+    double sum = 0, sign = 1;
+    for (std::size_t j = 0; j < coefficients.size(); ++j, sign = -sign) {
+      sum += sign * coefficients[j] * std::cos(2 * M_PI * static_cast<double>(j * n) / denominator);
+    }
+    values[n] = denominator > 0 ? sum : 1.0;
+  }
+  return fixed_output(context, type, {size}, encode_values(context, type, values), {0});
+}
+
+// Triangular mel filters over the DFT bins, as the ONNX reference builds them: edges evenly
+// spaced in mel, snapped down to whole bins.
+std::unique_ptr<Kernel> create_mel_weight_matrix(const KernelContext& context) {
+  std::vector<double> scalars;
+  for (std::size_t i = 0; i < 5; ++i) {
+    std::vector<double> value = real_input(context, i, "a scalar input");
+    if (value.size() != 1) {
+      throw Error(fmt::format("{}: input {} should be a scalar", context.where(), i));
+    }
+    scalars.push_back(value[0]);
+  }
+  auto bins = static_cast<int64_t>(scalars[0]), dft_length = static_cast<int64_t>(scalars[1]);
+  auto sample_rate = static_cast<int64_t>(scalars[2]);
+  if (bins < 1 || dft_length < 1 || sample_rate < 1 || bins > kMaxAxisLength ||
+      dft_length > kMaxAxisLength) {
+    throw Error(
+        fmt::format("{}: num_mel_bins {}, dft_length {} and sample_rate {} should be "
+                    "positive",
+                    context.where(), bins, dft_length, sample_rate));
+  }
+  auto mel = [](double hertz) { return 2595.0 * std::log10(1.0 + hertz / 700.0); };
+  double low = mel(scalars[3]), step = (mel(scalars[4]) - low) / static_cast<double>(bins + 2);
+  std::vector<int64_t> edges(static_cast<std::size_t>(bins + 2));
+  for (int64_t i = 0; i < bins + 2; ++i) {
+    double hertz = 700.0 * (std::pow(10.0, (static_cast<double>(i) * step + low) / 2595.0) - 1);
+    edges[i] = static_cast<int64_t>(
+        std::floor(static_cast<double>(dft_length + 1) * hertz / static_cast<double>(sample_rate)));
+  }
+  int64_t spectrum = dft_length / 2 + 1;
+  std::vector<double> values(static_cast<std::size_t>(spectrum * bins), 0.0);
+  auto set = [&](int64_t row, int64_t column, double value) {
+    if (row >= 0 && row < spectrum) values[row * bins + column] = value;
+  };
+  for (int64_t i = 0; i < bins; ++i) {
+    int64_t left = edges[i], center = edges[i + 1], right = edges[i + 2];
+    if (center == left) {
+      set(center, i, 1.0);
+    } else {
+      for (int64_t j = left; j <= center; ++j) {
+        set(j, i, static_cast<double>(j - left) / static_cast<double>(center - left));
+      }
+    }
+    for (int64_t j = center; j < right; ++j) {
+      set(j, i, static_cast<double>(right - j) / static_cast<double>(right - center));
+    }
+  }
+  DataType type = attribute_type(context, "output_datatype", DataType::kFloat);
+  return fixed_output(context, type, {spectrum, bins}, encode_values(context, type, values),
+                      {0, 1, 2, 3, 4});
+}
+
 }  // namespace
 
 void register_source_kernels(KernelRegistry& registry) {
@@ -239,6 +358,27 @@ void register_source_kernels(KernelRegistry& registry) {
   add_kernel(
       registry, "Range", create_range,
       {DataType::kFloat, DataType::kDouble, DataType::kInt16, DataType::kInt32, DataType::kInt64});
+  add_kernel(registry, "EyeLike", create_eye_like, kNumericTypes);
+  const std::vector<DataType> sizes = {DataType::kInt32, DataType::kInt64};
+  add_kernel(
+      registry, "HannWindow",
+      [](const KernelContext& context) {
+        return create_window(context, {0.5, 0.5});
+      },
+      sizes);
+  add_kernel(
+      registry, "HammingWindow",
+      [](const KernelContext& context) {
+        return create_window(context, {25.0 / 46, 21.0 / 46});
+      },
+      sizes);
+  add_kernel(registry, "MelWeightMatrix", create_mel_weight_matrix, kNumericTypes);
+  add_kernel(
+      registry, "BlackmanWindow",
+      [](const KernelContext& context) {
+        return create_window(context, {0.42, 0.5, 0.08});
+      },
+      sizes);
 }
 
 }  // namespace cleave::shape
