@@ -33,9 +33,8 @@ TEST_P(SplitRanksTest, RanksGiveTheSingleProcessOutputs) {
   ASSERT_EQ(single.exit_code, 0) << single.err;
   CommandResult run = run_shell(
       "timeout 120 mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(ranks) +
-      " --mca btl tcp,self --mca btl_tcp_if_include lo -x OMP_NUM_THREADS=1 " CLEAVE_BINARY
-      " run-split " +
-      path("split") + " --model " + path("model.onnx") +
+      " --mca btl tcp,self --mca btl_tcp_if_include lo -x OMP_NUM_THREADS=1 " + CLEAVE_BINARY +
+      " run-split " + path("split") + " --model " + path("model.onnx") +
       " --seed 3 --warmup 1 --repeat 2 --json --output-dir " + path("ranks"));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   nlohmann::json report = nlohmann::json::parse(run.out);
