@@ -39,6 +39,22 @@ class CodegenPytorchResize : public CodegenFixture {
     write_model(text, path("m.onnx"));
     write_npy(path("x.npy"), random_inputs(parse_graph(text), 0).at("x"));
   }
+  // The largest difference between output y of cleave run and of the generated module, both
+  // on x.npy.
+  double largest_difference() const {
+    if (cleave("run m.onnx --input x=x.npy --output-dir ref").exit_code != 0) return INFINITY;
+    CommandOutput run =
+        shell("/usr/bin/python3 py/run.py --input x=x.npy --output-dir out --sequential");
+    EXPECT_EQ(run.exit_code, 0) << run.text;
+    if (run.exit_code != 0) return INFINITY;
+    const auto expected = read_npy(path("ref/y.npy")).to_double_vector();
+    const auto actual = read_npy(path("out/y.npy")).to_double_vector();
+    if (actual.size() != expected.size()) return INFINITY;
+    double worst = 0;
+    for (std::size_t i = 0; i < actual.size(); ++i)
+      worst = std::max(worst, std::abs(actual[i] - expected[i]));
+    return worst;
+  }
   // A one-Resize model of f32[1,2,4,4] with these attributes and scales.
   void write_resize(const std::string& attributes, const std::string& scales) {
     write(R"(graph main [ai.onnx=17] (%x: f32[1,2,4,4]) {
@@ -61,17 +77,25 @@ TEST_F(CodegenPytorchResize, FusedHardSwishAndResizeMatchCleaveRun) {
   EXPECT_NE(model.find("mode='nearest')"), std::string::npos) << model;
   EXPECT_NE(model.find("mode='bilinear', align_corners=False)"), std::string::npos) << model;
   EXPECT_NE(model.find("mode='bilinear', align_corners=True)"), std::string::npos) << model;
-  ASSERT_EQ(cleave("run m.onnx --input x=x.npy --output-dir ref").exit_code, 0);
-  CommandOutput run =
-      shell("/usr/bin/python3 py/run.py --input x=x.npy --output-dir out --sequential");
-  ASSERT_EQ(run.exit_code, 0) << run.text;
-  const auto expected = read_npy(path("ref/y.npy")).to_double_vector();
-  const auto actual = read_npy(path("out/y.npy")).to_double_vector();
-  ASSERT_EQ(actual.size(), expected.size());
-  double worst = 0;
-  for (std::size_t i = 0; i < actual.size(); ++i)
-    worst = std::max(worst, std::abs(actual[i] - expected[i]));
-  EXPECT_LT(worst, 1e-4);
+  EXPECT_LT(largest_difference(), 1e-4);
+}
+
+TEST_F(CodegenPytorchResize, OtherNearestAndLinearFormsMatchCleaveRun) {
+  // Default nearest enlarging twice (torch's nearest), half_pixel nearest rounding up while
+  // shrinking (nearest-exact), pytorch_half_pixel linear by a scale of 1.5 (scale_factor).
+  write(R"(graph main [ai.onnx=17] (%x: f32[1,2,8,8]) {
+  @up: f32[4] = [1,1,2,2]
+  @down: f32[4] = [1,1,0.5,0.5]
+  @odd: f32[4] = [1,1,1.5,1.5]
+  %a = Resize[mode="nearest"](%x, _, @up)
+  %b = Resize[mode="nearest", nearest_mode="round_prefer_ceil"](%a, _, @down)
+  %y = Resize[mode="linear", coordinate_transformation_mode="pytorch_half_pixel"](%b, _, @odd)
+  return %y
+})");
+  CommandOutput generated = cleave("codegen m.onnx --lang pytorch -o py");
+  ASSERT_EQ(generated.exit_code, 0) << generated.text;
+  EXPECT_NE(read_text_file(path("py/model.py")).find("mode='nearest-exact'"), std::string::npos);
+  EXPECT_LT(largest_difference(), 1e-5);
 }
 
 TEST_F(CodegenPytorchResize, LinearAsymmetricIsRefusedByNode) {

@@ -17,8 +17,8 @@ inline const char* kFloatCnn = R"(graph main [ai.onnx=17] (%x: f32[1,3,16,16]) {
   @b1: f32[8]
   @w2: f32[16,8,3,3]
   @b2: f32[16]
-  @fw: f32[10,16]
-  @fb: f32[10]
+  @fw: f32[64,16]
+  @fb: f32[64]
   %a = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w1, @b1)
   %ar = Relu(%a)
   %p = MaxPool[kernel_shape=[2,2], strides=[2,2]](%ar)
@@ -26,7 +26,7 @@ inline const char* kFloatCnn = R"(graph main [ai.onnx=17] (%x: f32[1,3,16,16]) {
   %cr = Relu(%c)
   %g = GlobalAveragePool(%cr)
   %f = Flatten(%g)
-  %logits: f32[1,10] = Gemm[transB=1](%f, @fw, @fb)
+  %logits: f32[1,64] = Gemm[transB=1](%f, @fw, @fb)
   return %logits
 })";
 
