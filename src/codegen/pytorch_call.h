@@ -22,7 +22,7 @@ struct Call {
   const PythonName& name;
 
   std::string where() const {
-    return fmt::format("node {} ({})", graph.describe(id), node.op_type);
+    return fmt::format("node {}", graph.describe(id));  // describe() names the op.
   }
   [[noreturn]] void fail(const std::string& why) const {
     throw Error(fmt::format("{}: no PyTorch mapping: {}", where(), why));
