@@ -22,7 +22,7 @@ struct Call {
   const PythonName& name;
 
   std::string where() const {
-    return fmt::format("node {} ({})", graph.describe(id), node.op_type);
+    return fmt::format("node {}", graph.describe(id));  // describe() names the op.
   }
   [[noreturn]] void fail(const std::string& why) const {
     throw Error(fmt::format("{}: no PyTorch mapping: {}", where(), why));
@@ -41,6 +41,10 @@ struct Call {
     if (!has(i) || !input_value(i).shape.is_static())
       fail(fmt::format("input {} has no static shape", i));
     return input_value(i).shape.sizes();
+  }
+  int64_t elements_in(std::size_t i) const {
+    shape_in(i);  // Refuses a shape that is not static.
+    return input_value(i).shape.element_count();
   }
   std::vector<int64_t> shape_out(std::size_t i = 0) const {
     if (i >= node.outputs.size() || node.outputs[i] == kNoValue ||
@@ -107,8 +111,22 @@ std::string torch_dtype(DataType dtype);
 std::string unary_line(const Call& c, const std::string& expression);
 std::string join_inputs(const Call& c, const char* op);
 
+// Begin and end pads per spatial axis of a convolution or pooling node, auto_pad resolved from
+// the static shapes of input 0 and output 0.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> spatial_pads(
+    const Call& c, const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+    const std::vector<int64_t>& dilations);
+// F.pad's argument order: last axis first, (begin, end) pairs.
+std::string torch_pad_list(const std::vector<int64_t>& begin, const std::vector<int64_t>& end);
+std::vector<int64_t> or_default(std::vector<int64_t> values, std::size_t size, int64_t fill);
+
 // Convolutions, pooling, normalisation, matrix products, softmax, shape and indexing ops
 // (pytorch_layer_ops.cc); the element-wise ops are in pytorch_ops.cc.
 void add_layer_writers(std::map<std::string, Writer>& table);
+// Resize and Upsample onto F.interpolate (pytorch_resize_ops.cc).
+void add_resize_writers(std::map<std::string, Writer>& table);
+// The int8 ops (pytorch_quantized_ops.cc), keyed "com.microsoft.QGemm" outside the standard
+// domain.
+void add_quantized_writers(std::map<std::string, Writer>& table);
 
 }  // namespace cleave::pytorch_detail

@@ -6,24 +6,6 @@
 
 namespace cleave::pytorch_detail {
 
-namespace {
-
-// The fused activation of cleave's passes, applied to expression `y`.
-std::string activation(const Call& c, const std::string& y) {
-  const std::string kind = c.node.string_attribute("activation", "");
-  if (kind.empty()) return y;
-  if (kind == "Relu") return fmt::format("F.relu({})", y);
-  if (kind == "Swish") return fmt::format("F.silu({})", y);
-  if (kind == "Gelu") return fmt::format("F.gelu({})", y);
-  if (kind == "Clip") {
-    return fmt::format("torch.clamp({}, {}, {})", y,
-                       py_float(c.node.float_attribute("activation_min", -INFINITY)),
-                       py_float(c.node.float_attribute("activation_max", INFINITY)));
-  }
-  c.fail(fmt::format("fused activation '{}'", kind));
-}
-
-// Begin and end pads per spatial axis, auto_pad resolved from the static shapes.
 std::pair<std::vector<int64_t>, std::vector<int64_t>> spatial_pads(
     const Call& c, const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
     const std::vector<int64_t>& dilations) {
@@ -52,7 +34,6 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> spatial_pads(
   return {begin, end};
 }
 
-// F.pad's argument order: last axis first, (begin, end) pairs.
 std::string torch_pad_list(const std::vector<int64_t>& begin, const std::vector<int64_t>& end) {
   std::vector<int64_t> pads;
   for (std::size_t a = begin.size(); a-- > 0;) {
@@ -65,6 +46,24 @@ std::string torch_pad_list(const std::vector<int64_t>& begin, const std::vector<
 std::vector<int64_t> or_default(std::vector<int64_t> values, std::size_t size, int64_t fill) {
   if (values.empty()) values.assign(size, fill);
   return values;
+}
+
+namespace {
+
+// The fused activation of cleave's passes, applied to expression `y`.
+std::string activation(const Call& c, const std::string& y) {
+  const std::string kind = c.node.string_attribute("activation", "");
+  if (kind.empty()) return y;
+  if (kind == "Relu") return fmt::format("F.relu({})", y);
+  if (kind == "Swish") return fmt::format("F.silu({})", y);
+  if (kind == "Gelu") return fmt::format("F.gelu({})", y);
+  if (kind == "HardSwish") return fmt::format("F.hardswish({})", y);
+  if (kind == "Clip") {
+    return fmt::format("torch.clamp({}, {}, {})", y,
+                       py_float(c.node.float_attribute("activation_min", -INFINITY)),
+                       py_float(c.node.float_attribute("activation_max", INFINITY)));
+  }
+  c.fail(fmt::format("fused activation '{}'", kind));
 }
 
 std::vector<std::string> conv(const Call& c) {

@@ -192,6 +192,8 @@ const std::map<std::string, Writer>& writers() {
     fold("Max", "torch.maximum");
     fold("Min", "torch.minimum");
     add_layer_writers(t);
+    add_resize_writers(t);
+    add_quantized_writers(t);
     return t;
   }();
   return table;
@@ -202,10 +204,11 @@ const std::map<std::string, Writer>& writers() {
 std::vector<std::string> pytorch_lines(const Graph& graph, NodeId node, const PythonName& name) {
   const Node& n = graph.node(node);
   Call call{graph, node, n, name};
-  if (!n.domain.empty() && n.domain != "ai.onnx") {
+  const bool standard = n.domain.empty() || n.domain == "ai.onnx";
+  auto it = writers().find(standard ? n.op_type : n.domain + "." + n.op_type);
+  if (it == writers().end() && !standard) {
     call.fail(fmt::format("op {}.{} is not in the standard domain", n.domain, n.op_type));
   }
-  auto it = writers().find(n.op_type);
   if (it == writers().end()) call.fail(fmt::format("op {} has none", n.op_type));
   return it->second(call);
 }

@@ -16,7 +16,11 @@ using PythonName = std::function<std::string(ValueId)>;
 /// Python statements computing `node`'s outputs from its inputs with torch and
 /// torch.nn.functional, assigning each used output to name(output). Fused attributes that
 /// cleave's passes add (a Conv's `activation` and `sum_input`, a MatMul's bias and
-/// activation, a BatchNormalization's Relu) are written out as the ops they stand for.
+/// activation, a BatchNormalization's Relu) are written out as the ops they stand for. The int8
+/// ops (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearConv, QLinearMatMul,
+/// ConvInteger, MatMulInteger, com.microsoft.QGemm) compute their integer sums exactly in
+/// float64 and requantize as cleave's kernels do; Resize becomes F.interpolate where its
+/// coordinates are torch's.
 /// Throws Error naming the node for an op (or attribute value) without a mapping.
 std::vector<std::string> pytorch_lines(const Graph& graph, NodeId node, const PythonName& name);
 
