@@ -9,6 +9,7 @@
 
 #include "conformance/conformance.h"
 #include "conformance/reference.h"
+#include "test_paths.h"
 
 namespace {
 
