@@ -77,7 +77,7 @@ py::array contiguous_array(const py::handle& value, DataType dtype, const std::s
       !numpy().attr("can_cast")(given, wanted, "same_kind").cast<bool>()) {
     throw py::type_error(fmt::format("input '{}': expected an array of {} ({}), got one of {}",
                                      input, numpy_name(dtype), ort_type_name(dtype),
-                                     py::str(given).cast<std::string>()));
+                                     py::str(py::handle(given)).cast<std::string>()));
   }
   // asarray returns the array itself when it already is C-contiguous, in native byte order
   // and of the wanted type (ascontiguousarray would make a 0-d array 1-d).

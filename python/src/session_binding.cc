@@ -84,17 +84,6 @@ class CoreSession {
   CoreSession(const py::object& model, const CoreOptions& core) {
     SessionOptions options = session_options(core);
     if (core.profile) profiler_ = std::make_shared<SessionProfiler>();
-    // Runs under the session's lock, before the shape first runs.
-    options.on_prepared = [this](PreparedShape& shape) {
-      if (profiler_) profiler_->watch(shape);
-      const PreparedRun& run = shape.run;
-      const bool parallel = run.parallel && run.plan;
-      std::lock_guard<std::mutex> lock(mutex_);
-      prepared_.push_back({describe_shapes(shape.shapes),
-                           parallel ? run.plan->plan.strategy : std::string("sequential"),
-                           parallel ? static_cast<int>(run.plan->plan.order.size()) : 1,
-                           shape.prepare_seconds});
-    };
     if (py::isinstance<py::bytes>(model)) {
       const std::string bytes = model.cast<std::string>();
       py::gil_scoped_release release;
@@ -166,6 +155,7 @@ class CoreSession {
     {
       py::gil_scoped_release release;
       const auto start = std::chrono::steady_clock::now();
+      note_prepared(session_->prepare(session_->shapes_of(inputs)));
       results = session_->run(inputs);
       if (profiling()) profiler_->record_run(start, std::chrono::steady_clock::now());
       std::lock_guard<std::mutex> lock(mutex_);
@@ -224,6 +214,31 @@ class CoreSession {
     return profiler_ && !ended_;
   }
 
+  // The first time a prepared shape is seen: records it, and the profiler watches its
+  // executor. The session's run finds the same entry in its cache. A shape dropped from the
+  // cache and prepared again is a new entry.
+  void note_prepared(const std::shared_ptr<PreparedShape>& shape) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      // Weak: entries the session drops from its cache are freed (one run again is new).
+      std::erase_if(seen_, [](const std::weak_ptr<PreparedShape>& p) { return p.expired(); });
+      for (const auto& p : seen_)
+        if (p.lock() == shape) return;
+      seen_.push_back(shape);
+      const PreparedRun& run = shape->run;
+      const bool parallel = run.parallel && run.plan;
+      prepared_.push_back({describe_shapes(shape->shapes),
+                           parallel ? run.plan->plan.strategy : std::string("sequential"),
+                           parallel ? static_cast<int>(run.plan->plan.order.size()) : 1,
+                           shape->prepare_seconds});
+    }
+    if (profiler_) {
+      // Observers are added between runs: the shape's mutex is held while its executor runs.
+      std::lock_guard<std::mutex> lock(shape->mutex);
+      profiler_->watch(*shape);
+    }
+  }
+
   std::vector<std::size_t> output_positions(const py::object& names) const {
     const Graph& model = session_->model();
     std::vector<std::string> all;
@@ -271,6 +286,7 @@ class CoreSession {
 
   std::unique_ptr<Session> session_;
   std::vector<Prepared> prepared_;
+  std::vector<std::weak_ptr<PreparedShape>> seen_;
   std::shared_ptr<SessionProfiler> profiler_;
   mutable std::mutex mutex_;
   bool ended_ = false;

@@ -128,7 +128,6 @@ std::shared_ptr<PreparedShape> Session::prepare(const InputShapes& shapes) {
   entry->prepare_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   events_.push_back({fmt::format("prepared {}", describe_shapes(shapes)), entry->prepare_seconds});
-  if (options_.on_prepared) options_.on_prepared(*entry);
   prepared_.push_front(entry);
   while (prepared_.size() > std::max<std::size_t>(options_.max_prepared_shapes, 1)) {
     prepared_.pop_back();  // A run still holding it keeps it alive until it ends.

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstddef>
-#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -16,8 +15,6 @@
 
 namespace cleave {
 
-struct PreparedShape;
-
 /// How a session loads, plans and runs its model.
 struct SessionOptions {
   /// How the model is loaded. `load.shapes` fixes input dims once for every run; dims left
@@ -30,9 +27,6 @@ struct SessionOptions {
   RunRecipe recipe;
   /// Input shapes kept prepared at once; past it the least recently run one is dropped.
   std::size_t max_prepared_shapes = 8;
-  /// Called with each shape once it is prepared, before it first runs (under the session's
-  /// lock): a profiler adds its executor observers here. May be empty.
-  std::function<void(PreparedShape&)> on_prepared;
 };
 
 /// One input shape made ready: the graph specialised to it, its plan and executor.

@@ -16,8 +16,8 @@ namespace cleave {
 class SessionProfiler {
  public:
   SessionProfiler();
-  /// Watches the shape's executor and records its preparation. For SessionOptions::on_prepared:
-  /// the shape has not run yet.
+  /// Watches the shape's executor and records its preparation. Once per shape, between its
+  /// runs (its mutex held).
   void watch(PreparedShape& shape);
   /// Records one call of Session::run from `start` to `end` ("model_run").
   void record_run(std::chrono::steady_clock::time_point start,
@@ -27,8 +27,9 @@ class SessionProfiler {
   /// Writes json() to `path` atomically.
   void write(const std::string& path) const;
 
+  struct State;  ///< Shared with the observers it adds to executors (defined in the .cc).
+
  private:
-  struct State;
   std::shared_ptr<State> state_;
 };
 
