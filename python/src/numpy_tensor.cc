@@ -14,21 +14,36 @@ namespace {
 // NumPy's dtype name per element type; empty where NumPy has none.
 const char* numpy_name(DataType dtype) {
   switch (dtype) {
-    case DataType::kFloat: return "float32";
-    case DataType::kUInt8: return "uint8";
-    case DataType::kInt8: return "int8";
-    case DataType::kUInt16: return "uint16";
-    case DataType::kInt16: return "int16";
-    case DataType::kInt32: return "int32";
-    case DataType::kInt64: return "int64";
-    case DataType::kBool: return "bool";
-    case DataType::kFloat16: return "float16";
-    case DataType::kDouble: return "float64";
-    case DataType::kUInt32: return "uint32";
-    case DataType::kUInt64: return "uint64";
-    case DataType::kComplex64: return "complex64";
-    case DataType::kComplex128: return "complex128";
-    default: return "";
+    case DataType::kFloat:
+      return "float32";
+    case DataType::kUInt8:
+      return "uint8";
+    case DataType::kInt8:
+      return "int8";
+    case DataType::kUInt16:
+      return "uint16";
+    case DataType::kInt16:
+      return "int16";
+    case DataType::kInt32:
+      return "int32";
+    case DataType::kInt64:
+      return "int64";
+    case DataType::kBool:
+      return "bool";
+    case DataType::kFloat16:
+      return "float16";
+    case DataType::kDouble:
+      return "float64";
+    case DataType::kUInt32:
+      return "uint32";
+    case DataType::kUInt64:
+      return "uint64";
+    case DataType::kComplex64:
+      return "complex64";
+    case DataType::kComplex128:
+      return "complex128";
+    default:
+      return "";
   }
 }
 
@@ -41,12 +56,18 @@ const py::module_& numpy() {
 
 std::string ort_type_name(DataType dtype) {
   switch (dtype) {
-    case DataType::kFloat: return "tensor(float)";
-    case DataType::kDouble: return "tensor(double)";
-    case DataType::kString: return "tensor(string)";
-    case DataType::kBFloat16: return "tensor(bfloat16)";
-    case DataType::kUndefined: return "tensor(undefined)";
-    default: return fmt::format("tensor({})", numpy_name(dtype));
+    case DataType::kFloat:
+      return "tensor(float)";
+    case DataType::kDouble:
+      return "tensor(double)";
+    case DataType::kString:
+      return "tensor(string)";
+    case DataType::kBFloat16:
+      return "tensor(bfloat16)";
+    case DataType::kUndefined:
+      return "tensor(undefined)";
+    default:
+      return fmt::format("tensor({})", numpy_name(dtype));
   }
 }
 

@@ -107,7 +107,8 @@ class CoreSession {
 
   py::list outputs() const {
     py::list list;
-    for (ValueId id : session_->model().outputs()) list.append(node_arg(session_->model().value(id)));
+    for (ValueId id : session_->model().outputs())
+      list.append(node_arg(session_->model().value(id)));
     return list;
   }
 
@@ -150,6 +151,14 @@ class CoreSession {
       arrays.push_back(contiguous_array(value, dtype, name));
       inputs[name] = borrow_array(arrays.back(), dtype);
       addresses[name] = reinterpret_cast<std::uintptr_t>(inputs[name].raw());
+    }
+    // Checked before preparing: a symbolic model could not be specialised without it.
+    for (ValueId id : model.inputs()) {
+      const Value& input = model.value(id);
+      if (!input.initializer && !inputs.contains(input.name)) {
+        throw Error(fmt::format("{}: input '{}' ({}) is missing from input_feed",
+                                session_->origin(), input.name, ort_type_name(input.dtype)));
+      }
     }
     std::vector<Tensor> results;
     {
@@ -225,6 +234,7 @@ class CoreSession {
       for (const auto& p : seen_)
         if (p.lock() == shape) return;
       seen_.push_back(shape);
+      if (prepared_.size() == kMaxPreparedRecords) prepared_.erase(prepared_.begin());
       const PreparedRun& run = shape->run;
       const bool parallel = run.parallel && run.plan;
       prepared_.push_back({describe_shapes(shape->shapes),
@@ -257,8 +267,8 @@ class CoreSession {
       const std::string name = item.cast<std::string>();
       auto it = std::find(all.begin(), all.end(), name);
       if (it == all.end()) {
-        throw Error(fmt::format("{}: no output is named '{}'; outputs are: {}",
-                                session_->origin(), name, fmt::join(all, ", ")));
+        throw Error(fmt::format("{}: no output is named '{}'; outputs are: {}", session_->origin(),
+                                name, fmt::join(all, ", ")));
       }
       positions.push_back(static_cast<std::size_t>(it - all.begin()));
     }
@@ -283,6 +293,8 @@ class CoreSession {
     int workers = 1;
     double seconds = 0;
   };
+
+  static constexpr std::size_t kMaxPreparedRecords = 1024;
 
   std::unique_ptr<Session> session_;
   std::vector<Prepared> prepared_;

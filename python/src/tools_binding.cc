@@ -58,7 +58,8 @@ class PyPlan {
   int threads_per_worker() const { return plan_.threads_per_worker; }
   std::vector<std::pair<std::string, double>> candidates() const {
     std::vector<std::pair<std::string, double>> list;
-    for (const PlanCandidate& c : plan_.candidates) list.emplace_back(c.strategy, c.predicted_seconds);
+    for (const PlanCandidate& c : plan_.candidates)
+      list.emplace_back(c.strategy, c.predicted_seconds);
     return list;
   }
   std::string gantt_svg_text() const {
@@ -133,8 +134,9 @@ std::string codegen(const std::string& model, const std::string& lang, const std
   if (lang != "cpp" && lang != "pytorch")
     throw py::value_error(fmt::format("lang: expected cpp or pytorch, got '{}'", lang));
   py::gil_scoped_release release;
-  AtomicFolder out(out_dir, {force ? FolderRules::Existing::kReplace : FolderRules::Existing::kRefuse,
-                             {model, plan_file.value_or("")}});
+  AtomicFolder out(out_dir,
+                   {force ? FolderRules::Existing::kReplace : FolderRules::Existing::kRefuse,
+                    {model, plan_file.value_or("")}});
   Graph graph = load_for_tools(model, {}, true);
   ModelPlan plan;
   if (plan_file) {

@@ -46,7 +46,8 @@ class RunRecorder : public TraceRecorder {
 
   void on_run_end(double makespan) override {
     TraceRecorder::on_run_end(makespan);
-    nlohmann::json run = nlohmann::json::parse(chrome_trace_json(trace(), task_names_, worker_names_));
+    nlohmann::json run =
+        nlohmann::json::parse(chrome_trace_json(trace(), task_names_, worker_names_));
     std::lock_guard<std::mutex> lock(state_->mutex);
     const double offset = state_->micros_since_start(run_start_);
     for (nlohmann::json& event : run["traceEvents"]) {
@@ -136,6 +137,8 @@ std::string SessionProfiler::json() const {
   return nlohmann::json{{"traceEvents", state_->events}, {"displayTimeUnit", "ms"}}.dump(1);
 }
 
-void SessionProfiler::write(const std::string& path) const { write_file_atomically(path, json()); }
+void SessionProfiler::write(const std::string& path) const {
+  write_file_atomically(path, json());
+}
 
 }  // namespace cleave

@@ -45,7 +45,7 @@ def batch_reference(x: np.ndarray) -> np.ndarray:
     return np.maximum(x @ w + b, 0)
 
 
-def branchy_model(branches: int = 12, width: int = 64) -> onnx.ModelProto:
+def branchy_model(branches: int = 12, width: int = 64, rows=16) -> onnx.ModelProto:
     """Many independent branches (small MatMul, Tanh, Mul) summed: the graphs ONNX Runtime
     users report slow under ORT_PARALLEL."""
     rng = np.random.default_rng(5)
@@ -63,8 +63,8 @@ def branchy_model(branches: int = 12, width: int = 64) -> onnx.ModelProto:
     nodes.append(helper.make_node("Sum", outs, ["y"], name="sum"))
     graph = helper.make_graph(
         nodes, "branchy",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, width])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [16, width])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, width])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, width])],
         initializer=inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
