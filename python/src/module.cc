@@ -14,12 +14,13 @@ namespace py = pybind11;
 PYBIND11_MODULE(_cleave, module) {
   module.doc() = "cleave's engine, planners and code generator (see the cleave package)";
   // cleave.Error carries cleave's message (the file, node or input, and what was expected).
-  static py::exception<cleave::Error> error(module, "Error", PyExc_RuntimeError);
+  // Never destroyed: a static Python object would be released after the interpreter is gone.
+  static auto* error = new py::exception<cleave::Error>(module, "Error", PyExc_RuntimeError);
   py::register_exception_translator([](std::exception_ptr thrown) {
     try {
       if (thrown) std::rethrow_exception(thrown);
     } catch (const cleave::Error& e) {
-      error(e.what());
+      (*error)(e.what());
     } catch (const std::bad_alloc& e) {
       PyErr_SetString(PyExc_MemoryError, cleave::describe_exception(e).c_str());
     } catch (const py::builtin_exception&) {
@@ -29,7 +30,7 @@ PYBIND11_MODULE(_cleave, module) {
     } catch (const std::exception& e) {
       // Anything else that reaches Python is cleave failing on a model or a file: the same
       // words the command line prints.
-      error(cleave::describe_exception(e).c_str());
+      (*error)(cleave::describe_exception(e).c_str());
     }
   });
   cleave::python::bind_session(module);

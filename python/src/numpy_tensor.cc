@@ -47,9 +47,10 @@ const char* numpy_name(DataType dtype) {
   }
 }
 
+// Never destroyed: a static Python object would be released after the interpreter is gone.
 const py::module_& numpy() {
-  static const py::module_ module = py::module_::import("numpy");
-  return module;
+  static const py::module_* module = new py::module_(py::module_::import("numpy"));
+  return *module;
 }
 
 }  // namespace

@@ -152,7 +152,9 @@ class CoreSession {
       inputs[name] = borrow_array(arrays.back(), dtype);
       addresses[name] = reinterpret_cast<std::uintptr_t>(inputs[name].raw());
     }
-    // Checked before preparing: a symbolic model could not be specialised without it.
+    // Unknown names, ranks and contradicted dims are refused first, then missing inputs:
+    // a symbolic model could not be specialised without them.
+    const InputShapes shapes = session_->shapes_of(inputs);
     for (ValueId id : model.inputs()) {
       const Value& input = model.value(id);
       if (!input.initializer && !inputs.contains(input.name)) {
@@ -164,7 +166,7 @@ class CoreSession {
     {
       py::gil_scoped_release release;
       const auto start = std::chrono::steady_clock::now();
-      note_prepared(session_->prepare(session_->shapes_of(inputs)));
+      note_prepared(session_->prepare(shapes));
       results = session_->run(inputs);
       if (profiling()) profiler_->record_run(start, std::chrono::steady_clock::now());
       std::lock_guard<std::mutex> lock(mutex_);

@@ -59,9 +59,19 @@ def test_schedule_refuses_an_unknown_algorithm():
         cleave.schedule(SOURCE_DIR / "fuzz" / "corpus_plan" / "task_graph.json", algo="magic")
 
 
-def test_stream_schedule_gives_the_steady_state():
-    schedule = cleave.stream_schedule(SOURCE_DIR / "fuzz" / "corpus_stream" / "program.json")
-    assert isinstance(schedule, dict) and schedule
+def test_stream_schedule_gives_the_steady_state(tmp_path):
+    program = tmp_path / "program.json"
+    program.write_text(json.dumps({"pipeline": {"name": "top", "streams": [
+        {"filter": {"name": "pairs", "pop": 2, "push": 1, "op": "concat", "args": [0]}},
+        {"filter": {"name": "each", "pop": 1, "push": 1, "op": "identity"}}]}}))
+    schedule = cleave.stream_schedule(program)
+    assert schedule["repetitions"] == {"pairs": 1, "each": 1}
+    assert schedule["input_per_iteration"] == 2 and schedule["output_per_iteration"] == 1
+
+
+def test_stream_schedule_refuses_a_program_without_a_steady_state():
+    with pytest.raises(cleave.Error, match="no steady state exists"):
+        cleave.stream_schedule(SOURCE_DIR / "fuzz" / "corpus_stream" / "program.json")
 
 
 def test_codegen_writes_a_program(branchy_path, tmp_path):
