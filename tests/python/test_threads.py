@@ -36,11 +36,14 @@ def test_python_code_runs_while_a_run_is_under_way(tmp_path):
         ticks.append(time.perf_counter())
     thread.join()
     ticks = np.array(ticks)
+    gaps = []
     for start, end in spans:
         inside = ticks[(ticks > start) & (ticks < end)]
         edges = np.concatenate(([start], inside, [end]))
-        # Holding the GIL through the run would stop this thread for all of it.
-        assert np.max(np.diff(edges)) < 0.5 * (end - start), (end - start, np.max(np.diff(edges)))
+        gaps.append((np.max(np.diff(edges)), end - start))
+    # Holding the GIL through a run would stop this thread for all of it, in every run; on a
+    # busy host the scheduler alone may stop it for a while in some.
+    assert any(gap < 0.5 * span for gap, span in gaps), gaps
 
 
 def test_two_threads_run_one_session_at_once_with_right_results(tmp_path):
