@@ -22,6 +22,8 @@ build_packages=(
   python3-markdown
   # The standard-ONNX tests run onnx.checker over every model cleave writes.
   python3-onnx
+  # The cleave Python module (python/) and its tests (tests/python/, under pytest).
+  python3-dev pybind11-dev python3-pytest
 )
 # Only the benchmark and corpus scripts use this; the build and tests do not.
 corpus_packages=(python3-torchvision)
