@@ -9,7 +9,7 @@
 #include "cli/model_task_graph.h"
 #include "cli/option_limits.h"
 #include "codegen/codegen_driver.h"
-#include "pipeline/model_plan.h"
+#include "frontend/model_plan.h"
 #include "support/atomic_output.h"
 #include "support/error.h"
 
