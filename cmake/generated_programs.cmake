@@ -9,9 +9,10 @@ if(NOT TARGET cleave_codegen_runtime)
   return()
 endif()
 
-# The areas generated code reaches, top first (the link order of static archives).
-set(CLEAVE_GENERATED_PROGRAM_AREAS codegen_runtime runtime plan machine ir support)
-set(CLEAVE_GENERATED_RANK_AREAS codegen_runtime distributed runtime plan machine ir support)
+# The areas whose objects generated code reaches, top first (the link order of static
+# archives): not the planners (plan), whose objects the executor's code does not call.
+set(CLEAVE_GENERATED_PROGRAM_AREAS codegen_runtime runtime ir support)
+set(CLEAVE_GENERATED_RANK_AREAS codegen_runtime distributed runtime ir support)
 
 set(cleave_generated_program_text [=[
 # cleave's code-generation runtime, for the programs `cleave codegen --lang cpp` writes.

@@ -38,9 +38,9 @@ function(cleave_area name)
   target_include_directories(cleave_${name} PRIVATE ${CMAKE_BINARY_DIR}/generated)
   target_include_directories(cleave_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_compile_options(cleave_${name} PRIVATE ${CLEAVE_WARNINGS})
-  # Every area compiles with the one set of flags all the packages' headers need, as the one
-  # library did, so that the compiler cache serves each object to every area split, build
-  # configuration and worktree. What an area links is its own line below, and the checks
+  # Every area compiles with the one set of flags all the packages' headers (and the build's
+  # generated headers) need, as the one library did, so that the compiler cache serves each
+  # object to every build configuration and worktree whatever its area's links. What an area links is its own line below, and the checks
   # hold it to that (the include check also to the packages whose headers it includes).
   foreach(package ${CLEAVE_HEADER_PACKAGES})
     target_compile_definitions(cleave_${name} PRIVATE
