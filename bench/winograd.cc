@@ -2,7 +2,8 @@
 // direct convolution on the same 8-channel-block input, per convolution shape, warm caches.
 //
 // Build against the release library, then run at 1 and 2 threads:
-//   g++ -O2 -std=c++20 -fopenmp -Isrc bench/winograd.cc build/libcleave_lib.a -ldnnl -lfmt \
+//   cd build && g++ -O2 -std=c++20 -fopenmp -DFMT_SHARED -I../src ../bench/winograd.cc \
+//     $(sed -n '/^build cleave:/,/LINK_LIBRARIES/s/.*LINK_LIBRARIES = //p' build.ninja) \
 //     -o /tmp/winograd_bench
 //   /tmp/winograd_bench 1; /tmp/winograd_bench 2
 // Prints, per shape, both medians of 21 runs in ms, their ratio and the largest difference

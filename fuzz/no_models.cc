@@ -1,6 +1,6 @@
 // The stream fuzz targets read programs without their models (load_models = false), so the
 // ONNX loader and the passes behind it stay out of them: this stands in for load_model.
-#include "pipeline/load.h"
+#include "frontend/load.h"
 
 namespace cleave {
 

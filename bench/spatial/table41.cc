@@ -1,9 +1,9 @@
 // Reproduces the thesis's Table 4.1: the pruned partition search on a 1x3x448x488 output.
 //
 // Build (after `cmake --build build --target cleave`):
-//   g++ -O2 -std=c++20 -DFMT_SHARED -Isrc bench/spatial/table41.cc build/libcleave_lib.a \
-//       $(sed -n "s/.*LINK_LIBRARIES = //p" build/build.ninja | head -1 | sed
-//       "s/libcleave_lib.a//") \ -o /tmp/table41
+//   cd build && g++ -O2 -std=c++20 -DFMT_SHARED -I../src ../bench/spatial/table41.cc \
+//       $(sed -n '/^build cleave:/,/LINK_LIBRARIES/s/.*LINK_LIBRARIES = //p' build.ninja) \
+//       -o /tmp/table41
 // Run:
 //   /tmp/table41 [h|w]   (default w: the 488-wide direction)
 // Prints one markdown row per machine count and threshold: log10 of the partitions in the

@@ -6,8 +6,8 @@
 
 #include "cli/commands.h"
 #include "cli/option_limits.h"
+#include "frontend/model_plan.h"
 #include "pipeline/model_bench.h"
-#include "pipeline/model_plan.h"
 
 namespace cleave::cli {
 

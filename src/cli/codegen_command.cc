@@ -9,7 +9,7 @@
 #include "cli/model_task_graph.h"
 #include "cli/option_limits.h"
 #include "codegen/codegen_driver.h"
-#include "pipeline/model_plan.h"
+#include "frontend/model_plan.h"
 #include "support/atomic_output.h"
 #include "support/error.h"
 
@@ -219,8 +219,9 @@ void register_codegen(CLI::App& app, CommandAction& action) {
       ->default_val("auto");
   command->add_option("--cleave-root", settings->cleave_root,
                       "cleave source folder the C++ build uses (default: this build's)");
-  command->add_option("--cleave-build", settings->cleave_build,
-                      "cleave build folder with libcleave_lib.a (default: this binary's)");
+  command->add_option(
+      "--cleave-build", settings->cleave_build,
+      "cleave build folder with cleave_codegen_runtime.cmake (default: this binary's)");
   command->add_flag("--ranks", settings->ranks,
                     "--lang cpp: the plan's workers are MPI ranks; one source per rank with MPI "
                     "sends and receives, run with mpirun -np WORKERS");

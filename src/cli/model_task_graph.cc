@@ -5,9 +5,9 @@
 
 #include <functional>
 
+#include "frontend/costs.h"
+#include "frontend/load.h"
 #include "machine/machine.h"
-#include "pipeline/costs.h"
-#include "pipeline/load.h"
 
 namespace cleave::cli {
 

@@ -33,7 +33,7 @@ Graph load_model_for(const ModelSettings& settings);
 /// With `verbose`, a log printing each line on stderr; else an empty one.
 std::function<void(const std::string&)> log_to_stderr(bool verbose);
 
-/// The cost table named by `--costs` (choose_costs, pipeline/costs.h): "static", "analytical"
+/// The cost table named by `--costs` (choose_costs, frontend/costs.h): "static", "analytical"
 /// or "profile" (1..max_threads threads, in the family `threads_per_worker` runs); -v logs.
 CostTable costs_for(const Graph& graph, const std::string& source, int max_threads, bool verbose,
                     int threads_per_worker = 1);

@@ -13,7 +13,7 @@
 #include "codegen/stream_model_check.h"
 #include "codegen/streamit_reader.h"
 #include "codegen/worker_program.h"
-#include "pipeline/layout_choice.h"
+#include "frontend/layout_choice.h"
 #include "spatial/manifest.h"
 #include "stream/from_graph.h"
 #include "stream/stream_json.h"

@@ -8,8 +8,8 @@
 
 #include "codegen/stream_cpp_emitter.h"
 #include "codegen/streamit_emitter.h"
+#include "frontend/model_plan.h"
 #include "ir/graph.h"
-#include "pipeline/model_plan.h"
 #include "support/atomic_output.h"
 
 namespace cleave {

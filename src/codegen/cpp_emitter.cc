@@ -24,12 +24,13 @@ std::string cmake_cleave_library(const CppCodegenOptions& options) {
 }
 
 void require_cleave_root(const std::string& root) {
-  const std::filesystem::path header = std::filesystem::path(root) / "src/codegen/static_program.h";
+  const std::filesystem::path header =
+      std::filesystem::path(root) / "src/codegen_runtime/static_program.h";
   std::error_code error;
   if (!std::filesystem::is_regular_file(header, error)) {
     throw Error(
         fmt::format("--cleave-root {}: not cleave's source folder (expected a folder holding {}{})",
-                    root, "src/codegen/static_program.h",
+                    root, "src/codegen_runtime/static_program.h",
                     std::filesystem::exists(root, error) ? "" : "; the path does not exist"));
   }
 }

@@ -18,7 +18,7 @@ struct CppCodegenOptions {
   ConvolutionFamily family = ConvolutionFamily::kBlocked;
   bool blocked_layouts = true;
   std::string cleave_root;   ///< cleave's source folder (headers), the CMake default.
-  std::string cleave_build;  ///< cleave's build folder (libcleave_lib.a), the CMake default.
+  std::string cleave_build;  ///< cleave's build folder, the CMake default.
   /// Namespace of the generated tables and worker functions; folder (ending in '/') their
   /// sources go to; the weights file's name. A stream program embeds one such program per
   /// model filter, each under its own names.
@@ -51,11 +51,12 @@ CppCodegenSummary emit_cpp(const Graph& graph, const WorkerProgram& program,
                            const CppCodegenOptions& options, AtomicFolder& out);
 
 /// The CMake lines after `project()`: C++20, Release unless a build type is given, then those
-/// that find cleave's library (libcleave_lib.a, cache variables CLEAVE_ROOT and
-/// CLEAVE_BUILD defaulting to `options`' folders) and its dependencies as target `cleave_lib`.
+/// that include cleave's code-generation runtime (BUILD/cleave_codegen_runtime.cmake, cache
+/// variables CLEAVE_ROOT and CLEAVE_BUILD defaulting to `options`' folders): targets
+/// `cleave_codegen_runtime` and, for rank programs, `cleave_rank_runtime`.
 std::string cmake_cleave_library(const CppCodegenOptions& options);
 /// Throws Error naming `root` unless it is cleave's source folder: the generated CMake takes
-/// the headers the programs include (src/codegen/static_program.h) from there.
+/// the headers the programs include (src/codegen_runtime/static_program.h) from there.
 void require_cleave_root(const std::string& root);
 
 /// The graph as the generated program embeds it: its text form with initializer data left

@@ -8,7 +8,7 @@
 #include <map>
 
 #include "codegen/kernel_specs.h"
-#include "codegen/static_program.h"
+#include "codegen_runtime/static_program.h"
 #include "runtime/executor.h"
 
 namespace cleave {

@@ -54,7 +54,7 @@ const char* kRankProgramHeader =
 
 #include <mpi.h>
 
-#include "codegen/rank_program.h"
+#include "codegen_runtime/rank_program.h"
 
 namespace {0} {{
 
@@ -75,8 +75,8 @@ int main(int argc, char** argv) {
 
 const char* kRankCMake =
     R"gen(# Builds the generated rank program "{0}": the static library `model` and the executable
-# `model_run`, started with mpirun (one process per rank). Kernels come from cleave's library
-# (libcleave_lib.a), messages are MPI's, so outputs are bit-identical to
+# `model_run`, started with mpirun (one process per rank). Kernels come from cleave's
+# code-generation runtime, messages are MPI's, so outputs are bit-identical to
 # `mpirun ... cleave run --plan plan.json` with the same layouts and threads.
 cmake_minimum_required(VERSION 3.22)
 project(generated_rank_model LANGUAGES CXX)
@@ -84,7 +84,7 @@ project(generated_rank_model LANGUAGES CXX)
 
 add_library(model STATIC tables.cc model_api.cc{2})
 target_include_directories(model PUBLIC ${{CMAKE_CURRENT_SOURCE_DIR}})
-target_link_libraries(model PUBLIC cleave_lib MPI::MPI_CXX)
+target_link_libraries(model PUBLIC cleave_rank_runtime MPI::MPI_CXX)
 
 add_executable(model_run main.cc)
 target_link_libraries(model_run PRIVATE model)

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "frontend/model_plan.h"
 #include "ir/graph.h"
-#include "pipeline/model_plan.h"
 
 namespace cleave {
 

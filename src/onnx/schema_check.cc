@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "runtime/kernel.h"  // UnsupportedError, which conformance counts as unsupported
+#include "support/error.h"
 
 namespace cleave {
 namespace {

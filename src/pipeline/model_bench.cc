@@ -12,9 +12,9 @@
 #include <optional>
 
 #include "cost/cost_table.h"
-#include "pipeline/layout_choice.h"
-#include "pipeline/load.h"
-#include "pipeline/model_plan.h"
+#include "frontend/layout_choice.h"
+#include "frontend/load.h"
+#include "frontend/model_plan.h"
 #include "pipeline/plan_and_run.h"
 #include "pipeline/session.h"
 #include "runtime/executor.h"

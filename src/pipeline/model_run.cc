@@ -13,9 +13,9 @@
 #include <sys/resource.h>
 
 #include "distributed/rank_run.h"
-#include "pipeline/layout_choice.h"
-#include "pipeline/load.h"
-#include "pipeline/model_plan.h"
+#include "frontend/layout_choice.h"
+#include "frontend/load.h"
+#include "frontend/model_plan.h"
 #include "pipeline/session.h"
 #include "plan/simulator.h"
 #include "runtime/executor.h"

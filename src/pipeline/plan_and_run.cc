@@ -5,7 +5,7 @@
 
 #include <chrono>
 
-#include "pipeline/costs.h"
+#include "frontend/costs.h"
 #include "runtime/random_inputs.h"
 #include "support/timing.h"
 

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "cost/cost_table.h"
+#include "frontend/layout_choice.h"
+#include "frontend/load.h"
+#include "frontend/model_plan.h"
 #include "ir/graph.h"
-#include "pipeline/layout_choice.h"
-#include "pipeline/load.h"
-#include "pipeline/model_plan.h"
 #include "runtime/executor.h"
 #include "runtime/executor_interface.h"
 #include "runtime/parallel_executor.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "pipeline/load.h"
+#include "frontend/load.h"
 #include "pipeline/plan_and_run.h"
 
 namespace cleave {

@@ -7,8 +7,10 @@
 #include <map>
 
 #include "analysis/flops.h"
-#include "pipeline/costs.h"
-#include "pipeline/load.h"
+#include "frontend/costs.h"
+#include "frontend/load.h"
+#include "ir/verify.h"
+#include "passes/optimize.h"
 #include "stream/schedule.h"
 #include "stream/stream_json.h"
 #include "support/error.h"

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "pipeline/load.h"
+#include "frontend/load.h"
 #include "stream/from_graph.h"
 #include "stream/stages.h"
 #include "stream/stream_ir.h"

@@ -87,12 +87,6 @@ struct KernelInfo {
   std::function<std::unique_ptr<Kernel>(const KernelContext&)> create;
 };
 
-/// Valid ONNX that no kernel of cleave implements (an op, opset, type or attribute value).
-class UnsupportedError : public Error {
- public:
-  using Error::Error;
-};
-
 class KernelRegistry {
  public:
   /// The registry with every kernel of cleave (built once, thread-safe to read).

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <limits>
 
-#include "pipeline/load.h"
+#include "frontend/load.h"
 #include "spatial/manifest.h"
 
 namespace cleave {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "frontend/model_plan.h"
 #include "ir/graph.h"
-#include "pipeline/model_plan.h"
 #include "runtime/tensor.h"
 
 namespace cleave {

@@ -2,7 +2,7 @@
 #include "spatial/split_plan.h"
 
 #include "cost/cost_table.h"
-#include "pipeline/costs.h"
+#include "frontend/costs.h"
 #include "plan/simulator.h"
 
 namespace cleave {

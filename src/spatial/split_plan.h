@@ -3,8 +3,8 @@
 
 #include <string>
 
+#include "frontend/model_plan.h"
 #include "ir/graph.h"
-#include "pipeline/model_plan.h"
 #include "spatial/partitioned_graph.h"
 
 namespace cleave {

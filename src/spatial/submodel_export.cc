@@ -1,11 +1,11 @@
 // Split folder contents: the sub-models, the partitioned model, its plan and the manifest.
 #include "spatial/submodel_export.h"
 
+#include "frontend/load.h"
+#include "frontend/model_plan.h"
 #include "onnx/atomic_file.h"
 #include "onnx/extract.h"
 #include "onnx/onnx_export.h"
-#include "pipeline/load.h"
-#include "pipeline/model_plan.h"
 #include "spatial/split_plan.h"
 
 namespace cleave {

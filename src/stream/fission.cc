@@ -6,8 +6,8 @@
 #include <charconv>
 #include <set>
 
+#include "frontend/load.h"  // infer_shapes
 #include "ir/text.h"
-#include "pipeline/load.h"  // infer_shapes
 #include "support/limits.h"
 
 namespace cleave {

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "pipeline/load.h"
+#include "frontend/load.h"
 #include "support/json_file.h"
 #include "support/limits.h"
 

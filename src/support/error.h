@@ -13,4 +13,11 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Valid ONNX that cleave does not implement (an op, opset, type or attribute value): the
+/// kernels and the ONNX schema check throw it, and conformance counts it as unsupported.
+class UnsupportedError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace cleave

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/program_main.h"
+#include "codegen_runtime/program_main.h"
 
 namespace cleave {
 namespace {

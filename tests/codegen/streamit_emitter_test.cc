@@ -4,8 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "frontend/load.h"
 #include "ir/text.h"
-#include "pipeline/load.h"
 #include "stream/builder.h"
 #include "stream/from_graph.h"
 

@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "frontend/costs.h"
 #include "ir/text.h"
-#include "pipeline/costs.h"
 #include "runtime/cpu_isa.h"
 
 namespace cleave {

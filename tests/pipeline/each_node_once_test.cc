@@ -5,7 +5,7 @@
 
 #include "cost/cost_table.h"
 #include "modelgen/inception.h"
-#include "pipeline/model_plan.h"
+#include "frontend/model_plan.h"
 
 namespace cleave {
 namespace {

@@ -8,8 +8,8 @@
 
 #include "bitwise_equal.h"
 #include "cost/cost_table.h"
+#include "frontend/model_plan.h"
 #include "ir/text.h"
-#include "pipeline/model_plan.h"
 #include "runtime/executor.h"
 #include "runtime/parallel_executor.h"
 #include "runtime/random_inputs.h"

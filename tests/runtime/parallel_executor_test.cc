@@ -12,10 +12,10 @@
 #include <set>
 
 #include "cost/cost_table.h"
+#include "frontend/costs.h"
+#include "frontend/model_plan.h"
 #include "ir/text.h"
 #include "modelgen/inception.h"
-#include "pipeline/costs.h"
-#include "pipeline/model_plan.h"
 #include "runtime/random_inputs.h"
 
 namespace cleave {

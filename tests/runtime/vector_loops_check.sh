@@ -3,7 +3,7 @@
 # code for its ISA.
 # A loop left scalar still computes the right numbers, so no output test can see it; under
 # GCC's -ftrapping-math the AVX2 loops were scalar and EfficientNet-B0 ran 4x slower on AVX2.
-# Usage: vector_loops_check.sh path/to/libcleave_lib.a
+# Usage: vector_loops_check.sh path/to/libcleave_runtime.a
 set -euo pipefail
 library=$(realpath "$1")
 work=$(mktemp -d)

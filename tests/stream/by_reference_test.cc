@@ -2,8 +2,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "frontend/load.h"
 #include "ir/text.h"
-#include "pipeline/load.h"
 #include "runtime/executor.h"
 #include "stream/executor.h"
 #include "stream/from_graph.h"

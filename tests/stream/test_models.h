@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "frontend/load.h"
 #include "ir/graph.h"
 #include "onnx/onnx_export.h"
-#include "pipeline/load.h"
 #include "stream/executor.h"
 #include "stream/stream_planner.h"
 

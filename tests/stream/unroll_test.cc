@@ -8,8 +8,8 @@
 
 #include <cmath>
 
+#include "frontend/load.h"
 #include "ir/text.h"
-#include "pipeline/load.h"
 #include "runtime/executor.h"
 #include "stream/executor.h"
 #include "stream/from_graph.h"

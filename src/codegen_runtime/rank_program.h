@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "codegen/static_program.h"
+#include "codegen_runtime/static_program.h"
 
 namespace cleave {
 

@@ -1,5 +1,5 @@
 // Generated rank programs at run time: checked messages per channel, bounded waits, rank 0's main.
-#include "codegen/rank_program.h"
+#include "codegen_runtime/rank_program.h"
 
 #include <fmt/core.h>
 #include <fmt/format.h>
@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "codegen/program_main.h"
+#include "codegen_runtime/program_main.h"
 #include "distributed/message.h"
 #include "distributed/mpi_session.h"
 #include "distributed/rank_sync.h"

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "codegen/static_program.h"
+#include "codegen_runtime/static_program.h"
 #include "runtime/tensor.h"
 #include "runtime/wait_policy.h"
 

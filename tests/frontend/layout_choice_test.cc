@@ -1,5 +1,5 @@
 // Convolution families: channels-last and Winograd kernels, same outputs, the measured choice.
-#include "pipeline/layout_choice.h"
+#include "frontend/layout_choice.h"
 
 #include <fmt/core.h>
 #include <gtest/gtest.h>

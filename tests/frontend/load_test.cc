@@ -1,5 +1,5 @@
 // The load recipe: --shape parsing, fixing input dims, re-inferring shapes, and load_model.
-#include "pipeline/load.h"
+#include "frontend/load.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // Model loading: the recipe every command follows before planning or running a model.
-#include "pipeline/load.h"
+#include "frontend/load.h"
 
 #include <fmt/core.h>
 #include <fmt/format.h>
@@ -8,13 +8,13 @@
 #include <charconv>
 #include <exception>
 
+#include "frontend/shape_completion.h"
 #include "ir/text.h"
 #include "ir/verify.h"
 #include "onnx/onnx_export.h"
 #include "onnx/onnx_import.h"
 #include "passes/loop_unrolling.h"
 #include "passes/optimize.h"
-#include "pipeline/shape_completion.h"
 
 namespace cleave {
 

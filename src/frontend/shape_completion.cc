@@ -1,5 +1,5 @@
 // Static shapes from the runtime's kernels, for values ONNX's inference left open.
-#include "pipeline/shape_completion.h"
+#include "frontend/shape_completion.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 

@@ -1,5 +1,5 @@
 // Cost sources, and the task graphs and plans made from them (costs.h).
-#include "pipeline/costs.h"
+#include "frontend/costs.h"
 
 #include <fmt/core.h>
 
@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "pipeline/layout_choice.h"
+#include "frontend/layout_choice.h"
 
 namespace cleave {
 

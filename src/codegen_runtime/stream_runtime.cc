@@ -1,5 +1,5 @@
 // Ring buffers, built-in work functions and the command line of generated stream programs.
-#include "codegen/stream_runtime.h"
+#include "codegen_runtime/stream_runtime.h"
 
 #include <fmt/core.h>
 #include <fmt/format.h>

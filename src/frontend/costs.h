@@ -6,9 +6,9 @@
 #include <string>
 
 #include "cost/cost_table.h"
+#include "frontend/model_plan.h"
 #include "ir/graph.h"
 #include "machine/machine.h"
-#include "pipeline/model_plan.h"
 #include "plan/task_graph.h"
 #include "runtime/convolution_family.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/static_program.h"
+#include "codegen_runtime/static_program.h"
 
 namespace cleave {
 

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "codegen/program_main.h"
+#include "codegen_runtime/program_main.h"
 #include "ir/text.h"
 #include "runtime/npy.h"
 #include "runtime/random_inputs.h"

@@ -1,5 +1,5 @@
 // Convolution family choice: time the model in each family, keep the fastest, cache it.
-#include "pipeline/layout_choice.h"
+#include "frontend/layout_choice.h"
 
 #include <fmt/core.h>
 

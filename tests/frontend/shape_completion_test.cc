@@ -1,5 +1,5 @@
 // Shapes completed by the runtime's kernels where ONNX's inference left them open.
-#include "pipeline/shape_completion.h"
+#include "frontend/shape_completion.h"
 
 #include <gtest/gtest.h>
 

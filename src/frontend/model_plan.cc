@@ -1,5 +1,5 @@
 // Model planning: candidates, the `auto` choice by simulation, and plan files.
-#include "pipeline/model_plan.h"
+#include "frontend/model_plan.h"
 
 #include <fmt/core.h>
 
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <limits>
 
-#include "pipeline/costs.h"
+#include "frontend/costs.h"
 #include "plan/cluster/hypercluster.h"
 #include "plan/list_schedule.h"
 #include "plan/registry.h"

@@ -1,5 +1,5 @@
 // Runtime of generated C++ programs: mapped weights, one arena, prepared kernels, ready flags.
-#include "codegen/static_program.h"
+#include "codegen_runtime/static_program.h"
 
 #include <fcntl.h>
 #include <fmt/core.h>
