@@ -64,3 +64,25 @@ def codegen(model: PathLike, lang: str = "cpp", out_dir: PathLike = "generated",
     return json.loads(_cleave._codegen(_path("model", model), lang, _path("out_dir", out_dir),
                                        _path("plan", plan) if plan is not None else None,
                                        int(threads), bool(force)))
+
+
+def split(model: PathLike, nodes: int, dim: str = "h", out_dir: PathLike = "split",
+          speeds: Optional[Sequence[float]] = None, machine: Optional[PathLike] = None,
+          search: bool = False, shapes: Optional[Mapping[str, Sequence[int]]] = None,
+          force: bool = False) -> Dict[str, Any]:
+    """`cleave split MODEL --nodes N --dim D -o OUT_DIR`: cuts every layer across `nodes`
+    machines (dim h, w, c, hw or auto; `speeds` as relative shares) and writes the per-machine
+    ONNX sub-models and their manifest into out_dir (whole or not at all). Returns the report."""
+    if not isinstance(nodes, int) or isinstance(nodes, bool):
+        raise TypeError(f"nodes: expected an int, got {type(nodes).__name__}")
+    if not isinstance(dim, str):
+        raise TypeError(f"dim: expected a str, got {type(dim).__name__}")
+    speed_text = None
+    if speeds is not None:
+        if isinstance(speeds, (str, bytes)) or not isinstance(speeds, Sequence):
+            raise TypeError("speeds: expected a sequence of numbers")
+        speed_text = ",".join(repr(float(s)) for s in speeds)
+    return json.loads(_cleave._split(_path("model", model), nodes, dim, _path("out_dir", out_dir),
+                                     speed_text,
+                                     _path("machine", machine) if machine is not None else "",
+                                     bool(search), _shapes(shapes), bool(force)))

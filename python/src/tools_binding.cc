@@ -2,6 +2,7 @@
 #include "tools_binding.h"
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
@@ -14,11 +15,12 @@
 #include "analysis/model_summary.h"
 #include "codegen/codegen_driver.h"
 #include "cost/cost_table.h"
-#include "machine/machine.h"
-#include "onnx/onnx_import.h"
 #include "frontend/costs.h"
 #include "frontend/load.h"
 #include "frontend/model_plan.h"
+#include "machine/machine.h"
+#include "onnx/onnx_import.h"
+#include "pipeline/model_split.h"
 #include "plan/plan.h"
 #include "plan/schedule/schedulers.h"
 #include "plan/simulator.h"
@@ -155,6 +157,26 @@ std::string codegen(const std::string& model, const std::string& lang, const std
   return codegen_plan(request, graph, plan, out).dump();
 }
 
+// `cleave split MODEL --nodes N --dim D -o OUT_DIR`: the one split driver the command runs.
+std::string split(const std::string& model, int nodes, const std::string& dim,
+                  const std::string& out_dir, const std::optional<std::string>& speeds,
+                  const std::string& machine, bool search, const Shapes& shapes, bool force) {
+  py::gil_scoped_release release;
+  ModelSplitSettings settings;
+  settings.model = model;
+  settings.nodes = nodes;
+  settings.dim = dim;
+  settings.output = out_dir;
+  settings.speeds_given = speeds.has_value();
+  settings.speeds = speeds.value_or("");
+  settings.machine = machine;
+  settings.search = search;
+  settings.force = force;
+  for (const auto& [name, dims] : shapes)
+    settings.shapes.push_back(fmt::format("{}={}", name, fmt::join(dims, ",")));
+  return split_model_to_folder(settings).report.dump();
+}
+
 }  // namespace
 
 void bind_tools(py::module_& module) {
@@ -176,6 +198,9 @@ void bind_tools(py::module_& module) {
   module.def("_stream_schedule", &stream_schedule, py::arg("program"));
   module.def("_codegen", &codegen, py::arg("model"), py::arg("lang"), py::arg("out_dir"),
              py::arg("plan_file"), py::arg("threads"), py::arg("force"));
+  module.def("_split", &split, py::arg("model"), py::arg("nodes"), py::arg("dim"),
+             py::arg("out_dir"), py::arg("speeds"), py::arg("machine"), py::arg("search"),
+             py::arg("shapes"), py::arg("force"));
 }
 
 }  // namespace cleave::python

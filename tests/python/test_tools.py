@@ -1,4 +1,4 @@
-"""cleave.plan, inspect, schedule, stream_schedule and codegen: the CLI commands' calls."""
+"""cleave.plan, inspect, schedule, stream_schedule, codegen and split: the CLI commands' calls."""
 
 import json
 
@@ -79,3 +79,23 @@ def test_codegen_writes_a_program(branchy_path, tmp_path):
     report = cleave.codegen(branchy_path, lang="pytorch", out_dir=out)
     assert report["strategy"] == "sequential"
     assert any(out.iterdir())
+
+
+def test_split_writes_the_folder_the_command_writes(tmp_path):
+    out = tmp_path / "split"
+    report = cleave.split(CORPUS_MODEL, nodes=2, dim="h", out_dir=out, speeds=[1, 3])
+    assert report["output"] == str(out)
+    assert (out / "manifest.json").is_file()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["machines"] == 2
+
+
+def test_split_refuses_an_unknown_dim_naming_the_option(tmp_path):
+    with pytest.raises(cleave.Error, match="--dim: expected h, w, c, hw or auto"):
+        cleave.split(CORPUS_MODEL, nodes=2, dim="z", out_dir=tmp_path / "split")
+    assert not (tmp_path / "split").exists()
+
+
+def test_split_takes_nodes_as_an_int(tmp_path):
+    with pytest.raises(TypeError, match="nodes: expected an int"):
+        cleave.split(CORPUS_MODEL, nodes="2", out_dir=tmp_path / "split")
