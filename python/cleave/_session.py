@@ -173,11 +173,11 @@ class ModelMetadata:
     def __init__(self, meta: Dict[str, Any]) -> None:
         self.producer_name: str = meta["producer_name"]
         self.graph_name: str = meta["graph_name"]
-        self.description: str = meta["description"]
+        self.description: str = meta["model_description"]
         self.graph_description: str = meta["description"]
-        self.domain = ""
-        self.version = 0
-        self.custom_metadata_map: Dict[str, str] = {}
+        self.domain: str = meta["domain"]
+        self.version: int = meta["version"]
+        self.custom_metadata_map: Dict[str, str] = dict(meta["custom_metadata_map"])
 
 
 def _provider_names(providers: Optional[Sequence[Any]]) -> List[str]:

@@ -129,6 +129,10 @@ class CoreSession {
     meta["graph_name"] = model.name;
     meta["description"] = model.doc_string;
     meta["ir_version"] = model.ir_version;
+    meta["domain"] = model.metadata.domain;
+    meta["version"] = model.metadata.version;
+    meta["model_description"] = model.metadata.description;
+    meta["custom_metadata_map"] = model.metadata.properties;
     return meta;
   }
 

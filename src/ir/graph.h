@@ -200,6 +200,15 @@ class Graph {
   int64_t ir_version = 8;
   std::string producer_name = "cleave";
   std::string doc_string;
+  /// What the model file says about itself besides its graph (ModelProto's domain,
+  /// model_version, doc_string and metadata_props), kept for export and for sessions.
+  struct ModelMetadata {
+    std::string domain;
+    int64_t version = 0;
+    std::string description;
+    std::map<std::string, std::string> properties;
+  };
+  ModelMetadata metadata;
 
   /// Adds a value; the name must be new. Throws Error on a duplicate name.
   ValueId add_value(std::string name, DataType dtype = DataType::kUndefined, Shape shape = {});

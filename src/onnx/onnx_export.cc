@@ -201,6 +201,14 @@ onnx::ModelProto to_onnx(const Graph& graph) {
   onnx::ModelProto model;
   model.set_ir_version(graph.ir_version);
   if (!graph.producer_name.empty()) model.set_producer_name(graph.producer_name);
+  if (!graph.metadata.domain.empty()) model.set_domain(graph.metadata.domain);
+  if (graph.metadata.version != 0) model.set_model_version(graph.metadata.version);
+  if (!graph.metadata.description.empty()) model.set_doc_string(graph.metadata.description);
+  for (const auto& [key, value] : graph.metadata.properties) {
+    auto* entry = model.add_metadata_props();
+    entry->set_key(key);
+    entry->set_value(value);
+  }
   for (const auto& [domain, version] : graph.opset_imports) {
     auto* opset = model.add_opset_import();
     opset->set_domain(domain);

@@ -548,6 +548,11 @@ Graph import_onnx(const onnx::ModelProto& model, const std::string& origin,
   // limit on nesting) come first.
   check_schemas(model, origin, SchemaCheckOptions{graph.get(), options.other_domains});
   if (!info.declared_disagreements.empty()) throw Error(info.declared_disagreements.front());
+  graph->metadata.domain = model.domain();
+  graph->metadata.version = model.model_version();
+  graph->metadata.description = model.doc_string();
+  for (const auto& entry : model.metadata_props())
+    graph->metadata.properties[entry.key()] = entry.value();
   return std::move(*graph);
 }
 

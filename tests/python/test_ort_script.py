@@ -5,9 +5,10 @@ import subprocess
 import sys
 
 import numpy as np
+import onnx
 
 import cleave
-from conftest import CORPUS_MODEL, batch_reference
+from conftest import CORPUS_MODEL, batch_model, batch_reference, save
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "ort_script.py")
 
@@ -45,6 +46,19 @@ def test_session_interface_describes_the_model(batch_path):
     meta = session.get_modelmeta()
     assert (meta.graph_name, meta.producer_name) == ("batch_graph", "cleave-tests")
     assert session.get_provider_options() == {"CPUExecutionProvider": {}}
+
+
+def test_model_metadata_is_what_the_file_says(tmp_path):
+    model = batch_model()
+    model.domain = "org.example"
+    model.model_version = 7
+    model.doc_string = "a batch model"
+    model.graph.doc_string = "its graph"
+    onnx.helper.set_model_props(model, {"author": "tests", "task": "demo"})
+    meta = cleave.InferenceSession(save(model, tmp_path, "meta.onnx")).get_modelmeta()
+    assert (meta.domain, meta.version) == ("org.example", 7)
+    assert (meta.description, meta.graph_description) == ("a batch model", "its graph")
+    assert meta.custom_metadata_map == {"author": "tests", "task": "demo"}
 
 
 def test_model_bytes_load_like_a_path(batch_path):
