@@ -99,17 +99,18 @@ cleave_area(cost AREAS analysis ir machine runtime support)
 cleave_area(conformance AREAS ir onnx passes runtime support)
 cleave_area(frontend AREAS cost ir machine onnx passes plan runtime support)
 cleave_area(spatial AREAS cost frontend ir machine onnx plan runtime support)
-cleave_area(stream AREAS analysis frontend ir runtime support)
+cleave_area(stream AREAS analysis frontend ir plan runtime support)
 cleave_area(distributed AREAS cost frontend ir onnx plan runtime spatial support
             PACKAGES cleave_mpi)
 cleave_area(codegen_runtime AREAS distributed ir runtime support PACKAGES cleave_mpi)
 cleave_area(pipeline
-            AREAS analysis cost distributed frontend ir passes plan runtime spatial stream support viz)
+            AREAS analysis cost distributed frontend ir machine passes plan runtime spatial stream
+                  support viz)
 cleave_area(codegen
             AREAS codegen_runtime frontend ir onnx runtime spatial stream support)
 cleave_area(cli
             AREAS analysis codegen conformance cost distributed frontend ir machine modelgen onnx
-                  passes pipeline plan runtime spatial stream support viz
+                  passes pipeline plan runtime stream support viz
             PACKAGES CLI11::CLI11)
 
 file(GLOB CLEAVE_SOURCE_AREAS LIST_DIRECTORIES true RELATIVE ${PROJECT_SOURCE_DIR}/src
