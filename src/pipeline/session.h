@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "ir/graph.h"
 #include "frontend/load.h"
+#include "ir/graph.h"
 #include "pipeline/plan_and_run.h"
 
 namespace cleave {

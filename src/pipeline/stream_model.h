@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
 #include "frontend/load.h"
+#include "ir/graph.h"
 #include "stream/from_graph.h"
 #include "stream/stages.h"
 #include "stream/stream_ir.h"

@@ -4,8 +4,8 @@
 #include <set>
 
 #include "cost/cost_table.h"
-#include "modelgen/inception.h"
 #include "frontend/model_plan.h"
+#include "modelgen/inception.h"
 
 namespace cleave {
 namespace {
