@@ -70,7 +70,7 @@ void register_split(CLI::App& app, CommandAction& action) {
                       "(DeepThings' fixed-depth fused tiles; 0 = let the cost model decide)");
   command->add_flag("--no-fuse", o->no_fuse, "Never compute halos redundantly (no fused tiles)");
   command->add_flag("--json", *json, "Print the report as JSON");
-  command->callback([&action, o, speeds] {
+  command->callback([&action, o, json, speeds] {
     o->speeds_given = speeds->count() > 0;  // --speeds '' is a mistake, not "no speeds"
     action = [o, json] { return run_split_command(*o, *json); };
   });
