@@ -20,7 +20,6 @@ const char* kRankEmbedSource = R"(#include <mpi.h>
 #include <stdlib.h>
 
 #include "model.h"
-#include "test_paths.h"
 
 int main(int argc, char** argv) {
   if (argc != 4) return 3;

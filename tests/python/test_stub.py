@@ -94,7 +94,9 @@ def test_every_stub_class_member_matches_the_module():
                 elif cls is cleave.NodeArg:
                     instance_attrs |= set(vars(cls("x", [1], "tensor(float)")))
                 elif cls is cleave.ModelMetadata:
-                    instance_attrs |= set(vars(cls({"producer_name": "", "graph_name": "", "description": ""})))
+                    instance_attrs |= set(vars(cls({"producer_name": "", "graph_name": "", "description": "",
+                                                     "model_description": "", "domain": "", "version": 0,
+                                                     "custom_metadata_map": {}})))
                 assert item.target.id in instance_attrs, (node.name, item.target.id)
     assert checked > 20
 
