@@ -7,6 +7,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "runtime/cpu_isa.h"
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/elementwise.h"
 #include "runtime/kernels/math/quantize_util.h"
@@ -56,6 +57,12 @@ void check_zero_point(const KernelContext& context, std::size_t input, int64_t c
                                        context.where(), what, dtype_name(type)));
   }
   check_count(context, zero, count, what);
+}
+
+bool dnnl_int8_products_exact() {
+  const dnnl::cpu_isa isa = effective_isa();
+  return isa_includes(isa, dnnl::cpu_isa::avx512_core_vnni) ||
+         isa_includes(isa, dnnl::cpu_isa::avx2_vnni);
 }
 
 void check_8_bit(const KernelContext& context, DataType type, const char* what) {

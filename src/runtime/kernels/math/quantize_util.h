@@ -43,6 +43,12 @@ inline bool all_constant(const KernelContext& context, std::initializer_list<std
 /// Throws UnsupportedError naming the node unless `type` is u8 or i8.
 void check_8_bit(const KernelContext& context, DataType type, const char* what);
 
+// Whether oneDNN's int8 convolutions and matmuls give the loops' exact int32 sums here. With
+// VNNI (vpdpbusd) they do; without it (AVX2, AVX-512 before VNNI) oneDNN adds u8 x s8 products
+// in pairs into saturating int16 (vpmaddubsw), and a capped AVX2 run differed from the loops
+// in up to a third of the elements. The loops run there instead.
+bool dnnl_int8_products_exact();
+
 // Run-time reads of checked inputs, as one value or one per channel.
 std::vector<float> scale_values(const Tensor& scale);
 /// {0} for an absent zero point.
