@@ -210,7 +210,7 @@ class DnnlInt8Matmul final : public Kernel {
 // oneDNN offers only its reference code), so the loops run.
 std::unique_ptr<Kernel> try_dnnl_int8_matmul(const KernelContext& context, const Product& p,
                                              const Operands& at, bool requantized) {
-  if (!dnnl_int8_products_exact()) return nullptr;
+  if (!quantize_detail::dnnl_int8_products_exact()) return nullptr;
   const Tensor& b = context.input(at.b);
   if (b.dtype() != DataType::kInt8 || b.rank() != 2 || !context.constant[at.b] ||
       volume(p.output_shape) == 0 || context.input(at.a).rank() < 2 ||

@@ -234,7 +234,7 @@ class DnnlInt8Conv final : public Kernel {
 // only its reference code), so the loops run.
 std::unique_ptr<Kernel> try_dnnl_int8_conv(const KernelContext& context, const ConvProblem& p,
                                            const Operands& at, bool requantized) {
-  if (!dnnl_int8_products_exact()) return nullptr;
+  if (!quantize_detail::dnnl_int8_products_exact()) return nullptr;
   if (context.input(at.w).dtype() != DataType::kInt8 || !context.constant[at.w] ||
       !all_constant(context, {at.x_zero, at.w_zero})) {
     return nullptr;
