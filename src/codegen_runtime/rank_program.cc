@@ -230,8 +230,8 @@ int run_ranks(const RankProgramTables& tables, const ProgramMainOptions& options
   if (session.rank() != 0) return 0;
   nlohmann::json per_rank = nlohmann::json::array();
   for (const RankFigures& figures : all) {
-    per_rank.push_back(
-        {{"host", figures.host}, {"peak_rss_bytes", static_cast<std::size_t>(figures.peak_rss_bytes)}});
+    per_rank.push_back({{"host", figures.host},
+                        {"peak_rss_bytes", static_cast<std::size_t>(figures.peak_rss_bytes)}});
   }
   return report_program_run(*tables.program, options, start.outputs, latencies, baseline_rss,
                             {{"ranks", session.size()}, {"per_rank", per_rank}});
