@@ -2,7 +2,6 @@
 #include "distributed/rank_sync.h"
 
 #include <fmt/core.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdio>

@@ -10,7 +10,6 @@
 #include <map>
 #include <set>
 
-#include <sys/resource.h>
 
 #include "distributed/rank_run.h"
 #include "frontend/layout_choice.h"
