@@ -10,7 +10,6 @@
 #include <map>
 #include <set>
 
-
 #include "distributed/rank_run.h"
 #include "frontend/layout_choice.h"
 #include "frontend/load.h"
