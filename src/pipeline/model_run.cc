@@ -10,7 +10,6 @@
 #include <map>
 #include <set>
 
-#include "distributed/rank_run.h"
 #include "frontend/layout_choice.h"
 #include "frontend/load.h"
 #include "frontend/model_plan.h"
@@ -28,17 +27,6 @@
 namespace cleave {
 
 namespace {
-
-std::map<std::string, Tensor> gather_inputs(const Graph& graph, const ModelRunSettings& settings,
-                                            uint64_t seed) {
-  std::map<std::string, Tensor> inputs;
-  for (const auto& [name, file] : input_file_specs(settings.inputs)) inputs[name] = read_npy(file);
-  std::map<std::string, Tensor> random = random_inputs(graph, seed);
-  for (auto& [name, tensor] : random) {
-    if (!inputs.count(name)) inputs[name] = std::move(tensor);
-  }
-  return inputs;
-}
 
 const ModelPlan& plan_of(const ModelRun& run) {
   static const ModelPlan kNoPlan;
@@ -62,7 +50,7 @@ RunRecipe recipe_for(const ModelRunSettings& settings) {
   recipe.samples = settings.samples;
   recipe.auto_check = !settings.no_auto_check;
   recipe.inputs = [&settings](const Graph& graph, int sample) {
-    return gather_inputs(graph, settings, settings.seed + static_cast<uint64_t>(sample));
+    return model_run_inputs(graph, settings, settings.seed + static_cast<uint64_t>(sample));
   };
   return recipe;
 }
@@ -208,37 +196,21 @@ std::string threads_text(const ModelRunSettings& settings, const ModelRun& run,
 
 }  // namespace
 
+std::map<std::string, Tensor> model_run_inputs(const Graph& graph, const ModelRunSettings& settings,
+                                               uint64_t seed) {
+  std::map<std::string, Tensor> inputs;
+  for (const auto& [name, file] : input_file_specs(settings.inputs)) inputs[name] = read_npy(file);
+  std::map<std::string, Tensor> random = random_inputs(graph, seed);
+  for (auto& [name, tensor] : random) {
+    if (!inputs.count(name)) inputs[name] = std::move(tensor);
+  }
+  return inputs;
+}
+
 std::vector<std::string> files_read(const ModelRunSettings& settings) {
   std::vector<std::string> files = {settings.model, settings.plan};
   for (const std::string& spec : settings.inputs) files.push_back(spec.substr(spec.find('=') + 1));
   return files;
-}
-
-int run_model_on_ranks(const ModelRunSettings& settings) {
-  if (settings.plan == "auto") throw Error("under mpirun, --plan takes a plan file, not auto");
-  RankRunSettings ranks;
-  ranks.model = settings.model;
-  ranks.plan = settings.plan;
-  ranks.shapes = settings.shapes;
-  ranks.optimize = !settings.no_optimize;
-  ranks.plain_layouts = settings.plain_layouts;
-  ranks.layouts = settings.layouts;
-  ranks.threads = settings.threads_per_worker;
-  ranks.fixed_threads = threads_fixed_by_user(settings.fixed_threads);
-  ranks.warmup = settings.warmup;
-  ranks.repeat = settings.repeat;
-  ranks.samples = settings.samples;
-  ranks.json = settings.json;
-  ranks.output_dir = settings.output_dir;
-  ranks.files_read = files_read(settings);
-  ranks.trace_file = settings.trace_file;
-  ranks.rank_timeout_seconds = settings.rank_timeout;
-  ranks.read_whole_model = settings.read_whole_model;
-  ranks.keep_loaded_weights = settings.keep_loaded_weights;
-  ranks.inputs = [&settings](const Graph& graph, int sample) {
-    return gather_inputs(graph, settings, settings.seed + static_cast<uint64_t>(sample));
-  };
-  return run_on_ranks(ranks);
 }
 
 ModelRun run_model_timed(const ModelRunSettings& settings) {

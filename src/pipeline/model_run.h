@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -48,6 +49,10 @@ struct ModelRunSettings {
 
 /// What a run reads (model, plan, --input files), so that no output replaces it.
 std::vector<std::string> files_read(const ModelRunSettings& settings);
+
+/// A sample's graph inputs: the --input files, and seeded random values for the others.
+std::map<std::string, Tensor> model_run_inputs(const Graph& graph, const ModelRunSettings& settings,
+                                               uint64_t seed);
 
 /// Under mpirun, each rank runs its worker's tasks of a plan file (src/distributed/).
 int run_model_on_ranks(const ModelRunSettings& settings);
