@@ -30,6 +30,10 @@ namespace {
 // quantization ops and, from NegativeLogLikelihoodLoss on, those of issue 44 (what ONNX Runtime
 // runs): a case using any other op is out of scope.
 const std::set<std::string, std::less<>> kInScopeOps = {"Conv",
+                                                        "NonZero",
+                                                        "Compress",
+                                                        "Unique",
+                                                        "NonMaxSuppression",
                                                         "ConvTranspose",
                                                         "Gemm",
                                                         "MatMul",

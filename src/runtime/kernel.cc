@@ -48,6 +48,8 @@ const KernelRegistry& KernelRegistry::global() {
     register_sampling_kernels(r);
     register_ngram_kernels(r);
     register_recurrent_kernels(r);
+    register_detection_kernels(r);
+    shape::register_select_kernels(r);
     return r;
   }();
   return registry;

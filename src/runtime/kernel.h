@@ -71,6 +71,14 @@ class Kernel {
                    dnnl::stream& stream) = 0;
   /// Which library implementation computes it ("jit_fp32_wino_2x3:avx512_core"), where known.
   virtual std::string implementation() const { return {}; }
+  /// Whether the output shapes announced still hold for these inputs' values. Kernels whose
+  /// shapes follow values computed during the run (Reshape of a computed shape, NonZero, NMS)
+  /// answer false when those values changed, and the node is prepared again: the shape is
+  /// known only at run time, and buffers are sized then.
+  virtual bool prepared_for_values(const std::vector<const Tensor*>& inputs) const {
+    (void)inputs;
+    return true;
+  }
 };
 
 /// Registration data of an op implementation.

@@ -109,7 +109,7 @@ void NodeRunner::run(const std::vector<const Tensor*>& inputs, const std::vector
                      std::vector<Tensor>& outputs, BufferPool& pool, dnnl::engine& engine,
                      dnnl::stream& stream, int threads, const std::vector<Tensor>* placed) {
   const Node& node = graph_->node(node_);
-  if (!prepared_for(inputs)) {
+  if (!prepared_for(inputs) || !kernel_->prepared_for_values(inputs)) {
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       if (!inputs[i]) continue;
       DataType type = inputs[i]->dtype();

@@ -6,13 +6,14 @@
 
 namespace cleave {
 
-// nn/: convolutions, pooling, normalizations, sampling, recurrent layers.
+// nn/: convolutions, pooling, normalizations, sampling, recurrent layers, detection (NMS).
 void register_conv_kernels(KernelRegistry& registry);
 void register_pool_kernels(KernelRegistry& registry);
 void register_norm_kernels(KernelRegistry& registry);
 void register_quantized_conv_kernels(KernelRegistry& registry);
 void register_sampling_kernels(KernelRegistry& registry);
 void register_recurrent_kernels(KernelRegistry& registry);
+void register_detection_kernels(KernelRegistry& registry);
 
 // math/: matrix products, Einsum, softmax and Hardmax, reductions, losses, Det, n-gram counts.
 void register_matmul_kernels(KernelRegistry& registry);
@@ -45,6 +46,8 @@ void register_layout_kernels(KernelRegistry& registry);
 void register_index_kernels(KernelRegistry& registry);
 void register_order_kernels(KernelRegistry& registry);
 void register_resize_kernels(KernelRegistry& registry);
+// tensor/: outputs whose shapes follow input values (NonZero, Compress, Unique).
+void register_select_kernels(KernelRegistry& registry);
 }  // namespace shape
 
 }  // namespace cleave

@@ -295,6 +295,34 @@ void FunctionKernel::run(const std::vector<const Tensor*>& inputs,
   body_(inputs, outputs, stream);
 }
 
+bool FunctionKernel::prepared_for_values(const std::vector<const Tensor*>& inputs) const {
+  for (const auto& [index, values] : prepared_values_) {
+    if (index >= inputs.size() || !inputs[index] || inputs[index]->to_double_vector() != values)
+      return false;
+  }
+  return true;
+}
+
+std::vector<OutputSpec> ComputedKernel::output_specs() const {
+  std::vector<OutputSpec> specs;
+  for (const Tensor& result : results_)
+    specs.push_back(OutputSpec{result.dtype(), result.shape(), std::nullopt, -1});
+  return specs;
+}
+
+void ComputedKernel::run(const std::vector<const Tensor*>&, const std::vector<Tensor*>& outputs,
+                         dnnl::stream&) {
+  for (std::size_t i = 0; i < outputs.size() && i < results_.size(); ++i) {
+    if (outputs[i] && results_[i].byte_size() > 0)
+      std::memcpy(outputs[i]->raw(), results_[i].raw(), results_[i].byte_size());
+  }
+  ran_ = true;
+}
+
+bool ComputedKernel::prepared_for_values(const std::vector<const Tensor*>&) const {
+  return !ran_;
+}
+
 std::unique_ptr<Kernel> make_kernel(const KernelContext& context, std::vector<OutputSpec> specs,
                                     FunctionKernel::Body body,
                                     std::vector<std::size_t> shape_inputs) {

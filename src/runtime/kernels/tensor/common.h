@@ -39,12 +39,30 @@ class FunctionKernel : public Kernel {
   std::vector<OutputSpec> output_specs() const override { return specs_; }
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
            dnnl::stream& stream) override;
+  bool prepared_for_values(const std::vector<const Tensor*>& inputs) const override;
 
  private:
   std::string where_;
   std::vector<OutputSpec> specs_;
   StreamBody body_;
   std::vector<std::pair<std::size_t, std::vector<double>>> prepared_values_;
+};
+
+/// A kernel whose output shapes follow the values of its data inputs (NonZero, Compress,
+/// Unique, NonMaxSuppression): the result is computed when the node is prepared, which happens
+/// once per run, and run() copies it into the buffers sized for it.
+class ComputedKernel : public Kernel {
+ public:
+  explicit ComputedKernel(std::vector<Tensor> results) : results_(std::move(results)) {}
+  std::vector<OutputSpec> output_specs() const override;
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+           dnnl::stream& stream) override;
+  /// False once the kernel has run: the next run's values may give other shapes.
+  bool prepared_for_values(const std::vector<const Tensor*>& inputs) const override;
+
+ private:
+  std::vector<Tensor> results_;
+  bool ran_ = false;
 };
 
 /// Wraps a body into a FunctionKernel (the usual return of a factory).

@@ -1,4 +1,4 @@
-// Index-driven kernels: Gather(Elements/ND), Scatter(Elements/ND), NonZero, OneHot.
+// Index-driven kernels: Gather(Elements/ND), Scatter(Elements/ND), OneHot.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -352,83 +352,6 @@ std::unique_ptr<Kernel> create_scatter_nd(const KernelContext& context) {
       });
 }
 
-// Positions of the non-zero elements, in row-major order.
-std::vector<int64_t> nonzero_positions(const std::string& where, const Tensor& data) {
-  std::vector<int64_t> positions;
-  auto scan = [&](auto typed) {
-    using T = decltype(typed);
-    const T* values = data.data<T>();
-    for (int64_t i = 0; i < data.element_count(); ++i) {
-      if (values[i] != T{0}) positions.push_back(i);
-    }
-  };
-  switch (data.dtype()) {
-    case DataType::kBool:
-    case DataType::kUInt8:
-      scan(uint8_t{});
-      break;
-    case DataType::kInt8:
-      scan(int8_t{});
-      break;
-    case DataType::kInt16:
-      scan(int16_t{});
-      break;
-    case DataType::kUInt16:
-      scan(uint16_t{});
-      break;
-    case DataType::kInt32:
-      scan(int32_t{});
-      break;
-    case DataType::kUInt32:
-      scan(uint32_t{});
-      break;
-    case DataType::kInt64:
-      scan(int64_t{});
-      break;
-    case DataType::kUInt64:
-      scan(uint64_t{});
-      break;
-    case DataType::kFloat:
-      scan(float{});
-      break;
-    case DataType::kDouble:
-      scan(double{});
-      break;
-    default:
-      throw UnsupportedError(fmt::format("{}: NonZero does not support element type {}", where,
-                                         dtype_name(data.dtype())));
-  }
-  return positions;
-}
-
-std::unique_ptr<Kernel> create_nonzero(const KernelContext& context) {
-  const Tensor& data = context.input(0);
-  std::string where = context.where();
-  auto count = static_cast<int64_t>(nonzero_positions(where, data).size());
-  auto rank = static_cast<int64_t>(data.rank());
-  std::vector<int64_t> strides = data.strides();
-  return make_kernel(
-      context, {OutputSpec{DataType::kInt64, {rank, count}, std::nullopt, -1}},
-      [=](const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
-        // The output's length depends on the data, fixed when the kernel was prepared.
-        std::vector<int64_t> positions = nonzero_positions(where, *inputs[0]);
-        if (static_cast<int64_t>(positions.size()) != count) {
-          throw Error(
-              fmt::format("{}: the input now has {} non-zero elements, the kernel was "
-                          "prepared for {}; the node must be prepared again",
-                          where, positions.size(), count));
-        }
-        int64_t* target = outputs[0]->data<int64_t>();
-        for (int64_t p = 0; p < count; ++p) {
-          int64_t rest = positions[p];
-          for (int64_t d = 0; d < rank; ++d) {
-            target[d * count + p] = rest / strides[d];
-            rest %= strides[d];
-          }
-        }
-      });
-}
-
 std::unique_ptr<Kernel> create_one_hot(const KernelContext& context) {
   const Tensor& indices = context.input(0);
   std::vector<double> depth_values = real_input(context, 1, "depth");
@@ -490,7 +413,6 @@ void register_index_kernels(KernelRegistry& registry) {
   add_kernel(registry, "Scatter", create_scatter_elements);
   add_kernel(registry, "GatherND", create_gather_nd);
   add_kernel(registry, "ScatterND", create_scatter_nd);
-  add_kernel(registry, "NonZero", create_nonzero, kNumericTypes);
   std::vector<DataType> index_types = kNumericTypes;
   std::erase(index_types, DataType::kBool);
   add_kernel(registry, "OneHot", create_one_hot, index_types);
