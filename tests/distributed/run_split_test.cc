@@ -1,5 +1,6 @@
-// `mpirun -np 2 cleave run-split DIR` on a hand-written split of Neg(Relu(x)) along H: the
-// outputs equal the whole model's, and bad folders are refused on every rank.
+// `mpirun -np 2 cleave run-split DIR` on a hand-written split of Neg(Relu(x)) along H (its
+// partitioned graph, plan and manifest): the outputs equal the whole model's, and bad folders
+// are refused on every rank.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -12,6 +13,7 @@
 #include "onnx/onnx_export.h"
 #include "runtime/npy.h"
 #include "runtime/random_inputs.h"
+#include "spatial/submodel_export.h"
 #include "test_paths.h"
 
 namespace cleave {
@@ -54,6 +56,21 @@ class RunSplitTest : public CommandFixture {
 }
 )"),
                 path("split/m1_s0.onnx"));
+    write_partitioned(R"(graph partitioned [ai.onnx=17] (%x: f32[1,1,4,4]) {
+  @lower_starts: i64[1] = [2]
+  @lower_ends: i64[1] = [4]
+  @top_starts: i64[1] = [0]
+  @top_ends: i64[1] = [2]
+  @axes: i64[1] = [2]
+  %t0 = Relu(%x)
+  %lower = Slice(%t0, @lower_starts, @lower_ends, @axes)
+  %lower_neg = Neg(%lower)
+  %top = Slice(%t0, @top_starts, @top_ends, @axes)
+  %top_neg = Neg(%top)
+  %y = Concat[axis=2](%top_neg, %lower_neg)
+  return %y
+}
+)");
     manifest_ = nlohmann::json::parse(R"({
   "format": "cleave-split", "version": 1, "model": "whole.onnx", "fingerprint": "", "machines": 2,
   "inputs": [{"name": "x", "dtype": "float32", "shape": [1, 1, 4, 4]}],
@@ -86,6 +103,17 @@ class RunSplitTest : public CommandFixture {
   }
 
   void write_manifest() { std::ofstream(path("split/manifest.json")) << manifest_.dump(1); }
+
+  // The split as it runs: this partitioned graph (its third node on machine 1, the rest on
+  // machine 0) with its plan, as `cleave split` writes them.
+  void write_partitioned(const std::string& text) const {
+    PartitionedGraph split;
+    split.graph = parse_graph(text);
+    split.machines = 2;
+    split.machine.assign(split.graph.node_capacity(), 0);
+    split.machine[2] = 1;
+    write_partitioned_graph(split, path("split/partitioned.onnx"), path("split/plan.json"));
+  }
 
   CommandResult mpirun(int ranks, const std::string& arguments) const {
     const std::string command =
@@ -211,42 +239,55 @@ TEST(SplitManifestTest, SendWithoutRecvIsRefusedByTag) {
   std::filesystem::remove_all(folder);
 }
 
-// A sub-model that makes another type than the manifest says ran and wrote garbage (its bytes
-// sent or written as float32); it is refused on every rank before the first run.
-TEST_F(RunSplitTest, SubModelSendingAnotherTypeIsRefused) {
-  export_onnx(parse_graph(R"(graph m1s0 [ai.onnx=17] (%lower: f32[1,1,2,4]) {
-  %n = Neg(%lower)
-  %lower_neg = Cast[to=11](%n)
-  return %lower_neg
+// A partitioned graph that moves another type than the manifest says is not the split the
+// manifest (and so --model) vouches for; it is refused on every rank before the first run.
+TEST_F(RunSplitTest, PartitionedGraphSendingAnotherTypeIsRefused) {
+  write_partitioned(R"(graph partitioned [ai.onnx=17] (%x: f32[1,1,4,4]) {
+  @lower_starts: i64[1] = [2]
+  @lower_ends: i64[1] = [4]
+  @top_starts: i64[1] = [0]
+  @top_ends: i64[1] = [2]
+  @axes: i64[1] = [2]
+  %t0 = Relu(%x)
+  %lower = Slice(%t0, @lower_starts, @lower_ends, @axes)
+  %lower_neg = Cast[to=11](%lower)
+  %top = Slice(%t0, @top_starts, @top_ends, @axes)
+  %top_neg = Neg(%top)
+  %back = Cast[to=1](%lower_neg)
+  %y = Concat[axis=2](%top_neg, %back)
+  return %y
 }
-)"),
-              path("split/m1_s0.onnx"));
+)");
   CommandResult result = mpirun(2, "run-split " + path("split") + " --output-dir " + path("out"));
   EXPECT_NE(result.exit_code, 0);
-  EXPECT_NE(result.err.find("m1_s0.onnx: output 'lower_neg' is f64[1,1,2,4], but the manifest "
+  EXPECT_NE(result.err.find("partitioned.onnx: 'lower_neg' is f64[1,1,2,4], but the manifest "
                             "sends it (tag 1) as float32 region [0:1,0:1,0:2,0:4]"),
             std::string::npos)
       << result.err;
   EXPECT_FALSE(std::filesystem::exists(path("out")));
 }
 
-TEST_F(RunSplitTest, SubModelOutputOfAnotherTypeIsRefused) {
-  export_onnx(parse_graph(R"(graph m0s1 [ai.onnx=17] (%t0: f32[1,1,4,4], %lower_neg: f32[1,1,2,4]) {
-  @starts: i64[1] = [0]
-  @ends: i64[1] = [2]
+TEST_F(RunSplitTest, PartitionedGraphOutputOfAnotherTypeIsRefused) {
+  write_partitioned(R"(graph partitioned [ai.onnx=17] (%x: f32[1,1,4,4]) {
+  @lower_starts: i64[1] = [2]
+  @lower_ends: i64[1] = [4]
+  @top_starts: i64[1] = [0]
+  @top_ends: i64[1] = [2]
   @axes: i64[1] = [2]
-  %top = Slice(%t0, @starts, @ends, @axes)
+  %t0 = Relu(%x)
+  %lower = Slice(%t0, @lower_starts, @lower_ends, @axes)
+  %lower_neg = Neg(%lower)
+  %top = Slice(%t0, @top_starts, @top_ends, @axes)
   %top_neg = Neg(%top)
   %joined = Concat[axis=2](%top_neg, %lower_neg)
   %y = Cast[to=6](%joined)
   return %y
 }
-)"),
-              path("split/m0_s1.onnx"));
+)");
   CommandResult result = mpirun(2, "run-split " + path("split") + " --output-dir " + path("out"));
   EXPECT_NE(result.exit_code, 0);
-  EXPECT_NE(result.err.find("m0_s1.onnx: output 'y' is i32[1,1,4,4], but the manifest's outputs "
-                            "say float32[1,1,4,4]"),
+  EXPECT_NE(result.err.find("partitioned.onnx: output 'y' is i32[1,1,4,4], but the manifest's "
+                            "outputs say float32[1,1,4,4]"),
             std::string::npos)
       << result.err;
   EXPECT_FALSE(std::filesystem::exists(path("out")));
