@@ -19,7 +19,7 @@ struct SplitRunSettings {
   /// Keep `threads` whatever the load; else the ranks of a host share the cores other processes
   /// leave free (rank_threads_for, runtime/wait_policy.h).
   bool fixed_threads = false;
-  /// How the sub-models' convolutions compute: blocked, winograd or channels-last. The family
+  /// How the split's convolutions compute: blocked, winograd or channels-last. The family
   /// one process picks for the whole model sped up a VGG-style split and cost ResNet-50's
   /// memory for no time (docs/results/distributed.md), so the default is blocked.
   std::string layouts = "blocked";
