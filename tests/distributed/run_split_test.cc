@@ -56,21 +56,7 @@ class RunSplitTest : public CommandFixture {
 }
 )"),
                 path("split/m1_s0.onnx"));
-    write_partitioned(R"(graph partitioned [ai.onnx=17] (%x: f32[1,1,4,4]) {
-  @lower_starts: i64[1] = [2]
-  @lower_ends: i64[1] = [4]
-  @top_starts: i64[1] = [0]
-  @top_ends: i64[1] = [2]
-  @axes: i64[1] = [2]
-  %t0 = Relu(%x)
-  %lower = Slice(%t0, @lower_starts, @lower_ends, @axes)
-  %lower_neg = Neg(%lower)
-  %top = Slice(%t0, @top_starts, @top_ends, @axes)
-  %top_neg = Neg(%top)
-  %y = Concat[axis=2](%top_neg, %lower_neg)
-  return %y
-}
-)");
+    write_partitioned();
     manifest_ = nlohmann::json::parse(R"({
   "format": "cleave-split", "version": 1, "model": "whole.onnx", "fingerprint": "", "machines": 2,
   "inputs": [{"name": "x", "dtype": "float32", "shape": [1, 1, 4, 4]}],
@@ -104,11 +90,28 @@ class RunSplitTest : public CommandFixture {
 
   void write_manifest() { std::ofstream(path("split/manifest.json")) << manifest_.dump(1); }
 
-  // The split as it runs: this partitioned graph (its third node on machine 1, the rest on
-  // machine 0) with its plan, as `cleave split` writes them.
-  void write_partitioned(const std::string& text) const {
+  // The split as it runs, as `cleave split` writes it: the partitioned graph, its third node
+  // (`lower_neg`, made from the rows machine 0 sends) on machine 1 and the rest on machine 0,
+  // ending in `tail`, and its plan.
+  void write_partitioned(
+      const std::string& lower_neg = "%lower_neg = Neg(%lower)",
+      const std::string& tail = "%y = Concat[axis=2](%top_neg, %lower_neg)") const {
     PartitionedGraph split;
-    split.graph = parse_graph(text);
+    split.graph = parse_graph(R"(graph partitioned [ai.onnx=17] (%x: f32[1,1,4,4]) {
+  @lower_starts: i64[1] = [2]
+  @lower_ends: i64[1] = [4]
+  @top_starts: i64[1] = [0]
+  @top_ends: i64[1] = [2]
+  @axes: i64[1] = [2]
+  %t0 = Relu(%x)
+  %lower = Slice(%t0, @lower_starts, @lower_ends, @axes)
+  )" + lower_neg + R"(
+  %top = Slice(%t0, @top_starts, @top_ends, @axes)
+  %top_neg = Neg(%top)
+  )" + tail + R"(
+  return %y
+}
+)");
     split.machines = 2;
     split.machine.assign(split.graph.node_capacity(), 0);
     split.machine[2] = 1;
@@ -242,22 +245,8 @@ TEST(SplitManifestTest, SendWithoutRecvIsRefusedByTag) {
 // A partitioned graph that moves another type than the manifest says is not the split the
 // manifest (and so --model) vouches for; it is refused on every rank before the first run.
 TEST_F(RunSplitTest, PartitionedGraphSendingAnotherTypeIsRefused) {
-  write_partitioned(R"(graph partitioned [ai.onnx=17] (%x: f32[1,1,4,4]) {
-  @lower_starts: i64[1] = [2]
-  @lower_ends: i64[1] = [4]
-  @top_starts: i64[1] = [0]
-  @top_ends: i64[1] = [2]
-  @axes: i64[1] = [2]
-  %t0 = Relu(%x)
-  %lower = Slice(%t0, @lower_starts, @lower_ends, @axes)
-  %lower_neg = Cast[to=11](%lower)
-  %top = Slice(%t0, @top_starts, @top_ends, @axes)
-  %top_neg = Neg(%top)
-  %back = Cast[to=1](%lower_neg)
-  %y = Concat[axis=2](%top_neg, %back)
-  return %y
-}
-)");
+  write_partitioned("%lower_neg = Cast[to=11](%lower)",
+                    "%back = Cast[to=1](%lower_neg)\n  %y = Concat[axis=2](%top_neg, %back)");
   CommandResult result = mpirun(2, "run-split " + path("split") + " --output-dir " + path("out"));
   EXPECT_NE(result.exit_code, 0);
   EXPECT_NE(result.err.find("partitioned.onnx: 'lower_neg' is f64[1,1,2,4], but the manifest "
@@ -268,26 +257,25 @@ TEST_F(RunSplitTest, PartitionedGraphSendingAnotherTypeIsRefused) {
 }
 
 TEST_F(RunSplitTest, PartitionedGraphOutputOfAnotherTypeIsRefused) {
-  write_partitioned(R"(graph partitioned [ai.onnx=17] (%x: f32[1,1,4,4]) {
-  @lower_starts: i64[1] = [2]
-  @lower_ends: i64[1] = [4]
-  @top_starts: i64[1] = [0]
-  @top_ends: i64[1] = [2]
-  @axes: i64[1] = [2]
-  %t0 = Relu(%x)
-  %lower = Slice(%t0, @lower_starts, @lower_ends, @axes)
-  %lower_neg = Neg(%lower)
-  %top = Slice(%t0, @top_starts, @top_ends, @axes)
-  %top_neg = Neg(%top)
-  %joined = Concat[axis=2](%top_neg, %lower_neg)
-  %y = Cast[to=6](%joined)
-  return %y
-}
-)");
+  write_partitioned("%lower_neg = Neg(%lower)",
+                    "%joined = Concat[axis=2](%top_neg, %lower_neg)\n  %y = Cast[to=6](%joined)");
   CommandResult result = mpirun(2, "run-split " + path("split") + " --output-dir " + path("out"));
   EXPECT_NE(result.exit_code, 0);
   EXPECT_NE(result.err.find("partitioned.onnx: output 'y' is i32[1,1,4,4], but the manifest's "
                             "outputs say float32[1,1,4,4]"),
+            std::string::npos)
+      << result.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
+// A split runs from its partitioned graph and plan: a folder without them (made by hand, or
+// with only the sub-models) is refused on every rank, saying how to make one.
+TEST_F(RunSplitTest, FolderWithoutThePlanIsRefused) {
+  std::filesystem::remove(path("split/plan.json"));
+  CommandResult result = mpirun(2, "run-split " + path("split") + " --output-dir " + path("out"));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find(path("split") +
+                            ": not a split folder (no plan.json; write one with `cleave split`)"),
             std::string::npos)
       << result.err;
   EXPECT_FALSE(std::filesystem::exists(path("out")));
