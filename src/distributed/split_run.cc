@@ -12,10 +12,10 @@
 #include <optional>
 
 #include "distributed/rank_run.h"
-#include "distributed/split_manifest.h"
 #include "ir/text.h"
 #include "runtime/npy.h"
 #include "runtime/random_inputs.h"
+#include "spatial/manifest.h"
 #include "support/error.h"
 
 namespace cleave {
@@ -33,10 +33,10 @@ std::vector<std::string> files_read(const SplitRunSettings& settings) {
   return files;
 }
 
-// The manifest's checks before the partitioned graph is loaded: a well-formed manifest whose
-// files lie inside DIR, as many machines as ranks, made from --model.
+// The checks before the partitioned graph is loaded: a split folder, its manifest well formed,
+// for as many machines as ranks, made from --model.
 SplitManifest checked_manifest(const SplitRunSettings& settings, int ranks) {
-  SplitManifest manifest = read_split_manifest(settings.folder);
+  SplitManifest manifest = read_manifest(split_folder_files(settings.folder).manifest);
   if (manifest.machines != ranks) {
     throw Error(
         fmt::format("{}: the split is for {} machines, but {} ranks were started (run it "
@@ -44,7 +44,6 @@ SplitManifest checked_manifest(const SplitRunSettings& settings, int ranks) {
                     settings.folder, manifest.machines, ranks, manifest.machines));
   }
   if (!settings.model.empty()) require_split_of(manifest, settings.folder, settings.model);
-  split_folder_files(settings.folder);
   return manifest;
 }
 

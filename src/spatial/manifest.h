@@ -15,8 +15,8 @@ struct ManifestStep {
   enum class Kind { kRun, kSend, kRecv };
   Kind kind = Kind::kRun;
   // run
-  /// Sub-model file, relative to the split folder (read_split_manifest, for the ranks: the
-  /// file's absolute path, checked to lie inside the folder).
+  /// Sub-model file, relative to the split folder (an export: cleave runs the partitioned
+  /// graph).
   std::string model;
   std::vector<std::string> inputs;
   std::vector<std::string> outputs;

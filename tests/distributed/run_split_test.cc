@@ -8,11 +8,11 @@
 
 #include "../busy_processes.h"
 #include "../cli/command_fixture.h"
-#include "distributed/split_manifest.h"
 #include "ir/text.h"
 #include "onnx/onnx_export.h"
 #include "runtime/npy.h"
 #include "runtime/random_inputs.h"
+#include "spatial/manifest.h"
 #include "spatial/submodel_export.h"
 #include "test_paths.h"
 
@@ -231,7 +231,7 @@ TEST(SplitManifestTest, SendWithoutRecvIsRefusedByTag) {
       {"op": "send", "to": 1, "tensor": "t", "region": [[0, 2]], "name": "u", "dtype": "float32",
        "shape": [2], "bytes": 8, "tag": 5}], []]})";
   try {
-    read_split_manifest(folder.string());
+    read_manifest((folder / "manifest.json").string());
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(
@@ -303,7 +303,7 @@ class ManifestFieldTest : public RunSplitTest {
   std::string refusal() {
     write_manifest();
     try {
-      read_split_manifest(path("split"));
+      read_manifest(file());
     } catch (const Error& e) {
       const std::string message = e.what();
       EXPECT_EQ(message.find("json.exception"), std::string::npos) << message;
