@@ -1,6 +1,5 @@
 // libFuzzer target: arbitrary bytes into the split manifest reader (spatial/manifest.h, which
-// `cleave run-split` reads through distributed/split_manifest.h), which may only fail with
-// cleave::Error.
+// `cleave run-split` and `cleave bench --split` read), which may only fail with cleave::Error.
 //
 // Each input is parsed as JSON (bytes that are not JSON stop there) and read as a manifest. A
 // manifest that reads must survive writing and reading back unchanged in its steps.

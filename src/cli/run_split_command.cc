@@ -1,4 +1,4 @@
-// `cleave run-split DIR`: runs a spatial split's manifest on MPI ranks (src/distributed/).
+// `cleave run-split DIR`: runs a spatial split on MPI ranks (src/distributed/split_run.cc).
 #include <memory>
 
 #include "cli/commands.h"
@@ -14,7 +14,9 @@ void register_run_split(CLI::App& app, CommandAction& action) {
   CLI::App* command = app.add_subcommand(
       "run-split",
       "Run a split written by `cleave split` on MPI ranks: mpirun -np N cleave run-split DIR");
-  command->add_option("dir", settings->folder, "Folder with manifest.json and the sub-models")
+  command
+      ->add_option("dir", settings->folder,
+                   "Folder written by `cleave split` (manifest.json, partitioned.onnx, plan.json)")
       ->required();
   command->add_option("--input", settings->inputs,
                       "name=file.npy for a graph input (repeatable); others get seeded random "

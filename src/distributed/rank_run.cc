@@ -10,10 +10,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 
 #include "cost/cost_table.h"
 #include "distributed/mpi_executor.h"
@@ -24,6 +22,7 @@
 #include "onnx/atomic_file.h"
 #include "runtime/npy.h"
 #include "support/atomic_output.h"
+#include "support/json_file.h"
 #include "support/limits.h"
 #include "support/timing.h"
 
@@ -62,7 +61,9 @@ void prepare(const RankRunSettings& settings, const MpiSession& session, Prepare
   std::map<std::string, ExternalWeight> unread;
   if (!settings.optimize && load.shapes.empty() && !settings.read_whole_model)
     load.unread_external = &unread;
+  if (settings.before_load) settings.before_load(session.size());
   prepared.graph = load_model(settings.model, load);
+  if (settings.loaded) settings.loaded(prepared.graph);
   const auto unread_of = [&](ValueId id) -> const ExternalWeight& {
     return unread.at(prepared.graph.value(id).name);
   };
@@ -74,8 +75,10 @@ void prepare(const RankRunSettings& settings, const MpiSession& session, Prepare
           read_external_weight_in_pieces(unread_of(id), prepared.graph.value(id).name, add);
         }
       });
-  prepared.plan =
-      read_model_plan(settings.plan, prepared.graph, /*cores_on_this_host=*/false, fingerprint);
+  // Read once: what the ranks compare is the plan they run.
+  const nlohmann::json plan_json = read_json_file(settings.plan, "plan file");
+  prepared.plan = model_plan_from_json(plan_json, prepared.graph, settings.plan,
+                                       /*cores_on_this_host=*/false, fingerprint);
   const int workers = static_cast<int>(prepared.plan.plan.order.size());
   if (workers != session.size()) {
     throw Error(
@@ -83,10 +86,7 @@ void prepare(const RankRunSettings& settings, const MpiSession& session, Prepare
                     "mpirun -np {})",
                     settings.plan, workers, session.size(), workers));
   }
-  std::ifstream plan_file(settings.plan, std::ios::binary);
-  std::stringstream plan_text;
-  plan_text << plan_file.rdbuf();
-  prepared.hash = hash_text(plan_text.str(), hash_text(fingerprint));
+  prepared.hash = hash_text(plan_json.dump(), hash_text(fingerprint));
   for (ValueId id : prepared.graph.initializers()) {
     auto& data = *prepared.graph.value(id).initializer;
     if (data.bytes) prepared.model_weight_bytes += static_cast<double>(data.bytes->size());
@@ -308,28 +308,29 @@ nlohmann::json write_outputs(const RankRunSettings& settings, Prepared& prepared
   return output_list;
 }
 
-void print_report(const RankRunSettings& settings, const MpiSession& session,
-                  const Prepared& prepared, const nlohmann::json& report) {
+// The text form of rank 0's report.
+void print_report(const RankRunSettings& settings, const RankRunResult& result) {
+  const nlohmann::json& report = result.report;
   fmt::print("model      {}\n", settings.model);
   fmt::print(
       "latency    min {:.3f} ms, median {:.3f} ms over {} run(s), {} rank(s) x {} thread(s)\n",
       report["latency_ms"]["min"].get<double>(), report["latency_ms"]["median"].get<double>(),
-      settings.repeat, session.size(), prepared.threads.threads);
-  if (prepared.threads.threads != settings.threads) {
-    fmt::print("{}\n",
-               rank_threads_line(prepared.threads, settings.threads, session.ranks_on_host()));
-  }
+      settings.repeat, report["ranks"].get<int>(), report["threads_per_rank"].get<int>());
+  if (!result.threads_line.empty()) fmt::print("{}\n", result.threads_line);
   fmt::print("stream     {} sample(s): {:.1f} samples/s, per-sample latency median {:.3f} ms\n",
              settings.samples, report["throughput_samples_per_s"].get<double>(),
              report["sample_latency_ms"]["median"].get<double>());
-  fmt::print("plan       {} on {} rank(s): predicted {:.3f} ms\n", prepared.plan.plan.strategy,
-             session.size(), prepared.plan.plan.makespan * 1e3);
-  fmt::print("layouts    {} ({})\n", prepared.layouts,
-             prepared.layouts_from == "plan"     ? "the family the plan's costs were profiled in"
-             : prepared.layouts_from == "option" ? "as asked"
-                                                 : "the default: the plan names no family");
+  fmt::print("plan       {} on {} rank(s): predicted {:.3f} ms\n",
+             report["plan"]["strategy"].get<std::string>(), report["ranks"].get<int>(),
+             report["plan"]["predicted_ms"].get<double>());
+  const std::string from = report["layouts"]["from"].get<std::string>();
+  fmt::print("layouts    {} ({})\n", report["layouts"]["family"].get<std::string>(),
+             from == "plan"     ? "the family the plan's costs were profiled in"
+             : from == "option" ? "as asked"
+                                : "the default: the plan names no family");
   fmt::print("weights    {:.2f} MiB in the model; ranks read {}\n",
-             prepared.model_weight_bytes / 1048576.0, report["weights_read"].get<std::string>());
+             report["model_weight_bytes"].get<double>() / 1048576.0,
+             report["weights_read"].get<std::string>());
   for (const auto& entry : report["per_rank"]) {
     fmt::print(
         "rank {:<5} {} tasks, weights {:.2f} MiB ({:.2f} freed once packed), sent {:.2f} MiB in "
@@ -350,7 +351,7 @@ void print_report(const RankRunSettings& settings, const MpiSession& session,
 
 }  // namespace
 
-int run_on_ranks(const RankRunSettings& settings) {
+RankRunResult run_plan_on_ranks(const RankRunSettings& settings) {
   if (settings.repeat < 1) throw Error("--repeat must be at least 1");
   if (settings.samples < 1) throw Error("--samples must be at least 1");
   require_timeout_seconds("--rank-timeout", settings.rank_timeout_seconds);
@@ -361,8 +362,10 @@ int run_on_ranks(const RankRunSettings& settings) {
     prepare(settings, session, prepared);
     return prepared.hash;
   };
+  RankRunResult result;
   if (!prepare_on_every_rank(session, prepare_here, settings.rank_timeout_seconds)) {
-    return 1;
+    result.exit_code = 1;
+    return result;
   }
 
   std::vector<std::vector<Tensor>> results;
@@ -378,21 +381,31 @@ int run_on_ranks(const RankRunSettings& settings) {
   } catch (const std::exception& e) {
     abort_ranks(session.comm(), rank, e.what());
   }
-  if (rank != 0) return 0;
+  if (rank != 0) return result;
 
-  nlohmann::json report = run_report(settings, session, prepared, latencies, all);
-  report["outputs"] = write_outputs(settings, prepared, results.front());
+  result.reported = true;
+  result.report = run_report(settings, session, prepared, latencies, all);
+  result.report["outputs"] = write_outputs(settings, prepared, results.front());
   if (!settings.trace_file.empty()) {
     write_file_atomically(settings.trace_file,
                           trace_json(events, prepared.plan.tasks, session.size()));
-    report["trace_file"] = settings.trace_file;
+    result.report["trace_file"] = settings.trace_file;
   }
+  if (prepared.threads.threads != settings.threads) {
+    result.threads_line =
+        rank_threads_line(prepared.threads, settings.threads, session.ranks_on_host());
+  }
+  return result;
+}
 
+int run_on_ranks(const RankRunSettings& settings) {
+  const RankRunResult result = run_plan_on_ranks(settings);
+  if (!result.reported) return result.exit_code;
   if (settings.json) {
-    fmt::print("{}\n", report.dump(2));
-    return 0;
+    fmt::print("{}\n", result.report.dump(2));
+  } else {
+    print_report(settings, result);
   }
-  print_report(settings, session, prepared, report);
   return 0;
 }
 

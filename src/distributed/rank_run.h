@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -37,14 +38,35 @@ struct RankRunSettings {
   bool keep_loaded_weights = false;
   /// Rank 0's inputs of stream sample `sample` (--input files, else seeded random values).
   std::function<std::map<std::string, Tensor>(const Graph&, int sample)> inputs;
+  /// A caller's own checks, run on every rank before it agrees to start, so that a refusal
+  /// stops every rank before any work (run-split: its manifest against the ranks, --model and
+  /// the partitioned graph): `before_load` with the ranks started, `loaded` with the graph as
+  /// loaded, before the plan is read. Either may be empty.
+  std::function<void(int ranks)> before_load;
+  std::function<void(const Graph&)> loaded;
 };
 
-/// Runs the plan on the ranks of MPI_COMM_WORLD (initializing and finalizing MPI). A plan made
-/// for another model, a worker count other than the ranks, or any rank failing to load is
-/// refused on every rank before any work starts (Error). A rank that fails or times out while
-/// running stops the whole job (MPI_Abort) with a message naming the rank and what it waited
-/// for. Rank 0 prints the report and writes the outputs (atomically, after the last run).
-/// Returns the exit code.
+/// What a run on ranks leaves on rank 0 for its command to print.
+struct RankRunResult {
+  int exit_code = 0;
+  bool reported = false;  ///< True on rank 0 of a run that ran: the fields below are set.
+  /// As `mpirun cleave run --json` prints it, outputs (written by now) and trace file included.
+  nlohmann::json report;
+  /// rank_threads_line when rank 0 runs fewer intra-op threads than asked; else empty.
+  std::string threads_line;
+};
+
+/// Runs the plan on the ranks of MPI_COMM_WORLD (initializing and finalizing MPI): the one
+/// driver of a plan on ranks, for `mpirun cleave run --plan` and `mpirun cleave run-split`. A
+/// plan made for another model, a worker count other than the ranks, a refusal of a caller's
+/// check or any rank failing to load is refused on every rank before any work starts (exit code
+/// 1). A rank that fails or times out while running stops the whole job (MPI_Abort) with a
+/// message naming the rank and what it waited for. Rank 0 writes the outputs (atomically, after
+/// the last run) and the trace, and gets the report.
+RankRunResult run_plan_on_ranks(const RankRunSettings& settings);
+
+/// `mpirun cleave run --plan`: run_plan_on_ranks, then rank 0 prints the report (as JSON with
+/// `json`). Returns the exit code.
 int run_on_ranks(const RankRunSettings& settings);
 
 }  // namespace cleave

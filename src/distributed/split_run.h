@@ -1,6 +1,7 @@
-// `mpirun -np N cleave run-split DIR`: each rank runs its machine's steps of a spatial split.
+// `mpirun -np N cleave run-split DIR`: a spatial split on ranks, one rank per machine.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,7 @@ struct SplitRunSettings {
   /// Keep `threads` whatever the load; else the ranks of a host share the cores other processes
   /// leave free (rank_threads_for, runtime/wait_policy.h).
   bool fixed_threads = false;
-  /// How the sub-models' convolutions compute: blocked, winograd or channels-last. The family
+  /// How the split's convolutions compute: blocked, winograd or channels-last. The family
   /// one process picks for the whole model sped up a VGG-style split and cost ResNet-50's
   /// memory for no time (docs/results/distributed.md), so the default is blocked.
   std::string layouts = "blocked";
@@ -27,12 +28,14 @@ struct SplitRunSettings {
   double rank_timeout_seconds = 60;
 };
 
-/// Runs machine `rank`'s steps on every rank of MPI_COMM_WORLD: its sub-models with cleave's
-/// executor, each send as one checked message posted with MPI_Isend when the step comes, each
-/// receive posted with MPI_Irecv when the run starts and waited for at its step (bounded by
-/// the rank timeout). A manifest that is malformed, names files outside DIR, was made from
-/// another model than --model, or has a machine count other than the ranks is refused on every
-/// rank before any work. Rank 0 reports and writes the outputs. Returns the exit code.
+/// Runs the split on every rank of MPI_COMM_WORLD as one plan: DIR/partitioned.onnx with
+/// DIR/plan.json (one worker per machine) on the rank driver (run_plan_on_ranks), rank r
+/// running machine r's nodes, each value another machine reads (the regions the manifest
+/// lists) one checked message. A manifest that is malformed, names files outside DIR, was made
+/// from another model than --model, has a machine count other than the ranks, or disagrees with
+/// the partitioned graph is refused on every rank before any work. Rank 0 reports and writes
+/// the outputs. The per-machine sub-models in DIR are an export format; no rank reads them.
+/// Returns the exit code.
 int run_split_on_ranks(const SplitRunSettings& settings);
 
 }  // namespace cleave

@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
@@ -337,6 +338,29 @@ std::string file_fingerprint(const std::string& path) {
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
   return std::string("fnv1a64:") + hex;
+}
+
+SplitFolderFiles split_folder_files(const std::string& folder) {
+  const auto file = [&](const char* name) {
+    const std::filesystem::path path = std::filesystem::path(folder) / name;
+    if (!std::filesystem::is_regular_file(path)) {
+      throw Error(fmt::format("{}: not a split folder (no {}; write one with `cleave split`)",
+                              folder, name));
+    }
+    return path.string();
+  };
+  return {file("manifest.json"), file("partitioned.onnx"), file("plan.json")};
+}
+
+void require_split_of(const SplitManifest& manifest, const std::string& folder,
+                      const std::string& model) {
+  const std::string fingerprint = file_fingerprint(model);
+  if (fingerprint != manifest.fingerprint) {
+    throw Error(fmt::format(
+        "{}: the split was made from another model than {} (fingerprints differ: "
+        "{} there, {} in the manifest)",
+        folder, model, fingerprint, manifest.fingerprint.empty() ? "none" : manifest.fingerprint));
+  }
 }
 
 }  // namespace cleave

@@ -15,8 +15,8 @@ struct ManifestStep {
   enum class Kind { kRun, kSend, kRecv };
   Kind kind = Kind::kRun;
   // run
-  /// Sub-model file, relative to the split folder (read_split_manifest, for the ranks: the
-  /// file's absolute path, checked to lie inside the folder).
+  /// Sub-model file, relative to the split folder (an export: cleave runs the partitioned
+  /// graph).
   std::string model;
   std::vector<std::string> inputs;
   std::vector<std::string> outputs;
@@ -64,5 +64,20 @@ SplitManifest read_manifest(const std::string& path);
 
 /// FNV-1a 64 of a file's bytes as "fnv1a64:<16 hex digits>"; throws Error when unreadable.
 std::string file_fingerprint(const std::string& path);
+
+/// The files of a split folder a split runs from, each checked to be there (Error naming the
+/// folder and the missing file otherwise): the manifest, and the partitioned graph with its
+/// plan (one worker per machine) that run on threads (`bench --split`) or ranks (`run-split`).
+struct SplitFolderFiles {
+  std::string manifest;
+  std::string partitioned;
+  std::string plan;
+};
+SplitFolderFiles split_folder_files(const std::string& folder);
+
+/// Throws Error naming `folder` and `model` unless the manifest's fingerprint is the file
+/// `model`'s: a split is never run or compared against another model than it was made from.
+void require_split_of(const SplitManifest& manifest, const std::string& folder,
+                      const std::string& model);
 
 }  // namespace cleave

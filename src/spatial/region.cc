@@ -1,35 +1,10 @@
-// The one region copy, shared by the in-process split runner and the MPI ranks' sends.
+// The one region copy: a box of a dense row-major array (sliced weights of a split).
 #include "spatial/region.h"
-
-#include <fmt/core.h>
 
 #include <cstring>
 #include <vector>
 
-#include "support/error.h"
-
 namespace cleave {
-
-namespace {
-
-void check_region(const Tensor& tensor, const Box& box, const std::string& where) {
-  if (tensor.is_blocked())
-    throw Error(
-        fmt::format("{}: tensor {} is not plain (blocked layout)", where, tensor.describe()));
-  const std::vector<int64_t>& shape = tensor.shape();
-  if (box.size() != shape.size()) {
-    throw Error(fmt::format("{}: region has {} dimensions, the tensor {}", where, box.size(),
-                            tensor.describe()));
-  }
-  for (std::size_t d = 0; d < shape.size(); ++d) {
-    if (box[d].begin < 0 || box[d].end > shape[d] || box[d].begin > box[d].end) {
-      throw Error(fmt::format("{}: region [{}, {}) of dimension {} is outside {}", where,
-                              box[d].begin, box[d].end, d, tensor.describe()));
-    }
-  }
-}
-
-}  // namespace
 
 void copy_box(const std::byte* in, const std::vector<int64_t>& dims, std::size_t element,
               const Box& box, std::byte* out) {
@@ -58,19 +33,6 @@ void copy_box(const std::byte* in, const std::vector<int64_t>& dims, std::size_t
     }
     if (d < 0) return;
   }
-}
-
-void copy_region(const Tensor& tensor, const Box& box, std::byte* out, const std::string& where) {
-  check_region(tensor, box, where);
-  copy_box(static_cast<const std::byte*>(tensor.raw()), tensor.shape(),
-           element_size(tensor.dtype()), box, out);
-}
-
-Tensor copy_region(const Tensor& tensor, const Box& box, const std::string& where) {
-  check_region(tensor, box, where);
-  Tensor out = Tensor::allocate(tensor.dtype(), box_sizes(box));
-  copy_region(tensor, box, static_cast<std::byte*>(out.raw()), where);
-  return out;
 }
 
 }  // namespace cleave

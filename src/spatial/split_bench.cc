@@ -2,7 +2,6 @@
 #include "spatial/split_bench.h"
 
 #include <cmath>
-#include <filesystem>
 #include <limits>
 
 #include "frontend/load.h"
@@ -11,21 +10,16 @@
 namespace cleave {
 
 BenchedSplit load_benched_split(const std::string& dir, const std::string& model,
-                                const std::vector<std::string>& shapes) {
-  namespace fs = std::filesystem;
-  for (const char* name : {"manifest.json", "partitioned.onnx", "plan.json"})
-    if (!fs::is_regular_file(fs::path(dir) / name))
-      throw Error(dir + ": not a split folder (no " + name + "; write one with `cleave split`)");
-  SplitManifest manifest = read_manifest((fs::path(dir) / "manifest.json").string());
-  if (!manifest.fingerprint.empty() && manifest.fingerprint != file_fingerprint(model))
-    throw Error(dir + "/manifest.json: is a split of " + manifest.model + ", not of " + model +
-                " (fingerprints differ)");
+                                const std::vector<std::string>& shapes, bool cores_on_this_host) {
+  const SplitFolderFiles files = split_folder_files(dir);
+  SplitManifest manifest = read_manifest(files.manifest);
+  require_split_of(manifest, dir, model);
   LoadOptions load;
   load.shapes = parse_input_shapes(shapes);
   load.optimize = false;  // the graph plan.json was made for
   BenchedSplit out;
-  out.graph = load_model((fs::path(dir) / "partitioned.onnx").string(), load);
-  out.plan = read_model_plan((fs::path(dir) / "plan.json").string(), out.graph);
+  out.graph = load_model(files.partitioned, load);
+  out.plan = read_model_plan(files.plan, out.graph, cores_on_this_host);
   out.machines = static_cast<int>(manifest.steps.size());
   return out;
 }

@@ -22,9 +22,11 @@ struct BenchedSplit {
 
 /// Reads a split folder written by `cleave split` of `model`. Throws Error naming the folder
 /// or file when one is missing, is not a split of `model` (the manifest's fingerprint), or
-/// its plan does not fit the partitioned graph.
+/// its plan does not fit the partitioned graph. `cores_on_this_host`: as read_model_plan's
+/// (false where the workers run unpinned, e.g. more machines than this host has cores).
 BenchedSplit load_benched_split(const std::string& dir, const std::string& model,
-                                const std::vector<std::string>& shapes);
+                                const std::vector<std::string>& shapes,
+                                bool cores_on_this_host = true);
 
 /// Largest |a - b| over the outputs, matched by position; +inf when shapes differ.
 double max_abs_difference(const std::vector<Tensor>& a, const std::vector<Tensor>& b);

@@ -10,6 +10,20 @@
 
 namespace cleave {
 
+void write_partitioned_graph(const PartitionedGraph& split, const std::string& onnx_path,
+                             const std::string& plan_path) {
+  export_onnx(split.graph, onnx_path);
+  // The plan is made for the graph `cleave run partitioned.onnx --no-optimize` will load, so
+  // its fingerprint matches.
+  LoadOptions load;
+  load.optimize = false;
+  Graph reloaded = load_model(onnx_path, load);
+  write_model_plan(
+      plan_path,
+      split_plan(reloaded, split, static_costs(reloaded), cpu_machine(split.machines, 1)),
+      reloaded);
+}
+
 void write_split_folder(const SplitResult& result, AtomicFolder& out, const std::string& model,
                         const std::string& fingerprint) {
   SplitManifest manifest = result.manifest;
@@ -20,17 +34,8 @@ void write_split_folder(const SplitResult& result, AtomicFolder& out, const std:
       if (s.kind == ManifestStep::Kind::kRun)
         write_model_file(extract_submodel(result.partitioned.graph, s.nodes),
                          out.staging_path(s.model));
-  const std::string partitioned = out.staging_path("partitioned.onnx");
-  export_onnx(result.partitioned.graph, partitioned);
-  // The plan is made for the graph `cleave run partitioned.onnx --no-optimize` will load, so
-  // its fingerprint matches.
-  LoadOptions load;
-  load.optimize = false;
-  Graph reloaded = load_model(partitioned, load);
-  write_model_plan(out.staging_path("plan.json"),
-                   split_plan(reloaded, result.partitioned, static_costs(reloaded),
-                              cpu_machine(result.partitioned.machines, 1)),
-                   reloaded);
+  write_partitioned_graph(result.partitioned, out.staging_path("partitioned.onnx"),
+                          out.staging_path("plan.json"));
   out.write_file("manifest.json", manifest_to_json(manifest).dump(1) + "\n");
 }
 

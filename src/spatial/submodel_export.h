@@ -17,4 +17,10 @@ namespace cleave {
 void write_split_folder(const SplitResult& result, AtomicFolder& out, const std::string& model,
                         const std::string& fingerprint);
 
+/// The partitioned graph as ONNX at `onnx_path` and its plan (split_plan: one worker per
+/// machine, for the graph as `--no-optimize` loads the file back) at `plan_path`: what a split
+/// runs from, on threads or ranks. Throws Error naming the file on failure.
+void write_partitioned_graph(const PartitionedGraph& split, const std::string& onnx_path,
+                             const std::string& plan_path);
+
 }  // namespace cleave

@@ -1,5 +1,6 @@
-// `mpirun -np 2 cleave run-split DIR` on a hand-written split of Neg(Relu(x)) along H: the
-// outputs equal the whole model's, and bad folders are refused on every rank.
+// `mpirun -np 2 cleave run-split DIR` on a hand-written split of Neg(Relu(x)) along H (its
+// partitioned graph, plan and manifest): the outputs equal the whole model's, and bad folders
+// are refused on every rank.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -7,11 +8,12 @@
 
 #include "../busy_processes.h"
 #include "../cli/command_fixture.h"
-#include "distributed/split_manifest.h"
 #include "ir/text.h"
 #include "onnx/onnx_export.h"
 #include "runtime/npy.h"
 #include "runtime/random_inputs.h"
+#include "spatial/manifest.h"
+#include "spatial/submodel_export.h"
 #include "test_paths.h"
 
 namespace cleave {
@@ -54,6 +56,7 @@ class RunSplitTest : public CommandFixture {
 }
 )"),
                 path("split/m1_s0.onnx"));
+    write_partitioned();
     manifest_ = nlohmann::json::parse(R"({
   "format": "cleave-split", "version": 1, "model": "whole.onnx", "fingerprint": "", "machines": 2,
   "inputs": [{"name": "x", "dtype": "float32", "shape": [1, 1, 4, 4]}],
@@ -86,6 +89,34 @@ class RunSplitTest : public CommandFixture {
   }
 
   void write_manifest() { std::ofstream(path("split/manifest.json")) << manifest_.dump(1); }
+
+  // The split as it runs, as `cleave split` writes it: the partitioned graph, its third node
+  // (`lower_neg`, made from the rows machine 0 sends) on machine 1 and the rest on machine 0,
+  // ending in `tail`, and its plan.
+  void write_partitioned(
+      const std::string& lower_neg = "%lower_neg = Neg(%lower)",
+      const std::string& tail = "%y = Concat[axis=2](%top_neg, %lower_neg)") const {
+    PartitionedGraph split;
+    split.graph = parse_graph(R"(graph partitioned [ai.onnx=17] (%x: f32[1,1,4,4]) {
+  @lower_starts: i64[1] = [2]
+  @lower_ends: i64[1] = [4]
+  @top_starts: i64[1] = [0]
+  @top_ends: i64[1] = [2]
+  @axes: i64[1] = [2]
+  %t0 = Relu(%x)
+  %lower = Slice(%t0, @lower_starts, @lower_ends, @axes)
+  )" + lower_neg + R"(
+  %top = Slice(%t0, @top_starts, @top_ends, @axes)
+  %top_neg = Neg(%top)
+  )" + tail + R"(
+  return %y
+}
+)");
+    split.machines = 2;
+    split.machine.assign(split.graph.node_capacity(), 0);
+    split.machine[2] = 1;
+    write_partitioned_graph(split, path("split/partitioned.onnx"), path("split/plan.json"));
+  }
 
   CommandResult mpirun(int ranks, const std::string& arguments) const {
     const std::string command =
@@ -200,7 +231,7 @@ TEST(SplitManifestTest, SendWithoutRecvIsRefusedByTag) {
       {"op": "send", "to": 1, "tensor": "t", "region": [[0, 2]], "name": "u", "dtype": "float32",
        "shape": [2], "bytes": 8, "tag": 5}], []]})";
   try {
-    read_split_manifest(folder.string());
+    read_manifest((folder / "manifest.json").string());
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(
@@ -211,42 +242,40 @@ TEST(SplitManifestTest, SendWithoutRecvIsRefusedByTag) {
   std::filesystem::remove_all(folder);
 }
 
-// A sub-model that makes another type than the manifest says ran and wrote garbage (its bytes
-// sent or written as float32); it is refused on every rank before the first run.
-TEST_F(RunSplitTest, SubModelSendingAnotherTypeIsRefused) {
-  export_onnx(parse_graph(R"(graph m1s0 [ai.onnx=17] (%lower: f32[1,1,2,4]) {
-  %n = Neg(%lower)
-  %lower_neg = Cast[to=11](%n)
-  return %lower_neg
-}
-)"),
-              path("split/m1_s0.onnx"));
+// A partitioned graph that moves another type than the manifest says is not the split the
+// manifest (and so --model) vouches for; it is refused on every rank before the first run.
+TEST_F(RunSplitTest, PartitionedGraphSendingAnotherTypeIsRefused) {
+  write_partitioned("%lower_neg = Cast[to=11](%lower)",
+                    "%back = Cast[to=1](%lower_neg)\n  %y = Concat[axis=2](%top_neg, %back)");
   CommandResult result = mpirun(2, "run-split " + path("split") + " --output-dir " + path("out"));
   EXPECT_NE(result.exit_code, 0);
-  EXPECT_NE(result.err.find("m1_s0.onnx: output 'lower_neg' is f64[1,1,2,4], but the manifest "
+  EXPECT_NE(result.err.find("partitioned.onnx: 'lower_neg' is f64[1,1,2,4], but the manifest "
                             "sends it (tag 1) as float32 region [0:1,0:1,0:2,0:4]"),
             std::string::npos)
       << result.err;
   EXPECT_FALSE(std::filesystem::exists(path("out")));
 }
 
-TEST_F(RunSplitTest, SubModelOutputOfAnotherTypeIsRefused) {
-  export_onnx(parse_graph(R"(graph m0s1 [ai.onnx=17] (%t0: f32[1,1,4,4], %lower_neg: f32[1,1,2,4]) {
-  @starts: i64[1] = [0]
-  @ends: i64[1] = [2]
-  @axes: i64[1] = [2]
-  %top = Slice(%t0, @starts, @ends, @axes)
-  %top_neg = Neg(%top)
-  %joined = Concat[axis=2](%top_neg, %lower_neg)
-  %y = Cast[to=6](%joined)
-  return %y
-}
-)"),
-              path("split/m0_s1.onnx"));
+TEST_F(RunSplitTest, PartitionedGraphOutputOfAnotherTypeIsRefused) {
+  write_partitioned("%lower_neg = Neg(%lower)",
+                    "%joined = Concat[axis=2](%top_neg, %lower_neg)\n  %y = Cast[to=6](%joined)");
   CommandResult result = mpirun(2, "run-split " + path("split") + " --output-dir " + path("out"));
   EXPECT_NE(result.exit_code, 0);
-  EXPECT_NE(result.err.find("m0_s1.onnx: output 'y' is i32[1,1,4,4], but the manifest's outputs "
-                            "say float32[1,1,4,4]"),
+  EXPECT_NE(result.err.find("partitioned.onnx: output 'y' is i32[1,1,4,4], but the manifest's "
+                            "outputs say float32[1,1,4,4]"),
+            std::string::npos)
+      << result.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
+// A split runs from its partitioned graph and plan: a folder without them (made by hand, or
+// with only the sub-models) is refused on every rank, saying how to make one.
+TEST_F(RunSplitTest, FolderWithoutThePlanIsRefused) {
+  std::filesystem::remove(path("split/plan.json"));
+  CommandResult result = mpirun(2, "run-split " + path("split") + " --output-dir " + path("out"));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find(path("split") +
+                            ": not a split folder (no plan.json; write one with `cleave split`)"),
             std::string::npos)
       << result.err;
   EXPECT_FALSE(std::filesystem::exists(path("out")));
@@ -274,7 +303,7 @@ class ManifestFieldTest : public RunSplitTest {
   std::string refusal() {
     write_manifest();
     try {
-      read_split_manifest(path("split"));
+      read_manifest(file());
     } catch (const Error& e) {
       const std::string message = e.what();
       EXPECT_EQ(message.find("json.exception"), std::string::npos) << message;

@@ -8,12 +8,13 @@
 #include <random>
 #include <string>
 
+#include "cost/cost_table.h"
 #include "ir/text.h"
-#include "onnx/extract.h"
 #include "runtime/executor.h"
+#include "runtime/parallel_executor.h"
 #include "runtime/random_inputs.h"
-#include "spatial/manifest_runner.h"
 #include "spatial/split_model.h"
+#include "spatial/split_plan.h"
 
 namespace cleave::testing {
 
@@ -32,19 +33,22 @@ inline Graph graph_with_weights(const std::string& text, uint64_t seed = 7) {
   return g;
 }
 
-/// Runs the manifest of a split with sub-models taken from the partitioned graph in memory.
+/// Runs a split as every command does: its partitioned graph and plan on the thread executor,
+/// one worker per machine (unpinned: a test may have more machines than the host has cores).
+/// Returns the graph outputs by name.
 inline std::map<std::string, Tensor> run_split(const SplitResult& r,
                                                const std::map<std::string, Tensor>& inputs) {
-  std::map<std::string, std::vector<NodeId>> nodes;
-  for (const auto& steps : r.manifest.steps)
-    for (const ManifestStep& s : steps)
-      if (s.kind == ManifestStep::Kind::kRun) nodes[s.model] = s.nodes;
-  return run_manifest(
-      r.manifest,
-      [&](const std::string& model) {
-        return extract_subgraph(r.partitioned.graph, nodes.at(model));
-      },
-      inputs);
+  const Graph& graph = r.partitioned.graph;
+  const ModelPlan plan =
+      split_plan(graph, r.partitioned, static_costs(graph), cpu_machine(r.partitioned.machines, 1));
+  ParallelOptions options;
+  options.pin_threads = false;
+  ParallelExecutor executor(graph, plan.tasks, plan.plan, options);
+  const std::vector<Tensor> outputs = executor.run(inputs);
+  std::map<std::string, Tensor> named;
+  for (std::size_t k = 0; k < outputs.size(); ++k)
+    named[graph.value(graph.outputs()[k]).name] = outputs[k];
+  return named;
 }
 
 /// Largest absolute difference between the whole model's outputs and the split's.

@@ -9,8 +9,9 @@
 #include "onnx/onnx_export.h"
 #include "onnx/onnx_import.h"
 #include "runtime/executor.h"
+#include "runtime/parallel_executor.h"
 #include "runtime/random_inputs.h"
-#include "spatial/manifest_runner.h"
+#include "spatial/split_bench.h"
 #include "test_paths.h"
 
 namespace cleave {
@@ -22,22 +23,19 @@ class SplitCommand : public CommandFixture {
     return std::string(CLEAVE_SOURCE_DIR) + "/models/inception_demo.onnx";
   }
 
-  // Largest difference between the model's outputs and the split folder's recombined ones.
+  // Largest difference between the model's outputs and the split folder's: its partitioned
+  // graph and plan on the thread executor, one unpinned worker per machine (as bench --split
+  // runs it; more machines than this host has cores are fine unpinned).
   double recombined_error(const std::string& model, const std::string& dir) const {
     Graph g = import_onnx(model);
     auto inputs = random_inputs(g, 5);
     Executor whole(g);
     auto expected = whole.run(inputs);
-    SplitManifest manifest = read_manifest(dir + "/manifest.json");
-    auto got = run_manifest(manifest, folder_loader(dir), inputs);
-    double worst = 0;
-    for (std::size_t k = 0; k < g.outputs().size(); ++k) {
-      auto a = expected[k].to_double_vector();
-      auto b = got.at(g.value(g.outputs()[k]).name).to_double_vector();
-      if (a.size() != b.size()) return INFINITY;
-      for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
-    }
-    return worst;
+    const BenchedSplit split = load_benched_split(dir, model, {}, /*cores_on_this_host=*/false);
+    ParallelOptions options;
+    options.pin_threads = false;
+    ParallelExecutor executor(split.graph, split.plan.tasks, split.plan.plan, options);
+    return max_abs_difference(expected, executor.run(inputs));
   }
 };
 

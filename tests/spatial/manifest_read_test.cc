@@ -1,18 +1,18 @@
-// read_split_manifest: the one manifest type, its run steps' sub-models made paths inside DIR.
+// read_manifest: the one manifest type and reader, steps in order with their transfers.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 
-#include "distributed/split_manifest.h"
+#include "spatial/manifest.h"
 
 namespace cleave {
 namespace {
 
 namespace fs = std::filesystem;
 
-TEST(SplitManifestFolder, RunStepsNameTheirSubModelInsideTheFolder) {
+TEST(ManifestRead, StepsKeepTheirOrderSubModelAndRegions) {
   const fs::path folder =
       fs::temp_directory_path() / ("cleave_split_folder_" + std::to_string(::getpid()));
   fs::create_directories(folder / "sub");
@@ -26,10 +26,10 @@ TEST(SplitManifestFolder, RunStepsNameTheirSubModelInsideTheFolder) {
         "dtype": "float32", "shape": [1, 4], "bytes": 16, "tag": 3}],
       [{"op": "recv", "from": 0, "name": "z", "dtype": "float32", "shape": [1, 4],
         "bytes": 16, "tag": 3}]]})";
-  const SplitManifest manifest = read_split_manifest(folder.string());
+  const SplitManifest manifest = read_manifest((folder / "manifest.json").string());
   ASSERT_EQ(manifest.steps.size(), 2u);
   ASSERT_EQ(manifest.steps[0].size(), 2u);
-  EXPECT_EQ(manifest.steps[0][0].model, fs::weakly_canonical(folder / "sub/m0.onnx").string());
+  EXPECT_EQ(manifest.steps[0][0].model, "sub/m0.onnx");
   const ManifestStep& send = manifest.steps[0][1];
   EXPECT_EQ(send.kind, ManifestStep::Kind::kSend);
   EXPECT_EQ(send.region, (Box{{1, 2}, {0, 4}}));
