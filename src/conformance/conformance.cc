@@ -34,6 +34,9 @@ const std::set<std::string, std::less<>> kInScopeOps = {"Conv",
                                                         "Compress",
                                                         "Unique",
                                                         "NonMaxSuppression",
+                                                        "If",
+                                                        "Loop",
+                                                        "Scan",
                                                         "ConvTranspose",
                                                         "Gemm",
                                                         "MatMul",
@@ -261,6 +264,12 @@ CaseResult classify(const Graph& graph, CaseResult result) {
   for (std::size_t id = 0; id < graph.value_capacity(); ++id) {
     const Value& v = graph.value(static_cast<ValueId>(id));
     bool boundary = v.is_graph_input || v.is_graph_output;
+    if (boundary && v.opaque_type) {
+      // Sequences and optionals: the runtime's values are tensors only.
+      result.in_scope = false;
+      result.reason = fmt::format("out of scope: '{}' is not a tensor", v.name);
+      return result;
+    }
     if (boundary && v.dtype != DataType::kUndefined && !in_scope_type(v.dtype)) {
       result.in_scope = false;
       result.reason = fmt::format("out of scope: {} tensor '{}'", dtype_name(v.dtype), v.name);

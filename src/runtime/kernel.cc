@@ -50,6 +50,7 @@ const KernelRegistry& KernelRegistry::global() {
     register_recurrent_kernels(r);
     register_detection_kernels(r);
     shape::register_select_kernels(r);
+    register_control_flow_kernels(r);
     return r;
   }();
   return registry;

@@ -1,0 +1,214 @@
+// Control flow: If, Loop and Scan run their bodies as sub-graphs on a nested executor.
+#include <fmt/core.h>
+
+#include <cstring>
+
+#include "runtime/executor.h"
+#include "runtime/kernels/registration.h"
+#include "runtime/kernels/tensor/common.h"
+
+namespace cleave {
+
+namespace {
+
+// Iterations a Loop with neither a trip count nor a condition may make before it is refused.
+constexpr int64_t kMaxIterations = int64_t{1} << 24;
+
+// A body graph ready to run: values it reads from the enclosing graphs (captures) are not
+// handed to kernels yet, so such a body is refused naming the value.
+std::unique_ptr<Executor> body_executor(const KernelContext& context, const char* attribute) {
+  const Attribute* body = context.node.attribute(attribute);
+  if (!body || !body->g) {
+    throw Error(fmt::format("{}: expected a graph attribute '{}'", context.where(), attribute));
+  }
+  Graph graph = *body->g;
+  graph.opset_imports = context.graph.opset_imports;
+  for (std::size_t id = 0; id < graph.value_capacity(); ++id) {
+    const Value& value = graph.value(static_cast<ValueId>(id));
+    const bool used = !graph.consumers(static_cast<ValueId>(id)).empty() || value.is_graph_output;
+    if (used && value.producer < 0 && !value.is_graph_input && !value.initializer) {
+      throw UnsupportedError(fmt::format(
+          "{}: its body '{}' reads '{}' from the enclosing graph; bodies that read outer values "
+          "are not run yet",
+          context.where(), attribute, value.name));
+    }
+  }
+  ExecutorOptions options;
+  options.threads = context.threads;
+  return std::make_unique<Executor>(graph, options);
+}
+
+SampleInputs body_inputs(const Executor& executor, const std::vector<Tensor>& values) {
+  const Graph& graph = executor.graph();
+  SampleInputs inputs;
+  for (std::size_t i = 0; i < graph.inputs().size() && i < values.size(); ++i)
+    inputs[graph.value(graph.inputs()[i]).name] = values[i];
+  return inputs;
+}
+
+Tensor copy_of(const Tensor& tensor) {
+  Tensor copy = Tensor::allocate(tensor.dtype(), tensor.shape());
+  if (tensor.byte_size() > 0) std::memcpy(copy.raw(), tensor.raw(), tensor.byte_size());
+  return copy;
+}
+
+// The slice at `index` along `axis`, that axis removed.
+Tensor slice_along(const Tensor& tensor, int64_t axis, int64_t index) {
+  std::vector<int64_t> shape = tensor.shape();
+  const int64_t length = shape[axis];
+  shape.erase(shape.begin() + axis);
+  Tensor slice = Tensor::allocate(tensor.dtype(), shape);
+  int64_t outer = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= tensor.dim(d);
+  const std::size_t inner = slice.byte_size() / std::max<int64_t>(outer, 1);
+  const auto* source = static_cast<const std::byte*>(tensor.raw());
+  auto* target = static_cast<std::byte*>(slice.raw());
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(target + o * inner, source + (o * length + index) * inner, inner);
+  return slice;
+}
+
+// Stacks equally shaped slices along a new axis `axis` (reversed when asked).
+Tensor stack(const KernelContext& context, const std::vector<Tensor>& slices, int64_t axis,
+             bool reverse, const Tensor* like) {
+  if (slices.empty()) {
+    std::vector<int64_t> shape = like ? like->shape() : std::vector<int64_t>{};
+    shape.insert(shape.begin(), 0);
+    return Tensor::allocate(like ? like->dtype() : DataType::kFloat, shape);
+  }
+  const Tensor& first = slices.front();
+  const auto rank = static_cast<int64_t>(first.rank());
+  axis = shape::normalize_axis(context, axis, rank + 1, "scan output axis");
+  std::vector<int64_t> shape = first.shape();
+  shape.insert(shape.begin() + axis, static_cast<int64_t>(slices.size()));
+  Tensor out = Tensor::allocate(first.dtype(), shape);
+  int64_t outer = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= first.dim(d);
+  const std::size_t chunk = first.byte_size() / std::max<int64_t>(outer, 1);
+  auto* target = static_cast<std::byte*>(out.raw());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (std::size_t s = 0; s < slices.size(); ++s) {
+      const Tensor& slice = slices[reverse ? slices.size() - 1 - s : s];
+      if (slice.shape() != first.shape()) {
+        throw Error(fmt::format("{}: scan outputs change shape between iterations ({} then {})",
+                                context.where(), first.describe(), slice.describe()));
+      }
+      std::memcpy(target, static_cast<const std::byte*>(slice.raw()) + o * chunk, chunk);
+      target += chunk;
+    }
+  }
+  return out;
+}
+
+std::unique_ptr<Kernel> create_if(const KernelContext& context) {
+  const bool condition = context.input(0).to_double_vector().at(0) != 0;
+  std::unique_ptr<Executor> body =
+      body_executor(context, condition ? "then_branch" : "else_branch");
+  std::vector<Tensor> outputs = body->run(SampleInputs{});
+  for (Tensor& output : outputs) output = copy_of(output);
+  return std::make_unique<shape::ComputedKernel>(std::move(outputs));
+}
+
+std::unique_ptr<Kernel> create_loop(const KernelContext& context) {
+  std::unique_ptr<Executor> body = body_executor(context, "body");
+  const bool has_trips = context.has_input(0) && context.input(0).element_count() > 0;
+  const int64_t trips = has_trips ? shape::scalar_int_input(context, 0, "M") : kMaxIterations;
+  const bool has_condition = context.has_input(1) && context.input(1).element_count() > 0;
+  bool condition = !has_condition || context.input(1).to_double_vector().at(0) != 0;
+  std::vector<Tensor> carried;
+  for (std::size_t i = 2; i < context.inputs.size(); ++i) carried.push_back(context.input(i));
+  const std::size_t scans = context.node.outputs.size() - carried.size();
+  std::vector<std::vector<Tensor>> scanned(scans);
+  if (!has_trips && !has_condition) {
+    throw UnsupportedError(fmt::format(
+        "{}: a Loop with neither a trip count nor a condition never ends", context.where()));
+  }
+  int64_t i = 0;
+  for (; i < trips && condition; ++i) {
+    std::vector<Tensor> in{Tensor::allocate(DataType::kInt64, {}),
+                           Tensor::allocate(DataType::kBool, {})};
+    in[0].data<int64_t>()[0] = i;
+    in[1].data<uint8_t>()[0] = condition ? 1 : 0;
+    in.insert(in.end(), carried.begin(), carried.end());
+    std::vector<Tensor> out = body->run(body_inputs(*body, in));
+    if (out.size() != 1 + carried.size() + scans) {
+      throw Error(fmt::format("{}: the body gives {} outputs, expected {}", context.where(),
+                              out.size(), 1 + carried.size() + scans));
+    }
+    condition = out[0].to_double_vector().at(0) != 0;
+    for (std::size_t c = 0; c < carried.size(); ++c) carried[c] = copy_of(out[1 + c]);
+    for (std::size_t s = 0; s < scans; ++s)
+      scanned[s].push_back(copy_of(out[1 + carried.size() + s]));
+  }
+  if (i == kMaxIterations && condition) {
+    throw Error(fmt::format("{}: the loop ran {} iterations without its condition turning false",
+                            context.where(), kMaxIterations));
+  }
+  std::vector<Tensor> results;
+  for (Tensor& value : carried) results.push_back(copy_of(value));
+  for (auto& slices : scanned) results.push_back(stack(context, slices, 0, false, nullptr));
+  return std::make_unique<shape::ComputedKernel>(std::move(results));
+}
+
+std::unique_ptr<Kernel> create_scan(const KernelContext& context) {
+  std::unique_ptr<Executor> body = body_executor(context, "body");
+  const int64_t scan_inputs = context.node.int_attribute("num_scan_inputs", 0);
+  const auto inputs = static_cast<int64_t>(context.inputs.size());
+  const int64_t first = context.opset < 9 ? 1 : 0;  // Scan-8 starts with sequence_lens.
+  const int64_t states = inputs - first - scan_inputs;
+  if (scan_inputs < 1 || states < 0) {
+    throw Error(fmt::format("{}: num_scan_inputs {} does not fit its {} inputs", context.where(),
+                            scan_inputs, inputs));
+  }
+  if (first == 1) throw UnsupportedError(fmt::format("{}: Scan before opset 9", context.where()));
+  const auto ints = [&](const char* key, int64_t count) {
+    std::vector<int64_t> values = context.node.ints_attribute(key);
+    values.resize(count, 0);
+    return values;
+  };
+  std::vector<int64_t> in_axes = ints("scan_input_axes", scan_inputs);
+  std::vector<int64_t> in_reverse = ints("scan_input_directions", scan_inputs);
+  std::vector<Tensor> carried;
+  for (int64_t s = 0; s < states; ++s) carried.push_back(context.input(first + s));
+  const int64_t outputs = static_cast<int64_t>(context.node.outputs.size()) - states;
+  std::vector<int64_t> out_axes = ints("scan_output_axes", outputs);
+  std::vector<int64_t> out_reverse = ints("scan_output_directions", outputs);
+  int64_t length = -1;
+  std::vector<std::pair<const Tensor*, int64_t>> views;  // Each scan input and its axis.
+  for (int64_t k = 0; k < scan_inputs; ++k) {
+    const Tensor& input = context.input(first + states + k);
+    const int64_t axis =
+        shape::normalize_axis(context, in_axes[k], static_cast<int64_t>(input.rank()));
+    if (length >= 0 && input.dim(axis) != length) {
+      throw Error(fmt::format("{}: scan inputs differ in length ({} and {})", context.where(),
+                              length, input.dim(axis)));
+    }
+    length = input.dim(axis);
+    views.emplace_back(&input, axis);
+  }
+  std::vector<std::vector<Tensor>> scanned(outputs);
+  for (int64_t step = 0; step < length; ++step) {
+    std::vector<Tensor> in = carried;
+    for (int64_t k = 0; k < scan_inputs; ++k)
+      in.push_back(
+          slice_along(*views[k].first, views[k].second, in_reverse[k] ? length - 1 - step : step));
+    std::vector<Tensor> out = body->run(body_inputs(*body, in));
+    for (int64_t s = 0; s < states; ++s) carried[s] = copy_of(out[s]);
+    for (int64_t o = 0; o < outputs; ++o) scanned[o].push_back(copy_of(out[states + o]));
+  }
+  std::vector<Tensor> results;
+  for (Tensor& value : carried) results.push_back(copy_of(value));
+  for (int64_t o = 0; o < outputs; ++o)
+    results.push_back(stack(context, scanned[o], out_axes[o], out_reverse[o] != 0, nullptr));
+  return std::make_unique<shape::ComputedKernel>(std::move(results));
+}
+
+}  // namespace
+
+void register_control_flow_kernels(KernelRegistry& registry) {
+  shape::add_kernel(registry, "If", create_if, shape::kMovableTypes);
+  shape::add_kernel(registry, "Loop", create_loop, shape::kMovableTypes);
+  shape::add_kernel(registry, "Scan", create_scan, shape::kMovableTypes);
+}
+
+}  // namespace cleave
