@@ -101,6 +101,8 @@ int run_plan(const PlanSettings& settings) {
   fmt::print("predicted   {:.3f} ms (sequential sum {:.3f} ms at 1 thread)\n",
              plan.plan.makespan * 1e3, costs.total_seconds(1) * 1e3);
   for (std::size_t w = 0; w < plan.plan.order.size(); ++w) {
+    // On paper a cluster may have hundreds of ranks, most of them idle: only the busy ones.
+    if (settings.simulate && plan.plan.order[w].empty()) continue;
     fmt::print("worker {}    {} tasks, busy {:.3f} ms, idle {:.3f} ms\n", w,
                plan.plan.order[w].size(), simulation.busy[w] * 1e3, simulation.idle[w] * 1e3);
   }

@@ -22,8 +22,8 @@ constexpr int kSplitMachinesSearched = 16;
 // Stages beyond this many cut a model into slivers whose hand-offs dominate.
 constexpr int kMostStages = 16;
 
-PlanCandidate spatial_candidate(const Graph& graph, const CostTable& costs,
-                                const Machine& machine) {
+PlanCandidate spatial_candidate(const Graph& graph, const CostTable& costs, const Machine& machine,
+                                int samples) {
   PlanCandidate row;
   row.strategy = "split";
   row.family = "spatial";
@@ -50,7 +50,9 @@ PlanCandidate spatial_candidate(const Graph& graph, const CostTable& costs,
     }
     const SplitStats& split = choice.best->report.optimized;
     row.configuration += fmt::format(" along {}", split_dim_name(options.split.dim));
-    row.predicted_seconds = split.predicted_seconds;
+    // Every device works on each sample: the samples go through the split one after another.
+    row.predicted_seconds = samples * split.predicted_seconds;
+    if (samples > 1) row.samples_per_second = 1 / split.predicted_seconds;
     for (int64_t bytes : split.weight_bytes) row.memory_bytes.push_back(static_cast<double>(bytes));
     row.rejected = "runs with `cleave split` + `cleave run-split`";
   } catch (const Error& e) {
@@ -94,20 +96,22 @@ PlanCandidate stage_candidate(const Graph& graph, const CostTable& costs,
   return best;
 }
 
-// Weights per device, short: one figure when all devices hold the same, else min..max.
+// Weights per device, short: one figure when every device holds the same, else the most any
+// device holds and how many hold any.
 std::string memory_text(const std::vector<double>& bytes) {
   if (bytes.empty()) return "-";
   const auto [low, high] = std::minmax_element(bytes.begin(), bytes.end());
   const double mib = 1024.0 * 1024.0;
   if (*high - *low < 0.05 * mib) return fmt::format("{:.1f} MiB x {}", *high / mib, bytes.size());
-  return fmt::format("{:.1f}..{:.1f} MiB", *low / mib, *high / mib);
+  const auto holding = std::count_if(bytes.begin(), bytes.end(), [](double b) { return b > 0; });
+  return fmt::format("<= {:.1f} MiB, {} of {}", *high / mib, holding, bytes.size());
 }
 
 }  // namespace
 
 std::string candidate_table_text(const ModelPlan& plan) {
   std::string out =
-      fmt::format("  {:<14} {:<38} {:>12} {:>12} {:<20} {}\n", "family", "configuration",
+      fmt::format("  {:<14} {:<38} {:>12} {:>12} {:<22} {}\n", "family", "configuration",
                   "latency ms", "samples/s", "weights/device", "chosen or rejected because");
   for (const PlanCandidate& row : plan.candidates) {
     const std::string latency = std::isfinite(row.predicted_seconds)
@@ -115,7 +119,7 @@ std::string candidate_table_text(const ModelPlan& plan) {
                                     : "-";
     const std::string rate =
         row.samples_per_second > 0 ? fmt::format("{:.1f}", row.samples_per_second) : "-";
-    out += fmt::format("{} {:<14} {:<38} {:>12} {:>12} {:<20} {}\n", row.chosen ? "*" : " ",
+    out += fmt::format("{} {:<14} {:<38} {:>12} {:>12} {:<22} {}\n", row.chosen ? "*" : " ",
                        row.family, row.configuration, latency, rate, memory_text(row.memory_bytes),
                        row.chosen ? "chosen" : row.rejected);
   }
@@ -126,7 +130,7 @@ void add_split_and_stage_candidates(const Graph& graph, const CostTable& costs,
                                     const ModelPlanOptions& options, ModelPlan& plan) {
   const auto start = std::chrono::steady_clock::now();
   if (options.machine && options.machine->size() > 1)
-    plan.candidates.push_back(spatial_candidate(graph, costs, *options.machine));
+    plan.candidates.push_back(spatial_candidate(graph, costs, *options.machine, options.samples));
   if (options.samples > 1) plan.candidates.push_back(stage_candidate(graph, costs, options));
   plan.planning_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
