@@ -223,7 +223,9 @@ double plan_split(Search& search, const PlannerEntry& planner, int cores, int wo
 void search_cpu_splits(Search& search, int cores) {
   const ModelPlanOptions& options = search.options;
   std::map<std::string, std::pair<double, int>> best_split;  // Planner: seconds, workers.
-  for (int workers = 2; workers <= cores; ++workers) {
+  const int fewest = options.fixed_workers ? options.workers : 2;
+  const int most = options.fixed_workers ? options.workers : cores;
+  for (int workers = fewest; workers <= most && workers >= 2; ++workers) {
     if (options.samples >= workers && !options.each_node_once) {
       // Before the planners: on a tie the plan without hand-offs between workers is kept.
       const int threads = cores / workers;

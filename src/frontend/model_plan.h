@@ -31,6 +31,9 @@ struct ModelPlanOptions {
   /// leaves out the planners that copy tasks, and a named one plans as the planner it copies
   /// from (PlannerEntry::before_copies: clone as lc).
   bool each_node_once = false;
+  /// `auto` plans for exactly `workers` workers (e.g. a program for that many MPI ranks)
+  /// instead of every split of workers x threads_per_worker cores.
+  bool fixed_workers = false;
 };
 
 /// Every strategy name plan_model takes: its own, then the task-graph schedulers' names.
