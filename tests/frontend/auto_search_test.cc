@@ -99,6 +99,21 @@ TEST(AutoSearch, EveryCandidateNamesItsFamilyAndEverySplitOfTheCoresIsTried) {
   }
 }
 
+TEST(AutoSearch, FixedWorkersPlanOnlyThatManyWorkers) {
+  const Graph graph = four_branches();
+  const std::map<std::string, double> ms{
+      {"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Tanh", 1e-3}, {"Exp", 1e-3}, {"Add", 1e-4}};
+  ModelPlanOptions options = on_cores(3);
+  options.fixed_workers = true;
+  const ModelPlan plan = plan_model(graph, fixed_costs(graph, ms), options);
+  for (const PlanCandidate& row : plan.candidates) {
+    if (row.family == "task") {
+      EXPECT_THAT(row.configuration, HasSubstr(", 3 workers x 1 thread"));
+    }
+  }
+  EXPECT_EQ(plan.candidates.size(), 3u);  // sequential, lc and clone
+}
+
 TEST(AutoSearch, ABranchyGraphOnFourCoresRunsItsBranchesAsTasks) {
   const Graph graph = four_branches();
   // Threads barely help these ops; four branches on four workers do.
