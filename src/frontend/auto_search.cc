@@ -99,18 +99,6 @@ ModelPlan rethreaded(ModelPlan plan, const CostTable& costs, const std::vector<i
   return plan;
 }
 
-// The samples' copies of a node read one copy of its weights on a device.
-TaskGraph samples_of(const TaskGraph& per_sample, int samples) {
-  TaskGraph all = replicate_for_samples(per_sample, samples);
-  const bool grouped = std::any_of(per_sample.tasks.begin(), per_sample.tasks.end(),
-                                   [](const Task& task) { return task.weight_group >= 0; });
-  if (grouped || samples == 1) return all;
-  const std::size_t n = per_sample.tasks.size();
-  for (std::size_t t = 0; t < all.tasks.size(); ++t)
-    all.tasks[t].weight_group = static_cast<int32_t>(t % n);
-  return all;
-}
-
 std::string threads_text(const std::vector<int>& threads) {
   return fmt::format("{}", fmt::join(threads, "+"));
 }
@@ -264,10 +252,18 @@ void search_machine(Search& search, const Machine& machine) {
   const int devices = static_cast<int>(machine.size());
   if (devices < 2) return;
   const std::string on = plural(devices, "device", "devices");
-  for (const PlannerEntry* planner : task_planners(options)) {
+  if (options.samples >= 2 && !options.each_node_once) {
+    // Before the planners: on a tie the plan without hand-offs between devices is kept.
     search.attempt(
-        search.row(planner->name, "task", fmt::format("{}, {}", planner->name, on)),
-        [&] { return plan_with_planner(search.graph, search.costs, options, planner->name); });
+        search.row("data-parallel", "data-parallel", fmt::format("{}, each its own samples", on)),
+        [&] { return plan_data_parallel(search.graph, search.costs, machine, options.samples); });
+  }
+  for (const PlannerEntry* planner : task_planners(options)) {
+    search.attempt(search.row(planner->name, "task", fmt::format("{}, {}", planner->name, on)),
+                   [&] {
+                     return plan_with_planner(search.graph, search.costs, options, planner->name,
+                                              kCloneTrials);
+                   });
   }
   if (options.samples == 1) {
     // Devices may differ in speed and memory, which lc and clone ignore and HEFT weighs (it
@@ -282,11 +278,6 @@ void search_machine(Search& search, const Machine& machine) {
                      fmt::format("milp-split, {}, {:g} s budget", on, bounded.time_limit_seconds)),
           [&] { return plan_with_planner(search.graph, search.costs, bounded, "milp-split"); });
     }
-  }
-  if (options.samples >= 2 && !options.each_node_once) {
-    search.attempt(
-        search.row("data-parallel", "data-parallel", fmt::format("{}, each its own samples", on)),
-        [&] { return plan_data_parallel(search.graph, search.costs, machine, options.samples); });
   }
 }
 
@@ -308,7 +299,7 @@ ModelPlan plan_sequential(const Graph& graph, const CostTable& costs,
                               : cpu_workers(1, options.workers * options.threads_per_worker);
   result.threads_per_worker =
       options.machine ? options.threads_per_worker : machine.devices.front().threads;
-  result.tasks = samples_of(task_graph_for(graph, costs, machine), options.samples);
+  result.tasks = replicate_for_samples(task_graph_for(graph, costs, machine), options.samples);
   AppendScheduler scheduler(result.tasks, upward_rank_order(result.tasks));
   result.plan = scheduler.to_plan(std::vector<int>(result.tasks.tasks.size(), 0), "sequential");
   result.plan.batch = options.samples;
@@ -352,7 +343,7 @@ ModelPlan plan_data_parallel(const Graph& graph, const CostTable& costs, const M
   ModelPlan result;
   result.family = "data-parallel";
   result.threads_per_worker = machine.devices.front().threads;
-  result.tasks = samples_of(task_graph_for(graph, costs, machine), samples);
+  result.tasks = replicate_for_samples(task_graph_for(graph, costs, machine), samples);
   const int workers = static_cast<int>(machine.size());
   std::vector<int> worker_of_task(result.tasks.tasks.size());
   for (std::size_t t = 0; t < worker_of_task.size(); ++t)
