@@ -99,7 +99,7 @@ TEST_F(RankWeightsTest, AutoPlanSpreadsAModelLargerThanOneRankOverSeveral) {
   bool sequential_over = false;
   for (const auto& candidate : plan["candidates"])
     sequential_over |= candidate["strategy"] == "sequential" &&
-                       candidate["rejected"].get<std::string>().find("over memory") == 0;
+                       candidate["rejected"].get<std::string>().find("memory") != std::string::npos;
   EXPECT_TRUE(sequential_over) << plan["candidates"].dump();
   ASSERT_EQ(plan["order"].size(), 2u);
   EXPECT_FALSE(plan["order"][0].empty());
