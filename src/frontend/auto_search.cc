@@ -386,10 +386,14 @@ ModelPlan plan_auto(const Graph& graph, const CostTable& costs, const ModelPlanO
     search_cpu_splits(search, options.workers * options.threads_per_worker);
   }
   if (!std::isfinite(search.best_seconds)) {
+    // The table says why each was set aside: the error is all a user sees of it.
+    std::vector<std::string> reasons;
+    for (const PlanCandidate& row : search.rows)
+      reasons.push_back(fmt::format("{} ({}): {}", row.configuration, row.family, row.rejected));
     throw Error(
         fmt::format("plan: no candidate plan fits the memory of the machine's devices "
-                    "({} devices); give more devices or more memory",
-                    options.machine ? options.machine->size() : 1));
+                    "({} devices); give more devices or more memory. Candidates: {}",
+                    options.machine ? options.machine->size() : 1, fmt::join(reasons, "; ")));
   }
   ModelPlan chosen = std::move(search.best);
   mark_candidates(search.rows, chosen.configuration);
