@@ -136,7 +136,8 @@ int run_codegen(const CodegenSettings& settings) {
     options.strategy = settings.strategy;
     options.workers = settings.workers;
     options.threads_per_worker = settings.threads_per_worker;
-    options.each_node_once = true;  // the generators take one task per node
+    options.each_node_once = true;           // the generators take one task per node
+    options.fixed_workers = settings.ranks;  // one rank per worker, as many as asked
     plan =
         plan_model(graph,
                    costs_for(graph, settings.costs, settings.workers * settings.threads_per_worker,

@@ -14,6 +14,7 @@
 #include "frontend/layout_choice.h"
 #include "frontend/model_plan.h"
 #include "machine/machine.h"
+#include "pipeline/family_search.h"
 #include "plan/simulator.h"
 #include "support/atomic_output.h"
 #include "viz/gantt.h"
@@ -39,6 +40,8 @@ struct PlanSettings {
   std::string output;
   std::string gantt;
   bool json = false;
+  bool explain = false;   // The candidate table of every family.
+  bool simulate = false;  // Plan on paper for the machine file, however large.
 };
 
 int run_plan(const PlanSettings& settings) {
@@ -48,6 +51,12 @@ int run_plan(const PlanSettings& settings) {
   // A bad machine file is reported before the model is loaded or profiled.
   std::optional<Machine> machine;
   if (!settings.machine.empty()) machine = read_machine(settings.machine);
+  if (settings.simulate && !machine) throw Error("--simulate: needs --machine FILE to plan for");
+  // On paper nothing is timed: a profile would measure this host, not the machine file's.
+  const std::string cost_source =
+      settings.simulate && settings.costs == "profile" ? "analytical" : settings.costs;
+  if (settings.simulate)
+    for (Device& device : machine->devices) device.simulated = true;
   Graph graph = load_model_for(settings.model);
   ModelPlanOptions options;
   options.machine = machine;
@@ -57,9 +66,10 @@ int run_plan(const PlanSettings& settings) {
   options.samples = settings.samples;
   options.time_limit_seconds = settings.time_limit;
   CostedPlan costed =
-      plan_with_costs(graph, settings.costs, options, log_to_stderr(settings.model.verbose));
+      plan_with_costs(graph, cost_source, options, log_to_stderr(settings.model.verbose));
   const CostTable& costs = costed.costs;
-  const ModelPlan& plan = costed.plan;
+  ModelPlan& plan = costed.plan;
+  if (settings.strategy == "auto") add_split_and_stage_candidates(graph, costs, options, plan);
   Simulation simulation = simulate(plan.plan, plan.tasks);
   if (!settings.output.empty()) write_model_plan(settings.output, plan, graph);
   if (!settings.gantt.empty()) {
@@ -70,21 +80,29 @@ int run_plan(const PlanSettings& settings) {
     nlohmann::json report = model_plan_to_json(plan, graph);
     report.erase("task_graph");
     report["planning_ms"] = plan.planning_seconds * 1e3;
+    report["planning_seconds"] = plan.planning_seconds;
     report["nodes"] = graph.node_count();
     fmt::print("{}\n", report.dump(2));
     return 0;
   }
   fmt::print("model       {} ({} nodes)\n", settings.model.model, graph.node_count());
   fmt::print("costs       {}\n", costs.source);
-  for (const auto& candidate : plan.candidates) {
-    fmt::print("candidate   {:<22} predicted {:.3f} ms\n", candidate.strategy,
-               candidate.predicted_seconds * 1e3);
+  if (settings.explain || settings.simulate) {
+    fmt::print("candidates\n{}", candidate_table_text(plan));
+  } else {
+    for (const auto& candidate : plan.candidates) {
+      fmt::print("candidate   {:<38} predicted {:.3f} ms\n", candidate.configuration,
+                 candidate.predicted_seconds * 1e3);
+    }
   }
+  fmt::print("family      {} ({})\n", plan.family, plan.configuration);
   fmt::print("plan        {} on {} worker(s) x {} thread(s), {} sample(s)\n", plan.plan.strategy,
              plan.tasks.machine.size(), plan.threads_per_worker, plan.plan.batch);
   fmt::print("predicted   {:.3f} ms (sequential sum {:.3f} ms at 1 thread)\n",
              plan.plan.makespan * 1e3, costs.total_seconds(1) * 1e3);
   for (std::size_t w = 0; w < plan.plan.order.size(); ++w) {
+    // On paper a cluster may have hundreds of ranks, most of them idle: only the busy ones.
+    if (settings.simulate && plan.plan.order[w].empty()) continue;
     fmt::print("worker {}    {} tasks, busy {:.3f} ms, idle {:.3f} ms\n", w,
                plan.plan.order[w].size(), simulation.busy[w] * 1e3, simulation.idle[w] * 1e3);
   }
@@ -185,6 +203,11 @@ void register_plan(CLI::App& app, CommandAction& action) {
   command->add_option("--gantt", settings->gantt, "Write the predicted timeline as a Gantt SVG")
       ->check(path_given());
   command->add_flag("--json", settings->json, "Print the plan as JSON");
+  command->add_flag("--explain", settings->explain,
+                    "Print every family's candidates: configuration, prediction, memory, "
+                    "why rejected");
+  command->add_flag("--simulate", settings->simulate,
+                    "Plan on paper for --machine (any size; analytical costs unless --costs)");
   command->callback([settings, &action] { action = [settings] { return run_plan(*settings); }; });
 }
 

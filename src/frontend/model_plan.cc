@@ -9,78 +9,14 @@
 #include <fstream>
 #include <limits>
 
+#include "frontend/auto_search.h"
 #include "frontend/costs.h"
-#include "plan/cluster/hypercluster.h"
-#include "plan/list_schedule.h"
 #include "plan/registry.h"
-#include "plan/schedule/schedulers.h"
-#include "plan/simulator.h"
 #include "support/atomic_output.h"
 #include "support/json_file.h"
 #include "support/limits.h"
 
 namespace cleave {
-
-namespace {
-
-ModelPlan plan_sequential(const Graph& graph, const CostTable& costs,
-                          const ModelPlanOptions& options) {
-  int threads = options.workers * options.threads_per_worker;
-  ModelPlan result;
-  result.threads_per_worker = threads;
-  if (options.machine) {
-    // Every task on the first device; the other devices stay idle (their workers run nothing).
-    result.threads_per_worker = options.threads_per_worker;
-    TaskGraph per_sample = task_graph_for(graph, costs, *options.machine);
-    result.tasks =
-        options.samples > 1 ? replicate_for_samples(per_sample, options.samples) : per_sample;
-    AppendScheduler scheduler(result.tasks, upward_rank_order(result.tasks));
-    result.plan = scheduler.to_plan(std::vector<int>(result.tasks.tasks.size(), 0), "sequential");
-    result.plan.batch = options.samples;
-    return result;
-  }
-  TaskGraph per_sample = task_graph_for(graph, costs, cpu_workers(1, threads));
-  result.tasks =
-      options.samples > 1 ? replicate_for_samples(per_sample, options.samples) : per_sample;
-  AppendScheduler scheduler(result.tasks, upward_rank_order(result.tasks));
-  result.plan = scheduler.to_plan(std::vector<int>(result.tasks.tasks.size(), 0), "sequential");
-  result.plan.batch = options.samples;
-  return result;
-}
-
-ModelPlan plan_parallel(const Graph& graph, const CostTable& costs, const ModelPlanOptions& options,
-                        const std::string& strategy) {
-  const PlannerEntry& planner = find_planner(strategy);
-  check_samples(planner, options.samples);
-  ModelPlan result;
-  result.threads_per_worker = options.threads_per_worker;
-  TaskGraph per_sample =
-      task_graph_for(graph, costs,
-                     options.machine ? *options.machine
-                                     : cpu_workers(options.workers, options.threads_per_worker));
-  ScheduleOptions schedule_options;
-  schedule_options.time_limit_seconds = options.time_limit_seconds;
-  if (planner.family == PlannerFamily::kHeterogeneous) {
-    // Through schedule(), so the plan carries its solve time like `cleave schedule`'s.
-    result.plan = schedule(per_sample, strategy, schedule_options);
-    result.tasks = std::move(per_sample);
-    return result;
-  }
-  PlannedTasks planned = planner.run(per_sample, options.samples, schedule_options);
-  result.tasks = std::move(planned.tasks);
-  result.plan = std::move(planned.plan);
-  return result;
-}
-
-constexpr double kInfinity = std::numeric_limits<double>::infinity();
-
-bool over_memory(const ModelPlan& candidate) {
-  std::vector<int> worker_of_task;
-  for (const auto& placement : candidate.plan.tasks) worker_of_task.push_back(placement.worker);
-  return over_memory_worker(candidate.tasks, worker_of_task) >= 0;
-}
-
-}  // namespace
 
 std::vector<std::string> model_strategies() {
   std::vector<std::string> names{"auto", "sequential"};
@@ -106,59 +42,13 @@ ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlan
   auto start = std::chrono::steady_clock::now();
   ModelPlan chosen;
   if (options.strategy == "auto") {
-    // Sequential, then the registered candidates that plan as many samples as asked.
-    std::vector<std::string> strategies{"sequential"};
-    const int workers =
-        options.machine ? static_cast<int>(options.machine->size()) : options.workers;
-    for (const PlannerEntry& entry : planners()) {
-      if (workers > 1 && entry.auto_candidate && entry.plans_samples == (options.samples > 1) &&
-          !(options.each_node_once && !entry.before_copies.empty())) {
-        strategies.push_back(entry.name);
-      }
-    }
-    // Devices of a machine file may differ in speed and memory, which lc and clone ignore and
-    // HEFT weighs (it places a task only where its weights still fit).
-    if (options.machine && workers > 1 && options.samples == 1) strategies.push_back("heft");
-    double best = std::numeric_limits<double>::infinity();
-    std::vector<PlanCandidate> candidates;
-    for (const std::string& strategy : strategies) {
-      ModelPlan candidate;
-      try {
-        candidate = strategy == "sequential" ? plan_sequential(graph, costs, options)
-                                             : plan_parallel(graph, costs, options, strategy);
-      } catch (const Error&) {
-        // Planners that ignore memory may refuse their own over-memory plan on a machine file.
-        if (!options.machine) throw;
-        candidates.push_back({strategy + " (over memory)", kInfinity});
-        continue;
-      }
-      if (options.machine && over_memory(candidate)) {
-        // A plan whose weights do not fit a device cannot run there, however fast.
-        candidates.push_back({strategy + " (over memory)", candidate.plan.makespan});
-        continue;
-      }
-      candidates.push_back({strategy, candidate.plan.makespan});
-      // A parallel plan must win clearly: predictions carry noise, sequential carries none.
-      double margin = strategy == "sequential" ? 1.0 : 0.98;
-      if (candidate.plan.makespan < best * margin) {
-        best = candidate.plan.makespan;
-        chosen = std::move(candidate);
-      }
-    }
-    if (!std::isfinite(best)) {
-      throw Error(
-          fmt::format("plan: no candidate plan fits the memory of the machine's devices "
-                      "({} devices); give more devices or more memory",
-                      options.machine->size()));
-    }
-    chosen.candidates = std::move(candidates);
-    chosen.plan.notes["auto_choice"] = chosen.plan.strategy;
+    chosen = plan_auto(graph, costs, options);
   } else if (options.strategy == "sequential") {
     chosen = plan_sequential(graph, costs, options);
   } else {
     const std::string& instead = find_planner(options.strategy).before_copies;
     const bool once = options.each_node_once && !instead.empty();
-    chosen = plan_parallel(graph, costs, options, once ? instead : options.strategy);
+    chosen = plan_with_planner(graph, costs, options, once ? instead : options.strategy);
   }
   // Fails with the device and bytes when a named strategy's weights overflow a device.
   if (options.machine) validate_plan(chosen.plan, chosen.tasks);
@@ -183,10 +73,25 @@ nlohmann::json model_plan_to_json(const ModelPlan& plan, const Graph& graph) {
   json["model_fingerprint"] = graph_fingerprint(graph);
   nlohmann::json candidates = nlohmann::json::array();
   for (const auto& candidate : plan.candidates) {
-    candidates.push_back(
-        {{"strategy", candidate.strategy}, {"predicted_ms", candidate.predicted_seconds * 1e3}});
+    // JSON has no infinity: a candidate that was never predicted has null seconds.
+    const bool predicted = std::isfinite(candidate.predicted_seconds);
+    nlohmann::json row = {
+        {"strategy", candidate.strategy},
+        {"family", candidate.family},
+        {"configuration", candidate.configuration},
+        {"predicted_seconds",
+         predicted ? nlohmann::json(candidate.predicted_seconds) : nlohmann::json()},
+        {"predicted_ms",
+         predicted ? nlohmann::json(candidate.predicted_seconds * 1e3) : nlohmann::json()},
+        {"memory_bytes", candidate.memory_bytes},
+        {"rejected", candidate.rejected},
+        {"chosen", candidate.chosen}};
+    if (candidate.samples_per_second > 0) row["samples_per_second"] = candidate.samples_per_second;
+    candidates.push_back(std::move(row));
   }
   json["candidates"] = candidates;
+  json["family"] = plan.family;
+  json["configuration"] = plan.configuration;
   return json;
 }
 
@@ -241,6 +146,11 @@ ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph,
       if (!result.convolution_family)
         family->fail("\"blocked\", \"winograd\" or \"channels-last\"");
     }
+    // Plans written before families were recorded load as they were: no family, no table.
+    if (const std::optional<JsonField> family = root.find("family"))
+      result.family = family->string();
+    if (const std::optional<JsonField> text = root.find("configuration"))
+      result.configuration = text->string();
     require_integer(fmt::format("{}: workers x threads_per_worker", origin),
                     static_cast<int64_t>(result.plan.order.size()) * result.threads_per_worker, 1,
                     kMaxThreads);

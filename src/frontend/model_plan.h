@@ -31,14 +31,26 @@ struct ModelPlanOptions {
   /// leaves out the planners that copy tasks, and a named one plans as the planner it copies
   /// from (PlannerEntry::before_copies: clone as lc).
   bool each_node_once = false;
+  /// `auto` plans for exactly `workers` workers (e.g. a program for that many MPI ranks)
+  /// instead of every split of workers x threads_per_worker cores.
+  bool fixed_workers = false;
 };
 
 /// Every strategy name plan_model takes: its own, then the task-graph schedulers' names.
 std::vector<std::string> model_strategies();
 
+/// One row of `auto`'s candidate table: a plan of one family on one configuration of the
+/// resources, its prediction, and why it was not kept.
 struct PlanCandidate {
-  std::string strategy;
-  double predicted_seconds = 0;
+  std::string strategy;  ///< The planner (sequential, lc, heft, data-parallel, stages, ...).
+  /// sequential, task, heterogeneous, spatial, pipeline or data-parallel.
+  std::string family;
+  std::string configuration;         ///< e.g. "lc, 2 workers x 1 thread", "hybrid lc, threads 3+1".
+  double predicted_seconds = 0;      ///< Latency of all samples in flight (+inf: not predicted).
+  double samples_per_second = 0;     ///< Throughput, for several samples; 0 for one.
+  std::vector<double> memory_bytes;  ///< Weight bytes resident per device.
+  std::string rejected;              ///< Empty for the chosen plan, else why not.
+  bool chosen = false;
 };
 
 /// A plan of a model: the task graph it schedules (with the machine), the plan itself, the
@@ -53,6 +65,8 @@ struct ModelPlan {
   std::optional<ConvolutionFamily> convolution_family;
   std::vector<PlanCandidate> candidates;
   double planning_seconds = 0;
+  std::string family = "sequential";  ///< The chosen candidate's family and configuration.
+  std::string configuration;
 };
 
 /// `workers` CPU workers of `threads_each` threads, pinned to consecutive cores.

@@ -201,6 +201,17 @@ nlohmann::json device_to_json(const Device& device) {
 
 std::vector<std::vector<double>> link_matrix_from_json(const nlohmann::json& json, std::size_t n,
                                                        const std::string& where) {
+  // One number: every pair of devices linked alike (a cluster of hundreds of ranks on one
+  // switch, whose matrix would run to megabytes).
+  if (json.is_number()) {
+    const double value = json.get<double>();
+    if (!std::isfinite(value) || value < 0)
+      throw Error(
+          fmt::format("{}: expected a non-negative number, got {}", where, show_json(json)));
+    std::vector<std::vector<double>> matrix(n, std::vector<double>(n, value));
+    for (std::size_t d = 0; d < n; ++d) matrix[d][d] = 0;
+    return matrix;
+  }
   if (!json.is_array() || json.size() != n) {
     throw Error(fmt::format("{}: expected a {}x{} matrix (one row per device), got {}", where, n, n,
                             show_json(json)));

@@ -78,9 +78,11 @@ const std::vector<PlannerEntry>& planners() {
        ""},
       {"clone", kRamiel, "lc, then cheap producers copied onto the workers that read them", false,
        true,
-       [](const TaskGraph& graph, int samples, const ScheduleOptions&) {
+       [](const TaskGraph& graph, int samples, const ScheduleOptions& options) {
          require_one_sample("clone", samples);
-         return plan_with_cloning(graph, plan_linear_clustering(graph));
+         CloneOptions clone;
+         clone.max_trials = options.clone_trials;
+         return plan_with_cloning(graph, plan_linear_clustering(graph), clone);
        },
        "lc"},
       {"hypercluster", kRamiel, "several samples in flight, cluster copies interleaved", true, true,

@@ -31,7 +31,9 @@ struct ParallelExecutor::Impl {
   ParallelOptions options;
   int samples = 1;
   int workers = 0;
-  int threads = 0;                             // Threads running the workers (<= workers).
+  int threads = 0;  // Threads running the workers (<= workers).
+  // Per worker, its intra-op threads: a hybrid plan's devices each have their own count.
+  std::vector<int> intra_op;
   std::vector<std::vector<int>> thread_tasks;  // Per thread, its tasks in execution order.
   TaskLoop loop;                               // Per task: node, sample, worker, values.
 
@@ -133,7 +135,7 @@ struct ParallelExecutor::Impl {
     // A folded thread runs several workers' tasks on the cores other processes left: where is
     // the scheduler's choice, not the plan's.
     if (options.pin_threads && threads == workers) pin_current_thread(worker_cpus[thread]);
-    omp_set_num_threads(std::max(1, options.threads_per_worker));
+    omp_set_num_threads(std::max(1, intra_op[thread]));
     dnnl::stream stream(engine);
     int64_t seen = 0;
     while (true) {
@@ -190,8 +192,21 @@ ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, c
       task.keep.push_back(graph.value(output).is_graph_output);
   }
 
+  // Devices of unequal threads (hybrid plans) run at their own counts, unless folded threads
+  // share workers, which then all run at threads_per_worker.
+  s.intra_op.assign(s.workers, options.threads_per_worker);
+  const bool folded = options.threads > 0 && options.threads < s.workers;
+  for (int w = 1; w < s.workers && !folded; ++w) {
+    if (tasks.machine.devices[w].threads != tasks.machine.devices[0].threads) {
+      for (int v = 0; v < s.workers; ++v)
+        s.intra_op[v] = std::max(1, tasks.machine.devices[v].threads);
+      break;
+    }
+  }
+  loop.worker_threads = s.intra_op;
   std::vector<int> cpus = allowed_cpus();
   s.worker_cpus.resize(s.workers);
+  int first_cpu = 0;
   s.pools = std::vector<BufferPool>(s.workers);
   loop.pools = &s.pools;
   loop.hold_back_bytes = options.remote_read_hold_back_bytes >= 0
@@ -202,10 +217,11 @@ ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, c
     if (!device.cores.empty()) {
       s.worker_cpus[w] = device.cores;
     } else if (!cpus.empty()) {
-      for (int k = 0; k < options.threads_per_worker; ++k) {
-        s.worker_cpus[w].push_back(cpus[(w * options.threads_per_worker + k) % cpus.size()]);
+      for (int k = 0; k < s.intra_op[w]; ++k) {
+        s.worker_cpus[w].push_back(cpus[(first_cpu + k) % cpus.size()]);
       }
     }
+    first_cpu += s.intra_op[w];
     for (int task : plan.order[w]) {
       loop.tasks[task].runner = make_runner(s.graph, loop.tasks[task].node, options.blocked_layouts,
                                             options.convolution_family);
@@ -276,7 +292,7 @@ std::vector<std::vector<Tensor>> ParallelExecutor::run(const std::vector<SampleI
     }
   }
   if (s.on_caller) {
-    omp_set_num_threads(std::max(1, s.options.threads_per_worker));
+    omp_set_num_threads(std::max(1, s.intra_op.front()));
     try {
       s.run_thread_tasks(0, run, *s.caller_stream);
     } catch (const std::exception& e) {

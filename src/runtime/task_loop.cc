@@ -111,7 +111,9 @@ LoopEnd run_worker_tasks(TaskLoop& loop, const WorkerRun& run) {
                                  task.runner->specs(), loop.shared[task.sample], pool, placed);
     }
     const Clock::time_point start = run.timed ? Clock::now() : Clock::time_point();
-    task.runner->run(inputs, constant, task.outputs, pool, *run.engine, *run.stream, loop.threads,
+    const int threads =
+        loop.worker_threads.empty() ? loop.threads : loop.worker_threads[task.worker];
+    task.runner->run(inputs, constant, task.outputs, pool, *run.engine, *run.stream, threads,
                      any_placed ? &placed : nullptr);
     placed.clear();  // Its views would keep shared buffers from the pool.
     // Another worker reads the outputs as soon as they are handed off: they must be complete.

@@ -49,8 +49,11 @@ struct TaskLoop {
   std::vector<LoopTask> tasks;    ///< Per task id (Trace::Event::task, the hand-off's task).
   std::vector<Tensor> constants;  ///< Per ValueId: initializers.
   int threads = 1;                ///< Intra-op threads of each worker.
-  bool concurrent = false;        ///< Workers run at once: counts are atomic, placement locked.
-  double timeout_seconds = 300;   ///< The longest wait for one input.
+  /// Per worker, its own intra-op threads where they differ (a hybrid plan's devices); empty:
+  /// every worker runs `threads`.
+  std::vector<int> worker_threads;
+  bool concurrent = false;       ///< Workers run at once: counts are atomic, placement locked.
+  double timeout_seconds = 300;  ///< The longest wait for one input.
   /// A buffer read on another core goes back to its pool only after this many more bytes
   /// (ParallelOptions::remote_read_hold_back_bytes); 0: at once.
   std::size_t hold_back_bytes = 0;

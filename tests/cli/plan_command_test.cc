@@ -36,8 +36,8 @@ TEST_F(PlanCommandTest, AutoWithTwoSamplesComparesTheHyperclusters) {
   nlohmann::json plan = nlohmann::json::parse(read_text(path("p.json")));
   std::vector<std::string> compared;
   for (const auto& candidate : plan["candidates"]) compared.push_back(candidate["strategy"]);
-  EXPECT_EQ(compared,
-            (std::vector<std::string>{"sequential", "hypercluster", "switched-hypercluster"}));
+  EXPECT_EQ(compared, (std::vector<std::string>{"sequential", "data-parallel", "hypercluster",
+                                                "switched-hypercluster", "stages"}));
 }
 
 // A wrong wait for free cores stops the command before it measures or writes anything.

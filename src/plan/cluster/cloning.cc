@@ -45,6 +45,7 @@ PlannedTasks plan_with_cloning(const TaskGraph& graph, const Plan& base,
   double best_makespan = initial.makespan(worker_of_task);
   int budget = std::max(1, static_cast<int>(std::floor(options.max_growth * graph.tasks.size())));
   int clones = 0;
+  int64_t trials = 0;
   std::set<std::pair<int, int>> tried;
   bool improved = true;
   while (improved && clones < budget) {
@@ -61,6 +62,7 @@ PlannedTasks plan_with_cloning(const TaskGraph& graph, const Plan& base,
       }
       for (int worker : remote_workers) {
         if (!tried.insert({static_cast<int>(task), worker}).second) continue;
+        if (options.max_trials >= 0 && trials++ >= options.max_trials) break;
         TaskGraph candidate =
             with_clone(current, worker_of_task, static_cast<int>(task), worker, clones + 1);
         std::vector<int> assignment = worker_of_task;

@@ -1,6 +1,8 @@
 // Limited task cloning: copy a cheap producer onto a consumer's worker when that helps.
 #pragma once
 
+#include <cstdint>
+
 #include "plan/plan.h"
 #include "plan/task_graph.h"
 
@@ -12,6 +14,9 @@ struct CloneOptions {
   double cheap_fraction = 0.05;
   /// Clones allowed, as a fraction of the task count (at least one).
   double max_growth = 0.10;
+  /// Clones tried (each a whole re-schedule) before the search stops; -1: no bound. Bounds
+  /// planning time on graphs of thousands of tasks.
+  int64_t max_trials = -1;
 };
 
 /// A plan together with the task graph it schedules (cloning adds tasks).

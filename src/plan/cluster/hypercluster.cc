@@ -17,12 +17,18 @@ TaskGraph replicate_for_samples(const TaskGraph& per_sample, int samples) {
   TaskGraph result;
   result.machine = per_sample.machine;
   int n = static_cast<int>(per_sample.tasks.size());
+  // The samples' copies of a task read one copy of its weights on a device (unless the tasks
+  // already share weights in groups of their own, the slices of a batched graph).
+  const bool grouped = std::any_of(per_sample.tasks.begin(), per_sample.tasks.end(),
+                                   [](const Task& task) { return task.weight_group >= 0; });
   for (int s = 0; s < samples; ++s) {
-    for (const Task& task : per_sample.tasks) {
+    for (int t = 0; t < n; ++t) {
+      const Task& task = per_sample.tasks[t];
       Task copy = task;
       copy.name = fmt::format("{}@{}", task.name, s);
       copy.batch_begin = s;
       copy.batch_end = s + 1;
+      if (!grouped && samples > 1) copy.weight_group = t;
       result.tasks.push_back(std::move(copy));
     }
     for (const auto& [from, to] : per_sample.edges)

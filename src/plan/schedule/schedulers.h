@@ -28,6 +28,8 @@ struct ScheduleOptions {
   double relative_gap = 1e-6;
   /// Plan on contract_chains' coarser graph and expand the plan back (plan/coarsen.h).
   bool coarsen = false;
+  /// Cloning: clones tried before it stops (-1: no bound; CloneOptions::max_trials).
+  int64_t clone_trials = -1;
 };
 
 using Scheduler = std::function<Plan(const TaskGraph&, const ScheduleOptions&)>;

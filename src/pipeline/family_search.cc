@@ -1,0 +1,141 @@
+// The spatial and pipelined rows of `auto`'s candidate table (family_search.h).
+#include "pipeline/family_search.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "spatial/split_choice.h"
+#include "spatial/split_machine.h"
+#include "stream/stages.h"
+
+namespace cleave {
+
+namespace {
+
+// Splitting a model builds one sub-graph per machine (seconds each for a corpus model): the
+// split is searched along H only, and beyond this many devices on the first ones only (the
+// configuration says so), so that planning stays seconds, not minutes.
+constexpr int kSplitMachinesSearched = 8;
+// Stages beyond this many cut a model into slivers whose hand-offs dominate.
+constexpr int kMostStages = 16;
+
+PlanCandidate spatial_candidate(const Graph& graph, const CostTable& costs, const Machine& machine,
+                                int samples) {
+  PlanCandidate row;
+  row.strategy = "split";
+  row.family = "spatial";
+  row.predicted_seconds = std::numeric_limits<double>::infinity();
+  const int machines = std::min(static_cast<int>(machine.size()), kSplitMachinesSearched);
+  Machine searched = machine;
+  searched.devices.resize(machines);
+  searched.bandwidth.resize(machines);
+  searched.latency.resize(machines);
+  for (auto& row_of : searched.bandwidth) row_of.resize(machines);
+  for (auto& row_of : searched.latency) row_of.resize(machines);
+  row.configuration = machines == static_cast<int>(machine.size())
+                          ? fmt::format("split over {} devices", machines)
+                          : fmt::format("split over {} of {} devices", machines, machine.size());
+  try {
+    SplitModelOptions options;
+    options.split.machines = machines;
+    use_split_machine(searched, "--machine", machines, options);
+    const SplitChoice choice = choose_split(graph, options, {SplitDim::kH}, true,
+                                            SearchObjective::kSeconds, &costs, &searched);
+    if (!choice.best) {
+      row.rejected = fmt::format("over memory along every dim ({})", choice.over_memory.front());
+      return row;
+    }
+    const SplitStats& split = choice.best->report.optimized;
+    row.configuration += fmt::format(" along {}", split_dim_name(options.split.dim));
+    // Every device works on each sample: the samples go through the split one after another.
+    row.predicted_seconds = samples * split.predicted_seconds;
+    if (samples > 1) row.samples_per_second = 1 / split.predicted_seconds;
+    for (int64_t bytes : split.weight_bytes) row.memory_bytes.push_back(static_cast<double>(bytes));
+    row.rejected = "runs with `cleave split` + `cleave run-split`";
+  } catch (const Error& e) {
+    row.rejected = fmt::format("no split: {}", e.what());
+  }
+  return row;
+}
+
+// The best count of stages on `cores` cores (each stage cores / stages threads) or on the
+// machine's devices: the stages run one after another for the first sample, then the slowest
+// stage paces the rest. Hand-offs between stages are not priced.
+PlanCandidate stage_candidate(const Graph& graph, const CostTable& costs,
+                              const ModelPlanOptions& options) {
+  PlanCandidate best;
+  best.strategy = "stages";
+  best.family = "pipeline";
+  best.predicted_seconds = std::numeric_limits<double>::infinity();
+  const int cores = options.machine ? static_cast<int>(options.machine->size())
+                                    : options.workers * options.threads_per_worker;
+  const int most = std::min({cores, kMostStages, static_cast<int>(graph.node_count())});
+  for (int stages = 2; stages <= most; ++stages) {
+    const int threads = options.machine ? options.machine->devices.front().threads : cores / stages;
+    std::vector<double> node_cost(graph.node_capacity(), 0);
+    for (NodeId id : graph.node_ids()) node_cost[id] = costs.seconds(id, threads);
+    const StagedStream staged = graph_to_stages(graph, stages, "model", node_cost);
+    double sum = 0, slowest = 0;
+    for (double seconds : staged.stage_cost) {
+      sum += seconds;
+      slowest = std::max(slowest, seconds);
+    }
+    const double seconds = sum + (options.samples - 1) * slowest;
+    if (seconds < best.predicted_seconds) {
+      best.predicted_seconds = seconds;
+      best.samples_per_second = options.samples / seconds;
+      best.configuration = options.machine ? fmt::format("{} stages, one per device", stages)
+                                           : fmt::format("{} stages x {} thread{}", stages, threads,
+                                                         threads == 1 ? "" : "s");
+    }
+  }
+  best.rejected = "runs with `cleave stream --stages` (hand-offs not priced)";
+  return best;
+}
+
+// Weights per device, short: one figure when every device holds the same, else the most any
+// device holds and how many hold any.
+std::string memory_text(const std::vector<double>& bytes) {
+  if (bytes.empty()) return "-";
+  const auto [low, high] = std::minmax_element(bytes.begin(), bytes.end());
+  const double mib = 1024.0 * 1024.0;
+  if (*high - *low < 0.05 * mib) return fmt::format("{:.1f} MiB x {}", *high / mib, bytes.size());
+  const auto holding = std::count_if(bytes.begin(), bytes.end(), [](double b) { return b > 0; });
+  return fmt::format("<= {:.1f} MiB, {} of {}", *high / mib, holding, bytes.size());
+}
+
+}  // namespace
+
+std::string candidate_table_text(const ModelPlan& plan) {
+  std::string out =
+      fmt::format("  {:<14} {:<38} {:>12} {:>12} {:<22} {}\n", "family", "configuration",
+                  "latency ms", "samples/s", "weights/device", "chosen or rejected because");
+  for (const PlanCandidate& row : plan.candidates) {
+    const std::string latency = std::isfinite(row.predicted_seconds)
+                                    ? fmt::format("{:.3f}", row.predicted_seconds * 1e3)
+                                    : "-";
+    const std::string rate =
+        row.samples_per_second > 0 ? fmt::format("{:.1f}", row.samples_per_second) : "-";
+    out += fmt::format("{} {:<14} {:<38} {:>12} {:>12} {:<22} {}\n", row.chosen ? "*" : " ",
+                       row.family, row.configuration, latency, rate, memory_text(row.memory_bytes),
+                       row.chosen ? "chosen" : row.rejected);
+  }
+  return out;
+}
+
+void add_split_and_stage_candidates(const Graph& graph, const CostTable& costs,
+                                    const ModelPlanOptions& options, ModelPlan& plan) {
+  const auto start = std::chrono::steady_clock::now();
+  if (options.machine && options.machine->size() > 1)
+    plan.candidates.push_back(spatial_candidate(graph, costs, *options.machine, options.samples));
+  if (options.samples > 1) plan.candidates.push_back(stage_candidate(graph, costs, options));
+  plan.planning_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  plan.plan.notes["planning_seconds"] = plan.planning_seconds;
+}
+
+}  // namespace cleave

@@ -1,0 +1,65 @@
+// `cleave plan --explain` and `--simulate`: the candidate table of every family, as text and
+// as JSON, and planning on paper for a cluster far larger than this host.
+#include <nlohmann/json.hpp>
+
+#include <set>
+#include <string>
+
+#include "command_fixture.h"
+
+namespace cleave {
+namespace {
+
+class PlanFamiliesTest : public DemoModelFixture {};
+
+TEST_F(PlanFamiliesTest, ExplainAsJsonListsEveryCandidateWithItsFamily) {
+  CommandResult result = cleave("plan " + model_ + " --costs static --workers 4 --explain --json");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json plan = nlohmann::json::parse(result.out);
+  ASSERT_TRUE(plan["candidates"].is_array());
+  const std::set<std::string> families{"sequential", "task",     "heterogeneous",
+                                       "spatial",    "pipeline", "data-parallel"};
+  int chosen = 0;
+  for (const auto& row : plan["candidates"]) {
+    EXPECT_EQ(families.count(row["family"].get<std::string>()), 1u) << row.dump();
+    for (const char* key : {"configuration", "predicted_seconds", "memory_bytes", "rejected"})
+      EXPECT_TRUE(row.contains(key)) << key << " in " << row.dump();
+    chosen += row["chosen"].get<bool>();
+  }
+  EXPECT_EQ(chosen, 1);
+  EXPECT_GT(plan["planning_seconds"].get<double>(), 0);
+  EXPECT_TRUE(plan.contains("family"));
+}
+
+TEST_F(PlanFamiliesTest, ExplainPrintsTheTableWithTheChosenRowMarked) {
+  CommandResult result = cleave("plan " + model_ + " --costs static --samples 4 --explain");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("data-parallel"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("pipeline"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("runs with `cleave stream --stages`"), std::string::npos);
+  EXPECT_NE(result.out.find("\n* "), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("planned in"), std::string::npos);
+}
+
+TEST_F(PlanFamiliesTest, SimulateOnASixtyFourRankClusterPlansOnPaper) {
+  const std::string machine = std::string(CLEAVE_SOURCE_DIR) + "/machines/cluster-64.json";
+  CommandResult result =
+      cleave("plan " + model_ + " --costs static --machine " + machine + " --simulate --json");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json plan = nlohmann::json::parse(result.out);
+  std::set<std::string> families;
+  for (const auto& row : plan["candidates"]) families.insert(row["family"]);
+  EXPECT_TRUE(families.count("heterogeneous")) << plan["candidates"].dump();
+  EXPECT_TRUE(families.count("spatial")) << plan["candidates"].dump();
+  EXPECT_EQ(plan["workers"].size(), 64u);
+}
+
+TEST_F(PlanFamiliesTest, SimulateWithoutAMachineFileIsRefused) {
+  CommandResult result = cleave("plan " + model_ + " --costs static --simulate");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("--simulate"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("--machine"), std::string::npos) << result.err;
+}
+
+}  // namespace
+}  // namespace cleave

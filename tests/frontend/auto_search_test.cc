@@ -1,0 +1,225 @@
+// `auto`'s candidate table on small graphs with fixed costs: families, splits of the cores,
+// hybrid threads, memory, data parallelism, plan files and planning time.
+#include "frontend/auto_search.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <set>
+
+#include "ir/text.h"
+#include "modelgen/rwnn.h"
+
+namespace cleave {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Seconds per op type at one thread; on t threads a node takes seconds * (serial + (1 -
+// serial) / t) (Amdahl), so threads help but less than linearly.
+CostTable fixed_costs(const Graph& graph, const std::map<std::string, double>& seconds,
+                      double serial = 0.3, double weight_bytes = 0) {
+  CostTable table;
+  table.source = "fixed";
+  table.nodes.resize(graph.node_capacity());
+  for (NodeId id : graph.node_ids()) {
+    const double one = seconds.at(graph.node(id).op_type);
+    for (int t = 1; t <= 16; ++t)
+      table.nodes[id].seconds.push_back(one * (serial + (1 - serial) / t));
+    table.nodes[id].output_bytes = 64;
+    table.nodes[id].weight_bytes = weight_bytes;
+  }
+  return table;
+}
+
+// Four independent branches of equal weight between one input and one sum.
+Graph four_branches() {
+  return parse_graph(R"(graph g (%x: f32[1,64]) {
+  %a = Relu(%x)
+  %b = Sigmoid(%x)
+  %c = Tanh(%x)
+  %d = Exp(%x)
+  %ab = Add(%a, %b)
+  %cd = Add(%c, %d)
+  %y = Add(%ab, %cd)
+  return %y
+}
+)");
+}
+
+// One heavy branch (Tanh) and one light (Relu).
+Graph heavy_and_light() {
+  return parse_graph(R"(graph g (%x: f32[1,64]) {
+  %a = Tanh(%x)
+  %b = Relu(%x)
+  %y = Add(%a, %b)
+  return %y
+}
+)");
+}
+
+Graph chain() {
+  return parse_graph(R"(graph g (%x: f32[1,64]) {
+  %a = Relu(%x)
+  %b = Sigmoid(%a)
+  %y = Tanh(%b)
+  return %y
+}
+)");
+}
+
+ModelPlanOptions on_cores(int cores) {
+  ModelPlanOptions options;
+  options.workers = cores;
+  options.threads_per_worker = 1;
+  return options;
+}
+
+const PlanCandidate& chosen_row(const ModelPlan& plan) {
+  for (const PlanCandidate& row : plan.candidates)
+    if (row.chosen) return row;
+  throw Error("no chosen row");
+}
+
+TEST(AutoSearch, EveryCandidateNamesItsFamilyAndEverySplitOfTheCoresIsTried) {
+  const Graph graph = four_branches();
+  const std::map<std::string, double> ms{
+      {"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Tanh", 1e-3}, {"Exp", 1e-3}, {"Add", 1e-4}};
+  const ModelPlan plan = plan_model(graph, fixed_costs(graph, ms), on_cores(4));
+  std::set<std::string> configurations;
+  for (const PlanCandidate& row : plan.candidates) {
+    EXPECT_EQ(row.family, family_of(row.strategy)) << row.configuration;
+    configurations.insert(row.configuration);
+  }
+  for (const char* split : {"1 worker x 4 threads", "lc, 2 workers x 2 threads",
+                            "lc, 3 workers x 1 thread", "lc, 4 workers x 1 thread"}) {
+    EXPECT_EQ(configurations.count(split), 1u) << split;
+  }
+}
+
+TEST(AutoSearch, FixedWorkersPlanOnlyThatManyWorkers) {
+  const Graph graph = four_branches();
+  const std::map<std::string, double> ms{
+      {"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Tanh", 1e-3}, {"Exp", 1e-3}, {"Add", 1e-4}};
+  ModelPlanOptions options = on_cores(3);
+  options.fixed_workers = true;
+  const ModelPlan plan = plan_model(graph, fixed_costs(graph, ms), options);
+  for (const PlanCandidate& row : plan.candidates) {
+    if (row.family == "task") {
+      EXPECT_THAT(row.configuration, HasSubstr(", 3 workers x 1 thread"));
+    }
+  }
+  EXPECT_EQ(plan.candidates.size(), 3u);  // sequential, lc and clone
+}
+
+TEST(AutoSearch, ABranchyGraphOnFourCoresRunsItsBranchesAsTasks) {
+  const Graph graph = four_branches();
+  // Threads barely help these ops; four branches on four workers do.
+  const std::map<std::string, double> ms{
+      {"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Tanh", 1e-3}, {"Exp", 1e-3}, {"Add", 1e-4}};
+  const ModelPlan plan = plan_model(graph, fixed_costs(graph, ms, 0.9), on_cores(4));
+  EXPECT_EQ(plan.family, "task");
+  EXPECT_EQ(chosen_row(plan).configuration, plan.configuration);
+  EXPECT_EQ(plan.plan.notes["family"], "task");
+}
+
+TEST(AutoSearch, AChainRunsSequentiallyWithEveryCoreIntraOp) {
+  const Graph graph = chain();
+  const std::map<std::string, double> ms{{"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Tanh", 1e-3}};
+  const ModelPlan plan = plan_model(graph, fixed_costs(graph, ms), on_cores(4));
+  EXPECT_EQ(plan.family, "sequential");
+  EXPECT_EQ(plan.threads_per_worker, 4);
+  for (const PlanCandidate& row : plan.candidates)
+    EXPECT_TRUE(row.chosen || !row.rejected.empty()) << row.configuration;
+}
+
+TEST(AutoSearch, HybridThreadsFollowTheClustersWeight) {
+  const Graph graph = heavy_and_light();
+  // Tanh weighs three times Relu: of four cores its worker should get three.
+  const std::map<std::string, double> ms{{"Tanh", 3e-3}, {"Relu", 1e-3}, {"Add", 1e-5}};
+  const ModelPlan plan = plan_model(graph, fixed_costs(graph, ms), on_cores(4));
+  EXPECT_EQ(plan.configuration, "hybrid lc, threads 3+1");
+  ASSERT_EQ(plan.tasks.machine.size(), 2u);
+  for (std::size_t t = 0; t < plan.tasks.tasks.size(); ++t) {
+    const Node& node = graph.node(plan.tasks.tasks[t].node);
+    const int worker = plan.plan.tasks[t].worker;
+    const int threads = plan.tasks.machine.devices[worker].threads;
+    if (node.op_type == "Tanh") {
+      EXPECT_EQ(threads, 3);
+    } else if (node.op_type == "Relu") {
+      EXPECT_EQ(threads, 1);
+    }
+  }
+  // 3 ms at 3 threads: 3 * (0.3 + 0.7 / 3) = 1.6 ms, plus the Add.
+  EXPECT_NEAR(plan.plan.makespan, 1.6e-3 + 1e-5, 1e-4);
+}
+
+TEST(AutoSearch, ACandidateOverADevicesMemoryIsRejectedWithTheReason) {
+  const Graph graph = four_branches();
+  const std::map<std::string, double> ms{
+      {"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Tanh", 1e-3}, {"Exp", 1e-3}, {"Add", 1e-4}};
+  ModelPlanOptions options;
+  options.machine = cpu_workers(2, 1);
+  // Seven nodes of 1 MiB each: one device of 5 MiB cannot hold them all.
+  for (Device& device : options.machine->devices) device.memory_bytes = 5.0 * 1024 * 1024;
+  const ModelPlan plan = plan_model(graph, fixed_costs(graph, ms, 0.3, 1024.0 * 1024.0), options);
+  ASSERT_FALSE(plan.candidates.empty());
+  EXPECT_EQ(plan.candidates.front().family, "sequential");
+  EXPECT_THAT(plan.candidates.front().rejected, HasSubstr("memory"));
+  EXPECT_THAT(plan.candidates.front().rejected, HasSubstr("7340032 bytes"));
+  EXPECT_NE(plan.family, "sequential");
+}
+
+TEST(AutoSearch, ThirtyTwoSamplesOfAChainRunDataParallel) {
+  const Graph graph = chain();
+  const std::map<std::string, double> ms{{"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Tanh", 1e-3}};
+  ModelPlanOptions options = on_cores(2);
+  options.samples = 32;
+  const ModelPlan plan = plan_model(graph, fixed_costs(graph, ms), options);
+  EXPECT_EQ(plan.family, "data-parallel");
+  // 16 samples per worker, 3 ms each at one thread.
+  EXPECT_NEAR(plan.plan.makespan, 16 * 3e-3, 1e-6);
+  EXPECT_NEAR(chosen_row(plan).samples_per_second, 32 / (16 * 3e-3), 1e-3);
+}
+
+TEST(AutoSearch, PlanFilesKeepTheFamilyAndOldFilesStillLoad) {
+  const Graph graph = heavy_and_light();
+  const std::map<std::string, double> ms{{"Tanh", 3e-3}, {"Relu", 1e-3}, {"Add", 1e-5}};
+  const ModelPlan plan = plan_model(graph, fixed_costs(graph, ms), on_cores(2));
+  nlohmann::json json = model_plan_to_json(plan, graph);
+  ASSERT_TRUE(json["candidates"].is_array());
+  EXPECT_TRUE(json["candidates"][0].contains("family"));
+  const ModelPlan read = model_plan_from_json(json, graph, "plan.json", false);
+  EXPECT_EQ(read.family, plan.family);
+  EXPECT_EQ(read.configuration, plan.configuration);
+  json.erase("family");
+  json.erase("configuration");
+  json.erase("candidates");
+  EXPECT_EQ(model_plan_from_json(json, graph, "old.json", false).plan.order, plan.plan.order);
+}
+
+TEST(AutoSearch, AFifteenHundredNodeGraphIsPlannedInUnderASecond) {
+  RwnnOptions options;
+  options.dag.model = RandomGraphModel::kWattsStrogatz;
+  options.dag.modules = 12;
+  options.dag.nodes_per_module = 50;
+  options.dag.ws_neighbors = 4;
+  options.channels = 4;
+  options.height = 4;
+  options.width = 4;
+  const Graph graph = generate_rwnn(options);
+  ASSERT_GE(graph.node_count(), 1500u);
+  const auto start = std::chrono::steady_clock::now();
+  const ModelPlan plan = plan_model(graph, static_costs(graph), on_cores(4));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 1.0) << graph.node_count() << " nodes, " << plan.candidates.size()
+                          << " candidates";
+  EXPECT_GT(plan.planning_seconds, 0);
+  EXPECT_GE(plan.candidates.size(), 7u);
+}
+
+}  // namespace
+}  // namespace cleave
