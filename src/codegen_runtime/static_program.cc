@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 #include <immintrin.h>
 #include <omp.h>
-#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,6 +22,7 @@
 #include "ir/text.h"
 #include "runtime/executor.h"
 #include "runtime/kernel.h"
+#include "runtime/pinning.h"
 #include "runtime/tensor.h"
 
 namespace cleave {
@@ -63,17 +63,6 @@ class MappedFile {
   const std::byte* data_ = nullptr;
   std::size_t size_ = 0;
 };
-
-void pin_to(const std::vector<int>& cpus) {
-  if (cpus.empty()) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int cpu : cpus) {
-    if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
-  }
-  // Best effort, as in the parallel executor: a container may forbid binding.
-  sched_setaffinity(0, sizeof set, &set);
-}
 
 std::vector<int64_t> dims_of(const StaticValue& value) {
   return std::vector<int64_t>(value.dims, value.dims + value.rank);
@@ -236,19 +225,12 @@ struct StaticProgram::Impl {
     }
     if (cores.empty()) {
       // As the parallel executor: worker w takes the allowed CPUs w*threads.. in turn.
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      std::vector<int> allowed;
-      if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-          if (CPU_ISSET(cpu, &set)) allowed.push_back(cpu);
-        }
-      }
+      const std::vector<int> allowed = allowed_cpus();
       for (int k = 0; k < tables.threads_per_worker && !allowed.empty(); ++k) {
         cores.push_back(allowed[(worker * tables.threads_per_worker + k) % allowed.size()]);
       }
     }
-    pin_to(cores);
+    pin_current_thread(cores);  // Best effort, as in the parallel executor.
     int64_t seen = 0;
     while (true) {
       {

@@ -16,24 +16,14 @@
 #include "distributed/mpi_routes.h"
 #include "distributed/mpi_session.h"
 #include "runtime/executor.h"
-#include "runtime/kernels/packed_constants.h"
 #include "runtime/plan_inputs.h"
+#include "runtime/task_loop.h"
 
 namespace cleave {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-struct LocalTask {
-  int task = -1;
-  NodeId node = -1;
-  int sample = 0;
-  std::vector<int> uses;   // Per output: reads by later tasks of this rank.
-  std::vector<bool> keep;  // Per output: a graph output rank 0 returns.
-  std::unique_ptr<NodeRunner> runner;
-  bool weights_checked = false;  // Whether its first run's packing was looked at.
-};
 
 // Rank 0: a run whose outputs are not all in yet.
 struct PendingRun {
@@ -55,7 +45,7 @@ int tag_limit(MPI_Comm comm) {
 
 }  // namespace
 
-struct MpiExecutor::Impl {
+struct MpiExecutor::Impl : TaskHooks {
   Graph graph;
   TaskGraph tasks;
   MpiOptions options;
@@ -65,18 +55,14 @@ struct MpiExecutor::Impl {
   PlanInputs plan;
   MpiRoutes routes;
   std::unique_ptr<MpiHandOff> hand_off;
-  std::vector<LocalTask> local;                 // This rank's tasks in plan order.
-  std::vector<int> slot_of;                     // Per task: its local slot, or -1.
-  std::vector<std::vector<Tensor>> outputs_of;  // Per local slot: outputs of the current run.
-  std::vector<std::vector<int>> remaining;      // Per local slot, per output: reads left.
-  std::vector<Tensor> constants;
-  std::vector<int> packers_left;  // Per initializer: reads here whose kernel has not packed it.
+  std::vector<int> order;  // This rank's tasks in plan order.
+  TaskLoop loop;           // Per task; only this rank's have runners and values.
   BufferPool pool;
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::unique_ptr<dnnl::stream> stream;
   std::deque<PendingRun> pending;  // Rank 0, oldest first.
   FaultInjection fault;
-  RankReport* report = nullptr;
+  int64_t current_run = 0;
   std::vector<std::shared_ptr<ExecutorObserver>>* observers = nullptr;
 
   std::string task_text(int task) const {
@@ -104,91 +90,38 @@ struct MpiExecutor::Impl {
     waited_too_long("the outputs of " + task_text(task), plan.worker[task], run, needed_by);
   }
 
-  const Tensor& graph_input(ValueId value, int sample, int64_t run, const std::string& needed_by) {
-    const Tensor* tensor = nullptr;
-    switch (hand_off->await_input(value, sample, run, options.rank_timeout_seconds, &tensor)) {
-      case ValueHandOff::Wait::kReady:
-        return *tensor;
-      case ValueHandOff::Wait::kStopped:
-        throw Error(fmt::format("the run stopped while {} waited", needed_by));
-      case ValueHandOff::Wait::kTimedOut:
-        break;
-    }
-    waited_too_long(fmt::format("graph input '{}' (sample {})", graph.value(value).name, sample), 0,
-                    run, needed_by);
-  }
-
-  // Frees a weight once every kernel of this rank that reads it keeps a packed copy of its own.
-  void release_packed_weights(std::size_t slot) {
-    LocalTask& task = local[slot];
-    if (task.weights_checked) return;
-    task.weights_checked = true;
-    const Node& node = graph.node(task.node);
-    for (std::size_t i : inputs_packed_for_good(graph, node, task.runner->kernel())) {
-      const ValueId input = node.inputs[i];
-      if (--packers_left[input] == 0) {
-        report->released_weight_bytes +=
-            static_cast<double>(free_loaded_weight(graph, input, constants[input]));
-      }
-    }
+  void before_task(int position) override { fault.before_task(current_run, position); }
+  void after_task() override {
+    if (rank == 0 && pending.size() > 1) gather_outputs(-1);
   }
 
   void run_tasks(int64_t run, std::span<const SampleInputs> inputs, Clock::time_point stream_start,
                  std::vector<Trace::Event>& events) {
-    std::vector<const Tensor*> arguments;
-    std::vector<bool> constant;
-    for (std::size_t slot = 0; slot < local.size(); ++slot) {
-      LocalTask& task = local[slot];
-      fault.before_task(run, static_cast<int>(slot));
-      const auto wait_start = Clock::now();
-      arguments.clear();
-      constant.clear();
-      for (const TaskInput& source : plan.inputs[task.task]) {
-        const Tensor* argument = nullptr;
-        switch (source.kind) {
-          case TaskInput::Kind::kNone:
-            break;
-          case TaskInput::Kind::kConstant:
-            argument = &constants[source.value];
-            break;
-          case TaskInput::Kind::kGraphInput:
-            argument = rank == 0
-                           ? &inputs[task.sample].at(graph.value(source.value).name)
-                           : &graph_input(source.value, task.sample, run, task_text(task.task));
-            break;
-          case TaskInput::Kind::kTask:
-            argument = &outputs_of_task(source.task, run, task_text(task.task))[source.output];
-            break;
-        }
-        arguments.push_back(argument);
-        constant.push_back(source.kind == TaskInput::Kind::kConstant);
-      }
-      const auto start = Clock::now();
-      std::vector<Tensor>& outputs = outputs_of[slot];
-      task.runner->run(arguments, constant, outputs, pool, engine, *stream, options.threads);
-      stream->wait();
-      const auto end = Clock::now();
-      hand_off->publish(task.task, run, outputs);
-      if (options.release_packed_weights) release_packed_weights(slot);
-      const auto seconds = [&](Clock::time_point t) {
-        return std::chrono::duration<double>(t - stream_start).count();
-      };
-      const Trace::Event event{task.task, rank, seconds(start), seconds(end),
-                               std::chrono::duration<double>(start - wait_start).count()};
-      events.push_back(event);
-      for (const auto& observer : *observers) observer->on_task_end(event);
-      // Let go of values no later local task reads.
-      for (const TaskInput& source : plan.inputs[task.task]) {
-        if (source.kind != TaskInput::Kind::kTask || plan.worker[source.task] != rank) continue;
-        const int producer = slot_of[source.task];
-        if (--remaining[producer][source.output] == 0 && !local[producer].keep[source.output])
-          outputs_of[producer][source.output] = Tensor();
-      }
-      for (std::size_t k = 0; k < outputs.size(); ++k) {
-        if (task.uses[k] == 0 && !task.keep[k]) outputs[k] = Tensor();
-      }
-      if (rank == 0 && pending.size() > 1) gather_outputs(-1);
+    current_run = run;
+    WorkerRun worker;
+    worker.order = order;
+    worker.run = run;
+    worker.pool = &pool;
+    worker.engine = &engine;
+    worker.stream = stream.get();
+    worker.hand_off = hand_off.get();
+    worker.inputs = inputs;  // Empty off rank 0: rank 0 sends the graph inputs read here.
+    worker.start = stream_start;
+    worker.events = &events;
+    worker.observers = observers;
+    worker.hooks = this;
+    const LoopEnd end = run_worker_tasks(loop, worker);
+    if (end.wait == ValueHandOff::Wait::kReady) return;
+    const std::string needed_by = task_text(end.task);
+    if (end.wait == ValueHandOff::Wait::kStopped)
+      throw Error(fmt::format("the run stopped while {} waited", needed_by));
+    if (end.awaited.kind == TaskInput::Kind::kTask) {
+      waited_too_long("the outputs of " + task_text(end.awaited.task),
+                      plan.worker[end.awaited.task], run, needed_by);
     }
+    waited_too_long(fmt::format("graph input '{}' (sample {})", graph.value(end.awaited.value).name,
+                                loop.tasks[end.task].sample),
+                    0, run, needed_by);
   }
 
   // Rank 0: lists the outputs of `run` it holds itself; the others come from the ranks.
@@ -200,11 +133,11 @@ struct MpiExecutor::Impl {
       for (const OutputRoute& route : routes.outputs[sample]) {
         Tensor value;
         if (route.kind == OutputRoute::Kind::kConstant) {
-          value = constants[route.value];
+          value = loop.constants[route.value];
         } else if (route.kind == OutputRoute::Kind::kGraphInput) {
           value = inputs[sample].at(graph.value(route.value).name);
         } else if (plan.worker[route.task] == 0) {
-          const Tensor& produced = outputs_of[slot_of[route.task]][route.output];
+          const Tensor& produced = loop.tasks[route.task].outputs[route.output];
           value = to_plain(produced, engine, *stream);
           if (value.raw() == produced.raw()) {
             // Already plain: copy, so the pool may reuse the buffer in the next run.
@@ -263,7 +196,6 @@ MpiExecutor::MpiExecutor(const Graph& graph, const TaskGraph& tasks, const Plan&
   s.tasks = tasks;
   s.comm = comm;
   s.options = options;
-  s.report = &report_;
   s.observers = &observers_;
   MPI_Comm_rank(comm, &s.rank);
   MPI_Comm_size(comm, &s.ranks);
@@ -277,54 +209,52 @@ MpiExecutor::MpiExecutor(const Graph& graph, const TaskGraph& tasks, const Plan&
   s.routes = route_values(graph, tasks, s.plan, tag_limit(comm));
 
   // This rank's part.
-  const std::vector<int>& order = plan.order[s.rank];
-  s.slot_of.assign(tasks.tasks.size(), -1);
-  for (std::size_t i = 0; i < order.size(); ++i) s.slot_of[order[i]] = static_cast<int>(i);
-  s.packers_left.assign(graph.value_capacity(), 0);
-  for (int t : order) {
-    LocalTask task;
-    task.task = t;
+  TaskLoop& loop = s.loop;
+  loop.graph = &s.graph;
+  loop.threads = options.threads;
+  loop.timeout_seconds = options.rank_timeout_seconds;
+  s.order = plan.order[s.rank];
+  loop.tasks.resize(tasks.tasks.size());
+  for (std::size_t t = 0; t < tasks.tasks.size(); ++t) {
+    LoopTask& task = loop.tasks[t];
     task.node = tasks.tasks[t].node;
     task.sample = static_cast<int>(tasks.tasks[t].batch_begin);
-    const std::size_t outputs = graph.node(task.node).outputs.size();
-    task.uses.assign(outputs, 0);
-    task.keep.assign(outputs, false);
-    bool blocked = options.blocked_layouts;
-    for (ValueId output : graph.node(task.node).outputs)
-      blocked = blocked && blocked_layout_allowed(s.graph, output);
-    task.runner = std::make_unique<NodeRunner>(
-        s.graph, task.node, blocked,
-        options.blocked_layouts ? options.convolution_family : ConvolutionFamily::kBlocked);
-    for (const TaskInput& source : s.plan.inputs[t]) {
-      if (source.kind == TaskInput::Kind::kConstant) ++s.packers_left[source.value];
-    }
-    s.local.push_back(std::move(task));
+    task.worker = s.plan.worker[t];
+    task.keep.assign(graph.node(task.node).outputs.size(), false);
   }
-  for (const LocalTask& task : s.local) {
-    for (const TaskInput& source : s.plan.inputs[task.task]) {
-      if (source.kind == TaskInput::Kind::kTask && s.plan.worker[source.task] == s.rank)
-        ++s.local[s.slot_of[source.task]].uses[source.output];
-    }
+  for (int t : s.order) {
+    LoopTask& task = loop.tasks[t];
+    task.sources = s.plan.inputs[t];
+    task.runner =
+        make_runner(s.graph, task.node, options.blocked_layouts, options.convolution_family);
   }
   if (s.rank == 0) {
     for (const auto& per_sample : s.routes.outputs) {
       for (const OutputRoute& route : per_sample) {
         if (route.kind == OutputRoute::Kind::kTask && s.plan.worker[route.task] == 0)
-          s.local[s.slot_of[route.task]].keep[route.output] = true;
-        if (route.kind == OutputRoute::Kind::kConstant) ++s.packers_left[route.value];  // Kept.
+          loop.tasks[route.task].keep[route.output] = true;
       }
     }
   }
-  s.outputs_of.resize(s.local.size());
-  s.remaining.resize(s.local.size());
-  s.constants.resize(graph.value_capacity());
+  count_uses(loop);
+  if (options.release_packed_weights) {
+    count_packers(loop);
+    if (s.rank == 0) {
+      for (const auto& per_sample : s.routes.outputs) {
+        for (const OutputRoute& route : per_sample)
+          if (route.kind == OutputRoute::Kind::kConstant)
+            ++loop.packers_left[route.value];  // Kept.
+      }
+    }
+  }
+  loop.constants.resize(graph.value_capacity());
   for (ValueId id : graph.initializers()) {
     const TensorData& data = *graph.value(id).initializer;
     if (!data.bytes) continue;  // Another rank's weights.
-    s.constants[id] = Tensor::borrow(data.dtype, data.dims, data.bytes->data());
-    report_.weight_bytes += static_cast<double>(data.bytes->size());
+    loop.constants[id] = Tensor::borrow(data.dtype, data.dims, data.bytes->data());
+    stats_.weight_bytes += data.bytes->size();
   }
-  report_.tasks = static_cast<int>(s.local.size());
+  stats_.tasks = static_cast<int>(s.order.size());
   s.stream = std::make_unique<dnnl::stream>(s.engine);
   s.fault = FaultInjection::from_environment(s.rank);
   std::vector<int> output_counts;
@@ -370,11 +300,11 @@ std::vector<std::vector<Tensor>> MpiExecutor::run(const std::vector<SampleInputs
   }
   s.hand_off->reset_traffic();
   std::vector<std::vector<Tensor>> results(inputs.size());
-  sample_seconds_.assign(s.rank == 0 ? inputs.size() : 0, 0.0);
+  stats_.sample_seconds.assign(s.rank == 0 ? inputs.size() : 0, 0.0);
   s.results = &results;
-  s.sample_seconds = &sample_seconds_;
+  s.sample_seconds = &stats_.sample_seconds;
   std::vector<Trace::Event> events;
-  events.reserve(s.local.size() * static_cast<std::size_t>(runs));
+  events.reserve(s.order.size() * static_cast<std::size_t>(runs));
   for (const auto& observer : observers_)
     observer->on_run_begin(s.ranks, static_cast<int>(s.tasks.tasks.size()));
   omp_set_num_threads(std::max(1, s.options.threads));
@@ -397,13 +327,11 @@ std::vector<std::vector<Tensor>> MpiExecutor::run(const std::vector<SampleInputs
         s.pending.push_back(PendingRun{run, Clock::now(), {}, {}, 0, false});
         s.hand_off->publish_inputs(run, run_inputs);
       }
-      for (std::size_t slot = 0; slot < s.local.size(); ++slot) {
-        s.remaining[slot] = s.local[slot].uses;
-        s.outputs_of[slot].clear();
-      }
+      reset_reads(s.loop);
+      for (int t : s.order) s.loop.tasks[t].outputs.clear();
       s.run_tasks(run, run_inputs, stream_start, events);
       if (s.rank == 0) s.assemble_outputs(s.pending.back(), run_inputs);
-      for (auto& outputs : s.outputs_of) outputs.clear();
+      for (int t : s.order) s.loop.tasks[t].outputs.clear();
       s.hand_off->end_tasks(run);
       if (s.rank != 0) s.hand_off->end_run(run);
     }
@@ -416,14 +344,15 @@ std::vector<std::vector<Tensor>> MpiExecutor::run(const std::vector<SampleInputs
   }
   finish();
   const Traffic& traffic = s.hand_off->traffic();
-  report_.bytes_sent = traffic.bytes_sent;
-  report_.bytes_received = traffic.bytes_received;
-  report_.messages_sent = traffic.messages_sent;
-  report_.messages_received = traffic.messages_received;
-  report_.peak_activation_bytes = s.pool.reserved_bytes();
-  for (const auto& event : trace_.events)
-    stats_.node_seconds[s.tasks.tasks[event.task].node] += event.end - event.start;
-  stats_.peak_activation_bytes = report_.peak_activation_bytes;
+  stats_.bytes_sent = traffic.bytes_sent;
+  stats_.bytes_received = traffic.bytes_received;
+  stats_.messages_sent = traffic.messages_sent;
+  stats_.messages_received = traffic.messages_received;
+  add_node_seconds(s.loop, trace_, stats_);
+  stats_.peak_activation_bytes = s.pool.reserved_bytes();
+  stats_.released_weight_bytes = s.loop.released_weight_bytes;
+  if (stats_.implementations.empty())
+    stats_.implementations = implementations(s.loop, s.graph.node_capacity());
   stats_.runs += runs;
   if (s.rank != 0) results.assign(inputs.size(), {});
   return results;

@@ -31,18 +31,6 @@ struct MpiOptions {
   bool release_packed_weights = true;
 };
 
-/// What this rank did in the last call of run().
-struct RankReport {
-  int tasks = 0;                     ///< Tasks per run.
-  double weight_bytes = 0;           ///< Initializer bytes this rank loaded (its tasks' only).
-  double released_weight_bytes = 0;  ///< Of those, freed once the kernels had packed them.
-  double bytes_sent = 0;             ///< Message bytes, headers included, over the whole stream.
-  double bytes_received = 0;
-  int64_t messages_sent = 0;
-  int64_t messages_received = 0;
-  std::size_t peak_activation_bytes = 0;
-};
-
 /// Executes this rank's part of a plan (ExecutorInterface). Every rank constructs one with the
 /// same graph, task graph and plan; the plan must have one worker per rank of `comm`. Values
 /// that cross ranks go through an MpiHandOff (distributed/mpi_hand_off.h): one checked message
@@ -55,7 +43,9 @@ struct RankReport {
 /// the others pass empty SampleInputs (rank 0 sends the graph inputs they read) and get empty
 /// output lists. Errors are Error, or RankTimeout (mpi_session.h) naming the value, the rank
 /// waited on and the task that needed it; after one, the job should end (abort_ranks).
-/// last_trace() holds every task event of the last call (one per task and plan run).
+/// last_trace() holds every task event of the last call (one per task and plan run). stats()
+/// holds this rank's figures: tasks, weights loaded and released, the last call's traffic and,
+/// on rank 0, its per-sample seconds (observed between tasks, so late by at most one task).
 class MpiExecutor : public ExecutorInterface {
  public:
   MpiExecutor(const Graph& graph, const TaskGraph& tasks, const Plan& plan, MPI_Comm comm,
@@ -70,18 +60,11 @@ class MpiExecutor : public ExecutorInterface {
   void reset_stats() override;
   const Trace& last_trace() const override { return trace_; }
 
-  const RankReport& report() const { return report_; }
-  /// Rank 0: per sample of the last call, seconds from the start of its run until rank 0 held
-  /// all its outputs (observed between tasks, so late by at most one task of rank 0).
-  const std::vector<double>& sample_seconds() const { return sample_seconds_; }
-
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  RankReport report_;
   RunStats stats_;
   Trace trace_;
-  std::vector<double> sample_seconds_;
 };
 
 }  // namespace cleave

@@ -53,7 +53,7 @@ class MpiHandOff : public ValueHandOff {
   void publish_inputs(int64_t run, std::span<const SampleInputs> samples);
   /// A graph input of `sample` sent by rank 0, as await().
   Wait await_input(ValueId value, int sample, int64_t run, double timeout_seconds,
-                   const Tensor** tensor);
+                   const Tensor** tensor) override;
   /// Whether every message of a remote task's outputs to this rank has come (tests, no wait).
   bool arrived(int task, int64_t run);
   /// Completes the sends that have finished; those of runs up to `until_run` are waited for

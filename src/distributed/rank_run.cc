@@ -215,10 +215,10 @@ std::vector<double> timed_runs(const RankRunSettings& settings, const MpiSession
 
 // What this rank reports to rank 0.
 RankFigures rank_figures(const MpiSession& session, const Prepared& prepared) {
-  const RankReport& mine = prepared.executor->report();
+  const RunStats& mine = prepared.executor->stats();
   RankFigures figures;
   figures.tasks = mine.tasks;
-  figures.weight_bytes = mine.weight_bytes;
+  figures.weight_bytes = static_cast<double>(mine.weight_bytes);
   figures.bytes_sent = mine.bytes_sent;
   figures.bytes_received = mine.bytes_received;
   figures.messages_sent = static_cast<double>(mine.messages_sent);
@@ -226,7 +226,7 @@ RankFigures rank_figures(const MpiSession& session, const Prepared& prepared) {
   figures.peak_activation_bytes = static_cast<double>(mine.peak_activation_bytes);
   figures.peak_rss_bytes = static_cast<double>(peak_rss_bytes());
   figures.traced_seconds = prepared.executor->last_trace().makespan;
-  figures.released_weight_bytes = mine.released_weight_bytes;
+  figures.released_weight_bytes = static_cast<double>(mine.released_weight_bytes);
   figures.threads = prepared.threads.threads;
   figures.host_other_runnable =
       prepared.threads.sampled ? prepared.threads.host_load.other_runnable : -1;
@@ -256,7 +256,8 @@ nlohmann::json run_report(const RankRunSettings& settings, const MpiSession& ses
   report["samples"] = settings.samples;
   report["throughput_samples_per_s"] = settings.samples / (median / 1e3);
   std::vector<double> per_sample;
-  for (double seconds : prepared.executor->sample_seconds()) per_sample.push_back(seconds * 1e3);
+  for (double seconds : prepared.executor->stats().sample_seconds)
+    per_sample.push_back(seconds * 1e3);
   report["sample_latency_ms"] = {
       {"median", median_of(per_sample)},
       {"max", per_sample.empty() ? 0.0 : *std::max_element(per_sample.begin(), per_sample.end())},

@@ -147,7 +147,7 @@ void op_report(const ModelRun& run, ModelRunReport& out) {
   out.json["ops"] = ops;
   // Which implementation runs each node, so that a slow one (oneDNN's "ref:") shows up;
   // kernels of cleave's own report none and are counted as "cleave".
-  const std::vector<std::string> names = run.prepared().sequential->implementations();
+  const std::vector<std::string> names = run.prepared().sequential->stats().implementations;
   std::map<std::pair<std::string, std::string>, OpTime> by_implementation;
   for (NodeId id : graph.node_ids()) {
     const std::string& name = names[id].empty() ? std::string("cleave") : names[id];
@@ -294,8 +294,7 @@ ModelRunReport model_run_report(const ModelRunSettings& settings, const ModelRun
                        {"fastest_ms", fastest},
                        {"relative_to_blocked", relative}};
   if (sequential) report["concat_inputs_in_place"] = stats.concat_inputs_in_place;
-  report["released_weight_bytes"] =
-      sequential ? sequential->released_weight_bytes() : parallel->released_weight_bytes();
+  report["released_weight_bytes"] = stats.released_weight_bytes;
   report["peak_rss_bytes"] = peak_rss_bytes();
   report["baseline_rss_bytes"] = run.baseline_rss;
   if (parallel) {

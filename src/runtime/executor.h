@@ -18,6 +18,7 @@
 #include "runtime/kernel.h"
 #include "runtime/node_runner.h"
 #include "runtime/output_placement.h"
+#include "runtime/task_loop.h"
 #include "runtime/tensor.h"
 
 namespace cleave {
@@ -63,15 +64,10 @@ class Executor : public ExecutorInterface {
   std::vector<Tensor> run(const SampleInputs& inputs) override;
   /// Runs each sample in turn.
   std::vector<std::vector<Tensor>> run(const std::vector<SampleInputs>& inputs) override;
-  /// Initializer bytes freed so far (ExecutorOptions::release_packed_weights).
-  std::size_t released_weight_bytes() const { return released_weight_bytes_; }
   int samples() const override { return 1; }
   const RunStats& stats() const override { return stats_; }
   void reset_stats() override;
   const Trace& last_trace() const override { return trace_.trace(); }
-  /// Per NodeId, Kernel::implementation of its prepared kernel ("jit:avx2", "ref:any", "" for
-  /// kernels of cleave's own or before the first run).
-  std::vector<std::string> implementations() const;
   const Graph& graph() const { return graph_; }
   /// Nodes in the order they run: Trace::Event::task is a position in it.
   const std::vector<NodeId>& order() const { return order_; }
@@ -80,28 +76,23 @@ class Executor : public ExecutorInterface {
 
  private:
   void plan_in_place_concats();
-  void release_packed_weights(std::size_t position);
 
   Graph graph_;
   ExecutorOptions options_;
   std::unique_ptr<ClaimPool> claim_pool_;  // With claim_threads; outlives the kernels.
   std::vector<NodeId> order_;
-  std::vector<std::unique_ptr<NodeRunner>> runners_;  // Per position in order_.
-  std::vector<Tensor> constants_;                     // Per ValueId (initializers).
+  std::vector<int> tasks_;          // 0, 1, ...: the one worker's order of task ids.
+  std::unique_ptr<TaskLoop> loop_;  // Task = position in order_.
   BufferPool pool_;
   dnnl::engine engine_;
   dnnl::stream stream_;
   RunStats stats_;
-  TraceRecorder trace_;  // Filled with collect_stats only.
+  TraceRecorder trace_;       // Filled with collect_stats only.
+  std::string stats_inputs_;  // Input shapes of the run that filled stats_.implementations.
   // In-place Concat, planned from the kernels prepared for the inputs of `placement_inputs_`.
   ConcatPlacement placement_;
   std::string placement_inputs_;
   std::vector<std::pair<NodeId, std::size_t>> producer_slot_;  // Per ValueId: position, output.
-  // With release_packed_weights: per initializer, the reads whose kernel has not packed it; per
-  // position, whether its kernel was looked at.
-  std::vector<int> packers_left_;
-  std::vector<bool> weights_checked_;
-  std::size_t released_weight_bytes_ = 0;
 };
 
 }  // namespace cleave

@@ -17,7 +17,8 @@ namespace cleave {
 /// One sample's graph inputs, by graph input name.
 using SampleInputs = std::map<std::string, Tensor>;
 
-/// What an executor's runs cost, summed over the runs since the last reset_stats().
+/// Everything an executor's runs measure: node times and runs are summed over the runs since
+/// the last reset_stats(); the rest describes the executor as it stands after its last run.
 struct RunStats {
   std::size_t peak_activation_bytes = 0;  ///< Bytes the buffer pool(s) reserved.
   int concat_inputs_in_place = 0;         ///< Values written inside a Concat's output.
@@ -25,6 +26,20 @@ struct RunStats {
   /// nodes (the sequential executor without ExecutorOptions::collect_stats).
   std::vector<double> node_seconds;
   int64_t runs = 0;
+  /// Per NodeId, Kernel::implementation of the kernel that ran it ("jit:avx2", "ref:any"; ""
+  /// for kernels of cleave's own and nodes this executor does not run), as of the last run.
+  std::vector<std::string> implementations;
+  int tasks = 0;                          ///< Tasks this executor (this rank) runs per run.
+  std::size_t weight_bytes = 0;           ///< Initializer bytes it holds (a rank: its tasks').
+  std::size_t released_weight_bytes = 0;  ///< Of those, freed once kernels packed their own.
+  /// Values crossing ranks (the MPI executor's last call of run(), message headers included).
+  double bytes_sent = 0;
+  double bytes_received = 0;
+  int64_t messages_sent = 0;
+  int64_t messages_received = 0;
+  /// Rank 0 of the MPI executor: per sample of the last call, seconds from the start of its
+  /// run until rank 0 held all its outputs.
+  std::vector<double> sample_seconds;
 };
 
 /// An executor runs one model: the sequential executor (runtime/executor.h), the thread

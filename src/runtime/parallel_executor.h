@@ -71,11 +71,6 @@ class ParallelExecutor : public ExecutorInterface {
   int threads() const;
   /// Intra-op threads of each worker (ParallelOptions::threads_per_worker).
   int threads_per_worker() const;
-  /// Values written straight into a Concat's output (from the second run on).
-  int concat_inputs_in_place() const;
-  std::size_t peak_activation_bytes() const;
-  /// Initializer bytes freed so far (ParallelOptions::release_packed_weights).
-  std::size_t released_weight_bytes() const;
 
  private:
   struct Impl;

@@ -10,6 +10,12 @@
 
 namespace cleave {
 
+ValueHandOff::Wait ValueHandOff::await_input(ValueId /*value*/, int /*sample*/, int64_t /*run*/,
+                                             double /*timeout_seconds*/,
+                                             const Tensor** /*tensor*/) {
+  return Wait::kStopped;
+}
+
 InProcessHandOff::InProcessHandOff(int tasks) : slots_(std::make_unique<Slot[]>(tasks)) {}
 
 void InProcessHandOff::begin_run(int64_t /*run*/) {

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <vector>
 
+#include "ir/graph.h"
 #include "runtime/tensor.h"
 
 namespace cleave {
@@ -39,6 +40,11 @@ class ValueHandOff {
                      const std::vector<Tensor>** outputs) = 0;
   /// Wakes every waiter; await() answers kStopped until the next begin_run().
   virtual void stop() = 0;
+  /// On a worker that was not given the run's graph inputs (an MPI rank other than 0): waits
+  /// for graph input `value` of `sample` as await() does. In one process every worker has them,
+  /// so nothing is ever handed over: kStopped.
+  virtual Wait await_input(ValueId value, int sample, int64_t run, double timeout_seconds,
+                           const Tensor** tensor);
 };
 
 /// Hand-off between threads of one process: the producer's outputs are read in place; a ready

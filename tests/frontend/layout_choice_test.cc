@@ -180,7 +180,7 @@ TEST(Winograd, FusedSumAndPlainEndsMatchTheDirectKernels) {
   const std::vector<Tensor> want = blocked.run(inputs);
   const std::vector<Tensor> got = winograd.run(inputs);
   int own = 0;
-  for (const std::string& implementation : winograd.implementations())
+  for (const std::string& implementation : winograd.stats().implementations)
     own += implementation == "winograd_2x2_3x3:cleave_avx2";
   // Below AVX-512 cleave's own kernel takes both; oneDNN's (AVX-512) may leave a fused sum to
   // the direct kernels, and the outputs must agree either way.

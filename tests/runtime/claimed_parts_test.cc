@@ -66,7 +66,7 @@ TEST(ClaimedParts, OnlyTheLargeConvolutionIsSplit) {
   Executor claimed(graph, options);
   claimed.run(random_inputs(graph, 5));
   omp_set_num_threads(2);
-  const std::vector<std::string> implementations = claimed.implementations();
+  const std::vector<std::string> implementations = claimed.stats().implementations;
   const std::string listed = fmt::format("{}", fmt::join(implementations, "; "));
   std::vector<std::string> split;
   for (const std::string& implementation : implementations) {
@@ -106,7 +106,7 @@ TEST(ClaimedParts, MatrixProductsRunInRowPartsCloseToOneThread) {
   const std::vector<Tensor> want = single.run(inputs);
   omp_set_num_threads(2);
   int split = 0;
-  for (const std::string& implementation : claimed.implementations()) {
+  for (const std::string& implementation : claimed.stats().implementations) {
     split += implementation.find("in 4 row parts claimed by 2 threads") != std::string::npos;
   }
   EXPECT_EQ(split, 2);

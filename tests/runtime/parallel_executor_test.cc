@@ -195,7 +195,7 @@ TEST(ParallelExecutor, InPlaceConcatKeepsEveryPlanBitwiseEqual) {
       auto outputs = parallel.run(inputs);
       for (int s = 0; s < samples; ++s) expect_bitwise_equal(outputs[s], sequential.run(inputs[s]));
     }
-    EXPECT_GT(parallel.concat_inputs_in_place(), 0);
+    EXPECT_GT(parallel.stats().concat_inputs_in_place, 0);
   }
 }
 
@@ -344,7 +344,7 @@ TEST(ParallelExecutor, ReleasedWeightsLeaveTheOutputsAsTheyWere) {
   ParallelExecutor parallel(graph, plan.tasks, plan.plan, options);
   for (ValueId id : graph.initializers()) graph.value(id).initializer->bytes.reset();
   for (int round = 0; round < 3; ++round) expect_bitwise_equal(parallel.run(inputs), expected);
-  EXPECT_GT(parallel.released_weight_bytes(), 0u);
+  EXPECT_GT(parallel.stats().released_weight_bytes, 0u);
   EXPECT_TRUE(bytes.expired());
 }
 
@@ -378,7 +378,7 @@ TEST(ParallelExecutor, ABufferReadOnAnotherWorkerIsNotRewrittenAtOnce) {
     options.remote_read_hold_back_bytes = hold_back_bytes;
     ParallelExecutor parallel(graph, tasks, plan, options);
     expect_bitwise_equal(parallel.run(inputs), expected);
-    return parallel.peak_activation_bytes();
+    return parallel.stats().peak_activation_bytes;
   };
   const std::size_t value_bytes = 64 * 64 * sizeof(float);
   EXPECT_EQ(peak_bytes(int64_t{1} << 30), peak_bytes(0) + value_bytes);
@@ -412,11 +412,11 @@ TEST(ParallelExecutor, RepeatedRunsStopAllocatingWithTheDefaultHoldBack) {
   // Enough runs for the default hold-back (at most kMaxCoreCacheBytes) to have passed.
   const std::size_t runs = kMaxCoreCacheBytes / bytes_per_run + 3;
   for (std::size_t run = 0; run < runs; ++run) parallel.run(inputs);
-  const std::size_t settled = parallel.peak_activation_bytes();
+  const std::size_t settled = parallel.stats().peak_activation_bytes;
   for (int run = 0; run < 20; ++run) parallel.run(inputs);
   // The workers' timing decides how many buffers are live at once, so a rare interleaving
   // may add one; with a hold-back that never passes, every run added about a run's worth.
-  EXPECT_LE(parallel.peak_activation_bytes(), settled + bytes_per_run)
+  EXPECT_LE(parallel.stats().peak_activation_bytes, settled + bytes_per_run)
       << "settled at " << settled << " bytes, a run's values take " << bytes_per_run;
 }
 

@@ -60,7 +60,7 @@ TEST(ReleasePackedWeights, OnlyWeightsEveryReaderKeepsPackedGo) {
   EXPECT_TRUE(w.expired());
   EXPECT_FALSE(b.expired()) << "the bias is read at every run";
   EXPECT_FALSE(k.expired()) << "the Add reads @k at every run";
-  EXPECT_EQ(executor.released_weight_bytes(), 8u * 8 * 9 * sizeof(float));
+  EXPECT_EQ(executor.stats().released_weight_bytes, 8u * 8 * 9 * sizeof(float));
 }
 
 TEST(ReleasePackedWeights, NothingGoesByDefault) {
@@ -70,7 +70,7 @@ TEST(ReleasePackedWeights, NothingGoesByDefault) {
   for (ValueId id : graph.initializers()) graph.value(id).initializer->bytes.reset();
   executor.run(random_inputs(graph, 4));
   EXPECT_FALSE(w.expired());
-  EXPECT_EQ(executor.released_weight_bytes(), 0u);
+  EXPECT_EQ(executor.stats().released_weight_bytes, 0u);
 }
 
 }  // namespace

@@ -105,7 +105,8 @@ Result run_case(const ConvShape& s, int threads = 1) {
   int64_t out = 0;
   std::vector<float> expected = naive_conv(a, c, s.size, w2, c, 3, s, &out);
   Result result;
-  result.implementation = executor.implementations()[graph.value(*graph.find_value("y")).producer];
+  result.implementation =
+      executor.stats().implementations[graph.value(*graph.find_value("y")).producer];
   EXPECT_EQ(outputs.at(0).shape(), (std::vector<int64_t>{1, c, out, out}));
   if (outputs.at(0).element_count() != static_cast<int64_t>(expected.size())) return result;
   for (std::size_t i = 0; i < expected.size(); ++i) {

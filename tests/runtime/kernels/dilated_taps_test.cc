@@ -246,7 +246,7 @@ TEST(DilatedTaps, ExecutorRunsDilatedConvolutionsOnJitKernels) {
       error = std::max(error, std::fabs(double(outputs[0].data<float>()[i]) - expected[i]));
     }
     EXPECT_LT(error, kTolerance) << "dilation " << dilation << ", " << threads << " thread(s)";
-    for (const std::string& implementation : executor.implementations()) {
+    for (const std::string& implementation : executor.stats().implementations) {
       if (implementation.empty()) continue;
       EXPECT_EQ(implementation_rank(implementation), 2)
           << "dilation " << dilation << ": " << implementation;

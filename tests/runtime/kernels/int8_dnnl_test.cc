@@ -73,11 +73,11 @@ void expect_dnnl_matches_loops(const Case& c) {
   Executor loops(parse_graph(graph_text(c, w, false)));
   const Tensor slow = loops.run({{"x", input}, {"w", weights}})[0];
   if (quantize_detail::dnnl_int8_products_exact()) {
-    EXPECT_NE(dnnl.implementations()[0], "") << "the constant form did not run on oneDNN";
+    EXPECT_NE(dnnl.stats().implementations[0], "") << "the constant form did not run on oneDNN";
   } else {
-    EXPECT_EQ(dnnl.implementations()[0], "") << "without VNNI the loops run";
+    EXPECT_EQ(dnnl.stats().implementations[0], "") << "without VNNI the loops run";
   }
-  EXPECT_EQ(loops.implementations()[0], "");
+  EXPECT_EQ(loops.stats().implementations[0], "");
   ASSERT_EQ(fast.shape(), slow.shape());
   const std::vector<double> a = fast.to_double_vector(), b = slow.to_double_vector();
   int differing = 0;
@@ -103,9 +103,9 @@ TEST(Int8ConvDnnl, RoundsBeforeAddingTheZeroPoint) {
   Executor executor(parse_graph(text));
   const Tensor y = executor.run({{"x", make_tensor(DataType::kUInt8, {1, 1, 1, 1}, {1})}})[0];
   if (quantize_detail::dnnl_int8_products_exact()) {
-    EXPECT_NE(executor.implementations()[0], "") << "the constant form did not run on oneDNN";
+    EXPECT_NE(executor.stats().implementations[0], "") << "the constant form did not run on oneDNN";
   } else {
-    EXPECT_EQ(executor.implementations()[0], "") << "without VNNI the loops run";
+    EXPECT_EQ(executor.stats().implementations[0], "") << "without VNNI the loops run";
   }
   EXPECT_EQ(y.data<uint8_t>()[0], 101);
 }
@@ -162,11 +162,11 @@ void expect_dnnl_matmul_matches_loops(const std::string& op) {
   const Tensor slow =
       loops.run({{"a", input}, {"b", make_tensor(DataType::kInt8, {16, 24}, w)}})[0];
   if (quantize_detail::dnnl_int8_products_exact()) {
-    EXPECT_NE(dnnl.implementations()[0], "") << "the constant form did not run on oneDNN";
+    EXPECT_NE(dnnl.stats().implementations[0], "") << "the constant form did not run on oneDNN";
   } else {
-    EXPECT_EQ(dnnl.implementations()[0], "") << "without VNNI the loops run";
+    EXPECT_EQ(dnnl.stats().implementations[0], "") << "without VNNI the loops run";
   }
-  EXPECT_EQ(loops.implementations()[0], "");
+  EXPECT_EQ(loops.stats().implementations[0], "");
   ASSERT_EQ(fast.shape(), slow.shape());
   const std::vector<double> x = fast.to_double_vector(), y = slow.to_double_vector();
   int differing = 0;
