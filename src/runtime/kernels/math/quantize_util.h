@@ -85,6 +85,18 @@ DataType requantized_type(const KernelContext& context, std::size_t y_scale = 6)
 std::unique_ptr<Kernel> with_output_zero_point(std::unique_ptr<Kernel> rounded, int32_t zero_point,
                                                DataType type);
 
+/// Calls visit.template operator()<A, B>() for the u8/i8 types of an int8 product's two
+/// operands (data and weights).
+template <typename Visitor>
+std::unique_ptr<Kernel> visit_operands(DataType a, DataType b, Visitor&& visit) {
+  if (a == DataType::kUInt8) {
+    return b == DataType::kUInt8 ? visit.template operator()<uint8_t, uint8_t>()
+                                 : visit.template operator()<uint8_t, int8_t>();
+  }
+  return b == DataType::kUInt8 ? visit.template operator()<int8_t, uint8_t>()
+                               : visit.template operator()<int8_t, int8_t>();
+}
+
 /// Builds an int8 convolution's or matmul's oneDNN kernel, its form checked by the caller:
 /// nullptr unless every weight zero point is 0 (else oneDNN 2.6 has no form), or when oneDNN
 /// lacks the form or offers only its reference code (then the loops run). The data zero point

@@ -22,6 +22,7 @@ using quantize_detail::all_constant;
 using quantize_detail::check_8_bit;
 using quantize_detail::check_zero_point;
 using quantize_detail::per_channel;
+using quantize_detail::visit_operands;
 using quantize_detail::zero_point_values;
 
 // A batched product [.., M, K] x [.., K, N] after numpy's matmul rules: 1-D operands gain a
@@ -109,17 +110,6 @@ void integer_products(const Product& p, const A* a, const B* b, int32_t a_zero,
         }
       },
       2);
-}
-
-// Calls visit.template operator()<A, B>() for u8/i8 operand types.
-template <typename Visitor>
-std::unique_ptr<Kernel> visit_operands(DataType a, DataType b, Visitor&& visit) {
-  if (a == DataType::kUInt8) {
-    return b == DataType::kUInt8 ? visit.template operator()<uint8_t, uint8_t>()
-                                 : visit.template operator()<uint8_t, int8_t>();
-  }
-  return b == DataType::kUInt8 ? visit.template operator()<int8_t, uint8_t>()
-                               : visit.template operator()<int8_t, int8_t>();
 }
 
 // Where a node keeps its operands and zero points, its int32 bias (QGemm) and its output scale

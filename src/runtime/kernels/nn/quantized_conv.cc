@@ -24,6 +24,7 @@ using quantize_detail::all_constant;
 using quantize_detail::check_8_bit;
 using quantize_detail::check_zero_point;
 using quantize_detail::per_channel;
+using quantize_detail::visit_operands;
 using quantize_detail::zero_point_values;
 
 // Where a node keeps its operands: data, weights and their zero points.
@@ -127,16 +128,6 @@ void integer_convolution(const Geometry& g, const X* x, const W* w, int32_t x_ze
         }
       },
       2);
-}
-
-template <typename Visitor>
-std::unique_ptr<Kernel> visit_operands(DataType x, DataType w, Visitor&& visit) {
-  if (x == DataType::kUInt8) {
-    return w == DataType::kUInt8 ? visit.template operator()<uint8_t, uint8_t>()
-                                 : visit.template operator()<uint8_t, int8_t>();
-  }
-  return w == DataType::kUInt8 ? visit.template operator()<int8_t, uint8_t>()
-                               : visit.template operator()<int8_t, int8_t>();
 }
 
 template <typename X, typename W>
