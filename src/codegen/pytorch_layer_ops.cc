@@ -170,6 +170,162 @@ std::vector<std::string> softmax(const Call& c, const char* function) {
                       outer, py_tuple(shape))};
 }
 
+// F.layer_norm over the trailing axes; an affine it cannot take is applied after.
+std::vector<std::string> layer_norm(const Call& c) {
+  const auto shape = c.shape_in(0);
+  const int64_t axis = c.axis("axis", -1, shape.size());
+  const std::vector<int64_t> normalized(shape.begin() + axis, shape.end());
+  const std::string eps = py_float(c.node.float_attribute("epsilon", 1e-5f));
+  if (c.shape_in(1) == normalized && (!c.has(2) || c.shape_in(2) == normalized)) {
+    return std::vector<std::string>{
+        unary_line(c, fmt::format("F.layer_norm({}, {}, {}, {}, {})", c.in(0), py_tuple(normalized),
+                                  c.in(1), c.has(2) ? c.in(2) : "None", eps))};
+  }
+  return std::vector<std::string>{unary_line(
+      c, fmt::format("F.layer_norm({}, {}, None, None, {}) * {}{}", c.in(0), py_tuple(normalized),
+                     eps, c.in(1), c.has(2) ? " + " + c.in(2) : ""))};
+}
+
+std::vector<std::string> gemm(const Call& c) {
+  std::string a = c.in(0), b = c.in(1);
+  if (c.node.int_attribute("transA", 0)) a += ".t()";
+  if (c.node.int_attribute("transB", 0)) b += ".t()";
+  std::string y = fmt::format("torch.matmul({}, {})", a, b);
+  const float alpha = c.node.float_attribute("alpha", 1.0f);
+  const float beta = c.node.float_attribute("beta", 1.0f);
+  if (alpha != 1.0f) y = fmt::format("{} * {}", py_float(alpha), y);
+  if (c.has(2)) {
+    y += beta == 1.0f ? " + " + c.in(2) : fmt::format(" + {} * {}", py_float(beta), c.in(2));
+  }
+  return std::vector<std::string>{unary_line(c, activation(c, y))};
+}
+
+// No perm: the axes reversed.
+std::vector<std::string> transpose(const Call& c) {
+  std::vector<int64_t> perm = c.node.ints_attribute("perm");
+  if (perm.empty()) {
+    for (auto a = static_cast<int64_t>(c.shape_in(0).size()); a-- > 0;) perm.push_back(a);
+  }
+  return std::vector<std::string>{
+      unary_line(c, fmt::format("{}.permute({})", c.in(0), py_tuple(perm)))};
+}
+
+// Constant indices: select or index_select; others wrap negative indices at run time.
+std::vector<std::string> gather(const Call& c) {
+  const auto shape = c.shape_in(0);
+  const int64_t axis = c.axis("axis", 0, shape.size());
+  const auto out = c.shape_out();
+  if (auto indices = c.const_ints(1)) {
+    for (int64_t& k : *indices) k = k < 0 ? k + shape[axis] : k;
+    if (c.input_value(1).shape.rank() == 0) {
+      return std::vector<std::string>{
+          unary_line(c, fmt::format("{}.select({}, {})", c.in(0), axis, indices->at(0)))};
+    }
+    return std::vector<std::string>{
+        unary_line(c, fmt::format("torch.index_select({}, {}, torch.tensor({})).reshape({})",
+                                  c.in(0), axis, py_list(*indices), py_tuple(out)))};
+  }
+  return std::vector<std::string>{unary_line(
+      c, fmt::format("torch.index_select({}, {}, torch.remainder({}, {}).reshape(-1)).reshape({})",
+                     c.in(0), axis, c.in(1), shape[axis], py_tuple(out)))};
+}
+
+// Starts and ends as inputs from opset 10, as attributes before; clamped as ONNX does.
+std::vector<std::string> slice(const Call& c) {
+  const auto shape = c.shape_in(0);
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (opset_at_least(c, 10)) {
+    starts = c.required_ints(1, "starts");
+    ends = c.required_ints(2, "ends");
+    if (c.has(3)) axes = c.required_ints(3, "axes");
+    if (c.has(4)) steps = c.required_ints(4, "steps");
+  } else {
+    starts = c.node.ints_attribute("starts");
+    ends = c.node.ints_attribute("ends");
+    axes = c.node.ints_attribute("axes");
+  }
+  if (axes.empty()) {
+    for (std::size_t a = 0; a < starts.size(); ++a) axes.push_back(static_cast<int64_t>(a));
+  }
+  std::vector<std::string> index(shape.size(), ":");
+  for (std::size_t k = 0; k < axes.size(); ++k) {
+    int64_t a = axes[k] < 0 ? axes[k] + static_cast<int64_t>(shape.size()) : axes[k];
+    const int64_t step = k < steps.size() ? steps[k] : 1;
+    if (step <= 0) c.fail("a negative step");
+    const int64_t dim = shape.at(a);
+    const auto clamp = [dim](int64_t x) {
+      if (x < 0) x += dim;
+      return std::clamp<int64_t>(x, 0, dim);
+    };
+    index.at(a) = step == 1 ? fmt::format("{}:{}", clamp(starts[k]), clamp(ends[k]))
+                            : fmt::format("{}:{}:{}", clamp(starts[k]), clamp(ends[k]), step);
+  }
+  return std::vector<std::string>{
+      unary_line(c, fmt::format("{}[{}]", c.in(0), fmt::join(index, ", ")))};
+}
+
+std::vector<std::string> split(const Call& c) {
+  const auto shape = c.shape_in(0);
+  const int64_t axis = c.axis("axis", 0, shape.size());
+  std::vector<int64_t> sizes;
+  std::vector<std::string> outputs;
+  for (std::size_t i = 0; i < c.node.outputs.size(); ++i) {
+    sizes.push_back(c.shape_out(i).at(axis));
+    outputs.push_back(c.out(i));
+  }
+  return std::vector<std::string>{fmt::format("{}, = torch.split({}, {}, dim={})",
+                                              fmt::join(outputs, ", "), c.in(0), py_list(sizes),
+                                              axis)};
+}
+
+std::vector<std::string> constant_of_shape(const Call& c) {
+  double fill = 0;
+  DataType type = DataType::kFloat;
+  if (const Attribute* value = c.node.attribute("value")) {
+    type = value->t.dtype;
+    if (type == DataType::kFloat)
+      fill = value->t.as<float>()[0];
+    else if (type == DataType::kInt64)
+      fill = static_cast<double>(value->t.as<int64_t>()[0]);
+    else
+      c.fail("a value that is neither float nor int64");
+  }
+  return std::vector<std::string>{
+      unary_line(c, fmt::format("torch.full({}, {}, dtype={})", py_tuple(c.shape_out()),
+                                py_float(fill), torch_dtype(type)))};
+}
+
+// Constant padding of any axis; reflect and edge only of the spatial axes, as torch pads.
+std::vector<std::string> pad(const Call& c) {
+  const auto shape = c.shape_in(0);
+  std::vector<int64_t> pads =
+      opset_at_least(c, 11) ? c.required_ints(1, "pads") : c.node.ints_attribute("pads");
+  const std::size_t r = shape.size();
+  if (pads.size() != 2 * r) c.fail("pads has the wrong length");
+  std::vector<int64_t> begin(pads.begin(), pads.begin() + r), end(pads.begin() + r, pads.end());
+  const std::string mode = c.node.string_attribute("mode", "constant");
+  std::string value = "0.0";
+  if (opset_at_least(c, 11) && c.has(2)) {
+    auto scalar = c.const_scalar(2);
+    if (!scalar) c.fail("a non-constant pad value");
+    value = py_float(*scalar);
+  } else if (!opset_at_least(c, 11)) {
+    value = py_float(c.node.float_attribute("value", 0));
+  }
+  if (mode == "constant") {
+    return std::vector<std::string>{unary_line(
+        c, fmt::format("F.pad({}, {}, value={})", c.in(0), torch_pad_list(begin, end), value))};
+  }
+  // reflect and replicate pad only the spatial axes in torch.
+  for (std::size_t a = 0; a < 2 && a < r; ++a) {
+    if (begin[a] != 0 || end[a] != 0) c.fail(fmt::format("{} padding of axis {}", mode, a));
+  }
+  std::vector<int64_t> b(begin.begin() + 2, begin.end()), e(end.begin() + 2, end.end());
+  return std::vector<std::string>{
+      unary_line(c, fmt::format("F.pad({}, {}, mode='{}')", c.in(0), torch_pad_list(b, e),
+                                mode == "edge" ? "replicate" : mode))};
+}
+
 }  // namespace
 
 void add_layer_writers(std::map<std::string, Writer>& t) {
@@ -196,33 +352,8 @@ void add_layer_writers(std::map<std::string, Writer>& t) {
         c, fmt::format("F.instance_norm({}, weight={}, bias={}, eps={})", c.in(0), c.in(1), c.in(2),
                        py_float(c.node.float_attribute("epsilon", 1e-5f))))};
   };
-  t["LayerNormalization"] = [](const Call& c) {
-    const auto shape = c.shape_in(0);
-    const int64_t axis = c.axis("axis", -1, shape.size());
-    const std::vector<int64_t> normalized(shape.begin() + axis, shape.end());
-    const std::string eps = py_float(c.node.float_attribute("epsilon", 1e-5f));
-    if (c.shape_in(1) == normalized && (!c.has(2) || c.shape_in(2) == normalized)) {
-      return std::vector<std::string>{unary_line(
-          c, fmt::format("F.layer_norm({}, {}, {}, {}, {})", c.in(0), py_tuple(normalized), c.in(1),
-                         c.has(2) ? c.in(2) : "None", eps))};
-    }
-    return std::vector<std::string>{unary_line(
-        c, fmt::format("F.layer_norm({}, {}, None, None, {}) * {}{}", c.in(0), py_tuple(normalized),
-                       eps, c.in(1), c.has(2) ? " + " + c.in(2) : ""))};
-  };
-  t["Gemm"] = [](const Call& c) {
-    std::string a = c.in(0), b = c.in(1);
-    if (c.node.int_attribute("transA", 0)) a += ".t()";
-    if (c.node.int_attribute("transB", 0)) b += ".t()";
-    std::string y = fmt::format("torch.matmul({}, {})", a, b);
-    const float alpha = c.node.float_attribute("alpha", 1.0f);
-    const float beta = c.node.float_attribute("beta", 1.0f);
-    if (alpha != 1.0f) y = fmt::format("{} * {}", py_float(alpha), y);
-    if (c.has(2)) {
-      y += beta == 1.0f ? " + " + c.in(2) : fmt::format(" + {} * {}", py_float(beta), c.in(2));
-    }
-    return std::vector<std::string>{unary_line(c, activation(c, y))};
-  };
+  t["LayerNormalization"] = layer_norm;
+  t["Gemm"] = gemm;
   t["MatMul"] = [](const Call& c) {
     std::string y = fmt::format("torch.matmul({}, {})", c.in(0), c.in(1));
     if (c.has(2)) y += " + " + c.in(2);
@@ -252,78 +383,10 @@ void add_layer_writers(std::map<std::string, Writer>& t) {
     return std::vector<std::string>{unary_line(
         c, fmt::format("{}.repeat({})", c.in(0), py_tuple(c.required_ints(1, "repeats"))))};
   };
-  t["Transpose"] = [](const Call& c) {
-    std::vector<int64_t> perm = c.node.ints_attribute("perm");
-    if (perm.empty()) {
-      for (auto a = static_cast<int64_t>(c.shape_in(0).size()); a-- > 0;) perm.push_back(a);
-    }
-    return std::vector<std::string>{
-        unary_line(c, fmt::format("{}.permute({})", c.in(0), py_tuple(perm)))};
-  };
-  t["Gather"] = [](const Call& c) {
-    const auto shape = c.shape_in(0);
-    const int64_t axis = c.axis("axis", 0, shape.size());
-    const auto out = c.shape_out();
-    if (auto indices = c.const_ints(1)) {
-      for (int64_t& k : *indices) k = k < 0 ? k + shape[axis] : k;
-      if (c.input_value(1).shape.rank() == 0) {
-        return std::vector<std::string>{
-            unary_line(c, fmt::format("{}.select({}, {})", c.in(0), axis, indices->at(0)))};
-      }
-      return std::vector<std::string>{
-          unary_line(c, fmt::format("torch.index_select({}, {}, torch.tensor({})).reshape({})",
-                                    c.in(0), axis, py_list(*indices), py_tuple(out)))};
-    }
-    return std::vector<std::string>{unary_line(
-        c,
-        fmt::format("torch.index_select({}, {}, torch.remainder({}, {}).reshape(-1)).reshape({})",
-                    c.in(0), axis, c.in(1), shape[axis], py_tuple(out)))};
-  };
-  t["Slice"] = [](const Call& c) {
-    const auto shape = c.shape_in(0);
-    std::vector<int64_t> starts, ends, axes, steps;
-    if (opset_at_least(c, 10)) {
-      starts = c.required_ints(1, "starts");
-      ends = c.required_ints(2, "ends");
-      if (c.has(3)) axes = c.required_ints(3, "axes");
-      if (c.has(4)) steps = c.required_ints(4, "steps");
-    } else {
-      starts = c.node.ints_attribute("starts");
-      ends = c.node.ints_attribute("ends");
-      axes = c.node.ints_attribute("axes");
-    }
-    if (axes.empty()) {
-      for (std::size_t a = 0; a < starts.size(); ++a) axes.push_back(static_cast<int64_t>(a));
-    }
-    std::vector<std::string> index(shape.size(), ":");
-    for (std::size_t k = 0; k < axes.size(); ++k) {
-      int64_t a = axes[k] < 0 ? axes[k] + static_cast<int64_t>(shape.size()) : axes[k];
-      const int64_t step = k < steps.size() ? steps[k] : 1;
-      if (step <= 0) c.fail("a negative step");
-      const int64_t dim = shape.at(a);
-      const auto clamp = [dim](int64_t x) {
-        if (x < 0) x += dim;
-        return std::clamp<int64_t>(x, 0, dim);
-      };
-      index.at(a) = step == 1 ? fmt::format("{}:{}", clamp(starts[k]), clamp(ends[k]))
-                              : fmt::format("{}:{}:{}", clamp(starts[k]), clamp(ends[k]), step);
-    }
-    return std::vector<std::string>{
-        unary_line(c, fmt::format("{}[{}]", c.in(0), fmt::join(index, ", ")))};
-  };
-  t["Split"] = [](const Call& c) {
-    const auto shape = c.shape_in(0);
-    const int64_t axis = c.axis("axis", 0, shape.size());
-    std::vector<int64_t> sizes;
-    std::vector<std::string> outputs;
-    for (std::size_t i = 0; i < c.node.outputs.size(); ++i) {
-      sizes.push_back(c.shape_out(i).at(axis));
-      outputs.push_back(c.out(i));
-    }
-    return std::vector<std::string>{fmt::format("{}, = torch.split({}, {}, dim={})",
-                                                fmt::join(outputs, ", "), c.in(0), py_list(sizes),
-                                                axis)};
-  };
+  t["Transpose"] = transpose;
+  t["Gather"] = gather;
+  t["Slice"] = slice;
+  t["Split"] = split;
   t["ReduceMean"] = [](const Call& c) { return reduce(c, "torch.mean"); };
   t["ReduceSum"] = [](const Call& c) { return reduce(c, "torch.sum"); };
   t["ReduceMax"] = [](const Call& c) { return reduce(c, "torch.amax"); };
@@ -338,51 +401,8 @@ void add_layer_writers(std::map<std::string, Writer>& t) {
         c, fmt::format("torch.tensor({}, dtype=torch.int64)",
                        py_list(c.shape_out().empty() ? std::vector<int64_t>{} : c.shape_in(0))))};
   };
-  t["ConstantOfShape"] = [](const Call& c) {
-    double fill = 0;
-    DataType type = DataType::kFloat;
-    if (const Attribute* value = c.node.attribute("value")) {
-      type = value->t.dtype;
-      if (type == DataType::kFloat)
-        fill = value->t.as<float>()[0];
-      else if (type == DataType::kInt64)
-        fill = static_cast<double>(value->t.as<int64_t>()[0]);
-      else
-        c.fail("a value that is neither float nor int64");
-    }
-    return std::vector<std::string>{
-        unary_line(c, fmt::format("torch.full({}, {}, dtype={})", py_tuple(c.shape_out()),
-                                  py_float(fill), torch_dtype(type)))};
-  };
-  t["Pad"] = [](const Call& c) {
-    const auto shape = c.shape_in(0);
-    std::vector<int64_t> pads =
-        opset_at_least(c, 11) ? c.required_ints(1, "pads") : c.node.ints_attribute("pads");
-    const std::size_t r = shape.size();
-    if (pads.size() != 2 * r) c.fail("pads has the wrong length");
-    std::vector<int64_t> begin(pads.begin(), pads.begin() + r), end(pads.begin() + r, pads.end());
-    const std::string mode = c.node.string_attribute("mode", "constant");
-    std::string value = "0.0";
-    if (opset_at_least(c, 11) && c.has(2)) {
-      auto scalar = c.const_scalar(2);
-      if (!scalar) c.fail("a non-constant pad value");
-      value = py_float(*scalar);
-    } else if (!opset_at_least(c, 11)) {
-      value = py_float(c.node.float_attribute("value", 0));
-    }
-    if (mode == "constant") {
-      return std::vector<std::string>{unary_line(
-          c, fmt::format("F.pad({}, {}, value={})", c.in(0), torch_pad_list(begin, end), value))};
-    }
-    // reflect and replicate pad only the spatial axes in torch.
-    for (std::size_t a = 0; a < 2 && a < r; ++a) {
-      if (begin[a] != 0 || end[a] != 0) c.fail(fmt::format("{} padding of axis {}", mode, a));
-    }
-    std::vector<int64_t> b(begin.begin() + 2, begin.end()), e(end.begin() + 2, end.end());
-    return std::vector<std::string>{
-        unary_line(c, fmt::format("F.pad({}, {}, mode='{}')", c.in(0), torch_pad_list(b, e),
-                                  mode == "edge" ? "replicate" : mode))};
-  };
+  t["ConstantOfShape"] = constant_of_shape;
+  t["Pad"] = pad;
   t["Einsum"] = [](const Call& c) {
     return std::vector<std::string>{
         unary_line(c, fmt::format("torch.einsum('{}', {})", c.node.string_attribute("equation", ""),

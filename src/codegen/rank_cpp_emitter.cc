@@ -270,116 +270,111 @@ travel in the producer's layout (a oneDNN blocked layout travels with the messag
 `cleave run` does under mpirun.
 )gen";
 
-}  // namespace
+std::string value_text(const ProgramLayout& layout, ValueId id) {
+  const ProgramValue& value = layout.values[layout.index_of[id]];
+  return fmt::format("{} {}", value.name, type_text(value));
+}
 
-CppCodegenSummary emit_rank_cpp(const Graph& graph, const WorkerProgram& program,
-                                const CppCodegenOptions& options, AtomicFolder& out) {
-  const ProgramLayout layout = lay_out_program(graph, program, options, /*float_io=*/false);
-  const std::vector<Channel> channels = list_channels(graph, program);
-  const auto value_text = [&](ValueId id) {
-    const ProgramValue& value = layout.values[layout.index_of[id]];
-    return fmt::format("{} {}", value.name, type_text(value));
-  };
-  const auto call = [](const char* function, int c, int peer, const std::string& buffer_size,
-                       const std::string& comment) {
-    return fmt::format(
-        "  p.check({0}(p.message({1}), {2}, MPI_BYTE, /*{3}=*/{4}, /*tag=*/{1}, comm, "
-        "p.request({1})), {1}, \"{0}\");  // {5}\n",
-        function, c, buffer_size, std::string(function) == "MPI_Isend" ? "to" : "from", peer,
-        comment);
-  };
+std::string message_call(const char* function, int c, int peer, const std::string& buffer_size,
+                         const std::string& comment) {
+  return fmt::format(
+      "  p.check({0}(p.message({1}), {2}, MPI_BYTE, /*{3}=*/{4}, /*tag=*/{1}, comm, "
+      "p.request({1})), {1}, \"{0}\");  // {5}\n",
+      function, c, buffer_size, std::string(function) == "MPI_Isend" ? "to" : "from", peer,
+      comment);
+}
 
-  std::string declarations, pointers, sources;
-  for (int r = 0; r < program.workers; ++r) {
-    std::string body;
-    std::vector<int> receives, sends;
-    std::map<ValueId, std::vector<int>> receive_of, sends_of;
-    for (std::size_t c = 0; c < channels.size(); ++c) {
-      if (channels[c].to == r) receives.push_back(static_cast<int>(c));
-      if (channels[c].from == r) sends.push_back(static_cast<int>(c));
-      if (channels[c].to == r) receive_of[channels[c].value].push_back(static_cast<int>(c));
-      if (channels[c].from == r) sends_of[channels[c].value].push_back(static_cast<int>(c));
-    }
-    if (!receives.empty() || !sends.empty()) body += "  MPI_Comm comm = p.comm();\n";
-    if (!receives.empty()) body += "  // Every receive of the run, posted at its start.\n";
-    for (int c : receives) {
-      body += call("MPI_Irecv", c, channels[c].from, fmt::format("p.capacity({})", c),
-                   fmt::format("{} from rank {}", value_text(channels[c].value), channels[c].from));
-    }
-    const auto send_all = [&](ValueId value) {
-      auto it = sends_of.find(value);
-      if (it == sends_of.end()) return;
-      for (int c : it->second) {
-        body += call("MPI_Isend", c, channels[c].to, fmt::format("p.pack({})", c),
-                     fmt::format("{} to rank {}", graph.value(value).name, channels[c].to));
-      }
-    };
-    if (r == 0) {
-      for (ValueId input : graph.inputs()) send_all(input);
-    }
-    std::vector<bool> waited(channels.size(), false);
-    const auto wait = [&](ValueId value) {
-      auto it = receive_of.find(value);
-      if (it == receive_of.end()) return;
-      for (int c : it->second) {
-        if (waited[c]) continue;
-        waited[c] = true;
-        body += fmt::format("  p.wait_receive({});  // {}\n", c, graph.value(value).name);
-      }
-    };
-    for (NodeId id : program.order[r]) {
-      for (ValueId input : graph.node(id).inputs) {
-        if (input != kNoValue) wait(input);
-      }
-      body += fmt::format("  p.step({});  // {}\n", layout.step_of_node[id],
-                          step_comment(graph, layout, id));
-      for (ValueId output : graph.node(id).outputs) {
-        if (output != kNoValue) send_all(output);
-      }
-    }
-    if (r == 0) {
-      bool any = false;
-      for (ValueId output : graph.outputs()) {
-        auto it = receive_of.find(output);
-        if (it == receive_of.end() || waited[it->second.front()]) continue;
-        if (!any) body += "  // The outputs other ranks computed.\n";
-        any = true;
-        wait(output);
-      }
-    }
-    if (!sends.empty()) body += "  // Sends complete before the next run reuses their buffers.\n";
-    for (int c : sends) {
-      body += fmt::format("  p.wait_send({});  // {}\n", c, graph.value(channels[c].value).name);
-    }
-    const std::string function = fmt::format("rank_{}", r);
-    declarations += fmt::format("void {}(cleave::RankProgram& p);\n", function);
-    pointers += function + ", ";
-    sources += fmt::format(" rank_{}.cc", r);
-    out.write_file(
-        fmt::format("rank_{}.cc", r),
-        fmt::format("// Rank {} of {}: {} steps in the plan's order, {} message(s) received, "
-                    "{} sent per run.\n#include \"program.h\"\n\nnamespace {} {{\n\nvoid {}("
-                    "cleave::RankProgram& p) {{\n{}}}\n\n}}  // namespace {}\n",
-                    r, options.model_name, program.order[r].size(), receives.size(), sends.size(),
-                    options.code_namespace, function, body, options.code_namespace));
+// Rank r's function body: its receives posted at the start, its steps in the plan's order,
+// each receive waited for just before the first step that reads it, each send as soon as its
+// value exists, and the sends completed at the end. Counts its receives and sends.
+std::string rank_body(const Graph& graph, const WorkerProgram& program, const ProgramLayout& layout,
+                      const std::vector<Channel>& channels, int r, std::size_t& receive_count,
+                      std::size_t& send_count) {
+  std::string body;
+  std::vector<int> receives, sends;
+  std::map<ValueId, std::vector<int>> receive_of, sends_of;
+  for (std::size_t c = 0; c < channels.size(); ++c) {
+    if (channels[c].to == r) receives.push_back(static_cast<int>(c));
+    if (channels[c].from == r) sends.push_back(static_cast<int>(c));
+    if (channels[c].to == r) receive_of[channels[c].value].push_back(static_cast<int>(c));
+    if (channels[c].from == r) sends_of[channels[c].value].push_back(static_cast<int>(c));
   }
+  receive_count = receives.size();
+  send_count = sends.size();
+  if (!receives.empty() || !sends.empty()) body += "  MPI_Comm comm = p.comm();\n";
+  if (!receives.empty()) body += "  // Every receive of the run, posted at its start.\n";
+  for (int c : receives) {
+    body += message_call(
+        "MPI_Irecv", c, channels[c].from, fmt::format("p.capacity({})", c),
+        fmt::format("{} from rank {}", value_text(layout, channels[c].value), channels[c].from));
+  }
+  const auto send_all = [&](ValueId value) {
+    auto it = sends_of.find(value);
+    if (it == sends_of.end()) return;
+    for (int c : it->second) {
+      body += message_call("MPI_Isend", c, channels[c].to, fmt::format("p.pack({})", c),
+                           fmt::format("{} to rank {}", graph.value(value).name, channels[c].to));
+    }
+  };
+  if (r == 0) {
+    for (ValueId input : graph.inputs()) send_all(input);
+  }
+  std::vector<bool> waited(channels.size(), false);
+  const auto wait = [&](ValueId value) {
+    auto it = receive_of.find(value);
+    if (it == receive_of.end()) return;
+    for (int c : it->second) {
+      if (waited[c]) continue;
+      waited[c] = true;
+      body += fmt::format("  p.wait_receive({});  // {}\n", c, graph.value(value).name);
+    }
+  };
+  for (NodeId id : program.order[r]) {
+    for (ValueId input : graph.node(id).inputs) {
+      if (input != kNoValue) wait(input);
+    }
+    body += fmt::format("  p.step({});  // {}\n", layout.step_of_node[id],
+                        step_comment(graph, layout, id));
+    for (ValueId output : graph.node(id).outputs) {
+      if (output != kNoValue) send_all(output);
+    }
+  }
+  if (r == 0) {
+    bool any = false;
+    for (ValueId output : graph.outputs()) {
+      auto it = receive_of.find(output);
+      if (it == receive_of.end() || waited[it->second.front()]) continue;
+      if (!any) body += "  // The outputs other ranks computed.\n";
+      any = true;
+      wait(output);
+    }
+  }
+  if (!sends.empty()) body += "  // Sends complete before the next run reuses their buffers.\n";
+  for (int c : sends) {
+    body += fmt::format("  p.wait_send({});  // {}\n", c, graph.value(channels[c].value).name);
+  }
+  return body;
+}
 
+// The channel table and the rank functions' table, appended to tables.cc.
+std::string rank_tables(const ProgramLayout& layout, const std::vector<Channel>& channels,
+                        const std::string& pointers) {
   std::string channel_table;
   for (std::size_t c = 0; c < channels.size(); ++c) {
-    channel_table += fmt::format("    {{{}, {}, {}}},  // {}\n", layout.index_of[channels[c].value],
-                                 channels[c].from, channels[c].to, value_text(channels[c].value));
+    channel_table +=
+        fmt::format("    {{{}, {}, {}}},  // {}\n", layout.index_of[channels[c].value],
+                    channels[c].from, channels[c].to, value_text(layout, channels[c].value));
   }
-  const std::string rank_tables = fmt::format(
+  return fmt::format(
       "\nnamespace {{\n\nconst cleave::RankChannel kChannels[] = {{\n{}}};\n"
       "const cleave::RankFunction kRankFunctions[] = {{{}}};\n\n}}  // namespace\n\n"
       "const cleave::RankProgramTables kRanks = {{&kTables, kChannels, {}, kRankFunctions}};\n",
       channels.empty() ? "    {0, 0, 0},\n" : channel_table, pointers, channels.size());
-  out.write_file("tables.cc",
-                 tables_source(graph, program, options, layout, static_cast<int>(channels.size()),
-                               "nullptr", rank_tables));
-  out.write_file("program.h", fmt::format(fmt::runtime(kRankProgramHeader), options.code_namespace,
-                                          declarations));
-  out.write_file("main.cc", kRankMain);
+}
+
+// The C API: model.h (inputs and outputs listed) and model_api.cc (their sizes).
+void write_rank_api(const Graph& graph, const ProgramLayout& layout,
+                    const CppCodegenOptions& options, int workers, AtomicFolder& out) {
   std::vector<std::string> input_lines, output_lines, input_bytes, output_bytes;
   for (ValueId id : graph.inputs()) {
     const ProgramValue& value = layout.values[layout.index_of[id]];
@@ -391,13 +386,44 @@ CppCodegenSummary emit_rank_cpp(const Graph& graph, const WorkerProgram& program
     output_lines.push_back(fmt::format("     {} {}", value.name, type_text(value)));
     output_bytes.push_back(std::to_string(element_count(value) * element_size(value.dtype)));
   }
-  out.write_file("model.h", fmt::format(fmt::runtime(kRankApiHeader), options.model_name,
-                                        graph.inputs().size(), graph.outputs().size(),
-                                        fmt::join(input_lines, "\n"), fmt::join(output_lines, "\n"),
-                                        program.workers));
+  out.write_file("model.h",
+                 fmt::format(fmt::runtime(kRankApiHeader), options.model_name,
+                             graph.inputs().size(), graph.outputs().size(),
+                             fmt::join(input_lines, "\n"), fmt::join(output_lines, "\n"), workers));
   out.write_file("model_api.cc",
                  fmt::format(fmt::runtime(kRankApiSource), fmt::join(input_bytes, ", "),
                              fmt::join(output_bytes, ", ")));
+}
+
+}  // namespace
+
+CppCodegenSummary emit_rank_cpp(const Graph& graph, const WorkerProgram& program,
+                                const CppCodegenOptions& options, AtomicFolder& out) {
+  const ProgramLayout layout = lay_out_program(graph, program, options, /*float_io=*/false);
+  const std::vector<Channel> channels = list_channels(graph, program);
+  std::string declarations, pointers, sources;
+  for (int r = 0; r < program.workers; ++r) {
+    std::size_t receives = 0, sends = 0;
+    const std::string body = rank_body(graph, program, layout, channels, r, receives, sends);
+    const std::string function = fmt::format("rank_{}", r);
+    declarations += fmt::format("void {}(cleave::RankProgram& p);\n", function);
+    pointers += function + ", ";
+    sources += fmt::format(" rank_{}.cc", r);
+    out.write_file(
+        fmt::format("rank_{}.cc", r),
+        fmt::format("// Rank {} of {}: {} steps in the plan's order, {} message(s) received, "
+                    "{} sent per run.\n#include \"program.h\"\n\nnamespace {} {{\n\nvoid {}("
+                    "cleave::RankProgram& p) {{\n{}}}\n\n}}  // namespace {}\n",
+                    r, options.model_name, program.order[r].size(), receives, sends,
+                    options.code_namespace, function, body, options.code_namespace));
+  }
+  out.write_file("tables.cc",
+                 tables_source(graph, program, options, layout, static_cast<int>(channels.size()),
+                               "nullptr", rank_tables(layout, channels, pointers)));
+  out.write_file("program.h", fmt::format(fmt::runtime(kRankProgramHeader), options.code_namespace,
+                                          declarations));
+  out.write_file("main.cc", kRankMain);
+  write_rank_api(graph, layout, options, program.workers, out);
   out.write_file("weights.bin", layout.weights.bytes);
   out.write_file("CMakeLists.txt", fmt::format(fmt::runtime(kRankCMake), options.model_name,
                                                cmake_cleave_library(options), sources));

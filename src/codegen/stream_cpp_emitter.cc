@@ -126,6 +126,214 @@ stacks the output items the same way, so the two can be compared byte for byte.
 | `NAME.weights.bin` | that filter's weights, memory-mapped at start |
 )gen";
 
+// The parts of stream.cc, written by the helpers below in this order.
+struct StreamParts {
+  std::string rings;
+  std::vector<std::string> ring_pointers;
+  std::string includes, model_objects, start_body, weights_files, filter_sources;
+  std::vector<std::string> model_of_node;  // Per node: its model filter's object, else empty.
+  std::string actors;
+};
+
+// One ring per channel, sized by the schedule; a channel of several item types gets slots of
+// its largest item and a size per slot.
+void emit_rings(const StreamGraph& flat, const StreamSchedule& schedule,
+                const std::vector<std::optional<ItemType>>& items,
+                const std::vector<int64_t>& item_bytes, StreamCppSummary& summary,
+                StreamParts& parts) {
+  for (std::size_t c = 0; c < flat.channels.size(); ++c) {
+    const int64_t bytes = item_bytes[c];
+    const int64_t capacity = std::max<int64_t>(1, schedule.buffers[c]);
+    summary.ring_bytes += bytes * capacity;
+    if (items[c]) {
+      parts.rings += fmt::format(
+          "// {}: {} item(s) of {}\nalignas(64) std::byte ring{}_data[{}];\nStreamRing {}{{{}, "
+          "ring{}_data, {}, {}}};\n",
+          flat.channels[c].name, capacity, print_item_type(*items[c]), c, bytes * capacity, ring(c),
+          cpp_string_literal(flat.channels[c].name), c, capacity, bytes);
+    } else {
+      ++summary.mixed_channels;
+      parts.rings += fmt::format(
+          "// {}: {} item(s) of several types, slots of the largest ({} bytes)\nalignas(64) "
+          "std::byte ring{}_data[{}];\nint64_t ring{}_sizes[{}];\nStreamRing {}{{{}, "
+          "ring{}_data, {}, {}, ring{}_sizes}};\n",
+          flat.channels[c].name, capacity, bytes, c, bytes * capacity, c, capacity, ring(c),
+          cpp_string_literal(flat.channels[c].name), c, capacity, bytes, c);
+    }
+    parts.ring_pointers.push_back("&" + ring(static_cast<int>(c)));
+  }
+}
+
+// Model filters: one static program each, its object made at start.
+void emit_model_filters(const StreamGraph& flat, const CppCodegenOptions& options,
+                        const std::string& origin, AtomicFolder& out, StreamCppSummary& summary,
+                        StreamParts& parts) {
+  parts.model_of_node.assign(flat.nodes.size(), std::string());
+  for (std::size_t v = 0; v < flat.nodes.size(); ++v) {
+    const StreamNode& node = flat.nodes[v];
+    if (node.kind != StreamNodeKind::kFilter || node.stream->op != FilterOp::kModel) continue;
+    const std::string id = identifier_for(node.name);
+    CppCodegenOptions filter = options;
+    filter.model_name = node.name;
+    filter.code_namespace = "filter_" + id;
+    filter.source_folder = "filters/" + id + "/";
+    filter.weights_file = id + ".weights.bin";
+    filter.tables_only = true;
+    try {
+      emit_cpp(*node.stream->graph, sequential_program(*node.stream->graph), filter, out);
+    } catch (const Error& e) {
+      throw Error(fmt::format("codegen: {}: filter \"{}\" (model \"{}\"): {}", origin, node.name,
+                              node.stream->model, e.what()));
+    }
+    ++summary.model_filters;
+    const std::string& model = parts.model_of_node[v] = "model_" + id;
+    parts.includes += fmt::format("#include \"filters/{}/program.h\"\n", id);
+    parts.model_objects += fmt::format("std::unique_ptr<StreamModelFilter> {};\n", model);
+    parts.start_body += fmt::format(
+        "  if (!{0}) {0} = std::make_unique<StreamModelFilter>({1}::kTables, folder + \"/{2}\");\n",
+        model, filter.code_namespace, filter.weights_file);
+    parts.weights_files += " " + filter.weights_file;
+    parts.filter_sources += fmt::format(" filters/{0}/tables.cc filters/{0}/worker_0.cc", id);
+  }
+}
+
+// A filter's fire call; `comment` says what it is.
+std::string filter_call(const StreamNode& node, const std::string& model,
+                        const std::vector<std::optional<ItemType>>& items,
+                        const std::string& origin, std::string& comment) {
+  const Stream& s = *node.stream;
+  const std::string in = ring(node.inputs[0]), to = ring(node.outputs[0]);
+  comment = fmt::format("filter {} (pop {}, peek {}, push {})", filter_op_name(s.op), s.pop, s.peek,
+                        s.push);
+  switch (s.op) {
+    case FilterOp::kModel:
+      comment =
+          fmt::format("model \"{}\" (pop {}, peek {}, push {})", s.model, s.pop, s.peek, s.push);
+      return fmt::format("  {}->fire({}, {}, {}, {}, {});\n", model, in, to, s.pop, s.peek, s.push);
+    case FilterOp::kIdentity:
+      return fmt::format("  stream_identity({}, {}, {});\n", in, to, s.pop);
+    case FilterOp::kSlice:
+      return fmt::format("  stream_slice({}, {}, {}, {}, {});\n", in, to, s.pop,
+                         s.args.empty() ? 0 : s.args[0], s.push);
+    case FilterOp::kSeparator:
+      return fmt::format(
+          "  static const int64_t indices[] = {{{}}};\n  stream_separator({}, {}, {}, "
+          "indices, {});\n",
+          fmt::join(s.args, ", "), in, to, s.pop, s.args.size());
+    case FilterOp::kConcat: {
+      const int64_t axis = s.args.empty() ? 0 : s.args[0];
+      if (!items[node.inputs[0]]) {
+        throw Error(fmt::format("codegen: {}: filter \"{}\" concatenates items of several types",
+                                origin, s.name));
+      }
+      std::vector<int64_t> shape = items[node.inputs[0]]->shape;
+      int64_t outer = 1;
+      for (int64_t d = 0; d < axis && d < static_cast<int64_t>(shape.size()); ++d)
+        outer *= shape[d];
+      return fmt::format("  stream_concat({}, {}, {}, {});\n", in, to, s.pop, outer);
+    }
+  }
+  return {};
+}
+
+// A splitter's or joiner's fire call; `comment` says what it is.
+std::string split_join_call(const StreamNode& node, std::string& comment) {
+  if (node.kind == StreamNodeKind::kJoiner) {
+    comment = fmt::format("round-robin joiner ({})", fmt::join(node.stream->join.weights, ", "));
+    return fmt::format(
+        "  static StreamRing* const ins[] = {{{}}};\n  static const int64_t weights[] = "
+        "{{{}}};\n  stream_join(ins, weights, {}, {});\n",
+        ring_list(node.inputs), fmt::join(node.stream->join.weights, ", "), node.inputs.size(),
+        ring(node.outputs[0]));
+  }
+  const Stream& sj = *node.stream;
+  if (sj.split.kind == SplitKind::kDuplicate) {
+    comment = "duplicate splitter";
+    return fmt::format(
+        "  static StreamRing* const outs[] = {{{}}};\n  stream_duplicate({}, outs, {});\n",
+        ring_list(node.outputs), ring(node.inputs[0]), node.outputs.size());
+  }
+  comment = fmt::format("round-robin splitter ({})", fmt::join(sj.split.weights, ", "));
+  return fmt::format(
+      "  static StreamRing* const outs[] = {{{}}};\n  static const int64_t weights[] = "
+      "{{{}}};\n  stream_round_robin_split({}, outs, weights, {});\n",
+      ring_list(node.outputs), fmt::join(sj.split.weights, ", "), ring(node.inputs[0]),
+      node.outputs.size());
+}
+
+// Fire and ready functions, one per actor.
+void emit_actors(const StreamGraph& flat, const std::vector<std::optional<ItemType>>& items,
+                 const std::string& origin, StreamParts& parts) {
+  for (std::size_t v = 0; v < flat.nodes.size(); ++v) {
+    const StreamNode& node = flat.nodes[v];
+    std::vector<std::string> ready;
+    for (std::size_t p = 0; p < node.inputs.size(); ++p)
+      ready.push_back(fmt::format("{}.count >= {}", ring(node.inputs[p]), node.peek[p]));
+    for (std::size_t p = 0; p < node.outputs.size(); ++p)
+      ready.push_back(fmt::format("{}.room() >= {}", ring(node.outputs[p]), node.push[p]));
+    std::string comment;
+    const std::string call = node.kind == StreamNodeKind::kFilter
+                                 ? filter_call(node, parts.model_of_node[v], items, origin, comment)
+                                 : split_join_call(node, comment);
+    parts.actors +=
+        fmt::format("// {}: {}\nvoid fire_{}() {{\n{}}}\nbool ready_{}() {{ return {}; }}\n\n",
+                    node.name, comment, v, call, v, fmt::join(ready, " && "));
+  }
+}
+
+// The schedule, unrolled: each actor its count of firings in topological order.
+std::string schedule_body(const StreamGraph& flat, const std::vector<int64_t>& counts) {
+  std::string body;
+  for (std::size_t v = 0; v < flat.nodes.size(); ++v) {
+    if (counts[v] == 1) {
+      body += fmt::format("  fire_{}();  // {}\n", v, flat.nodes[v].name);
+    } else if (counts[v] > 1) {
+      body += fmt::format("  for (int i = 0; i < {}; ++i) fire_{}();  // {}\n", counts[v], v,
+                          flat.nodes[v].name);
+    }
+  }
+  return body;
+}
+
+std::string dims_list(const std::vector<int64_t>& d) {
+  return d.empty() ? std::string("0") : fmt::format("{}", fmt::join(d, ", "));
+}
+
+std::string stream_source(const StreamProgram& program, const StreamGraph& flat,
+                          const StreamSchedule& schedule, const ItemType& input_item,
+                          const ItemType& output_item, const StreamParts& parts) {
+  std::string drain_body;
+  for (std::size_t v = 0; v < flat.nodes.size(); ++v) {
+    drain_body += fmt::format("  while (ready_{0}()) fire_{0}(), fired = true;\n", v);
+  }
+  return fmt::format(
+      "// Stream program \"{0}\" ({1}), generated by cleave codegen: rings sized by the static "
+      "schedule,\n// one fire function per actor, the init schedule and one steady-state "
+      "iteration unrolled.\n#include <memory>\n#include <string>\n\n#include "
+      "\"codegen_runtime/stream_runtime.h\"\n{2}\nnamespace {{\n\nusing namespace "
+      "cleave;\n\n{3}\n"
+      "StreamRing* const kRings[] = {{{4}}};\n\n{5}\nvoid start(const std::string& folder) "
+      "{{\n{6}}}\n\n{7}"
+      "// Init: {8} input item(s).\nvoid init() {{\n{9}}}\n\n"
+      "// Steady state: {10} input item(s) -> {11} output item(s).\nvoid steady_state() "
+      "{{\n{12}}}\n\n"
+      "bool drain() {{\n  bool fired = false;\n{13}  return fired;\n}}\n\n"
+      "const int64_t kInputDims[] = {{{14}}};\nconst int64_t kOutputDims[] = {{{15}}};\n\n"
+      "const StreamProgramTables kStream = {{\n    {16}, kRings, {17}, &{18}, &{19}, {20}, "
+      "{10},\n    {21}, {22}, kInputDims, {23}, {24}, kOutputDims,\n    start, init, "
+      "steady_state, drain}};\n\n}}  // namespace\n\n"
+      "int main(int argc, char** argv) {{ return cleave::stream_program_main(kStream, argc, "
+      "argv); }}\n",
+      program.root.name, program.origin, parts.includes, parts.rings,
+      fmt::join(parts.ring_pointers, ", "), parts.model_objects, parts.start_body, parts.actors,
+      schedule.input_for_init, schedule_body(flat, schedule.init), schedule.input_per_iteration,
+      schedule.output_per_iteration, schedule_body(flat, schedule.repetitions), drain_body,
+      dims_list(input_item.shape), dims_list(output_item.shape),
+      cpp_string_literal(program.root.name), parts.ring_pointers.size(), ring(flat.input_channel),
+      ring(flat.output_channel), schedule.input_for_init, static_cast<int>(input_item.dtype),
+      input_item.shape.size(), static_cast<int>(output_item.dtype), output_item.shape.size());
+}
+
 }  // namespace
 
 StreamCppSummary emit_stream_cpp(const StreamProgram& program, const CppCodegenOptions& options,
@@ -155,193 +363,16 @@ StreamCppSummary emit_stream_cpp(const StreamProgram& program, const CppCodegenO
   summary.channels = static_cast<int>(flat.channels.size());
   summary.input_per_iteration = schedule.input_per_iteration;
   summary.output_per_iteration = schedule.output_per_iteration;
-
-  // Rings.
-  std::string rings;
-  std::vector<std::string> ring_pointers;
-  for (std::size_t c = 0; c < flat.channels.size(); ++c) {
-    const int64_t bytes = item_bytes[c];
-    const int64_t capacity = std::max<int64_t>(1, schedule.buffers[c]);
-    summary.ring_bytes += bytes * capacity;
-    if (items[c]) {
-      rings += fmt::format(
-          "// {}: {} item(s) of {}\nalignas(64) std::byte ring{}_data[{}];\nStreamRing {}{{{}, "
-          "ring{}_data, {}, {}}};\n",
-          flat.channels[c].name, capacity, print_item_type(*items[c]), c, bytes * capacity, ring(c),
-          cpp_string_literal(flat.channels[c].name), c, capacity, bytes);
-    } else {
-      ++summary.mixed_channels;
-      rings += fmt::format(
-          "// {}: {} item(s) of several types, slots of the largest ({} bytes)\nalignas(64) "
-          "std::byte ring{}_data[{}];\nint64_t ring{}_sizes[{}];\nStreamRing {}{{{}, "
-          "ring{}_data, {}, {}, ring{}_sizes}};\n",
-          flat.channels[c].name, capacity, bytes, c, bytes * capacity, c, capacity, ring(c),
-          cpp_string_literal(flat.channels[c].name), c, capacity, bytes, c);
-    }
-    ring_pointers.push_back("&" + ring(static_cast<int>(c)));
-  }
-
-  // Model filters: one static program each.
-  std::string includes, model_objects, start_body, weights_files, filter_sources;
-  std::vector<std::string> model_of_node(flat.nodes.size());
-  for (std::size_t v = 0; v < flat.nodes.size(); ++v) {
-    const StreamNode& node = flat.nodes[v];
-    if (node.kind != StreamNodeKind::kFilter || node.stream->op != FilterOp::kModel) continue;
-    const std::string id = identifier_for(node.name);
-    CppCodegenOptions filter = options;
-    filter.model_name = node.name;
-    filter.code_namespace = "filter_" + id;
-    filter.source_folder = "filters/" + id + "/";
-    filter.weights_file = id + ".weights.bin";
-    filter.tables_only = true;
-    try {
-      emit_cpp(*node.stream->graph, sequential_program(*node.stream->graph), filter, out);
-    } catch (const Error& e) {
-      throw Error(fmt::format("codegen: {}: filter \"{}\" (model \"{}\"): {}", origin, node.name,
-                              node.stream->model, e.what()));
-    }
-    ++summary.model_filters;
-    model_of_node[v] = "model_" + id;
-    includes += fmt::format("#include \"filters/{}/program.h\"\n", id);
-    model_objects += fmt::format("std::unique_ptr<StreamModelFilter> {};\n", model_of_node[v]);
-    start_body += fmt::format(
-        "  if (!{0}) {0} = std::make_unique<StreamModelFilter>({1}::kTables, folder + \"/{2}\");\n",
-        model_of_node[v], filter.code_namespace, filter.weights_file);
-    weights_files += " " + filter.weights_file;
-    filter_sources += fmt::format(" filters/{0}/tables.cc filters/{0}/worker_0.cc", id);
-  }
-
-  // Fire and ready functions, one per actor.
-  std::string actors;
-  for (std::size_t v = 0; v < flat.nodes.size(); ++v) {
-    const StreamNode& node = flat.nodes[v];
-    std::vector<std::string> ready;
-    for (std::size_t p = 0; p < node.inputs.size(); ++p)
-      ready.push_back(fmt::format("{}.count >= {}", ring(node.inputs[p]), node.peek[p]));
-    for (std::size_t p = 0; p < node.outputs.size(); ++p)
-      ready.push_back(fmt::format("{}.room() >= {}", ring(node.outputs[p]), node.push[p]));
-    std::string comment, call;
-    if (node.kind == StreamNodeKind::kSplitter) {
-      const Stream& sj = *node.stream;
-      if (sj.split.kind == SplitKind::kDuplicate) {
-        comment = "duplicate splitter";
-        call = fmt::format(
-            "  static StreamRing* const outs[] = {{{}}};\n  stream_duplicate({}, outs, {});\n",
-            ring_list(node.outputs), ring(node.inputs[0]), node.outputs.size());
-      } else {
-        comment = fmt::format("round-robin splitter ({})", fmt::join(sj.split.weights, ", "));
-        call = fmt::format(
-            "  static StreamRing* const outs[] = {{{}}};\n  static const int64_t weights[] = "
-            "{{{}}};\n  stream_round_robin_split({}, outs, weights, {});\n",
-            ring_list(node.outputs), fmt::join(sj.split.weights, ", "), ring(node.inputs[0]),
-            node.outputs.size());
-      }
-    } else if (node.kind == StreamNodeKind::kJoiner) {
-      comment = fmt::format("round-robin joiner ({})", fmt::join(node.stream->join.weights, ", "));
-      call = fmt::format(
-          "  static StreamRing* const ins[] = {{{}}};\n  static const int64_t weights[] = "
-          "{{{}}};\n  stream_join(ins, weights, {}, {});\n",
-          ring_list(node.inputs), fmt::join(node.stream->join.weights, ", "), node.inputs.size(),
-          ring(node.outputs[0]));
-    } else {
-      const Stream& s = *node.stream;
-      const std::string in = ring(node.inputs[0]), to = ring(node.outputs[0]);
-      comment = fmt::format("filter {} (pop {}, peek {}, push {})", filter_op_name(s.op), s.pop,
-                            s.peek, s.push);
-      switch (s.op) {
-        case FilterOp::kModel:
-          comment = fmt::format("model \"{}\" (pop {}, peek {}, push {})", s.model, s.pop, s.peek,
-                                s.push);
-          call = fmt::format("  {}->fire({}, {}, {}, {}, {});\n", model_of_node[v], in, to, s.pop,
-                             s.peek, s.push);
-          break;
-        case FilterOp::kIdentity:
-          call = fmt::format("  stream_identity({}, {}, {});\n", in, to, s.pop);
-          break;
-        case FilterOp::kSlice:
-          call = fmt::format("  stream_slice({}, {}, {}, {}, {});\n", in, to, s.pop,
-                             s.args.empty() ? 0 : s.args[0], s.push);
-          break;
-        case FilterOp::kSeparator:
-          call = fmt::format(
-              "  static const int64_t indices[] = {{{}}};\n  stream_separator({}, {}, {}, "
-              "indices, {});\n",
-              fmt::join(s.args, ", "), in, to, s.pop, s.args.size());
-          break;
-        case FilterOp::kConcat: {
-          const int64_t axis = s.args.empty() ? 0 : s.args[0];
-          if (!items[node.inputs[0]]) {
-            throw Error(
-                fmt::format("codegen: {}: filter \"{}\" concatenates items of several "
-                            "types",
-                            origin, s.name));
-          }
-          std::vector<int64_t> shape = items[node.inputs[0]]->shape;
-          int64_t outer = 1;
-          for (int64_t d = 0; d < axis && d < static_cast<int64_t>(shape.size()); ++d)
-            outer *= shape[d];
-          call = fmt::format("  stream_concat({}, {}, {}, {});\n", in, to, s.pop, outer);
-          break;
-        }
-      }
-    }
-    actors +=
-        fmt::format("// {}: {}\nvoid fire_{}() {{\n{}}}\nbool ready_{}() {{ return {}; }}\n\n",
-                    node.name, comment, v, call, v, fmt::join(ready, " && "));
-  }
-
-  // The schedule, unrolled: each actor its count of firings in topological order.
-  const auto schedule_body = [&](const std::vector<int64_t>& counts) {
-    std::string body;
-    for (std::size_t v = 0; v < flat.nodes.size(); ++v) {
-      if (counts[v] == 1) {
-        body += fmt::format("  fire_{}();  // {}\n", v, flat.nodes[v].name);
-      } else if (counts[v] > 1) {
-        body += fmt::format("  for (int i = 0; i < {}; ++i) fire_{}();  // {}\n", counts[v], v,
-                            flat.nodes[v].name);
-      }
-    }
-    return body;
-  };
-  std::string drain_body;
-  for (std::size_t v = 0; v < flat.nodes.size(); ++v) {
-    drain_body += fmt::format("  while (ready_{0}()) fire_{0}(), fired = true;\n", v);
-  }
-  const ItemType& output_item = *items[flat.output_channel];
-  const auto dims = [](const std::vector<int64_t>& d) {
-    return d.empty() ? std::string("0") : fmt::format("{}", fmt::join(d, ", "));
-  };
+  StreamParts parts;
+  emit_rings(flat, schedule, items, item_bytes, summary, parts);
+  emit_model_filters(flat, options, origin, out, summary, parts);
+  emit_actors(flat, items, origin, parts);
+  out.write_file("stream.cc", stream_source(program, flat, schedule, input_item,
+                                            *items[flat.output_channel], parts));
   out.write_file(
-      "stream.cc",
-      fmt::format(
-          "// Stream program \"{0}\" ({1}), generated by cleave codegen: rings sized by the static "
-          "schedule,\n// one fire function per actor, the init schedule and one steady-state "
-          "iteration unrolled.\n#include <memory>\n#include <string>\n\n#include "
-          "\"codegen_runtime/stream_runtime.h\"\n{2}\nnamespace {{\n\nusing namespace "
-          "cleave;\n\n{3}\n"
-          "StreamRing* const kRings[] = {{{4}}};\n\n{5}\nvoid start(const std::string& folder) "
-          "{{\n{6}}}\n\n{7}"
-          "// Init: {8} input item(s).\nvoid init() {{\n{9}}}\n\n"
-          "// Steady state: {10} input item(s) -> {11} output item(s).\nvoid steady_state() "
-          "{{\n{12}}}\n\n"
-          "bool drain() {{\n  bool fired = false;\n{13}  return fired;\n}}\n\n"
-          "const int64_t kInputDims[] = {{{14}}};\nconst int64_t kOutputDims[] = {{{15}}};\n\n"
-          "const StreamProgramTables kStream = {{\n    {16}, kRings, {17}, &{18}, &{19}, {20}, "
-          "{10},\n    {21}, {22}, kInputDims, {23}, {24}, kOutputDims,\n    start, init, "
-          "steady_state, drain}};\n\n}}  // namespace\n\n"
-          "int main(int argc, char** argv) {{ return cleave::stream_program_main(kStream, argc, "
-          "argv); }}\n",
-          program.root.name, origin, includes, rings, fmt::join(ring_pointers, ", "), model_objects,
-          start_body, actors, schedule.input_for_init, schedule_body(schedule.init),
-          schedule.input_per_iteration, schedule.output_per_iteration,
-          schedule_body(schedule.repetitions), drain_body, dims(input_item.shape),
-          dims(output_item.shape), cpp_string_literal(program.root.name), ring_pointers.size(),
-          ring(flat.input_channel), ring(flat.output_channel), schedule.input_for_init,
-          static_cast<int>(input_item.dtype), input_item.shape.size(),
-          static_cast<int>(output_item.dtype), output_item.shape.size()));
-  out.write_file("CMakeLists.txt",
-                 fmt::format(fmt::runtime(kCMake), program.root.name, cmake_cleave_library(options),
-                             filter_sources, weights_files.empty() ? " " : weights_files));
+      "CMakeLists.txt",
+      fmt::format(fmt::runtime(kCMake), program.root.name, cmake_cleave_library(options),
+                  parts.filter_sources, parts.weights_files.empty() ? " " : parts.weights_files));
   out.write_file("README.md",
                  fmt::format(fmt::runtime(kReadme), program.root.name, origin, summary.actors,
                              summary.model_filters, summary.channels, summary.input_per_iteration,

@@ -440,10 +440,11 @@ std::vector<CaseResult> run_cases(const std::vector<std::pair<std::string, std::
   return results;
 }
 
-std::map<std::string, CaseStatus> read_expectations(const std::string& path) {
+std::vector<std::pair<std::string, std::string>> read_case_lines(
+    const std::string& path, const std::string& what, const std::vector<std::string>& statuses) {
   std::ifstream in(path);
-  if (!in) throw Error(fmt::format("{}: cannot open expectations file", path));
-  std::map<std::string, CaseStatus> expected;
+  if (!in) throw Error(fmt::format("{}: cannot open {}", path, what));
+  std::vector<std::pair<std::string, std::string>> cases;
   std::string line;
   int number = 0;
   while (std::getline(in, line)) {
@@ -452,15 +453,23 @@ std::map<std::string, CaseStatus> read_expectations(const std::string& path) {
     std::istringstream words(line);
     std::string name, status;
     words >> name >> status;
-    if (status == "pass")
-      expected[name] = CaseStatus::kPass;
-    else if (status == "fail")
-      expected[name] = CaseStatus::kFail;
-    else if (status == "unsupported")
-      expected[name] = CaseStatus::kUnsupported;
-    else
-      throw Error(fmt::format("{}:{}: expected '<case> pass|fail|unsupported', got '{}'", path,
-                              number, line));
+    if (std::find(statuses.begin(), statuses.end(), status) == statuses.end()) {
+      throw Error(fmt::format("{}:{}: expected '<case> {}', got '{}'", path, number,
+                              fmt::join(statuses, "|"), line));
+    }
+    cases.emplace_back(std::move(name), std::move(status));
+  }
+  return cases;
+}
+
+std::map<std::string, CaseStatus> read_expectations(const std::string& path) {
+  const std::map<std::string, CaseStatus> status_of = {{"pass", CaseStatus::kPass},
+                                                       {"fail", CaseStatus::kFail},
+                                                       {"unsupported", CaseStatus::kUnsupported}};
+  std::map<std::string, CaseStatus> expected;
+  for (const auto& [name, status] :
+       read_case_lines(path, "expectations file", {"pass", "fail", "unsupported"})) {
+    expected[name] = status_of.at(status);
   }
   return expected;
 }

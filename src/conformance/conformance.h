@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cleave {
@@ -37,6 +38,12 @@ std::vector<std::pair<std::string, std::string>> find_cases(const std::string& r
 std::vector<CaseResult> run_cases(const std::vector<std::pair<std::string, std::string>>& cases,
                                   const ConformanceOptions& options,
                                   const std::function<void(const CaseResult&)>& on_result);
+
+/// A results file's lines, in file order: one line per case, "<name> <status> [# reason]",
+/// blank and '#' lines skipped, each status one of `statuses` (an Error naming the file and
+/// line otherwise). `what` names the file when it cannot be opened.
+std::vector<std::pair<std::string, std::string>> read_case_lines(
+    const std::string& path, const std::string& what, const std::vector<std::string>& statuses);
 
 /// Expectations file: one line per case, "<name> <pass|fail|unsupported> [# reason]".
 std::map<std::string, CaseStatus> read_expectations(const std::string& path);

@@ -7,9 +7,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
-
-#include "support/error.h"
 
 namespace cleave {
 
@@ -35,21 +32,9 @@ bool is_string_type(const onnx::TypeProto& type) {
 }  // namespace
 
 std::set<std::string> read_reference_passes(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("{}: cannot open the reference results file", path));
   std::set<std::string> passes;
-  std::string line;
-  int number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream words(line);
-    std::string name, status;
-    words >> name >> status;
-    if (status != "pass" && status != "fail" && status != "error") {
-      throw Error(
-          fmt::format("{}:{}: expected '<case> pass|fail|error', got '{}'", path, number, line));
-    }
+  for (const auto& [name, status] :
+       read_case_lines(path, "the reference results file", {"pass", "fail", "error"})) {
     if (status == "pass") passes.insert(name);
   }
   return passes;

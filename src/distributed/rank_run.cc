@@ -21,6 +21,7 @@
 #include "frontend/model_plan.h"
 #include "onnx/atomic_file.h"
 #include "runtime/npy.h"
+#include "runtime/trace.h"
 #include "support/atomic_output.h"
 #include "support/json_file.h"
 #include "support/limits.h"
@@ -172,24 +173,16 @@ std::vector<Trace::Event> gather_events(const MpiSession& session, const Trace& 
   return events;
 }
 
-std::string trace_json(const std::vector<Trace::Event>& events, const TaskGraph& tasks, int ranks) {
-  nlohmann::json list = nlohmann::json::array();
-  for (int rank = 0; rank < ranks; ++rank) {
-    list.push_back({{"name", "process_name"},
-                    {"ph", "M"},
-                    {"pid", rank},
-                    {"args", {{"name", fmt::format("rank {}", rank)}}}});
-  }
-  for (const auto& event : events) {
-    list.push_back({{"name", tasks.tasks.at(event.task).name},
-                    {"ph", "X"},
-                    {"pid", event.worker},
-                    {"tid", 0},
-                    {"ts", event.start * 1e6},
-                    {"dur", (event.end - event.start) * 1e6},
-                    {"args", {{"wait_us", event.wait * 1e6}}}});
-  }
-  return nlohmann::json{{"traceEvents", list}, {"displayTimeUnit", "ms"}}.dump(1);
+// Through the one Chrome-trace writer: each rank a process row, its tasks on it.
+void write_rank_trace(const std::string& path, std::vector<Trace::Event> events,
+                      const TaskGraph& tasks, int ranks) {
+  Trace trace;
+  trace.events = std::move(events);
+  std::vector<std::string> task_names;
+  for (const Task& task : tasks.tasks) task_names.push_back(task.name);
+  std::vector<std::string> rank_names;
+  for (int rank = 0; rank < ranks; ++rank) rank_names.push_back(fmt::format("rank {}", rank));
+  write_chrome_trace(path, trace, task_names, rank_names, TraceRows::processes);
 }
 
 // The warm-up and timed runs, each started together on every rank; a run's error stops them
@@ -388,8 +381,7 @@ RankRunResult run_plan_on_ranks(const RankRunSettings& settings) {
   result.report = run_report(settings, session, prepared, latencies, all);
   result.report["outputs"] = write_outputs(settings, prepared, results.front());
   if (!settings.trace_file.empty()) {
-    write_file_atomically(settings.trace_file,
-                          trace_json(events, prepared.plan.tasks, session.size()));
+    write_rank_trace(settings.trace_file, std::move(events), prepared.plan.tasks, session.size());
     result.report["trace_file"] = settings.trace_file;
   }
   if (prepared.threads.threads != settings.threads) {

@@ -294,157 +294,206 @@ class Unroller {
     return out;
   }
 
-  std::vector<ValueId> rnn(bool lstm) {
-    const std::string what = node_.op_type;
-    const int64_t gates = lstm ? 4 : 3;
-    const auto input = [&](std::size_t k) {
-      return k < node_.inputs.size() ? node_.inputs[k] : kNoValue;
-    };
+  // An LSTM's or GRU's checked attributes, its constant weights W, R, B, P (B and P may be
+  // absent) and the sizes of its input X.
+  struct Rnn {
+    bool lstm = false;
+    int64_t gates = 0, dirs = 1, hidden = 0, length = 0, batch = 0, in = 0;
+    std::string direction;
+    std::optional<TensorData> w, r, b, p;
+  };
+
+  ValueId rnn_input(std::size_t k) const {
+    return k < node_.inputs.size() ? node_.inputs[k] : kNoValue;
+  }
+
+  Rnn rnn_weights(bool lstm) const {
+    Rnn rnn;
+    rnn.lstm = lstm;
+    rnn.gates = lstm ? 4 : 3;
     if (node_.int_attribute("layout", 0) != 0) fail("layout 1 (batch first) is not unrolled");
     if (node_.attribute("clip")) fail("clip is not unrolled");
     if (node_.attribute("activation_alpha") || node_.attribute("activation_beta")) {
       fail("activation_alpha/activation_beta are not unrolled");
     }
     if (lstm && node_.int_attribute("input_forget", 0) != 0) fail("input_forget is not unrolled");
-    if (input(4) != kNoValue) fail("sequence_lens is not unrolled (every sequence must be full)");
-    const std::optional<TensorData> w_data = constant_of(input(1)), r_data = constant_of(input(2)),
-                                    b_data = constant_of(input(3)),
-                                    p_data = lstm ? constant_of(input(7)) : std::nullopt;
-    const TensorData* w = w_data ? &*w_data : nullptr;
-    const TensorData* r = r_data ? &*r_data : nullptr;
-    const TensorData* b = b_data ? &*b_data : nullptr;
-    const TensorData* p = p_data ? &*p_data : nullptr;
-    if (!w || !r || (input(3) != kNoValue && !b) || (lstm && input(7) != kNoValue && !p)) {
+    if (rnn_input(4) != kNoValue) {
+      fail("sequence_lens is not unrolled (every sequence must be full)");
+    }
+    rnn.w = constant_of(rnn_input(1));
+    rnn.r = constant_of(rnn_input(2));
+    rnn.b = constant_of(rnn_input(3));
+    rnn.p = lstm ? constant_of(rnn_input(7)) : std::nullopt;
+    if (!rnn.w || !rnn.r || (rnn_input(3) != kNoValue && !rnn.b) ||
+        (lstm && rnn_input(7) != kNoValue && !rnn.p)) {
       fail("its weights W, R, B, P must be constants to be unrolled");
     }
-    for (const TensorData* t : {w, r, b, p}) {
-      if (t && (t->dtype != DataType::kFloat || t->dims.size() != (t == w || t == r ? 3u : 2u))) {
+    for (const auto* t : {&rnn.w, &rnn.r, &rnn.b, &rnn.p}) {
+      const std::size_t rank = t == &rnn.w || t == &rnn.r ? 3u : 2u;
+      if (*t && ((*t)->dtype != DataType::kFloat || (*t)->dims.size() != rank)) {
         fail("its weights must be f32 of the ONNX shapes");
       }
     }
-    const std::string direction = node_.string_attribute("direction", "forward");
-    if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
-      fail(fmt::format("direction \"{}\" is unknown", direction));
+    rnn.direction = node_.string_attribute("direction", "forward");
+    if (rnn.direction != "forward" && rnn.direction != "reverse" &&
+        rnn.direction != "bidirectional") {
+      fail(fmt::format("direction \"{}\" is unknown", rnn.direction));
     }
-    const int64_t dirs = direction == "bidirectional" ? 2 : 1;
-    const int64_t hidden = node_.int_attribute("hidden_size", w->dims[1] / gates);
-    const Value& x = g_.value(input(0));
+    rnn.dirs = rnn.direction == "bidirectional" ? 2 : 1;
+    rnn.hidden = node_.int_attribute("hidden_size", rnn.w->dims[1] / rnn.gates);
+    const Value& x = g_.value(rnn_input(0));
     if (!x.shape.is_static() || x.shape.rank() != 3) {
       fail(fmt::format("input X \"{}\" needs a static [seq, batch, input] shape", x.name));
     }
     const std::vector<int64_t> xs = x.shape.sizes();
-    const int64_t length = xs[0], batch = xs[1], in = xs[2];
-    if (w->dims != std::vector<int64_t>{dirs, gates * hidden, in} ||
-        r->dims != std::vector<int64_t>{dirs, gates * hidden, hidden} ||
-        (b && b->dims != std::vector<int64_t>{dirs, 2 * gates * hidden}) ||
-        (p && p->dims != std::vector<int64_t>{dirs, 3 * hidden})) {
+    rnn.length = xs[0];
+    rnn.batch = xs[1];
+    rnn.in = xs[2];
+    const int64_t dirs = rnn.dirs, gh = rnn.gates * rnn.hidden;
+    if (rnn.w->dims != std::vector<int64_t>{dirs, gh, rnn.in} ||
+        rnn.r->dims != std::vector<int64_t>{dirs, gh, rnn.hidden} ||
+        (rnn.b && rnn.b->dims != std::vector<int64_t>{dirs, 2 * gh}) ||
+        (rnn.p && rnn.p->dims != std::vector<int64_t>{dirs, 3 * rnn.hidden})) {
       fail(
           fmt::format("W, R, B or P do not have the shapes of {} direction(s), hidden_size {}, "
                       "input size {}",
-                      dirs, hidden, in));
+                      dirs, rnn.hidden, rnn.in));
     }
-    const std::vector<int64_t> state_shape = {batch, hidden};
-    const auto bias = [&](int64_t d, int64_t gate, bool from_w, bool from_r) {
-      std::vector<float> v(static_cast<std::size_t>(hidden), 0.0f);
-      if (!b) return v;
-      const auto data = b->as<float>();
-      for (int64_t k = 0; k < hidden; ++k) {
-        const int64_t at = d * 2 * gates * hidden + gate * hidden + k;
-        if (from_w) v[k] += data[at];
-        if (from_r) v[k] += data[at + gates * hidden];
-      }
-      return v;
-    };
-    const auto f32 = [&](std::vector<int64_t> dims, std::vector<float> v, const std::string& n) {
-      return constant(TensorData::from<float>(DataType::kFloat, std::move(dims), v), n);
-    };
-    // [x, h] against W and R stacked: one Gemm per gate and step.
-    const auto stacked = [&](int64_t d, int64_t gate) {
-      std::vector<float> top = gate_columns(*w, d, gate, hidden, in, gates);
-      const std::vector<float> low = gate_columns(*r, d, gate, hidden, hidden, gates);
-      top.insert(top.end(), low.begin(), low.end());
-      return f32({in + hidden, hidden}, top, fmt::format("WR{}_{}", d, gate));
-    };
-    const auto initial = [&](ValueId given, int64_t d, const std::string& n) {
-      if (given != kNoValue) return gather(given, index(d), 0);
-      return f32(state_shape, std::vector<float>(static_cast<std::size_t>(batch * hidden), 0.0f),
-                 n);
-    };
-    const std::size_t per_dir = lstm ? 3 : 2;
-    std::vector<std::vector<ValueId>> ys(dirs, std::vector<ValueId>(length, kNoValue));
-    std::vector<ValueId> last_h(dirs), last_c(dirs);
-    for (int64_t d = 0; d < dirs; ++d) {
-      const bool reverse = direction == "reverse" || d == 1;
-      std::vector<std::string> act;
-      for (std::size_t k = 0; k < per_dir; ++k) {
-        act.push_back(activation(d * per_dir + k, {"Sigmoid", "Tanh", "Tanh"}, per_dir));
-      }
-      ValueId h = initial(input(5), d, "h0");
-      ValueId c = lstm ? initial(input(6), d, "c0") : kNoValue;
-      std::vector<ValueId> wr, bb;
-      ValueId peep[3] = {kNoValue, kNoValue, kNoValue};
-      ValueId wh = kNoValue, rh = kNoValue, bwh = kNoValue, brh = kNoValue;
-      const int64_t fused = lstm ? 4 : 2;  // GRU's h gate is written apart (reset gate)
-      for (int64_t gate = 0; gate < fused; ++gate) {
-        wr.push_back(stacked(d, gate));
-        bb.push_back(f32({hidden}, bias(d, gate, true, true), fmt::format("B{}_{}", d, gate)));
-      }
-      if (p) {
-        const auto data = p->as<float>();
-        for (int k = 0; k < 3; ++k) {
-          std::vector<float> v(data.begin() + (d * 3 + k) * hidden,
-                               data.begin() + (d * 3 + k + 1) * hidden);
-          peep[k] = f32({hidden}, v, fmt::format("P{}_{}", d, k));
-        }
-      }
-      const bool linear_before_reset = !lstm && node_.int_attribute("linear_before_reset", 0) != 0;
-      if (!lstm) {
-        wh = f32({in, hidden}, gate_columns(*w, d, 2, hidden, in, gates), fmt::format("Wh{}", d));
-        rh = f32({hidden, hidden}, gate_columns(*r, d, 2, hidden, hidden, gates),
-                 fmt::format("Rh{}", d));
-        bwh = f32({hidden}, bias(d, 2, true, !linear_before_reset), fmt::format("Bwh{}", d));
-        brh = f32({hidden}, bias(d, 2, false, true), fmt::format("Brh{}", d));
-      }
-      for (int64_t s = 0; s < length; ++s) {
-        const int64_t t = reverse ? length - 1 - s : s;
-        const ValueId xt = gather(input(0), index(t), 0);
-        const ValueId xh = op("Concat", {xt, h}, {{"axis", Attribute::of_int(1)}});
-        const auto gate = [&](int64_t k) { return op("Gemm", {xh, wr[k], bb[k]}); };
-        if (lstm) {  // ONNX gate order i, o, f, c; peepholes i, o, f
-          ValueId gi = gate(0), go = gate(1), gf = gate(2);
-          const ValueId gc = gate(3);
-          if (peep[0] != kNoValue) gi = op("Add", {gi, op("Mul", {peep[0], c})});
-          if (peep[2] != kNoValue) gf = op("Add", {gf, op("Mul", {peep[2], c})});
-          const ValueId i = op(act[0], {gi}), f = op(act[0], {gf}), cc = op(act[1], {gc});
-          c = op("Add", {op("Mul", {f, c}), op("Mul", {i, cc})});
-          if (peep[1] != kNoValue) go = op("Add", {go, op("Mul", {peep[1], c})});
-          h = op("Mul", {op(act[0], {go}), op(act[2], {c})});
-        } else {  // ONNX gate order z, r, h
-          const ValueId z = op(act[0], {gate(0)}), rr = op(act[0], {gate(1)});
-          const ValueId xw = op("Gemm", {xt, wh, bwh});
-          // h R^T + b with h still the zero initial state is b (no node reading only constants).
-          const bool zero_h = s == 0 && input(5) == kNoValue;
-          const ValueId hr = linear_before_reset
-                                 ? op("Mul", {rr, zero_h ? brh : op("Gemm", {h, rh, brh})})
-                                 : op("MatMul", {op("Mul", {rr, h}), rh});
-          const ValueId hh = op(act[1], {op("Add", {xw, hr})});
-          h = op("Add", {hh, op("Mul", {z, op("Sub", {h, hh})})});
-        }
-        ys[d][t] = h;
-      }
-      last_h[d] = h;
-      last_c[d] = c;
+    return rnn;
+  }
+
+  // A gate's bias of direction d: B's W half, R half or both summed (zeros without B).
+  static std::vector<float> rnn_bias(const Rnn& rnn, int64_t d, int64_t gate, bool from_w,
+                                     bool from_r) {
+    std::vector<float> v(static_cast<std::size_t>(rnn.hidden), 0.0f);
+    if (!rnn.b) return v;
+    const auto data = rnn.b->as<float>();
+    for (int64_t k = 0; k < rnn.hidden; ++k) {
+      const int64_t at = d * 2 * rnn.gates * rnn.hidden + gate * rnn.hidden + k;
+      if (from_w) v[k] += data[at];
+      if (from_r) v[k] += data[at + rnn.gates * rnn.hidden];
     }
+    return v;
+  }
+
+  ValueId f32(std::vector<int64_t> dims, const std::vector<float>& v, const std::string& n) {
+    return constant(TensorData::from<float>(DataType::kFloat, std::move(dims), v), n);
+  }
+
+  // [x, h] against W and R stacked: one Gemm per gate and step.
+  ValueId rnn_stacked(const Rnn& rnn, int64_t d, int64_t gate) {
+    std::vector<float> top = gate_columns(*rnn.w, d, gate, rnn.hidden, rnn.in, rnn.gates);
+    const std::vector<float> low = gate_columns(*rnn.r, d, gate, rnn.hidden, rnn.hidden, rnn.gates);
+    top.insert(top.end(), low.begin(), low.end());
+    return f32({rnn.in + rnn.hidden, rnn.hidden}, top, fmt::format("WR{}_{}", d, gate));
+  }
+
+  ValueId rnn_initial(const Rnn& rnn, ValueId given, int64_t d, const std::string& n) {
+    if (given != kNoValue) return gather(given, index(d), 0);
+    return f32({rnn.batch, rnn.hidden},
+               std::vector<float>(static_cast<std::size_t>(rnn.batch * rnn.hidden), 0.0f), n);
+  }
+
+  // One direction's constants: per fused gate [W; R] stacked and its bias, the peepholes, and
+  // GRU's hidden gate apart (its reset gate comes between).
+  struct RnnDirection {
+    std::vector<std::string> act;
+    std::vector<ValueId> wr, bb;
+    ValueId peep[3] = {kNoValue, kNoValue, kNoValue};
+    ValueId wh = kNoValue, rh = kNoValue, bwh = kNoValue, brh = kNoValue;
+    bool linear_before_reset = false;
+  };
+
+  void rnn_constants(const Rnn& rnn, int64_t d, RnnDirection& k) {
+    const int64_t fused = rnn.lstm ? 4 : 2;
+    for (int64_t gate = 0; gate < fused; ++gate) {
+      k.wr.push_back(rnn_stacked(rnn, d, gate));
+      k.bb.push_back(
+          f32({rnn.hidden}, rnn_bias(rnn, d, gate, true, true), fmt::format("B{}_{}", d, gate)));
+    }
+    if (rnn.p) {
+      const auto data = rnn.p->as<float>();
+      for (int j = 0; j < 3; ++j) {
+        std::vector<float> v(data.begin() + (d * 3 + j) * rnn.hidden,
+                             data.begin() + (d * 3 + j + 1) * rnn.hidden);
+        k.peep[j] = f32({rnn.hidden}, v, fmt::format("P{}_{}", d, j));
+      }
+    }
+    k.linear_before_reset = !rnn.lstm && node_.int_attribute("linear_before_reset", 0) != 0;
+    if (rnn.lstm) return;
+    const int64_t h = rnn.hidden;
+    k.wh =
+        f32({rnn.in, h}, gate_columns(*rnn.w, d, 2, h, rnn.in, rnn.gates), fmt::format("Wh{}", d));
+    k.rh = f32({h, h}, gate_columns(*rnn.r, d, 2, h, h, rnn.gates), fmt::format("Rh{}", d));
+    k.bwh = f32({h}, rnn_bias(rnn, d, 2, true, !k.linear_before_reset), fmt::format("Bwh{}", d));
+    k.brh = f32({h}, rnn_bias(rnn, d, 2, false, true), fmt::format("Brh{}", d));
+  }
+
+  // One LSTM step (ONNX gate order i, o, f, c; peepholes i, o, f): the new h; c updated.
+  ValueId lstm_step(const RnnDirection& k, ValueId xh, ValueId& c) {
+    const auto gate = [&](int64_t j) { return op("Gemm", {xh, k.wr[j], k.bb[j]}); };
+    ValueId gi = gate(0), go = gate(1), gf = gate(2);
+    const ValueId gc = gate(3);
+    if (k.peep[0] != kNoValue) gi = op("Add", {gi, op("Mul", {k.peep[0], c})});
+    if (k.peep[2] != kNoValue) gf = op("Add", {gf, op("Mul", {k.peep[2], c})});
+    const ValueId i = op(k.act[0], {gi}), f = op(k.act[0], {gf}), cc = op(k.act[1], {gc});
+    c = op("Add", {op("Mul", {f, c}), op("Mul", {i, cc})});
+    if (k.peep[1] != kNoValue) go = op("Add", {go, op("Mul", {k.peep[1], c})});
+    return op("Mul", {op(k.act[0], {go}), op(k.act[2], {c})});
+  }
+
+  // One GRU step (ONNX gate order z, r, h): the new h. `zero_h`: h is still the zero initial
+  // state, so h R^T + b is b (no node reading only constants).
+  ValueId gru_step(const RnnDirection& k, ValueId xt, ValueId xh, ValueId h, bool zero_h) {
+    const auto gate = [&](int64_t j) { return op("Gemm", {xh, k.wr[j], k.bb[j]}); };
+    const ValueId z = op(k.act[0], {gate(0)}), rr = op(k.act[0], {gate(1)});
+    const ValueId xw = op("Gemm", {xt, k.wh, k.bwh});
+    const ValueId hr = k.linear_before_reset
+                           ? op("Mul", {rr, zero_h ? k.brh : op("Gemm", {h, k.rh, k.brh})})
+                           : op("MatMul", {op("Mul", {rr, h}), k.rh});
+    const ValueId hh = op(k.act[1], {op("Add", {xw, hr})});
+    return op("Add", {hh, op("Mul", {z, op("Sub", {h, hh})})});
+  }
+
+  // Direction d's steps: its h per time step into ys, its last h and c.
+  void rnn_direction(const Rnn& rnn, int64_t d, std::vector<ValueId>& ys, ValueId& last_h,
+                     ValueId& last_c) {
+    const bool reverse = rnn.direction == "reverse" || d == 1;
+    const std::size_t per_dir = rnn.lstm ? 3 : 2;
+    RnnDirection k;
+    for (std::size_t j = 0; j < per_dir; ++j) {
+      k.act.push_back(activation(d * per_dir + j, {"Sigmoid", "Tanh", "Tanh"}, per_dir));
+    }
+    ValueId h = rnn_initial(rnn, rnn_input(5), d, "h0");
+    ValueId c = rnn.lstm ? rnn_initial(rnn, rnn_input(6), d, "c0") : kNoValue;
+    rnn_constants(rnn, d, k);
+    for (int64_t s = 0; s < rnn.length; ++s) {
+      const int64_t t = reverse ? rnn.length - 1 - s : s;
+      const ValueId xt = gather(rnn_input(0), index(t), 0);
+      const ValueId xh = op("Concat", {xt, h}, {{"axis", Attribute::of_int(1)}});
+      h = rnn.lstm ? lstm_step(k, xh, c)
+                   : gru_step(k, xt, xh, h, s == 0 && rnn_input(5) == kNoValue);
+      ys[t] = h;
+    }
+    last_h = h;
+    last_c = c;
+  }
+
+  std::vector<ValueId> rnn(bool lstm) {
+    const Rnn spec = rnn_weights(lstm);
+    std::vector<std::vector<ValueId>> ys(spec.dirs, std::vector<ValueId>(spec.length, kNoValue));
+    std::vector<ValueId> last_h(spec.dirs), last_c(spec.dirs);
+    for (int64_t d = 0; d < spec.dirs; ++d) rnn_direction(spec, d, ys[d], last_h[d], last_c[d]);
     ++report_.rnns;
-    report_.steps += length * dirs;
+    report_.steps += spec.length * spec.dirs;
     const bool want_y = !node_.outputs.empty() && !g_.consumers(node_.outputs[0]).empty();
     const bool y_output = !node_.outputs.empty() && g_.value(node_.outputs[0]).is_graph_output;
     std::vector<ValueId> results(node_.outputs.size(), kNoValue);
     if (!results.empty() && (want_y || y_output)) {
       std::vector<ValueId> steps;
-      for (int64_t t = 0; t < length; ++t) {
+      for (int64_t t = 0; t < spec.length; ++t) {
         std::vector<ValueId> per_dir_y;
-        for (int64_t d = 0; d < dirs; ++d) per_dir_y.push_back(unsqueeze(ys[d][t], {0, 1}));
+        for (int64_t d = 0; d < spec.dirs; ++d) per_dir_y.push_back(unsqueeze(ys[d][t], {0, 1}));
         steps.push_back(concat(per_dir_y, 1));
       }
       results[0] = concat(steps, 0);

@@ -4,12 +4,10 @@
 #include <fmt/core.h>
 
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
 
 #include "runtime/trace.h"
-#include "support/atomic_output.h"
 
 namespace cleave {
 
@@ -18,7 +16,7 @@ using Clock = std::chrono::steady_clock;
 struct SessionProfiler::State {
   Clock::time_point start = Clock::now();
   mutable std::mutex mutex;
-  nlohmann::json events = nlohmann::json::array();
+  ChromeTrace trace;
   int next_pid = 1;  // pid 0: the session's own rows (preparations, runs).
 
   double micros_since_start(Clock::time_point t) const {
@@ -28,8 +26,8 @@ struct SessionProfiler::State {
 
 namespace {
 
-// One prepared shape's runs: each run's trace in chrome_trace_json's form, moved to the run's
-// time in the profile and to the shape's own process row.
+// One prepared shape's runs: each run's trace on the shape's own process row, moved to the
+// run's time in the profile.
 class RunRecorder : public TraceRecorder {
  public:
   RunRecorder(std::shared_ptr<SessionProfiler::State> state, int pid,
@@ -46,17 +44,10 @@ class RunRecorder : public TraceRecorder {
 
   void on_run_end(double makespan) override {
     TraceRecorder::on_run_end(makespan);
-    nlohmann::json run =
-        nlohmann::json::parse(chrome_trace_json(trace(), task_names_, worker_names_));
     std::lock_guard<std::mutex> lock(state_->mutex);
-    const double offset = state_->micros_since_start(run_start_);
-    for (nlohmann::json& event : run["traceEvents"]) {
-      event["pid"] = pid_;
-      if (event.contains("ts")) event["ts"] = event["ts"].get<double>() + offset;
-      // Metadata rows are named once per shape.
-      if (event["ph"] == "M" && named_) continue;
-      state_->events.push_back(std::move(event));
-    }
+    // Worker rows are named once per shape.
+    state_->trace.add_run(trace(), task_names_, worker_names_, TraceRows::threads, pid_,
+                          state_->micros_since_start(run_start_), !named_);
     named_ = true;
   }
 
@@ -94,8 +85,7 @@ std::string strategy_of(const PreparedRun& run) {
 }  // namespace
 
 SessionProfiler::SessionProfiler() : state_(std::make_shared<State>()) {
-  state_->events.push_back(
-      {{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", "session"}}}});
+  state_->trace.name_process(0, "session");
 }
 
 void SessionProfiler::watch(PreparedShape& shape) {
@@ -104,18 +94,10 @@ void SessionProfiler::watch(PreparedShape& shape) {
   std::lock_guard<std::mutex> lock(state_->mutex);
   const int pid = state_->next_pid++;
   const double end = state_->micros_since_start(Clock::now());
-  state_->events.push_back({{"name", "session_prepare"},
-                            {"cat", "Session"},
-                            {"ph", "X"},
-                            {"pid", 0},
-                            {"tid", 0},
-                            {"ts", end - shape.prepare_seconds * 1e6},
-                            {"dur", shape.prepare_seconds * 1e6},
-                            {"args", {{"shapes", what}, {"strategy", strategy_of(shape.run)}}}});
-  state_->events.push_back({{"name", "process_name"},
-                            {"ph", "M"},
-                            {"pid", pid},
-                            {"args", {{"name", fmt::format("runs of {}", what)}}}});
+  state_->trace.add_slice("session_prepare", 0, 0, end - shape.prepare_seconds * 1e6,
+                          shape.prepare_seconds * 1e6, "Session",
+                          {{"shapes", what}, {"strategy", strategy_of(shape.run)}});
+  state_->trace.name_process(pid, fmt::format("runs of {}", what));
   shape.run.executor->add_observer(
       std::make_shared<RunRecorder>(state_, pid, std::move(tasks), std::move(workers)));
 }
@@ -123,22 +105,17 @@ void SessionProfiler::watch(PreparedShape& shape) {
 void SessionProfiler::record_run(Clock::time_point start, Clock::time_point end) {
   std::lock_guard<std::mutex> lock(state_->mutex);
   const double ts = state_->micros_since_start(start);
-  state_->events.push_back({{"name", "model_run"},
-                            {"cat", "Session"},
-                            {"ph", "X"},
-                            {"pid", 0},
-                            {"tid", 0},
-                            {"ts", ts},
-                            {"dur", state_->micros_since_start(end) - ts}});
+  state_->trace.add_slice("model_run", 0, 0, ts, state_->micros_since_start(end) - ts, "Session");
 }
 
 std::string SessionProfiler::json() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
-  return nlohmann::json{{"traceEvents", state_->events}, {"displayTimeUnit", "ms"}}.dump(1);
+  return state_->trace.json();
 }
 
 void SessionProfiler::write(const std::string& path) const {
-  write_file_atomically(path, json());
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->trace.write(path);
 }
 
 }  // namespace cleave

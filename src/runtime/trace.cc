@@ -22,30 +22,65 @@ void TraceRecorder::on_run_end(double makespan) {
   trace_.makespan = makespan;
 }
 
-std::string chrome_trace_json(const Trace& trace, const std::vector<std::string>& task_names,
-                              const std::vector<std::string>& worker_names) {
-  nlohmann::json events = nlohmann::json::array();
-  for (std::size_t w = 0; w < worker_names.size(); ++w) {
-    events.push_back({{"name", "thread_name"},
-                      {"ph", "M"},
-                      {"pid", 0},
-                      {"tid", w},
-                      {"args", {{"name", worker_names[w]}}}});
+void ChromeTrace::name_process(int pid, const std::string& name) {
+  events_.push_back(
+      {{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", name}}}});
+}
+
+void ChromeTrace::add_slice(const std::string& name, int pid, int tid, double start_us,
+                            double duration_us, const std::string& category, nlohmann::json args) {
+  nlohmann::json slice = {{"name", name}, {"ph", "X"},      {"pid", pid},
+                          {"tid", tid},   {"ts", start_us}, {"dur", duration_us}};
+  if (!category.empty()) slice["cat"] = category;
+  if (!args.empty()) slice["args"] = std::move(args);
+  events_.push_back(std::move(slice));
+}
+
+void ChromeTrace::add_run(const Trace& trace, const std::vector<std::string>& task_names,
+                          const std::vector<std::string>& worker_names, TraceRows rows, int pid,
+                          double offset_us, bool name_rows) {
+  const bool processes = rows == TraceRows::processes;
+  for (std::size_t w = 0; name_rows && w < worker_names.size(); ++w) {
+    if (processes) {
+      name_process(static_cast<int>(w), worker_names[w]);
+    } else {
+      events_.push_back({{"name", "thread_name"},
+                         {"ph", "M"},
+                         {"pid", pid},
+                         {"tid", w},
+                         {"args", {{"name", worker_names[w]}}}});
+    }
   }
   for (const auto& event : trace.events) {
     if (event.task < 0) continue;
     const std::string name = static_cast<std::size_t>(event.task) < task_names.size()
                                  ? task_names[event.task]
                                  : std::to_string(event.task);
-    events.push_back({{"name", name},
-                      {"ph", "X"},
-                      {"pid", 0},
-                      {"tid", event.worker},
-                      {"ts", event.start * 1e6},
-                      {"dur", (event.end - event.start) * 1e6},
-                      {"args", {{"wait_us", event.wait * 1e6}}}});
+    add_slice(name, processes ? event.worker : pid, processes ? 0 : event.worker,
+              event.start * 1e6 + offset_us, (event.end - event.start) * 1e6, {},
+              {{"wait_us", event.wait * 1e6}});
   }
-  return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump(1);
+}
+
+std::string ChromeTrace::json() const {
+  return nlohmann::json{{"traceEvents", events_}, {"displayTimeUnit", "ms"}}.dump(1);
+}
+
+void ChromeTrace::write(const std::string& path) const {
+  write_file_atomically(path, json());
+}
+
+std::string chrome_trace_json(const Trace& trace, const std::vector<std::string>& task_names,
+                              const std::vector<std::string>& worker_names, TraceRows rows) {
+  ChromeTrace chrome;
+  chrome.add_run(trace, task_names, worker_names, rows);
+  return chrome.json();
+}
+
+void write_chrome_trace(const std::string& path, const Trace& trace,
+                        const std::vector<std::string>& task_names,
+                        const std::vector<std::string>& worker_names, TraceRows rows) {
+  write_file_atomically(path, chrome_trace_json(trace, task_names, worker_names, rows));
 }
 
 namespace {
@@ -82,7 +117,7 @@ std::string ChromeTraceWriter::json() const {
 }
 
 void ChromeTraceWriter::write(const std::string& path) const {
-  write_file_atomically(path, json());
+  write_chrome_trace(path, trace(), task_names_, worker_names_);
 }
 
 Plan measured_plan(const Plan& plan, const Trace& trace) {

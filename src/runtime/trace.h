@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "plan/plan.h"
 #include "plan/simulator.h"
 #include "plan/task_graph.h"
@@ -52,12 +54,44 @@ class TraceRecorder : public ExecutorObserver {
   Trace trace_;
 };
 
-/// Chrome trace-event JSON (chrome://tracing, Perfetto) of a trace: one row per worker named
-/// by `worker_names`, one slice per task named by `task_names` (indexed by Trace::Event::task).
+/// How a run's workers become rows of a Chrome trace: threads of one process (a run's
+/// workers) or processes of their own (ranks, one per process).
+enum class TraceRows { threads, processes };
+
+/// Chrome trace-event JSON (chrome://tracing, Perfetto): the one writer every trace goes
+/// through. Rows are processes (pid) holding threads (tid); times are in microseconds.
+class ChromeTrace {
+ public:
+  /// Names the process row `pid` (a rank, a session's runs of one shape).
+  void name_process(int pid, const std::string& name);
+  /// One slice on row (pid, tid); `category` and `args` are left out when empty.
+  void add_slice(const std::string& name, int pid, int tid, double start_us, double duration_us,
+                 const std::string& category = {}, nlohmann::json args = {});
+  /// A run's tasks named by `task_names` (indexed by Trace::Event::task) on rows named by
+  /// `worker_names`: threads of process `pid` or processes of their own (`rows`), moved
+  /// `offset_us` later. `name_rows` false leaves the rows unnamed (named by an earlier run).
+  void add_run(const Trace& trace, const std::vector<std::string>& task_names,
+               const std::vector<std::string>& worker_names, TraceRows rows = TraceRows::threads,
+               int pid = 0, double offset_us = 0, bool name_rows = true);
+  std::string json() const;
+  /// Writes json() to `path` atomically.
+  void write(const std::string& path) const;
+
+ private:
+  nlohmann::json events_ = nlohmann::json::array();
+};
+
+/// Chrome trace-event JSON of one run (ChromeTrace::add_run).
 std::string chrome_trace_json(const Trace& trace, const std::vector<std::string>& task_names,
-                              const std::vector<std::string>& worker_names);
+                              const std::vector<std::string>& worker_names,
+                              TraceRows rows = TraceRows::threads);
 /// The same for a plan's run: tasks and workers named by the task graph and its machine.
 std::string chrome_trace_json(const Trace& trace, const TaskGraph& tasks, const Plan& plan);
+/// Writes chrome_trace_json of one run to `path` atomically.
+void write_chrome_trace(const std::string& path, const Trace& trace,
+                        const std::vector<std::string>& task_names,
+                        const std::vector<std::string>& worker_names,
+                        TraceRows rows = TraceRows::threads);
 
 /// An observer that keeps the last run and writes it as Chrome-trace JSON.
 class ChromeTraceWriter : public TraceRecorder {

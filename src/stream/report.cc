@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/trace.h"
-#include "support/atomic_output.h"
 
 namespace cleave {
 
@@ -156,7 +155,7 @@ void write_stream_trace(const std::string& path, const StreamGraph& graph,
   for (const StreamRunResult::Firing& f : r.firings) {
     trace.events.push_back({f.node, f.worker, f.start, f.end, 0.0});
   }
-  write_file_atomically(path, chrome_trace_json(trace, names, {}));
+  write_chrome_trace(path, trace, names, {});
 }
 
 }  // namespace cleave

@@ -178,6 +178,39 @@ std::unique_ptr<Kernel> with_output_zero_point(std::unique_ptr<Kernel> rounded, 
   return std::make_unique<OutputZeroPoint>(std::move(rounded), zero_point, type);
 }
 
+std::unique_ptr<Kernel> make_dnnl_int8(const KernelContext& context, std::size_t data_zero,
+                                       std::size_t weight_zero, bool requantized, int64_t channels,
+                                       std::size_t y_scale, const MakeDnnlInt8& make) {
+  auto optional = [&](std::size_t i) { return context.has_input(i) ? context.inputs[i] : nullptr; };
+  for (int32_t zero : zero_point_values(optional(weight_zero))) {
+    if (zero != 0) return nullptr;
+  }
+  dnnl::primitive_attr attr = kernel_attr();
+  const int32_t data_zero_point = zero_point_values(optional(data_zero))[0];
+  if (data_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {data_zero_point});
+  DataType output = DataType::kInt32, shifted_type = DataType::kInt32;
+  int32_t shift = 0;
+  if (requantized) {
+    const Requantize r = requantize_of(context.inputs, channels, y_scale);
+    attr.set_output_scales(context.input(4).element_count() == 1 ? 0 : 1 << 1, r.multipliers);
+    output = r.type;
+    // The zero point is added after oneDNN's rounding, to s32 sums (see with_output_zero_point).
+    if (r.zero_point != 0) {
+      output = DataType::kInt32;
+      shift = r.zero_point;
+      shifted_type = r.type;
+    }
+  }
+  try {
+    std::unique_ptr<Kernel> kernel = make(output, attr);
+    if (kernel->implementation().rfind("ref", 0) == 0) return nullptr;
+    if (shift != 0) return with_output_zero_point(std::move(kernel), shift, shifted_type);
+    return kernel;
+  } catch (const dnnl::error&) {
+    return nullptr;  // A form this oneDNN lacks.
+  }
+}
+
 }  // namespace quantize_detail
 
 namespace {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <limits>
 #include <memory>
@@ -83,6 +84,30 @@ DataType requantized_type(const KernelContext& context, std::size_t y_scale = 6)
 /// x.5 - ε + zero_point to the even neighbour; ONNX rounds first.
 std::unique_ptr<Kernel> with_output_zero_point(std::unique_ptr<Kernel> rounded, int32_t zero_point,
                                                DataType type);
+
+/// Calls visit.template operator()<A, B>() for the u8/i8 types of an int8 product's two
+/// operands (data and weights).
+template <typename Visitor>
+std::unique_ptr<Kernel> visit_operands(DataType a, DataType b, Visitor&& visit) {
+  if (a == DataType::kUInt8) {
+    return b == DataType::kUInt8 ? visit.template operator()<uint8_t, uint8_t>()
+                                 : visit.template operator()<uint8_t, int8_t>();
+  }
+  return b == DataType::kUInt8 ? visit.template operator()<int8_t, uint8_t>()
+                               : visit.template operator()<int8_t, int8_t>();
+}
+
+/// Builds an int8 convolution's or matmul's oneDNN kernel, its form checked by the caller:
+/// nullptr unless every weight zero point is 0 (else oneDNN 2.6 has no form), or when oneDNN
+/// lacks the form or offers only its reference code (then the loops run). The data zero point
+/// and, when `requantized`, the output scales of `channels` channels go on the attributes;
+/// a non-zero output zero point is added after oneDNN's rounding (with_output_zero_point).
+/// `make` builds the kernel for an output type and those attributes.
+using MakeDnnlInt8 =
+    std::function<std::unique_ptr<Kernel>(DataType output, const dnnl::primitive_attr& attr)>;
+std::unique_ptr<Kernel> make_dnnl_int8(const KernelContext& context, std::size_t data_zero,
+                                       std::size_t weight_zero, bool requantized, int64_t channels,
+                                       std::size_t y_scale, const MakeDnnlInt8& make);
 
 /// Writes `count` sums as `requantize.type` into `out`; the channel of sum i is
 /// (i / channel_stride) % channels.

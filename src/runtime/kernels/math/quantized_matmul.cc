@@ -22,6 +22,7 @@ using quantize_detail::all_constant;
 using quantize_detail::check_8_bit;
 using quantize_detail::check_zero_point;
 using quantize_detail::per_channel;
+using quantize_detail::visit_operands;
 using quantize_detail::zero_point_values;
 
 // A batched product [.., M, K] x [.., K, N] after numpy's matmul rules: 1-D operands gain a
@@ -109,17 +110,6 @@ void integer_products(const Product& p, const A* a, const B* b, int32_t a_zero,
         }
       },
       2);
-}
-
-// Calls visit.template operator()<A, B>() for u8/i8 operand types.
-template <typename Visitor>
-std::unique_ptr<Kernel> visit_operands(DataType a, DataType b, Visitor&& visit) {
-  if (a == DataType::kUInt8) {
-    return b == DataType::kUInt8 ? visit.template operator()<uint8_t, uint8_t>()
-                                 : visit.template operator()<uint8_t, int8_t>();
-  }
-  return b == DataType::kUInt8 ? visit.template operator()<int8_t, uint8_t>()
-                               : visit.template operator()<int8_t, int8_t>();
 }
 
 // Where a node keeps its operands and zero points, its int32 bias (QGemm) and its output scale
@@ -220,36 +210,11 @@ std::unique_ptr<Kernel> try_dnnl_int8_matmul(const KernelContext& context, const
   if (requantized && !all_constant(context, {1, 4, at.y_scale, at.y_scale + 1, at.bias})) {
     return nullptr;
   }
-  auto optional = [&](std::size_t i) { return context.has_input(i) ? context.inputs[i] : nullptr; };
-  for (int32_t zero : zero_point_values(optional(at.b_zero))) {
-    if (zero != 0) return nullptr;
-  }
-  dnnl::primitive_attr attr = kernel_attr();
-  const int32_t a_zero = zero_point_values(optional(at.a_zero))[0];
-  if (a_zero != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {a_zero});
-  DataType output = DataType::kInt32, shifted_type = DataType::kInt32;
-  int32_t shift = 0;
-  if (requantized) {
-    const quantize_detail::Requantize r =
-        quantize_detail::requantize_of(context.inputs, p.n, at.y_scale);
-    attr.set_output_scales(context.input(4).element_count() == 1 ? 0 : 1 << 1, r.multipliers);
-    output = r.type;
-    // The zero point is added after oneDNN's rounding, to s32 sums (see with_output_zero_point).
-    if (r.zero_point != 0) {
-      output = DataType::kInt32;
-      shift = r.zero_point;
-      shifted_type = r.type;
-    }
-  }
-  try {
-    auto kernel = std::make_unique<DnnlInt8Matmul>(context, p, at, output, attr);
-    if (kernel->implementation().rfind("ref", 0) == 0) return nullptr;
-    if (shift != 0)
-      return quantize_detail::with_output_zero_point(std::move(kernel), shift, shifted_type);
-    return kernel;
-  } catch (const dnnl::error&) {
-    return nullptr;  // A form this oneDNN lacks.
-  }
+  return quantize_detail::make_dnnl_int8(
+      context, at.a_zero, at.b_zero, requantized, p.n, at.y_scale,
+      [&](DataType output, const dnnl::primitive_attr& attr) -> std::unique_ptr<Kernel> {
+        return std::make_unique<DnnlInt8Matmul>(context, p, at, output, attr);
+      });
 }
 
 std::unique_ptr<Kernel> create_matmul_integer(const KernelContext& context) {

@@ -24,6 +24,7 @@ using quantize_detail::all_constant;
 using quantize_detail::check_8_bit;
 using quantize_detail::check_zero_point;
 using quantize_detail::per_channel;
+using quantize_detail::visit_operands;
 using quantize_detail::zero_point_values;
 
 // Where a node keeps its operands: data, weights and their zero points.
@@ -129,16 +130,6 @@ void integer_convolution(const Geometry& g, const X* x, const W* w, int32_t x_ze
       2);
 }
 
-template <typename Visitor>
-std::unique_ptr<Kernel> visit_operands(DataType x, DataType w, Visitor&& visit) {
-  if (x == DataType::kUInt8) {
-    return w == DataType::kUInt8 ? visit.template operator()<uint8_t, uint8_t>()
-                                 : visit.template operator()<uint8_t, int8_t>();
-  }
-  return w == DataType::kUInt8 ? visit.template operator()<int8_t, uint8_t>()
-                               : visit.template operator()<int8_t, int8_t>();
-}
-
 template <typename X, typename W>
 void sums_of(const Geometry& g, const Operands& at, const std::vector<const Tensor*>& inputs,
              const int32_t* bias, int32_t* sums, int threads) {
@@ -240,37 +231,12 @@ std::unique_ptr<Kernel> try_dnnl_int8_conv(const KernelContext& context, const C
     return nullptr;
   }
   if (requantized && !all_constant(context, {1, 4, 6, 7, 8})) return nullptr;
-  auto optional = [&](std::size_t i) { return context.has_input(i) ? context.inputs[i] : nullptr; };
-  for (int32_t zero : zero_point_values(optional(at.w_zero))) {
-    if (zero != 0) return nullptr;
-  }
-  dnnl::primitive_attr attr = kernel_attr();
-  const int32_t x_zero = zero_point_values(optional(at.x_zero))[0];
-  if (x_zero != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {x_zero});
-  DataType output = DataType::kInt32, shifted_type = DataType::kInt32;
-  int32_t shift = 0;
-  if (requantized) {
-    const quantize_detail::Requantize r =
-        quantize_detail::requantize_of(context.inputs, p.channels_out);
-    attr.set_output_scales(context.input(4).element_count() == 1 ? 0 : 1 << 1, r.multipliers);
-    output = r.type;
-    // The zero point is added after oneDNN's rounding, to s32 sums (see with_output_zero_point).
-    if (r.zero_point != 0) {
-      output = DataType::kInt32;
-      shift = r.zero_point;
-      shifted_type = r.type;
-    }
-  }
-  try {
-    auto kernel = std::make_unique<DnnlInt8Conv>(context, p, at, output, attr,
-                                                 requantized && context.has_input(8));
-    if (kernel->implementation().rfind("ref", 0) == 0) return nullptr;
-    if (shift != 0)
-      return quantize_detail::with_output_zero_point(std::move(kernel), shift, shifted_type);
-    return kernel;
-  } catch (const dnnl::error&) {
-    return nullptr;  // A form this oneDNN lacks.
-  }
+  return quantize_detail::make_dnnl_int8(
+      context, at.x_zero, at.w_zero, requantized, p.channels_out, 6,
+      [&](DataType output, const dnnl::primitive_attr& attr) -> std::unique_ptr<Kernel> {
+        return std::make_unique<DnnlInt8Conv>(context, p, at, output, attr,
+                                              requantized && context.has_input(8));
+      });
 }
 
 std::unique_ptr<Kernel> create_conv_integer(const KernelContext& context) {
