@@ -70,6 +70,15 @@ export function loadCorpus(dir, only) {
       outputName: entry.output_name,
       torchOutput: path.join(dir, entry.torch_output_file),
       nodes: entry.node_count,
+      // export_heldout.py lists every input and output (and an int8 output's quantum);
+      // export_corpus.py's models have one of each.
+      inputs: (entry.inputs ?? [{ name: entry.input_name, file: entry.input_file }]).map((i) => ({
+        name: i.name,
+        file: path.join(dir, i.file),
+      })),
+      outputs: (entry.outputs ?? [{ name: entry.output_name, torch_file: entry.torch_output_file }]).map(
+        (o) => ({ name: o.name, torchFile: path.join(dir, o.torch_file), quantum: o.quantum ?? null }),
+      ),
     }));
 }
 
@@ -77,12 +86,19 @@ export const defaultCorpusDir = path.join(os.homedir(), ".cache/cleave/models");
 export const defaultCleave = path.join(repoRoot, "build/cleave");
 
 /** Runs `cleave run ... --json` and returns the parsed report. */
+/** A failure's message is cleave's own error line, so that reports can quote it. */
 export function runCleave(cleave, args) {
-  const text = execFileSync(cleave, ["run", ...args, "--json"], {
-    encoding: "utf8",
-    maxBuffer: 64 << 20,
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  let text;
+  try {
+    text = execFileSync(cleave, ["run", ...args, "--json"], {
+      encoding: "utf8",
+      maxBuffer: 64 << 20,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+  } catch (error) {
+    const said = String(error.stderr ?? "").trim();
+    throw new Error(said ? said.split("\n").pop() : error.message);
+  }
   return JSON.parse(text);
 }
 
