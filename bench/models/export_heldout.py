@@ -32,7 +32,8 @@ import torchvision.models.video as tvv  # noqa: E402
 OPSET = 13
 MIN_OUTPUT_STD = 1e-3
 # Small inputs keep the CPU time low; 224 only where an adaptive pool to 6x6/7x7 (alexnet,
-# vgg) or swin's 7x7 windows need it, since ONNX has no adaptive pool of a non-divisible size.
+# vgg) or swin's 7x7 windows need it, since ONNX has no adaptive pool of a non-divisible size,
+# or where 128 leaves the random-weight model ill-conditioned (efficientnet_v2_s).
 SMALL = (1, 3, 128, 128)
 IMAGE = (1, 3, 224, 224)
 CLIP = (1, 3, 8, 64, 64)
@@ -196,7 +197,9 @@ MODELS = {
     "mnasnet0_5": classify(tvm.mnasnet0_5),
     "shufflenet_v2_x0_5": classify(tvm.shufflenet_v2_x0_5),
     "efficientnet_b1": classify(tvm.efficientnet_b1),
-    "efficientnet_v2_s": classify(tvm.efficientnet_v2_s),
+    # At 128x128 its last stage's 4x4 maps give BatchNorm calibration too few samples: logits
+    # reached std 477, beyond fp32 agreement between any two runtimes.
+    "efficientnet_v2_s": classify(tvm.efficientnet_v2_s, IMAGE),
     "regnet_x_400mf": classify(tvm.regnet_x_400mf),
     "swin_t": classify(tvm.swin_t, IMAGE),
     "fcn_resnet50": Spec(no_backbone(tvs.fcn_resnet50, aux_loss=False), [SMALL], wrap=FirstOut),
