@@ -1,5 +1,5 @@
 // Shared pieces of the ONNX Runtime comparison scripts: .npy I/O, the corpus, running cleave.
-import { execFileSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -85,21 +85,23 @@ export function loadCorpus(dir, only) {
 export const defaultCorpusDir = path.join(os.homedir(), ".cache/cleave/models");
 export const defaultCleave = path.join(repoRoot, "build/cleave");
 
-/** Runs `cleave run ... --json` and returns the parsed report. */
-/** A failure's message is cleave's own error line, so that reports can quote it. */
+/**
+ * Runs `cleave run ... --json` and returns the parsed report. A failure's message is cleave's
+ * own last error line, so that reports can quote it; on success its stderr is passed through.
+ */
 export function runCleave(cleave, args) {
-  let text;
-  try {
-    text = execFileSync(cleave, ["run", ...args, "--json"], {
-      encoding: "utf8",
-      maxBuffer: 64 << 20,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-  } catch (error) {
-    const said = String(error.stderr ?? "").trim();
-    throw new Error(said ? said.split("\n").pop() : error.message);
+  const result = spawnSync(cleave, ["run", ...args, "--json"], {
+    encoding: "utf8",
+    maxBuffer: 64 << 20,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const said = String(result.stderr ?? "").trim();
+  if (result.error) throw result.error;
+  if (result.status !== 0) {
+    throw new Error(said ? said.split("\n").pop() : `${cleave} exited with ${result.status ?? result.signal}`);
   }
-  return JSON.parse(text);
+  if (said) process.stderr.write(`${said}\n`);
+  return JSON.parse(result.stdout);
 }
 
 /** Command-line flags as {name: value}; a flag without a value is true. */
