@@ -268,9 +268,10 @@ def export_one(name, out_dir):
         model = spec.wrap(model)
     gen = torch.Generator().manual_seed(model_seed(name) + 1)
     xs = [torch.randn(*s, generator=gen, dtype=torch.float32) for s in spec.shapes]
-    calib = [torch.randn(*s, generator=gen, dtype=torch.float32) for s in spec.shapes]
-    if not spec.image_list:  # a batch of 4 for BN statistics; detectors take one image
-        calib = [torch.cat([c] * 4) if c.dim() > 1 else c for c in calib]
+    # A separate calibration batch of 4 distinct samples (export_corpus.py's reason: BN stats not
+    # fitted to the reference input, several values per channel); detectors take one image.
+    calib = [torch.randn(*(s if spec.image_list else (4 * s[0], *s[1:])), generator=gen,
+                         dtype=torch.float32) for s in spec.shapes]
     perturb_degenerate_params(Spread(model), tuple(calib))
     model.eval()
     # Not under no_grad, as export_corpus.py: the exporter traces with grad enabled.
