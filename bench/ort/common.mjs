@@ -1,5 +1,5 @@
 // Shared pieces of the ONNX Runtime comparison scripts: .npy I/O, the corpus, running cleave.
-import { execFileSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -70,20 +70,38 @@ export function loadCorpus(dir, only) {
       outputName: entry.output_name,
       torchOutput: path.join(dir, entry.torch_output_file),
       nodes: entry.node_count,
+      // export_heldout.py lists every input and output (and an int8 output's quantum);
+      // export_corpus.py's models have one of each.
+      inputs: (entry.inputs ?? [{ name: entry.input_name, file: entry.input_file }]).map((i) => ({
+        name: i.name,
+        file: path.join(dir, i.file),
+      })),
+      outputs: (entry.outputs ?? [{ name: entry.output_name, torch_file: entry.torch_output_file }]).map(
+        (o) => ({ name: o.name, torchFile: path.join(dir, o.torch_file), quantum: o.quantum ?? null }),
+      ),
     }));
 }
 
 export const defaultCorpusDir = path.join(os.homedir(), ".cache/cleave/models");
 export const defaultCleave = path.join(repoRoot, "build/cleave");
 
-/** Runs `cleave run ... --json` and returns the parsed report. */
+/**
+ * Runs `cleave run ... --json` and returns the parsed report. A failure's message is cleave's
+ * own last error line, so that reports can quote it; on success its stderr is passed through.
+ */
 export function runCleave(cleave, args) {
-  const text = execFileSync(cleave, ["run", ...args, "--json"], {
+  const result = spawnSync(cleave, ["run", ...args, "--json"], {
     encoding: "utf8",
     maxBuffer: 64 << 20,
-    stdio: ["ignore", "pipe", "inherit"],
+    stdio: ["ignore", "pipe", "pipe"],
   });
-  return JSON.parse(text);
+  const said = String(result.stderr ?? "").trim();
+  if (result.error) throw result.error;
+  if (result.status !== 0) {
+    throw new Error(said ? said.split("\n").pop() : `${cleave} exited with ${result.status ?? result.signal}`);
+  }
+  if (said) process.stderr.write(`${said}\n`);
+  return JSON.parse(result.stdout);
 }
 
 /** Command-line flags as {name: value}; a flag without a value is true. */

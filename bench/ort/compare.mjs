@@ -2,7 +2,9 @@
 //
 // Usage: node bench/ort/compare.mjs [--cleave build/cleave] [--models DIR] [--only a,b]
 //                                   [--markdown docs/results/ort_correctness.md]
-// A model matches when every element satisfies |cleave - ort| <= 1e-3 * |ort| + 1e-4 * max|ort|.
+// A model matches when every element of every output satisfies
+// |cleave - ort| <= 1e-3 * |ort| + 1e-4 * max|ort|; an int8 output whose manifest entry gives its
+// quantum (bench/models/export_heldout.py) when no element differs by more than one quantum.
 // Exits 1 when any model fails to run or to match.
 import fs from "node:fs";
 import os from "node:os";
@@ -27,8 +29,12 @@ const flags = parseFlags(process.argv.slice(2), {
 const relativeTolerance = 1e-3;
 const absoluteToleranceFraction = 1e-4;
 
-// Error statistics of `actual` against `expected` under the tolerance above.
-function compare(actual, expected) {
+// Error statistics of `actual` against `expected` under the tolerance above; with `quantum` (an
+// int8 output's scale), ONNX Runtime's int8 tolerance instead: no element off by more than one
+// quantum (`offByOne` counts those that differ by one).
+function compare(actualData, expectedData, quantum = null) {
+  const actual = Float64Array.from(actualData, Number);
+  const expected = Float64Array.from(expectedData, Number);
   if (actual.length !== expected.length) {
     return { ok: false, reason: `length ${actual.length} vs ${expected.length}` };
   }
@@ -38,14 +44,23 @@ function compare(actual, expected) {
   let maxAbs = 0;
   let worstRatio = 0;
   let violations = 0;
+  let offByOne = 0;
   for (let i = 0; i < expected.length; ++i) {
     const diff = Math.abs(actual[i] - expected[i]);
-    const allowed = relativeTolerance * Math.abs(expected[i]) + absoluteTolerance;
+    const allowed = quantum
+      ? quantum * 1.001
+      : relativeTolerance * Math.abs(expected[i]) + absoluteTolerance;
     if (!(diff <= allowed)) ++violations;
+    if (quantum && diff > quantum * 0.5 && diff <= allowed) ++offByOne;
     maxAbs = Math.max(maxAbs, diff);
-    worstRatio = Math.max(worstRatio, diff / allowed);
+    worstRatio = Math.max(worstRatio, allowed > 0 ? diff / allowed : diff > 0 ? Infinity : 0);
   }
-  return { ok: violations === 0, maxAbs, worstRatio, violations, largest };
+  return { ok: violations === 0, maxAbs, worstRatio, violations, largest, offByOne, count: expected.length };
+}
+
+// The worst of several outputs' statistics (the first that fails, else the largest ratio).
+function worst(stats) {
+  return stats.reduce((a, b) => (!a.ok ? a : !b.ok ? b : b.worstRatio > a.worstRatio ? b : a));
 }
 
 const corpus = loadCorpus(flags.models, flags.only ? flags.only.split(",") : null);
@@ -54,30 +69,47 @@ const rows = [];
 for (const model of corpus) {
   const row = { name: model.name, nodes: model.nodes };
   try {
-    const input = readNpy(model.input);
     const session = await ort.InferenceSession.create(model.onnx, {
       intraOpNumThreads: 1,
       executionMode: "sequential",
       graphOptimizationLevel: "all",
     });
-    const feeds = { [model.inputName]: new ort.Tensor(input.ortType, input.data, input.shape) };
-    const ortOutput = (await session.run(feeds))[session.outputNames[0]];
+    const feeds = {};
+    for (const i of model.inputs) {
+      const input = readNpy(i.file);
+      feeds[i.name] = new ort.Tensor(input.ortType, input.data, input.shape);
+    }
+    const ortOutputs = await session.run(feeds);
     const outputDir = path.join(scratch, model.name);
     const report = runCleave(flags.cleave, [
       model.onnx,
-      "--input",
-      `${model.inputName}=${model.input}`,
+      ...model.inputs.flatMap((i) => ["--input", `${i.name}=${i.file}`]),
       "--output-dir",
       outputDir,
     ]);
-    const cleaveOutput = readNpy(report.outputs[0].file);
-    row.shape = cleaveOutput.shape.join("x");
-    if (cleaveOutput.shape.join(",") !== ortOutput.dims.join(",")) {
-      throw new Error(`shape ${cleaveOutput.shape} vs ONNX Runtime's ${ortOutput.dims}`);
+    const shapes = [];
+    const vsOrt = [];
+    const ortVsTorch = [];
+    const cleaveVsTorch = [];
+    for (const output of model.outputs) {
+      const file = report.outputs.find((o) => o.name === output.name)?.file;
+      if (!file) throw new Error(`cleave wrote no output '${output.name}'`);
+      const cleaveOutput = readNpy(file);
+      const ortOutput = ortOutputs[output.name];
+      shapes.push(cleaveOutput.shape.join("x"));
+      if (cleaveOutput.shape.join(",") !== ortOutput.dims.join(",")) {
+        throw new Error(`${output.name}: shape ${cleaveOutput.shape} vs ONNX Runtime's ${ortOutput.dims}`);
+      }
+      const torchOutput = readNpy(output.torchFile).data;
+      vsOrt.push(compare(cleaveOutput.data, ortOutput.data, output.quantum));
+      ortVsTorch.push(compare(ortOutput.data, torchOutput));
+      cleaveVsTorch.push(compare(cleaveOutput.data, torchOutput));
     }
-    row.vsOrt = compare(cleaveOutput.data, ortOutput.data);
-    row.ortVsTorch = compare(ortOutput.data, readNpy(model.torchOutput).data);
-    row.cleaveVsTorch = compare(cleaveOutput.data, readNpy(model.torchOutput).data);
+    row.shape = shapes.join(", ");
+    row.quantum = model.outputs[0].quantum;
+    row.vsOrt = worst(vsOrt);
+    row.ortVsTorch = worst(ortVsTorch);
+    row.cleaveVsTorch = worst(cleaveVsTorch);
     await session.release();
   } catch (error) {
     row.error = String(error.message ?? error).split("\n")[0];
@@ -85,7 +117,9 @@ for (const model of corpus) {
   rows.push(row);
   const status = row.error ? `ERROR ${row.error}` : row.vsOrt.ok ? "match" : "MISMATCH";
   const detail = row.vsOrt
-    ? ` max|diff| ${row.vsOrt.maxAbs.toExponential(2)}, worst diff/allowed ${row.vsOrt.worstRatio.toFixed(3)}`
+    ? ` max|diff| ${row.vsOrt.maxAbs.toExponential(2)}, worst diff/allowed ${row.vsOrt.worstRatio.toFixed(3)}` +
+      (row.quantum ? ` (int8: quantum ${row.quantum.toExponential(2)}, ${row.vsOrt.offByOne} of ${
+        row.vsOrt.count} off by one, ${row.vsOrt.violations} by more)` : "")
     : "";
   console.log(`${model.name.padEnd(20)} ${status}${detail}`);
 }
