@@ -64,6 +64,12 @@ void register_bench(CLI::App& app, CommandAction& action) {
                  "Time the fastest predicted plan of each family of auto's candidate table "
                  "in one interleaved run, beside its prediction")
       ->excludes(split);
+  command
+      ->add_option("--samples", settings->samples,
+                   "With --families: samples per run (data-parallel and pipelined rows)")
+      ->default_val(1)
+      ->check(CLI::Range(1, 4096))
+      ->needs("--families");
   command->add_flag("--json", settings->json, "Print the report as JSON");
   command->callback([settings, &action] { action = [settings] { return run_bench(*settings); }; });
 }

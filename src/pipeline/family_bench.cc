@@ -105,7 +105,8 @@ FamilyBench run_family_bench(const ModelBenchSettings& settings) {
   recipe.layouts_follow_plan_threads = false;
   recipe.costs = settings.costs;
   recipe.auto_check = false;
-  recipe.inputs = [](const Graph& graph, int) { return random_inputs(graph, 0); };
+  recipe.samples = settings.samples;
+  recipe.inputs = [](const Graph& graph, int sample) { return random_inputs(graph, sample); };
   Session session(settings.model, SessionOptions{load, recipe});
   const std::shared_ptr<PreparedShape> shape = session.prepare({});
   PreparedRun& prepared = shape->run;
@@ -113,6 +114,7 @@ FamilyBench run_family_bench(const ModelBenchSettings& settings) {
   ModelPlanOptions options;
   options.strategy = "auto";
   options.workers = settings.workers;
+  options.samples = settings.samples;
   add_split_and_stage_candidates(prepared.graph, *prepared.costs, options, chosen);
 
   FamilyBench bench;
@@ -130,7 +132,7 @@ FamilyBench run_family_bench(const ModelBenchSettings& settings) {
     bench.rows.push_back({plan->family, plan->configuration, plan->plan.makespan, {}, {}, false});
   }
   std::vector<std::vector<double>> ms;
-  time_interleaved(executors, prepared.inputs.front(), settings.warmup, settings.repeat, ms);
+  time_interleaved(executors, prepared.inputs, settings.warmup, settings.repeat, ms);
   std::size_t fastest = 0;
   for (std::size_t v = 0; v < executors.size(); ++v) {
     bench.rows[v].ms = std::move(ms[v]);
@@ -143,9 +145,10 @@ FamilyBench run_family_bench(const ModelBenchSettings& settings) {
 }
 
 std::string family_bench_text(const ModelBenchSettings& settings, const FamilyBench& bench) {
-  std::string text =
-      fmt::format("model        {} on {} core(s), {} costs, planned in {:.2f} ms\n\n",
-                  settings.model, settings.workers, settings.costs, bench.planning_ms);
+  std::string text = fmt::format(
+      "model        {} on {} core(s), {} sample(s) per run, {} costs, planned in "
+      "{:.2f} ms\n\n",
+      settings.model, settings.workers, settings.samples, settings.costs, bench.planning_ms);
   text += fmt::format("{:<14} {:<36} {:>12} {:>12} {:>12} {:>9}\n", "family", "configuration",
                       "predicted ms", "median ms", "lowest ms", "meas/pred");
   for (const FamilyBenchRow& row : bench.rows) {

@@ -88,7 +88,7 @@ nlohmann::json bench_report(const ModelBenchSettings& settings, const ModelBench
 }  // namespace
 
 void time_interleaved(const std::vector<ExecutorInterface*>& executors,
-                      const std::map<std::string, Tensor>& inputs, int warmup, int repeat,
+                      const std::vector<SampleInputs>& inputs, int warmup, int repeat,
                       std::vector<std::vector<double>>& ms) {
   for (int i = 0; i < warmup; ++i) {
     for (ExecutorInterface* executor : executors) executor->run(inputs);
@@ -167,7 +167,7 @@ ModelBench run_model_bench(const ModelBenchSettings& settings) {
     bench.split_machines = split->machines;
   }
   std::vector<std::vector<double>> ms(executors.size());
-  time_interleaved(executors, inputs, settings.warmup, settings.repeat, ms);
+  time_interleaved(executors, {inputs}, settings.warmup, settings.repeat, ms);
   for (std::size_t v = 0; v < executors.size(); ++v) bench.variants[v].ms = std::move(ms[v]);
   Executor reference(graph, with_threads(chosen.threads_per_worker, family));
   bool equal = bitwise_equal(reference.run(inputs), parallel.run(inputs));

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstddef>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -10,7 +9,6 @@
 #include "analysis/static_cost.h"
 #include "runtime/convolution_family.h"
 #include "runtime/executor_interface.h"
-#include "runtime/tensor.h"
 
 namespace cleave {
 
@@ -25,6 +23,7 @@ struct ModelBenchSettings {
   std::string strategy = "auto";
   std::string split;      ///< A `cleave split` folder of the model, timed beside the others.
   bool families = false;  ///< Time the best plan of each family instead (family_bench.h).
+  int samples = 1;        ///< Samples per run, with `families` (data-parallel, pipelines).
   bool json = false;
 };
 
@@ -52,11 +51,12 @@ struct ModelBench {
   double split_scale = 0;  ///< Max |whole|.
 };
 
-/// Runs every executor `warmup` times, then `repeat` rounds of one run each, the order
+/// Runs every executor on `inputs` (one entry per sample) `warmup` times, then `repeat`
+/// rounds of one run each, the order
 /// reversed every other round so that the machine's drift affects every variant alike;
 /// `ms[v]` gets executor v's milliseconds per round.
 void time_interleaved(const std::vector<ExecutorInterface*>& executors,
-                      const std::map<std::string, Tensor>& inputs, int warmup, int repeat,
+                      const std::vector<SampleInputs>& inputs, int warmup, int repeat,
                       std::vector<std::vector<double>>& ms);
 
 /// Loads and plans the model, times the variants interleaved and checks their outputs

@@ -56,6 +56,24 @@ TEST_F(BenchFamiliesTest, TimesOneRowPerRunnableFamilyOfTheTable) {
   EXPECT_EQ(fastest, 1);
 }
 
+// Several samples per run bring whole-model data parallelism (timed) and pipelined stages,
+// which only `cleave stream` runs (listed with that reason).
+TEST_F(BenchFamiliesTest, SeveralSamplesTimeDataParallelAndListThePipeline) {
+  CommandResult result = cleave("bench " + model_ +
+                                " --families --json --costs static --workers 2 --samples 2 "
+                                "--repeat 1 --warmup 0");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json report = nlohmann::json::parse(result.out);
+  bool data_parallel = false;
+  for (const nlohmann::json& row : report["families"])
+    data_parallel = data_parallel || row["family"] == "data-parallel";
+  EXPECT_TRUE(data_parallel) << result.out;
+  ASSERT_EQ(report["not_measured"].size(), 1u) << result.out;
+  EXPECT_EQ(report["not_measured"][0]["family"], "pipeline");
+  EXPECT_NE(report["not_measured"][0]["reason"].get<std::string>().find("cleave stream"),
+            std::string::npos);
+}
+
 TEST_F(BenchFamiliesTest, TheTextNamesTheFastestFamily) {
   CommandResult result =
       cleave("bench " + model_ + " --families --costs static --workers 2 --repeat 1 --warmup 0");
@@ -63,6 +81,12 @@ TEST_F(BenchFamiliesTest, TheTextNamesTheFastestFamily) {
   EXPECT_NE(result.out.find("meas/pred"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("fastest"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("sequential"), std::string::npos) << result.out;
+}
+
+TEST_F(BenchFamiliesTest, SamplesNeedTheFamilies) {
+  CommandResult result = cleave("bench " + model_ + " --samples 2");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("--families"), std::string::npos) << result.err;
 }
 
 TEST_F(BenchFamiliesTest, ASplitFolderIsNotTimedWithTheFamilies) {
