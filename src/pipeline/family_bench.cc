@@ -149,19 +149,19 @@ std::string family_bench_text(const ModelBenchSettings& settings, const FamilyBe
       "model        {} on {} core(s), {} sample(s) per run, {} costs, planned in "
       "{:.2f} ms\n\n",
       settings.model, settings.workers, settings.samples, settings.costs, bench.planning_ms);
-  text += fmt::format("{:<14} {:<36} {:>12} {:>12} {:>12} {:>9}\n", "family", "configuration",
+  text += fmt::format("{:<14} {:<44} {:>12} {:>12} {:>12} {:>9}\n", "family", "configuration",
                       "predicted ms", "median ms", "lowest ms", "meas/pred");
   for (const FamilyBenchRow& row : bench.rows) {
     if (!row.not_measured.empty()) continue;
     const double median = median_of(row.ms);
-    text += fmt::format("{:<14} {:<36} {:>12.3f} {:>12.3f} {:>12.3f} {:>9.2f}{}\n", row.family,
+    text += fmt::format("{:<14} {:<44} {:>12.3f} {:>12.3f} {:>12.3f} {:>9.2f}{}\n", row.family,
                         row.configuration, row.predicted_seconds * 1e3, median,
                         *std::min_element(row.ms.begin(), row.ms.end()),
                         median / (row.predicted_seconds * 1e3), row.fastest ? "  fastest" : "");
   }
   for (const FamilyBenchRow& row : bench.rows) {
     if (row.not_measured.empty()) continue;
-    text += fmt::format("{:<14} {:<36} {:>12.3f}  not measured: {}\n", row.family,
+    text += fmt::format("{:<14} {:<44} {:>12.3f}  not measured: {}\n", row.family,
                         row.configuration, row.predicted_seconds * 1e3, row.not_measured);
   }
   return text;
