@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/option_limits.h"
 #include "frontend/model_plan.h"
+#include "pipeline/family_bench.h"
 #include "pipeline/model_bench.h"
 
 namespace cleave::cli {
@@ -14,6 +15,12 @@ namespace cleave::cli {
 namespace {
 
 int run_bench(const ModelBenchSettings& settings) {
+  if (settings.families) {
+    const FamilyBench bench = run_family_bench(settings);
+    fmt::print("{}",
+               settings.json ? bench.report.dump(2) + "\n" : family_bench_text(settings, bench));
+    return 0;
+  }
   const ModelBench bench = run_model_bench(settings);
   if (settings.json)
     fmt::print("{}\n", bench.report.dump(2));
@@ -48,9 +55,21 @@ void register_bench(CLI::App& app, CommandAction& action) {
                    "Planner of the parallel variant: as `cleave plan --strategy`")
       ->check(CLI::IsMember(model_strategies()))
       ->default_val("auto");
-  command->add_option("--split", settings->split,
-                      "Also time a `cleave split` folder of the model (its partitioned graph "
-                      "and plan.json, one worker per machine), checked against the whole model");
+  CLI::Option* split = command->add_option(
+      "--split", settings->split,
+      "Also time a `cleave split` folder of the model (its partitioned graph "
+      "and plan.json, one worker per machine), checked against the whole model");
+  command
+      ->add_flag("--families", settings->families,
+                 "Time the fastest predicted plan of each family of auto's candidate table "
+                 "in one interleaved run, beside its prediction")
+      ->excludes(split);
+  command
+      ->add_option("--samples", settings->samples,
+                   "With --families: samples per run (data-parallel and pipelined rows)")
+      ->default_val(1)
+      ->check(CLI::Range(1, 4096))
+      ->needs("--families");
   command->add_flag("--json", settings->json, "Print the report as JSON");
   command->callback([settings, &action] { action = [settings] { return run_bench(*settings); }; });
 }

@@ -111,6 +111,8 @@ struct Search {
   std::vector<PlanCandidate> rows;
   ModelPlan best;
   double best_seconds = kInfinity;
+  std::map<std::string, ModelPlan> family_best;  // By family, "hybrid" apart from "task".
+  std::vector<ModelPlan> fastest;                // The two fastest, fastest first.
 
   PlanCandidate row(const std::string& strategy, const std::string& family,
                     const std::string& configuration) const {
@@ -138,6 +140,10 @@ struct Search {
     }
     rows.push_back(candidate);
     if (over >= 0) return;
+    plan.family = candidate.family;
+    plan.configuration = candidate.configuration;
+    plan.convolution_family = costs.convolution_family;
+    keep_alternative(plan);
     const double margin = candidate.family == "sequential" ? 1.0 : kParallelMargin;
     if (plan.plan.makespan < best_seconds * margin) {
       best_seconds = plan.plan.makespan;
@@ -145,6 +151,40 @@ struct Search {
       best.family = candidate.family;
       best.configuration = candidate.configuration;
     }
+  }
+
+  // Copies only a plan that beats its family's best or one of the two fastest so far.
+  void keep_alternative(const ModelPlan& plan) {
+    const double seconds = plan.plan.makespan;
+    const std::string key = plan.plan.notes.contains("hybrid_threads") ? "hybrid" : plan.family;
+    const auto found = family_best.find(key);
+    if (found == family_best.end() || seconds < found->second.plan.makespan)
+      family_best[key] = plan;
+    if (fastest.size() < 2 || seconds < fastest.back().plan.makespan) {
+      if (fastest.size() == 2) fastest.pop_back();
+      const auto at = std::find_if(fastest.begin(), fastest.end(), [&](const ModelPlan& kept) {
+        return seconds < kept.plan.makespan;
+      });
+      fastest.insert(at, plan);
+    }
+  }
+
+  // Every kept plan but the chosen one, once each, fastest first.
+  std::vector<ModelPlan> alternatives_to(const std::string& chosen_configuration) {
+    std::vector<ModelPlan> all = std::move(fastest);
+    for (auto& [key, plan] : family_best) all.push_back(std::move(plan));
+    std::stable_sort(all.begin(), all.end(), [](const ModelPlan& a, const ModelPlan& b) {
+      return a.plan.makespan < b.plan.makespan;
+    });
+    std::vector<ModelPlan> unique;
+    for (ModelPlan& plan : all) {
+      const bool seen = plan.configuration == chosen_configuration ||
+                        std::any_of(unique.begin(), unique.end(), [&](const ModelPlan& kept) {
+                          return kept.configuration == plan.configuration;
+                        });
+      if (!seen) unique.push_back(std::move(plan));
+    }
+    return unique;
   }
 
   // Plans one candidate; a planner's refusal on a machine file (its own over-memory plan, a
@@ -377,7 +417,7 @@ void mark_candidates(std::vector<PlanCandidate>& rows, const std::string& chosen
 }
 
 ModelPlan plan_auto(const Graph& graph, const CostTable& costs, const ModelPlanOptions& options) {
-  Search search{graph, costs, options, {}, {}, kInfinity};
+  Search search{graph, costs, options, {}, {}, kInfinity, {}, {}};
   search.attempt(search.row("sequential", "sequential", sequential_text(options)),
                  [&] { return plan_sequential(graph, costs, options); });
   if (options.machine) {
@@ -397,6 +437,7 @@ ModelPlan plan_auto(const Graph& graph, const CostTable& costs, const ModelPlanO
   }
   ModelPlan chosen = std::move(search.best);
   mark_candidates(search.rows, chosen.configuration);
+  chosen.alternatives = search.alternatives_to(chosen.configuration);
   chosen.candidates = std::move(search.rows);
   chosen.plan.notes["auto_choice"] = chosen.plan.strategy;
   chosen.plan.notes["family"] = chosen.family;

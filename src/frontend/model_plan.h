@@ -67,6 +67,10 @@ struct ModelPlan {
   double planning_seconds = 0;
   std::string family = "sequential";  ///< The chosen candidate's family and configuration.
   std::string configuration;
+  /// `auto` only: plans of the table's fitting rows beside the chosen one, fastest prediction
+  /// first: the fastest of each family and the fastest two overall, which the timed check and
+  /// `cleave bench --families` run.
+  std::vector<ModelPlan> alternatives;
 };
 
 /// `workers` CPU workers of `threads_each` threads, pinned to consecutive cores.

@@ -87,6 +87,25 @@ nlohmann::json bench_report(const ModelBenchSettings& settings, const ModelBench
 
 }  // namespace
 
+void time_interleaved(const std::vector<ExecutorInterface*>& executors,
+                      const std::vector<SampleInputs>& inputs, int warmup, int repeat,
+                      std::vector<std::vector<double>>& ms) {
+  for (int i = 0; i < warmup; ++i) {
+    for (ExecutorInterface* executor : executors) executor->run(inputs);
+  }
+  ms.resize(executors.size());
+  for (int i = 0; i < repeat; ++i) {
+    for (std::size_t k = 0; k < executors.size(); ++k) {
+      const std::size_t v = i % 2 == 0 ? k : executors.size() - 1 - k;
+      auto start = std::chrono::steady_clock::now();
+      executors[v]->run(inputs);
+      ms[v].push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
+    }
+  }
+}
+
 ModelBench run_model_bench(const ModelBenchSettings& settings) {
   LoadOptions load;
   load.shapes = parse_input_shapes(settings.shapes);
@@ -147,19 +166,9 @@ ModelBench run_model_bench(const ModelBenchSettings& settings) {
     bench.split_nodes = split->graph.node_count();
     bench.split_machines = split->machines;
   }
-  for (int i = 0; i < settings.warmup; ++i) {
-    for (ExecutorInterface* executor : executors) executor->run(inputs);
-  }
-  // Interleaved so that the machine's drift affects every variant alike.
-  for (int i = 0; i < settings.repeat; ++i) {
-    for (std::size_t v = 0; v < executors.size(); ++v) {
-      auto start = std::chrono::steady_clock::now();
-      executors[v]->run(inputs);
-      bench.variants[v].ms.push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count());
-    }
-  }
+  std::vector<std::vector<double>> ms(executors.size());
+  time_interleaved(executors, {inputs}, settings.warmup, settings.repeat, ms);
+  for (std::size_t v = 0; v < executors.size(); ++v) bench.variants[v].ms = std::move(ms[v]);
   Executor reference(graph, with_threads(chosen.threads_per_worker, family));
   bool equal = bitwise_equal(reference.run(inputs), parallel.run(inputs));
   bench.checked = {chosen.plan.strategy};

@@ -8,6 +8,7 @@
 
 #include "analysis/static_cost.h"
 #include "runtime/convolution_family.h"
+#include "runtime/executor_interface.h"
 
 namespace cleave {
 
@@ -20,7 +21,9 @@ struct ModelBenchSettings {
   int repeat = 20;
   std::string costs = "profile";
   std::string strategy = "auto";
-  std::string split;  ///< A `cleave split` folder of the model, timed beside the others.
+  std::string split;      ///< A `cleave split` folder of the model, timed beside the others.
+  bool families = false;  ///< Time the best plan of each family instead (family_bench.h).
+  int samples = 1;        ///< Samples per run, with `families` (data-parallel, pipelines).
   bool json = false;
 };
 
@@ -47,6 +50,14 @@ struct ModelBench {
   double split_error = 0;  ///< Max |split - whole|.
   double split_scale = 0;  ///< Max |whole|.
 };
+
+/// Runs every executor on `inputs` (one entry per sample) `warmup` times, then `repeat`
+/// rounds of one run each, the order
+/// reversed every other round so that the machine's drift affects every variant alike;
+/// `ms[v]` gets executor v's milliseconds per round.
+void time_interleaved(const std::vector<ExecutorInterface*>& executors,
+                      const std::vector<SampleInputs>& inputs, int warmup, int repeat,
+                      std::vector<std::vector<double>>& ms);
 
 /// Loads and plans the model, times the variants interleaved and checks their outputs
 /// (errors name the model or the split folder).

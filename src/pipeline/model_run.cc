@@ -97,7 +97,12 @@ nlohmann::json plan_report(const ModelRun& run) {
     plan["auto_check"] = {{"candidate", auto_check->candidate},
                           {"candidate_ms", auto_check->candidate_ms},
                           {"sequential_ms", auto_check->sequential_ms},
-                          {"kept", model_plan.plan.strategy}};
+                          {"kept", model_plan.plan.strategy},
+                          {"kept_configuration", auto_check->kept}};
+    if (!auto_check->runner_up.empty()) {
+      plan["auto_check"]["runner_up"] = auto_check->runner_up;
+      plan["auto_check"]["runner_up_ms"] = auto_check->runner_up_ms;
+    }
   }
   return plan;
 }
@@ -340,10 +345,15 @@ std::string model_run_text(const ModelRunSettings& settings, const ModelRun& run
         parallel->samples(), model_plan.plan.makespan * 1e3,
         run.prepared().executor->last_trace().makespan * 1e3);
     if (const std::optional<AutoCheck>& auto_check = run.prepared().auto_check) {
-      text +=
-          fmt::format("check      timed {} at {:.3f} ms against sequential at {:.3f} ms: kept {}\n",
-                      auto_check->candidate, auto_check->candidate_ms, auto_check->sequential_ms,
-                      model_plan.plan.strategy);
+      text += fmt::format(
+          "check      timed {} at {:.3f} ms{} against sequential at {:.3f} ms: "
+          "kept {}\n",
+          auto_check->candidate_configuration, auto_check->candidate_ms,
+          auto_check->runner_up.empty()
+              ? std::string()
+              : fmt::format(", runner-up {} at {:.3f} ms", auto_check->runner_up,
+                            auto_check->runner_up_ms),
+          auto_check->sequential_ms, auto_check->kept);
     }
     if (!settings.trace_file.empty()) text += fmt::format("trace      {}\n", settings.trace_file);
     if (!settings.gantt_file.empty()) text += fmt::format("gantt      {}\n", settings.gantt_file);

@@ -3,7 +3,9 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "frontend/costs.h"
 #include "runtime/random_inputs.h"
@@ -23,26 +25,25 @@ void log_line(const RunRecipe& recipe, const std::string& line) {
   if (recipe.log) recipe.log(line);
 }
 
-// Medians of a few runs of each, in blocks of A B B A so that neither always runs first.
-AutoCheck time_against_sequential(const RunRecipe& recipe, const std::string& strategy,
-                                  ExecutorInterface& candidate, ExecutorInterface& sequential,
-                                  const std::vector<SampleInputs>& inputs) {
+// Medians of a few runs of each, in blocks of A B C then C B A so that none always runs first.
+std::vector<double> time_alike(const RunRecipe& recipe,
+                               const std::vector<std::pair<std::string, ExecutorInterface*>>& runs,
+                               const std::vector<SampleInputs>& inputs) {
   constexpr int kWarmup = 2;
   constexpr int kRunsPerBlock = 3;
   for (int i = 0; i < kWarmup; ++i) {
-    recipe.timer(strategy, candidate, inputs);
-    recipe.timer("sequential", sequential, inputs);
+    for (const auto& [name, executor] : runs) recipe.timer(name, *executor, inputs);
   }
-  std::vector<double> candidate_ms, sequential_ms;
-  const auto time_block = [&](const std::string& name, ExecutorInterface& executor,
-                              std::vector<double>& into) {
-    for (int i = 0; i < kRunsPerBlock; ++i) into.push_back(recipe.timer(name, executor, inputs));
+  std::vector<std::vector<double>> ms(runs.size());
+  const auto time_block = [&](std::size_t r) {
+    for (int i = 0; i < kRunsPerBlock; ++i)
+      ms[r].push_back(recipe.timer(runs[r].first, *runs[r].second, inputs));
   };
-  time_block(strategy, candidate, candidate_ms);
-  time_block("sequential", sequential, sequential_ms);
-  time_block("sequential", sequential, sequential_ms);
-  time_block(strategy, candidate, candidate_ms);
-  return {strategy, median_of(candidate_ms), median_of(sequential_ms)};
+  for (std::size_t r = 0; r < runs.size(); ++r) time_block(r);
+  for (std::size_t r = runs.size(); r-- > 0;) time_block(r);
+  std::vector<double> medians;
+  for (const std::vector<double>& times : ms) medians.push_back(median_of(times));
+  return medians;
 }
 
 // A plan with the family its kernels use and its executor.
@@ -110,7 +111,9 @@ struct PlanContext {
     if (measure_layouts && recipe.layouts_follow_plan_threads &&
         fit.threads_per_worker != recipe.threads_per_worker) {
       run.layouts = layouts_at(g, fit.threads_per_worker, inputs.front(), recipe);
-      if (run.predicted_with && run.layouts.family != *run.predicted_with) {
+      // Only a one-worker plan is predicted again: re-planning any other as "sequential"
+      // would replace it (the runner-up of the timed check among them).
+      if (workers == 1 && run.predicted_with && run.layouts.family != *run.predicted_with) {
         run.predicted_with = run.layouts.family;
         ModelPlan repredicted =
             plan_model(g, costs_of("profile", run.layouts.family), plan_options("sequential"));
@@ -196,27 +199,52 @@ ModelPlan first_plan(const PlanContext& context, PreparedRun& prepared) {
 }
 
 // Predictions come from one profiling process on a possibly busy machine. When they favour
-// a parallel plan, a few timed runs against the sequential plan decide, so that `auto` is
-// not slower than the operators one by one with all threads because of one disturbed
-// profile.
-void check_against_sequential(const PlanContext& context, PreparedRun& prepared,
-                              PlannedRun& chosen) {
+// a parallel plan, a few timed runs of it, the runner-up prediction and the sequential plan
+// decide, so that `auto` is not slower than the operators one by one with all threads, nor
+// than its second guess, because of one disturbed profile.
+void check_top_candidates(const PlanContext& context, PreparedRun& prepared, PlannedRun& chosen) {
   const RunRecipe& recipe = context.recipe;
-  ModelPlan fallback_plan =
-      plan_model(context.g, *prepared.costs, context.plan_options("sequential"));
-  fallback_plan.candidates = chosen.model_plan.candidates;
-  fallback_plan.plan.notes["auto_choice"] = "sequential";
-  PlannedRun fallback = context.prepare(std::move(fallback_plan));
-  prepared.auto_check =
-      time_against_sequential(recipe, chosen.model_plan.plan.strategy, *chosen.executor,
-                              *fallback.executor, prepared.inputs);
-  const bool keep = prepared.auto_check->sequential_ms >= prepared.auto_check->candidate_ms;
-  log_line(recipe, fmt::format("recipe: timed {} at {:.3f} ms against sequential at {:.3f} ms: "
-                               "kept {}",
-                               prepared.auto_check->candidate, prepared.auto_check->candidate_ms,
-                               prepared.auto_check->sequential_ms,
-                               keep ? prepared.auto_check->candidate : "sequential"));
-  if (!keep) chosen = std::move(fallback);
+  const auto as_choice = [&](ModelPlan plan, const std::string& why) {
+    plan.candidates = chosen.model_plan.candidates;
+    plan.plan.notes["auto_choice"] = why;
+    return context.prepare(std::move(plan));
+  };
+  std::optional<PlannedRun> runner_up;
+  const std::vector<ModelPlan>& alternatives = chosen.model_plan.alternatives;
+  if (!alternatives.empty() && alternatives.front().family != "sequential")
+    runner_up = as_choice(alternatives.front(), alternatives.front().plan.strategy);
+  PlannedRun fallback = as_choice(
+      plan_model(context.g, *prepared.costs, context.plan_options("sequential")), "sequential");
+  AutoCheck check;
+  check.candidate = chosen.model_plan.plan.strategy;
+  check.candidate_configuration = chosen.model_plan.configuration;
+  std::vector<std::pair<std::string, ExecutorInterface*>> runs = {
+      {check.candidate_configuration, chosen.executor.get()}};
+  if (runner_up) {
+    check.runner_up = runner_up->model_plan.configuration;
+    runs.emplace_back(check.runner_up, runner_up->executor.get());
+  }
+  runs.emplace_back("sequential", fallback.executor.get());
+  const std::vector<double> ms = time_alike(recipe, runs, prepared.inputs);
+  check.candidate_ms = ms.front();
+  check.sequential_ms = ms.back();
+  if (runner_up) check.runner_up_ms = ms[1];
+  // The fastest measured; on a tie the earlier, the plan predicted faster.
+  const std::size_t best = std::min_element(ms.begin(), ms.end()) - ms.begin();
+  check.kept = runs[best].first;
+  log_line(recipe,
+           fmt::format("recipe: timed {} at {:.3f} ms{} against sequential at {:.3f} ms: kept {}",
+                       check.candidate_configuration, check.candidate_ms,
+                       runner_up ? fmt::format(", runner-up {} at {:.3f} ms", check.runner_up,
+                                               check.runner_up_ms)
+                                 : std::string(),
+                       check.sequential_ms, check.kept));
+  prepared.auto_check = std::move(check);
+  if (best + 1 == runs.size()) {
+    chosen = std::move(fallback);
+  } else if (best == 1) {
+    chosen = std::move(*runner_up);
+  }
 }
 
 // Profiles and layout choices read the weights; from here only the executors' copies of the
@@ -272,7 +300,7 @@ PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
   for (int s = static_cast<int>(prepared.inputs.size()); s < chosen.executor->samples(); ++s)
     prepared.inputs.push_back(input_of(s));
   if (auto_plan && recipe.auto_check && chosen.model_plan.plan.strategy != "sequential")
-    check_against_sequential(context, prepared, chosen);
+    check_top_candidates(context, prepared, chosen);
   install_plan(prepared, recipe, std::move(chosen));
   return prepared;
 }

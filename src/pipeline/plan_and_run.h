@@ -19,8 +19,9 @@
 
 namespace cleave {
 
-/// Times one run of an executor in milliseconds; `strategy` names the plan it runs
-/// ("sequential" for the fallback). The recipe's auto check calls it; a test gives fake times.
+/// Times one run of an executor in milliseconds; `strategy` names the plan it runs: its
+/// configuration ("lc, 2 workers x 1 thread"), or "sequential" for the fallback. The recipe's auto
+/// check calls it; a test gives fake times.
 using RunTimer = std::function<double(const std::string& strategy, ExecutorInterface& executor,
                                       const std::vector<SampleInputs>& inputs)>;
 
@@ -51,8 +52,8 @@ struct RunRecipe {
   /// When set, a plan runs on the cores that other processes leave free (plan_threads_for,
   /// runtime/wait_policy.h) instead of its own counts.
   std::optional<HostLoad> host_load;
-  /// With plan "auto": when the predicted choice is parallel, time it against the sequential
-  /// plan and keep the faster.
+  /// With plan "auto": when the predicted choice is parallel, time it, the runner-up
+  /// prediction and the sequential plan, and keep the fastest measured.
   bool auto_check = true;
   /// The executor frees loaded weights that its kernels keep packed
   /// (ExecutorOptions::release_packed_weights, ParallelOptions::release_packed_weights), and
@@ -65,11 +66,15 @@ struct RunRecipe {
   std::function<void(const std::string&)> log;  ///< One line per decision; may be empty.
 };
 
-/// Timed runs of auto's parallel choice and of the sequential plan.
+/// Timed runs of auto's parallel choice, the runner-up prediction and the sequential plan.
 struct AutoCheck {
-  std::string candidate;
+  std::string candidate;  ///< The predicted choice's strategy.
+  std::string candidate_configuration;
   double candidate_ms = 0;
   double sequential_ms = 0;
+  std::string runner_up;  ///< The runner-up's configuration; empty when it was not timed.
+  double runner_up_ms = 0;
+  std::string kept;  ///< The configuration kept, or "sequential".
 };
 
 /// Everything decided before the timed runs, and the executor that makes them.
@@ -91,9 +96,9 @@ struct PreparedRun {
 /// costs, plan, check, executor; logging each decision through recipe.log.
 ///
 /// `auto` is one policy wherever it is used: plan_model picks the fastest prediction, and
-/// unless recipe.auto_check is off, a parallel pick is timed against the sequential plan (two
-/// warm-up runs each, then blocks of three runs as A B B A; medians) and the sequential plan
-/// kept when it is faster.
+/// unless recipe.auto_check is off, a parallel pick is timed against the runner-up prediction
+/// and the sequential plan (two warm-up runs each, then blocks of three runs as A B C C B A;
+/// medians) and the fastest kept, the prediction on a tie.
 PreparedRun prepare_run(Graph graph, const RunRecipe& recipe);
 
 }  // namespace cleave

@@ -221,5 +221,37 @@ TEST(AutoSearch, AFifteenHundredNodeGraphIsPlannedInUnderASecond) {
   EXPECT_GE(plan.candidates.size(), 7u);
 }
 
+// The timed check and `bench --families` run the plans beside the choice: the fastest of
+// each family and the runner-up, each once, fastest first, the choice not among them.
+TEST(AutoSearch, AlternativesKeepTheFastestOfEachFamilyAndTheRunnerUp) {
+  const Graph graph = four_branches();
+  const std::map<std::string, double> ms{
+      {"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Tanh", 1e-3}, {"Exp", 1e-3}, {"Add", 1e-4}};
+  const ModelPlan plan = plan_model(graph, fixed_costs(graph, ms), on_cores(4));
+  ASSERT_FALSE(plan.alternatives.empty());
+  std::set<std::string> kept;
+  for (std::size_t i = 0; i < plan.alternatives.size(); ++i) {
+    const ModelPlan& alternative = plan.alternatives[i];
+    EXPECT_NE(alternative.configuration, plan.configuration);
+    EXPECT_TRUE(kept.insert(alternative.configuration).second) << alternative.configuration;
+    if (i > 0) {
+      EXPECT_LE(plan.alternatives[i - 1].plan.makespan, alternative.plan.makespan);
+    }
+  }
+  std::map<std::string, const PlanCandidate*> fastest_of_family;
+  const PlanCandidate* runner_up = nullptr;
+  for (const PlanCandidate& row : plan.candidates) {
+    const PlanCandidate*& best = fastest_of_family[row.family];
+    if (!best || row.predicted_seconds < best->predicted_seconds) best = &row;
+    if (!row.chosen && (!runner_up || row.predicted_seconds < runner_up->predicted_seconds))
+      runner_up = &row;
+  }
+  ASSERT_NE(runner_up, nullptr);
+  EXPECT_DOUBLE_EQ(plan.alternatives.front().plan.makespan, runner_up->predicted_seconds);
+  for (const auto& [family, row] : fastest_of_family) {
+    EXPECT_TRUE(row->chosen || kept.count(row->configuration) == 1) << family;
+  }
+}
+
 }  // namespace
 }  // namespace cleave

@@ -103,8 +103,44 @@ TEST(PlanAndRun, TheCheckTimesBothPlansAlikeAfterWarmUp) {
   PreparedRun prepared = prepare_run(branchy(), auto_recipe(times, log));
   ASSERT_TRUE(prepared.auto_check);
   // Two warm-up runs, then two blocks of three, for each plan.
-  EXPECT_EQ(times.calls[prepared.auto_check->candidate], 8);
+  EXPECT_EQ(times.calls[prepared.auto_check->candidate_configuration], 8);
   EXPECT_EQ(times.calls["sequential"], 8);
+  if (!prepared.auto_check->runner_up.empty()) {
+    EXPECT_EQ(times.calls[prepared.auto_check->runner_up], 8);
+  }
+}
+
+// The check times the two fastest predictions and sequential: when the runner-up measures
+// fastest, it runs. The timer sees the predicted choice first (its warm-up), so the first
+// parallel plan it times is made slow and every other fast.
+TEST(PlanAndRun, AutoKeepsTheRunnerUpWhenItTimesFastest) {
+  std::string first_timed;
+  std::map<std::string, int> calls;
+  RunRecipe recipe;
+  recipe.strategy = "auto";
+  recipe.layouts = "blocked";
+  recipe.costs = "static";
+  recipe.workers = 2;
+  recipe.timer = [&](const std::string& name, ExecutorInterface&,
+                     const std::vector<SampleInputs>&) {
+    ++calls[name];
+    if (name == "sequential") return 2.0;
+    if (first_timed.empty()) first_timed = name;
+    return name == first_timed ? 3.0 : 1.0;
+  };
+  PreparedRun prepared = prepare_run(branchy(), recipe);
+  ASSERT_TRUE(prepared.auto_check);
+  const AutoCheck& check = *prepared.auto_check;
+  ASSERT_FALSE(check.runner_up.empty()) << "auto should have a parallel runner-up";
+  EXPECT_EQ(check.candidate_configuration, first_timed);
+  EXPECT_NE(check.runner_up, check.candidate_configuration);
+  EXPECT_DOUBLE_EQ(check.candidate_ms, 3.0);
+  EXPECT_DOUBLE_EQ(check.runner_up_ms, 1.0);
+  EXPECT_DOUBLE_EQ(check.sequential_ms, 2.0);
+  EXPECT_EQ(check.kept, check.runner_up);
+  ASSERT_TRUE(prepared.plan);
+  EXPECT_EQ(prepared.plan->configuration, check.runner_up);
+  EXPECT_EQ(calls.size(), 3u);
 }
 
 TEST(PlanAndRun, WithoutTheCheckAutoKeepsItsPrediction) {

@@ -1,0 +1,170 @@
+// `cleave bench --families`: auto's table planned once, each family's best plan timed alike.
+#include "pipeline/family_bench.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "frontend/load.h"
+#include "frontend/model_plan.h"
+#include "pipeline/family_search.h"
+#include "pipeline/session.h"
+#include "runtime/parallel_executor.h"
+#include "runtime/random_inputs.h"
+#include "support/timing.h"
+
+namespace cleave {
+
+namespace {
+
+// Hybrid plans are task plans with unequal threads; they are compared as a family of their own.
+std::string family_key(const ModelPlan& plan) {
+  return plan.plan.notes.contains("hybrid_threads") ? "hybrid" : plan.family;
+}
+
+// The fastest prediction of each family among the chosen plan and its alternatives.
+std::vector<const ModelPlan*> best_of_each_family(const ModelPlan& chosen) {
+  std::map<std::string, const ModelPlan*> best;
+  const auto offer = [&](const ModelPlan& plan) {
+    const ModelPlan*& kept = best[family_key(plan)];
+    if (!kept || plan.plan.makespan < kept->plan.makespan) kept = &plan;
+  };
+  offer(chosen);
+  for (const ModelPlan& plan : chosen.alternatives) offer(plan);
+  std::vector<const ModelPlan*> plans;
+  for (const auto& [key, plan] : best) plans.push_back(plan);
+  std::stable_sort(plans.begin(), plans.end(), [](const ModelPlan* a, const ModelPlan* b) {
+    return a->plan.makespan < b->plan.makespan;
+  });
+  return plans;
+}
+
+// Spatial splits and pipelined stages run through their own commands: one row per family.
+void add_unrunnable_rows(const ModelPlan& chosen, std::vector<FamilyBenchRow>& rows) {
+  std::map<std::string, const PlanCandidate*> best;
+  for (const PlanCandidate& candidate : chosen.candidates) {
+    if (candidate.family != "spatial" && candidate.family != "pipeline") continue;
+    const PlanCandidate*& kept = best[candidate.family];
+    if (!kept || candidate.predicted_seconds < kept->predicted_seconds) kept = &candidate;
+  }
+  for (const auto& [family, candidate] : best) {
+    FamilyBenchRow row;
+    row.family = family;
+    row.configuration = candidate->configuration;
+    row.predicted_seconds = candidate->predicted_seconds;
+    row.not_measured = candidate->rejected.empty()
+                           ? fmt::format(
+                                 "`cleave bench` runs whole-graph plans; run {} plans "
+                                 "with `cleave {}`",
+                                 family, family == "spatial" ? "split" : "stream --stages")
+                           : candidate->rejected;
+    rows.push_back(std::move(row));
+  }
+}
+
+nlohmann::json family_report(const ModelBenchSettings& settings, const FamilyBench& bench,
+                             ConvolutionFamily convolutions) {
+  nlohmann::json families = nlohmann::json::array();
+  nlohmann::json not_measured = nlohmann::json::array();
+  for (const FamilyBenchRow& row : bench.rows) {
+    if (!row.not_measured.empty()) {
+      not_measured.push_back({{"family", row.family},
+                              {"configuration", row.configuration},
+                              {"predicted_seconds", row.predicted_seconds},
+                              {"reason", row.not_measured}});
+      continue;
+    }
+    const double measured = median_of(row.ms) / 1e3;
+    families.push_back({{"family", row.family},
+                        {"configuration", row.configuration},
+                        {"predicted_seconds", row.predicted_seconds},
+                        {"measured_seconds", measured},
+                        {"lowest_seconds", *std::min_element(row.ms.begin(), row.ms.end()) / 1e3},
+                        {"ratio", measured / row.predicted_seconds},
+                        {"fastest", row.fastest}});
+  }
+  return {{"model", settings.model},      {"workers", settings.workers},
+          {"costs", settings.costs},      {"convolutions", to_string(convolutions)},
+          {"repeat", settings.repeat},    {"warmup", settings.warmup},
+          {"plan_ms", bench.planning_ms}, {"families", families},
+          {"not_measured", not_measured}};
+}
+
+}  // namespace
+
+FamilyBench run_family_bench(const ModelBenchSettings& settings) {
+  LoadOptions load;
+  load.shapes = parse_input_shapes(settings.shapes);
+  // Auto's prediction as it stands: the timed check would replace the table's choice.
+  RunRecipe recipe;
+  recipe.strategy = "auto";
+  recipe.workers = settings.workers;
+  recipe.threads_per_worker = 1;
+  recipe.layouts_follow_plan_threads = false;
+  recipe.costs = settings.costs;
+  recipe.auto_check = false;
+  recipe.samples = settings.samples;
+  recipe.inputs = [](const Graph& graph, int sample) { return random_inputs(graph, sample); };
+  Session session(settings.model, SessionOptions{load, recipe});
+  const std::shared_ptr<PreparedShape> shape = session.prepare({});
+  PreparedRun& prepared = shape->run;
+  ModelPlan& chosen = *prepared.plan;
+  ModelPlanOptions options;
+  options.strategy = "auto";
+  options.workers = settings.workers;
+  options.samples = settings.samples;
+  add_split_and_stage_candidates(prepared.graph, *prepared.costs, options, chosen);
+
+  FamilyBench bench;
+  bench.planning_ms = chosen.planning_seconds * 1e3;
+  std::vector<std::unique_ptr<ParallelExecutor>> owned;
+  std::vector<ExecutorInterface*> executors;
+  for (const ModelPlan* plan : best_of_each_family(chosen)) {
+    ParallelOptions parallel;
+    parallel.threads = static_cast<int>(plan->tasks.machine.size());
+    parallel.threads_per_worker = plan->threads_per_worker;
+    parallel.convolution_family = prepared.layouts.family;
+    owned.push_back(
+        std::make_unique<ParallelExecutor>(prepared.graph, plan->tasks, plan->plan, parallel));
+    executors.push_back(owned.back().get());
+    bench.rows.push_back({plan->family, plan->configuration, plan->plan.makespan, {}, {}, false});
+  }
+  std::vector<std::vector<double>> ms;
+  time_interleaved(executors, prepared.inputs, settings.warmup, settings.repeat, ms);
+  std::size_t fastest = 0;
+  for (std::size_t v = 0; v < executors.size(); ++v) {
+    bench.rows[v].ms = std::move(ms[v]);
+    if (median_of(bench.rows[v].ms) < median_of(bench.rows[fastest].ms)) fastest = v;
+  }
+  if (!bench.rows.empty()) bench.rows[fastest].fastest = true;
+  add_unrunnable_rows(chosen, bench.rows);
+  bench.report = family_report(settings, bench, prepared.layouts.family);
+  return bench;
+}
+
+std::string family_bench_text(const ModelBenchSettings& settings, const FamilyBench& bench) {
+  std::string text = fmt::format(
+      "model        {} on {} core(s), {} sample(s) per run, {} costs, planned in "
+      "{:.2f} ms\n\n",
+      settings.model, settings.workers, settings.samples, settings.costs, bench.planning_ms);
+  text += fmt::format("{:<14} {:<44} {:>12} {:>12} {:>12} {:>9}\n", "family", "configuration",
+                      "predicted ms", "median ms", "lowest ms", "meas/pred");
+  for (const FamilyBenchRow& row : bench.rows) {
+    if (!row.not_measured.empty()) continue;
+    const double median = median_of(row.ms);
+    text += fmt::format("{:<14} {:<44} {:>12.3f} {:>12.3f} {:>12.3f} {:>9.2f}{}\n", row.family,
+                        row.configuration, row.predicted_seconds * 1e3, median,
+                        *std::min_element(row.ms.begin(), row.ms.end()),
+                        median / (row.predicted_seconds * 1e3), row.fastest ? "  fastest" : "");
+  }
+  for (const FamilyBenchRow& row : bench.rows) {
+    if (row.not_measured.empty()) continue;
+    text += fmt::format("{:<14} {:<44} {:>12.3f}  not measured: {}\n", row.family,
+                        row.configuration, row.predicted_seconds * 1e3, row.not_measured);
+  }
+  return text;
+}
+
+}  // namespace cleave

@@ -1,0 +1,39 @@
+// `cleave bench --families`: the best runnable plan of each family of auto's table, timed in one
+// interleaved run beside its prediction.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "pipeline/model_bench.h"
+
+namespace cleave {
+
+/// One family's row: its fastest predicted plan and, when it runs here, its timed runs.
+struct FamilyBenchRow {
+  std::string family;  ///< As PlanCandidate::family.
+  std::string configuration;
+  double predicted_seconds = 0;
+  std::vector<double> ms;    ///< Per interleaved round; empty when not measured.
+  std::string not_measured;  ///< Why this command cannot run the family; empty when measured.
+  bool fastest = false;      ///< The lowest median of the measured rows.
+};
+
+/// The families compared and the report.
+struct FamilyBench {
+  std::vector<FamilyBenchRow> rows;  ///< Measured rows by prediction, then the others.
+  nlohmann::json report;             ///< As `--json` prints it.
+  double planning_ms = 0;
+};
+
+/// Plans the candidate table once (auto), takes the fastest prediction of each family present
+/// (hybrid plans apart from even task splits) and times them interleaved: `settings.warmup`
+/// rounds, then `settings.repeat` rounds alternating the order. Spatial and pipelined rows are
+/// listed with the command that runs them.
+FamilyBench run_family_bench(const ModelBenchSettings& settings);
+
+/// The comparison as text, as `cleave bench --families` prints it.
+std::string family_bench_text(const ModelBenchSettings& settings, const FamilyBench& bench);
+
+}  // namespace cleave

@@ -1,0 +1,99 @@
+// `cleave bench --families`: one timed row per runnable family of auto's candidate table.
+#include <nlohmann/json.hpp>
+
+#include <set>
+#include <string>
+
+#include "command_fixture.h"
+
+namespace cleave {
+namespace {
+
+class BenchFamiliesTest : public DemoModelFixture {};
+
+// The families `plan --explain` lists that a whole-graph executor runs; hybrid task plans
+// count apart from even splits.
+std::set<std::string> runnable_families(const nlohmann::json& plan) {
+  std::set<std::string> families;
+  for (const nlohmann::json& row : plan["candidates"]) {
+    const std::string family = row["family"];
+    if (family == "spatial" || family == "pipeline") continue;
+    const std::string configuration = row["configuration"];
+    families.insert(configuration.rfind("hybrid", 0) == 0 ? "hybrid " + family : family);
+  }
+  return families;
+}
+
+TEST_F(BenchFamiliesTest, TimesOneRowPerRunnableFamilyOfTheTable) {
+  CommandResult planned = cleave("plan " + model_ + " --costs static --workers 2 --explain --json");
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  const std::set<std::string> expected = runnable_families(nlohmann::json::parse(planned.out));
+
+  CommandResult result = cleave("bench " + model_ +
+                                " --families --json --costs static --workers 2 --repeat 1 "
+                                "--warmup 0");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json report = nlohmann::json::parse(result.out);
+  ASSERT_TRUE(report["families"].is_array()) << result.out;
+  std::multiset<std::string> measured;
+  int fastest = 0;
+  for (const nlohmann::json& row : report["families"]) {
+    for (const char* field :
+         {"family", "configuration", "predicted_seconds", "measured_seconds", "ratio"}) {
+      EXPECT_TRUE(row.contains(field)) << field << " in " << row.dump();
+    }
+    const std::string configuration = row["configuration"];
+    measured.insert(configuration.rfind("hybrid", 0) == 0
+                        ? "hybrid " + row["family"].get<std::string>()
+                        : row["family"].get<std::string>());
+    EXPECT_GT(row["measured_seconds"].get<double>(), 0) << row.dump();
+    EXPECT_GT(row["predicted_seconds"].get<double>(), 0) << row.dump();
+    EXPECT_DOUBLE_EQ(row["ratio"].get<double>(), row["measured_seconds"].get<double>() /
+                                                     row["predicted_seconds"].get<double>());
+    fastest += row["fastest"].get<bool>() ? 1 : 0;
+  }
+  EXPECT_EQ(measured, std::multiset<std::string>(expected.begin(), expected.end()));
+  EXPECT_EQ(fastest, 1);
+}
+
+// Several samples per run bring whole-model data parallelism (timed) and pipelined stages,
+// which only `cleave stream` runs (listed with that reason).
+TEST_F(BenchFamiliesTest, SeveralSamplesTimeDataParallelAndListThePipeline) {
+  CommandResult result = cleave("bench " + model_ +
+                                " --families --json --costs static --workers 2 --samples 2 "
+                                "--repeat 1 --warmup 0");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json report = nlohmann::json::parse(result.out);
+  bool data_parallel = false;
+  for (const nlohmann::json& row : report["families"])
+    data_parallel = data_parallel || row["family"] == "data-parallel";
+  EXPECT_TRUE(data_parallel) << result.out;
+  ASSERT_EQ(report["not_measured"].size(), 1u) << result.out;
+  EXPECT_EQ(report["not_measured"][0]["family"], "pipeline");
+  EXPECT_NE(report["not_measured"][0]["reason"].get<std::string>().find("cleave stream"),
+            std::string::npos);
+}
+
+TEST_F(BenchFamiliesTest, TheTextNamesTheFastestFamily) {
+  CommandResult result =
+      cleave("bench " + model_ + " --families --costs static --workers 2 --repeat 1 --warmup 0");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("meas/pred"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("fastest"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("sequential"), std::string::npos) << result.out;
+}
+
+TEST_F(BenchFamiliesTest, SamplesNeedTheFamilies) {
+  CommandResult result = cleave("bench " + model_ + " --samples 2");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("--families"), std::string::npos) << result.err;
+}
+
+TEST_F(BenchFamiliesTest, ASplitFolderIsNotTimedWithTheFamilies) {
+  CommandResult result = cleave("bench " + model_ + " --families --split somewhere");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("--split"), std::string::npos) << result.err;
+}
+
+}  // namespace
+}  // namespace cleave
