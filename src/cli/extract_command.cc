@@ -12,7 +12,7 @@
 #include "onnx/extract.h"
 #include "onnx/onnx_export.h"
 #include "onnx/onnx_import.h"
-#include "onnx/scope.h"
+#include "ir/scope.h"
 
 namespace cleave::cli {
 

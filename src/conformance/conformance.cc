@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "ir/scope.h"
 #include "ir/verify.h"
 #include "onnx/onnx_import.h"
 #include "passes/optimize.h"
@@ -314,6 +315,7 @@ CaseResult run_case(const std::string& directory, const std::string& name,
       return result;
     }
     verify_graph(graph);
+    make_captures_explicit(graph);
     OptimizeOptions optimize;
     optimize.fuse_activations = true;
     optimize.fold_channel_scales = true;

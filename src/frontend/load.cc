@@ -9,6 +9,7 @@
 #include <exception>
 
 #include "frontend/shape_completion.h"
+#include "ir/scope.h"
 #include "ir/text.h"
 #include "ir/verify.h"
 #include "onnx/onnx_export.h"
@@ -243,6 +244,9 @@ Graph specialize_model(Graph graph, const LoadOptions& options, const std::strin
                              unrolled.loops, unrolled.rnns, unrolled.steps, unrolled.nodes_added));
   }
 
+  if (const int nodes = make_captures_explicit(graph)) {
+    say(options, fmt::format("captures: {} control-flow node(s) read outer values", nodes));
+  }
   if (options.optimize) {
     OptimizeOptions optimize;
     optimize.fuse_activations = options.fuse_activations;

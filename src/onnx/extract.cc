@@ -7,7 +7,7 @@
 #include <set>
 
 #include "onnx/onnx_export.h"
-#include "onnx/scope.h"
+#include "ir/scope.h"
 
 namespace cleave {
 

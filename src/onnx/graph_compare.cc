@@ -8,7 +8,7 @@
 #include <set>
 
 #include "ir/text.h"
-#include "onnx/scope.h"
+#include "ir/scope.h"
 
 namespace cleave {
 

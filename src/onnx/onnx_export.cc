@@ -6,9 +6,9 @@
 #include <limits>
 #include <set>
 
+#include "ir/scope.h"
 #include "onnx/atomic_file.h"
 #include "onnx/onnx_import.h"
-#include "onnx/scope.h"
 #include "onnx/standard_forms.h"
 
 namespace cleave {
@@ -139,7 +139,10 @@ void export_node(const Graph& graph, NodeId id, int64_t opset, onnx::NodeProto* 
   if (!node.name.empty()) proto->set_name(node.name);
   if (!node.domain.empty()) proto->set_domain(node.domain);
   if (!node.doc_string.empty()) proto->set_doc_string(node.doc_string);
-  for (ValueId input : node.inputs) {
+  // Captures made explicit for the runtime are implicit in ONNX: the bodies read them by name.
+  const std::size_t inputs = node.inputs.size() - captured_input_count(node);
+  for (std::size_t i = 0; i < inputs; ++i) {
+    const ValueId input = node.inputs[i];
     proto->add_input(input == kNoValue ? std::string() : graph.value(input).name);
   }
   for (ValueId output : node.outputs) {
@@ -147,6 +150,7 @@ void export_node(const Graph& graph, NodeId id, int64_t opset, onnx::NodeProto* 
     proto->add_output(omitted ? std::string() : graph.value(output).name);
   }
   for (const auto& [name, attribute] : node.attributes) {
+    if (name == kCapturesAttribute) continue;
     try {
       export_attribute(name, attribute, opset, proto->add_attribute());
     } catch (const Error& e) {

@@ -17,7 +17,7 @@
 #include "onnx/embedded_weights.h"
 #include "onnx/onnx_detail.h"
 #include "onnx/schema_check.h"
-#include "onnx/scope.h"
+#include "ir/scope.h"
 #include "onnx/shape_inference.h"
 
 namespace cleave {

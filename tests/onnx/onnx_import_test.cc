@@ -4,7 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "onnx/scope.h"
+#include "ir/scope.h"
 #include "onnx_test_util.h"
 
 namespace cleave {

@@ -1,6 +1,7 @@
 // If, Loop and Scan: bodies run as sub-graphs on a nested executor, outputs shaped at run time.
 #include <gtest/gtest.h>
 
+#include "ir/scope.h"
 #include "kernel_test_util.h"
 
 namespace cleave {
@@ -49,6 +50,52 @@ TEST(If, ABodyReadingAnOuterValueIsRefusedNamingIt) {
   }
 }
 
+TEST(If, ReadsOuterValuesMadeExplicitInputs) {
+  const char* text = R"(graph g [ai.onnx=17] (%c: bool[], %x: f32[2]) {
+  %y = If[else_branch=graph e [ai.onnx=17] () {
+    %n = Neg(%x)
+    return %n
+  }, then_branch=graph t [ai.onnx=17] () {
+    %p = Identity(%x)
+    return %p
+  }](%c)
+  return %y
+})";
+  Graph graph = parse_graph(text);
+  make_captures_explicit(graph);
+  Executor executor(graph);
+  const Tensor x = floats({2}, {1, -2});
+  expect_values(executor.run({{"c", make_tensor(DataType::kBool, {}, {0})}, {"x", x}})[0], {-1, 2});
+  expect_values(executor.run({{"c", make_tensor(DataType::kBool, {}, {1})}, {"x", x}})[0], {1, -2});
+}
+
+TEST(Loop, ABodyNestedInABodyReadsTheOutermostValue) {
+  // The If inside the loop body reads %step from two graphs out.
+  const char* text = R"(graph g [ai.onnx=13] (%m: i64[], %y: f32[1], %step: f32[1]) {
+  %c = Constant[value=tensor<bool[]>[1]]()
+  %out = Loop[body=graph b [ai.onnx=13] (%i: i64[], %cond: bool[], %v: f32[1]) {
+    %t = Constant[value=tensor<bool[]>[1]]()
+    %w = If[else_branch=graph e [ai.onnx=13] () {
+      %z = Identity(%v)
+      return %z
+    }, then_branch=graph t [ai.onnx=13] () {
+      %a = Add(%v, %step)
+      return %a
+    }](%t)
+    %same = Identity(%cond)
+    return %same, %w
+  }](%m, %c, %y)
+  return %out
+})";
+  Graph graph = parse_graph(text);
+  make_captures_explicit(graph);
+  Executor executor(graph);
+  Tensor out = executor.run({{"m", make_tensor(DataType::kInt64, {}, {3})},
+                             {"y", floats({1}, {1})},
+                             {"step", floats({1}, {0.5})}})[0];
+  expect_values(out, {2.5});
+}
+
 TEST(Loop, CarriesValuesAndStacksScanOutputsOverTheTripCount) {
   const char* text = R"(graph g [ai.onnx=13] (%m: i64[], %y: f32[1]) {
   %c = Constant[value=tensor<bool[]>[1]]()
@@ -62,13 +109,13 @@ TEST(Loop, CarriesValuesAndStacksScanOutputsOverTheTripCount) {
   return %out, %scan
 })";
   Executor executor(parse_graph(text));
-  std::vector<Tensor> out = executor.run(
-      {{"m", make_tensor(DataType::kInt64, {}, {4})}, {"y", floats({1}, {10})}});
+  std::vector<Tensor> out =
+      executor.run({{"m", make_tensor(DataType::kInt64, {}, {4})}, {"y", floats({1}, {10})}});
   expect_values(out[0], {16});
   EXPECT_EQ(out[1].shape(), (std::vector<int64_t>{4, 1}));
   expect_values(out[1], {10, 11, 13, 16});
-  std::vector<Tensor> fewer = executor.run(
-      {{"m", make_tensor(DataType::kInt64, {}, {2})}, {"y", floats({1}, {0})}});
+  std::vector<Tensor> fewer =
+      executor.run({{"m", make_tensor(DataType::kInt64, {}, {2})}, {"y", floats({1}, {0})}});
   EXPECT_EQ(fewer[1].shape(), (std::vector<int64_t>{2, 1}));
 }
 

@@ -3,6 +3,9 @@
 
 #include <cstring>
 
+#include <map>
+
+#include "ir/scope.h"
 #include "runtime/executor.h"
 #include "runtime/kernels/registration.h"
 #include "runtime/kernels/tensor/common.h"
@@ -14,36 +17,66 @@ namespace {
 // Iterations a Loop with neither a trip count nor a condition may make before it is refused.
 constexpr int64_t kMaxIterations = int64_t{1} << 24;
 
-// A body graph ready to run: values it reads from the enclosing graphs (captures) are not
-// handed to kernels yet, so such a body is refused naming the value.
-std::unique_ptr<Executor> body_executor(const KernelContext& context, const char* attribute) {
+// A body graph ready to run, and the outer values it reads (make_captures_explicit appended
+// them to the node's inputs), handed to it as inputs of its own.
+struct Body {
+  std::unique_ptr<Executor> executor;
+  SampleInputs captured;
+
+  std::vector<Tensor> run(const std::vector<Tensor>& values) const {
+    SampleInputs inputs = captured;
+    const Graph& graph = executor->graph();
+    const std::size_t own = graph.inputs().size() - captured.size();
+    for (std::size_t i = 0; i < own && i < values.size(); ++i)
+      inputs[graph.value(graph.inputs()[i]).name] = values[i];
+    return executor->run(inputs);
+  }
+};
+
+Body make_body(const KernelContext& context, const char* attribute) {
   const Attribute* body = context.node.attribute(attribute);
   if (!body || !body->g) {
     throw Error(fmt::format("{}: expected a graph attribute '{}'", context.where(), attribute));
   }
+  std::map<std::string, const Tensor*, std::less<>> outer;
+  if (const Attribute* names = context.node.attribute(kCapturesAttribute)) {
+    const std::size_t first = context.inputs.size() - names->strings.size();
+    for (std::size_t j = 0; j < names->strings.size(); ++j)
+      outer[names->strings[j]] = context.inputs.at(first + j);
+  }
   Graph graph = *body->g;
   graph.opset_imports = context.graph.opset_imports;
-  for (std::size_t id = 0; id < graph.value_capacity(); ++id) {
-    const Value& value = graph.value(static_cast<ValueId>(id));
-    const bool used = !graph.consumers(static_cast<ValueId>(id)).empty() || value.is_graph_output;
-    if (used && value.producer < 0 && !value.is_graph_input && !value.initializer) {
+  Body result;
+  std::vector<ValueId> inputs = graph.inputs();
+  for (const std::string& name : outer_scope_names(graph)) {
+    auto found = outer.find(name);
+    if (found == outer.end() || !found->second) {
       throw UnsupportedError(fmt::format(
-          "{}: its body '{}' reads '{}' from the enclosing graph; bodies that read outer values "
-          "are not run yet",
-          context.where(), attribute, value.name));
+          "{}: its body '{}' reads '{}' from the enclosing graph, which the node was not given",
+          context.where(), attribute, name));
     }
+    const Tensor& value = *found->second;
+    if (std::optional<ValueId> local = graph.find_value(name)) {
+      if (graph.value(*local).dtype == DataType::kUndefined)
+        graph.value(*local).dtype = value.dtype();
+      inputs.push_back(*local);
+    } else {
+      // Read only by a body nested in this one: a value here, captured again below.
+      inputs.push_back(graph.add_value(name, value.dtype(), Shape::of(value.shape())));
+    }
+    result.captured[name] = value;
   }
+  graph.set_inputs(inputs);
+  make_captures_explicit(graph);
   ExecutorOptions options;
   options.threads = context.threads;
-  return std::make_unique<Executor>(graph, options);
+  result.executor = std::make_unique<Executor>(graph, options);
+  return result;
 }
 
-SampleInputs body_inputs(const Executor& executor, const std::vector<Tensor>& values) {
-  const Graph& graph = executor.graph();
-  SampleInputs inputs;
-  for (std::size_t i = 0; i < graph.inputs().size() && i < values.size(); ++i)
-    inputs[graph.value(graph.inputs()[i]).name] = values[i];
-  return inputs;
+// The node's own inputs, without the captures appended after them.
+std::size_t own_inputs(const KernelContext& context) {
+  return context.inputs.size() - captured_input_count(context.node);
 }
 
 Tensor copy_of(const Tensor& tensor) {
@@ -102,21 +135,20 @@ Tensor stack(const KernelContext& context, const std::vector<Tensor>& slices, in
 
 std::unique_ptr<Kernel> create_if(const KernelContext& context) {
   const bool condition = context.input(0).to_double_vector().at(0) != 0;
-  std::unique_ptr<Executor> body =
-      body_executor(context, condition ? "then_branch" : "else_branch");
-  std::vector<Tensor> outputs = body->run(SampleInputs{});
+  const Body body = make_body(context, condition ? "then_branch" : "else_branch");
+  std::vector<Tensor> outputs = body.run({});
   for (Tensor& output : outputs) output = copy_of(output);
   return std::make_unique<shape::ComputedKernel>(std::move(outputs));
 }
 
 std::unique_ptr<Kernel> create_loop(const KernelContext& context) {
-  std::unique_ptr<Executor> body = body_executor(context, "body");
+  const Body body = make_body(context, "body");
   const bool has_trips = context.has_input(0) && context.input(0).element_count() > 0;
   const int64_t trips = has_trips ? shape::scalar_int_input(context, 0, "M") : kMaxIterations;
   const bool has_condition = context.has_input(1) && context.input(1).element_count() > 0;
   bool condition = !has_condition || context.input(1).to_double_vector().at(0) != 0;
   std::vector<Tensor> carried;
-  for (std::size_t i = 2; i < context.inputs.size(); ++i) carried.push_back(context.input(i));
+  for (std::size_t i = 2; i < own_inputs(context); ++i) carried.push_back(context.input(i));
   const std::size_t scans = context.node.outputs.size() - carried.size();
   std::vector<std::vector<Tensor>> scanned(scans);
   if (!has_trips && !has_condition) {
@@ -130,7 +162,7 @@ std::unique_ptr<Kernel> create_loop(const KernelContext& context) {
     in[0].data<int64_t>()[0] = i;
     in[1].data<uint8_t>()[0] = condition ? 1 : 0;
     in.insert(in.end(), carried.begin(), carried.end());
-    std::vector<Tensor> out = body->run(body_inputs(*body, in));
+    std::vector<Tensor> out = body.run(in);
     if (out.size() != 1 + carried.size() + scans) {
       throw Error(fmt::format("{}: the body gives {} outputs, expected {}", context.where(),
                               out.size(), 1 + carried.size() + scans));
@@ -151,9 +183,9 @@ std::unique_ptr<Kernel> create_loop(const KernelContext& context) {
 }
 
 std::unique_ptr<Kernel> create_scan(const KernelContext& context) {
-  std::unique_ptr<Executor> body = body_executor(context, "body");
+  const Body body = make_body(context, "body");
   const int64_t scan_inputs = context.node.int_attribute("num_scan_inputs", 0);
-  const auto inputs = static_cast<int64_t>(context.inputs.size());
+  const auto inputs = static_cast<int64_t>(own_inputs(context));
   const int64_t first = context.opset < 9 ? 1 : 0;  // Scan-8 starts with sequence_lens.
   const int64_t states = inputs - first - scan_inputs;
   if (scan_inputs < 1 || states < 0) {
@@ -192,7 +224,7 @@ std::unique_ptr<Kernel> create_scan(const KernelContext& context) {
     for (int64_t k = 0; k < scan_inputs; ++k)
       in.push_back(
           slice_along(*views[k].first, views[k].second, in_reverse[k] ? length - 1 - step : step));
-    std::vector<Tensor> out = body->run(body_inputs(*body, in));
+    std::vector<Tensor> out = body.run(in);
     for (int64_t s = 0; s < states; ++s) carried[s] = copy_of(out[s]);
     for (int64_t o = 0; o < outputs; ++o) scanned[o].push_back(copy_of(out[states + o]));
   }

@@ -1,5 +1,5 @@
 // Outer-scope reads of control-flow bodies: which enclosing values a body and its node depend on.
-#include "onnx/scope.h"
+#include "ir/scope.h"
 
 #include <fmt/core.h>
 
@@ -93,6 +93,31 @@ std::vector<NodeId> scoped_topological_order(const Graph& graph) {
                             graph.describe(cycle.empty() ? 0 : cycle.front())));
   }
   return {order.begin(), order.end()};
+}
+
+int make_captures_explicit(Graph& graph) {
+  int changed = 0;
+  for (NodeId id : graph.node_ids()) {
+    if (graph.node(id).attribute(kCapturesAttribute)) continue;
+    const std::vector<ValueId> captured = implicit_inputs(graph, id);
+    if (captured.empty()) continue;
+    std::vector<std::string> names;
+    for (ValueId value : captured) {
+      Node& node = graph.node(id);
+      node.inputs.push_back(kNoValue);
+      graph.set_node_input(id, node.inputs.size() - 1, value);
+      names.push_back(graph.value(value).name);
+    }
+    graph.node(id).set_attribute(std::string(kCapturesAttribute),
+                                 Attribute::of_strings(std::move(names)));
+    ++changed;
+  }
+  return changed;
+}
+
+std::size_t captured_input_count(const Node& node) {
+  const Attribute* captures = node.attribute(kCapturesAttribute);
+  return captures ? captures->strings.size() : 0;
 }
 
 }  // namespace cleave
