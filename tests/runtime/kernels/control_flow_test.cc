@@ -148,5 +148,22 @@ TEST(Scan, ReversedInputRunsFromTheEnd) {
   expect_values(out[1], {3, 5, 6});
 }
 
+TEST(Scan, OpsetEightScansEachBatchEntry) {
+  const char* text = R"(graph g [ai.onnx=8] (%s: f32[2,1], %x: f32[2,3,1]) {
+  %y, %z = Scan[body=graph b [ai.onnx=8] (%acc: f32[1], %row: f32[1]) {
+    %next = Add(%acc, %row)
+    %copy = Identity(%next)
+    return %next, %copy
+  }, num_scan_inputs=1](_, %s, %x)
+  return %y, %z
+})";
+  std::vector<Tensor> out = run_graph(
+      text, {{"s", floats({2, 1}, {0, 10})}, {"x", floats({2, 3, 1}, {1, 2, 3, 4, 5, 6})}});
+  EXPECT_EQ(out[0].shape(), (std::vector<int64_t>{2, 1}));
+  expect_values(out[0], {6, 25});
+  EXPECT_EQ(out[1].shape(), (std::vector<int64_t>{2, 3, 1}));
+  expect_values(out[1], {1, 3, 6, 14, 19, 25});
+}
+
 }  // namespace
 }  // namespace cleave

@@ -182,57 +182,96 @@ std::unique_ptr<Kernel> create_loop(const KernelContext& context) {
   return std::make_unique<shape::ComputedKernel>(std::move(results));
 }
 
+// One scan: the states carried through the steps, and the scan inputs sliced along their axes.
+struct ScanSpec {
+  std::vector<int64_t> in_axes, in_reverse, out_axes, out_reverse;
+  int64_t outputs = 0;
+};
+
+std::vector<Tensor> scan_once(const KernelContext& context, const Body& body,
+                              std::vector<Tensor> carried, const std::vector<Tensor>& scans,
+                              const ScanSpec& spec) {
+  int64_t length = -1;
+  std::vector<int64_t> axes;
+  for (std::size_t k = 0; k < scans.size(); ++k) {
+    const int64_t axis =
+        shape::normalize_axis(context, spec.in_axes[k], static_cast<int64_t>(scans[k].rank()));
+    if (length >= 0 && scans[k].dim(axis) != length) {
+      throw Error(fmt::format("{}: scan inputs differ in length ({} and {})", context.where(),
+                              length, scans[k].dim(axis)));
+    }
+    length = scans[k].dim(axis);
+    axes.push_back(axis);
+  }
+  const std::size_t states = carried.size();
+  std::vector<std::vector<Tensor>> scanned(spec.outputs);
+  for (int64_t step = 0; step < length; ++step) {
+    std::vector<Tensor> in = carried;
+    for (std::size_t k = 0; k < scans.size(); ++k)
+      in.push_back(slice_along(scans[k], axes[k], spec.in_reverse[k] ? length - 1 - step : step));
+    std::vector<Tensor> out = body.run(in);
+    for (std::size_t s = 0; s < states; ++s) carried[s] = copy_of(out[s]);
+    for (int64_t o = 0; o < spec.outputs; ++o) scanned[o].push_back(copy_of(out[states + o]));
+  }
+  std::vector<Tensor> results = std::move(carried);
+  for (int64_t o = 0; o < spec.outputs; ++o)
+    results.push_back(
+        stack(context, scanned[o], spec.out_axes[o], spec.out_reverse[o] != 0, nullptr));
+  return results;
+}
+
 std::unique_ptr<Kernel> create_scan(const KernelContext& context) {
   const Body body = make_body(context, "body");
   const int64_t scan_inputs = context.node.int_attribute("num_scan_inputs", 0);
   const auto inputs = static_cast<int64_t>(own_inputs(context));
-  const int64_t first = context.opset < 9 ? 1 : 0;  // Scan-8 starts with sequence_lens.
+  const bool batched = context.opset < 9;  // Scan-8: sequence_lens first, then a batch axis.
+  const int64_t first = batched ? 1 : 0;
   const int64_t states = inputs - first - scan_inputs;
   if (scan_inputs < 1 || states < 0) {
     throw Error(fmt::format("{}: num_scan_inputs {} does not fit its {} inputs", context.where(),
                             scan_inputs, inputs));
   }
-  if (first == 1) throw UnsupportedError(fmt::format("{}: Scan before opset 9", context.where()));
   const auto ints = [&](const char* key, int64_t count) {
     std::vector<int64_t> values = context.node.ints_attribute(key);
     values.resize(count, 0);
     return values;
   };
-  std::vector<int64_t> in_axes = ints("scan_input_axes", scan_inputs);
-  std::vector<int64_t> in_reverse = ints("scan_input_directions", scan_inputs);
-  std::vector<Tensor> carried;
+  ScanSpec spec;
+  spec.outputs = static_cast<int64_t>(context.node.outputs.size()) - states;
+  spec.in_axes = ints("scan_input_axes", scan_inputs);
+  spec.in_reverse = ints(batched ? "directions" : "scan_input_directions", scan_inputs);
+  spec.out_axes = ints("scan_output_axes", spec.outputs);
+  spec.out_reverse = ints("scan_output_directions", spec.outputs);
+  std::vector<Tensor> carried, scans;
   for (int64_t s = 0; s < states; ++s) carried.push_back(context.input(first + s));
-  const int64_t outputs = static_cast<int64_t>(context.node.outputs.size()) - states;
-  std::vector<int64_t> out_axes = ints("scan_output_axes", outputs);
-  std::vector<int64_t> out_reverse = ints("scan_output_directions", outputs);
-  int64_t length = -1;
-  std::vector<std::pair<const Tensor*, int64_t>> views;  // Each scan input and its axis.
-  for (int64_t k = 0; k < scan_inputs; ++k) {
-    const Tensor& input = context.input(first + states + k);
-    const int64_t axis =
-        shape::normalize_axis(context, in_axes[k], static_cast<int64_t>(input.rank()));
-    if (length >= 0 && input.dim(axis) != length) {
-      throw Error(fmt::format("{}: scan inputs differ in length ({} and {})", context.where(),
-                              length, input.dim(axis)));
+  for (int64_t k = 0; k < scan_inputs; ++k) scans.push_back(context.input(first + states + k));
+  if (!batched) {
+    return std::make_unique<shape::ComputedKernel>(
+        scan_once(context, body, std::move(carried), scans, spec));
+  }
+  // Scan-8 scans each batch entry on its own; sequences shorter than the axis are not run.
+  const int64_t batch = scans.front().dim(0);
+  if (context.has_input(0)) {
+    for (int64_t length : context.input(0).to_int64_vector()) {
+      if (length != scans.front().dim(1)) {
+        throw UnsupportedError(
+            fmt::format("{}: sequence_lens other than the full length ({}) are not supported",
+                        context.where(), scans.front().dim(1)));
+      }
     }
-    length = input.dim(axis);
-    views.emplace_back(&input, axis);
   }
-  std::vector<std::vector<Tensor>> scanned(outputs);
-  for (int64_t step = 0; step < length; ++step) {
-    std::vector<Tensor> in = carried;
-    for (int64_t k = 0; k < scan_inputs; ++k)
-      in.push_back(
-          slice_along(*views[k].first, views[k].second, in_reverse[k] ? length - 1 - step : step));
-    std::vector<Tensor> out = body.run(in);
-    for (int64_t s = 0; s < states; ++s) carried[s] = copy_of(out[s]);
-    for (int64_t o = 0; o < outputs; ++o) scanned[o].push_back(copy_of(out[states + o]));
+  std::vector<std::vector<Tensor>> per_output(states + spec.outputs);
+  for (int64_t b = 0; b < batch; ++b) {
+    std::vector<Tensor> entry_states, entry_scans;
+    for (const Tensor& state : carried) entry_states.push_back(slice_along(state, 0, b));
+    for (const Tensor& scan : scans) entry_scans.push_back(slice_along(scan, 0, b));
+    std::vector<Tensor> results = scan_once(context, body, entry_states, entry_scans, spec);
+    for (std::size_t r = 0; r < results.size(); ++r) per_output[r].push_back(std::move(results[r]));
   }
-  std::vector<Tensor> results;
-  for (Tensor& value : carried) results.push_back(copy_of(value));
-  for (int64_t o = 0; o < outputs; ++o)
-    results.push_back(stack(context, scanned[o], out_axes[o], out_reverse[o] != 0, nullptr));
-  return std::make_unique<shape::ComputedKernel>(std::move(results));
+  std::vector<Tensor> stacked;
+  for (const auto& entries : per_output)
+    stacked.push_back(stack(context, entries, 0, false, nullptr));
+  return std::make_unique<shape::ComputedKernel>(std::move(stacked));
 }
 
 }  // namespace
