@@ -9,10 +9,10 @@
 #include <set>
 
 #include "cli/commands.h"
+#include "ir/scope.h"
 #include "onnx/extract.h"
 #include "onnx/onnx_export.h"
 #include "onnx/onnx_import.h"
-#include "ir/scope.h"
 
 namespace cleave::cli {
 

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <set>
 
-#include "onnx/onnx_export.h"
 #include "ir/scope.h"
+#include "onnx/onnx_export.h"
 
 namespace cleave {
 

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <set>
 
-#include "ir/text.h"
 #include "ir/scope.h"
+#include "ir/text.h"
 
 namespace cleave {
 

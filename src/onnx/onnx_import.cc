@@ -14,10 +14,10 @@
 #include <set>
 #include <unordered_map>
 
+#include "ir/scope.h"
 #include "onnx/embedded_weights.h"
 #include "onnx/onnx_detail.h"
 #include "onnx/schema_check.h"
-#include "ir/scope.h"
 #include "onnx/shape_inference.h"
 
 namespace cleave {
