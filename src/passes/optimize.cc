@@ -19,6 +19,7 @@
 #include "passes/matmul_epilogue_fusion.h"
 #include "passes/pad_fusion.h"
 #include "passes/qdq_fusion.h"
+#include "passes/sequence_lowering.h"
 
 namespace cleave {
 
@@ -58,6 +59,7 @@ PassResult run_pass(Graph& graph, const std::string& name, const OptimizeOptions
     return fold_constants(graph, ConstantFoldingOptions{options.max_folded_bytes});
   }
   if (name == "fuse-qdq") return fuse_qdq(graph);
+  if (name == "lower-sequences") return lower_sequences(graph);
   if (name == "dead-code") return eliminate_dead_code(graph);
   if (name == "remove-identities") return remove_identities(graph);
   if (name == "lower-einsums") return lower_einsums(graph);
@@ -76,6 +78,7 @@ PassResult run_pass(Graph& graph, const std::string& name, const OptimizeOptions
 const std::vector<std::string>& pass_names() {
   static const std::vector<std::string> names = {"fuse-qdq",
                                                  "fold-constants",
+                                                 "lower-sequences",
                                                  "dead-code",
                                                  "remove-identities",
                                                  "lower-einsums",
@@ -109,6 +112,9 @@ std::vector<std::string> optimize_pass_list(const OptimizeOptions& options) {
   // Before constant folding, which would turn the int8 weights' DequantizeLinear into floats.
   if (options.fuse_qdq) steps.push_back("fuse-qdq");
   if (options.fold_constants) steps.push_back("fold-constants");
+  // After folding, which turns Constant positions into initializers; before dead code, which
+  // then removes the sequence nodes left unread.
+  steps.push_back("lower-sequences");
   // Dead taps after pad folding, which widens the pads they are measured against.
   steps.insert(steps.end(), {"dead-code", "remove-identities", "lower-einsums", "fold-pads",
                              "remove-dead-taps"});

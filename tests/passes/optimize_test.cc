@@ -107,6 +107,7 @@ TEST(Optimize, LogsWhatEachStepChanged) {
   EXPECT_EQ(log, (std::vector<std::string>{
                      "QDQ fusion: no change",
                      "constant folding: 1 Shape nodes folded from static shapes, 3 nodes folded",
+                     "sequence lowering: no change",
                      "dead-code elimination: 1 nodes removed, 6 initializers removed",
                      "Identity/Dropout removal: 1 Identity nodes removed, 1 Dropout nodes removed",
                      "Einsum lowering: no change",
@@ -115,7 +116,7 @@ TEST(Optimize, LogsWhatEachStepChanged) {
                      "Conv+BatchNormalization fusion: 2 BatchNormalization nodes fused into Conv",
                      "dead-code elimination: 8 initializers removed",
                  }));
-  EXPECT_EQ(result.steps.size(), 9u);
+  EXPECT_EQ(result.steps.size(), 10u);
   EXPECT_EQ(result.count("nodes folded"), 3);
 }
 
