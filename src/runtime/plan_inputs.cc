@@ -8,21 +8,6 @@
 
 namespace cleave {
 
-TaskInput input_source(const Graph& graph, ValueId input) {
-  TaskInput source;
-  source.value = input;
-  if (input == kNoValue) {
-    source.kind = TaskInput::Kind::kNone;
-  } else if (graph.value(input).initializer) {
-    source.kind = TaskInput::Kind::kConstant;
-  } else if (graph.value(input).producer < 0) {
-    source.kind = TaskInput::Kind::kGraphInput;
-  } else {
-    source.kind = TaskInput::Kind::kTask;
-  }
-  return source;
-}
-
 int output_index(const Graph& graph, ValueId value) {
   const auto& outputs = graph.node(graph.value(value).producer).outputs;
   return static_cast<int>(std::find(outputs.begin(), outputs.end(), value) - outputs.begin());
@@ -73,8 +58,15 @@ PlanInputs resolve_plan_inputs(const Graph& graph, const TaskGraph& tasks, const
     const int consumer = static_cast<int>(t);
     const int sample = static_cast<int>(tasks.tasks[t].batch_begin);
     for (ValueId input : graph.node(tasks.tasks[t].node).inputs) {
-      TaskInput source = input_source(graph, input);
-      if (source.kind == TaskInput::Kind::kTask) {
+      TaskInput source;
+      source.value = input;
+      if (input == kNoValue) {
+        source.kind = TaskInput::Kind::kNone;
+      } else if (graph.value(input).initializer) {
+        source.kind = TaskInput::Kind::kConstant;
+      } else if (graph.value(input).producer < 0) {
+        source.kind = TaskInput::Kind::kGraphInput;
+      } else {
         // A copy later on this worker would never be ready in time.
         const auto& candidates = result.tasks_of.at({graph.value(input).producer, sample});
         int chosen = candidates.front();
@@ -92,6 +84,7 @@ PlanInputs resolve_plan_inputs(const Graph& graph, const TaskGraph& tasks, const
               "it does not run earlier on the same worker",
               tasks.tasks[t].name, tasks.tasks[chosen].name));
         }
+        source.kind = TaskInput::Kind::kTask;
         source.task = chosen;
         source.output = output_index(graph, input);
       }

@@ -20,10 +20,6 @@ struct TaskInput {
   int output = -1;  ///< kTask: the index among its node's outputs.
 };
 
-/// Where `input` comes from when no task makes it: absent, a constant or a graph input. For a
-/// value a node makes, kind is kTask and the caller names the task and output.
-TaskInput input_source(const Graph& graph, ValueId input);
-
 /// A plan's tasks resolved against the graph: who runs what, and what each task reads.
 struct PlanInputs {
   int samples = 1;                             ///< Samples one run of the plan covers.
