@@ -14,6 +14,7 @@
 #include "codegen/streamit_reader.h"
 #include "codegen/worker_program.h"
 #include "frontend/layout_choice.h"
+#include "ir/text.h"
 #include "spatial/manifest.h"
 #include "stream/from_graph.h"
 #include "stream/stream_json.h"
@@ -50,6 +51,32 @@ void relocate_models(Stream& s, const std::filesystem::path& from,
     return;
   }
   for (Stream& child : s.streams) relocate_models(child, from, to);
+}
+
+// Generated C++ lays every value out in a static arena and runs a fixed list of steps, so a
+// sub-graph (If, Loop, Scan) or a value whose shape only the run decides (NonZero, NMS, ...)
+// has no place in it yet; say which node, before anything is written.
+void require_static_program(const Graph& graph) {
+  for (NodeId id : graph.topological_order()) {
+    const Node& node = graph.node(id);
+    for (const auto& [name, attribute] : node.attributes) {
+      if (attribute.g || !attribute.graphs.empty()) {
+        throw Error(fmt::format(
+            "codegen --lang cpp: node '{}' ({}) runs a sub-graph (attribute '{}'), which "
+            "generated C++ does not support yet; `cleave run` and `--lang pytorch` run it",
+            node.name, node.op_type, name));
+      }
+    }
+    for (ValueId output : node.outputs) {
+      if (output != kNoValue && !graph.value(output).shape.is_static()) {
+        throw Error(fmt::format(
+            "codegen --lang cpp: node '{}' ({}) makes '{}', whose shape is known only at run "
+            "time ({}), which generated C++ does not support yet; `cleave run` runs it",
+            node.name, node.op_type, graph.value(output).name,
+            print_type(graph.value(output).dtype, graph.value(output).shape)));
+      }
+    }
+  }
 }
 
 // --stream takes a program file or the StreamIt text `--lang streamit` wrote (stream.cc);
@@ -147,6 +174,7 @@ nlohmann::json codegen_plan(const CodegenRequest& request, const Graph& graph,
     report["channels"] = summary.channels;
     report["weights_bytes"] = summary.weights_bytes;
   } else {
+    require_static_program(graph);
     CppCodegenOptions options = cpp_options(request, model_name);
     if (request.layouts == "auto" && !request.ranks) {
       options.family = measured_family(graph, program.threads_per_worker);
