@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -18,8 +17,8 @@
 #include "distributed/rank_sync.h"
 #include "frontend/load.h"
 #include "frontend/model_plan.h"
+#include "pipeline/run_outputs.h"
 #include "pipeline/session.h"
-#include "runtime/npy.h"
 #include "runtime/trace.h"
 #include "support/atomic_output.h"
 #include "support/limits.h"
@@ -216,26 +215,6 @@ nlohmann::json run_report(const RankRunSettings& settings, const MpiSession& mpi
   return report;
 }
 
-// Only now, with every output in hand, does anything reach the output folder. Returns the
-// outputs' entries of the report.
-nlohmann::json write_outputs(const RankRunSettings& settings, Prepared& prepared,
-                             const std::vector<Tensor>& outputs) {
-  const Graph& graph = prepared.run().graph;
-  nlohmann::json output_list = nlohmann::json::array();
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    const std::string& name = graph.value(graph.outputs()[i]).name;
-    nlohmann::json entry = {{"name", name}, {"type", outputs[i].describe()}};
-    if (prepared.output_folder) {
-      const std::string file_name = file_name_for(name) + ".npy";
-      write_npy(prepared.output_folder->staging_path(file_name), outputs[i]);
-      entry["file"] = (std::filesystem::path(settings.output_dir) / file_name).string();
-    }
-    output_list.push_back(entry);
-  }
-  if (prepared.output_folder) prepared.output_folder->commit();
-  return output_list;
-}
-
 // The text form of rank 0's report.
 void print_report(const RankRunSettings& settings, const RankRunResult& result) {
   const nlohmann::json& report = result.report;
@@ -313,7 +292,10 @@ RankRunResult run_plan_on_ranks(const RankRunSettings& settings) {
 
   result.reported = true;
   result.report = run_report(settings, mpi, prepared, latencies, all);
-  result.report["outputs"] = write_outputs(settings, prepared, results.front());
+  // Only now, with every output in hand, does anything reach the output folder.
+  result.report["outputs"] =
+      write_run_outputs(prepared.run().graph, results.front(),
+                        prepared.output_folder ? &*prepared.output_folder : nullptr);
   if (!settings.trace_file.empty()) {
     write_rank_trace(settings.trace_file, std::move(events), prepared.plan().tasks, mpi.size());
     result.report["trace_file"] = settings.trace_file;
