@@ -11,7 +11,8 @@ find_package(OpenMP REQUIRED)
 find_package(MPI REQUIRED COMPONENTS CXX)
 file(GLOB CLEAVE_MPI_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/distributed/*.cc
      ${PROJECT_SOURCE_DIR}/src/cli/run_command.cc ${PROJECT_SOURCE_DIR}/src/cli/run_split_command.cc
-     ${PROJECT_SOURCE_DIR}/src/codegen_runtime/rank_program.cc)
+     ${PROJECT_SOURCE_DIR}/src/codegen_runtime/rank_program.cc
+     ${PROJECT_SOURCE_DIR}/src/pipeline/rank_run.cc)
 # As system headers, as a linked MPI::MPI_CXX would give them: OpenMPI's C++ bindings warn.
 set(CLEAVE_MPI_INCLUDES)
 foreach(dir ${MPI_CXX_INCLUDE_DIRS})

@@ -100,7 +100,7 @@ cleave_area(conformance AREAS ir onnx passes runtime support)
 cleave_area(frontend AREAS cost ir machine onnx passes plan runtime support)
 cleave_area(spatial AREAS cost frontend ir machine onnx plan runtime support)
 cleave_area(stream AREAS analysis frontend ir plan runtime support)
-cleave_area(distributed AREAS cost frontend ir onnx plan runtime spatial support
+cleave_area(distributed AREAS cost frontend ir onnx plan runtime support
             PACKAGES cleave_mpi)
 cleave_area(codegen_runtime AREAS distributed ir runtime support PACKAGES cleave_mpi)
 cleave_area(pipeline

@@ -1,9 +1,9 @@
-// `cleave run-split DIR`: runs a spatial split on MPI ranks (src/distributed/split_run.cc).
+// `cleave run-split DIR`: runs a spatial split on MPI ranks (src/pipeline/split_run.cc).
 #include <memory>
 
 #include "cli/commands.h"
 #include "cli/option_limits.h"
-#include "distributed/split_run.h"
+#include "pipeline/split_run.h"
 #include "ir/graph.h"
 #include "runtime/wait_policy.h"
 

@@ -6,13 +6,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <map>
-#include <set>
 
 #include "frontend/layout_choice.h"
 #include "frontend/load.h"
 #include "frontend/model_plan.h"
+#include "pipeline/run_outputs.h"
 #include "pipeline/session.h"
 #include "plan/simulator.h"
 #include "runtime/executor.h"
@@ -105,30 +104,6 @@ nlohmann::json plan_report(const ModelRun& run) {
     }
   }
   return plan;
-}
-
-// Each graph output, written into the folder (when there is one) and then committed.
-nlohmann::json output_report(const ModelRunSettings& settings, const ModelRun& run,
-                             AtomicFolder* output_folder) {
-  const Graph& graph = run.prepared().graph;
-  nlohmann::json output_list = nlohmann::json::array();
-  std::set<std::string> file_names;
-  for (std::size_t i = 0; i < run.outputs.size(); ++i) {
-    const std::string& name = graph.value(graph.outputs()[i]).name;
-    nlohmann::json entry = {{"name", name}, {"type", run.outputs[i].describe()}};
-    if (output_folder) {
-      const std::string file_name = file_name_for(name) + ".npy";
-      if (!file_names.insert(file_name).second) {
-        throw Error(fmt::format("{}: two graph outputs would both be written as {} (output \"{}\")",
-                                settings.output_dir, file_name, name));
-      }
-      write_npy(output_folder->staging_path(file_name), run.outputs[i]);
-      entry["file"] = (std::filesystem::path(output_folder->path()) / file_name).string();
-    }
-    output_list.push_back(entry);
-  }
-  if (output_folder) output_folder->commit();
-  return output_list;
 }
 
 // --stats: time per op type and per op and implementation (sequential executor only).
@@ -316,7 +291,7 @@ ModelRunReport model_run_report(const ModelRunSettings& settings, const ModelRun
       report["gantt_file"] = settings.gantt_file;
     }
   }
-  report["outputs"] = output_report(settings, run, output_folder);
+  report["outputs"] = write_run_outputs(run.prepared().graph, run.outputs, output_folder);
   if (settings.stats && sequential) op_report(run, out);
   return out;
 }

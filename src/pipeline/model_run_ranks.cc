@@ -1,9 +1,11 @@
-// `mpirun cleave run`: the run's settings handed to the ranks (src/distributed/).
+// `mpirun cleave run`: the run's settings handed to the ranks (pipeline/rank_run.cc).
 //
 // Its own object, so that a program that never runs on ranks (the sanitizer build's tests
 // link without distributed/) does not pull run_on_ranks in with the rest of model_run.
-#include "distributed/rank_run.h"
+#include <fmt/core.h>
+
 #include "pipeline/model_run.h"
+#include "pipeline/rank_run.h"
 #include "support/error.h"
 
 namespace cleave {
@@ -29,6 +31,8 @@ int run_model_on_ranks(const ModelRunSettings& settings) {
   ranks.rank_timeout_seconds = settings.rank_timeout;
   ranks.read_whole_model = settings.read_whole_model;
   ranks.keep_loaded_weights = settings.keep_loaded_weights;
+  if (settings.verbose)
+    ranks.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
   ranks.inputs = [&settings](const Graph& graph, int sample) {
     return model_run_inputs(graph, settings, settings.seed + static_cast<uint64_t>(sample));
   };

@@ -135,15 +135,19 @@ struct PlanContext {
   }
 };
 
+ConvolutionFamily family_named(const std::string& name) {
+  std::optional<ConvolutionFamily> family = parse_convolution_family(name);
+  if (!family) throw Error(fmt::format("unknown convolution family '{}'", name));
+  return *family;
+}
+
 // Layouts: the convolution family, measured with the threads each worker will run.
 void choose_run_layouts(PreparedRun& prepared, const RunRecipe& recipe, bool planned,
                         bool measure_layouts,
                         const std::function<SampleInputs(int sample)>& input_of) {
   LayoutChoice& layouts = prepared.layouts;
   if (!measure_layouts && recipe.layouts != "auto") {
-    std::optional<ConvolutionFamily> family = parse_convolution_family(recipe.layouts);
-    if (!family) throw Error(fmt::format("unknown convolution family '{}'", recipe.layouts));
-    layouts.family = *family;
+    layouts.family = family_named(recipe.layouts);
   }
   if (measure_layouts) {
     prepared.inputs.push_back(input_of(0));
@@ -175,6 +179,13 @@ void make_sequential_executor(PreparedRun& prepared, const RunRecipe& recipe,
                : fmt::format("recipe: sequential executor, {} thread(s)", recipe.threads));
 }
 
+void log_plan(const RunRecipe& recipe, const ModelPlan& model_plan) {
+  log_line(recipe,
+           fmt::format("recipe: plan {} on {} worker(s) x {} thread(s), predicted {:.3f} ms",
+                       model_plan.plan.strategy, model_plan.tasks.machine.size(),
+                       model_plan.threads_per_worker, model_plan.plan.makespan * 1e3));
+}
+
 // Costs and plan: from the recipe's strategy, or else its plan file.
 ModelPlan first_plan(const PlanContext& context, PreparedRun& prepared) {
   const RunRecipe& recipe = context.recipe;
@@ -191,11 +202,26 @@ ModelPlan first_plan(const PlanContext& context, PreparedRun& prepared) {
   } else {
     model_plan = read_model_plan(recipe.plan_file, context.g);
   }
-  log_line(recipe,
-           fmt::format("recipe: plan {} on {} worker(s) x {} thread(s), predicted {:.3f} ms",
-                       model_plan.plan.strategy, model_plan.tasks.machine.size(),
-                       model_plan.threads_per_worker, model_plan.plan.makespan * 1e3));
+  log_plan(recipe, model_plan);
   return model_plan;
+}
+
+// The plan file on the recipe's plan runner: the family named, else the plan's, else blocked.
+void run_plan_elsewhere(PreparedRun& prepared, const RunRecipe& recipe) {
+  const PlanRunner& runner = *recipe.plan_runner;
+  ModelPlan model_plan = runner.read_plan(prepared.graph, recipe.plan_file);
+  log_plan(recipe, model_plan);
+  if (recipe.layouts != "auto") {
+    prepared.layouts.family = family_named(recipe.layouts);
+  } else if (model_plan.convolution_family) {
+    prepared.layouts.family = *model_plan.convolution_family;
+  }
+  if (!recipe.plain_layouts)
+    log_line(recipe, fmt::format("recipe: layouts {}", describe(prepared.layouts)));
+  prepared.executor = runner.make_executor(prepared.graph, model_plan, prepared.layouts);
+  // The executor holds its weights now; this copy would keep them alive once packed.
+  drop_initializer_bytes(prepared.graph);
+  prepared.plan = std::move(model_plan);
 }
 
 // Predictions come from one profiling process on a possibly busy machine. When they favour
@@ -276,6 +302,10 @@ double time_one_run(const std::string& /*strategy*/, ExecutorInterface& executor
 PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
   PreparedRun prepared;
   prepared.graph = std::move(graph);
+  if (recipe.plan_runner && recipe.strategy.empty()) {
+    run_plan_elsewhere(prepared, recipe);
+    return prepared;
+  }
   const Graph& g = prepared.graph;
   const std::function<SampleInputs(int sample)> input_of = [&](int sample) {
     return recipe.inputs ? recipe.inputs(g, sample) : random_inputs(g, sample);

@@ -29,12 +29,28 @@ using RunTimer = std::function<double(const std::string& strategy, ExecutorInter
 double time_one_run(const std::string& strategy, ExecutorInterface& executor,
                     const std::vector<SampleInputs>& inputs);
 
+/// A plan file run by another executor than the thread executor: under mpirun, each rank's
+/// part of it on the MPI executor (distributed/rank_part.h). prepare_run reads the plan and
+/// makes the executor through it, and measures nothing (a rank may hold only its own weights).
+struct PlanRunner {
+  /// The plan in the recipe's plan file for the graph; refusals name the file.
+  std::function<ModelPlan(const Graph& graph, const std::string& plan_file)> read_plan;
+  /// The executor of the plan over the graph, its kernels in the layouts given.
+  std::function<std::unique_ptr<ExecutorInterface>(Graph& graph, const ModelPlan& plan,
+                                                   const LayoutChoice& layouts)>
+      make_executor;
+};
+
 /// What to run and how; the options of `cleave run` (and `cleave bench`).
 struct RunRecipe {
   /// A strategy of model_strategies() ("auto" among them) to plan with here; or else
   std::string strategy;
   /// a plan file from `cleave plan` to run. Both empty: the sequential executor.
   std::string plan_file;
+  /// When set, runs the plan file (`strategy` empty) instead of the thread executor; the
+  /// layouts are then `layouts` when it names a family, else the family the plan was costed
+  /// in, else blocked.
+  std::optional<PlanRunner> plan_runner;
   int threads = 1;  ///< Intra-op threads of the sequential executor.
   /// ExecutorOptions::claim_threads of the sequential executor (a host with no core free).
   int claim_threads = 0;

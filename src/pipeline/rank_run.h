@@ -44,6 +44,8 @@ struct RankRunSettings {
   /// loaded, before the plan is read. Either may be empty.
   std::function<void(int ranks)> before_load;
   std::function<void(const Graph&)> loaded;
+  /// Rank 0's lines of what loading and preparing decided (`--verbose`); may be empty.
+  std::function<void(const std::string&)> log;
 };
 
 /// What a run on ranks leaves on rank 0 for its command to print.
@@ -57,12 +59,13 @@ struct RankRunResult {
 };
 
 /// Runs the plan on the ranks of MPI_COMM_WORLD (initializing and finalizing MPI): the one
-/// driver of a plan on ranks, for `mpirun cleave run --plan` and `mpirun cleave run-split`. A
-/// plan made for another model, a worker count other than the ranks, a refusal of a caller's
-/// check or any rank failing to load is refused on every rank before any work starts (exit code
-/// 1). A rank that fails or times out while running stops the whole job (MPI_Abort) with a
-/// message naming the rank and what it waited for. Rank 0 writes the outputs (atomically, after
-/// the last run) and the trace, and gets the report.
+/// driver of a plan on ranks, each rank's model held by a Session whose prepare makes its part
+/// of the plan (RankPart, distributed/rank_part.h) on the MPI executor, for `mpirun cleave run
+/// --plan` and `mpirun cleave run-split`. A plan made for another model, a worker count other than
+/// the ranks, a refusal of a caller's check or any rank failing to load is refused on every rank
+/// before any work starts (exit code 1). A rank that fails or times out while running stops the
+/// whole job (MPI_Abort) with a message naming the rank and what it waited for. Rank 0 writes the
+/// outputs (atomically, after the last run) and the trace, and gets the report.
 RankRunResult run_plan_on_ranks(const RankRunSettings& settings);
 
 /// `mpirun cleave run --plan`: run_plan_on_ranks, then rank 0 prints the report (as JSON with

@@ -1,5 +1,5 @@
 // `run-split`: a split folder's checks, then its partitioned graph and plan on the rank driver.
-#include "distributed/split_run.h"
+#include "pipeline/split_run.h"
 
 #include <fmt/core.h>
 #include <fmt/format.h>
@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "distributed/rank_run.h"
 #include "ir/text.h"
+#include "pipeline/rank_run.h"
 #include "runtime/npy.h"
 #include "runtime/random_inputs.h"
 #include "spatial/manifest.h"

@@ -1,0 +1,321 @@
+// Every rank's `cleave run --plan`: a Session prepares, the ranks agree, run pipelined, report.
+#include "pipeline/rank_run.h"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "distributed/mpi_session.h"
+#include "distributed/rank_part.h"
+#include "distributed/rank_sync.h"
+#include "frontend/load.h"
+#include "frontend/model_plan.h"
+#include "pipeline/run_outputs.h"
+#include "pipeline/session.h"
+#include "runtime/trace.h"
+#include "support/atomic_output.h"
+#include "support/limits.h"
+#include "support/timing.h"
+
+namespace cleave {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Everything a rank needs, made before the ranks agree to start: the model held by a Session,
+// whose prepare reads the plan and makes this rank's executor through its RankPart.
+struct Prepared {
+  std::unique_ptr<RankPart> part;
+  std::unique_ptr<Session> session;
+  std::shared_ptr<PreparedShape> shape;
+  std::vector<SampleInputs> inputs;           // One stream (empty samples on ranks other than 0).
+  std::optional<AtomicFolder> output_folder;  // Rank 0's --output-dir, checked before the work.
+
+  const PreparedRun& run() const { return shape->run; }
+  const ModelPlan& plan() const { return *shape->run.plan; }
+  ExecutorInterface& executor() const { return *shape->run.executor; }
+};
+
+SessionOptions session_options(const RankRunSettings& settings, const MpiSession& mpi,
+                               RankPart& part) {
+  SessionOptions options;
+  options.load.shapes = parse_input_shapes(settings.shapes);
+  options.load.optimize = settings.optimize;
+  // A model loaded as it is (no passes rewrite its weights) need not be read whole: its weights,
+  // external or embedded, stay on disk until this rank knows which of them its tasks read.
+  if (!settings.optimize && options.load.shapes.empty() && !settings.read_whole_model)
+    options.load.unread_external = part.unread_weights();
+  if (mpi.rank() == 0) options.load.log = settings.log;
+  RunRecipe& recipe = options.recipe;
+  recipe.plan_file = settings.plan;
+  recipe.plain_layouts = settings.plain_layouts;
+  recipe.layouts = settings.layouts;  // auto: no rank can time the model on its own weights.
+  recipe.log = options.load.log;
+  recipe.plan_runner = PlanRunner{
+      [&part](const Graph& graph, const std::string& file) { return part.read_plan(graph, file); },
+      [&part](Graph& graph, const ModelPlan& plan, const LayoutChoice& layouts) {
+        return part.make_executor(graph, plan, layouts.family);
+      }};
+  options.max_prepared_shapes = 1;
+  return options;
+}
+
+void prepare(const RankRunSettings& settings, const MpiSession& mpi, Prepared& prepared) {
+  // Rank 0's outputs are checked first, so a bad target stops every rank before any work.
+  if (mpi.rank() == 0 && !settings.output_dir.empty())
+    prepared.output_folder.emplace(settings.output_dir,
+                                   FolderRules{FolderRules::Existing::kMerge, settings.files_read});
+  if (mpi.rank() == 0 && !settings.trace_file.empty()) require_file_target(settings.trace_file);
+  RankPartOptions part;
+  part.threads = settings.threads;
+  part.fixed_threads = settings.fixed_threads;
+  part.rank_timeout_seconds = settings.rank_timeout_seconds;
+  part.blocked_layouts = !settings.plain_layouts;
+  part.release_packed_weights = !settings.keep_loaded_weights;
+  part.loaded = settings.loaded;
+  prepared.part = std::make_unique<RankPart>(std::move(part), mpi);
+  if (settings.before_load) settings.before_load(mpi.size());
+  prepared.session =
+      std::make_unique<Session>(settings.model, session_options(settings, mpi, *prepared.part));
+  prepared.shape = prepared.session->prepare({});
+  const int per_run = prepared.executor().samples();
+  if (settings.samples % per_run != 0) {
+    throw Error(fmt::format("--samples {}: the plan runs {} samples at a time; give a multiple",
+                            settings.samples, per_run));
+  }
+  prepared.inputs.resize(static_cast<std::size_t>(settings.samples));
+  if (mpi.rank() == 0) {
+    for (int sample = 0; sample < settings.samples; ++sample)
+      prepared.inputs[sample] = settings.inputs(prepared.run().graph, sample);
+  }
+}
+
+// Where the kernels' family came from, for the report: option (--layouts), plan, or default.
+std::string layouts_from(const RankRunSettings& settings, const ModelPlan& plan) {
+  if (settings.plain_layouts || settings.layouts != "auto") return "option";
+  return plan.convolution_family ? "plan" : "default";
+}
+
+// Through the one Chrome-trace writer: each rank a process row, its tasks on it.
+void write_rank_trace(const std::string& path, std::vector<Trace::Event> events,
+                      const TaskGraph& tasks, int ranks) {
+  Trace trace;
+  trace.events = std::move(events);
+  std::vector<std::string> task_names;
+  for (const Task& task : tasks.tasks) task_names.push_back(task.name);
+  std::vector<std::string> rank_names;
+  for (int rank = 0; rank < ranks; ++rank) rank_names.push_back(fmt::format("rank {}", rank));
+  write_chrome_trace(path, trace, task_names, rank_names, TraceRows::processes);
+}
+
+// The warm-up and timed runs, each started together on every rank; a run's error stops them
+// all. Returns the milliseconds of the timed runs.
+std::vector<double> timed_runs(const RankRunSettings& settings, const MpiSession& mpi,
+                               Prepared& prepared, std::vector<std::vector<Tensor>>& results) {
+  ExecutorInterface& executor = prepared.executor();
+  std::vector<double> latencies;
+  try {
+    for (int i = 0; i < settings.warmup + settings.repeat; ++i) {
+      barrier(mpi, settings.rank_timeout_seconds, "every rank to start the next repeat");
+      auto start = Clock::now();
+      results = executor.run(prepared.inputs);
+      if (i >= settings.warmup)
+        latencies.push_back(
+            std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    }
+  } catch (const std::exception& e) {
+    abort_ranks(mpi.comm(), mpi.rank(), e.what());
+  }
+  return latencies;
+}
+
+// What this rank reports to rank 0.
+RankFigures rank_figures(const MpiSession& mpi, const Prepared& prepared) {
+  const RunStats& mine = prepared.executor().stats();
+  RankFigures figures;
+  figures.tasks = mine.tasks;
+  figures.weight_bytes = static_cast<double>(mine.weight_bytes);
+  figures.bytes_sent = mine.bytes_sent;
+  figures.bytes_received = mine.bytes_received;
+  figures.messages_sent = static_cast<double>(mine.messages_sent);
+  figures.messages_received = static_cast<double>(mine.messages_received);
+  figures.peak_activation_bytes = static_cast<double>(mine.peak_activation_bytes);
+  figures.peak_rss_bytes = static_cast<double>(peak_rss_bytes());
+  figures.traced_seconds = prepared.executor().last_trace().makespan;
+  figures.released_weight_bytes = static_cast<double>(mine.released_weight_bytes);
+  figures.threads = prepared.part->threads().threads;
+  figures.host_other_runnable =
+      prepared.part->threads().sampled ? prepared.part->threads().host_load.other_runnable : -1;
+  std::strncpy(figures.host, mpi.host().c_str(), sizeof figures.host - 1);
+  return figures;
+}
+
+// Rank 0's report of the run, without its outputs and trace file.
+nlohmann::json run_report(const RankRunSettings& settings, const MpiSession& mpi,
+                          const Prepared& prepared, const std::vector<double>& latencies,
+                          const std::vector<RankFigures>& all) {
+  nlohmann::json report;
+  report["model"] = settings.model;
+  report["ranks"] = mpi.size();
+  report["threads_per_rank"] = prepared.part->threads().threads;
+  report["threads_requested"] = settings.threads;
+  report["plan"] = {{"file", settings.plan},
+                    {"strategy", prepared.plan().plan.strategy},
+                    {"workers", prepared.plan().plan.order.size()},
+                    {"samples_per_run", prepared.executor().samples()},
+                    {"predicted_ms", prepared.plan().plan.makespan * 1e3}};
+  std::vector<double> sorted = latencies;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = median_of(latencies);
+  report["latency_ms"] = {{"min", sorted.front()}, {"median", median}, {"runs", latencies}};
+  report["layouts"] = {
+      {"family", settings.plain_layouts ? "plain" : to_string(prepared.run().layouts.family)},
+      {"from", layouts_from(settings, prepared.plan())}};
+  report["samples"] = settings.samples;
+  report["throughput_samples_per_s"] = settings.samples / (median / 1e3);
+  std::vector<double> per_sample;
+  for (double seconds : prepared.executor().stats().sample_seconds)
+    per_sample.push_back(seconds * 1e3);
+  report["sample_latency_ms"] = {
+      {"median", median_of(per_sample)},
+      {"max", per_sample.empty() ? 0.0 : *std::max_element(per_sample.begin(), per_sample.end())},
+      {"per_sample", per_sample}};
+  report["model_weight_bytes"] = prepared.part->model_weight_bytes();
+  report["weights_read"] =
+      prepared.part->weights_left_unread() ? "own tasks' only" : "whole model, then dropped";
+  nlohmann::json ranks = nlohmann::json::array();
+  for (int r = 0; r < mpi.size(); ++r) {
+    const RankFigures& f = all[static_cast<std::size_t>(r)];
+    ranks.push_back(
+        {{"rank", r},
+         {"host", std::string(f.host, strnlen(f.host, sizeof f.host))},
+         {"tasks", f.tasks},
+         {"weight_bytes", f.weight_bytes},
+         {"released_weight_bytes", f.released_weight_bytes},
+         {"bytes_sent", f.bytes_sent},
+         {"bytes_received", f.bytes_received},
+         {"messages_sent", f.messages_sent},
+         {"messages_received", f.messages_received},
+         {"peak_activation_bytes", f.peak_activation_bytes},
+         {"peak_rss_bytes", f.peak_rss_bytes},
+         {"traced_ms", f.traced_seconds * 1e3},
+         {"threads", f.threads},
+         {"host_other_runnable",
+          f.host_other_runnable < 0 ? nlohmann::json() : nlohmann::json(f.host_other_runnable)}});
+  }
+  report["per_rank"] = ranks;
+  return report;
+}
+
+// The text form of rank 0's report.
+void print_report(const RankRunSettings& settings, const RankRunResult& result) {
+  const nlohmann::json& report = result.report;
+  fmt::print("model      {}\n", settings.model);
+  fmt::print(
+      "latency    min {:.3f} ms, median {:.3f} ms over {} run(s), {} rank(s) x {} thread(s)\n",
+      report["latency_ms"]["min"].get<double>(), report["latency_ms"]["median"].get<double>(),
+      settings.repeat, report["ranks"].get<int>(), report["threads_per_rank"].get<int>());
+  if (!result.threads_line.empty()) fmt::print("{}\n", result.threads_line);
+  fmt::print("stream     {} sample(s): {:.1f} samples/s, per-sample latency median {:.3f} ms\n",
+             settings.samples, report["throughput_samples_per_s"].get<double>(),
+             report["sample_latency_ms"]["median"].get<double>());
+  fmt::print("plan       {} on {} rank(s): predicted {:.3f} ms\n",
+             report["plan"]["strategy"].get<std::string>(), report["ranks"].get<int>(),
+             report["plan"]["predicted_ms"].get<double>());
+  const std::string from = report["layouts"]["from"].get<std::string>();
+  fmt::print("layouts    {} ({})\n", report["layouts"]["family"].get<std::string>(),
+             from == "plan"     ? "the family the plan's costs were profiled in"
+             : from == "option" ? "as asked"
+                                : "the default: the plan names no family");
+  fmt::print("weights    {:.2f} MiB in the model; ranks read {}\n",
+             report["model_weight_bytes"].get<double>() / 1048576.0,
+             report["weights_read"].get<std::string>());
+  for (const auto& entry : report["per_rank"]) {
+    fmt::print(
+        "rank {:<5} {} tasks, weights {:.2f} MiB ({:.2f} freed once packed), sent {:.2f} MiB in "
+        "{} messages, peak RSS {:.1f} MiB\n",
+        entry["rank"].get<int>(), entry["tasks"].get<double>(),
+        entry["weight_bytes"].get<double>() / 1048576.0,
+        entry["released_weight_bytes"].get<double>() / 1048576.0,
+        entry["bytes_sent"].get<double>() / 1048576.0, entry["messages_sent"].get<double>(),
+        entry["peak_rss_bytes"].get<double>() / 1048576.0);
+  }
+  for (const auto& entry : report["outputs"]) {
+    fmt::print("output     {} {}{}\n", entry["name"].get<std::string>(),
+               entry["type"].get<std::string>(),
+               entry.contains("file") ? " -> " + entry["file"].get<std::string>() : "");
+  }
+  if (!settings.trace_file.empty()) fmt::print("trace      {}\n", settings.trace_file);
+}
+
+}  // namespace
+
+RankRunResult run_plan_on_ranks(const RankRunSettings& settings) {
+  if (settings.repeat < 1) throw Error("--repeat must be at least 1");
+  if (settings.samples < 1) throw Error("--samples must be at least 1");
+  require_timeout_seconds("--rank-timeout", settings.rank_timeout_seconds);
+  MpiSession mpi;
+  const int rank = mpi.rank();
+  Prepared prepared;
+  const auto prepare_here = [&] {
+    prepare(settings, mpi, prepared);
+    return prepared.part->plan_hash();
+  };
+  RankRunResult result;
+  if (!prepare_on_every_rank(mpi, prepare_here, settings.rank_timeout_seconds)) {
+    result.exit_code = 1;
+    return result;
+  }
+
+  std::vector<std::vector<Tensor>> results;
+  const std::vector<double> latencies = timed_runs(settings, mpi, prepared, results);
+  const RankFigures figures = rank_figures(mpi, prepared);
+  std::vector<RankFigures> all;
+  std::vector<Trace::Event> events;
+  try {
+    all = gather_figures(mpi, figures, settings.rank_timeout_seconds);
+    if (!settings.trace_file.empty())
+      events =
+          gather_trace_events(mpi, prepared.executor().last_trace(), settings.rank_timeout_seconds);
+  } catch (const std::exception& e) {
+    abort_ranks(mpi.comm(), rank, e.what());
+  }
+  if (rank != 0) return result;
+
+  result.reported = true;
+  result.report = run_report(settings, mpi, prepared, latencies, all);
+  // Only now, with every output in hand, does anything reach the output folder.
+  result.report["outputs"] =
+      write_run_outputs(prepared.run().graph, results.front(),
+                        prepared.output_folder ? &*prepared.output_folder : nullptr);
+  if (!settings.trace_file.empty()) {
+    write_rank_trace(settings.trace_file, std::move(events), prepared.plan().tasks, mpi.size());
+    result.report["trace_file"] = settings.trace_file;
+  }
+  if (prepared.part->threads().threads != settings.threads) {
+    result.threads_line =
+        rank_threads_line(prepared.part->threads(), settings.threads, mpi.ranks_on_host());
+  }
+  return result;
+}
+
+int run_on_ranks(const RankRunSettings& settings) {
+  const RankRunResult result = run_plan_on_ranks(settings);
+  if (!result.reported) return result.exit_code;
+  if (settings.json) {
+    fmt::print("{}\n", result.report.dump(2));
+  } else {
+    print_report(settings, result);
+  }
+  return 0;
+}
+
+}  // namespace cleave
