@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "frontend/costs.h"
+#include "pipeline/pipeline_run.h"
 #include "runtime/random_inputs.h"
 #include "support/timing.h"
 
@@ -23,27 +24,6 @@ void drop_initializer_bytes(Graph& graph) {
 
 void log_line(const RunRecipe& recipe, const std::string& line) {
   if (recipe.log) recipe.log(line);
-}
-
-// Medians of a few runs of each, in blocks of A B C then C B A so that none always runs first.
-std::vector<double> time_alike(const RunRecipe& recipe,
-                               const std::vector<std::pair<std::string, ExecutorInterface*>>& runs,
-                               const std::vector<SampleInputs>& inputs) {
-  constexpr int kWarmup = 2;
-  constexpr int kRunsPerBlock = 3;
-  for (int i = 0; i < kWarmup; ++i) {
-    for (const auto& [name, executor] : runs) recipe.timer(name, *executor, inputs);
-  }
-  std::vector<std::vector<double>> ms(runs.size());
-  const auto time_block = [&](std::size_t r) {
-    for (int i = 0; i < kRunsPerBlock; ++i)
-      ms[r].push_back(recipe.timer(runs[r].first, *runs[r].second, inputs));
-  };
-  for (std::size_t r = 0; r < runs.size(); ++r) time_block(r);
-  for (std::size_t r = runs.size(); r-- > 0;) time_block(r);
-  std::vector<double> medians;
-  for (const std::vector<double>& times : ms) medians.push_back(median_of(times));
-  return medians;
 }
 
 // A plan with the family its kernels use and its executor.
@@ -265,6 +245,26 @@ void install_plan(PreparedRun& prepared, const RunRecipe& recipe, PlannedRun cho
 
 }  // namespace
 
+std::vector<double> time_alike(const RunRecipe& recipe,
+                               const std::vector<std::pair<std::string, ExecutorInterface*>>& runs,
+                               const std::vector<SampleInputs>& inputs) {
+  constexpr int kWarmup = 2;
+  constexpr int kRunsPerBlock = 3;
+  for (int i = 0; i < kWarmup; ++i) {
+    for (const auto& [name, executor] : runs) recipe.timer(name, *executor, inputs);
+  }
+  std::vector<std::vector<double>> ms(runs.size());
+  const auto time_block = [&](std::size_t r) {
+    for (int i = 0; i < kRunsPerBlock; ++i)
+      ms[r].push_back(recipe.timer(runs[r].first, *runs[r].second, inputs));
+  };
+  for (std::size_t r = 0; r < runs.size(); ++r) time_block(r);
+  for (std::size_t r = runs.size(); r-- > 0;) time_block(r);
+  std::vector<double> medians;
+  for (const std::vector<double>& times : ms) medians.push_back(median_of(times));
+  return medians;
+}
+
 double time_one_run(const std::string& /*strategy*/, ExecutorInterface& executor,
                     const std::vector<SampleInputs>& inputs) {
   auto start = std::chrono::steady_clock::now();
@@ -287,6 +287,10 @@ PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
     make_sequential_executor(prepared, recipe, input_of);
     return prepared;
   }
+  if (recipe.strategy == kPipelineStrategy) {
+    prepare_pipeline_run(prepared, recipe, input_of);
+    return prepared;
+  }
 
   const bool auto_plan = recipe.strategy == "auto";
   const PlanContext context{g,
@@ -301,7 +305,13 @@ PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
     prepared.inputs.push_back(input_of(s));
   if (auto_plan && recipe.auto_check && chosen.model_plan.plan.strategy != "sequential")
     check_top_candidates(context, prepared, chosen);
+  // Made before install_plan lets go of the graph's weights (its stages hold their own).
+  std::unique_ptr<StageExecutor> pipeline =
+      auto_plan
+          ? pipeline_if_faster(prepared, recipe, chosen.model_plan, *chosen.executor, input_of)
+          : nullptr;
   install_plan(prepared, recipe, std::move(chosen));
+  if (pipeline) run_pipeline_instead(prepared, recipe, std::move(pipeline));
   return prepared;
 }
 
