@@ -49,7 +49,7 @@ ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlan
   } else if (options.strategy == "pipeline") {
     throw Error(
         "strategy pipeline cuts the model into stages over a stream of samples and is no task "
-        "plan: run it with `cleave run --plan pipeline` or `cleave bench --plan pipeline`");
+        "plan: run it with `cleave run --plan pipeline` or `cleave bench --strategy pipeline`");
   } else {
     const std::string& instead = find_planner(options.strategy).before_copies;
     const bool once = options.each_node_once && !instead.empty();

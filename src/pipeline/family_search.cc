@@ -136,7 +136,8 @@ void add_split_and_stage_candidates(const Graph& graph, const CostTable& costs,
       row.rejected =
           row.predicted_seconds < plan.plan.makespan
               ? fmt::format("runs with `cleave run --plan pipeline` ({})", row.configuration)
-              : fmt::format("slower than {}", plan.configuration);
+              : fmt::format("not faster than {} ({:.3f} ms)", plan.configuration,
+                            plan.plan.makespan * 1e3);
     }
     plan.candidates.push_back(std::move(row));
   }

@@ -97,7 +97,9 @@ std::unique_ptr<StageExecutor> pipeline_if_faster(
   }
   const auto configuration = parse_pipeline_configuration(row->configuration);
   const bool faster = configuration && row->predicted_seconds < kept.plan.makespan;
-  row->rejected = faster ? "" : fmt::format("slower than {}", kept.configuration);
+  row->rejected = faster ? ""
+                         : fmt::format("not faster than {} ({:.3f} ms)", kept.configuration,
+                                       kept.plan.makespan * 1e3);
   kept.candidates.push_back(*row);
   if (!faster) return nullptr;
   auto pipeline =

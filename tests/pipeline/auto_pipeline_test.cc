@@ -119,7 +119,7 @@ TEST(AutoPipeline, PredictedSlowerIsNotTimed) {
   Fixture f({{"pipeline", 1.0}, {"kept", 2.0}});
   EXPECT_EQ(f.offer(1e9), nullptr);
   EXPECT_EQ(f.calls[pipeline_configuration(2, 1)], 0);
-  EXPECT_THAT(row_of(*f.prepared.plan, "pipeline").rejected, HasSubstr("slower than"));
+  EXPECT_THAT(row_of(*f.prepared.plan, "pipeline").rejected, HasSubstr("not faster than"));
 }
 
 TEST(AutoPipeline, AutoListsThePipelineRowForSeveralSamples) {
