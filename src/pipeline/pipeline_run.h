@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "pipeline/plan_and_run.h"
+#include "stream/stage_executor.h"
 
 namespace cleave {
 

@@ -26,6 +26,30 @@ void log_line(const RunRecipe& recipe, const std::string& line) {
   if (recipe.log) recipe.log(line);
 }
 
+}  // namespace
+
+std::vector<double> time_alike(const RunRecipe& recipe,
+                               const std::vector<std::pair<std::string, ExecutorInterface*>>& runs,
+                               const std::vector<SampleInputs>& inputs) {
+  constexpr int kWarmup = 2;
+  constexpr int kRunsPerBlock = 3;
+  for (int i = 0; i < kWarmup; ++i) {
+    for (const auto& [name, executor] : runs) recipe.timer(name, *executor, inputs);
+  }
+  std::vector<std::vector<double>> ms(runs.size());
+  const auto time_block = [&](std::size_t r) {
+    for (int i = 0; i < kRunsPerBlock; ++i)
+      ms[r].push_back(recipe.timer(runs[r].first, *runs[r].second, inputs));
+  };
+  for (std::size_t r = 0; r < runs.size(); ++r) time_block(r);
+  for (std::size_t r = runs.size(); r-- > 0;) time_block(r);
+  std::vector<double> medians;
+  for (const std::vector<double>& times : ms) medians.push_back(median_of(times));
+  return medians;
+}
+
+namespace {
+
 // A plan with the family its kernels use and its executor.
 struct PlannedRun {
   ModelPlan model_plan;
@@ -244,26 +268,6 @@ void install_plan(PreparedRun& prepared, const RunRecipe& recipe, PlannedRun cho
 }
 
 }  // namespace
-
-std::vector<double> time_alike(const RunRecipe& recipe,
-                               const std::vector<std::pair<std::string, ExecutorInterface*>>& runs,
-                               const std::vector<SampleInputs>& inputs) {
-  constexpr int kWarmup = 2;
-  constexpr int kRunsPerBlock = 3;
-  for (int i = 0; i < kWarmup; ++i) {
-    for (const auto& [name, executor] : runs) recipe.timer(name, *executor, inputs);
-  }
-  std::vector<std::vector<double>> ms(runs.size());
-  const auto time_block = [&](std::size_t r) {
-    for (int i = 0; i < kRunsPerBlock; ++i)
-      ms[r].push_back(recipe.timer(runs[r].first, *runs[r].second, inputs));
-  };
-  for (std::size_t r = 0; r < runs.size(); ++r) time_block(r);
-  for (std::size_t r = runs.size(); r-- > 0;) time_block(r);
-  std::vector<double> medians;
-  for (const std::vector<double>& times : ms) medians.push_back(median_of(times));
-  return medians;
-}
 
 double time_one_run(const std::string& /*strategy*/, ExecutorInterface& executor,
                     const std::vector<SampleInputs>& inputs) {

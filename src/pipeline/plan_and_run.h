@@ -17,9 +17,10 @@
 #include "runtime/executor_interface.h"
 #include "runtime/parallel_executor.h"
 #include "runtime/wait_policy.h"
-#include "stream/stage_executor.h"
 
 namespace cleave {
+
+class StageExecutor;  // stream/stage_executor.h
 
 /// Times one run of an executor in milliseconds; `strategy` names the plan it runs: its
 /// configuration ("lc, 2 workers x 1 thread"), or "sequential" for the fallback. The recipe's auto
