@@ -52,7 +52,9 @@ void register_bench(CLI::App& app, CommandAction& action) {
       ->default_val("profile");
   command
       ->add_option("--strategy", settings->strategy,
-                   "Planner of the parallel variant: as `cleave plan --strategy`")
+                   "Planner of the parallel variant: as `cleave plan --strategy`, or pipeline "
+                   "(the model cut into --workers stages, --samples samples streamed through "
+                   "them)")
       ->check(CLI::IsMember(model_strategies()))
       ->default_val("auto");
   CLI::Option* split = command->add_option(
@@ -66,10 +68,10 @@ void register_bench(CLI::App& app, CommandAction& action) {
       ->excludes(split);
   command
       ->add_option("--samples", settings->samples,
-                   "With --families: samples per run (data-parallel and pipelined rows)")
+                   "Samples per run, with --families (data-parallel and pipelined rows) or "
+                   "--strategy pipeline (every variant runs them)")
       ->default_val(1)
-      ->check(CLI::Range(1, 4096))
-      ->needs("--families");
+      ->check(CLI::Range(1, 4096));
   command->add_flag("--json", settings->json, "Print the report as JSON");
   command->callback([settings, &action] { action = [settings] { return run_bench(*settings); }; });
 }

@@ -87,23 +87,27 @@ void register_run(CLI::App& app, CommandAction& action) {
       ->default_val("auto");
   command->add_flag("-v,--verbose", settings->verbose, "Log each loading step");
   command->add_option("--plan", settings->plan,
-                      "Run a plan in parallel: a plan.json from `cleave plan`, or auto");
+                      "Run a plan in parallel: a plan.json from `cleave plan`, auto, or pipeline "
+                      "(the model cut into --workers stages, --samples samples streamed "
+                      "through them)");
   command
       ->add_option("--costs", settings->costs,
-                   "Costs for --plan auto: profile, static or analytical")
+                   "Costs for --plan auto or pipeline: profile, static or analytical")
       ->check(CLI::IsMember({"profile", "static", "analytical"}))
       ->default_val("profile");
-  command->add_option("--workers", settings->workers, "Workers for --plan auto")
+  command
+      ->add_option("--workers", settings->workers, "Workers for --plan auto (stages for pipeline)")
       ->default_val(2)
       ->check(integer_in(1, kMaxWorkers));
   command
       ->add_option("--threads-per-worker", settings->threads_per_worker,
-                   "Intra-op threads per worker for --plan auto")
+                   "Intra-op threads per worker for --plan auto or pipeline")
       ->default_val(1)
       ->check(thread_count());
   command
       ->add_option("--samples", settings->samples,
-                   "Samples in flight for --plan auto (hyperclustering); under mpirun, inputs "
+                   "Samples in flight for --plan auto (hyperclustering) or pipeline (streamed "
+                   "through the stages); under mpirun, inputs "
                    "pushed through the ranks per repeat (a pipelined stream)")
       ->default_val(1)
       ->check(CLI::Range(1, 4096));

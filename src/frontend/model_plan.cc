@@ -19,7 +19,8 @@
 namespace cleave {
 
 std::vector<std::string> model_strategies() {
-  std::vector<std::string> names{"auto", "sequential"};
+  // "pipeline" runs as stages over a stream of samples (pipeline/pipeline_run.h), not as a plan.
+  std::vector<std::string> names{"auto", "sequential", "pipeline"};
   for (const PlannerEntry& entry : planners()) {
     if (entry.family != PlannerFamily::kStream) names.push_back(entry.name);
   }
@@ -45,6 +46,10 @@ ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlan
     chosen = plan_auto(graph, costs, options);
   } else if (options.strategy == "sequential") {
     chosen = plan_sequential(graph, costs, options);
+  } else if (options.strategy == "pipeline") {
+    throw Error(
+        "strategy pipeline cuts the model into stages over a stream of samples and is no task "
+        "plan: run it with `cleave run --plan pipeline` or `cleave bench --strategy pipeline`");
   } else {
     const std::string& instead = find_planner(options.strategy).before_copies;
     const bool once = options.each_node_once && !instead.empty();

@@ -10,6 +10,7 @@
 #include "frontend/load.h"
 #include "frontend/model_plan.h"
 #include "pipeline/family_search.h"
+#include "pipeline/pipeline_run.h"
 #include "pipeline/session.h"
 #include "runtime/parallel_executor.h"
 #include "runtime/random_inputs.h"
@@ -41,11 +42,24 @@ std::vector<const ModelPlan*> best_of_each_family(const ModelPlan& chosen) {
   return plans;
 }
 
-// Spatial splits and pipelined stages run through their own commands: one row per family.
+// The pipelined stages this host runs (`--plan pipeline`'s configuration): the fastest predicted.
+const PlanCandidate* runnable_pipeline(const ModelPlan& chosen) {
+  const PlanCandidate* best = nullptr;
+  for (const PlanCandidate& candidate : chosen.candidates) {
+    if (candidate.family != "pipeline" || !parse_pipeline_configuration(candidate.configuration))
+      continue;
+    if (!best || candidate.predicted_seconds < best->predicted_seconds) best = &candidate;
+  }
+  return best;
+}
+
+// Spatial splits and stages on a machine's devices run through their own commands: one row per
+// family.
 void add_unrunnable_rows(const ModelPlan& chosen, std::vector<FamilyBenchRow>& rows) {
   std::map<std::string, const PlanCandidate*> best;
   for (const PlanCandidate& candidate : chosen.candidates) {
     if (candidate.family != "spatial" && candidate.family != "pipeline") continue;
+    if (runnable_pipeline(chosen)) continue;
     const PlanCandidate*& kept = best[candidate.family];
     if (!kept || candidate.predicted_seconds < kept->predicted_seconds) kept = &candidate;
   }
@@ -119,7 +133,7 @@ FamilyBench run_family_bench(const ModelBenchSettings& settings) {
 
   FamilyBench bench;
   bench.planning_ms = chosen.planning_seconds * 1e3;
-  std::vector<std::unique_ptr<ParallelExecutor>> owned;
+  std::vector<std::unique_ptr<ExecutorInterface>> owned;
   std::vector<ExecutorInterface*> executors;
   for (const ModelPlan* plan : best_of_each_family(chosen)) {
     ParallelOptions parallel;
@@ -130,6 +144,15 @@ FamilyBench run_family_bench(const ModelBenchSettings& settings) {
         std::make_unique<ParallelExecutor>(prepared.graph, plan->tasks, plan->plan, parallel));
     executors.push_back(owned.back().get());
     bench.rows.push_back({plan->family, plan->configuration, plan->plan.makespan, {}, {}, false});
+  }
+  if (const PlanCandidate* stages = runnable_pipeline(chosen)) {
+    const auto [count, threads] = *parse_pipeline_configuration(stages->configuration);
+    owned.push_back(make_pipeline(prepared, recipe, count, threads, [&](int sample) {
+      return recipe.inputs(prepared.graph, sample);
+    }));
+    executors.push_back(owned.back().get());
+    bench.rows.push_back(
+        {stages->family, stages->configuration, stages->predicted_seconds, {}, {}, false});
   }
   std::vector<std::vector<double>> ms;
   time_interleaved(executors, prepared.inputs, settings.warmup, settings.repeat, ms);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "pipeline/pipeline_run.h"
 #include "spatial/split_choice.h"
 #include "spatial/split_machine.h"
 #include "stream/stages.h"
@@ -62,41 +63,6 @@ PlanCandidate spatial_candidate(const Graph& graph, const CostTable& costs, cons
   return row;
 }
 
-// The best count of stages on `cores` cores (each stage cores / stages threads) or on the
-// machine's devices: the stages run one after another for the first sample, then the slowest
-// stage paces the rest. Hand-offs between stages are not priced.
-PlanCandidate stage_candidate(const Graph& graph, const CostTable& costs,
-                              const ModelPlanOptions& options) {
-  PlanCandidate best;
-  best.strategy = "stages";
-  best.family = "pipeline";
-  best.predicted_seconds = std::numeric_limits<double>::infinity();
-  const int cores = options.machine ? static_cast<int>(options.machine->size())
-                                    : options.workers * options.threads_per_worker;
-  const int most = std::min({cores, kMostStages, static_cast<int>(graph.node_count())});
-  for (int stages = 2; stages <= most; ++stages) {
-    const int threads = options.machine ? options.machine->devices.front().threads : cores / stages;
-    std::vector<double> node_cost(graph.node_capacity(), 0);
-    for (NodeId id : graph.node_ids()) node_cost[id] = costs.seconds(id, threads);
-    const StagedStream staged = graph_to_stages(graph, stages, "model", node_cost);
-    double sum = 0, slowest = 0;
-    for (double seconds : staged.stage_cost) {
-      sum += seconds;
-      slowest = std::max(slowest, seconds);
-    }
-    const double seconds = sum + (options.samples - 1) * slowest;
-    if (seconds < best.predicted_seconds) {
-      best.predicted_seconds = seconds;
-      best.samples_per_second = options.samples / seconds;
-      best.configuration = options.machine ? fmt::format("{} stages, one per device", stages)
-                                           : fmt::format("{} stages x {} thread{}", stages, threads,
-                                                         threads == 1 ? "" : "s");
-    }
-  }
-  best.rejected = "runs with `cleave stream --stages` (hand-offs not priced)";
-  return best;
-}
-
 // Weights per device, short: one figure when every device holds the same, else the most any
 // device holds and how many hold any.
 std::string memory_text(const std::vector<double>& bytes) {
@@ -109,6 +75,35 @@ std::string memory_text(const std::vector<double>& bytes) {
 }
 
 }  // namespace
+
+PlanCandidate pipeline_candidate(const Graph& graph, const CostTable& costs,
+                                 const ModelPlanOptions& options) {
+  PlanCandidate best;
+  best.strategy = "pipeline";
+  best.family = "pipeline";
+  best.predicted_seconds = std::numeric_limits<double>::infinity();
+  const int cores = options.machine ? static_cast<int>(options.machine->size())
+                                    : options.workers * options.threads_per_worker;
+  const int most = std::min({cores, kMostStages, static_cast<int>(graph.node_count())});
+  for (int stages = 2; stages <= most; ++stages) {
+    const int threads = options.machine ? options.machine->devices.front().threads : cores / stages;
+    std::vector<double> node_cost(graph.node_capacity(), 0);
+    for (NodeId id : graph.node_ids()) node_cost[id] = costs.seconds(id, threads);
+    const StagedStream staged = graph_to_stages(graph, stages, "model", node_cost);
+    const double seconds = pipeline_seconds(staged, options.samples);
+    if (seconds < best.predicted_seconds) {
+      best.predicted_seconds = seconds;
+      best.samples_per_second = options.samples / seconds;
+      best.configuration = options.machine ? fmt::format("{} stages, one per device", stages)
+                                           : pipeline_configuration(stages, threads);
+    }
+  }
+  // On this host's cores `cleave run --plan pipeline` runs it (and auto, where it is faster:
+  // pipeline_if_faster); one stage per device only `cleave stream --stages`.
+  best.rejected =
+      options.machine ? "runs with `cleave stream --stages` (hand-offs not priced)" : "";
+  return best;
+}
 
 std::string candidate_table_text(const ModelPlan& plan) {
   std::string out =
@@ -132,7 +127,20 @@ void add_split_and_stage_candidates(const Graph& graph, const CostTable& costs,
   const auto start = std::chrono::steady_clock::now();
   if (options.machine && options.machine->size() > 1)
     plan.candidates.push_back(spatial_candidate(graph, costs, *options.machine, options.samples));
-  if (options.samples > 1) plan.candidates.push_back(stage_candidate(graph, costs, options));
+  const bool listed =
+      std::any_of(plan.candidates.begin(), plan.candidates.end(),
+                  [](const PlanCandidate& row) { return row.family == "pipeline"; });
+  if (options.samples > 1 && !listed) {
+    PlanCandidate row = pipeline_candidate(graph, costs, options);
+    if (row.rejected.empty()) {
+      row.rejected =
+          row.predicted_seconds < plan.plan.makespan
+              ? fmt::format("runs with `cleave run --plan pipeline` ({})", row.configuration)
+              : fmt::format("not faster than {} ({:.3f} ms)", plan.configuration,
+                            plan.plan.makespan * 1e3);
+    }
+    plan.candidates.push_back(std::move(row));
+  }
   plan.planning_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   plan.plan.notes["planning_seconds"] = plan.planning_seconds;

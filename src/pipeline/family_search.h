@@ -12,11 +12,19 @@ namespace cleave {
 
 /// Adds to `plan.candidates` the spatial search's best split (a machine file of more than one
 /// device) and the pipelined stages (several samples) on the same resources, each predicted
-/// and listed with the command that runs it: `plan` and `run` cannot run them, so they are
-/// never the chosen plan, but they are never dropped from the table either. The time spent is
-/// added to plan.planning_seconds.
+/// and listed with the command that runs it (a split: `cleave split`; stages: `cleave run
+/// --plan pipeline`, which auto also runs where it is faster); a pipeline row already in the
+/// table (added by prepare_run's auto) is kept as it is. The time spent is added to
+/// plan.planning_seconds.
 void add_split_and_stage_candidates(const Graph& graph, const CostTable& costs,
                                     const ModelPlanOptions& options, ModelPlan& plan);
+
+/// The pipelined stages' row (several samples): the count of stages on the options' cores
+/// (each stage cores / stages threads; configuration as pipeline_configuration names it) or
+/// one stage per device of a machine file, with the fastest prediction (pipeline_seconds:
+/// hand-offs not priced). `rejected` says what runs a machine's row; empty otherwise.
+PlanCandidate pipeline_candidate(const Graph& graph, const CostTable& costs,
+                                 const ModelPlanOptions& options);
 
 /// The candidate table `cleave plan --explain` prints: per row the family, configuration,
 /// predicted latency (and throughput for several samples), weights per device, and the

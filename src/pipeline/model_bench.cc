@@ -15,6 +15,7 @@
 #include "frontend/layout_choice.h"
 #include "frontend/load.h"
 #include "frontend/model_plan.h"
+#include "pipeline/pipeline_run.h"
 #include "pipeline/plan_and_run.h"
 #include "pipeline/session.h"
 #include "runtime/executor.h"
@@ -117,7 +118,15 @@ ModelBench run_model_bench(const ModelBenchSettings& settings) {
   recipe.threads_per_worker = 1;
   recipe.layouts_follow_plan_threads = false;
   recipe.costs = settings.costs;
-  recipe.inputs = [](const Graph& graph, int) { return random_inputs(graph, 0); };
+  recipe.samples = settings.samples;
+  if (settings.samples > 1 && settings.strategy != kPipelineStrategy) {
+    throw Error(fmt::format("--samples {}: takes effect with --families or --strategy pipeline",
+                            settings.samples));
+  }
+  // A pipeline streams distinct samples; every other variant runs one sample.
+  recipe.inputs = [&settings](const Graph& graph, int sample) {
+    return random_inputs(graph, settings.strategy == kPipelineStrategy ? sample : 0);
+  };
   SessionOptions session_options{load, recipe};
   Session session(settings.model, std::move(session_options));
   const std::shared_ptr<PreparedShape> shape = session.prepare({});
@@ -128,10 +137,16 @@ ModelBench run_model_bench(const ModelBenchSettings& settings) {
   bench.shape = analyze_static_cost(graph);
   const ConvolutionFamily family = bench.family = prepared.layouts.family;
   const CostTable& costs = *prepared.costs;
-  const ModelPlan& chosen = *prepared.plan;
+  // A pipeline has no task plan: its prediction and name stand in for one in the report.
+  ModelPlan pipeline_plan;
+  if (prepared.pipeline) {
+    pipeline_plan.plan.strategy = kPipelineStrategy;
+    pipeline_plan.plan.makespan = pipeline_seconds(prepared.pipeline->staged(), settings.samples);
+  }
+  const ModelPlan& chosen = prepared.plan ? *prepared.plan : pipeline_plan;
   bench.predicted_ms = chosen.plan.makespan * 1e3;
   bench.planning_ms = chosen.planning_seconds * 1e3;
-  ParallelExecutor& parallel = *prepared.parallel;
+  ExecutorInterface& planned = *prepared.executor;
   ModelPlanOptions options;
   options.workers = settings.workers;
   options.strategy = "lc";
@@ -143,12 +158,14 @@ ModelBench run_model_bench(const ModelBenchSettings& settings) {
   ParallelOptions parallel_options;
   parallel_options.convolution_family = family;
 
-  std::vector<ExecutorInterface*> executors = {&one_thread, &all_threads, &parallel};
+  std::vector<ExecutorInterface*> executors = {&one_thread, &all_threads, &planned};
   bench.variants = {
       {"sequential, 1 thread", {}},
       {fmt::format("sequential, {} threads intra-op", settings.workers), {}},
-      {fmt::format("plan {} ({} x {})", chosen.plan.strategy, chosen.tasks.machine.size(),
-                   chosen.threads_per_worker),
+      {prepared.pipeline
+           ? pipeline_configuration(prepared.pipeline->stages(), chosen.threads_per_worker)
+           : fmt::format("plan {} ({} x {})", chosen.plan.strategy, chosen.tasks.machine.size(),
+                         chosen.threads_per_worker),
        {}},
   };
   std::optional<BenchedSplit> split;
@@ -167,10 +184,15 @@ ModelBench run_model_bench(const ModelBenchSettings& settings) {
     bench.split_machines = split->machines;
   }
   std::vector<std::vector<double>> ms(executors.size());
-  time_interleaved(executors, {inputs}, settings.warmup, settings.repeat, ms);
+  const std::vector<SampleInputs> run_inputs =
+      prepared.pipeline ? prepared.inputs : std::vector<SampleInputs>{inputs};
+  time_interleaved(executors, run_inputs, settings.warmup, settings.repeat, ms);
   for (std::size_t v = 0; v < executors.size(); ++v) bench.variants[v].ms = std::move(ms[v]);
   Executor reference(graph, with_threads(chosen.threads_per_worker, family));
-  bool equal = bitwise_equal(reference.run(inputs), parallel.run(inputs));
+  bool equal = true;
+  const std::vector<std::vector<Tensor>> want = reference.run(run_inputs);
+  const std::vector<std::vector<Tensor>> got = planned.run(run_inputs);
+  for (std::size_t s = 0; s < want.size(); ++s) equal = equal && bitwise_equal(want[s], got[s]);
   bench.checked = {chosen.plan.strategy};
   // A one-worker plan hands no value between workers, so its check proves little; the lc plan,
   // when it uses several workers, is run and checked too.

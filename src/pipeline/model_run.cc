@@ -35,8 +35,8 @@ const ModelPlan& plan_of(const ModelRun& run) {
 // The recipe of the run before its threads are fitted to the host.
 RunRecipe recipe_for(const ModelRunSettings& settings) {
   RunRecipe recipe;
-  if (settings.plan == "auto") {
-    recipe.strategy = "auto";
+  if (settings.plan == "auto" || settings.plan == "pipeline") {
+    recipe.strategy = settings.plan;
   } else {
     recipe.plan_file = settings.plan;
   }

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "frontend/costs.h"
+#include "pipeline/pipeline_run.h"
 #include "runtime/random_inputs.h"
 #include "support/timing.h"
 
@@ -25,7 +26,8 @@ void log_line(const RunRecipe& recipe, const std::string& line) {
   if (recipe.log) recipe.log(line);
 }
 
-// Medians of a few runs of each, in blocks of A B C then C B A so that none always runs first.
+}  // namespace
+
 std::vector<double> time_alike(const RunRecipe& recipe,
                                const std::vector<std::pair<std::string, ExecutorInterface*>>& runs,
                                const std::vector<SampleInputs>& inputs) {
@@ -45,6 +47,8 @@ std::vector<double> time_alike(const RunRecipe& recipe,
   for (const std::vector<double>& times : ms) medians.push_back(median_of(times));
   return medians;
 }
+
+namespace {
 
 // A plan with the family its kernels use and its executor.
 struct PlannedRun {
@@ -317,6 +321,10 @@ PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
     make_sequential_executor(prepared, recipe, input_of);
     return prepared;
   }
+  if (recipe.strategy == kPipelineStrategy) {
+    prepare_pipeline_run(prepared, recipe, input_of);
+    return prepared;
+  }
 
   const bool auto_plan = recipe.strategy == "auto";
   const PlanContext context{g,
@@ -331,7 +339,13 @@ PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
     prepared.inputs.push_back(input_of(s));
   if (auto_plan && recipe.auto_check && chosen.model_plan.plan.strategy != "sequential")
     check_top_candidates(context, prepared, chosen);
+  // Made before install_plan lets go of the graph's weights (its stages hold their own).
+  std::unique_ptr<StageExecutor> pipeline =
+      auto_plan
+          ? pipeline_if_faster(prepared, recipe, chosen.model_plan, *chosen.executor, input_of)
+          : nullptr;
   install_plan(prepared, recipe, std::move(chosen));
+  if (pipeline) run_pipeline_instead(prepared, recipe, std::move(pipeline));
   return prepared;
 }
 

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cost/cost_table.h"
@@ -18,6 +19,8 @@
 #include "runtime/wait_policy.h"
 
 namespace cleave {
+
+class StageExecutor;  // stream/stage_executor.h
 
 /// Times one run of an executor in milliseconds; `strategy` names the plan it runs: its
 /// configuration ("lc, 2 workers x 1 thread"), or "sequential" for the fallback. The recipe's auto
@@ -82,6 +85,13 @@ struct RunRecipe {
   std::function<void(const std::string&)> log;  ///< One line per decision; may be empty.
 };
 
+/// Medians of a few timed runs (recipe.timer) of each executor, named as the timer sees it:
+/// two warm-up runs each, then blocks of three runs as A B C, C B A, so that none always
+/// runs first.
+std::vector<double> time_alike(const RunRecipe& recipe,
+                               const std::vector<std::pair<std::string, ExecutorInterface*>>& runs,
+                               const std::vector<SampleInputs>& inputs);
+
 /// Timed runs of auto's parallel choice, the runner-up prediction and the sequential plan.
 struct AutoCheck {
   std::string candidate;  ///< The predicted choice's strategy.
@@ -106,6 +116,7 @@ struct PreparedRun {
   std::unique_ptr<ExecutorInterface> executor;
   Executor* sequential = nullptr;        ///< The executor, when it is the sequential one.
   ParallelExecutor* parallel = nullptr;  ///< The executor, when it runs a plan.
+  StageExecutor* pipeline = nullptr;     ///< The executor, when it runs pipelined stages.
 };
 
 /// The recipe on a loaded graph (a Session calls it per input shape), top to bottom: layouts,

@@ -290,7 +290,9 @@ StreamRun::StreamRun(const StreamProgram& program, const StreamSetup& setup,
   for (std::size_t v = 0; v < graph_.nodes.size(); ++v) {
     const StreamNode& node = graph_.nodes[v];
     std::shared_ptr<Executor> executor;
-    if (node.kind == StreamNodeKind::kFilter && node.stream->op == FilterOp::kModel) {
+    if (v < plan.executors.size() && plan.executors[v]) {
+      executor = plan.executors[v];
+    } else if (node.kind == StreamNodeKind::kFilter && node.stream->op == FilterOp::kModel) {
       std::shared_ptr<Executor>& shared =
           executors[{result_.placement[v], node.stream->graph.get()}];
       if (!shared) shared = std::make_shared<Executor>(*node.stream->graph);

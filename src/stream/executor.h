@@ -2,10 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "runtime/executor.h"
 #include "runtime/tensor.h"
 #include "stream/placement.h"
 #include "stream/schedule.h"
@@ -104,6 +106,10 @@ struct StreamPlan {
   int workers = 1;
   StreamPlacement placement;
   std::vector<double> node_cost;
+  /// Per node: the executor its model filter runs on, kept across runs so that kernels are
+  /// prepared once (an executor that stands behind ExecutorInterface); empty or null: one is
+  /// made for the run.
+  std::vector<std::shared_ptr<Executor>> executors;
 };
 
 /// Feeds `inputs` (one tensor per item) through the program on the plan's workers and

@@ -183,4 +183,13 @@ StagedStream graph_to_stages(const Graph& graph, int stages, const std::string& 
   return out;
 }
 
+double pipeline_seconds(const StagedStream& staged, int samples) {
+  double sum = 0, slowest = 0;
+  for (double seconds : staged.stage_cost) {
+    sum += seconds;
+    slowest = std::max(slowest, seconds);
+  }
+  return sum + (samples - 1) * slowest;
+}
+
 }  // namespace cleave

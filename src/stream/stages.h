@@ -31,4 +31,9 @@ StagedStream graph_to_stages(const Graph& graph, int stages, const std::string& 
 StagedStream graph_to_stages(const Graph& graph, int stages, const std::string& name,
                              const std::vector<double>& node_cost);
 
+/// Seconds `samples` samples take through the stages, each stage on a worker of its own:
+/// every stage in turn for the first sample, then the slowest stage paces the rest (by
+/// `stage_cost`; 0 when the cut balanced FLOPs). Hand-offs between stages are not priced.
+double pipeline_seconds(const StagedStream& staged, int samples);
+
 }  // namespace cleave

@@ -37,7 +37,7 @@ TEST_F(PlanCommandTest, AutoWithTwoSamplesComparesTheHyperclusters) {
   std::vector<std::string> compared;
   for (const auto& candidate : plan["candidates"]) compared.push_back(candidate["strategy"]);
   EXPECT_EQ(compared, (std::vector<std::string>{"sequential", "data-parallel", "hypercluster",
-                                                "switched-hypercluster", "stages"}));
+                                                "switched-hypercluster", "pipeline"}));
 }
 
 // A wrong wait for free cores stops the command before it measures or writes anything.

@@ -36,7 +36,8 @@ TEST_F(PlanFamiliesTest, ExplainPrintsTheTableWithTheChosenRowMarked) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("data-parallel"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("pipeline"), std::string::npos) << result.out;
-  EXPECT_NE(result.out.find("runs with `cleave stream --stages`"), std::string::npos);
+  // The stages' row names the configuration `cleave run --plan pipeline` takes.
+  EXPECT_NE(result.out.find(" stages x 1 thread"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("\n* "), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("planned in"), std::string::npos);
 }
