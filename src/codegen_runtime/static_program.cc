@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <fmt/core.h>
 #include <fmt/format.h>
-#include <immintrin.h>
 #include <omp.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -24,6 +23,7 @@
 #include "runtime/kernel.h"
 #include "runtime/pinning.h"
 #include "runtime/tensor.h"
+#include "runtime/wait_policy.h"
 
 namespace cleave {
 
@@ -363,10 +363,8 @@ void StaticProgram::receive(int channel) {
   Impl& s = *impl_;
   std::atomic<int64_t>& flag = s.channels[channel];
   const int64_t run = s.run_number;
-  for (int spin = 0; spin < 4000; ++spin) {
-    if (flag.load(std::memory_order_acquire) == run) break;
-    _mm_pause();
-  }
+  // The runtime's spin (as the thread executor's workers wait), then the futex.
+  spin_until([&] { return flag.load(std::memory_order_acquire) == run; });
   for (int64_t seen = flag.load(std::memory_order_acquire); seen != run;
        seen = flag.load(std::memory_order_acquire)) {
     flag.wait(seen);

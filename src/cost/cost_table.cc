@@ -254,46 +254,45 @@ InterleavedResult interleaved_run_seconds(const std::vector<std::function<void()
   return result;
 }
 
-CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
-  // v6: node times calibrated to whole runs, timed in interleaved blocks until two agree,
-  // multi-thread blocks only while their cores are free. The ISA is in the key, so a profile
-  // of another CPU (or of this one under another cap) is not used.
-  std::string key = fmt::format(
-      "{}-t{}-r{}-{}-{}-v6", graph_fingerprint(graph), options.max_threads, options.repeat,
-      isa_cache_key(), options.blocked_layouts ? to_string(options.convolution_family) : "plain");
-  fs::path cache = fs::path(cache_directory(options)) / (key + ".json");
-  if (options.use_cache && fs::exists(cache)) {
-    try {
-      CostTable table =
-          cost_table_from_json(read_json_file(cache.string(), "cost table"), graph, cache.string());
-      if (options.progress) options.progress(fmt::format("profile: reused {}", cache.string()));
-      return table;
-    } catch (const std::exception& e) {
-      // A stale or damaged cache entry is re-measured and overwritten.
-      if (options.progress) {
-        options.progress(
-            fmt::format("profile: cached table not used, measuring again: {}", e.what()));
-      }
+namespace {
+
+// The table cached under `cache`, if there is one that fits `graph`.
+std::optional<CostTable> cached_profile(const fs::path& cache, const Graph& graph,
+                                        const ProfileOptions& options) {
+  if (!options.use_cache || !fs::exists(cache)) return std::nullopt;
+  try {
+    CostTable table =
+        cost_table_from_json(read_json_file(cache.string(), "cost table"), graph, cache.string());
+    if (options.progress) options.progress(fmt::format("profile: reused {}", cache.string()));
+    return table;
+  } catch (const std::exception& e) {
+    // A stale or damaged cache entry is re-measured and overwritten.
+    if (options.progress) {
+      options.progress(
+          fmt::format("profile: cached table not used, measuring again: {}", e.what()));
     }
   }
-  CostTable table;
-  table.source = "profile";
-  table.nodes.resize(graph.node_capacity());
-  for (NodeId id : graph.node_ids()) fill_sizes(graph, id, table.nodes[id]);
-  std::map<std::string, Tensor> inputs = random_inputs(graph, 0);
-  const auto executor_options_for = [&](int threads) {
-    ExecutorOptions executor_options;
-    executor_options.threads = threads;
-    executor_options.blocked_layouts = options.blocked_layouts;
-    executor_options.convolution_family = options.convolution_family;
-    return executor_options;
-  };
-  // A team of two or more threads is timed only while its cores are free: another process on
-  // one of them makes every run wait for its turn there. The wait has a budget for the whole
-  // profile.
+  return std::nullopt;
+}
+
+ExecutorOptions profile_executor_options(const ProfileOptions& options, int threads) {
+  ExecutorOptions executor_options;
+  executor_options.threads = threads;
+  executor_options.blocked_layouts = options.blocked_layouts;
+  executor_options.convolution_family = options.convolution_family;
+  return executor_options;
+}
+
+// A team of two or more threads is timed only while its cores are free: another process on
+// one of them makes every run wait for its turn there. The wait has a budget for the whole
+// profile.
+struct FreeCoreWait {
+  const ProfileOptions& options;
   double waited = 0;  // Seconds from a first sign of another process to free cores or giving up.
   int held_checks = 0;
-  const auto wait_for_free_cores = [&](int threads) {
+
+  // Whether the cores of a team of `threads` are free, after waiting for them if need be.
+  bool operator()(int threads) {
     if (threads < 2 || options.cores_free(threads)) return true;
     ++held_checks;
     const auto start = std::chrono::steady_clock::now();
@@ -310,83 +309,121 @@ CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
     }
     waited += elapsed();
     return free;
-  };
-  std::vector<double> run_seconds;
-  {
-    std::vector<std::unique_ptr<Executor>> executors;
-    std::vector<std::function<void()>> runs;
-    for (int threads = 1; threads <= options.max_threads; ++threads) {
-      executors.push_back(std::make_unique<Executor>(graph, executor_options_for(threads)));
-      Executor* executor = executors.back().get();
-      for (int i = 0; i < options.warmup; ++i) executor->run(inputs);
-      runs.push_back([executor, &inputs] { executor->run(inputs); });
-    }
-    InterleavedTiming timing;
-    timing.blocks = 3;
-    timing.max_blocks = 8;
-    timing.agreement = 0.05;
-    timing.runs_per_block = std::max(3, (options.repeat + 1) / 2);
-    timing.min_block_seconds = 0.15;
-    if (options.progress) {
-      options.progress(fmt::format(
-          "profile: timing whole runs at 1..{} thread(s), {} interleaved blocks of {} runs "
-          "(or {} s) each, up to {} until the two fastest agree within {:.0f}%",
-          options.max_threads, timing.blocks, timing.runs_per_block, timing.min_block_seconds,
-          timing.max_blocks, timing.agreement * 100));
-    }
-    timing.quiet = [&](std::size_t entry) {
-      return wait_for_free_cores(static_cast<int>(entry) + 1);
-    };
-    InterleavedResult timed = interleaved_run_seconds(runs, timing);
-    run_seconds = timed.seconds;
-    table.disturbed_blocks = timed.blocks_disturbed;
-    if (options.progress) {
-      options.progress(fmt::format("profile: blocks timed per thread count: {}",
-                                   fmt::join(timed.blocks_timed, ", ")));
-      if (held_checks > 0) {
-        options.progress(fmt::format(
-            "profile: another process held a core at {} check(s): waited {:.2f} s in all for "
-            "free cores; blocks set aside per thread count: {}",
-            held_checks, waited, fmt::join(timed.blocks_disturbed, ", ")));
-      }
-      for (std::size_t entry = 0; entry < timed.seconds.size(); ++entry) {
-        if (timed.blocks_disturbed[entry] < timed.blocks_timed[entry]) continue;
-        options.progress(fmt::format(
-            "profile: warning: every block at {} thread(s) ran while another process held a "
-            "core, so its times are too slow (cached all the same: profile again with "
-            "--no-cache when the host is quieter)",
-            entry + 1));
-      }
-    }
   }
+};
+
+void report_whole_runs(const ProfileOptions& options, const FreeCoreWait& wait_for_free_cores,
+                       const InterleavedResult& timed) {
+  options.progress(fmt::format("profile: blocks timed per thread count: {}",
+                               fmt::join(timed.blocks_timed, ", ")));
+  if (wait_for_free_cores.held_checks > 0) {
+    options.progress(fmt::format(
+        "profile: another process held a core at {} check(s): waited {:.2f} s in all for "
+        "free cores; blocks set aside per thread count: {}",
+        wait_for_free_cores.held_checks, wait_for_free_cores.waited,
+        fmt::join(timed.blocks_disturbed, ", ")));
+  }
+  for (std::size_t entry = 0; entry < timed.seconds.size(); ++entry) {
+    if (timed.blocks_disturbed[entry] < timed.blocks_timed[entry]) continue;
+    options.progress(fmt::format(
+        "profile: warning: every block at {} thread(s) ran while another process held a "
+        "core, so its times are too slow (cached all the same: profile again with "
+        "--no-cache when the host is quieter)",
+        entry + 1));
+  }
+}
+
+// Seconds per whole run at 1..max_threads threads, timed in interleaved blocks; the blocks set
+// aside go into `table`.
+std::vector<double> time_whole_runs(const Graph& graph, const std::map<std::string, Tensor>& inputs,
+                                    const ProfileOptions& options,
+                                    FreeCoreWait& wait_for_free_cores, CostTable& table) {
+  std::vector<std::unique_ptr<Executor>> executors;
+  std::vector<std::function<void()>> runs;
   for (int threads = 1; threads <= options.max_threads; ++threads) {
-    std::vector<std::vector<double>> samples(graph.node_capacity());
-    ExecutorOptions timed = executor_options_for(threads);
-    timed.collect_stats = true;
-    Executor timing(graph, timed);
-    timing.run(inputs);  // Prepares kernels; not counted.
-    wait_for_free_cores(threads);
-    std::vector<double> previous = timing.stats().node_seconds;
-    for (int i = 0; i < options.repeat; ++i) {
-      timing.run(inputs);
-      const auto& totals = timing.stats().node_seconds;
-      for (NodeId id : graph.node_ids()) samples[id].push_back(totals[id] - previous[id]);
-      previous = totals;
-    }
-    double summed = 0;
-    for (NodeId id : graph.node_ids()) summed += median_of(samples[id]);
-    const double run = run_seconds[threads - 1];
-    const double factor = summed > 0 ? run / summed : 1.0;
-    for (NodeId id : graph.node_ids())
-      table.nodes[id].seconds.push_back(median_of(samples[id]) * factor);
-    table.run_seconds.push_back(run);
-    table.calibration.push_back(factor);
-    if (options.progress) {
-      options.progress(fmt::format(
-          "profile: {} thread(s): {:.3f} ms per run in {} nodes (timed nodes summed to {:.3f} "
-          "ms, scaled by {:.3f})",
-          threads, run * 1e3, graph.node_count(), summed * 1e3, factor));
-    }
+    executors.push_back(
+        std::make_unique<Executor>(graph, profile_executor_options(options, threads)));
+    Executor* executor = executors.back().get();
+    for (int i = 0; i < options.warmup; ++i) executor->run(inputs);
+    runs.push_back([executor, &inputs] { executor->run(inputs); });
+  }
+  InterleavedTiming timing;
+  timing.blocks = 3;
+  timing.max_blocks = 8;
+  timing.agreement = 0.05;
+  timing.runs_per_block = std::max(3, (options.repeat + 1) / 2);
+  timing.min_block_seconds = 0.15;
+  if (options.progress) {
+    options.progress(fmt::format(
+        "profile: timing whole runs at 1..{} thread(s), {} interleaved blocks of {} runs "
+        "(or {} s) each, up to {} until the two fastest agree within {:.0f}%",
+        options.max_threads, timing.blocks, timing.runs_per_block, timing.min_block_seconds,
+        timing.max_blocks, timing.agreement * 100));
+  }
+  timing.quiet = [&](std::size_t entry) {
+    return wait_for_free_cores(static_cast<int>(entry) + 1);
+  };
+  InterleavedResult timed = interleaved_run_seconds(runs, timing);
+  table.disturbed_blocks = timed.blocks_disturbed;
+  if (options.progress) report_whole_runs(options, wait_for_free_cores, timed);
+  return timed.seconds;
+}
+
+// Each node's seconds at `threads` threads: its median over the repeats, scaled so the nodes
+// sum to the whole run's time.
+void time_nodes(const Graph& graph, const std::map<std::string, Tensor>& inputs,
+                const ProfileOptions& options, FreeCoreWait& wait_for_free_cores, int threads,
+                double run, CostTable& table) {
+  std::vector<std::vector<double>> samples(graph.node_capacity());
+  ExecutorOptions timed = profile_executor_options(options, threads);
+  timed.collect_stats = true;
+  Executor timing(graph, timed);
+  timing.run(inputs);  // Prepares kernels; not counted.
+  wait_for_free_cores(threads);
+  std::vector<double> previous = timing.stats().node_seconds;
+  for (int i = 0; i < options.repeat; ++i) {
+    timing.run(inputs);
+    const auto& totals = timing.stats().node_seconds;
+    for (NodeId id : graph.node_ids()) samples[id].push_back(totals[id] - previous[id]);
+    previous = totals;
+  }
+  double summed = 0;
+  for (NodeId id : graph.node_ids()) summed += median_of(samples[id]);
+  const double factor = summed > 0 ? run / summed : 1.0;
+  for (NodeId id : graph.node_ids())
+    table.nodes[id].seconds.push_back(median_of(samples[id]) * factor);
+  table.run_seconds.push_back(run);
+  table.calibration.push_back(factor);
+  if (options.progress) {
+    options.progress(fmt::format(
+        "profile: {} thread(s): {:.3f} ms per run in {} nodes (timed nodes summed to {:.3f} "
+        "ms, scaled by {:.3f})",
+        threads, run * 1e3, graph.node_count(), summed * 1e3, factor));
+  }
+}
+
+}  // namespace
+
+CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
+  // v6: node times calibrated to whole runs, timed in interleaved blocks until two agree,
+  // multi-thread blocks only while their cores are free. The ISA is in the key, so a profile
+  // of another CPU (or of this one under another cap) is not used.
+  std::string key = fmt::format(
+      "{}-t{}-r{}-{}-{}-v6", graph_fingerprint(graph), options.max_threads, options.repeat,
+      isa_cache_key(), options.blocked_layouts ? to_string(options.convolution_family) : "plain");
+  fs::path cache = fs::path(cache_directory(options)) / (key + ".json");
+  if (std::optional<CostTable> cached = cached_profile(cache, graph, options)) return *cached;
+  CostTable table;
+  table.source = "profile";
+  table.nodes.resize(graph.node_capacity());
+  for (NodeId id : graph.node_ids()) fill_sizes(graph, id, table.nodes[id]);
+  std::map<std::string, Tensor> inputs = random_inputs(graph, 0);
+  FreeCoreWait wait_for_free_cores{options};
+  const std::vector<double> run_seconds =
+      time_whole_runs(graph, inputs, options, wait_for_free_cores, table);
+  for (int threads = 1; threads <= options.max_threads; ++threads) {
+    time_nodes(graph, inputs, options, wait_for_free_cores, threads, run_seconds[threads - 1],
+               table);
   }
   // A cache that cannot be written costs a re-measurement next time, not this run.
   std::error_code ignored;

@@ -161,6 +161,150 @@ void TaskGraph::check(const std::string& origin) const {
   }
 }
 
+namespace {
+
+// The devices and links of a task graph file (its own keys and messages, unlike a machine file).
+Machine task_graph_machine(const nlohmann::json& json, const std::string& origin) {
+  Machine machine;
+  std::set<std::string> device_names;
+  for (std::size_t i = 0; i < json["devices"].size(); ++i) {
+    const std::string where = fmt::format("{}: devices[{}]", origin, i);
+    Device device = device_from_json(json["devices"][i], where);
+    if (!device_names.insert(device.name).second) {
+      throw Error(fmt::format("{}.name: duplicate device name \"{}\"", where, device.name));
+    }
+    machine.devices.push_back(std::move(device));
+  }
+  const std::size_t devices = machine.size();
+  if (json.contains("name") && json["name"].is_string()) machine.name = json["name"];
+  if (json.contains("bandwidth")) {
+    machine.bandwidth = link_matrix_from_json(json["bandwidth"], devices, origin + ": bandwidth");
+  } else if (devices > 1) {
+    throw Error(
+        fmt::format("{}: bandwidth: missing; {} devices need a {}x{} matrix of bytes/s "
+                    "(0 = no link)",
+                    origin, devices, devices, devices));
+  } else {
+    machine.bandwidth.assign(devices, std::vector<double>(devices, 0.0));
+  }
+  if (json.contains("latency")) {
+    machine.latency = link_matrix_from_json(json["latency"], devices, origin + ": latency");
+  } else {
+    machine.latency.assign(devices, std::vector<double>(devices, 0.0));
+  }
+  return machine;
+}
+
+// tasks[i] of a task graph file, its name recorded in `index_of`.
+Task task_from_json(const nlohmann::json& entry, std::size_t i, const std::string& origin,
+                    std::size_t devices, std::map<std::string, int>& index_of) {
+  std::string where = fmt::format("{}: tasks[{}]", origin, i);
+  if (!entry.is_object()) {
+    throw Error(fmt::format("{}: expected an object, got {}", where, show_json(entry)));
+  }
+  if (!entry.contains("name") || !entry["name"].is_string() ||
+      entry["name"].get<std::string>().empty()) {
+    throw Error(fmt::format("{}.name: expected a non-empty string", where));
+  }
+  Task task;
+  task.name = entry["name"].get<std::string>();
+  where = fmt::format("{}: task \"{}\"", origin, task.name);
+  if (!index_of.emplace(task.name, static_cast<int>(i)).second) {
+    throw Error(
+        fmt::format("{}: duplicate task name (also tasks[{}])", where, index_of[task.name]));
+  }
+  if (!entry.contains("time") || !entry["time"].is_array()) {
+    throw Error(
+        fmt::format("{}: time: expected an array of {} seconds, one per device", where, devices));
+  }
+  if (entry["time"].size() != devices) {
+    throw Error(fmt::format("{}: time: expected {} entries (one per device), got {}", where,
+                            devices, entry["time"].size()));
+  }
+  for (std::size_t device = 0; device < devices; ++device) {
+    const nlohmann::json& value = entry["time"][device];
+    // JSON has no infinity: null (or "inf") marks a device the task cannot run on.
+    if (value.is_null() || (value.is_string() && value.get<std::string>() == "inf")) {
+      task.time.push_back(std::numeric_limits<double>::infinity());
+    } else {
+      task.time.push_back(non_negative_number(value, fmt::format("{}: time[{}]", where, device)));
+    }
+  }
+  if (entry.contains("output_bytes")) {
+    task.output_bytes = non_negative_number(entry["output_bytes"], where + ": output_bytes");
+  }
+  if (entry.contains("weight_bytes")) {
+    task.weight_bytes = non_negative_number(entry["weight_bytes"], where + ": weight_bytes");
+  }
+  if (entry.contains("node")) {
+    task.node = static_cast<int32_t>(integer(entry["node"], where + ": node"));
+  }
+  if (entry.contains("batch_begin")) {
+    task.batch_begin = integer(entry["batch_begin"], where + ": batch_begin");
+  }
+  if (entry.contains("batch_end")) {
+    task.batch_end = integer(entry["batch_end"], where + ": batch_end");
+  }
+  if (task.batch_begin < 0 || task.batch_end <= task.batch_begin) {
+    throw Error(fmt::format("{}: batch slice [{}, {}) is empty or negative", where,
+                            task.batch_begin, task.batch_end));
+  }
+  if (entry.contains("weight_group")) {
+    task.weight_group =
+        static_cast<int32_t>(integer(entry["weight_group"], where + ": weight_group"));
+  }
+  return task;
+}
+
+// The dependences of `json`'s "edges" (a pair given twice is one), with their bytes if any
+// edge gives them.
+void edges_from_json(const nlohmann::json& json, const std::string& origin,
+                     const std::map<std::string, int>& index_of, TaskGraph& graph) {
+  if (!json.contains("edges")) return;
+  if (!json["edges"].is_array()) {
+    throw Error(fmt::format("{}: edges: expected an array of [producer, consumer] pairs", origin));
+  }
+  std::set<std::pair<int, int>> seen;
+  bool any_edge_bytes = false;
+  std::vector<double> edge_bytes;
+  for (std::size_t i = 0; i < json["edges"].size(); ++i) {
+    const nlohmann::json& entry = json["edges"][i];
+    const std::string where = fmt::format("{}: edges[{}]", origin, i);
+    if (!entry.is_array() || entry.size() < 2 || entry.size() > 3 || !entry[0].is_string() ||
+        !entry[1].is_string()) {
+      throw Error(
+          fmt::format("{}: expected [\"producer\", \"consumer\"] or [\"producer\", "
+                      "\"consumer\", bytes], got {}",
+                      where, show_json(entry)));
+    }
+    int ends[2];
+    for (int side = 0; side < 2; ++side) {
+      const std::string name = entry[side].get<std::string>();
+      const auto found = index_of.find(name);
+      if (found == index_of.end()) {
+        throw Error(fmt::format("{}: unknown task \"{}\"", where, name));
+      }
+      ends[side] = found->second;
+    }
+    if (ends[0] == ends[1]) {
+      throw Error(fmt::format("{}: task \"{}\" depends on itself (a cycle)", where,
+                              entry[0].get<std::string>()));
+    }
+    double bytes = -1;
+    if (entry.size() == 3) {
+      bytes = non_negative_number(entry[2], where + "[2] (bytes)");
+      any_edge_bytes = true;
+    }
+    // The same pair twice is one dependence; counting its transfer twice would be wrong.
+    if (!seen.insert({ends[0], ends[1]}).second) continue;
+    graph.edges.emplace_back(ends[0], ends[1]);
+    edge_bytes.push_back(bytes);
+  }
+  if (any_edge_bytes) graph.edge_bytes = std::move(edge_bytes);
+}
+
+}  // namespace
+
 TaskGraph task_graph_from_json(const nlohmann::json& json, const std::string& origin) {
   if (!json.is_object()) {
     throw Error(
@@ -170,141 +314,18 @@ TaskGraph task_graph_from_json(const nlohmann::json& json, const std::string& or
   if (!json.contains("devices") || !json["devices"].is_array() || json["devices"].empty()) {
     throw Error(fmt::format("{}: devices: expected a non-empty array of devices", origin));
   }
-  std::set<std::string> device_names;
-  for (std::size_t i = 0; i < json["devices"].size(); ++i) {
-    const std::string where = fmt::format("{}: devices[{}]", origin, i);
-    Device device = device_from_json(json["devices"][i], where);
-    if (!device_names.insert(device.name).second) {
-      throw Error(fmt::format("{}.name: duplicate device name \"{}\"", where, device.name));
-    }
-    graph.machine.devices.push_back(std::move(device));
-  }
+  graph.machine = task_graph_machine(json, origin);
   const std::size_t devices = graph.machine.size();
-  if (json.contains("name") && json["name"].is_string()) graph.machine.name = json["name"];
-  if (json.contains("bandwidth")) {
-    graph.machine.bandwidth =
-        link_matrix_from_json(json["bandwidth"], devices, origin + ": bandwidth");
-  } else if (devices > 1) {
-    throw Error(
-        fmt::format("{}: bandwidth: missing; {} devices need a {}x{} matrix of bytes/s "
-                    "(0 = no link)",
-                    origin, devices, devices, devices));
-  } else {
-    graph.machine.bandwidth.assign(devices, std::vector<double>(devices, 0.0));
-  }
-  if (json.contains("latency")) {
-    graph.machine.latency = link_matrix_from_json(json["latency"], devices, origin + ": latency");
-  } else {
-    graph.machine.latency.assign(devices, std::vector<double>(devices, 0.0));
-  }
 
   if (!json.contains("tasks") || !json["tasks"].is_array()) {
     throw Error(fmt::format("{}: tasks: expected an array of tasks", origin));
   }
   std::map<std::string, int> index_of;
   for (std::size_t i = 0; i < json["tasks"].size(); ++i) {
-    const nlohmann::json& entry = json["tasks"][i];
-    std::string where = fmt::format("{}: tasks[{}]", origin, i);
-    if (!entry.is_object()) {
-      throw Error(fmt::format("{}: expected an object, got {}", where, show_json(entry)));
-    }
-    if (!entry.contains("name") || !entry["name"].is_string() ||
-        entry["name"].get<std::string>().empty()) {
-      throw Error(fmt::format("{}.name: expected a non-empty string", where));
-    }
-    Task task;
-    task.name = entry["name"].get<std::string>();
-    where = fmt::format("{}: task \"{}\"", origin, task.name);
-    if (!index_of.emplace(task.name, static_cast<int>(i)).second) {
-      throw Error(
-          fmt::format("{}: duplicate task name (also tasks[{}])", where, index_of[task.name]));
-    }
-    if (!entry.contains("time") || !entry["time"].is_array()) {
-      throw Error(
-          fmt::format("{}: time: expected an array of {} seconds, one per device", where, devices));
-    }
-    if (entry["time"].size() != devices) {
-      throw Error(fmt::format("{}: time: expected {} entries (one per device), got {}", where,
-                              devices, entry["time"].size()));
-    }
-    for (std::size_t device = 0; device < devices; ++device) {
-      const nlohmann::json& value = entry["time"][device];
-      // JSON has no infinity: null (or "inf") marks a device the task cannot run on.
-      if (value.is_null() || (value.is_string() && value.get<std::string>() == "inf")) {
-        task.time.push_back(std::numeric_limits<double>::infinity());
-      } else {
-        task.time.push_back(non_negative_number(value, fmt::format("{}: time[{}]", where, device)));
-      }
-    }
-    if (entry.contains("output_bytes")) {
-      task.output_bytes = non_negative_number(entry["output_bytes"], where + ": output_bytes");
-    }
-    if (entry.contains("weight_bytes")) {
-      task.weight_bytes = non_negative_number(entry["weight_bytes"], where + ": weight_bytes");
-    }
-    if (entry.contains("node")) {
-      task.node = static_cast<int32_t>(integer(entry["node"], where + ": node"));
-    }
-    if (entry.contains("batch_begin")) {
-      task.batch_begin = integer(entry["batch_begin"], where + ": batch_begin");
-    }
-    if (entry.contains("batch_end")) {
-      task.batch_end = integer(entry["batch_end"], where + ": batch_end");
-    }
-    if (task.batch_begin < 0 || task.batch_end <= task.batch_begin) {
-      throw Error(fmt::format("{}: batch slice [{}, {}) is empty or negative", where,
-                              task.batch_begin, task.batch_end));
-    }
-    if (entry.contains("weight_group")) {
-      task.weight_group =
-          static_cast<int32_t>(integer(entry["weight_group"], where + ": weight_group"));
-    }
-    graph.tasks.push_back(std::move(task));
+    graph.tasks.push_back(task_from_json(json["tasks"][i], i, origin, devices, index_of));
   }
 
-  if (json.contains("edges")) {
-    if (!json["edges"].is_array()) {
-      throw Error(
-          fmt::format("{}: edges: expected an array of [producer, consumer] pairs", origin));
-    }
-    std::set<std::pair<int, int>> seen;
-    bool any_edge_bytes = false;
-    std::vector<double> edge_bytes;
-    for (std::size_t i = 0; i < json["edges"].size(); ++i) {
-      const nlohmann::json& entry = json["edges"][i];
-      const std::string where = fmt::format("{}: edges[{}]", origin, i);
-      if (!entry.is_array() || entry.size() < 2 || entry.size() > 3 || !entry[0].is_string() ||
-          !entry[1].is_string()) {
-        throw Error(
-            fmt::format("{}: expected [\"producer\", \"consumer\"] or [\"producer\", "
-                        "\"consumer\", bytes], got {}",
-                        where, show_json(entry)));
-      }
-      int ends[2];
-      for (int side = 0; side < 2; ++side) {
-        const std::string name = entry[side].get<std::string>();
-        const auto found = index_of.find(name);
-        if (found == index_of.end()) {
-          throw Error(fmt::format("{}: unknown task \"{}\"", where, name));
-        }
-        ends[side] = found->second;
-      }
-      if (ends[0] == ends[1]) {
-        throw Error(fmt::format("{}: task \"{}\" depends on itself (a cycle)", where,
-                                entry[0].get<std::string>()));
-      }
-      double bytes = -1;
-      if (entry.size() == 3) {
-        bytes = non_negative_number(entry[2], where + "[2] (bytes)");
-        any_edge_bytes = true;
-      }
-      // The same pair twice is one dependence; counting its transfer twice would be wrong.
-      if (!seen.insert({ends[0], ends[1]}).second) continue;
-      graph.edges.emplace_back(ends[0], ends[1]);
-      edge_bytes.push_back(bytes);
-    }
-    if (any_edge_bytes) graph.edge_bytes = std::move(edge_bytes);
-  }
+  edges_from_json(json, origin, index_of, graph);
   graph.check(origin);
   return graph;
 }

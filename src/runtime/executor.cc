@@ -20,16 +20,8 @@ std::vector<TaskInput> sources_in_order(const Graph& graph, const Node& node,
                                         const std::vector<std::pair<NodeId, std::size_t>>& slot) {
   std::vector<TaskInput> sources;
   for (ValueId input : node.inputs) {
-    TaskInput source;
-    source.value = input;
-    if (input == kNoValue) {
-      source.kind = TaskInput::Kind::kNone;
-    } else if (graph.value(input).initializer) {
-      source.kind = TaskInput::Kind::kConstant;
-    } else if (graph.value(input).producer < 0) {
-      source.kind = TaskInput::Kind::kGraphInput;
-    } else {
-      source.kind = TaskInput::Kind::kTask;
+    TaskInput source = classify_input(graph, input);
+    if (source.kind == TaskInput::Kind::kTask) {
       source.task = static_cast<int>(slot[input].first);
       source.output = static_cast<int>(slot[input].second);
     }

@@ -58,15 +58,8 @@ PlanInputs resolve_plan_inputs(const Graph& graph, const TaskGraph& tasks, const
     const int consumer = static_cast<int>(t);
     const int sample = static_cast<int>(tasks.tasks[t].batch_begin);
     for (ValueId input : graph.node(tasks.tasks[t].node).inputs) {
-      TaskInput source;
-      source.value = input;
-      if (input == kNoValue) {
-        source.kind = TaskInput::Kind::kNone;
-      } else if (graph.value(input).initializer) {
-        source.kind = TaskInput::Kind::kConstant;
-      } else if (graph.value(input).producer < 0) {
-        source.kind = TaskInput::Kind::kGraphInput;
-      } else {
+      TaskInput source = classify_input(graph, input);
+      if (source.kind == TaskInput::Kind::kTask) {
         // A copy later on this worker would never be ready in time.
         const auto& candidates = result.tasks_of.at({graph.value(input).producer, sample});
         int chosen = candidates.front();
@@ -84,7 +77,6 @@ PlanInputs resolve_plan_inputs(const Graph& graph, const TaskGraph& tasks, const
               "it does not run earlier on the same worker",
               tasks.tasks[t].name, tasks.tasks[chosen].name));
         }
-        source.kind = TaskInput::Kind::kTask;
         source.task = chosen;
         source.output = output_index(graph, input);
       }

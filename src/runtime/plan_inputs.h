@@ -8,17 +8,9 @@
 #include "ir/graph.h"
 #include "plan/plan.h"
 #include "plan/task_graph.h"
+#include "runtime/task_input.h"
 
 namespace cleave {
-
-/// One input of a task: absent, an initializer, a graph input of the task's sample, or an
-/// output of another task.
-struct TaskInput {
-  enum class Kind { kNone, kConstant, kGraphInput, kTask } kind = Kind::kNone;
-  ValueId value = kNoValue;
-  int task = -1;    ///< kTask: the producer task.
-  int output = -1;  ///< kTask: the index among its node's outputs.
-};
 
 /// A plan's tasks resolved against the graph: who runs what, and what each task reads.
 struct PlanInputs {

@@ -19,7 +19,7 @@
 #include "runtime/executor_interface.h"
 #include "runtime/node_runner.h"
 #include "runtime/output_placement.h"
-#include "runtime/plan_inputs.h"
+#include "runtime/task_input.h"
 #include "runtime/tensor.h"
 #include "runtime/trace.h"
 #include "runtime/value_hand_off.h"

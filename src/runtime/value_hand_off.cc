@@ -1,9 +1,6 @@
 // In-process hand-off: ready flags spun on as long as OpenMP spins, then a condition variable.
 #include "runtime/value_hand_off.h"
 
-#include <immintrin.h>
-
-#include <algorithm>
 #include <chrono>
 
 #include "runtime/wait_policy.h"
@@ -36,18 +33,19 @@ void InProcessHandOff::publish(int task, int64_t run, const std::vector<Tensor>&
 ValueHandOff::Wait InProcessHandOff::await(int task, int64_t run, double timeout_seconds,
                                            const std::vector<Tensor>** outputs) {
   Slot& slot = slots_[task];
-  // As long as the OpenMP threads spin (wait_policy.h), and never past libgomp's default, so that
-  // a timeout stays a timeout: past that, the producer is either in a long task or not running
-  // at all because another process has its core, and spinning on would take a core from it or
-  // from that process.
-  static const long spins = std::min(spin_count_in_effect(), kLibgompSpinCount);
-  for (long spin = 0; spin < spins; ++spin) {
+  // kTimedOut while neither ready nor stopped: the spin then ends in the sleep below.
+  Wait spun = Wait::kTimedOut;
+  const bool settled = spin_until([&] {
     if (slot.ready.load(std::memory_order_acquire) == run) {
-      *outputs = slot.outputs;
-      return Wait::kReady;
+      spun = Wait::kReady;
+    } else if (stopped_.load(std::memory_order_relaxed)) {
+      spun = Wait::kStopped;
     }
-    if (stopped_.load(std::memory_order_relaxed)) return Wait::kStopped;
-    _mm_pause();
+    return spun != Wait::kTimedOut;
+  });
+  if (settled) {
+    if (spun == Wait::kReady) *outputs = slot.outputs;
+    return spun;
   }
   using Clock = std::chrono::steady_clock;
   auto deadline = Clock::now() + std::chrono::duration<double>(timeout_seconds);

@@ -160,4 +160,9 @@ long spin_count_in_effect() {
   return count;
 }
 
+long wait_spin_count() {
+  static const long spins = std::min(spin_count_in_effect(), kLibgompSpinCount);
+  return spins;
+}
+
 }  // namespace cleave

@@ -2,6 +2,8 @@
 // it sleeps, chosen from how busy the host's cores are when the command starts.
 #pragma once
 
+#include <immintrin.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -115,5 +117,26 @@ void apply_default_wait_policy(char** argv);
 /// OMP_WAIT_POLICY as libgomp reads them), read once; the parallel executor's workers spin as
 /// long before they sleep.
 long spin_count_in_effect();
+
+/// How many times a thread waiting for a value another thread of this process makes checks it
+/// before it sleeps: as long as the OpenMP threads spin (spin_count_in_effect), and never past
+/// libgomp's default, so that a timeout stays a timeout: past that, the producer is either in a
+/// long task or not running at all because another process has its core, and spinning on would
+/// take a core from it or from that process.
+long wait_spin_count();
+
+/// The spin of every in-process wait for a value (the thread executor's hand-off, the channels
+/// of generated programs): calls `done`, a pause between calls, until it returns true or
+/// wait_spin_count() calls returned false. Returns whether `done` returned true; when not, the
+/// caller sleeps its own way (a condition variable, a futex).
+template <typename Done>
+bool spin_until(Done&& done) {
+  const long spins = wait_spin_count();
+  for (long spin = 0; spin < spins; ++spin) {
+    if (done()) return true;
+    _mm_pause();
+  }
+  return false;
+}
 
 }  // namespace cleave

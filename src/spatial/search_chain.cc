@@ -285,44 +285,50 @@ std::vector<NodeId> share_followers(const Graph& graph, const Partition& partiti
   return out;
 }
 
-std::map<std::string, LayerConfig> chained_seconds_configs(
-    const Graph& graph, const SplitModelOptions& options,
-    const std::map<std::string, LayerConfig>& layers, double threshold_percent,
-    const CostTable* costs) {
-  std::map<std::string, LayerConfig> out = layers;
-  const Partition base = naive_partition(graph, options.split);
-  const int machines = options.split.machines;
+namespace {
 
-  // 1. The searched layers in topological order, each with its followers and the value the
-  //    next layer of its chain would read.
+// The searched layers in topological order, each with its followers and its chain
+// predecessor (-1: it starts a chain).
+struct SearchedLayers {
   std::vector<LayerSearch> searches;
   std::vector<std::vector<NodeId>> followers;
+  std::vector<int> previous;
+};
+
+SearchedLayers searched_layers(const Graph& graph, const SplitModelOptions& options,
+                               const Partition& base,
+                               const std::map<std::string, LayerConfig>& layers,
+                               double threshold_percent, const CostTable* costs) {
+  SearchedLayers found;
   std::map<ValueId, std::size_t> tail_of;  // value -> the searched layer it ends
-  std::vector<int> previous;               // per search: its chain predecessor, or -1
   std::vector<bool> continued;
   for (NodeId id : graph.topological_order()) {
     auto s = layer_search(graph, options, base, id, layers, threshold_percent, costs);
     if (!s) continue;
-    const std::size_t k = searches.size();
+    const std::size_t k = found.searches.size();
     std::vector<NodeId> after = share_followers(graph, base, id);
     const ValueId input = data_input(graph, graph.node(id));
     int link = -1;
     auto it = tail_of.find(input);
-    if (it != tail_of.end() && !continued[it->second] && searches[it->second].axis == s->axis) {
+    if (it != tail_of.end() && !continued[it->second] &&
+        found.searches[it->second].axis == s->axis) {
       link = static_cast<int>(it->second);
       continued[it->second] = true;
     }
-    previous.push_back(link);
+    found.previous.push_back(link);
     continued.push_back(false);
     tail_of[after.empty() ? graph.node(id).outputs[0] : graph.node(after.back()).outputs[0]] = k;
-    searches.push_back(std::move(*s));
-    followers.push_back(std::move(after));
+    found.searches.push_back(std::move(*s));
+    found.followers.push_back(std::move(after));
   }
+  return found;
+}
 
-  // 2. Chains: runs of linked layers, first to last.
+// Chains: runs of linked layers, first to last.
+std::vector<std::vector<std::size_t>> layer_chains(const std::vector<int>& previous) {
   std::vector<std::vector<std::size_t>> chains;
-  std::vector<int> chain_of(searches.size(), -1);
-  for (std::size_t k = 0; k < searches.size(); ++k) {
+  std::vector<int> chain_of(previous.size(), -1);
+  for (std::size_t k = 0; k < previous.size(); ++k) {
     if (previous[k] < 0) {
       chain_of[k] = static_cast<int>(chains.size());
       chains.push_back({k});
@@ -331,81 +337,106 @@ std::map<std::string, LayerConfig> chained_seconds_configs(
       chains[chain_of[k]].push_back(k);
     }
   }
+  return chains;
+}
 
-  for (const auto& members : chains) {
-    // 3. Each layer's model: its compute, what it reads of the layer before, its candidates.
+// Layer i of a chain's model: its compute, what it reads of the layer before, its candidates;
+// `enumerated` says whether those are every partition.
+ChainLayer chain_layer(const Graph& graph, const SplitModelOptions& options, const Partition& base,
+                       const SearchedLayers& found, const std::vector<std::size_t>& members,
+                       std::size_t i, bool& enumerated) {
+  const LayerSearch& s = found.searches[members[i]];
+  const Node& n = graph.node(s.node);
+  ChainLayer layer;
+  layer.seconds_per_index = s.seconds.seconds_per_index;
+  const ValueId input = data_input(graph, n);
+  if (i > 0) {
+    const std::size_t before = members[i - 1];
+    const NodeId conv = found.searches[before].node;
+    auto sizes = static_sizes(graph, graph.node(conv).outputs[0]);
+    layer.reads = reads_through(graph, s.node, found.followers[before], s.axis);
+    if (options.fuse)
+      layer.recompute_seconds_per_previous_index = found.searches[before].seconds.seconds_per_index;
+    layer.bytes_per_previous_index =
+        static_cast<double>(element_size(graph.value(graph.node(conv).outputs[0]).dtype) *
+                            elements_besides(*sizes, s.axis));
+  } else if (input != kNoValue && graph.value(input).producer >= 0) {
+    // The chain's input comes from a layer split by default: its partition is fixed.
+    const LayerSplit& p = *base.layers[graph.value(input).producer];
+    auto sizes = static_sizes(graph, input);
+    if (sizes && sizes->size() == 4) {
+      for (int m = 0; m < options.split.machines; ++m)
+        layer.input_partition.push_back(p.owned[m].empty() ? Interval{} : p.owned[m][s.axis]);
+      layer.reads = reads_through(graph, s.node, {}, s.axis);
+      layer.bytes_per_previous_index = static_cast<double>(element_size(graph.value(input).dtype) *
+                                                           elements_besides(*sizes, s.axis));
+    }
+  }
+  layer.candidates = enumerate_partitions(s.space, kEnumeratedPartitions);
+  enumerated = !layer.candidates.empty();
+  if (layer.candidates.empty()) {
+    layer.candidates.push_back(split_extent(s.space.length, s.space.speeds));
+    for (const SearchResult& r :
+         {search_partition_seconds(s.space, s.seconds), search_partition(s.space, s.weights, true)})
+      if (!r.best.empty()) layer.candidates.push_back(r.best);
+  }
+  return layer;
+}
+
+// Candidates carried along the chain, rescaled to each length, both ways: a layer may then
+// keep its neighbour's shares, so nothing is re-distributed between them.
+void carry_candidates(std::vector<ChainLayer>& chain, const std::vector<bool>& enumerated,
+                      const SearchedLayers& found, const std::vector<std::size_t>& members) {
+  auto add = [&](std::size_t to, const std::vector<std::vector<Interval>>& from) {
+    if (enumerated[to]) return;
+    std::set<std::vector<int64_t>> seen;
+    for (const auto& c : chain[to].candidates) {
+      std::vector<int64_t> ends;
+      for (const Interval& i : c) ends.push_back(i.end);
+      seen.insert(ends);
+    }
+    const int64_t length = found.searches[members[to]].space.length;
+    for (const auto& c : from) {
+      if (chain[to].candidates.size() >= kEnumeratedPartitions) break;
+      auto r = rescaled(c, length);
+      if (r.empty()) continue;
+      std::vector<int64_t> ends;
+      for (const Interval& i : r) ends.push_back(i.end);
+      if (seen.insert(ends).second) chain[to].candidates.push_back(r);
+    }
+  };
+  for (std::size_t i = 1; i < chain.size(); ++i) add(i, chain[i - 1].candidates);
+  for (std::size_t i = chain.size() - 1; i-- > 0;) add(i, chain[i + 1].candidates);
+}
+
+}  // namespace
+
+std::map<std::string, LayerConfig> chained_seconds_configs(
+    const Graph& graph, const SplitModelOptions& options,
+    const std::map<std::string, LayerConfig>& layers, double threshold_percent,
+    const CostTable* costs) {
+  std::map<std::string, LayerConfig> out = layers;
+  const Partition base = naive_partition(graph, options.split);
+  const SearchedLayers found =
+      searched_layers(graph, options, base, layers, threshold_percent, costs);
+  for (const auto& members : layer_chains(found.previous)) {
     std::vector<ChainLayer> chain;
     std::vector<bool> enumerated;
     for (std::size_t i = 0; i < members.size(); ++i) {
-      const LayerSearch& s = searches[members[i]];
-      const Node& n = graph.node(s.node);
-      ChainLayer layer;
-      layer.seconds_per_index = s.seconds.seconds_per_index;
-      const ValueId input = data_input(graph, n);
-      if (i > 0) {
-        const std::size_t before = members[i - 1];
-        const NodeId conv = searches[before].node;
-        auto sizes = static_sizes(graph, graph.node(conv).outputs[0]);
-        layer.reads = reads_through(graph, s.node, followers[before], s.axis);
-        if (options.fuse)
-          layer.recompute_seconds_per_previous_index = searches[before].seconds.seconds_per_index;
-        layer.bytes_per_previous_index =
-            static_cast<double>(element_size(graph.value(graph.node(conv).outputs[0]).dtype) *
-                                elements_besides(*sizes, s.axis));
-      } else if (input != kNoValue && graph.value(input).producer >= 0) {
-        // The chain's input comes from a layer split by default: its partition is fixed.
-        const LayerSplit& p = *base.layers[graph.value(input).producer];
-        auto sizes = static_sizes(graph, input);
-        if (sizes && sizes->size() == 4) {
-          for (int m = 0; m < machines; ++m)
-            layer.input_partition.push_back(p.owned[m].empty() ? Interval{} : p.owned[m][s.axis]);
-          layer.reads = reads_through(graph, s.node, {}, s.axis);
-          layer.bytes_per_previous_index = static_cast<double>(
-              element_size(graph.value(input).dtype) * elements_besides(*sizes, s.axis));
-        }
-      }
-      layer.candidates = enumerate_partitions(s.space, kEnumeratedPartitions);
-      enumerated.push_back(!layer.candidates.empty());
-      if (layer.candidates.empty()) {
-        layer.candidates.push_back(split_extent(s.space.length, s.space.speeds));
-        for (const SearchResult& r : {search_partition_seconds(s.space, s.seconds),
-                                      search_partition(s.space, s.weights, true)})
-          if (!r.best.empty()) layer.candidates.push_back(r.best);
-      }
-      chain.push_back(std::move(layer));
+      bool all = false;
+      chain.push_back(chain_layer(graph, options, base, found, members, i, all));
+      enumerated.push_back(all);
     }
-    // 4. Candidates carried along the chain, rescaled to each length, both ways: a layer may
-    //    then keep its neighbour's shares, so nothing is re-distributed between them.
-    auto add = [&](std::size_t to, const std::vector<std::vector<Interval>>& from) {
-      if (enumerated[to]) return;
-      std::set<std::vector<int64_t>> seen;
-      for (const auto& c : chain[to].candidates) {
-        std::vector<int64_t> ends;
-        for (const Interval& i : c) ends.push_back(i.end);
-        seen.insert(ends);
-      }
-      const int64_t length = searches[members[to]].space.length;
-      for (const auto& c : from) {
-        if (chain[to].candidates.size() >= kEnumeratedPartitions) break;
-        auto r = rescaled(c, length);
-        if (r.empty()) continue;
-        std::vector<int64_t> ends;
-        for (const Interval& i : r) ends.push_back(i.end);
-        if (seen.insert(ends).second) chain[to].candidates.push_back(r);
-      }
-    };
-    for (std::size_t i = 1; i < chain.size(); ++i) add(i, chain[i - 1].candidates);
-    for (std::size_t i = chain.size() - 1; i-- > 0;) add(i, chain[i + 1].candidates);
-
-    // 5. The DP; each layer and its followers take its partition's sizes as shares.
+    carry_candidates(chain, enumerated, found, members);
+    // The DP; each layer and its followers take its partition's sizes as shares.
     ChainResult r = search_chain_seconds(chain, options.cost);
     for (std::size_t i = 0; i < r.best.size(); ++i) {
       LayerConfig config;
       for (const Interval& part : r.best[i])
         config.shares.push_back(static_cast<double>(part.size()));
       const std::size_t k = members[i];
-      out[graph.node(searches[k].node).name] = config;
-      for (NodeId f : followers[k]) {
+      out[graph.node(found.searches[k].node).name] = config;
+      for (NodeId f : found.followers[k]) {
         const std::string& name = graph.node(f).name;
         if (!name.empty() && !layers.count(name)) out[name] = config;
       }

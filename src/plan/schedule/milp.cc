@@ -110,17 +110,14 @@ std::string symmetry_breaking_name(SymmetryBreaking symmetry) {
   return "none";
 }
 
-MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
-                        const MilpRestrictions& restrictions) {
-  const Clock::time_point begin = Clock::now();
-  if (!(options.time_limit_seconds > 0)) {
-    throw Error(
-        fmt::format("milp: time limit must be positive, got {}", options.time_limit_seconds));
-  }
-  const Problem problem = make_problem(graph, restrictions);
+namespace {
+
+// The answer when no solver is needed: no task, a task with nowhere to run, or one task (its
+// best device is the one where it finishes first); nullopt otherwise.
+std::optional<MilpSolution> solve_without_solver(const TaskGraph& graph, const Problem& problem,
+                                                 Clock::time_point begin) {
   MilpSolution result;
   const std::size_t tasks = problem.tasks;
-  const std::size_t devices = problem.devices;
   if (tasks == 0) {
     result.status = "optimal";
     result.has_solution = true;
@@ -135,26 +132,134 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
       return result;
     }
   }
+  if (tasks != 1) return std::nullopt;
+  int best = -1;
+  for (std::size_t device = 0; device < problem.devices; ++device) {
+    if (!problem.allowed[0][device]) continue;
+    const double finish = problem.ready[0][device] + graph.tasks[0].time[device];
+    if (best < 0 || finish < problem.ready[0][best] + graph.tasks[0].time[best]) {
+      best = static_cast<int>(device);
+    }
+  }
+  result.status = "optimal";
+  result.has_solution = true;
+  result.device = {best};
+  result.start = {problem.ready[0][best]};
+  result.objective = result.solver_objective = result.bound =
+      problem.ready[0][best] + graph.tasks[0].time[best];
+  result.seconds = seconds_since(begin);
+  return result;
+}
 
-  if (tasks == 1) {
-    // One task: its best device is the one where it finishes first.
-    int best = -1;
+// Whether the warm start gives every sliced node a supported share on each device (condition 5).
+bool warm_shares_supported(const TaskGraph& graph, const Problem& problem,
+                           const SliceGroups& groups, const Schedule& warm) {
+  const std::size_t devices = problem.devices;
+  const auto supported_share = [&](int group, std::size_t device, double items) {
+    const auto& sizes = graph.machine.devices[device].batch_sizes;
+    if (items == 0 || sizes.empty()) return true;
+    return std::find(sizes.begin(), sizes.end(), static_cast<int64_t>(items)) != sizes.end() ||
+           groups.members[group].size() < 2;
+  };
+  std::vector<std::vector<double>> share(groups.count, std::vector<double>(devices, 0.0));
+  for (std::size_t task = 0; task < problem.tasks; ++task) {
+    share[groups.group_of_task[task]][warm.device[task]] += task_items(graph.tasks[task]);
+  }
+  for (int group = 0; group < groups.count; ++group) {
     for (std::size_t device = 0; device < devices; ++device) {
-      if (!problem.allowed[0][device]) continue;
-      const double finish = problem.ready[0][device] + graph.tasks[0].time[device];
-      if (best < 0 || finish < problem.ready[0][best] + graph.tasks[0].time[best]) {
-        best = static_cast<int>(device);
+      if (!supported_share(group, device, share[group][device])) return false;
+    }
+  }
+  return true;
+}
+
+// The warm start as the answer, with the heads-and-tails bound; `result` brings the figures
+// gathered so far.
+MilpSolution warm_answer(MilpSolution result, const Schedule& warm, double lower,
+                         Clock::time_point begin) {
+  result.status = warm.makespan <= lower * (1 + 1e-9) ? "optimal" : "time_limit";
+  result.has_solution = true;
+  result.device = warm.device;
+  result.start = warm.start;
+  result.objective = result.solver_objective = warm.makespan;
+  result.bound = std::min(lower, warm.makespan);
+  result.gap = warm.makespan > 0 ? (warm.makespan - result.bound) / warm.makespan : 0.0;
+  result.seconds = seconds_since(begin);
+  return result;
+}
+
+// Every row of the formulation (conditions 1-7 and the symmetry order).
+void add_rows(Program& program, const Problem& problem, const HeadsAndTails& bounds,
+              const SliceGroups& groups, const std::vector<std::vector<int>>& classes,
+              const MilpOptions& options) {
+  add_assignment_rows(program, problem);
+  add_makespan_rows(program, problem, bounds);
+  add_precedence_rows(program, problem);
+  add_order_rows(program, problem, bounds);
+  add_memory_rows(program, problem);
+  if (options.supported_shares) add_share_rows(program, problem, groups);
+  add_symmetry_rows(program, problem, classes, options.symmetry);
+}
+
+// Polish: fix the integer choices and solve the LP again, so the start times and makespan are
+// exact for that assignment and order rather than within CBC's integer tolerance.
+std::vector<double> polished_values(Program& program, const double* best) {
+  std::vector<double> values(best, best + program.builder.columns());
+  OsiClpSolverInterface polish;
+  program.builder.load(polish);
+  polish.messageHandler()->setLogLevel(0);
+  for (int column = 0; column < program.builder.columns(); ++column) {
+    if (!program.builder.integer(column)) continue;
+    const double fixed = std::round(values[column]);
+    polish.setColBounds(column, fixed, fixed);
+  }
+  polish.initialSolve();
+  if (polish.isProvenOptimal()) {
+    const double* polished = polish.getColSolution();
+    values.assign(polished, polished + program.builder.columns());
+  }
+  return values;
+}
+
+// The schedule CBC found, polished and moved as early as it can go, into `result`.
+void read_schedule(Program& program, const Problem& problem, const double* best,
+                   MilpSolution& result) {
+  const double scale = program.scale;
+  const std::vector<double> values = polished_values(program, best);
+  result.device.assign(problem.tasks, -1);
+  result.start.assign(problem.tasks, 0.0);
+  for (std::size_t task = 0; task < problem.tasks; ++task) {
+    double best_value = -1;
+    for (std::size_t device = 0; device < problem.devices; ++device) {
+      if (program.x[task][device] >= 0 && values[program.x[task][device]] > best_value) {
+        best_value = values[program.x[task][device]];
+        result.device[task] = static_cast<int>(device);
       }
     }
-    result.status = "optimal";
-    result.has_solution = true;
-    result.device = {best};
-    result.start = {problem.ready[0][best]};
-    result.objective = result.solver_objective = result.bound =
-        problem.ready[0][best] + graph.tasks[0].time[best];
-    result.seconds = seconds_since(begin);
-    return result;
+    result.start[task] = std::max(0.0, values[program.start[task]] * scale);
   }
+  result.objective = values[program.makespan] * scale;
+  left_justify(problem, result.device, result.start);
+  if (result.status == "optimal") result.bound = std::min(result.bound, result.objective);
+  result.gap = result.objective > 0
+                   ? std::max(0.0, (result.objective - result.bound) / result.objective)
+                   : 0.0;
+}
+
+}  // namespace
+
+MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
+                        const MilpRestrictions& restrictions) {
+  const Clock::time_point begin = Clock::now();
+  if (!(options.time_limit_seconds > 0)) {
+    throw Error(
+        fmt::format("milp: time limit must be positive, got {}", options.time_limit_seconds));
+  }
+  const Problem problem = make_problem(graph, restrictions);
+  if (std::optional<MilpSolution> trivial = solve_without_solver(graph, problem, begin)) {
+    return *trivial;
+  }
+  MilpSolution result;
 
   // Warm start and horizon.
   std::optional<Schedule> warm;
@@ -166,47 +271,18 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
   if (warm && !classes.empty()) order_by_symmetry(*warm, problem, classes, options.symmetry);
   // Shares of sliced nodes must be supported sizes (condition 5), if asked for.
   const SliceGroups groups = make_slice_groups(graph);
-  const auto supported_share = [&](int group, std::size_t device, double items) {
-    const auto& sizes = graph.machine.devices[device].batch_sizes;
-    if (items == 0 || sizes.empty()) return true;
-    return std::find(sizes.begin(), sizes.end(), static_cast<int64_t>(items)) != sizes.end() ||
-           groups.members[group].size() < 2;
-  };
-  if (warm && options.supported_shares) {
-    std::vector<std::vector<double>> share(groups.count, std::vector<double>(devices, 0.0));
-    for (std::size_t task = 0; task < tasks; ++task) {
-      share[groups.group_of_task[task]][warm->device[task]] += task_items(graph.tasks[task]);
-    }
-    for (int group = 0; group < groups.count && warm; ++group) {
-      for (std::size_t device = 0; device < devices; ++device) {
-        if (!supported_share(group, device, share[group][device])) {
-          warm.reset();
-          break;
-        }
-      }
-    }
+  if (warm && options.supported_shares && !warm_shares_supported(graph, problem, groups, *warm)) {
+    warm.reset();
   }
   double horizon = warm ? warm->makespan : trivial_horizon(problem);
   const HeadsAndTails bounds = heads_and_tails(problem);
   const double lower = bounds.makespan;
-  // The warm start as the answer, with the heads-and-tails bound.
-  const auto warm_result = [&] {
-    result.status = warm->makespan <= lower * (1 + 1e-9) ? "optimal" : "time_limit";
-    result.has_solution = true;
-    result.device = warm->device;
-    result.start = warm->start;
-    result.objective = result.solver_objective = warm->makespan;
-    result.bound = std::min(lower, warm->makespan);
-    result.gap = warm->makespan > 0 ? (warm->makespan - result.bound) / warm->makespan : 0.0;
-    result.seconds = seconds_since(begin);
-    return result;
-  };
   // Too little time for CBC to improve on the warm start; CBC 2.10 stopped within its
   // preprocessing also crashes now and then (CglPreProcess::postProcess), seen with the 0.05 s
   // solves MILP-SPLIT's modules get when the budget runs short.
   if (warm && (options.time_limit_seconds - seconds_since(begin) < kLeastSolverSeconds ||
                program_nonzeros(graph) > kMaxProgramNonzeros)) {
-    return warm_result();
+    return warm_answer(result, *warm, lower, begin);
   }
   if (!(horizon > 0)) {
     // Every task takes no time: any assignment the restrictions allow is optimal.
@@ -227,14 +303,7 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
     return result;
   }
   Program& program = *built;
-  const double scale = program.scale;
-  add_assignment_rows(program, problem);
-  add_makespan_rows(program, problem, bounds);
-  add_precedence_rows(program, problem);
-  add_order_rows(program, problem, bounds);
-  add_memory_rows(program, problem);
-  if (options.supported_shares) add_share_rows(program, problem, groups);
-  add_symmetry_rows(program, problem, classes, options.symmetry);
+  add_rows(program, problem, bounds, groups, classes, options);
   result.ordered_pairs = program.ordered_pairs;
   result.disjunctive_pairs = program.disjunctive_pairs;
   result.columns = program.builder.columns();
@@ -249,11 +318,7 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
   result.seconds = seconds_since(begin);
   if (!solved) {
     result.solver_failure = failure;
-    if (warm) {
-      MilpSolution kept = warm_result();
-      kept.solver_failure = failure;
-      return kept;
-    }
+    if (warm) return warm_answer(result, *warm, lower, begin);
     result.status = "time_limit";
     return result;
   }
@@ -261,56 +326,20 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
   const double* best = outcome.has_best ? outcome.best.data() : nullptr;
   // The warm start is a feasible schedule, so a CBC stopped early that reports none (or even
   // "infeasible", as it can when stopped within preprocessing) still has that one.
-  if (best == nullptr && warm) return warm_result();
+  if (best == nullptr && warm) return warm_answer(result, *warm, lower, begin);
   if (outcome.infeasible || (best == nullptr && outcome.proven_optimal)) {
     result.status = "infeasible";
     return result;
   }
-  result.bound = std::max(0.0, outcome.bound * scale);
+  result.bound = std::max(0.0, outcome.bound * program.scale);
   if (best == nullptr) {
     result.status = "time_limit";
     return result;
   }
   result.has_solution = true;
   result.status = outcome.proven_optimal ? "optimal" : "time_limit";
-  result.solver_objective = outcome.objective * scale;
-
-  // Polish: fix the integer choices and solve the LP again, so the start times and makespan
-  // are exact for that assignment and order rather than within CBC's integer tolerance.
-  std::vector<double> values(best, best + program.builder.columns());
-  {
-    OsiClpSolverInterface polish;
-    program.builder.load(polish);
-    polish.messageHandler()->setLogLevel(0);
-    for (int column = 0; column < program.builder.columns(); ++column) {
-      if (!program.builder.integer(column)) continue;
-      const double fixed = std::round(values[column]);
-      polish.setColBounds(column, fixed, fixed);
-    }
-    polish.initialSolve();
-    if (polish.isProvenOptimal()) {
-      const double* polished = polish.getColSolution();
-      values.assign(polished, polished + program.builder.columns());
-    }
-  }
-  result.device.assign(tasks, -1);
-  result.start.assign(tasks, 0.0);
-  for (std::size_t task = 0; task < tasks; ++task) {
-    double best_value = -1;
-    for (std::size_t device = 0; device < devices; ++device) {
-      if (program.x[task][device] >= 0 && values[program.x[task][device]] > best_value) {
-        best_value = values[program.x[task][device]];
-        result.device[task] = static_cast<int>(device);
-      }
-    }
-    result.start[task] = std::max(0.0, values[program.start[task]] * scale);
-  }
-  result.objective = values[program.makespan] * scale;
-  left_justify(problem, result.device, result.start);
-  if (result.status == "optimal") result.bound = std::min(result.bound, result.objective);
-  result.gap = result.objective > 0
-                   ? std::max(0.0, (result.objective - result.bound) / result.objective)
-                   : 0.0;
+  result.solver_objective = outcome.objective * program.scale;
+  read_schedule(program, problem, best, result);
   return result;
 }
 

@@ -145,52 +145,61 @@ MilpSolution solution_from_json(const nlohmann::json& json) {
   return solution;
 }
 
-// The exact combination of a single-channel chain.
-Combined dynamic_program(const TaskGraph& graph, const ModuleSplit& split,
-                         const MilpSplitOptions& options, Clock::time_point begin) {
-  const std::size_t devices = graph.machine.size();
-  const std::size_t modules = split.modules.size();
-  Combined combined;
-  double last_print = 0;
-  // OPT(t, u, v) and its schedule; u or v is `devices` when the module has no such end.
-  struct Entry {
-    double makespan = kInfinity;
-    MilpSolution solution;
-  };
-  std::vector<ModuleProblem> problems;
-  for (std::size_t t = 0; t < modules; ++t) problems.push_back(module_problem(graph, split, t));
+// One module solve with its input on `input` and its output on `output`; an end is the
+// device count when the module has no such end.
+struct ModuleJob {
+  std::size_t module, input, output;
+};
+
+// Every (module, input device, output device) solve the DP needs; each is independent of the
+// others.
+std::vector<ModuleJob> module_jobs(const std::vector<ModuleProblem>& problems,
+                                   std::size_t devices) {
   const auto wanted = [&](const ModuleProblem& problem, std::size_t u, std::size_t v) {
     if ((problem.input < 0) != (u == devices)) return false;
     if ((problem.output < 0) != (v == devices)) return false;
     return !(problem.input >= 0 && problem.input == problem.output && u != v);
   };
-  // Every (module, input device, output device) solve is independent of the others.
-  struct Job {
-    std::size_t module, input, output;
-  };
-  std::vector<Job> jobs;
-  for (std::size_t t = 0; t < modules; ++t) {
+  std::vector<ModuleJob> jobs;
+  for (std::size_t t = 0; t < problems.size(); ++t) {
     for (std::size_t u = 0; u <= devices; ++u) {
       for (std::size_t v = 0; v <= devices; ++v) {
         if (wanted(problems[t], u, v)) jobs.push_back({t, u, v});
       }
     }
   }
-  const auto solve_job = [&](const Job& job, std::size_t solves_left) {
-    const ModuleProblem& problem = problems[job.module];
-    MilpRestrictions restrictions;
-    restrictions.allowed.assign(problem.graph.tasks.size(), std::vector<bool>(devices, true));
-    if (problem.input >= 0) {
-      restrictions.allowed[problem.input].assign(devices, false);
-      restrictions.allowed[problem.input][job.input] = true;
-    }
-    if (problem.output >= 0) {
-      std::vector<bool>& allowed = restrictions.allowed[problem.output];
-      const bool keep = allowed[job.output];
-      allowed.assign(devices, false);
-      allowed[job.output] = keep;
-    }
-    return solve_milp(problem.graph, solve_options(options, begin, solves_left), restrictions);
+  return jobs;
+}
+
+MilpSolution solve_module_job(const ModuleProblem& problem, const ModuleJob& job,
+                              std::size_t devices, const MilpSplitOptions& options,
+                              Clock::time_point begin, std::size_t solves_left) {
+  MilpRestrictions restrictions;
+  restrictions.allowed.assign(problem.graph.tasks.size(), std::vector<bool>(devices, true));
+  if (problem.input >= 0) {
+    restrictions.allowed[problem.input].assign(devices, false);
+    restrictions.allowed[problem.input][job.input] = true;
+  }
+  if (problem.output >= 0) {
+    std::vector<bool>& allowed = restrictions.allowed[problem.output];
+    const bool keep = allowed[job.output];
+    allowed.assign(devices, false);
+    allowed[job.output] = keep;
+  }
+  return solve_milp(problem.graph, solve_options(options, begin, solves_left), restrictions);
+}
+
+// Every job's solution: in worker processes when more than one may run, then one by one
+// those no worker brought back.
+std::vector<MilpSolution> solve_module_jobs(const TaskGraph& graph, const ModuleSplit& split,
+                                            const std::vector<ModuleProblem>& problems,
+                                            const std::vector<ModuleJob>& jobs,
+                                            const MilpSplitOptions& options,
+                                            Clock::time_point begin) {
+  const std::size_t devices = graph.machine.size();
+  double last_print = 0;
+  const auto solve_job = [&](const ModuleJob& job, std::size_t solves_left) {
+    return solve_module_job(problems[job.module], job, devices, options, begin, solves_left);
   };
   std::vector<MilpSolution> solutions(jobs.size());
   std::vector<bool> solved(jobs.size(), false);
@@ -236,12 +245,25 @@ Combined dynamic_program(const TaskGraph& graph, const ModuleSplit& split,
     if (i + 1 == jobs.size() || jobs[i + 1].module != jobs[i].module) {
       report(options, begin, last_print,
              fmt::format("module {}/{} ({} tasks) solved for its device pairs", jobs[i].module + 1,
-                         modules, split.modules[jobs[i].module].size()));
+                         split.modules.size(), split.modules[jobs[i].module].size()));
     }
   }
-  std::vector<std::vector<std::vector<Entry>>> table(modules);
+  return solutions;
+}
+
+// OPT(t, u, v) and its schedule; u or v is the device count when the module has no such end.
+struct ModuleEntry {
+  double makespan = kInfinity;
+  MilpSolution solution;
+};
+using ModuleTable = std::vector<std::vector<std::vector<ModuleEntry>>>;
+
+// The solutions as the DP's table, counted into `combined`.
+ModuleTable module_table(std::vector<MilpSolution>& solutions, const std::vector<ModuleJob>& jobs,
+                         std::size_t modules, std::size_t devices, Combined& combined) {
+  ModuleTable table(modules);
   for (std::size_t t = 0; t < modules; ++t) {
-    table[t].assign(devices + 1, std::vector<Entry>(devices + 1));
+    table[t].assign(devices + 1, std::vector<ModuleEntry>(devices + 1));
   }
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     MilpSolution& solution = solutions[i];
@@ -249,16 +271,29 @@ Combined dynamic_program(const TaskGraph& graph, const ModuleSplit& split,
     combined.solver_failures += solution.solver_failure.empty() ? 0 : 1;
     if (!solution.has_solution) continue;
     combined.all_optimal = combined.all_optimal && solution.status == "optimal";
-    Entry& entry = table[jobs[i].module][jobs[i].input][jobs[i].output];
+    ModuleEntry& entry = table[jobs[i].module][jobs[i].input][jobs[i].output];
     entry.makespan = solution.objective;
     entry.solution = std::move(solution);
   }
-  // best[t][v]: earliest finish of modules 0..t with module t's output on v; entry[t][u]:
-  // earliest start of module t with its input on u.
-  std::vector<std::vector<double>> best(modules, std::vector<double>(devices + 1, kInfinity));
-  std::vector<std::vector<double>> entry(modules, std::vector<double>(devices + 1, kInfinity));
-  std::vector<std::vector<int>> entry_from(modules, std::vector<int>(devices + 1, -1));
-  std::vector<std::vector<int>> best_input(modules, std::vector<int>(devices + 1, -1));
+  return table;
+}
+
+// best[t][v]: earliest finish of modules 0..t with module t's output on v; entry[t][u]:
+// earliest start of module t with its input on u; each with the choice that reached it.
+struct ChainTimes {
+  std::vector<std::vector<double>> best, entry;
+  std::vector<std::vector<int>> entry_from, best_input;
+};
+
+ChainTimes chain_times(const TaskGraph& graph, const ModuleSplit& split, const ModuleTable& table,
+                       std::size_t devices) {
+  const std::size_t modules = split.modules.size();
+  ChainTimes times;
+  times.best.assign(modules, std::vector<double>(devices + 1, kInfinity));
+  times.entry.assign(modules, std::vector<double>(devices + 1, kInfinity));
+  times.entry_from.assign(modules, std::vector<int>(devices + 1, -1));
+  times.best_input.assign(modules, std::vector<int>(devices + 1, -1));
+  auto& [best, entry, entry_from, best_input] = times;
   for (std::size_t t = 0; t < modules; ++t) {
     for (std::size_t u = 0; u <= devices; ++u) {
       if (t == 0) {
@@ -285,7 +320,23 @@ Combined dynamic_program(const TaskGraph& graph, const ModuleSplit& split,
       }
     }
   }
-  const double total = best[modules - 1][devices];
+  return times;
+}
+
+// The exact combination of a single-channel chain.
+Combined dynamic_program(const TaskGraph& graph, const ModuleSplit& split,
+                         const MilpSplitOptions& options, Clock::time_point begin) {
+  const std::size_t devices = graph.machine.size();
+  const std::size_t modules = split.modules.size();
+  Combined combined;
+  std::vector<ModuleProblem> problems;
+  for (std::size_t t = 0; t < modules; ++t) problems.push_back(module_problem(graph, split, t));
+  const std::vector<ModuleJob> jobs = module_jobs(problems, devices);
+  std::vector<MilpSolution> solutions =
+      solve_module_jobs(graph, split, problems, jobs, options, begin);
+  const ModuleTable table = module_table(solutions, jobs, modules, devices, combined);
+  const ChainTimes times = chain_times(graph, split, table, devices);
+  const double total = times.best[modules - 1][devices];
   if (!std::isfinite(total)) {
     throw Error(
         "milp-split: no combination of module schedules is feasible (memory or links "
@@ -296,9 +347,9 @@ Combined dynamic_program(const TaskGraph& graph, const ModuleSplit& split,
   combined.start.assign(graph.tasks.size(), 0.0);
   std::size_t output = devices;
   for (std::size_t t = modules; t-- > 0;) {
-    const std::size_t input = static_cast<std::size_t>(best_input[t][output]);
+    const std::size_t input = static_cast<std::size_t>(times.best_input[t][output]);
     const MilpSolution& solution = table[t][input][output].solution;
-    const double offset = entry[t][input];
+    const double offset = times.entry[t][input];
     const ModuleProblem& problem = problems[t];
     for (std::size_t local = 0; local < problem.original.size(); ++local) {
       const int task = problem.original[local];
@@ -306,7 +357,7 @@ Combined dynamic_program(const TaskGraph& graph, const ModuleSplit& split,
       combined.device[task] = solution.device[local];
       combined.start[task] = offset + solution.start[local];
     }
-    if (t > 0) output = static_cast<std::size_t>(entry_from[t][input]);
+    if (t > 0) output = static_cast<std::size_t>(times.entry_from[t][input]);
   }
   return combined;
 }

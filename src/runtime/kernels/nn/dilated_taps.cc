@@ -86,6 +86,113 @@ std::vector<float> tap_weights(const float* weights, const ConvProblem& p, const
   return out;
 }
 
+// The taps that read the input for some output, the last one covering every output (the one
+// nearest the kernel's centre that usually reads the input where it is, with no gathering);
+// empty when no tap covers every output.
+std::vector<Tap> live_taps(const ConvProblem& p, const memory::dims& input) {
+  std::vector<Tap> taps;
+  for (int64_t row = 0; row < p.kernel[0]; ++row) {
+    for (int64_t column = 0; column < p.kernel[1]; ++column) {
+      Tap tap{row, column, {}};
+      for (int axis = 0; axis < 2; ++axis) {
+        tap.ranges[axis] =
+            tap_range(input[axis + 2], p.output_shape[axis + 2], p.strides[axis], p.dilations[axis],
+                      p.pads_begin[axis], axis == 0 ? row : column);
+      }
+      if (tap.ranges[0].outputs > 0 && tap.ranges[1].outputs > 0) taps.push_back(tap);
+    }
+  }
+  auto reads_whole = [&](const Tap& tap) {
+    return tap.covers(p) && tap.ranges[0].first_input == 0 && tap.ranges[1].first_input == 0;
+  };
+  auto last = std::find_if(taps.begin(), taps.end(), reads_whole);
+  if (last == taps.end()) {
+    last = std::find_if(taps.begin(), taps.end(), [&](const Tap& t) { return t.covers(p); });
+  }
+  if (last == taps.end()) return {};
+  std::rotate(last, last + 1, taps.end());
+  return taps;
+}
+
+// The last tap's post-ops: the sum of the other taps' outputs, then `post_ops`; nullopt when
+// one of those is not an eltwise.
+std::optional<dnnl::post_ops> last_tap_ops(const dnnl::post_ops& post_ops, std::size_t taps) {
+  dnnl::post_ops last_ops;
+  if (taps > 1) last_ops.append_sum(1.0f);
+  for (int i = 0; i < post_ops.len(); ++i) {
+    if (post_ops.kind(i) != dnnl::primitive::kind::eltwise) return std::nullopt;
+    float scale = 0, alpha = 0, beta = 0;
+    dnnl::algorithm algorithm{};
+    post_ops.get_params_eltwise(i, scale, algorithm, alpha, beta);
+    last_ops.append_eltwise(scale, algorithm, alpha, beta);
+  }
+  return last_ops;
+}
+
+// What every step of one split shares.
+struct StepSetting {
+  const dnnl::engine& engine;
+  const ConvProblem& p;
+  const float* weights;
+  bool has_bias;
+  bool reads_source;  // The last tap's 1x1 convolution reads the whole source as it is.
+  const memory::desc& source;
+  const memory::desc& destination;
+};
+
+// Builds `step` for `tap` (the last one runs `descriptor`), growing the gather and compute
+// buffer sizes it needs; false when its convolution would not run on a jit kernel.
+bool build_tap_step(const StepSetting& setting, const Tap& tap, bool last,
+                    const dnnl::convolution_forward::primitive_desc& descriptor, TapStep& step,
+                    std::size_t& gathered, std::size_t& computed) {
+  const dnnl::engine& engine = setting.engine;
+  const ConvProblem& p = setting.p;
+  const int64_t n = p.batch, c = p.channels_in, o = p.channels_out;
+  const TapRange &rows = tap.ranges[0], &columns = tap.ranges[1];
+  dnnl::convolution_forward::primitive_desc convolution;
+  try {
+    if (last) {
+      convolution = descriptor;
+    } else {
+      convolution = pointwise(rectangle(setting.source, n, c, rows.inputs, columns.inputs),
+                              rectangle(setting.destination, n, o, rows.outputs, columns.outputs),
+                              p.strides[0], p.strides[1], false, {}, engine);
+    }
+    if (is_slow(implementation_name(convolution))) return false;
+    step.reads_source = last && setting.reads_source;
+    if (!step.reads_source) {
+      const memory::desc part = setting.source.submemory_desc(
+          {n, c, rows.inputs, columns.inputs}, {0, 0, rows.first_input, columns.first_input});
+      step.gather = LayoutReorder(part, convolution.src_desc(), engine);
+      gathered = std::max(gathered, convolution.src_desc().get_size());
+    }
+    if (!last) {
+      const memory::desc part = setting.destination.submemory_desc(
+          {n, o, rows.outputs, columns.outputs}, {0, 0, rows.first_output, columns.first_output});
+      dnnl::primitive_attr adding = kernel_attr();
+      dnnl::post_ops sum;
+      sum.append_sum(1.0f);
+      adding.set_post_ops(sum);
+      dnnl::reorder::primitive_desc scatter(engine, convolution.dst_desc(), engine, part, adding);
+      step.scatter = DnnlStep(dnnl::reorder(scatter), scatter, engine);
+      step.scatter.declare(DNNL_ARG_FROM, convolution.dst_desc());
+      step.scatter.declare(DNNL_ARG_TO, part);
+      computed = std::max(computed, convolution.dst_desc().get_size());
+    }
+  } catch (const dnnl::error&) {
+    return false;
+  }
+  step.convolution = DnnlStep(dnnl::convolution_forward(convolution), convolution, engine);
+  step.convolution.declare(DNNL_ARG_SRC, convolution.src_desc());
+  step.convolution.declare(DNNL_ARG_WEIGHTS, convolution.weights_desc());
+  if (last && setting.has_bias) step.convolution.declare(DNNL_ARG_BIAS, convolution.bias_desc());
+  step.convolution.declare(DNNL_ARG_DST, convolution.dst_desc());
+  const std::vector<float> plain = tap_weights(setting.weights, p, tap);
+  step.packed_weights = pack_constant(plain.data(), plain_desc(std::vector<int64_t>{o, c, 1, 1}),
+                                      convolution.weights_desc(), engine);
+  return true;
+}
+
 }  // namespace
 
 std::string TapSplit::implementation() const {
@@ -129,40 +236,11 @@ std::optional<TapSplit> split_dilated_taps(const dnnl::engine& engine, const Con
   // Every tap is a primitive of its own: a big dilated kernel (above 8x8) stays on gemm.
   if (p.kernel[0] * p.kernel[1] > kMaxTaps) return std::nullopt;
   const memory::dims input = given.dims();
-  const int64_t n = p.batch, c = p.channels_in, o = p.channels_out;
-  std::vector<Tap> taps;
-  for (int64_t row = 0; row < p.kernel[0]; ++row) {
-    for (int64_t column = 0; column < p.kernel[1]; ++column) {
-      Tap tap{row, column, {}};
-      for (int axis = 0; axis < 2; ++axis) {
-        tap.ranges[axis] =
-            tap_range(input[axis + 2], p.output_shape[axis + 2], p.strides[axis], p.dilations[axis],
-                      p.pads_begin[axis], axis == 0 ? row : column);
-      }
-      if (tap.ranges[0].outputs > 0 && tap.ranges[1].outputs > 0) taps.push_back(tap);
-    }
-  }
-  // The last tap writes every output; the one nearest the kernel's centre usually reads the
-  // input where it is, with no gathering.
-  auto reads_whole = [&](const Tap& tap) {
-    return tap.covers(p) && tap.ranges[0].first_input == 0 && tap.ranges[1].first_input == 0;
-  };
-  auto last = std::find_if(taps.begin(), taps.end(), reads_whole);
-  if (last == taps.end()) {
-    last = std::find_if(taps.begin(), taps.end(), [&](const Tap& t) { return t.covers(p); });
-  }
-  if (last == taps.end()) return std::nullopt;
-  std::rotate(last, last + 1, taps.end());
-
-  dnnl::post_ops last_ops;
-  if (taps.size() > 1) last_ops.append_sum(1.0f);
-  for (int i = 0; i < post_ops.len(); ++i) {
-    if (post_ops.kind(i) != dnnl::primitive::kind::eltwise) return std::nullopt;
-    float scale = 0, alpha = 0, beta = 0;
-    dnnl::algorithm algorithm{};
-    post_ops.get_params_eltwise(i, scale, algorithm, alpha, beta);
-    last_ops.append_eltwise(scale, algorithm, alpha, beta);
-  }
+  const int64_t n = p.batch, c = p.channels_in;
+  const std::vector<Tap> taps = live_taps(p, input);
+  if (taps.empty()) return std::nullopt;
+  const std::optional<dnnl::post_ops> last_ops = last_tap_ops(post_ops, taps.size());
+  if (!last_ops) return std::nullopt;
   const Tap& whole = taps.back();
   const std::vector<int64_t> input_shape(input.begin(), input.end());
   // Whether the last tap's 1x1 convolution over the whole source makes exactly the output.
@@ -179,7 +257,7 @@ std::optional<TapSplit> split_dilated_taps(const dnnl::engine& engine, const Con
           reads_source ? offered
                        : rectangle(offered, n, c, whole.ranges[0].inputs, whole.ranges[1].inputs);
       descriptor = pointwise(source, any_desc(p.output_shape), p.strides[0], p.strides[1], has_bias,
-                             last_ops, engine);
+                             *last_ops, engine);
     } catch (const dnnl::error&) {
       continue;
     }
@@ -190,60 +268,13 @@ std::optional<TapSplit> split_dilated_taps(const dnnl::engine& engine, const Con
             ? descriptor->src_desc()
             : same_layout_for(descriptor->src_desc(), input_shape).value_or(memory::desc());
     if (split.source_.data.format_kind != dnnl_blocked) continue;
+    const StepSetting setting{
+        engine, p, weights, has_bias, reads_source, split.source_, split.destination_};
     bool fast = true;
     std::size_t gathered = 0, computed = 0;
     for (std::size_t i = 0; i < taps.size() && fast; ++i) {
-      const Tap& tap = taps[i];
-      TapStep& step = split.taps_[i];
-      const bool last = i + 1 == taps.size();
-      const TapRange &rows = tap.ranges[0], &columns = tap.ranges[1];
-      dnnl::convolution_forward::primitive_desc convolution;
-      try {
-        if (last) {
-          convolution = *descriptor;
-        } else {
-          convolution =
-              pointwise(rectangle(split.source_, n, c, rows.inputs, columns.inputs),
-                        rectangle(split.destination_, n, o, rows.outputs, columns.outputs),
-                        p.strides[0], p.strides[1], false, {}, engine);
-        }
-        fast = !is_slow(implementation_name(convolution));
-        if (!fast) break;
-        step.reads_source = last && reads_source;
-        if (!step.reads_source) {
-          const memory::desc part = split.source_.submemory_desc(
-              {n, c, rows.inputs, columns.inputs}, {0, 0, rows.first_input, columns.first_input});
-          step.gather = LayoutReorder(part, convolution.src_desc(), engine);
-          gathered = std::max(gathered, convolution.src_desc().get_size());
-        }
-        if (!last) {
-          const memory::desc part =
-              split.destination_.submemory_desc({n, o, rows.outputs, columns.outputs},
-                                                {0, 0, rows.first_output, columns.first_output});
-          dnnl::primitive_attr adding = kernel_attr();
-          dnnl::post_ops sum;
-          sum.append_sum(1.0f);
-          adding.set_post_ops(sum);
-          dnnl::reorder::primitive_desc scatter(engine, convolution.dst_desc(), engine, part,
-                                                adding);
-          step.scatter = DnnlStep(dnnl::reorder(scatter), scatter, engine);
-          step.scatter.declare(DNNL_ARG_FROM, convolution.dst_desc());
-          step.scatter.declare(DNNL_ARG_TO, part);
-          computed = std::max(computed, convolution.dst_desc().get_size());
-        }
-      } catch (const dnnl::error&) {
-        fast = false;
-        break;
-      }
-      step.convolution = DnnlStep(dnnl::convolution_forward(convolution), convolution, engine);
-      step.convolution.declare(DNNL_ARG_SRC, convolution.src_desc());
-      step.convolution.declare(DNNL_ARG_WEIGHTS, convolution.weights_desc());
-      if (last && has_bias) step.convolution.declare(DNNL_ARG_BIAS, convolution.bias_desc());
-      step.convolution.declare(DNNL_ARG_DST, convolution.dst_desc());
-      const std::vector<float> plain = tap_weights(weights, p, tap);
-      step.packed_weights =
-          pack_constant(plain.data(), plain_desc(std::vector<int64_t>{o, c, 1, 1}),
-                        convolution.weights_desc(), engine);
+      fast = build_tap_step(setting, taps[i], i + 1 == taps.size(), *descriptor, split.taps_[i],
+                            gathered, computed);
     }
     if (!fast) continue;
     if (gathered > 0) split.gathered_ = std::make_shared<Buffer>(gathered);

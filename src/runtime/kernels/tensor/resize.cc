@@ -355,16 +355,16 @@ struct ResizeInputs {
   int roi = -1, scales = -1, sizes = -1;
 };
 
-std::unique_ptr<Kernel> create_resize(const KernelContext& context) {
-  const Tensor& data = context.input(0);
+// The settings of the node's form: Upsample and Resize-10 had no coordinate modes (asymmetric
+// with their own rounding); Upsample before opset 9 has its scales as an attribute, into
+// `scale_values`. Returns where the form's roi, scales and sizes inputs are.
+ResizeInputs read_settings(const KernelContext& context, ResizeSettings& settings,
+                           std::vector<double>& scale_values) {
   const Node& node = context.node;
   bool upsample = node.op_type == "Upsample";
-  // Upsample and Resize-10 had no coordinate modes: asymmetric with their own rounding.
   bool legacy = upsample || context.opset < 11;
-  ResizeSettings settings;
   settings.interpolation = parse_interpolation(context, node.string_attribute("mode", "nearest"));
   ResizeInputs positions;
-  std::vector<double> scale_values;
   if (legacy) {
     settings.transform = Transform::kAsymmetric;
     settings.rounding = Rounding::kSimple;
@@ -376,23 +376,30 @@ std::unique_ptr<Kernel> create_resize(const KernelContext& context) {
     } else {
       positions.scales = 1;
     }
-  } else {
-    settings.transform = parse_transform(
-        context, node.string_attribute("coordinate_transformation_mode", "half_pixel"));
-    settings.rounding =
-        parse_rounding(context, node.string_attribute("nearest_mode", "round_prefer_floor"));
-    settings.cubic_a = node.float_attribute("cubic_coeff_a", -0.75f);
-    settings.exclude_outside = node.int_attribute("exclude_outside", 0) != 0;
-    settings.extrapolation = node.float_attribute("extrapolation_value", 0.0f);
-    positions = {1, 2, 3};
-    if (node.int_attribute("antialias", 0) != 0 || node.attribute("axes") ||
-        node.string_attribute("keep_aspect_ratio_policy", "stretch") != "stretch") {
-      throw UnsupportedError(fmt::format(
-          "{}: Resize's antialias, axes and keep_aspect_ratio_policy (opset 18) are not "
-          "supported",
-          context.where()));
-    }
+    return positions;
   }
+  settings.transform = parse_transform(
+      context, node.string_attribute("coordinate_transformation_mode", "half_pixel"));
+  settings.rounding =
+      parse_rounding(context, node.string_attribute("nearest_mode", "round_prefer_floor"));
+  settings.cubic_a = node.float_attribute("cubic_coeff_a", -0.75f);
+  settings.exclude_outside = node.int_attribute("exclude_outside", 0) != 0;
+  settings.extrapolation = node.float_attribute("extrapolation_value", 0.0f);
+  positions = {1, 2, 3};
+  if (node.int_attribute("antialias", 0) != 0 || node.attribute("axes") ||
+      node.string_attribute("keep_aspect_ratio_policy", "stretch") != "stretch") {
+    throw UnsupportedError(
+        fmt::format("{}: Resize's antialias, axes and keep_aspect_ratio_policy (opset 18) are not "
+                    "supported",
+                    context.where()));
+  }
+  return positions;
+}
+
+// Every axis's sizes and scale, from the sizes input or else the scales.
+std::vector<AxisResize> resize_axes(const KernelContext& context, const ResizeInputs& positions,
+                                    std::vector<double> scale_values) {
+  const Tensor& data = context.input(0);
   auto rank = static_cast<int64_t>(data.rank());
   std::vector<int64_t> sizes;
   if (positions.sizes >= 0 && context.has_input(positions.sizes) &&
@@ -422,39 +429,92 @@ std::unique_ptr<Kernel> create_resize(const KernelContext& context) {
           data.dim(d) == 0 ? 1.0f : static_cast<float>(sizes[d]) / static_cast<float>(data.dim(d));
       axes[d].resized_length = static_cast<float>(sizes[d]);
     }
-  } else {
-    if (static_cast<int64_t>(scale_values.size()) != rank) {
-      throw Error(fmt::format("{}: scales should have one entry per axis of {} (got {})",
-                              context.where(), data.describe(), scale_values.size()));
+    return axes;
+  }
+  if (static_cast<int64_t>(scale_values.size()) != rank) {
+    throw Error(fmt::format("{}: scales should have one entry per axis of {} (got {})",
+                            context.where(), data.describe(), scale_values.size()));
+  }
+  for (int64_t d = 0; d < rank; ++d) {
+    auto scale = static_cast<float>(scale_values[d]);
+    if (!(scale > 0) || !std::isfinite(scale)) {
+      throw Error(fmt::format("{}: scale {} of axis {} should be positive", context.where(),
+                              scale_values[d], d));
     }
-    for (int64_t d = 0; d < rank; ++d) {
-      auto scale = static_cast<float>(scale_values[d]);
-      if (!(scale > 0) || !std::isfinite(scale)) {
-        throw Error(fmt::format("{}: scale {} of axis {} should be positive", context.where(),
-                                scale_values[d], d));
-      }
-      axes[d].in = data.dim(d);
-      axes[d].scale = scale;
-      axes[d].resized_length = scale * static_cast<float>(data.dim(d));
-      if (!(axes[d].resized_length <= static_cast<float>(kMaxAxisLength))) {
-        throw Error(fmt::format("{}: scale {} makes axis {} longer than {} elements",
-                                context.where(), scale_values[d], d, kMaxAxisLength));
-      }
-      axes[d].out = static_cast<int64_t>(axes[d].resized_length);
+    axes[d].in = data.dim(d);
+    axes[d].scale = scale;
+    axes[d].resized_length = scale * static_cast<float>(data.dim(d));
+    if (!(axes[d].resized_length <= static_cast<float>(kMaxAxisLength))) {
+      throw Error(fmt::format("{}: scale {} makes axis {} longer than {} elements", context.where(),
+                              scale_values[d], d, kMaxAxisLength));
+    }
+    axes[d].out = static_cast<int64_t>(axes[d].resized_length);
+  }
+  return axes;
+}
+
+// tf_crop_and_resize's region of interest, one start and one end per axis.
+void read_roi(const KernelContext& context, const ResizeInputs& positions,
+              std::vector<AxisResize>& axes) {
+  const auto rank = static_cast<int64_t>(axes.size());
+  std::vector<double> roi;
+  if (context.has_input(positions.roi)) roi = real_input(context, positions.roi, "roi");
+  if (static_cast<int64_t>(roi.size()) != 2 * rank) {
+    throw Error(fmt::format("{}: tf_crop_and_resize needs roi with {} entries, got {}",
+                            context.where(), 2 * rank, roi.size()));
+  }
+  for (int64_t d = 0; d < rank; ++d) {
+    axes[d].roi_start = static_cast<float>(roi[d]);
+    axes[d].roi_end = static_cast<float>(roi[d + rank]);
+  }
+}
+
+// Linear and cubic: the taps of every axis and the order the axes are resized in.
+void plan_interpolation(const KernelContext& context, const ResizeSettings& settings,
+                        const std::vector<AxisResize>& axes, ResizePlan& plan) {
+  const Tensor& data = context.input(0);
+  if (data.dtype() != DataType::kFloat && data.dtype() != DataType::kDouble) {
+    throw UnsupportedError(
+        fmt::format("{}: linear and cubic Resize support float and double "
+                    "data, not {}",
+                    context.where(), dtype_name(data.dtype())));
+  }
+  for (const AxisResize& axis : axes) {
+    if (axis.in == 0 && axis.out > 0) {
+      throw Error(fmt::format("{}: cannot interpolate an empty axis", context.where()));
     }
   }
-  if (settings.transform == Transform::kTfCropAndResize) {
-    std::vector<double> roi;
-    if (context.has_input(positions.roi)) roi = real_input(context, positions.roi, "roi");
-    if (static_cast<int64_t>(roi.size()) != 2 * rank) {
-      throw Error(fmt::format("{}: tf_crop_and_resize needs roi with {} entries, got {}",
-                              context.where(), 2 * rank, roi.size()));
-    }
-    for (int64_t d = 0; d < rank; ++d) {
-      axes[d].roi_start = static_cast<float>(roi[d]);
-      axes[d].roi_end = static_cast<float>(roi[d + rank]);
-    }
+  for (const AxisResize& axis : axes) {
+    plan.taps.push_back(axis.in == 0
+                            ? AxisTaps{settings.interpolation == Interpolation::kCubic ? 4 : 2,
+                                       {},
+                                       {},
+                                       {},
+                                       true,
+                                       {},
+                                       {}}
+                            : interpolation_taps(settings, axis));
+    add_tap_columns(plan.taps.back());
   }
+  // Shrinking axes first keeps the intermediate tensors small; among equal ratios the later
+  // axis first, because the last-axis pass (a gather per element) costs more per output
+  // than the row passes of outer axes.
+  plan.order.resize(axes.size());
+  std::iota(plan.order.begin(), plan.order.end(), 0);
+  std::sort(plan.order.begin(), plan.order.end(), [&](std::size_t a, std::size_t b) {
+    int64_t left = axes[a].out * std::max<int64_t>(axes[b].in, 1);
+    int64_t right = axes[b].out * std::max<int64_t>(axes[a].in, 1);
+    return left != right ? left < right : a > b;
+  });
+}
+
+std::unique_ptr<Kernel> create_resize(const KernelContext& context) {
+  const Tensor& data = context.input(0);
+  ResizeSettings settings;
+  std::vector<double> scale_values;
+  const ResizeInputs positions = read_settings(context, settings, scale_values);
+  std::vector<AxisResize> axes = resize_axes(context, positions, scale_values);
+  if (settings.transform == Transform::kTfCropAndResize) read_roi(context, positions, axes);
   std::vector<int64_t> out_shape;
   for (const AxisResize& axis : axes) out_shape.push_back(axis.out);
   plain_byte_size(data.dtype(), out_shape);
@@ -462,52 +522,19 @@ std::unique_ptr<Kernel> create_resize(const KernelContext& context) {
   for (int position : {positions.roi, positions.scales, positions.sizes}) {
     if (position >= 0) shape_inputs.push_back(static_cast<std::size_t>(position));
   }
-  std::vector<int64_t> in_shape = data.shape();
   auto plan = std::make_shared<ResizePlan>();
   plan->threads = context.threads;
   plan->isa = vector_isa();
   plan->extrapolation = settings.extrapolation;
   plan->dtype = data.dtype();
-  plan->in_shape = in_shape;
+  plan->in_shape = data.shape();
   plan->out_shape = out_shape;
   plan->nearest = settings.interpolation == Interpolation::kNearest;
   if (plan->nearest) {
     for (const AxisResize& axis : axes) plan->tables.push_back(nearest_table(settings, axis));
     plan->fill = encode_scalar(context, data.dtype(), settings.extrapolation);
   } else {
-    if (data.dtype() != DataType::kFloat && data.dtype() != DataType::kDouble) {
-      throw UnsupportedError(
-          fmt::format("{}: linear and cubic Resize support float and double "
-                      "data, not {}",
-                      context.where(), dtype_name(data.dtype())));
-    }
-    for (const AxisResize& axis : axes) {
-      if (axis.in == 0 && axis.out > 0) {
-        throw Error(fmt::format("{}: cannot interpolate an empty axis", context.where()));
-      }
-    }
-    for (const AxisResize& axis : axes) {
-      plan->taps.push_back(axis.in == 0
-                               ? AxisTaps{settings.interpolation == Interpolation::kCubic ? 4 : 2,
-                                          {},
-                                          {},
-                                          {},
-                                          true,
-                                          {},
-                                          {}}
-                               : interpolation_taps(settings, axis));
-      add_tap_columns(plan->taps.back());
-    }
-    // Shrinking axes first keeps the intermediate tensors small; among equal ratios the later
-    // axis first, because the last-axis pass (a gather per element) costs more per output
-    // than the row passes of outer axes.
-    plan->order.resize(rank);
-    std::iota(plan->order.begin(), plan->order.end(), 0);
-    std::sort(plan->order.begin(), plan->order.end(), [&](std::size_t a, std::size_t b) {
-      int64_t left = axes[a].out * std::max<int64_t>(axes[b].in, 1);
-      int64_t right = axes[b].out * std::max<int64_t>(axes[a].in, 1);
-      return left != right ? left < right : a > b;
-    });
+    plan_interpolation(context, settings, axes, *plan);
   }
   plan->compute_in({});
   OutputSpec spec{data.dtype(), out_shape, std::nullopt, -1};
