@@ -128,5 +128,10 @@ void add_resize_writers(std::map<std::string, Writer>& table);
 // The int8 ops (pytorch_quantized_ops.cc), keyed "com.microsoft.QGemm" outside the standard
 // domain.
 void add_quantized_writers(std::map<std::string, Writer>& table);
+// Ops whose results follow the data: TopK, NonZero, NonMaxSuppression, GatherND,
+// ScatterElements, Range, Mod, RoiAlign, GridSample (pytorch_dynamic_ops.cc).
+void add_dynamic_writers(std::map<std::string, Writer>& table);
+// GRU and LSTM as loops over the sequence (pytorch_rnn_ops.cc).
+void add_rnn_writers(std::map<std::string, Writer>& table);
 
 }  // namespace cleave::pytorch_detail
