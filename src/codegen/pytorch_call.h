@@ -131,6 +131,8 @@ void add_quantized_writers(std::map<std::string, Writer>& table);
 // Ops whose results follow the data: TopK, NonZero, NonMaxSuppression, GatherND,
 // ScatterElements, Range, Mod, RoiAlign, GridSample (pytorch_dynamic_ops.cc).
 void add_dynamic_writers(std::map<std::string, Writer>& table);
+// If as a Python if/else over its branches' nodes, and Constant (pytorch_control_ops.cc).
+void add_control_writers(std::map<std::string, Writer>& table);
 // GRU and LSTM as loops over the sequence (pytorch_rnn_ops.cc).
 void add_rnn_writers(std::map<std::string, Writer>& table);
 

@@ -196,6 +196,7 @@ const std::map<std::string, Writer>& writers() {
     add_quantized_writers(t);
     add_dynamic_writers(t);
     add_rnn_writers(t);
+    add_control_writers(t);
     return t;
   }();
   return table;

@@ -194,6 +194,42 @@ TEST_F(CodegenPytorchDynamic, GridSampleNearestWithBorderPaddingAndAlignedCorner
             1e-6);
 }
 
+// The condition compares the sum of x with a threshold: far below it takes the then branch,
+// far above it the else branch. Each branch reads x from the enclosing graph; the else branch
+// keeps a Constant node.
+std::string if_model(const char* threshold) {
+  return std::string(R"(graph main [ai.onnx=17] (%x: f32[2,3]) {
+  @t: f32[] = [)") +
+         threshold + R"(]
+  @w: f32[2,3]
+  %s = ReduceSum[keepdims=0](%x)
+  %c = Greater(%s, @t)
+  %xw = Mul(%x, @w)
+  %y = If[then_branch=graph then_body [ai.onnx=17] () {
+    %r = Relu(%x)
+    %a = Add(%r, %xw)
+    return %a
+  }, else_branch=graph else_body [ai.onnx=17] () {
+    %k = Constant[value=tensor<f32[]>[2.5]]()
+    %n = Neg(%x)
+    %m = Mul(%n, %k)
+    return %m
+  }](%c)
+  return %y
+})";
+}
+
+TEST_F(CodegenPytorchDynamic, IfTakesTheThenBranch) {
+  EXPECT_LT(largest_difference(if_model("-100"), {"y"}), 1e-6);
+  EXPECT_NE(model_.find("if bool("), std::string::npos) << model_;
+}
+
+TEST_F(CodegenPytorchDynamic, IfTakesTheElseBranch) {
+  EXPECT_LT(largest_difference(if_model("100"), {"y"}), 1e-6);
+  // The generated code runs the branch it was not emitted for: the other output would differ.
+  EXPECT_NE(model_.find("torch.neg("), std::string::npos) << model_;
+}
+
 std::string recurrent(const std::string& op, const std::string& attributes, int gates,
                       int directions) {
   const std::string d = std::to_string(directions), g = std::to_string(4 * gates);
