@@ -54,9 +54,9 @@ std::vector<std::string> constant(const Call& c) {
   c.fail("a value other than value, value_float, value_int or value_ints");
 }
 
-// Python names of one branch's values: "_<branch>_<name>", which no name of the enclosing code
-// takes (those never start with an underscore); values the branch reads from the enclosing
-// graphs keep the enclosing name.
+// Python names of one branch's values: "_<output>_<branch>_<name>", which no name of the
+// enclosing code takes (those never start with an underscore); values the branch reads from the
+// enclosing graphs keep the enclosing name.
 class BranchNames {
  public:
   BranchNames(const Call& c, const Graph& body, const std::string& prefix)
@@ -124,16 +124,13 @@ void write_branch(const Call& c, const char* attribute, const std::string& prefi
 }
 
 std::vector<std::string> if_node(const Call& c) {
-  // Nested branches get longer prefixes, so their names never meet their parents'.
-  static int depth = 0;
-  struct Nesting {
-    Nesting() { ++depth; }
-    ~Nesting() { --depth; }
-  } nesting;
+  // Prefixed with the If's output, so a branch nested in a branch never takes its parent's
+  // names.
+  const std::string prefix = "_" + c.out(0) + "_";
   std::vector<std::string> lines = {fmt::format("if bool({}):", c.in(0))};
-  write_branch(c, "then_branch", fmt::format("_then{}_", depth), lines);
+  write_branch(c, "then_branch", prefix + "then_", lines);
   lines.push_back("else:");
-  write_branch(c, "else_branch", fmt::format("_else{}_", depth), lines);
+  write_branch(c, "else_branch", prefix + "else_", lines);
   return lines;
 }
 

@@ -72,7 +72,7 @@ std::vector<std::string> recurrent(const Call& c, bool lstm) {
   };
   std::vector<std::string> lines = {
       fmt::format("_x = {}{}", c.in(0), batch_major ? ".transpose(0, 1)" : ""),
-      "_ys, _hs, _cs = [], [], []"};
+      lstm ? "_ys, _hs, _cs = [], [], []" : "_ys, _hs = [], []"};
   for (int d = 0; d < directions; ++d) {
     const bool reverse = direction == "reverse" || d == 1;
     lines.push_back(fmt::format(
