@@ -1,5 +1,8 @@
 // The PyTorch op table's ops whose results follow the data: TopK, NonZero, NonMaxSuppression,
 // GatherND, ScatterElements, Range, Mod, RoiAlign and GridSample.
+#include <algorithm>
+#include <set>
+
 #include "codegen/pytorch_call.h"
 
 namespace cleave::pytorch_detail {
@@ -141,6 +144,157 @@ std::vector<std::string> grid_sample(const Call& c) {
                                 c.node.int_attribute("align_corners", 0) != 0 ? "True" : "False"))};
 }
 
+// Whether the shape of `value` follows the data rather than the model: unknown (inside a
+// branch), made by an op whose output length is data (NonZero, NMS, If), shaped by a computed
+// input, or computed from such a value. The graph's static shapes of these values come from
+// one preparing run and must not be spelled out.
+bool shaped_by_data(const Graph& graph, ValueId value, std::map<ValueId, bool>& known) {
+  static const std::set<std::string> kDataLength = {
+      "NonZero", "NonMaxSuppression", "If", "Loop", "Scan", "Unique", "Compress"};
+  static const std::set<std::string> kShapedByInput = {
+      "TopK",   "Range",    "Slice", "Reshape", "Expand", "ConstantOfShape", "Tile",
+      "Resize", "Upsample", "Pad",   "OneHot",  "Split",  "Squeeze",         "Unsqueeze"};
+  if (auto it = known.find(value); it != known.end()) return it->second;
+  const Value& v = graph.value(value);
+  bool result = !v.shape.is_static();
+  known[value] = result;  // Cycles cannot occur; this only stops a revisit.
+  if (!result && v.producer >= 0) {
+    const Node& node = graph.node(v.producer);
+    const bool standard = node.domain.empty() || node.domain == "ai.onnx";
+    result = standard && kDataLength.count(node.op_type) > 0;
+    for (std::size_t i = 0; i < node.inputs.size() && !result; ++i) {
+      const ValueId input = node.inputs[i];
+      if (input == kNoValue) continue;
+      result = shaped_by_data(graph, input, known) ||
+               (i > 0 && standard && kShapedByInput.count(node.op_type) > 0 &&
+                !graph.value(input).initializer);
+    }
+  }
+  known[value] = result;
+  return result;
+}
+
+bool node_shaped_by_data(const Call& c) {
+  std::map<ValueId, bool> known;
+  for (ValueId id : c.node.inputs) {
+    if (id != kNoValue && shaped_by_data(c.graph, id, known)) return true;
+  }
+  for (ValueId id : c.node.outputs) {
+    if (id != kNoValue && shaped_by_data(c.graph, id, known)) return true;
+  }
+  return false;
+}
+
+// The shape ops in forms that read shapes at run time, for values shaped by the data.
+std::vector<std::string> generic_shape_op(const Call& c) {
+  const std::string& op = c.node.op_type;
+  const std::string x = c.in(0);
+  if (op == "Reshape") {
+    if (c.node.int_attribute("allowzero", 0) != 0) c.fail("allowzero with a shape set by data");
+    // ONNX's 0 copies the input's dimension.
+    return {unary_line(c, fmt::format("{0}.reshape([{0}.shape[i] if d == 0 else d for i, d in "
+                                      "enumerate({1}.tolist())])",
+                                      x, c.in(1)))};
+  }
+  if (op == "Flatten") {
+    const int64_t axis = c.node.int_attribute("axis", 1);
+    if (axis < 0) c.fail("a negative axis with a shape set by data");
+    return {unary_line(c, fmt::format("{0}.reshape(int(torch.tensor({0}.shape[:{1}]).prod()), "
+                                      "int(torch.tensor({0}.shape[{1}:]).prod()))",
+                                      x, axis))};
+  }
+  if (op == "Squeeze" || op == "Unsqueeze") {
+    const bool squeeze = op == "Squeeze";
+    std::vector<int64_t> axes = c.node.ints_attribute("axes");
+    if (axes.empty() && c.has(1)) {
+      if (!c.const_ints(1)) {
+        // Axes computed in the code (a branch's Constant node): applied one by one, each
+        // taken modulo the rank it refers to.
+        const std::string rank = squeeze ? fmt::format("{}.dim()", x)
+                                         : fmt::format("({}.dim() + {}.numel())", x, c.in(1));
+        return {fmt::format("{} = {}", c.out(), x),
+                fmt::format("for _a in sorted((a % {} for a in {}.tolist()), reverse={}):", rank,
+                            c.in(1), squeeze ? "True" : "False"),
+                fmt::format("    {0} = {0}.{1}(_a)", c.out(), squeeze ? "squeeze" : "unsqueeze")};
+      }
+      axes = *c.const_ints(1);
+    }
+    if (axes.empty() && squeeze) return {unary_line(c, fmt::format("{}.squeeze()", x))};
+    for (int64_t a : axes) {
+      if (a < 0) c.fail("a negative axis with a shape set by data");
+    }
+    // Squeeze from the last axis, Unsqueeze from the first, so each axis means the ONNX one.
+    std::sort(axes.begin(), axes.end());
+    if (op == "Squeeze") std::reverse(axes.begin(), axes.end());
+    std::string y = x;
+    for (int64_t a : axes)
+      y = fmt::format("{}.{}({})", y, op == "Squeeze" ? "squeeze" : "unsqueeze", a);
+    return {unary_line(c, y)};
+  }
+  if (op == "Expand") {
+    return {unary_line(c, fmt::format("{0}.expand(torch.broadcast_shapes({0}.shape, "
+                                      "tuple({1}.tolist())))",
+                                      x, c.in(1)))};
+  }
+  if (op == "Shape") {
+    if (c.node.attribute("start") || c.node.attribute("end")) c.fail("start or end");
+    return {unary_line(c, fmt::format("torch.tensor({}.shape, dtype=torch.int64)", x))};
+  }
+  if (op == "ConstantOfShape") {
+    std::string fill = "0.0", type = "torch.float32";
+    if (const Attribute* value = c.node.attribute("value")) {
+      type = torch_dtype(value->t.dtype);
+      if (value->t.dtype == DataType::kFloat) {
+        fill = py_float(value->t.as<float>()[0]);
+      } else if (value->t.dtype == DataType::kInt64) {
+        fill = std::to_string(value->t.as<int64_t>()[0]);
+      } else {
+        c.fail("a value that is neither float nor int64");
+      }
+    }
+    return {unary_line(c, fmt::format("torch.full({}.tolist(), {}, dtype={})", x, fill, type))};
+  }
+  if (op == "Gather") {
+    const int64_t axis = c.node.int_attribute("axis", 0);
+    if (axis < 0) c.fail("a negative axis with a shape set by data");
+    // One index tensor at `axis`: the result is shape[:axis] + indices.shape + shape[axis+1:].
+    return {unary_line(
+        c, fmt::format("{0}[(slice(None),) * {2} + ({1} % {0}.shape[{2}],)]", x, c.in(1), axis))};
+  }
+  if (op.rfind("Reduce", 0) == 0) {
+    static const std::map<std::string, std::string> kReduce = {{"ReduceMax", "torch.amax"},
+                                                               {"ReduceMin", "torch.amin"},
+                                                               {"ReduceSum", "torch.sum"},
+                                                               {"ReduceMean", "torch.mean"}};
+    std::vector<int64_t> axes = c.node.ints_attribute("axes");
+    if (axes.empty() && c.has(1)) axes = c.required_ints(1, "axes");
+    for (int64_t a : axes) {
+      if (a < 0) c.fail("a negative axis with a shape set by data");
+    }
+    if (axes.empty() && c.node.int_attribute("noop_with_empty_axes", 0) != 0)
+      return {unary_line(c, x)};
+    const std::string dims =
+        axes.empty() ? fmt::format("tuple(range({}.dim()))", x) : py_tuple(axes);
+    return {
+        unary_line(c, fmt::format("{}({}, dim={}, keepdim={})", kReduce.at(op), x, dims,
+                                  c.node.int_attribute("keepdims", 1) != 0 ? "True" : "False"))};
+  }
+  // Split
+  const int64_t axis = c.node.int_attribute("axis", 0);
+  std::vector<std::string> outputs;
+  for (std::size_t i = 0; i < c.node.outputs.size(); ++i) outputs.push_back(c.out(i));
+  std::string sizes;
+  if (c.has(1)) {
+    sizes = fmt::format("{}.tolist()", c.in(1));
+  } else if (const Attribute* split = c.node.attribute("split")) {
+    sizes = py_list(split->ints);
+  } else {
+    sizes = fmt::format("-(-{}.shape[{}] // {})", x, axis, outputs.size());
+  }
+  return {
+      fmt::format("{}, = torch.split({}, {}, dim={})", fmt::join(outputs, ", "), x, sizes, axis)};
+}
+
 }  // namespace
 
 void add_dynamic_writers(std::map<std::string, Writer>& t) {
@@ -159,6 +313,15 @@ void add_dynamic_writers(std::map<std::string, Writer>& t) {
   t["NonMaxSuppression"] = non_max_suppression;
   t["RoiAlign"] = roi_align;
   t["GridSample"] = grid_sample;
+  // The table's static forms stay for every value whose shape the model fixes.
+  for (const char* op :
+       {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand", "Shape", "ConstantOfShape",
+        "Gather", "Split", "ReduceMax", "ReduceMin", "ReduceSum", "ReduceMean"}) {
+    Writer fixed = t.at(op);
+    t[op] = [fixed](const Call& c) {
+      return node_shaped_by_data(c) ? generic_shape_op(c) : fixed(c);
+    };
+  }
 }
 
 }  // namespace cleave::pytorch_detail

@@ -242,7 +242,6 @@ std::vector<std::string> gather(const Call& c) {
                      c.in(0), axis, c.in(1), shape[axis], py_tuple(out)))};
 }
 
-// Starts and ends as inputs from opset 10, as attributes before; clamped as ONNX does.
 // One bound of Slice input i at position k: the clamped constant, or (for bounds computed at run
 // time) the Python int read from the tensor, which Python's slicing clamps as ONNX does.
 std::string slice_bound(const Call& c, std::size_t i, std::size_t k, int64_t dim) {
@@ -254,6 +253,7 @@ std::string slice_bound(const Call& c, std::size_t i, std::size_t k, int64_t dim
   return fmt::format("int({}[{}])", c.in(i), k);
 }
 
+// Starts and ends as inputs from opset 10, as attributes before; clamped as ONNX does.
 std::vector<std::string> slice(const Call& c) {
   const auto shape = c.shape_in(0);
   std::vector<int64_t> axes, steps;
