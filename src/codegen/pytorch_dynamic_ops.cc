@@ -185,6 +185,15 @@ bool node_shaped_by_data(const Call& c) {
   return false;
 }
 
+// Axis a of input 0 (of its rank plus `added` for Unsqueeze) made non-negative; the rank is known
+// outside branches even where the sizes follow the data.
+int64_t known_axis(const Call& c, int64_t a, std::size_t added = 0) {
+  if (a >= 0) return a;
+  const Shape& shape = c.input_value(0).shape;
+  if (!shape.rank_known) c.fail("a negative axis of a value of unknown rank");
+  return a + static_cast<int64_t>(shape.rank() + added);
+}
+
 // The shape ops in forms that read shapes at run time, for values shaped by the data.
 std::vector<std::string> generic_shape_op(const Call& c) {
   const std::string& op = c.node.op_type;
@@ -197,8 +206,7 @@ std::vector<std::string> generic_shape_op(const Call& c) {
                                       x, c.in(1)))};
   }
   if (op == "Flatten") {
-    const int64_t axis = c.node.int_attribute("axis", 1);
-    if (axis < 0) c.fail("a negative axis with a shape set by data");
+    const int64_t axis = known_axis(c, c.node.int_attribute("axis", 1));
     return {unary_line(c, fmt::format("{0}.reshape(int(torch.tensor({0}.shape[:{1}]).prod()), "
                                       "int(torch.tensor({0}.shape[{1}:]).prod()))",
                                       x, axis))};
@@ -220,9 +228,7 @@ std::vector<std::string> generic_shape_op(const Call& c) {
       axes = *c.const_ints(1);
     }
     if (axes.empty() && squeeze) return {unary_line(c, fmt::format("{}.squeeze()", x))};
-    for (int64_t a : axes) {
-      if (a < 0) c.fail("a negative axis with a shape set by data");
-    }
+    for (int64_t& a : axes) a = known_axis(c, a, squeeze ? 0 : axes.size());
     // Squeeze from the last axis, Unsqueeze from the first, so each axis means the ONNX one.
     std::sort(axes.begin(), axes.end());
     if (op == "Squeeze") std::reverse(axes.begin(), axes.end());
@@ -255,8 +261,7 @@ std::vector<std::string> generic_shape_op(const Call& c) {
     return {unary_line(c, fmt::format("torch.full({}.tolist(), {}, dtype={})", x, fill, type))};
   }
   if (op == "Gather") {
-    const int64_t axis = c.node.int_attribute("axis", 0);
-    if (axis < 0) c.fail("a negative axis with a shape set by data");
+    const int64_t axis = known_axis(c, c.node.int_attribute("axis", 0));
     // One index tensor at `axis`: the result is shape[:axis] + indices.shape + shape[axis+1:].
     return {unary_line(
         c, fmt::format("{0}[(slice(None),) * {2} + ({1} % {0}.shape[{2}],)]", x, c.in(1), axis))};
@@ -268,9 +273,7 @@ std::vector<std::string> generic_shape_op(const Call& c) {
                                                                {"ReduceMean", "torch.mean"}};
     std::vector<int64_t> axes = c.node.ints_attribute("axes");
     if (axes.empty() && c.has(1)) axes = c.required_ints(1, "axes");
-    for (int64_t a : axes) {
-      if (a < 0) c.fail("a negative axis with a shape set by data");
-    }
+    for (int64_t& a : axes) a = known_axis(c, a);
     if (axes.empty() && c.node.int_attribute("noop_with_empty_axes", 0) != 0)
       return {unary_line(c, x)};
     const std::string dims =
@@ -318,8 +321,11 @@ void add_dynamic_writers(std::map<std::string, Writer>& t) {
        {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand", "Shape", "ConstantOfShape",
         "Gather", "Split", "ReduceMax", "ReduceMin", "ReduceSum", "ReduceMean"}) {
     Writer fixed = t.at(op);
-    t[op] = [fixed](const Call& c) {
-      return node_shaped_by_data(c) ? generic_shape_op(c) : fixed(c);
+    const bool reduce = std::string(op).rfind("Reduce", 0) == 0;
+    t[op] = [fixed, reduce](const Call& c) {
+      // A reduction needs only the rank, which is known outside branches.
+      const bool generic = reduce ? !c.input_value(0).shape.is_static() : node_shaped_by_data(c);
+      return generic ? generic_shape_op(c) : fixed(c);
     };
   }
 }
