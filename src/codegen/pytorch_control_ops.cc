@@ -1,5 +1,4 @@
-// The PyTorch op table's control flow: If as a Python if/else running each branch's nodes
-// inline, and Constant (which branches keep as nodes) as a tensor literal.
+// The PyTorch op table's control flow: If as a Python if/else over its branches, and Constant.
 #include <cctype>
 #include <set>
 

@@ -1,5 +1,4 @@
-// The PyTorch op table's ops whose results follow the data: TopK, NonZero, NonMaxSuppression,
-// GatherND, ScatterElements, Range, Mod, RoiAlign and GridSample.
+// The PyTorch op table's data-dependent ops (TopK, NonZero, NMS, ...) and run-time shape forms.
 #include <algorithm>
 #include <set>
 

@@ -1,5 +1,4 @@
-// The PyTorch op table's recurrent layers: GRU and LSTM as explicit loops over the sequence, in
-// ONNX's gate orders (GRU z r h, LSTM i o f c).
+// The PyTorch op table's GRU and LSTM: loops over the sequence in ONNX's gate orders (zrh, iofc).
 #include "codegen/pytorch_call.h"
 
 namespace cleave::pytorch_detail {
