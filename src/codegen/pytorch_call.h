@@ -128,5 +128,15 @@ void add_resize_writers(std::map<std::string, Writer>& table);
 // The int8 ops (pytorch_quantized_ops.cc), keyed "com.microsoft.QGemm" outside the standard
 // domain.
 void add_quantized_writers(std::map<std::string, Writer>& table);
+// Ops whose results follow the data: TopK, NonZero, NonMaxSuppression, GatherND,
+// ScatterElements, Range, Mod, RoiAlign, GridSample; and, wrapping the table's Reshape,
+// Squeeze, Unsqueeze, Flatten, Expand, Shape, ConstantOfShape, Gather, Split and reductions,
+// forms reading shapes at run time for values shaped by the data (pytorch_dynamic_ops.cc).
+// Call after add_layer_writers.
+void add_dynamic_writers(std::map<std::string, Writer>& table);
+// If as a Python if/else over its branches' nodes, and Constant (pytorch_control_ops.cc).
+void add_control_writers(std::map<std::string, Writer>& table);
+// GRU and LSTM as loops over the sequence (pytorch_rnn_ops.cc).
+void add_rnn_writers(std::map<std::string, Writer>& table);
 
 }  // namespace cleave::pytorch_detail

@@ -1,4 +1,5 @@
 // The PyTorch op table's layers: convolution, pooling, normalisation, products, shapes.
+#include <algorithm>
 #include <cmath>
 
 #include "codegen/pytorch_call.h"
@@ -157,6 +158,17 @@ std::vector<std::string> reduce(const Call& c, const char* function) {
                       keep ? "True" : "False")};
 }
 
+// torch.prod takes one axis: the product over each, last axis first so the others stay put.
+std::vector<std::string> reduce_prod(const Call& c) {
+  auto axes = reduce_axes(c);
+  const bool keep = c.node.int_attribute("keepdims", 1) != 0;
+  std::sort(axes.rbegin(), axes.rend());
+  std::string y = c.in(0);
+  for (int64_t a : axes)
+    y = fmt::format("{}.prod(dim={}, keepdim={})", y, a, keep ? "True" : "False");
+  return {fmt::format("{} = {}", c.out(), y)};
+}
+
 std::vector<std::string> softmax(const Call& c, const char* function) {
   const auto shape = c.shape_in(0);
   if (opset_at_least(c, 13)) {
@@ -230,22 +242,32 @@ std::vector<std::string> gather(const Call& c) {
                      c.in(0), axis, c.in(1), shape[axis], py_tuple(out)))};
 }
 
+// One bound of Slice input i at position k: the clamped constant, or (for bounds computed at run
+// time) the Python int read from the tensor, which Python's slicing clamps as ONNX does.
+std::string slice_bound(const Call& c, std::size_t i, std::size_t k, int64_t dim) {
+  if (auto values = c.const_ints(i)) {
+    int64_t x = values->at(k);
+    if (x < 0) x += dim;
+    return std::to_string(std::clamp<int64_t>(x, 0, dim));
+  }
+  return fmt::format("int({}[{}])", c.in(i), k);
+}
+
 // Starts and ends as inputs from opset 10, as attributes before; clamped as ONNX does.
 std::vector<std::string> slice(const Call& c) {
   const auto shape = c.shape_in(0);
-  std::vector<int64_t> starts, ends, axes, steps;
+  std::vector<int64_t> axes, steps;
+  std::size_t count = 0;
   if (opset_at_least(c, 10)) {
-    starts = c.required_ints(1, "starts");
-    ends = c.required_ints(2, "ends");
+    count = static_cast<std::size_t>(c.elements_in(1));
     if (c.has(3)) axes = c.required_ints(3, "axes");
     if (c.has(4)) steps = c.required_ints(4, "steps");
   } else {
-    starts = c.node.ints_attribute("starts");
-    ends = c.node.ints_attribute("ends");
+    count = c.node.ints_attribute("starts").size();
     axes = c.node.ints_attribute("axes");
   }
   if (axes.empty()) {
-    for (std::size_t a = 0; a < starts.size(); ++a) axes.push_back(static_cast<int64_t>(a));
+    for (std::size_t a = 0; a < count; ++a) axes.push_back(static_cast<int64_t>(a));
   }
   std::vector<std::string> index(shape.size(), ":");
   for (std::size_t k = 0; k < axes.size(); ++k) {
@@ -253,12 +275,19 @@ std::vector<std::string> slice(const Call& c) {
     const int64_t step = k < steps.size() ? steps[k] : 1;
     if (step <= 0) c.fail("a negative step");
     const int64_t dim = shape.at(a);
-    const auto clamp = [dim](int64_t x) {
-      if (x < 0) x += dim;
-      return std::clamp<int64_t>(x, 0, dim);
-    };
-    index.at(a) = step == 1 ? fmt::format("{}:{}", clamp(starts[k]), clamp(ends[k]))
-                            : fmt::format("{}:{}:{}", clamp(starts[k]), clamp(ends[k]), step);
+    std::string begin, end;
+    if (opset_at_least(c, 10)) {
+      begin = slice_bound(c, 1, k, dim);
+      end = slice_bound(c, 2, k, dim);
+    } else {
+      const auto clamp = [dim](int64_t x) {
+        return std::clamp<int64_t>(x < 0 ? x + dim : x, 0, dim);
+      };
+      begin = std::to_string(clamp(c.node.ints_attribute("starts").at(k)));
+      end = std::to_string(clamp(c.node.ints_attribute("ends").at(k)));
+    }
+    index.at(a) =
+        step == 1 ? fmt::format("{}:{}", begin, end) : fmt::format("{}:{}:{}", begin, end, step);
   }
   return std::vector<std::string>{
       unary_line(c, fmt::format("{}[{}]", c.in(0), fmt::join(index, ", ")))};
@@ -391,6 +420,7 @@ void add_layer_writers(std::map<std::string, Writer>& t) {
   t["ReduceSum"] = [](const Call& c) { return reduce(c, "torch.sum"); };
   t["ReduceMax"] = [](const Call& c) { return reduce(c, "torch.amax"); };
   t["ReduceMin"] = [](const Call& c) { return reduce(c, "torch.amin"); };
+  t["ReduceProd"] = reduce_prod;
   t["Cast"] = [](const Call& c) {
     return std::vector<std::string>{unary_line(
         c, fmt::format("{}.to({})", c.in(0),

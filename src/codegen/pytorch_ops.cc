@@ -194,6 +194,9 @@ const std::map<std::string, Writer>& writers() {
     add_layer_writers(t);
     add_resize_writers(t);
     add_quantized_writers(t);
+    add_dynamic_writers(t);
+    add_rnn_writers(t);
+    add_control_writers(t);
     return t;
   }();
   return table;

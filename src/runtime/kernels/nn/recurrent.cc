@@ -111,7 +111,7 @@ void run_direction(const RecurrentShape& s, int64_t d, const float* x, const Dir
       &s.functions[static_cast<std::size_t>(d) * (s.functions.size() / s.directions)];
   const int64_t g = s.gates, hs = s.hidden;
   std::vector<double> pre(static_cast<std::size_t>(g * hs)),
-      recur(static_cast<std::size_t>(g * hs));
+      recur(static_cast<std::size_t>(g * hs)), reset(static_cast<std::size_t>(hs));
   auto clipped = [&](double v) { return s.clip > 0 ? std::clamp(v, -s.clip, s.clip) : v; };
   for (int64_t b = 0; b < s.batch; ++b) {
     double* hb = h.data() + b * hs;
@@ -131,6 +131,10 @@ void run_direction(const RecurrentShape& s, int64_t d, const float* x, const Dir
         pre[k] = wx;
         recur[k] = rh;
       }
+      if (s.cell == Cell::kGru && !s.linear_before_reset) {
+        // Every reset gate first: the candidate of unit j reads r[m] * H[m] for all m.
+        for (int64_t m = 0; m < hs; ++m) reset[m] = fn[0](clipped(pre[hs + m] + recur[hs + m]));
+      }
       for (int64_t j = 0; j < hs; ++j) {
         if (s.cell == Cell::kRnn) {
           hb[j] = fn[0](clipped(pre[j] + recur[j]));
@@ -143,7 +147,7 @@ void run_direction(const RecurrentShape& s, int64_t d, const float* x, const Dir
           } else {
             // (r ⊙ H) · Rh^T + Rbh: the reset gate scales the state before the product.
             double rh = in.bias ? in.bias[g * hs + 2 * hs + j] : 0.0;
-            for (int64_t m = 0; m < hs; ++m) rh += in.r[(2 * hs + j) * hs + m] * r * hb[m];
+            for (int64_t m = 0; m < hs; ++m) rh += in.r[(2 * hs + j) * hs + m] * reset[m] * hb[m];
             // Gates of later j still read the old state: keep it until the step ends.
             candidate = fn[1](clipped(pre[2 * hs + j] + rh));
           }
