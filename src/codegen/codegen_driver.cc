@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <string>
 
 #include "codegen/cpp_emitter.h"
 #include "codegen/pytorch_emitter.h"
@@ -14,7 +16,6 @@
 #include "codegen/streamit_reader.h"
 #include "codegen/worker_program.h"
 #include "frontend/layout_choice.h"
-#include "ir/text.h"
 #include "spatial/manifest.h"
 #include "stream/from_graph.h"
 #include "stream/stream_json.h"
@@ -54,9 +55,11 @@ void relocate_models(Stream& s, const std::filesystem::path& from,
 }
 
 // Generated C++ lays every value out in a static arena and runs a fixed list of steps, so a
-// sub-graph (If, Loop, Scan) or a value whose shape only the run decides (NonZero, NMS, ...)
-// has no place in it yet; say which node, before anything is written.
+// sub-graph (If, Loop, Scan) or an op whose output shape follows the values it reads has no
+// place in it yet; say which node, before anything is written.
 void require_static_program(const Graph& graph) {
+  static const std::set<std::string> shaped_by_values{"NonZero", "NonMaxSuppression", "Unique",
+                                                      "Compress"};
   for (NodeId id : graph.topological_order()) {
     const Node& node = graph.node(id);
     for (const auto& [name, attribute] : node.attributes) {
@@ -67,14 +70,12 @@ void require_static_program(const Graph& graph) {
             node.name, node.op_type, name));
       }
     }
-    for (ValueId output : node.outputs) {
-      if (output != kNoValue && !graph.value(output).shape.is_static()) {
-        throw Error(fmt::format(
-            "codegen --lang cpp: node '{}' ({}) makes '{}', whose shape is known only at run "
-            "time ({}), which generated C++ does not support yet; `cleave run` runs it",
-            node.name, node.op_type, graph.value(output).name,
-            print_type(graph.value(output).dtype, graph.value(output).shape)));
-      }
+    if (node.domain.empty() && shaped_by_values.count(node.op_type)) {
+      throw Error(fmt::format(
+          "codegen --lang cpp: node '{}' ({}) makes an output whose shape is known only at run "
+          "time, which generated C++ does not support yet; `cleave run` and `--lang pytorch` "
+          "run it",
+          node.name, node.op_type));
     }
   }
 }

@@ -2,18 +2,23 @@
 // the Release suite only (the slow label), never under the sanitizers.
 #include <gtest/gtest.h>
 
-#include <chrono>
+#include <ctime>
 
 #include "plan/random_task_graph.h"
 #include "plan/schedule/heft.h"
 #include "plan/schedule/lower_bound.h"
 #include "planner_checks.h"
-#include "support/timing.h"
 
 namespace cleave {
 namespace {
 
 using testing::expect_consistent;
+
+// CPU seconds of this process since `start`: what the planners spend, whatever else the host
+// runs (a wall-clock bound failed under a load of 8 on 2 cores).
+double cpu_seconds_since(std::clock_t start) {
+  return static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;
+}
 
 TaskGraph thousand_devices() {
   return random_task_graph(7, {.tasks = 200, .devices = 1000, .edge_probability = 0.05});
@@ -21,10 +26,10 @@ TaskGraph thousand_devices() {
 
 TEST(ManyDevices, HeftPlansAThousandDevicesQuickly) {
   const TaskGraph graph = thousand_devices();
-  const auto began = std::chrono::steady_clock::now();
+  const std::clock_t began = std::clock();
   const Plan plan = plan_heft(graph);
   // Mean edge costs over every device pair per edge took seconds here; one pass takes ms.
-  EXPECT_LT(seconds_since(began), 2.0);
+  EXPECT_LT(cpu_seconds_since(began), 2.0);
   expect_consistent(plan, graph);
   EXPECT_FALSE(plan.notes.contains("time_limit_reached"));
 }
@@ -35,10 +40,10 @@ TEST(ManyDevices, LowerBoundStaysWithinItsTimeLimit) {
   options.time_limit_seconds = 0.5;
   options.subproblem.time_limit_seconds = 0.5;
   options.subproblem.verbosity = 0;
-  const auto began = std::chrono::steady_clock::now();
+  const std::clock_t began = std::clock();
   const LowerBoundResult bound = makespan_lower_bound(graph, options);
   // Before the bound kept its LP within the limit it took 10.3 s here (Release).
-  EXPECT_LT(seconds_since(began), 8.0);
+  EXPECT_LT(cpu_seconds_since(began), 8.0);
   EXPECT_GT(bound.makespan, 0);
   EXPECT_LE(bound.makespan, plan_heft(graph).makespan * (1 + 1e-9));
 }
