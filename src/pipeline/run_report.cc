@@ -31,7 +31,9 @@ nlohmann::json run_report_json(const RunSummary& summary) {
 }
 
 std::string run_report_text(const nlohmann::json& report, const RunReportText& parts) {
-  std::string text = fmt::format("model      {}\n", report["model"].get<std::string>());
+  std::string text = parts.heading.empty()
+                         ? fmt::format("model      {}\n", report["model"].get<std::string>())
+                         : parts.heading;
   const nlohmann::json& latency = report["latency_ms"];
   text += fmt::format("latency    min {:.3f} ms, median {:.3f} ms over {} run(s), {}\n",
                       latency["min"].get<double>(), latency["median"].get<double>(),

@@ -35,6 +35,7 @@ nlohmann::json run_report_json(const RunSummary& summary);
 
 /// What a command adds to the text of its report, each line complete with its '\n'.
 struct RunReportText {
+  std::string heading;  ///< The first line; empty: "model      " and the report's model.
   std::string threads;  ///< How the run's threads ran, ending the latency line.
   std::vector<std::string> before_plan;
   std::string plan_where;  ///< What follows the plan's strategy ("on 2 worker(s) ...").
