@@ -11,13 +11,16 @@
 #include "frontend/layout_choice.h"
 #include "frontend/load.h"
 #include "frontend/model_plan.h"
+#include "pipeline/pipeline_run.h"
 #include "pipeline/run_outputs.h"
+#include "pipeline/run_report.h"
 #include "pipeline/session.h"
 #include "plan/simulator.h"
 #include "runtime/executor.h"
 #include "runtime/npy.h"
 #include "runtime/parallel_executor.h"
 #include "runtime/random_inputs.h"
+#include "stream/stages.h"
 #include "support/error.h"
 #include "support/process_memory.h"
 #include "support/timing.h"
@@ -77,19 +80,33 @@ void time_runs(const ModelRunSettings& settings, ModelRun& run) {
   }
 }
 
-// The plan's part of the report: what was planned, predicted and checked.
-nlohmann::json plan_report(const ModelRun& run) {
+// The plan the run ran, as every run reports it: the installed plan, or the pipeline's cut.
+std::optional<RunPlanSummary> plan_summary(const ModelRun& run) {
+  if (StageExecutor* pipeline = run.prepared().pipeline) {
+    return RunPlanSummary{kPipelineStrategy, pipeline->workers(), pipeline->threads(),
+                          pipeline->samples(),
+                          pipeline_seconds(pipeline->staged(), pipeline->samples()) * 1e3};
+  }
+  if (!run.prepared().parallel) return std::nullopt;
+  const ModelPlan& model_plan = plan_of(run);
+  return RunPlanSummary{model_plan.plan.strategy, static_cast<int>(model_plan.tasks.machine.size()),
+                        model_plan.threads_per_worker, run.prepared().parallel->samples(),
+                        model_plan.plan.makespan * 1e3};
+}
+
+// What `run`'s plan report adds to the shared one: the threads it ran, the trace's makespan,
+// what auto checked.
+void add_plan_report(const ModelRun& run, nlohmann::json& plan) {
+  ExecutorInterface* executor = run.prepared().executor.get();
+  plan["traced_ms"] = executor->last_trace().makespan * 1e3;
+  if (StageExecutor* pipeline = run.prepared().pipeline) {
+    plan["stages"] = pipeline->stages();
+    return;
+  }
   const ModelPlan& model_plan = plan_of(run);
   ParallelExecutor* parallel = run.prepared().parallel;
-  ExecutorInterface* executor = run.prepared().executor.get();
-  nlohmann::json plan = {{"strategy", model_plan.plan.strategy},
-                         {"workers", model_plan.tasks.machine.size()},
-                         {"threads_per_worker", model_plan.threads_per_worker},
-                         {"threads", parallel->threads()},
-                         {"ran_threads_per_worker", parallel->threads_per_worker()},
-                         {"samples", parallel->samples()},
-                         {"predicted_ms", model_plan.plan.makespan * 1e3},
-                         {"traced_ms", executor->last_trace().makespan * 1e3}};
+  plan["threads"] = parallel->threads();
+  plan["ran_threads_per_worker"] = parallel->threads_per_worker();
   if (run.prepared().predicted_with)
     plan["predicted_with_layouts"] = to_string(*run.prepared().predicted_with);
   if (const std::optional<AutoCheck>& auto_check = run.prepared().auto_check) {
@@ -103,7 +120,17 @@ nlohmann::json plan_report(const ModelRun& run) {
       plan["auto_check"]["runner_up_ms"] = auto_check->runner_up_ms;
     }
   }
-  return plan;
+}
+
+// The run's last trace through the one Chrome-trace writer: a plan's tasks on its workers, or
+// a pipeline's stage firings (one event each) on its workers.
+void write_trace(const std::string& path, const ModelRun& run) {
+  const Trace& trace = run.prepared().executor->last_trace();
+  if (StageExecutor* pipeline = run.prepared().pipeline) {
+    write_chrome_trace(path, trace, pipeline->task_names(), pipeline->worker_names());
+  } else {
+    write_file_atomically(path, chrome_trace_json(trace, plan_of(run).tasks, plan_of(run).plan));
+  }
 }
 
 // --stats: time per op type and per op and implementation (sequential executor only).
@@ -153,6 +180,8 @@ std::string threads_text(const ModelRunSettings& settings, const ModelRun& run,
   const ModelPlan& model_plan = plan_of(run);
   ParallelExecutor* parallel = run.prepared().parallel;
   const HostLoad& host_load = run.host_load;
+  if (StageExecutor* pipeline = run.prepared().pipeline)
+    return "pipeline of " + pipeline_configuration(pipeline->stages(), pipeline->threads());
   return report.plan_fitted
              ? fmt::format(
                    "{} worker(s) x {} thread(s) on {} thread(s) x {} ({} other runnable "
@@ -230,11 +259,6 @@ ModelRun run_model_timed(const ModelRunSettings& settings) {
   recipe.threads = run.threads;
   run.claim_threads = recipe.claim_threads;
   run.shape = run.session->prepare(shapes);
-  if (run.prepared().parallel && !settings.trace_file.empty()) {
-    const ModelPlan& model_plan = plan_of(run);
-    run.trace_writer = std::make_shared<ChromeTraceWriter>(model_plan.tasks, model_plan.plan);
-    run.prepared().executor->add_observer(run.trace_writer);
-  }
   time_runs(settings, run);
   return run;
 }
@@ -242,13 +266,32 @@ ModelRun run_model_timed(const ModelRunSettings& settings) {
 ModelRunReport model_run_report(const ModelRunSettings& settings, const ModelRun& run,
                                 AtomicFolder* output_folder) {
   ModelRunReport out;
-  nlohmann::json& report = out.json;
   const ModelPlan& model_plan = plan_of(run);
   ParallelExecutor* parallel = run.prepared().parallel;
   Executor* sequential = run.prepared().sequential;
   ExecutorInterface* executor = run.prepared().executor.get();
   const LayoutChoice& layouts = run.prepared().layouts;
-  report["model"] = settings.model;
+  RunSummary summary;
+  summary.model = settings.model;
+  summary.latencies_ms = run.latencies;
+  summary.layouts_family = to_string(layouts.family);
+  summary.plan = plan_summary(run);
+  if (summary.plan && !settings.trace_file.empty()) {
+    write_trace(settings.trace_file, run);
+    summary.trace_file = settings.trace_file;
+  }
+  std::string gantt_file;
+  if (parallel && !settings.gantt_file.empty()) {
+    Plan measured = measured_plan(model_plan.plan, executor->last_trace());
+    write_gantt_svg(settings.gantt_file, measured, model_plan.tasks,
+                    simulation_from_trace(executor->last_trace(), measured),
+                    "measured: " + settings.model);
+    gantt_file = settings.gantt_file;
+  }
+  summary.outputs = write_run_outputs(run.prepared().graph, run.outputs, output_folder);
+  out.json = run_report_json(summary);
+  nlohmann::json& report = out.json;
+  if (!gantt_file.empty()) report["gantt_file"] = gantt_file;
   report["threads"] = run.threads;
   out.plan_fitted =
       parallel && (parallel->threads() != static_cast<int>(model_plan.tasks.machine.size()) ||
@@ -259,39 +302,21 @@ ModelRunReport model_run_report(const ModelRunSettings& settings, const ModelRun
     report["host_load"] = {{"other_runnable", run.host_load.other_runnable},
                            {"cores", run.host_load.cores}};
   }
-  report["latency_ms"] = {{"min", *std::min_element(run.latencies.begin(), run.latencies.end())},
-                          {"median", median_of(run.latencies)},
-                          {"runs", run.latencies}};
   const RunStats& stats = executor->stats();
   report["peak_activation_bytes"] = stats.peak_activation_bytes;
   nlohmann::json fastest = nlohmann::json::object();
   for (const auto& [family, ms] : layouts.fastest_ms) fastest[to_string(family)] = ms;
   nlohmann::json relative = nlohmann::json::object();
   for (const auto& [family, ratio] : layouts.relative) relative[to_string(family)] = ratio;
-  report["layouts"] = {{"family", to_string(layouts.family)},
-                       {"measured", layouts.measured},
-                       {"cached", layouts.cached},
-                       {"fastest_ms", fastest},
-                       {"relative_to_blocked", relative}};
+  report["layouts"].update({{"measured", layouts.measured},
+                            {"cached", layouts.cached},
+                            {"fastest_ms", fastest},
+                            {"relative_to_blocked", relative}});
   if (sequential) report["concat_inputs_in_place"] = stats.concat_inputs_in_place;
   report["released_weight_bytes"] = stats.released_weight_bytes;
   report["peak_rss_bytes"] = peak_rss_bytes();
   report["baseline_rss_bytes"] = run.baseline_rss;
-  if (parallel) {
-    report["plan"] = plan_report(run);
-    if (run.trace_writer) {
-      run.trace_writer->write(settings.trace_file);
-      report["trace_file"] = settings.trace_file;
-    }
-    if (!settings.gantt_file.empty()) {
-      Plan measured = measured_plan(model_plan.plan, executor->last_trace());
-      write_gantt_svg(settings.gantt_file, measured, model_plan.tasks,
-                      simulation_from_trace(executor->last_trace(), measured),
-                      "measured: " + settings.model);
-      report["gantt_file"] = settings.gantt_file;
-    }
-  }
-  report["outputs"] = write_run_outputs(run.prepared().graph, run.outputs, output_folder);
+  if (summary.plan) add_plan_report(run, report["plan"]);
   if (settings.stats && sequential) op_report(run, out);
   return out;
 }
@@ -299,57 +324,53 @@ ModelRunReport model_run_report(const ModelRunSettings& settings, const ModelRun
 std::string model_run_text(const ModelRunSettings& settings, const ModelRun& run,
                            const ModelRunReport& out) {
   const nlohmann::json& report = out.json;
-  const ModelPlan& model_plan = plan_of(run);
-  ParallelExecutor* parallel = run.prepared().parallel;
   const RunStats& stats = run.prepared().executor->stats();
-  std::string text = fmt::format("model      {}\n", settings.model);
-  text += fmt::format("latency    min {:.3f} ms, median {:.3f} ms over {} run(s), {}\n",
-                      report["latency_ms"]["min"].get<double>(),
-                      report["latency_ms"]["median"].get<double>(), settings.repeat,
-                      threads_text(settings, run, out));
-  text += fmt::format("memory     peak activations {:.2f} MiB, process peak RSS {:.1f} MiB\n",
-                      stats.peak_activation_bytes / 1048576.0,
-                      report["peak_rss_bytes"].get<std::size_t>() / 1048576.0);
+  RunReportText text;
+  text.threads = threads_text(settings, run, out);
+  text.before_plan.push_back(
+      fmt::format("memory     peak activations {:.2f} MiB, process peak RSS {:.1f} MiB\n",
+                  stats.peak_activation_bytes / 1048576.0,
+                  report["peak_rss_bytes"].get<std::size_t>() / 1048576.0));
   if (!settings.plain_layouts && layouts_can_differ(run.prepared().graph))
-    text += fmt::format("layouts    {}\n", describe(run.prepared().layouts));
-  if (parallel) {
-    text += fmt::format(
-        "plan       {} on {} worker(s) x {} thread(s), {} sample(s): predicted {:.3f} ms, last run "
-        "{:.3f} ms\n",
-        model_plan.plan.strategy, model_plan.tasks.machine.size(), model_plan.threads_per_worker,
-        parallel->samples(), model_plan.plan.makespan * 1e3,
-        run.prepared().executor->last_trace().makespan * 1e3);
-    if (const std::optional<AutoCheck>& auto_check = run.prepared().auto_check) {
-      text += fmt::format(
-          "check      timed {} at {:.3f} ms{} against sequential at {:.3f} ms: "
-          "kept {}\n",
-          auto_check->candidate_configuration, auto_check->candidate_ms,
-          auto_check->runner_up.empty()
-              ? std::string()
-              : fmt::format(", runner-up {} at {:.3f} ms", auto_check->runner_up,
-                            auto_check->runner_up_ms),
-          auto_check->sequential_ms, auto_check->kept);
-    }
-    if (!settings.trace_file.empty()) text += fmt::format("trace      {}\n", settings.trace_file);
-    if (!settings.gantt_file.empty()) text += fmt::format("gantt      {}\n", settings.gantt_file);
+    text.before_plan.push_back(fmt::format("layouts    {}\n", describe(run.prepared().layouts)));
+  if (report.contains("plan")) {
+    const nlohmann::json& plan = report["plan"];
+    text.plan_where =
+        run.prepared().pipeline
+            ? fmt::format("of {} on {} worker(s), {} sample(s)",
+                          pipeline_configuration(plan["stages"].get<int>(),
+                                                 plan["threads_per_worker"].get<int>()),
+                          plan["workers"].get<int>(), plan["samples"].get<int>())
+            : fmt::format("on {} worker(s) x {} thread(s), {} sample(s)",
+                          plan["workers"].get<int>(), plan["threads_per_worker"].get<int>(),
+                          plan["samples"].get<int>());
+    text.plan_tail = fmt::format(", last run {:.3f} ms", plan["traced_ms"].get<double>());
   }
-  for (const auto& entry : report["outputs"]) {
-    text += fmt::format("output     {} {}{}\n", entry["name"].get<std::string>(),
-                        entry["type"].get<std::string>(),
-                        entry.contains("file") ? " -> " + entry["file"].get<std::string>() : "");
+  if (const std::optional<AutoCheck>& auto_check = run.prepared().auto_check;
+      auto_check && run.prepared().parallel) {
+    text.after_plan.push_back(
+        fmt::format("check      timed {} at {:.3f} ms{} against sequential at {:.3f} ms: "
+                    "kept {}\n",
+                    auto_check->candidate_configuration, auto_check->candidate_ms,
+                    auto_check->runner_up.empty()
+                        ? std::string()
+                        : fmt::format(", runner-up {} at {:.3f} ms", auto_check->runner_up,
+                                      auto_check->runner_up_ms),
+                    auto_check->sequential_ms, auto_check->kept));
   }
   if (settings.stats && run.prepared().sequential) {
-    text += fmt::format(
+    std::string lines = fmt::format(
         "in place   {} Concat input(s) written into the Concat's output from run 2 on\n",
         stats.concat_inputs_in_place);
-    text += fmt::format("\n{:<24} {:>6} {:>12}\n", "op", "nodes", "ms per run");
+    lines += fmt::format("\n{:<24} {:>6} {:>12}\n", "op", "nodes", "ms per run");
     for (const OpTime& entry : out.op_times)
-      text += fmt::format("{:<24} {:>6} {:>12.3f}\n", entry.op, entry.nodes, entry.seconds * 1e3);
-    text += fmt::format("\n{:<48} {:>6} {:>12}\n", "op and implementation", "nodes", "ms per run");
+      lines += fmt::format("{:<24} {:>6} {:>12.3f}\n", entry.op, entry.nodes, entry.seconds * 1e3);
+    lines += fmt::format("\n{:<48} {:>6} {:>12}\n", "op and implementation", "nodes", "ms per run");
     for (const OpTime& entry : out.implementation_times)
-      text += fmt::format("{:<48} {:>6} {:>12.3f}\n", entry.op, entry.nodes, entry.seconds * 1e3);
+      lines += fmt::format("{:<48} {:>6} {:>12.3f}\n", entry.op, entry.nodes, entry.seconds * 1e3);
+    text.after_outputs.push_back(lines);
   }
-  return text;
+  return run_report_text(report, text);
 }
 
 }  // namespace cleave

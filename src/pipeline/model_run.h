@@ -69,7 +69,6 @@ struct ModelRun {
   int threads = 1;               ///< Intra-op threads the sequential executor ran.
   int claim_threads = 0;         ///< RunRecipe::claim_threads.
   std::size_t baseline_rss = 0;  ///< Peak RSS before the model was loaded.
-  std::shared_ptr<ChromeTraceWriter> trace_writer;  ///< With a plan and a trace file.
 };
 
 /// Loads and prepares the model, then the warm-up and timed runs (errors name the model).

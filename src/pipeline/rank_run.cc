@@ -18,6 +18,7 @@
 #include "frontend/load.h"
 #include "frontend/model_plan.h"
 #include "pipeline/run_outputs.h"
+#include "pipeline/run_report.h"
 #include "pipeline/session.h"
 #include "runtime/trace.h"
 #include "support/atomic_output.h"
@@ -158,27 +159,30 @@ RankFigures rank_figures(const MpiSession& mpi, const Prepared& prepared) {
   return figures;
 }
 
-// Rank 0's report of the run, without its outputs and trace file.
+// Rank 0's report of the run: the shared fields (outputs and trace file written by now), then
+// the ranks' own.
 nlohmann::json run_report(const RankRunSettings& settings, const MpiSession& mpi,
                           const Prepared& prepared, const std::vector<double>& latencies,
-                          const std::vector<RankFigures>& all) {
-  nlohmann::json report;
-  report["model"] = settings.model;
+                          const std::vector<RankFigures>& all, nlohmann::json outputs) {
+  RunSummary summary;
+  summary.model = settings.model;
+  summary.latencies_ms = latencies;
+  summary.layouts_family =
+      settings.plain_layouts ? "plain" : to_string(prepared.run().layouts.family);
+  summary.plan = RunPlanSummary{prepared.plan().plan.strategy,
+                                static_cast<int>(prepared.plan().plan.order.size()),
+                                prepared.plan().threads_per_worker, prepared.executor().samples(),
+                                prepared.plan().plan.makespan * 1e3};
+  summary.outputs = std::move(outputs);
+  summary.trace_file = settings.trace_file;
+  nlohmann::json report = run_report_json(summary);
   report["ranks"] = mpi.size();
   report["threads_per_rank"] = prepared.part->threads().threads;
   report["threads_requested"] = settings.threads;
-  report["plan"] = {{"file", settings.plan},
-                    {"strategy", prepared.plan().plan.strategy},
-                    {"workers", prepared.plan().plan.order.size()},
-                    {"samples_per_run", prepared.executor().samples()},
-                    {"predicted_ms", prepared.plan().plan.makespan * 1e3}};
-  std::vector<double> sorted = latencies;
-  std::sort(sorted.begin(), sorted.end());
-  const double median = median_of(latencies);
-  report["latency_ms"] = {{"min", sorted.front()}, {"median", median}, {"runs", latencies}};
-  report["layouts"] = {
-      {"family", settings.plain_layouts ? "plain" : to_string(prepared.run().layouts.family)},
-      {"from", layouts_from(settings, prepared.plan())}};
+  report["plan"]["file"] = settings.plan;
+  report["plan"]["samples_per_run"] = prepared.executor().samples();
+  const double median = report["latency_ms"]["median"].get<double>();
+  report["layouts"]["from"] = layouts_from(settings, prepared.plan());
   report["samples"] = settings.samples;
   report["throughput_samples_per_s"] = settings.samples / (median / 1e3);
   std::vector<double> per_sample;
@@ -218,42 +222,35 @@ nlohmann::json run_report(const RankRunSettings& settings, const MpiSession& mpi
 // The text form of rank 0's report.
 void print_report(const RankRunSettings& settings, const RankRunResult& result) {
   const nlohmann::json& report = result.report;
-  fmt::print("model      {}\n", settings.model);
-  fmt::print(
-      "latency    min {:.3f} ms, median {:.3f} ms over {} run(s), {} rank(s) x {} thread(s)\n",
-      report["latency_ms"]["min"].get<double>(), report["latency_ms"]["median"].get<double>(),
-      settings.repeat, report["ranks"].get<int>(), report["threads_per_rank"].get<int>());
-  if (!result.threads_line.empty()) fmt::print("{}\n", result.threads_line);
-  fmt::print("stream     {} sample(s): {:.1f} samples/s, per-sample latency median {:.3f} ms\n",
-             settings.samples, report["throughput_samples_per_s"].get<double>(),
-             report["sample_latency_ms"]["median"].get<double>());
-  fmt::print("plan       {} on {} rank(s): predicted {:.3f} ms\n",
-             report["plan"]["strategy"].get<std::string>(), report["ranks"].get<int>(),
-             report["plan"]["predicted_ms"].get<double>());
+  RunReportText text;
+  text.threads = fmt::format("{} rank(s) x {} thread(s)", report["ranks"].get<int>(),
+                             report["threads_per_rank"].get<int>());
+  if (!result.threads_line.empty()) text.before_plan.push_back(result.threads_line + "\n");
+  text.before_plan.push_back(fmt::format(
+      "stream     {} sample(s): {:.1f} samples/s, per-sample latency median {:.3f} ms\n",
+      settings.samples, report["throughput_samples_per_s"].get<double>(),
+      report["sample_latency_ms"]["median"].get<double>()));
+  text.plan_where = fmt::format("on {} rank(s)", report["ranks"].get<int>());
   const std::string from = report["layouts"]["from"].get<std::string>();
-  fmt::print("layouts    {} ({})\n", report["layouts"]["family"].get<std::string>(),
-             from == "plan"     ? "the family the plan's costs were profiled in"
-             : from == "option" ? "as asked"
-                                : "the default: the plan names no family");
-  fmt::print("weights    {:.2f} MiB in the model; ranks read {}\n",
-             report["model_weight_bytes"].get<double>() / 1048576.0,
-             report["weights_read"].get<std::string>());
+  text.after_plan.push_back(
+      fmt::format("layouts    {} ({})\n", report["layouts"]["family"].get<std::string>(),
+                  from == "plan"     ? "the family the plan's costs were profiled in"
+                  : from == "option" ? "as asked"
+                                     : "the default: the plan names no family"));
+  text.after_plan.push_back(fmt::format("weights    {:.2f} MiB in the model; ranks read {}\n",
+                                        report["model_weight_bytes"].get<double>() / 1048576.0,
+                                        report["weights_read"].get<std::string>()));
   for (const auto& entry : report["per_rank"]) {
-    fmt::print(
+    text.after_plan.push_back(fmt::format(
         "rank {:<5} {} tasks, weights {:.2f} MiB ({:.2f} freed once packed), sent {:.2f} MiB in "
         "{} messages, peak RSS {:.1f} MiB\n",
         entry["rank"].get<int>(), entry["tasks"].get<double>(),
         entry["weight_bytes"].get<double>() / 1048576.0,
         entry["released_weight_bytes"].get<double>() / 1048576.0,
         entry["bytes_sent"].get<double>() / 1048576.0, entry["messages_sent"].get<double>(),
-        entry["peak_rss_bytes"].get<double>() / 1048576.0);
+        entry["peak_rss_bytes"].get<double>() / 1048576.0));
   }
-  for (const auto& entry : report["outputs"]) {
-    fmt::print("output     {} {}{}\n", entry["name"].get<std::string>(),
-               entry["type"].get<std::string>(),
-               entry.contains("file") ? " -> " + entry["file"].get<std::string>() : "");
-  }
-  if (!settings.trace_file.empty()) fmt::print("trace      {}\n", settings.trace_file);
+  fmt::print("{}", run_report_text(report, text));
 }
 
 }  // namespace
@@ -291,15 +288,13 @@ RankRunResult run_plan_on_ranks(const RankRunSettings& settings) {
   if (rank != 0) return result;
 
   result.reported = true;
-  result.report = run_report(settings, mpi, prepared, latencies, all);
+  if (!settings.trace_file.empty())
+    write_rank_trace(settings.trace_file, std::move(events), prepared.plan().tasks, mpi.size());
   // Only now, with every output in hand, does anything reach the output folder.
-  result.report["outputs"] =
+  nlohmann::json outputs =
       write_run_outputs(prepared.run().graph, results.front(),
                         prepared.output_folder ? &*prepared.output_folder : nullptr);
-  if (!settings.trace_file.empty()) {
-    write_rank_trace(settings.trace_file, std::move(events), prepared.plan().tasks, mpi.size());
-    result.report["trace_file"] = settings.trace_file;
-  }
+  result.report = run_report(settings, mpi, prepared, latencies, all, std::move(outputs));
   if (prepared.part->threads().threads != settings.threads) {
     result.threads_line =
         rank_threads_line(prepared.part->threads(), settings.threads, mpi.ranks_on_host());

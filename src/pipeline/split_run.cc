@@ -13,6 +13,7 @@
 
 #include "ir/text.h"
 #include "pipeline/rank_run.h"
+#include "pipeline/run_report.h"
 #include "runtime/npy.h"
 #include "runtime/random_inputs.h"
 #include "spatial/manifest.h"
@@ -152,28 +153,24 @@ nlohmann::json split_report(const SplitRunSettings& settings, const nlohmann::js
   }
   report["per_rank"] = ranks;
   report["outputs"] = run["outputs"];
+  if (run.contains("trace_file")) report["trace_file"] = run["trace_file"];
   return report;
 }
 
 void print_split_report(const SplitRunSettings& settings, const nlohmann::json& report,
                         const std::string& threads_line) {
-  fmt::print("split      {}\n", settings.folder);
-  fmt::print(
-      "latency    min {:.3f} ms, median {:.3f} ms over {} run(s), {} rank(s) x {} thread(s)\n",
-      report["latency_ms"]["min"].get<double>(), report["latency_ms"]["median"].get<double>(),
-      settings.repeat, report["ranks"].get<int>(), report["threads_per_rank"].get<int>());
-  if (!threads_line.empty()) fmt::print("{}\n", threads_line);
+  RunReportText text;
+  text.heading = fmt::format("split      {}\n", settings.folder);
+  text.threads = fmt::format("{} rank(s) x {} thread(s)", report["ranks"].get<int>(),
+                             report["threads_per_rank"].get<int>());
+  if (!threads_line.empty()) text.before_plan.push_back(threads_line + "\n");
   for (const auto& entry : report["per_rank"]) {
-    fmt::print("rank {:<5} sent {:.2f} MiB in {} messages, peak RSS {:.1f} MiB\n",
-               entry["rank"].get<int>(), entry["bytes_sent"].get<double>() / 1048576.0,
-               entry["messages_sent"].get<double>(),
-               entry["peak_rss_bytes"].get<double>() / 1048576.0);
+    text.before_plan.push_back(fmt::format(
+        "rank {:<5} sent {:.2f} MiB in {} messages, peak RSS {:.1f} MiB\n",
+        entry["rank"].get<int>(), entry["bytes_sent"].get<double>() / 1048576.0,
+        entry["messages_sent"].get<double>(), entry["peak_rss_bytes"].get<double>() / 1048576.0));
   }
-  for (const auto& entry : report["outputs"]) {
-    fmt::print("output     {} {}{}\n", entry["name"].get<std::string>(),
-               entry["type"].get<std::string>(),
-               entry.contains("file") ? " -> " + entry["file"].get<std::string>() : "");
-  }
+  fmt::print("{}", run_report_text(report, text));
 }
 
 }  // namespace

@@ -82,7 +82,7 @@ void check_stage_options(const Graph& graph, const StageExecutorOptions& options
 }
 
 StageExecutor::StageExecutor(const Graph& graph, const StageExecutorOptions& options)
-    : graph_(graph), samples_(options.samples) {
+    : graph_(graph), samples_(options.samples), threads_(options.stage_options.threads) {
   check_stage_options(graph, options);
   staged_ = graph_to_stages(graph_, options.stages, graph.name.empty() ? "model" : graph.name,
                             options.node_cost);

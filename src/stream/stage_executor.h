@@ -55,6 +55,8 @@ class StageExecutor : public ExecutorInterface {
 
   int stages() const { return static_cast<int>(staged_.root.streams.size()); }
   int workers() const { return plan_.workers; }
+  /// Intra-op threads of each stage's kernels (StageExecutorOptions::stage_options.threads).
+  int threads() const { return threads_; }
   /// The cut: nodes, FLOPs and balanced seconds per stage.
   const StagedStream& staged() const { return staged_; }
   /// "stage0", "stage1", ...: Trace::Event::task names, for ChromeTrace.
@@ -68,6 +70,7 @@ class StageExecutor : public ExecutorInterface {
   StreamProgram program_;
   StreamPlan plan_;
   int samples_ = 1;
+  int threads_ = 1;
   RunStats stats_;
   Trace trace_;
 };

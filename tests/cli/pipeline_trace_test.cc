@@ -1,0 +1,73 @@
+// `cleave run --plan pipeline`: its --trace (one event per stage firing) and its report's plan.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "command_fixture.h"
+#include "ir/text.h"
+#include "onnx/onnx_export.h"
+
+namespace cleave {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class PipelineTrace : public CommandFixture {
+ protected:
+  void SetUp() override {
+    CommandFixture::SetUp();
+    export_onnx(parse_graph(R"(graph g [ai.onnx=13] (%x: f32[1,8]) {
+  %a = Relu(%x)
+  %b = Tanh(%a)
+  %c = Sigmoid(%b)
+  %d = Neg(%c)
+  return %d
+}
+)"),
+                path("m.onnx"));
+  }
+  // `run --plan pipeline` of 2 stages over 3 samples, with extra options.
+  CommandResult run_pipeline(const std::string& options) const {
+    return cleave("run " + path("m.onnx") +
+                  " --costs static --plan pipeline --workers 2 --samples 3 " + options);
+  }
+};
+
+TEST_F(PipelineTrace, TraceHoldsOneEventPerStageFiring) {
+  const CommandResult r = run_pipeline("--trace " + path("trace.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json trace = nlohmann::json::parse(read_text(path("trace.json")));
+  std::map<std::string, int> firings;
+  for (const auto& event : trace["traceEvents"]) {
+    if (event["ph"] == "X") ++firings[event["name"].get<std::string>()];
+  }
+  // 2 stages, each fired once per sample.
+  EXPECT_EQ(firings, (std::map<std::string, int>{{"stage0", 3}, {"stage1", 3}}));
+  EXPECT_THAT(r.out, HasSubstr("trace      " + path("trace.json")));
+}
+
+TEST_F(PipelineTrace, TextReportNamesThePipelinePlan) {
+  const CommandResult r = run_pipeline("");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("pipeline of 2 stages x 1 thread\n"));
+  EXPECT_THAT(r.out, HasSubstr("plan       pipeline of 2 stages x 1 thread on 2 worker(s), "
+                               "3 sample(s): predicted "));
+  EXPECT_THAT(r.out, Not(HasSubstr("1 thread(s)\n")));
+}
+
+TEST_F(PipelineTrace, JsonReportNamesThePipelinePlan) {
+  const CommandResult r = run_pipeline("--json --trace " + path("trace.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report["plan"]["strategy"], "pipeline");
+  EXPECT_EQ(report["plan"]["stages"], 2);
+  EXPECT_EQ(report["plan"]["workers"], 2);
+  EXPECT_EQ(report["plan"]["threads_per_worker"], 1);
+  EXPECT_EQ(report["plan"]["samples"], 3);
+  EXPECT_EQ(report["trace_file"], path("trace.json"));
+}
+
+}  // namespace
+}  // namespace cleave
