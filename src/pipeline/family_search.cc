@@ -43,6 +43,7 @@ PlanCandidate spatial_candidate(const Graph& graph, const CostTable& costs, cons
   try {
     SplitModelOptions options;
     options.split.machines = machines;
+    options.figures_only = true;
     use_split_machine(searched, "--machine", machines, options);
     const SplitChoice choice = choose_split(graph, options, {SplitDim::kH}, true,
                                             SearchObjective::kSeconds, &costs, &searched);
