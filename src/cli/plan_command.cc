@@ -111,7 +111,7 @@ int run_plan(const PlanSettings& settings) {
                plan.plan.notes["clusters_before_merge"].get<int>(),
                plan.plan.notes["clusters_after_merge"].get<int>());
   }
-  fmt::print("planned in  {:.2f} ms\n", plan.planning_seconds * 1e3);
+  fmt::print("planned in  {}\n", planning_time_text(plan));
   if (!settings.output.empty()) fmt::print("plan file   {}\n", settings.output);
   if (!settings.gantt.empty()) fmt::print("gantt       {}\n", settings.gantt);
   return 0;

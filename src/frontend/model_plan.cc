@@ -92,6 +92,7 @@ nlohmann::json model_plan_to_json(const ModelPlan& plan, const Graph& graph) {
         {"rejected", candidate.rejected},
         {"chosen", candidate.chosen}};
     if (candidate.samples_per_second > 0) row["samples_per_second"] = candidate.samples_per_second;
+    if (!candidate.cut_short.empty()) row["cut_short"] = candidate.cut_short;
     candidates.push_back(std::move(row));
   }
   json["candidates"] = candidates;

@@ -51,6 +51,11 @@ struct PlanCandidate {
   std::vector<double> memory_bytes;  ///< Weight bytes resident per device.
   std::string rejected;              ///< Empty for the chosen plan, else why not.
   bool chosen = false;
+  /// The budget that cut the row's search short (e.g. "8 of 64 devices searched"); empty when
+  /// it searched in full.
+  std::string cut_short;
+  /// Sub-plans the row's search built (spatial: partitioned graphs); 0 where not counted.
+  int searched = 0;
 };
 
 /// A plan of a model: the task graph it schedules (with the machine), the plan itself, the

@@ -2,6 +2,7 @@
 #include "pipeline/family_search.h"
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -37,15 +38,18 @@ PlanCandidate spatial_candidate(const Graph& graph, const CostTable& costs, cons
   searched.latency.resize(machines);
   for (auto& row_of : searched.bandwidth) row_of.resize(machines);
   for (auto& row_of : searched.latency) row_of.resize(machines);
-  row.configuration = machines == static_cast<int>(machine.size())
-                          ? fmt::format("split over {} devices", machines)
+  const bool all = machines == static_cast<int>(machine.size());
+  row.configuration = all ? fmt::format("split over {} devices", machines)
                           : fmt::format("split over {} of {} devices", machines, machine.size());
+  if (!all) row.cut_short = fmt::format("{} of {} devices searched", machines, machine.size());
   try {
     SplitModelOptions options;
     options.split.machines = machines;
+    options.figures_only = true;
     use_split_machine(searched, "--machine", machines, options);
     const SplitChoice choice = choose_split(graph, options, {SplitDim::kH}, true,
                                             SearchObjective::kSeconds, &costs, &searched);
+    row.searched = choice.splits_built;
     if (!choice.best) {
       row.rejected = fmt::format("over memory along every dim ({})", choice.over_memory.front());
       return row;
@@ -103,6 +107,16 @@ PlanCandidate pipeline_candidate(const Graph& graph, const CostTable& costs,
   best.rejected =
       options.machine ? "runs with `cleave stream --stages` (hand-offs not priced)" : "";
   return best;
+}
+
+std::string planning_time_text(const ModelPlan& plan) {
+  std::vector<std::string> cut;
+  for (const PlanCandidate& row : plan.candidates) {
+    if (!row.cut_short.empty()) cut.push_back(fmt::format("{} ({})", row.family, row.cut_short));
+  }
+  std::string out = fmt::format("{:.2f} ms", plan.planning_seconds * 1e3);
+  if (!cut.empty()) out += fmt::format("; cut short by a budget: {}", fmt::join(cut, ", "));
+  return out;
 }
 
 std::string candidate_table_text(const ModelPlan& plan) {

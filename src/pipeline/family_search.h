@@ -26,6 +26,10 @@ void add_split_and_stage_candidates(const Graph& graph, const CostTable& costs,
 PlanCandidate pipeline_candidate(const Graph& graph, const CostTable& costs,
                                  const ModelPlanOptions& options);
 
+/// The planning time and, where a budget cut a row's search short, which families and how:
+/// "812.40 ms; cut short by a budget: spatial (8 of 64 devices searched)".
+std::string planning_time_text(const ModelPlan& plan);
+
 /// The candidate table `cleave plan --explain` prints: per row the family, configuration,
 /// predicted latency (and throughput for several samples), weights per device, and the
 /// chosen mark or why it was rejected.

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_set>
 
 #include "spatial/region.h"
 #include "spatial/region_rules.h"
@@ -95,6 +96,7 @@ class Builder {
     if (name.empty()) name = fresh(op);
     NodeId id =
         out_.graph.add_node(op, std::move(inputs), std::move(outputs), std::move(attributes), name);
+    node_names_.insert(name);
     out_.machine.resize(id + 1, 0);
     out_.origin.resize(id + 1, -1);
     out_.machine[id] = machine;
@@ -106,7 +108,7 @@ class Builder {
     std::string name;
     do {
       name = base + "#" + std::to_string(counter_++);
-    } while (out_.graph.find_value(name) || out_.graph.find_node(name));
+    } while (out_.graph.find_value(name) || node_names_.contains(name));
     return name;
   }
 
@@ -384,7 +386,7 @@ class Builder {
     local_[n.outputs[0]][0] = out;
     const std::string base = n.name.empty() ? n.op_type : n.name;
     add_node(average ? "Sum" : "Max", partials, {out}, {}, 0, id,
-             out_.graph.find_node(base + "@0") ? std::string{} : base + "@0");
+             node_names_.contains(base + "@0") ? std::string{} : base + "@0");
     return true;
   }
 
@@ -454,7 +456,7 @@ class Builder {
       }
       const std::string base = n.name.empty() ? n.op_type : n.name;
       NodeId made = add_node(n.op_type, inputs, outputs, attributes, m, id,
-                             out_.graph.find_node(base + "@" + std::to_string(m))
+                             node_names_.contains(base + "@" + std::to_string(m))
                                  ? std::string{}
                                  : base + "@" + std::to_string(m));
       out_.graph.node(made).domain = n.domain;
@@ -473,6 +475,9 @@ class Builder {
   PartitionedGraph out_;
   std::vector<std::vector<ValueId>> local_;  // [model value][machine] -> held value
   std::map<std::string, ValueId> initializers_;
+  // Graph::find_node scans every node: a sub-graph of thousands of nodes named through it
+  // took seconds per split (nothing is removed before the names are all given).
+  std::unordered_set<std::string> node_names_;
   int64_t opset_ = 17;
   int counter_ = 0;
   bool syncing_ = false;

@@ -20,6 +20,7 @@ SplitChoice choose_split(const Graph& graph, SplitModelOptions& options,
       options.split.layers =
           searched_layer_configs(graph, options, user_layers, 10, objective, costs);
     SplitResult r = split_model(graph, options);
+    ++choice.splits_built;
     if (objective == SearchObjective::kSeconds) {
       // The chain DP prices each layer's compute and what it receives; the split's list
       // schedule (fusion, joins, every op) is the final judge. The terms objective's shares
@@ -28,6 +29,7 @@ SplitChoice choose_split(const Graph& graph, SplitModelOptions& options,
       SplitModelOptions terms = options;
       terms.split.layers = searched_layer_configs(graph, options, user_layers, 10);
       SplitResult t = split_model(graph, terms);
+      ++choice.splits_built;
       const double chain_s = r.report.optimized.predicted_seconds;
       const double terms_s = t.report.optimized.predicted_seconds;
       choice.searches.push_back({{"dim", std::string(split_dim_name(dim))},

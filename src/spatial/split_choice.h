@@ -22,6 +22,7 @@ struct SplitChoice {
   std::vector<std::pair<std::string, double>> tried;  ///< Per dim: its predicted seconds.
   std::vector<std::string> over_memory;  ///< Per dim tried: why it does not fit, or empty.
   nlohmann::json searches = nlohmann::json::array();  ///< Per dim: seconds search vs terms.
+  int splits_built = 0;  ///< Partitioned graphs built (split_model calls), each the search's cost.
 };
 
 /// Splits `graph` along each of `dims` (with `search`, layers searched by `objective`, `costs`

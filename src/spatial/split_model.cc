@@ -153,12 +153,14 @@ SplitResult split_model(const Graph& graph, const SplitModelOptions& options) {
       std::to_string(r.report.gathers.size()) + " computed whole on machine 0");
 
   // 2. The naive phase as the thesis builds it: every tensor gathered whole, then cropped.
-  Regions naive_regions = plan_regions(graph, r.partition, JoinMode::kNaive, false, options.cost);
-  PartitionedGraph naive =
-      build_partitioned_graph(graph, r.partition, naive_regions, JoinMode::kNaive);
-  r.report.naive = split_stats(graph, r.partition, naive_regions, naive, options.cost);
-  log("naive joins: " + std::to_string(r.report.naive.transfers) + " transfers, " +
-      std::to_string(r.report.naive.transfer_bytes) + " bytes");
+  if (!options.figures_only) {
+    Regions naive_regions = plan_regions(graph, r.partition, JoinMode::kNaive, false, options.cost);
+    PartitionedGraph naive =
+        build_partitioned_graph(graph, r.partition, naive_regions, JoinMode::kNaive);
+    r.report.naive = split_stats(graph, r.partition, naive_regions, naive, options.cost);
+    log("naive joins: " + std::to_string(r.report.naive.transfers) + " transfers, " +
+        std::to_string(r.report.naive.transfer_bytes) + " bytes");
+  }
 
   // 3. Optimizer (§3.4): fetch only missing rows, crop only where needed, fuse tiles when the
   //    redundant work costs less than the transfers it saves.
@@ -179,11 +181,13 @@ SplitResult split_model(const Graph& graph, const SplitModelOptions& options) {
       std::to_string(c[3]) + " fetch+crop");
 
   // 5. Manifest: per machine its segments and transfers in one deadlock-free order.
-  r.manifest = make_manifest(r.partitioned);
-  std::size_t runs = 0;
-  for (const auto& steps : r.manifest.steps)
-    for (const auto& s : steps) runs += s.kind == ManifestStep::Kind::kRun;
-  log("manifest: " + std::to_string(runs) + " sub-models");
+  if (!options.figures_only) {
+    r.manifest = make_manifest(r.partitioned);
+    std::size_t runs = 0;
+    for (const auto& steps : r.manifest.steps)
+      for (const auto& s : steps) runs += s.kind == ManifestStep::Kind::kRun;
+    log("manifest: " + std::to_string(runs) + " sub-models");
+  }
 
   // The unsplit model for comparison.
   std::vector<int64_t> weights, peak;

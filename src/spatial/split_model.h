@@ -58,6 +58,9 @@ struct SplitModelOptions {
   SplitCostModel cost;
   bool fuse = true;                             ///< Let the cost model fuse layers per tile.
   std::function<void(const std::string&)> log;  ///< Each step's one-line summary, when set.
+  /// Only the optimised split's figures (auto's candidate row): the naive phase's graph and
+  /// the manifest, which cost as much again, are not built (report.naive stays empty).
+  bool figures_only = false;
 };
 
 /// Splits `graph` (static shapes needed to split a node; others are gathered): the naive
