@@ -11,7 +11,9 @@
 # A MODEL is a corpus name in ~/.cache/cleave/models or a path to an .onnx file (default:
 # efficientnet_b0 regnet_y_400mf). RUN_ARGS adds options to every `cleave run`, e.g.
 # RUN_ARGS="--layouts blocked" so that a noisy layout choice (each binary makes its own) does
-# not hide the change being measured.
+# not hide the change being measured. RANKS=N runs the plan cases on N MPI ranks instead
+# (`mpirun -np N ... cleave run --plan`, the plan made for N workers), so that the rank driver
+# is measured the same way.
 set -euo pipefail
 if [ $# -lt 2 ]; then
   echo "usage: $0 BEFORE_CLEAVE AFTER_CLEAVE [ROUNDS] [MODEL | MODEL:STRATEGY[:SAMPLES] ...]" >&2
@@ -29,9 +31,14 @@ trap 'rm -rf "$work"' EXIT
 median_ms() {  # before|after model run-options... -> median ms of one `cleave run`
   local binary=$before
   [ "$1" = after ] && binary=$after
+  local launch=()
+  if [ -n "${RANKS:-}" ] && [[ " ${*:3} " == *" --plan "* ]]; then
+    launch=(mpirun -np "$RANKS" --allow-run-as-root --oversubscribe -x OMP_NUM_THREADS=1
+      -x CLEAVE_CACHE_DIR)
+  fi
   # Each binary keeps its own layout choices.
   CLEAVE_CACHE_DIR="$work/cache-$1" \
-    "$binary" run "$2" "${@:3}" --warmup 10 --repeat 40 --json ${RUN_ARGS:-} |
+    "${launch[@]}" "$binary" run "$2" "${@:3}" --warmup 10 --repeat 40 --json ${RUN_ARGS:-} |
     /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["latency_ms"]["median"])'
 }
 time_case() {  # model label run-options... -> one table row
@@ -72,7 +79,8 @@ for spec in "${specs[@]}"; do
     samples=${samples:-1}
     plan="$work/plan.json"
     CLEAVE_CACHE_DIR="$work/cache-before" "$before" plan "$file" --strategy "$strategy" \
-      --workers 2 --samples "$samples" -o "$plan" >/dev/null
-    time_case "$file" "$strategy plan, $samples sample(s)" --plan "$plan"
+      --workers "${RANKS:-2}" --samples "$samples" -o "$plan" >/dev/null
+    where="${RANKS:+ on $RANKS ranks}"
+    time_case "$file" "$strategy plan$where, $samples sample(s)" --plan "$plan"
   fi
 done
