@@ -3,8 +3,8 @@
 
 #include "cli/commands.h"
 #include "cli/option_limits.h"
-#include "pipeline/split_run.h"
 #include "ir/graph.h"
+#include "pipeline/split_run.h"
 #include "runtime/wait_policy.h"
 
 namespace cleave::cli {
