@@ -1,12 +1,14 @@
 // Child process of speed.mjs: ONNX Runtime's side of `cleave run --json`, for one model.
 // Usage: node ort_run.mjs model.onnx (input.npy | random:d0,d1,...) inputName threads warmup runs
+//          [name=more.npy ...]
 // Prints {"runs": [ms...], "baseline_rss_bytes", "peak_rss_bytes"}: resident memory after loading
 // the runtime, and its high-water mark after the timed runs.
 import ort from "onnxruntime-node";
 
 import { readNpy } from "./common.mjs";
 
-const [modelFile, inputFile, inputName, threads, warmup, runs] = process.argv.slice(2);
+const [modelFile, inputFile, inputName, threads, warmup, runs, ...moreInputs] =
+  process.argv.slice(2);
 // Seeded uniform values in [-1, 1) when no input file is given (generated models).
 function randomInput(shape) {
   const data = new Float32Array(shape.reduce((a, b) => a * b, 1));
@@ -28,6 +30,11 @@ const session = await ort.InferenceSession.create(modelFile, {
   graphOptimizationLevel: "all",
 });
 const feeds = { [inputName]: new ort.Tensor(input.ortType, input.data, input.shape) };
+for (const pair of moreInputs) {
+  const at = pair.indexOf("=");
+  const more = readNpy(pair.slice(at + 1));
+  feeds[pair.slice(0, at)] = new ort.Tensor(more.ortType, more.data, more.shape);
+}
 for (let i = 0; i < Number(warmup); ++i) await session.run(feeds);
 const times = [];
 for (let i = 0; i < Number(runs); ++i) {

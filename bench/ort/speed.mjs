@@ -48,6 +48,8 @@ function timeOrt(model, threads) {
     String(threads),
     String(flags.warmup),
     String(flags.runs),
+    // A model's further inputs (the held-out corpus lists every one).
+    ...(model.inputs ?? []).slice(1).map((i) => `${i.name}=${i.file}`),
   ]).toString();
   return JSON.parse(text);
 }
@@ -55,8 +57,10 @@ function timeOrt(model, threads) {
 function timeCleave(model, threads) {
   const report = runCleave(flags.cleave, [
     model.onnx,
-    "--input",
-    `${model.inputName}=${model.input}`,
+    ...(model.inputs ?? [{ name: model.inputName, file: model.input }]).flatMap((i) => [
+      "--input",
+      `${i.name}=${i.file}`,
+    ]),
     "--threads",
     String(threads),
     "--warmup",
