@@ -77,36 +77,41 @@ namespace {
 
 using namespace pytorch_detail;
 
+// Element-wise ops that are one torch call of their one input.
+void add_unary_writers(std::map<std::string, Writer>& t) {
+  const auto simple = [&t](const std::string& op, const std::string& pattern) {
+    t[op] = [pattern](const Call& c) {
+      return std::vector<std::string>{unary_line(c, fmt::format(fmt::runtime(pattern), c.in(0)))};
+    };
+  };
+  simple("Relu", "F.relu({})");
+  simple("Sigmoid", "torch.sigmoid({})");
+  simple("Tanh", "torch.tanh({})");
+  simple("Exp", "torch.exp({})");
+  simple("Log", "torch.log({})");
+  simple("Sqrt", "torch.sqrt({})");
+  simple("Neg", "torch.neg({})");
+  simple("Abs", "torch.abs({})");
+  simple("Reciprocal", "torch.reciprocal({})");
+  simple("Floor", "torch.floor({})");
+  simple("Ceil", "torch.ceil({})");
+  simple("Round", "torch.round({})");
+  simple("Sign", "torch.sign({})");
+  simple("Erf", "torch.erf({})");
+  simple("Sin", "torch.sin({})");
+  simple("Cos", "torch.cos({})");
+  simple("Softplus", "F.softplus({})");
+  simple("Softsign", "F.softsign({})");
+  simple("HardSwish", "F.hardswish({})");
+  simple("Not", "torch.logical_not({})");
+  simple("Identity", "{}");
+  simple("Dropout", "{}");
+}
+
 const std::map<std::string, Writer>& writers() {
   static const std::map<std::string, Writer> table = [] {
     std::map<std::string, Writer> t;
-    const auto simple = [&t](const std::string& op, const std::string& pattern) {
-      t[op] = [pattern](const Call& c) {
-        return std::vector<std::string>{unary_line(c, fmt::format(fmt::runtime(pattern), c.in(0)))};
-      };
-    };
-    simple("Relu", "F.relu({})");
-    simple("Sigmoid", "torch.sigmoid({})");
-    simple("Tanh", "torch.tanh({})");
-    simple("Exp", "torch.exp({})");
-    simple("Log", "torch.log({})");
-    simple("Sqrt", "torch.sqrt({})");
-    simple("Neg", "torch.neg({})");
-    simple("Abs", "torch.abs({})");
-    simple("Reciprocal", "torch.reciprocal({})");
-    simple("Floor", "torch.floor({})");
-    simple("Ceil", "torch.ceil({})");
-    simple("Round", "torch.round({})");
-    simple("Sign", "torch.sign({})");
-    simple("Erf", "torch.erf({})");
-    simple("Sin", "torch.sin({})");
-    simple("Cos", "torch.cos({})");
-    simple("Softplus", "F.softplus({})");
-    simple("Softsign", "F.softsign({})");
-    simple("HardSwish", "F.hardswish({})");
-    simple("Not", "torch.logical_not({})");
-    simple("Identity", "{}");
-    simple("Dropout", "{}");
+    add_unary_writers(t);
     t["LeakyRelu"] = [](const Call& c) {
       return std::vector<std::string>{
           unary_line(c, fmt::format("F.leaky_relu({}, {})", c.in(0),
