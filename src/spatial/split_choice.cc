@@ -12,6 +12,7 @@ SplitChoice choose_split(const Graph& graph, SplitModelOptions& options,
                          const std::vector<SplitDim>& dims, bool search, SearchObjective objective,
                          const CostTable* costs, const Machine* machine) {
   const auto user_layers = options.split.layers;
+  options.costs = costs;
   SplitChoice choice;
   std::optional<SplitResult>& best = choice.best;
   for (SplitDim dim : dims) {

@@ -55,18 +55,35 @@ void memory_per_machine(const Graph& g, const std::vector<int>& machine_of, int 
   }
 }
 
+int64_t output_elements(const Graph& g, NodeId id) {
+  const ValueId out = g.node(id).outputs[0];
+  return value_bytes(g, out) / std::max<int64_t>(1, element_size(g.value(out).dtype));
+}
+
 double node_flops(const Graph& g, NodeId id, const Graph* model, NodeId origin) {
-  const Node& n = g.node(id);
-  const int64_t out = value_bytes(g, n.outputs[0]) /
-                      std::max<int64_t>(1, element_size(g.value(n.outputs[0]).dtype));
+  const int64_t out = output_elements(g, id);
   if (model && origin >= 0) return flops_per_output_element(*model, origin) * out;
   return 0.25 * out;  // a copy (Slice, Concat, Identity)
+}
+
+// Seconds of node `id` of `g` (a piece of `origin` of `model`, or a copy when origin < 0) on a
+// machine of speed 1: its share of the cost table's seconds for the origin when the table has
+// them, else its FLOPs at the cost model's rate.
+double node_seconds(const Graph& g, NodeId id, const Graph& model, NodeId origin,
+                    const SplitCostModel& cost, const CostTable* costs) {
+  if (costs && origin >= 0 && static_cast<std::size_t>(origin) < costs->nodes.size() &&
+      !costs->nodes[origin].seconds.empty()) {
+    const double whole = static_cast<double>(std::max<int64_t>(1, output_elements(model, origin)));
+    return costs->seconds(origin) * static_cast<double>(output_elements(g, id)) / whole;
+  }
+  return node_flops(g, id, &model, origin) / cost.flops_per_second;
 }
 
 }  // namespace
 
 SplitStats split_stats(const Graph& graph, const Partition& partition, const Regions& regions,
-                       const PartitionedGraph& split, const SplitCostModel& cost) {
+                       const PartitionedGraph& split, const SplitCostModel& cost,
+                       const CostTable* costs) {
   SplitStats s;
   for (const SplitTransfer& t : split.transfers) {
     s.transfer_bytes += t.bytes;
@@ -101,8 +118,8 @@ SplitStats split_stats(const Graph& graph, const Partition& partition, const Reg
         t += cost.transfer_seconds(where[v], m, static_cast<double>(value_bytes(g, v)));
       start = std::max(start, t);
     }
-    const double finish = start + node_flops(g, id, &graph, split.origin[id]) /
-                                      (cost.flops_per_second * cost.speed(m));
+    const double finish =
+        start + node_seconds(g, id, graph, split.origin[id], cost, costs) / cost.speed(m);
     machine_free[m] = finish;
     for (ValueId v : g.node(id).outputs) {
       ready[v] = finish;
@@ -157,7 +174,8 @@ SplitResult split_model(const Graph& graph, const SplitModelOptions& options) {
     Regions naive_regions = plan_regions(graph, r.partition, JoinMode::kNaive, false, options.cost);
     PartitionedGraph naive =
         build_partitioned_graph(graph, r.partition, naive_regions, JoinMode::kNaive);
-    r.report.naive = split_stats(graph, r.partition, naive_regions, naive, options.cost);
+    r.report.naive =
+        split_stats(graph, r.partition, naive_regions, naive, options.cost, options.costs);
     log("naive joins: " + std::to_string(r.report.naive.transfers) + " transfers, " +
         std::to_string(r.report.naive.transfer_bytes) + " bytes");
   }
@@ -172,7 +190,8 @@ SplitResult split_model(const Graph& graph, const SplitModelOptions& options) {
 
   // 4. The partitioned graph: slices, crops, joins and transfer pieces as nodes.
   r.partitioned = build_partitioned_graph(graph, r.partition, r.regions, JoinMode::kOptimized);
-  r.report.optimized = split_stats(graph, r.partition, r.regions, r.partitioned, options.cost);
+  r.report.optimized =
+      split_stats(graph, r.partition, r.regions, r.partitioned, options.cost, options.costs);
   const auto& c = r.report.optimized.join_cases;
   log("partitioned graph: " + std::to_string(r.partitioned.graph.node_count()) + " nodes, " +
       std::to_string(r.report.optimized.transfers) + " transfers of " +
@@ -195,7 +214,7 @@ SplitResult split_model(const Graph& graph, const SplitModelOptions& options) {
   r.report.whole_model_peak_bytes = weights[0] + peak[0];
   for (NodeId id : graph.node_ids())
     r.report.whole_model_seconds +=
-        node_flops(graph, id, &graph, id) / (options.cost.flops_per_second * options.cost.speed(0));
+        node_seconds(graph, id, graph, id, options.cost, options.costs) / options.cost.speed(0);
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cost/cost_table.h"
 #include "ir/graph.h"
 #include "spatial/manifest.h"
 #include "spatial/naive_partition.h"
@@ -61,6 +62,10 @@ struct SplitModelOptions {
   /// Only the optimised split's figures (auto's candidate row): the naive phase's graph and
   /// the manifest, which cost as much again, are not built (report.naive stays empty).
   bool figures_only = false;
+  /// Per node of the unsplit graph, its seconds (auto's cost table): the split's list schedule
+  /// prices each piece by its share of that node's seconds, so that the spatial row is
+  /// predicted on the same costs as the other families. Null: FLOPs at `cost`'s rate.
+  const CostTable* costs = nullptr;
 };
 
 /// Splits `graph` (static shapes needed to split a node; others are gathered): the naive
@@ -70,7 +75,8 @@ SplitResult split_model(const Graph& graph, const SplitModelOptions& options);
 
 /// The statistics of a partitioned graph of `graph`.
 SplitStats split_stats(const Graph& graph, const Partition& partition, const Regions& regions,
-                       const PartitionedGraph& split, const SplitCostModel& cost);
+                       const PartitionedGraph& split, const SplitCostModel& cost,
+                       const CostTable* costs = nullptr);
 /// Per value, per machine, the held region (the ShapeMap of a split).
 ShapeMap shape_map_of(const Graph& graph, const Regions& regions, int machines);
 /// The --json report.
