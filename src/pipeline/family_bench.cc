@@ -25,7 +25,9 @@ std::string family_key(const ModelPlan& plan) {
   return plan.plan.notes.contains("hybrid_threads") ? "hybrid" : plan.family;
 }
 
-// The fastest prediction of each family among the chosen plan and its alternatives.
+// The fastest prediction of each family among the chosen plan and its alternatives, and the
+// chosen plan itself even where a faster prediction of its family was passed over (as less
+// risky): auto's choice is what the table is read against.
 std::vector<const ModelPlan*> best_of_each_family(const ModelPlan& chosen) {
   std::map<std::string, const ModelPlan*> best;
   const auto offer = [&](const ModelPlan& plan) {
@@ -36,6 +38,7 @@ std::vector<const ModelPlan*> best_of_each_family(const ModelPlan& chosen) {
   for (const ModelPlan& plan : chosen.alternatives) offer(plan);
   std::vector<const ModelPlan*> plans;
   for (const auto& [key, plan] : best) plans.push_back(plan);
+  if (std::find(plans.begin(), plans.end(), &chosen) == plans.end()) plans.push_back(&chosen);
   std::stable_sort(plans.begin(), plans.end(), [](const ModelPlan* a, const ModelPlan* b) {
     return a->plan.makespan < b->plan.makespan;
   });
@@ -97,7 +100,8 @@ nlohmann::json family_report(const ModelBenchSettings& settings, const FamilyBen
                         {"measured_seconds", measured},
                         {"lowest_seconds", *std::min_element(row.ms.begin(), row.ms.end()) / 1e3},
                         {"ratio", measured / row.predicted_seconds},
-                        {"fastest", row.fastest}});
+                        {"fastest", row.fastest},
+                        {"chosen", row.chosen}});
   }
   return {{"model", settings.model},      {"workers", settings.workers},
           {"costs", settings.costs},      {"convolutions", to_string(convolutions)},
@@ -143,7 +147,8 @@ FamilyBench run_family_bench(const ModelBenchSettings& settings) {
     owned.push_back(
         std::make_unique<ParallelExecutor>(prepared.graph, plan->tasks, plan->plan, parallel));
     executors.push_back(owned.back().get());
-    bench.rows.push_back({plan->family, plan->configuration, plan->plan.makespan, {}, {}, false});
+    bench.rows.push_back(
+        {plan->family, plan->configuration, plan->plan.makespan, {}, {}, false, plan == &chosen});
   }
   if (const PlanCandidate* stages = runnable_pipeline(chosen)) {
     const auto [count, threads] = *parse_pipeline_configuration(stages->configuration);
@@ -177,10 +182,11 @@ std::string family_bench_text(const ModelBenchSettings& settings, const FamilyBe
   for (const FamilyBenchRow& row : bench.rows) {
     if (!row.not_measured.empty()) continue;
     const double median = median_of(row.ms);
-    text += fmt::format("{:<14} {:<44} {:>12.3f} {:>12.3f} {:>12.3f} {:>9.2f}{}\n", row.family,
-                        row.configuration, row.predicted_seconds * 1e3, median,
-                        *std::min_element(row.ms.begin(), row.ms.end()),
-                        median / (row.predicted_seconds * 1e3), row.fastest ? "  fastest" : "");
+    text += fmt::format(
+        "{:<14} {:<44} {:>12.3f} {:>12.3f} {:>12.3f} {:>9.2f}{}\n", row.family, row.configuration,
+        row.predicted_seconds * 1e3, median, *std::min_element(row.ms.begin(), row.ms.end()),
+        median / (row.predicted_seconds * 1e3),
+        std::string(row.fastest ? "  fastest" : "") + (row.chosen ? "  auto's choice" : ""));
   }
   for (const FamilyBenchRow& row : bench.rows) {
     if (row.not_measured.empty()) continue;

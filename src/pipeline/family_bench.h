@@ -18,6 +18,7 @@ struct FamilyBenchRow {
   std::vector<double> ms;    ///< Per interleaved round; empty when not measured.
   std::string not_measured;  ///< Why this command cannot run the family; empty when measured.
   bool fastest = false;      ///< The lowest median of the measured rows.
+  bool chosen = false;       ///< Auto's choice by prediction (always measured).
 };
 
 /// The families compared and the report.

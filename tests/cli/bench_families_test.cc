@@ -35,7 +35,7 @@ TEST_F(BenchFamiliesTest, TimesOneRowPerRunnableFamilyOfTheTable) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const nlohmann::json report = nlohmann::json::parse(result.out);
   ASSERT_TRUE(report["families"].is_array()) << result.out;
-  std::multiset<std::string> measured;
+  std::set<std::string> measured;
   int fastest = 0;
   for (const nlohmann::json& row : report["families"]) {
     for (const char* field :
@@ -52,8 +52,29 @@ TEST_F(BenchFamiliesTest, TimesOneRowPerRunnableFamilyOfTheTable) {
                                                      row["predicted_seconds"].get<double>());
     fastest += row["fastest"].get<bool>() ? 1 : 0;
   }
-  EXPECT_EQ(measured, std::multiset<std::string>(expected.begin(), expected.end()));
+  EXPECT_EQ(measured, expected);
   EXPECT_EQ(fastest, 1);
+}
+
+// The row auto chose by prediction is measured and marked, so that the table shows how far
+// auto's choice is from the fastest family.
+TEST_F(BenchFamiliesTest, MarksAutosChoice) {
+  CommandResult planned = cleave("plan " + model_ + " --costs static --workers 2 --explain --json");
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  const nlohmann::json plan = nlohmann::json::parse(planned.out);
+  CommandResult result = cleave("bench " + model_ +
+                                " --families --json --costs static --workers 2 --repeat 1 "
+                                "--warmup 0");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json report = nlohmann::json::parse(result.out);
+  int chosen = 0;
+  for (const nlohmann::json& row : report["families"]) {
+    if (!row["chosen"].get<bool>()) continue;
+    ++chosen;
+    EXPECT_EQ(row["family"], plan["family"]) << row.dump();
+    EXPECT_EQ(row["configuration"], plan["configuration"]) << row.dump();
+  }
+  EXPECT_EQ(chosen, 1) << result.out;
 }
 
 // Several samples per run bring whole-model data parallelism and pipelined stages, both timed
