@@ -459,9 +459,12 @@ std::string model_init(const Graph& graph, const PythonNames& names, const Weigh
       "    def __init__(self, folder=HERE):\n"
       "        super().__init__()\n"
       "        with open(os.path.join(folder, \"weights.json\")) as index_file:\n"
-      "            index = {entry[\"name\"]: entry for entry in json.load(index_file)}\n"
-      "        data = np.memmap(os.path.join(folder, \"weights.bin\"), dtype=np.uint8, "
-      "mode=\"r\")\n"
+      "            index = {entry[\"name\"]: entry for entry in json.load(index_file)}\n" +
+      std::string(weights.entries.empty()
+                      // np.memmap refuses the empty file of a model without weights.
+                      ? "        data = np.zeros(0, dtype=np.uint8)\n"
+                      : "        data = np.memmap(os.path.join(folder, \"weights.bin\"), "
+                        "dtype=np.uint8, mode=\"r\")\n") +
       "\n"
       "        def w(name):\n"
       "            entry = index[name]\n"
