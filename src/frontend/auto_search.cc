@@ -12,6 +12,7 @@
 #include "frontend/costs.h"
 #include "plan/cluster/hypercluster.h"
 #include "plan/list_schedule.h"
+#include "plan/plan_memory.h"
 #include "plan/registry.h"
 #include "plan/schedule/schedulers.h"
 #include "plan/simulator.h"
@@ -50,6 +51,19 @@ std::vector<int> worker_of_tasks(const ModelPlan& plan) {
       worker_of_task[placement.task] = placement.worker;
   }
   return worker_of_task;
+}
+
+// The first device whose weights and peak activations exceed its memory, or -1.
+int over_memory_device(const Machine& machine, const PlanCandidate& candidate) {
+  for (std::size_t d = 0; d < machine.devices.size() && d < candidate.memory_bytes.size(); ++d) {
+    const double held =
+        candidate.memory_bytes[d] +
+        (d < candidate.activation_bytes.size() ? candidate.activation_bytes[d] : 0.0);
+    // Planners sum weights in another order: allow rounding slack.
+    const double memory = machine.devices[d].memory_bytes;
+    if (held > memory + 1e-9 * memory) return static_cast<int>(d);
+  }
+  return -1;
 }
 
 // `workers` CPU workers with their own thread counts, on consecutive cores.
@@ -131,13 +145,17 @@ struct Search {
       candidate.samples_per_second = options.samples / plan.plan.makespan;
     const std::vector<int> worker_of_task = worker_of_tasks(plan);
     candidate.memory_bytes = weight_bytes_per_worker(plan.tasks, worker_of_task);
-    const int over = options.machine ? over_memory_worker(plan.tasks, worker_of_task) : -1;
+    candidate.activation_bytes = peak_activation_bytes_per_worker(plan.plan, plan.tasks);
+    const int over = options.machine ? over_memory_device(plan.tasks.machine, candidate) : -1;
     if (over >= 0) {
-      // A plan whose weights do not fit a device cannot run there, however fast.
+      // A plan whose weights and activations do not fit a device cannot run there, however
+      // fast.
       const Device& device = plan.tasks.machine.devices[over];
       candidate.rejected = fmt::format(
-          "over memory: device {} '{}' would hold {:.1f} MiB of weights, has {:.1f} MiB", over,
-          device.name, mib(candidate.memory_bytes[over]), mib(device.memory_bytes));
+          "over memory: device {} '{}' would hold {:.1f} MiB of weights and {:.1f} MiB of "
+          "activations, has {:.1f} MiB",
+          over, device.name, mib(candidate.memory_bytes[over]),
+          mib(candidate.activation_bytes[over]), mib(device.memory_bytes));
     }
     rows.push_back(candidate);
     if (over >= 0) return;

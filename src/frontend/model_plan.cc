@@ -89,6 +89,7 @@ nlohmann::json model_plan_to_json(const ModelPlan& plan, const Graph& graph) {
         {"predicted_ms",
          predicted ? nlohmann::json(candidate.predicted_seconds * 1e3) : nlohmann::json()},
         {"memory_bytes", candidate.memory_bytes},
+        {"activation_bytes", candidate.activation_bytes},
         {"rejected", candidate.rejected},
         {"chosen", candidate.chosen}};
     if (candidate.samples_per_second > 0) row["samples_per_second"] = candidate.samples_per_second;

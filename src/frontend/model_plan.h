@@ -49,7 +49,10 @@ struct PlanCandidate {
   double predicted_seconds = 0;      ///< Latency of all samples in flight (+inf: not predicted).
   double samples_per_second = 0;     ///< Throughput, for several samples; 0 for one.
   std::vector<double> memory_bytes;  ///< Weight bytes resident per device.
-  std::string rejected;              ///< Empty for the chosen plan, else why not.
+  /// Per device, the most activation bytes held at once over the predicted schedule; empty
+  /// where not estimated (pipelined stages).
+  std::vector<double> activation_bytes;
+  std::string rejected;  ///< Empty for the chosen plan, else why not.
   bool chosen = false;
   /// The budget that cut the row's search short (e.g. "8 of 64 devices searched"); empty when
   /// it searched in full.

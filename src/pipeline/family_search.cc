@@ -60,6 +60,8 @@ PlanCandidate spatial_candidate(const Graph& graph, const CostTable& costs, cons
     row.predicted_seconds = samples * split.predicted_seconds;
     if (samples > 1) row.samples_per_second = 1 / split.predicted_seconds;
     for (int64_t bytes : split.weight_bytes) row.memory_bytes.push_back(static_cast<double>(bytes));
+    for (int64_t bytes : split.peak_activation_bytes)
+      row.activation_bytes.push_back(static_cast<double>(bytes));
     row.rejected = "runs with `cleave split` + `cleave run-split`";
   } catch (const Error& e) {
     row.rejected = fmt::format("no split: {}", e.what());
@@ -67,9 +69,12 @@ PlanCandidate spatial_candidate(const Graph& graph, const CostTable& costs, cons
   return row;
 }
 
-// Weights per device, short: one figure when every device holds the same, else the most any
-// device holds and how many hold any.
-std::string memory_text(const std::vector<double>& bytes) {
+// Weights plus peak activations per device, short: one figure when every device holds the
+// same, else the most any device holds and how many hold any.
+std::string memory_text(const PlanCandidate& row) {
+  std::vector<double> bytes = row.memory_bytes;
+  for (std::size_t d = 0; d < bytes.size() && d < row.activation_bytes.size(); ++d)
+    bytes[d] += row.activation_bytes[d];
   if (bytes.empty()) return "-";
   const auto [low, high] = std::minmax_element(bytes.begin(), bytes.end());
   const double mib = 1024.0 * 1024.0;
@@ -122,7 +127,7 @@ std::string planning_time_text(const ModelPlan& plan) {
 std::string candidate_table_text(const ModelPlan& plan) {
   std::string out =
       fmt::format("  {:<14} {:<38} {:>12} {:>12} {:<22} {}\n", "family", "configuration",
-                  "latency ms", "samples/s", "weights/device", "chosen or rejected because");
+                  "latency ms", "samples/s", "memory/device", "chosen or rejected because");
   for (const PlanCandidate& row : plan.candidates) {
     const std::string latency = std::isfinite(row.predicted_seconds)
                                     ? fmt::format("{:.3f}", row.predicted_seconds * 1e3)
@@ -130,9 +135,12 @@ std::string candidate_table_text(const ModelPlan& plan) {
     const std::string rate =
         row.samples_per_second > 0 ? fmt::format("{:.1f}", row.samples_per_second) : "-";
     out += fmt::format("{} {:<14} {:<38} {:>12} {:>12} {:<22} {}\n", row.chosen ? "*" : " ",
-                       row.family, row.configuration, latency, rate, memory_text(row.memory_bytes),
+                       row.family, row.configuration, latency, rate, memory_text(row),
                        row.chosen ? "chosen" : row.rejected);
   }
+  out +=
+      "  memory/device: weights plus the most activations held at once over the predicted "
+      "schedule (pipeline rows: weights only)\n";
   return out;
 }
 

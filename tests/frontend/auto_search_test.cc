@@ -171,6 +171,41 @@ TEST(AutoSearch, ACandidateOverADevicesMemoryIsRejectedWithTheReason) {
   EXPECT_NE(plan.family, "sequential");
 }
 
+TEST(AutoSearch, CandidatesReportPeakActivationsPerDevice) {
+  const Graph graph = chain();
+  const std::map<std::string, double> ms{{"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Tanh", 1e-3}};
+  const ModelPlan plan = plan_model(graph, fixed_costs(graph, ms), on_cores(2));
+  for (const PlanCandidate& row : plan.candidates) {
+    if (row.family != "sequential") continue;
+    // Outputs of 64 bytes: each node holds its input and its output, never three.
+    EXPECT_EQ(row.activation_bytes, std::vector<double>{128}) << row.configuration;
+    return;
+  }
+  ADD_FAILURE() << "no sequential row";
+}
+
+TEST(AutoSearch, ActivationsOverADevicesMemoryRejectTheCandidate) {
+  const Graph graph = four_branches();
+  const std::map<std::string, double> ms{
+      {"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Tanh", 1e-3}, {"Exp", 1e-3}, {"Add", 1e-4}};
+  CostTable costs = fixed_costs(graph, ms);
+  for (NodeCost& node : costs.nodes) node.output_bytes = 1024.0 * 1024.0;
+  ModelPlanOptions options;
+  options.machine = cpu_workers(2, 1);
+  // Outputs of 1 MiB: one worker running the branches one after another holds five at once,
+  // two workers each hold four.
+  for (Device& device : options.machine->devices) device.memory_bytes = 4.5 * 1024 * 1024;
+  const ModelPlan plan = plan_model(graph, costs, options);
+  bool sequential = false;
+  for (const PlanCandidate& row : plan.candidates) {
+    if (row.family != "sequential") continue;
+    sequential = true;
+    EXPECT_THAT(row.rejected, HasSubstr("MiB of activations")) << row.rejected;
+  }
+  EXPECT_TRUE(sequential);
+  EXPECT_NE(plan.family, "sequential");
+}
+
 TEST(AutoSearch, ThirtyTwoSamplesOfAChainRunDataParallel) {
   const Graph graph = chain();
   const std::map<std::string, double> ms{{"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Tanh", 1e-3}};
