@@ -1,0 +1,253 @@
+// GRU and LSTM on oneDNN's RNN primitives (constant weights) against the plain loops (the same
+// weights given as graph inputs): both GRU forms, LSTM with and without peepholes, every
+// direction, with and without initial states; and the nodes that must keep to the loops.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernel_test_util.h"
+#include "runtime/executor.h"
+
+namespace cleave {
+namespace {
+
+using kernel_test::expect_values;
+using kernel_test::floats;
+
+constexpr int64_t kSteps = 5, kBatch = 3, kInput = 4, kHidden = 6;
+
+struct Case {
+  std::string op;  // GRU or LSTM.
+  bool linear_before_reset = false;
+  std::string direction = "forward";
+  bool initial_states = false;
+  bool peepholes = false;
+  std::string extra_attributes;  // Appended to the node's attributes (", clip=100.0").
+  bool lengths = false;          // A sequence_lens graph input.
+};
+
+void PrintTo(const Case& c, std::ostream* out) {
+  *out << c.op << (c.linear_before_reset ? " linear_before_reset" : "") << " " << c.direction
+       << (c.initial_states ? " with initial states" : "");
+}
+
+int64_t directions(const Case& c) {
+  return c.direction == "bidirectional" ? 2 : 1;
+}
+int64_t gates(const Case& c) {
+  return c.op == "LSTM" ? 4 : 3;
+}
+
+std::size_t count(const std::vector<int64_t>& shape) {
+  std::size_t n = 1;
+  for (int64_t d : shape) n *= static_cast<std::size_t>(d);
+  return n;
+}
+
+std::string dims_text(const std::vector<int64_t>& dims) {
+  std::string text;
+  for (int64_t d : dims) text += (text.empty() ? "" : ",") + std::to_string(d);
+  return "f32[" + text + "]";
+}
+
+std::string listed(const std::vector<double>& values) {
+  std::string text;
+  for (double v : values) text += (text.empty() ? "" : ", ") + std::to_string(v);
+  return "[" + text + "]";
+}
+
+// The node's weights: W, R, B and (LSTM with peepholes) P, by name, with their shapes.
+struct Weights {
+  std::vector<std::string> names;
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<std::vector<double>> values;
+};
+
+Weights weights_of(const Case& c) {
+  const int64_t d = directions(c), g = gates(c);
+  Weights w;
+  w.names = {"w", "r", "b"};
+  w.shapes = {{d, g * kHidden, kInput}, {d, g * kHidden, kHidden}, {d, 2 * g * kHidden}};
+  if (c.peepholes) {
+    w.names.push_back("p");
+    w.shapes.push_back({d, 3 * kHidden});
+  }
+  // Multiples of 1/64: the text form and the tensors hold exactly the same floats.
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> step(-32, 32);
+  for (const auto& shape : w.shapes) {
+    std::vector<double> values(count(shape));
+    for (double& v : values) v = step(rng) / 64.0;
+    w.values.push_back(std::move(values));
+  }
+  return w;
+}
+
+// The node's graph with its weights either initializers (oneDNN) or graph inputs (loops).
+std::string graph_text(const Case& c, bool constant_weights) {
+  const int64_t d = directions(c);
+  const Weights w = weights_of(c);
+  const bool lstm = c.op == "LSTM";
+  std::string inputs = "%x: " + dims_text({kSteps, kBatch, kInput});
+  if (c.lengths) inputs += ", %lengths: i32[" + std::to_string(kBatch) + "]";
+  if (c.initial_states) {
+    inputs += ", %h0: " + dims_text({d, kBatch, kHidden});
+    if (lstm) inputs += ", %c0: " + dims_text({d, kBatch, kHidden});
+  }
+  std::string body;
+  for (std::size_t i = 0; i < w.names.size(); ++i) {
+    if (constant_weights) {
+      body +=
+          "  @" + w.names[i] + ": " + dims_text(w.shapes[i]) + " = " + listed(w.values[i]) + "\n";
+    } else {
+      inputs += ", %" + w.names[i] + ": " + dims_text(w.shapes[i]);
+    }
+  }
+  const std::string sigil = constant_weights ? "@" : "%";
+  std::string operands = "%x, " + sigil + "w, " + sigil + "r, " + sigil + "b, " +
+                         (c.lengths ? "%lengths" : "_") + ", " + (c.initial_states ? "%h0" : "_");
+  if (lstm) operands += std::string(", ") + (c.initial_states ? "%c0" : "_");
+  if (c.peepholes) operands += ", " + sigil + "p";
+  const std::string outputs = lstm ? "%y, %y_h, %y_c" : "%y, %y_h";
+  body += "  " + outputs + " = " + c.op + "[hidden_size=" + std::to_string(kHidden) +
+          ", direction=\"" + c.direction + "\"" +
+          (c.linear_before_reset ? ", linear_before_reset=1" : "") + c.extra_attributes + "](" +
+          operands + ")\n";
+  return "graph g [ai.onnx=14] (" + inputs + ") {\n" + body + "  return " + outputs + "\n}\n";
+}
+
+// The run-time inputs: X, the initial states where the case has them, and `lengths`.
+std::map<std::string, Tensor> run_inputs(const Case& c, const std::vector<int64_t>& lengths = {}) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> value(-1.0, 1.0);
+  auto random = [&](std::vector<int64_t> shape) {
+    std::vector<double> values(count(shape));
+    for (double& v : values) v = value(rng);
+    return floats(std::move(shape), values);
+  };
+  std::map<std::string, Tensor> inputs;
+  inputs.emplace("x", random({kSteps, kBatch, kInput}));
+  if (c.initial_states) {
+    inputs.emplace("h0", random({directions(c), kBatch, kHidden}));
+    if (c.op == "LSTM") inputs.emplace("c0", random({directions(c), kBatch, kHidden}));
+  }
+  if (c.lengths) {
+    inputs.emplace("lengths",
+                   kernel_test::make_tensor(DataType::kInt32, {kBatch},
+                                            std::vector<double>(lengths.begin(), lengths.end())));
+  }
+  return inputs;
+}
+
+// What the loops compute for the case (its weights given as graph inputs).
+std::vector<Tensor> loops_result(const Case& c, const std::vector<int64_t>& lengths = {}) {
+  Executor loops(parse_graph(graph_text(c, false)));
+  std::map<std::string, Tensor> inputs = run_inputs(c, lengths);
+  const Weights w = weights_of(c);
+  for (std::size_t i = 0; i < w.names.size(); ++i)
+    inputs.emplace(w.names[i], floats(w.shapes[i], w.values[i]));
+  std::vector<Tensor> result = loops.run(inputs);
+  EXPECT_EQ(loops.stats().implementations[0], "") << "weights given at run time take the loops";
+  return result;
+}
+
+void expect_same_outputs(const std::vector<Tensor>& fast, const std::vector<Tensor>& slow) {
+  ASSERT_EQ(fast.size(), slow.size());
+  for (std::size_t i = 0; i < fast.size(); ++i) {
+    ASSERT_EQ(fast[i].shape(), slow[i].shape()) << "output " << i;
+    expect_values(fast[i], slow[i].to_double_vector(), 1e-5);
+  }
+}
+
+void expect_dnnl_matches_loops(const Case& c) {
+  Executor dnnl(parse_graph(graph_text(c, true)));
+  const std::vector<Tensor> fast = dnnl.run(run_inputs(c));
+  EXPECT_NE(dnnl.stats().implementations[0], "") << "constant weights did not run on oneDNN";
+  expect_same_outputs(fast, loops_result(c));
+}
+
+class RecurrentDnnl : public testing::TestWithParam<Case> {};
+
+TEST_P(RecurrentDnnl, MatchesTheLoops) {
+  expect_dnnl_matches_loops(GetParam());
+}
+
+std::vector<Case> every_form() {
+  std::vector<Case> cases;
+  for (const auto& [op, linear_before_reset] :
+       std::vector<std::pair<std::string, bool>>{{"GRU", false}, {"GRU", true}, {"LSTM", false}}) {
+    for (const std::string direction : {"forward", "reverse", "bidirectional"}) {
+      for (bool initial_states : {false, true}) {
+        Case c;
+        c.op = op;
+        c.linear_before_reset = linear_before_reset;
+        c.direction = direction;
+        c.initial_states = initial_states;
+        cases.push_back(c);
+      }
+    }
+  }
+  return cases;
+}
+
+std::string case_name(const testing::TestParamInfo<Case>& info) {
+  const Case& c = info.param;
+  return c.op + (c.linear_before_reset ? "Lbr" : "") + "_" + c.direction +
+         (c.initial_states ? "_Initial" : "_Zero");
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryForm, RecurrentDnnl, testing::ValuesIn(every_form()), case_name);
+
+TEST(RecurrentDnnlLstm, PeepholesMatchTheLoops) {
+  Case c;
+  c.op = "LSTM";
+  c.direction = "bidirectional";
+  c.initial_states = true;
+  c.peepholes = true;
+  expect_dnnl_matches_loops(c);
+}
+
+TEST(RecurrentDnnlFallback, ClipKeepsToTheLoops) {
+  Case c;
+  c.op = "GRU";
+  c.extra_attributes = ", clip=100.0";
+  Executor executor(parse_graph(graph_text(c, true)));
+  executor.run(run_inputs(c));
+  EXPECT_EQ(executor.stats().implementations[0], "");
+}
+
+TEST(RecurrentDnnlFallback, UnequalSequenceLengthsKeepToTheLoops) {
+  Case c;
+  c.op = "LSTM";
+  c.lengths = true;
+  Executor executor(parse_graph(graph_text(c, true)));
+  executor.run(run_inputs(c, {kSteps, 2, kSteps}));
+  EXPECT_EQ(executor.stats().implementations[0], "");
+}
+
+TEST(RecurrentDnnlFallback, FullSequenceLengthsRunOnTheDnnlPrimitive) {
+  Case c;
+  c.op = "GRU";
+  c.lengths = true;
+  Executor executor(parse_graph(graph_text(c, true)));
+  executor.run(run_inputs(c, {kSteps, kSteps, kSteps}));
+  EXPECT_NE(executor.stats().implementations[0], "");
+}
+
+TEST(RecurrentDnnlFallback, ShorterLengthsOnALaterRunPrepareTheLoops) {
+  Case c;
+  c.op = "GRU";
+  c.lengths = true;
+  Executor executor(parse_graph(graph_text(c, true)));
+  executor.run(run_inputs(c, {kSteps, kSteps, kSteps}));
+  const std::vector<int64_t> shorter = {kSteps, 1, 3};
+  const std::vector<Tensor> later = executor.run(run_inputs(c, shorter));
+  expect_same_outputs(later, loops_result(c, shorter));
+}
+
+}  // namespace
+}  // namespace cleave
