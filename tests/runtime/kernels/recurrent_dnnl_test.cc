@@ -143,13 +143,18 @@ std::map<std::string, Tensor> run_inputs(const Case& c, const std::vector<int64_
   return inputs;
 }
 
+// The case's weights as graph inputs (the loops' form).
+void add_weights(const Case& c, std::map<std::string, Tensor>& inputs) {
+  const Weights w = weights_of(c);
+  for (std::size_t i = 0; i < w.names.size(); ++i)
+    inputs.emplace(w.names[i], floats(w.shapes[i], w.values[i]));
+}
+
 // What the loops compute for the case (its weights given as graph inputs).
 std::vector<Tensor> loops_result(const Case& c, const std::vector<int64_t>& lengths = {}) {
   Executor loops(parse_graph(graph_text(c, false)));
   std::map<std::string, Tensor> inputs = run_inputs(c, lengths);
-  const Weights w = weights_of(c);
-  for (std::size_t i = 0; i < w.names.size(); ++i)
-    inputs.emplace(w.names[i], floats(w.shapes[i], w.values[i]));
+  add_weights(c, inputs);
   std::vector<Tensor> result = loops.run(inputs);
   EXPECT_EQ(loops.stats().implementations[0], "") << "weights given at run time take the loops";
   return result;
@@ -247,6 +252,30 @@ TEST(RecurrentDnnlFallback, ShorterLengthsOnALaterRunPrepareTheLoops) {
   const std::vector<int64_t> shorter = {kSteps, 1, 3};
   const std::vector<Tensor> later = executor.run(run_inputs(c, shorter));
   expect_same_outputs(later, loops_result(c, shorter));
+}
+
+TEST(RecurrentDnnlShapes, AnotherSequenceAndBatchPrepareThePrimitiveAgain) {
+  Case c;
+  c.op = "LSTM";
+  c.direction = "bidirectional";
+  // The node's graph with symbolic sequence and batch dims.
+  auto symbolic = [&](bool constant_weights) {
+    std::string text = graph_text(c, constant_weights);
+    const std::string fixed = "%x: " + dims_text({kSteps, kBatch, kInput});
+    return text.replace(text.find(fixed), fixed.size(),
+                        "%x: f32[seq,batch," + std::to_string(kInput) + "]");
+  };
+  Executor dnnl(parse_graph(symbolic(true)));
+  dnnl.run(run_inputs(c));
+  const Tensor x = floats({2, 1, kInput}, {0.5, -0.25, 1.0, 0.75, -1.0, 0.125, 0.25, -0.5});
+  const std::vector<Tensor> fast = dnnl.run({{"x", x}});
+  EXPECT_NE(dnnl.stats().implementations[0], "");
+  Executor loops(parse_graph(symbolic(false)));
+  std::map<std::string, Tensor> inputs = {{"x", x}};
+  add_weights(c, inputs);
+  const std::vector<Tensor> slow = loops.run(inputs);
+  ASSERT_EQ(fast[0].shape(), (std::vector<int64_t>{2, 2, 1, kHidden}));
+  expect_same_outputs(fast, slow);
 }
 
 }  // namespace
