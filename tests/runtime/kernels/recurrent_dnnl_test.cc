@@ -1,5 +1,5 @@
-// GRU and LSTM on oneDNN's RNN primitives (constant weights) against the plain loops (the same
-// weights given as graph inputs): both GRU forms, LSTM with and without peepholes, every
+// RNN, GRU and LSTM on oneDNN's RNN primitives (constant weights) against the plain loops (the
+// same weights given as graph inputs): both GRU forms, LSTM with and without peepholes, every
 // direction, with and without initial states; and the nodes that must keep to the loops.
 #include <gtest/gtest.h>
 
@@ -21,7 +21,7 @@ using kernel_test::floats;
 constexpr int64_t kSteps = 5, kBatch = 3, kInput = 4, kHidden = 6;
 
 struct Case {
-  std::string op;  // GRU or LSTM.
+  std::string op;  // RNN, GRU or LSTM.
   bool linear_before_reset = false;
   std::string direction = "forward";
   bool initial_states = false;
@@ -39,7 +39,7 @@ int64_t directions(const Case& c) {
   return c.direction == "bidirectional" ? 2 : 1;
 }
 int64_t gates(const Case& c) {
-  return c.op == "LSTM" ? 4 : 3;
+  return c.op == "LSTM" ? 4 : c.op == "GRU" ? 3 : 1;
 }
 
 std::size_t count(const std::vector<int64_t>& shape) {
@@ -183,8 +183,8 @@ TEST_P(RecurrentDnnl, MatchesTheLoops) {
 
 std::vector<Case> every_form() {
   std::vector<Case> cases;
-  for (const auto& [op, linear_before_reset] :
-       std::vector<std::pair<std::string, bool>>{{"GRU", false}, {"GRU", true}, {"LSTM", false}}) {
+  for (const auto& [op, linear_before_reset] : std::vector<std::pair<std::string, bool>>{
+           {"RNN", false}, {"GRU", false}, {"GRU", true}, {"LSTM", false}}) {
     for (const std::string direction : {"forward", "reverse", "bidirectional"}) {
       for (bool initial_states : {false, true}) {
         Case c;
@@ -214,6 +214,23 @@ TEST(RecurrentDnnlLstm, PeepholesMatchTheLoops) {
   c.initial_states = true;
   c.peepholes = true;
   expect_dnnl_matches_loops(c);
+}
+
+TEST(RecurrentDnnlRnn, ReluMatchesTheLoops) {
+  Case c;
+  c.op = "RNN";
+  c.direction = "bidirectional";
+  c.extra_attributes = R"(, activations=["Relu", "Relu"])";
+  expect_dnnl_matches_loops(c);
+}
+
+TEST(RecurrentDnnlFallback, SoftsignKeepsToTheLoops) {
+  Case c;
+  c.op = "RNN";
+  c.extra_attributes = R"(, activations=["Softsign"])";
+  Executor executor(parse_graph(graph_text(c, true)));
+  executor.run(run_inputs(c));
+  EXPECT_EQ(executor.stats().implementations[0], "");
 }
 
 TEST(RecurrentDnnlFallback, ClipKeepsToTheLoops) {

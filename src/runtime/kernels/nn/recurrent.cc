@@ -14,7 +14,7 @@ namespace cleave {
 
 namespace {
 
-enum class Cell { kRnn, kGru, kLstm };
+using Cell = RecurrentCell;
 
 using Activation = std::function<double(double)>;
 
@@ -180,13 +180,11 @@ void run_direction(const RecurrentShape& s, int64_t d, const float* x, const Dir
 std::unique_ptr<Kernel> create_recurrent(const KernelContext& context, Cell cell) {
   RecurrentShape s = recurrent_shape(context, cell);
   const bool lstm = cell == Cell::kLstm;
-  // The loops stay for RNN and for what oneDNN lacks: clipping, other activations, input_forget,
+  // The loops stay for what oneDNN lacks: clipping, other activations, input_forget,
   // batch-major layout, shorter sequences, weights computed during the run.
-  if (cell != Cell::kRnn) {
-    RecurrentDims dims{lstm,     s.linear_before_reset, s.reverse_only, s.steps, s.batch, s.input,
-                       s.hidden, s.directions};
-    if (auto kernel = create_dnnl_recurrent(context, dims)) return kernel;
-  }
+  RecurrentDims dims{cell,     s.linear_before_reset, s.reverse_only, s.steps, s.batch, s.input,
+                     s.hidden, s.directions};
+  if (auto kernel = create_dnnl_recurrent(context, dims)) return kernel;
   std::vector<int64_t> y_shape =
       s.batch_major ? std::vector<int64_t>{s.batch, s.steps, s.directions, s.hidden}
                     : std::vector<int64_t>{s.steps, s.directions, s.batch, s.hidden};

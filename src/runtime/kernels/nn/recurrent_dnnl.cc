@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,34 @@ constexpr std::array<int64_t, 3> kGruGates = {0, 1, 2};
 constexpr std::array<int64_t, 4> kLstmGates = {0, 2, 3, 1};
 constexpr std::array<int64_t, 3> kPeepholeGates = {0, 2, 1};
 
+// oneDNN's algorithm for an activation of ONNX's RNN, where it has one.
+std::optional<dnnl::algorithm> rnn_activation(const std::string& name) {
+  if (name == "Tanh") return dnnl::algorithm::eltwise_tanh;
+  if (name == "Relu") return dnnl::algorithm::eltwise_relu;
+  if (name == "Sigmoid") return dnnl::algorithm::eltwise_logistic;
+  return std::nullopt;
+}
+
+// Whether the primitive computes the node's activations: GRU's and LSTM's defaults, or for RNN
+// one that oneDNN has, the same in both directions.
+bool activations_supported(const Node& node, RecurrentCell cell) {
+  const Attribute* given = node.attribute("activations");
+  if (given == nullptr || given->strings.empty()) return true;
+  const std::vector<std::string>& names = given->strings;
+  if (cell == RecurrentCell::kRnn) {
+    return rnn_activation(names.front()).has_value() &&
+           std::all_of(names.begin(), names.end(),
+                       [&](const std::string& name) { return name == names.front(); });
+  }
+  std::vector<std::string> defaults = cell == RecurrentCell::kLstm
+                                          ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+                                          : std::vector<std::string>{"Sigmoid", "Tanh"};
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (names[i] != defaults[i % defaults.size()]) return false;
+  }
+  return true;
+}
+
 // Why the primitive cannot compute the node (empty when it can): it knows only the default
 // activations without clipping, time-major data and weights fixed before the run.
 std::string primitive_blocker(const KernelContext& context, const RecurrentDims& dims) {
@@ -39,16 +68,9 @@ std::string primitive_blocker(const KernelContext& context, const RecurrentDims&
     return "activation_alpha/beta";
   if (node.int_attribute("input_forget", 0) != 0) return "input_forget";
   if (node.int_attribute("layout", 0) != 0) return "layout=1";
-  if (const Attribute* given = node.attribute("activations")) {
-    std::vector<std::string> defaults = dims.lstm
-                                            ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
-                                            : std::vector<std::string>{"Sigmoid", "Tanh"};
-    for (std::size_t i = 0; i < given->strings.size(); ++i) {
-      if (given->strings[i] != defaults[i % defaults.size()]) return "activations";
-    }
-  }
+  if (!activations_supported(node, dims.cell)) return "activations";
   for (std::size_t input : {kW, kR, kB, kPeepholes}) {
-    if (input == kPeepholes && !dims.lstm) continue;
+    if (input == kPeepholes && dims.cell != RecurrentCell::kLstm) continue;
     if (context.has_input(input) && !context.constant[input]) return "weights given at run time";
   }
   if (context.has_input(kLengths)) {
@@ -70,13 +92,13 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
       specs_.push_back({DataType::kFloat, {d, n, h}, std::nullopt, -1});
     if (context.has_input(kLengths)) lengths_ = context.input(kLengths).to_int64_vector();
     given_h_ = context.has_input(kInitialH);
-    given_c_ = dims.lstm && context.has_input(kInitialC);
+    given_c_ = lstm() && context.has_input(kInitialC);
     create_primitive(context);
     pack_weights(context);
     const auto state_floats = static_cast<std::size_t>(d * n * h);
-    if (given_h_ != given_c_ && dims.lstm) zeros_.assign(state_floats, 0.0f);
+    if (given_h_ != given_c_ && lstm()) zeros_.assign(state_floats, 0.0f);
     // oneDNN computes both final states or none: a missing output's goes to a buffer here.
-    if (outputs_ < (dims.lstm ? 3u : 2u)) spare_states_.resize(2 * state_floats);
+    if (outputs_ < (lstm() ? 3u : 2u)) spare_states_.resize(2 * state_floats);
     if (d == 2) layer_.resize(static_cast<std::size_t>(dims.steps * n * d * h));
   }
 
@@ -100,14 +122,14 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
     step_.set(DNNL_ARG_SRC_LAYER, inputs[kX]->raw());
     if (given_h_ || given_c_) {
       step_.set(DNNL_ARG_SRC_ITER, given_h_ ? inputs[kInitialH]->raw() : zeros_.data());
-      if (dims_.lstm)
+      if (lstm())
         step_.set(DNNL_ARG_SRC_ITER_C, given_c_ ? inputs[kInitialC]->raw() : zeros_.data());
     }
     float* y = outputs[0]->data<float>();
     step_.set(DNNL_ARG_DST_LAYER, layer_.empty() ? y : layer_.data());
     step_.set(DNNL_ARG_DST_ITER,
               outputs.size() > 1 ? outputs[1]->raw() : static_cast<void*>(spare_states_.data()));
-    if (dims_.lstm) {
+    if (lstm()) {
       step_.set(DNNL_ARG_DST_ITER_C, outputs.size() > 2
                                          ? outputs[2]->raw()
                                          : static_cast<void*>(spare_states_.data() + state_floats));
@@ -131,8 +153,11 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
   }
 
  private:
-  int64_t gates() const { return dims_.lstm ? 4 : 3; }
-  int64_t onnx_gate(int64_t g) const { return dims_.lstm ? kLstmGates[g] : kGruGates[g]; }
+  bool lstm() const { return dims_.cell == RecurrentCell::kLstm; }
+  int64_t gates() const { return lstm() ? 4 : dims_.cell == RecurrentCell::kGru ? 3 : 1; }
+  int64_t onnx_gate(int64_t g) const {
+    return lstm() ? kLstmGates[g] : dims_.cell == RecurrentCell::kGru ? kGruGates[g] : 0;
+  }
 
   void create_primitive(const KernelContext& context) {
     const int64_t t = dims_.steps, d = dims_.directions, n = dims_.batch, i = dims_.input,
@@ -154,7 +179,17 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
     const auto inference = dnnl::prop_kind::forward_inference;
     const dnnl::primitive_attr attr = kernel_attr();
     dnnl::primitive primitive;
-    if (dims_.lstm) {
+    if (dims_.cell == RecurrentCell::kRnn) {
+      std::optional<dnnl::algorithm> activation = rnn_activation("Tanh");
+      if (const Attribute* given = context.node.attribute("activations");
+          given && !given->strings.empty())
+        activation = rnn_activation(given->strings.front());
+      dnnl::vanilla_rnn_forward::desc desc(inference, *activation, direction, src_layer, src_iter,
+                                           weights_layer, weights_iter, bias, dst_layer, state);
+      dnnl::vanilla_rnn_forward::primitive_desc descriptor(desc, attr, context.engine);
+      remember(descriptor);
+      step_ = DnnlStep(dnnl::vanilla_rnn_forward(descriptor), descriptor, context.engine);
+    } else if (lstm()) {
       const memory::desc peepholes =
           context.has_input(kPeepholes) ? memory::desc({1, d, 3, h}, f32, Tag::ldgo) : none;
       dnnl::lstm_forward::desc desc(inference, direction, src_layer, src_iter, src_iter,
@@ -240,7 +275,7 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
       }
       step_.set(DNNL_ARG_BIAS, bias_.data());
     }
-    if (dims_.lstm && context.has_input(kPeepholes)) {
+    if (lstm() && context.has_input(kPeepholes)) {
       const float* onnx = context.input(kPeepholes).data<float>();
       peepholes_.resize(static_cast<std::size_t>(d * 3 * h));
       for (int64_t dir = 0; dir < d; ++dir) {

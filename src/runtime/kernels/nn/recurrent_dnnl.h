@@ -1,4 +1,4 @@
-// GRU and LSTM nodes on oneDNN's RNN primitives, with weights packed once at preparation.
+// RNN, GRU and LSTM nodes on oneDNN's RNN primitives, with weights packed once at preparation.
 #pragma once
 
 #include <cstdint>
@@ -8,17 +8,21 @@
 
 namespace cleave {
 
-/// Sizes of a GRU or LSTM node, as the plain loops (recurrent.cc) checked them.
+/// The three recurrent ops of ONNX.
+enum class RecurrentCell { kRnn, kGru, kLstm };
+
+/// Sizes of an RNN, GRU or LSTM node, as the plain loops (recurrent.cc) checked them.
 struct RecurrentDims {
-  bool lstm = false;  ///< LSTM; else GRU.
+  RecurrentCell cell = RecurrentCell::kRnn;
   bool linear_before_reset = false;
   bool reverse = false;  ///< direction="reverse".
   int64_t steps = 0, batch = 0, input = 0, hidden = 0, directions = 1;
 };
 
-/// The node on oneDNN's lbr_gru, gru or lstm primitive (forward, reverse or bidirectional,
-/// initial states, peepholes), or nullptr where the node needs what the primitive lacks: clip,
-/// activations other than the defaults, input_forget, layout=1, sequence lengths that differ
+/// The node on oneDNN's vanilla_rnn, lbr_gru, gru or lstm primitive (forward, reverse or
+/// bidirectional, initial states, peepholes), or nullptr where the node needs what the
+/// primitive lacks: clip, activations other than the defaults (RNN: one of Tanh, Relu, Sigmoid
+/// for every direction), input_forget, layout=1, sequence lengths that differ
 /// from the sequence's, weights that are not constants. The kernel is prepared again when the
 /// sequence lengths' values change.
 std::unique_ptr<Kernel> create_dnnl_recurrent(const KernelContext& context,
