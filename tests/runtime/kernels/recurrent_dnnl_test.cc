@@ -25,9 +25,11 @@ struct Case {
   bool linear_before_reset = false;
   std::string direction = "forward";
   bool initial_states = false;
+  bool initial_cell = true;  // LSTM with initial states: initial_c given too.
   bool peepholes = false;
   std::string extra_attributes;  // Appended to the node's attributes (", clip=100.0").
   bool lengths = false;          // A sequence_lens graph input.
+  int outputs = 0;               // How many of the node's outputs it names; 0: all.
 };
 
 void PrintTo(const Case& c, std::ostream* out) {
@@ -96,7 +98,7 @@ std::string graph_text(const Case& c, bool constant_weights) {
   if (c.lengths) inputs += ", %lengths: i32[" + std::to_string(kBatch) + "]";
   if (c.initial_states) {
     inputs += ", %h0: " + dims_text({d, kBatch, kHidden});
-    if (lstm) inputs += ", %c0: " + dims_text({d, kBatch, kHidden});
+    if (lstm && c.initial_cell) inputs += ", %c0: " + dims_text({d, kBatch, kHidden});
   }
   std::string body;
   for (std::size_t i = 0; i < w.names.size(); ++i) {
@@ -110,9 +112,11 @@ std::string graph_text(const Case& c, bool constant_weights) {
   const std::string sigil = constant_weights ? "@" : "%";
   std::string operands = "%x, " + sigil + "w, " + sigil + "r, " + sigil + "b, " +
                          (c.lengths ? "%lengths" : "_") + ", " + (c.initial_states ? "%h0" : "_");
-  if (lstm) operands += std::string(", ") + (c.initial_states ? "%c0" : "_");
+  if (lstm) operands += std::string(", ") + (c.initial_states && c.initial_cell ? "%c0" : "_");
   if (c.peepholes) operands += ", " + sigil + "p";
-  const std::string outputs = lstm ? "%y, %y_h, %y_c" : "%y, %y_h";
+  std::string outputs = lstm ? "%y, %y_h, %y_c" : "%y, %y_h";
+  if (c.outputs == 1) outputs = "%y";
+  if (c.outputs == 2) outputs = "%y, %y_h";
   body += "  " + outputs + " = " + c.op + "[hidden_size=" + std::to_string(kHidden) +
           ", direction=\"" + c.direction + "\"" +
           (c.linear_before_reset ? ", linear_before_reset=1" : "") + c.extra_attributes + "](" +
@@ -133,7 +137,8 @@ std::map<std::string, Tensor> run_inputs(const Case& c, const std::vector<int64_
   inputs.emplace("x", random({kSteps, kBatch, kInput}));
   if (c.initial_states) {
     inputs.emplace("h0", random({directions(c), kBatch, kHidden}));
-    if (c.op == "LSTM") inputs.emplace("c0", random({directions(c), kBatch, kHidden}));
+    if (c.op == "LSTM" && c.initial_cell)
+      inputs.emplace("c0", random({directions(c), kBatch, kHidden}));
   }
   if (c.lengths) {
     inputs.emplace("lengths",
@@ -231,6 +236,31 @@ TEST(RecurrentDnnlFallback, SoftsignKeepsToTheLoops) {
   Executor executor(parse_graph(graph_text(c, true)));
   executor.run(run_inputs(c));
   EXPECT_EQ(executor.stats().implementations[0], "");
+}
+
+TEST(RecurrentDnnlOutputs, LstmWithoutItsCellStateMatchesTheLoops) {
+  Case c;
+  c.op = "LSTM";
+  c.initial_states = true;
+  c.outputs = 2;
+  expect_dnnl_matches_loops(c);
+}
+
+TEST(RecurrentDnnlLstm, InitialHiddenStateAloneMatchesTheLoops) {
+  Case c;
+  c.op = "LSTM";
+  c.direction = "reverse";
+  c.initial_states = true;
+  c.initial_cell = false;
+  expect_dnnl_matches_loops(c);
+}
+
+TEST(RecurrentDnnlOutputs, GruWithYAloneMatchesTheLoops) {
+  Case c;
+  c.op = "GRU";
+  c.direction = "bidirectional";
+  c.outputs = 1;
+  expect_dnnl_matches_loops(c);
 }
 
 TEST(RecurrentDnnlFallback, ClipKeepsToTheLoops) {
