@@ -229,6 +229,14 @@ TEST(RecurrentDnnlRnn, ReluMatchesTheLoops) {
   expect_dnnl_matches_loops(c);
 }
 
+TEST(RecurrentDnnlRnn, SigmoidMatchesTheLoops) {
+  Case c;
+  c.op = "RNN";
+  c.initial_states = true;
+  c.extra_attributes = R"(, activations=["Sigmoid"])";
+  expect_dnnl_matches_loops(c);
+}
+
 TEST(RecurrentDnnlFallback, SoftsignKeepsToTheLoops) {
   Case c;
   c.op = "RNN";

@@ -178,7 +178,6 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
                                            : dnnl::rnn_direction::unidirectional_left2right;
     const auto inference = dnnl::prop_kind::forward_inference;
     const dnnl::primitive_attr attr = kernel_attr();
-    dnnl::primitive primitive;
     if (dims_.cell == RecurrentCell::kRnn) {
       std::optional<dnnl::algorithm> activation = rnn_activation("Tanh");
       if (const Attribute* given = context.node.attribute("activations");
