@@ -30,11 +30,12 @@ struct Case {
   std::string extra_attributes;  // Appended to the node's attributes (", clip=100.0").
   bool lengths = false;          // A sequence_lens graph input.
   int outputs = 0;               // How many of the node's outputs it names; 0: all.
+  bool batch_major = false;      // layout=1.
 };
 
 void PrintTo(const Case& c, std::ostream* out) {
   *out << c.op << (c.linear_before_reset ? " linear_before_reset" : "") << " " << c.direction
-       << (c.initial_states ? " with initial states" : "");
+       << (c.initial_states ? " with initial states" : "") << (c.batch_major ? " layout=1" : "");
 }
 
 int64_t directions(const Case& c) {
@@ -42,6 +43,15 @@ int64_t directions(const Case& c) {
 }
 int64_t gates(const Case& c) {
   return c.op == "LSTM" ? 4 : c.op == "GRU" ? 3 : 1;
+}
+
+std::vector<int64_t> x_shape(const Case& c) {
+  return c.batch_major ? std::vector<int64_t>{kBatch, kSteps, kInput}
+                       : std::vector<int64_t>{kSteps, kBatch, kInput};
+}
+std::vector<int64_t> state_shape(const Case& c) {
+  return c.batch_major ? std::vector<int64_t>{kBatch, directions(c), kHidden}
+                       : std::vector<int64_t>{directions(c), kBatch, kHidden};
 }
 
 std::size_t count(const std::vector<int64_t>& shape) {
@@ -91,14 +101,13 @@ Weights weights_of(const Case& c) {
 
 // The node's graph with its weights either initializers (oneDNN) or graph inputs (loops).
 std::string graph_text(const Case& c, bool constant_weights) {
-  const int64_t d = directions(c);
   const Weights w = weights_of(c);
   const bool lstm = c.op == "LSTM";
-  std::string inputs = "%x: " + dims_text({kSteps, kBatch, kInput});
+  std::string inputs = "%x: " + dims_text(x_shape(c));
   if (c.lengths) inputs += ", %lengths: i32[" + std::to_string(kBatch) + "]";
   if (c.initial_states) {
-    inputs += ", %h0: " + dims_text({d, kBatch, kHidden});
-    if (lstm && c.initial_cell) inputs += ", %c0: " + dims_text({d, kBatch, kHidden});
+    inputs += ", %h0: " + dims_text(state_shape(c));
+    if (lstm && c.initial_cell) inputs += ", %c0: " + dims_text(state_shape(c));
   }
   std::string body;
   for (std::size_t i = 0; i < w.names.size(); ++i) {
@@ -119,8 +128,8 @@ std::string graph_text(const Case& c, bool constant_weights) {
   if (c.outputs == 2) outputs = "%y, %y_h";
   body += "  " + outputs + " = " + c.op + "[hidden_size=" + std::to_string(kHidden) +
           ", direction=\"" + c.direction + "\"" +
-          (c.linear_before_reset ? ", linear_before_reset=1" : "") + c.extra_attributes + "](" +
-          operands + ")\n";
+          (c.linear_before_reset ? ", linear_before_reset=1" : "") +
+          (c.batch_major ? ", layout=1" : "") + c.extra_attributes + "](" + operands + ")\n";
   return "graph g [ai.onnx=14] (" + inputs + ") {\n" + body + "  return " + outputs + "\n}\n";
 }
 
@@ -134,11 +143,10 @@ std::map<std::string, Tensor> run_inputs(const Case& c, const std::vector<int64_
     return floats(std::move(shape), values);
   };
   std::map<std::string, Tensor> inputs;
-  inputs.emplace("x", random({kSteps, kBatch, kInput}));
+  inputs.emplace("x", random(x_shape(c)));
   if (c.initial_states) {
-    inputs.emplace("h0", random({directions(c), kBatch, kHidden}));
-    if (c.op == "LSTM" && c.initial_cell)
-      inputs.emplace("c0", random({directions(c), kBatch, kHidden}));
+    inputs.emplace("h0", random(state_shape(c)));
+    if (c.op == "LSTM" && c.initial_cell) inputs.emplace("c0", random(state_shape(c)));
   }
   if (c.lengths) {
     inputs.emplace("lengths",
@@ -204,13 +212,27 @@ std::vector<Case> every_form() {
   return cases;
 }
 
+// layout=1 in every direction; initial states only where one direction reads them (oneDNN
+// reads two directions' states direction-major only).
+std::vector<Case> batch_major_forms() {
+  std::vector<Case> cases;
+  for (Case c : every_form()) {
+    if (c.initial_states && c.direction == "bidirectional") continue;
+    c.batch_major = true;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
 std::string case_name(const testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
   return c.op + (c.linear_before_reset ? "Lbr" : "") + "_" + c.direction +
-         (c.initial_states ? "_Initial" : "_Zero");
+         (c.initial_states ? "_Initial" : "_Zero") + (c.batch_major ? "_BatchMajor" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryForm, RecurrentDnnl, testing::ValuesIn(every_form()), case_name);
+INSTANTIATE_TEST_SUITE_P(BatchMajor, RecurrentDnnl, testing::ValuesIn(batch_major_forms()),
+                         case_name);
 
 TEST(RecurrentDnnlLstm, PeepholesMatchTheLoops) {
   Case c;
@@ -269,6 +291,17 @@ TEST(RecurrentDnnlOutputs, GruWithYAloneMatchesTheLoops) {
   c.direction = "bidirectional";
   c.outputs = 1;
   expect_dnnl_matches_loops(c);
+}
+
+TEST(RecurrentDnnlFallback, BatchMajorStatesOfTwoDirectionsKeepToTheLoops) {
+  Case c;
+  c.op = "GRU";
+  c.direction = "bidirectional";
+  c.initial_states = true;
+  c.batch_major = true;
+  Executor executor(parse_graph(graph_text(c, true)));
+  executor.run(run_inputs(c));
+  EXPECT_EQ(executor.stats().implementations[0], "");
 }
 
 TEST(RecurrentDnnlFallback, ClipKeepsToTheLoops) {

@@ -196,9 +196,11 @@ std::unique_ptr<Kernel> create_recurrent(const KernelContext& context, Cell cell
   RecurrentShape s = recurrent_shape(context, cell);
   const bool lstm = cell == Cell::kLstm;
   // The loops stay for what oneDNN lacks: clipping, other activations, input_forget,
-  // batch-major layout, shorter sequences, weights computed during the run.
-  RecurrentDims dims{cell,     s.linear_before_reset, s.reverse_only, s.steps, s.batch, s.input,
-                     s.hidden, s.directions};
+  // batch-major initial states of two directions, shorter sequences, weights computed during
+  // the run.
+  RecurrentDims dims{
+      cell,     s.linear_before_reset, s.reverse_only, s.batch_major, s.steps, s.batch, s.input,
+      s.hidden, s.directions};
   if (auto kernel = create_dnnl_recurrent(context, dims)) return kernel;
   std::vector<int64_t> y_shape =
       s.batch_major ? std::vector<int64_t>{s.batch, s.steps, s.directions, s.hidden}

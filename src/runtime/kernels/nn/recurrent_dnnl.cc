@@ -60,14 +60,16 @@ bool activations_supported(const Node& node, RecurrentCell cell) {
 }
 
 // Why the primitive cannot compute the node (empty when it can): it knows only the default
-// activations without clipping, time-major data and weights fixed before the run.
+// activations without clipping, states direction-major and weights fixed before the run.
 std::string primitive_blocker(const KernelContext& context, const RecurrentDims& dims) {
   const Node& node = context.node;
   if (node.attribute("clip") != nullptr) return "clip";
   if (node.attribute("activation_alpha") != nullptr || node.attribute("activation_beta") != nullptr)
     return "activation_alpha/beta";
   if (node.int_attribute("input_forget", 0) != 0) return "input_forget";
-  if (node.int_attribute("layout", 0) != 0) return "layout=1";
+  if (dims.batch_major && dims.directions == 2 &&
+      (context.has_input(kInitialH) || context.has_input(kInitialC)))
+    return "layout=1 initial states of two directions";
   if (!activations_supported(node, dims.cell)) return "activations";
   for (std::size_t input : {kW, kR, kB, kPeepholes}) {
     if (input == kPeepholes && dims.cell != RecurrentCell::kLstm) continue;
@@ -82,14 +84,36 @@ std::string primitive_blocker(const KernelContext& context, const RecurrentDims&
   return {};
 }
 
+// [outer, a, b, inner] into [outer, b, a, inner].
+void swap_middle_dims(const float* from, int64_t outer, int64_t a, int64_t b, int64_t inner,
+                      float* to) {
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < a; ++i) {
+      for (int64_t j = 0; j < b; ++j) {
+        std::memcpy(to + ((o * b + j) * a + i) * inner, from + ((o * a + i) * b + j) * inner,
+                    static_cast<std::size_t>(inner) * sizeof(float));
+      }
+    }
+  }
+}
+
 class DnnlRecurrentKernel : public Kernel, public PackedConstants {
  public:
   DnnlRecurrentKernel(const KernelContext& context, const RecurrentDims& dims)
       : dims_(dims), outputs_(context.node.outputs.size()) {
     const int64_t d = dims.directions, n = dims.batch, h = dims.hidden;
-    specs_.push_back({DataType::kFloat, {dims.steps, d, n, h}, std::nullopt, -1});
-    for (std::size_t i = 1; i < outputs_; ++i)
-      specs_.push_back({DataType::kFloat, {d, n, h}, std::nullopt, -1});
+    // Batch-major Y [batch, seq, directions, hidden] is oneDNN's ntc; time-major Y of two
+    // directions needs a copy. Final states [batch, 2, hidden] need one too.
+    specs_.push_back({DataType::kFloat,
+                      dims.batch_major ? std::vector<int64_t>{n, dims.steps, d, h}
+                                       : std::vector<int64_t>{dims.steps, d, n, h},
+                      std::nullopt, -1});
+    for (std::size_t i = 1; i < outputs_; ++i) {
+      specs_.push_back(
+          {DataType::kFloat,
+           dims.batch_major ? std::vector<int64_t>{n, d, h} : std::vector<int64_t>{d, n, h},
+           std::nullopt, -1});
+    }
     if (context.has_input(kLengths)) lengths_ = context.input(kLengths).to_int64_vector();
     given_h_ = context.has_input(kInitialH);
     given_c_ = lstm() && context.has_input(kInitialC);
@@ -97,9 +121,11 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
     pack_weights(context);
     const auto state_floats = static_cast<std::size_t>(d * n * h);
     if (given_h_ != given_c_ && lstm()) zeros_.assign(state_floats, 0.0f);
+    states_direct_ = !dims.batch_major || d == 1;
     // oneDNN computes both final states or none: a missing output's goes to a buffer here.
-    if (outputs_ < (lstm() ? 3u : 2u)) spare_states_.resize(2 * state_floats);
-    if (d == 2) layer_.resize(static_cast<std::size_t>(dims.steps * n * d * h));
+    if (!states_direct_ || outputs_ < (lstm() ? 3u : 2u)) states_.resize(2 * state_floats);
+    if (d == 2 && !dims.batch_major)
+      layer_.resize(static_cast<std::size_t>(dims.steps * n * d * h));
   }
 
   std::vector<OutputSpec> output_specs() const override { return specs_; }
@@ -127,28 +153,24 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
     }
     float* y = outputs[0]->data<float>();
     step_.set(DNNL_ARG_DST_LAYER, layer_.empty() ? y : layer_.data());
-    step_.set(DNNL_ARG_DST_ITER,
-              outputs.size() > 1 ? outputs[1]->raw() : static_cast<void*>(spare_states_.data()));
-    if (lstm()) {
-      step_.set(DNNL_ARG_DST_ITER_C, outputs.size() > 2
-                                         ? outputs[2]->raw()
-                                         : static_cast<void*>(spare_states_.data() + state_floats));
-    }
+    auto final_state = [&](std::size_t k) {
+      return states_direct_ && outputs.size() > k
+                 ? outputs[k]->raw()
+                 : static_cast<void*>(states_.data() + (k - 1) * state_floats);
+    };
+    step_.set(DNNL_ARG_DST_ITER, final_state(1));
+    if (lstm()) step_.set(DNNL_ARG_DST_ITER_C, final_state(2));
     step_.execute(stream);
-    if (!layer_.empty()) {
-      stream.wait();
-      // oneDNN concatenates the directions per row ([seq, batch, 2·hidden]); ONNX keeps them
-      // apart ([seq, 2, batch, hidden]).
-      const int64_t n = dims_.batch, h = dims_.hidden;
-      for (int64_t t = 0; t < dims_.steps; ++t) {
-        for (int64_t dir = 0; dir < 2; ++dir) {
-          for (int64_t b = 0; b < n; ++b) {
-            std::memcpy(y + ((t * 2 + dir) * n + b) * h,
-                        layer_.data() + ((t * n + b) * 2 + dir) * h,
-                        static_cast<std::size_t>(h) * sizeof(float));
-          }
-        }
-      }
+    if (layer_.empty() && states_direct_) return;
+    stream.wait();
+    const int64_t t = dims_.steps, n = dims_.batch, h = dims_.hidden;
+    // oneDNN concatenates the directions per row ([seq, batch, 2·hidden]); ONNX keeps them
+    // apart ([seq, 2, batch, hidden]).
+    if (!layer_.empty()) swap_middle_dims(layer_.data(), t, n, 2, h, y);
+    // oneDNN's [2, batch, hidden] states into ONNX's batch-major [batch, 2, hidden].
+    for (std::size_t k = 1; !states_direct_ && k < outputs.size(); ++k) {
+      swap_middle_dims(states_.data() + (k - 1) * state_floats, 1, 2, n, h,
+                       outputs[k]->data<float>());
     }
   }
 
@@ -164,7 +186,8 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
                   h = dims_.hidden, g = gates();
     const auto f32 = memory::data_type::f32;
     const memory::desc none;
-    const memory::desc src_layer({t, n, i}, f32, Tag::tnc);
+    const Tag order = dims_.batch_major ? Tag::ntc : Tag::tnc;
+    const memory::desc src_layer({t, n, i}, f32, order);
     const memory::desc state({1, d, n, h}, f32, Tag::ldnc);
     const memory::desc src_iter = given_h_ || given_c_ ? state : none;
     const memory::desc weights_layer({1, d, i, g, h}, f32, Tag::any);
@@ -172,7 +195,7 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
     const int64_t bias_gates = dims_.linear_before_reset ? 4 : g;
     const memory::desc bias =
         context.has_input(kB) ? memory::desc({1, d, bias_gates, h}, f32, Tag::ldgo) : none;
-    const memory::desc dst_layer({t, n, d * h}, f32, Tag::tnc);
+    const memory::desc dst_layer({t, n, d * h}, f32, order);
     const auto direction = d == 2          ? dnnl::rnn_direction::bidirectional_concat
                            : dims_.reverse ? dnnl::rnn_direction::unidirectional_right2left
                                            : dnnl::rnn_direction::unidirectional_left2right;
@@ -296,9 +319,10 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
   memory::desc weights_layer_desc_, weights_iter_desc_;
   std::shared_ptr<Buffer> weights_layer_, weights_iter_;
   std::vector<float> bias_, peepholes_;
-  std::vector<float> zeros_;         // The initial state of the two not given.
-  std::vector<float> spare_states_;  // Final states that no output takes.
-  std::vector<float> layer_;         // Y of both directions, as oneDNN concatenates them.
+  std::vector<float> zeros_;   // The initial state of the two not given.
+  bool states_direct_ = true;  // oneDNN writes the final states into the outputs.
+  std::vector<float> states_;  // Final states oneDNN writes elsewhere: h, then c.
+  std::vector<float> layer_;   // Y of both directions, as oneDNN concatenates them.
 };
 
 }  // namespace

@@ -15,14 +15,16 @@ enum class RecurrentCell { kRnn, kGru, kLstm };
 struct RecurrentDims {
   RecurrentCell cell = RecurrentCell::kRnn;
   bool linear_before_reset = false;
-  bool reverse = false;  ///< direction="reverse".
+  bool reverse = false;      ///< direction="reverse".
+  bool batch_major = false;  ///< layout=1: [batch, seq, ...] rather than [seq, batch, ...].
   int64_t steps = 0, batch = 0, input = 0, hidden = 0, directions = 1;
 };
 
 /// The node on oneDNN's vanilla_rnn, lbr_gru, gru or lstm primitive (forward, reverse or
 /// bidirectional, initial states, peepholes), or nullptr where the node needs what the
 /// primitive lacks: clip, activations other than the defaults (RNN: one of Tanh, Relu, Sigmoid
-/// for every direction), input_forget, layout=1, sequence lengths that differ
+/// for every direction), input_forget, initial states of both directions in layout=1 (oneDNN
+/// reads states direction-major only), sequence lengths that differ
 /// from the sequence's, weights that are not constants. The kernel is prepared again when the
 /// sequence lengths' values change.
 std::unique_ptr<Kernel> create_dnnl_recurrent(const KernelContext& context,
