@@ -195,9 +195,8 @@ void run_direction(const RecurrentShape& s, int64_t d, const float* x, const Dir
 std::unique_ptr<Kernel> create_recurrent(const KernelContext& context, Cell cell) {
   RecurrentShape s = recurrent_shape(context, cell);
   const bool lstm = cell == Cell::kLstm;
-  // The loops stay for what oneDNN lacks: clipping, other activations, input_forget,
-  // batch-major initial states of two directions, shorter sequences, weights computed during
-  // the run.
+  // The loops stay for what oneDNN lacks: clipping, other activations, input_forget, shorter
+  // sequences, weights computed during the run.
   RecurrentDims dims{
       cell,     s.linear_before_reset, s.reverse_only, s.batch_major, s.steps, s.batch, s.input,
       s.hidden, s.directions};

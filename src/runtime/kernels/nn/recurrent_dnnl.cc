@@ -60,16 +60,13 @@ bool activations_supported(const Node& node, RecurrentCell cell) {
 }
 
 // Why the primitive cannot compute the node (empty when it can): it knows only the default
-// activations without clipping, states direction-major and weights fixed before the run.
+// activations without clipping, and weights fixed before the run.
 std::string primitive_blocker(const KernelContext& context, const RecurrentDims& dims) {
   const Node& node = context.node;
   if (node.attribute("clip") != nullptr) return "clip";
   if (node.attribute("activation_alpha") != nullptr || node.attribute("activation_beta") != nullptr)
     return "activation_alpha/beta";
   if (node.int_attribute("input_forget", 0) != 0) return "input_forget";
-  if (dims.batch_major && dims.directions == 2 &&
-      (context.has_input(kInitialH) || context.has_input(kInitialC)))
-    return "layout=1 initial states of two directions";
   if (!activations_supported(node, dims.cell)) return "activations";
   for (std::size_t input : {kW, kR, kB, kPeepholes}) {
     if (input == kPeepholes && dims.cell != RecurrentCell::kLstm) continue;
@@ -120,8 +117,9 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
     create_primitive(context);
     pack_weights(context);
     const auto state_floats = static_cast<std::size_t>(d * n * h);
-    if (given_h_ != given_c_ && lstm()) zeros_.assign(state_floats, 0.0f);
     states_direct_ = !dims.batch_major || d == 1;
+    if ((given_h_ || given_c_) && (!states_direct_ || (lstm() && given_h_ != given_c_)))
+      initial_.assign(2 * state_floats, 0.0f);
     // oneDNN computes both final states or none: a missing output's goes to a buffer here.
     if (!states_direct_ || outputs_ < (lstm() ? 3u : 2u)) states_.resize(2 * state_floats);
     if (d == 2 && !dims.batch_major)
@@ -147,9 +145,9 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
         static_cast<std::size_t>(dims_.directions * dims_.batch * dims_.hidden);
     step_.set(DNNL_ARG_SRC_LAYER, inputs[kX]->raw());
     if (given_h_ || given_c_) {
-      step_.set(DNNL_ARG_SRC_ITER, given_h_ ? inputs[kInitialH]->raw() : zeros_.data());
+      step_.set(DNNL_ARG_SRC_ITER, initial_state(given_h_ ? inputs[kInitialH] : nullptr, 0));
       if (lstm())
-        step_.set(DNNL_ARG_SRC_ITER_C, given_c_ ? inputs[kInitialC]->raw() : zeros_.data());
+        step_.set(DNNL_ARG_SRC_ITER_C, initial_state(given_c_ ? inputs[kInitialC] : nullptr, 1));
     }
     float* y = outputs[0]->data<float>();
     step_.set(DNNL_ARG_DST_LAYER, layer_.empty() ? y : layer_.data());
@@ -175,6 +173,17 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
   }
 
  private:
+  // Initial state k (h, c) as oneDNN reads it: the given tensor, or its batch-major form moved
+  // direction-major into initial_, or zeros there when not given.
+  const void* initial_state(const Tensor* given, std::size_t k) {
+    const int64_t d = dims_.directions, n = dims_.batch, h = dims_.hidden;
+    float* own = initial_.data() + k * static_cast<std::size_t>(d * n * h);
+    if (given == nullptr) return own;
+    if (states_direct_) return given->raw();
+    swap_middle_dims(given->data<float>(), 1, n, d, h, own);
+    return own;
+  }
+
   bool lstm() const { return dims_.cell == RecurrentCell::kLstm; }
   int64_t gates() const { return lstm() ? 4 : dims_.cell == RecurrentCell::kGru ? 3 : 1; }
   int64_t onnx_gate(int64_t g) const {
@@ -319,10 +328,10 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
   memory::desc weights_layer_desc_, weights_iter_desc_;
   std::shared_ptr<Buffer> weights_layer_, weights_iter_;
   std::vector<float> bias_, peepholes_;
-  std::vector<float> zeros_;   // The initial state of the two not given.
-  bool states_direct_ = true;  // oneDNN writes the final states into the outputs.
-  std::vector<float> states_;  // Final states oneDNN writes elsewhere: h, then c.
-  std::vector<float> layer_;   // Y of both directions, as oneDNN concatenates them.
+  std::vector<float> initial_;  // Initial states oneDNN reads from here: h, then c.
+  bool states_direct_ = true;   // oneDNN writes the final states into the outputs.
+  std::vector<float> states_;   // Final states oneDNN writes elsewhere: h, then c.
+  std::vector<float> layer_;    // Y of both directions, as oneDNN concatenates them.
 };
 
 }  // namespace

@@ -23,8 +23,7 @@ struct RecurrentDims {
 /// The node on oneDNN's vanilla_rnn, lbr_gru, gru or lstm primitive (forward, reverse or
 /// bidirectional, initial states, peepholes), or nullptr where the node needs what the
 /// primitive lacks: clip, activations other than the defaults (RNN: one of Tanh, Relu, Sigmoid
-/// for every direction), input_forget, initial states of both directions in layout=1 (oneDNN
-/// reads states direction-major only), sequence lengths that differ
+/// for every direction), input_forget, sequence lengths that differ
 /// from the sequence's, weights that are not constants. The kernel is prepared again when the
 /// sequence lengths' values change.
 std::unique_ptr<Kernel> create_dnnl_recurrent(const KernelContext& context,
