@@ -176,11 +176,10 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
   // Initial state k (h, c) as oneDNN reads it: the given tensor, or its batch-major form moved
   // direction-major into initial_, or zeros there when not given.
   const void* initial_state(const Tensor* given, std::size_t k) {
+    if (given != nullptr && states_direct_) return given->raw();
     const int64_t d = dims_.directions, n = dims_.batch, h = dims_.hidden;
     float* own = initial_.data() + k * static_cast<std::size_t>(d * n * h);
-    if (given == nullptr) return own;
-    if (states_direct_) return given->raw();
-    swap_middle_dims(given->data<float>(), 1, n, d, h, own);
+    if (given != nullptr) swap_middle_dims(given->data<float>(), 1, n, d, h, own);
     return own;
   }
 
