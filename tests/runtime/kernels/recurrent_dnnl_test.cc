@@ -181,11 +181,11 @@ void expect_same_outputs(const std::vector<Tensor>& fast, const std::vector<Tens
   }
 }
 
-void expect_dnnl_matches_loops(const Case& c) {
+void expect_dnnl_matches_loops(const Case& c, const std::vector<int64_t>& lengths = {}) {
   Executor dnnl(parse_graph(graph_text(c, true)));
-  const std::vector<Tensor> fast = dnnl.run(run_inputs(c));
+  const std::vector<Tensor> fast = dnnl.run(run_inputs(c, lengths));
   EXPECT_NE(dnnl.stats().implementations[0], "") << "constant weights did not run on oneDNN";
-  expect_same_outputs(fast, loops_result(c));
+  expect_same_outputs(fast, loops_result(c, lengths));
 }
 
 class RecurrentDnnl : public testing::TestWithParam<Case> {};
@@ -300,9 +300,19 @@ TEST(RecurrentDnnlFallback, ClipKeepsToTheLoops) {
   EXPECT_EQ(executor.stats().implementations[0], "");
 }
 
-TEST(RecurrentDnnlFallback, UnequalSequenceLengthsKeepToTheLoops) {
+TEST(RecurrentDnnlFallback, ShorterSequencesWithTheCellStateReadKeepToTheLoops) {
   Case c;
   c.op = "LSTM";
+  c.lengths = true;
+  Executor executor(parse_graph(graph_text(c, true)));
+  executor.run(run_inputs(c, {kSteps, 2, kSteps}));
+  EXPECT_EQ(executor.stats().implementations[0], "");
+}
+
+TEST(RecurrentDnnlFallback, ShorterSequencesInReverseKeepToTheLoops) {
+  Case c;
+  c.op = "GRU";
+  c.direction = "reverse";
   c.lengths = true;
   Executor executor(parse_graph(graph_text(c, true)));
   executor.run(run_inputs(c, {kSteps, 2, kSteps}));
@@ -312,13 +322,53 @@ TEST(RecurrentDnnlFallback, UnequalSequenceLengthsKeepToTheLoops) {
 TEST(RecurrentDnnlFallback, FullSequenceLengthsRunOnTheDnnlPrimitive) {
   Case c;
   c.op = "GRU";
+  c.direction = "bidirectional";
   c.lengths = true;
   Executor executor(parse_graph(graph_text(c, true)));
   executor.run(run_inputs(c, {kSteps, kSteps, kSteps}));
   EXPECT_NE(executor.stats().implementations[0], "");
 }
 
-TEST(RecurrentDnnlFallback, ShorterLengthsOnALaterRunPrepareTheLoops) {
+TEST(RecurrentDnnlFallback, ShorterLengthsInReverseOnALaterRunPrepareTheLoops) {
+  Case c;
+  c.op = "GRU";
+  c.direction = "reverse";
+  c.lengths = true;
+  Executor executor(parse_graph(graph_text(c, true)));
+  executor.run(run_inputs(c, {kSteps, kSteps, kSteps}));
+  const std::vector<int64_t> shorter = {kSteps, 1, 3};
+  // The primitive would run every step from the end: only the loops start at each length.
+  const std::vector<Tensor> later = executor.run(run_inputs(c, shorter));
+  expect_same_outputs(later, loops_result(c, shorter));
+}
+
+// Forward in one direction, shorter sequences are the full run cut at their lengths.
+TEST(RecurrentDnnlLengths, ForwardGruCutsShorterSequences) {
+  Case c;
+  c.op = "GRU";
+  c.linear_before_reset = true;
+  c.initial_states = true;
+  c.lengths = true;
+  expect_dnnl_matches_loops(c, {kSteps, 2, 1});
+}
+
+TEST(RecurrentDnnlLengths, ForwardRnnCutsShorterSequencesBatchMajor) {
+  Case c;
+  c.op = "RNN";
+  c.lengths = true;
+  c.batch_major = true;
+  expect_dnnl_matches_loops(c, {3, kSteps, 1});
+}
+
+TEST(RecurrentDnnlLengths, ForwardLstmWithoutItsCellStateCutsShorterSequences) {
+  Case c;
+  c.op = "LSTM";
+  c.lengths = true;
+  c.outputs = 2;
+  expect_dnnl_matches_loops(c, {2, 4, kSteps});
+}
+
+TEST(RecurrentDnnlLengths, OtherLengthsOnALaterRunAreCutThere) {
   Case c;
   c.op = "GRU";
   c.lengths = true;

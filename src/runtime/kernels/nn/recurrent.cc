@@ -196,7 +196,7 @@ std::unique_ptr<Kernel> create_recurrent(const KernelContext& context, Cell cell
   RecurrentShape s = recurrent_shape(context, cell);
   const bool lstm = cell == Cell::kLstm;
   // The loops stay for what oneDNN lacks: clipping, other activations, input_forget, shorter
-  // sequences, weights computed during the run.
+  // sequences in reverse or with the final cell state read, weights computed during the run.
   RecurrentDims dims{
       cell,     s.linear_before_reset, s.reverse_only, s.batch_major, s.steps, s.batch, s.input,
       s.hidden, s.directions};

@@ -59,6 +59,22 @@ bool activations_supported(const Node& node, RecurrentCell cell) {
   return true;
 }
 
+// Whether the primitive computes the node for these sequence lengths: all the sequence's, or
+// forward in one direction, none empty, and no final cell state read. A shorter sequence's Y
+// rows and final H are then those of the full run (a batch row never reads another), cut at its
+// length; its final C is nowhere in the outputs, and a reverse pass starts at its end.
+bool lengths_fit(const std::vector<int64_t>& lengths, const RecurrentDims& dims,
+                 bool cell_state_read) {
+  if (std::all_of(lengths.begin(), lengths.end(),
+                  [&](int64_t length) { return length == dims.steps; }))
+    return true;
+  if (dims.directions != 1 || dims.reverse ||
+      (dims.cell == RecurrentCell::kLstm && cell_state_read))
+    return false;
+  return std::all_of(lengths.begin(), lengths.end(),
+                     [&](int64_t length) { return length >= 1 && length <= dims.steps; });
+}
+
 // Why the primitive cannot compute the node (empty when it can): it knows only the default
 // activations without clipping, and weights fixed before the run.
 std::string primitive_blocker(const KernelContext& context, const RecurrentDims& dims) {
@@ -72,11 +88,9 @@ std::string primitive_blocker(const KernelContext& context, const RecurrentDims&
     if (input == kPeepholes && dims.cell != RecurrentCell::kLstm) continue;
     if (context.has_input(input) && !context.constant[input]) return "weights given at run time";
   }
-  if (context.has_input(kLengths)) {
-    for (int64_t length : context.input(kLengths).to_int64_vector()) {
-      if (length != dims.steps) return "sequence lengths";
-    }
-  }
+  if (context.has_input(kLengths) &&
+      !lengths_fit(context.input(kLengths).to_int64_vector(), dims, output_used(context, 2)))
+    return "sequence lengths";
   if (dims.steps == 0 || dims.batch == 0 || dims.input == 0 || dims.hidden == 0) return "empty";
   return {};
 }
@@ -111,7 +125,8 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
            dims.batch_major ? std::vector<int64_t>{n, d, h} : std::vector<int64_t>{d, n, h},
            std::nullopt, -1});
     }
-    if (context.has_input(kLengths)) lengths_ = context.input(kLengths).to_int64_vector();
+    given_lengths_ = context.has_input(kLengths);
+    cell_state_read_ = output_used(context, 2);
     given_h_ = context.has_input(kInitialH);
     given_c_ = lstm() && context.has_input(kInitialC);
     create_primitive(context);
@@ -129,14 +144,14 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
   std::vector<OutputSpec> output_specs() const override { return specs_; }
   std::string implementation() const override { return step_.implementation(); }
   bool reads_at_run(std::size_t input) const override {  // PackedConstants
-    // Other sequence lengths prepare the loops again, which read the given weights.
+    // Sequence lengths the primitive cannot take prepare the loops, which read the weights.
     const bool packed = input == kW || input == kR || input == kB || input == kPeepholes;
-    return !packed || !lengths_.empty();
+    return !packed || given_lengths_;
   }
   bool prepared_for_values(const std::vector<const Tensor*>& inputs) const override {
-    if (lengths_.empty()) return true;
+    if (!given_lengths_) return true;
     return inputs.size() > kLengths && inputs[kLengths] &&
-           inputs[kLengths]->to_int64_vector() == lengths_;
+           lengths_fit(inputs[kLengths]->to_int64_vector(), dims_, cell_state_read_);
   }
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
@@ -159,6 +174,7 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
     step_.set(DNNL_ARG_DST_ITER, final_state(1));
     if (lstm()) step_.set(DNNL_ARG_DST_ITER_C, final_state(2));
     step_.execute(stream);
+    if (given_lengths_) cut_at_lengths(inputs[kLengths]->to_int64_vector(), outputs, stream);
     if (layer_.empty() && states_direct_) return;
     stream.wait();
     const int64_t t = dims_.steps, n = dims_.batch, h = dims_.hidden;
@@ -173,6 +189,25 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
   }
 
  private:
+  // Forward in one direction (lengths_fit): Y's rows past a sequence's length are zeros and its
+  // final H is its Y row at its last step.
+  void cut_at_lengths(const std::vector<int64_t>& lengths, const std::vector<Tensor*>& outputs,
+                      dnnl::stream& stream) {
+    const int64_t t = dims_.steps, n = dims_.batch, h = dims_.hidden;
+    if (std::all_of(lengths.begin(), lengths.end(), [&](int64_t length) { return length == t; }))
+      return;
+    stream.wait();
+    float* y = outputs[0]->data<float>();
+    auto row = [&](int64_t step, int64_t b) {
+      return y + (dims_.batch_major ? b * t + step : step * n + b) * h;
+    };
+    for (int64_t b = 0; b < n; ++b) {
+      if (outputs.size() > 1)
+        std::copy_n(row(lengths[b] - 1, b), h, outputs[1]->data<float>() + b * h);
+      for (int64_t step = lengths[b]; step < t; ++step) std::fill_n(row(step, b), h, 0.0f);
+    }
+  }
+
   // Initial state k (h, c) as oneDNN reads it: the given tensor, or its batch-major form moved
   // direction-major into initial_, or zeros there when not given.
   const void* initial_state(const Tensor* given, std::size_t k) {
@@ -321,7 +356,8 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
   RecurrentDims dims_;
   std::size_t outputs_;
   std::vector<OutputSpec> specs_;
-  std::vector<int64_t> lengths_;  // The sequence lengths prepared for (all equal the steps).
+  bool given_lengths_ = false;
+  bool cell_state_read_ = false;  // Output Y_c exists and is read.
   bool given_h_ = false, given_c_ = false;
   DnnlStep step_;
   memory::desc weights_layer_desc_, weights_iter_desc_;

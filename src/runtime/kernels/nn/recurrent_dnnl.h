@@ -23,9 +23,9 @@ struct RecurrentDims {
 /// The node on oneDNN's vanilla_rnn, lbr_gru, gru or lstm primitive (forward, reverse or
 /// bidirectional, initial states, peepholes), or nullptr where the node needs what the
 /// primitive lacks: clip, activations other than the defaults (RNN: one of Tanh, Relu, Sigmoid
-/// for every direction), input_forget, sequence lengths that differ
-/// from the sequence's, weights that are not constants. The kernel is prepared again when the
-/// sequence lengths' values change.
+/// for every direction), input_forget, sequence lengths shorter than the sequence in a reverse
+/// pass or with the final cell state read (forward, they cut the full run), weights that are
+/// not constants. The kernel is prepared again when sequence lengths it cannot take come.
 std::unique_ptr<Kernel> create_dnnl_recurrent(const KernelContext& context,
                                               const RecurrentDims& dims);
 
