@@ -1,7 +1,5 @@
-// GRU and LSTM nodes on oneDNN's RNN primitives, with weights packed once at preparation.
+// RNN, GRU and LSTM nodes on oneDNN's RNN primitives, with weights packed once at preparation.
 #include "runtime/kernels/nn/recurrent_dnnl.h"
-
-#include <fmt/core.h>
 
 #include <algorithm>
 #include <array>
@@ -20,7 +18,7 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 
-// ONNX inputs of GRU and LSTM.
+// ONNX inputs of RNN, GRU and LSTM.
 constexpr std::size_t kX = 0, kW = 1, kR = 2, kB = 3, kLengths = 4, kInitialH = 5, kInitialC = 6,
                       kPeepholes = 7;
 
