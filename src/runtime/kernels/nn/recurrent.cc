@@ -1,10 +1,12 @@
-// Recurrent layers: RNN, GRU and LSTM (forward, reverse, bidirectional) in plain loops.
+// Recurrent layers: RNN, GRU and LSTM (forward, reverse, bidirectional) in plain loops, where
+// oneDNN's primitives (recurrent_dnnl.h) cannot compute the node.
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
 
+#include "runtime/kernels/nn/recurrent_dnnl.h"
 #include "runtime/kernels/registration.h"
 #include "runtime/kernels/tensor/common.h"
 
@@ -12,7 +14,7 @@ namespace cleave {
 
 namespace {
 
-enum class Cell { kRnn, kGru, kLstm };
+using Cell = RecurrentCell;
 
 using Activation = std::function<double(double)>;
 
@@ -94,6 +96,22 @@ RecurrentShape recurrent_shape(const KernelContext& context, Cell cell) {
   return s;
 }
 
+// Σ a[j]·b[j] in double, in four partial sums: independent chains that the compiler keeps in
+// one vector register, where a single running sum is a serial chain it may not reorder.
+template <typename T>
+double dot(const float* a, const T* b, int64_t n) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    s0 += static_cast<double>(a[j]) * b[j];
+    s1 += static_cast<double>(a[j + 1]) * b[j + 1];
+    s2 += static_cast<double>(a[j + 2]) * b[j + 2];
+    s3 += static_cast<double>(a[j + 3]) * b[j + 3];
+  }
+  for (; j < n; ++j) s0 += static_cast<double>(a[j]) * b[j];
+  return (s0 + s1) + (s2 + s3);
+}
+
 // The optional inputs of one direction, as pointers into their tensors (nullptr when omitted).
 struct DirectionInputs {
   const float* w = nullptr;
@@ -121,9 +139,7 @@ void run_direction(const RecurrentShape& s, int64_t d, const float* x, const Dir
       int64_t t = reverse ? length - 1 - i : i;
       const float* xt = x + (s.batch_major ? b * s.steps + t : t * s.batch + b) * s.input;
       for (int64_t k = 0; k < g * hs; ++k) {
-        double wx = 0, rh = 0;
-        for (int64_t j = 0; j < s.input; ++j) wx += in.w[k * s.input + j] * xt[j];
-        for (int64_t j = 0; j < hs; ++j) rh += in.r[k * hs + j] * hb[j];
+        double wx = dot(in.w + k * s.input, xt, s.input), rh = dot(in.r + k * hs, hb, hs);
         if (in.bias) {
           wx += in.bias[k];
           rh += in.bias[g * hs + k];
@@ -132,8 +148,9 @@ void run_direction(const RecurrentShape& s, int64_t d, const float* x, const Dir
         recur[k] = rh;
       }
       if (s.cell == Cell::kGru && !s.linear_before_reset) {
-        // Every reset gate first: the candidate of unit j reads r[m] * H[m] for all m.
-        for (int64_t m = 0; m < hs; ++m) reset[m] = fn[0](clipped(pre[hs + m] + recur[hs + m]));
+        // Every reset state r[m]·H[m] first: the candidate of unit j reads all of them.
+        for (int64_t m = 0; m < hs; ++m)
+          reset[m] = fn[0](clipped(pre[hs + m] + recur[hs + m])) * hb[m];
       }
       for (int64_t j = 0; j < hs; ++j) {
         if (s.cell == Cell::kRnn) {
@@ -146,8 +163,8 @@ void run_direction(const RecurrentShape& s, int64_t d, const float* x, const Dir
             candidate = fn[1](clipped(pre[2 * hs + j] + r * recur[2 * hs + j]));
           } else {
             // (r ⊙ H) · Rh^T + Rbh: the reset gate scales the state before the product.
-            double rh = in.bias ? in.bias[g * hs + 2 * hs + j] : 0.0;
-            for (int64_t m = 0; m < hs; ++m) rh += in.r[(2 * hs + j) * hs + m] * reset[m] * hb[m];
+            double rh = (in.bias ? in.bias[g * hs + 2 * hs + j] : 0.0) +
+                        dot(in.r + (2 * hs + j) * hs, reset.data(), hs);
             // Gates of later j still read the old state: keep it until the step ends.
             candidate = fn[1](clipped(pre[2 * hs + j] + rh));
           }
@@ -178,6 +195,12 @@ void run_direction(const RecurrentShape& s, int64_t d, const float* x, const Dir
 std::unique_ptr<Kernel> create_recurrent(const KernelContext& context, Cell cell) {
   RecurrentShape s = recurrent_shape(context, cell);
   const bool lstm = cell == Cell::kLstm;
+  // The loops stay for what oneDNN lacks: clipping, other activations, input_forget, shorter
+  // sequences in reverse or with the final cell state read, weights computed during the run.
+  RecurrentDims dims{
+      cell,     s.linear_before_reset, s.reverse_only, s.batch_major, s.steps, s.batch, s.input,
+      s.hidden, s.directions};
+  if (auto kernel = create_dnnl_recurrent(context, dims)) return kernel;
   std::vector<int64_t> y_shape =
       s.batch_major ? std::vector<int64_t>{s.batch, s.steps, s.directions, s.hidden}
                     : std::vector<int64_t>{s.steps, s.directions, s.batch, s.hidden};
