@@ -154,6 +154,23 @@ std::vector<std::string> qgemm(const Call& c) {
                      static_cast<int64_t>(rank) - 1);
 }
 
+// ONNX Runtime's QLinearAdd: a·(a_scale/c_scale) + b·(b_scale/c_scale) + the zero points'
+// fixed part, in float32, as cleave's kernel computes it (which fuses the multiply-adds: the
+// two may differ by one quantum where a value lands within a rounding of a half).
+std::vector<std::string> qlinear_add(const Call& c) {
+  const std::string ratio_a = fmt::format("({} / {})", c.in(1), c.in(6));
+  const std::string ratio_b = fmt::format("({} / {})", c.in(4), c.in(6));
+  const auto as_float = [&](std::size_t i) {
+    return c.has(i) ? c.in(i) + ".to(torch.float32)" : std::string("0.0");
+  };
+  const std::string fixed = fmt::format("({} - ({} * {} + {} * {}))", as_float(7), ratio_a,
+                                        as_float(2), ratio_b, as_float(5));
+  return {quantized(c,
+                    fmt::format("{}.to(torch.float32) * {} + ({}.to(torch.float32) * {} + {})",
+                                c.in(0), ratio_a, c.in(3), ratio_b, fixed),
+                    "")};
+}
+
 }  // namespace
 
 void add_quantized_writers(std::map<std::string, Writer>& t) {
@@ -173,6 +190,7 @@ void add_quantized_writers(std::map<std::string, Writer>& t) {
                        static_cast<int64_t>(rank) - 1);
   };
   t["com.microsoft.QGemm"] = qgemm;
+  t["com.microsoft.QLinearAdd"] = qlinear_add;
 }
 
 }  // namespace cleave::pytorch_detail
