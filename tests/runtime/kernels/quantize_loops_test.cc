@@ -80,6 +80,32 @@ TEST(QuantizeLoops, QuantizeRoundsTiesToEvenAndSaturates) {
             (std::vector<int>{0, 2, 2, 0, 127, -128, -128, 2, 2}));
 }
 
+// QuantizeLinear along axis 1 of [2, 3, 37] runs the vector loop over each 37-element run of a
+// channel: the result is the reference's, channel by channel.
+TEST(QuantizeLoops, PerAxisQuantizeMatchesTheReferencePerChannel) {
+  const char* text = R"(graph g [ai.onnx=13] (%x: f32[2,3,37]) {
+  @scale: f32[3] = [0.5, 0.25, 3.0]
+  @zero: i8[3] = [0, -128, 7]
+  %y = QuantizeLinear[axis=1](%x, @scale, @zero)
+  return %y
+}
+)";
+  const std::vector<float> row = edge_floats();
+  std::vector<double> x;
+  for (int copy = 0; copy < 6; ++copy) x.insert(x.end(), row.begin(), row.end());
+  const Tensor y = run_graph(text, {{"x", kernel_test::floats({2, 3, 37}, x)}})[0];
+  const float scales[] = {0.5f, 0.25f, 3.0f};
+  const int32_t zeros[] = {0, -128, 7};
+  std::vector<double> expected;
+  for (int run = 0; run < 6; ++run) {
+    std::vector<int8_t> channel(row.size());
+    quantize_loops::quantize_reference(row.data(), scales[run % 3], zeros[run % 3], channel.data(),
+                                       static_cast<int64_t>(row.size()));
+    expected.insert(expected.end(), channel.begin(), channel.end());
+  }
+  expect_values(y, expected);
+}
+
 template <typename T>
 void expect_dequantize_matches_reference(int32_t zero) {
   std::vector<T> x;
