@@ -154,6 +154,29 @@ std::vector<std::string> qgemm(const Call& c) {
                      static_cast<int64_t>(rank) - 1);
 }
 
+// ONNX Runtime's QLinearAdd as cleave's kernel computes it: a·(a_scale/c_scale) +
+// b·(b_scale/c_scale) + the zero points' fixed part in float32, each fused multiply-add as a
+// float64 product and sum rounded to float32 (torch has no fma; the products are exact in
+// float64, so only a double rounding can differ, and rarely).
+std::vector<std::string> qlinear_add(const Call& c) {
+  const std::string ratio_a = fmt::format("({} / {})", c.in(1), c.in(6));
+  const std::string ratio_b = fmt::format("({} / {})", c.in(4), c.in(6));
+  const auto as_float = [&](std::size_t i) {
+    return c.has(i) ? c.in(i) + ".to(torch.float32)" : std::string("torch.tensor(0.0)");
+  };
+  const auto fma = [](const std::string& x, const std::string& y, const std::string& z) {
+    return fmt::format(
+        "({}.to(torch.float64) * {}.to(torch.float64) + {}.to(torch.float64))"
+        ".to(torch.float32)",
+        x, y, z);
+  };
+  const std::string fixed =
+      fmt::format("({} - {})", as_float(7),
+                  fma(ratio_a, as_float(2), fmt::format("({} * {})", ratio_b, as_float(5))));
+  const std::string b_term = fma(c.in(3), ratio_b, fixed);
+  return {quantized(c, fma(c.in(0), ratio_a, b_term), "")};
+}
+
 }  // namespace
 
 void add_quantized_writers(std::map<std::string, Writer>& t) {
@@ -173,6 +196,7 @@ void add_quantized_writers(std::map<std::string, Writer>& t) {
                        static_cast<int64_t>(rank) - 1);
   };
   t["com.microsoft.QGemm"] = qgemm;
+  t["com.microsoft.QLinearAdd"] = qlinear_add;
 }
 
 }  // namespace cleave::pytorch_detail

@@ -12,7 +12,7 @@
 namespace cleave {
 
 struct OptimizeOptions {
-  /// QDQ fusion (fuse_qdq): int8 Conv/MatMul of QDQ models onto the QLinear ops.
+  /// QDQ fusion (fuse_qdq): int8 Conv/MatMul/Gemm/Add of QDQ models onto the QLinear ops.
   bool fuse_qdq = true;
   bool fold_constants = true;
   /// Conv+BatchNormalization fusion.

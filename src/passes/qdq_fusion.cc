@@ -157,6 +157,26 @@ ValueId bias_of(Graph& graph, const Match& m, ValueId bias, const std::string& b
                                 quantized));
 }
 
+// The node whose output QuantizeLinear `quantize` (operands `y`) alone reads, seen through a
+// Relu (set in `relu`) where quantizing clamps at the same 0: where y's zero point is its
+// type's lowest value (as ONNX Runtime drops such a Relu). -1 where none fits.
+NodeId quantized_producer(const Graph& graph, NodeId quantize, const Quantization& y,
+                          const std::vector<bool>& read_by_bodies, NodeId& relu) {
+  NodeId producer = graph.value(y.data).producer;
+  if (only_reader(graph, y.data, read_by_bodies) != quantize) return -1;
+  if (is_single_output_op(graph, producer, "Relu")) {
+    const std::vector<int64_t> zero = zeros_of(graph, y.zero);
+    const DataType type =
+        y.zero == kNoValue ? DataType::kUInt8 : graph.value(y.zero).initializer->dtype;
+    if (zero.empty() || zero[0] != (type == DataType::kInt8 ? -128 : 0)) return -1;
+    relu = producer;
+    const ValueId before = graph.node(producer).inputs[0];
+    if (only_reader(graph, before, read_by_bodies) != producer) return -1;
+    producer = graph.value(before).producer;
+  }
+  return producer;
+}
+
 // The Conv or MatMul (and Relu) computing QuantizeLinear `node`'s input, with its operands.
 std::optional<Match> match(const Graph& graph, NodeId node,
                            const std::vector<bool>& read_by_bodies) {
@@ -165,19 +185,8 @@ std::optional<Match> match(const Graph& graph, NodeId node,
   auto y = quantization_of(graph, node, "QuantizeLinear");
   if (!y || !per_tensor(graph, *y)) return std::nullopt;
   m.y = *y;
-  NodeId producer = graph.value(y->data).producer;
-  if (only_reader(graph, y->data, read_by_bodies) != node) return std::nullopt;
-  if (is_single_output_op(graph, producer, "Relu")) {
-    // Quantizing clamps at the zero point; it is Relu's clamp when it is the type's lowest.
-    const std::vector<int64_t> zero = zeros_of(graph, y->zero);
-    const DataType type =
-        y->zero == kNoValue ? DataType::kUInt8 : graph.value(y->zero).initializer->dtype;
-    if (zero.empty() || zero[0] != (type == DataType::kInt8 ? -128 : 0)) return std::nullopt;
-    m.relu = producer;
-    const ValueId before = graph.node(producer).inputs[0];
-    if (only_reader(graph, before, read_by_bodies) != producer) return std::nullopt;
-    producer = graph.value(before).producer;
-  }
+  const NodeId producer = quantized_producer(graph, node, *y, read_by_bodies, m.relu);
+  if (producer < 0) return std::nullopt;
   const bool conv = is_single_output_op(graph, producer, "Conv");
   const bool gemm = is_single_output_op(graph, producer, "Gemm");
   if (!conv && !gemm && !is_single_output_op(graph, producer, "MatMul")) return std::nullopt;
@@ -280,13 +289,74 @@ bool try_fuse(Graph& graph, NodeId node, const std::vector<bool>& read_by_bodies
   return true;
 }
 
+// What the Add fusion reads: the operands, and the nodes it replaces.
+struct AddMatch {
+  NodeId add = -1, relu = -1;
+  Quantization a, b, y;
+};
+
+// The Add (and Relu) of two per-tensor DequantizeLinear'd values of QuantizeLinear `node`'s
+// type computing its input.
+std::optional<AddMatch> match_add(const Graph& graph, NodeId node,
+                                  const std::vector<bool>& read_by_bodies) {
+  AddMatch m;
+  auto y = quantization_of(graph, node, "QuantizeLinear");
+  if (!y || !per_tensor(graph, *y)) return std::nullopt;
+  m.y = *y;
+  m.add = quantized_producer(graph, node, *y, read_by_bodies, m.relu);
+  if (m.add < 0 || !is_single_output_op(graph, m.add, "Add")) return std::nullopt;
+  const Node& add = graph.node(m.add);
+  if (add.inputs.size() != 2) return std::nullopt;
+  auto a = dequantized(graph, add.inputs[0]);
+  auto b = dequantized(graph, add.inputs[1]);
+  if (!a || !b || !per_tensor(graph, *a) || !per_tensor(graph, *b)) return std::nullopt;
+  const DataType type = quantized_type(graph, graph.node(node).outputs[0]);
+  if (!is_8_bit(type) || quantized_type(graph, a->data) != type ||
+      quantized_type(graph, b->data) != type) {
+    return std::nullopt;
+  }
+  m.a = *a;
+  m.b = *b;
+  return m;
+}
+
+// ONNX has no int8 Add; ONNX Runtime's contrib QLinearAdd is one, computed as its kernel does.
+bool try_fuse_add(Graph& graph, NodeId node, const std::vector<bool>& read_by_bodies,
+                  PassResult& result) {
+  std::optional<AddMatch> m = match_add(graph, node, read_by_bodies);
+  if (!m) return false;
+  const Node add = graph.node(m->add);
+  const std::string base = add.name.empty() ? graph.value(add.outputs[0]).name : add.name;
+  const ValueId output = graph.node(node).outputs[0];
+  const DataType type = quantized_type(graph, output);
+  std::vector<ValueId> inputs = {m->a.data,
+                                 m->a.scale,
+                                 zero_value(graph, m->a, type, base + "_a"),
+                                 m->b.data,
+                                 m->b.scale,
+                                 zero_value(graph, m->b, type, base + "_b"),
+                                 m->y.scale,
+                                 zero_value(graph, m->y, type, base + "_y")};
+  graph.remove_node(node);
+  if (m->relu >= 0) graph.remove_node(m->relu);
+  graph.remove_node(m->add);
+  graph.opset_imports.emplace("com.microsoft", 1);
+  graph.add_node("QLinearAdd", inputs, {output}, {}, add.name, "com.microsoft");
+  result.add("Add nodes fused into com.microsoft.QLinearAdd");
+  if (m->relu >= 0) result.add("Relu nodes fused into a QLinear op");
+  return true;
+}
+
 }  // namespace
 
 PassResult fuse_qdq(Graph& graph) {
   PassResult result{"QDQ fusion", {}, {}};
   const std::vector<bool> read_by_bodies = values_read_by_bodies(graph);
   for (NodeId id : graph.node_ids()) {
-    if (!graph.node(id).removed) try_fuse(graph, id, read_by_bodies, result);
+    if (graph.node(id).removed) continue;
+    if (!try_fuse(graph, id, read_by_bodies, result)) {
+      try_fuse_add(graph, id, read_by_bodies, result);
+    }
   }
   return result;
 }

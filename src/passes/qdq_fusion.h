@@ -1,6 +1,6 @@
-// QDQ fusion: DequantizeLinear → Conv/MatMul/Gemm → QuantizeLinear becomes
-// QLinearConv/QLinearMatMul, so that a QDQ int8 model runs on the int8 kernels, as ONNX Runtime's
-// QDQ transformer does.
+// QDQ fusion: DequantizeLinear → Conv/MatMul/Gemm/Add → QuantizeLinear becomes
+// QLinearConv/QLinearMatMul/QLinearAdd, so that a QDQ int8 model runs on the int8 kernels, as ONNX
+// Runtime's QDQ transformer does.
 #pragma once
 
 #include "ir/graph.h"
@@ -30,9 +30,15 @@ namespace cleave {
 /// y_scale, y_zero), since ONNX has no int8 product with a bias. Scales and zero points must
 /// be constants. Runs before constant folding, which would otherwise turn the weights' constant
 /// DequantizeLinear into float weights. The DequantizeLinear nodes stay for other readers (dead
-/// code otherwise). Counts: "Conv nodes fused into QLinearConv", "MatMul nodes fused into
-/// QLinearMatMul", "Gemm nodes fused into QLinearMatMul", "Gemm nodes fused into
-/// com.microsoft.QGemm", "Relu nodes fused into a QLinear op".
+/// code otherwise).
+///
+/// Likewise an Add of two per-tensor DequantizeLinear'd values [→ Relu] → QuantizeLinear, all
+/// of one 8-bit type, becomes ONNX Runtime's com.microsoft QLinearAdd (inputs a, a_scale,
+/// a_zero, b, b_scale, b_zero, y_scale, y_zero), whose kernel rounds as ONNX Runtime's does.
+///
+/// Counts: "Conv nodes fused into QLinearConv", "MatMul nodes fused into QLinearMatMul", "Gemm
+/// nodes fused into QLinearMatMul", "Gemm nodes fused into com.microsoft.QGemm", "Add nodes
+/// fused into com.microsoft.QLinearAdd", "Relu nodes fused into a QLinear op".
 PassResult fuse_qdq(Graph& graph);
 
 }  // namespace cleave

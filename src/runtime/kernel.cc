@@ -42,6 +42,7 @@ const KernelRegistry& KernelRegistry::global() {
     shape::register_resize_kernels(r);
     register_quantize_kernels(r);
     register_quantized_matmul_kernels(r);
+    register_quantized_add_kernels(r);
     register_quantized_conv_kernels(r);
     register_loss_kernels(r);
     register_linalg_kernels(r);

@@ -1,6 +1,6 @@
 #!/bin/bash
-# Build check: each of cleave's per-ISA float loops (fast_math.cc, pool_loops.cc) is vector
-# code for its ISA.
+# Build check: each of cleave's per-ISA float loops (fast_math.cc, pool_loops.cc,
+# quantize_loops.cc) is vector code for its ISA.
 # A loop left scalar still computes the right numbers, so no output test can see it; under
 # GCC's -ftrapping-math the AVX2 loops were scalar and EfficientNet-B0 ran 4x slower on AVX2.
 # Usage: vector_loops_check.sh path/to/libcleave_runtime.a
@@ -41,4 +41,15 @@ for operation in vmaxps vaddps; do
     echo "ok: pool_loops.cc: $count $operation on ymm"
   fi
 done
+# The AVX2 int8 loops: float-to-int32 conversions (QuantizeLinear, QLinearAdd) on ymm registers.
+member=$(ar t "$library" | grep -x 'quantize_loops.cc.o')
+(cd "$work" && ar x "$library" "$member")
+objdump -d -C --no-show-raw-insn "$work/$member" >"$work/quantize_listing"
+count=$(grep -c "vcvtps2dq .*%ymm" "$work/quantize_listing" || true)
+if [ "$count" -eq 0 ]; then
+  echo "FAIL: quantize_loops.cc has no vcvtps2dq on ymm registers (scalar code)"
+  failed=1
+else
+  echo "ok: quantize_loops.cc: $count vcvtps2dq on ymm"
+fi
 exit $failed

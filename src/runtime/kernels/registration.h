@@ -26,6 +26,7 @@ void register_ngram_kernels(KernelRegistry& registry);
 // math/: int8 quantization and the int8 matrix products.
 void register_quantize_kernels(KernelRegistry& registry);
 void register_quantized_matmul_kernels(KernelRegistry& registry);
+void register_quantized_add_kernels(KernelRegistry& registry);
 
 // control/: If, Loop and Scan, whose bodies run on a nested executor.
 void register_control_flow_kernels(KernelRegistry& registry);

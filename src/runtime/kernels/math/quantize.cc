@@ -10,6 +10,7 @@
 #include "runtime/cpu_isa.h"
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/elementwise.h"
+#include "runtime/kernels/math/quantize_loops.h"
 #include "runtime/kernels/math/quantize_util.h"
 #include "runtime/kernels/registration.h"
 
@@ -251,6 +252,10 @@ AxisSplit axis_split(const KernelContext& context) {
 // Calls body(channel, begin, end) over each run of elements sharing a channel, in parallel.
 template <typename Body>
 void for_each_channel_run(const AxisSplit& split, int threads, Body body) {
+  if (split.outer * split.channels == 1) {  // Per tensor: split the elements themselves.
+    parallel_for(split.inner, threads, [&](int64_t begin, int64_t end) { body(0, begin, end); });
+    return;
+  }
   const int64_t runs = split.outer * split.channels;
   parallel_for(
       runs, threads,
@@ -276,11 +281,8 @@ std::unique_ptr<Kernel> make_quantize(const KernelContext& context, DataType typ
                        const float* x = inputs[0]->data<float>();
                        T* y = outputs[0]->data<T>();
                        for_each_channel_run(split, threads, [&](int64_t c, int64_t b, int64_t e) {
-                         const float scale = scales[scales.size() == 1 ? 0 : c];
-                         const auto zero = static_cast<float>(zeros[zeros.size() == 1 ? 0 : c]);
-                         for (int64_t i = b; i < e; ++i) {
-                           y[i] = saturate<T>(std::nearbyint(x[i] / scale) + zero);
-                         }
+                         quantize_loops::quantize(x + b, scales[scales.size() == 1 ? 0 : c],
+                                                  zeros[zeros.size() == 1 ? 0 : c], y + b, e - b);
                        });
                      });
 }
@@ -299,11 +301,8 @@ std::unique_ptr<Kernel> make_dequantize(const KernelContext& context) {
                        const T* x = inputs[0]->data<T>();
                        float* y = outputs[0]->data<float>();
                        for_each_channel_run(split, threads, [&](int64_t c, int64_t b, int64_t e) {
-                         const float scale = scales[scales.size() == 1 ? 0 : c];
-                         const int32_t zero = zeros[zeros.size() == 1 ? 0 : c];
-                         for (int64_t i = b; i < e; ++i) {
-                           y[i] = static_cast<float>(static_cast<int32_t>(x[i]) - zero) * scale;
-                         }
+                         quantize_loops::dequantize(x + b, scales[scales.size() == 1 ? 0 : c],
+                                                    zeros[zeros.size() == 1 ? 0 : c], y + b, e - b);
                        });
                      });
 }
@@ -325,10 +324,8 @@ void dynamic_quantize(const Tensor& input, Tensor& y, Tensor& y_scale, Tensor& y
   }
   const uint8_t zero = saturate<uint8_t>(0.0f - low / scale);
   y_zero_point.data<uint8_t>()[0] = zero;
-  uint8_t* out = y.data<uint8_t>();
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    out[i] = saturate<uint8_t>(std::nearbyint(x[i] / scale) + static_cast<float>(zero));
-  }
+  quantize_loops::quantize(x.data(), scale, zero, y.data<uint8_t>(),
+                           static_cast<int64_t>(x.size()));
 }
 
 std::unique_ptr<Kernel> create_quantize(const KernelContext& context) {
