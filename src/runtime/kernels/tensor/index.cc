@@ -224,8 +224,17 @@ std::unique_ptr<Kernel> create_scatter_elements(const KernelContext& context) {
         copy_unless_aliased(*inputs[0], *outputs[0]);
         auto* target = static_cast<std::byte*>(outputs[0]->raw());
         const auto* update = static_cast<const std::byte*>(inputs[2]->raw());
-        for (std::size_t p = 0; p < offsets.size(); ++p) {
-          apply(target + offsets[p] * element_bytes, update + p * element_bytes, 1);
+        // Positions that address consecutive data elements go in one call: a scatter of
+        // whole rows (a detector's RoIs put back in order) is then a copy per row.
+        for (std::size_t p = 0; p < offsets.size();) {
+          std::size_t run = 1;
+          while (p + run < offsets.size() &&
+                 offsets[p + run] == offsets[p] + static_cast<int64_t>(run)) {
+            ++run;
+          }
+          apply(target + offsets[p] * element_bytes, update + p * element_bytes,
+                static_cast<int64_t>(run));
+          p += run;
         }
       });
 }
