@@ -1,6 +1,5 @@
-// The detectors' data-dependent kernels on cases built so the answer is known: NonMaxSuppression
-// with more kept boxes than one vector block, RoiAlign's taps shared by channels, NonZero of
-// rank 3.
+// The detectors' kernels on cases built so the answer is known: NonMaxSuppression with more kept
+// boxes than one vector block, RoiAlign's taps shared by channels, NonZero of rank 3, row scatters.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -108,6 +107,29 @@ TEST(NonZeroRank3, CoordinatesCarryAcrossEveryAxis) {
   expect_values(y, {0, 0, 0, 0, 1, 1,  // axis 0
                     0, 0, 1, 2, 0, 2,  // axis 1
                     0, 3, 0, 3, 0, 3});
+}
+
+Tensor scatter_rows(const std::string& attributes, const std::vector<double>& rows) {
+  // Rows of data [3, 4] replaced (or added to) by whole rows of updates, as a detector's RoI
+  // pooler puts each level's RoIs back: every position of an update row addresses one run.
+  const std::string text =
+      "graph g [ai.onnx=16] (%d: f32[3,4], %i: i64[2,4], %u: f32[2,4]) {\n"
+      "  %y = ScatterElements" +
+      attributes + "(%d, %i, %u)\n  return %y\n}\n";
+  std::vector<double> indices;
+  for (double row : rows) indices.insert(indices.end(), {row, row, row, row});
+  return run_graph(text, {{"d", floats({3, 4}, std::vector<double>(12, 1))},
+                          {"i", make_tensor(DataType::kInt64, {2, 4}, indices)},
+                          {"u", floats({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8})}})[0];
+}
+
+TEST(ScatterElementsRuns, WholeRowsLandInTheirRows) {
+  expect_values(scatter_rows("[axis=0]", {2, 0}), {5, 6, 7, 8, 1, 1, 1, 1, 1, 2, 3, 4});
+}
+
+TEST(ScatterElementsRuns, ARepeatedRowAddsBoth) {
+  expect_values(scatter_rows("[axis=0, reduction=\"add\"]", {1, -2}),
+                {1, 1, 1, 1, 7, 9, 11, 13, 1, 1, 1, 1});
 }
 
 }  // namespace
