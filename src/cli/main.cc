@@ -10,10 +10,12 @@
 #include "runtime/cpu_isa.h"
 #include "runtime/wait_policy.h"
 #include "support/describe_exception.h"
+#include "support/process_memory.h"
 
 int main(int argc, char** argv) {
   // First of all: it may start this program again with a bounded OpenMP spin count.
   cleave::apply_default_wait_policy(argv);
+  cleave::return_large_frees_to_the_system();
   CLI::App app{"cleave: plan and run one neural-network model on many cores, devices and machines"};
   app.require_subcommand(1);
   app.set_version_flag("--version", cleave::cli::version_line,

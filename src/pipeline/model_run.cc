@@ -17,6 +17,7 @@
 #include "pipeline/session.h"
 #include "plan/simulator.h"
 #include "runtime/executor.h"
+#include "runtime/kernels/dnnl_util.h"
 #include "runtime/npy.h"
 #include "runtime/parallel_executor.h"
 #include "runtime/random_inputs.h"
@@ -314,6 +315,7 @@ ModelRunReport model_run_report(const ModelRunSettings& settings, const ModelRun
                             {"relative_to_blocked", relative}});
   if (sequential) report["concat_inputs_in_place"] = stats.concat_inputs_in_place;
   report["released_weight_bytes"] = stats.released_weight_bytes;
+  report["packed_weight_bytes"] = packed_constant_bytes();
   report["peak_rss_bytes"] = peak_rss_bytes();
   report["baseline_rss_bytes"] = run.baseline_rss;
   if (summary.plan) add_plan_report(run, report["plan"]);
@@ -328,8 +330,10 @@ std::string model_run_text(const ModelRunSettings& settings, const ModelRun& run
   RunReportText text;
   text.threads = threads_text(settings, run, out);
   text.before_plan.push_back(
-      fmt::format("memory     peak activations {:.2f} MiB, process peak RSS {:.1f} MiB\n",
+      fmt::format("memory     peak activations {:.2f} MiB, packed weights {:.1f} MiB, process "
+                  "peak RSS {:.1f} MiB\n",
                   stats.peak_activation_bytes / 1048576.0,
+                  report["packed_weight_bytes"].get<std::size_t>() / 1048576.0,
                   report["peak_rss_bytes"].get<std::size_t>() / 1048576.0));
   if (!settings.plain_layouts && layouts_can_differ(run.prepared().graph))
     text.before_plan.push_back(fmt::format("layouts    {}\n", describe(run.prepared().layouts)));

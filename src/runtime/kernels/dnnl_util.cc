@@ -5,11 +5,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 namespace cleave {
 
 namespace {
+
+// Bytes of the pack_constant copies alive (freed as their last kernel goes).
+std::atomic<std::size_t> live_packed_bytes{0};
 
 std::vector<int64_t> spatial_attribute(const KernelContext& context, std::string_view key,
                                        std::size_t count, int64_t fallback) {
@@ -279,11 +283,19 @@ void LayoutReorder::run(const void* from, void* to, dnnl::stream& stream) {
 
 std::shared_ptr<Buffer> pack_constant(const void* data, const dnnl::memory::desc& from,
                                       const dnnl::memory::desc& to, const dnnl::engine& engine) {
-  auto packed = std::make_shared<Buffer>(to.get_size());
+  std::shared_ptr<Buffer> packed(new Buffer(to.get_size()), [](Buffer* buffer) {
+    live_packed_bytes -= buffer->size();
+    delete buffer;
+  });
+  live_packed_bytes += packed->size();
   dnnl::stream stream(engine);
   LayoutReorder(from, to, engine).run(data, packed->data(), stream);
   stream.wait();
   return packed;
+}
+
+std::size_t packed_constant_bytes() {
+  return live_packed_bytes;
 }
 
 dnnl::memory::dims WindowGeometry::dnnl_dilations() const {

@@ -106,6 +106,8 @@ class LayoutReorder {
 /// Converts a constant tensor into a layout once, at preparation (packed weights).
 std::shared_ptr<Buffer> pack_constant(const void* data, const dnnl::memory::desc& from,
                                       const dnnl::memory::desc& to, const dnnl::engine& engine);
+/// Bytes of every pack_constant copy alive in this process now.
+std::size_t packed_constant_bytes();
 
 /// Spatial window geometry of a convolution or pooling, with ONNX's auto_pad and ceil_mode
 /// rules applied.

@@ -1,9 +1,41 @@
 // Which loaded weights a kernel no longer needs, and freeing them: one rule for every executor.
 #include "runtime/kernels/packed_constants.h"
 
+#include <mutex>
+
 #include "runtime/kernel.h"
+#include "runtime/kernels/dnnl_util.h"
 
 namespace cleave {
+
+namespace {
+
+// A packed copy of a loaded initializer, found again by the bytes it came from (the same
+// object, alive: never an address that was freed and reused) and the two layouts.
+struct SharedPack {
+  std::weak_ptr<const std::vector<std::byte>> source;
+  dnnl::memory::desc from, to;
+  std::weak_ptr<Buffer> packed;
+};
+
+std::mutex shared_packs_mutex;
+std::vector<SharedPack> shared_packs;  // Guarded by shared_packs_mutex.
+
+std::shared_ptr<Buffer> find_shared_pack(
+    const std::shared_ptr<const std::vector<std::byte>>& source, const dnnl::memory::desc& from,
+    const dnnl::memory::desc& to) {
+  std::erase_if(shared_packs, [](const SharedPack& pack) {
+    return pack.source.expired() || pack.packed.expired();
+  });
+  for (const SharedPack& pack : shared_packs) {
+    if (pack.source.lock() == source && pack.from == from && pack.to == to) {
+      if (std::shared_ptr<Buffer> packed = pack.packed.lock()) return packed;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
 
 std::vector<std::size_t> inputs_packed_for_good(const Graph& graph, const Node& node,
                                                 const Kernel* kernel) {
@@ -29,6 +61,28 @@ std::size_t free_loaded_weight(Graph& graph, ValueId value, Tensor& constant) {
   data.bytes.reset();
   constant = Tensor::borrow(data.dtype, data.dims, nullptr);
   return bytes;
+}
+
+std::shared_ptr<Buffer> pack_constant_input(const KernelContext& context, std::size_t input,
+                                            const void* data, const dnnl::memory::desc& from,
+                                            const dnnl::memory::desc& to) {
+  const ValueId value = input < context.node.inputs.size() ? context.node.inputs[input] : kNoValue;
+  const std::optional<TensorData>& initializer =
+      value == kNoValue ? std::nullopt : context.graph.value(value).initializer;
+  std::shared_ptr<const std::vector<std::byte>> source = initializer ? initializer->bytes : nullptr;
+  if (!source || static_cast<const void*>(source->data()) != data)
+    return pack_constant(data, from, to, context.engine);
+  {
+    const std::lock_guard<std::mutex> lock(shared_packs_mutex);
+    if (std::shared_ptr<Buffer> packed = find_shared_pack(source, from, to)) return packed;
+  }
+  // Packed outside the lock (kernels prepare in parallel); a copy someone else made meanwhile
+  // wins, and this one goes.
+  std::shared_ptr<Buffer> packed = pack_constant(data, from, to, context.engine);
+  const std::lock_guard<std::mutex> lock(shared_packs_mutex);
+  if (std::shared_ptr<Buffer> earlier = find_shared_pack(source, from, to)) return earlier;
+  shared_packs.push_back({source, from, to, packed});
+  return packed;
 }
 
 }  // namespace cleave

@@ -1,7 +1,10 @@
 // Kernels that pack a constant input into a copy of their own, so its owner may free it.
 #pragma once
 
+#include <oneapi/dnnl/dnnl.hpp>
+
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 #include "ir/graph.h"
@@ -10,6 +13,7 @@
 namespace cleave {
 
 class Kernel;
+struct KernelContext;
 
 /// Implemented (beside Kernel) by kernels whose preparation may pack a constant input (an
 /// initializer) into a copy of the kernel's own (Conv, Gemm/MatMul weights).
@@ -36,5 +40,14 @@ std::vector<std::size_t> inputs_packed_for_good(const Graph& graph, const Node& 
 /// without data, so that a kernel prepared again fails rather than reads freed memory.
 /// Returns the bytes freed (0 when they were gone already).
 std::size_t free_loaded_weight(Graph& graph, ValueId value, Tensor& constant);
+
+/// Packs `data`, constant input `input` of the node being prepared, from layout `from` into
+/// `to` (pack_constant), sharing one copy among the kernels that pack the same loaded
+/// initializer into the same layout while any of them lives: a weight that several nodes read
+/// (a detector's head, run on every level of its feature pyramid) is then held packed once.
+/// `data` other than the initializer's own bytes (a derived weight) is packed unshared.
+std::shared_ptr<Buffer> pack_constant_input(const KernelContext& context, std::size_t input,
+                                            const void* data, const dnnl::memory::desc& from,
+                                            const dnnl::memory::desc& to);
 
 }  // namespace cleave

@@ -93,8 +93,8 @@ class MatmulKernel : public Kernel, public PackedConstants {
     if (operands.addend)
       step_.declare(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, *operands.addend);
     if (pack)
-      packed_ = pack_constant(context.input(1).raw(), operands.weights, descriptor.weights_desc(),
-                              engine_);
+      packed_ = pack_constant_input(context, 1, context.input(1).raw(), operands.weights,
+                                    descriptor.weights_desc());
     if (context.claim_pool) split_rows(context, operands, descriptor.weights_desc(), reduced_size);
   }
 

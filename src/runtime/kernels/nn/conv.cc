@@ -394,9 +394,10 @@ std::unique_ptr<Kernel> ConvolutionKernel::create(const KernelContext& context,
   if (!kernel->parts_.empty() || kernel->taps_ || kernel->own_winograd_) {
     // Each part or tap packed its own slice of the weights; Winograd transformed them.
   } else if (context.constant[1]) {
-    kernel->packed_weights_ = pack_constant(
+    kernel->packed_weights_ = pack_constant_input(
+        context, 1,
         constant_weights ? static_cast<const void*>(constant_weights) : context.input(1).raw(),
-        p.user_weights, descriptor.weights_desc(), context.engine);
+        p.user_weights, descriptor.weights_desc());
   } else if (p.user_weights != descriptor.weights_desc()) {
     kernel->weights_reorder_ =
         LayoutReorder(p.user_weights, descriptor.weights_desc(), context.engine);

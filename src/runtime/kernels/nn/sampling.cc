@@ -202,13 +202,19 @@ struct RoiGeometry {
 };
 
 // One bilinear sample of a plane as Caffe2's (and ONNX Runtime's) RoiAlign takes it: the four
-// weighted corner values, or none outside [-1, size].
-template <typename T>
-bool roi_sample(const RoiGeometry& g, const T* plane, double y, double x,
-                std::array<double, 4>& out) {
+// corners it reads and their weights, or none outside [-1, size]. They are the same for every
+// channel of an RoI, so they are found once per RoI (ONNX Runtime's pre_calc).
+struct SampleTaps {
+  std::array<int64_t, 4> offsets{};
+  std::array<double, 4> weights{};
+  bool inside = false;
+};
+
+SampleTaps roi_taps(const RoiGeometry& g, double y, double x) {
+  SampleTaps taps;
   if (y < -1.0 || y > static_cast<double>(g.height) || x < -1.0 ||
       x > static_cast<double>(g.width)) {
-    return false;
+    return taps;
   }
   y = std::max(y, 0.0);
   x = std::max(x, 0.0);
@@ -218,9 +224,46 @@ bool roi_sample(const RoiGeometry& g, const T* plane, double y, double x,
   if (x_low >= g.width - 1) x = static_cast<double>(x_high = x_low = g.width - 1);
   double ly = y - static_cast<double>(y_low), lx = x - static_cast<double>(x_low);
   double hy = 1 - ly, hx = 1 - lx;
-  out = {hy * hx * plane[y_low * g.width + x_low], hy * lx * plane[y_low * g.width + x_high],
-         ly * hx * plane[y_high * g.width + x_low], ly * lx * plane[y_high * g.width + x_high]};
-  return true;
+  taps.offsets = {y_low * g.width + x_low, y_low * g.width + x_high, y_high * g.width + x_low,
+                  y_high * g.width + x_high};
+  taps.weights = {hy * hx, hy * lx, ly * hx, ly * lx};
+  taps.inside = true;
+  return taps;
+}
+
+// The taps of every sample of RoI `box`, bin by bin (row-major), grid_h x grid_w per bin.
+template <typename T>
+std::vector<SampleTaps> roi_bin_taps(const RoiGeometry& g, const T* box, int64_t& grid_h,
+                                     int64_t& grid_w) {
+  double start_x = box[0] * g.spatial_scale - g.offset,
+         start_y = box[1] * g.spatial_scale - g.offset;
+  double width = box[2] * g.spatial_scale - g.offset - start_x;
+  double height = box[3] * g.spatial_scale - g.offset - start_y;
+  if (g.offset == 0) {  // output_half_pixel: legacy boxes of at least one pixel.
+    width = std::max(width, 1.0);
+    height = std::max(height, 1.0);
+  }
+  double bin_h = height / static_cast<double>(g.out_height);
+  double bin_w = width / static_cast<double>(g.out_width);
+  grid_h = g.sampling_ratio > 0 ? g.sampling_ratio : static_cast<int64_t>(std::ceil(bin_h));
+  grid_w = g.sampling_ratio > 0 ? g.sampling_ratio : static_cast<int64_t>(std::ceil(bin_w));
+  std::vector<SampleTaps> taps;
+  if (grid_h > 0 && grid_w > 0)
+    taps.reserve(static_cast<std::size_t>(g.out_height * g.out_width * grid_h * grid_w));
+  for (int64_t ph = 0; ph < g.out_height; ++ph) {
+    for (int64_t pw = 0; pw < g.out_width; ++pw) {
+      for (int64_t iy = 0; iy < grid_h; ++iy) {
+        double y = start_y + static_cast<double>(ph) * bin_h +
+                   (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
+        for (int64_t ix = 0; ix < grid_w; ++ix) {
+          double x = start_x + static_cast<double>(pw) * bin_w +
+                     (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
+          taps.push_back(roi_taps(g, y, x));
+        }
+      }
+    }
+  }
+  return taps;
 }
 
 template <typename T>
@@ -231,47 +274,34 @@ void roi_align(const RoiGeometry& g, const T* input, const T* rois,
       throw Error(fmt::format("batch index {} of RoI {} is outside the batch of {}",
                               batch_indices[r], r, batch));
     }
-    const T* box = rois + r * 4;
-    double start_x = box[0] * g.spatial_scale - g.offset,
-           start_y = box[1] * g.spatial_scale - g.offset;
-    double width = box[2] * g.spatial_scale - g.offset - start_x;
-    double height = box[3] * g.spatial_scale - g.offset - start_y;
-    if (g.offset == 0) {  // output_half_pixel: legacy boxes of at least one pixel.
-      width = std::max(width, 1.0);
-      height = std::max(height, 1.0);
-    }
-    double bin_h = height / static_cast<double>(g.out_height);
-    double bin_w = width / static_cast<double>(g.out_width);
-    auto grid_h = g.sampling_ratio > 0 ? g.sampling_ratio : static_cast<int64_t>(std::ceil(bin_h));
-    auto grid_w = g.sampling_ratio > 0 ? g.sampling_ratio : static_cast<int64_t>(std::ceil(bin_w));
+    int64_t grid_h = 0, grid_w = 0;
+    const std::vector<SampleTaps> taps = roi_bin_taps(g, rois + r * 4, grid_h, grid_w);
+    // Bins of no height or width take no samples (and read no taps).
+    const auto samples = static_cast<std::size_t>(grid_h > 0 && grid_w > 0 ? grid_h * grid_w : 0);
+    const auto bins = static_cast<std::size_t>(g.out_height * g.out_width);
     double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
     for (int64_t c = 0; c < g.channels; ++c) {
       const T* plane = input + (batch_indices[r] * g.channels + c) * g.height * g.width;
       T* target = output + (r * g.channels + c) * g.out_height * g.out_width;
-      for (int64_t ph = 0; ph < g.out_height; ++ph) {
-        for (int64_t pw = 0; pw < g.out_width; ++pw) {
-          double value = 0;
-          bool first = true;
-          for (int64_t iy = 0; iy < grid_h; ++iy) {
-            double y = start_y + static_cast<double>(ph) * bin_h +
-                       (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
-            for (int64_t ix = 0; ix < grid_w; ++ix) {
-              double x = start_x + static_cast<double>(pw) * bin_w +
-                         (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
-              std::array<double, 4> corners = {0, 0, 0, 0};
-              roi_sample(g, plane, y, x, corners);
-              if (g.average) {
-                value += corners[0] + corners[1] + corners[2] + corners[3];
-              } else {
-                // ONNX Runtime's max mode: the largest weighted corner of every sample.
-                double largest = *std::max_element(corners.begin(), corners.end());
-                value = first ? largest : std::max(value, largest);
-                first = false;
-              }
-            }
+      for (std::size_t bin = 0; bin < bins; ++bin) {
+        double value = 0;
+        bool first = true;
+        for (std::size_t s = bin * samples; s < (bin + 1) * samples; ++s) {
+          const SampleTaps& tap = taps[s];
+          std::array<double, 4> corners = {0, 0, 0, 0};
+          if (tap.inside) {
+            for (int j = 0; j < 4; ++j) corners[j] = tap.weights[j] * plane[tap.offsets[j]];
           }
-          target[ph * g.out_width + pw] = static_cast<T>(g.average ? value / count : value);
+          if (g.average) {
+            value += corners[0] + corners[1] + corners[2] + corners[3];
+          } else {
+            // ONNX Runtime's max mode: the largest weighted corner of every sample.
+            double largest = *std::max_element(corners.begin(), corners.end());
+            value = first ? largest : std::max(value, largest);
+            first = false;
+          }
         }
+        target[bin] = static_cast<T>(g.average ? value / count : value);
       }
     }
   }

@@ -197,6 +197,58 @@ void with_combine(const KernelContext& context, DataType type, Reduction reducti
 
 using Combine = std::function<void(void*, const void*, int64_t)>;
 
+// ScatterElements' writes, in position order, straight from the index tensor (a detector's
+// RoI scatter has millions): every index is checked before anything is written, and positions
+// that address consecutive data elements go to `apply` as one run (whole rows become a copy).
+template <typename Index>
+void scatter_in_runs(const std::string& where, const Index* indices, std::span<const int64_t> shape,
+                     std::span<const int64_t> data_shape, int64_t axis, std::byte* target,
+                     const std::byte* updates, std::size_t element_bytes, const Combine& apply) {
+  const int64_t size = data_shape[axis];
+  std::size_t count = 1;
+  for (int64_t extent : shape) count *= static_cast<std::size_t>(extent);
+  for (std::size_t p = 0; p < count; ++p) {
+    const auto value = static_cast<int64_t>(indices[p]);
+    if (value < -size || value >= size) {
+      throw Error(
+          fmt::format("{}: indices value {} is out of range for an axis of size {} "
+                      "(expected {} to {})",
+                      where, value, size, -size, size - 1));
+    }
+  }
+  const std::vector<int64_t> strides = row_major_strides(data_shape);
+  const std::size_t rank = shape.size();
+  std::vector<int64_t> position(rank, 0);
+  int64_t base = 0;  // Offset of the current position without its axis component.
+  std::size_t run_start = 0;
+  int64_t run_offset = 0, run_length = 0;
+  const auto flush = [&] {
+    if (run_length > 0)
+      apply(target + run_offset * element_bytes, updates + run_start * element_bytes, run_length);
+  };
+  for (std::size_t p = 0; p < count; ++p) {
+    auto value = static_cast<int64_t>(indices[p]);
+    if (value < 0) value += size;
+    const int64_t offset = base + value * strides[axis];
+    if (run_length > 0 && offset == run_offset + run_length) {
+      ++run_length;
+    } else {
+      flush();
+      run_start = p;
+      run_offset = offset;
+      run_length = 1;
+    }
+    for (std::size_t d = rank; d-- > 0;) {
+      const int64_t step = static_cast<int64_t>(d) == axis ? 0 : strides[d];
+      base += step;
+      if (++position[d] < shape[d]) break;
+      base -= shape[d] * step;
+      position[d] = 0;
+    }
+  }
+  flush();
+}
+
 std::unique_ptr<Kernel> create_scatter_elements(const KernelContext& context) {
   const Tensor& data = context.input(0);
   const Tensor& indices = context.input(1);
@@ -218,14 +270,16 @@ std::unique_ptr<Kernel> create_scatter_elements(const KernelContext& context) {
   return make_kernel(
       context, {OutputSpec{data.dtype(), data.shape(), std::nullopt, -1}},
       [=](const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
-        std::vector<int64_t> picks =
-            checked_indices(where, *inputs[1], data_shape[axis], "indices");
-        std::vector<int64_t> offsets = element_offsets(picks, inputs[1]->shape(), data_shape, axis);
         copy_unless_aliased(*inputs[0], *outputs[0]);
         auto* target = static_cast<std::byte*>(outputs[0]->raw());
-        const auto* update = static_cast<const std::byte*>(inputs[2]->raw());
-        for (std::size_t p = 0; p < offsets.size(); ++p) {
-          apply(target + offsets[p] * element_bytes, update + p * element_bytes, 1);
+        const auto* updates = static_cast<const std::byte*>(inputs[2]->raw());
+        const Tensor& indices = *inputs[1];
+        if (indices.dtype() == DataType::kInt64) {
+          scatter_in_runs(where, indices.data<int64_t>(), indices.shape(), data_shape, axis, target,
+                          updates, element_bytes, apply);
+        } else {
+          scatter_in_runs(where, indices.data<int32_t>(), indices.shape(), data_shape, axis, target,
+                          updates, element_bytes, apply);
         }
       });
 }

@@ -47,13 +47,20 @@ std::unique_ptr<Kernel> create_nonzero(const KernelContext& context) {
   const auto count = static_cast<int64_t>(found.size());
   Tensor result = Tensor::allocate(DataType::kInt64, {rank, count});
   int64_t* out = result.data<int64_t>();
-  std::vector<int64_t> strides = data.rank() == 0 ? std::vector<int64_t>{1} : data.strides();
+  if (data.rank() <= 1) {  // The flat positions are the coordinates (a scalar's is 0).
+    for (int64_t n = 0; n < count; ++n) out[n] = data.rank() == 0 ? 0 : found[n];
+    return std::make_unique<ComputedKernel>(std::vector<Tensor>{std::move(result)});
+  }
+  // Coordinates advance with the flat position like an odometer: no division per element.
+  const std::vector<int64_t>& shape = data.shape();
+  std::vector<int64_t> coordinate(rank, 0);
+  int64_t position = 0;
   for (int64_t n = 0; n < count; ++n) {
-    int64_t rest = found[n];
-    for (int64_t axis = 0; axis < rank; ++axis) {
-      out[axis * count + n] = data.rank() == 0 ? 0 : rest / strides[axis];
-      if (data.rank() != 0) rest %= strides[axis];
+    for (; position < found[n]; ++position) {
+      for (int64_t axis = rank - 1; axis >= 0 && ++coordinate[axis] == shape[axis]; --axis)
+        coordinate[axis] = 0;
     }
+    for (int64_t axis = 0; axis < rank; ++axis) out[axis * count + n] = coordinate[axis];
   }
   return std::make_unique<ComputedKernel>(std::vector<Tensor>{std::move(result)});
 }
