@@ -223,64 +223,91 @@ std::vector<std::string> loop_node(const Call& c) {
   return lines;
 }
 
-// Scan-9 and later: a for loop over the scanned axis, each scan input sliced (from the end when
-// its direction is 1), each scan output stacked along its axis (reversed when its direction is 1).
+// A for loop over the scanned axis, each scan input sliced (from the end when its direction is
+// 1), each scan output stacked along its axis (reversed when its direction is 1). Scan-8 runs
+// that loop per entry of its batch axis and stacks the entries; cleave runs its sequence_lens
+// only at the full length, which the code checks.
 std::vector<std::string> scan_node(const Call& c) {
-  if (!opset_at_least(c, 9)) c.fail("Scan before opset 9 (sequence_lens and a batch axis)");
+  const bool batched = !opset_at_least(c, 9);
+  const std::size_t first = batched ? 1 : 0;
   const Graph& body = body_graph(c, "body");
   const auto scan_inputs = static_cast<std::size_t>(c.node.int_attribute("num_scan_inputs", 0));
   const std::size_t own = c.node.inputs.size() - captured_input_count(c.node);
-  if (scan_inputs < 1 || scan_inputs > own) c.fail("num_scan_inputs outside 1 to the inputs");
-  const std::size_t states = own - scan_inputs;
+  if (scan_inputs < 1 || first + scan_inputs > own)
+    c.fail(fmt::format("num_scan_inputs {} for {} inputs", scan_inputs, own));
+  const std::size_t states = own - first - scan_inputs;
   if (c.node.outputs.size() < states)
     c.fail(fmt::format("{} outputs for {} states", c.node.outputs.size(), states));
   const std::size_t scans = c.node.outputs.size() - states;
-  if (body.inputs().size() != own || body.outputs().size() != c.node.outputs.size())
-    c.fail(fmt::format("the body has {} inputs and {} outputs for the node's {} and {}",
-                       body.inputs().size(), body.outputs().size(), own, c.node.outputs.size()));
+  if (body.inputs().size() != states + scan_inputs ||
+      body.outputs().size() != c.node.outputs.size())
+    c.fail(fmt::format("the body has {} inputs and {} outputs for {} and {}", body.inputs().size(),
+                       body.outputs().size(), states + scan_inputs, c.node.outputs.size()));
   const auto setting = [&](const char* key, std::size_t count) {
     std::vector<int64_t> values = c.node.ints_attribute(key);
     values.resize(count, 0);
     return values;
   };
   const std::vector<int64_t> in_axes = setting("scan_input_axes", scan_inputs),
-                             in_reverse = setting("scan_input_directions", scan_inputs),
+                             in_reverse = setting(batched ? "directions" : "scan_input_directions",
+                                                  scan_inputs),
                              out_axes = setting("scan_output_axes", scans),
                              out_reverse = setting("scan_output_directions", scans);
   const std::string prefix = body_prefix(c);
   const BranchNames names(c, body, prefix + "body_");
-  const std::string step = prefix + "t", length = prefix + "steps";
-  std::vector<std::string> in, out, initial, lists;
+  const std::string step = prefix + "t", length = prefix + "steps", entry = prefix + "b";
+  // A state or scan input: the whole tensor, or (Scan-8) the batch entry.
+  const auto source = [&](std::size_t k) {
+    return batched ? fmt::format("{}[{}]", c.in(first + k), entry) : c.in(first + k);
+  };
+  std::vector<std::string> lines, in, out, initial, lists, results;
+  if (batched) {
+    lines.push_back(
+        fmt::format("{}entries = [[] for _ in range({})]", prefix, c.node.outputs.size()));
+    lines.push_back(fmt::format("for {} in range({}.shape[0]):", entry, c.in(first + states)));
+  }
+  const std::size_t outer = lines.size();
+  lines.push_back(fmt::format("{} = {}.shape[{}]", length, source(states), in_axes[0]));
+  if (batched && c.has(0)) {
+    lines.push_back(fmt::format("if int({}[{}]) != {}:", c.in(0), entry, length));
+    lines.push_back(fmt::format(
+        "    raise ValueError(\"{}: sequence_lens other than the full length\")", c.where()));
+  }
   for (std::size_t k = 0; k < states; ++k) {
     in.push_back(names(body.inputs()[k]));
     out.push_back(names(body.outputs()[k]));
-    initial.push_back(c.in(k));
+    initial.push_back(source(k));
   }
-  std::vector<std::string> lines = {
-      fmt::format("{} = {}.shape[{}]", length, c.in(states), in_axes[0])};
   if (states > 0) lines.push_back(assign_all(in, initial));
   for (std::size_t k = 0; k < scans; ++k) {
     lists.push_back(fmt::format("{}scan{}", prefix, k));
     lines.push_back(lists.back() + " = []");
   }
   lines.push_back(fmt::format("for {} in range({}):", step, length));
-  const std::size_t first = lines.size();
+  const std::size_t inner = lines.size();
   for (std::size_t k = 0; k < scan_inputs; ++k) {
     lines.push_back(fmt::format("{} = {}.select({}, {})", names(body.inputs()[states + k]),
-                                c.in(states + k), in_axes[k],
+                                source(states + k), in_axes[k],
                                 in_reverse[k] ? fmt::format("{} - 1 - {}", length, step) : step));
   }
   for (std::string& line : body_lines(c, body, names)) lines.push_back(std::move(line));
   if (states > 0) lines.push_back(assign_all(in, out));
   for (std::size_t k = 0; k < scans; ++k)
     lines.push_back(fmt::format("{}.append({})", lists[k], names(body.outputs()[states + k])));
-  indent(lines, first);
-  for (std::size_t k = 0; k < states; ++k) lines.push_back(fmt::format("{} = {}", c.out(k), in[k]));
+  indent(lines, inner);
+  results = in;
   for (std::size_t k = 0; k < scans; ++k) {
-    const std::string list = out_reverse[k] ? lists[k] + "[::-1]" : lists[k];
-    lines.push_back(
-        fmt::format("{} = {}", c.out(states + k), stacked(list, std::to_string(out_axes[k]))));
+    results.push_back(
+        stacked(out_reverse[k] ? lists[k] + "[::-1]" : lists[k], std::to_string(out_axes[k])));
   }
+  for (std::size_t r = 0; r < results.size(); ++r) {
+    lines.push_back(batched ? fmt::format("{}entries[{}].append({})", prefix, r, results[r])
+                            : fmt::format("{} = {}", c.out(r), results[r]));
+  }
+  if (!batched) return lines;
+  indent(lines, outer);
+  for (std::size_t r = 0; r < results.size(); ++r)
+    lines.push_back(fmt::format("{} = torch.stack({}entries[{}])", c.out(r), prefix, r));
   return lines;
 }
 
