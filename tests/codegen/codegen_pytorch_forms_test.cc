@@ -220,22 +220,37 @@ TEST_F(CodegenPytorchForms, ScanWithOtherAxesAndDirections) {
             1e-6);
 }
 
-// Scan-8's batch axis and sequence_lens have no loop written: refused, naming the node.
-TEST_F(CodegenPytorchForms, ScanBeforeOpsetNineIsRefusedNamingTheNode) {
-  const std::string text = R"(graph main [ai.onnx=8] (%x: f32[2,3,1]) {
-  @s: f32[2,1]
-  %y, %z = Scan[body=graph b [ai.onnx=8] (%acc: f32[1], %row: f32[1]) {
+// Scan-8: a batch axis first, each entry scanned on its own; sequence_lens at the full length.
+TEST_F(CodegenPytorchForms, ScanOfOpsetEightScansEachBatchEntry) {
+  EXPECT_LT(largest_difference(R"(graph main [ai.onnx=8] (%x: f32[2,3,2]) {
+  @lens: i64[2] = [3, 3]
+  @s: f32[2,2]
+  %y, %z = Scan[body=graph b [ai.onnx=8] (%acc: f32[2], %row: f32[2]) {
     %next = Add(%acc, %row)
-    %copy = Identity(%next)
-    return %next, %copy
-  }, num_scan_inputs=1](_, @s, %x)
+    %t = Tanh(%next)
+    return %next, %t
+  }, num_scan_inputs=1, directions=[1]](@lens, @s, %x)
   return %y, %z
+})",
+                               {"y", "z"}),
+            1e-6);
+}
+
+// Neither a trip count nor a condition: the loop would never end, so no code is written.
+TEST_F(CodegenPytorchForms, LoopWithoutTripCountOrConditionIsRefusedNamingTheNode) {
+  const std::string text = R"(graph main [ai.onnx=17] (%x: f32[2,3]) {
+  %out = Loop[body=graph b [ai.onnx=17] (%i: i64[], %cond: bool[], %v: f32[2,3]) {
+    %w = Neg(%v)
+    %same = Identity(%cond)
+    return %same, %w
+  }](_, _, %x)
+  return %out
 })";
   write_model(text, path("m.onnx"));
   CommandOutput generated = cleave("codegen m.onnx --lang pytorch -o py");
   EXPECT_NE(generated.exit_code, 0);
-  EXPECT_NE(generated.text.find("Scan"), std::string::npos) << generated.text;
-  EXPECT_NE(generated.text.find("no PyTorch mapping: Scan before opset 9"), std::string::npos)
+  EXPECT_NE(generated.text.find("'out'"), std::string::npos) << generated.text;
+  EXPECT_NE(generated.text.find("neither a trip count nor a condition"), std::string::npos)
       << generated.text;
 }
 
