@@ -65,12 +65,14 @@ class BranchNames {
     for (ValueId id = 0; id < static_cast<ValueId>(body.value_capacity()); ++id) {
       const Value& v = body.value(id);
       if (v.producer < 0 && !v.initializer && !is_input(body, id)) {
-        if (body.consumers(id).empty() && !v.is_graph_output) continue;
-        // Read from an enclosing scope by name (ONNX's implicit capture).
+        // Read from an enclosing scope by name (ONNX's implicit capture), here or by a body
+        // nested in this one (which has no consumer here).
         std::optional<ValueId> outer = c.graph.find_value(v.name);
-        if (!outer)
+        if (outer) {
+          names_[id] = c.name(*outer);
+        } else if (!body.consumers(id).empty() || v.is_graph_output) {
           c.fail(fmt::format("a branch reads '{}', which no enclosing graph has", v.name));
-        names_[id] = c.name(*outer);
+        }
         continue;
       }
       std::string base = prefix;
