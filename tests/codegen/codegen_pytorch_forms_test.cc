@@ -154,6 +154,33 @@ TEST_F(CodegenPytorchForms, LoopWithTripCountCarriesAndStacks) {
   EXPECT_NE(model_.find("while "), std::string::npos) << model_;
 }
 
+// An If nested in the body reads the loop's carried value and x from two graphs out; it takes
+// the then branch on even iterations only.
+TEST_F(CodegenPytorchForms, LoopBodyWithAnIfReadingTheOutermostValue) {
+  EXPECT_LT(largest_difference(R"(graph main [ai.onnx=17] (%x: f32[2,3]) {
+  @m: i64[] = [5]
+  %c = Constant[value=tensor<bool[]>[1]]()
+  %out = Loop[body=graph b [ai.onnx=17] (%i: i64[], %cond: bool[], %v: f32[2,3]) {
+    %two = Constant[value=tensor<i64[]>[2]]()
+    %zero = Constant[value=tensor<i64[]>[0]]()
+    %r = Mod(%i, %two)
+    %even = Equal(%r, %zero)
+    %w = If[then_branch=graph t [ai.onnx=17] () {
+      %a = Add(%v, %x)
+      return %a
+    }, else_branch=graph e [ai.onnx=17] () {
+      %n = Mul(%v, %x)
+      return %n
+    }](%even)
+    %same = Identity(%cond)
+    return %same, %w
+  }](@m, %c, %x)
+  return %out
+})",
+                               {"out"}),
+            1e-6);
+}
+
 // No trip count: the body adds 0.25 until the largest element passes 2, which takes a number of
 // iterations set by x (and so a scan output of that length).
 const char* kLoopUntil = R"(graph main [ai.onnx=17] (%x: f32[2,3]) {
