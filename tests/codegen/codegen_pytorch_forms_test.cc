@@ -117,6 +117,21 @@ TEST_F(CodegenPytorchForms, LstmBidirectionalWithSequenceLens) {
             1e-5);
 }
 
+// layout=1: x is [batch, steps, input], the states [batch, directions, hidden].
+TEST_F(CodegenPytorchForms, GruBatchMajorReverseWithSequenceLens) {
+  EXPECT_LT(largest_difference(R"(graph main [ai.onnx=17] (%x: f32[2,5,3]) {
+  @w: f32[1,12,3]
+  @r: f32[1,12,4]
+  @b: f32[1,24]
+  @h0: f32[2,1,4]
+  @lens: i32[2] = [4, 2]
+  %y, %yh = GRU[hidden_size=4, layout=1, direction="reverse"](%x, @w, @r, @b, @lens, @h0)
+  return %y, %yh
+})",
+                               {"y", "yh"}),
+            1e-5);
+}
+
 TEST_F(CodegenPytorchForms, GruWithClip) {
   EXPECT_LT(largest_difference(recurrent("GRU", ", clip=0.1", 1, false), {"y", "yh"}), 1e-5);
   EXPECT_NE(model_.find("torch.clamp("), std::string::npos) << model_;
