@@ -134,9 +134,10 @@ void add_quantized_writers(std::map<std::string, Writer>& table);
 // forms reading shapes at run time for values shaped by the data (pytorch_dynamic_ops.cc).
 // Call after add_layer_writers.
 void add_dynamic_writers(std::map<std::string, Writer>& table);
-// If as a Python if/else over its branches' nodes, and Constant (pytorch_control_ops.cc).
+// If as a Python if/else over its branches' nodes, Loop as a while loop and Scan as a for loop
+// over their bodies' nodes, and Constant (pytorch_control_ops.cc).
 void add_control_writers(std::map<std::string, Writer>& table);
-// GRU and LSTM as loops over the sequence (pytorch_rnn_ops.cc).
+// GRU and LSTM as loops over the sequence, with clip and sequence_lens (pytorch_rnn_ops.cc).
 void add_rnn_writers(std::map<std::string, Writer>& table);
 
 }  // namespace cleave::pytorch_detail

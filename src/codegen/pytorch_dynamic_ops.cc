@@ -28,13 +28,24 @@ std::vector<std::string> top_k(const Call& c) {
       c.out(0), c.out(1), axis, k, c.in(0), axis, largest ? "True" : "False")};
 }
 
+// The leading batch_dims axes of data and indices are flattened into one, whose position pairs
+// with each index tuple's (arange along the flattened batch, then the tuple's coordinates).
 std::vector<std::string> gather_nd(const Call& c) {
-  if (c.node.int_attribute("batch_dims", 0) != 0) c.fail("batch_dims other than 0");
+  const int64_t b = c.node.int_attribute("batch_dims", 0);
   const std::string data = c.in(0), index = c.in(1);
-  return {unary_line(
-      c, fmt::format("{0}[tuple({1}.reshape(-1, {1}.shape[-1]).t())].reshape(tuple({1}.shape[:-1]) "
-                     "+ tuple({0}.shape[{1}.shape[-1]:]))",
-                     data, index))};
+  if (b < 0) c.fail(fmt::format("batch_dims {} (at least 0)", b));
+  if (b == 0) {
+    return {unary_line(c, fmt::format("{0}[tuple({1}.reshape(-1, {1}.shape[-1]).t())].reshape("
+                                      "tuple({1}.shape[:-1]) + tuple({0}.shape[{1}.shape[-1]:]))",
+                                      data, index))};
+  }
+  return {
+      fmt::format("_d = {0}.reshape((-1,) + tuple({0}.shape[{1}:]))", data, b),
+      fmt::format("_k = {0}.reshape(_d.shape[0], -1, {0}.shape[-1])", index),
+      "_n = torch.arange(_d.shape[0])[:, None].expand(-1, _k.shape[1])",
+      unary_line(c, fmt::format("_d[(_n,) + tuple(_k.unbind(-1))].reshape(tuple({1}.shape[:-1]) "
+                                "+ tuple({0}.shape[{2} + {1}.shape[-1]:]))",
+                                data, index, b))};
 }
 
 std::vector<std::string> scatter_elements(const Call& c) {
@@ -108,13 +119,71 @@ std::vector<std::string> non_max_suppression(const Call& c) {
   return lines;
 }
 
+// ONNX Runtime's (and cleave's) max mode, in float64 as cleave's kernel: per bin, the largest
+// of every sample's four weighted corners; a sample outside [-1, size] counts as 0.
+std::vector<std::string> roi_align_max(const Call& c, bool half_pixel) {
+  const int64_t out_h = c.node.int_attribute("output_height", 1),
+                out_w = c.node.int_attribute("output_width", 1),
+                ratio = c.node.int_attribute("sampling_ratio", 0);
+  const std::string scale = py_float(c.node.float_attribute("spatial_scale", 1.0f));
+  const std::string offset = half_pixel ? "0.5" : "0.0";
+  const auto grid = [&](const char* bin) {
+    return ratio > 0 ? std::to_string(ratio) : fmt::format("math.ceil({})", bin);
+  };
+  const auto samples = [&](const char* start, const char* bin, const char* count, int64_t bins) {
+    return fmt::format(
+        "    {0}s = ({0} + torch.arange({1}, dtype=torch.float64)[:, None] * {2} + "
+        "(torch.arange({3}, dtype=torch.float64)[None] + 0.5) * {2} / {3}).reshape(-1)",
+        start, bins, bin, count);
+  };
+  std::vector<std::string> lines = {
+      "import math",
+      "def _roi_axis(_v, _size):",
+      "    _inside = (_v >= -1) & (_v <= _size)",
+      "    _v = _v.clamp(min=0)",
+      "    _lo = _v.floor().long()",
+      "    _edge = _lo >= _size - 1",
+      "    _lo = torch.where(_edge, torch.full_like(_lo, _size - 1), _lo)",
+      "    _l = torch.where(_edge, torch.zeros_like(_v), _v - _lo)",
+      "    return _inside, _lo, torch.where(_edge, _lo, _lo + 1), _l, 1 - _l",
+      fmt::format("_rx, _rr = {}.double(), {}.double() * {}", c.in(0), c.in(1), scale),
+      "_parts = []",
+      "for _r in range(_rr.shape[0]):",
+      fmt::format("    _sx, _sy = float(_rr[_r, 0]) - {0}, float(_rr[_r, 1]) - {0}", offset),
+      fmt::format("    _bw, _bh = float(_rr[_r, 2]) - {0} - _sx, float(_rr[_r, 3]) - {0} - _sy",
+                  offset)};
+  // output_half_pixel keeps the legacy boxes of at least one pixel.
+  if (!half_pixel) lines.push_back("    _bw, _bh = max(_bw, 1.0), max(_bh, 1.0)");
+  lines.insert(
+      lines.end(),
+      {fmt::format("    _bw, _bh = _bw / {}, _bh / {}", out_w, out_h),
+       fmt::format("    _gh, _gw = {}, {}", grid("_bh"), grid("_bw")),
+       samples("_sy", "_bh", "_gh", out_h), samples("_sx", "_bw", "_gw", out_w),
+       fmt::format("    _plane = _rx[int({}[_r])]", c.in(2)), "    if _gh <= 0 or _gw <= 0:",
+       fmt::format("        _parts.append(_rx.new_zeros(_rx.shape[1], {}, {}))", out_h, out_w),
+       "        continue", "    _iy, _y0, _y1, _ly, _hy = _roi_axis(_sys, _rx.shape[2])",
+       "    _ix, _x0, _x1, _lx, _hx = _roi_axis(_sxs, _rx.shape[3])",
+       "    _m = torch.stack([_hy[:, None] * _hx[None] * _plane[:, _y0][:, :, _x0], "
+       "_hy[:, None] * _lx[None] * _plane[:, _y0][:, :, _x1], _ly[:, None] * _hx[None] * "
+       "_plane[:, _y1][:, :, _x0], _ly[:, None] * _lx[None] * _plane[:, _y1][:, :, _x1]]).amax(0)",
+       "    _m = torch.where(_iy[:, None] & _ix[None], _m, torch.zeros_like(_m))",
+       fmt::format("    _parts.append(_m.reshape(_m.shape[0], {}, _gh, {}, _gw).amax((2, 4)))",
+                   out_h, out_w),
+       unary_line(c, fmt::format("(torch.stack(_parts) if _parts else _rx.new_zeros(0, "
+                                 "_rx.shape[1], {}, {})).to({}.dtype)",
+                                 out_h, out_w, c.in(0)))});
+  return lines;
+}
+
 // torchvision's roi_align is ONNX's average mode: aligned=True is half_pixel.
 std::vector<std::string> roi_align(const Call& c) {
-  if (c.node.string_attribute("mode", "avg") != "avg") c.fail("mode 'max' (avg maps)");
+  const std::string mode = c.node.string_attribute("mode", "avg");
+  if (mode != "avg" && mode != "max") c.fail(fmt::format("mode '{}' (avg or max)", mode));
   const std::string transform = c.node.string_attribute(
       "coordinate_transformation_mode", opset_at_least(c, 16) ? "half_pixel" : "output_half_pixel");
   if (transform != "half_pixel" && transform != "output_half_pixel")
     c.fail(fmt::format("coordinate_transformation_mode '{}'", transform));
+  if (mode == "max") return roi_align_max(c, transform == "half_pixel");
   return {
       "from torchvision.ops import roi_align as _roi_align",
       unary_line(c, fmt::format("_roi_align({0}, torch.cat([{1}.to({0}.dtype)[:, None], {2}], 1), "

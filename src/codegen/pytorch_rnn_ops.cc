@@ -1,11 +1,13 @@
-// The PyTorch op table's GRU and LSTM: loops over the sequence in ONNX's gate orders (zrh, iofc).
+// The PyTorch op table's GRU and LSTM: loops over the sequence in ONNX's gate orders (zrh, iofc),
+// with clipping and per-sequence lengths.
 #include "codegen/pytorch_call.h"
 
 namespace cleave::pytorch_detail {
 
 namespace {
 
-// Refuses what the loops below do not write: other activations, clipping, per-batch lengths.
+// Refuses what the loops below do not write: other activations, activation parameters,
+// input_forget.
 void check_supported(const Call& c, std::size_t default_activations) {
   if (const Attribute* given = c.node.attribute("activations")) {
     const std::vector<std::string> gru = {"Sigmoid", "Tanh"}, lstm = {"Sigmoid", "Tanh", "Tanh"};
@@ -15,44 +17,98 @@ void check_supported(const Call& c, std::size_t default_activations) {
         c.fail(fmt::format("activation '{}' (the default activations map)", given->strings[i]));
     }
   }
-  if (c.node.float_attribute("clip", 0.0f) != 0.0f) c.fail("clip");
-  if (c.has(4)) c.fail("sequence_lens (input 4)");
   if (c.node.attribute("activation_alpha") || c.node.attribute("activation_beta") ||
       c.node.int_attribute("input_forget", 0) != 0) {
     c.fail("activation_alpha, activation_beta or input_forget");
   }
 }
 
-// The step of one GRU direction: x·Wᵀ+Wb and h·Rᵀ+Rb, then the gates.
+// A gate's input clamped to [-clip, clip] where the node clips (cleave and ONNX Runtime clip
+// only a positive value).
+std::function<std::string(const std::string&)> clipper(const Call& c) {
+  const float clip = c.node.float_attribute("clip", 0.0f);
+  return [clip](const std::string& x) {
+    return clip > 0 ? fmt::format("torch.clamp({}, -{}, {})", x, py_float(clip), py_float(clip))
+                    : x;
+  };
+}
+
+// The step of one GRU direction from _g = x·Wᵀ+Wb and _q = h·Rᵀ+Rb: the new state in _hn.
 std::vector<std::string> gru_step(const Call& c, int64_t h) {
+  const auto clip = clipper(c);
   const bool before_reset = c.node.int_attribute("linear_before_reset", 0) != 0;
   const std::string z = fmt::format("[:, :{}]", h), r = fmt::format("[:, {}:{}]", h, 2 * h),
                     n = fmt::format("[:, {}:]", 2 * h);
-  std::vector<std::string> lines = {fmt::format("        _z = torch.sigmoid(_g{0} + _q{0})", z),
-                                    fmt::format("        _r = torch.sigmoid(_g{0} + _q{0})", r)};
+  std::vector<std::string> lines = {
+      fmt::format("_z = torch.sigmoid({})", clip(fmt::format("_g{0} + _q{0}", z))),
+      fmt::format("_r = torch.sigmoid({})", clip(fmt::format("_g{0} + _q{0}", r)))};
   if (before_reset) {
-    lines.push_back(fmt::format("        _n = torch.tanh(_g{0} + _r * _q{0})", n));
+    lines.push_back(fmt::format("_n = torch.tanh({})", clip(fmt::format("_g{0} + _r * _q{0}", n))));
   } else {
     // The reset gate scales the state before the product with Rh.
-    lines.push_back(fmt::format("        _n = torch.tanh(_g{0} + (_r * _h) @ _rw[{1}:].t(){2})", n,
-                                2 * h, c.has(3) ? fmt::format(" + _rb[{}:]", 2 * h) : ""));
+    lines.push_back(
+        fmt::format("_n = torch.tanh({})",
+                    clip(fmt::format("_g{} + (_r * _h) @ _rw[{}:].t(){}", n, 2 * h,
+                                     c.has(3) ? fmt::format(" + _rb[{}:]", 2 * h) : ""))));
   }
-  lines.push_back("        _h = (1 - _z) * _n + _z * _h");
+  lines.push_back("_hn = (1 - _z) * _n + _z * _h");
   return lines;
 }
 
+// The step of one LSTM direction: the new states in _hn and _cn; the output gate's peephole
+// reads the new cell.
 std::vector<std::string> lstm_step(const Call& c, int64_t h) {
+  const auto clip = clipper(c);
   const bool peep = c.has(7);
-  const auto gate = [&](int k, int p) {
-    return fmt::format("_q[:, {}:{}]{}", k * h, (k + 1) * h,
-                       peep ? fmt::format(" + _p[{}:{}] * _c", p * h, (p + 1) * h) : "");
+  const auto gate = [&](int k, const char* cell) {
+    return clip(
+        fmt::format("_q[:, {}:{}]{}", k * h, (k + 1) * h,
+                    peep ? fmt::format(" + _p[{}:{}] * {}", k * h, (k + 1) * h, cell) : ""));
   };
-  return {"        _q = _g + _q",
-          fmt::format("        _i = torch.sigmoid({})", gate(0, 0)),
-          fmt::format("        _f = torch.sigmoid({})", gate(2, 2)),
-          fmt::format("        _c = _f * _c + _i * torch.tanh(_q[:, {}:])", 3 * h),
-          fmt::format("        _o = torch.sigmoid({})", gate(1, 1)),
-          "        _h = _o * torch.tanh(_c)"};
+  return {
+      "_q = _g + _q",
+      fmt::format("_i = torch.sigmoid({})", gate(0, "_c")),
+      fmt::format("_f = torch.sigmoid({})", gate(2, "_c")),
+      fmt::format("_cn = _f * _c + _i * torch.tanh({})", clip(fmt::format("_q[:, {}:]", 3 * h))),
+      fmt::format("_o = torch.sigmoid({})", gate(1, "_cn")),
+      "_hn = _o * torch.tanh(_cn)"};
+}
+
+// The loop over one direction's steps. With sequence_lens, a reversed direction first reverses
+// each sequence within its own length (a permutation that is its own inverse, undone on Y), and
+// every step keeps the old states and writes zeros for the sequences already ended.
+void write_direction(const Call& c, bool lstm, bool reverse, int64_t h,
+                     std::vector<std::string>& lines) {
+  const std::string bias = c.has(3) ? " + _wb" : "", recurrent_bias = c.has(3) ? " + _rb" : "";
+  std::vector<std::string> step = lstm ? lstm_step(c, h) : gru_step(c, h);
+  if (!c.has(4)) {
+    lines.push_back("_y = [None] * _x.shape[0]");
+    lines.push_back(fmt::format("for _t in {}:",
+                                reverse ? "reversed(range(_x.shape[0]))" : "range(_x.shape[0])"));
+    lines.push_back(fmt::format("    _g = _x[_t] @ _w.t(){}", bias));
+    lines.push_back(fmt::format("    _q = _h @ _rw.t(){}", recurrent_bias));
+    for (const std::string& line : step) lines.push_back("    " + line);
+    lines.push_back(lstm ? "    _h, _c = _hn, _cn" : "    _h = _hn");
+    lines.push_back("    _y[_t] = _h");
+    lines.push_back("_y = torch.stack(_y)");
+    return;
+  }
+  lines.push_back(fmt::format("_xd = {}", reverse ? "_x.gather(0, _perm[:, :, None].expand(-1, -1, "
+                                                    "_x.shape[2]))"
+                                                  : "_x"));
+  lines.push_back("_y = []");
+  lines.push_back("for _t in range(_x.shape[0]):");
+  lines.push_back(fmt::format("    _g = _xd[_t] @ _w.t(){}", bias));
+  lines.push_back(fmt::format("    _q = _h @ _rw.t(){}", recurrent_bias));
+  for (const std::string& line : step) lines.push_back("    " + line);
+  lines.push_back("    _m = _valid[_t][:, None]");
+  lines.push_back("    _h = torch.where(_m, _hn, _h)");
+  if (lstm) lines.push_back("    _c = torch.where(_m, _cn, _c)");
+  lines.push_back("    _y.append(torch.where(_m, _hn, torch.zeros_like(_hn)))");
+  lines.push_back(
+      reverse
+          ? fmt::format("_y = torch.stack(_y).gather(0, _perm[:, :, None].expand(-1, -1, {}))", h)
+          : "_y = torch.stack(_y)");
 }
 
 std::vector<std::string> recurrent(const Call& c, bool lstm) {
@@ -72,8 +128,14 @@ std::vector<std::string> recurrent(const Call& c, bool lstm) {
   std::vector<std::string> lines = {
       fmt::format("_x = {}{}", c.in(0), batch_major ? ".transpose(0, 1)" : ""),
       lstm ? "_ys, _hs, _cs = [], [], []" : "_ys, _hs = [], []"};
+  if (c.has(4)) {
+    // [steps, batch]: whether step t is within sequence b, and where a reversed sequence reads.
+    lines.push_back(fmt::format("_len = {}.long()", c.in(4)));
+    lines.push_back("_ti = torch.arange(_x.shape[0])[:, None]");
+    lines.push_back("_valid = _ti < _len[None]");
+    lines.push_back("_perm = torch.where(_valid, _len[None] - 1 - _ti, _ti)");
+  }
   for (int d = 0; d < directions; ++d) {
-    const bool reverse = direction == "reverse" || d == 1;
     lines.push_back(fmt::format(
         "_h = {}", c.has(5) ? state(5, d) : fmt::format("_x.new_zeros(_x.shape[1], {})", h)));
     if (lstm) {
@@ -86,16 +148,9 @@ std::vector<std::string> recurrent(const Call& c, bool lstm) {
       lines.push_back(
           fmt::format("_wb, _rb = {0}[{1}, :{2}], {0}[{1}, {2}:]", c.in(3), d, gates * h));
     }
-    lines.push_back("_y = [None] * _x.shape[0]");
-    lines.push_back(fmt::format("for _t in {}:",
-                                reverse ? "reversed(range(_x.shape[0]))" : "range(_x.shape[0])"));
-    lines.push_back(fmt::format("    _g = _x[_t] @ _w.t(){}", c.has(3) ? " + _wb" : ""));
-    lines.push_back(fmt::format("    _q = _h @ _rw.t(){}", c.has(3) ? " + _rb" : ""));
-    for (std::string& line : lstm ? lstm_step(c, h) : gru_step(c, h))
-      lines.push_back(line.substr(4));
-    lines.push_back("    _y[_t] = _h");
-    lines.push_back(lstm ? "_ys.append(torch.stack(_y)); _hs.append(_h); _cs.append(_c)"
-                         : "_ys.append(torch.stack(_y)); _hs.append(_h)");
+    write_direction(c, lstm, direction == "reverse" || d == 1, h, lines);
+    lines.push_back(lstm ? "_ys.append(_y); _hs.append(_h); _cs.append(_c)"
+                         : "_ys.append(_y); _hs.append(_h)");
   }
   // Y is [steps, directions, batch, hidden]; the states [directions, batch, hidden].
   lines.push_back(fmt::format("{} = torch.stack(_ys, 1){}", c.out(0),
