@@ -169,7 +169,10 @@ std::vector<Tensor> Executor::run(const SampleInputs& given) {
 SampleInputs Executor::relaid_inputs(const SampleInputs& inputs) {
   SampleInputs relaid = inputs;
   for (auto& [name, tensor] : relaid) {
-    if (tensor.is_blocked() || tensor.dtype() != DataType::kFloat) continue;
+    const std::optional<ValueId> id = graph_.find_value(name);
+    if (tensor.is_blocked() || tensor.dtype() != DataType::kFloat || !id ||
+        !readers_take_blocked(graph_, *id))
+      continue;  // A reader would take the blocked bytes for plain ones.
     if (std::optional<dnnl::memory::desc> layout = options_.layout_hand_off->layout_of(name))
       tensor = to_layout(tensor, *layout, engine_, stream_);
   }
