@@ -11,13 +11,11 @@
 #include "cli/option_limits.h"
 #include "onnx/atomic_file.h"
 #include "pipeline/stream_model.h"
-#include "stream/executor.h"
-#include "stream/fission.h"
+#include "pipeline/stream_run.h"
 #include "stream/placement.h"
 #include "stream/report.h"
 #include "stream/schedule.h"
 #include "stream/stream_dot.h"
-#include "stream/stream_io.h"
 #include "stream/stream_json.h"
 #include "stream/stream_planner.h"
 #include "stream/stream_text.h"
@@ -101,35 +99,18 @@ int run_run(const StreamCommandOptions& o) {
     output_folder.emplace(o.output_dir, FolderRules{FolderRules::Existing::kMerge, read});
   }
   if (!o.trace.empty()) require_file_target(o.trace);
-  const StreamSource loaded = load_stream_source(o.program, source_options(o));
-  StreamProgram program = loaded.program;
-  for (const FissionSpec& spec : parse_fission_specs(o.fission)) {
-    apply_fission(program.root, spec, program.origin);
-  }
-  if (!o.fission.empty()) verify_stream(program.root, program.origin);
-  const std::vector<Tensor> inputs = stream_input_items(
-      StreamInputFiles{o.inputs, o.inputs_dir, o.items}, o.program, loaded.graph.get());
-  StreamRunOptions options;
-  options.mixed_items = loaded.graph != nullptr;
-  options.keep_outputs = !o.output_dir.empty();
-  options.workers = o.workers;
-  options.capacity_factor = o.capacity_factor;
-  options.method = parse_placement_method(o.placement);
-  options.firing_seconds = stream_firing_costs(loaded, program, o.costs);
-  options.trace = !o.trace.empty();
-  const StreamRunResult r = run_stream(program, inputs, options);
-  const StreamGraph graph = flatten_stream(program.root);
-  if (!o.trace.empty()) write_stream_trace(o.trace, graph, r);
-  if (output_folder) {
-    stage_stream_outputs(*output_folder, r);
-    output_folder->commit();
-  }
-  const StreamRunSetup setup{program.origin, inputs.size(), o.workers, o.placement, o.costs};
-  if (o.json) {
-    fmt::print("{}\n", stream_run_json(setup, graph, r));
-  } else {
-    fmt::print("{}", stream_run_text(setup, graph, r));
-  }
+  const StreamRunSettings settings{o.program,
+                                   StreamInputFiles{o.inputs, o.inputs_dir, o.items},
+                                   source_options(o),
+                                   o.workers,
+                                   o.capacity_factor,
+                                   o.placement,
+                                   o.costs,
+                                   o.fission,
+                                   o.trace};
+  const StreamRunReport report =
+      run_stream_settings(settings, output_folder ? &*output_folder : nullptr);
+  fmt::print("{}", o.json ? report.json + "\n" : report.text);
   return 0;
 }
 

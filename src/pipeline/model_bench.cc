@@ -18,6 +18,7 @@
 #include "frontend/model_plan.h"
 #include "pipeline/pipeline_run.h"
 #include "pipeline/plan_and_run.h"
+#include "pipeline/run_report.h"
 #include "pipeline/session.h"
 #include "runtime/executor.h"
 #include "runtime/parallel_executor.h"
@@ -50,33 +51,39 @@ bool bitwise_equal(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
 
 // The JSON report; `variants` are sequential, intra-op, plan, then the split when there is one.
 nlohmann::json bench_report(const ModelBenchSettings& settings, const ModelBench& bench,
-                            const ModelPlan& chosen, const ModelPlan& lc) {
+                            const ModelPlan& chosen, const ModelPlan& lc, int workers) {
   double sequential_ms = median_of(bench.variants[0].ms);
   double intra_ms = median_of(bench.variants[1].ms);
   double parallel_ms = median_of(bench.variants[2].ms);
-  nlohmann::json report = {
-      {"model", settings.model},
-      {"nodes", bench.nodes},
-      {"weighted_cost", bench.shape.total_weight},
-      {"critical_path", bench.shape.critical_path_length},
-      {"parallelism", bench.shape.parallelism},
-      {"clusters_before_merge", lc.plan.notes.value("clusters_before_merge", 0)},
-      {"clusters_after_merge", lc.plan.notes.value("clusters_after_merge", 0)},
-      {"workers", settings.workers},
-      {"convolutions", to_string(bench.family)},
-      {"strategy", chosen.plan.strategy},
-      {"plan_ms", chosen.planning_seconds * 1e3},
-      {"sequential_1_thread_ms", sequential_ms},
-      {"sequential_intra_op_ms", intra_ms},
-      {"parallel_ms", parallel_ms},
-      {"predicted_ms", chosen.plan.makespan * 1e3},
-      {"lc_predicted_ms", lc.plan.makespan * 1e3},
-      {"speedup_vs_1_thread", sequential_ms / parallel_ms},
-      {"speedup_vs_intra_op", intra_ms / parallel_ms},
-      {"prediction_error", (chosen.plan.makespan * 1e3 - parallel_ms) / parallel_ms},
-      {"bitwise_equal", bench.equal},
-      {"bitwise_checked", bench.checked},
-      {"repeat", settings.repeat}};
+  // The planned variant's runs as every run reports them; bench's statistics beside them.
+  RunSummary summary;
+  summary.model = settings.model;
+  summary.latencies_ms = bench.variants[2].ms;
+  summary.layouts_family = to_string(bench.family);
+  summary.plan = RunPlanSummary{chosen.plan.strategy, workers, chosen.threads_per_worker,
+                                settings.samples, chosen.plan.makespan * 1e3};
+  nlohmann::json report = run_report_json(summary);
+  report.update({{"nodes", bench.nodes},
+                 {"weighted_cost", bench.shape.total_weight},
+                 {"critical_path", bench.shape.critical_path_length},
+                 {"parallelism", bench.shape.parallelism},
+                 {"clusters_before_merge", lc.plan.notes.value("clusters_before_merge", 0)},
+                 {"clusters_after_merge", lc.plan.notes.value("clusters_after_merge", 0)},
+                 {"workers", settings.workers},
+                 {"convolutions", to_string(bench.family)},
+                 {"strategy", chosen.plan.strategy},
+                 {"plan_ms", chosen.planning_seconds * 1e3},
+                 {"sequential_1_thread_ms", sequential_ms},
+                 {"sequential_intra_op_ms", intra_ms},
+                 {"parallel_ms", parallel_ms},
+                 {"predicted_ms", chosen.plan.makespan * 1e3},
+                 {"lc_predicted_ms", lc.plan.makespan * 1e3},
+                 {"speedup_vs_1_thread", sequential_ms / parallel_ms},
+                 {"speedup_vs_intra_op", intra_ms / parallel_ms},
+                 {"prediction_error", (chosen.plan.makespan * 1e3 - parallel_ms) / parallel_ms},
+                 {"bitwise_equal", bench.equal},
+                 {"bitwise_checked", bench.checked},
+                 {"repeat", settings.repeat}});
   if (bench.has_split) {
     const double split_ms = median_of(bench.variants[3].ms);
     report["split"] = {
@@ -231,40 +238,49 @@ ModelBench run_model_bench(const ModelBenchSettings& settings) {
     equal = equal && bench.split_error <= 1e-3 * (1 + bench.split_scale);
   }
   bench.equal = equal;
-  bench.report = bench_report(settings, bench, chosen, lc);
+  const int workers = prepared.pipeline ? prepared.pipeline->workers()
+                                        : std::max<int>(1, chosen.tasks.machine.size());
+  bench.report = bench_report(settings, bench, chosen, lc, workers);
   return bench;
 }
 
-std::string model_bench_text(const ModelBenchSettings& settings, const ModelBench& bench) {
+std::string model_bench_text(const ModelBenchSettings& /*settings*/, const ModelBench& bench) {
   const double sequential_ms = median_of(bench.variants[0].ms);
-  std::string text = fmt::format(
-      "model        {} — {} nodes, weighted cost {}, critical path {}, parallelism {:.2f}x\n",
-      settings.model, bench.nodes, bench.shape.total_weight, bench.shape.critical_path_length,
-      bench.shape.parallelism);
-  text += fmt::format("clusters     {} linear, {} after merging\n",
-                      bench.report["clusters_before_merge"].get<int>(),
-                      bench.report["clusters_after_merge"].get<int>());
-  text += fmt::format("convolutions {} (measured at 1 thread; every variant runs it)\n",
-                      to_string(bench.family));
-  text += fmt::format("\n{:<40} {:>12} {:>10}\n", "variant (median of interleaved runs)", "ms",
-                      "speedup");
+  const nlohmann::json& plan = bench.report["plan"];
+  RunReportText text;
+  text.threads = bench.variants[2].name;
+  text.plan_where =
+      fmt::format("on {} worker(s) x {} thread(s), {} sample(s)", plan["workers"].get<int>(),
+                  plan["threads_per_worker"].get<int>(), plan["samples"].get<int>());
+  text.plan_tail =
+      fmt::format(" ({:+.1f}% vs measured), planned in {:.2f} ms",
+                  100 * bench.report["prediction_error"].get<double>(), bench.planning_ms);
+  std::string lines = fmt::format(
+      "graph      {} nodes, weighted cost {}, critical path {}, parallelism {:.2f}x\n", bench.nodes,
+      bench.shape.total_weight, bench.shape.critical_path_length, bench.shape.parallelism);
+  lines += fmt::format("clusters   {} linear, {} after merging\n",
+                       bench.report["clusters_before_merge"].get<int>(),
+                       bench.report["clusters_after_merge"].get<int>());
+  lines += fmt::format("layouts    {} (measured at 1 thread; every variant runs it)\n",
+                       to_string(bench.family));
+  lines += fmt::format("\n{:<40} {:>12} {:>10}\n", "variant (median of interleaved runs)", "ms",
+                       "speedup");
   for (const BenchVariantTimes& variant : bench.variants) {
     double ms = median_of(variant.ms);
-    text += fmt::format("{:<40} {:>12.3f} {:>9.2f}x\n", variant.name, ms, sequential_ms / ms);
+    lines += fmt::format("{:<40} {:>12.3f} {:>9.2f}x\n", variant.name, ms, sequential_ms / ms);
   }
-  text += fmt::format(
-      "\npredicted    {:.3f} ms for the plan ({:+.1f}% vs measured), planned in {:.2f} ms\n",
-      bench.predicted_ms, 100 * bench.report["prediction_error"].get<double>(), bench.planning_ms);
+  lines += "\n";
   if (bench.has_split)
-    text += fmt::format(
-        "split        {} nodes on {} workers; max |split - whole| = {:.3g} (max |whole| "
+    lines += fmt::format(
+        "split      {} nodes on {} workers; max |split - whole| = {:.3g} (max |whole| "
         "{:.3g})\n",
         bench.split_nodes, bench.split_machines, bench.split_error, bench.split_scale);
-  text += fmt::format(
-      "outputs      {} ({})\n",
-      bench.equal ? "bitwise equal to the sequential run" : "DIFFER from the sequential run",
-      fmt::join(bench.checked, ", "));
-  return text;
+  lines += fmt::format("check      {} ({})\n",
+                       bench.equal ? "bitwise equal to the sequential run"
+                                   : "outputs DIFFER from the sequential run",
+                       fmt::join(bench.checked, ", "));
+  text.after_outputs.push_back(lines);
+  return run_report_text(bench.report, text);
 }
 
 }  // namespace cleave

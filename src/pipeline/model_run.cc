@@ -128,7 +128,7 @@ void add_plan_report(const ModelRun& run, nlohmann::json& plan) {
 void write_trace(const std::string& path, const ModelRun& run) {
   const Trace& trace = run.prepared().executor->last_trace();
   if (StageExecutor* pipeline = run.prepared().pipeline) {
-    write_chrome_trace(path, trace, pipeline->task_names(), pipeline->worker_names());
+    write_pipeline_trace(path, *pipeline);
   } else {
     write_file_atomically(path, chrome_trace_json(trace, plan_of(run).tasks, plan_of(run).plan));
   }
@@ -282,6 +282,10 @@ ModelRunReport model_run_report(const ModelRunSettings& settings, const ModelRun
     summary.trace_file = settings.trace_file;
   }
   std::string gantt_file;
+  if (StageExecutor* pipeline = run.prepared().pipeline; pipeline && !settings.gantt_file.empty()) {
+    write_pipeline_gantt(settings.gantt_file, *pipeline, "measured: " + settings.model);
+    gantt_file = settings.gantt_file;
+  }
   if (parallel && !settings.gantt_file.empty()) {
     Plan measured = measured_plan(model_plan.plan, executor->last_trace());
     write_gantt_svg(settings.gantt_file, measured, model_plan.tasks,

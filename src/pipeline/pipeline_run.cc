@@ -11,8 +11,10 @@
 #include "frontend/auto_search.h"
 #include "frontend/costs.h"
 #include "pipeline/family_search.h"
+#include "runtime/trace.h"
 #include "stream/stage_executor.h"
 #include "support/error.h"
+#include "viz/gantt.h"
 
 namespace cleave {
 
@@ -35,8 +37,10 @@ std::unique_ptr<StageExecutor> make_pipeline(PreparedRun& prepared, const RunRec
                                              const std::function<SampleInputs(int)>& input_of) {
   const Graph& g = prepared.graph;
   StageExecutorOptions options = stage_options(recipe, stages);
-  options.node_cost.assign(g.node_capacity(), 0.0);
-  for (NodeId id : g.node_ids()) options.node_cost[id] = prepared.costs->seconds(id, threads);
+  if (prepared.costs) {  // Else the cut balances FLOPs (costs "flops").
+    options.node_cost.assign(g.node_capacity(), 0.0);
+    for (NodeId id : g.node_ids()) options.node_cost[id] = prepared.costs->seconds(id, threads);
+  }
   options.stage_options.threads = threads;
   options.stage_options.blocked_layouts = !recipe.plain_layouts;
   options.stage_options.convolution_family = prepared.layouts.family;
@@ -63,21 +67,23 @@ void prepare_pipeline_run(PreparedRun& prepared, const RunRecipe& recipe,
                           const std::function<SampleInputs(int sample)>& input_of) {
   // Before a profile is measured for a cut that cannot be made.
   check_stage_options(prepared.graph, stage_options(recipe, recipe.workers));
-  CostChoice choice;
-  choice.source = recipe.costs;
-  choice.max_threads = recipe.threads_per_worker;
-  choice.threads_per_worker = recipe.threads_per_worker;
-  choice.family = prepared.layouts.family;
-  prepared.costs = choose_costs(prepared.graph, choice);
+  if (recipe.costs != kFlopsCosts) {
+    CostChoice choice;
+    choice.source = recipe.costs;
+    choice.max_threads = recipe.threads_per_worker;
+    choice.threads_per_worker = recipe.threads_per_worker;
+    choice.family = prepared.layouts.family;
+    prepared.costs = choose_costs(prepared.graph, choice);
+  }
   auto executor =
       make_pipeline(prepared, recipe, recipe.workers, recipe.threads_per_worker, input_of);
   if (recipe.log) {
-    recipe.log(
-        fmt::format("recipe: pipeline of {} on {} worker(s), {} sample(s), {} costs, "
-                    "predicted {:.3f} ms",
-                    pipeline_configuration(executor->stages(), recipe.threads_per_worker),
-                    executor->workers(), recipe.samples, prepared.costs->source,
-                    pipeline_seconds(executor->staged(), recipe.samples) * 1e3));
+    recipe.log(fmt::format(
+        "recipe: pipeline of {} on {} worker(s), {} sample(s), {} costs, "
+        "predicted {:.3f} ms",
+        pipeline_configuration(executor->stages(), recipe.threads_per_worker), executor->workers(),
+        recipe.samples, prepared.costs ? prepared.costs->source : recipe.costs,
+        pipeline_seconds(executor->staged(), recipe.samples) * 1e3));
   }
   prepared.pipeline = executor.get();
   prepared.executor = std::move(executor);
@@ -121,6 +127,17 @@ std::unique_ptr<StageExecutor> pipeline_if_faster(
     if (prepared.auto_check) prepared.auto_check->kept = row->configuration;
   }
   return pipeline;
+}
+
+void write_pipeline_trace(const std::string& path, const StageExecutor& pipeline) {
+  write_chrome_trace(path, pipeline.last_trace(), pipeline.task_names(), pipeline.worker_names());
+}
+
+void write_pipeline_gantt(const std::string& path, const StageExecutor& pipeline,
+                          const std::string& title) {
+  const EventTimeline timeline =
+      event_timeline(pipeline.last_trace(), pipeline.task_names(), pipeline.worker_names());
+  write_gantt_svg(path, timeline.plan, timeline.tasks, timeline.simulation, title);
 }
 
 void run_pipeline_instead(PreparedRun& prepared, const RunRecipe& recipe,

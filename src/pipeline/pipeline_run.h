@@ -15,6 +15,8 @@ namespace cleave {
 
 /// The strategy name `--plan pipeline` takes (RunRecipe::strategy).
 inline constexpr const char* kPipelineStrategy = "pipeline";
+/// RunRecipe::costs that cuts a pipeline by FLOPs, without a cost table (`stream run --stages`).
+inline constexpr const char* kFlopsCosts = "flops";
 
 /// The configuration a pipeline runs as, as auto's candidate table names it ("3 stages x 1
 /// thread"): what `--plan pipeline --workers stages --threads-per-worker threads` runs.
@@ -48,6 +50,12 @@ std::unique_ptr<StageExecutor> pipeline_if_faster(
     PreparedRun& prepared, const RunRecipe& recipe, ModelPlan& kept,
     ExecutorInterface& kept_executor, const std::function<SampleInputs(int sample)>& input_of,
     std::optional<PlanCandidate> row = std::nullopt);
+
+/// The pipeline's last run as a Chrome trace: one event per stage firing, on its worker.
+void write_pipeline_trace(const std::string& path, const StageExecutor& pipeline);
+/// The same as a Gantt chart (viz/gantt.h): one box per stage firing, a row per worker.
+void write_pipeline_gantt(const std::string& path, const StageExecutor& pipeline,
+                          const std::string& title);
 
 /// Runs `pipeline` (pipeline_if_faster's choice) instead of the installed plan: the plan stays
 /// as the candidate table, with the pipeline's row marked chosen.

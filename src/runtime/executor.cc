@@ -60,8 +60,9 @@ Executor::Executor(const Graph& graph, ExecutorOptions options)
     LoopTask& task = loop.tasks[position];
     task.node = order_[position];
     task.sources = sources_in_order(graph_, graph_.node(task.node), producer_slot_);
-    task.runner = make_runner(graph_, task.node, options_.blocked_layouts,
-                              options_.convolution_family, claim_pool_.get());
+    task.runner =
+        make_runner(graph_, task.node, options_.blocked_layouts, options_.convolution_family,
+                    claim_pool_.get(), options_.layout_hand_off.get());
     task.keep.clear();
     for (ValueId output : graph_.node(task.node).outputs)
       task.keep.push_back(graph_.value(output).is_graph_output);
@@ -83,8 +84,10 @@ void Executor::plan_in_place_concats() {
   stats_.concat_inputs_in_place = placement_.values_in_place;
 }
 
-std::vector<Tensor> Executor::run(const SampleInputs& inputs) {
-  check_inputs(graph_, inputs);
+std::vector<Tensor> Executor::run(const SampleInputs& given) {
+  check_inputs(graph_, given);
+  const SampleInputs relaid = options_.layout_hand_off ? relaid_inputs(given) : SampleInputs();
+  const SampleInputs& inputs = options_.layout_hand_off ? relaid : given;
   TaskLoop& loop = *loop_;
   // Nodes are timed only when someone reads the times: each clock read costs a little.
   const bool timed = options_.collect_stats || !observers_.empty();
@@ -125,7 +128,10 @@ std::vector<Tensor> Executor::run(const SampleInputs& inputs) {
       outputs.push_back(to_plain(inputs.at(v.name), engine_, stream_));
     } else {
       auto [position, output] = producer_slot_[id];
-      outputs.push_back(to_plain(loop.tasks[position].outputs[output], engine_, stream_));
+      const Tensor& value = loop.tasks[position].outputs[output];
+      if (options_.layout_hand_off && value.is_blocked())
+        options_.layout_hand_off->record(v.name, *value.layout());
+      outputs.push_back(to_plain(value, engine_, stream_));
     }
   }
   stats_.peak_activation_bytes = pool_.reserved_bytes();
@@ -156,6 +162,21 @@ std::vector<Tensor> Executor::run(const SampleInputs& inputs) {
     placement_inputs_ = input_shapes;
   }
   return outputs;
+}
+
+// Inputs another executor computed blocked come back into that layout, so that the kernels
+// reading them are the ones one executor over the whole graph prepares (and compute its bits).
+SampleInputs Executor::relaid_inputs(const SampleInputs& inputs) {
+  SampleInputs relaid = inputs;
+  for (auto& [name, tensor] : relaid) {
+    const std::optional<ValueId> id = graph_.find_value(name);
+    if (tensor.is_blocked() || tensor.dtype() != DataType::kFloat || !id ||
+        !readers_take_blocked(graph_, *id))
+      continue;  // A reader would take the blocked bytes for plain ones.
+    if (std::optional<dnnl::memory::desc> layout = options_.layout_hand_off->layout_of(name))
+      tensor = to_layout(tensor, *layout, engine_, stream_);
+  }
+  return relaid;
 }
 
 std::vector<std::vector<Tensor>> Executor::run(const std::vector<SampleInputs>& inputs) {

@@ -16,6 +16,7 @@
 #include "runtime/concat_placement.h"
 #include "runtime/executor_interface.h"
 #include "runtime/kernel.h"
+#include "runtime/layout_hand_off.h"
 #include "runtime/node_runner.h"
 #include "runtime/output_placement.h"
 #include "runtime/task_loop.h"
@@ -50,6 +51,10 @@ struct ExecutorOptions {
   /// primitives that each thread claims one at a time, so that the thread that has a core takes
   /// the parts of one that waits for one; every other kernel runs on `threads` (1). 0: off.
   int claim_threads = 0;
+  /// Shared with the executors of the other parts of one graph (a pipeline's stages): graph
+  /// outputs it lets stay blocked are computed so, returned plain and their layouts recorded;
+  /// graph inputs with a recorded layout are reordered into it before the kernels read them.
+  std::shared_ptr<LayoutHandOff> layout_hand_off;
 };
 
 /// The sequential executor: runs nodes in topological order on the calling thread, with
@@ -76,6 +81,7 @@ class Executor : public ExecutorInterface {
 
  private:
   void plan_in_place_concats();
+  SampleInputs relaid_inputs(const SampleInputs& inputs);
 
   Graph graph_;
   ExecutorOptions options_;

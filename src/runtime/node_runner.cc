@@ -45,6 +45,10 @@ const KernelInfo& kernel_for(const Graph& graph, NodeId id) {
 bool blocked_layout_allowed(const Graph& graph, ValueId value) {
   const Value& v = graph.value(value);
   if (v.is_graph_output || v.producer < 0) return false;
+  return readers_take_blocked(graph, value);
+}
+
+bool readers_take_blocked(const Graph& graph, ValueId value) {
   const auto& users = graph.consumers(value);
   if (users.empty()) return false;
   for (NodeId user : users) {

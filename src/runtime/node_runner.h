@@ -63,6 +63,8 @@ const KernelInfo& kernel_for(const Graph& graph, NodeId node);
 int64_t opset_of(const Graph& graph, const Node& node);
 /// Whether every consumer of `value` accepts a blocked layout there and it is no graph output.
 bool blocked_layout_allowed(const Graph& graph, ValueId value);
+/// Whether `value` has readers and every one takes it in a blocked layout.
+bool readers_take_blocked(const Graph& graph, ValueId value);
 
 /// A plain (row-major) copy of a blocked tensor, or the tensor itself when already plain.
 Tensor to_plain(const Tensor& tensor, dnnl::engine& engine, dnnl::stream& stream);

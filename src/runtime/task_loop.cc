@@ -147,10 +147,14 @@ void reset_reads(TaskLoop& loop) {
 }
 
 std::unique_ptr<NodeRunner> make_runner(const Graph& graph, NodeId node, bool blocked_layouts,
-                                        ConvolutionFamily family, ClaimPool* claim_pool) {
+                                        ConvolutionFamily family, ClaimPool* claim_pool,
+                                        const LayoutHandOff* hand_off) {
   bool blocked = blocked_layouts;
-  for (ValueId output : graph.node(node).outputs)
-    blocked = blocked && blocked_layout_allowed(graph, output);
+  for (ValueId output : graph.node(node).outputs) {
+    const bool handed_off = hand_off && graph.value(output).is_graph_output &&
+                            hand_off->blocked_allowed(graph.value(output).name);
+    blocked = blocked && (handed_off || blocked_layout_allowed(graph, output));
+  }
   return std::make_unique<NodeRunner>(
       graph, node, blocked, blocked_layouts ? family : ConvolutionFamily::kBlocked, claim_pool);
 }

@@ -17,6 +17,7 @@
 #include "runtime/claim_pool.h"
 #include "runtime/concat_placement.h"
 #include "runtime/executor_interface.h"
+#include "runtime/layout_hand_off.h"
 #include "runtime/node_runner.h"
 #include "runtime/output_placement.h"
 #include "runtime/task_input.h"
@@ -112,9 +113,11 @@ LoopEnd run_worker_tasks(TaskLoop& loop, const WorkerRun& run);
 /// Before each run: every task's reads left, from its uses.
 void reset_reads(TaskLoop& loop);
 
-/// A runner for `node` whose outputs may be blocked where every reader takes them so.
+/// A runner for `node` whose outputs may be blocked where every reader takes them so (for a
+/// graph output: where `hand_off` allows it).
 std::unique_ptr<NodeRunner> make_runner(const Graph& graph, NodeId node, bool blocked_layouts,
-                                        ConvolutionFamily family, ClaimPool* claim_pool = nullptr);
+                                        ConvolutionFamily family, ClaimPool* claim_pool = nullptr,
+                                        const LayoutHandOff* hand_off = nullptr);
 
 /// Counts each task's reads into its producers' uses, and marks reads on another worker.
 void count_uses(TaskLoop& loop);

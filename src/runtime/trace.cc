@@ -147,4 +147,35 @@ Simulation simulation_from_trace(const Trace& trace, const Plan& plan) {
   return simulation;
 }
 
+EventTimeline event_timeline(const Trace& trace, const std::vector<std::string>& task_names,
+                             const std::vector<std::string>& worker_names) {
+  EventTimeline out;
+  out.plan.strategy = "measured";
+  for (const std::string& name : worker_names) {
+    Device device;
+    device.name = name;
+    out.tasks.machine.devices.push_back(device);
+  }
+  out.plan.order.resize(worker_names.size());
+  out.simulation.busy.assign(worker_names.size(), 0.0);
+  std::vector<int> firings(task_names.size(), 0);
+  for (const Trace::Event& event : trace.events) {
+    if (event.task < 0 || static_cast<std::size_t>(event.task) >= task_names.size() ||
+        event.worker < 0 || static_cast<std::size_t>(event.worker) >= worker_names.size())
+      continue;
+    const int id = static_cast<int>(out.tasks.tasks.size());
+    Task task;
+    task.name = task_names[event.task] + " #" + std::to_string(firings[event.task]++);
+    out.tasks.tasks.push_back(task);
+    out.plan.tasks.push_back({id, event.worker, event.start, event.end});
+    out.plan.order[event.worker].push_back(id);
+    out.simulation.start.push_back(event.start);
+    out.simulation.finish.push_back(event.end);
+    out.simulation.busy[event.worker] += event.end - event.start;
+  }
+  out.plan.makespan = out.simulation.makespan = trace.makespan;
+  for (double busy : out.simulation.busy) out.simulation.idle.push_back(trace.makespan - busy);
+  return out;
+}
+
 }  // namespace cleave

@@ -114,4 +114,15 @@ Plan measured_plan(const Plan& plan, const Trace& trace);
 /// for comparing predicted with measured timelines.
 Simulation simulation_from_trace(const Trace& trace, const Plan& plan);
 
+/// A trace whose tasks run many times (a pipeline's stages fire once per sample) as the plan,
+/// task graph and simulation the Gantt writer draws: one task per event, named by its task
+/// and firing ("stage1 #3"), on the worker that ran it.
+struct EventTimeline {
+  Plan plan;
+  TaskGraph tasks;
+  Simulation simulation;
+};
+EventTimeline event_timeline(const Trace& trace, const std::vector<std::string>& task_names,
+                             const std::vector<std::string>& worker_names);
+
 }  // namespace cleave

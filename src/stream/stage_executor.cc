@@ -90,10 +90,15 @@ StageExecutor::StageExecutor(const Graph& graph, const StageExecutorOptions& opt
   verify_stream(program_.root, program_.origin);
   // A worker beyond the stages would have nothing to fire.
   plan_.workers = std::min(options.workers, options.stages);
+  // Cut values go from stage to stage plain; each stage's kernels still see them in the
+  // layout the sequential run gives them, so that the outputs are its bits.
+  ExecutorOptions stage_options = options.stage_options;
+  if (stage_options.blocked_layouts && options.stages > 1)
+    stage_options.layout_hand_off = std::make_shared<LayoutHandOff>(graph_);
   for (int k = 0; k < options.stages; ++k) {
     plan_.placement.worker.push_back(k % plan_.workers);
     plan_.executors.push_back(
-        std::make_shared<Executor>(*staged_.root.streams[k].graph, options.stage_options));
+        std::make_shared<Executor>(*staged_.root.streams[k].graph, stage_options));
   }
   plan_.node_cost = staged_.stage_cost;
   reset_stats();
@@ -106,6 +111,7 @@ std::vector<std::vector<Tensor>> StageExecutor::run(const std::vector<SampleInpu
   StreamRunOptions options;
   options.trace = true;
   options.mixed_items = true;  // graph inputs and cut values differ in type
+  options.capacity_factor = capacity_factor_;
   const StreamSetup setup = prepare_stream(program_, items, options.mixed_items);
   for (const auto& observer : observers_) observer->on_run_begin(plan_.workers, stages());
   StreamRunResult result;
@@ -133,7 +139,19 @@ std::vector<std::vector<Tensor>> StageExecutor::run(const std::vector<SampleInpu
     }
   }
   ++stats_.runs;
+  last_ = std::move(result);
   return outputs;
+}
+
+void StageExecutor::place(const StreamRunOptions& options) {
+  // Stage filters carry values of different types: no channel has one item type.
+  StreamSetup setup{flatten_stream(program_.root), {}, {}};
+  setup.schedule = schedule_stream(setup.graph, program_.origin);
+  setup.channel_items.assign(setup.graph.channels.size(), std::nullopt);
+  std::vector<std::shared_ptr<Executor>> executors = std::move(plan_.executors);
+  plan_ = plan_stream(program_, setup, options);
+  plan_.executors = std::move(executors);
+  capacity_factor_ = options.capacity_factor;
 }
 
 std::vector<Tensor> StageExecutor::run(const SampleInputs& inputs) {

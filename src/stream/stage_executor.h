@@ -11,6 +11,7 @@
 #include "runtime/executor_interface.h"
 #include "stream/executor.h"
 #include "stream/stages.h"
+#include "stream/stream_planner.h"
 
 namespace cleave {
 
@@ -53,12 +54,22 @@ class StageExecutor : public ExecutorInterface {
   void reset_stats() override;
   const Trace& last_trace() const override { return trace_; }
 
+  /// Places the stages on `options.workers` workers by the stream planner (plan_stream: its
+  /// `method`, `firing_seconds`, empty to measure each stage's firing) instead of stage k on
+  /// worker k mod workers, and runs with its `capacity_factor`. Call before a run.
+  void place(const StreamRunOptions& options);
+
   int stages() const { return static_cast<int>(staged_.root.streams.size()); }
   int workers() const { return plan_.workers; }
   /// Intra-op threads of each stage's kernels (StageExecutorOptions::stage_options.threads).
   int threads() const { return threads_; }
   /// The cut: nodes, FLOPs and balanced seconds per stage.
   const StagedStream& staged() const { return staged_; }
+  /// The program the stages run (one model filter per stage).
+  const StreamProgram& program() const { return program_; }
+  /// What the stream executor measured in the last run: throughput, latencies, workers'
+  /// evidence, placement and every output item.
+  const StreamRunResult& last_result() const { return last_; }
   /// "stage0", "stage1", ...: Trace::Event::task names, for ChromeTrace.
   std::vector<std::string> task_names() const;
   /// "worker 0", ...: Trace::Event::worker names.
@@ -69,6 +80,8 @@ class StageExecutor : public ExecutorInterface {
   StagedStream staged_;
   StreamProgram program_;
   StreamPlan plan_;
+  int64_t capacity_factor_ = StreamRunOptions{}.capacity_factor;
+  StreamRunResult last_;
   int samples_ = 1;
   int threads_ = 1;
   RunStats stats_;

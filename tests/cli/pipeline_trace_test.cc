@@ -1,4 +1,5 @@
-// `cleave run --plan pipeline`: its --trace (one event per stage firing) and its report's plan.
+// `cleave run --plan pipeline`: its --trace (one event per stage firing), its --gantt (one box per
+// stage firing) and its report's plan.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +14,13 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+
+int count_of(const std::string& text, const std::string& part) {
+  int count = 0;
+  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
+    ++count;
+  return count;
+}
 
 class PipelineTrace : public CommandFixture {
  protected:
@@ -48,6 +56,18 @@ TEST_F(PipelineTrace, TraceHoldsOneEventPerStageFiring) {
   EXPECT_THAT(r.out, HasSubstr("trace      " + path("trace.json")));
 }
 
+TEST_F(PipelineTrace, GanttDrawsOneBoxPerStageFiringOnItsWorker) {
+  const CommandResult r = run_pipeline("--gantt " + path("g.svg"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string svg = read_text(path("g.svg"));
+  // 2 stages, each fired once per sample; stage k on worker k.
+  EXPECT_EQ(count_of(svg, "<title>stage0 #"), 3);
+  EXPECT_EQ(count_of(svg, "<title>stage1 #"), 3);
+  EXPECT_EQ(count_of(svg, " on worker 0: "), 3);
+  EXPECT_EQ(count_of(svg, " on worker 1: "), 3);
+  EXPECT_THAT(r.out, HasSubstr("gantt      " + path("g.svg")));
+}
+
 TEST_F(PipelineTrace, TextReportNamesThePipelinePlan) {
   const CommandResult r = run_pipeline("");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -58,7 +78,8 @@ TEST_F(PipelineTrace, TextReportNamesThePipelinePlan) {
 }
 
 TEST_F(PipelineTrace, JsonReportNamesThePipelinePlan) {
-  const CommandResult r = run_pipeline("--json --trace " + path("trace.json"));
+  const CommandResult r =
+      run_pipeline("--json --trace " + path("trace.json") + " --gantt " + path("g.svg"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json report = nlohmann::json::parse(r.out);
   EXPECT_EQ(report["plan"]["strategy"], "pipeline");
@@ -67,6 +88,7 @@ TEST_F(PipelineTrace, JsonReportNamesThePipelinePlan) {
   EXPECT_EQ(report["plan"]["threads_per_worker"], 1);
   EXPECT_EQ(report["plan"]["samples"], 3);
   EXPECT_EQ(report["trace_file"], path("trace.json"));
+  EXPECT_EQ(report["gantt_file"], path("g.svg"));
 }
 
 }  // namespace

@@ -1,6 +1,10 @@
-// `cleave stream --shape`: a model exported with a symbolic batch dim converts, schedules and runs.
+// `cleave stream --shape`: a model exported with a symbolic batch dim converts, schedules and runs,
+// filter by filter or, with --stages, as the Session's pipeline plan.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
 
 #include "command_fixture.h"
 #include "ir/text.h"
@@ -24,6 +28,14 @@ class StreamShape : public CommandFixture {
   void SetUp() override {
     CommandFixture::SetUp();
     export_onnx(parse_graph(kSymbolicBatch), path("m.onnx"));
+  }
+  // `stream run --stages 2` of three items: the Session's pipeline plan and stage executor.
+  CommandResult run_stages(const std::string& options) const {
+    Tensor items = Tensor::allocate(DataType::kFloat, {3, 1, 2});
+    for (int i = 0; i < 6; ++i) items.data<float>()[i] = static_cast<float>(i);
+    write_npy(path("x.npy"), items);
+    return cleave("stream run " + path("m.onnx") +
+                  " --shape x=1,2 --stages 2 --input x=" + path("x.npy") + " " + options);
   }
 };
 
@@ -90,6 +102,56 @@ TEST_F(StreamShape, ShapeWithAProgramFileIsRefused) {
   const CommandResult r = cleave("stream " + path("p.json") + " --shape x=1,2");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("--shape apply to converting an ONNX model"));
+}
+
+TEST_F(StreamShape, StagesComputeEachItemAtTheFixedShape) {
+  const CommandResult r = run_stages("--workers 2 --output-dir " + path("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Tensor out = read_npy(path("out/output.npy"));
+  ASSERT_EQ(out.values<float>().size(), 6u);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(out.values<float>()[i], static_cast<float>(i * i + i)) << i;
+}
+
+TEST_F(StreamShape, JsonKeepsTheStreamKeysAndAddsTheRunReports) {
+  const CommandResult r = run_stages("--workers 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["items"], 3);
+  EXPECT_EQ(j["outputs"], 3);
+  EXPECT_EQ(j["workers"], 2);
+  EXPECT_EQ(j["worker_busy"].size(), 2u);
+  EXPECT_EQ(j["placement"]["actors"].size(), 2u);
+  EXPECT_EQ(j["placement"]["method"], "balanced");
+  EXPECT_EQ(j["plan"]["strategy"], "pipeline");
+  EXPECT_EQ(j["plan"]["workers"], 2);
+  EXPECT_EQ(j["model"], path("m.onnx"));
+  EXPECT_EQ(j["latency_ms"]["runs"].size(), 1u);
+}
+
+TEST_F(StreamShape, TraceHoldsOneEventPerStageFiringAsRunWritesIt) {
+  const CommandResult r = run_stages("--workers 2 --trace " + path("trace.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json trace = nlohmann::json::parse(read_text(path("trace.json")));
+  std::map<std::string, int> firings;
+  for (const auto& event : trace["traceEvents"])
+    if (event["ph"] == "X") ++firings[event["name"].get<std::string>()];
+  EXPECT_EQ(firings, (std::map<std::string, int>{{"stage0", 3}, {"stage1", 3}}));
+}
+
+TEST_F(StreamShape, TextReportsThroughputLatencyAndWorkers) {
+  const CommandResult r = run_stages("--workers 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(path("m.onnx") + ": 3 items in, 3 items out on 2 workers"));
+  EXPECT_THAT(r.out, HasSubstr("throughput "));
+  EXPECT_THAT(r.out, HasSubstr("latency per iteration: p50 "));
+  EXPECT_THAT(r.out, HasSubstr("worker 1: busy "));
+}
+
+TEST_F(StreamShape, StagesWithoutShapeAreRefusedBeforeReadingInputs) {
+  const CommandResult r =
+      cleave("stream run " + path("m.onnx") + " --stages 2 --input x=" + path("missing.npy"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("input 'x' has symbolic or unknown dims"));
 }
 
 }  // namespace
