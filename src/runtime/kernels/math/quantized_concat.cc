@@ -87,8 +87,6 @@ class QLinearConcatKernel : public Kernel {
     spec_.shape[axis] = 0;
     for (const Tensor* part : parts) spec_.shape[axis] += part->dim(axis);
     threads_ = context.threads;
-    to_plain_.resize(parts.size());
-    plain_.resize(parts.size());
     if (context.blocked_outputs_allowed && all_channels_last(parts, axis, type)) {
       outer_ = spec_.shape[0] * spec_.shape[2] * spec_.shape[3];
       for (const Tensor* part : parts) part_rows_.push_back(part->dim(1));
@@ -97,29 +95,23 @@ class QLinearConcatKernel : public Kernel {
       return;
     }
     outer_ = volume(std::span<const int64_t>(spec_.shape).first(axis));
-    for (std::size_t k = 0; k < parts.size(); ++k) {
-      part_rows_.push_back(volume(std::span<const int64_t>(parts[k]->shape()).subspan(axis)));
-      if (!parts[k]->is_blocked()) continue;
-      to_plain_[k] =
-          LayoutReorder(desc_of(*parts[k]), plain_desc(parts[k]->shape(), type), context.engine);
-      plain_[k] = std::make_shared<Buffer>(plain_byte_size(spec_.dtype, parts[k]->shape()));
+    bool blocked = false;
+    for (const Tensor* part : parts) {
+      part_rows_.push_back(volume(std::span<const int64_t>(part->shape()).subspan(axis)));
+      blocked = blocked || part->is_blocked();
     }
+    if (blocked) plain_ = std::make_shared<elementwise::PlainInputs>(context);
   }
 
   std::vector<OutputSpec> output_specs() const override { return {spec_}; }
 
-  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+  void run(const std::vector<const Tensor*>& given, const std::vector<Tensor*>& outputs,
            dnnl::stream& stream) override {
+    const auto& inputs = plain_ ? plain_->convert(given, stream) : given;
     std::vector<const void*> sources;
-    bool reordered = false;
     for (std::size_t k = 0; k < part_rows_.size(); ++k) {
       sources.push_back(inputs[kFirstPart + k * kPartInputs]->raw());
-      if (!plain_[k]) continue;
-      to_plain_[k].run(sources[k], plain_[k]->data(), stream);
-      sources[k] = plain_[k]->data();
-      reordered = true;
     }
-    if (reordered) stream.wait();
     if (spec_.dtype == DataType::kUInt8) {
       run_typed<uint8_t>(inputs, sources, outputs[0]->data<uint8_t>());
     } else {
@@ -156,8 +148,8 @@ class QLinearConcatKernel : public Kernel {
   int64_t outer_ = 0;
   std::vector<int64_t> part_rows_;  // Elements of each part per output row.
   int threads_ = 1;
-  std::vector<LayoutReorder> to_plain_;  // For blocked parts outside the channels-last case.
-  std::vector<std::shared_ptr<Buffer>> plain_;
+  // Plain copies of blocked parts outside the channels-last case.
+  std::shared_ptr<elementwise::PlainInputs> plain_;
 };
 
 std::unique_ptr<Kernel> create_qlinear_concat(const KernelContext& context) {
