@@ -77,6 +77,10 @@ std::vector<std::string> conv(const Call& c) {
   auto [begin, end] = spatial_pads(c, kernel, strides, dilations);
   std::vector<std::string> lines;
   std::string x = c.in(0);
+  // An 8-bit max pool (QDQ fusion's) runs in float32, which holds every 8-bit value exactly.
+  const DataType type = c.graph.value(c.node.outputs[0]).dtype;
+  const bool eight_bit = type == DataType::kUInt8 || type == DataType::kInt8;
+  if (eight_bit) x += ".to(torch.float32)";
   std::vector<int64_t> padding = begin;
   if (begin != end) {
     lines.push_back(fmt::format("{} = F.pad({}, {})", c.out(), x, torch_pad_list(begin, end)));
@@ -104,6 +108,10 @@ std::vector<std::string> pool(const Call& c, bool max) {
   const bool ceil = c.node.int_attribute("ceil_mode", 0) != 0;
   std::vector<std::string> lines;
   std::string x = c.in(0);
+  // An 8-bit max pool (QDQ fusion's) runs in float32, which holds every 8-bit value exactly.
+  const DataType type = c.graph.value(c.node.outputs[0]).dtype;
+  const bool eight_bit = type == DataType::kUInt8 || type == DataType::kInt8;
+  if (eight_bit) x += ".to(torch.float32)";
   std::vector<int64_t> padding = begin;
   const bool count_pad = c.node.int_attribute("count_include_pad", 0) != 0;
   if (begin != end) {
@@ -128,6 +136,10 @@ std::vector<std::string> pool(const Call& c, bool max) {
         "{} = F.avg_pool{}d({}, {}, stride={}, padding={}, ceil_mode={}, count_include_pad={})",
         c.out(), r, x, py_tuple(kernel), py_tuple(strides), py_tuple(padding),
         ceil ? "True" : "False", count_pad ? "True" : "False"));
+  }
+  if (eight_bit) {
+    lines.push_back(fmt::format("{0} = {0}.to({1})", c.out(),
+                                type == DataType::kUInt8 ? "torch.uint8" : "torch.int8"));
   }
   return lines;
 }

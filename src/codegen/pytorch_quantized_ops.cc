@@ -177,6 +177,21 @@ std::vector<std::string> qlinear_add(const Call& c) {
   return {quantized(c, fma(c.in(0), ratio_a, b_term), "")};
 }
 
+// ONNX Runtime's QLinearConcat as the DequantizeLinear → Concat → QuantizeLinear it replaces:
+// each input dequantized, concatenated, quantized to the output's map (the same float math that
+// cleave's table computes).
+std::vector<std::string> qlinear_concat(const Call& c) {
+  const std::size_t rank = c.shape_out().size();
+  std::vector<std::string> parts;
+  for (std::size_t k = 2; k < c.node.inputs.size(); k += 3) {
+    parts.push_back(fmt::format("{}.to(torch.float32) * {}",
+                                centered(c, k, k + 2, 0, rank, "torch.int32"), c.in(k + 1)));
+  }
+  const std::string joined = fmt::format("torch.cat([{}], dim={}) / {}", fmt::join(parts, ", "),
+                                         c.axis("axis", 0, rank), c.in(0));
+  return {quantized(c, joined, c.has(1) ? c.in(1) : "")};
+}
+
 }  // namespace
 
 void add_quantized_writers(std::map<std::string, Writer>& t) {
@@ -197,6 +212,7 @@ void add_quantized_writers(std::map<std::string, Writer>& t) {
   };
   t["com.microsoft.QGemm"] = qgemm;
   t["com.microsoft.QLinearAdd"] = qlinear_add;
+  t["com.microsoft.QLinearConcat"] = qlinear_concat;
 }
 
 }  // namespace cleave::pytorch_detail

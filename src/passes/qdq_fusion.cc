@@ -1,6 +1,8 @@
-// QDQ fusion: a Conv or MatMul between DequantizeLinear inputs and a QuantizeLinear output
-// becomes the QLinear op that computes it in integers.
+// QDQ fusion: a Conv, MatMul, Add, MaxPool or Concat between DequantizeLinear inputs and a
+// QuantizeLinear output becomes the op that computes it in integers.
 #include "passes/qdq_fusion.h"
+
+#include <fmt/core.h>
 
 #include <cmath>
 #include <cstring>
@@ -347,6 +349,155 @@ bool try_fuse_add(Graph& graph, NodeId node, const std::vector<bool>& read_by_bo
   return true;
 }
 
+// Whether `a` and `b` (per tensor) are one map: equal scales and zero points (absent: 0).
+bool same_quantization(const Graph& graph, const Quantization& a, const Quantization& b) {
+  return floats_of(graph, a.scale) == floats_of(graph, b.scale) &&
+         zeros_of(graph, a.zero) == zeros_of(graph, b.zero);
+}
+
+// The node QuantizeLinear `node` (per tensor, onto 8-bit `type`) alone reads the output of, when
+// it is a single-output `op`; -1 otherwise.
+NodeId quantized_op(const Graph& graph, NodeId node, std::string_view op,
+                    const std::vector<bool>& read_by_bodies, Quantization& y, DataType& type) {
+  auto q = quantization_of(graph, node, "QuantizeLinear");
+  if (!q || !per_tensor(graph, *q)) return -1;
+  y = *q;
+  type = quantized_type(graph, graph.node(node).outputs[0]);
+  if (!is_8_bit(type) || only_reader(graph, y.data, read_by_bodies) != node) return -1;
+  const NodeId producer = graph.value(y.data).producer;
+  return is_single_output_op(graph, producer, op) ? producer : -1;
+}
+
+// The DequantizeLinear (per tensor, from 8-bit `type`) computing `value`.
+std::optional<Quantization> dequantized_from(const Graph& graph, ValueId value, DataType type) {
+  auto x = dequantized(graph, value);
+  if (!x || !per_tensor(graph, *x) || quantized_type(graph, x->data) != type) return std::nullopt;
+  return x;
+}
+
+// The per-tensor DequantizeLinear'd parts of `concat`, each from 8-bit `type`; nullopt when
+// one is not.
+std::optional<std::vector<Quantization>> dequantized_parts(const Graph& graph, const Node& concat,
+                                                           DataType type) {
+  std::vector<Quantization> parts;
+  for (ValueId input : concat.inputs) {
+    auto x = dequantized_from(graph, input, type);
+    if (!x) return std::nullopt;
+    parts.push_back(*x);
+  }
+  return parts;
+}
+
+// Computes `replaced` (a Concat of `parts`) in 8 bits under map `y` into `output`: a Concat of
+// the 8-bit values where every part has y's map, else ONNX Runtime's com.microsoft QLinearConcat
+// (inputs y_scale, y_zero, then x, x_scale, x_zero per part), whose kernel requantizes each
+// part as DequantizeLinear → QuantizeLinear would.
+void add_eight_bit_concat(Graph& graph, const Node& replaced,
+                          const std::vector<Quantization>& parts, const Quantization& y,
+                          DataType type, ValueId output, PassResult& result) {
+  bool same = true;
+  for (const Quantization& x : parts) same = same && same_quantization(graph, x, y);
+  const std::string base =
+      replaced.name.empty() ? graph.value(replaced.outputs[0]).name : replaced.name;
+  std::vector<ValueId> inputs;
+  if (!same) inputs = {y.scale, zero_value(graph, y, type, base + "_y")};
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    inputs.push_back(parts[k].data);
+    if (same) continue;
+    inputs.push_back(parts[k].scale);
+    inputs.push_back(zero_value(graph, parts[k], type, fmt::format("{}_x{}", base, k)));
+  }
+  if (same) {
+    graph.add_node("Concat", inputs, {output}, replaced.attributes, replaced.name);
+    result.add("Concat nodes moved onto 8-bit values");
+  } else {
+    graph.opset_imports.emplace("com.microsoft", 1);
+    graph.add_node("QLinearConcat", inputs, {output}, replaced.attributes, replaced.name,
+                   "com.microsoft");
+    result.add("Concat nodes fused into com.microsoft.QLinearConcat");
+  }
+}
+
+bool positive_scale(const Graph& graph, const Quantization& q) {
+  return floats_of(graph, q.scale)[0] > 0;
+}
+
+// The Concat alone read by MaxPool `pool` along the batch or the channels, which the pool keeps
+// apart, of DequantizeLinear'd parts of `type` with positive scales (so that each part's
+// requantization, a non-decreasing map, commutes with the max); -1 otherwise.
+NodeId pooled_concat(const Graph& graph, NodeId pool, DataType type,
+                     const std::vector<bool>& read_by_bodies) {
+  const ValueId input = graph.node(pool).inputs[0];
+  const NodeId concat = graph.value(input).producer;
+  if (!is_single_output_op(graph, concat, "Concat") ||
+      only_reader(graph, input, read_by_bodies) != pool) {
+    return -1;
+  }
+  const Node& node = graph.node(concat);
+  const Shape& shape = graph.value(input).shape;
+  int64_t axis = node.int_attribute("axis", 0);
+  if (axis < 0) axis = shape.rank_known ? axis + static_cast<int64_t>(shape.rank()) : -1;
+  if (axis != 0 && axis != 1) return -1;
+  auto parts = dequantized_parts(graph, node, type);
+  if (!parts) return -1;
+  for (const Quantization& x : *parts) {
+    if (!positive_scale(graph, x)) return -1;
+  }
+  return concat;
+}
+
+// DequantizeLinear → MaxPool → QuantizeLinear of one map with a positive scale pools the 8-bit
+// values as they are: the map is increasing, so the max commutes with it, and quantizing a
+// dequantized value gives it back (as ONNX Runtime drops these QDQ pairs). A Concat of
+// DequantizeLinear'd parts before the pool is requantized to the pool's map first (8-bit, as
+// try_fuse_concat writes it), then pooled.
+bool try_fuse_max_pool(Graph& graph, NodeId node, const std::vector<bool>& read_by_bodies,
+                       PassResult& result) {
+  Quantization y;
+  DataType type = DataType::kUndefined;
+  const NodeId pool = quantized_op(graph, node, "MaxPool", read_by_bodies, y, type);
+  if (pool < 0 || !positive_scale(graph, y)) return false;
+  auto x = dequantized_from(graph, graph.node(pool).inputs[0], type);
+  const NodeId concat = x ? -1 : pooled_concat(graph, pool, type, read_by_bodies);
+  if (x ? !same_quantization(graph, *x, y) : concat < 0) return false;
+  const Node replaced = graph.node(pool);
+  const ValueId output = graph.node(node).outputs[0];
+  graph.remove_node(node);
+  graph.remove_node(pool);
+  ValueId input = x ? x->data : kNoValue;
+  if (concat >= 0) {
+    const Node joined = graph.node(concat);
+    const std::string name =
+        unique_value_name(graph, graph.value(joined.outputs[0]).name + "_quantized");
+    const Shape shape = graph.value(joined.outputs[0]).shape;
+    input = graph.add_value(name, type, shape);
+    graph.remove_node(concat);
+    add_eight_bit_concat(graph, joined, *dequantized_parts(graph, joined, type), y, type, input,
+                         result);
+  }
+  graph.add_node("MaxPool", {input}, {output}, replaced.attributes, replaced.name);
+  result.add("MaxPool nodes moved onto 8-bit values");
+  return true;
+}
+
+// DequantizeLinear'd parts → Concat → QuantizeLinear: the Concat in 8 bits
+// (add_eight_bit_concat).
+bool try_fuse_concat(Graph& graph, NodeId node, const std::vector<bool>& read_by_bodies,
+                     PassResult& result) {
+  Quantization y;
+  DataType type = DataType::kUndefined;
+  const NodeId concat = quantized_op(graph, node, "Concat", read_by_bodies, y, type);
+  if (concat < 0) return false;
+  const Node replaced = graph.node(concat);
+  auto parts = dequantized_parts(graph, replaced, type);
+  if (!parts) return false;
+  const ValueId output = graph.node(node).outputs[0];
+  graph.remove_node(node);
+  graph.remove_node(concat);
+  add_eight_bit_concat(graph, replaced, *parts, y, type, output, result);
+  return true;
+}
+
 }  // namespace
 
 PassResult fuse_qdq(Graph& graph) {
@@ -354,8 +505,10 @@ PassResult fuse_qdq(Graph& graph) {
   const std::vector<bool> read_by_bodies = values_read_by_bodies(graph);
   for (NodeId id : graph.node_ids()) {
     if (graph.node(id).removed) continue;
-    if (!try_fuse(graph, id, read_by_bodies, result)) {
-      try_fuse_add(graph, id, read_by_bodies, result);
+    if (!try_fuse(graph, id, read_by_bodies, result) &&
+        !try_fuse_add(graph, id, read_by_bodies, result) &&
+        !try_fuse_max_pool(graph, id, read_by_bodies, result)) {
+      try_fuse_concat(graph, id, read_by_bodies, result);
     }
   }
   return result;

@@ -1,6 +1,6 @@
-// QDQ fusion: DequantizeLinear → Conv/MatMul/Gemm/Add → QuantizeLinear becomes
-// QLinearConv/QLinearMatMul/QLinearAdd, so that a QDQ int8 model runs on the int8 kernels, as ONNX
-// Runtime's QDQ transformer does.
+// QDQ fusion: DequantizeLinear → Conv/MatMul/Gemm/Add/MaxPool/Concat → QuantizeLinear becomes
+// QLinearConv/QLinearMatMul/QLinearAdd/an 8-bit MaxPool/QLinearConcat, so that a QDQ int8 model
+// runs on the int8 kernels, as ONNX Runtime's QDQ transformer does.
 #pragma once
 
 #include "ir/graph.h"
@@ -36,9 +36,22 @@ namespace cleave {
 /// of one 8-bit type, becomes ONNX Runtime's com.microsoft QLinearAdd (inputs a, a_scale,
 /// a_zero, b, b_scale, b_zero, y_scale, y_zero), whose kernel rounds as ONNX Runtime's does.
 ///
+/// A MaxPool between a DequantizeLinear and a QuantizeLinear of one per-tensor map (equal
+/// scale and zero point, a positive scale, one 8-bit type) pools the 8-bit values instead:
+/// exact, since the max commutes with an increasing map. A Concat of DequantizeLinear'd values
+/// along the batch or the channels that only that MaxPool reads becomes the 8-bit concat below
+/// under the pool's output map (each part's requantization is non-decreasing, so it commutes
+/// with the max too), then the 8-bit pool. A Concat of per-tensor DequantizeLinear'd values of one
+/// 8-bit type → QuantizeLinear becomes a Concat of the 8-bit values where every map is the
+/// output's, else ONNX Runtime's com.microsoft QLinearConcat (inputs y_scale, y_zero, then x,
+/// x_scale, x_zero per input), which requantizes each input as DequantizeLinear → QuantizeLinear
+/// would.
+///
 /// Counts: "Conv nodes fused into QLinearConv", "MatMul nodes fused into QLinearMatMul", "Gemm
 /// nodes fused into QLinearMatMul", "Gemm nodes fused into com.microsoft.QGemm", "Add nodes
-/// fused into com.microsoft.QLinearAdd", "Relu nodes fused into a QLinear op".
+/// fused into com.microsoft.QLinearAdd", "Relu nodes fused into a QLinear op", "MaxPool nodes
+/// moved onto 8-bit values", "Concat nodes moved onto 8-bit values", "Concat nodes fused into
+/// com.microsoft.QLinearConcat".
 PassResult fuse_qdq(Graph& graph);
 
 }  // namespace cleave

@@ -518,8 +518,10 @@ PlainInputs::PlainInputs(const KernelContext& context) {
   for (std::size_t i = 0; i < context.inputs.size(); ++i) {
     const Tensor* input = context.inputs[i];
     if (!input || !input->is_blocked()) continue;
-    reorders_[i] = std::make_shared<LayoutReorder>(*input->layout(), plain_desc(input->shape()),
-                                                   context.engine);
+    // The plain copy keeps the element type (u8 between int8 kernels, not only f32).
+    const dnnl::memory::desc& layout = *input->layout();
+    reorders_[i] = std::make_shared<LayoutReorder>(
+        layout, plain_desc(input->shape(), layout.data_type()), context.engine);
     copies_[i] = Tensor::allocate(input->dtype(), input->shape());
   }
 }

@@ -1,8 +1,9 @@
 // com.microsoft QLinearAdd, ONNX Runtime's int8 Add, which QDQ fusion writes for
 // DequantizeLinear → Add → QuantizeLinear: computed as ONNX Runtime computes it, so that its
-// roundings are ONNX Runtime's.
+// roundings are ONNX Runtime's; operands in one channels-last layout are added as they lie.
 #include <fmt/core.h>
 
+#include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/elementwise.h"
 #include "runtime/kernels/math/quantize_loops.h"
 #include "runtime/kernels/math/quantize_util.h"
@@ -23,6 +24,17 @@ int32_t zero_point_at(const std::vector<const Tensor*>& inputs, std::size_t i) {
   return quantize_detail::zero_point_values(i < inputs.size() ? inputs[i] : nullptr)[0];
 }
 
+// Whether A and B lie in one layout without padding (channels-last from int8 convolutions), so
+// that the sum runs on the bytes as they lie and the output keeps that layout.
+bool shared_layout(const KernelContext& context) {
+  const Tensor& a = context.input(kA);
+  const Tensor& b = context.input(kB);
+  if (!context.blocked_outputs_allowed || !a.is_blocked() || !b.is_blocked()) return false;
+  const dnnl::memory::desc layout = desc_of(a);
+  return a.shape() == b.shape() && desc_of(b) == layout &&
+         layout.get_size() == static_cast<std::size_t>(a.element_count());
+}
+
 template <typename T>
 std::unique_ptr<Kernel> make_qlinear_add(const KernelContext& context, DataType type) {
   const std::vector<std::vector<int64_t>> shapes = {context.input(kA).shape(),
@@ -30,9 +42,16 @@ std::unique_ptr<Kernel> make_qlinear_add(const KernelContext& context, DataType 
   const std::vector<int64_t> output = elementwise::broadcast_shape(context, shapes);
   const elementwise::BroadcastPlan plan = elementwise::plan_broadcast(output, shapes);
   const int threads = context.threads;
-  return make_kernel({plain_output(type, output)}, [=](const std::vector<const Tensor*>& inputs,
-                                                       const std::vector<Tensor*>& outputs,
-                                                       dnnl::stream&) {
+  OutputSpec spec = plain_output(type, output);
+  std::shared_ptr<elementwise::PlainInputs> plain;
+  if (shared_layout(context)) {
+    spec.layout = desc_of(context.input(kA));
+  } else if (context.input(kA).is_blocked() || context.input(kB).is_blocked()) {
+    plain = std::make_shared<elementwise::PlainInputs>(context);
+  }
+  return make_kernel({spec}, [=](const std::vector<const Tensor*>& given,
+                                 const std::vector<Tensor*>& outputs, dnnl::stream& stream) {
+    const auto& inputs = plain ? plain->convert(given, stream) : given;
     const quantize_loops::AddRatios ratios =
         quantize_loops::add_ratios(inputs[kA + 1]->data<float>()[0], zero_point_at(inputs, kA + 2),
                                    inputs[kB + 1]->data<float>()[0], zero_point_at(inputs, kB + 2),
@@ -83,6 +102,7 @@ void register_quantized_add_kernels(KernelRegistry& registry) {
   info.domain = "com.microsoft";
   info.since_opset = 1;
   info.dtypes = {DataType::kUInt8, DataType::kInt8};
+  info.accepts_blocked = [](std::size_t input) { return input == kA || input == kB; };
   info.create = create_qlinear_add;
   registry.add(std::move(info));
 }

@@ -1,5 +1,5 @@
-// MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool on oneDNN's pooling primitive;
-// MaxUnpool, their inverse, in plain loops.
+// MaxPool (f32, u8, s8), AveragePool, GlobalAveragePool and GlobalMaxPool on oneDNN's pooling
+// primitive; MaxUnpool, their inverse, in plain loops.
 #include <fmt/core.h>
 #include <fmt/format.h>
 
@@ -120,6 +120,8 @@ class PoolKernel : public Kernel {
              bool global = false) {
     const Tensor& x = context.input(0);
     output_count_ = std::max<std::size_t>(1, context.node.outputs.size());
+    const memory::data_type type = dnnl_data_type(x.dtype(), context);
+    spec_.dtype = x.dtype();
     spec_.shape = {x.dim(0), x.dim(1)};
     spec_.shape.insert(spec_.shape.end(), g.output.begin(), g.output.end());
     if (volume(spec_.shape) == 0) {
@@ -156,7 +158,8 @@ class PoolKernel : public Kernel {
                                                 : dnnl::algorithm::pooling_avg_exclude_padding;
       // A blocked input keeps its layout through the pooling (oneDNN pools blocked data in
       // place of the layout); a plain one stays plain.
-      memory::desc destination = x.is_blocked() ? any_desc(spec_.shape) : plain_desc(spec_.shape);
+      memory::desc destination =
+          x.is_blocked() ? any_desc(spec_.shape, type) : plain_desc(spec_.shape, type);
       dnnl::pooling_v2_forward::desc desc(
           dnnl::prop_kind::forward_inference, algorithm, given, destination,
           memory::dims(g.strides.begin(), g.strides.end()),
@@ -175,7 +178,7 @@ class PoolKernel : public Kernel {
       // Pooled channel blocks of one pixel may already lie in plain order.
       if (!holds_plain_bytes(produced, spec_.shape)) {
         output_buffer_ = std::make_shared<Buffer>(produced.get_size());
-        output_reorder_ = LayoutReorder(produced, plain_desc(spec_.shape), context.engine);
+        output_reorder_ = LayoutReorder(produced, plain_desc(spec_.shape, type), context.engine);
       }
       layout.reset();
     }
@@ -251,7 +254,7 @@ std::array<int64_t, 3> three_d(std::span<const int64_t> dims, int64_t fill) {
 
 // Max pooling in plain loops, for what the oneDNN path does not give: the Indices output
 // (positions in the whole input tensor, the spatial part row-major or with storage_order=1
-// column-major) and element types other than f32.
+// column-major) and element types other than f32, u8 and s8.
 template <typename T>
 void max_pool_with_indices(const T* in, T* out, int64_t* indices, int64_t planes,
                            const std::array<int64_t, 3>& size, const std::array<int64_t, 3>& outs,
@@ -346,7 +349,11 @@ std::unique_ptr<Kernel> create_pool(const KernelContext& context, PoolKind kind)
   bool ceil_mode = context.node.int_attribute("ceil_mode", 0) != 0;
   std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
   WindowGeometry g = window_geometry(context, spatial, kernel, ceil_mode);
-  if (kind == PoolKind::kMax && (output_used(context, 1) || x.dtype() != DataType::kFloat)) {
+  // oneDNN max-pools u8 and s8 too (an int8 model's pools, qdq_fusion.h), far faster than the plain
+  // loops.
+  const bool dnnl_type = x.dtype() == DataType::kFloat || x.dtype() == DataType::kUInt8 ||
+                         x.dtype() == DataType::kInt8;
+  if (kind == PoolKind::kMax && (output_used(context, 1) || !dnnl_type)) {
     return create_max_pool_with_indices(context, g);
   }
   bool include_pad = context.node.int_attribute("count_include_pad", 0) != 0;
@@ -434,7 +441,7 @@ void register_pool_kernels(KernelRegistry& registry) {
     info.create = guarded(std::move(create));
     registry.add(info);
   };
-  // The plain max loops take every real type; oneDNN's pooling takes f32 only.
+  // The plain max loops take every real type; oneDNN's pooling takes f32, u8 and s8.
   std::vector<DataType> max_types = shape::kNumericTypes;
   std::erase(max_types, DataType::kBool);
   add(
