@@ -8,6 +8,7 @@
 
 #include "ir/verify.h"
 #include "passes/channel_scale_folding.h"
+#include "passes/common_subexpression.h"
 #include "passes/constant_folding.h"
 #include "passes/conv_activation_fusion.h"
 #include "passes/conv_batchnorm_fusion.h"
@@ -62,6 +63,7 @@ PassResult run_pass(Graph& graph, const std::string& name, const OptimizeOptions
   if (name == "lower-sequences") return lower_sequences(graph);
   if (name == "dead-code") return eliminate_dead_code(graph);
   if (name == "remove-identities") return remove_identities(graph);
+  if (name == "eliminate-common-subexpressions") return eliminate_common_subexpressions(graph);
   if (name == "lower-einsums") return lower_einsums(graph);
   if (name == "fold-pads") return fold_pads(graph);
   if (name == "remove-dead-taps") return remove_dead_taps(graph);
@@ -81,6 +83,7 @@ const std::vector<std::string>& pass_names() {
                                                  "lower-sequences",
                                                  "dead-code",
                                                  "remove-identities",
+                                                 "eliminate-common-subexpressions",
                                                  "lower-einsums",
                                                  "fold-pads",
                                                  "remove-dead-taps",
@@ -116,8 +119,9 @@ std::vector<std::string> optimize_pass_list(const OptimizeOptions& options) {
   // then removes the sequence nodes left unread.
   steps.push_back("lower-sequences");
   // Dead taps after pad folding, which widens the pads they are measured against.
-  steps.insert(steps.end(), {"dead-code", "remove-identities", "lower-einsums", "fold-pads",
-                             "remove-dead-taps"});
+  // Common subexpressions after Identity removal, which would hide that two nodes read one value.
+  steps.insert(steps.end(), {"dead-code", "remove-identities", "eliminate-common-subexpressions",
+                             "lower-einsums", "fold-pads", "remove-dead-taps"});
   if (options.fuse_batchnorm) steps.push_back("fuse-batchnorm");
   // After batch-norm fusion, which rewrites the weights this scales.
   if (options.fold_channel_scales) steps.push_back("fold-channel-scales");

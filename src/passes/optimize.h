@@ -39,17 +39,17 @@ struct OptimizeOptions {
 };
 
 /// Runs the passes in order: QDQ fusion → constant folding → dead-code elimination →
-/// Identity/Dropout removal → Einsum lowering → Zero-Pad folding → dead-tap removal →
-/// Conv+BatchNormalization fusion → channel-scale folding (when enabled) → Conv+activation,
-/// LayerNormalization and MatMul epilogue fusion (when enabled) → dead-code elimination. Returns
-/// the per-step results in `steps` and their counts summed by name in `counts`. Throws Error naming
-/// the step when verification after it fails.
+/// Identity/Dropout removal → common-subexpression elimination → Einsum lowering → Zero-Pad
+/// folding → dead-tap removal → Conv+BatchNormalization fusion → channel-scale folding (when
+/// enabled) → Conv+activation, LayerNormalization and MatMul epilogue fusion (when enabled) →
+/// dead-code elimination. Returns the per-step results in `steps` and their counts summed by name
+/// in `counts`. Throws Error naming the step when verification after it fails.
 PassResult optimize_graph(Graph& graph, const OptimizeOptions& options = {});
 
 /// The passes by the names `run_passes` takes, in the order optimize_graph runs them:
-/// fuse-qdq, fold-constants, dead-code, remove-identities, lower-einsums, fold-pads,
-/// remove-dead-taps, fuse-batchnorm, fold-channel-scales, fuse-conv-activations, fuse-layer-norms,
-/// fuse-matmul-epilogues.
+/// fuse-qdq, fold-constants, dead-code, remove-identities, eliminate-common-subexpressions,
+/// lower-einsums, fold-pads, remove-dead-taps, fuse-batchnorm, fold-channel-scales,
+/// fuse-conv-activations, fuse-layer-norms, fuse-matmul-epilogues.
 const std::vector<std::string>& pass_names();
 
 /// The passes optimize_graph runs with these options, in order.
