@@ -54,7 +54,7 @@ struct ExecutorOptions {
   /// Shared with the executors of the other parts of one graph (a pipeline's stages): graph
   /// outputs it lets stay blocked are computed so, returned plain and their layouts recorded;
   /// graph inputs with a recorded layout are reordered into it before the kernels read them.
-  std::shared_ptr<LayoutHandOff> layout_hand_off;
+  std::shared_ptr<LayoutHandOff> layout_hand_off = nullptr;
 };
 
 /// The sequential executor: runs nodes in topological order on the calling thread, with
