@@ -10,7 +10,6 @@
 #include <cstring>
 #include <memory>
 #include <optional>
-#include <thread>
 
 #include "cost/cost_table.h"
 #include "frontend/layout_choice.h"
@@ -23,7 +22,6 @@
 #include "runtime/executor.h"
 #include "runtime/parallel_executor.h"
 #include "runtime/random_inputs.h"
-#include "runtime/wait_policy.h"
 #include "spatial/split_bench.h"
 #include "support/timing.h"
 
@@ -100,23 +98,13 @@ nlohmann::json bench_report(const ModelBenchSettings& settings, const ModelBench
 void time_interleaved(const std::vector<ExecutorInterface*>& executors,
                       const std::vector<SampleInputs>& inputs, int warmup, int repeat,
                       std::vector<std::vector<double>>& ms) {
-  // The OpenMP threads of the variant that ran last spin on their cores a while before they
-  // sleep, and a variant started at once shares its cores with them: each waits that out.
-  const auto settle = [&] {
-    if (executors.size() > 1)
-      std::this_thread::sleep_for(std::chrono::duration<double>(spin_tail_seconds()));
-  };
   for (int i = 0; i < warmup; ++i) {
-    for (ExecutorInterface* executor : executors) {
-      settle();
-      executor->run(inputs);
-    }
+    for (ExecutorInterface* executor : executors) executor->run(inputs);
   }
   ms.resize(executors.size());
   for (int i = 0; i < repeat; ++i) {
     for (std::size_t k = 0; k < executors.size(); ++k) {
       const std::size_t v = i % 2 == 0 ? k : executors.size() - 1 - k;
-      settle();
       auto start = std::chrono::steady_clock::now();
       executors[v]->run(inputs);
       ms[v].push_back(

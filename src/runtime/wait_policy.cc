@@ -160,22 +160,6 @@ long spin_count_in_effect() {
   return count;
 }
 
-double spin_tail_seconds() {
-  static const double seconds = [] {
-    constexpr long kTimed = 20000;
-    constexpr double kMost = 0.1;
-    const long count = spin_count_in_effect();
-    if (count <= 0) return 0.0;
-    const auto start = std::chrono::steady_clock::now();
-    for (long i = 0; i < std::min(count, kTimed); ++i) _mm_pause();
-    const double per_pause =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
-        static_cast<double>(std::min(count, kTimed));
-    return std::min(kMost, per_pause * static_cast<double>(count));
-  }();
-  return seconds;
-}
-
 long wait_spin_count() {
   static const long spins = std::min(spin_count_in_effect(), kLibgompSpinCount);
   return spins;

@@ -125,12 +125,6 @@ long spin_count_in_effect();
 /// take a core from it or from that process.
 long wait_spin_count();
 
-/// How long an idle OpenMP thread of this process spins before it sleeps: spin_count_in_effect()
-/// pauses, timed on this CPU once (at most 0.1 s). A run timed right after another team of
-/// threads finished shares its cores with that team's spinning for this long; timing that
-/// alternates between executors waits it out first.
-double spin_tail_seconds();
-
 /// The spin of every in-process wait for a value (the thread executor's hand-off, the channels
 /// of generated programs): calls `done`, a pause between calls, until it returns true or
 /// wait_spin_count() calls returned false. Returns whether `done` returned true; when not, the

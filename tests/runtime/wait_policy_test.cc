@@ -160,16 +160,5 @@ TEST(LastingHostLoad, LoadSeenTwiceCountsAtItsLower) {
   EXPECT_EQ(load.cores, 2);
 }
 
-// Timed once, and bounded: waiting it out between timed runs must not stall a benchmark.
-TEST(SpinTail, IsTimedOnceAndAtMostATenthOfASecond) {
-  const double tail = spin_tail_seconds();
-  EXPECT_GE(tail, 0.0);
-  EXPECT_LE(tail, 0.1);
-  EXPECT_EQ(spin_tail_seconds(), tail);
-  if (spin_count_in_effect() > 0) {
-    EXPECT_GT(tail, 0.0);
-  }
-}
-
 }  // namespace
 }  // namespace cleave
