@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -12,6 +14,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "ir/text.h"
 #include "onnx/onnx_export.h"
@@ -152,6 +155,40 @@ class CodegenFixture : public ::testing::Test {
   }
 
   std::filesystem::path folder_;
+};
+
+// A graph in text form through `codegen --lang pytorch` and the generated module, against
+// `cleave run` of the same model.
+class PytorchRunFixture : public CodegenFixture {
+ protected:
+  // Writes `text` as m.onnx (x.npy cleave run's seeded input), generates py/ and returns the
+  // largest difference over `outputs` between cleave run and the generated module's forward;
+  // INFINITY when a step fails or a shape differs. The generated model.py is kept in model_.
+  double largest_difference(const std::string& text, const std::vector<std::string>& outputs) {
+    write_model(text, path("m.onnx"));
+    write_npy(path("x.npy"), random_inputs(parse_graph(text), 0).at("x"));
+    CommandOutput generated = cleave("codegen m.onnx --lang pytorch -o py");
+    EXPECT_EQ(generated.exit_code, 0) << generated.text;
+    if (generated.exit_code != 0) return INFINITY;
+    model_ = read_text_file(path("py/model.py"));
+    CommandOutput reference = cleave("run m.onnx --input x=x.npy --output-dir ref");
+    EXPECT_EQ(reference.exit_code, 0) << reference.text;
+    CommandOutput run =
+        shell("/usr/bin/python3 py/run.py --input x=x.npy --output-dir out --sequential");
+    EXPECT_EQ(run.exit_code, 0) << run.text << model_;
+    if (reference.exit_code != 0 || run.exit_code != 0) return INFINITY;
+    double worst = 0;
+    for (const std::string& name : outputs) {
+      const Tensor expected = read_npy(path("ref/" + name + ".npy"));
+      const Tensor actual = read_npy(path("out/" + name + ".npy"));
+      EXPECT_EQ(actual.shape(), expected.shape()) << name;
+      if (actual.shape() != expected.shape()) return INFINITY;
+      const auto e = expected.to_double_vector(), a = actual.to_double_vector();
+      for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - e[i]));
+    }
+    return worst;
+  }
+  std::string model_;
 };
 
 }  // namespace cleave
