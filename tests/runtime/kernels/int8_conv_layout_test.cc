@@ -15,21 +15,9 @@
 namespace cleave {
 namespace {
 
+using kernel_test::listed;
 using kernel_test::make_tensor;
-
-std::vector<double> random_values(std::size_t count, int low, int high, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> value(low, high);
-  std::vector<double> values(count);
-  for (double& v : values) v = value(rng);
-  return values;
-}
-
-std::string listed(const std::vector<double>& values) {
-  std::string text;
-  for (double v : values) text += (text.empty() ? "" : ", ") + std::to_string(int(v));
-  return "[" + text + "]";
-}
+using kernel_test::random_values;
 
 // x → QLinearConv (16 → 16, 3x3, output zero point 0) → QLinearConv (16 → 8, 3x3); the
 // second's weights are a constant or the graph input %w.

@@ -15,21 +15,9 @@
 namespace cleave {
 namespace {
 
+using kernel_test::listed;
 using kernel_test::make_tensor;
-
-std::vector<double> random_values(std::size_t count, int low, int high, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> value(low, high);
-  std::vector<double> values(count);
-  for (double& v : values) v = value(rng);
-  return values;
-}
-
-std::string listed(const std::vector<double>& values) {
-  std::string text;
-  for (double v : values) text += (text.empty() ? "" : ", ") + std::to_string(int(v));
-  return "[" + text + "]";
-}
+using kernel_test::random_values;
 
 // x → QLinearConv → h; h → QLinearConv → g (zero point `g_zero`); `join` of h and g → s;
 // s → QLinearConv → y: the join reads two convolutions' outputs and feeds a third.

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,22 @@
 namespace cleave::kernel_test {
 
 /// A plain tensor of `dtype` holding `values` (converted as static_cast does).
+// `count` integers drawn uniformly from [low, high] (as doubles), the same for one seed.
+inline std::vector<double> random_values(std::size_t count, int low, int high, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> value(low, high);
+  std::vector<double> values(count);
+  for (double& v : values) v = value(rng);
+  return values;
+}
+
+// Integer values as a graph-text list: "[1, -2, 3]".
+inline std::string listed(const std::vector<double>& values) {
+  std::string text;
+  for (double v : values) text += (text.empty() ? "" : ", ") + std::to_string(int(v));
+  return "[" + text + "]";
+}
+
 inline Tensor make_tensor(DataType dtype, std::vector<int64_t> shape,
                           const std::vector<double>& values) {
   Tensor t = Tensor::allocate(dtype, std::move(shape));
