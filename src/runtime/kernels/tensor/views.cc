@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/registration.h"
 #include "runtime/kernels/tensor/common.h"
 
@@ -154,7 +155,33 @@ std::unique_ptr<Kernel> create_unsqueeze(const KernelContext& context) {
   return aliased_view(context, std::move(shape), std::move(shape_inputs));
 }
 
+// A blocked input is a value a pipeline stage reads in its kernels' layout and also passes on
+// to a later stage (layout_hand_off.h): the Identity hands on the plain bytes every reader
+// takes, so that the value's other readers keep the layout of the whole graph's run.
+class PlainingIdentity final : public Kernel {
+ public:
+  explicit PlainingIdentity(const KernelContext& context) {
+    const Tensor& x = context.input(0);
+    spec_.dtype = x.dtype();
+    spec_.shape = x.shape();
+    const dnnl::memory::desc from = desc_of(x);
+    to_plain_ = LayoutReorder(from, plain_desc(x.shape(), from.data_type()), context.engine);
+  }
+
+  std::vector<OutputSpec> output_specs() const override { return {spec_}; }
+
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+           dnnl::stream& stream) override {
+    to_plain_.run(inputs[0]->raw(), outputs[0]->raw(), stream);
+  }
+
+ private:
+  OutputSpec spec_;
+  LayoutReorder to_plain_;
+};
+
 std::unique_ptr<Kernel> create_identity(const KernelContext& context) {
+  if (context.input(0).is_blocked()) return std::make_unique<PlainingIdentity>(context);
   return aliased_view(context, context.input(0).shape());
 }
 
@@ -197,7 +224,12 @@ void register_view_kernels(KernelRegistry& registry) {
   add_kernel(registry, "Flatten", create_flatten);
   add_kernel(registry, "Squeeze", create_squeeze);
   add_kernel(registry, "Unsqueeze", create_unsqueeze);
-  add_kernel(registry, "Identity", create_identity);
+  KernelInfo identity;
+  identity.op_type = "Identity";
+  identity.dtypes = kMovableTypes;
+  identity.accepts_blocked = [](std::size_t input) { return input == 0; };
+  identity.create = create_identity;
+  registry.add(std::move(identity));
   add_kernel(registry, "Dropout", create_dropout);
 }
 
