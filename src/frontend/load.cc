@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <exception>
+#include <limits>
 
 #include "frontend/shape_completion.h"
 #include "ir/scope.h"
@@ -16,6 +17,7 @@
 #include "onnx/onnx_import.h"
 #include "passes/loop_unrolling.h"
 #include "passes/optimize.h"
+#include "runtime/kernel.h"
 
 namespace cleave {
 
@@ -200,6 +202,12 @@ void complete_open_shapes(Graph& graph, const std::string& path,
                            completed, rounds, folded));
 }
 
+// Other domains' operators that cleave has kernels for: the com.microsoft ones its own QDQ
+// fusions write, so that `cleave optimize`'s output runs again.
+bool has_domain_kernel(const std::string& domain, const std::string& op_type) {
+  return KernelRegistry::global().find(domain, op_type, std::numeric_limits<int>::max()) != nullptr;
+}
+
 }  // namespace
 
 Graph import_model(const std::string& path, const LoadOptions& options) {
@@ -211,6 +219,7 @@ Graph import_model(const std::string& path, const LoadOptions& options) {
   }
   ImportOptions import;
   import.unread_external = options.unread_external;
+  import.runs_domain_op = has_domain_kernel;
   Graph graph = import_onnx(path, import);
   say(options, fmt::format("import: {} nodes, {} initializers, opset {}", graph.node_count(),
                            graph.initializers().size(),
@@ -220,7 +229,9 @@ Graph import_model(const std::string& path, const LoadOptions& options) {
 
 Graph import_model_bytes(std::string_view bytes, const std::string& origin,
                          const LoadOptions& options) {
-  Graph graph = import_onnx_from_bytes(bytes, origin);
+  ImportOptions import;
+  import.runs_domain_op = has_domain_kernel;
+  Graph graph = import_onnx_from_bytes(bytes, origin, import);
   say(options, fmt::format("import: {} nodes, {} initializers, opset {}", graph.node_count(),
                            graph.initializers().size(),
                            graph.opset_imports.count("") ? graph.opset_imports.at("") : 0));

@@ -546,7 +546,8 @@ Graph import_onnx(const onnx::ModelProto& model, const std::string& origin,
   // As onnx's checker and ONNX Runtime do: a misspelt attribute or an extra input is refused
   // here rather than ignored by a kernel. After the import, whose structural errors (and its
   // limit on nesting) come first.
-  check_schemas(model, origin, SchemaCheckOptions{graph.get(), options.other_domains});
+  check_schemas(model, origin,
+                SchemaCheckOptions{graph.get(), options.other_domains, options.runs_domain_op});
   if (!info.declared_disagreements.empty()) throw Error(info.declared_disagreements.front());
   graph->metadata.domain = model.domain();
   graph->metadata.version = model.model_version();

@@ -33,6 +33,10 @@ struct ImportOptions {
   /// Keeps nodes of domains other than the standard one (no cleave kernel runs them) instead
   /// of refusing them with UnsupportedError: for tools that only read or rewrite a model.
   bool other_domains = false;
+  /// Keeps the nodes of other domains for which this answers true (a runtime that has their
+  /// kernels: cleave's own passes write com.microsoft's QLinearAdd, QLinearConcat and QGemm),
+  /// and refuses the rest; unset refuses all of them (unless `other_domains`).
+  std::function<bool(const std::string& domain, const std::string& op_type)> runs_domain_op;
   /// Deepest nesting of control-flow bodies (If/Loop/Scan) accepted.
   int max_graph_depth = 64;
   /// Folder that external tensor data is read from; import_onnx(path) sets it to the model's

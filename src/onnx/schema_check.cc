@@ -177,7 +177,9 @@ class SchemaChecker {
       if (imported && imported->op_type != node.op_type()) imported = nullptr;
       if (node.domain().empty() || node.domain() == "ai.onnx") {
         check_node(node, typed, imported ? index : -1, where, label);
-      } else if (!options_.other_domains) {
+      } else if (!options_.other_domains &&
+                 !(options_.runs_domain_op &&
+                   options_.runs_domain_op(node.domain(), node.op_type()))) {
         refuse_domain(node, where, label());
       }
       // The importer has refused bodies nested deeper than its limit before this runs.
@@ -329,8 +331,9 @@ class SchemaChecker {
                      const std::string& label) {
     const bool local = local_functions_.count({node.domain(), node.op_type()}) > 0;
     throw UnsupportedError(fmt::format(
-        "{}: node {}: {} of domain '{}' is not supported: cleave runs only operators of the "
-        "standard ONNX domain (ai.onnx, opsets 1 to {}){}",
+        "{}: node {}: {} of domain '{}' is not supported: cleave runs the operators of the "
+        "standard ONNX domain (ai.onnx, opsets 1 to {}) and, of com.microsoft's, those its own "
+        "graph passes write{}",
         where, label, local ? "the model-local function" : "the operator", node.domain(),
         onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at("").second,
         local ? ", and does not inline model-local functions" : ""));

@@ -3,6 +3,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,9 @@ struct SchemaCheckOptions {
   /// Leaves nodes of other domains than the standard one unchecked instead of refusing them
   /// (cleave has no kernel for any): for tools that only read or rewrite a model.
   bool other_domains = false;
+  /// Nodes of other domains for which this answers true are left unchecked (a kernel runs
+  /// them), the rest refused; ImportOptions::runs_domain_op.
+  std::function<bool(const std::string& domain, const std::string& op_type)> runs_domain_op;
 };
 
 /// Checks `model` against the operator schemas ONNX ships (onnx::OpSchemaRegistry), as onnx's

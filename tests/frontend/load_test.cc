@@ -240,5 +240,45 @@ TEST(LoadModelFolded, ShapesAndFoldingAlternateUntilEveryShapeIsStatic) {
   for (NodeId id : loaded.node_ids()) EXPECT_NE(loaded.node(id).op_type, "Shape");
 }
 
+// What `cleave optimize` writes for a QDQ Add (com.microsoft's QLinearAdd, which cleave runs)
+// loads again; another domain's operator without a kernel is still refused.
+std::string contrib_model_path(const std::string& op_type) {
+  const std::string text =
+      "graph main [ai.onnx=13, com.microsoft=1] (%a: u8[1,2,2], %b: "
+      "u8[1,2,2]) {\n"
+      "  @as: f32[] = [0.5]\n  @az: u8[] = [3]\n"
+      "  @bs: f32[] = [0.25]\n  @bz: u8[] = [7]\n"
+      "  @ys: f32[] = [0.2]\n  @yz: u8[] = [0]\n"
+      "  %y = \"add\" com.microsoft." +
+      op_type +
+      "(%a, @as, @az, %b, @bs, @bz, @ys, @yz)\n"
+      "  return %y\n}\n";
+  const std::string path =
+      (std::filesystem::temp_directory_path() /
+       ("cleave_load_contrib_" + std::to_string(::getpid()) + op_type + ".onnx"))
+          .string();
+  export_onnx(parse_graph(text), path);
+  return path;
+}
+
+TEST(LoadContribOps, AnOperatorOfAnotherDomainThatCleaveRunsLoads) {
+  const std::string path = contrib_model_path("QLinearAdd");
+  const Graph loaded = load_model(path);
+  std::filesystem::remove(path);
+  ASSERT_EQ(loaded.node_count(), 1u);
+  const Node& node = loaded.node(loaded.topological_order().front());
+  EXPECT_EQ(node.domain, "com.microsoft");
+  EXPECT_EQ(node.op_type, "QLinearAdd");
+}
+
+TEST(LoadContribOps, AnOperatorOfAnotherDomainWithoutAKernelIsRefused) {
+  const std::string path = contrib_model_path("QLinearAddition");
+  const std::string error = error_of([&] { load_model(path); });
+  std::filesystem::remove(path);
+  EXPECT_THAT(
+      error,
+      HasSubstr("(QLinearAddition): the operator of domain 'com.microsoft' is not supported"));
+}
+
 }  // namespace
 }  // namespace cleave

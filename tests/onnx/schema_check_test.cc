@@ -127,15 +127,28 @@ TEST(SchemaCheck, NodesOfOtherDomainsAreRefusedAsUnsupported) {
   const onnx::ModelProto model = custom_domain_model();
   EXPECT_THAT(check_error(model),
               AllOf(HasSubstr("m.onnx: node 'custom' (Anything)"), HasSubstr("'com.example'"),
-                    HasSubstr("cleave runs only operators of the standard ONNX domain")));
+                    HasSubstr("cleave runs the operators of the standard ONNX domain")));
   EXPECT_THROW(import_onnx(model, "m.onnx"), UnsupportedError);
 }
 
 TEST(SchemaCheck, NodesOfOtherDomainsAreKeptWhenAskedFor) {
-  EXPECT_EQ(error_of([&] {
-              check_schemas(custom_domain_model(), "m.onnx", SchemaCheckOptions{nullptr, true});
-            }),
+  EXPECT_EQ(
+      error_of([&] {
+        check_schemas(custom_domain_model(), "m.onnx", SchemaCheckOptions{nullptr, true, nullptr});
+      }),
+      "<no error>");
+}
+
+TEST(SchemaCheck, NodesOfOtherDomainsWithAKernelAreKept) {
+  SchemaCheckOptions options;
+  options.runs_domain_op = [](const std::string& domain, const std::string& op_type) {
+    return domain == "com.example" && op_type == "Anything";
+  };
+  EXPECT_EQ(error_of([&] { check_schemas(custom_domain_model(), "m.onnx", options); }),
             "<no error>");
+  options.runs_domain_op = [](const std::string&, const std::string&) { return false; };
+  EXPECT_THAT(error_of([&] { check_schemas(custom_domain_model(), "m.onnx", options); }),
+              HasSubstr("of domain 'com.example' is not supported"));
 }
 
 TEST(SchemaCheck, ACallOfAModelLocalFunctionIsRefused) {
