@@ -9,6 +9,7 @@
 
 #include "codegen/cpp_templates.h"
 #include "codegen/program_layout.h"
+#include "codegen_runtime/static_program.h"
 #include "ir/text.h"
 
 namespace cleave {
@@ -148,6 +149,7 @@ CppCodegenSummary emit_cpp(const Graph& graph, const WorkerProgram& program,
   summary.arena_bytes = layout.arena.arena_bytes;
   summary.unshared_bytes = layout.unshared_bytes;
   summary.weights_bytes = layout.weights.bytes.size();
+  summary.run_time_steps = layout.run_time_steps;
   if (options.tables_only) return summary;
   std::vector<std::string> input_lines, output_lines, input_elements, output_elements;
   for (ValueId id : graph.inputs()) {
@@ -158,7 +160,9 @@ CppCodegenSummary emit_cpp(const Graph& graph, const WorkerProgram& program,
   for (ValueId id : graph.outputs()) {
     output_lines.push_back(
         fmt::format("     {} {}", values[index_of[id]].name, type_text(values[index_of[id]])));
-    output_elements.push_back(std::to_string(element_count(values[index_of[id]])));
+    const ProgramValue& value = values[index_of[id]];
+    output_elements.push_back(
+        value.kind == StaticValue::kRunTime ? "0" : std::to_string(element_count(value)));
   }
   out.write_file("model.h",
                  fmt::format(fmt::runtime(kApiHeader), options.model_name, graph.inputs().size(),
@@ -172,11 +176,22 @@ CppCodegenSummary emit_cpp(const Graph& graph, const WorkerProgram& program,
                                                cmake_cleave_library(options), worker_files));
   out.write_file(
       "README.md",
-      fmt::format(fmt::runtime(kReadme), options.model_name, program.strategy, program.workers,
-                  program.threads_per_worker, to_string(options.family),
-                  options.blocked_layouts ? "" : " (plain layouts only)",
-                  graph.inputs().empty() ? "x" : graph.value(graph.inputs().front()).name,
-                  layout.arena.arena_bytes, layout.arena.requested_bytes));
+      fmt::format(
+          fmt::runtime(kReadme), options.model_name, program.strategy, program.workers,
+          program.threads_per_worker, to_string(options.family),
+          options.blocked_layouts ? "" : " (plain layouts only)",
+          graph.inputs().empty() ? "x" : graph.value(graph.inputs().front()).name,
+          layout.arena.arena_bytes, layout.arena.requested_bytes,
+          layout.run_time_steps == 0
+              ? ""
+              : fmt::format("\n\n{} step(s) run at run time: they run a sub-graph (If, Loop, "
+                            "Scan), make an output\nshaped by the values they read (NonZero, "
+                            "NonMaxSuppression, ...) or read such an output.\nEach runs as "
+                            "`cleave run` runs a node, with the same kernel, prepared again "
+                            "when its\ninputs' shapes or shape-deciding values change; its "
+                            "outputs live in buffers sized\nduring the run, outside the "
+                            "arena.",
+                            layout.run_time_steps)));
   return summary;
 }
 
