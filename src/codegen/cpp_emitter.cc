@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <climits>
 #include <filesystem>
 
@@ -71,10 +72,23 @@ std::string graph_text_without_weights(const Graph& graph) {
   for (ValueId id : copy.initializers()) copy.value(id).initializer->bytes.reset();
   std::string text = print_graph(copy, INT_MAX);
   Graph parsed = parse_graph(text);
-  if (print_graph(parsed, INT_MAX) != text) {
+  const std::string again = print_graph(parsed, INT_MAX);
+  if (again != text) {
+    // The first line that differs, so that the form the text cannot carry is named.
+    std::size_t line_start = 0;
+    std::size_t at = 0;
+    while (at < text.size() && at < again.size() && text[at] == again[at]) {
+      if (text[at] == '\n') line_start = at + 1;
+      ++at;
+    }
+    const auto line_of = [&](const std::string& s) {
+      const std::size_t end = s.find('\n', line_start);
+      return s.substr(line_start, std::min<std::size_t>(end, line_start + 300) - line_start);
+    };
     throw Error(
-        "the optimized graph does not read back the same from its text form, which the "
-        "generated program embeds");
+        fmt::format("the optimized graph does not read back the same from its text form, which the "
+                    "generated program embeds: line '{}' reads back as '{}'",
+                    line_of(text), line_of(again)));
   }
   return text;
 }
