@@ -6,8 +6,8 @@
 
 DIR (default ~/.cache/cleave/heldout) is what bench/models/export_heldout.py writes: each model
 with its input files and a manifest. Per model, `cleave run` on the manifest's inputs, with the
-manifest's input shapes as --shape (the graph the generated code is made from: a model whose
-dims are symbolic folds its shapes otherwise), gives the reference outputs; `cleave codegen --lang cpp` (sequential plan, the manifest's input shapes) is
+manifest's input shapes as --shape (the graph the generated code is made from; a detector's
+outputs under --shape differ from those without it, even for its declared shape), gives the reference outputs; `cleave codegen --lang cpp` (sequential plan, the manifest's input shapes) is
 built and run on the same inputs and must be bit-identical; `--lang pytorch` is run with
 Debian's torch and must be within the corpus's float tolerance of cleave
 (|gen - cleave| <= 1e-3*|cleave| + 1e-4*max|cleave|), or, for an int8 output whose manifest

@@ -2,7 +2,7 @@
 // the generated program builds and computes `cleave run`'s bits.
 #include <gtest/gtest.h>
 
-#include <filesystem>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -11,7 +11,52 @@
 namespace cleave {
 namespace {
 
-namespace fs = std::filesystem;
+// A NonZero feeding more nodes: y's shape follows x's values, r's does not.
+const char* kNonZeroModel = R"(graph main [ai.onnx=13] (%x: f32[2,6]) {
+  @w: f32[6,6]
+  %h = MatMul(%x, @w)
+  %r = Relu(%h)
+  %i = NonZero(%r)
+  %f = Cast[to=1](%i)
+  %s = ReduceSum[keepdims=0](%f)
+  %y = Add(%f, %s)
+  return %y, %r
+})";
+
+// A C program over the generated C API: output 0 (shaped at run time) read after the run
+// through model_output, then a run given a buffer for it, which must fail.
+const char* kRunTimeOutputEmbedSource = R"(#include <stdio.h>
+#include <stdlib.h>
+
+#include "model.h"
+
+int main(int argc, char** argv) {
+  if (argc != 4) return 3;
+  size_t n = model_input_elements(0);
+  float* in = malloc(n * sizeof(float));
+  FILE* f = fopen(argv[1], "rb");
+  if (!f || fread(in, sizeof(float), n, f) != n) return 3;
+  fclose(f);
+  if (model_init(argv[3]) != 0) return 2;
+  if (model_output(0) != NULL || model_output_elements(0) != 0) return 4;
+  const float* inputs[MODEL_INPUT_COUNT] = {in};
+  float* outputs[MODEL_OUTPUT_COUNT] = {NULL, NULL};
+  if (model_run(inputs, outputs) != 0) {
+    fprintf(stderr, "model_run: %s\n", model_last_error());
+    return 2;
+  }
+  f = fopen(argv[2], "wb");
+  fwrite(model_output(0), sizeof(float), model_output_elements(0), f);
+  fclose(f);
+  float buffer[64];
+  outputs[0] = buffer;
+  if (model_run(inputs, outputs) == 0) return 5;
+  printf("%s\n", model_last_error());
+  model_shutdown();
+  free(in);
+  return 0;
+}
+)";
 
 class CppDynamic : public CodegenFixture {
  protected:
@@ -49,22 +94,31 @@ class CppDynamic : public CodegenFixture {
 };
 
 TEST_F(CppDynamic, NonZeroFeedingMoreNodesMatchesCleaveRunForTwoInputs) {
-  const char* text = R"(graph main [ai.onnx=13] (%x: f32[2,6]) {
-  @w: f32[6,6]
-  %h = MatMul(%x, @w)
-  %r = Relu(%h)
-  %i = NonZero(%r)
-  %f = Cast[to=1](%i)
-  %s = ReduceSum[keepdims=0](%f)
-  %y = Add(%f, %s)
-  return %y, %r
-})";
-  ASSERT_NO_FATAL_FAILURE(generate_and_build(text));
+  ASSERT_NO_FATAL_FAILURE(generate_and_build(kNonZeroModel));
   EXPECT_NE(read_text_file(path("gen/tables.cc")).find("(shape at run time)"), std::string::npos);
   ASSERT_NO_FATAL_FAILURE(expect_same_bits("--seed 0", {"y", "r"}, "seed0"));
   ASSERT_NO_FATAL_FAILURE(expect_same_bits("--seed 5", {"y", "r"}, "seed5"));
   // The number of nonzero values follows the input: the two runs made different shapes.
   EXPECT_NE(read_npy(path("ref_seed0/y.npy")).shape(), read_npy(path("ref_seed5/y.npy")).shape());
+}
+
+TEST_F(CppDynamic, TheCApiReturnsAnOutputShapedAtRunTimeAfterTheRun) {
+  write_model(kNonZeroModel, path("m.onnx"));
+  write_npy(path("x.npy"), random_inputs(parse_graph(kNonZeroModel), 0).at("x"));
+  CommandOutput generated = cleave("codegen m.onnx --lang cpp --layouts blocked -o gen");
+  ASSERT_EQ(generated.exit_code, 0) << generated.text;
+  CommandOutput build = build_embedding(kRunTimeOutputEmbedSource);
+  ASSERT_EQ(build.exit_code, 0) << build.text;
+  CommandOutput embedded = shell("embed_build/embed x.raw y.raw gen/weights.bin");
+  ASSERT_EQ(embedded.exit_code, 0) << embedded.text;
+  EXPECT_NE(embedded.text.find("known only at run time"), std::string::npos) << embedded.text;
+  CommandOutput reference =
+      cleave("run m.onnx --plan gen/plan.json --layouts blocked --input x=x.npy --output-dir ref");
+  ASSERT_EQ(reference.exit_code, 0) << reference.text;
+  const Tensor expected = read_npy(path("ref/y.npy"));
+  const std::string got = read_text_file(path("y.raw"));
+  ASSERT_EQ(got.size(), expected.byte_size());
+  EXPECT_EQ(std::memcmp(got.data(), expected.raw(), got.size()), 0);
 }
 
 TEST_F(CppDynamic, IfBranchesOfDifferentShapesMatchCleaveRun) {
