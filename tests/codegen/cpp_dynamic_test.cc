@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -170,6 +171,32 @@ TEST_F(CppDynamic, LoopOfAComputedTripCountMatchesCleaveRun) {
   ASSERT_NO_FATAL_FAILURE(expect_same_bits("--input x=large.npy", {"y", "scan"}, "large"));
   EXPECT_NE(read_npy(path("out_small/scan.npy")).shape(),
             read_npy(path("out_large/scan.npy")).shape());
+}
+
+TEST_F(CppDynamic, TwoWorkersWithRunTimeStepsMatchCleaveRunWithTheirPlan) {
+  const char* text = R"(graph main [ai.onnx=13] (%x: f32[1,3,16,16]) {
+  @wa: f32[8,3,3,3]
+  @wb: f32[8,3,1,1]
+  %a = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @wa)
+  %ar = Relu(%a)
+  %b = Conv[kernel_shape=[1,1]](%x, @wb)
+  %bs = Sigmoid(%b)
+  %n = NonZero(%ar)
+  %nf = Cast[to=1](%n)
+  %m = ReduceMean[keepdims=0](%nf)
+  %c = Add(%bs, %m)
+  return %c
+})";
+  write_model(text, path("m.onnx"));
+  ASSERT_EQ(cleave("plan m.onnx --strategy lc --workers 2 --costs static -o plan.json").exit_code,
+            0);
+  CommandOutput generated =
+      cleave("codegen m.onnx --plan plan.json --lang cpp --layouts blocked -o gen");
+  ASSERT_EQ(generated.exit_code, 0) << generated.text;
+  ASSERT_TRUE(std::ifstream(path("gen/worker_1.cc")).good());
+  CommandOutput build = build_generated();
+  ASSERT_EQ(build.exit_code, 0) << build.text;
+  ASSERT_NO_FATAL_FAILURE(expect_same_bits("--seed 0", {"c"}, "seed0"));
 }
 
 }  // namespace
