@@ -190,22 +190,14 @@ CppCodegenSummary emit_cpp(const Graph& graph, const WorkerProgram& program,
                                                cmake_cleave_library(options), worker_files));
   out.write_file(
       "README.md",
-      fmt::format(
-          fmt::runtime(kReadme), options.model_name, program.strategy, program.workers,
-          program.threads_per_worker, to_string(options.family),
-          options.blocked_layouts ? "" : " (plain layouts only)",
-          graph.inputs().empty() ? "x" : graph.value(graph.inputs().front()).name,
-          layout.arena.arena_bytes, layout.arena.requested_bytes,
-          layout.run_time_steps == 0
-              ? ""
-              : fmt::format("\n\n{} step(s) run at run time: they run a sub-graph (If, Loop, "
-                            "Scan), make an output\nshaped by the values they read (NonZero, "
-                            "NonMaxSuppression, ...) or read such an output.\nEach runs as "
-                            "`cleave run` runs a node, with the same kernel, prepared again "
-                            "when its\ninputs' shapes or shape-deciding values change; its "
-                            "outputs live in buffers sized\nduring the run, outside the "
-                            "arena.",
-                            layout.run_time_steps)));
+      fmt::format(fmt::runtime(kReadme), options.model_name, program.strategy, program.workers,
+                  program.threads_per_worker, to_string(options.family),
+                  options.blocked_layouts ? "" : " (plain layouts only)",
+                  graph.inputs().empty() ? "x" : graph.value(graph.inputs().front()).name,
+                  layout.arena.arena_bytes, layout.arena.requested_bytes,
+                  layout.run_time_steps == 0
+                      ? ""
+                      : fmt::format(fmt::runtime(kRunTimeReadme), layout.run_time_steps)));
   return summary;
 }
 

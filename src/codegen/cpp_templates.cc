@@ -222,4 +222,13 @@ version: regenerate it). Later runs do no shape checks, no dispatch by op type a
 allocation.
 )gen";
 
+const char* const kRunTimeReadme = R"gen(
+
+{0} step(s) run at run time: they run a sub-graph (If, Loop, Scan), make an output shaped by
+the values they read (NonZero, NonMaxSuppression, Unique, Compress) or read such an output.
+Each runs as `cleave run` runs a node, with the same kernel, prepared again when its inputs'
+shapes or shape-deciding values change; its outputs live in buffers sized during the run,
+outside the arena. A graph output among them has no fixed size: `model_run` takes a NULL
+buffer for it and `model_output(i)` returns it after the run.)gen";
+
 }  // namespace cleave::cpp_templates
