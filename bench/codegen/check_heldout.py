@@ -5,8 +5,9 @@
         [--models DIR] [--only a,b] [--skip-cpp] [--skip-pytorch] [--markdown FILE]
 
 DIR (default ~/.cache/cleave/heldout) is what bench/models/export_heldout.py writes: each model
-with its input files and a manifest. Per model, `cleave run` on the manifest's inputs gives the
-reference outputs; `cleave codegen --lang cpp` (sequential plan, the manifest's input shapes) is
+with its input files and a manifest. Per model, `cleave run` on the manifest's inputs, with the
+manifest's input shapes as --shape (the graph the generated code is made from; a detector's
+outputs under --shape differ from those without it, even for its declared shape), gives the reference outputs; `cleave codegen --lang cpp` (sequential plan, the manifest's input shapes) is
 built and run on the same inputs and must be bit-identical; `--lang pytorch` is run with
 Debian's torch and must be within the corpus's float tolerance of cleave
 (|gen - cleave| <= 1e-3*|cleave| + 1e-4*max|cleave|), or, for an int8 output whose manifest
@@ -93,7 +94,7 @@ def main():
             input_args = sum([["--input", i] for i in inputs], [])
             shape_args = sum([["--shape", s] for s in shapes], [])
             ref = os.path.join(work, name + "_ref")
-            rc, err = sh([cleave, "run", model, *input_args, "--output-dir", ref])
+            rc, err = sh([cleave, "run", model, *shape_args, *input_args, "--output-dir", ref])
             if rc != 0:
                 rows.append((name, "run failed: " + first_error(err), "", ""))
                 failed += 1

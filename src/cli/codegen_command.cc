@@ -165,6 +165,9 @@ int run_codegen(const CodegenSettings& settings) {
                report["unshared_bytes"].get<double>() / 1048576.0,
                report["weights_bytes"].get<double>() / 1048576.0);
     fmt::print("layouts    {}\n", report["layouts"].get<std::string>());
+    if (report.value("run_time_steps", 0) > 0)
+      fmt::print("run time   {} step(s) sized during the run (see README.md)\n",
+                 report["run_time_steps"].get<int>());
   }
   fmt::print("time       {:.3f} s\n", report["seconds"].get<double>());
   fmt::print("next       see {}/README.md\n", settings.output);

@@ -6,10 +6,10 @@
 
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <string>
 
 #include "codegen/cpp_emitter.h"
+#include "codegen/program_layout.h"
 #include "codegen/pytorch_emitter.h"
 #include "codegen/rank_cpp_emitter.h"
 #include "codegen/stream_model_check.h"
@@ -54,29 +54,18 @@ void relocate_models(Stream& s, const std::filesystem::path& from,
   for (Stream& child : s.streams) relocate_models(child, from, to);
 }
 
-// Generated C++ lays every value out in a static arena and runs a fixed list of steps, so a
-// sub-graph (If, Loop, Scan) or an op whose output shape follows the values it reads has no
-// place in it yet; say which node, before anything is written.
-void require_static_program(const Graph& graph) {
-  static const std::set<std::string> shaped_by_values{"NonZero", "NonMaxSuppression", "Unique",
-                                                      "Compress"};
+// A rank program passes values between ranks in messages of the sizes fixed at generation,
+// so a run-time step (a sub-graph, a shape the run decides) has no place in it yet; say which
+// node, before anything is written. The worker form runs them (run_time_nodes).
+void require_static_ranks(const Graph& graph) {
+  const std::vector<bool> run_time = run_time_nodes(graph);
   for (NodeId id : graph.topological_order()) {
+    if (!run_time[id]) continue;
     const Node& node = graph.node(id);
-    for (const auto& [name, attribute] : node.attributes) {
-      if (attribute.g || !attribute.graphs.empty()) {
-        throw Error(fmt::format(
-            "codegen --lang cpp: node '{}' ({}) runs a sub-graph (attribute '{}'), which "
-            "generated C++ does not support yet; `cleave run` and `--lang pytorch` run it",
-            node.name, node.op_type, name));
-      }
-    }
-    if (node.domain.empty() && shaped_by_values.count(node.op_type)) {
-      throw Error(fmt::format(
-          "codegen --lang cpp: node '{}' ({}) makes an output whose shape is known only at run "
-          "time, which generated C++ does not support yet; `cleave run` and `--lang pytorch` "
-          "run it",
-          node.name, node.op_type));
-    }
+    throw Error(fmt::format(
+        "codegen --lang cpp --ranks: node '{}' ({}) {}, which generated rank programs do not "
+        "support yet; `codegen --lang cpp` without --ranks and `cleave run` run it",
+        node.name, node.op_type, run_time_reason(graph, id)));
   }
 }
 
@@ -175,7 +164,7 @@ nlohmann::json codegen_plan(const CodegenRequest& request, const Graph& graph,
     report["channels"] = summary.channels;
     report["weights_bytes"] = summary.weights_bytes;
   } else {
-    require_static_program(graph);
+    if (request.ranks) require_static_ranks(graph);
     CppCodegenOptions options = cpp_options(request, model_name);
     if (request.layouts == "auto" && !request.ranks) {
       options.family = measured_family(graph, program.threads_per_worker);
@@ -193,6 +182,7 @@ nlohmann::json codegen_plan(const CodegenRequest& request, const Graph& graph,
     report["arena_bytes"] = summary.arena_bytes;
     report["unshared_bytes"] = summary.unshared_bytes;
     report["weights_bytes"] = summary.weights_bytes;
+    report["run_time_steps"] = summary.run_time_steps;
   }
   // The plan itself, so that `cleave run --plan DIR/plan.json` runs what was generated.
   out.write_file("plan.json", model_plan_to_json(plan, graph).dump(1) + "\n");

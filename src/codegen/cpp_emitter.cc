@@ -4,11 +4,13 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <climits>
 #include <filesystem>
 
 #include "codegen/cpp_templates.h"
 #include "codegen/program_layout.h"
+#include "codegen_runtime/static_program.h"
 #include "ir/text.h"
 
 namespace cleave {
@@ -70,10 +72,23 @@ std::string graph_text_without_weights(const Graph& graph) {
   for (ValueId id : copy.initializers()) copy.value(id).initializer->bytes.reset();
   std::string text = print_graph(copy, INT_MAX);
   Graph parsed = parse_graph(text);
-  if (print_graph(parsed, INT_MAX) != text) {
+  const std::string again = print_graph(parsed, INT_MAX);
+  if (again != text) {
+    // The first line that differs, so that the form the text cannot carry is named.
+    std::size_t line_start = 0;
+    std::size_t at = 0;
+    while (at < text.size() && at < again.size() && text[at] == again[at]) {
+      if (text[at] == '\n') line_start = at + 1;
+      ++at;
+    }
+    const auto line_of = [&](const std::string& s) {
+      const std::size_t end = s.find('\n', line_start);
+      return s.substr(line_start, std::min<std::size_t>(end, line_start + 300) - line_start);
+    };
     throw Error(
-        "the optimized graph does not read back the same from its text form, which the "
-        "generated program embeds");
+        fmt::format("the optimized graph does not read back the same from its text form, which the "
+                    "generated program embeds: line '{}' reads back as '{}'",
+                    line_of(text), line_of(again)));
   }
   return text;
 }
@@ -148,6 +163,7 @@ CppCodegenSummary emit_cpp(const Graph& graph, const WorkerProgram& program,
   summary.arena_bytes = layout.arena.arena_bytes;
   summary.unshared_bytes = layout.unshared_bytes;
   summary.weights_bytes = layout.weights.bytes.size();
+  summary.run_time_steps = layout.run_time_steps;
   if (options.tables_only) return summary;
   std::vector<std::string> input_lines, output_lines, input_elements, output_elements;
   for (ValueId id : graph.inputs()) {
@@ -158,7 +174,9 @@ CppCodegenSummary emit_cpp(const Graph& graph, const WorkerProgram& program,
   for (ValueId id : graph.outputs()) {
     output_lines.push_back(
         fmt::format("     {} {}", values[index_of[id]].name, type_text(values[index_of[id]])));
-    output_elements.push_back(std::to_string(element_count(values[index_of[id]])));
+    const ProgramValue& value = values[index_of[id]];
+    output_elements.push_back(
+        value.kind == StaticValue::kRunTime ? "0" : std::to_string(element_count(value)));
   }
   out.write_file("model.h",
                  fmt::format(fmt::runtime(kApiHeader), options.model_name, graph.inputs().size(),
@@ -176,7 +194,10 @@ CppCodegenSummary emit_cpp(const Graph& graph, const WorkerProgram& program,
                   program.threads_per_worker, to_string(options.family),
                   options.blocked_layouts ? "" : " (plain layouts only)",
                   graph.inputs().empty() ? "x" : graph.value(graph.inputs().front()).name,
-                  layout.arena.arena_bytes, layout.arena.requested_bytes));
+                  layout.arena.arena_bytes, layout.arena.requested_bytes,
+                  layout.run_time_steps == 0
+                      ? ""
+                      : fmt::format(fmt::runtime(kRunTimeReadme), layout.run_time_steps)));
   return summary;
 }
 

@@ -38,6 +38,7 @@ struct CppCodegenSummary {
   std::size_t arena_bytes = 0;
   std::size_t unshared_bytes = 0;  ///< Activation bytes without reuse, for comparison.
   std::size_t weights_bytes = 0;
+  int run_time_steps = 0;  ///< Steps run as `cleave run` runs a node, sized during the run.
 };
 
 /// Writes the C++ program of `graph` run by `program` into `out`: CMakeLists.txt, README.md,
@@ -45,8 +46,9 @@ struct CppCodegenSummary {
 ///
 /// Output shapes, layouts and sizes are found by preparing every kernel once here (seeded
 /// random inputs, each worker's thread count), so the arena offsets are constants of the
-/// generated code. Throws Error for graph inputs or outputs that are not float (the C API
-/// passes float buffers) or an output that no node computes.
+/// generated code, except those of run-time steps (run_time_nodes), whose outputs are sized
+/// during each run. Throws Error for graph inputs that are not float (the C API passes float
+/// buffers) or an output that no node computes.
 CppCodegenSummary emit_cpp(const Graph& graph, const WorkerProgram& program,
                            const CppCodegenOptions& options, AtomicFolder& out);
 

@@ -31,18 +31,23 @@ extern "C" {{
 
 /* Inputs, in this order (float32, row-major):
 {3} */
-/* Outputs, in this order (float32, row-major):
+/* Outputs, in this order (row-major, of the element type shown; "shape at run time": its
+   size is known only after a run, see model_output):
 {4} */
 
 /* Maps the weights file (NULL: "weights.bin" next to the executable) and starts the worker
    threads. Returns 0, or -1 with model_last_error() set. model_run calls it when needed. */
 int model_init(const char* weights_path);
 /* One inference: inputs[i] and outputs[i] point to buffers of model_input_elements(i) and
-   model_output_elements(i) floats. Returns 0, or -1 with model_last_error() set. Not
-   reentrant: one run at a time. */
+   model_output_elements(i) elements. outputs[i] may be NULL (then it is not written), and
+   must be for an output whose shape is known only at run time. Returns 0, or -1 with
+   model_last_error() set. Not reentrant: one run at a time. */
 int model_run(const float* const* inputs, float* const* outputs);
 size_t model_input_elements(int index);
+/* Elements of output `index`; for a run-time shape, those of the last run (0 before one). */
 size_t model_output_elements(int index);
+/* Output `index` of the last run (row-major), valid until the next run; NULL before one. */
+const void* model_output(int index);
 const char* model_last_error(void);
 /* Stops the worker threads and unmaps the weights. */
 void model_shutdown(void);
@@ -60,13 +65,15 @@ const char* const kApiSource = R"gen(// The C API (model.h) over the generated p
 
 #include "model.h"
 #include "program.h"
+#include "runtime/tensor.h"
 
 namespace {{
 
 std::unique_ptr<cleave::StaticProgram> program;
 std::string last_error;
 const size_t kInputElements[] = {{{0}}};
-const size_t kOutputElements[] = {{{1}}};
+const size_t kOutputElements[] = {{{1}}};  // 0: a shape known only at run time.
+bool ran = false;
 
 }}  // namespace
 
@@ -88,6 +95,7 @@ extern "C" int model_run(const float* const* inputs, float* const* outputs) {{
   if (!program && model_init(nullptr) != 0) return -1;
   try {{
     program->run(reinterpret_cast<const void* const*>(inputs), reinterpret_cast<void* const*>(outputs));
+    ran = true;
     return 0;
   }} catch (const std::exception& e) {{
     last_error = e.what();
@@ -100,12 +108,23 @@ extern "C" size_t model_input_elements(int index) {{
 }}
 
 extern "C" size_t model_output_elements(int index) {{
-  return index >= 0 && index < MODEL_OUTPUT_COUNT ? kOutputElements[index] : 0;
+  if (index < 0 || index >= MODEL_OUTPUT_COUNT) return 0;
+  if (kOutputElements[index] == 0 && ran)
+    return static_cast<size_t>(program->output(index).element_count());
+  return kOutputElements[index];
+}}
+
+extern "C" const void* model_output(int index) {{
+  if (!ran || index < 0 || index >= MODEL_OUTPUT_COUNT) return nullptr;
+  return program->output(index).raw();
 }}
 
 extern "C" const char* model_last_error(void) {{ return last_error.c_str(); }}
 
-extern "C" void model_shutdown(void) {{ program.reset(); }}
+extern "C" void model_shutdown(void) {{
+  program.reset();
+  ran = false;
+}}
 )gen";
 
 const char* const kMainSource =
@@ -189,7 +208,7 @@ library and its dependencies; see CMakeLists.txt) and call the C API in `model.h
 
 Buffers are planned statically: values used by one worker share that worker's region of one
 arena by lifetime; values read by another worker, graph inputs and outputs have their own
-slots. Arena: {7} bytes ({8} bytes without reuse).
+slots. Arena: {7} bytes ({8} bytes without reuse).{9}
 
 ## Kernels and what is not specialised
 
@@ -202,5 +221,14 @@ stops with an error naming the step if not (a program generated on another CPU o
 version: regenerate it). Later runs do no shape checks, no dispatch by op type and no
 allocation.
 )gen";
+
+const char* const kRunTimeReadme = R"gen(
+
+{0} step(s) run at run time: they run a sub-graph (If, Loop, Scan), make an output shaped by
+the values they read (NonZero, NonMaxSuppression, Unique, Compress) or read such an output.
+Each runs as `cleave run` runs a node, with the same kernel, prepared again when its inputs'
+shapes or shape-deciding values change; its outputs live in buffers sized during the run,
+outside the arena. A graph output among them has no fixed size: `model_run` takes a NULL
+buffer for it and `model_output(i)` returns it after the run.)gen";
 
 }  // namespace cleave::cpp_templates

@@ -10,5 +10,6 @@ extern const char* const kMainSource;     // no arguments
 extern const char* const kCleaveLibrary;  // {0} cleave root, {1} cleave build (C++20, Release)
 extern const char* const kCMakeLists;     // {0} model, {1} kCleaveLibrary, {2} worker sources
 extern const char* const kReadme;         // see emit_cpp
+extern const char* const kRunTimeReadme;  // {0} run-time steps (kReadme's {9} when any)
 
 }  // namespace cleave::cpp_templates

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "codegen/kernel_specs.h"
 #include "codegen_runtime/static_program.h"
@@ -32,16 +33,25 @@ void check_inputs_and_outputs(const Graph& graph, bool float_io) {
       throw Error(
           fmt::format("output '{}' is not computed by a node; nothing to generate", value.name));
     }
-    if (float_io && value.dtype != DataType::kFloat) {
-      throw Error(fmt::format("output '{}' is {}; the generated C API passes float32 buffers",
-                              value.name, dtype_name(value.dtype)));
-    }
   }
+}
+
+// Ops whose output shape follows the values they read (not only their shapes).
+bool shaped_by_values(const Node& node) {
+  static const std::set<std::string> ops{"NonZero", "NonMaxSuppression", "Unique", "Compress"};
+  return node.domain.empty() && ops.count(node.op_type) > 0;
+}
+
+const std::string* sub_graph_attribute(const Node& node) {
+  for (const auto& [name, attribute] : node.attributes) {
+    if (attribute.g || !attribute.graphs.empty()) return &name;
+  }
+  return nullptr;
 }
 
 // The value table: graph inputs, constants, then each node's outputs as its kernel makes them.
 void list_values(const Graph& graph, const std::vector<std::vector<OutputSpec>>& specs,
-                 ProgramLayout& out) {
+                 const std::vector<bool>& run_time, ProgramLayout& out) {
   out.index_of.assign(graph.value_capacity(), -1);
   for (ValueId id : graph.inputs()) {
     const Value& v = graph.value(id);
@@ -71,13 +81,15 @@ void list_values(const Graph& graph, const std::vector<std::vector<OutputSpec>>&
       const bool named = i < node.outputs.size() && node.outputs[i] != kNoValue;
       ProgramValue value(
           named ? graph.value(node.outputs[i]).name : fmt::format("{}#{}", graph.describe(id), i),
-          StaticValue::kActivation);
+          run_time[id] ? StaticValue::kRunTime : StaticValue::kActivation);
       value.dtype = spec.dtype;
       value.dims = spec.shape;
       value.blocked = spec.layout.has_value();
       value.bytes = spec.layout ? spec.layout->get_size() : plain_byte_size(spec.dtype, spec.shape);
       value.producer = id;
-      if (spec.alias_of >= 0) value.alias_of = out.index_of.at(node.inputs.at(spec.alias_of));
+      // A run-time step's views are the runner's business (its input keeps its own slot).
+      if (spec.alias_of >= 0 && !run_time[id])
+        value.alias_of = out.index_of.at(node.inputs.at(spec.alias_of));
       if (named) {
         value.graph_value = node.outputs[i];
         out.index_of[node.outputs[i]] = static_cast<int>(out.values.size());
@@ -85,12 +97,16 @@ void list_values(const Graph& graph, const std::vector<std::vector<OutputSpec>>&
       out.outputs_of[id].push_back(static_cast<int>(out.values.size()));
       out.values.push_back(value);
     }
+    if (run_time[id]) ++out.run_time_steps;
   }
 }
 
 // Lifetimes: per storage root, the steps of its worker that touch it or any view of it; then
-// one arena offset per root.
-void plan_arena(const Graph& graph, const WorkerProgram& program, ProgramLayout& out) {
+// one arena offset per root. Run-time values have no place in it; a value a run-time step
+// reads keeps its own slot for the whole run (the step may view it under another name, which
+// the arena's lifetimes cannot follow).
+void plan_arena(const Graph& graph, const WorkerProgram& program, const std::vector<bool>& run_time,
+                ProgramLayout& out) {
   std::vector<ProgramValue>& values = out.values;
   const auto root_of = [&](int v) {
     while (values[v].alias_of >= 0) v = values[v].alias_of;
@@ -99,7 +115,8 @@ void plan_arena(const Graph& graph, const WorkerProgram& program, ProgramLayout&
   std::map<int, BufferRequest> requests;  // By root value index.
   for (std::size_t v = 0; v < values.size(); ++v) {
     const int root = root_of(static_cast<int>(v));
-    if (values[root].kind == StaticValue::kConstant) continue;
+    if (values[root].kind == StaticValue::kConstant || values[root].kind == StaticValue::kRunTime)
+      continue;
     const ProgramValue& value = values[v];
     auto [it, fresh] = requests.try_emplace(root);
     BufferRequest& request = it->second;
@@ -120,8 +137,10 @@ void plan_arena(const Graph& graph, const WorkerProgram& program, ProgramLayout&
     const Value& graph_value = graph.value(value.graph_value);
     if (graph_value.is_graph_output || !program.remote_readers[value.graph_value].empty())
       request.region = -1;
-    for (NodeId reader : graph.consumers(value.graph_value))
+    for (NodeId reader : graph.consumers(value.graph_value)) {
       request.last = std::max(request.last, program.position_of_node[reader]);
+      if (run_time[reader]) request.region = -1;
+    }
   }
   std::vector<int> roots;
   std::vector<BufferRequest> request_list;
@@ -136,7 +155,8 @@ void plan_arena(const Graph& graph, const WorkerProgram& program, ProgramLayout&
   std::vector<std::size_t> offset_of_root(values.size(), 0);
   for (std::size_t r = 0; r < roots.size(); ++r) offset_of_root[roots[r]] = out.arena.offsets[r];
   for (std::size_t v = 0; v < values.size(); ++v) {
-    if (values[v].kind == StaticValue::kConstant) continue;
+    if (values[v].kind == StaticValue::kConstant || values[v].kind == StaticValue::kRunTime)
+      continue;
     const int root = root_of(static_cast<int>(v));
     values[v].offset = values[root].kind == StaticValue::kConstant ? 0 : offset_of_root[root];
   }
@@ -172,8 +192,33 @@ void list_steps(const Graph& graph, const WorkerProgram& program, ProgramLayout&
 }  // namespace
 
 std::string type_text(const ProgramValue& value) {
-  return fmt::format("{}[{}]{}", dtype_name(value.dtype), dims_text(value.dims),
-                     value.blocked ? " blocked" : "");
+  return fmt::format("{}[{}]{}{}", dtype_name(value.dtype), dims_text(value.dims),
+                     value.blocked ? " blocked" : "",
+                     value.kind == StaticValue::kRunTime ? " (shape at run time)" : "");
+}
+
+std::vector<bool> run_time_nodes(const Graph& graph) {
+  std::vector<bool> run_time(graph.node_capacity(), false);
+  std::vector<bool> shaped_at_run_time(graph.value_capacity(), false);
+  for (NodeId id : graph.topological_order()) {
+    const Node& node = graph.node(id);
+    bool dynamic = shaped_by_values(node) || sub_graph_attribute(node);
+    for (ValueId input : node.inputs)
+      dynamic = dynamic || (input != kNoValue && shaped_at_run_time[input]);
+    if (!dynamic) continue;
+    run_time[id] = true;
+    for (ValueId output : node.outputs)
+      if (output != kNoValue) shaped_at_run_time[output] = true;
+  }
+  return run_time;
+}
+
+std::string run_time_reason(const Graph& graph, NodeId id) {
+  const Node& node = graph.node(id);
+  if (const std::string* attribute = sub_graph_attribute(node))
+    return fmt::format("runs a sub-graph (attribute '{}')", *attribute);
+  if (shaped_by_values(node)) return "makes an output whose shape is known only at run time";
+  return "reads a value whose shape is known only at run time";
 }
 
 int64_t element_count(const ProgramValue& value) {
@@ -190,8 +235,9 @@ ProgramLayout lay_out_program(const Graph& graph, const WorkerProgram& program,
   out.weights = make_weights_file(graph);
   const std::vector<std::vector<OutputSpec>> specs = prepare_kernel_specs(
       graph, program.threads_per_worker, options.blocked_layouts, options.family);
-  list_values(graph, specs, out);
-  plan_arena(graph, program, out);
+  const std::vector<bool> run_time = run_time_nodes(graph);
+  list_values(graph, specs, run_time, out);
+  plan_arena(graph, program, run_time, out);
   list_steps(graph, program, out);
   return out;
 }
@@ -206,7 +252,8 @@ std::string step_comment(const Graph& graph, const ProgramLayout& layout, NodeId
   for (int v : layout.outputs_of[id]) {
     const ProgramValue& value = layout.values[v];
     outputs.push_back(fmt::format("{} {} {}", value.name, type_text(value),
-                                  value.alias_of >= 0
+                                  value.kind == StaticValue::kRunTime ? "sized at run time"
+                                  : value.alias_of >= 0
                                       ? "view of " + layout.values[value.alias_of].name
                                       : fmt::format("arena+{}", value.offset)));
   }

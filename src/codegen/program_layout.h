@@ -42,12 +42,22 @@ struct ProgramLayout {
   int step_count = 0;
   BufferLayout arena;
   std::size_t unshared_bytes = 0;
+  int run_time_steps = 0;  ///< Steps whose outputs are sized during the run (run_time_nodes).
 };
 
-/// Checks the graph's inputs and outputs (float, computed by a node: the C API passes float
-/// buffers; `float_io` false lifts the type rule for programs without a C API), prepares
-/// every kernel once for its output specs and plans the arena from each value's lifetime on
-/// its worker. Throws Error naming the input or output refused.
+/// Per NodeId: whether generated C++ runs the node as a run-time step (StaticStep): it runs a
+/// sub-graph (If, Loop, Scan), makes an output shaped by the values it reads (NonZero,
+/// NonMaxSuppression, Unique, Compress), or reads a value such a node computes, directly or
+/// through others.
+std::vector<bool> run_time_nodes(const Graph& graph);
+/// Why run_time_nodes() marks node `id`, for messages: "runs a sub-graph (attribute 'x')".
+std::string run_time_reason(const Graph& graph, NodeId id);
+
+/// Checks the graph's inputs and outputs (inputs float: the C API passes float buffers;
+/// `float_io` false lifts that rule for programs without a C API; outputs computed by a
+/// node), prepares every kernel once for its output specs and plans the arena from each
+/// value's lifetime on its worker (run-time values outside it). Throws Error naming the input
+/// or output refused.
 ProgramLayout lay_out_program(const Graph& graph, const WorkerProgram& program,
                               const CppCodegenOptions& options, bool float_io = true);
 

@@ -227,7 +227,11 @@ int run_main(const StaticProgramTables& tables, const ProgramMainOptions& option
   for (const Tensor& input : inputs) input_pointers.push_back(input.raw());
   std::vector<Tensor> outputs = program_output_buffers(tables);
   std::vector<void*> output_pointers;
-  for (Tensor& output : outputs) output_pointers.push_back(output.raw());
+  for (int i = 0; i < tables.graph_output_count; ++i) {
+    // An output shaped at run time is read from the program after the run.
+    const bool run_time = tables.values[tables.graph_outputs[i]].kind == StaticValue::kRunTime;
+    output_pointers.push_back(run_time ? nullptr : outputs[i].raw());
+  }
   // The plan's threads only while other processes leave the cores free: a team whose thread
   // waits for a core makes every barrier wait (docs/results/load.md). Sampled once the weights
   // and inputs are read, as `cleave run` does: a process started beside this one (the reader
@@ -250,6 +254,8 @@ int run_main(const StaticProgramTables& tables, const ProgramMainOptions& option
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
   }
+  for (int i = 0; i < tables.graph_output_count; ++i)
+    if (!output_pointers[i]) outputs[i] = program.output(i);
   return report_program_run(tables, options, outputs, latencies, baseline_rss, extra);
 }
 

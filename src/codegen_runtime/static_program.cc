@@ -22,6 +22,7 @@
 #include "runtime/executor.h"
 #include "runtime/kernel.h"
 #include "runtime/pinning.h"
+#include "runtime/task_loop.h"
 #include "runtime/tensor.h"
 #include "runtime/wait_policy.h"
 
@@ -79,6 +80,9 @@ struct StaticProgram::Impl {
     std::vector<const Tensor*> inputs;
     std::vector<bool> constant;
     std::vector<Tensor*> outputs;
+    // Run-time steps only: `cleave run`'s runner of the node and the outputs it made.
+    std::unique_ptr<NodeRunner> runner;
+    std::vector<Tensor> made;
   };
 
   const StaticProgramTables& tables;
@@ -91,6 +95,8 @@ struct StaticProgram::Impl {
   std::vector<Step> steps;
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::vector<std::unique_ptr<dnnl::stream>> streams;  // Per worker.
+  std::vector<BufferPool> pools;                       // Per worker: run-time steps' outputs.
+  std::vector<Tensor> last_outputs;                    // Graph outputs of the last run, plain.
   std::unique_ptr<std::atomic<int64_t>[]> channels;
 
   std::mutex mutex;
@@ -144,10 +150,18 @@ struct StaticProgram::Impl {
       }
       for (int i = entry.outputs_begin; i < entry.outputs_end; ++i)
         step.outputs.push_back(&tensors[t.step_values[i]]);
+      if (entry.outputs_begin < entry.outputs_end &&
+          t.values[t.step_values[entry.outputs_begin]].kind == StaticValue::kRunTime) {
+        step.runner = make_runner(graph, step.node, t.blocked_layouts != 0, family);
+      }
     }
     channels = std::make_unique<std::atomic<int64_t>[]>(std::max(1, t.channel_count));
     for (int c = 0; c < t.channel_count; ++c) channels[c].store(0);
-    for (int w = 0; w < t.workers; ++w) streams.push_back(std::make_unique<dnnl::stream>(engine));
+    for (int w = 0; w < t.workers; ++w) {
+      streams.push_back(std::make_unique<dnnl::stream>(engine));
+      pools.emplace_back(false);  // Shapes may change from run to run: no static plan.
+    }
+    last_outputs.resize(t.graph_output_count);
   }
 
   // Makes the kernel of a step for the inputs its producers prepared, and places its outputs
@@ -195,6 +209,22 @@ struct StaticProgram::Impl {
       }
       tensors[v].set_layout(spec.layout);
     }
+  }
+
+  // A run-time step runs as the executor runs a node: prepared again when its inputs' shapes
+  // or shape-deciding values changed, outputs in buffers of the size this run needs.
+  void run_time_step(int index) {
+    Step& step = steps[index];
+    const StaticStep& entry = tables.steps[index];
+    dnnl::stream& stream = *streams[entry.worker];
+    step.runner->run(step.inputs, step.constant, step.made, pools[entry.worker], engine, stream,
+                     threads_per_worker);
+    stream.wait();
+    if (step.made.size() < step.outputs.size()) {
+      throw Error(fmt::format("the kernel made {} outputs, the program planned {}",
+                              step.made.size(), step.outputs.size()));
+    }
+    for (std::size_t i = 0; i < step.outputs.size(); ++i) *step.outputs[i] = step.made[i];
   }
 
   void fail(const std::string& message) {
@@ -291,10 +321,24 @@ void StaticProgram::get_outputs(void* const* outputs) {
   dnnl::stream stream(s.engine);
   for (int i = 0; i < s.tables.graph_output_count; ++i) {
     const int v = s.tables.graph_outputs[i];
-    const Tensor plain = to_plain(s.tensors[v], s.engine, stream);
+    const Tensor& plain = s.last_outputs[i] = to_plain(s.tensors[v], s.engine, stream);
+    if (s.tables.values[v].kind == StaticValue::kRunTime) {
+      if (outputs[i]) {
+        throw Error(fmt::format(
+            "output '{}' has a shape known only at run time ({} this run): its buffer must be "
+            "null, and the output is read after the run (model_output in the C API)",
+            s.tables.values[v].name, plain.describe()));
+      }
+      continue;
+    }
+    if (!outputs[i]) continue;
     std::memcpy(outputs[i], plain.raw(),
                 plain_byte_size(plain.dtype(), std::span<const int64_t>(plain.shape())));
   }
+}
+
+const Tensor& StaticProgram::output(int index) const {
+  return impl_->last_outputs.at(static_cast<std::size_t>(index));
 }
 
 Tensor& StaticProgram::value(int index) {
@@ -343,9 +387,13 @@ void StaticProgram::run(const void* const* inputs, void* const* outputs) {
 void StaticProgram::step(int index) {
   Impl& s = *impl_;
   Impl::Step& step = s.steps[index];
-  if (!step.kernel) s.prepare(index);
-  dnnl::stream& stream = *s.streams[s.tables.steps[index].worker];
+  if (!step.kernel && !step.runner) s.prepare(index);
   try {
+    if (step.runner) {
+      s.run_time_step(index);
+      return;
+    }
+    dnnl::stream& stream = *s.streams[s.tables.steps[index].worker];
     step.kernel->run(step.inputs, step.outputs, stream);
     stream.wait();
   } catch (const Error& e) {

@@ -13,7 +13,11 @@ class Tensor;
 
 /// Where one value of a generated program lives. All fields are generation-time constants.
 struct StaticValue {
-  enum Kind : int { kActivation = 0, kConstant = 1, kGraphInput = 2 };
+  /// kRunTime: written by a run-time step (a node with a sub-graph, an output shaped by the
+  /// values it reads, or a node downstream of one): its shape is known only during the run,
+  /// so it lives in a buffer sized then, not in the arena (`offset` is unused; `dims` and
+  /// `bytes` are those of the generator's preparing run, for comments only).
+  enum Kind : int { kActivation = 0, kConstant = 1, kGraphInput = 2, kRunTime = 3 };
   const char* name;  ///< The value's name in the graph text.
   int kind;          ///< Kind.
   int64_t offset;    ///< Bytes into the arena (activations, inputs) or the weights file.
@@ -24,7 +28,10 @@ struct StaticValue {
   int alias_of;         ///< Value index whose bytes it shares (Reshape, Flatten), or -1.
 };
 
-/// One node of the plan, run by one worker.
+/// One node of the plan, run by one worker. A step whose outputs are kRunTime values is a
+/// run-time step: it runs as `cleave run`'s executor runs a node (the same runner, prepared
+/// again whenever its input shapes or shape-deciding values change, outputs in buffers of
+/// the size the run needs).
 struct StaticStep {
   const char* node;    ///< The node's display name, for messages.
   const char* output;  ///< Name of its first output: finds the node in the graph text.
@@ -84,9 +91,11 @@ class StaticProgram {
 
   /// One run: copies the inputs (graph input order) into the arena, runs every worker's
   /// function, copies the outputs (graph output order) out. Buffers hold the planned bytes
-  /// of each value. Throws Error naming the step when a kernel fails; the first run also
-  /// throws when a prepared kernel disagrees with the generated shapes or sizes (a program
-  /// generated on another CPU or oneDNN version).
+  /// of each value; a null one is not written (read the output with output()). A kRunTime
+  /// output's size is known only after the run: its buffer must be null, else Error naming it.
+  /// Throws Error naming the step when a kernel fails; the first run also throws when a prepared
+  /// kernel disagrees with the generated shapes or sizes (a program generated on another CPU or
+  /// oneDNN version).
   void run(const void* const* inputs, void* const* outputs);
 
   /// The parts of run() for a caller that runs one worker itself (a rank of a rank program):
@@ -95,6 +104,8 @@ class StaticProgram {
   void set_inputs(const void* const* inputs);
   void run_worker_here(int worker, const std::function<void()>& function);
   void get_outputs(void* const* outputs);
+  /// Graph output `index` of the last run, plain; valid until the next run.
+  const Tensor& output(int index) const;
   /// The tensor of value `index` (a rank program binds received values to its messages).
   Tensor& value(int index);
 

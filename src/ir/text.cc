@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "ir/text_names.h"
 
@@ -122,13 +123,27 @@ class Parser {
     return value;
   }
 
-  // Returns the number and whether it was written as a float.
-  std::pair<double, bool> parse_number() {
+  // A number as written: an integer keeps all its 64 bits (a double holds only 53, and
+  // INT64_MAX, a Slice's "to the end", would come back as INT64_MIN).
+  struct Number {
+    double value = 0;
+    bool is_float = false;
+    int64_t integer = 0;
+    template <typename T>
+    T as() const {
+      if constexpr (std::is_integral_v<T>) {
+        if (!is_float) return static_cast<T>(integer);
+      }
+      return static_cast<T>(value);
+    }
+  };
+
+  Number parse_number() {
     skip_space();
     for (auto [word, value] : {std::pair<std::string_view, double>{"nan", NAN},
                                {"inf", INFINITY},
                                {"-inf", -INFINITY}}) {
-      if (accept_word(word)) return {value, true};
+      if (accept_word(word)) return {value, true, 0};
     }
     std::size_t start = pos_;
     if (pos_ < text_.size() && (text_[pos_] == '-' || text_[pos_] == '+')) ++pos_;
@@ -148,8 +163,11 @@ class Parser {
     std::string token(text_.substr(start, pos_ - start));
     if (token.empty() || token == "-" || token == "+") fail("expected a number");
     try {
-      if (!is_float) return {static_cast<double>(std::stoll(token)), false};
-      return {std::stod(token), true};
+      if (!is_float) {
+        const int64_t integer = std::stoll(token);
+        return {static_cast<double>(integer), false, integer};
+      }
+      return {std::stod(token), true, 0};
     } catch (const std::exception&) {
       fail("bad number '" + token + "'");
     }
@@ -184,14 +202,14 @@ class Parser {
     t.dtype = dtype;
     t.dims = std::move(dims);
     expect('[');
-    std::vector<double> numbers;
+    std::vector<Number> numbers;
     std::vector<std::string> strings;
     if (!accept(']')) {
       do {
         if (dtype == DataType::kString) {
           strings.push_back(parse_quoted());
         } else {
-          numbers.push_back(parse_number().first);
+          numbers.push_back(parse_number());
         }
       } while (accept(','));
       expect(']');
@@ -209,7 +227,7 @@ class Parser {
     auto store = [&](auto typed) {
       using T = decltype(typed);
       for (int64_t i = 0; i < count; ++i) {
-        T v = static_cast<T>(numbers[i]);
+        T v = numbers[i].template as<T>();
         std::memcpy(raw->data() + i * sizeof(T), &v, sizeof(T));
       }
     };
@@ -320,22 +338,25 @@ class Parser {
         expect(']');
         return Attribute::of_strings(std::move(items));
       }
-      std::vector<double> numbers;
+      std::vector<Number> numbers;
       bool any_float = false;
       do {
-        auto [value, is_float] = parse_number();
-        numbers.push_back(value);
-        any_float = any_float || is_float;
+        numbers.push_back(parse_number());
+        any_float = any_float || numbers.back().is_float;
       } while (accept(','));
       expect(']');
-      if (any_float) return Attribute::of_floats({numbers.begin(), numbers.end()});
+      if (any_float) {
+        std::vector<float> floats;
+        for (const Number& n : numbers) floats.push_back(static_cast<float>(n.value));
+        return Attribute::of_floats(std::move(floats));
+      }
       std::vector<int64_t> ints;
-      for (double v : numbers) ints.push_back(static_cast<int64_t>(v));
+      for (const Number& n : numbers) ints.push_back(n.integer);
       return Attribute::of_ints(std::move(ints));
     }
-    auto [value, is_float] = parse_number();
-    if (is_float) return Attribute::of_float(static_cast<float>(value));
-    return Attribute::of_int(static_cast<int64_t>(value));
+    const Number number = parse_number();
+    if (number.is_float) return Attribute::of_float(static_cast<float>(number.value));
+    return Attribute::of_int(number.integer);
   }
 
   ValueId lookup(Graph& g, const std::string& name, char sigil) {
