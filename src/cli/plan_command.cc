@@ -57,7 +57,6 @@ int run_plan(const PlanSettings& settings) {
       settings.simulate && settings.costs == "profile" ? "analytical" : settings.costs;
   if (settings.simulate)
     for (Device& device : machine->devices) device.simulated = true;
-  Graph graph = load_model_for(settings.model);
   ModelPlanOptions options;
   options.machine = machine;
   options.strategy = settings.strategy;
@@ -65,6 +64,9 @@ int run_plan(const PlanSettings& settings) {
   options.threads_per_worker = settings.threads_per_worker;
   options.samples = settings.samples;
   options.time_limit_seconds = settings.time_limit;
+  // Before the weights are loaded: the rates' probe buffers then never sit beside them.
+  if (cost_source == "analytical") measure_peak_rates(cost_threads_for(options));
+  Graph graph = load_model_for(settings.model);
   CostedPlan costed =
       plan_with_costs(graph, cost_source, options, log_to_stderr(settings.model.verbose));
   const CostTable& costs = costed.costs;

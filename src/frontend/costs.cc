@@ -88,13 +88,17 @@ TaskGraph model_task_graph(const Graph& graph, const Machine& machine, const std
   return tasks;
 }
 
+int cost_threads_for(const ModelPlanOptions& options) {
+  return options.machine ? profile_threads_for(*options.machine)
+                         : options.workers * options.threads_per_worker;
+}
+
 CostedPlan plan_with_costs(const Graph& graph, const std::string& source,
                            const ModelPlanOptions& options,
                            const std::function<void(const std::string&)>& progress) {
   CostChoice choice;
   choice.source = source;
-  choice.max_threads = options.machine ? profile_threads_for(*options.machine)
-                                       : options.workers * options.threads_per_worker;
+  choice.max_threads = cost_threads_for(options);
   choice.threads_per_worker = options.threads_per_worker;
   choice.progress = progress;
   CostedPlan result{choose_costs(graph, choice), {}};

@@ -54,6 +54,10 @@ struct CostedPlan {
   ModelPlan plan;
 };
 
+/// The intra-op threads plan_with_costs measures costs for: the machine file's largest
+/// device (profile_threads_for), else workers x threads per worker.
+int cost_threads_for(const ModelPlanOptions& options);
+
 /// Costs the graph by `source` (at the threads of `options.machine`'s devices, else all
 /// workers' threads; profiled in the family its workers' thread count runs) and plans it.
 CostedPlan plan_with_costs(const Graph& graph, const std::string& source,
