@@ -137,7 +137,8 @@ void add_dynamic_writers(std::map<std::string, Writer>& table);
 // If as a Python if/else over its branches' nodes, Loop as a while loop and Scan as a for loop
 // over their bodies' nodes, and Constant (pytorch_control_ops.cc).
 void add_control_writers(std::map<std::string, Writer>& table);
-// GRU and LSTM as loops over the sequence, with clip and sequence_lens (pytorch_rnn_ops.cc).
+// RNN, GRU and LSTM as loops over the sequence, with clip, sequence_lens, ONNX's activations
+// and input_forget (pytorch_rnn_ops.cc).
 void add_rnn_writers(std::map<std::string, Writer>& table);
 
 }  // namespace cleave::pytorch_detail

@@ -559,6 +559,7 @@ PytorchCodegenSummary emit_pytorch(const Graph& model, const WorkerProgram& prog
 
   int channel_count = 0;
   std::string code = module_header(graph, program, names, model_name, channel_count);
+  code += pytorch_helpers(lines);
   code += model_init(graph, names, weights);
   code += forward_method(graph, names, lines);
   for (int w = 0; w < program.workers; ++w) code += worker_method(graph, program, names, lines, w);

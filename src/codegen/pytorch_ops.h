@@ -24,6 +24,11 @@ using PythonName = std::function<std::string(ValueId)>;
 /// Throws Error naming the node for an op (or attribute value) without a mapping.
 std::vector<std::string> pytorch_lines(const Graph& graph, NodeId node, const PythonName& name);
 
+/// Module-level Python functions that `lines` (every node's pytorch_lines) call, each defined
+/// once: rnn_activation where a recurrent node's gate has an activation other than torch's
+/// sigmoid and tanh. Empty when no line calls one.
+std::string pytorch_helpers(const std::vector<std::vector<std::string>>& lines);
+
 /// The op types pytorch_lines maps, for messages and docs.
 std::vector<std::string> pytorch_op_types();
 

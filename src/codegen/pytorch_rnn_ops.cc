@@ -1,26 +1,45 @@
-// The PyTorch op table's GRU and LSTM: loops over the sequence in ONNX's gate orders (zrh, iofc),
-// with clipping and per-sequence lengths.
+// The PyTorch op table's RNN, GRU and LSTM: loops over the sequence in ONNX's gate orders (zrh,
+// iofc), with clipping, per-sequence lengths, any of ONNX's activations and input_forget.
 #include "codegen/pytorch_call.h"
+#include "runtime/kernels/nn/recurrent_activations.h"
 
 namespace cleave::pytorch_detail {
 
 namespace {
 
-// Refuses what the loops below do not write: other activations, activation parameters,
-// input_forget.
-void check_supported(const Call& c, std::size_t default_activations) {
-  if (const Attribute* given = c.node.attribute("activations")) {
-    const std::vector<std::string> gru = {"Sigmoid", "Tanh"}, lstm = {"Sigmoid", "Tanh", "Tanh"};
-    const auto& expected = default_activations == 2 ? gru : lstm;
-    for (std::size_t i = 0; i < given->strings.size(); ++i) {
-      if (given->strings[i] != expected[i % expected.size()])
-        c.fail(fmt::format("activation '{}' (the default activations map)", given->strings[i]));
-    }
-  }
-  if (c.node.attribute("activation_alpha") || c.node.attribute("activation_beta") ||
-      c.node.int_attribute("input_forget", 0) != 0) {
-    c.fail("activation_alpha, activation_beta or input_forget");
-  }
+// Module-level: the gate functions torch has no single call for, by ONNX name.
+constexpr const char* kActivationHelper = R"py(def rnn_activation(x, name, alpha, beta):
+    """A recurrent gate's function by its ONNX name, with the node's alpha and beta."""
+    if name == "Relu":
+        return torch.relu(x)
+    if name == "Affine":
+        return alpha * x + beta
+    if name == "LeakyRelu":
+        return torch.where(x >= 0, x, alpha * x)
+    if name == "ThresholdedRelu":
+        return torch.where(x > alpha, x, torch.zeros_like(x))
+    if name == "ScaledTanh":
+        return alpha * torch.tanh(beta * x)
+    if name == "HardSigmoid":
+        return torch.clamp(alpha * x + beta, 0.0, 1.0)
+    if name == "Elu":
+        return torch.where(x >= 0, x, alpha * torch.expm1(x))
+    if name == "Softsign":
+        return x / (1 + x.abs())
+    if name == "Softplus":
+        return torch.log1p(torch.exp(x))
+    raise ValueError("no recurrent activation named " + name)
+
+
+)py";
+
+// One gate function applied to a Python expression: the defaults as torch's own calls, the
+// others through rnn_activation.
+std::string activate(const RecurrentActivation& a, const std::string& x) {
+  if (a.name == "Sigmoid") return fmt::format("torch.sigmoid({})", x);
+  if (a.name == "Tanh") return fmt::format("torch.tanh({})", x);
+  return fmt::format("rnn_activation({}, \"{}\", {}, {})", x, a.name, py_float(a.alpha),
+                     py_float(a.beta));
 }
 
 // A gate's input clamped to [-clip, clip] where the node clips (cleave and ONNX Runtime clip
@@ -33,31 +52,38 @@ std::function<std::string(const std::string&)> clipper(const Call& c) {
   };
 }
 
-// The step of one GRU direction from _g = x·Wᵀ+Wb and _q = h·Rᵀ+Rb: the new state in _hn.
-std::vector<std::string> gru_step(const Call& c, int64_t h) {
+// The step of one RNN direction from _g = x·Wᵀ+Wb and _q = h·Rᵀ+Rb: the new state in _hn.
+std::vector<std::string> rnn_step(const Call& c, const RecurrentActivation* fn) {
+  return {fmt::format("_hn = {}", activate(fn[0], clipper(c)("_g + _q")))};
+}
+
+// The step of one GRU direction: the new state in _hn.
+std::vector<std::string> gru_step(const Call& c, int64_t h, const RecurrentActivation* fn) {
   const auto clip = clipper(c);
   const bool before_reset = c.node.int_attribute("linear_before_reset", 0) != 0;
   const std::string z = fmt::format("[:, :{}]", h), r = fmt::format("[:, {}:{}]", h, 2 * h),
                     n = fmt::format("[:, {}:]", 2 * h);
   std::vector<std::string> lines = {
-      fmt::format("_z = torch.sigmoid({})", clip(fmt::format("_g{0} + _q{0}", z))),
-      fmt::format("_r = torch.sigmoid({})", clip(fmt::format("_g{0} + _q{0}", r)))};
+      fmt::format("_z = {}", activate(fn[0], clip(fmt::format("_g{0} + _q{0}", z)))),
+      fmt::format("_r = {}", activate(fn[0], clip(fmt::format("_g{0} + _q{0}", r))))};
   if (before_reset) {
-    lines.push_back(fmt::format("_n = torch.tanh({})", clip(fmt::format("_g{0} + _r * _q{0}", n))));
+    lines.push_back(
+        fmt::format("_n = {}", activate(fn[1], clip(fmt::format("_g{0} + _r * _q{0}", n)))));
   } else {
     // The reset gate scales the state before the product with Rh.
-    lines.push_back(
-        fmt::format("_n = torch.tanh({})",
-                    clip(fmt::format("_g{} + (_r * _h) @ _rw[{}:].t(){}", n, 2 * h,
-                                     c.has(3) ? fmt::format(" + _rb[{}:]", 2 * h) : ""))));
+    lines.push_back(fmt::format(
+        "_n = {}",
+        activate(fn[1], clip(fmt::format("_g{} + (_r * _h) @ _rw[{}:].t(){}", n, 2 * h,
+                                         c.has(3) ? fmt::format(" + _rb[{}:]", 2 * h) : "")))));
   }
   lines.push_back("_hn = (1 - _z) * _n + _z * _h");
   return lines;
 }
 
 // The step of one LSTM direction: the new states in _hn and _cn; the output gate's peephole
-// reads the new cell.
-std::vector<std::string> lstm_step(const Call& c, int64_t h) {
+// reads the new cell. With input_forget the forget gate is 1 - the input gate (as ONNX Runtime
+// computes it).
+std::vector<std::string> lstm_step(const Call& c, int64_t h, const RecurrentActivation* fn) {
   const auto clip = clipper(c);
   const bool peep = c.has(7);
   const auto gate = [&](int k, const char* cell) {
@@ -65,22 +91,23 @@ std::vector<std::string> lstm_step(const Call& c, int64_t h) {
         fmt::format("_q[:, {}:{}]{}", k * h, (k + 1) * h,
                     peep ? fmt::format(" + _p[{}:{}] * {}", k * h, (k + 1) * h, cell) : ""));
   };
-  return {
-      "_q = _g + _q",
-      fmt::format("_i = torch.sigmoid({})", gate(0, "_c")),
-      fmt::format("_f = torch.sigmoid({})", gate(2, "_c")),
-      fmt::format("_cn = _f * _c + _i * torch.tanh({})", clip(fmt::format("_q[:, {}:]", 3 * h))),
-      fmt::format("_o = torch.sigmoid({})", gate(1, "_cn")),
-      "_hn = _o * torch.tanh(_cn)"};
+  return {"_q = _g + _q",
+          fmt::format("_i = {}", activate(fn[0], gate(0, "_c"))),
+          c.node.int_attribute("input_forget", 0) != 0
+              ? std::string("_f = 1 - _i")
+              : fmt::format("_f = {}", activate(fn[0], gate(2, "_c"))),
+          fmt::format("_cn = _f * _c + _i * {}",
+                      activate(fn[1], clip(fmt::format("_q[:, {}:]", 3 * h)))),
+          fmt::format("_o = {}", activate(fn[0], gate(1, "_cn"))),
+          fmt::format("_hn = _o * {}", activate(fn[2], "_cn"))};
 }
 
-// The loop over one direction's steps. With sequence_lens, a reversed direction first reverses
-// each sequence within its own length (a permutation that is its own inverse, undone on Y), and
-// every step keeps the old states and writes zeros for the sequences already ended.
+// The loop over one direction's `step` lines. With sequence_lens, a reversed direction first
+// reverses each sequence within its own length (a permutation that is its own inverse, undone
+// on Y), and every step keeps the old states and writes zeros for the sequences already ended.
 void write_direction(const Call& c, bool lstm, bool reverse, int64_t h,
-                     std::vector<std::string>& lines) {
+                     const std::vector<std::string>& step, std::vector<std::string>& lines) {
   const std::string bias = c.has(3) ? " + _wb" : "", recurrent_bias = c.has(3) ? " + _rb" : "";
-  std::vector<std::string> step = lstm ? lstm_step(c, h) : gru_step(c, h);
   if (!c.has(4)) {
     lines.push_back("_y = [None] * _x.shape[0]");
     lines.push_back(fmt::format("for _t in {}:",
@@ -111,14 +138,17 @@ void write_direction(const Call& c, bool lstm, bool reverse, int64_t h,
           : "_y = torch.stack(_y)");
 }
 
-std::vector<std::string> recurrent(const Call& c, bool lstm) {
-  const int64_t gates = lstm ? 4 : 3;
-  check_supported(c, lstm ? 3 : 2);
+std::vector<std::string> recurrent(const Call& c, RecurrentCell cell) {
+  const bool lstm = cell == RecurrentCell::kLstm;
+  const int64_t gates = cell == RecurrentCell::kRnn ? 1 : lstm ? 4 : 3;
   const int64_t h = c.shape_in(2).at(2);
   const std::string direction = c.node.string_attribute("direction", "forward");
   if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
     c.fail(fmt::format("direction '{}'", direction));
   const int directions = direction == "bidirectional" ? 2 : 1;
+  const std::vector<RecurrentActivation> functions =
+      recurrent_activations(c.node, cell, directions, c.where());
+  const std::size_t per_direction = recurrent_functions_per_direction(cell);
   const bool batch_major = c.node.int_attribute("layout", 0) != 0;
   // Per direction: [batch, hidden] of a state given as [directions, batch, hidden] (or batch
   // first).
@@ -148,7 +178,11 @@ std::vector<std::string> recurrent(const Call& c, bool lstm) {
       lines.push_back(
           fmt::format("_wb, _rb = {0}[{1}, :{2}], {0}[{1}, {2}:]", c.in(3), d, gates * h));
     }
-    write_direction(c, lstm, direction == "reverse" || d == 1, h, lines);
+    const RecurrentActivation* fn = &functions[d * per_direction];
+    const std::vector<std::string> step = cell == RecurrentCell::kRnn   ? rnn_step(c, fn)
+                                          : cell == RecurrentCell::kGru ? gru_step(c, h, fn)
+                                                                        : lstm_step(c, h, fn);
+    write_direction(c, lstm, direction == "reverse" || d == 1, h, step, lines);
     lines.push_back(lstm ? "_ys.append(_y); _hs.append(_h); _cs.append(_c)"
                          : "_ys.append(_y); _hs.append(_h)");
   }
@@ -167,8 +201,23 @@ std::vector<std::string> recurrent(const Call& c, bool lstm) {
 }  // namespace
 
 void add_rnn_writers(std::map<std::string, Writer>& t) {
-  t["GRU"] = [](const Call& c) { return recurrent(c, false); };
-  t["LSTM"] = [](const Call& c) { return recurrent(c, true); };
+  t["RNN"] = [](const Call& c) { return recurrent(c, RecurrentCell::kRnn); };
+  t["GRU"] = [](const Call& c) { return recurrent(c, RecurrentCell::kGru); };
+  t["LSTM"] = [](const Call& c) { return recurrent(c, RecurrentCell::kLstm); };
 }
 
 }  // namespace cleave::pytorch_detail
+
+namespace cleave {
+
+std::string pytorch_helpers(const std::vector<std::vector<std::string>>& lines) {
+  for (const auto& node_lines : lines) {
+    for (const std::string& line : node_lines) {
+      if (line.find("rnn_activation(") != std::string::npos)
+        return pytorch_detail::kActivationHelper;
+    }
+  }
+  return "";
+}
+
+}  // namespace cleave

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <optional>
 
+#include "codegen/program_layout.h"
 #include "codegen/stream_item_bytes.h"
 #include "codegen/worker_program.h"
 #include "stream/executor.h"
@@ -161,6 +162,29 @@ void emit_rings(const StreamGraph& flat, const StreamSchedule& schedule,
           cpp_string_literal(flat.channels[c].name), c, capacity, bytes, c);
     }
     parts.ring_pointers.push_back("&" + ring(static_cast<int>(c)));
+  }
+}
+
+// A model filter fires a generated program whose every item and buffer is sized at generation,
+// so a node shaped at run time (run_time_nodes) would fail only once the program runs: refuse
+// it here, naming the filter and the node, before anything is written.
+void require_static_filters(const StreamGraph& flat, const std::string& origin) {
+  for (const StreamNode& node : flat.nodes) {
+    if (node.kind != StreamNodeKind::kFilter || node.stream->op != FilterOp::kModel ||
+        !node.stream->graph) {
+      continue;
+    }
+    const Graph& graph = *node.stream->graph;
+    const std::vector<bool> run_time = run_time_nodes(graph);
+    for (NodeId id : graph.topological_order()) {
+      if (!run_time[id]) continue;
+      throw Error(fmt::format(
+          "codegen: {}: filter \"{}\" (model \"{}\"): node '{}' ({}) {}, which a generated "
+          "stream program cannot run: its model filters' items and buffers are sized at "
+          "generation",
+          origin, node.name, node.stream->model, graph.node(id).name, graph.node(id).op_type,
+          run_time_reason(graph, id)));
+    }
   }
 }
 
@@ -340,6 +364,7 @@ StreamCppSummary emit_stream_cpp(const StreamProgram& program, const CppCodegenO
                                  AtomicFolder& out) {
   const std::string& origin = program.origin;
   const StreamGraph flat = flatten_stream(program.root);
+  require_static_filters(flat, origin);
   const StreamSchedule schedule = schedule_stream(flat, origin);
   require_bounded_iteration(schedule, origin);  // the steady state is written out call by call
   const ItemType input_item = program_input_item(flat, origin);

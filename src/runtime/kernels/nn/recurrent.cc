@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 
+#include "runtime/kernels/nn/recurrent_activations.h"
 #include "runtime/kernels/nn/recurrent_dnnl.h"
 #include "runtime/kernels/registration.h"
 #include "runtime/kernels/tensor/common.h"
@@ -18,25 +19,13 @@ using Cell = RecurrentCell;
 
 using Activation = std::function<double(double)>;
 
-Activation activation(const KernelContext& context, const std::string& name) {
-  if (name == "Sigmoid") return [](double x) { return 1.0 / (1.0 + std::exp(-x)); };
-  if (name == "Tanh") return [](double x) { return std::tanh(x); };
-  if (name == "Relu") return [](double x) { return std::max(0.0, x); };
-  if (name == "HardSigmoid") return [](double x) { return std::clamp(0.2 * x + 0.5, 0.0, 1.0); };
-  if (name == "Softsign") return [](double x) { return x / (1 + std::abs(x)); };
-  if (name == "Softplus") return [](double x) { return std::log1p(std::exp(x)); };
-  throw UnsupportedError(
-      fmt::format("{}: activation '{}' is not supported (Sigmoid, Tanh, Relu, HardSigmoid, "
-                  "Softsign, Softplus are)",
-                  context.where(), name));
-}
-
 struct RecurrentShape {
   Cell cell = Cell::kRnn;
   int64_t steps = 0, batch = 0, input = 0, hidden = 0, directions = 1, gates = 1;
   bool batch_major = false;   // layout=1: [batch, seq, ...] rather than [seq, batch, ...].
   bool reverse_only = false;  // direction="reverse".
   bool linear_before_reset = false;
+  bool input_forget = false;          // LSTM: the forget gate is 1 - the input gate.
   double clip = 0;                    // 0: no clipping of the gate inputs.
   std::vector<Activation> functions;  // Per direction: f, g (GRU, LSTM), h (LSTM).
 };
@@ -70,29 +59,13 @@ RecurrentShape recurrent_shape(const KernelContext& context, Cell cell) {
                             context.input(1).describe(), context.input(2).describe(),
                             shape::format_dims(w), shape::format_dims(r)));
   }
-  if (node.attribute("activation_alpha") != nullptr ||
-      node.attribute("activation_beta") != nullptr || node.int_attribute("input_forget", 0) != 0) {
-    throw UnsupportedError(
-        fmt::format("{}: activation_alpha, activation_beta and input_forget are not supported",
-                    context.where()));
-  }
   s.linear_before_reset = node.int_attribute("linear_before_reset", 0) != 0;
+  s.input_forget = cell == Cell::kLstm && node.int_attribute("input_forget", 0) != 0;
   s.clip = node.float_attribute("clip", 0.0f);
-  std::vector<std::string> names;
-  if (const Attribute* given = node.attribute("activations")) names = given->strings;
-  std::vector<std::string> defaults = cell == Cell::kRnn ? std::vector<std::string>{"Tanh"}
-                                      : cell == Cell::kGru
-                                          ? std::vector<std::string>{"Sigmoid", "Tanh"}
-                                          : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
-  if (names.empty()) {
-    for (int64_t d = 0; d < s.directions; ++d)
-      names.insert(names.end(), defaults.begin(), defaults.end());
+  for (const RecurrentActivation& a :
+       recurrent_activations(node, cell, s.directions, context.where())) {
+    s.functions.push_back(recurrent_activation_function(a));
   }
-  if (names.size() != defaults.size() * static_cast<std::size_t>(s.directions)) {
-    throw Error(fmt::format("{}: activations should name {} functions, names {}", context.where(),
-                            defaults.size() * s.directions, names.size()));
-  }
-  for (const std::string& name : names) s.functions.push_back(activation(context, name));
   return s;
 }
 
@@ -172,8 +145,9 @@ void run_direction(const RecurrentShape& s, int64_t d, const float* x, const Dir
         } else {
           const float* p = in.peepholes;
           double gate_i = fn[0](clipped(pre[j] + recur[j] + (p ? p[j] * cb[j] : 0.0)));
-          double gate_f = fn[0](
-              clipped(pre[2 * hs + j] + recur[2 * hs + j] + (p ? p[2 * hs + j] * cb[j] : 0.0)));
+          double gate_f = s.input_forget ? 1.0 - gate_i
+                                         : fn[0](clipped(pre[2 * hs + j] + recur[2 * hs + j] +
+                                                         (p ? p[2 * hs + j] * cb[j] : 0.0)));
           double cell = fn[1](clipped(pre[3 * hs + j] + recur[3 * hs + j]));
           cb[j] = gate_f * cb[j] + gate_i * cell;
           double gate_o =
