@@ -57,7 +57,8 @@ int run_plan(const PlanSettings& settings) {
       settings.simulate && settings.costs == "profile" ? "analytical" : settings.costs;
   if (settings.simulate)
     for (Device& device : machine->devices) device.simulated = true;
-  Graph graph = load_model_for(settings.model);
+  // On paper only the weights' sizes count: a model larger than this host's memory plans too.
+  Graph graph = load_model_for(settings.model, settings.simulate);
   ModelPlanOptions options;
   options.machine = machine;
   options.strategy = settings.strategy;
@@ -207,7 +208,8 @@ void register_plan(CLI::App& app, CommandAction& action) {
                     "Print every family's candidates: configuration, prediction, memory, "
                     "why rejected");
   command->add_flag("--simulate", settings->simulate,
-                    "Plan on paper for --machine (any size; analytical costs unless --costs)");
+                    "Plan on paper for --machine (any size; analytical costs unless --costs; the "
+                    "weights are not read, only their sizes)");
   command->callback([settings, &action] { action = [settings] { return run_plan(*settings); }; });
 }
 
