@@ -27,8 +27,9 @@ void add_model_load_options(CLI::App* command, ModelSettings& settings) {
   command->add_flag("-v,--verbose", settings.verbose, "Log each step");
 }
 
-Graph load_model_for(const ModelSettings& settings) {
+Graph load_model_for(const ModelSettings& settings, bool weights_unread) {
   LoadOptions options;
+  options.weights_unread = weights_unread;
   options.shapes = parse_input_shapes(settings.shapes);
   options.optimize = !settings.no_optimize;
   options.log = log_to_stderr(settings.verbose);

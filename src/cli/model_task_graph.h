@@ -27,8 +27,9 @@ void add_shape_option(CLI::App* command, std::vector<std::string>& shapes);
 /// Adds `--shape`, `--no-optimize` and `-v,--verbose` (not the model argument itself).
 void add_model_load_options(CLI::App* command, ModelSettings& settings);
 
-/// Imports, verifies and (unless --no-optimize) simplifies the model.
-Graph load_model_for(const ModelSettings& settings);
+/// Imports, verifies and (unless --no-optimize) simplifies the model; with `weights_unread`,
+/// without reading its weights (LoadOptions::weights_unread).
+Graph load_model_for(const ModelSettings& settings, bool weights_unread = false);
 
 /// With `verbose`, a log printing each line on stderr; else an empty one.
 std::function<void(const std::string&)> log_to_stderr(bool verbose);

@@ -66,7 +66,8 @@ int run_plan(const PlanSettings& settings) {
   options.time_limit_seconds = settings.time_limit;
   // Before the weights are loaded: the rates' probe buffers then never sit beside them.
   if (cost_source == "analytical") measure_peak_rates(cost_threads_for(options));
-  Graph graph = load_model_for(settings.model);
+  // On paper only the weights' sizes count: a model larger than this host's memory plans too.
+  Graph graph = load_model_for(settings.model, settings.simulate);
   CostedPlan costed =
       plan_with_costs(graph, cost_source, options, log_to_stderr(settings.model.verbose));
   const CostTable& costs = costed.costs;
@@ -209,7 +210,8 @@ void register_plan(CLI::App& app, CommandAction& action) {
                     "Print every family's candidates: configuration, prediction, memory, "
                     "why rejected");
   command->add_flag("--simulate", settings->simulate,
-                    "Plan on paper for --machine (any size; analytical costs unless --costs)");
+                    "Plan on paper for --machine (any size; analytical costs unless --costs; the "
+                    "weights are not read, only their sizes)");
   command->callback([settings, &action] { action = [settings] { return run_plan(*settings); }; });
 }
 

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <exception>
 #include <limits>
+#include <map>
 
 #include "frontend/shape_completion.h"
 #include "ir/scope.h"
@@ -36,7 +37,9 @@ Graph without_large_weights(const Graph& graph) {
   std::vector<ValueId> inputs = light.inputs();
   for (ValueId id : light.initializers()) {
     Value& v = light.value(id);
-    if (v.initializer->element_count() <= kShapeConstantElements) continue;
+    // An unread weight (LoadOptions::weights_unread) has no bytes to write out.
+    if (v.initializer->element_count() <= kShapeConstantElements && v.initializer->has_data())
+      continue;
     v.dtype = v.initializer->dtype;
     v.shape = Shape::of(v.initializer->dims);
     v.initializer.reset();
@@ -220,6 +223,8 @@ Graph import_model(const std::string& path, const LoadOptions& options) {
   ImportOptions import;
   import.unread_external = options.unread_external;
   import.runs_domain_op = has_domain_kernel;
+  std::map<std::string, ExternalWeight> never_read;  // Where the weights lie: not needed.
+  if (options.weights_unread && !import.unread_external) import.unread_external = &never_read;
   Graph graph = import_onnx(path, import);
   say(options, fmt::format("import: {} nodes, {} initializers, opset {}", graph.node_count(),
                            graph.initializers().size(),

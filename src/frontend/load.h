@@ -33,6 +33,11 @@ struct LoadOptions {
   /// optimize off (the passes may need weight values) and no `shapes` (re-inference writes
   /// the initializers out).
   std::map<std::string, ExternalWeight>* unread_external = nullptr;
+  /// Every weight of at least 4 KiB, embedded or external, is left unread: its value keeps
+  /// its type and dims (the sizes a plan needs) without bytes, and the graph passes rewrite
+  /// such weights as sizes only, so the graph has the structure it has when loaded whole. For
+  /// planning on paper (`cleave plan --simulate`) a model larger than this host's memory.
+  bool weights_unread = false;
 };
 
 /// Imports, fixes input shapes, re-infers shapes, verifies and optimizes a model, logging what

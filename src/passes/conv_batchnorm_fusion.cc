@@ -8,17 +8,23 @@ namespace cleave {
 
 namespace {
 
+// A float weight: read, or left unread (sizes only).
 bool is_float_constant(const Graph& graph, ValueId value) {
-  return is_constant(graph, value) && graph.value(value).initializer->dtype == DataType::kFloat;
+  return (is_constant(graph, value) || is_unread_weight(graph, value)) &&
+         graph.value(value).initializer->dtype == DataType::kFloat;
 }
 
-// Float contents of a 1-D constant with `count` elements, or empty when it is not one.
-std::vector<float> channel_vector(const Graph& graph, ValueId value, int64_t count) {
-  if (!is_float_constant(graph, value)) return {};
+// Whether `value` is a float weight of `count` elements shaped [count].
+bool is_channel_vector(const Graph& graph, ValueId value, int64_t count) {
+  if (!is_float_constant(graph, value)) return false;
   const TensorData& data = *graph.value(value).initializer;
-  if (data.dims.size() != 1 || data.dims[0] != count) return {};
-  auto span = data.as<float>();
-  if (static_cast<int64_t>(span.size()) != count) return {};
+  return data.dims.size() == 1 && data.dims[0] == count &&
+         (!data.has_data() || static_cast<int64_t>(data.as<float>().size()) == count);
+}
+
+// Float contents of a 1-D constant with `count` elements (is_channel_vector, read).
+std::vector<float> channel_vector(const Graph& graph, ValueId value) {
+  auto span = graph.value(value).initializer->as<float>();
   return {span.begin(), span.end()};
 }
 
@@ -50,20 +56,33 @@ bool try_fuse(Graph& graph, NodeId bn_id, const std::vector<bool>& read_by_bodie
   if (weights.dims.size() < 3) return false;
   int64_t channels = weights.dims[0];
   if (channels <= 0 ||
-      weights.as<float>().size() != static_cast<std::size_t>(weights.element_count())) {
+      (weights.has_data() &&
+       weights.as<float>().size() != static_cast<std::size_t>(weights.element_count())))
     return false;
+  const bool has_bias = conv.inputs.size() > 2 && conv.inputs[2] != kNoValue;
+  if (has_bias && !is_channel_vector(graph, conv.inputs[2], channels)) return false;
+  for (int i = 1; i <= 4; ++i)
+    if (!is_channel_vector(graph, bn.inputs[i], channels)) return false;
+  // One weight left unread (a plan on paper): the fused ones are sizes only as well.
+  bool sizes_only = is_unread_weight(graph, conv.inputs[1]);
+  for (int i = 1; i <= 4; ++i) sizes_only = sizes_only || is_unread_weight(graph, bn.inputs[i]);
+  sizes_only = sizes_only || (has_bias && is_unread_weight(graph, conv.inputs[2]));
+  std::string weight_name = graph.value(conv.inputs[1]).name;
+  std::vector<int64_t> weight_dims = weights.dims;
+  if (sizes_only) {
+    set_constant_input(graph, conv_id, 1, TensorData{DataType::kFloat, weight_dims, {}, {}},
+                       weight_name + "_fused");
+    set_constant_input(graph, conv_id, 2, TensorData{DataType::kFloat, {channels}, {}, {}},
+                       weight_name + "_fused_bias");
+    merge_into_producer(graph, bn_id);
+    return true;
   }
-  bool has_bias = conv.inputs.size() > 2 && conv.inputs[2] != kNoValue;
   std::vector<float> bias(static_cast<std::size_t>(channels), 0.0f);
-  if (has_bias) {
-    bias = channel_vector(graph, conv.inputs[2], channels);
-    if (bias.empty()) return false;
-  }
-  std::vector<float> scale = channel_vector(graph, bn.inputs[1], channels);
-  std::vector<float> shift = channel_vector(graph, bn.inputs[2], channels);
-  std::vector<float> mean = channel_vector(graph, bn.inputs[3], channels);
-  std::vector<float> variance = channel_vector(graph, bn.inputs[4], channels);
-  if (scale.empty() || shift.empty() || mean.empty() || variance.empty()) return false;
+  if (has_bias) bias = channel_vector(graph, conv.inputs[2]);
+  const std::vector<float> scale = channel_vector(graph, bn.inputs[1]);
+  const std::vector<float> shift = channel_vector(graph, bn.inputs[2]);
+  const std::vector<float> mean = channel_vector(graph, bn.inputs[3]);
+  const std::vector<float> variance = channel_vector(graph, bn.inputs[4]);
   double epsilon = bn.float_attribute("epsilon", 1e-5f);
 
   int64_t per_channel = weights.element_count() / channels;
@@ -79,8 +98,6 @@ bool try_fuse(Graph& graph, NodeId bn_id, const std::vector<bool>& read_by_bodie
     fused_bias[c] =
         static_cast<float>((static_cast<double>(bias[c]) - mean[c]) * factor + shift[c]);
   }
-  std::string weight_name = graph.value(conv.inputs[1]).name;
-  std::vector<int64_t> weight_dims = weights.dims;
   set_constant_input(graph, conv_id, 1,
                      TensorData::from(DataType::kFloat, weight_dims, fused_weights),
                      weight_name + "_fused");

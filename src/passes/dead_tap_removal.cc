@@ -94,7 +94,7 @@ bool try_shrink(Graph& graph, NodeId id) {
   }
   const std::string auto_pad = conv.string_attribute("auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && !auto_pad.empty()) return false;
-  if (!is_constant(graph, conv.inputs[1])) return false;
+  if (!is_constant(graph, conv.inputs[1]) && !is_unread_weight(graph, conv.inputs[1])) return false;
   const TensorData& weights = *graph.value(conv.inputs[1]).initializer;
   if (weights.dtype != DataType::kFloat || weights.dims.size() < 3) return false;
   const Shape& x = graph.value(conv.inputs[0]).shape;
@@ -135,9 +135,11 @@ bool try_shrink(Graph& graph, NodeId id) {
   }
   if (!changed) return false;
   std::span<const float> values = weights.as<float>();
-  if (static_cast<int64_t>(values.size()) != weights.element_count()) return false;
+  const bool unread = !weights.has_data();  // A plan on paper: the live taps' sizes only.
+  if (!unread && static_cast<int64_t>(values.size()) != weights.element_count()) return false;
   std::vector<int64_t> dims = weights.dims;
-  std::vector<float> sliced = slice_taps(values, dims, first, kernel);
+  std::vector<float> sliced =
+      unread ? std::vector<float>() : slice_taps(values, dims, first, kernel);
   for (std::size_t a = 0; a < spatial; ++a) dims[a + 2] = kernel[a];
   const std::string name = graph.value(conv.inputs[1]).name + "_live_taps";
   Node& node = graph.node(id);
@@ -145,7 +147,10 @@ bool try_shrink(Graph& graph, NodeId id) {
     node.set_attribute("kernel_shape", Attribute::of_ints(kernel));
   node.set_attribute("dilations", Attribute::of_ints(dilations));
   node.set_attribute("pads", Attribute::of_ints(pads));
-  set_constant_input(graph, id, 1, TensorData::from(DataType::kFloat, dims, sliced), name);
+  set_constant_input(graph, id, 1,
+                     unread ? TensorData{DataType::kFloat, dims, {}, {}}
+                            : TensorData::from(DataType::kFloat, dims, sliced),
+                     name);
   return true;
 }
 

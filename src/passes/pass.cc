@@ -90,6 +90,13 @@ bool is_constant(const Graph& graph, ValueId value) {
   return v.initializer.has_value() && v.initializer->has_data() && !v.is_graph_input;
 }
 
+bool is_unread_weight(const Graph& graph, ValueId value) {
+  if (value == kNoValue) return false;
+  const Value& v = graph.value(value);
+  return v.initializer.has_value() && !v.initializer->has_data() && !v.is_graph_input &&
+         v.initializer->element_count() > 0;
+}
+
 std::vector<bool> values_read_by_bodies(const Graph& graph) {
   std::vector<bool> read(graph.value_capacity(), false);
   std::set<std::string> names;
@@ -115,8 +122,8 @@ void set_constant_input(Graph& graph, NodeId node, std::size_t slot, TensorData 
   Node& n = graph.node(node);
   if (n.inputs.size() <= slot) n.inputs.resize(slot + 1, kNoValue);
   ValueId current = n.inputs[slot];
-  if (current != kNoValue && is_constant(graph, current) && !graph.value(current).is_graph_output &&
-      graph.consumers(current).size() == 1) {
+  if (current != kNoValue && (is_constant(graph, current) || is_unread_weight(graph, current)) &&
+      !graph.value(current).is_graph_output && graph.consumers(current).size() == 1) {
     Value& v = graph.value(current);
     v.dtype = data.dtype;
     v.shape = Shape::of(data.dims);

@@ -38,6 +38,12 @@ struct PassResult {
 /// caller may override).
 bool is_constant(const Graph& graph, ValueId value);
 
+/// Whether `value` is a weight whose bytes were left unread (LoadOptions::weights_unread): an
+/// initializer with dims and type but no data, not a graph input. The passes that rewrite
+/// weights rewrite such a one as sizes only, so that the graph has the structure a load with
+/// its weights gives.
+bool is_unread_weight(const Graph& graph, ValueId value);
+
 /// The value of a constant float tensor of exactly one element (any rank); nullopt otherwise.
 std::optional<float> constant_float_scalar(const Graph& graph, ValueId value);
 

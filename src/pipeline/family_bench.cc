@@ -12,6 +12,7 @@
 #include "pipeline/family_search.h"
 #include "pipeline/pipeline_run.h"
 #include "pipeline/session.h"
+#include "runtime/executor.h"
 #include "runtime/parallel_executor.h"
 #include "runtime/random_inputs.h"
 #include "support/timing.h"
@@ -81,6 +82,25 @@ void add_unrunnable_rows(const ModelPlan& chosen, std::vector<FamilyBenchRow>& r
   }
 }
 
+// The sequential plan runs on the sequential executor: the profile behind its prediction timed
+// whole runs of that executor (time_whole_runs), and `cleave run --threads N` runs it. On the
+// thread executor it ran in the plan's order (upward rank), not the topological order the
+// profile timed. Every other plan runs on the thread executor.
+std::unique_ptr<ExecutorInterface> executor_for(const PreparedRun& prepared,
+                                                const ModelPlan& plan) {
+  if (plan.family == "sequential" && plan.tasks.machine.size() == 1) {
+    ExecutorOptions options;
+    options.threads = plan.threads_per_worker;
+    options.convolution_family = prepared.layouts.family;
+    return std::make_unique<Executor>(prepared.graph, options);
+  }
+  ParallelOptions parallel;
+  parallel.threads = static_cast<int>(plan.tasks.machine.size());
+  parallel.threads_per_worker = plan.threads_per_worker;
+  parallel.convolution_family = prepared.layouts.family;
+  return std::make_unique<ParallelExecutor>(prepared.graph, plan.tasks, plan.plan, parallel);
+}
+
 nlohmann::json family_report(const ModelBenchSettings& settings, const FamilyBench& bench,
                              ConvolutionFamily convolutions) {
   nlohmann::json families = nlohmann::json::array();
@@ -140,12 +160,7 @@ FamilyBench run_family_bench(const ModelBenchSettings& settings) {
   std::vector<std::unique_ptr<ExecutorInterface>> owned;
   std::vector<ExecutorInterface*> executors;
   for (const ModelPlan* plan : best_of_each_family(chosen)) {
-    ParallelOptions parallel;
-    parallel.threads = static_cast<int>(plan->tasks.machine.size());
-    parallel.threads_per_worker = plan->threads_per_worker;
-    parallel.convolution_family = prepared.layouts.family;
-    owned.push_back(
-        std::make_unique<ParallelExecutor>(prepared.graph, plan->tasks, plan->plan, parallel));
+    owned.push_back(executor_for(prepared, *plan));
     executors.push_back(owned.back().get());
     bench.rows.push_back(
         {plan->family, plan->configuration, plan->plan.makespan, {}, {}, false, plan == &chosen});

@@ -8,8 +8,11 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 
+#include "frontend/costs.h"
 #include "pipeline/pipeline_run.h"
+#include "plan/plan_memory.h"
 #include "spatial/split_choice.h"
 #include "spatial/split_machine.h"
 #include "stream/stages.h"
@@ -83,6 +86,35 @@ std::string memory_text(const PlanCandidate& row) {
   return fmt::format("<= {:.1f} MiB, {} of {}", *high / mib, holding, bytes.size());
 }
 
+// Per stage worker, the weights of its nodes and the most activations it holds at once
+// (pipeline_activation_bytes: its samples in flight).
+void stage_memory(const Graph& graph, const CostTable& costs, const ModelPlanOptions& options,
+                  const StagedStream& staged, int threads, PlanCandidate& row) {
+  const int stages = static_cast<int>(staged.stage_nodes.size());
+  Machine machine = cpu_machine(stages, threads);
+  if (options.machine) {
+    machine = *options.machine;
+    machine.devices.resize(stages);
+    machine.bandwidth.resize(stages);
+    machine.latency.resize(stages);
+    for (auto& row_of : machine.bandwidth) row_of.resize(stages);
+    for (auto& row_of : machine.latency) row_of.resize(stages);
+  }
+  const TaskGraph tasks = task_graph_for(graph, costs, machine);
+  // The stages cut the topological order into runs of stage_nodes nodes.
+  std::vector<int> stage_of_node(graph.node_capacity(), 0);
+  int position = 0;
+  const std::vector<NodeId> order = graph.topological_order();
+  for (int stage = 0; stage < stages; ++stage) {
+    for (int64_t n = 0; n < staged.stage_nodes[stage]; ++n)
+      stage_of_node[order[position++]] = stage;
+  }
+  std::vector<int> stage_of_task;
+  for (const Task& task : tasks.tasks) stage_of_task.push_back(stage_of_node[task.node]);
+  row.memory_bytes = weight_bytes_per_worker(tasks, stage_of_task);
+  row.activation_bytes = pipeline_activation_bytes(tasks, stage_of_task, options.samples);
+}
+
 }  // namespace
 
 PlanCandidate pipeline_candidate(const Graph& graph, const CostTable& costs,
@@ -94,19 +126,24 @@ PlanCandidate pipeline_candidate(const Graph& graph, const CostTable& costs,
   const int cores = options.machine ? static_cast<int>(options.machine->size())
                                     : options.workers * options.threads_per_worker;
   const int most = std::min({cores, kMostStages, static_cast<int>(graph.node_count())});
+  std::optional<StagedStream> best_staged;
+  int best_threads = 1;
   for (int stages = 2; stages <= most; ++stages) {
     const int threads = options.machine ? options.machine->devices.front().threads : cores / stages;
     std::vector<double> node_cost(graph.node_capacity(), 0);
     for (NodeId id : graph.node_ids()) node_cost[id] = costs.seconds(id, threads);
-    const StagedStream staged = graph_to_stages(graph, stages, "model", node_cost);
+    StagedStream staged = graph_to_stages(graph, stages, "model", node_cost);
     const double seconds = pipeline_seconds(staged, options.samples);
     if (seconds < best.predicted_seconds) {
       best.predicted_seconds = seconds;
       best.samples_per_second = options.samples / seconds;
       best.configuration = options.machine ? fmt::format("{} stages, one per device", stages)
                                            : pipeline_configuration(stages, threads);
+      best_staged = std::move(staged);
+      best_threads = threads;
     }
   }
+  if (best_staged) stage_memory(graph, costs, options, *best_staged, best_threads, best);
   // On this host's cores `cleave run --plan pipeline` runs it (and auto, where it is faster:
   // pipeline_if_faster); one stage per device only `cleave stream --stages`.
   best.rejected =
@@ -140,7 +177,7 @@ std::string candidate_table_text(const ModelPlan& plan) {
   }
   out +=
       "  memory/device: weights plus the most activations held at once over the predicted "
-      "schedule (pipeline rows: weights only)\n";
+      "schedule (pipeline rows: per stage, with its samples in flight)\n";
   return out;
 }
 

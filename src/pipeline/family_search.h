@@ -22,7 +22,8 @@ void add_split_and_stage_candidates(const Graph& graph, const CostTable& costs,
 /// The pipelined stages' row (several samples): the count of stages on the options' cores
 /// (each stage cores / stages threads; configuration as pipeline_configuration names it) or
 /// one stage per device of a machine file, with the fastest prediction (pipeline_seconds:
-/// hand-offs not priced). `rejected` says what runs a machine's row; empty otherwise.
+/// hand-offs not priced) and each stage worker's weights and peak activations
+/// (pipeline_activation_bytes). `rejected` says what runs a machine's row; empty otherwise.
 PlanCandidate pipeline_candidate(const Graph& graph, const CostTable& costs,
                                  const ModelPlanOptions& options);
 

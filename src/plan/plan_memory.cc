@@ -79,4 +79,33 @@ std::vector<double> peak_activation_bytes_per_worker(const Plan& plan, const Tas
   return peaks;
 }
 
+std::vector<double> pipeline_activation_bytes(const TaskGraph& graph,
+                                              const std::vector<int>& stage_of_task, int samples) {
+  const int stages = static_cast<int>(graph.machine.size());
+  Plan plan;
+  plan.order.resize(stages);
+  double now = 0;
+  for (std::size_t task = 0; task < graph.tasks.size(); ++task) {
+    const int stage = stage_of_task.at(task);
+    const double seconds = graph.tasks[task].time.at(stage);
+    plan.tasks.push_back({static_cast<int>(task), stage, now, now + seconds});
+    plan.order[stage].push_back(static_cast<int>(task));
+    now += seconds;
+  }
+  plan.makespan = now;
+  std::vector<double> peaks = peak_activation_bytes_per_worker(plan, graph);
+  if (samples <= 1) return peaks;
+  // Per producer, per later stage reading it: the bytes queued there for the next sample.
+  std::map<std::pair<int, int>, double> queued;
+  for (std::size_t e = 0; e < graph.edges.size(); ++e) {
+    const auto [producer, consumer] = graph.edges[e];
+    const int to = stage_of_task.at(consumer);
+    if (stage_of_task.at(producer) == to) continue;
+    double& bytes = queued[{producer, to}];
+    bytes = std::max(bytes, graph.bytes_on_edge(e));
+  }
+  for (const auto& [where, bytes] : queued) peaks[where.second] += bytes;
+  return peaks;
+}
+
 }  // namespace cleave

@@ -16,4 +16,12 @@ namespace cleave {
 /// (weight_bytes_per_worker).
 std::vector<double> peak_activation_bytes_per_worker(const Plan& plan, const TaskGraph& graph);
 
+/// Per stage of a pipeline (stage k on worker k; `stage_of_task[t]` non-decreasing along the
+/// task ids, which follow the edges), the most activation bytes its worker holds at once: one
+/// sample through the stages in turn, each task for its time on its stage's worker, as
+/// peak_activation_bytes_per_worker counts it; with `samples` > 1, each stage after the first
+/// also holds the next sample's inputs, queued while it works on this one.
+std::vector<double> pipeline_activation_bytes(const TaskGraph& graph,
+                                              const std::vector<int>& stage_of_task, int samples);
+
 }  // namespace cleave
