@@ -113,6 +113,20 @@ TEST(GemmRuntimeRows, LoadedWeightsGoAfterTheFirstPacking) {
   EXPECT_EQ(packed_constant_bytes(), packed) << "prepared again, it packs no second copy";
 }
 
+TEST(GemmRuntimeRows, ExecutorsSharingOnePackEachPrepareAgain) {
+  const Graph graph = runtime_rows_gemm();
+  const std::vector<float> w = floats_of(graph, "w"), c = floats_of(graph, "c");
+  // Their copies of the graph share the loaded bytes, so the second takes the first's pack.
+  Executor first(graph, releasing()), second(graph, releasing());
+  for (int64_t rows : {5, 9}) {
+    const Tensor x = rows_input({rows, kInner});
+    expect_near(first.run({{"x", x}}).at(0), reference(x, w, true, c), rows);
+    expect_near(second.run({{"x", x}}).at(0), reference(x, w, true, c), rows);
+  }
+  EXPECT_EQ(second.stats().released_weight_bytes,
+            static_cast<std::size_t>(kColumns * kInner) * sizeof(float));
+}
+
 TEST(GemmRuntimeRows, MatMulOfStackedRowsKeepsOneCopy) {
   const Graph graph = runtime_rows_matmul();
   const std::vector<float> w = floats_of(graph, "w");

@@ -24,16 +24,22 @@ struct SharedPack {
 std::mutex shared_packs_mutex;
 std::vector<SharedPack> shared_packs;  // Guarded by shared_packs_mutex.
 
+// The copy of `source` from `from` into `to`, while alive. Found for another graph's
+// initializer sharing the bytes, it is remembered for `owner` too, which finds it by that once
+// its bytes went (packed_copy_after_release).
 std::shared_ptr<Buffer> find_shared_pack(
-    const std::shared_ptr<const std::vector<std::byte>>& source, const dnnl::memory::desc& from,
-    const dnnl::memory::desc& to) {
+    const std::shared_ptr<const std::vector<std::byte>>& source, const TensorData* owner,
+    const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
   std::erase_if(shared_packs, [](const SharedPack& pack) { return pack.packed.expired(); });
+  std::shared_ptr<Buffer> found;
+  bool owner_known = false;
   for (const SharedPack& pack : shared_packs) {
-    if (pack.source.lock() == source && pack.from == from && pack.to == to) {
-      if (std::shared_ptr<Buffer> packed = pack.packed.lock()) return packed;
-    }
+    if (pack.source.lock() != source || pack.from != from || pack.to != to) continue;
+    if (!found) found = pack.packed.lock();
+    owner_known = owner_known || pack.owner == owner;
   }
-  return nullptr;
+  if (found && !owner_known) shared_packs.push_back({source, owner, from, to, found});
+  return found;
 }
 
 }  // namespace
@@ -79,13 +85,15 @@ std::shared_ptr<Buffer> pack_constant_input(const KernelContext& context, std::s
     return pack_constant(data, from, to, context.engine);
   {
     const std::lock_guard<std::mutex> lock(shared_packs_mutex);
-    if (std::shared_ptr<Buffer> packed = find_shared_pack(source, from, to)) return packed;
+    if (std::shared_ptr<Buffer> packed = find_shared_pack(source, initializer, from, to))
+      return packed;
   }
   // Packed outside the lock (kernels prepare in parallel); a copy someone else made meanwhile
   // wins, and this one goes.
   std::shared_ptr<Buffer> packed = pack_constant(data, from, to, context.engine);
   const std::lock_guard<std::mutex> lock(shared_packs_mutex);
-  if (std::shared_ptr<Buffer> earlier = find_shared_pack(source, from, to)) return earlier;
+  if (std::shared_ptr<Buffer> earlier = find_shared_pack(source, initializer, from, to))
+    return earlier;
   shared_packs.push_back({source, initializer, from, to, packed});
   return packed;
 }

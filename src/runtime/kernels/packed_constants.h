@@ -23,9 +23,10 @@ class PackedConstants {
   /// False where preparation packed constant input `input` and run() never reads the given one
   /// again, so its owner may free it (an MPI rank's loaded weights).
   virtual bool reads_at_run(std::size_t input) const = 0;
-  /// True where the kernel, prepared again for other input shapes, takes its packed copies
-  /// over from the kernel it replaces (KernelContext::previous) and never reads the constants
-  /// it packed again: they may then go even though an input shape is known only at run time.
+  /// True where the kernel, prepared again for other input shapes, takes over the packed
+  /// copies of the kernel it replaces (packed_copy_after_release) and never reads the
+  /// constants it packed again: they may then go though an input shape is known only at run
+  /// time (a row count).
   virtual bool keeps_packs_across_shapes() const { return false; }
 
  protected:
@@ -35,9 +36,8 @@ class PackedConstants {
 /// The inputs of `node` that are initializers which `kernel`, prepared for it, packed into a
 /// copy of its own and never reads again: none unless the kernel packs constants and either
 /// every input shape is static (the kernel is then never prepared again) or it keeps its packs
-/// across shapes. Graph outputs are left out
-/// (an executor hands them out as they are). The executors free an initializer once every
-/// read of it is listed here.
+/// across shapes. Graph outputs are left out (an executor hands them out as they are). The
+/// executors free an initializer once every read of it is listed here.
 std::vector<std::size_t> inputs_packed_for_good(const Graph& graph, const Node& node,
                                                 const Kernel* kernel);
 
