@@ -14,6 +14,9 @@ namespace {
 // object, alive: never an address that was freed and reused) and the two layouts.
 struct SharedPack {
   std::weak_ptr<const std::vector<std::byte>> source;
+  // The initializer the bytes were loaded for, found by once they went; the entry goes with
+  // the copy, which the kernels of that graph's executor hold, so the address is not reused.
+  const TensorData* owner = nullptr;
   dnnl::memory::desc from, to;
   std::weak_ptr<Buffer> packed;
 };
@@ -21,18 +24,22 @@ struct SharedPack {
 std::mutex shared_packs_mutex;
 std::vector<SharedPack> shared_packs;  // Guarded by shared_packs_mutex.
 
+// The copy of `source` from `from` into `to`, while alive. Found for another graph's
+// initializer sharing the bytes, it is remembered for `owner` too, which finds it by that once
+// its bytes went (packed_copy_after_release).
 std::shared_ptr<Buffer> find_shared_pack(
-    const std::shared_ptr<const std::vector<std::byte>>& source, const dnnl::memory::desc& from,
-    const dnnl::memory::desc& to) {
-  std::erase_if(shared_packs, [](const SharedPack& pack) {
-    return pack.source.expired() || pack.packed.expired();
-  });
+    const std::shared_ptr<const std::vector<std::byte>>& source, const TensorData* owner,
+    const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+  std::erase_if(shared_packs, [](const SharedPack& pack) { return pack.packed.expired(); });
+  std::shared_ptr<Buffer> found;
+  bool owner_known = false;
   for (const SharedPack& pack : shared_packs) {
-    if (pack.source.lock() == source && pack.from == from && pack.to == to) {
-      if (std::shared_ptr<Buffer> packed = pack.packed.lock()) return packed;
-    }
+    if (pack.source.lock() != source || pack.from != from || pack.to != to) continue;
+    if (!found) found = pack.packed.lock();
+    owner_known = owner_known || pack.owner == owner;
   }
-  return nullptr;
+  if (found && !owner_known) shared_packs.push_back({source, owner, from, to, found});
+  return found;
 }
 
 }  // namespace
@@ -42,7 +49,9 @@ std::vector<std::size_t> inputs_packed_for_good(const Graph& graph, const Node& 
   const auto* packed = dynamic_cast<const PackedConstants*>(kernel);
   if (packed == nullptr) return {};
   for (ValueId input : node.inputs) {
-    if (input != kNoValue && !graph.value(input).shape.is_static()) return {};
+    if (input != kNoValue && !graph.value(input).shape.is_static() &&
+        !packed->keeps_packs_across_shapes())
+      return {};
   }
   std::vector<std::size_t> result;
   for (std::size_t i = 0; i < node.inputs.size(); ++i) {
@@ -67,22 +76,40 @@ std::shared_ptr<Buffer> pack_constant_input(const KernelContext& context, std::s
                                             const void* data, const dnnl::memory::desc& from,
                                             const dnnl::memory::desc& to) {
   const ValueId value = input < context.node.inputs.size() ? context.node.inputs[input] : kNoValue;
-  const std::optional<TensorData>& initializer =
-      value == kNoValue ? std::nullopt : context.graph.value(value).initializer;
+  // The graph's own TensorData (its address finds the copy once the bytes went).
+  const TensorData* initializer = nullptr;
+  if (value != kNoValue && context.graph.value(value).initializer)
+    initializer = &*context.graph.value(value).initializer;
   std::shared_ptr<const std::vector<std::byte>> source = initializer ? initializer->bytes : nullptr;
   if (!source || static_cast<const void*>(source->data()) != data)
     return pack_constant(data, from, to, context.engine);
   {
     const std::lock_guard<std::mutex> lock(shared_packs_mutex);
-    if (std::shared_ptr<Buffer> packed = find_shared_pack(source, from, to)) return packed;
+    if (std::shared_ptr<Buffer> packed = find_shared_pack(source, initializer, from, to))
+      return packed;
   }
   // Packed outside the lock (kernels prepare in parallel); a copy someone else made meanwhile
   // wins, and this one goes.
   std::shared_ptr<Buffer> packed = pack_constant(data, from, to, context.engine);
   const std::lock_guard<std::mutex> lock(shared_packs_mutex);
-  if (std::shared_ptr<Buffer> earlier = find_shared_pack(source, from, to)) return earlier;
-  shared_packs.push_back({source, from, to, packed});
+  if (std::shared_ptr<Buffer> earlier = find_shared_pack(source, initializer, from, to))
+    return earlier;
+  shared_packs.push_back({source, initializer, from, to, packed});
   return packed;
+}
+
+std::optional<PackedCopy> packed_copy_after_release(const KernelContext& context, std::size_t input,
+                                                    const dnnl::memory::desc& from) {
+  const ValueId value = input < context.node.inputs.size() ? context.node.inputs[input] : kNoValue;
+  if (value == kNoValue) return std::nullopt;
+  const std::optional<TensorData>& initializer = context.graph.value(value).initializer;
+  if (!initializer || initializer->bytes) return std::nullopt;
+  const std::lock_guard<std::mutex> lock(shared_packs_mutex);
+  for (const SharedPack& pack : shared_packs) {
+    if (pack.owner != &*initializer || pack.from != from) continue;
+    if (std::shared_ptr<Buffer> packed = pack.packed.lock()) return PackedCopy{packed, pack.to};
+  }
+  return std::nullopt;
 }
 
 }  // namespace cleave

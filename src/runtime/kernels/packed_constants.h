@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "ir/graph.h"
@@ -22,16 +23,21 @@ class PackedConstants {
   /// False where preparation packed constant input `input` and run() never reads the given one
   /// again, so its owner may free it (an MPI rank's loaded weights).
   virtual bool reads_at_run(std::size_t input) const = 0;
+  /// True where the kernel, prepared again for other input shapes, takes over the packed
+  /// copies of the kernel it replaces (packed_copy_after_release) and never reads the
+  /// constants it packed again: they may then go though an input shape is known only at run
+  /// time (a row count).
+  virtual bool keeps_packs_across_shapes() const { return false; }
 
  protected:
   ~PackedConstants() = default;
 };
 
 /// The inputs of `node` that are initializers which `kernel`, prepared for it, packed into a
-/// copy of its own and never reads again: none unless every input shape is static (the kernel
-/// is then never prepared again) and the kernel packs constants. Graph outputs are left out
-/// (an executor hands them out as they are). The executors free an initializer once every
-/// read of it is listed here.
+/// copy of its own and never reads again: none unless the kernel packs constants and either
+/// every input shape is static (the kernel is then never prepared again) or it keeps its packs
+/// across shapes. Graph outputs are left out (an executor hands them out as they are). The
+/// executors free an initializer once every read of it is listed here.
 std::vector<std::size_t> inputs_packed_for_good(const Graph& graph, const Node& node,
                                                 const Kernel* kernel);
 
@@ -49,5 +55,19 @@ std::size_t free_loaded_weight(Graph& graph, ValueId value, Tensor& constant);
 std::shared_ptr<Buffer> pack_constant_input(const KernelContext& context, std::size_t input,
                                             const void* data, const dnnl::memory::desc& from,
                                             const dnnl::memory::desc& to);
+
+/// A packed copy of a loaded initializer, and its layout.
+struct PackedCopy {
+  std::shared_ptr<Buffer> bytes;
+  dnnl::memory::desc layout;
+};
+
+/// Once constant input `input`'s loaded bytes went (free_loaded_weight), the copy that
+/// pack_constant_input made of them from layout `from` while a kernel still holds it: what a
+/// node prepared again for other shapes (a row count known only at run time) packs from, the
+/// kernel it replaces being alive until then. nullopt while the bytes are loaded, or when no
+/// such copy is alive.
+std::optional<PackedCopy> packed_copy_after_release(const KernelContext& context, std::size_t input,
+                                                    const dnnl::memory::desc& from);
 
 }  // namespace cleave

@@ -62,6 +62,8 @@ class MatmulKernel : public Kernel, public PackedConstants {
                std::vector<int64_t> output_shape, int64_t reduced_size)
       : engine_(context.engine) {
     spec_.shape = std::move(output_shape);
+    const bool pack = context.constant[1] && reduced_size != 0;
+    if (pack) take_over_pack(context, operands.weights);
     if (volume(spec_.shape) == 0) {
       empty_ = true;
       return;
@@ -73,29 +75,36 @@ class MatmulKernel : public Kernel, public PackedConstants {
                       "inner dimension is not supported",
                       context.where()));
     }
-    const dnnl::primitive_attr attr = attributes(operands, operands.addend);
-    bool pack = context.constant[1] && !zero_fill_;
-    memory::desc weights = pack ? memory::desc(operands.weights.dims(), memory::data_type::f32,
-                                               memory::format_tag::any)
-                                : operands.weights;
     if (operands.addend) addend_dims_ = operands.addend->dims();
     if (zero_fill_) return;
-    dnnl::matmul::desc desc(operands.source, weights, operands.destination);
-    dnnl::matmul::primitive_desc descriptor(desc, attr, engine_);
-    if (std::optional<memory::desc> padded = padded_sgemm_weights(descriptor, pack)) {
+    const dnnl::primitive_attr attr = attributes(operands, operands.addend);
+    std::optional<dnnl::matmul::primitive_desc> descriptor;
+    if (packed_) descriptor = with_packed_weights(operands, attr);
+    if (!descriptor) {
+      const memory::desc weights =
+          pack ? memory::desc(operands.weights.dims(), memory::data_type::f32,
+                              memory::format_tag::any)
+               : operands.weights;
       descriptor = dnnl::matmul::primitive_desc(
-          dnnl::matmul::desc(operands.source, *padded, operands.destination), attr, engine_);
+          dnnl::matmul::desc(operands.source, weights, operands.destination), attr, engine_);
+      if (std::optional<memory::desc> padded = padded_sgemm_weights(*descriptor, pack)) {
+        descriptor = dnnl::matmul::primitive_desc(
+            dnnl::matmul::desc(operands.source, *padded, operands.destination), attr, engine_);
+      }
     }
-    step_ = DnnlStep(dnnl::matmul(descriptor), descriptor, engine_);
-    step_.declare(DNNL_ARG_SRC, descriptor.src_desc());
-    step_.declare(DNNL_ARG_WEIGHTS, descriptor.weights_desc());
-    step_.declare(DNNL_ARG_DST, descriptor.dst_desc());
+    step_ = DnnlStep(dnnl::matmul(*descriptor), *descriptor, engine_);
+    step_.declare(DNNL_ARG_SRC, descriptor->src_desc());
+    step_.declare(DNNL_ARG_WEIGHTS, descriptor->weights_desc());
+    step_.declare(DNNL_ARG_DST, descriptor->dst_desc());
     if (operands.addend)
       step_.declare(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, *operands.addend);
-    if (pack)
-      packed_ = pack_constant_input(context, 1, context.input(1).raw(), operands.weights,
-                                    descriptor.weights_desc());
-    if (context.claim_pool) split_rows(context, operands, descriptor.weights_desc(), reduced_size);
+    if (pack && !packed_) {
+      packed_ = pack_constant_input(context, 1, loaded_weights(context), operands.weights,
+                                    descriptor->weights_desc());
+      packed_layout_ = descriptor->weights_desc();
+      unpacked_.reset();
+    }
+    if (context.claim_pool) split_rows(context, operands, descriptor->weights_desc(), reduced_size);
   }
 
   std::string implementation() const override {
@@ -105,6 +114,9 @@ class MatmulKernel : public Kernel, public PackedConstants {
   }
   bool reads_at_run(std::size_t input) const override {  // PackedConstants
     return input != 1 || !packed_;
+  }
+  bool keeps_packs_across_shapes() const override {  // PackedConstants
+    return packed_ && weights_.dims().size() == 2;
   }
   std::vector<OutputSpec> output_specs() const override { return {spec_}; }
 
@@ -159,6 +171,45 @@ class MatmulKernel : public Kernel, public PackedConstants {
     int64_t first_row = 0;
     bool row_addend = false;  // The addend has a row per output row, so it is sliced too.
   };
+
+  // A node prepared again for other shapes (a row count known only at run time), its loaded
+  // weights gone, keeps the packed copy of the kernel it replaces: one copy, never packed from
+  // the loaded bytes again (keeps_packs_across_shapes). Held even while the output is empty.
+  void take_over_pack(const KernelContext& context, const memory::desc& weights) {
+    weights_ = weights;
+    if (context.input(1).raw() != nullptr) return;
+    if (std::optional<PackedCopy> copy = packed_copy_after_release(context, 1, weights)) {
+      packed_ = std::move(copy->bytes);
+      packed_layout_ = copy->layout;
+    }
+  }
+
+  // The primitive for these rows reading the packed copy taken over. Where no implementation
+  // takes that layout for these shapes, the weights are unpacked from it and packed afresh.
+  std::optional<dnnl::matmul::primitive_desc> with_packed_weights(
+      const Operands& operands, const dnnl::primitive_attr& attr) {
+    try {
+      return dnnl::matmul::primitive_desc(
+          dnnl::matmul::desc(operands.source, packed_layout_, operands.destination), attr, engine_);
+    } catch (const dnnl::error&) {
+      unpacked_ = pack_constant(packed_->data(), packed_layout_, operands.weights, engine_);
+      packed_.reset();
+      return std::nullopt;
+    }
+  }
+
+  // The loaded bytes of the weights, or those unpacked from the copy taken over.
+  const void* loaded_weights(const KernelContext& context) const {
+    if (unpacked_) return unpacked_->data();
+    const void* data = context.input(1).raw();
+    if (data == nullptr) {
+      throw Error(
+          fmt::format("{}: the loaded weights {} were freed after packing and no packed "
+                      "copy was handed over to prepare the node again",
+                      context.where(), context.input(1).describe()));
+    }
+    return data;
+  }
 
   static dnnl::primitive_attr attributes(const Operands& operands,
                                          const std::optional<memory::desc>& addend) {
@@ -267,6 +318,9 @@ class MatmulKernel : public Kernel, public PackedConstants {
   bool zero_fill_ = false;
   DnnlStep step_;
   std::shared_ptr<Buffer> packed_;
+  memory::desc weights_;              // The weights' loaded layout (logical dims).
+  memory::desc packed_layout_;        // packed_'s layout.
+  std::shared_ptr<Buffer> unpacked_;  // Weights unpacked from a copy taken over (rare).
   int addend_input_ = -1;
   float beta_ = 1.0f;
   std::shared_ptr<Buffer> scaled_addend_;
