@@ -3,6 +3,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -76,6 +77,11 @@ nlohmann::json model_plan_to_json(const ModelPlan& plan, const Graph& graph) {
   json["threads_per_worker"] = plan.threads_per_worker;
   if (plan.convolution_family) json["convolution_family"] = to_string(*plan.convolution_family);
   json["model_fingerprint"] = graph_fingerprint(graph);
+  // A plan on paper (`plan --simulate`) was made from the weights' sizes, not their bytes, for
+  // devices this host does not have: it is read back to be looked at, never run.
+  const auto& devices = plan.tasks.machine.devices;
+  if (std::any_of(devices.begin(), devices.end(), [](const Device& d) { return d.simulated; }))
+    json["simulated"] = true;
   nlohmann::json candidates = nlohmann::json::array();
   for (const auto& candidate : plan.candidates) {
     // JSON has no infinity: a candidate that was never predicted has null seconds.
@@ -108,6 +114,12 @@ ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph,
   try {
     const JsonField root(json, origin);
     if (!json.is_object()) root.fail("a plan object (from `cleave plan -o`)");
+    if (json.value("simulated", false)) {
+      throw Error(fmt::format(
+          "{}: the plan was made on paper (`cleave plan --simulate`: weights unread, devices "
+          "this host may not have); make it without --simulate to run it",
+          origin));
+    }
     const std::optional<JsonField> stored = root.find("model_fingerprint");
     const std::string fingerprint = stored ? stored->string() : "";
     const std::string here = graph_print.empty() ? graph_fingerprint(graph) : graph_print;

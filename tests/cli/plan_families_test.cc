@@ -55,6 +55,20 @@ TEST_F(PlanFamiliesTest, SimulateOnASixtyFourRankClusterPlansOnPaper) {
   EXPECT_EQ(plan["workers"].size(), 64u);
 }
 
+// A plan on paper read no weights and is for devices this host may not have: `run` says so
+// rather than "made for another model".
+TEST_F(PlanFamiliesTest, APlanMadeOnPaperIsRefusedByRunNamingSimulate) {
+  const std::string machine = std::string(CLEAVE_SOURCE_DIR) + "/machines/cluster-8.json";
+  const std::string plan = path("paper.json");
+  CommandResult made =
+      cleave("plan " + model_ + " --costs static --machine " + machine + " --simulate -o " + plan);
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  CommandResult run = cleave("run " + model_ + " --plan " + plan);
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("made on paper"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("without --simulate"), std::string::npos) << run.err;
+}
+
 TEST_F(PlanFamiliesTest, SimulateWithoutAMachineFileIsRefused) {
   CommandResult result = cleave("plan " + model_ + " --costs static --simulate");
   EXPECT_NE(result.exit_code, 0);
