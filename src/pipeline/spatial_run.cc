@@ -5,11 +5,13 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <utility>
 
 #include "frontend/auto_search.h"
 #include "runtime/wait_policy.h"
+#include "spatial/split_bench.h"
 #include "spatial/split_choice.h"
 #include "spatial/split_machine.h"
 #include "spatial/split_plan.h"
@@ -36,6 +38,32 @@ Machine first_devices(const Machine& machine, int devices) {
 
 void log_line(const RunRecipe& recipe, const std::string& line) {
   if (recipe.log) recipe.log(line);
+}
+
+// Float sums in another order differ in the last bits (about 1e-6 of the values); a region
+// computed from the wrong rows differs by the values themselves.
+constexpr double kOutputTolerance = 1e-3;
+
+// The region rules know the standard ops and the optimizer's fused forms; one they mistook would
+// give other outputs, or fail: one run of the split beside what auto kept, before it may
+// replace it. Empty when they agree, else why not.
+std::string outputs_disagree(ExecutorInterface& split, const KeptRun& kept,
+                             const std::vector<SampleInputs>& inputs) {
+  try {
+    const std::vector<std::vector<Tensor>> got = split.run(inputs);
+    const std::vector<std::vector<Tensor>> want = kept.executor->run(inputs);
+    double worst = 0, scale = 1;
+    for (std::size_t s = 0; s < want.size(); ++s) {
+      worst = std::max(worst, s < got.size() ? max_abs_difference(got[s], want[s])
+                                             : std::numeric_limits<double>::infinity());
+      for (const Tensor& output : want[s])
+        for (double value : output.to_double_vector()) scale = std::max(scale, std::abs(value));
+    }
+    if (worst <= kOutputTolerance * scale) return "";
+    return fmt::format("its outputs differ from {}'s by up to {:.3g}", kept.configuration, worst);
+  } catch (const Error& e) {
+    return fmt::format("its run failed: {}", e.what());
+  }
 }
 
 }  // namespace
@@ -125,6 +153,14 @@ std::optional<SpatialRun> spatial_if_faster(PreparedRun& prepared, const RunReci
   SpatialRun run{*offered->plan, make_spatial_executor(*offered, recipe, prepared.layouts.family)};
   for (int s = static_cast<int>(prepared.inputs.size()); s < run.executor->samples(); ++s)
     prepared.inputs.push_back(input_of(s));
+  if (kept.executor) {
+    if (std::string fault = outputs_disagree(*run.executor, kept, prepared.inputs);
+        !fault.empty()) {
+      row.rejected = "the split is not run: " + fault;
+      log_line(recipe, "recipe: " + row.rejected);
+      return std::nullopt;
+    }
+  }
   std::string kept_reason =
       fmt::format("not faster than {} ({:.3f} ms)", row.configuration, row.predicted_seconds * 1e3);
   if (recipe.auto_check && kept.executor) {

@@ -58,9 +58,11 @@ struct SpatialRun {
 
 /// Auto over the spatial family (recipe.machine of more than one device): adds the split's row
 /// (`offered`, by default spatial_candidate of prepared.costs) to `table`'s candidates and, when
-/// it is predicted faster than `kept`, makes its executor; with recipe.auto_check it is timed
-/// against kept.executor (time_alike) and returned only when it measures no slower. Else the
-/// row says why not ("not faster than ...", "slower when timed than ...") and nullopt.
+/// it is predicted faster than `kept`, makes its executor and runs it once beside
+/// kept.executor: outputs that differ beyond float tolerance, or a failed run, reject it. With
+/// recipe.auto_check it is then timed against kept.executor (time_alike) and returned only when
+/// it measures no slower. Else the row says why not ("not faster than ...", "slower when timed
+/// than ...", "the split is not run: ...") and nullopt.
 std::optional<SpatialRun> spatial_if_faster(PreparedRun& prepared, const RunRecipe& recipe,
                                             ModelPlan& table, const KeptRun& kept,
                                             const std::function<SampleInputs(int sample)>& input_of,

@@ -89,6 +89,27 @@ TEST(SpatialRun, OnAChainOfConvolutionsTheOutputsAreBitwiseTheSequentialRuns) {
   }
 }
 
+// The optimizer's residual form (a Conv reading the residual as input 3, `sum_input`, as auto's
+// graphs of ResNets have it): each slice adds the residual's rows of its own output.
+TEST(SpatialRun, AFusedResidualSumIsSplitWithItsOutput) {
+  const Graph graph = testing::graph_with_weights(R"(graph main [ai.onnx=17] (%x: f32[1,8,40,10]) {
+  @w1: f32[8,8,1,1]
+  @w2: f32[8,8,3,3]
+  @b2: f32[8]
+  %a: f32[1,8,40,10] = Conv[kernel_shape=[1,1]](%x, @w1)
+  %y: f32[1,8,40,10] = Conv[kernel_shape=[3,3], pads=[1,1,1,1], sum_input=3, activation="Relu"](%a, @w2, @b2, %x)
+  return %y
+})");
+  const SpatialCandidate candidate =
+      spatial_candidate(graph, static_costs(graph), cpu_machine(2, 1), 1);
+  ASSERT_TRUE(candidate.plan) << candidate.row.rejected;
+  std::unique_ptr<ParallelExecutor> split =
+      make_spatial_executor(candidate, RunRecipe{}, ConvolutionFamily::kBlocked);
+  const SampleInputs inputs = random_inputs(graph, 4);
+  Executor whole(graph);
+  EXPECT_LT(largest_difference(split->run(inputs), whole.run(inputs)), 1e-4);
+}
+
 TEST(SpatialRun, SeveralSamplesRunOneAfterAnotherOnEachMachine) {
   const Graph graph = conv_chain();
   const SpatialCandidate candidate =
