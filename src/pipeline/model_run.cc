@@ -121,6 +121,8 @@ void add_plan_report(const ModelRun& run, nlohmann::json& plan) {
     plan["family"] = model_plan.family;
     plan["configuration"] = model_plan.configuration;
   }
+  if (!model_plan.candidates.empty())
+    plan["candidates"] = candidates_to_json(model_plan.candidates);
   ParallelExecutor* parallel = run.prepared().parallel;
   plan["threads"] = parallel->threads();
   plan["ran_threads_per_worker"] = parallel->threads_per_worker();

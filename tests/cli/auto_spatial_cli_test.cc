@@ -68,6 +68,23 @@ TEST_F(AutoSpatialCommand, RunReportsTheSpatialFamilyWhenPredictedFastest) {
   EXPECT_EQ(report["outputs"][0]["name"], "t");
 }
 
+// The run's table holds the spatial row: chosen, or with the reason it was not.
+TEST_F(AutoSpatialCommand, TheRunsCandidateTableHoldsTheSpatialRow) {
+  const CommandResult result =
+      cleave("run " + path("m.onnx") + " --plan auto --costs static --layouts blocked --machine " +
+             machine_ + " --json");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json report = nlohmann::json::parse(result.out);
+  int spatial = 0;
+  for (const nlohmann::json& row : report["plan"]["candidates"]) {
+    if (row["family"] != "spatial") continue;
+    ++spatial;
+    EXPECT_EQ(row["chosen"].get<bool>(), report["plan"]["family"] == "spatial") << row.dump();
+    EXPECT_EQ(row["rejected"].get<std::string>().empty(), row["chosen"].get<bool>()) << row.dump();
+  }
+  EXPECT_EQ(spatial, 1) << result.out;
+}
+
 TEST_F(AutoSpatialCommand, TheTextReportNamesTheFamily) {
   const CommandResult result =
       cleave("run " + path("m.onnx") + " --plan auto --costs static --layouts blocked --machine " +
