@@ -61,11 +61,17 @@ void register_bench(CLI::App& app, CommandAction& action) {
       "--split", settings->split,
       "Also time a `cleave split` folder of the model (its partitioned graph "
       "and plan.json, one worker per machine), checked against the whole model");
+  CLI::Option* families =
+      command
+          ->add_flag("--families", settings->families,
+                     "Time the fastest predicted plan of each family of auto's candidate table "
+                     "in one interleaved run, beside its prediction")
+          ->excludes(split);
   command
-      ->add_flag("--families", settings->families,
-                 "Time the fastest predicted plan of each family of auto's candidate table "
-                 "in one interleaved run, beside its prediction")
-      ->excludes(split);
+      ->add_option("--machine", settings->machine,
+                   "With --families: a machine file of devices to split the model over (the "
+                   "spatial row, one worker per device on this host's threads)")
+      ->needs(families);
   command
       ->add_option("--samples", settings->samples,
                    "Samples per run, with --families (data-parallel and pipelined rows) or "

@@ -90,6 +90,9 @@ void register_run(CLI::App& app, CommandAction& action) {
                       "Run a plan in parallel: a plan.json from `cleave plan`, auto, or pipeline "
                       "(the model cut into --workers stages, --samples samples streamed "
                       "through them)");
+  command->add_option("--machine", settings->machine,
+                      "With --plan auto: a machine file of devices the model may also be split "
+                      "over (the spatial family, one worker per device on this host's threads)");
   command
       ->add_option("--costs", settings->costs,
                    "Costs for --plan auto or pipeline: profile, static or analytical")

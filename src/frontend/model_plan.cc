@@ -66,24 +66,9 @@ ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlan
   return chosen;
 }
 
-nlohmann::json model_plan_to_json(const ModelPlan& plan, const Graph& graph) {
-  nlohmann::json json = plan_to_json(plan.plan, plan.tasks);
-  nlohmann::json tasks = task_graph_to_json(plan.tasks);
-  // Node names make a plan readable and let a reader check it against the model.
-  for (std::size_t t = 0; t < plan.tasks.tasks.size(); ++t) {
-    tasks["tasks"][t]["node_name"] = graph.node(plan.tasks.tasks[t].node).name;
-  }
-  json["task_graph"] = tasks;
-  json["threads_per_worker"] = plan.threads_per_worker;
-  if (plan.convolution_family) json["convolution_family"] = to_string(*plan.convolution_family);
-  json["model_fingerprint"] = graph_fingerprint(graph);
-  // A plan on paper (`plan --simulate`) was made from the weights' sizes, not their bytes, for
-  // devices this host does not have: it is read back to be looked at, never run.
-  const auto& devices = plan.tasks.machine.devices;
-  if (std::any_of(devices.begin(), devices.end(), [](const Device& d) { return d.simulated; }))
-    json["simulated"] = true;
+nlohmann::json candidates_to_json(const std::vector<PlanCandidate>& rows) {
   nlohmann::json candidates = nlohmann::json::array();
-  for (const auto& candidate : plan.candidates) {
+  for (const auto& candidate : rows) {
     // JSON has no infinity: a candidate that was never predicted has null seconds.
     const bool predicted = std::isfinite(candidate.predicted_seconds);
     nlohmann::json row = {
@@ -102,7 +87,26 @@ nlohmann::json model_plan_to_json(const ModelPlan& plan, const Graph& graph) {
     if (!candidate.cut_short.empty()) row["cut_short"] = candidate.cut_short;
     candidates.push_back(std::move(row));
   }
-  json["candidates"] = candidates;
+  return candidates;
+}
+
+nlohmann::json model_plan_to_json(const ModelPlan& plan, const Graph& graph) {
+  nlohmann::json json = plan_to_json(plan.plan, plan.tasks);
+  nlohmann::json tasks = task_graph_to_json(plan.tasks);
+  // Node names make a plan readable and let a reader check it against the model.
+  for (std::size_t t = 0; t < plan.tasks.tasks.size(); ++t) {
+    tasks["tasks"][t]["node_name"] = graph.node(plan.tasks.tasks[t].node).name;
+  }
+  json["task_graph"] = tasks;
+  json["threads_per_worker"] = plan.threads_per_worker;
+  if (plan.convolution_family) json["convolution_family"] = to_string(*plan.convolution_family);
+  json["model_fingerprint"] = graph_fingerprint(graph);
+  // A plan on paper (`plan --simulate`) was made from the weights' sizes, not their bytes, for
+  // devices this host does not have: it is read back to be looked at, never run.
+  const auto& devices = plan.tasks.machine.devices;
+  if (std::any_of(devices.begin(), devices.end(), [](const Device& d) { return d.simulated; }))
+    json["simulated"] = true;
+  json["candidates"] = candidates_to_json(plan.candidates);
   json["family"] = plan.family;
   json["configuration"] = plan.configuration;
   return json;

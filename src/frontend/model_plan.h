@@ -90,6 +90,10 @@ Machine cpu_workers(int workers, int threads_each);
 /// This is the one `auto` of every command that plans a model (plan, run, bench, codegen).
 ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlanOptions& options);
 
+/// Auto's candidate table as plan files and reports give it: per row strategy, family,
+/// configuration, predicted_seconds and _ms (null when not predicted), memory_bytes,
+/// activation_bytes, rejected, chosen, and samples_per_second and cut_short where set.
+nlohmann::json candidates_to_json(const std::vector<PlanCandidate>& rows);
 /// A plan file: the plan, its task graph (task -> node names), threads, and the graph's
 /// fingerprint so a plan is never run on another model.
 nlohmann::json model_plan_to_json(const ModelPlan& plan, const Graph& graph);

@@ -4,17 +4,23 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "frontend/load.h"
 #include "frontend/model_plan.h"
 #include "pipeline/family_search.h"
 #include "pipeline/pipeline_run.h"
 #include "pipeline/session.h"
+#include "pipeline/spatial_run.h"
 #include "runtime/executor.h"
 #include "runtime/parallel_executor.h"
 #include "runtime/random_inputs.h"
+#include "spatial/split_bench.h"
 #include "support/timing.h"
 
 namespace cleave {
@@ -57,13 +63,16 @@ const PlanCandidate* runnable_pipeline(const ModelPlan& chosen) {
   return best;
 }
 
-// Spatial splits and stages on a machine's devices run through their own commands: one row per
-// family.
+// Stages on a machine's devices run through their own command, and a split that could not be
+// made says why: one row per family.
 void add_unrunnable_rows(const ModelPlan& chosen, std::vector<FamilyBenchRow>& rows) {
   std::map<std::string, const PlanCandidate*> best;
   for (const PlanCandidate& candidate : chosen.candidates) {
-    if (candidate.family != "spatial" && candidate.family != "pipeline") continue;
-    if (runnable_pipeline(chosen)) continue;
+    if (candidate.family == "pipeline") {
+      if (runnable_pipeline(chosen)) continue;
+    } else if (candidate.family != "spatial" || std::isfinite(candidate.predicted_seconds)) {
+      continue;  // A split that was made is timed with the others.
+    }
     const PlanCandidate*& kept = best[candidate.family];
     if (!kept || candidate.predicted_seconds < kept->predicted_seconds) kept = &candidate;
   }
@@ -122,17 +131,64 @@ nlohmann::json family_report(const ModelBenchSettings& settings, const FamilyBen
                         {"ratio", measured / row.predicted_seconds},
                         {"fastest", row.fastest},
                         {"chosen", row.chosen}});
+    if (row.family == "spatial" && bench.spatial_max_abs_difference)
+      families.back()["max_abs_difference"] = *bench.spatial_max_abs_difference;
   }
-  return {{"model", settings.model},      {"workers", settings.workers},
-          {"costs", settings.costs},      {"convolutions", to_string(convolutions)},
-          {"repeat", settings.repeat},    {"warmup", settings.warmup},
-          {"plan_ms", bench.planning_ms}, {"families", families},
-          {"not_measured", not_measured}};
+  nlohmann::json report = {
+      {"model", settings.model},      {"workers", settings.workers},
+      {"costs", settings.costs},      {"convolutions", to_string(convolutions)},
+      {"repeat", settings.repeat},    {"warmup", settings.warmup},
+      {"plan_ms", bench.planning_ms}, {"families", families},
+      {"not_measured", not_measured}};
+  if (!settings.machine.empty()) report["machine"] = settings.machine;
+  return report;
+}
+
+// The largest |a - b| over every sample's outputs (+inf where shapes differ).
+double largest_difference(const std::vector<std::vector<Tensor>>& a,
+                          const std::vector<std::vector<Tensor>>& b) {
+  double worst = a.size() == b.size() ? 0 : std::numeric_limits<double>::infinity();
+  for (std::size_t s = 0; s < a.size() && s < b.size(); ++s)
+    worst = std::max(worst, max_abs_difference(a[s], b[s]));
+  return worst;
+}
+
+// The split timed beside the others: auto's choice where predicted faster than the plan (as
+// prepare_run's spatial_if_faster offers it), its outputs checked against the sequential row's.
+void add_spatial_row(const SpatialCandidate& spatial, const RunRecipe& recipe,
+                     PreparedRun& prepared, std::vector<std::unique_ptr<ExecutorInterface>>& owned,
+                     FamilyBench& bench) {
+  std::unique_ptr<ExecutorInterface> split =
+      make_spatial_executor(spatial, recipe, prepared.layouts.family);
+  FamilyBenchRow row{
+      "spatial", spatial.row.configuration, spatial.row.predicted_seconds, {}, {}, false, false};
+  try {
+    const std::vector<std::vector<Tensor>> outputs = split->run(prepared.inputs);
+    for (std::size_t v = 0; v < bench.rows.size(); ++v) {
+      if (bench.rows[v].family != "sequential") continue;
+      bench.spatial_max_abs_difference =
+          largest_difference(outputs, owned[v]->run(prepared.inputs));
+      break;
+    }
+  } catch (const Error& e) {
+    // Listed after the timed rows, untimed: a fused form the split's region rules mistook.
+    row.not_measured = fmt::format("the split's run failed: {}", e.what());
+    bench.rows.push_back(std::move(row));
+    return;
+  }
+  row.chosen = spatial.row.predicted_seconds < prepared.plan->plan.makespan;
+  if (row.chosen)
+    for (FamilyBenchRow& other : bench.rows) other.chosen = false;
+  owned.push_back(std::move(split));
+  bench.rows.push_back(std::move(row));
 }
 
 }  // namespace
 
 FamilyBench run_family_bench(const ModelBenchSettings& settings) {
+  // A bad machine file is reported before the model is loaded or profiled.
+  std::optional<Machine> machine;
+  if (!settings.machine.empty()) machine = read_machine(settings.machine);
   LoadOptions load;
   load.shapes = parse_input_shapes(settings.shapes);
   // Auto's prediction as it stands: the timed check would replace the table's choice.
@@ -153,6 +209,14 @@ FamilyBench run_family_bench(const ModelBenchSettings& settings) {
   options.strategy = "auto";
   options.workers = settings.workers;
   options.samples = settings.samples;
+  std::optional<SpatialCandidate> spatial;
+  if (machine && machine->size() > 1) {
+    const auto start = std::chrono::steady_clock::now();
+    spatial = spatial_candidate(prepared.graph, *prepared.costs, *machine, settings.samples);
+    chosen.planning_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    chosen.candidates.push_back(spatial->row);
+  }
   add_split_and_stage_candidates(prepared.graph, *prepared.costs, options, chosen);
 
   FamilyBench bench;
@@ -174,6 +238,9 @@ FamilyBench run_family_bench(const ModelBenchSettings& settings) {
     bench.rows.push_back(
         {stages->family, stages->configuration, stages->predicted_seconds, {}, {}, false});
   }
+  if (spatial && spatial->plan) add_spatial_row(*spatial, recipe, prepared, owned, bench);
+  executors.resize(owned.size());
+  for (std::size_t v = 0; v < owned.size(); ++v) executors[v] = owned[v].get();
   std::vector<std::vector<double>> ms;
   time_interleaved(executors, prepared.inputs, settings.warmup, settings.repeat, ms);
   std::size_t fastest = 0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,12 +27,16 @@ struct FamilyBench {
   std::vector<FamilyBenchRow> rows;  ///< Measured rows by prediction, then the others.
   nlohmann::json report;             ///< As `--json` prints it.
   double planning_ms = 0;
+  /// The spatial row's largest |split - whole| over the outputs of one run, against the
+  /// sequential row's (unset without both).
+  std::optional<double> spatial_max_abs_difference;
 };
 
 /// Plans the candidate table once (auto), takes the fastest prediction of each family present
 /// (hybrid plans apart from even task splits) and times them interleaved: `settings.warmup`
-/// rounds, then `settings.repeat` rounds alternating the order. Spatial and pipelined rows are
-/// listed with the command that runs them.
+/// rounds, then `settings.repeat` rounds alternating the order. With `settings.machine` the
+/// spatial split is timed among them (its outputs checked against the sequential row's);
+/// pipelined stages on a machine's devices are listed with the command that runs them.
 FamilyBench run_family_bench(const ModelBenchSettings& settings);
 
 /// The comparison as text, as `cleave bench --families` prints it.

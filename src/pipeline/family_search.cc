@@ -12,63 +12,28 @@
 
 #include "frontend/costs.h"
 #include "pipeline/pipeline_run.h"
+#include "pipeline/spatial_run.h"
 #include "plan/plan_memory.h"
-#include "spatial/split_choice.h"
-#include "spatial/split_machine.h"
 #include "stream/stages.h"
 
 namespace cleave {
 
 namespace {
 
-// Splitting a model builds one sub-graph per machine (seconds each for a corpus model): the
-// split is searched along H only, and beyond this many devices on the first ones only (the
-// configuration says so), so that planning stays seconds, not minutes.
-constexpr int kSplitMachinesSearched = 8;
 // Stages beyond this many cut a model into slivers whose hand-offs dominate.
 constexpr int kMostStages = 16;
 
-PlanCandidate spatial_candidate(const Graph& graph, const CostTable& costs, const Machine& machine,
-                                int samples) {
-  PlanCandidate row;
-  row.strategy = "split";
-  row.family = "spatial";
-  row.predicted_seconds = std::numeric_limits<double>::infinity();
-  const int machines = std::min(static_cast<int>(machine.size()), kSplitMachinesSearched);
-  Machine searched = machine;
-  searched.devices.resize(machines);
-  searched.bandwidth.resize(machines);
-  searched.latency.resize(machines);
-  for (auto& row_of : searched.bandwidth) row_of.resize(machines);
-  for (auto& row_of : searched.latency) row_of.resize(machines);
-  const bool all = machines == static_cast<int>(machine.size());
-  row.configuration = all ? fmt::format("split over {} devices", machines)
-                          : fmt::format("split over {} of {} devices", machines, machine.size());
-  if (!all) row.cut_short = fmt::format("{} of {} devices searched", machines, machine.size());
-  try {
-    SplitModelOptions options;
-    options.split.machines = machines;
-    options.figures_only = true;
-    use_split_machine(searched, "--machine", machines, options);
-    const SplitChoice choice = choose_split(graph, options, {SplitDim::kH}, true,
-                                            SearchObjective::kSeconds, &costs, &searched);
-    row.searched = choice.splits_built;
-    if (!choice.best) {
-      row.rejected = fmt::format("over memory along every dim ({})", choice.over_memory.front());
-      return row;
-    }
-    const SplitStats& split = choice.best->report.optimized;
-    row.configuration += fmt::format(" along {}", split_dim_name(options.split.dim));
-    // Every device works on each sample: the samples go through the split one after another.
-    row.predicted_seconds = samples * split.predicted_seconds;
-    if (samples > 1) row.samples_per_second = 1 / split.predicted_seconds;
-    for (int64_t bytes : split.weight_bytes) row.memory_bytes.push_back(static_cast<double>(bytes));
-    for (int64_t bytes : split.peak_activation_bytes)
-      row.activation_bytes.push_back(static_cast<double>(bytes));
-    row.rejected = "runs with `cleave split` + `cleave run-split`";
-  } catch (const Error& e) {
-    row.rejected = fmt::format("no split: {}", e.what());
-  }
+// The spatial row of `cleave plan`: predicted faster than the plan, it is still not the plan
+// file's (a split runs as a partitioned graph of its own), so it says what runs it.
+PlanCandidate spatial_row(const Graph& graph, const CostTable& costs, const Machine& machine,
+                          const ModelPlan& plan, int samples) {
+  PlanCandidate row = spatial_candidate(graph, costs, machine, samples).row;
+  if (!row.rejected.empty()) return row;
+  row.rejected = row.predicted_seconds < plan.plan.makespan
+                     ? "a split is not a plan file: `cleave run --plan auto --machine FILE` "
+                       "runs it where it is faster"
+                     : fmt::format("not faster than {} ({:.3f} ms)", plan.configuration,
+                                   plan.plan.makespan * 1e3);
   return row;
 }
 
@@ -184,12 +149,13 @@ std::string candidate_table_text(const ModelPlan& plan) {
 void add_split_and_stage_candidates(const Graph& graph, const CostTable& costs,
                                     const ModelPlanOptions& options, ModelPlan& plan) {
   const auto start = std::chrono::steady_clock::now();
-  if (options.machine && options.machine->size() > 1)
-    plan.candidates.push_back(spatial_candidate(graph, costs, *options.machine, options.samples));
-  const bool listed =
-      std::any_of(plan.candidates.begin(), plan.candidates.end(),
-                  [](const PlanCandidate& row) { return row.family == "pipeline"; });
-  if (options.samples > 1 && !listed) {
+  const auto listed = [&](const std::string& family) {
+    return std::any_of(plan.candidates.begin(), plan.candidates.end(),
+                       [&](const PlanCandidate& row) { return row.family == family; });
+  };
+  if (options.machine && options.machine->size() > 1 && !listed("spatial"))
+    plan.candidates.push_back(spatial_row(graph, costs, *options.machine, plan, options.samples));
+  if (options.samples > 1 && !listed("pipeline")) {
     PlanCandidate row = pipeline_candidate(graph, costs, options);
     if (row.rejected.empty()) {
       row.rejected =

@@ -11,10 +11,11 @@
 namespace cleave {
 
 /// Adds to `plan.candidates` the spatial search's best split (a machine file of more than one
-/// device) and the pipelined stages (several samples) on the same resources, each predicted
-/// and listed with the command that runs it (a split: `cleave split`; stages: `cleave run
-/// --plan pipeline`, which auto also runs where it is faster); a pipeline row already in the
-/// table (added by prepare_run's auto) is kept as it is. The time spent is added to
+/// device; spatial_run.h) and the pipelined stages (several samples) on the same resources,
+/// each predicted and, where faster than the plan, listed with the command that runs it (a
+/// split: `cleave run --plan auto --machine FILE`; stages: `cleave run --plan pipeline`; auto
+/// runs either where it is faster); a spatial or pipeline row already in the table (added by
+/// prepare_run's auto or the family bench) is kept as it is. The time spent is added to
 /// plan.planning_seconds.
 void add_split_and_stage_candidates(const Graph& graph, const CostTable& costs,
                                     const ModelPlanOptions& options, ModelPlan& plan);

@@ -24,6 +24,9 @@ struct ModelBenchSettings {
   std::string split;      ///< A `cleave split` folder of the model, timed beside the others.
   bool families = false;  ///< Time the best plan of each family instead (family_bench.h).
   int samples = 1;        ///< Samples per run, with `families` (data-parallel, pipelines).
+  /// With `families`: a machine file whose devices the model is split over (the spatial row,
+  /// one worker per device on this host's threads).
+  std::string machine;
   bool json = false;
 };
 

@@ -11,6 +11,7 @@
 #include "frontend/layout_choice.h"
 #include "frontend/load.h"
 #include "frontend/model_plan.h"
+#include "machine/machine.h"
 #include "pipeline/pipeline_run.h"
 #include "pipeline/run_outputs.h"
 #include "pipeline/run_report.h"
@@ -52,6 +53,14 @@ RunRecipe recipe_for(const ModelRunSettings& settings) {
   recipe.threads_per_worker = settings.threads_per_worker;
   recipe.samples = settings.samples;
   recipe.auto_check = !settings.no_auto_check;
+  if (!settings.machine.empty()) {
+    if (settings.plan != "auto")
+      throw Error(
+          fmt::format("--machine: needs --plan auto (a split is one of auto's "
+                      "families), got {}",
+                      settings.plan.empty() ? "no --plan" : "--plan " + settings.plan));
+    recipe.machine = read_machine(settings.machine);
+  }
   recipe.inputs = [&settings](const Graph& graph, int sample) {
     return model_run_inputs(graph, settings, settings.seed + static_cast<uint64_t>(sample));
   };
@@ -100,11 +109,20 @@ std::optional<RunPlanSummary> plan_summary(const ModelRun& run) {
 void add_plan_report(const ModelRun& run, nlohmann::json& plan) {
   ExecutorInterface* executor = run.prepared().executor.get();
   plan["traced_ms"] = executor->last_trace().makespan * 1e3;
+  const ModelPlan& model_plan = plan_of(run);
   if (StageExecutor* pipeline = run.prepared().pipeline) {
+    plan["family"] = "pipeline";
+    plan["configuration"] = pipeline_configuration(pipeline->stages(), pipeline->threads());
     plan["stages"] = pipeline->stages();
     return;
   }
-  const ModelPlan& model_plan = plan_of(run);
+  // A plan file names no family; auto's choice does (a spatial split among them).
+  if (!model_plan.configuration.empty()) {
+    plan["family"] = model_plan.family;
+    plan["configuration"] = model_plan.configuration;
+  }
+  if (!model_plan.candidates.empty())
+    plan["candidates"] = candidates_to_json(model_plan.candidates);
   ParallelExecutor* parallel = run.prepared().parallel;
   plan["threads"] = parallel->threads();
   plan["ran_threads_per_worker"] = parallel->threads_per_worker();
@@ -218,7 +236,7 @@ std::map<std::string, Tensor> model_run_inputs(const Graph& graph, const ModelRu
 }
 
 std::vector<std::string> files_read(const ModelRunSettings& settings) {
-  std::vector<std::string> files = {settings.model, settings.plan};
+  std::vector<std::string> files = {settings.model, settings.plan, settings.machine};
   for (const std::string& spec : settings.inputs) files.push_back(spec.substr(spec.find('=') + 1));
   return files;
 }
@@ -353,6 +371,10 @@ std::string model_run_text(const ModelRunSettings& settings, const ModelRun& run
                           plan["workers"].get<int>(), plan["threads_per_worker"].get<int>(),
                           plan["samples"].get<int>());
     text.plan_tail = fmt::format(", last run {:.3f} ms", plan["traced_ms"].get<double>());
+    if (plan.contains("family"))
+      text.after_plan.push_back(fmt::format("family     {} ({})\n",
+                                            plan["family"].get<std::string>(),
+                                            plan["configuration"].get<std::string>()));
   }
   if (const std::optional<AutoCheck>& auto_check = run.prepared().auto_check;
       auto_check && run.prepared().parallel) {

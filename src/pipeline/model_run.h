@@ -35,6 +35,9 @@ struct ModelRunSettings {
   std::string layouts = "auto";
   bool verbose = false;
   std::string plan;  ///< Empty: sequential executor.
+  /// A machine file whose devices auto may split the model over (RunRecipe::machine); --plan
+  /// auto only.
+  std::string machine;
   std::string costs = "profile";
   int workers = 2;
   int threads_per_worker = 1;

@@ -9,6 +9,7 @@
 
 #include "frontend/costs.h"
 #include "pipeline/pipeline_run.h"
+#include "pipeline/spatial_run.h"
 #include "runtime/random_inputs.h"
 #include "support/timing.h"
 
@@ -293,6 +294,20 @@ void install_plan(PreparedRun& prepared, const RunRecipe& recipe, PlannedRun cho
                        prepared.parallel->threads(), prepared.parallel->samples()));
 }
 
+// What auto runs before the spatial family is offered: the pipeline where it replaced the
+// plan (its row is the table's unrejected pipeline row), else the plan.
+KeptRun kept_so_far(const ModelPlan& plan, ExecutorInterface& plan_executor,
+                    StageExecutor* pipeline) {
+  if (pipeline) {
+    for (std::size_t r = 0; r < plan.candidates.size(); ++r) {
+      const PlanCandidate& row = plan.candidates[r];
+      if (row.family == "pipeline" && row.rejected.empty())
+        return {row.configuration, row.predicted_seconds, pipeline, static_cast<int>(r)};
+    }
+  }
+  return {plan.configuration, plan.plan.makespan, &plan_executor, -1};
+}
+
 }  // namespace
 
 double time_one_run(const std::string& /*strategy*/, ExecutorInterface& executor,
@@ -344,8 +359,16 @@ PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
       auto_plan
           ? pipeline_if_faster(prepared, recipe, chosen.model_plan, *chosen.executor, input_of)
           : nullptr;
+  std::optional<SpatialRun> spatial;
+  if (auto_plan && recipe.machine) {
+    spatial = spatial_if_faster(prepared, recipe, chosen.model_plan,
+                                kept_so_far(chosen.model_plan, *chosen.executor, pipeline.get()),
+                                input_of);
+    if (spatial) pipeline.reset();
+  }
   install_plan(prepared, recipe, std::move(chosen));
   if (pipeline) run_pipeline_instead(prepared, recipe, std::move(pipeline));
+  if (spatial) run_spatial_instead(prepared, recipe, std::move(*spatial));
   return prepared;
 }
 

@@ -13,6 +13,7 @@
 #include "frontend/load.h"
 #include "frontend/model_plan.h"
 #include "ir/graph.h"
+#include "machine/machine.h"
 #include "runtime/executor.h"
 #include "runtime/executor_interface.h"
 #include "runtime/parallel_executor.h"
@@ -68,6 +69,11 @@ struct RunRecipe {
   int workers = 2;
   int threads_per_worker = 1;
   int samples = 1;
+  /// With plan "auto", a machine file of more than one device adds the spatial family: the
+  /// model split over its devices (their speeds and links), run on this host's threads, one
+  /// worker per device (pipeline/spatial_run.h). The other families plan on `workers` x
+  /// `threads_per_worker` as without it.
+  std::optional<Machine> machine;
   /// When set, a plan runs on the cores that other processes leave free (plan_threads_for,
   /// runtime/wait_policy.h) instead of its own counts.
   std::optional<HostLoad> host_load;
@@ -125,7 +131,9 @@ struct PreparedRun {
 /// `auto` is one policy wherever it is used: plan_model picks the fastest prediction, and
 /// unless recipe.auto_check is off, a parallel pick is timed against the runner-up prediction
 /// and the sequential plan (two warm-up runs each, then blocks of three runs as A B C C B A;
-/// medians) and the fastest kept, the prediction on a tie.
+/// medians) and the fastest kept, the prediction on a tie. For several samples the pipelined
+/// stages, and with recipe.machine a spatial split, are then offered in turn against what is
+/// kept (predicted faster, and timed no slower, each replaces it).
 PreparedRun prepare_run(Graph graph, const RunRecipe& recipe);
 
 }  // namespace cleave

@@ -181,6 +181,10 @@ RegionMap windowed(const Graph& graph, const Node& n, const Box& out, bool conv)
   if (conv) {
     r.inputs[1] = Box{out[1], {0, (*ws)[1]}, {0, (*ws)[2]}, {0, (*ws)[3]}};
     if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) r.inputs[2] = Box{out[1]};
+    // The optimizer's residual sum (passes/conv_activation_fusion.h): an input of the output's
+    // shape added to it, so the slice reads the box it computes.
+    const int64_t sum = n.int_attribute("sum_input", -1);
+    if (sum >= 0 && static_cast<std::size_t>(sum) < n.inputs.size()) r.inputs[sum] = out;
   }
   r.attributes.push_back({"pads", Attribute::of_ints(new_pads)});
   if (auto_pad == "VALID") r.attributes.push_back({"auto_pad", Attribute::of_string("NOTSET")});

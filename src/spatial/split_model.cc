@@ -130,6 +130,25 @@ SplitStats split_stats(const Graph& graph, const Partition& partition, const Reg
   return s;
 }
 
+CostTable split_cost_table(const Graph& graph, const PartitionedGraph& split,
+                           const SplitCostModel& cost, const CostTable* costs) {
+  const Graph& g = split.graph;
+  CostTable table = static_costs(g);  // the sizes; the seconds are replaced below
+  table.source = costs ? costs->source : "flops";
+  if (costs) table.convolution_family = costs->convolution_family;
+  for (NodeId id : g.node_ids()) {
+    const NodeId origin = split.origin[id];
+    std::vector<double>& seconds = table.nodes[id].seconds;
+    seconds = {node_seconds(g, id, graph, origin, cost, costs)};
+    if (!costs || origin < 0 || static_cast<std::size_t>(origin) >= costs->nodes.size()) continue;
+    const std::vector<double>& whole = costs->nodes[origin].seconds;
+    const double share = static_cast<double>(output_elements(g, id)) /
+                         static_cast<double>(std::max<int64_t>(1, output_elements(graph, origin)));
+    for (std::size_t t = 1; t < whole.size(); ++t) seconds.push_back(whole[t] * share);
+  }
+  return table;
+}
+
 ShapeMap shape_map_of(const Graph& graph, const Regions& regions, int machines) {
   ShapeMap map(machines);
   auto add = [&](ValueId v) {

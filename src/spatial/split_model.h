@@ -77,6 +77,13 @@ SplitResult split_model(const Graph& graph, const SplitModelOptions& options);
 SplitStats split_stats(const Graph& graph, const Partition& partition, const Regions& regions,
                        const PartitionedGraph& split, const SplitCostModel& cost,
                        const CostTable* costs = nullptr);
+/// The cost table of a split's partitioned graph on the unsplit graph's terms, as split_stats
+/// prices it: a piece of a model node takes its share (by output elements) of that node's
+/// seconds in `costs`, at every thread count the table has; a copy (Slice, Concat) or a node
+/// `costs` lacks, its FLOPs at `cost`'s rate. So the split's Plan is simulated on the costs
+/// the other families of auto's table are.
+CostTable split_cost_table(const Graph& graph, const PartitionedGraph& split,
+                           const SplitCostModel& cost, const CostTable* costs);
 /// Per value, per machine, the held region (the ShapeMap of a split).
 ShapeMap shape_map_of(const Graph& graph, const Regions& regions, int machines);
 /// The --json report.

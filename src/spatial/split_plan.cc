@@ -3,19 +3,24 @@
 
 #include "cost/cost_table.h"
 #include "frontend/costs.h"
+#include "plan/cluster/hypercluster.h"
 #include "plan/simulator.h"
 
 namespace cleave {
 
 ModelPlan split_plan(const Graph& graph, const PartitionedGraph& split, const CostTable& costs,
-                     const Machine& machine) {
+                     const Machine& machine, int samples) {
   if (static_cast<int>(machine.size()) != split.machines)
     throw Error("split plan: the machine has " + std::to_string(machine.size()) +
                 " devices, the split " + std::to_string(split.machines) + " machines");
   ModelPlan result;
   result.tasks = task_graph_for(graph, costs, machine);
+  // One sample keeps the task names a split folder's plan.json has always had.
+  if (samples > 1) result.tasks = replicate_for_samples(result.tasks, samples);
+  result.threads_per_worker = machine.devices.front().threads;
   Plan& plan = result.plan;
   plan.strategy = "spatial-split";
+  plan.batch = samples;
   plan.order.assign(split.machines, {});
   for (std::size_t t = 0; t < result.tasks.tasks.size(); ++t) {
     const Node& node = graph.node(result.tasks.tasks[t].node);

@@ -13,8 +13,10 @@ namespace cleave {
 /// partitioned.onnx, matched by node name — putting every node on its machine's worker in
 /// topological order, timed by the simulator on `costs`' task graph over `machine` (one
 /// device per split machine). So the thread executor, the simulator and the Gantt charts run a
-/// split unchanged. Throws Error when a node of `graph` is not in the split.
+/// split unchanged. With several `samples`, each machine runs its tasks for one sample after
+/// another (Task::batch_begin the sample), as a batch of that many. Throws Error when a node of
+/// `graph` is not in the split.
 ModelPlan split_plan(const Graph& graph, const PartitionedGraph& split, const CostTable& costs,
-                     const Machine& machine);
+                     const Machine& machine, int samples = 1);
 
 }  // namespace cleave
