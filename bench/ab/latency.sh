@@ -13,7 +13,8 @@
 # RUN_ARGS="--layouts blocked" so that a noisy layout choice (each binary makes its own) does
 # not hide the change being measured. RANKS=N runs the plan cases on N MPI ranks instead
 # (`mpirun -np N ... cleave run --plan`, the plan made for N workers), so that the rank driver
-# is measured the same way.
+# is measured the same way. Where the binaries fingerprint models differently (the hash
+# changed), the after binary runs the before binary's plan under its own fingerprint.
 set -euo pipefail
 if [ $# -lt 2 ]; then
   echo "usage: $0 BEFORE_CLEAVE AFTER_CLEAVE [ROUNDS] [MODEL | MODEL:STRATEGY[:SAMPLES] ...]" >&2
@@ -30,7 +31,13 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 median_ms() {  # before|after model run-options... -> median ms of one `cleave run`
   local binary=$before
-  [ "$1" = after ] && binary=$after
+  local options=("${@:3}")
+  if [ "$1" = after ]; then
+    binary=$after
+    for i in "${!options[@]}"; do
+      [ "${options[$i]}" = "$work/plan.json" ] && options[i]="$work/plan-after.json"
+    done
+  fi
   local launch=()
   if [ -n "${RANKS:-}" ] && [[ " ${*:3} " == *" --plan "* ]]; then
     launch=(mpirun -np "$RANKS" --allow-run-as-root --oversubscribe -x OMP_NUM_THREADS=1
@@ -38,7 +45,7 @@ median_ms() {  # before|after model run-options... -> median ms of one `cleave r
   fi
   # Each binary keeps its own layout choices.
   CLEAVE_CACHE_DIR="$work/cache-$1" \
-    "${launch[@]}" "$binary" run "$2" "${@:3}" --warmup 10 --repeat 40 --json ${RUN_ARGS:-} |
+    "${launch[@]}" "$binary" run "$2" "${options[@]}" --warmup 10 --repeat 40 --json ${RUN_ARGS:-} |
     /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["latency_ms"]["median"])'
 }
 time_case() {  # model label run-options... -> one table row
@@ -80,6 +87,19 @@ for spec in "${specs[@]}"; do
     plan="$work/plan.json"
     CLEAVE_CACHE_DIR="$work/cache-before" "$before" plan "$file" --strategy "$strategy" \
       --workers "${RANKS:-2}" --samples "$samples" -o "$plan" >/dev/null
+    # When the model fingerprint's hash differs between the binaries, the after binary refuses
+    # the plan; it then runs the same schedule under its own fingerprint of the model.
+    cp "$plan" "$work/plan-after.json"
+    refusal=$(CLEAVE_CACHE_DIR="$work/cache-after" "$after" run "$file" --plan "$plan" \
+      --repeat 1 2>&1 >/dev/null || true)
+    if [[ "$refusal" =~ fingerprint\ ([0-9a-f]+)\ here ]]; then
+      /usr/bin/python3 - "$plan" "$work/plan-after.json" "${BASH_REMATCH[1]}" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+plan["model_fingerprint"] = sys.argv[3]
+json.dump(plan, open(sys.argv[2], "w"))
+PY
+    fi
     where="${RANKS:+ on $RANKS ranks}"
     time_case "$file" "$strategy plan$where, $samples sample(s)" --plan "$plan"
   fi
