@@ -69,8 +69,8 @@ void register_bench(CLI::App& app, CommandAction& action) {
           ->excludes(split);
   command
       ->add_option("--machine", settings->machine,
-                   "With --families: a machine file of devices to split the model over (the "
-                   "spatial row, one worker per device on this host's threads)")
+                   "With --families: a machine file of devices every family plans on (the "
+                   "spatial row among them), one worker per device on this host's threads")
       ->needs(families);
   command
       ->add_option("--samples", settings->samples,

@@ -91,8 +91,9 @@ void register_run(CLI::App& app, CommandAction& action) {
                       "(the model cut into --workers stages, --samples samples streamed "
                       "through them)");
   command->add_option("--machine", settings->machine,
-                      "With --plan auto: a machine file of devices the model may also be split "
-                      "over (the spatial family, one worker per device on this host's threads)");
+                      "With --plan auto: a machine file of devices every family plans on "
+                      "instead of --workers x --threads-per-worker, the model split over them "
+                      "among them (one worker per device on this host's threads)");
   command
       ->add_option("--costs", settings->costs,
                    "Costs for --plan auto or pipeline: profile, static or analytical")

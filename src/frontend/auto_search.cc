@@ -344,6 +344,12 @@ void search_machine(Search& search, const Machine& machine) {
   }
 }
 
+int most_threads(const Machine& machine) {
+  int threads = 1;
+  for (const Device& device : machine.devices) threads = std::max(threads, device.threads);
+  return threads;
+}
+
 std::string sequential_text(const ModelPlanOptions& options) {
   if (options.machine)
     return fmt::format("all on device 0 '{}'", options.machine->devices.front().name);
@@ -360,8 +366,7 @@ ModelPlan plan_sequential(const Graph& graph, const CostTable& costs,
   const Machine machine = options.machine
                               ? *options.machine
                               : cpu_workers(1, options.workers * options.threads_per_worker);
-  result.threads_per_worker =
-      options.machine ? options.threads_per_worker : machine.devices.front().threads;
+  result.threads_per_worker = machine.devices.front().threads;
   result.tasks = replicate_for_samples(task_graph_for(graph, costs, machine), options.samples);
   AppendScheduler scheduler(result.tasks, upward_rank_order(result.tasks));
   result.plan = scheduler.to_plan(std::vector<int>(result.tasks.tasks.size(), 0), "sequential");
@@ -376,7 +381,10 @@ ModelPlan plan_with_planner(const Graph& graph, const CostTable& costs,
   const PlannerEntry& planner = find_planner(strategy);
   check_samples(planner, options.samples);
   ModelPlan result;
-  result.threads_per_worker = options.threads_per_worker;
+  // A machine file's devices run their own threads (the executor reads unequal ones per
+  // device; equal ones from this count).
+  result.threads_per_worker =
+      options.machine ? most_threads(*options.machine) : options.threads_per_worker;
   result.family = family_of(strategy);
   TaskGraph per_sample =
       task_graph_for(graph, costs,

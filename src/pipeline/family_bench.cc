@@ -94,10 +94,11 @@ void add_unrunnable_rows(const ModelPlan& chosen, std::vector<FamilyBenchRow>& r
 // The sequential plan runs on the sequential executor: the profile behind its prediction timed
 // whole runs of that executor (time_whole_runs), and `cleave run --threads N` runs it. On the
 // thread executor it ran in the plan's order (upward rank), not the topological order the
-// profile timed. Every other plan runs on the thread executor.
+// profile timed. Every other plan runs on the thread executor. On a machine file's devices the
+// sequential plan is every task on device 0, at its threads.
 std::unique_ptr<ExecutorInterface> executor_for(const PreparedRun& prepared,
                                                 const ModelPlan& plan) {
-  if (plan.family == "sequential" && plan.tasks.machine.size() == 1) {
+  if (plan.family == "sequential") {
     ExecutorOptions options;
     options.threads = plan.threads_per_worker;
     options.convolution_family = prepared.layouts.family;
@@ -200,6 +201,9 @@ FamilyBench run_family_bench(const ModelBenchSettings& settings) {
   recipe.costs = settings.costs;
   recipe.auto_check = false;
   recipe.samples = settings.samples;
+  // Every family plans on the machine file's devices; the split is offered below, timed beside.
+  recipe.machine = machine;
+  recipe.offer_spatial = false;
   recipe.inputs = [](const Graph& graph, int sample) { return random_inputs(graph, sample); };
   Session session(settings.model, SessionOptions{load, recipe});
   const std::shared_ptr<PreparedShape> shape = session.prepare({});
@@ -209,6 +213,7 @@ FamilyBench run_family_bench(const ModelBenchSettings& settings) {
   options.strategy = "auto";
   options.workers = settings.workers;
   options.samples = settings.samples;
+  options.machine = machine;
   std::optional<SpatialCandidate> spatial;
   if (machine && machine->size() > 1) {
     const auto start = std::chrono::steady_clock::now();

@@ -81,6 +81,9 @@ struct PlanContext {
     CostChoice choice;
     choice.source = source;
     choice.max_threads = recipe.workers * recipe.threads_per_worker;
+    // The machine file's devices are what the plans run on: their threads are measured too.
+    if (recipe.machine)
+      choice.max_threads = std::max(choice.max_threads, profile_threads_for(*recipe.machine));
     choice.family = family;
     return choose_costs(g, choice);
   }
@@ -91,6 +94,8 @@ struct PlanContext {
     options.workers = recipe.workers;
     options.threads_per_worker = recipe.threads_per_worker;
     options.samples = recipe.samples;
+    // Every family plans on a machine file's devices (speeds, threads, memories, links).
+    options.machine = recipe.machine;
     return options;
   }
 
@@ -360,7 +365,7 @@ PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
           ? pipeline_if_faster(prepared, recipe, chosen.model_plan, *chosen.executor, input_of)
           : nullptr;
   std::optional<SpatialRun> spatial;
-  if (auto_plan && recipe.machine) {
+  if (auto_plan && recipe.machine && recipe.offer_spatial) {
     spatial = spatial_if_faster(prepared, recipe, chosen.model_plan,
                                 kept_so_far(chosen.model_plan, *chosen.executor, pipeline.get()),
                                 input_of);

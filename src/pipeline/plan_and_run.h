@@ -69,11 +69,15 @@ struct RunRecipe {
   int workers = 2;
   int threads_per_worker = 1;
   int samples = 1;
-  /// With plan "auto", a machine file of more than one device adds the spatial family: the
-  /// model split over its devices (their speeds and links), run on this host's threads, one
-  /// worker per device (pipeline/spatial_run.h). The other families plan on `workers` x
-  /// `threads_per_worker` as without it.
+  /// The devices to plan on, from a machine file: every family plans on its devices (their
+  /// speeds, threads, memories and links; ModelPlanOptions::machine), one worker per device on
+  /// this host's threads, instead of `workers` x `threads_per_worker`. With plan "auto" and
+  /// more than one device it adds the spatial family: the model split over its devices
+  /// (pipeline/spatial_run.h).
   std::optional<Machine> machine;
+  /// With plan "auto" and a machine: prepare_run offers the split against the plan
+  /// (spatial_if_faster). `cleave bench --families` offers it itself, to time it beside them.
+  bool offer_spatial = true;
   /// When set, a plan runs on the cores that other processes leave free (plan_threads_for,
   /// runtime/wait_policy.h) instead of its own counts.
   std::optional<HostLoad> host_load;

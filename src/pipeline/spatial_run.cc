@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "frontend/auto_search.h"
+#include "frontend/costs.h"
 #include "runtime/wait_policy.h"
 #include "spatial/split_bench.h"
 #include "spatial/split_choice.h"
@@ -34,6 +35,40 @@ Machine first_devices(const Machine& machine, int devices) {
   for (auto& row_of : searched.bandwidth) row_of.resize(devices);
   for (auto& row_of : searched.latency) row_of.resize(devices);
   return searched;
+}
+
+// The split's copies at this CPU's memory bandwidth and per-op cost (the analytical costs'
+// probe, once per process), where the costs are seconds of this CPU; static weights are not.
+void price_copies(const CostTable& costs, SplitCostModel& cost) {
+  if (costs.source != "profile" && costs.source != "analytical") return;
+  const PeakRates rates = measure_peak_rates(1);
+  cost.copy_bytes_per_second = rates.bytes_per_second;
+  cost.seconds_per_copy = rates.seconds_per_op;
+}
+
+// The chosen split's own cost table. With profiled costs, its nodes are profiled as the
+// model's were (same profiler, kernels and cache, keyed by the partitioned graph's
+// fingerprint): a piece's convolution at its own shape (halo rows; oneDNN may pick another
+// kernel for it) and the copies as they run, neither of which a share of the whole node's time
+// or a bandwidth model sees. Other sources: the whole node's share, copies by bytes.
+CostTable piece_costs(const Graph& graph, const SplitResult& best, const SplitModelOptions& options,
+                      const CostTable& costs, const Machine& machine, std::string& how) {
+  if (costs.source == "profile") {
+    CostChoice choice;
+    choice.source = "profile";
+    choice.max_threads = profile_threads_for(machine);
+    choice.family = costs.convolution_family;
+    try {
+      CostTable table = choose_costs(best.partitioned.graph, choice);
+      how = "pieces profiled";
+      return table;
+    } catch (const Error& e) {
+      how = fmt::format("pieces priced by share (their profile failed: {})", e.what());
+    }
+  } else {
+    how = "pieces priced by share";
+  }
+  return split_cost_table(graph, best.partitioned, options.cost, &costs);
 }
 
 void log_line(const RunRecipe& recipe, const std::string& line) {
@@ -88,6 +123,7 @@ SpatialCandidate spatial_candidate(const Graph& graph, const CostTable& costs,
     // the partitioned graph only.
     options.figures_only = true;
     use_split_machine(searched, "--machine", machines, options);
+    price_copies(costs, options.cost);
     SplitChoice choice = choose_split(graph, options, {SplitDim::kH}, true,
                                       SearchObjective::kSeconds, &costs, &searched);
     row.searched = choice.splits_built;
@@ -98,8 +134,10 @@ SpatialCandidate spatial_candidate(const Graph& graph, const CostTable& costs,
     const SplitResult& best = *choice.best;
     const SplitStats& split = best.report.optimized;
     row.configuration += fmt::format(" along {}", split_dim_name(options.split.dim));
-    const CostTable split_costs = split_cost_table(graph, best.partitioned, options.cost, &costs);
+    std::string how;
+    const CostTable split_costs = piece_costs(graph, best, options, costs, searched, how);
     out.plan = split_plan(best.partitioned.graph, best.partitioned, split_costs, searched, samples);
+    out.plan->plan.notes["piece_costs"] = how;
     // The one simulator, as every other row: the split's plan on its machines and links.
     row.predicted_seconds = out.plan->plan.makespan;
     if (samples > 1) row.samples_per_second = samples / row.predicted_seconds;

@@ -24,7 +24,13 @@ struct SplitCostModel {
   double flops_per_second = 1e10;   ///< Of a machine of speed 1.
   double bytes_per_second = 125e6;  ///< Per link (1 Gbit/s).
   double latency_seconds = 1e-4;    ///< Per message.
-  std::vector<double> speeds;       ///< Per machine; empty = all 1.
+  /// When positive, a copy of the partitioned graph (Slice, Concat: crops, halo joins) costs
+  /// the bytes it reads and writes at this rate plus `seconds_per_copy` (this CPU's measured
+  /// memory bandwidth and per-op cost, PeakRates), instead of a quarter FLOP per element at
+  /// `flops_per_second`, which prices them at almost nothing.
+  double copy_bytes_per_second = 0;
+  double seconds_per_copy = 0;
+  std::vector<double> speeds;  ///< Per machine; empty = all 1.
   /// Optional per-pair link bandwidth (bytes/s) and latency, from a machine file.
   std::vector<std::vector<double>> bandwidth;
   std::vector<std::vector<double>> latency;

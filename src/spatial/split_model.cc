@@ -68,13 +68,20 @@ double node_flops(const Graph& g, NodeId id, const Graph* model, NodeId origin) 
 
 // Seconds of node `id` of `g` (a piece of `origin` of `model`, or a copy when origin < 0) on a
 // machine of speed 1: its share of the cost table's seconds for the origin when the table has
-// them, else its FLOPs at the cost model's rate.
+// them; a copy its bytes at the cost model's copy bandwidth when it has one; else its FLOPs at
+// the cost model's rate.
 double node_seconds(const Graph& g, NodeId id, const Graph& model, NodeId origin,
                     const SplitCostModel& cost, const CostTable* costs) {
   if (costs && origin >= 0 && static_cast<std::size_t>(origin) < costs->nodes.size() &&
       !costs->nodes[origin].seconds.empty()) {
     const double whole = static_cast<double>(std::max<int64_t>(1, output_elements(model, origin)));
     return costs->seconds(origin) * static_cast<double>(output_elements(g, id)) / whole;
+  }
+  if (origin < 0 && cost.copy_bytes_per_second > 0) {
+    // A copy reads the bytes it writes: its output, twice, at the memory's rate.
+    const ValueId out = g.node(id).outputs[0];
+    return cost.seconds_per_copy +
+           2.0 * static_cast<double>(value_bytes(g, out)) / cost.copy_bytes_per_second;
   }
   return node_flops(g, id, &model, origin) / cost.flops_per_second;
 }

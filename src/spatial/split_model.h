@@ -79,8 +79,9 @@ SplitStats split_stats(const Graph& graph, const Partition& partition, const Reg
                        const CostTable* costs = nullptr);
 /// The cost table of a split's partitioned graph on the unsplit graph's terms, as split_stats
 /// prices it: a piece of a model node takes its share (by output elements) of that node's
-/// seconds in `costs`, at every thread count the table has; a copy (Slice, Concat) or a node
-/// `costs` lacks, its FLOPs at `cost`'s rate. So the split's Plan is simulated on the costs
+/// seconds in `costs`, at every thread count the table has; a copy (Slice, Concat) its bytes
+/// read and written at `cost.copy_bytes_per_second` where set; a node `costs` lacks, or a copy
+/// without that rate, its FLOPs at `cost`'s rate. So the split's Plan is simulated on the costs
 /// the other families of auto's table are.
 CostTable split_cost_table(const Graph& graph, const PartitionedGraph& split,
                            const SplitCostModel& cost, const CostTable* costs);

@@ -9,6 +9,7 @@
 
 #include "../spatial/split_testing.h"
 #include "cost/cost_table.h"
+#include "frontend/costs.h"
 #include "pipeline/plan_and_run.h"
 #include "pipeline/spatial_run.h"
 #include "runtime/executor.h"
@@ -124,6 +125,31 @@ TEST(SpatialRun, SeveralSamplesRunOneAfterAnotherOnEachMachine) {
   Executor whole(graph);
   for (int s = 0; s < 3; ++s)
     EXPECT_LT(largest_difference(got[s], whole.run(inputs[s])), 1e-4) << "sample " << s;
+}
+
+// A profile of the model prices the split by a profile of the split: the pieces' convolutions
+// at their own shapes and the copies as they run, with the same profiler (and cache).
+TEST(SpatialRun, WithProfiledCostsThePiecesAreProfiledAtTheirOwnShapes) {
+  const Graph graph = conv_chain();
+  CostChoice choice;
+  choice.source = "profile";
+  choice.family = ConvolutionFamily::kBlocked;
+  const SpatialCandidate candidate =
+      spatial_candidate(graph, choose_costs(graph, choice), cpu_machine(2, 1), 1);
+  ASSERT_TRUE(candidate.plan && candidate.split) << candidate.row.rejected;
+  EXPECT_EQ(candidate.plan->plan.notes.at("piece_costs"), "pieces profiled");
+  // The split's profile, now cached: every task is predicted with its own node's seconds.
+  const CostTable pieces = choose_costs(candidate.split->graph, choice);
+  for (const Task& task : candidate.plan->tasks.tasks)
+    EXPECT_DOUBLE_EQ(task.time[0], pieces.seconds(task.node, 1)) << task.name;
+}
+
+TEST(SpatialRun, WithStaticCostsThePiecesTakeTheirShareOfTheWholeNode) {
+  const Graph graph = conv_chain();
+  const SpatialCandidate candidate =
+      spatial_candidate(graph, static_costs(graph), cpu_machine(2, 1), 1);
+  ASSERT_TRUE(candidate.plan) << candidate.row.rejected;
+  EXPECT_EQ(candidate.plan->plan.notes.at("piece_costs"), "pieces priced by share");
 }
 
 TEST(SpatialRun, OneDeviceOffersNoSplit) {

@@ -58,5 +58,37 @@ TEST(SplitCosts, WithoutATableFlopsAtTheRateStay) {
   EXPECT_LT(r.report.optimized.predicted_seconds, 1e-3);
 }
 
+// A copy reads and writes its output's bytes: at 1 GB/s plus 1 ms per copy, far from the
+// quarter FLOP per element that priced it before.
+TEST(SplitCosts, ACopyCostsItsBytesAtTheCopyBandwidth) {
+  Graph g = graph_with_weights(kTwoConvs);
+  const CostTable costs = one_second_per_node(g);
+  SplitModelOptions o = options(2, &costs);
+  o.cost.copy_bytes_per_second = 1e9;
+  o.cost.seconds_per_copy = 1e-3;
+  const SplitResult r = split_model(g, o);
+  const CostTable table = split_cost_table(g, r.partitioned, o.cost, &costs);
+  int copies = 0;
+  for (NodeId id : r.partitioned.graph.node_ids()) {
+    if (r.partitioned.origin[id] >= 0) continue;
+    ++copies;
+    const ValueId out = r.partitioned.graph.node(id).outputs[0];
+    const double bytes =
+        2.0 * static_cast<double>(r.partitioned.graph.value(out).shape.element_count()) * 4;
+    EXPECT_NEAR(table.seconds(id), 1e-3 + bytes / 1e9, 1e-12) << r.partitioned.graph.describe(id);
+  }
+  EXPECT_GT(copies, 0);
+}
+
+TEST(SplitCosts, PricedCopiesLengthenThePrediction) {
+  Graph g = graph_with_weights(kTwoConvs);
+  const CostTable costs = one_second_per_node(g);
+  SplitModelOptions o = options(2, &costs);
+  const double unpriced = split_model(g, o).report.optimized.predicted_seconds;
+  o.cost.copy_bytes_per_second = 1e3;  // a kilobyte a second: the copies dominate
+  const double priced = split_model(g, o).report.optimized.predicted_seconds;
+  EXPECT_GT(priced, unpriced + 1.0);
+}
+
 }  // namespace
 }  // namespace cleave
