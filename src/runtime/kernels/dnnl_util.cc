@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 
@@ -43,6 +44,24 @@ std::shared_ptr<Buffer> new_packed_buffer(std::size_t bytes) {
   return packed;
 }
 
+// A packed copy's bytes left as allocated, not zeroed as Buffer's are: zeroing would make the
+// whole copy resident before the first slice is packed, beside the whole source. Only for a
+// dense target, whose every byte the slices write.
+std::shared_ptr<Buffer> new_unzeroed_packed_buffer(std::size_t bytes) {
+  constexpr std::size_t kAlignment = 64;  // As Buffer's.
+  const std::size_t rounded =
+      std::max(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+  auto* data = static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded));
+  if (!data) throw Error(fmt::format("out of memory allocating {} bytes", bytes));
+  std::shared_ptr<Buffer> packed(Buffer::borrowed(data, bytes).release(), [data](Buffer* buffer) {
+    live_packed_bytes -= buffer->size();
+    delete buffer;
+    std::free(data);
+  });
+  live_packed_bytes += packed->size();
+  return packed;
+}
+
 // How pack_constant_in_slices cuts a constant: along `axis`, `rows` at a time (a multiple of
 // the target's block on that axis), a row being `source_row_bytes` apart in the source and
 // a block of rows `target_block_bytes` apart in the target.
@@ -73,6 +92,9 @@ std::optional<Slicing> slicing_for(const dnnl::memory::desc& from, const dnnl::m
     if (strides[d] > strides[slicing.axis]) slicing.axis = d;
   }
   const int64_t element = static_cast<int64_t>(dnnl_data_type_size(source.data_type));
+  int64_t count = 1;
+  for (int d = 0; d < rank; ++d) count *= source.dims[d];
+  if (static_cast<std::size_t>(count * element) != to.get_size()) return {};  // Gaps, unwritten.
   const int64_t extent = source.dims[slicing.axis];
   slicing.source_row_bytes = strides[slicing.axis] * element;
   if (static_cast<std::size_t>(slicing.source_row_bytes * extent) != from.get_size()) return {};
@@ -368,7 +390,7 @@ std::shared_ptr<Buffer> pack_constant_in_slices(
     last_slice = LayoutReorder(from.submemory_desc(slice_dims, offsets),
                                to.submemory_desc(slice_dims, offsets), engine);
   }
-  std::shared_ptr<Buffer> packed = new_packed_buffer(to.get_size());
+  std::shared_ptr<Buffer> packed = new_unzeroed_packed_buffer(to.get_size());
   const auto* source = static_cast<const std::byte*>(data);
   dnnl::stream stream(engine);
   for (int64_t first = 0; first < dims[axis]; first += slicing->rows) {
