@@ -6,11 +6,11 @@
 #include <sched.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include <fstream>
 #include <thread>
 
 #include "ir/graph.h"
 #include "runtime/cpu_isa.h"
+#include "runtime/cpu_model.h"
 #include "runtime/wait_policy.h"
 
 // The build type is set for this file by CMakeLists.txt; the commit comes from a header that
@@ -49,22 +49,6 @@ std::string onednn_version() {
   return text;
 }
 
-// /proc/cpuinfo's first "model name" and "cpu family"; empty where there is none.
-std::pair<std::string, std::string> cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line, model, family;
-  auto value = [](const std::string& text) {
-    const std::size_t colon = text.find(':');
-    return colon == std::string::npos || colon + 2 > text.size() ? std::string()
-                                                                 : text.substr(colon + 2);
-  };
-  while (std::getline(in, line) && (model.empty() || family.empty())) {
-    if (model.empty() && line.rfind("model name", 0) == 0) model = value(line);
-    if (family.empty() && line.rfind("cpu family", 0) == 0) family = value(line);
-  }
-  return {model, family};
-}
-
 int usable_cores() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) != 0) {
@@ -101,8 +85,8 @@ nlohmann::json build_info_json() {
   info["compiler"] = compiler();
   info["onednn"] = onednn_version();
   info["isa"] = isa_json();
-  auto [model, family] = cpu_model();
-  info["cpu"] = {{"model", model}, {"family", family}};
+  const CpuModel cpu = cpu_model();
+  info["cpu"] = {{"model", cpu.name}, {"family", cpu.family}};
   info["cores"] = usable_cores();
   info["hardware_threads"] = std::thread::hardware_concurrency();
   info["openmp_threads"] = omp_get_max_threads();

@@ -25,6 +25,7 @@
 
 #include "analysis/flops.h"
 #include "analysis/static_cost.h"
+#include "cost/peak_rate_cache.h"
 #include "ir/text.h"
 #include "runtime/cpu_isa.h"
 #include "runtime/executor.h"
@@ -182,15 +183,17 @@ PeakRates measure_rates(int max_threads) {
 
 }  // namespace
 
-// Once per process: the copy probe holds 128 MiB while it runs (twice a server CPU's last-level
-// cache), so `cleave plan --costs analytical` measures before it loads the weights, and the
-// planner's own call then finds the rates measured.
+// Once per CPU, ISA and thread count, kept on disk (peak_rate_cache.h), and read once per
+// process: the copy probe holds 128 MiB while it runs (twice a server CPU's last-level cache),
+// so `cleave plan --costs analytical` asks before it loads the weights, and the planner's own
+// call then finds the rates in memory.
 PeakRates measure_peak_rates(int max_threads) {
   static std::mutex mutex;
   static PeakRates measured;  // For the most threads asked so far.
   const std::lock_guard<std::mutex> lock(mutex);
   const auto threads = static_cast<std::size_t>(std::max(1, max_threads));
-  if (measured.flops_per_second.size() < threads) measured = measure_rates(max_threads);
+  if (measured.flops_per_second.size() < threads)
+    measured = cached_peak_rates(static_cast<int>(threads), {}, measure_rates);
   PeakRates rates = measured;
   rates.flops_per_second.resize(threads);
   return rates;

@@ -1,6 +1,8 @@
 // The task loop written once: the sequential, thread and MPI executors each run it per worker.
 #include "runtime/task_loop.h"
 
+#include <algorithm>
+
 #include "runtime/kernels/packed_constants.h"
 
 namespace cleave {
@@ -30,6 +32,28 @@ void release_packed_weights(TaskLoop& loop, LoopTask& task) {
     if (count_down(loop.packers_left[input], loop.concurrent))
       loop.released_weight_bytes += free_loaded_weight(graph, input, loop.constants[input]);
   }
+}
+
+// The constant inputs of a task's first preparation that the executor frees right after it if
+// its kernel packs them for good (release_packed_weights): no other task reads them still, the
+// node reads each once and its shapes are static (it is never prepared again), and no other
+// graph copy shares the bytes (a layout measurement's executors).
+std::vector<ValueId> loaded_bytes_go(const TaskLoop& loop, const LoopTask& task) {
+  const Graph& graph = *loop.graph;
+  const Node& node = graph.node(task.node);
+  std::vector<ValueId> go;
+  for (ValueId input : node.inputs) {
+    if (input != kNoValue && !graph.value(input).shape.is_static()) return go;
+  }
+  for (const TaskInput& source : task.sources) {
+    if (source.kind != TaskInput::Kind::kConstant) continue;
+    const Value& value = graph.value(source.value);
+    if (!value.initializer || !value.initializer->bytes || value.is_graph_output) continue;
+    if (std::count(node.inputs.begin(), node.inputs.end(), source.value) != 1) continue;
+    if (loop.packers_left[source.value].load() == 1 && value.initializer->bytes.use_count() == 1)
+      go.push_back(source.value);
+  }
+  return go;
 }
 
 // Drops the values no later task reads: the last reference returns a buffer to its pool.
@@ -113,8 +137,13 @@ LoopEnd run_worker_tasks(TaskLoop& loop, const WorkerRun& run) {
     const Clock::time_point start = run.timed ? Clock::now() : Clock::time_point();
     const int threads =
         loop.worker_threads.empty() ? loop.threads : loop.worker_threads[task.worker];
-    task.runner->run(inputs, constant, task.outputs, pool, *run.engine, *run.stream, threads,
-                     any_placed ? &placed : nullptr);
+    {
+      const LoadedBytesGo go(loop.packers_left && !task.weights_checked
+                                 ? loaded_bytes_go(loop, task)
+                                 : std::vector<ValueId>());
+      task.runner->run(inputs, constant, task.outputs, pool, *run.engine, *run.stream, threads,
+                       any_placed ? &placed : nullptr);
+    }
     placed.clear();  // Its views would keep shared buffers from the pool.
     // Another worker reads the outputs as soon as they are handed off: they must be complete.
     if (run.timed || run.hand_off) run.stream->wait();

@@ -6,7 +6,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
+
+#include "runtime/kernels/packed_constants.h"
 
 namespace cleave {
 
@@ -14,6 +18,7 @@ namespace {
 
 // Bytes of the pack_constant copies alive (freed as their last kernel goes).
 std::atomic<std::size_t> live_packed_bytes{0};
+std::atomic<std::size_t> bytes_packed_in_slices{0};
 
 std::vector<int64_t> spatial_attribute(const KernelContext& context, std::string_view key,
                                        std::size_t count, int64_t fallback) {
@@ -28,6 +33,80 @@ std::vector<int64_t> spatial_attribute(const KernelContext& context, std::string
 
 int64_t ceil_div(int64_t a, int64_t b) {
   return a >= 0 ? (a + b - 1) / b : -((-a) / b);
+}
+
+std::shared_ptr<Buffer> new_packed_buffer(std::size_t bytes) {
+  std::shared_ptr<Buffer> packed(new Buffer(bytes), [](Buffer* buffer) {
+    live_packed_bytes -= buffer->size();
+    delete buffer;
+  });
+  live_packed_bytes += packed->size();
+  return packed;
+}
+
+// A packed copy's bytes left as allocated, not zeroed as Buffer's are: zeroing would make the
+// whole copy resident before the first slice is packed, beside the whole source. Only for a
+// dense target, whose every byte the slices write.
+std::shared_ptr<Buffer> new_unzeroed_packed_buffer(std::size_t bytes) {
+  constexpr std::size_t kAlignment = 64;  // As Buffer's.
+  const std::size_t rounded =
+      std::max(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+  auto* data = static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded));
+  if (!data) throw Error(fmt::format("out of memory allocating {} bytes", bytes));
+  std::shared_ptr<Buffer> packed(Buffer::borrowed(data, bytes).release(), [data](Buffer* buffer) {
+    live_packed_bytes -= buffer->size();
+    delete buffer;
+    std::free(data);
+  });
+  live_packed_bytes += packed->size();
+  return packed;
+}
+
+// How pack_constant_in_slices cuts a constant: along `axis`, `rows` at a time (a multiple of
+// the target's block on that axis), a row being `source_row_bytes` apart in the source and
+// a block of rows `target_block_bytes` apart in the target.
+struct Slicing {
+  int axis = 0;
+  int64_t rows = 0;
+  int64_t block = 1;
+  int64_t source_row_bytes = 0;
+  int64_t target_block_bytes = 0;
+};
+
+std::optional<Slicing> slicing_for(const dnnl::memory::desc& from, const dnnl::memory::desc& to,
+                                   std::size_t slice_bytes) {
+  const dnnl_memory_desc_t& source = from.data;
+  const dnnl_memory_desc_t& target = to.data;
+  if (source.format_kind != dnnl_blocked || target.format_kind != dnnl_blocked) return {};
+  if (source.format_desc.blocking.inner_nblks != 0 || source.offset0 != 0 || target.offset0 != 0)
+    return {};
+  const int rank = source.ndims;
+  if (rank < 1 || target.ndims != rank) return {};
+  for (int d = 0; d < rank; ++d) {
+    if (target.padded_dims[d] != target.dims[d] || target.padded_offsets[d] != 0) return {};
+  }
+  // The axis of the largest stride: its slices are contiguous if the source is dense.
+  Slicing slicing;
+  const dnnl_dims_t& strides = source.format_desc.blocking.strides;
+  for (int d = 1; d < rank; ++d) {
+    if (strides[d] > strides[slicing.axis]) slicing.axis = d;
+  }
+  const int64_t element = static_cast<int64_t>(dnnl_data_type_size(source.data_type));
+  int64_t count = 1;
+  for (int d = 0; d < rank; ++d) count *= source.dims[d];
+  if (static_cast<std::size_t>(count * element) != to.get_size()) return {};  // Gaps, unwritten.
+  const int64_t extent = source.dims[slicing.axis];
+  slicing.source_row_bytes = strides[slicing.axis] * element;
+  if (static_cast<std::size_t>(slicing.source_row_bytes * extent) != from.get_size()) return {};
+  const dnnl_blocking_desc_t& blocking = target.format_desc.blocking;
+  for (int b = 0; b < blocking.inner_nblks; ++b) {
+    if (blocking.inner_idxs[b] == slicing.axis) slicing.block *= blocking.inner_blks[b];
+  }
+  slicing.target_block_bytes = blocking.strides[slicing.axis] * element;
+  const int64_t wanted = static_cast<int64_t>(slice_bytes) / slicing.source_row_bytes;
+  slicing.rows = std::max<int64_t>(1, wanted / slicing.block) * slicing.block;
+  if (slicing.rows >= extent || extent % slicing.block != 0) return {};
+  return slicing;
 }
 
 }  // namespace
@@ -283,15 +362,52 @@ void LayoutReorder::run(const void* from, void* to, dnnl::stream& stream) {
 
 std::shared_ptr<Buffer> pack_constant(const void* data, const dnnl::memory::desc& from,
                                       const dnnl::memory::desc& to, const dnnl::engine& engine) {
-  std::shared_ptr<Buffer> packed(new Buffer(to.get_size()), [](Buffer* buffer) {
-    live_packed_bytes -= buffer->size();
-    delete buffer;
-  });
-  live_packed_bytes += packed->size();
+  std::shared_ptr<Buffer> packed = new_packed_buffer(to.get_size());
   dnnl::stream stream(engine);
   LayoutReorder(from, to, engine).run(data, packed->data(), stream);
   stream.wait();
   return packed;
+}
+
+std::shared_ptr<Buffer> pack_constant_in_slices(
+    const void* data, const dnnl::memory::desc& from, const dnnl::memory::desc& to,
+    const dnnl::engine& engine, std::size_t slice_bytes,
+    const std::function<void(const std::byte*, std::size_t)>& consumed) {
+  const std::optional<Slicing> slicing =
+      from == to ? std::nullopt : slicing_for(from, to, slice_bytes);
+  if (!slicing) return pack_constant(data, from, to, engine);
+  const dnnl::memory::dims dims = from.dims();
+  const int axis = slicing->axis;
+  // Every primitive is made before any slice is packed: a refusal leaves the source whole.
+  dnnl::memory::dims slice_dims = dims, offsets(dims.size(), 0);
+  slice_dims[axis] = slicing->rows;
+  LayoutReorder whole_slice(from.submemory_desc(slice_dims, offsets),
+                            to.submemory_desc(slice_dims, offsets), engine);
+  const int64_t last_rows = dims[axis] % slicing->rows;
+  LayoutReorder last_slice;
+  if (last_rows != 0) {
+    slice_dims[axis] = last_rows;
+    last_slice = LayoutReorder(from.submemory_desc(slice_dims, offsets),
+                               to.submemory_desc(slice_dims, offsets), engine);
+  }
+  std::shared_ptr<Buffer> packed = new_unzeroed_packed_buffer(to.get_size());
+  const auto* source = static_cast<const std::byte*>(data);
+  dnnl::stream stream(engine);
+  for (int64_t first = 0; first < dims[axis]; first += slicing->rows) {
+    const int64_t rows = std::min(slicing->rows, dims[axis] - first);
+    LayoutReorder& step = rows == slicing->rows ? whole_slice : last_slice;
+    const std::byte* slice = source + first * slicing->source_row_bytes;
+    step.run(slice, packed->data() + (first / slicing->block) * slicing->target_block_bytes,
+             stream);
+    stream.wait();
+    consumed(slice, static_cast<std::size_t>(rows * slicing->source_row_bytes));
+  }
+  bytes_packed_in_slices += from.get_size();
+  return packed;
+}
+
+std::size_t constant_bytes_packed_in_slices() {
+  return bytes_packed_in_slices;
 }
 
 std::size_t packed_constant_bytes() {

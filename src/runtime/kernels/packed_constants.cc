@@ -1,7 +1,13 @@
 // Which loaded weights a kernel no longer needs, and freeing them: one rule for every executor.
 #include "runtime/kernels/packed_constants.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
 #include <mutex>
+#include <utility>
 
 #include "runtime/kernel.h"
 #include "runtime/kernels/dnnl_util.h"
@@ -20,6 +26,43 @@ struct SharedPack {
   dnnl::memory::desc from, to;
   std::weak_ptr<Buffer> packed;
 };
+
+// vgg's first classifier weight (392 MiB) peaked the whole run while both it and its packed
+// copy were whole. Weights from this size on are packed in slices of kPackSliceBytes.
+constexpr std::size_t kSlicedPackBytes = 32u << 20;
+constexpr std::size_t kPackSliceBytes = 8u << 20;
+
+// Hands back the whole pages of loaded bytes as slices of them are packed, in order. They
+// would read as zeros afterwards, which nothing does: the executor frees them next
+// (LoadedBytesGo). A page shared by two slices goes with the second.
+class PageRelease {
+ public:
+  PageRelease(const std::byte* data, std::size_t size)
+      : page_(static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE))),
+        done_(round_up(reinterpret_cast<std::uintptr_t>(data))),
+        end_(reinterpret_cast<std::uintptr_t>(data) + size) {}
+
+  void operator()(const std::byte* slice, std::size_t size) {
+    const std::uintptr_t to =
+        std::min(end_, reinterpret_cast<std::uintptr_t>(slice) + size) / page_ * page_;
+    if (to <= done_) return;
+    // Advice only: where the system refuses it the pages stay until the bytes are freed.
+    ::madvise(reinterpret_cast<void*>(done_), to - done_, MADV_DONTNEED);
+    done_ = to;
+  }
+
+ private:
+  std::uintptr_t round_up(std::uintptr_t address) const {
+    return (address + page_ - 1) / page_ * page_;
+  }
+
+  std::uintptr_t page_;
+  std::uintptr_t done_;  // Pages below this went.
+  std::uintptr_t end_;
+};
+
+// The values of the innermost LoadedBytesGo of this thread.
+thread_local const std::vector<ValueId>* loaded_bytes_go = nullptr;
 
 std::mutex shared_packs_mutex;
 std::vector<SharedPack> shared_packs;  // Guarded by shared_packs_mutex.
@@ -43,6 +86,15 @@ std::shared_ptr<Buffer> find_shared_pack(
 }
 
 }  // namespace
+
+LoadedBytesGo::LoadedBytesGo(std::vector<ValueId> values)
+    : values_(std::move(values)), outer_(loaded_bytes_go) {
+  loaded_bytes_go = &values_;
+}
+
+LoadedBytesGo::~LoadedBytesGo() {
+  loaded_bytes_go = outer_;
+}
 
 std::vector<std::size_t> inputs_packed_for_good(const Graph& graph, const Node& node,
                                                 const Kernel* kernel) {
@@ -74,7 +126,7 @@ std::size_t free_loaded_weight(Graph& graph, ValueId value, Tensor& constant) {
 
 std::shared_ptr<Buffer> pack_constant_input(const KernelContext& context, std::size_t input,
                                             const void* data, const dnnl::memory::desc& from,
-                                            const dnnl::memory::desc& to) {
+                                            const dnnl::memory::desc& to, bool for_good) {
   const ValueId value = input < context.node.inputs.size() ? context.node.inputs[input] : kNoValue;
   // The graph's own TensorData (its address finds the copy once the bytes went).
   const TensorData* initializer = nullptr;
@@ -90,7 +142,12 @@ std::shared_ptr<Buffer> pack_constant_input(const KernelContext& context, std::s
   }
   // Packed outside the lock (kernels prepare in parallel); a copy someone else made meanwhile
   // wins, and this one goes.
-  std::shared_ptr<Buffer> packed = pack_constant(data, from, to, context.engine);
+  const bool bytes_go = for_good && source->size() >= kSlicedPackBytes && loaded_bytes_go &&
+                        std::count(loaded_bytes_go->begin(), loaded_bytes_go->end(), value) > 0;
+  std::shared_ptr<Buffer> packed =
+      bytes_go ? pack_constant_in_slices(data, from, to, context.engine, kPackSliceBytes,
+                                         PageRelease(source->data(), source->size()))
+               : pack_constant(data, from, to, context.engine);
   const std::lock_guard<std::mutex> lock(shared_packs_mutex);
   if (std::shared_ptr<Buffer> earlier = find_shared_pack(source, initializer, from, to))
     return earlier;

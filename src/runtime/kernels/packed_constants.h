@@ -4,6 +4,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -52,9 +53,41 @@ std::size_t free_loaded_weight(Graph& graph, ValueId value, Tensor& constant);
 /// initializer into the same layout while any of them lives: a weight that several nodes read
 /// (a detector's head, run on every level of its feature pyramid) is then held packed once.
 /// `data` other than the initializer's own bytes (a derived weight) is packed unshared.
+/// `for_good`: the kernel never reads `data` again (PackedConstants::reads_at_run is false for
+/// it); where the executor also frees the bytes next (LoadedBytesGo) and they are large, they
+/// are packed in slices and each slice's pages are handed back once packed.
 std::shared_ptr<Buffer> pack_constant_input(const KernelContext& context, std::size_t input,
                                             const void* data, const dnnl::memory::desc& from,
-                                            const dnnl::memory::desc& to);
+                                            const dnnl::memory::desc& to, bool for_good = false);
+
+/// While alive, the preparations this thread runs may hand back the pages of these
+/// initializers' loaded bytes as they pack them for good (pack_constant_input): the executor
+/// frees the bytes right after the preparation, no other node reads them and no other graph
+/// copy shares them, so the loaded and the packed copy are never both whole in memory.
+class LoadedBytesGo {
+ public:
+  explicit LoadedBytesGo(std::vector<ValueId> values);
+  ~LoadedBytesGo();
+  LoadedBytesGo(const LoadedBytesGo&) = delete;
+  LoadedBytesGo& operator=(const LoadedBytesGo&) = delete;
+
+ private:
+  std::vector<ValueId> values_;
+  const std::vector<ValueId>* outer_;
+};
+
+/// pack_constant in slices along the dimension whose slices lie contiguous in `from` (the rows
+/// of a Gemm's weight as stored), each slice `slice_bytes` of the source or a little more,
+/// calling `consumed(begin, size)` with each slice's source bytes once they are packed: the
+/// caller may hand those pages back. The packed bytes equal pack_constant's. Where the layouts
+/// do not allow it (a source with blocks, a target with padding or without a plain block
+/// structure, a single slice), it is pack_constant and `consumed` is never called.
+std::shared_ptr<Buffer> pack_constant_in_slices(
+    const void* data, const dnnl::memory::desc& from, const dnnl::memory::desc& to,
+    const dnnl::engine& engine, std::size_t slice_bytes,
+    const std::function<void(const std::byte*, std::size_t)>& consumed);
+/// Source bytes that pack_constant_in_slices packed slice by slice in this process so far.
+std::size_t constant_bytes_packed_in_slices();
 
 /// A packed copy of a loaded initializer, and its layout.
 struct PackedCopy {

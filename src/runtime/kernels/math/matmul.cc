@@ -100,7 +100,7 @@ class MatmulKernel : public Kernel, public PackedConstants {
       step_.declare(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, *operands.addend);
     if (pack && !packed_) {
       packed_ = pack_constant_input(context, 1, loaded_weights(context), operands.weights,
-                                    descriptor->weights_desc());
+                                    descriptor->weights_desc(), /*for_good=*/true);
       packed_layout_ = descriptor->weights_desc();
       unpacked_.reset();
     }
