@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "codegen_runtime/program_args.h"
 #include "codegen_runtime/program_main.h"
 #include "ir/text.h"
 #include "runtime/npy.h"
@@ -22,69 +23,34 @@
 
 namespace cleave {
 
-namespace {
-
-int parse_count(const std::string& option, const std::string& text, int minimum) {
-  std::size_t used = 0;
-  int value = 0;
-  try {
-    value = std::stoi(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty() || value < minimum) {
-    throw Error(fmt::format("{} '{}': expected an integer of at least {}", option, text, minimum));
-  }
-  return value;
-}
-
-double parse_seconds(const std::string& option, const std::string& text) {
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty() || !(value > 0)) {
-    throw Error(fmt::format("{} '{}': expected a positive number of seconds", option, text));
-  }
-  return value;
-}
-
-}  // namespace
-
 ProgramMainOptions parse_program_options(int argc, char** argv, bool ranks, bool& help) {
   ProgramMainOptions options;
   std::vector<std::string> input_specs;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw Error(fmt::format("{} needs a value", arg));
-      return argv[++i];
-    };
-    if (arg == "--help" || arg == "-h") {
+  ProgramArgs args(argc, argv);
+  while (args.next()) {
+    const std::string& arg = args.option();
+    if (args.is_help()) {
       help = true;
     } else if (arg == "--input") {
-      input_specs.push_back(next());
+      input_specs.push_back(args.value());
     } else if (arg == "--output-dir") {
-      options.output_dir = next();
+      options.output_dir = args.value();
     } else if (arg == "--weights") {
-      options.weights = next();
+      options.weights = args.value();
     } else if (arg == "--warmup") {
-      options.warmup = parse_count(arg, next(), 0);
+      options.warmup = static_cast<int>(args.integer(0));
     } else if (arg == "--repeat") {
-      options.repeat = parse_count(arg, next(), 1);
+      options.repeat = static_cast<int>(args.integer(1));
     } else if (arg == "--seed") {
-      options.seed = static_cast<uint64_t>(parse_count(arg, next(), 0));
+      options.seed = static_cast<uint64_t>(args.integer(0));
     } else if (arg == "--json") {
       options.json = true;
     } else if (!ranks && arg == "--fixed-threads") {
       options.fixed_threads = true;
     } else if (ranks && arg == "--rank-timeout") {
-      options.rank_timeout = parse_seconds(arg, next());
+      options.rank_timeout = args.seconds();
     } else {
-      throw Error(fmt::format("unknown option '{}' (see --help)", arg));
+      args.unknown();
     }
   }
   options.inputs = input_file_specs(input_specs);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "codegen_runtime/program_args.h"
 #include "ir/graph.h"
 #include "runtime/npy.h"
 #include "runtime/wait_policy.h"
@@ -174,44 +175,27 @@ struct StreamOptions {
   bool json = false;
 };
 
-int64_t parse_positive(const std::string& option, const std::string& text) {
-  std::size_t used = 0;
-  int64_t value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (text.empty() || used != text.size() || value < 1) {
-    throw Error(fmt::format("{} '{}': expected a positive integer", option, text));
-  }
-  return value;
-}
-
 StreamOptions parse(int argc, char** argv, bool& help) {
   StreamOptions o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw Error(fmt::format("{} needs a value", arg));
-      return argv[++i];
-    };
-    if (arg == "--help" || arg == "-h") {
+  ProgramArgs args(argc, argv);
+  while (args.next()) {
+    const std::string& arg = args.option();
+    if (args.is_help()) {
       help = true;
     } else if (arg == "--input") {
-      const std::string spec = next();
+      const std::string spec = args.value();
       const auto equals = spec.find('=');
       o.input = equals == std::string::npos ? spec : spec.substr(equals + 1);
     } else if (arg == "--output-dir") {
-      o.output_dir = next();
+      o.output_dir = args.value();
     } else if (arg == "--items") {
-      o.items = parse_positive(arg, next());
+      o.items = args.integer(1);
     } else if (arg == "--repeat") {
-      o.repeat = static_cast<int>(parse_positive(arg, next()));
+      o.repeat = static_cast<int>(args.integer(1));
     } else if (arg == "--json") {
       o.json = true;
     } else {
-      throw Error(fmt::format("unknown option '{}' (see --help)", arg));
+      args.unknown();
     }
   }
   if (!help && o.input.empty()) throw Error("give the input items: --input NAME=F.npy");
