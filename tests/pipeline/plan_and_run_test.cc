@@ -11,6 +11,8 @@
 
 #include "ir/text.h"
 #include "modelgen/inception.h"
+#include "runtime/parallel_executor.h"
+#include "support/system_load.h"
 
 namespace cleave {
 namespace {
@@ -107,6 +109,37 @@ TEST(PlanAndRun, TheCheckTimesBothPlansAlikeAfterWarmUp) {
   EXPECT_EQ(times.calls["sequential"], 8);
   if (!prepared.auto_check->runner_up.empty()) {
     EXPECT_EQ(times.calls[prepared.auto_check->runner_up], 8);
+  }
+}
+
+// While the check times one plan, the process holds the block's thread and that plan's workers
+// only: not the workers of the plans timed beside it.
+TEST(PlanAndRun, TheCheckTimesEachPlanWithOnlyItsThreadsAlive) {
+  const int base = process_threads();
+  ASSERT_GT(base, 0) << "/proc/self/task should be readable";
+  FakeTimes times{{{"candidate", 1.0}, {"sequential", 2.0}}, {}};
+  std::vector<std::string> log;
+  RunRecipe recipe = auto_recipe(times, log);
+  const RunTimer fake = recipe.timer;
+  // Per plan timed with one thread per worker: the threads it should see, and those it saw.
+  std::map<std::string, std::pair<int, std::vector<int>>> alive;
+  recipe.timer = [&](const std::string& name, ExecutorInterface& executor,
+                     const std::vector<SampleInputs>& inputs) {
+    executor.run(inputs);
+    const auto* parallel = dynamic_cast<const ParallelExecutor*>(&executor);
+    if (parallel && parallel->threads_per_worker() == 1) {
+      const int workers = parallel->threads() > 1 ? parallel->threads() : 0;
+      alive[name].first = base + 1 + workers;
+      alive[name].second.push_back(process_threads());
+    }
+    return fake(name, executor, inputs);
+  };
+  PreparedRun prepared = prepare_run(branchy(), recipe);
+  ASSERT_TRUE(prepared.auto_check);
+  ASSERT_TRUE(alive.contains("sequential"));
+  ASSERT_TRUE(alive.contains(prepared.auto_check->candidate_configuration));
+  for (const auto& [name, counts] : alive) {
+    for (int threads : counts.second) EXPECT_EQ(threads, counts.first) << name;
   }
 }
 
