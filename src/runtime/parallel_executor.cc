@@ -1,5 +1,4 @@
-// Thread executor: persistent pinned workers (ended on request, started again by a run), a buffer
-// pool each, values handed over in-process.
+// Thread executor: persistent pinned workers, a buffer pool each, values handed over in-process.
 #include "runtime/parallel_executor.h"
 
 #include <fmt/core.h>

@@ -1,5 +1,4 @@
-// Interleaved timing rounds of executors, each round on its own thread with only its executor's
-// threads alive.
+// Interleaved timing rounds of executors, each alone: a thread of its own, no one else's threads.
 #include "runtime/timed_rounds.h"
 
 #include <omp.h>

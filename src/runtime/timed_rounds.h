@@ -1,5 +1,4 @@
-// Executors timed against each other in interleaved rounds, each round with only its own
-// executor's threads alive.
+// Executors timed against each other in interleaved rounds, each with no other's threads alive.
 #pragma once
 
 #include <cstddef>

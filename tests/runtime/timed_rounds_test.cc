@@ -1,5 +1,4 @@
-// Timed rounds: the interleaved order, a round's untimed run, errors, and that while one executor
-// is timed no other executor's threads or OpenMP teams are alive.
+// Timed rounds: order, untimed runs, errors, and no other executor's threads during a timed run.
 #include "runtime/timed_rounds.h"
 
 #include <gtest/gtest.h>
