@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Measured / predicted of auto's chosen plan per model, over repeated `families.sh` runs:
-medians across the runs of each label. Usage: predictions.py LABEL=DIR[,DIR...] ...
-(each DIR holds one run's MODEL_wN.json files from `cleave bench --families --json`)."""
+medians across the runs of each label. Usage: predictions.py [--every-family] LABEL=DIR[,DIR...]
+(each DIR holds one run's MODEL_wN.json files from `cleave bench --families --json`); with
+--every-family, one line per model and measured family instead of auto's choice alone."""
 import glob
 import json
 import os
@@ -9,7 +10,7 @@ import statistics
 import sys
 
 
-def chosen_rows(folder):
+def chosen_rows(folder, every_family):
     for path in sorted(glob.glob(os.path.join(folder, "*_w*.json"))):
         name, cores = os.path.basename(path)[:-5].rsplit("_w", 1)
         try:
@@ -17,30 +18,40 @@ def chosen_rows(folder):
                 report = json.load(f)
         except (OSError, ValueError):
             continue
-        chosen = next((r for r in report.get("families", []) if r["chosen"]), None)
-        if chosen:
-            yield (int(cores), name), chosen
+        for row in report.get("families", []):
+            if every_family:
+                yield (int(cores), name, row["family"], row["configuration"]), row
+            elif row["chosen"]:
+                yield (int(cores), name), row
 
 
 def main():
+    every_family = "--every-family" in sys.argv[1:]
     labels = []
     runs = {}
     for arg in sys.argv[1:]:
+        if arg == "--every-family":
+            continue
         label, folders = arg.split("=", 1)
         labels.append(label)
         for folder in folders.split(","):
-            for key, row in chosen_rows(folder):
+            for key, row in chosen_rows(folder, every_family):
                 runs.setdefault(key, {}).setdefault(label, []).append(row)
-    header = "| cores | model | auto's choice | predicted ms |"
+    family = "family" if every_family else "auto's choice"
+    header = f"| cores | model | {family} | predicted ms |"
     rule = "|---:|---|---|---:|"
     for label in labels:
         header += f" {label}: measured ms | {label}: meas/pred | {label}: runs |"
         rule += "---:|---:|---:|"
+    if len(labels) == 2:
+        header += f" {labels[1]} / {labels[0]} measured |"
+        rule += "---:|"
     print(header)
     print(rule)
-    for (cores, name), by_label in sorted(runs.items()):
+    for (cores, name, *_), by_label in sorted(runs.items()):
         first = next(iter(by_label.values()))[0]
-        line = (f"| {cores} | {name} | {first['family']}: {first['configuration']} | "
+        chosen = " (auto's choice)" if every_family and first["chosen"] else ""
+        line = (f"| {cores} | {name} | {first['family']}: {first['configuration']}{chosen} | "
                 f"{first['predicted_seconds'] * 1e3:.2f} |")
         for label in labels:
             rows = by_label.get(label, [])
@@ -50,6 +61,10 @@ def main():
             measured = statistics.median(r["measured_seconds"] for r in rows)
             ratio = statistics.median(r["ratio"] for r in rows)
             line += f" {measured * 1e3:.2f} | {ratio:.2f} | {len(rows)} |"
+        if len(labels) == 2:
+            medians = [statistics.median(r["measured_seconds"] for r in by_label.get(label, []))
+                       if by_label.get(label) else None for label in labels]
+            line += f" {medians[1] / medians[0]:.3f} |" if all(medians) else " - |"
         print(line)
 
 

@@ -22,6 +22,7 @@
 #include "runtime/executor.h"
 #include "runtime/parallel_executor.h"
 #include "runtime/random_inputs.h"
+#include "runtime/timed_rounds.h"
 #include "spatial/split_bench.h"
 #include "support/timing.h"
 
@@ -98,20 +99,12 @@ nlohmann::json bench_report(const ModelBenchSettings& settings, const ModelBench
 void time_interleaved(const std::vector<ExecutorInterface*>& executors,
                       const std::vector<SampleInputs>& inputs, int warmup, int repeat,
                       std::vector<std::vector<double>>& ms) {
-  for (int i = 0; i < warmup; ++i) {
-    for (ExecutorInterface* executor : executors) executor->run(inputs);
-  }
-  ms.resize(executors.size());
-  for (int i = 0; i < repeat; ++i) {
-    for (std::size_t k = 0; k < executors.size(); ++k) {
-      const std::size_t v = i % 2 == 0 ? k : executors.size() - 1 - k;
-      auto start = std::chrono::steady_clock::now();
-      executors[v]->run(inputs);
-      ms[v].push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count());
-    }
-  }
+  ms = time_in_rounds(executors, TimedRounds{warmup, repeat, 1}, [&](std::size_t v) {
+    auto start = std::chrono::steady_clock::now();
+    executors[v]->run(inputs);
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+        .count();
+  });
 }
 
 ModelBench run_model_bench(const ModelBenchSettings& settings) {

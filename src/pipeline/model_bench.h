@@ -54,10 +54,10 @@ struct ModelBench {
   double split_scale = 0;  ///< Max |whole|.
 };
 
-/// Runs every executor on `inputs` (one entry per sample) `warmup` times, then `repeat`
-/// rounds of one run each, the order
-/// reversed every other round so that the machine's drift affects every variant alike;
-/// `ms[v]` gets executor v's milliseconds per round.
+/// Runs every executor on `inputs` (one entry per sample) in `warmup` untimed rounds, then
+/// `repeat` rounds of one untimed and one timed run each, the order reversed every other round
+/// so that the machine's drift affects every variant alike, and each round with only its
+/// executor's threads alive (time_in_rounds); `ms[v]` gets executor v's milliseconds per round.
 void time_interleaved(const std::vector<ExecutorInterface*>& executors,
                       const std::vector<SampleInputs>& inputs, int warmup, int repeat,
                       std::vector<std::vector<double>>& ms);

@@ -11,6 +11,7 @@
 #include "pipeline/pipeline_run.h"
 #include "pipeline/spatial_run.h"
 #include "runtime/random_inputs.h"
+#include "runtime/timed_rounds.h"
 #include "support/timing.h"
 
 namespace cleave {
@@ -32,18 +33,13 @@ void log_line(const RunRecipe& recipe, const std::string& line) {
 std::vector<double> time_alike(const RunRecipe& recipe,
                                const std::vector<std::pair<std::string, ExecutorInterface*>>& runs,
                                const std::vector<SampleInputs>& inputs) {
-  constexpr int kWarmup = 2;
-  constexpr int kRunsPerBlock = 3;
-  for (int i = 0; i < kWarmup; ++i) {
-    for (const auto& [name, executor] : runs) recipe.timer(name, *executor, inputs);
-  }
-  std::vector<std::vector<double>> ms(runs.size());
-  const auto time_block = [&](std::size_t r) {
-    for (int i = 0; i < kRunsPerBlock; ++i)
-      ms[r].push_back(recipe.timer(runs[r].first, *runs[r].second, inputs));
-  };
-  for (std::size_t r = 0; r < runs.size(); ++r) time_block(r);
-  for (std::size_t r = runs.size(); r-- > 0;) time_block(r);
+  // Each block's untimed run comes first: the executors' first runs prepare their kernels.
+  constexpr TimedRounds kBlocks{0, 2, 3};
+  std::vector<ExecutorInterface*> executors;
+  for (const auto& [name, executor] : runs) executors.push_back(executor);
+  const std::vector<std::vector<double>> ms = time_in_rounds(
+      executors, kBlocks,
+      [&](std::size_t r) { return recipe.timer(runs[r].first, *runs[r].second, inputs); });
   std::vector<double> medians;
   for (const std::vector<double>& times : ms) medians.push_back(median_of(times));
   return medians;

@@ -96,8 +96,8 @@ struct RunRecipe {
 };
 
 /// Medians of a few timed runs (recipe.timer) of each executor, named as the timer sees it:
-/// two warm-up runs each, then blocks of three runs as A B C, C B A, so that none always
-/// runs first.
+/// blocks of one warm-up and three timed runs as A B C, C B A, so that none always runs first,
+/// each block with only its executor's threads alive (time_in_rounds, which also runs the timer).
 std::vector<double> time_alike(const RunRecipe& recipe,
                                const std::vector<std::pair<std::string, ExecutorInterface*>>& runs,
                                const std::vector<SampleInputs>& inputs);

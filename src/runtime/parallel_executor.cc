@@ -131,13 +131,13 @@ struct ParallelExecutor::Impl {
                      loop.tasks[awaited].worker));
   }
 
-  void thread_main(int thread) {
+  // `seen`: the run number when the thread starts; it waits for the next one.
+  void thread_main(int thread, int64_t seen) {
     // A folded thread runs several workers' tasks on the cores other processes left: where is
     // the scheduler's choice, not the plan's.
     if (options.pin_threads && threads == workers) pin_current_thread(worker_cpus[thread]);
     omp_set_num_threads(std::max(1, intra_op[thread]));
     dnnl::stream stream(engine);
-    int64_t seen = 0;
     while (true) {
       {
         std::unique_lock lock(mutex);
@@ -154,6 +154,28 @@ struct ParallelExecutor::Impl {
       ++finished_workers;
       run_changed.notify_all();
     }
+  }
+
+  // Not while a run is under way (ExecutorInterface's contract: one run at a time).
+  void start_threads() {
+    int64_t current = 0;
+    {
+      std::lock_guard lock(mutex);
+      shutting_down = false;
+      current = run_number;
+    }
+    for (int t = 0; t < threads; ++t)
+      worker_threads.emplace_back([this, t, current] { thread_main(t, current); });
+  }
+
+  void join_threads() {
+    {
+      std::lock_guard lock(mutex);
+      shutting_down = true;
+      run_changed.notify_all();
+    }
+    for (auto& thread : worker_threads) thread.join();
+    worker_threads.clear();
   }
 };
 
@@ -246,17 +268,15 @@ ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, c
     s.caller_stream = std::make_unique<dnnl::stream>(s.engine);
     return;
   }
-  for (int t = 0; t < s.threads; ++t)
-    s.worker_threads.emplace_back([this, t] { impl_->thread_main(t); });
+  s.start_threads();
 }
 
 ParallelExecutor::~ParallelExecutor() {
-  {
-    std::lock_guard lock(impl_->mutex);
-    impl_->shutting_down = true;
-    impl_->run_changed.notify_all();
-  }
-  for (auto& thread : impl_->worker_threads) thread.join();
+  impl_->join_threads();
+}
+
+void ParallelExecutor::end_threads() {
+  impl_->join_threads();
 }
 
 std::vector<std::vector<Tensor>> ParallelExecutor::run(const std::vector<SampleInputs>& inputs) {
@@ -265,6 +285,7 @@ std::vector<std::vector<Tensor>> ParallelExecutor::run(const std::vector<SampleI
     throw Error(fmt::format("the plan runs {} sample(s), {} were given", samples_, inputs.size()));
   }
   for (const auto& sample : inputs) check_inputs(s.graph, sample);
+  if (!s.on_caller && s.worker_threads.empty()) s.start_threads();
   reset_reads(s.loop);
   std::string input_shapes;
   for (const auto& sample : inputs) input_shapes += input_shape_signature(sample);

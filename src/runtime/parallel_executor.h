@@ -67,6 +67,9 @@ class ParallelExecutor : public ExecutorInterface {
   /// Node times come from the trace (per task, summed over samples and runs).
   const RunStats& stats() const override { return stats_; }
   void reset_stats() override;
+  /// Joins the worker threads (their OpenMP teams end with them); the next run starts them
+  /// again. Kernels, packed weights and buffers stay.
+  void end_threads();
   /// Threads running the workers (ParallelOptions::threads, at most the workers).
   int threads() const;
   /// Intra-op threads of each worker (ParallelOptions::threads_per_worker).

@@ -7,4 +7,7 @@ namespace cleave {
 /// /proc/stat, or -1 where it cannot be read.
 int procs_running();
 
+/// Threads of this process now (entries of /proc/self/task), or -1 where it cannot be read.
+int process_threads();
+
 }  // namespace cleave

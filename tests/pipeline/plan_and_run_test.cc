@@ -11,6 +11,8 @@
 
 #include "ir/text.h"
 #include "modelgen/inception.h"
+#include "runtime/parallel_executor.h"
+#include "support/system_load.h"
 
 namespace cleave {
 namespace {
@@ -107,6 +109,47 @@ TEST(PlanAndRun, TheCheckTimesBothPlansAlikeAfterWarmUp) {
   EXPECT_EQ(times.calls["sequential"], 8);
   if (!prepared.auto_check->runner_up.empty()) {
     EXPECT_EQ(times.calls[prepared.auto_check->runner_up], 8);
+  }
+}
+
+// While the check times one plan, the process holds the block's thread and that plan's workers
+// only: not the workers of the plans timed beside it.
+TEST(PlanAndRun, TheCheckTimesEachPlanWithOnlyItsThreadsAlive) {
+  const int base = process_threads();
+  ASSERT_GT(base, 0) << "/proc/self/task should be readable";
+  FakeTimes times{{{"candidate", 1.0}, {"sequential", 2.0}}, {}};
+  std::vector<std::string> log;
+  RunRecipe recipe = auto_recipe(times, log);
+  const RunTimer fake = recipe.timer;
+  // Per plan timed, the fewest and most threads it may see (the block's thread, the plan's
+  // workers where it has several, each worker's team beside it), and those it saw.
+  struct Alive {
+    int fewest = 0, most = 0;
+    std::vector<int> seen;
+  };
+  std::map<std::string, Alive> alive;
+  recipe.timer = [&](const std::string& name, ExecutorInterface& executor,
+                     const std::vector<SampleInputs>& inputs) {
+    executor.run(inputs);
+    const auto* parallel = dynamic_cast<const ParallelExecutor*>(&executor);
+    if (parallel) {
+      const int threads = parallel->threads();
+      Alive& plan = alive[name];
+      plan.fewest = base + 1 + (threads > 1 ? threads : 0);
+      plan.most = plan.fewest + threads * (parallel->threads_per_worker() - 1);
+      plan.seen.push_back(process_threads());
+    }
+    return fake(name, executor, inputs);
+  };
+  PreparedRun prepared = prepare_run(branchy(), recipe);
+  ASSERT_TRUE(prepared.auto_check);
+  ASSERT_TRUE(alive.contains("sequential"));
+  ASSERT_TRUE(alive.contains(prepared.auto_check->candidate_configuration));
+  for (const auto& [name, plan] : alive) {
+    for (int threads : plan.seen) {
+      EXPECT_GE(threads, plan.fewest) << name;
+      EXPECT_LE(threads, plan.most) << name;
+    }
   }
 }
 
