@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cstring>
 
+#include "runtime/kernels/winograd_weights.h"
+
 namespace cleave {
 
 namespace {
@@ -288,6 +290,8 @@ std::shared_ptr<Buffer> pack_constant(const void* data, const dnnl::memory::desc
     delete buffer;
   });
   live_packed_bytes += packed->size();
+  if (data && transform_winograd_weights(static_cast<const float*>(data), from, to, packed->data()))
+    return packed;
   dnnl::stream stream(engine);
   LayoutReorder(from, to, engine).run(data, packed->data(), stream);
   stream.wait();
