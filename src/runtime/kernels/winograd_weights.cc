@@ -10,7 +10,9 @@ namespace {
 
 constexpr int kTaps = 3;
 constexpr int kMaxAlpha = 6;
-constexpr int kMaxBlock = 64;
+// oneDNN 2.6's output channel block in these layouts (AVX-512's 16 floats); another block is
+// left to its reorder.
+constexpr int kBlock = 16;
 
 // The rows of G in U = G g G^T, as oneDNN 2.6 uses them: F(2x2, 3x3) for the 2x3 layouts and a
 // scaled F(4x4, 3x3) for OBaaIBOIio. Other values would still be a Winograd transform, but not
@@ -69,23 +71,24 @@ bool supported(const dnnl_wino_desc_t& d, int64_t out, int64_t in, std::size_t b
   const bool two = d.wino_format == dnnl_wino_wei_aaOio || d.wino_format == dnnl_wino_wei_aaOBiOo;
   const bool four = d.wino_format == dnnl_wino_wei_OBaaIBOIio;
   if (!(two && d.alpha == 4) && !(four && d.alpha == 6)) return false;
-  if (d.r != kTaps || d.oc < out || d.ic < in || d.oc_block < 1 || d.oc_block > kMaxBlock ||
-      d.ic_block < 1 || d.oc % d.oc_block != 0 || d.ic % d.ic_block != 0)
+  if (d.r != kTaps || d.oc < out || d.ic < in || d.oc_block != kBlock || d.ic_block < 1 ||
+      d.oc % d.oc_block != 0 || d.ic % d.ic_block != 0)
     return false;
-  const int oc2 = std::max(d.oc2_block, 1), ic2 = four ? std::max(d.ic2_block, 1) : 1;
-  if (d.oc2_block < 1 || (d.oc / d.oc_block) % oc2 != 0 || (d.ic / d.ic_block) % ic2 != 0)
-    return false;
-  if (four && d.ic2_block < 1) return false;
+  if (d.oc2_block < 1 || (d.oc / d.oc_block) % d.oc2_block != 0) return false;
+  if (four && (d.ic2_block < 1 || (d.ic / d.ic_block) % d.ic2_block != 0)) return false;
   return bytes >= static_cast<std::size_t>(d.alpha) * d.alpha * d.oc * d.ic * sizeof(float);
 }
 
 // Per element, the same sequence of roundings as oneDNN's reorder: each stage's sum starts from
 // zero and adds the products in tap order (so -0 products give +0, as there). Vectorised over
 // the block's output channels only, which keeps every element's sequence; this file is built
-// with -ffp-contract=off so that no multiply and add fuse.
-void transform_block(const float (&x)[kTaps * kTaps][kMaxBlock], int block, int alpha,
-                     const float* g, float (&u)[kMaxAlpha * kMaxAlpha][kMaxBlock]) {
-  float w[kTaps][kMaxAlpha][kMaxBlock];
+// with -ffp-contract=off so that no multiply and add fuse. The sizes are constants so that the
+// compiler unrolls the loops.
+template <int Alpha>
+void transform_block(const float (&x)[kTaps * kTaps][kBlock], const float* g,
+                     float (&u)[kMaxAlpha * kMaxAlpha][kBlock]) {
+  constexpr int block = kBlock, alpha = Alpha;
+  float w[kTaps][kMaxAlpha][kBlock];
   for (int h = 0; h < kTaps; ++h)
     for (int j = 0; j < alpha; ++j) {
       for (int o = 0; o < block; ++o) w[h][j][o] = 0.f;
@@ -103,6 +106,36 @@ void transform_block(const float (&x)[kTaps * kTaps][kMaxBlock], int block, int 
         for (int o = 0; o < block; ++o) row[o] += gi * w[k][j][o];
       }
     }
+}
+
+// Every (input channel, output block) tile of `plain` ([out][in][3][3]) into `result`.
+template <int Alpha>
+void transform_all(const float* plain, int64_t out, int64_t in, const dnnl_wino_desc_t& d,
+                   float* result) {
+  const float* g = d.alpha == 4 ? &kG2x3[0][0] : &kG4x3[0][0];
+  const WinogradLayout layout(d);
+  // Every layout here is linear in the tile element's index a * alpha + b.
+  const int64_t tile_stride = layout.offset(0, 1, 0, 0) - layout.offset(0, 0, 0, 0);
+  constexpr int block = kBlock;
+  float x[kTaps * kTaps][kBlock];
+  float u[kMaxAlpha * kMaxAlpha][kBlock];
+  for (int64_t ob = 0; ob < d.oc / block; ++ob) {
+    for (int64_t ic = 0; ic < d.ic; ++ic) {
+      // Read channel ic of the block's kernels, zero beyond the given channels (oneDNN's pad).
+      for (int o = 0; o < block; ++o) {
+        const int64_t oc = ob * block + o;
+        if (oc >= out || ic >= in) {
+          for (int t = 0; t < kTaps * kTaps; ++t) x[t][o] = 0.f;
+          continue;
+        }
+        const float* kernel = plain + (oc * in + ic) * kTaps * kTaps;
+        for (int t = 0; t < kTaps * kTaps; ++t) x[t][o] = kernel[t];
+      }
+      transform_block<Alpha>(x, g, u);
+      float* first = result + layout.offset(0, 0, ic, ob);
+      for (int e = 0; e < Alpha * Alpha; ++e) std::copy_n(u[e], block, first + e * tile_stride);
+    }
+  }
 }
 
 }  // namespace
@@ -124,30 +157,11 @@ bool transform_winograd_weights(const float* plain, const dnnl::memory::desc& fr
   const dnnl_wino_desc_t& d = target.format_desc.wino_desc;
   if (!supported(d, out, in, to.get_size())) return false;
 
-  const float* g = d.alpha == 4 ? &kG2x3[0][0] : &kG4x3[0][0];
-  const WinogradLayout layout(d);
   float* result = static_cast<float*>(destination);
-  const int block = d.oc_block;
-  float x[kTaps * kTaps][kMaxBlock];
-  float u[kMaxAlpha * kMaxAlpha][kMaxBlock];
-  for (int64_t ob = 0; ob < d.oc / block; ++ob) {
-    for (int64_t ic = 0; ic < d.ic; ++ic) {
-      // Read channel ic of the block's kernels, zero beyond the given channels (oneDNN's pad).
-      for (int o = 0; o < block; ++o) {
-        const int64_t oc = ob * block + o;
-        if (oc >= out || ic >= in) {
-          for (int t = 0; t < kTaps * kTaps; ++t) x[t][o] = 0.f;
-          continue;
-        }
-        const float* kernel = plain + (oc * in + ic) * kTaps * kTaps;
-        for (int t = 0; t < kTaps * kTaps; ++t) x[t][o] = kernel[t];
-      }
-      transform_block(x, block, d.alpha, g, u);
-      for (int a = 0; a < d.alpha; ++a)
-        for (int b = 0; b < d.alpha; ++b)
-          std::copy_n(u[a * d.alpha + b], block, result + layout.offset(a, b, ic, ob));
-    }
-  }
+  if (d.alpha == 4)
+    transform_all<4>(plain, out, in, d, result);
+  else
+    transform_all<6>(plain, out, in, d, result);
   return true;
 }
 
