@@ -3,9 +3,7 @@
 
 #include <fmt/core.h>
 #include <fmt/format.h>
-#include <sys/mman.h>
 
-#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -17,46 +15,9 @@ namespace cleave {
 
 namespace {
 constexpr std::size_t kAlignment = 64;
-constexpr std::size_t kPage = 4096;
-// Buffers of at least a huge page (packed weights, arenas) are mapped on their own, 2 MiB
-// aligned, with the whole huge pages inside advised as such (THP "madvise" mode). Each 4 KiB
-// page's first touch faults: on the virtual machine measured (docs/results/heldout-speed.md)
-// one fault cost about 40 us, 150-200 ms per 16 MiB, against 6 ms in huge pages, and those
-// faults were most of retinanet's first run. The tail past the last whole huge page stays in
-// small pages, so the resident memory is what is touched, as with malloc.
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
-
-bool mapped_on_its_own(std::size_t bytes) {
-  return bytes >= kHugePage;
 }
-
-std::size_t mapped_length(std::size_t bytes) {
-  return (bytes + kPage - 1) / kPage * kPage;
-}
-
-// Zeroed (fresh anonymous pages), 2 MiB aligned.
-std::byte* map_huge(std::size_t bytes) {
-  const std::size_t length = mapped_length(bytes);
-  void* raw =
-      mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) throw Error(fmt::format("out of memory allocating {} bytes", bytes));
-  const auto start = reinterpret_cast<std::uintptr_t>(raw);
-  const std::uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
-  if (aligned > start) munmap(raw, aligned - start);
-  const std::size_t after = start + length + kHugePage - (aligned + length);
-  if (after > 0) munmap(reinterpret_cast<void*>(aligned + length), after);
-  auto* data = reinterpret_cast<std::byte*>(aligned);
-  // Advice only: without THP the pages are small, as before.
-  madvise(data, length / kHugePage * kHugePage, MADV_HUGEPAGE);
-  return data;
-}
-}  // namespace
 
 Buffer::Buffer(std::size_t bytes) : size_(bytes) {
-  if (mapped_on_its_own(bytes)) {
-    data_ = map_huge(bytes);
-    return;
-  }
   std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   if (rounded == 0) rounded = kAlignment;
   data_ = static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded));
@@ -73,11 +34,7 @@ std::unique_ptr<Buffer> Buffer::borrowed(std::byte* data, std::size_t bytes) {
 }
 
 Buffer::~Buffer() {
-  if (!owned_) return;
-  if (mapped_on_its_own(size_))
-    munmap(data_, mapped_length(size_));
-  else
-    std::free(data_);
+  if (owned_) std::free(data_);
 }
 
 std::size_t plain_byte_size(DataType dtype, std::span<const int64_t> shape) {
