@@ -572,6 +572,7 @@ PytorchCodegenSummary emit_pytorch(const Graph& model, const WorkerProgram& prog
                                    const std::string& model_name, AtomicFolder& out) {
   // Shapes as the kernels compute them: shape inference leaves some values without one, and
   // the generated code spells every reshape with its static output shape.
+  check_model_ends(model);
   const Graph graph = with_prepared_shapes(model);
   PythonNames names(graph);
   const auto expression = [&](ValueId id) {
@@ -580,7 +581,6 @@ PytorchCodegenSummary emit_pytorch(const Graph& model, const WorkerProgram& prog
   // Every node's statements first: an op without a mapping stops here, before any output.
   NodeLines lines(graph.node_capacity());
   for (NodeId id : graph.topological_order()) lines[id] = pytorch_lines(graph, id, expression);
-  check_model_ends(graph);
   const WeightsFile weights = make_weights_file(graph);
 
   int channel_count = 0;
