@@ -19,6 +19,23 @@ namespace {
 
 using namespace cpp_templates;
 
+// The C API's per-output tables (model_api.cc), each entry as C++ source text.
+struct OutputTables {
+  std::vector<std::string> elements, types, element_bytes, names, ranks, dims;
+};
+
+void add_output(const ProgramValue& value, OutputTables& tables) {
+  const bool run_time = value.kind == StaticValue::kRunTime;
+  tables.elements.push_back(run_time ? "0" : std::to_string(element_count(value)));
+  tables.types.push_back(std::to_string(static_cast<int>(value.dtype)));
+  tables.element_bytes.push_back(std::to_string(element_size(value.dtype)));
+  tables.names.push_back(cpp_string_literal(value.name));
+  // A run-time shape is read from the last run's output instead.
+  tables.ranks.push_back(run_time ? "0" : std::to_string(value.dims.size()));
+  if (run_time) return;
+  for (int64_t dim : value.dims) tables.dims.push_back(std::to_string(dim));
+}
+
 }  // namespace
 
 std::string cmake_cleave_library(const CppCodegenOptions& options) {
@@ -165,26 +182,28 @@ CppCodegenSummary emit_cpp(const Graph& graph, const WorkerProgram& program,
   summary.weights_bytes = layout.weights.bytes.size();
   summary.run_time_steps = layout.run_time_steps;
   if (options.tables_only) return summary;
-  std::vector<std::string> input_lines, output_lines, input_elements, output_elements;
+  std::vector<std::string> input_lines, output_lines, input_elements;
   for (ValueId id : graph.inputs()) {
     input_lines.push_back(
         fmt::format("     {} {}", values[index_of[id]].name, type_text(values[index_of[id]])));
     input_elements.push_back(std::to_string(element_count(values[index_of[id]])));
   }
+  OutputTables outputs;
   for (ValueId id : graph.outputs()) {
-    output_lines.push_back(
-        fmt::format("     {} {}", values[index_of[id]].name, type_text(values[index_of[id]])));
     const ProgramValue& value = values[index_of[id]];
-    output_elements.push_back(
-        value.kind == StaticValue::kRunTime ? "0" : std::to_string(element_count(value)));
+    output_lines.push_back(fmt::format("     {} {}", value.name, type_text(value)));
+    add_output(value, outputs);
   }
+  outputs.dims.push_back("0");
   out.write_file("model.h",
                  fmt::format(fmt::runtime(kApiHeader), options.model_name, graph.inputs().size(),
                              graph.outputs().size(), fmt::join(input_lines, "\n"),
                              fmt::join(output_lines, "\n")));
   out.write_file("model_api.cc",
                  fmt::format(fmt::runtime(kApiSource), fmt::join(input_elements, ", "),
-                             fmt::join(output_elements, ", ")));
+                             fmt::join(outputs.elements, ", "), fmt::join(outputs.types, ", "),
+                             fmt::join(outputs.element_bytes, ", "), fmt::join(outputs.names, ", "),
+                             fmt::join(outputs.ranks, ", "), fmt::join(outputs.dims, ", ")));
   out.write_file("main.cc", kMainSource);
   out.write_file("CMakeLists.txt", fmt::format(fmt::runtime(kCMakeLists), options.model_name,
                                                cmake_cleave_library(options), worker_files));

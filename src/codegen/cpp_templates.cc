@@ -35,17 +35,48 @@ extern "C" {{
    size is known only after a run, see model_output):
 {4} */
 
+/* Element types, as model_output_type returns them (ONNX's TensorProto codes). */
+#define MODEL_FLOAT 1
+#define MODEL_UINT8 2
+#define MODEL_INT8 3
+#define MODEL_UINT16 4
+#define MODEL_INT16 5
+#define MODEL_INT32 6
+#define MODEL_INT64 7
+#define MODEL_BOOL 9
+#define MODEL_FLOAT16 10
+#define MODEL_DOUBLE 11
+#define MODEL_UINT32 12
+#define MODEL_UINT64 13
+#define MODEL_BFLOAT16 16
+
 /* Maps the weights file (NULL: "weights.bin" next to the executable) and starts the worker
    threads. Returns 0, or -1 with model_last_error() set. model_run calls it when needed. */
 int model_init(const char* weights_path);
-/* One inference: inputs[i] and outputs[i] point to buffers of model_input_elements(i) and
-   model_output_elements(i) elements. outputs[i] may be NULL (then it is not written), and
-   must be for an output whose shape is known only at run time. Returns 0, or -1 with
-   model_last_error() set. Not reentrant: one run at a time. */
+/* One inference: inputs[i] and outputs[i] point to buffers of model_input_elements(i)
+   elements and model_output_bytes(i) bytes. An output whose type is not float is written
+   in its own type (model_output_type): model_run_typed takes such buffers as what they are,
+   with their sizes. outputs[i] may be NULL (then it is not written), and must be for an
+   output whose shape is known only at run time. Returns 0, or -1 with model_last_error()
+   set. Not reentrant: one run at a time. */
 int model_run(const float* const* inputs, float* const* outputs);
+/* model_run with typed output buffers: outputs[i] (NULL: not written) holds output_bytes[i]
+   bytes, to receive model_output_bytes(i) bytes of model_output_type(i). A buffer smaller
+   than its output fails the run before it starts (-1, model_last_error() naming the output
+   and both sizes, nothing written). An output shaped at run time is copied into its buffer
+   after the run if it fits; if not, -1 (the output stays readable through model_output). */
+int model_run_typed(const float* const* inputs, void* const* outputs, const size_t* output_bytes);
 size_t model_input_elements(int index);
 /* Elements of output `index`; for a run-time shape, those of the last run (0 before one). */
 size_t model_output_elements(int index);
+/* Bytes of output `index` (elements times the element size); for a run-time shape, those of
+   the last run (0 before one). */
+size_t model_output_bytes(int index);
+/* Element type of output `index` (MODEL_FLOAT, MODEL_INT64, ...); -1 for no such output. */
+int model_output_type(int index);
+/* Writes the first `capacity` dims of output `index` to dims (of the last run for a run-time
+   shape) and returns its rank; -1 for no such output or a run-time shape before a run. */
+int model_output_shape(int index, long long* dims, int capacity);
 /* Output `index` of the last run (row-major), valid until the next run; NULL before one. */
 const void* model_output(int index);
 const char* model_last_error(void);
@@ -60,8 +91,10 @@ void model_shutdown(void);
 )gen";
 
 const char* const kApiSource = R"gen(// The C API (model.h) over the generated program's tables.
+#include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model.h"
 #include "program.h"
@@ -73,7 +106,35 @@ std::unique_ptr<cleave::StaticProgram> program;
 std::string last_error;
 const size_t kInputElements[] = {{{0}}};
 const size_t kOutputElements[] = {{{1}}};  // 0: a shape known only at run time.
+const int kOutputTypes[] = {{{2}}};
+const size_t kOutputElementBytes[] = {{{3}}};
+const char* const kOutputNames[] = {{{4}}};
+const int kOutputRanks[] = {{{5}}};
+const long long kOutputDims[] = {{{6}}};  // Each output's dims in turn, then a 0.
 bool ran = false;
+
+bool run_time_shape(int index) {{ return kOutputElements[index] == 0; }}
+
+// A static output's bytes: what its buffer must hold.
+size_t static_bytes(int index) {{ return kOutputElements[index] * kOutputElementBytes[index]; }}
+
+// Refuses a buffer too small for its static output, before anything runs.
+bool check_buffers(void* const* outputs, const size_t* output_bytes) {{
+  for (int i = 0; i < MODEL_OUTPUT_COUNT; ++i) {{
+    if (!outputs[i] || run_time_shape(i)) continue;
+    if (!output_bytes) {{
+      last_error = "model_run_typed: output_bytes is NULL while output buffers are given";
+      return false;
+    }}
+    if (output_bytes[i] < static_bytes(i)) {{
+      last_error = "model_run_typed: output " + std::to_string(i) + " '" + kOutputNames[i] +
+                   "' needs " + std::to_string(static_bytes(i)) + " bytes; its buffer has " +
+                   std::to_string(output_bytes[i]);
+      return false;
+    }}
+  }}
+  return true;
+}}
 
 }}  // namespace
 
@@ -103,15 +164,67 @@ extern "C" int model_run(const float* const* inputs, float* const* outputs) {{
   }}
 }}
 
+extern "C" int model_run_typed(const float* const* inputs, void* const* outputs,
+                               const size_t* output_bytes) {{
+  if (!program && model_init(nullptr) != 0) return -1;
+  if (!check_buffers(outputs, output_bytes)) return -1;
+  // Run-time shapes are copied after the run, once their size is known.
+  std::vector<void*> fixed(outputs, outputs + MODEL_OUTPUT_COUNT);
+  for (int i = 0; i < MODEL_OUTPUT_COUNT; ++i)
+    if (run_time_shape(i)) fixed[i] = nullptr;
+  try {{
+    program->run(reinterpret_cast<const void* const*>(inputs), fixed.data());
+    ran = true;
+  }} catch (const std::exception& e) {{
+    last_error = e.what();
+    return -1;
+  }}
+  for (int i = 0; i < MODEL_OUTPUT_COUNT; ++i) {{
+    if (!outputs[i] || !run_time_shape(i)) continue;
+    const size_t bytes = program->output(i).byte_size();
+    if (!output_bytes || output_bytes[i] < bytes) {{
+      last_error = "model_run_typed: output " + std::to_string(i) + " '" + kOutputNames[i] +
+                   "' has " + std::to_string(bytes) + " bytes this run; its buffer has " +
+                   std::to_string(output_bytes ? output_bytes[i] : 0) + " (read it with model_output)";
+      return -1;
+    }}
+    std::memcpy(outputs[i], program->output(i).raw(), bytes);
+  }}
+  return 0;
+}}
+
 extern "C" size_t model_input_elements(int index) {{
   return index >= 0 && index < MODEL_INPUT_COUNT ? kInputElements[index] : 0;
 }}
 
 extern "C" size_t model_output_elements(int index) {{
   if (index < 0 || index >= MODEL_OUTPUT_COUNT) return 0;
-  if (kOutputElements[index] == 0 && ran)
+  if (run_time_shape(index) && ran)
     return static_cast<size_t>(program->output(index).element_count());
   return kOutputElements[index];
+}}
+
+extern "C" size_t model_output_bytes(int index) {{
+  return model_output_elements(index) * (index >= 0 && index < MODEL_OUTPUT_COUNT
+                                            ? kOutputElementBytes[index] : 0);
+}}
+
+extern "C" int model_output_type(int index) {{
+  return index >= 0 && index < MODEL_OUTPUT_COUNT ? kOutputTypes[index] : -1;
+}}
+
+extern "C" int model_output_shape(int index, long long* dims, int capacity) {{
+  if (index < 0 || index >= MODEL_OUTPUT_COUNT) return -1;
+  if (run_time_shape(index)) {{
+    if (!ran) return -1;
+    const std::vector<int64_t>& shape = program->output(index).shape();
+    for (int d = 0; d < capacity && d < static_cast<int>(shape.size()); ++d) dims[d] = shape[d];
+    return static_cast<int>(shape.size());
+  }}
+  int first = 0;
+  for (int i = 0; i < index; ++i) first += kOutputRanks[i];
+  for (int d = 0; d < capacity && d < kOutputRanks[index]; ++d) dims[d] = kOutputDims[first + d];
+  return kOutputRanks[index];
 }}
 
 extern "C" const void* model_output(int index) {{
@@ -194,7 +307,9 @@ output), `--warmup N`, `--repeat R`, `--seed S`, `--json`, and `--weights FILE` 
 
 To embed the model, link the static library `model` (`build/libmodel.a`, with cleave's
 library and its dependencies; see CMakeLists.txt) and call the C API in `model.h`:
-`model_run(const float* const* inputs, float* const* outputs)`.
+`model_run(const float* const* inputs, float* const* outputs)`, or for outputs that are not
+float (ArgMax's int64 indices, a quantized model's uint8) `model_run_typed(inputs, outputs,
+output_bytes)` with `model_output_type(i)`, `model_output_bytes(i)` and `model_output_shape`.
 
 ## What is in this folder
 

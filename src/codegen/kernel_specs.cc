@@ -29,7 +29,18 @@ std::vector<std::vector<OutputSpec>> prepare_kernel_specs(const Graph& graph, in
     values[id] = Tensor::borrow(data.dtype, data.dims, data.bytes->data());
     is_constant[id] = true;
   }
-  for (auto& [name, tensor] : random_inputs(graph, 0)) values[*graph.find_value(name)] = tensor;
+  // Integer inputs are zeros: a valid index, count or sequence length whatever the model (cleave
+  // run's seeded 0 to 3 could exceed a sequence, as in LSTM's sequence_lens of one step). The
+  // others are cleave run's seeded values.
+  uint64_t index = 0;
+  for (ValueId id : graph.inputs()) {
+    const Value& value = graph.value(id);
+    const uint64_t seed = index++;  // random_inputs(graph, 0)'s seed of this input
+    const bool integer = value.dtype == DataType::kInt64 || value.dtype == DataType::kInt32 ||
+                         value.dtype == DataType::kInt16;
+    values[id] =
+        integer ? Tensor::allocate(value.dtype, value.shape.sizes()) : random_tensor(value, seed);
+  }
   for (NodeId id : graph.topological_order()) {
     const Node& node = graph.node(id);
     bool blocked = blocked_layouts;

@@ -254,6 +254,19 @@ def file_name_for(name):
     return "_" + text if text in ("", ".", "..") else text
 
 
+def random_input(rng, shape, dtype):
+    """Floats uniform in [-1, 1), integers in [0, 4) (small enough for an index or a length),
+    booleans, and 8-bit data over its whole range."""
+    if dtype.startswith("float"):
+        return rng.uniform(-1, 1, shape).astype(dtype)
+    if dtype == "bool":
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtype in ("uint8", "int8"):
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, int(info.max) + 1, shape).astype(dtype)
+    return rng.integers(0, 4, shape).astype(dtype)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--input", action="append", default=[], metavar="NAME=F.npy")
@@ -265,7 +278,7 @@ def main():
     parser.add_argument("--threads", type=int, default=0,
                         help="torch threads of --sequential (default: workers x threads)")
     parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the inputs not given (numpy, uniform in [-1, 1))")
+                        help="seed of the inputs not given (numpy; floats uniform in [-1, 1))")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.repeat < 1 or args.warmup < 0:
@@ -280,15 +293,15 @@ def main():
         if name not in generated.INPUTS:
             parser.error(f"{{name!r}} is not an input; inputs are {{', '.join(generated.INPUTS)}}")
         array = np.load(path)
-        expected = generated.INPUT_SHAPES[name]
-        if list(array.shape) != expected or array.dtype != np.float32:
-            parser.error(f"input {{name!r}}: expected float32{{expected}}, got {{array.dtype}}{{list(array.shape)}}")
+        expected, dtype = generated.INPUT_SHAPES[name], generated.INPUT_DTYPES[name]
+        if list(array.shape) != expected or array.dtype != np.dtype(dtype):
+            parser.error(f"input {{name!r}}: expected {{dtype}}{{expected}}, got {{array.dtype}}{{list(array.shape)}}")
         inputs[name] = torch.from_numpy(array)
     rng = np.random.default_rng(args.seed)
     for name in generated.INPUTS:
         if name not in inputs:
-            shape = generated.INPUT_SHAPES[name]
-            inputs[name] = torch.from_numpy(rng.uniform(-1, 1, shape).astype(np.float32))
+            inputs[name] = torch.from_numpy(random_input(rng, generated.INPUT_SHAPES[name],
+                                                         generated.INPUT_DTYPES[name]))
 
     model = generated.Model().eval()
     runner = None
@@ -386,8 +399,16 @@ compare outputs.
 // Every node's statements, per node id.
 using NodeLines = std::vector<std::vector<std::string>>;
 
+// The input element types run.py reads from .npy files and hands to torch.
+bool feedable(DataType type) {
+  static const std::set<DataType> types{DataType::kFloat, DataType::kDouble, DataType::kFloat16,
+                                        DataType::kInt64, DataType::kInt32,  DataType::kInt16,
+                                        DataType::kInt8,  DataType::kUInt8,  DataType::kBool};
+  return types.count(type) > 0;
+}
+
 // What run.py cannot feed or the code cannot return: a graph output no node computes, an input
-// that is not float32.
+// of an element type numpy and torch do not share.
 void check_model_ends(const Graph& graph) {
   for (ValueId id : graph.outputs()) {
     if (graph.value(id).producer < 0) {
@@ -396,9 +417,11 @@ void check_model_ends(const Graph& graph) {
     }
   }
   for (ValueId id : graph.inputs()) {
-    if (graph.value(id).dtype != DataType::kFloat)
-      throw Error(fmt::format("input '{}' is {}; run.py passes float32 inputs",
-                              graph.value(id).name, dtype_name(graph.value(id).dtype)));
+    if (!feedable(graph.value(id).dtype))
+      throw Error(
+          fmt::format("input '{}' is {}; run.py passes inputs of float, integer (up to "
+                      "64-bit, unsigned only 8-bit) and bool types",
+                      graph.value(id).name, dtype_name(graph.value(id).dtype)));
   }
 }
 
@@ -415,11 +438,13 @@ std::string module_header(const Graph& graph, const WorkerProgram& program,
       "\"\"\"\nimport json\nimport os\nimport queue\nimport threading\n\nimport numpy as np\n"
       "import torch\nimport torch.nn.functional as F\n\n",
       model_name, program.strategy, program.workers, program.threads_per_worker);
-  std::vector<std::string> input_names, input_shapes, output_names;
+  std::vector<std::string> input_names, input_shapes, input_dtypes, output_names;
   for (ValueId id : graph.inputs()) {
     input_names.push_back(py_string(graph.value(id).name));
     input_shapes.push_back(fmt::format("{}: [{}]", py_string(graph.value(id).name),
                                        fmt::join(graph.value(id).shape.sizes(), ", ")));
+    input_dtypes.push_back(fmt::format("{}: \"{}\"", py_string(graph.value(id).name),
+                                       numpy_dtype_name(graph.value(id).dtype)));
   }
   for (ValueId id : graph.outputs()) output_names.push_back(py_string(graph.value(id).name));
   std::vector<std::string> channels;
@@ -435,11 +460,12 @@ std::string module_header(const Graph& graph, const WorkerProgram& program,
   code += fmt::format(
       "HERE = os.path.dirname(os.path.abspath(__file__))\nMODEL_NAME = {}\nWORKERS = {}\n"
       "THREADS_PER_WORKER = {}\nTIMEOUT_SECONDS = 300\nINPUTS = [{}]\nINPUT_SHAPES = {{{}}}\n"
-      "OUTPUTS = [{}]\n# Per value passed between workers: the workers that read it.\n"
+      "INPUT_DTYPES = {{{}}}\nOUTPUTS = [{}]\n"
+      "# Per value passed between workers: the workers that read it.\n"
       "CHANNELS = {{\n{}{}}}\n\n\n",
       py_string(model_name), program.workers, program.threads_per_worker,
-      fmt::join(input_names, ", "), fmt::join(input_shapes, ", "), fmt::join(output_names, ", "),
-      fmt::join(channels, "\n"), channels.empty() ? "" : "\n");
+      fmt::join(input_names, ", "), fmt::join(input_shapes, ", "), fmt::join(input_dtypes, ", "),
+      fmt::join(output_names, ", "), fmt::join(channels, "\n"), channels.empty() ? "" : "\n");
   return code;
 }
 
@@ -546,6 +572,7 @@ PytorchCodegenSummary emit_pytorch(const Graph& model, const WorkerProgram& prog
                                    const std::string& model_name, AtomicFolder& out) {
   // Shapes as the kernels compute them: shape inference leaves some values without one, and
   // the generated code spells every reshape with its static output shape.
+  check_model_ends(model);
   const Graph graph = with_prepared_shapes(model);
   PythonNames names(graph);
   const auto expression = [&](ValueId id) {
@@ -554,7 +581,6 @@ PytorchCodegenSummary emit_pytorch(const Graph& model, const WorkerProgram& prog
   // Every node's statements first: an op without a mapping stops here, before any output.
   NodeLines lines(graph.node_capacity());
   for (NodeId id : graph.topological_order()) lines[id] = pytorch_lines(graph, id, expression);
-  check_model_ends(graph);
   const WeightsFile weights = make_weights_file(graph);
 
   int channel_count = 0;

@@ -3,14 +3,17 @@
 
 #include <fmt/core.h>
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 
 #include "runtime/kernels/packed_constants.h"
+
+#include "runtime/kernels/winograd_weights.h"
 
 namespace cleave {
 
@@ -19,6 +22,53 @@ namespace {
 // Bytes of the pack_constant copies alive (freed as their last kernel goes).
 std::atomic<std::size_t> live_packed_bytes{0};
 std::atomic<std::size_t> bytes_packed_in_slices{0};
+
+constexpr std::size_t kPage = 4096;
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+
+std::size_t mapped_length(std::size_t bytes) {
+  return (bytes + kPage - 1) / kPage * kPage;
+}
+
+// A packed copy of 2 MiB or more is mapped on its own, 2 MiB aligned, its whole huge pages
+// advised as such (THP "madvise" mode): its first touch faults once per 2 MiB instead of once
+// per 4 KiB. On the virtual machine measured (docs/results/heldout-speed.md) a 4 KiB fault cost
+// about 40 us (150-200 ms per 16 MiB, 6 ms in huge pages), and retinanet's 322 MiB of Winograd
+// weights were most of its first run. The tail past the last whole huge page stays in small
+// pages, so the resident memory is what is written, as before. Zeroed (fresh pages), but not
+// resident until written: pack_constant_in_slices relies on that.
+std::byte* map_huge(std::size_t bytes) {
+  const std::size_t length = mapped_length(bytes);
+  void* raw =
+      mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) throw Error(fmt::format("out of memory packing {} bytes", bytes));
+  const auto start = reinterpret_cast<std::uintptr_t>(raw);
+  const std::uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
+  if (aligned > start) munmap(raw, aligned - start);
+  const std::size_t after = start + kHugePage - aligned;
+  if (after > 0) munmap(reinterpret_cast<void*>(aligned + length), after);
+  auto* data = reinterpret_cast<std::byte*>(aligned);
+  // Advice only: without transparent huge pages the pages stay small, as before.
+  madvise(data, length / kHugePage * kHugePage, MADV_HUGEPAGE);
+  return data;
+}
+
+// Zeroed storage for a packed copy, counted in live_packed_bytes while it lives.
+std::shared_ptr<Buffer> packed_buffer(std::size_t bytes) {
+  live_packed_bytes += bytes;
+  if (bytes < kHugePage) {
+    return std::shared_ptr<Buffer>(new Buffer(bytes), [](Buffer* buffer) {
+      live_packed_bytes -= buffer->size();
+      delete buffer;
+    });
+  }
+  return std::shared_ptr<Buffer>(Buffer::borrowed(map_huge(bytes), bytes).release(),
+                                 [](Buffer* buffer) {
+                                   live_packed_bytes -= buffer->size();
+                                   munmap(buffer->data(), mapped_length(buffer->size()));
+                                   delete buffer;
+                                 });
+}
 
 std::vector<int64_t> spatial_attribute(const KernelContext& context, std::string_view key,
                                        std::size_t count, int64_t fallback) {
@@ -33,33 +83,6 @@ std::vector<int64_t> spatial_attribute(const KernelContext& context, std::string
 
 int64_t ceil_div(int64_t a, int64_t b) {
   return a >= 0 ? (a + b - 1) / b : -((-a) / b);
-}
-
-std::shared_ptr<Buffer> new_packed_buffer(std::size_t bytes) {
-  std::shared_ptr<Buffer> packed(new Buffer(bytes), [](Buffer* buffer) {
-    live_packed_bytes -= buffer->size();
-    delete buffer;
-  });
-  live_packed_bytes += packed->size();
-  return packed;
-}
-
-// A packed copy's bytes left as allocated, not zeroed as Buffer's are: zeroing would make the
-// whole copy resident before the first slice is packed, beside the whole source. Only for a
-// dense target, whose every byte the slices write.
-std::shared_ptr<Buffer> new_unzeroed_packed_buffer(std::size_t bytes) {
-  constexpr std::size_t kAlignment = 64;  // As Buffer's.
-  const std::size_t rounded =
-      std::max(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
-  auto* data = static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded));
-  if (!data) throw Error(fmt::format("out of memory allocating {} bytes", bytes));
-  std::shared_ptr<Buffer> packed(Buffer::borrowed(data, bytes).release(), [data](Buffer* buffer) {
-    live_packed_bytes -= buffer->size();
-    delete buffer;
-    std::free(data);
-  });
-  live_packed_bytes += packed->size();
-  return packed;
 }
 
 // How pack_constant_in_slices cuts a constant: along `axis`, `rows` at a time (a multiple of
@@ -362,7 +385,9 @@ void LayoutReorder::run(const void* from, void* to, dnnl::stream& stream) {
 
 std::shared_ptr<Buffer> pack_constant(const void* data, const dnnl::memory::desc& from,
                                       const dnnl::memory::desc& to, const dnnl::engine& engine) {
-  std::shared_ptr<Buffer> packed = new_packed_buffer(to.get_size());
+  std::shared_ptr<Buffer> packed = packed_buffer(to.get_size());
+  if (data && transform_winograd_weights(static_cast<const float*>(data), from, to, packed->data()))
+    return packed;
   dnnl::stream stream(engine);
   LayoutReorder(from, to, engine).run(data, packed->data(), stream);
   stream.wait();
@@ -390,7 +415,9 @@ std::shared_ptr<Buffer> pack_constant_in_slices(
     last_slice = LayoutReorder(from.submemory_desc(slice_dims, offsets),
                                to.submemory_desc(slice_dims, offsets), engine);
   }
-  std::shared_ptr<Buffer> packed = new_unzeroed_packed_buffer(to.get_size());
+  // A copy of this size is a mapping of its own, not resident before the slices write it: the
+  // whole source and the whole copy are never both resident.
+  std::shared_ptr<Buffer> packed = packed_buffer(to.get_size());
   const auto* source = static_cast<const std::byte*>(data);
   dnnl::stream stream(engine);
   for (int64_t first = 0; first < dims[axis]; first += slicing->rows) {
