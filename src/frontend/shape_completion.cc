@@ -15,6 +15,7 @@
 #include "runtime/kernel.h"
 #include "runtime/node_runner.h"
 #include "runtime/tensor.h"
+#include "support/page_memory.h"
 
 namespace cleave {
 
@@ -67,6 +68,9 @@ int complete_node(Graph& graph, NodeId id, dnnl::engine& engine) {
   std::vector<OutputSpec> specs;
   try {
     std::vector<Tensor> tensors(node.inputs.size());
+    // Stand-ins only give their shapes: zeroing them (Tensor::allocate) was most of this
+    // pass on retinanet_resnet50_fpn (0.3 s of page faults).
+    std::vector<std::unique_ptr<ZeroMapping>> stand_ins;
     std::vector<const Tensor*> inputs(node.inputs.size(), nullptr);
     std::vector<bool> constant(node.inputs.size(), false);
     for (std::size_t slot = 0; slot < node.inputs.size(); ++slot) {
@@ -87,7 +91,9 @@ int complete_node(Graph& graph, NodeId id, dnnl::engine& engine) {
             v.shape.element_count() > kMaxStandInElements) {
           return 0;
         }
-        tensors[slot] = Tensor::allocate(v.dtype, v.shape.sizes());
+        const auto elements = static_cast<std::size_t>(v.shape.element_count());
+        stand_ins.push_back(std::make_unique<ZeroMapping>(elements * element_size(v.dtype)));
+        tensors[slot] = Tensor::borrow(v.dtype, v.shape.sizes(), stand_ins.back()->data());
       }
       inputs[slot] = &tensors[slot];
     }

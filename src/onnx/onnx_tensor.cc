@@ -9,9 +9,11 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <memory>
 
 #include "onnx/onnx_detail.h"
 #include "onnx/onnx_import.h"
+#include "support/page_memory.h"
 
 namespace cleave {
 
@@ -204,7 +206,7 @@ TensorData decode_tensor(const onnx::TensorProto& tensor, const std::string& wha
                               tensor.raw_data().size(), format_dims(tensor.dims()),
                               dtype_name(data.dtype), expected_bytes));
     }
-    auto bytes = std::make_shared<std::vector<std::byte>>(expected_bytes);
+    auto bytes = huge_page_bytes(expected_bytes);
     if (expected_bytes > 0) std::memcpy(bytes->data(), tensor.raw_data().data(), expected_bytes);
     data.bytes = std::move(bytes);
     return data;
@@ -271,14 +273,27 @@ TensorData decode_tensor(const onnx::TensorProto& tensor, const std::string& wha
 
 }  // namespace onnx_detail
 
+namespace {
+
+[[noreturn]] void throw_unreadable(const ExternalWeight& weight, const std::string& what) {
+  throw Error(fmt::format("{}: cannot read {} bytes at offset {} of external data file '{}'", what,
+                          weight.bytes, weight.offset, weight.file));
+}
+
+}  // namespace
+
 std::shared_ptr<std::vector<std::byte>> read_external_weight(const ExternalWeight& weight,
                                                              const std::string& what) {
-  auto bytes = std::make_shared<std::vector<std::byte>>(weight.bytes);
-  std::size_t at = 0;
-  read_external_weight_in_pieces(weight, what, [&](const std::byte* piece, std::size_t size) {
-    std::memcpy(bytes->data() + at, piece, size);
-    at += size;
-  });
+  // Read straight into the weight's own bytes: through a bounce buffer of 4 MiB, zeroed per
+  // weight, retinanet_resnet50_fpn's import spent 0.4 s zeroing it.
+  auto bytes = huge_page_bytes(weight.bytes);
+  if (weight.bytes == 0) return bytes;
+  std::ifstream stream(weight.file, std::ios::binary);
+  stream.seekg(static_cast<std::streamoff>(weight.offset));
+  stream.read(reinterpret_cast<char*>(bytes->data()), static_cast<std::streamsize>(weight.bytes));
+  if (!stream || static_cast<std::size_t>(stream.gcount()) != weight.bytes) {
+    throw_unreadable(weight, what);
+  }
   return bytes;
 }
 
@@ -286,17 +301,17 @@ void read_external_weight_in_pieces(
     const ExternalWeight& weight, const std::string& what,
     const std::function<void(const std::byte*, std::size_t)>& piece) {
   constexpr std::size_t kPiece = std::size_t{1} << 22;
-  std::vector<std::byte> buffer(std::min(weight.bytes, kPiece));
+  // Left uninitialized: every byte is read into before it is used.
+  auto buffer = std::make_unique_for_overwrite<std::byte[]>(std::min(weight.bytes, kPiece));
   std::ifstream stream(weight.file, std::ios::binary);
   stream.seekg(static_cast<std::streamoff>(weight.offset));
   for (std::size_t done = 0; done < weight.bytes;) {
     const std::size_t size = std::min(kPiece, weight.bytes - done);
-    stream.read(reinterpret_cast<char*>(buffer.data()), static_cast<std::streamsize>(size));
+    stream.read(reinterpret_cast<char*>(buffer.get()), static_cast<std::streamsize>(size));
     if (!stream || static_cast<std::size_t>(stream.gcount()) != size) {
-      throw Error(fmt::format("{}: cannot read {} bytes at offset {} of external data file '{}'",
-                              what, weight.bytes, weight.offset, weight.file));
+      throw_unreadable(weight, what);
     }
-    piece(buffer.data(), size);
+    piece(buffer.get(), size);
     done += size;
   }
 }
