@@ -16,19 +16,20 @@ constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
 }  // namespace
 
+void advise_huge_pages(void* data, std::size_t bytes) {
+  const auto start = reinterpret_cast<std::uintptr_t>(data);
+  const std::uintptr_t first = (start + kHugePage - 1) / kHugePage * kHugePage;
+  const std::uintptr_t last = (start + bytes) / kHugePage * kHugePage;
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+}
+
 std::shared_ptr<std::vector<std::byte>> huge_page_bytes(std::size_t bytes) {
   auto vector = std::make_shared<std::vector<std::byte>>();
   // reserve() allocates without touching; resize() then writes the zeros. On the virtual
   // machine measured (docs/results/heldout-speed.md) a 4 KiB fault cost about 40 us: a model's
-  // 145 MiB of weights cost 1.4 s of faults in small pages.
+  // 130 MiB of weights cost more than a second of faults in small pages.
   vector->reserve(bytes);
-  if (bytes >= kHugePage) {
-    const auto start = reinterpret_cast<std::uintptr_t>(vector->data());
-    const std::uintptr_t first = (start + kHugePage - 1) / kHugePage * kHugePage;
-    const std::uintptr_t last = (start + bytes) / kHugePage * kHugePage;
-    // Advice only: where it is refused the pages stay small, as before.
-    if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
-  }
+  advise_huge_pages(vector->data(), bytes);
   vector->resize(bytes);
   return vector;
 }

@@ -7,6 +7,10 @@
 
 namespace cleave {
 
+/// Advises the whole 2 MiB pages inside [data, data + bytes) as transparent huge pages (THP
+/// "madvise" mode), before their first touch; advice only: where refused, pages stay small.
+void advise_huge_pages(void* data, std::size_t bytes);
+
 /// `bytes` zero bytes whose whole 2 MiB pages were advised as transparent huge pages before
 /// their first touch, so that filling them faults once per 2 MiB instead of once per 4 KiB.
 /// Without transparent huge pages (or below 2 MiB) it is a plain zeroed vector.

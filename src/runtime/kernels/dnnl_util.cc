@@ -14,6 +14,7 @@
 #include "runtime/kernels/packed_constants.h"
 
 #include "runtime/kernels/winograd_weights.h"
+#include "support/page_memory.h"
 
 namespace cleave {
 
@@ -48,8 +49,7 @@ std::byte* map_huge(std::size_t bytes) {
   const std::size_t after = start + kHugePage - aligned;
   if (after > 0) munmap(reinterpret_cast<void*>(aligned + length), after);
   auto* data = reinterpret_cast<std::byte*>(aligned);
-  // Advice only: without transparent huge pages the pages stay small, as before.
-  madvise(data, length / kHugePage * kHugePage, MADV_HUGEPAGE);
+  advise_huge_pages(data, length);
   return data;
 }
 
