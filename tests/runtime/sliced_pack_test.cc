@@ -11,6 +11,7 @@
 
 #include "bitwise_equal.h"
 #include "ir/text.h"
+#include "runtime/cpu_isa.h"
 #include "runtime/executor.h"
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/packed_constants.h"
@@ -121,6 +122,11 @@ TEST(SlicedPack, ReleasingExecutorGivesTheSameOutputsRunAfterRun) {
   for (int run = 0; run < 3; ++run)
     EXPECT_TRUE(bitwise_equal(releasing.run(inputs), keeping.run(inputs))) << "run " << run;
   EXPECT_EQ(releasing.stats().released_weight_bytes, 2048u * 4096 * sizeof(float));
+  // Below AVX-512 the matmul runs as sgemm on rows padded by 16 floats (padded_sgemm_weights), a
+  // target pack_constant_in_slices packs whole: there the two copies are still both whole for a
+  // moment.
+  if (!isa_includes(effective_isa(), dnnl::cpu_isa::avx512_core))
+    GTEST_SKIP() << "packed whole below AVX-512 (padded weights); outputs checked above";
   EXPECT_EQ(constant_bytes_packed_in_slices() - sliced_before, 2048u * 4096 * sizeof(float));
 }
 
