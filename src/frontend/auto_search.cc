@@ -344,6 +344,20 @@ void search_machine(Search& search, const Machine& machine) {
   }
 }
 
+// The sequential plan on fewer threads than cores (powers of two). The profile times every
+// thread count: a small model's nodes can take longer on two threads than on one, where
+// splitting each node's work costs more than it saves; a plan on all cores is then slower
+// than on one, and only this row shows it.
+void search_sequential_threads(Search& search, int cores) {
+  for (int threads = 1; threads < cores; threads *= 2) {
+    ModelPlanOptions fewer = search.options;
+    fewer.workers = 1;
+    fewer.threads_per_worker = threads;
+    search.attempt(search.row("sequential", "sequential", split_text(1, threads)),
+                   [&] { return plan_sequential(search.graph, search.costs, fewer); });
+  }
+}
+
 int most_threads(const Machine& machine) {
   int threads = 1;
   for (const Device& device : machine.devices) threads = std::max(threads, device.threads);
@@ -454,6 +468,7 @@ ModelPlan plan_auto(const Graph& graph, const CostTable& costs, const ModelPlanO
   if (options.machine) {
     search_machine(search, *options.machine);
   } else {
+    search_sequential_threads(search, options.workers * options.threads_per_worker);
     search_cpu_splits(search, options.workers * options.threads_per_worker);
   }
   if (!std::isfinite(search.best_seconds)) {

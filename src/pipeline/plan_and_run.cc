@@ -121,8 +121,14 @@ struct PlanContext {
       // would replace it (the runner-up of the timed check among them).
       if (workers == 1 && run.predicted_with && run.layouts.family != *run.predicted_with) {
         run.predicted_with = run.layouts.family;
+        // At the plan's own threads: auto's sequential row may use fewer than every core.
+        ModelPlanOptions same_threads = plan_options("sequential");
+        if (!recipe.machine) {
+          same_threads.workers = 1;
+          same_threads.threads_per_worker = plan.threads_per_worker;
+        }
         ModelPlan repredicted =
-            plan_model(g, costs_of("profile", run.layouts.family), plan_options("sequential"));
+            plan_model(g, costs_of("profile", run.layouts.family), same_threads);
         repredicted.candidates = std::move(plan.candidates);
         repredicted.plan.notes["auto_choice"] = plan.plan.notes["auto_choice"];
         repredicted.planning_seconds = plan.planning_seconds;
@@ -243,7 +249,7 @@ void check_top_candidates(const PlanContext& context, PreparedRun& prepared, Pla
   };
   std::optional<PlannedRun> runner_up;
   const std::vector<ModelPlan>& alternatives = chosen.model_plan.alternatives;
-  if (!alternatives.empty() && alternatives.front().family != "sequential")
+  if (!alternatives.empty() && auto_check_needed(alternatives.front(), recipe))
     runner_up = as_choice(alternatives.front(), alternatives.front().plan.strategy);
   PlannedRun fallback = as_choice(
       plan_model(context.g, *prepared.costs, context.plan_options("sequential")), "sequential");
@@ -319,6 +325,11 @@ double time_one_run(const std::string& /*strategy*/, ExecutorInterface& executor
       .count();
 }
 
+bool auto_check_needed(const ModelPlan& plan, const RunRecipe& recipe) {
+  return plan.plan.strategy != "sequential" ||
+         (!recipe.machine && plan.threads_per_worker < recipe.workers * recipe.threads_per_worker);
+}
+
 PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
   PreparedRun prepared;
   prepared.graph = std::move(graph);
@@ -353,7 +364,7 @@ PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
   // Sample 0 may already be read (for the layout choice).
   for (int s = static_cast<int>(prepared.inputs.size()); s < chosen.executor->samples(); ++s)
     prepared.inputs.push_back(input_of(s));
-  if (auto_plan && recipe.auto_check && chosen.model_plan.plan.strategy != "sequential")
+  if (auto_plan && recipe.auto_check && auto_check_needed(chosen.model_plan, recipe))
     check_top_candidates(context, prepared, chosen);
   // Made before install_plan lets go of the graph's weights (its stages hold their own).
   std::unique_ptr<StageExecutor> pipeline =

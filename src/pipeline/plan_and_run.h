@@ -129,13 +129,19 @@ struct PreparedRun {
   StageExecutor* pipeline = nullptr;     ///< The executor, when it runs pipelined stages.
 };
 
+/// Whether auto's timed check runs for `plan`, auto's prediction: for any parallel plan, and
+/// for a sequential one on fewer threads than the recipe's cores (its win over every core
+/// rests on the profile's few-thread times alone); not for sequential on every core, the plan
+/// the check compares against.
+bool auto_check_needed(const ModelPlan& plan, const RunRecipe& recipe);
+
 /// The recipe on a loaded graph (a Session calls it per input shape), top to bottom: layouts,
 /// costs, plan, check, executor; logging each decision through recipe.log.
 ///
 /// `auto` is one policy wherever it is used: plan_model picks the fastest prediction, and
-/// unless recipe.auto_check is off, a parallel pick is timed against the runner-up prediction
-/// and the sequential plan (two warm-up runs each, then blocks of three runs as A B C C B A;
-/// medians) and the fastest kept, the prediction on a tie. For several samples the pipelined
+/// unless recipe.auto_check is off, a pick that auto_check_needed is timed against the runner-up
+/// prediction and the sequential plan (two warm-up runs each, then blocks of three runs as A B C C
+/// B A; medians) and the fastest kept, the prediction on a tie. For several samples the pipelined
 /// stages, and with recipe.machine a spatial split, are then offered in turn against what is
 /// kept (predicted faster, and timed no slower, each replaces it).
 PreparedRun prepare_run(Graph graph, const RunRecipe& recipe);

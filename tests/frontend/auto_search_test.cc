@@ -110,7 +110,35 @@ TEST(AutoSearch, FixedWorkersPlanOnlyThatManyWorkers) {
       EXPECT_THAT(row.configuration, HasSubstr(", 3 workers x 1 thread"));
     }
   }
-  EXPECT_EQ(plan.candidates.size(), 3u);  // sequential, lc and clone
+  // Sequential on 3, 1 and 2 threads, lc and clone.
+  EXPECT_EQ(plan.candidates.size(), 5u);
+}
+
+// Nodes that take longer on two threads than on one (a small model's, where splitting each
+// node costs more than it saves): the sequential plan on one thread beats every core.
+TEST(AutoSearch, NodesSlowerOnTwoThreadsRunSequentiallyOnOne) {
+  const Graph graph = chain();
+  const std::map<std::string, double> ms{{"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Tanh", 1e-3}};
+  // serial 1.5: t threads take 1.5 - 0.5 / t of one thread's time.
+  const ModelPlan plan = plan_model(graph, fixed_costs(graph, ms, 1.5), on_cores(2));
+  EXPECT_EQ(plan.family, "sequential");
+  EXPECT_EQ(plan.configuration, "1 worker x 1 thread");
+  EXPECT_EQ(plan.threads_per_worker, 1);
+  EXPECT_NEAR(plan.plan.makespan, 3e-3, 1e-9);
+  EXPECT_EQ(chosen_row(plan).configuration, "1 worker x 1 thread");
+}
+
+// Equal predictions keep every core: fewer threads must be faster, not as fast.
+TEST(AutoSearch, SequentialOnFewerThreadsMustBeFasterNotEqual) {
+  const Graph graph = chain();
+  const std::map<std::string, double> ms{{"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Tanh", 1e-3}};
+  const ModelPlan plan = plan_model(graph, fixed_costs(graph, ms, 1.0), on_cores(4));
+  EXPECT_EQ(plan.configuration, "1 worker x 4 threads");
+  std::set<std::string> sequential_rows;
+  for (const PlanCandidate& row : plan.candidates)
+    if (row.family == "sequential") sequential_rows.insert(row.configuration);
+  EXPECT_EQ(sequential_rows, (std::set<std::string>{"1 worker x 4 threads", "1 worker x 1 thread",
+                                                    "1 worker x 2 threads"}));
 }
 
 TEST(AutoSearch, ABranchyGraphOnFourCoresRunsItsBranchesAsTasks) {

@@ -234,6 +234,29 @@ TEST(PlanAndRun, WithoutAPlanTheSequentialExecutorRunsWithItsThreads) {
   EXPECT_EQ(prepared.executor->run(prepared.inputs).size(), 1u);
 }
 
+// A sequential plan on fewer threads than the cores is checked like a parallel one; on every
+// core it is the plan the check compares against.
+TEST(PlanAndRun, SequentialOnFewerThreadsThanTheCoresIsChecked) {
+  const Graph graph = chain();
+  RunRecipe recipe;
+  recipe.workers = 2;
+  ModelPlanOptions options;
+  options.strategy = "sequential";
+  options.workers = 1;
+  options.threads_per_worker = 1;
+  const ModelPlan one_thread = plan_model(graph, static_costs(graph), options);
+  EXPECT_TRUE(auto_check_needed(one_thread, recipe));
+  options.threads_per_worker = 2;
+  EXPECT_FALSE(auto_check_needed(plan_model(graph, static_costs(graph), options), recipe));
+  options.strategy = "lc";
+  options.workers = 2;
+  options.threads_per_worker = 1;
+  EXPECT_TRUE(auto_check_needed(plan_model(graph, static_costs(graph), options), recipe));
+  // On a machine file the sequential plan is "all on device 0", whatever its threads.
+  recipe.machine = cpu_machine(2, 2);
+  EXPECT_FALSE(auto_check_needed(one_thread, recipe));
+}
+
 TEST(PlanAndRun, APlanFileRunsAsWrittenWithoutACheck) {
   const Graph graph = branchy();
   ModelPlanOptions options;
