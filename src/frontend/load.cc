@@ -28,26 +28,13 @@ void say(const LoadOptions& options, const std::string& line) {
   if (options.log) options.log(line);
 }
 
-// The graph with its large weights as typed inputs: they feed no shape computation, and so
-// cost ONNX's inference nothing to copy (vit_b_16's 330 MB did: 2.4 s; vgg16 held a second
-// copy of its 528 MB of weights at its peak).
-Graph without_large_weights(const Graph& graph) {
-  constexpr int64_t kShapeConstantElements = 1024;
-  Graph light = graph;  // Shares the initializers' bytes.
-  std::vector<ValueId> inputs = light.inputs();
-  for (ValueId id : light.initializers()) {
-    Value& v = light.value(id);
-    // An unread weight (LoadOptions::weights_unread) has no bytes to write out.
-    if (v.initializer->element_count() <= kShapeConstantElements && v.initializer->has_data())
-      continue;
-    v.dtype = v.initializer->dtype;
-    v.shape = Shape::of(v.initializer->dims);
-    v.initializer.reset();
-    v.is_graph_input = true;
-    inputs.push_back(id);
-  }
-  light.set_inputs(std::move(inputs));
-  return light;
+// The graph for ONNX's inference, its large weights as typed inputs: they feed no shape
+// computation, and so cost inference nothing to copy (vit_b_16's 330 MB did: 2.4 s; vgg16 held
+// a second copy of its 528 MB of weights at its peak). Unread weights have no bytes to write.
+onnx::ModelProto without_large_weights(const Graph& graph) {
+  ExportOptions options;
+  options.weights_as_inputs_above = 1024;  // Elements: shape constants stay.
+  return to_onnx(graph, options);
 }
 
 void require_static_inputs(const Graph& graph, const std::string& origin) {
@@ -124,7 +111,7 @@ void infer_shapes(Graph& graph, const std::string& origin) {
       if (!graph.value(output).is_graph_output) graph.value(output).shape = Shape();
     }
   }
-  Graph inferred = import_onnx(to_onnx(without_large_weights(graph)), origin);
+  Graph inferred = import_onnx(without_large_weights(graph), origin);
   for (std::size_t id = 0; id < graph.value_capacity(); ++id) {
     Value& v = graph.value(static_cast<ValueId>(id));
     auto match = inferred.find_value(v.name);
@@ -154,7 +141,7 @@ bool shapes_left_open(const Graph& graph) {
 
 // Infers the shapes still open once more, on the folded graph; keeps every shape known.
 int complete_shapes(Graph& graph, const std::string& origin) {
-  Graph inferred = import_onnx(to_onnx(without_large_weights(graph)), origin);
+  Graph inferred = import_onnx(without_large_weights(graph), origin);
   int completed = 0;
   for (NodeId id : graph.node_ids()) {
     for (ValueId output : graph.node(id).outputs) {

@@ -15,7 +15,8 @@ namespace cleave {
 
 namespace {
 
-void export_graph(const Graph& graph, int64_t opset, onnx::GraphProto* proto);
+void export_graph(const Graph& graph, int64_t opset, onnx::GraphProto* proto,
+                  const ExportOptions& options = {});
 
 void export_tensor(const TensorData& data, onnx::TensorProto* proto) {
   proto->set_data_type(static_cast<int32_t>(data.dtype));
@@ -159,19 +160,37 @@ void export_node(const Graph& graph, NodeId id, int64_t opset, onnx::NodeProto* 
   }
 }
 
-void export_graph(const Graph& graph, int64_t opset, onnx::GraphProto* proto) {
+void export_graph(const Graph& graph, int64_t opset, onnx::GraphProto* proto,
+                  const ExportOptions& options) {
   proto->set_name(graph.name);
   if (!graph.doc_string.empty()) proto->set_doc_string(graph.doc_string);
   std::vector<NodeId> order = scoped_topological_order(graph);
 
-  std::vector<ValueId> initializers = graph.initializers();
-  for (ValueId id : initializers) {
+  const auto as_input = [&](const TensorData& data) {
+    return options.weights_as_inputs_above &&
+           (!data.has_data() || data.element_count() > *options.weights_as_inputs_above);
+  };
+  std::vector<ValueId> initializers;
+  std::vector<ValueId> typed_inputs;
+  for (ValueId id : graph.initializers()) {
     const Value& value = graph.value(id);
+    if (as_input(*value.initializer)) {
+      typed_inputs.push_back(id);
+      continue;
+    }
+    initializers.push_back(id);
     auto* tensor = proto->add_initializer();
     export_tensor(*value.initializer, tensor);
     tensor->set_name(value.name);
   }
   for (ValueId id : graph.inputs()) export_type(graph.value(id), proto->add_input());
+  for (ValueId id : typed_inputs) {
+    Value typed;
+    typed.name = graph.value(id).name;
+    typed.dtype = graph.value(id).initializer->dtype;
+    typed.shape = Shape::of(graph.value(id).initializer->dims);
+    export_type(typed, proto->add_input());
+  }
   for (ValueId id : initializers) {
     if (graph.value(id).is_graph_input) export_type(graph.value(id), proto->add_input());
   }
@@ -202,6 +221,10 @@ void export_graph(const Graph& graph, int64_t opset, onnx::GraphProto* proto) {
 }  // namespace
 
 onnx::ModelProto to_onnx(const Graph& graph) {
+  return to_onnx(graph, ExportOptions{});
+}
+
+onnx::ModelProto to_onnx(const Graph& graph, const ExportOptions& options) {
   onnx::ModelProto model;
   model.set_ir_version(graph.ir_version);
   if (!graph.producer_name.empty()) model.set_producer_name(graph.producer_name);
@@ -221,7 +244,7 @@ onnx::ModelProto to_onnx(const Graph& graph) {
   try {
     const auto standard = graph.opset_imports.find("");
     export_graph(graph, standard == graph.opset_imports.end() ? 17 : standard->second,
-                 model.mutable_graph());
+                 model.mutable_graph(), options);
   } catch (const Error& e) {
     throw Error(fmt::format("exporting graph '{}': {}", graph.name, e.what()));
   }

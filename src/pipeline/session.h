@@ -61,7 +61,8 @@ class Session {
 
   /// The model as imported: its inputs and outputs as declared (symbolic dims kept, except
   /// those `load.shapes` fixed). Once a model whose inputs are all static is prepared, its
-  /// weights' bytes are gone from here (the executor holds them); names, shapes and types stay.
+  /// weights' bytes and its nodes are gone from here (the executor holds its own graph); the
+  /// inputs' and outputs' names, shapes and types and the model's metadata stay.
   const Graph& model() const { return model_; }
   const std::string& origin() const { return origin_; }
   /// The recipe of shapes prepared from now on (a command fits threads to the host first).

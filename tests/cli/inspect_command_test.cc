@@ -1,5 +1,6 @@
 // `cleave inspect`: the JSON report of a generated model, and DOT output Graphviz accepts.
 #include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
 #include <unistd.h>
 
 #include <array>
@@ -90,6 +91,94 @@ TEST_F(InspectCommand, MissingModelIsAnError) {
   CommandResult result = run(cleave("inspect " + (folder_ / "nope.onnx").string()));
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.output.find("nope.onnx"), std::string::npos) << result.output;
+}
+
+// A MatMul by a 4 GiB weight in a sparse external data file: inspect counts the weight by its
+// dims and never reads it, so it reports the model within a 2 GiB address-space limit (reading
+// the weight, it could not allocate it).
+TEST_F(InspectCommand, WeightsAreCountedWithoutBeingRead) {
+  constexpr int64_t kRows = 1024, kColumns = 1 << 20;  // 4 GiB of floats.
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  onnx::GraphProto* graph = model.mutable_graph();
+  graph->set_name("large");
+  const auto declare = [](onnx::ValueInfoProto* info, const char* name, int64_t columns) {
+    info->set_name(name);
+    auto* tensor = info->mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(onnx::TensorProto::FLOAT);
+    tensor->mutable_shape()->add_dim()->set_dim_value(1);
+    tensor->mutable_shape()->add_dim()->set_dim_value(columns);
+  };
+  declare(graph->add_input(), "x", kRows);
+  declare(graph->add_output(), "y", kColumns);
+  onnx::TensorProto* weight = graph->add_initializer();
+  weight->set_name("w");
+  weight->set_data_type(onnx::TensorProto::FLOAT);
+  weight->add_dims(kRows);
+  weight->add_dims(kColumns);
+  weight->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* location = weight->add_external_data();
+  location->set_key("location");
+  location->set_value("w.bin");
+  onnx::NodeProto* node = graph->add_node();
+  node->set_op_type("MatMul");
+  node->set_name("project");
+  node->add_input("x");
+  node->add_input("w");
+  node->add_output("y");
+  const fs::path path = folder_ / "large.onnx";
+  {
+    std::ofstream out(path, std::ios::binary);
+    ASSERT_TRUE(model.SerializeToOstream(&out));
+  }
+  std::ofstream(folder_ / "w.bin").close();
+  fs::resize_file(folder_ / "w.bin", static_cast<std::uintmax_t>(kRows * kColumns * 4));
+
+  CommandResult result =
+      run("ulimit -v 2097152 && " + cleave("inspect --json " + path.string()), false);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  nlohmann::json json = nlohmann::json::parse(result.output);
+  EXPECT_EQ(json["parameter_bytes"].get<int64_t>(), kRows * kColumns * 4);
+  EXPECT_EQ(json["initializer_count"].get<int64_t>(), 1);
+}
+
+TEST_F(InspectCommand, ExternalWeightShorterThanItsDimsIsAnError) {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  onnx::GraphProto* graph = model.mutable_graph();
+  onnx::ValueInfoProto* input = graph->add_input();
+  input->set_name("x");
+  auto* tensor = input->mutable_type()->mutable_tensor_type();
+  tensor->set_elem_type(onnx::TensorProto::FLOAT);
+  tensor->mutable_shape()->add_dim()->set_dim_value(2048);
+  graph->add_output()->CopyFrom(*input);
+  graph->mutable_output(0)->set_name("y");
+  onnx::TensorProto* weight = graph->add_initializer();
+  weight->set_name("w");
+  weight->set_data_type(onnx::TensorProto::FLOAT);
+  weight->add_dims(2048);
+  weight->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* location = weight->add_external_data();
+  location->set_key("location");
+  location->set_value("w.bin");
+  onnx::NodeProto* node = graph->add_node();
+  node->set_op_type("Add");
+  node->add_input("x");
+  node->add_input("w");
+  node->add_output("y");
+  const fs::path path = folder_ / "short.onnx";
+  {
+    std::ofstream out(path, std::ios::binary);
+    ASSERT_TRUE(model.SerializeToOstream(&out));
+  }
+  std::ofstream(folder_ / "w.bin", std::ios::binary) << std::string(4096, '\0');  // Of 8 KiB.
+
+  CommandResult result = run(cleave("inspect " + path.string()));
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("'w'"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("w.bin"), std::string::npos) << result.output;
 }
 
 }  // namespace

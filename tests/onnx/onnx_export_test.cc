@@ -63,6 +63,38 @@ TEST(OnnxExport, GraphsEqualReportsADifference) {
   EXPECT_THAT(difference, HasSubstr("Relu"));
 }
 
+// For shape inference: a weight above the limit, and one left unread, become typed inputs
+// and carry no bytes; a shape constant stays an initializer.
+TEST(OnnxExport, WeightsAboveTheLimitAreWrittenAsTypedInputs) {
+  Graph graph = parse_graph(R"(graph main [ai.onnx=17] (%x: f32[1,2]) {
+  @w: f32[2,2] = [1.0, 2.0, 3.0, 4.0]
+  @big: f32[2,3]
+  @shape: i64[2] = [3, 2]
+  %y: f32[1,2] = MatMul(%x, @w)
+  %z: f32[1,3] = MatMul(%y, @big)
+  %r: f32[3,1] = Reshape(%z, @shape)
+  return %r
+}
+)");
+  ASSERT_FALSE(graph.value(*graph.find_value("big")).initializer->has_data());
+  ExportOptions options;
+  options.weights_as_inputs_above = 3;
+  const onnx::GraphProto exported = to_onnx(graph, options).graph();
+  ASSERT_EQ(exported.initializer_size(), 1);
+  EXPECT_EQ(exported.initializer(0).name(), "shape");
+  EXPECT_EQ(exported.initializer(0).raw_data().size(), 16u);
+  ASSERT_EQ(exported.input_size(), 3);
+  EXPECT_EQ(exported.input(0).name(), "x");
+  EXPECT_EQ(exported.input(1).name(), "w");
+  EXPECT_EQ(exported.input(2).name(), "big");
+  const auto& big = exported.input(2).type().tensor_type();
+  EXPECT_EQ(big.elem_type(), onnx::TensorProto::FLOAT);
+  ASSERT_EQ(big.shape().dim_size(), 2);
+  EXPECT_EQ(big.shape().dim(1).dim_value(), 3);
+  // Without the option every weight with bytes is an initializer.
+  EXPECT_EQ(to_onnx(graph).graph().initializer_size(), 3);
+}
+
 TEST(OnnxExport, WritesTheFile) {
   TempDir dir;
   std::string path = dir.file("out.onnx");

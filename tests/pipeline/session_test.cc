@@ -93,6 +93,31 @@ TEST_F(SessionTest, EachNewBatchIsPreparedOnceAndOutputsFollowIt) {
   EXPECT_EQ(session.events()[1].what, "prepared x=[4,3,4,4]");
 }
 
+// Its only shape prepared, the session keeps the model's inputs and outputs, not its nodes: the
+// executor's graph is the one that runs.
+TEST_F(SessionTest, AModelOfOneShapeKeepsOnlyItsInputsAndOutputsOncePrepared) {
+  SessionOptions fixed = options();
+  fixed.load.shapes = {{"x", {2, 3, 4, 4}}};
+  Session session(path_, fixed);
+  EXPECT_EQ(session.model().node_count(), 2u);
+  std::vector<Tensor> first = session.run({{"x", batch_of(2, 2.0f)}});
+  EXPECT_EQ(session.model().node_count(), 0u);
+  EXPECT_TRUE(session.model().initializers().empty());
+  ASSERT_EQ(session.model().inputs().size(), 1u);
+  ASSERT_EQ(session.model().outputs().size(), 1u);
+  const Value& x = session.model().value(session.model().inputs().front());
+  const Value& r = session.model().value(session.model().outputs().front());
+  EXPECT_EQ(x.name + " " + print_type(x.dtype, x.shape), "x f32[2,3,4,4]");
+  EXPECT_EQ(r.name + " " + print_type(r.dtype, r.shape), "r f32[2,2,4,4]");
+  EXPECT_EQ(session.run({{"x", batch_of(2, 2.0f)}})[0].to_double_vector(),
+            first[0].to_double_vector());
+  EXPECT_THAT(error_of([&] {
+                session.run({{"y", batch_of(2, 2.0f)}});
+              }),
+              HasSubstr("no input is named 'y'; inputs are: x"));
+  EXPECT_EQ(session.events().size(), 1u);
+}
+
 TEST_F(SessionTest, PreparedShapesAreBounded) {
   SessionOptions bounded = options();
   bounded.max_prepared_shapes = 2;
