@@ -8,8 +8,11 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <mutex>
 
 #include "runtime/cpu_isa.h"
+#include "runtime/kernels/dnnl_util.h"
+#include "runtime/kernels/nn/conv_problem.h"
 #include "support/error.h"
 
 namespace cleave {
@@ -37,6 +40,62 @@ bool winograd_shaped(const Graph& graph, const Node& node) {
          all_ones(node, "dilations");
 }
 
+// The bytes of oneDNN's Winograd weights for a Conv of `node`'s shapes (no post-ops: they do
+// not change the weight layout), 0 where it has no Winograd kernel; remembered per problem,
+// since every convolution's preparation asks for the whole model's selection.
+double onednn_winograd_bytes(const Graph& graph, const Node& node) {
+  const std::vector<int64_t> in = graph.value(node.inputs[0]).shape.sizes();
+  const std::vector<int64_t> out = graph.value(node.outputs[0]).shape.sizes();
+  const std::vector<int64_t> w = graph.value(node.inputs[1]).shape.sizes();
+  std::vector<int64_t> pads = node.ints_attribute("pads");
+  const std::string auto_pad = node.string_attribute("auto_pad", "NOTSET");
+  conv_detail::ConvProblem p;
+  p.batch = in[0];
+  p.channels_in = w[1];
+  p.channels_out = w[0];
+  p.kernel = {3, 3};
+  p.strides = {1, 1};
+  p.dilations = {1, 1};
+  for (int i = 0; i < 2; ++i) {
+    const int64_t total = out[2 + i] + 2 - in[2 + i];
+    const int64_t begin = pads.size() == 4 && (auto_pad == "NOTSET" || auto_pad.empty())
+                              ? pads[i]
+                              : (auto_pad == "SAME_LOWER" ? total - total / 2 : total / 2);
+    p.pads_begin.push_back(begin);
+    p.pads_end.push_back(total - begin);
+  }
+  p.output_shape = out;
+  const bool bias = node.inputs.size() > 2 && node.inputs[2] != kNoValue;
+  const std::vector<int64_t> key = {in[0],  in[1],  in[2],           in[3],           w[0],
+                                    out[2], out[3], p.pads_begin[0], p.pads_begin[1], bias};
+  static std::mutex mutex;
+  static std::map<std::vector<int64_t>, double> known;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (auto found = known.find(key); found != known.end()) return found->second;
+  }
+  using dnnl::memory;
+  p.user_weights =
+      memory::desc({w[0], w[1], 3, 3}, memory::data_type::f32, memory::format_tag::oihw);
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  double bytes = 0;
+  try {
+    const memory::desc src({in[0], in[1], in[2], in[3]}, memory::data_type::f32,
+                           memory::format_tag::any);
+    const memory::desc dst({out[0], out[1], out[2], out[3]}, memory::data_type::f32,
+                           memory::format_tag::any);
+    bytes = static_cast<double>(conv_detail::make_descriptor<dnnl::convolution_forward>(
+                                    p, src, dst, bias, kernel_attr(), engine, /*winograd=*/true)
+                                    .weights_desc()
+                                    .get_size());
+  } catch (const dnnl::error&) {
+    // No Winograd kernel for this problem: the family runs it direct anyway.
+  }
+  const std::lock_guard<std::mutex> lock(mutex);
+  known[key] = bytes;
+  return bytes;
+}
+
 // Every weight's candidate, in the order of its first reader.
 std::vector<WinogradCandidate> candidates_of(const Graph& graph, const WinogradKernel& kernel) {
   std::vector<WinogradCandidate> candidates;
@@ -45,16 +104,21 @@ std::vector<WinogradCandidate> candidates_of(const Graph& graph, const WinogradK
     const Node& node = graph.node(id);
     if (!winograd_shaped(graph, node)) continue;
     const std::vector<int64_t> w = graph.value(node.inputs[1]).shape.sizes();
-    auto [at, added] = index.emplace(node.inputs[1], candidates.size());
-    if (added) {
-      WinogradCandidate& c = candidates.emplace_back();
-      c.weight = node.inputs[1];
-      const double plain = static_cast<double>(w[0] * w[1] * 9) * sizeof(float);
-      c.extra_bytes = (kernel.weight_factor - 1) * plain;
-    }
-    WinogradCandidate& c = candidates[at->second];
-    c.nodes.push_back(id);
+    const double plain = static_cast<double>(w[0] * w[1] * 9) * sizeof(float);
     const Shape& out = graph.value(node.outputs[0]).shape;
+    double extra = (kernel.weight_factor - 1) * plain;
+    if (kernel.ask_onednn) {
+      if (!out.is_static() || !graph.value(node.inputs[0]).shape.is_static()) continue;
+      const double bytes = onednn_winograd_bytes(graph, node);
+      if (bytes == 0) continue;
+      extra = std::max(0.0, bytes - plain);
+    }
+    auto [at, added] = index.emplace(node.inputs[1], candidates.size());
+    if (added) candidates.emplace_back().weight = node.inputs[1];
+    WinogradCandidate& c = candidates[at->second];
+    // Readers whose layouts differ hold copies of their own; the largest is the least extra.
+    c.extra_bytes = std::max(c.extra_bytes, extra);
+    c.nodes.push_back(id);
     // The direct kernel: 2 x 9 x C_in flops per output.
     if (out.is_static()) {
       c.saved_flops += 2.0 * 9.0 * static_cast<double>(out.element_count()) *
@@ -128,8 +192,8 @@ std::string winograd_budget_key(const WinogradBudget& budget) {
 }
 
 WinogradKernel winograd_kernel_here() {
-  if (isa_includes(effective_isa(), dnnl::cpu_isa::avx512_core)) return {4.0, 0.75};
-  return {16.0 / 9.0, 5.0 / 9.0};
+  if (isa_includes(effective_isa(), dnnl::cpu_isa::avx512_core)) return {4.0, 0.75, true};
+  return {16.0 / 9.0, 5.0 / 9.0, false};
 }
 
 WinogradSelection select_winograd(const Graph& graph, const WinogradBudget& budget,

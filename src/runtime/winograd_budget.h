@@ -24,10 +24,13 @@ struct WinogradBudget {
 struct WinogradKernel {
   double weight_factor = 4.0;    ///< Its weights' bytes over the plain ones'.
   double saved_fraction = 0.75;  ///< The share of the direct kernel's flops it saves.
+  /// Ask oneDNN the size of each convolution's Winograd weights instead: it picks F(4x4, 3x3)
+  /// (weights x4) or F(2x2, 3x3) (x16/9) per problem, and none for some.
+  bool ask_onednn = false;
 };
 
-/// oneDNN's F(4x4, 3x3) (36 products per 16 outputs, weights x4) under AVX-512; cleave's own
-/// F(2x2, 3x3) (16 per 4, weights x16/9) below it.
+/// oneDNN's kernels under AVX-512 (ask_onednn); cleave's own F(2x2, 3x3) (16 products per 4
+/// outputs, weights x16/9) below it.
 WinogradKernel winograd_kernel_here();
 
 /// One weight the Winograd family could transform, with every Conv that reads it: the readers

@@ -233,7 +233,7 @@ TEST(WinogradBudget, TheConvKernelRunsDirectOverTheBudgetAndWinogradWithNone) {
   // 64 channels at 14x14: above the minimum of cleave's own kernel.
   const Graph graph = parse_graph(fmt::format(R"(graph main [ai.onnx=17] (%x: f32[1,64,14,14]) {{
   @w: f32[64,64,3,3] = [{}]
-  %y = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w)
+  %y: f32[1,64,14,14] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w)
   return %y
 }})",
                                               text_numbers(64 * 64 * 9, 3)));
