@@ -26,9 +26,12 @@ Graph two_maps() {
 }
 
 TEST(WinogradBudgetPlan, NotesNameTheDirectConvolutions) {
-  // Room for one of the two weights' Winograd copies, whichever kernel this ISA runs: each
-  // adds (factor - 1) x its plain bytes, and the budget is 0.75 of that x both weights.
-  const double fraction = 0.75 * (winograd_kernel_here().weight_factor - 1);
+  // Room for the first weight's Winograd copy and half the second's, whichever kernel (and
+  // so weight size) this ISA runs.
+  const WinogradSelection all = select_winograd(two_maps(), WinogradBudget{std::nullopt, 0});
+  ASSERT_EQ(all.kept.size(), 2u);
+  const double fraction =
+      (all.kept[0].extra_bytes + all.kept[1].extra_bytes / 2) / all.plain_weight_bytes;
   setenv("CLEAVE_WINOGRAD_BUDGET", fmt::format("{}", fraction).c_str(), 1);
   const Graph graph = two_maps();
   CostTable costs = static_costs(graph);
