@@ -475,7 +475,7 @@ CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
   std::string family =
       options.blocked_layouts ? to_string(options.convolution_family) : std::string("plain");
   if (options.blocked_layouts && options.convolution_family == ConvolutionFamily::kWinograd)
-    family += "-" + winograd_budget_key(winograd_budget_from_environment());
+    family = winograd_budget_key(winograd_budget_from_environment()) + "-" + family;
   std::string key = fmt::format("{}-t{}-r{}-{}-{}-v6", graph_fingerprint(graph),
                                 options.max_threads, options.repeat, isa_cache_key(), family);
   fs::path cache = fs::path(cache_directory(options)) / (key + ".json");
