@@ -177,6 +177,7 @@ WinogradBudget parse_winograd_budget(const std::string& text, const std::string&
   // A fraction asked for is that fraction: the floor is the default's, for small models.
   budget.fraction = fraction;
   budget.floor_bytes = 0;
+  budget.applies_above = 0;
   return budget;
 }
 
@@ -188,7 +189,8 @@ WinogradBudget winograd_budget_from_environment() {
 
 std::string winograd_budget_key(const WinogradBudget& budget) {
   if (!budget.fraction) return "wbnone";
-  return fmt::format("wb{}-{}", *budget.fraction, budget.floor_bytes / kMiB);
+  return fmt::format("wb{}-{}-{}", *budget.fraction, budget.floor_bytes / kMiB,
+                     budget.applies_above);
 }
 
 WinogradKernel winograd_kernel_here() {
@@ -206,6 +208,10 @@ WinogradSelection select_winograd(const Graph& graph, const WinogradBudget& budg
           ? std::max(*budget.fraction * selection.plain_weight_bytes, budget.floor_bytes)
           : std::numeric_limits<double>::infinity();
   std::vector<WinogradCandidate> candidates = candidates_of(graph, kernel);
+  double all_extra = 0;
+  for (const WinogradCandidate& c : candidates) all_extra += c.extra_bytes;
+  if (all_extra <= budget.applies_above * selection.plain_weight_bytes)
+    selection.budget_bytes = std::numeric_limits<double>::infinity();
   // Most flops saved per extra byte first; equal ones in node order, so the answer is stable.
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const WinogradCandidate& a, const WinogradCandidate& b) {
@@ -237,6 +243,13 @@ std::string describe(const WinogradSelection& selection) {
   if (!selection.budget.fraction) {
     return fmt::format("no budget: all {} 3x3 convolutions keep Winograd ({:.1f} MiB added)", total,
                        selection.kept_bytes() / kMiB);
+  }
+  if (std::isinf(selection.budget_bytes)) {
+    return fmt::format(
+        "all {} 3x3 convolutions keep Winograd: {:.1f} MiB added, not over {} x {:.1f} MiB of "
+        "weights, where the budget starts to apply",
+        total, selection.kept_bytes() / kMiB, selection.budget.applies_above,
+        selection.plain_weight_bytes / kMiB);
   }
   return fmt::format(
       "{} of {} 3x3 convolutions run direct: {:.1f} MiB of Winograd weights saved, {:.1f} MiB "

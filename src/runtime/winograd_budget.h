@@ -15,9 +15,16 @@ namespace cleave {
 /// four times the weight: retinanet's added 192 MiB of packed copies (and 50 MiB of
 /// scratchpad) to a blocked peak of 0.74x ONNX Runtime's. A quarter kept retinanet's peak
 /// below ONNX Runtime's (336 against 348-386 MiB); half did not (419 MiB).
+///
+/// The default budget cuts only where keeping every candidate would add more than
+/// `applies_above` of the plain weight bytes: oneDNN's F(4x4, 3x3) on most of a model's
+/// weights (retinanet: 1.86x), not F(2x2, 3x3)'s x16/9 copies (the ResNets: under 0.8x), whose
+/// peak stays far below ONNX Runtime's (wide_resnet50_2 0.63x, resnet34 0.72x) and which ran
+/// 3-10% slower with layers sent direct.
 struct WinogradBudget {
   std::optional<double> fraction = 0.25;  ///< nullopt: no budget, every candidate keeps it.
   double floor_bytes = 32.0 * (1 << 20);
+  double applies_above = 1.0;  ///< 0: the budget always applies (a fraction asked for).
 };
 
 /// The Winograd kernel the family runs, by what it saves and holds.
@@ -58,8 +65,9 @@ struct WinogradSelection {
   bool runs_direct(NodeId node) const;
 };
 
-/// Parses a budget: a fraction of the plain weight bytes (0 or more; exactly that, no floor),
-/// or "none". Throws Error naming `origin` and what was expected for anything else.
+/// Parses a budget: a fraction of the plain weight bytes (0 or more; exactly that, no floor,
+/// applied whatever the candidates would add), or "none". Throws Error naming `origin` and what was
+/// expected for anything else.
 WinogradBudget parse_winograd_budget(const std::string& text, const std::string& origin);
 
 /// The budget $CLEAVE_WINOGRAD_BUDGET sets (parse_winograd_budget); the default when unset.

@@ -2,6 +2,7 @@
 #include "runtime/winograd_budget.h"
 
 #include <fmt/core.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -17,6 +18,8 @@
 
 namespace cleave {
 namespace {
+
+using ::testing::HasSubstr;
 
 // Sets CLEAVE_WINOGRAD_BUDGET for one test and puts back what was there.
 class BudgetVariable {
@@ -64,6 +67,7 @@ WinogradBudget fraction(double f) {
   WinogradBudget budget;
   budget.fraction = f;
   budget.floor_bytes = 0;
+  budget.applies_above = 0;
   return budget;
 }
 
@@ -127,9 +131,29 @@ TEST(WinogradBudget, KeptBytesStayWithinTheBudget) {
 
 TEST(WinogradBudget, FloorKeepsSmallModelsWhole) {
   WinogradBudget budget;  // The default: a quarter of the weights, at least 32 MiB.
-  const WinogradSelection selection = select_winograd(two_maps(16), budget);
+  const WinogradSelection selection = select_winograd(two_maps(16), budget, kFourByFour);
   EXPECT_TRUE(selection.direct.empty());
   EXPECT_DOUBLE_EQ(selection.budget_bytes, budget.floor_bytes);
+}
+
+// The default budget cuts only where every candidate kept would add more than the plain
+// weights: F(4x4)'s x4 copies (3x added) do, F(2x2)'s x16/9 (0.78x added) do not.
+TEST(WinogradBudget, TheDefaultAppliesOnlyWhereWinogradMoreThanDoublesTheWeights) {
+  WinogradBudget budget;
+  budget.floor_bytes = 0;  // So that the quarter alone decides, on a small graph.
+  const Graph graph = two_maps(64);
+  const WinogradSelection four = select_winograd(graph, budget, kFourByFour);
+  EXPECT_FALSE(four.direct.empty());
+  EXPECT_LE(four.kept_bytes(), 0.25 * four.plain_weight_bytes);
+  const WinogradSelection two =
+      select_winograd(graph, budget, WinogradKernel{16.0 / 9.0, 5.0 / 9.0});
+  EXPECT_TRUE(two.direct.empty());
+  EXPECT_EQ(two.kept.size(), 2u);
+  EXPECT_THAT(describe(two), HasSubstr("where the budget starts to apply"));
+  // A fraction asked for applies whatever the copies add.
+  const WinogradSelection asked = select_winograd(graph, parse_winograd_budget("0.25", "test"),
+                                                  WinogradKernel{16.0 / 9.0, 5.0 / 9.0});
+  EXPECT_FALSE(asked.direct.empty());
 }
 
 TEST(WinogradBudget, ReadersOfASharedWeightGoTogether) {
