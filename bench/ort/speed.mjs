@@ -2,6 +2,7 @@
 //
 // Usage: node bench/ort/speed.mjs [--cleave build/cleave] [--models DIR] [--only a,b]
 //          [--rounds 5] [--runs 10] [--warmup 3] [--markdown FILE] [--json FILE]
+//          [--threads 1,2] [--baseline OTHER_BUILD/cleave]
 // Each round times, for 1 and then 2 threads, ONNX Runtime (a child ort_run.mjs) and cleave (a
 // child `cleave run`); each loads the model, warms up and reports its own timed runs, so neither
 // runtime's idle threads share the machine with the other's. The order of the two runtimes
@@ -10,6 +11,8 @@
 // the median over rounds of each round's cleave median over its ORT median: a slow spell of
 // the machine that lasts one round then moves one ratio, not the answer. A round where cleave
 // took fewer threads than asked (it does when other processes hold the cores) is counted.
+// With --baseline, another build of cleave is timed in the same rounds (the three in rotating
+// order): before and after a change, paired, with both ratios to ORT (console and --json).
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -35,8 +38,12 @@ const flags = parseFlags(process.argv.slice(2), {
   warmup: 3,
   markdown: "",
   json: "",
+  threads: "1,2",
+  baseline: "",
 });
-const threadCounts = [1, 2];
+const threadCounts = String(flags.threads).split(",").map(Number);
+if (threadCounts.some((t) => !(t === 1 || t === 2))) throw new Error("--threads takes 1, 2 or 1,2");
+if (flags.markdown && threadCounts.length !== 2) throw new Error("--markdown needs --threads 1,2");
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 function timeOrt(model, threads) {
@@ -54,8 +61,8 @@ function timeOrt(model, threads) {
   return JSON.parse(text);
 }
 
-function timeCleave(model, threads) {
-  const report = runCleave(flags.cleave, [
+function timeCleave(model, threads, binary = flags.cleave) {
+  const report = runCleave(binary, [
     model.onnx,
     ...(model.inputs ?? [{ name: model.inputName, file: model.input }]).flatMap((i) => [
       "--input",
@@ -74,21 +81,28 @@ function timeCleave(model, threads) {
 const corpus = loadCorpus(flags.models, flags.only ? flags.only.split(",") : null);
 const results = [];
 for (const model of corpus) {
-  const times = { ort: { 1: [], 2: [] }, cleave: { 1: [], 2: [] } };
+  const times = { ort: { 1: [], 2: [] }, cleave: { 1: [], 2: [] }, baseline: { 1: [], 2: [] } };
   const roundRatios = { 1: [], 2: [] };
+  const baselineRatios = { 1: [], 2: [] };
+  const againstBaseline = { 1: [], 2: [] };
+  const runtimes = flags.baseline ? ["ort", "cleave", "baseline"] : ["ort", "cleave"];
   const fewerThreads = { 1: 0, 2: 0 };
   let cleaveMemory = null;
   let ortMemory = null;
   for (let round = 0; round < flags.rounds; ++round) {
     for (const threads of threadCounts) {
-      const ortFirst = round % 2 === 0;
       const roundMedian = {};
-      for (const runtime of ortFirst ? ["ort", "cleave"] : ["cleave", "ort"]) {
+      const order = runtimes.map((_, i) => runtimes[(i + round) % runtimes.length]);
+      for (const runtime of order) {
         if (runtime === "ort") {
           const report = timeOrt(model, threads);
           times.ort[threads].push(...report.runs);
           roundMedian.ort = median(report.runs);
           if (threads === 1) ortMemory = report;
+        } else if (runtime === "baseline") {
+          const report = timeCleave(model, threads, flags.baseline);
+          times.baseline[threads].push(...report.latency_ms.runs);
+          roundMedian.baseline = median(report.latency_ms.runs);
         } else {
           const report = timeCleave(model, threads);
           times.cleave[threads].push(...report.latency_ms.runs);
@@ -98,6 +112,10 @@ for (const model of corpus) {
         }
       }
       roundRatios[threads].push(roundMedian.cleave / roundMedian.ort);
+      if (flags.baseline) {
+        baselineRatios[threads].push(roundMedian.baseline / roundMedian.ort);
+        againstBaseline[threads].push(roundMedian.cleave / roundMedian.baseline);
+      }
     }
     process.stderr.write(`\r${model.name}: round ${round + 1}/${flags.rounds}   `);
   }
@@ -108,12 +126,28 @@ for (const model of corpus) {
     row[`ratio_${threads}`] = row[`cleave_${threads}`] / row[`ort_${threads}`];
     row[`paired_${threads}`] = median(roundRatios[threads]);
     row[`fewer_threads_${threads}`] = fewerThreads[threads];
+    if (flags.baseline) {
+      row[`baseline_${threads}`] = median(times.baseline[threads]);
+      row[`baseline_paired_${threads}`] = median(baselineRatios[threads]);
+      row[`paired_vs_baseline_${threads}`] = median(againstBaseline[threads]);
+    }
   }
   row.cleave_activation_mib = cleaveMemory.peak_activation_bytes / 2 ** 20;
   row.cleave_rss_mib = (cleaveMemory.peak_rss_bytes - cleaveMemory.baseline_rss_bytes) / 2 ** 20;
   row.ort_rss_mib = (ortMemory.peak_rss_bytes - ortMemory.baseline_rss_bytes) / 2 ** 20;
   results.push(row);
   process.stderr.write("\n");
+  for (const threads of flags.baseline ? threadCounts : []) {
+    console.log(
+      `${model.name.padEnd(20)} ${threads} thread(s): cleave ${row[`cleave_${threads}`].toFixed(2)} ms, ` +
+        `baseline ${row[`baseline_${threads}`].toFixed(2)} ms, ORT ${row[`ort_${threads}`].toFixed(2)} ms | ` +
+        `paired cleave/ORT ${row[`paired_${threads}`].toFixed(3)}, baseline/ORT ` +
+        `${row[`baseline_paired_${threads}`].toFixed(3)}, cleave/baseline ` +
+        `${row[`paired_vs_baseline_${threads}`].toFixed(3)} | rounds cleave/ORT ` +
+        `${roundRatios[threads].map((r) => r.toFixed(2)).join(", ")}`,
+    );
+  }
+  if (threadCounts.length !== 2) continue;
   console.log(
     `${model.name.padEnd(20)} 1 thread: cleave ${row.cleave_1.toFixed(2)} ms, ORT ${row.ort_1.toFixed(2)} ms, ` +
       `ratio ${row.ratio_1.toFixed(3)} | 2 threads: cleave ${row.cleave_2.toFixed(2)} ms, ` +
@@ -130,7 +164,7 @@ const summary = {
   geomean_paired_1: geomean(results.map((r) => r.paired_1)),
   geomean_paired_2: geomean(results.map((r) => r.paired_2)),
 };
-console.log(
+if (threadCounts.length === 2) console.log(
   `geometric mean of cleave/ORT: ${summary.geomean_ratio_1.toFixed(3)} at 1 thread, ` +
     `${summary.geomean_ratio_2.toFixed(3)} at 2 threads; worst at 1 thread ${summary.max_ratio_1.toFixed(3)}; ` +
     `paired: ${summary.geomean_paired_1.toFixed(3)} and ${summary.geomean_paired_2.toFixed(3)}`,

@@ -99,6 +99,8 @@ int run_plan(const PlanSettings& settings) {
     }
   }
   fmt::print("family      {} ({})\n", plan.family, plan.configuration);
+  if (plan.plan.notes.contains("winograd_budget"))
+    fmt::print("winograd    {}\n", plan.plan.notes["winograd_budget"].get<std::string>());
   fmt::print("plan        {} on {} worker(s) x {} thread(s), {} sample(s)\n", plan.plan.strategy,
              plan.tasks.machine.size(), plan.threads_per_worker, plan.plan.batch);
   fmt::print("predicted   {:.3f} ms (sequential sum {:.3f} ms at 1 thread)\n",

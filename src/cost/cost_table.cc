@@ -30,6 +30,7 @@
 #include "runtime/cpu_isa.h"
 #include "runtime/executor.h"
 #include "runtime/random_inputs.h"
+#include "runtime/winograd_budget.h"
 #include "support/atomic_output.h"
 #include "support/json_file.h"
 #include "support/timing.h"
@@ -470,9 +471,13 @@ CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
   // v6: node times calibrated to whole runs, timed in interleaved blocks until two agree,
   // multi-thread blocks only while their cores are free. The ISA is in the key, so a profile
   // of another CPU (or of this one under another cap) is not used.
-  std::string key = fmt::format(
-      "{}-t{}-r{}-{}-{}-v6", graph_fingerprint(graph), options.max_threads, options.repeat,
-      isa_cache_key(), options.blocked_layouts ? to_string(options.convolution_family) : "plain");
+  // The Winograd family's kernels follow its weight budget, so a Winograd profile names it.
+  std::string family =
+      options.blocked_layouts ? to_string(options.convolution_family) : std::string("plain");
+  if (options.blocked_layouts && options.convolution_family == ConvolutionFamily::kWinograd)
+    family = winograd_budget_key(winograd_budget_from_environment()) + "-" + family;
+  std::string key = fmt::format("{}-t{}-r{}-{}-{}-v6", graph_fingerprint(graph),
+                                options.max_threads, options.repeat, isa_cache_key(), family);
   fs::path cache = fs::path(cache_directory(options)) / (key + ".json");
   if (std::optional<CostTable> cached = cached_profile(cache, graph, options)) return *cached;
   CostTable table;

@@ -15,6 +15,7 @@
 #include "cost/cost_table.h"
 #include "runtime/cpu_isa.h"
 #include "runtime/random_inputs.h"
+#include "runtime/winograd_budget.h"
 #include "support/atomic_output.h"
 #include "support/json_file.h"
 #include "support/timing.h"
@@ -64,9 +65,10 @@ std::vector<std::map<ConvolutionFamily, double>> time_in_rounds(
 }
 
 std::string cache_key(const Graph& graph, const ExecutorOptions& options) {
-  // The ISA is in the key: a family measured on AVX-512 says nothing about an AVX2 machine.
-  return fmt::format("{}-t{}-{}-v{}", graph_fingerprint(graph), options.threads, isa_cache_key(),
-                     kCacheVersion);
+  // The ISA is in the key: a family measured on AVX-512 says nothing about an AVX2 machine;
+  // so is the Winograd budget, which decides what the Winograd family's run computes.
+  return fmt::format("{}-t{}-{}-{}-v{}", graph_fingerprint(graph), options.threads, isa_cache_key(),
+                     winograd_budget_key(winograd_budget_from_environment()), kCacheVersion);
 }
 
 bool is_4d_conv(const Graph& graph, const Node& node) {

@@ -13,6 +13,7 @@
 #include "frontend/auto_search.h"
 #include "frontend/costs.h"
 #include "plan/registry.h"
+#include "runtime/winograd_budget.h"
 #include "support/atomic_output.h"
 #include "support/json_file.h"
 #include "support/limits.h"
@@ -63,6 +64,12 @@ ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlan
   chosen.plan.notes["planning_seconds"] = chosen.planning_seconds;
   chosen.plan.notes["cost_source"] = costs.source;
   chosen.convolution_family = costs.convolution_family;
+  if (costs.convolution_family == ConvolutionFamily::kWinograd) {
+    // The costs were timed with these nodes on the direct kernels; the plan file says so.
+    const WinogradSelection selection = select_winograd(graph, winograd_budget_from_environment());
+    chosen.plan.notes["winograd_budget"] = describe(selection);
+    chosen.plan.notes["winograd_direct_nodes"] = direct_node_names(graph, selection);
+  }
   return chosen;
 }
 

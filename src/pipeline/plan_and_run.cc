@@ -2,6 +2,7 @@
 #include "pipeline/plan_and_run.h"
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,6 +13,7 @@
 #include "pipeline/spatial_run.h"
 #include "runtime/random_inputs.h"
 #include "runtime/timed_rounds.h"
+#include "runtime/winograd_budget.h"
 #include "support/timing.h"
 
 namespace cleave {
@@ -153,6 +155,20 @@ ConvolutionFamily family_named(const std::string& name) {
   return *family;
 }
 
+// The family, and in the Winograd family which convolutions its weight budget leaves direct
+// and the bytes that saves.
+void log_layouts(const RunRecipe& recipe, const Graph& graph, const LayoutChoice& layouts) {
+  if (recipe.plain_layouts) return;
+  log_line(recipe, fmt::format("recipe: layouts {}", describe(layouts)));
+  if (layouts.family != ConvolutionFamily::kWinograd || !recipe.log) return;
+  const WinogradSelection selection = select_winograd(graph, winograd_budget_from_environment());
+  log_line(recipe, fmt::format("recipe: winograd budget: {}", describe(selection)));
+  if (!selection.direct.empty()) {
+    log_line(recipe, fmt::format("recipe: direct (over the Winograd budget): {}",
+                                 fmt::join(direct_node_names(graph, selection), ", ")));
+  }
+}
+
 // Layouts: the convolution family, measured with the threads each worker will run.
 void choose_run_layouts(PreparedRun& prepared, const RunRecipe& recipe, bool planned,
                         bool measure_layouts,
@@ -166,7 +182,7 @@ void choose_run_layouts(PreparedRun& prepared, const RunRecipe& recipe, bool pla
     layouts = layouts_at(prepared.graph, planned ? recipe.threads_per_worker : recipe.threads,
                          prepared.inputs.front(), recipe);
   }
-  if (!recipe.plain_layouts) log_line(recipe, fmt::format("recipe: layouts {}", describe(layouts)));
+  log_layouts(recipe, prepared.graph, layouts);
 }
 
 void make_sequential_executor(PreparedRun& prepared, const RunRecipe& recipe,
@@ -228,8 +244,7 @@ void run_plan_elsewhere(PreparedRun& prepared, const RunRecipe& recipe) {
   } else if (model_plan.convolution_family) {
     prepared.layouts.family = *model_plan.convolution_family;
   }
-  if (!recipe.plain_layouts)
-    log_line(recipe, fmt::format("recipe: layouts {}", describe(prepared.layouts)));
+  log_layouts(recipe, prepared.graph, prepared.layouts);
   prepared.executor = runner.make_executor(prepared.graph, model_plan, prepared.layouts);
   // The executor holds its weights now; this copy would keep them alive once packed.
   drop_initializer_bytes(prepared.graph);

@@ -23,6 +23,7 @@
 #include "runtime/kernels/nn/winograd.h"
 #include "runtime/kernels/packed_constants.h"
 #include "runtime/kernels/registration.h"
+#include "runtime/winograd_budget.h"
 
 namespace cleave {
 
@@ -164,7 +165,8 @@ constexpr double kMinWinogradFlops = 8e6;
 std::optional<OwnWinograd> own_winograd_for(const KernelContext& context, const ConvProblem& p,
                                             const float* weights) {
   if (context.convolution_family != ConvolutionFamily::kWinograd || !winograd_shape(p) ||
-      !context.constant[1] || !own_winograd_available() || p.output_shape.size() != 4) {
+      !context.constant[1] || !own_winograd_available() || p.output_shape.size() != 4 ||
+      winograd_over_budget(context.graph, context.node_id)) {
     return std::nullopt;
   }
   const double flops =
@@ -213,7 +215,8 @@ typename Primitive::primitive_desc choose_descriptor(const KernelContext& contex
   typename Primitive::primitive_desc descriptor;
   bool found = false;
   bool winograd = false;
-  if (context.convolution_family == ConvolutionFamily::kWinograd && winograd_shape(p)) {
+  if (context.convolution_family == ConvolutionFamily::kWinograd && winograd_shape(p) &&
+      !winograd_over_budget(context.graph, context.node_id)) {
     // Its kernel reads channel blocks; a plain input is reordered into them. Post-ops it
     // cannot fuse (or channel counts it does not cover) leave the direct kernels below.
     for (const memory::desc& source : {given, any_desc(x.shape())}) {

@@ -1,0 +1,273 @@
+// The Winograd family's weight budget: which 3x3 convolutions keep Winograd, and the override.
+#include "runtime/winograd_budget.h"
+
+#include <fmt/core.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/text.h"
+#include "runtime/cpu_isa.h"
+#include "runtime/node_runner.h"
+#include "support/error.h"
+#include "text_numbers.h"
+
+namespace cleave {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Sets CLEAVE_WINOGRAD_BUDGET for one test and puts back what was there.
+class BudgetVariable {
+ public:
+  explicit BudgetVariable(const char* value) {
+    if (const char* old = std::getenv(kName)) old_ = old;
+    if (value) {
+      setenv(kName, value, 1);
+    } else {
+      unsetenv(kName);
+    }
+  }
+  ~BudgetVariable() {
+    if (old_) {
+      setenv(kName, old_->c_str(), 1);
+    } else {
+      unsetenv(kName);
+    }
+  }
+
+ private:
+  static constexpr const char* kName = "CLEAVE_WINOGRAD_BUDGET";
+  std::optional<std::string> old_;
+};
+
+// Two 3x3 convolutions of one size of weight: %big on a 64x64 map, %small on a 2x2 one.
+// Weights without data: the budget reads shapes only.
+Graph two_maps(int channels) {
+  return parse_graph(
+      fmt::format(R"(graph main [ai.onnx=17] (%x: f32[1,{0},64,64], %s: f32[1,{0},2,2]) {{
+  @wb: f32[{0},{0},3,3]
+  @ws: f32[{0},{0},3,3]
+  %big: f32[1,{0},64,64] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @wb)
+  %small: f32[1,{0},2,2] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%s, @ws)
+  return %big, %small
+}})",
+                  channels));
+}
+
+NodeId producer(const Graph& graph, const std::string& value) {
+  return graph.value(*graph.find_value(value)).producer;
+}
+
+WinogradBudget fraction(double f) {
+  WinogradBudget budget;
+  budget.fraction = f;
+  budget.floor_bytes = 0;
+  budget.applies_above = 0;
+  return budget;
+}
+
+// oneDNN's F(4x4, 3x3): weights x4, 3/4 of the flops saved.
+constexpr WinogradKernel kFourByFour{4.0, 0.75};
+
+std::vector<NodeId> nodes_of(const std::vector<WinogradCandidate>& candidates) {
+  std::vector<NodeId> nodes;
+  for (const WinogradCandidate& c : candidates)
+    nodes.insert(nodes.end(), c.nodes.begin(), c.nodes.end());
+  return nodes;
+}
+
+TEST(WinogradBudget, SmallGainPerByteFallsBackToDirect) {
+  // Each weight's Winograd copy adds 3x its plain bytes; twice the model's weights has room
+  // for one of the two, and the 2x2 map saves a thousandth of the 64x64 one's flops.
+  const Graph graph = two_maps(16);
+  const WinogradSelection selection = select_winograd(graph, fraction(2.0), kFourByFour);
+  EXPECT_EQ(nodes_of(selection.direct), std::vector<NodeId>{producer(graph, "small")});
+  EXPECT_TRUE(selection.runs_direct(producer(graph, "small")));
+}
+
+TEST(WinogradBudget, LargeGainPerByteKeepsWinograd) {
+  const Graph graph = two_maps(16);
+  const WinogradSelection selection = select_winograd(graph, fraction(2.0), kFourByFour);
+  EXPECT_EQ(nodes_of(selection.kept), std::vector<NodeId>{producer(graph, "big")});
+  EXPECT_FALSE(selection.runs_direct(producer(graph, "big")));
+}
+
+TEST(WinogradBudget, KeptBytesStayWithinTheBudget) {
+  // Maps of 32, 16, 8 and 4 pixels a side, channels 8 to 64: gains and bytes of every order.
+  std::string text = "graph main [ai.onnx=17] (%x: f32[1,8,32,32]) {\n";
+  std::string previous = "x";
+  int channels = 8;
+  for (int side : {32, 16, 8, 4}) {
+    const int out = channels * 2;
+    text += fmt::format(
+        "  @w{0}: f32[{1},{2},3,3]\n  %c{0}: f32[1,{1},{0},{0}] = "
+        "Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%{3}, @w{0})\n",
+        side, out, channels, previous);
+    text += fmt::format(
+        "  @d{0}: f32[{1},{1},3,3]\n  %p{0}: f32[1,{1},{2},{2}] = "
+        "Conv[kernel_shape=[3,3], pads=[1,1,1,1], strides=[2,2]](%c{0}, @d{0})\n",
+        side, out, side / 2);
+    previous = fmt::format("p{}", side);
+    channels = out;
+  }
+  text += "  return %" + previous + "\n}";
+  const Graph graph = parse_graph(text);
+  for (double f : {0.0, 0.1, 0.3, 0.5, 1.0}) {
+    const WinogradSelection selection = select_winograd(graph, fraction(f));
+    EXPECT_EQ(selection.kept.size() + selection.direct.size(), 4u) << "stride 2 is no candidate";
+    EXPECT_DOUBLE_EQ(selection.budget_bytes, f * selection.plain_weight_bytes);
+    EXPECT_LE(selection.kept_bytes(), selection.budget_bytes) << f;
+    // Greedy: each one left out did not fit beside those kept.
+    for (const WinogradCandidate& c : selection.direct)
+      EXPECT_GT(selection.kept_bytes() + c.extra_bytes, selection.budget_bytes) << f;
+  }
+  EXPECT_TRUE(select_winograd(graph, fraction(0)).kept.empty());
+}
+
+TEST(WinogradBudget, FloorKeepsSmallModelsWhole) {
+  WinogradBudget budget;  // The default: a quarter of the weights, at least 32 MiB.
+  const WinogradSelection selection = select_winograd(two_maps(16), budget, kFourByFour);
+  EXPECT_TRUE(selection.direct.empty());
+  EXPECT_DOUBLE_EQ(selection.budget_bytes, budget.floor_bytes);
+}
+
+// The default budget cuts only where every candidate kept would add more than the plain
+// weights: F(4x4)'s x4 copies (3x added) do, F(2x2)'s x16/9 (0.78x added) do not.
+TEST(WinogradBudget, TheDefaultAppliesOnlyWhereWinogradMoreThanDoublesTheWeights) {
+  WinogradBudget budget;
+  budget.floor_bytes = 0;  // So that the quarter alone decides, on a small graph.
+  const Graph graph = two_maps(64);
+  const WinogradSelection four = select_winograd(graph, budget, kFourByFour);
+  EXPECT_FALSE(four.direct.empty());
+  EXPECT_LE(four.kept_bytes(), 0.25 * four.plain_weight_bytes);
+  const WinogradSelection two =
+      select_winograd(graph, budget, WinogradKernel{16.0 / 9.0, 5.0 / 9.0});
+  EXPECT_TRUE(two.direct.empty());
+  EXPECT_EQ(two.kept.size(), 2u);
+  EXPECT_THAT(describe(two), HasSubstr("where the budget starts to apply"));
+  // A fraction asked for applies whatever the copies add.
+  const WinogradSelection asked = select_winograd(graph, parse_winograd_budget("0.25", "test"),
+                                                  WinogradKernel{16.0 / 9.0, 5.0 / 9.0});
+  EXPECT_FALSE(asked.direct.empty());
+}
+
+TEST(WinogradBudget, ReadersOfASharedWeightGoTogether) {
+  // A detector's head: one weight read on each pyramid level, one packed copy for all.
+  const Graph graph =
+      parse_graph(R"(graph main [ai.onnx=17] (%a: f32[1,16,8,8], %b: f32[1,16,4,4]) {
+  @w: f32[16,16,3,3]
+  @v: f32[16,16,3,3]
+  %ya: f32[1,16,8,8] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%a, @w)
+  %yb: f32[1,16,4,4] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%b, @w)
+  %yc: f32[1,16,8,8] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%a, @v)
+  return %ya, %yb, %yc
+})");
+  const WinogradSelection all =
+      select_winograd(graph, WinogradBudget{std::nullopt, 0}, kFourByFour);
+  ASSERT_EQ(all.kept.size(), 2u) << "one candidate per weight";
+  const WinogradCandidate& shared = all.kept.front();
+  EXPECT_EQ(shared.nodes, (std::vector<NodeId>{producer(graph, "ya"), producer(graph, "yb")}));
+  EXPECT_DOUBLE_EQ(shared.extra_bytes, 3.0 * 16 * 16 * 9 * 4);
+  EXPECT_GT(shared.saved_flops, all.kept.back().saved_flops) << "both readers' flops";
+  // Room for one weight: the shared one saves more per byte, and its readers stay together.
+  const WinogradSelection one = select_winograd(graph, fraction(1.5), kFourByFour);
+  EXPECT_EQ(nodes_of(one.kept), shared.nodes);
+  EXPECT_TRUE(one.runs_direct(producer(graph, "yc")));
+}
+
+TEST(WinogradBudget, NoneKeepsEveryCandidate) {
+  const WinogradSelection selection =
+      select_winograd(two_maps(16), parse_winograd_budget("none", "test"), kFourByFour);
+  EXPECT_EQ(selection.kept.size(), 2u);
+  EXPECT_TRUE(selection.direct.empty());
+}
+
+TEST(WinogradBudget, ParsesFractions) {
+  const WinogradBudget budget = parse_winograd_budget("0.25", "test");
+  ASSERT_TRUE(budget.fraction);
+  EXPECT_DOUBLE_EQ(*budget.fraction, 0.25);
+  EXPECT_EQ(budget.floor_bytes, 0);
+  EXPECT_FALSE(parse_winograd_budget("none", "test").fraction);
+}
+
+TEST(WinogradBudget, BadTextNamesTheOriginAndTheForms) {
+  for (const char* bad : {"", "abc", "-0.5", "0.5x", "inf", "nan", "None"}) {
+    try {
+      parse_winograd_budget(bad, "CLEAVE_WINOGRAD_BUDGET");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("CLEAVE_WINOGRAD_BUDGET"), std::string::npos) << message;
+      EXPECT_NE(message.find("\"none\""), std::string::npos) << message;
+    }
+  }
+}
+
+TEST(WinogradBudget, EnvironmentSetsTheBudget) {
+  const Graph graph = two_maps(16);
+  const NodeId small = producer(graph, "small");
+  {
+    const BudgetVariable unset(nullptr);
+    EXPECT_FALSE(winograd_over_budget(graph, small)) << "the floor covers a small model";
+  }
+  {
+    const BudgetVariable half("0.5");
+    EXPECT_TRUE(winograd_over_budget(graph, small));
+  }
+  {
+    const BudgetVariable none("none");
+    EXPECT_FALSE(winograd_over_budget(graph, small));
+  }
+  const BudgetVariable bad("lots");
+  EXPECT_THROW(winograd_over_budget(graph, small), Error);
+}
+
+TEST(WinogradBudget, CacheKeysTellBudgetsApart) {
+  EXPECT_NE(winograd_budget_key(WinogradBudget{}), winograd_budget_key(fraction(0.25)))
+      << "the floor is in the key";
+  EXPECT_NE(winograd_budget_key(fraction(0.25)), winograd_budget_key(fraction(0.5)));
+  EXPECT_EQ(winograd_budget_key(parse_winograd_budget("none", "test")), "wbnone");
+}
+
+// The implementation the Winograd family's Conv kernel prepares for `graph`'s %y.
+std::string winograd_family_implementation(const Graph& graph) {
+  const NodeId conv = producer(graph, "y");
+  const Value& weights = graph.value(graph.node(conv).inputs[1]);
+  Tensor x =
+      Tensor::allocate(DataType::kFloat, graph.value(graph.node(conv).inputs[0]).shape.sizes());
+  for (int64_t i = 0; i < x.element_count(); ++i) x.data<float>()[i] = (i % 7) * 0.1f;
+  const Tensor w =
+      Tensor::borrow(DataType::kFloat, weights.shape.sizes(), weights.initializer->bytes->data());
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  BufferPool pool;
+  NodeRunner runner(graph, conv, /*blocked_outputs_allowed=*/true, ConvolutionFamily::kWinograd);
+  std::vector<Tensor> outputs;
+  runner.run({&x, &w}, {false, true}, outputs, pool, engine, stream, 1);
+  return runner.implementation();
+}
+
+TEST(WinogradBudget, TheConvKernelRunsDirectOverTheBudgetAndWinogradWithNone) {
+  if (!winograd_available()) GTEST_SKIP() << "needs a Winograd kernel (AVX2 or AVX-512)";
+  // 64 channels at 14x14: above the minimum of cleave's own kernel.
+  const Graph graph = parse_graph(fmt::format(R"(graph main [ai.onnx=17] (%x: f32[1,64,14,14]) {{
+  @w: f32[64,64,3,3] = [{}]
+  %y: f32[1,64,14,14] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w)
+  return %y
+}})",
+                                              text_numbers(64 * 64 * 9, 3)));
+  {
+    const BudgetVariable zero("0");
+    EXPECT_EQ(winograd_family_implementation(graph).find("wino"), std::string::npos);
+  }
+  const BudgetVariable none("none");
+  EXPECT_NE(winograd_family_implementation(graph).find("wino"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cleave
