@@ -68,7 +68,10 @@ if [[ -n "$quotas" || -n "$memory" ]]; then
       mkdir "$group"; cgroups+=("$group")
       echo "$period" > "$group/cpu.cfs_period_us"
       percent="${quota_list[$r]:-100}"
-      echo $((percent * period / 100)) > "$group/cpu.cfs_quota_us"
+      quota=$((percent * period / 100))
+      # The kernel takes no quota below 1 ms.
+      ((quota >= 1000)) || { echo "--quota $percent% of --period-us $period is below the kernel's 1000 us: give a longer period" >&2; exit 2; }
+      echo "$quota" > "$group/cpu.cfs_quota_us"
     fi
     if [[ -n "$memory" ]]; then
       group="/sys/fs/cgroup/memory/${name}_r$r"

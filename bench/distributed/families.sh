@@ -119,7 +119,12 @@ run_one() {  # shape family configuration kind artifact model ranks link quota a
   local link="$8" quota="$9" auto="${10}" predicted="${11}" report="$work/r.json"
   local cluster_args=(-np "$n")
   [[ "$link" == none ]] || cluster_args=(--rate "$link" "${cluster_args[@]}")
-  [[ -z "$quota" ]] || cluster_args=(--quota "$quota" --period-us "$period" "${cluster_args[@]}")
+  if [[ -n "$quota" ]]; then
+    # The kernel's quota is 1 ms at least: a smaller share needs a longer period.
+    local least="${quota##*,}" shaped_period="$period"
+    ((least * period >= 100000)) || shaped_period=$(((100000 + least - 1) / least))
+    cluster_args=(--quota "$quota" --period-us "$shaped_period" "${cluster_args[@]}")
+  fi
   local timing=(--warmup 1 --repeat "$repeat" --json)
   if [[ "$kind" == split ]]; then
     "$cluster" "${cluster_args[@]}" -- "$cleave" run-split "$artifact" --layouts "$layouts" \
