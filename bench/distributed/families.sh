@@ -103,8 +103,8 @@ row ""
 
 # 1. The link model per shaping, from a ping-pong on the emulated cluster.
 mpicc -O2 "$here/pingpong.c" -o "$work/pingpong"
-row "| shaping | 8 B round trip µs | 1 MiB round trip µs | 4 MiB round trip µs | link model: latency µs, bandwidth GB/s |"
-row "|---|---|---|---|---|"
+row "| shaping | 8 B round trip µs | 1 MiB round trip µs | 4 MiB round trip µs | 8 B round trip to a waiting rank µs | link model: latency µs, bandwidth GB/s |"
+row "|---|---|---|---|---|---|"
 rate_of() { [[ "$1" == none ]] || echo "--rate $1"; }
 for link in $links; do
   # shellcheck disable=SC2046

@@ -207,6 +207,52 @@ TEST_F(FamiliesScript, ReportComparesAutoWithTheBestMeasured) {
       << result.out;
 }
 
+// The link model's latency is what a message costs a rank that sleeps between its polls: the
+// waiting receiver's round trip less the spinning one way (300 - 40 / 2 us).
+TEST_F(FamiliesScript, LinkLatencyIsAWaitingRanksMessage) {
+  write("pingpong.txt",
+        "bytes 8 round_trip_us 40.0 bandwidth_Bps 2.0e5\n"
+        "bytes 1048576 round_trip_us 1000.0 bandwidth_Bps 2.1e9\n"
+        "bytes 4194304 round_trip_us 3000.0 bandwidth_Bps 2.8e9\n"
+        "waiting_receiver bytes 8 round_trip_us 300.0\n");
+  const std::string tool =
+      std::string("/usr/bin/python3 ") + CLEAVE_SOURCE_DIR + "/bench/distributed/link_machine.py ";
+  const CommandResult result = run_shell(tool + path("pingpong.txt") + " " + path("m.json") +
+                                         " --speeds 1,0.5 --shaping none");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "| none | 40.0 | 1000.0 | 3000.0 | 300.0 | 280.0, 3.146 |\n");
+  EXPECT_EQ(
+      read_text(path("m.json")),
+      R"json({"devices": [{"name": "rank0", "speed": 1.0}, {"name": "rank1", "speed": 0.5}], )json"
+      R"json("bandwidth": [[0, 3145728000.0], [3145728000.0, 0]], "latency": [[0, 0.00028], )json"
+      R"json([0.00028, 0]]})json");
+}
+
+// Without the waiting receiver's line (an older pingpong), half the spinning round trip.
+TEST_F(FamiliesScript, LinkLatencyWithoutAWaitingReceiverIsHalfTheRoundTrip) {
+  write("pingpong.txt",
+        "bytes 8 round_trip_us 40.0 bandwidth_Bps 2.0e5\n"
+        "bytes 1048576 round_trip_us 1000.0 bandwidth_Bps 2.1e9\n"
+        "bytes 4194304 round_trip_us 3000.0 bandwidth_Bps 2.8e9\n");
+  const std::string tool =
+      std::string("/usr/bin/python3 ") + CLEAVE_SOURCE_DIR + "/bench/distributed/link_machine.py ";
+  const CommandResult result =
+      run_shell(tool + path("pingpong.txt") + " " + path("m.json") + " --speeds 1,1");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(read_text(path("m.json")).find(R"("latency": [[0, 2e-05], [2e-05, 0]])"),
+            std::string::npos)
+      << read_text(path("m.json"));
+}
+
+TEST_F(FamiliesScript, PingPongOutputWithoutItsSizesIsRefused) {
+  write("pingpong.txt", "bytes 8 round_trip_us 40.0 bandwidth_Bps 2.0e5\n");
+  const CommandResult result = run_shell(
+      std::string("/usr/bin/python3 ") + CLEAVE_SOURCE_DIR + "/bench/distributed/link_machine.py " +
+      path("pingpong.txt") + " " + path("m.json") + " --speeds 1,1");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("no 1048576-byte line"), std::string::npos) << result.err;
+}
+
 // A small model on 2 unshaped ranks: every family's row measured, auto marked, nothing left.
 TEST_F(FamiliesScript, RunsEveryFamilyAndCleansUp) {
   if (!cluster_available()) GTEST_SKIP() << "needs root, cgroup v1 cpu, tc and mpicc";
