@@ -19,7 +19,8 @@
 # --warmup 1 --repeat R` per round, --rounds rounds interleaved (the order reversed every other
 # round). OUT.md gets the link table, the family table and auto against the best measured.
 # Needs root (namespaces, cgroups) and mpicc; on Ctrl-C everything it made is removed. The
-# lead's quiet-host run (about 10 minutes on 2 cores):
+# lead's quiet-host run (846 s on 2 cores under load average 4-5; --rounds 1 or fewer --links
+# to shorten it):
 #
 #   bench/distributed/families.sh build/cleave OUT.md --models "squeezenet1_0 googlenet"
 set -euo pipefail
