@@ -45,28 +45,15 @@ row ""
 
 # 1. The link model, per shaping, from a ping-pong on the emulated cluster.
 mpicc -O2 "$here/pingpong.c" -o "$work/pingpong"
-row "| shaping | 8 B round trip µs | 1 MiB round trip µs | 4 MiB round trip µs | link model: latency µs, bandwidth GB/s |"
-row "|---|---|---|---|---|"
+row "| shaping | 8 B round trip µs | 1 MiB round trip µs | 4 MiB round trip µs | 8 B round trip to a waiting rank µs | link model: latency µs, bandwidth GB/s |"
+row "|---|---|---|---|---|---|"
 for shaping in none 10gbit 1gbit; do
   rate=(); [[ "$shaping" != none ]] && rate=(--rate "$shaping")
   "$cluster" "${rate[@]}" -np 2 -- "$work/pingpong" > "$work/pingpong.$shaping.txt"
-  /usr/bin/python3 - "$work/pingpong.$shaping.txt" "$work/cal_$shaping" "$shaping" <<'PY' | tee -a "$out"
-import json, sys
-rows = {}
-for line in open(sys.argv[1]):
-    parts = line.split()
-    if parts and parts[0] == "bytes":
-        rows[int(parts[1])] = float(parts[3]) / 2e6  # one way, seconds
-latency = rows[8]
-# Two-point fit over the large messages: robust to the small ones' scheduling noise.
-bandwidth = (4194304 - 1048576) / max(rows[4194304] - rows[1048576], 1e-9)
-for speeds, suffix in (((1, 1), ""), ((1, 0.5), "_unequal")):
-    json.dump({"devices": [{"name": f"rank{r}", "speed": s} for r, s in enumerate(speeds)],
-               "bandwidth": [[0, bandwidth], [bandwidth, 0]],
-               "latency": [[0, latency], [latency, 0]]}, open(sys.argv[2] + suffix + ".json", "w"))
-print(f"| {sys.argv[3]} | {rows[8] * 2e6:.1f} | {rows[1048576] * 2e6:.1f} | "
-      f"{rows[4194304] * 2e6:.1f} | {latency * 1e6:.1f}, {bandwidth / 1e9:.3f} |")
-PY
+  "$here/link_machine.py" "$work/pingpong.$shaping.txt" "$work/cal_$shaping.json" --speeds 1,1 \
+    --shaping "$shaping" | tee -a "$out"
+  "$here/link_machine.py" "$work/pingpong.$shaping.txt" "$work/cal_${shaping}_unequal.json" \
+    --speeds 1,0.5 > /dev/null
 done
 row ""
 

@@ -4,20 +4,24 @@
 # (namespace, qdisc, cgroups) is removed at the end, also on failure or Ctrl-C.
 #
 #   bench/distributed/emulated_cluster.sh [--rate 1gbit] [--qdisc tbf|htb] [--quota 100,50]
-#       [--memory 512M] -np N -- COMMAND ARGS...
+#       [--period-us 100000] [--memory 512M] -np N -- COMMAND ARGS...
 #
 # runs `mpirun -np N ... COMMAND ARGS...` inside the namespace. --rate shapes the loopback
 # (every rank-to-rank byte crosses it; tc has no netem here, so there is no added latency);
-# --quota gives rank i that percent of one core (cfs_quota_us over a 100 ms period), one entry
-# per rank; --memory caps each rank's memory (cgroup memory.limit_in_bytes). Needs root.
+# --quota gives rank i that percent of one core (cfs_quota_us over a period of --period-us,
+# default 100 ms), one entry per rank: a period much shorter than one inference (1000-5000)
+# makes a 50% rank run at half speed throughout, where a 100 ms one lets it run a short
+# inference at full speed and then stalls it; --memory caps each rank's memory (cgroup
+# memory.limit_in_bytes). Needs root.
 set -euo pipefail
 
-rate="" qdisc="tbf" quotas="" memory="" ranks=""
+rate="" qdisc="tbf" quotas="" period=100000 memory="" ranks=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --rate) rate="$2"; shift 2 ;;
     --qdisc) qdisc="$2"; shift 2 ;;
     --quota) quotas="$2"; shift 2 ;;
+    --period-us) period="$2"; shift 2 ;;
     --memory) memory="$2"; shift 2 ;;
     -np) ranks="$2"; shift 2 ;;
     --) shift; break ;;
@@ -26,6 +30,8 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -n "$ranks" && $# -gt 0 ]] || { echo "usage: $0 [--rate R] [--quota q0,q1,..] [--memory M] -np N -- COMMAND ..." >&2; exit 2; }
 [[ "$qdisc" == tbf || "$qdisc" == htb ]] || { echo "--qdisc must be tbf or htb" >&2; exit 2; }
+[[ "$period" =~ ^[0-9]+$ && "$period" -ge 1000 && "$period" -le 1000000 ]] ||
+  { echo "--period-us: expected 1000..1000000 microseconds, got '$period'" >&2; exit 2; }
 
 name="cleave_cluster_$$"
 cgroups=()
@@ -60,9 +66,12 @@ if [[ -n "$quotas" || -n "$memory" ]]; then
     if [[ -n "$quotas" ]]; then
       group="/sys/fs/cgroup/cpu/${name}_r$r"
       mkdir "$group"; cgroups+=("$group")
-      echo 100000 > "$group/cpu.cfs_period_us"
+      echo "$period" > "$group/cpu.cfs_period_us"
       percent="${quota_list[$r]:-100}"
-      echo $((percent * 1000)) > "$group/cpu.cfs_quota_us"
+      quota=$((percent * period / 100))
+      # The kernel takes no quota below 1 ms.
+      ((quota >= 1000)) || { echo "--quota $percent% of --period-us $period is below the kernel's 1000 us: give a longer period" >&2; exit 2; }
+      echo "$quota" > "$group/cpu.cfs_quota_us"
     fi
     if [[ -n "$memory" ]]; then
       group="/sys/fs/cgroup/memory/${name}_r$r"

@@ -1,11 +1,33 @@
 /* MPI ping-pong between ranks 0 and 1: the link model's latency and bandwidth, measured.
    Build: mpicc -O2 pingpong.c -o pingpong; run under mpirun -np 2 (or emulated_cluster.sh).
    Prints one line per message size: bytes, round trip in us (median of the repeats), and the
-   one-way bandwidth in bytes/s; then a fit of one-way time = latency + bytes / bandwidth. */
+   one-way bandwidth in bytes/s; then a fit of one-way time = latency + bytes / bandwidth; then
+   the round trip of 8 bytes to a receiver that waits as cleave's ranks wait for a message
+   (src/distributed/mpi_session.cc, wait_until: 2,000 polls, then sleeps growing by 10 us to
+   200 us) while the sender computes for 5 ms first: a waiting rank's wake-up, which the
+   spinning ping-pong above never pays. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* Receives `bytes` from `from` as a cleave rank waits for a message. */
+static void receive_as_a_rank_waits(char* buffer, long bytes, int from) {
+  MPI_Request request;
+  MPI_Irecv(buffer, (int)bytes, MPI_BYTE, from, 1, MPI_COMM_WORLD, &request);
+  long pause_us = 0;
+  for (int polls = 0;; ++polls) {
+    int done = 0;
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    if (polls > 2000) {
+      pause_us = pause_us + 10 < 200 ? pause_us + 10 : 200;
+      struct timespec pause = {0, pause_us * 1000};
+      nanosleep(&pause, NULL);
+    }
+  }
+}
 
 static int compare(const void* a, const void* b) {
   double x = *(const double*)a, y = *(const double*)b;
@@ -40,6 +62,29 @@ int main(int argc, char** argv) {
     if (rank == 0)
       printf("bytes %ld round_trip_us %.1f bandwidth_Bps %.3e\n", sizes[s], times[repeats / 2] * 1e6,
              sizes[s] / one_way[s]);
+  }
+  {
+    double times[64];
+    for (int i = 0; i < repeats; ++i) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      double start = 0;
+      if (rank == 0) {
+        /* Computing while rank 1 waits long enough to sleep between its polls. */
+        for (double until = MPI_Wtime() + 5e-3; MPI_Wtime() < until;) {
+        }
+        start = MPI_Wtime();
+        MPI_Send(buffer, 8, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+        MPI_Recv(buffer, 8, MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        times[i] = MPI_Wtime() - start;
+      } else if (rank == 1) {
+        receive_as_a_rank_waits(buffer, 8, 0);
+        MPI_Send(buffer, 8, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+      }
+    }
+    if (rank == 0) {
+      qsort(times, repeats, sizeof times[0], compare);
+      printf("waiting_receiver bytes 8 round_trip_us %.1f\n", times[repeats / 2] * 1e6);
+    }
   }
   if (rank == 0) {
     /* Least squares over the sizes. */

@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# Every family of auto's candidate table run on the emulated cluster's MPI ranks beside its
+# prediction, and auto's own pick against the best measured (issue 46 items 2 and 3).
+#
+#   bench/distributed/families.sh CLEAVE OUT.md [--models "squeezenet1_0 googlenet"]
+#       [--ranks "2 3"] [--links "none 10gbit 1gbit"] [--speeds "full half"] [--rounds 2]
+#       [--repeat 3] [--costs profile|analytical|static] [--samples N] [--period-us 2000]
+#
+# Per link shaping, a ping-pong on the emulated cluster calibrates the link model
+# (link_machine.py). Per model and cluster shape (ranks x link x speeds: "half" runs the last
+# rank at 50% of a core, a cgroup quota over --period-us, and plans it at speed 0.5; with more
+# ranks than cores, every rank gets cores / ranks of a core, quota and speed alike) it writes
+# the machine file, asks `cleave plan --machine M --explain --json` for the candidate table, and
+# runs the fastest prediction of each family on the ranks: sequential (all on rank 0), task and
+# heterogeneous plans (`cleave plan --strategy S --machine M`; auto's own plan file for its
+# pick), the spatial split (`cleave split --dim h --machine M --search --objective seconds`, run
+# by `run-split` in the plan's convolution family); pipelined stages and data-parallel rows
+# (with --samples) are listed, not run. Each run is one `emulated_cluster.sh ... cleave run
+# --warmup 1 --repeat R` per round, --rounds rounds interleaved (the order reversed every other
+# round). OUT.md gets the link table, the family table and auto against the best measured.
+# Needs root (namespaces, cgroups) and mpicc; on Ctrl-C everything it made is removed. The
+# lead's quiet-host run (846 s on 2 cores under load average 4-5; --rounds 1 or fewer --links
+# to shorten it):
+#
+#   bench/distributed/families.sh build/cleave OUT.md --models "squeezenet1_0 googlenet"
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+usage="usage: $0 CLEAVE OUT.md [--models M] [--ranks \"2 3\"] [--links \"none 10gbit 1gbit\"] [--speeds \"full half\"] [--rounds N] [--repeat N] [--costs C] [--samples N] [--period-us P]"
+fail() { echo "families.sh: $*" >&2; exit 2; }
+[[ $# -ge 2 ]] || fail "$usage"
+cleave="$1" out="$2"
+shift 2
+models="squeezenet1_0 googlenet" ranks_list="2 3" links="none 10gbit 1gbit" speeds="full half"
+rounds=2 repeat=3 costs=profile samples=1 period=2000
+while [[ $# -gt 0 ]]; do
+  [[ $# -ge 2 ]] || fail "$1 needs a value ($usage)"
+  case "$1" in
+    --models) models="$2" ;;
+    --ranks) ranks_list="$2" ;;
+    --links) links="$2" ;;
+    --speeds) speeds="$2" ;;
+    --rounds) rounds="$2" ;;
+    --repeat) repeat="$2" ;;
+    --costs) costs="$2" ;;
+    --samples) samples="$2" ;;
+    --period-us) period="$2" ;;
+    *) fail "unknown option $1 ($usage)" ;;
+  esac
+  shift 2
+done
+# Every argument is checked before anything is made or measured.
+[[ -x "$cleave" && -f "$cleave" ]] || fail "CLEAVE: $cleave is not an executable file"
+cleave="$(readlink -f "$cleave")"
+[[ -d "$(dirname "$out")" ]] || fail "OUT.md: folder $(dirname "$out") does not exist"
+for n in $ranks_list; do
+  [[ "$n" =~ ^[0-9]+$ && "$n" -ge 2 && "$n" -le 8 ]] || fail "--ranks: expected counts 2..8, got '$n'"
+done
+for link in $links; do
+  [[ "$link" == none || "$link" =~ ^[0-9]+(k|m|g)bit$ ]] ||
+    fail "--links: expected none or a tc rate such as 10gbit or 500mbit, got '$link'"
+done
+for speed in $speeds; do
+  [[ "$speed" == full || "$speed" == half ]] || fail "--speeds: expected full or half, got '$speed'"
+done
+[[ "$rounds" =~ ^[0-9]+$ && "$rounds" -ge 1 && "$rounds" -le 50 ]] || fail "--rounds: expected 1..50, got '$rounds'"
+[[ "$repeat" =~ ^[0-9]+$ && "$repeat" -ge 1 && "$repeat" -le 100 ]] || fail "--repeat: expected 1..100, got '$repeat'"
+[[ "$samples" =~ ^[0-9]+$ && "$samples" -ge 1 && "$samples" -le 64 ]] || fail "--samples: expected 1..64, got '$samples'"
+[[ "$period" =~ ^[0-9]+$ && "$period" -ge 1000 && "$period" -le 1000000 ]] || fail "--period-us: expected 1000..1000000, got '$period'"
+[[ "$costs" == profile || "$costs" == analytical || "$costs" == static ]] ||
+  fail "--costs: expected profile, analytical or static, got '$costs'"
+[[ -n "$models" && -n "$ranks_list" && -n "$links" && -n "$speeds" ]] || fail "empty list ($usage)"
+corpus="${CLEAVE_MODELS:-$HOME/.cache/cleave/models}"
+model_path() {
+  case "$1" in
+    inception_demo) echo "$root/models/inception_demo.onnx" ;;
+    *.onnx) echo "$1" ;;
+    *) echo "$corpus/$1.onnx" ;;
+  esac
+}
+for name in $models; do
+  [[ -f "$(model_path "$name")" ]] || fail "--models: no model file $(model_path "$name")"
+done
+[[ "$(id -u)" == 0 ]] || fail "needs root (network namespaces, cgroups)"
+command -v mpicc > /dev/null || fail "needs mpicc (OpenMPI)"
+
+work="$(mktemp -d /tmp/cleave_families.XXXXXX)"
+# emulated_cluster.sh removes its own namespace and cgroups on Ctrl-C; this removes the rest.
+trap 'rm -rf "$work"' EXIT
+echo "families.sh: work folder $work" >&2
+trap 'echo "families.sh: interrupted" >&2; exit 130' INT TERM
+cluster="$here/emulated_cluster.sh"
+json() { /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
+row() { echo "$*" | tee -a "$out"; }
+results="$work/results.tsv"
+: > "$results"
+started=$SECONDS
+cores="$(nproc)"
+
+: > "$out"
+row "Host: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) at start, $(date -u +%FT%TZ)."
+row "Command: bench/distributed/families.sh CLEAVE OUT.md --models \"$models\" --ranks \"$ranks_list\" --links \"$links\" --speeds \"$speeds\" --rounds $rounds --repeat $repeat --costs $costs --samples $samples --period-us $period"
+row ""
+
+# 1. The link model per shaping, from a ping-pong on the emulated cluster.
+mpicc -O2 "$here/pingpong.c" -o "$work/pingpong"
+row "| shaping | 8 B round trip µs | 1 MiB round trip µs | 4 MiB round trip µs | 8 B round trip to a waiting rank µs | link model: latency µs, bandwidth GB/s |"
+row "|---|---|---|---|---|---|"
+rate_of() { [[ "$1" == none ]] || echo "--rate $1"; }
+for link in $links; do
+  # shellcheck disable=SC2046
+  "$cluster" $(rate_of "$link") -np 2 -- "$work/pingpong" > "$work/pingpong.$link.txt"
+  "$here/link_machine.py" "$work/pingpong.$link.txt" /dev/null --speeds 1,1 --shaping "$link" | tee -a "$out"
+done
+row ""
+
+# One measured round of one configuration: appends its line to the results.
+run_one() {  # shape family configuration kind artifact model ranks link quota auto
+  local shape="$1" family="$2" configuration="$3" kind="$4" artifact="$5" model="$6" n="$7"
+  local link="$8" quota="$9" auto="${10}" predicted="${11}" report="$work/r.json"
+  local cluster_args=(-np "$n")
+  [[ "$link" == none ]] || cluster_args=(--rate "$link" "${cluster_args[@]}")
+  if [[ -n "$quota" ]]; then
+    # The kernel's quota is 1 ms at least: a smaller share needs a longer period.
+    local least="${quota##*,}" shaped_period="$period"
+    ((least * period >= 100000)) || shaped_period=$(((100000 + least - 1) / least))
+    cluster_args=(--quota "$quota" --period-us "$shaped_period" "${cluster_args[@]}")
+  fi
+  local timing=(--warmup 1 --repeat "$repeat" --json)
+  if [[ "$kind" == split ]]; then
+    "$cluster" "${cluster_args[@]}" -- "$cleave" run-split "$artifact" --layouts "$layouts" \
+      "${timing[@]}" > "$report" 2> "$work/run.err" || { cat "$work/run.err" >&2; return 1; }
+  else
+    local per_run=()
+    [[ "$samples" == 1 ]] || per_run=(--samples "$samples")
+    "$cluster" "${cluster_args[@]}" -- "$cleave" run "$model" --plan "$artifact" "${per_run[@]}" \
+      "${timing[@]}" > "$report" 2> "$work/run.err" || { cat "$work/run.err" >&2; return 1; }
+    predicted="$(json "$report" "'%.4f' % r['plan']['predicted_ms']")"
+  fi
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t\n' "$shape" "$family" "$configuration" "$predicted" \
+    "$(json "$report" "'%.4f' % r['latency_ms']['median']")" "$auto" >> "$results"
+}
+
+# 2. Per model and cluster shape: the candidate table, each family's best, auto, interleaved.
+for name in $models; do
+  model="$(model_path "$name")"
+  for n in $ranks_list; do
+    for link in $links; do
+      for speed in $speeds; do
+        # More ranks than cores cannot each run at a core's speed: each gets the same share
+        # of the host's cores (a quota, and that speed in the machine file), the last half of
+        # it for "half".
+        share=$((n > cores ? 100 * cores / n : 100))
+        rank_speed="$(awk -v s="$share" 'BEGIN { printf "%g", s / 100 }')"
+        shape="$name, $n ranks, link $link" speed_list="" quota=""
+        if ((share < 100)); then shape+=", each rank ${share}% of a core"; fi
+        for ((r = 1; r < n; ++r)); do speed_list+="$rank_speed,"; quota+="$share,"; done
+        if [[ "$speed" == half ]]; then
+          shape+=", last rank at half"
+          speed_list+="$(awk -v s="$share" 'BEGIN { printf "%g", s / 200 }')" quota+="$((share / 2))"
+        else
+          speed_list+="$rank_speed" quota+="$share"
+          if ((share == 100)); then quota=""; fi
+        fi
+        machine="$work/machine.json"
+        "$here/link_machine.py" "$work/pingpong.$link.txt" "$machine" --speeds "$speed_list" > /dev/null
+        plan_args=(--machine "$machine" --costs "$costs")
+        [[ "$samples" == 1 ]] || plan_args+=(--samples "$samples")
+        echo "families.sh: $shape: planning" >&2
+        "$cleave" plan "$model" "${plan_args[@]}" --explain --json -o "$work/auto.json" > "$work/table.json"
+        layouts="$(json "$work/table.json" "r.get('convolution_family', 'blocked')")"
+        "$root/bench/distributed/families_table.py" pick "$work/table.json" > "$work/picks.tsv"
+        IFS=$'\t' read -r _ auto_family auto_configuration auto_predicted _ < <(grep '^auto' "$work/picks.tsv")
+        # Each runnable family's artifact: a plan file, or a split folder.
+        configs=()
+        auto_runs=""
+        while IFS=$'\t' read -r family strategy configuration predicted rejected; do
+          [[ "$family" == auto ]] && continue
+          is_auto=0; [[ "$configuration" == "$auto_configuration" ]] && { is_auto=1; auto_runs=1; }
+          index=${#configs[@]}
+          case "$family" in
+            spatial)
+              rm -rf "$work/split$index"  # the previous shape's
+              if "$cleave" split "$model" --nodes "$n" --dim h --machine "$machine" --search \
+                   --objective seconds -o "$work/split$index" < /dev/null > /dev/null 2> "$work/split.err"; then
+                configs+=("$family|$configuration|split|$work/split$index|$is_auto|$predicted")
+              else
+                printf '%s\t%s\t%s\t%s\t\t%s\t%s\n' "$shape" "$family" "$configuration" "$predicted" \
+                  "$is_auto" "cleave split refused: $(head -c 150 "$work/split.err" | tr '\n\t|' '   ')" >> "$results"
+              fi ;;
+            pipeline)
+              printf '%s\t%s\t%s\t%s\t\t%s\t%s\n' "$shape" "$family" "$configuration" "$predicted" \
+                "$is_auto" "${rejected:-stages are not run on ranks}" >> "$results" ;;
+            *)
+              if [[ "$is_auto" == 1 ]]; then  # auto's own plan file: what auto runs
+                configs+=("$family|$configuration|plan|$work/auto.json|1|$predicted")
+                continue
+              elif [[ "$family" == data-parallel ]]; then
+                printf '%s\t%s\t%s\t%s\t\t0\t%s\n' "$shape" "$family" "$configuration" "$predicted" \
+                  "no --strategy plans it alone" >> "$results"
+                continue
+              fi
+              limit=(); [[ "$strategy" == milp-split ]] && limit=(--time-limit 0.25)
+              "$cleave" plan "$model" "${plan_args[@]}" --strategy "$strategy" "${limit[@]}" \
+                -o "$work/plan$index.json" < /dev/null > /dev/null
+              configs+=("$family|$configuration|plan|$work/plan$index.json|$is_auto|$predicted") ;;
+          esac
+        done < "$work/picks.tsv"
+        # Auto's plan differs from every family's best by prediction (the 2% margin): its own row.
+        [[ -n "$auto_runs" ]] ||
+          configs+=("$auto_family|$auto_configuration (auto)|plan|$work/auto.json|1|$auto_predicted")
+        for ((round = 0; round < rounds; ++round)); do
+          order=("${configs[@]}")
+          if ((round % 2 == 1)); then
+            order=(); for ((i = ${#configs[@]} - 1; i >= 0; --i)); do order+=("${configs[$i]}"); done
+          fi
+          for config in "${order[@]}"; do
+            IFS='|' read -r family configuration kind artifact is_auto predicted <<< "$config"
+            echo "families.sh: $shape: round $((round + 1)): $configuration" >&2
+            if ! run_one "$shape" "$family" "$configuration" "$kind" "$artifact" "$model" "$n" \
+                 "$link" "$quota" "$is_auto" "$predicted"; then
+              printf '%s\t%s\t%s\t%s\t\t%s\t%s\n' "$shape" "$family" "$configuration" "$predicted" \
+                "$is_auto" "the run failed (see stderr)" >> "$results"
+            fi
+          done
+        done
+      done
+    done
+  done
+done
+
+row "Columns: predicted ms is the run plan's makespan under the calibrated link model and --costs $costs (spatial: the candidate table's row); measured median ms is the median over $rounds interleaved rounds of each run's median of $repeat timed inferences (after 1 warm-up); **auto** marks auto's pick (the spatial split where predicted faster than the plan, as \`cleave run --plan auto --machine\` runs it)."
+row ""
+"$here/families_table.py" report "$results" | tee -a "$out"
+row ""
+row "Finished $(date -u +%FT%TZ) after $((SECONDS - started)) s, load average $(cut -d' ' -f1-3 /proc/loadavg)."

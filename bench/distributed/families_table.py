@@ -1,0 +1,108 @@
+#!/usr/bin/python3
+"""The tables of bench/distributed/families.sh: which candidates to run, and what they measured.
+
+    families_table.py pick PLAN.json
+        one line per family of the candidate table (`cleave plan --explain --json`): its fastest
+        prediction that fits, tab-separated: family, strategy, configuration, predicted ms, and
+        the row's rejection (the reason a family is not run, or empty); then a line "auto" with
+        auto's pick: the chosen row, or the spatial row where it is predicted faster (a split is
+        no plan file: `cleave run --plan auto --machine` runs it instead).
+    families_table.py report RESULTS.tsv
+        the markdown tables of every shape measured: per family, configuration, predicted ms,
+        measured median ms, measured / predicted and auto's pick; per shape, auto's measured
+        against the best measured.
+
+RESULTS.tsv lines (families.sh writes them): shape, family, configuration, predicted ms,
+measured ms (one round; empty when not measured), auto (1 or 0), note.
+"""
+import math
+import statistics
+import sys
+
+# A row rejected for one of these cannot run: its family has no runnable candidate.
+CANNOT_RUN = ("over memory", "no split")
+
+
+def finite(row):
+    value = row.get("predicted_ms")
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def pick(path):
+    import json
+    plan = json.load(open(path))
+    rows = plan.get("candidates", [])
+    if not rows:
+        sys.exit(f"{path}: no candidates (expected `cleave plan --explain --json` output)")
+    best = {}
+    for row in rows:
+        if not finite(row) or row.get("rejected", "").startswith(CANNOT_RUN):
+            continue
+        family = row["family"]
+        if family not in best or row["predicted_ms"] < best[family]["predicted_ms"]:
+            best[family] = row
+    for family, row in best.items():
+        print("\t".join([family, row["strategy"], row["configuration"],
+                         f"{row['predicted_ms']:.4f}", row.get("rejected", "")]))
+    chosen = next((row for row in rows if row.get("chosen")), None)
+    if chosen is None:
+        sys.exit(f"{path}: no row is marked chosen")
+    split = best.get("spatial")
+    if split and split.get("rejected", "").startswith("a split is not a plan file") and \
+            split["predicted_ms"] < chosen["predicted_ms"]:
+        chosen = split
+    print("\t".join(["auto", chosen["family"], chosen["configuration"],
+                     f"{chosen['predicted_ms']:.4f}", ""]))
+
+
+def report(path):
+    shapes = {}  # shape -> configuration -> entry, in first-seen order
+    for line in open(path):
+        fields = line.rstrip("\n").split("\t")
+        if len(fields) != 7:
+            continue
+        shape, family, configuration, predicted, measured, auto, note = fields
+        entry = shapes.setdefault(shape, {}).setdefault(
+            configuration, {"family": family, "predicted": [], "ms": [], "auto": False,
+                            "note": ""})
+        if predicted:
+            entry["predicted"].append(float(predicted))
+        if measured:
+            entry["ms"].append(float(measured))
+        entry["auto"] |= auto == "1"
+        entry["note"] = entry["note"] or note
+    print("| shape | family | configuration | predicted ms | measured median ms | "
+          "measured / predicted | auto |")
+    print("|---|---|---|---|---|---|---|")
+    summary = []
+    for shape, entries in shapes.items():
+        measured = {c: statistics.median(e["ms"]) for c, e in entries.items() if e["ms"]}
+        for configuration, e in entries.items():
+            predicted = statistics.median(e["predicted"]) if e["predicted"] else None
+            ms = measured.get(configuration)
+            ratio = f"{ms / predicted:.2f}" if ms and predicted else ""
+            print(f"| {shape} | {e['family']} | {configuration} | "
+                  f"{'%.2f' % predicted if predicted else ''} | "
+                  f"{'%.2f' % ms if ms else 'not run: ' + e['note']} | {ratio} | "
+                  f"{'**auto**' if e['auto'] else ''} |")
+        auto = next((c for c, e in entries.items() if e["auto"]), None)
+        if measured and auto in measured:
+            fastest = min(measured, key=measured.get)
+            summary.append((shape, entries[auto]["family"], auto, measured[auto],
+                            entries[fastest]["family"], fastest, measured[fastest]))
+    print()
+    print("| shape | auto's pick | auto ms | best measured | best ms | auto / best |")
+    print("|---|---|---|---|---|---|")
+    for shape, family, auto, auto_ms, best_family, best, best_ms in summary:
+        print(f"| {shape} | {family}: {auto} | {auto_ms:.2f} | {best_family}: {best} | "
+              f"{best_ms:.2f} | {auto_ms / best_ms:.3f} |")
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[1] not in ("pick", "report"):
+        sys.exit(f"usage: {sys.argv[0]} pick PLAN.json | report RESULTS.tsv")
+    (pick if sys.argv[1] == "pick" else report)(sys.argv[2])
+
+
+if __name__ == "__main__":
+    main()

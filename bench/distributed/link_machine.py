@@ -1,0 +1,60 @@
+#!/usr/bin/python3
+"""The link model of the emulated cluster, fitted from one pingpong.c run, as a machine file.
+
+    link_machine.py PINGPONG.txt OUT.json --speeds 1,1,0.5 [--shaping NAME]
+
+Writes a machine file of one device per speed ("rank0", ...), every pair linked by the fitted
+latency and bandwidth, and prints one markdown row: shaping, 8 B / 1 MiB / 4 MiB round trips,
+a waiting receiver's 8 B round trip, latency and bandwidth. Latency is what one 8-byte message
+costs a rank that waits for it as cleave's ranks do (pingpong.c's "waiting_receiver" round trip
+less the spinning one way): the TCP stack, and the wake-up of a rank that slept between its
+polls, which a spinning ping-pong never pays and a loaded host makes long; half the spinning
+round trip where the file has no such line. Bandwidth is a two-point fit over the 1 and 4 MiB
+messages, which the small messages' scheduling noise does not move.
+"""
+import argparse
+import json
+import sys
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("pingpong")
+    parser.add_argument("output")
+    parser.add_argument("--speeds", required=True)
+    parser.add_argument("--shaping", default="")
+    args = parser.parse_args()
+    rows = {}
+    waiting_round_trip = None
+    for line in open(args.pingpong):
+        parts = line.split()
+        if parts and parts[0] == "bytes":
+            rows[int(parts[1])] = float(parts[3]) / 2e6  # one way, seconds
+        elif parts and parts[0] == "waiting_receiver":
+            waiting_round_trip = float(parts[4]) / 1e6
+    for size in (8, 1048576, 4194304):
+        if size not in rows:
+            sys.exit(f"{args.pingpong}: no {size}-byte line (expected pingpong.c's output)")
+    try:
+        speeds = [float(s) for s in args.speeds.split(",")]
+    except ValueError:
+        sys.exit(f"--speeds: expected numbers separated by commas, got {args.speeds!r}")
+    if len(speeds) < 2 or min(speeds) <= 0:
+        sys.exit(f"--speeds: expected two or more positive speeds, got {args.speeds!r}")
+    latency = rows[8]
+    if waiting_round_trip is not None:
+        latency = max(latency, waiting_round_trip - rows[8])
+    bandwidth = (4194304 - 1048576) / max(rows[4194304] - rows[1048576], 1e-9)
+    n = len(speeds)
+    link = lambda value: [[0 if u == v else value for v in range(n)] for u in range(n)]
+    machine = {"devices": [{"name": f"rank{r}", "speed": s} for r, s in enumerate(speeds)],
+               "bandwidth": link(bandwidth), "latency": link(latency)}
+    with open(args.output, "w") as out:
+        json.dump(machine, out)
+    waiting = f"{waiting_round_trip * 1e6:.1f}" if waiting_round_trip is not None else "-"
+    print(f"| {args.shaping} | {rows[8] * 2e6:.1f} | {rows[1048576] * 2e6:.1f} | "
+          f"{rows[4194304] * 2e6:.1f} | {waiting} | {latency * 1e6:.1f}, {bandwidth / 1e9:.3f} |")
+
+
+if __name__ == "__main__":
+    main()

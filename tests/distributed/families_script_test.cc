@@ -1,0 +1,326 @@
+// bench/distributed/families.sh and its tables: bad arguments refused before anything is made,
+// the family picks and auto's pick from a candidate table, and a run that cleans up after itself
+// (also when interrupted).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../cli/command_fixture.h"
+#include "test_paths.h"
+
+namespace cleave {
+namespace {
+
+class FamiliesScript : public CommandFixture {
+ protected:
+  std::string script() const {
+    return std::string(CLEAVE_SOURCE_DIR) + "/bench/distributed/families.sh";
+  }
+  std::string table_tool() const {
+    return std::string("/usr/bin/python3 ") + CLEAVE_SOURCE_DIR +
+           "/bench/distributed/families_table.py";
+  }
+  CommandResult families(const std::string& arguments) const {
+    return run_shell("timeout 300 " + script() + " " + CLEAVE_BINARY + " " + path("out.md") + " " +
+                     arguments);
+  }
+  void write(const std::string& name, const std::string& text) const {
+    std::ofstream(path(name)) << text;
+  }
+  // Root, cgroup v1 cpu, tc and mpicc: what the emulated cluster needs.
+  static bool cluster_available() {
+    return ::geteuid() == 0 && std::filesystem::exists("/sys/fs/cgroup/cpu/cgroup.procs") &&
+           std::system("command -v mpicc >/dev/null && command -v tc >/dev/null") == 0;
+  }
+  // The entries of `folder` whose name starts with `prefix` (network namespaces, cgroups).
+  static std::set<std::string> entries(const std::string& folder, const std::string& prefix) {
+    std::set<std::string> names;
+    if (!std::filesystem::exists(folder)) return names;
+    for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind(prefix, 0) == 0) names.insert(name);
+    }
+    return names;
+  }
+  // The emulated cluster's namespaces and cgroups whose emulated_cluster.sh (the pid in their
+  // name, cleave_cluster_PID[_rK]) is gone: left behind. Those of clusters running now (other
+  // tests side by side) are not.
+  static std::set<std::string> cluster_leftovers() {
+    std::set<std::string> names = entries("/run/netns", "cleave_cluster_");
+    for (const std::string& group : entries("/sys/fs/cgroup/cpu", "cleave_cluster_"))
+      names.insert(group);
+    std::set<std::string> left;
+    const std::regex owner("cleave_cluster_([0-9]+).*");
+    std::smatch match;
+    for (const std::string& name : names) {
+      if (std::regex_match(name, match, owner) &&
+          !std::filesystem::exists("/proc/" + match[1].str()))
+        left.insert(name);
+    }
+    return left;
+  }
+  void SetUp() override {
+    CommandFixture::SetUp();
+    // Measurements (the split's peak rates) go to this test's folder.
+    setenv("CLEAVE_CACHE_DIR", path("cache").c_str(), 1);
+  }
+  void TearDown() override {
+    unsetenv("CLEAVE_CACHE_DIR");
+    CommandFixture::TearDown();
+  }
+  // The work folder the script announces on stderr.
+  static std::string work_folder(const std::string& err) {
+    std::smatch match;
+    const std::regex announced("work folder (\\S+)");
+    return std::regex_search(err, match, announced) ? match[1].str() : "";
+  }
+};
+
+TEST_F(FamiliesScript, UnknownOptionIsRefusedByName) {
+  const CommandResult result = families("--bogus 1");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("unknown option --bogus"), std::string::npos) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out.md")));
+}
+
+TEST_F(FamiliesScript, OptionWithoutValueIsRefused) {
+  const CommandResult result = families("--rounds");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--rounds needs a value"), std::string::npos) << result.err;
+}
+
+TEST_F(FamiliesScript, OneRankIsRefused) {
+  const CommandResult result = families("--ranks 1");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--ranks: expected counts 2..8, got '1'"), std::string::npos)
+      << result.err;
+}
+
+TEST_F(FamiliesScript, BadLinkRateIsRefused) {
+  const CommandResult result = families("--links fast");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--links: expected none or a tc rate"), std::string::npos)
+      << result.err;
+}
+
+TEST_F(FamiliesScript, BadSpeedIsRefused) {
+  const CommandResult result = families("--speeds quarter");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--speeds: expected full or half, got 'quarter'"), std::string::npos)
+      << result.err;
+}
+
+TEST_F(FamiliesScript, MissingModelIsRefusedByPath) {
+  const CommandResult result = families("--models " + path("absent.onnx"));
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("no model file " + path("absent.onnx")), std::string::npos)
+      << result.err;
+}
+
+TEST_F(FamiliesScript, MissingBinaryIsRefused) {
+  const CommandResult result = run_shell(script() + " " + path("no-cleave") + " " + path("out.md"));
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("is not an executable file"), std::string::npos) << result.err;
+}
+
+// Per family the fastest prediction that can run; over-memory rows and rows never predicted are
+// no family's best.
+TEST_F(FamiliesScript, PicksEachFamilysFastestRunnableRow) {
+  write("table.json", R"json({"candidates": [
+    {"family": "sequential", "strategy": "sequential", "configuration": "all on device 0",
+     "predicted_ms": 10.0, "rejected": "not faster than lc, 2 devices (8.000 ms)"},
+    {"family": "task", "strategy": "lc", "configuration": "lc, 2 devices",
+     "predicted_ms": 8.0, "rejected": "", "chosen": true},
+    {"family": "task", "strategy": "clone", "configuration": "clone, 2 devices",
+     "predicted_ms": 7.0, "rejected": "over memory: device 1 'rank1' would hold 9 MiB"},
+    {"family": "heterogeneous", "strategy": "milp-split", "configuration": "milp-split",
+     "predicted_ms": null, "rejected": "no solution in its budget"},
+    {"family": "heterogeneous", "strategy": "heft", "configuration": "heft, 2 devices",
+     "predicted_ms": 9.0, "rejected": "not faster than lc, 2 devices (8.000 ms)"}]})json");
+  const CommandResult result = run_shell(table_tool() + " pick " + path("table.json"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out,
+            "sequential\tsequential\tall on device 0\t10.0000\tnot faster than lc, 2 devices "
+            "(8.000 ms)\n"
+            "task\tlc\tlc, 2 devices\t8.0000\t\n"
+            "heterogeneous\theft\theft, 2 devices\t9.0000\tnot faster than lc, 2 devices "
+            "(8.000 ms)\n"
+            "auto\ttask\tlc, 2 devices\t8.0000\t\n");
+}
+
+// A split predicted faster than the chosen plan is what `run --plan auto --machine` runs.
+TEST_F(FamiliesScript, AutoPicksTheSplitWherePredictedFaster) {
+  write("table.json", R"json({"candidates": [
+    {"family": "sequential", "strategy": "sequential", "configuration": "all on device 0",
+     "predicted_ms": 10.0, "rejected": "", "chosen": true},
+    {"family": "spatial", "strategy": "split", "configuration": "split over 2 devices along h",
+     "predicted_ms": 6.0, "rejected": "a split is not a plan file: `cleave run --plan auto`"}]})json");
+  const CommandResult result = run_shell(table_tool() + " pick " + path("table.json"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("auto\tspatial\tsplit over 2 devices along h\t6.0000\t\n"),
+            std::string::npos)
+      << result.out;
+}
+
+TEST_F(FamiliesScript, TableWithoutCandidatesIsRefused) {
+  write("table.json", R"json({"strategy": "lc"})json");
+  const CommandResult result = run_shell(table_tool() + " pick " + path("table.json"));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("no candidates"), std::string::npos) << result.err;
+}
+
+// Medians over rounds, their ratio to the prediction, and auto against the best measured.
+TEST_F(FamiliesScript, ReportComparesAutoWithTheBestMeasured) {
+  write("results.tsv",
+        "m, 2 ranks\ttask\tlc, 2 devices\t8.0\t10.0\t1\t\n"
+        "m, 2 ranks\ttask\tlc, 2 devices\t8.0\t12.0\t1\t\n"
+        "m, 2 ranks\ttask\tlc, 2 devices\t8.0\t11.0\t1\t\n"
+        "m, 2 ranks\tsequential\tall on device 0\t10.0\t10.0\t0\t\n"
+        "m, 2 ranks\tpipeline\tstages\t5.0\t\t0\truns with `cleave stream --stages`\n");
+  const CommandResult result = run_shell(table_tool() + " report " + path("results.tsv"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(
+      result.out.find("| m, 2 ranks | task | lc, 2 devices | 8.00 | 11.00 | 1.38 | **auto** |"),
+      std::string::npos)
+      << result.out;
+  EXPECT_NE(
+      result.out.find("| m, 2 ranks | sequential | all on device 0 | 10.00 | 10.00 | 1.00 |  |"),
+      std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("not run: runs with `cleave stream --stages`"), std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("| m, 2 ranks | task: lc, 2 devices | 11.00 | sequential: all on "
+                            "device 0 | 10.00 | 1.100 |"),
+            std::string::npos)
+      << result.out;
+}
+
+// The link model's latency is what a message costs a rank that sleeps between its polls: the
+// waiting receiver's round trip less the spinning one way (300 - 40 / 2 us).
+TEST_F(FamiliesScript, LinkLatencyIsAWaitingRanksMessage) {
+  write("pingpong.txt",
+        "bytes 8 round_trip_us 40.0 bandwidth_Bps 2.0e5\n"
+        "bytes 1048576 round_trip_us 1000.0 bandwidth_Bps 2.1e9\n"
+        "bytes 4194304 round_trip_us 3000.0 bandwidth_Bps 2.8e9\n"
+        "waiting_receiver bytes 8 round_trip_us 300.0\n");
+  const std::string tool =
+      std::string("/usr/bin/python3 ") + CLEAVE_SOURCE_DIR + "/bench/distributed/link_machine.py ";
+  const CommandResult result = run_shell(tool + path("pingpong.txt") + " " + path("m.json") +
+                                         " --speeds 1,0.5 --shaping none");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "| none | 40.0 | 1000.0 | 3000.0 | 300.0 | 280.0, 3.146 |\n");
+  EXPECT_EQ(
+      read_text(path("m.json")),
+      R"json({"devices": [{"name": "rank0", "speed": 1.0}, {"name": "rank1", "speed": 0.5}], )json"
+      R"json("bandwidth": [[0, 3145728000.0], [3145728000.0, 0]], "latency": [[0, 0.00028], )json"
+      R"json([0.00028, 0]]})json");
+}
+
+// Without the waiting receiver's line (an older pingpong), half the spinning round trip.
+TEST_F(FamiliesScript, LinkLatencyWithoutAWaitingReceiverIsHalfTheRoundTrip) {
+  write("pingpong.txt",
+        "bytes 8 round_trip_us 40.0 bandwidth_Bps 2.0e5\n"
+        "bytes 1048576 round_trip_us 1000.0 bandwidth_Bps 2.1e9\n"
+        "bytes 4194304 round_trip_us 3000.0 bandwidth_Bps 2.8e9\n");
+  const std::string tool =
+      std::string("/usr/bin/python3 ") + CLEAVE_SOURCE_DIR + "/bench/distributed/link_machine.py ";
+  const CommandResult result =
+      run_shell(tool + path("pingpong.txt") + " " + path("m.json") + " --speeds 1,1");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(read_text(path("m.json")).find(R"("latency": [[0, 2e-05], [2e-05, 0]])"),
+            std::string::npos)
+      << read_text(path("m.json"));
+}
+
+TEST_F(FamiliesScript, PingPongOutputWithoutItsSizesIsRefused) {
+  write("pingpong.txt", "bytes 8 round_trip_us 40.0 bandwidth_Bps 2.0e5\n");
+  const CommandResult result = run_shell(
+      std::string("/usr/bin/python3 ") + CLEAVE_SOURCE_DIR + "/bench/distributed/link_machine.py " +
+      path("pingpong.txt") + " " + path("m.json") + " --speeds 1,1");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("no 1048576-byte line"), std::string::npos) << result.err;
+}
+
+// A small model on 2 unshaped ranks: every family's row measured, auto marked, nothing left.
+TEST_F(FamiliesScript, RunsEveryFamilyAndCleansUp) {
+  if (!cluster_available()) GTEST_SKIP() << "needs root, cgroup v1 cpu, tc and mpicc";
+  ASSERT_EQ(cleave("gen inception --blocks 2 --channels 8 -o " + path("m.onnx")).exit_code, 0);
+  const CommandResult result = families("--models " + path("m.onnx") +
+                                        " --ranks 2 --links none --speeds half --rounds 1 "
+                                        "--repeat 1 --costs static");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::string table = read_text(path("out.md"));
+  EXPECT_NE(table.find("| sequential | all on device 0 'rank0' |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| heterogeneous | heft, 2 devices |"), std::string::npos) << table;
+  EXPECT_NE(table.find("**auto**"), std::string::npos) << table;
+  EXPECT_NE(table.find("| shape | auto's pick | auto ms |"), std::string::npos) << table;
+  const std::string work = work_folder(result.err);
+  ASSERT_FALSE(work.empty()) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(work));
+  EXPECT_EQ(cluster_leftovers(), std::set<std::string>{});
+}
+
+// Ctrl-C (SIGINT to the script's process group) in the middle of a run on the ranks: exit 130,
+// the work folder, namespace and cgroups gone.
+TEST_F(FamiliesScript, InterruptedRunCleansUp) {
+  if (!cluster_available()) GTEST_SKIP() << "needs root, cgroup v1 cpu, tc and mpicc";
+  ASSERT_EQ(cleave("gen inception --blocks 2 --channels 8 -o " + path("m.onnx")).exit_code, 0);
+  const std::string script_path = script(), model = path("m.onnx"), out = path("out.md");
+  std::vector<std::string> arguments = {
+      script_path, CLEAVE_BINARY, out,    "--models", model,   "--ranks",
+      "2",         "--links",     "none", "--speeds", "half",  "--rounds",
+      "20",        "--repeat",    "50",   "--costs",  "static"};
+  std::vector<char*> argv;
+  for (std::string& argument : arguments) argv.push_back(argument.data());
+  argv.push_back(nullptr);
+  // A group of its own, which the signal reaches whole as Ctrl-C's does, and SIGINT at its
+  // default (a shell's background job would start with it ignored, which no trap undoes).
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t interrupt;
+  sigemptyset(&interrupt);
+  sigaddset(&interrupt, SIGINT);
+  posix_spawnattr_setsigdefault(&attributes, &interrupt);
+  posix_spawnattr_setpgroup(&attributes, 0);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&files, 2, path("err").c_str(), O_WRONLY | O_CREAT, 0644);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, argv[0], &files, &attributes, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&files);
+  posix_spawnattr_destroy(&attributes);
+  // Until a run on the ranks has started (the first round's line), for at most 60 s.
+  std::string err;
+  for (int i = 0; i < 600 && err.find(": round 1: ") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    err = read_text(path("err"));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_EQ(::kill(-pid, SIGINT), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  err = read_text(path("err"));
+  ASSERT_TRUE(WIFEXITED(status)) << err;
+  EXPECT_EQ(WEXITSTATUS(status), 130) << err;
+  const std::string work = work_folder(err);
+  ASSERT_FALSE(work.empty());
+  EXPECT_FALSE(std::filesystem::exists(work));
+  EXPECT_EQ(cluster_leftovers(), std::set<std::string>{});
+}
+
+}  // namespace
+}  // namespace cleave
