@@ -325,29 +325,39 @@ std::unique_ptr<Kernel> create_gather_nd(const KernelContext& context) {
   return make_kernel(
       context, {OutputSpec{data.dtype(), shape, std::nullopt, -1}},
       [=](const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
-        std::vector<int64_t> tuples = inputs[1]->to_int64_vector();
-        std::vector<int64_t> offsets(batches * tuples_per_batch, 0);
-        for (int64_t b = 0; b < batches; ++b) {
-          for (int64_t t = 0; t < tuples_per_batch; ++t) {
-            int64_t tuple = b * tuples_per_batch + t;
-            int64_t offset = b * batch_stride;
-            for (std::size_t j = 0; j < depth; ++j) {
-              int64_t value = tuples[tuple * depth + j], size = data_shape[batch + j];
-              if (value < -size || value >= size) {
-                throw Error(fmt::format("{}: index {} is out of range for axis {} of size {}",
-                                        where, value, batch + j, size));
-              }
-              offset += (value < 0 ? value + size : value) * data_strides[batch + j];
-            }
-            offsets[tuple] = offset;
-          }
-        }
+        // Each tuple is read where it lies and its slice copied at once: a detector gathers
+        // millions of them per run, and a copy of the indices or a list of offsets would be
+        // fresh memory faulted in on every run.
+        const Tensor& indices = *inputs[1];
         const auto* source = static_cast<const std::byte*>(inputs[0]->raw());
         auto* target = static_cast<std::byte*>(outputs[0]->raw());
-        for (std::size_t i = 0; i < offsets.size(); ++i) {
-          if (slice_bytes > 0) {
-            std::memcpy(target + i * slice_bytes, source + offsets[i] * element_bytes, slice_bytes);
+        const auto gather = [&](auto index_type) {
+          using I = decltype(index_type);
+          const I* tuples = indices.data<I>();
+          for (int64_t b = 0; b < batches; ++b) {
+            for (int64_t t = 0; t < tuples_per_batch; ++t) {
+              const int64_t tuple = b * tuples_per_batch + t;
+              int64_t offset = b * batch_stride;
+              for (std::size_t j = 0; j < depth; ++j) {
+                const auto value = static_cast<int64_t>(tuples[tuple * depth + j]);
+                const int64_t size = data_shape[batch + j];
+                if (value < -size || value >= size) {
+                  throw Error(fmt::format("{}: index {} is out of range for axis {} of size {}",
+                                          where, value, batch + j, size));
+                }
+                offset += (value < 0 ? value + size : value) * data_strides[batch + j];
+              }
+              if (slice_bytes > 0) {
+                std::memcpy(target + tuple * slice_bytes, source + offset * element_bytes,
+                            slice_bytes);
+              }
+            }
           }
+        };
+        if (indices.dtype() == DataType::kInt32) {
+          gather(int32_t{});
+        } else {
+          gather(int64_t{});
         }
       });
 }

@@ -33,35 +33,35 @@ bool value_less(T a, T b) {
   return a < b;
 }
 
+// Two passes, a count and then the coordinates, so that nothing but the output is allocated:
+// a detector's score filter reads millions of elements per run, and every buffer that grows on
+// the way is fresh memory whose pages fault in each run.
 std::unique_ptr<Kernel> create_nonzero(const KernelContext& context) {
   const Tensor& data = context.input(0);
   const int64_t rank = std::max<int64_t>(1, static_cast<int64_t>(data.rank()));
-  std::vector<int64_t> found;
+  int64_t count = 0;
   visit_value_type(context, data.dtype(), [&](auto typed) {
     using T = decltype(typed);
-    std::span<const T> values = data.values<T>();
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      if (values[i] != T{}) found.push_back(static_cast<int64_t>(i));
-    }
+    for (const T value : data.values<T>()) count += value != T{} ? 1 : 0;
   });
-  const auto count = static_cast<int64_t>(found.size());
   Tensor result = Tensor::allocate(DataType::kInt64, {rank, count});
   int64_t* out = result.data<int64_t>();
-  if (data.rank() <= 1) {  // The flat positions are the coordinates (a scalar's is 0).
-    for (int64_t n = 0; n < count; ++n) out[n] = data.rank() == 0 ? 0 : found[n];
-    return std::make_unique<ComputedKernel>(std::vector<Tensor>{std::move(result)});
-  }
-  // Coordinates advance with the flat position like an odometer: no division per element.
-  const std::vector<int64_t>& shape = data.shape();
-  std::vector<int64_t> coordinate(rank, 0);
-  int64_t position = 0;
-  for (int64_t n = 0; n < count; ++n) {
-    for (; position < found[n]; ++position) {
+  // Coordinates advance with the flat position like an odometer: no division per element (a
+  // scalar's coordinate is 0; a vector's is its flat position).
+  const std::vector<int64_t> shape = data.rank() == 0 ? std::vector<int64_t>{1} : data.shape();
+  visit_value_type(context, data.dtype(), [&](auto typed) {
+    using T = decltype(typed);
+    std::vector<int64_t> coordinate(rank, 0);
+    int64_t n = 0;
+    for (const T value : data.values<T>()) {
+      if (value != T{}) {
+        for (int64_t axis = 0; axis < rank; ++axis) out[axis * count + n] = coordinate[axis];
+        ++n;
+      }
       for (int64_t axis = rank - 1; axis >= 0 && ++coordinate[axis] == shape[axis]; --axis)
         coordinate[axis] = 0;
     }
-    for (int64_t axis = 0; axis < rank; ++axis) out[axis * count + n] = coordinate[axis];
-  }
+  });
   return std::make_unique<ComputedKernel>(std::vector<Tensor>{std::move(result)});
 }
 
