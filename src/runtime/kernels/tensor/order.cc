@@ -79,19 +79,34 @@ std::unique_ptr<Kernel> create_topk(const KernelContext& context) {
           T* values = outputs[0] ? outputs[0]->data<T>() : nullptr;
           int64_t* indices =
               outputs.size() > 1 && outputs[1] ? outputs[1]->data<int64_t>() : nullptr;
-          std::vector<int64_t> order(split.size);
+          // The k first of a line are kept in a heap whose top is the last of them: one pass
+          // and k indices of memory, where an index per element (a detector's score filter:
+          // millions per run) was fresh memory faulted in on every run.
+          std::vector<int64_t> order;
+          order.reserve(static_cast<std::size_t>(k));
           for (int64_t o = 0; o < split.outer; ++o) {
             for (int64_t i = 0; i < split.inner; ++i) {
               const T* line = source + o * split.size * split.inner + i;
-              std::iota(order.begin(), order.end(), 0);
-              // Ties keep the lower index first, as ONNX Runtime does.
+              // Ties keep the lower index first, as ONNX Runtime does: a total order, so the k
+              // kept and their order are those of a sort.
               auto before = [&](int64_t a, int64_t b) {
                 T x = line[a * split.inner], y = line[b * split.inner];
                 if (largest ? greater(x, y) : less(x, y)) return true;
                 if (largest ? greater(y, x) : less(y, x)) return false;
                 return a < b;
               };
-              std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+              order.clear();
+              for (int64_t e = 0; e < split.size && k > 0; ++e) {
+                if (static_cast<int64_t>(order.size()) < k) {
+                  order.push_back(e);
+                  std::push_heap(order.begin(), order.end(), before);
+                } else if (before(e, order.front())) {
+                  std::pop_heap(order.begin(), order.end(), before);
+                  order.back() = e;
+                  std::push_heap(order.begin(), order.end(), before);
+                }
+              }
+              std::sort_heap(order.begin(), order.end(), before);
               int64_t base = o * k * split.inner + i;
               for (int64_t j = 0; j < k; ++j) {
                 if (values) values[base + j * split.inner] = line[order[j] * split.inner];
