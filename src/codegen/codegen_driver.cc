@@ -154,6 +154,7 @@ nlohmann::json codegen_plan(const CodegenRequest& request, const Graph& graph,
                             const ModelPlan& plan, AtomicFolder& out) {
   const WorkerProgram program = worker_program(graph, plan);
   const std::string model_name = std::filesystem::path(request.model).stem().string();
+  std::optional<ConvolutionFamily> generated_family;
   nlohmann::json report = {
       {"model", request.model},     {"lang", request.lang},
       {"output", request.output},   {"strategy", program.strategy},
@@ -175,6 +176,7 @@ nlohmann::json codegen_plan(const CodegenRequest& request, const Graph& graph,
     }
     CppCodegenSummary summary = request.ranks ? emit_rank_cpp(graph, program, options, out)
                                               : emit_cpp(graph, program, options, out);
+    if (options.blocked_layouts) generated_family = options.family;
     report["ranks"] = request.ranks;
     report["layouts"] = options.blocked_layouts ? to_string(options.family) : "plain";
     report["steps"] = summary.steps;
@@ -184,8 +186,11 @@ nlohmann::json codegen_plan(const CodegenRequest& request, const Graph& graph,
     report["weights_bytes"] = summary.weights_bytes;
     report["run_time_steps"] = summary.run_time_steps;
   }
-  // The plan itself, so that `cleave run --plan DIR/plan.json` runs what was generated.
-  out.write_file("plan.json", model_plan_to_json(plan, graph).dump(1) + "\n");
+  // The plan itself, with the convolution family the code was generated in, so that `cleave
+  // run --plan DIR/plan.json` runs what was generated.
+  ModelPlan written = plan;
+  if (generated_family) written.convolution_family = *generated_family;
+  out.write_file("plan.json", model_plan_to_json(written, graph).dump(1) + "\n");
   out.commit();
   return report;
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "ir/model_header.h"
 #include "ir/scope.h"
 #include "onnx/onnx_export.h"
 
@@ -86,12 +87,7 @@ Graph extract_subgraph(const Graph& graph, const std::vector<NodeId>& nodes) {
                     where));
   }
 
-  Graph sub;
-  sub.name = graph.name;
-  sub.doc_string = graph.doc_string;
-  sub.opset_imports = graph.opset_imports;
-  sub.ir_version = graph.ir_version;
-  sub.producer_name = graph.producer_name;
+  Graph sub = empty_graph_like(graph);
   std::vector<ValueId> mapping(graph.value_capacity(), kNoValue);
   for (ValueId id : used_initializers) {
     const Value& value = graph.value(id);

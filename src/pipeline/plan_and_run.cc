@@ -215,7 +215,8 @@ void log_plan(const RunRecipe& recipe, const ModelPlan& model_plan) {
 }
 
 // Costs and plan: from the recipe's strategy, or else its plan file.
-ModelPlan first_plan(const PlanContext& context, PreparedRun& prepared) {
+ModelPlan first_plan(const PlanContext& context, PreparedRun& prepared,
+                     std::optional<ModelPlan> from_file) {
   const RunRecipe& recipe = context.recipe;
   ModelPlan model_plan;
   if (!recipe.strategy.empty()) {
@@ -228,7 +229,7 @@ ModelPlan first_plan(const PlanContext& context, PreparedRun& prepared) {
                                    candidate.predicted_seconds * 1e3));
     }
   } else {
-    model_plan = read_model_plan(recipe.plan_file, context.g);
+    model_plan = from_file ? std::move(*from_file) : read_model_plan(recipe.plan_file, context.g);
   }
   log_plan(recipe, model_plan);
   return model_plan;
@@ -357,7 +358,16 @@ PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
     return recipe.inputs ? recipe.inputs(g, sample) : random_inputs(g, sample);
   };
   const bool planned = !recipe.strategy.empty() || !recipe.plan_file.empty();
-  const bool measure_layouts = recipe.layouts == "auto" && !recipe.plain_layouts;
+  // A plan file that records the convolution family it was predicted in (or generated in, by
+  // codegen) runs that family, as ranks do: what runs is what was predicted, not a family
+  // measured again now, which a busy host may tip to another.
+  std::optional<ModelPlan> from_file;
+  if (recipe.strategy.empty() && !recipe.plan_file.empty())
+    from_file = read_model_plan(recipe.plan_file, g);
+  const bool recorded = from_file && from_file->convolution_family && recipe.layouts == "auto" &&
+                        !recipe.plain_layouts;
+  if (recorded) prepared.layouts.family = *from_file->convolution_family;
+  const bool measure_layouts = recipe.layouts == "auto" && !recipe.plain_layouts && !recorded;
   choose_run_layouts(prepared, recipe, planned, measure_layouts, input_of);
   if (!planned) {
     make_sequential_executor(prepared, recipe, input_of);
@@ -375,7 +385,7 @@ PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
                             prepared.inputs,
                             measure_layouts,
                             auto_plan && recipe.costs == "profile"};
-  PlannedRun chosen = context.prepare(first_plan(context, prepared));
+  PlannedRun chosen = context.prepare(first_plan(context, prepared, std::move(from_file)));
   // Sample 0 may already be read (for the layout choice).
   for (int s = static_cast<int>(prepared.inputs.size()); s < chosen.executor->samples(); ++s)
     prepared.inputs.push_back(input_of(s));

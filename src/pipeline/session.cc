@@ -8,6 +8,7 @@
 #include <chrono>
 #include <utility>
 
+#include "ir/model_header.h"
 #include "ir/text.h"
 #include "support/error.h"
 
@@ -36,13 +37,7 @@ bool every_input_static(const Graph& graph) {
 // weights' bytes. The imported nodes were a second copy of the graph beside the executor's
 // (ssdlite320_mobilenet_v3_large: 3,440 of them) for the whole run.
 Graph skeleton_of(const Graph& model) {
-  Graph skeleton;
-  skeleton.name = model.name;
-  skeleton.opset_imports = model.opset_imports;
-  skeleton.ir_version = model.ir_version;
-  skeleton.producer_name = model.producer_name;
-  skeleton.doc_string = model.doc_string;
-  skeleton.metadata = model.metadata;
+  Graph skeleton = empty_graph_like(model);
   const auto copy = [&](ValueId id) {
     const Value& v = model.value(id);
     if (auto known = skeleton.find_value(v.name)) return *known;

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "codegen_fixture.h"
 
 namespace cleave {
@@ -119,6 +121,18 @@ TEST_F(CodegenCommand, RankSourcesPostReceivesFirstAndSendAsSoonAsAValueExists) 
   const std::string cmake = read_text_file(path("gen/CMakeLists.txt"));
   EXPECT_NE(cmake.find("find_package(MPI REQUIRED COMPONENTS CXX)"), std::string::npos);
   EXPECT_NE(read_text_file(path("gen/README.md")).find("mpirun -np 2"), std::string::npos);
+}
+
+TEST_F(CodegenCommand, TheWrittenPlanRecordsTheConvolutionFamilyOfTheGeneratedCode) {
+  // `cleave run --plan gen/plan.json` then runs the generated family instead of measuring one.
+  for (const std::string family : {"channels-last", "blocked"}) {
+    CommandOutput generated = cleave("codegen m.onnx --plan plan.json --lang cpp --layouts " +
+                                     family + " -o gen-" + family);
+    ASSERT_EQ(generated.exit_code, 0) << generated.text;
+    const nlohmann::json written =
+        nlohmann::json::parse(read_text_file(path("gen-" + family + "/plan.json")));
+    EXPECT_EQ(written.value("convolution_family", ""), family) << family;
+  }
 }
 
 TEST_F(CodegenCommand, RanksWithoutAPlanOrWithPytorchAreRefusedAndWriteNothing) {

@@ -280,6 +280,29 @@ TEST(PlanAndRun, APlanFileRunsAsWrittenWithoutACheck) {
   ASSERT_NE(prepared.parallel, nullptr);
 }
 
+TEST(PlanAndRun, APlanFileRunsTheConvolutionFamilyItRecords) {
+  const Graph graph = branchy();
+  ModelPlanOptions options;
+  options.strategy = "lc";
+  ModelPlan written = plan_model(graph, static_costs(graph), options);
+  written.convolution_family = ConvolutionFamily::kChannelsLast;
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("plan_and_run_family_" + std::to_string(getpid()) + ".json"))
+                               .string();
+  write_model_plan(path, written, graph);
+  FakeTimes times;
+  std::vector<std::string> log;
+  RunRecipe recipe = auto_recipe(times, log);
+  recipe.strategy.clear();
+  recipe.plan_file = path;
+  recipe.layouts = "auto";
+  PreparedRun prepared = prepare_run(graph, recipe);
+  std::filesystem::remove(path);
+  EXPECT_EQ(prepared.layouts.family, ConvolutionFamily::kChannelsLast);
+  EXPECT_FALSE(prepared.layouts.measured);
+  for (const std::string& line : log) EXPECT_THAT(line, ::testing::Not(HasSubstr("measured")));
+}
+
 TEST(PlanAndRun, AMissingPlanFileIsNamed) {
   FakeTimes times;
   std::vector<std::string> log;
