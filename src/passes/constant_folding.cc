@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "passes/dead_code.h"
 #include "runtime/executor.h"
 #include "runtime/kernel.h"
 #include "runtime/tensor.h"
@@ -194,10 +195,20 @@ void replace_by_initializers(Graph& graph, NodeId id, std::vector<TensorData> re
 PassResult fold_constants(Graph& graph, const ConstantFoldingOptions& options) {
   PassResult result{"constant folding", {}, {}};
   std::optional<NodeEvaluator> evaluator;  // Made on first use: it starts a oneDNN engine.
-  for (NodeId id : graph.topological_order()) {
+  const std::vector<NodeId> order = graph.topological_order();
+  // A node no output depends on is left to dead code: folding it could only cost memory (the
+  // float weights of the DequantizeLinear nodes that QDQ fusion leaves unread are 4x the int8
+  // model).
+  const std::vector<bool> live = live_values(graph, order);
+  for (NodeId id : order) {
     const Node& node = graph.node(id);
     if (node.outputs.empty() || has_body(node) || kNonDeterministicOps.count(node.op_type))
       continue;
+    if (std::none_of(node.outputs.begin(), node.outputs.end(),
+                     [&](ValueId v) { return live[v]; })) {
+      result.add("dead nodes left unfolded");
+      continue;
+    }
     bool standard = node.domain.empty() || node.domain == "ai.onnx";
     if (std::any_of(node.outputs.begin(), node.outputs.end(),
                     [&](ValueId v) { return graph.value(v).is_graph_output; })) {

@@ -5,10 +5,6 @@
 
 namespace cleave {
 
-namespace {
-
-// Live values: the graph outputs, what bodies read by name, and every input of a node that
-// produces a live value.
 std::vector<bool> live_values(const Graph& graph, const std::vector<NodeId>& order) {
   std::vector<bool> live = values_read_by_bodies(graph);
   for (ValueId output : graph.outputs()) live[output] = true;
@@ -23,8 +19,6 @@ std::vector<bool> live_values(const Graph& graph, const std::vector<NodeId>& ord
   }
   return live;
 }
-
-}  // namespace
 
 PassResult eliminate_dead_code(Graph& graph) {
   PassResult result{"dead-code elimination", {}, {}};
