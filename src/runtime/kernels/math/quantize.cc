@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
-#include <type_traits>
 
 #include "runtime/cpu_isa.h"
 #include "runtime/kernels/dnnl_util.h"
@@ -134,50 +132,20 @@ void write_requantized(const Requantize& requantize, const int32_t* sums, int64_
 
 namespace {
 
-class OutputZeroPoint final : public Kernel {
- public:
-  OutputZeroPoint(std::unique_ptr<Kernel> rounded, int32_t zero_point, DataType type)
-      : rounded_(std::move(rounded)), zero_point_(zero_point) {
-    spec_ = rounded_->output_specs().at(0);
-    sums_ = Tensor::allocate(DataType::kInt32, spec_.shape);
-    spec_.dtype = type;
-  }
-  std::vector<OutputSpec> output_specs() const override { return {spec_}; }
-  std::string implementation() const override { return rounded_->implementation(); }
-  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
-           dnnl::stream& stream) override {
-    std::vector<Tensor*> sums = {&sums_};
-    rounded_->run(inputs, sums, stream);
-    const int32_t* in = sums_.data<int32_t>();
-    const int64_t count = sums_.element_count();
-    const auto add = [&](auto* out) {
-      using T = std::remove_pointer_t<decltype(out)>;
-      for (int64_t i = 0; i < count; ++i) {
-        const int64_t v = int64_t{in[i]} + zero_point_;
-        out[i] = static_cast<T>(std::clamp<int64_t>(v, std::numeric_limits<T>::lowest(),
-                                                    std::numeric_limits<T>::max()));
-      }
-    };
-    if (spec_.dtype == DataType::kUInt8) {
-      add(outputs[0]->data<uint8_t>());
-    } else {
-      add(outputs[0]->data<int8_t>());
-    }
-  }
-
- private:
-  std::unique_ptr<Kernel> rounded_;
-  int32_t zero_point_;
-  OutputSpec spec_;
-  Tensor sums_;
-};
+// `attr` with y's zero point on the destination, which every oneDNN 2.6 x64 int8 convolution
+// and matmul kernel (jit, brgemm, gemm post-processing) adds in f32 after the post-ops and
+// before saturating and converting. A round post-op first rounds half to even (vroundps in
+// MXCSR's mode, nearest even by default) as ONNX does, so the zero point is added to an
+// integer, exactly; without it, x.5 + an odd zero point would round the other way.
+dnnl::primitive_attr with_destination_zero_point(dnnl::primitive_attr attr, int32_t zero_point) {
+  dnnl::post_ops ops;
+  ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_round, 0.0f, 0.0f);
+  attr.set_post_ops(ops);
+  attr.set_zero_points(DNNL_ARG_DST, 0, {zero_point});
+  return attr;
+}
 
 }  // namespace
-
-std::unique_ptr<Kernel> with_output_zero_point(std::unique_ptr<Kernel> rounded, int32_t zero_point,
-                                               DataType type) {
-  return std::make_unique<OutputZeroPoint>(std::move(rounded), zero_point, type);
-}
 
 std::unique_ptr<Kernel> make_dnnl_int8(const KernelContext& context, std::size_t data_zero,
                                        std::size_t weight_zero, bool requantized, int64_t channels,
@@ -189,23 +157,16 @@ std::unique_ptr<Kernel> make_dnnl_int8(const KernelContext& context, std::size_t
   dnnl::primitive_attr attr = kernel_attr();
   const int32_t data_zero_point = zero_point_values(optional(data_zero))[0];
   if (data_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {data_zero_point});
-  DataType output = DataType::kInt32, shifted_type = DataType::kInt32;
-  int32_t shift = 0;
+  DataType output = DataType::kInt32;
   if (requantized) {
     const Requantize r = requantize_of(context.inputs, channels, y_scale);
     attr.set_output_scales(context.input(4).element_count() == 1 ? 0 : 1 << 1, r.multipliers);
+    if (r.zero_point != 0) attr = with_destination_zero_point(attr, r.zero_point);
     output = r.type;
-    // The zero point is added after oneDNN's rounding, to s32 sums (see with_output_zero_point).
-    if (r.zero_point != 0) {
-      output = DataType::kInt32;
-      shift = r.zero_point;
-      shifted_type = r.type;
-    }
   }
   try {
     std::unique_ptr<Kernel> kernel = make(output, attr);
     if (kernel->implementation().rfind("ref", 0) == 0) return nullptr;
-    if (shift != 0) return with_output_zero_point(std::move(kernel), shift, shifted_type);
     return kernel;
   } catch (const dnnl::error&) {
     return nullptr;  // A form this oneDNN lacks.

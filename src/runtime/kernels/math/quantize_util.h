@@ -79,12 +79,6 @@ Requantize requantize_of(const std::vector<const Tensor*>& inputs, int64_t chann
 /// The output type of a QLinear op: y_zero_point's (u8 when absent).
 DataType requantized_type(const KernelContext& context, std::size_t y_scale = 6);
 
-/// A kernel whose int32 output (already scaled and rounded, by oneDNN) gets `zero_point` added,
-/// saturated to `type`. oneDNN adds a destination zero point before rounding, which rounds
-/// x.5 - ε + zero_point to the even neighbour; ONNX rounds first.
-std::unique_ptr<Kernel> with_output_zero_point(std::unique_ptr<Kernel> rounded, int32_t zero_point,
-                                               DataType type);
-
 /// Calls visit.template operator()<A, B>() for the u8/i8 types of an int8 product's two
 /// operands (data and weights).
 template <typename Visitor>
@@ -100,8 +94,9 @@ std::unique_ptr<Kernel> visit_operands(DataType a, DataType b, Visitor&& visit) 
 /// Builds an int8 convolution's or matmul's oneDNN kernel, its form checked by the caller:
 /// nullptr unless every weight zero point is 0 (else oneDNN 2.6 has no form), or when oneDNN
 /// lacks the form or offers only its reference code (then the loops run). The data zero point
-/// and, when `requantized`, the output scales of `channels` channels go on the attributes;
-/// a non-zero output zero point is added after oneDNN's rounding (with_output_zero_point).
+/// and, when `requantized`, the output scales of `channels` channels go on the attributes; a
+/// non-zero output zero point goes there too, after a round post-op, so that oneDNN rounds half
+/// to even before adding it and writes u8/i8 directly (ONNX's order).
 /// `make` builds the kernel for an output type and those attributes.
 using MakeDnnlInt8 =
     std::function<std::unique_ptr<Kernel>(DataType output, const dnnl::primitive_attr& attr)>;
