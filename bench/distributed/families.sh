@@ -3,7 +3,7 @@
 # prediction, and auto's own pick against the best measured (issue 46 items 2 and 3).
 #
 #   bench/distributed/families.sh CLEAVE OUT.md [--models "squeezenet1_0 googlenet"]
-#       [--ranks "2 3"] [--links "none 10gbit 1gbit"] [--speeds "full half"] [--rounds 2]
+#       [--ranks "2 3"] [--links "none 1gbit"] [--speeds "full half"] [--rounds 2]
 #       [--repeat 3] [--costs profile|analytical|static] [--samples N] [--period-us 2000]
 #
 # Per link shaping, a ping-pong on the emulated cluster calibrates the link model
@@ -13,25 +13,33 @@
 # the machine file, asks `cleave plan --machine M --explain --json` for the candidate table, and
 # runs the fastest prediction of each family on the ranks: sequential (all on rank 0), task and
 # heterogeneous plans (`cleave plan --strategy S --machine M`; auto's own plan file for its
-# pick), the spatial split (`cleave split --dim h --machine M --search --objective seconds`, run
-# by `run-split` in the plan's convolution family); pipelined stages and data-parallel rows
-# (with --samples) are listed, not run. Each run is one `emulated_cluster.sh ... cleave run
-# --warmup 1 --repeat R` per round, --rounds rounds interleaved (the order reversed every other
-# round). OUT.md gets the link table, the family table and auto against the best measured.
+# pick), the spatial split (`cleave split --dim h --machine M --search --objective seconds
+# --costs C`: searched on the same cost source as the table's spatial row, and run by
+# `run-split` in the plan's convolution family). With --samples N > 1 every plan is made for N
+# samples and run as `cleave run --plan P --samples N` on the ranks (the MPI executor runs the
+# N samples pipelined across the ranks; measured: the whole stream), the data-parallel row
+# included (`cleave plan --strategy data-parallel --samples N --machine M`: sample s on rank s
+# mod ranks). Not run on ranks, listed with the reason: the pipeline row (pipelined stages run
+# only as threads of one process, `cleave stream --stages` / `cleave run --plan pipeline`; no
+# MPI form of the stage executor exists, and `cleave codegen --ranks` emits task plans only)
+# and, with N > 1, the spatial row (`run-split` runs one sample per run; it has no --samples).
+# Each run is one `emulated_cluster.sh ... cleave run --warmup 1 --repeat R` per round, --rounds
+# rounds interleaved (the order reversed every other round). OUT.md gets the link table, the
+# family table and auto against the best measured.
 # Needs root (namespaces, cgroups) and mpicc; on Ctrl-C everything it made is removed. The
-# lead's quiet-host run (846 s on 2 cores under load average 4-5; --rounds 1 or fewer --links
-# to shorten it):
+# lead's quiet-host run (the defaults: 328 s on 2 quiet cores, 2026-11-29 01:42 UTC; a third
+# link shaping such as 10gbit adds half as much again; --rounds 1 or fewer --links shorten it):
 #
 #   bench/distributed/families.sh build/cleave OUT.md --models "squeezenet1_0 googlenet"
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-usage="usage: $0 CLEAVE OUT.md [--models M] [--ranks \"2 3\"] [--links \"none 10gbit 1gbit\"] [--speeds \"full half\"] [--rounds N] [--repeat N] [--costs C] [--samples N] [--period-us P]"
+usage="usage: $0 CLEAVE OUT.md [--models M] [--ranks \"2 3\"] [--links \"none 1gbit\"] [--speeds \"full half\"] [--rounds N] [--repeat N] [--costs C] [--samples N] [--period-us P]"
 fail() { echo "families.sh: $*" >&2; exit 2; }
 [[ $# -ge 2 ]] || fail "$usage"
 cleave="$1" out="$2"
 shift 2
-models="squeezenet1_0 googlenet" ranks_list="2 3" links="none 10gbit 1gbit" speeds="full half"
+models="squeezenet1_0 googlenet" ranks_list="2 3" links="none 1gbit" speeds="full half"
 rounds=2 repeat=3 costs=profile samples=1 period=2000
 while [[ $# -gt 0 ]]; do
   [[ $# -ge 2 ]] || fail "$1 needs a value ($usage)"
@@ -181,8 +189,12 @@ for name in $models; do
           case "$family" in
             spatial)
               rm -rf "$work/split$index"  # the previous shape's
-              if "$cleave" split "$model" --nodes "$n" --dim h --machine "$machine" --search \
-                   --objective seconds -o "$work/split$index" < /dev/null > /dev/null 2> "$work/split.err"; then
+              if [[ "$samples" != 1 ]]; then
+                printf '%s\t%s\t%s\t%s\t\t%s\t%s\n' "$shape" "$family" "$configuration" "$predicted" \
+                  "$is_auto" "run-split runs one sample per run (no --samples)" >> "$results"
+              elif "$cleave" split "$model" --nodes "$n" --dim h --machine "$machine" --search \
+                   --objective seconds --costs "$costs" -o "$work/split$index" < /dev/null \
+                   > /dev/null 2> "$work/split.err"; then
                 configs+=("$family|$configuration|split|$work/split$index|$is_auto|$predicted")
               else
                 printf '%s\t%s\t%s\t%s\t\t%s\t%s\n' "$shape" "$family" "$configuration" "$predicted" \
@@ -190,14 +202,10 @@ for name in $models; do
               fi ;;
             pipeline)
               printf '%s\t%s\t%s\t%s\t\t%s\t%s\n' "$shape" "$family" "$configuration" "$predicted" \
-                "$is_auto" "${rejected:-stages are not run on ranks}" >> "$results" ;;
+                "$is_auto" "stages run only as threads of one process (no MPI form)" >> "$results" ;;
             *)
               if [[ "$is_auto" == 1 ]]; then  # auto's own plan file: what auto runs
                 configs+=("$family|$configuration|plan|$work/auto.json|1|$predicted")
-                continue
-              elif [[ "$family" == data-parallel ]]; then
-                printf '%s\t%s\t%s\t%s\t\t0\t%s\n' "$shape" "$family" "$configuration" "$predicted" \
-                  "no --strategy plans it alone" >> "$results"
                 continue
               fi
               limit=(); [[ "$strategy" == milp-split ]] && limit=(--time-limit 0.25)
@@ -229,7 +237,7 @@ for name in $models; do
   done
 done
 
-row "Columns: predicted ms is the run plan's makespan under the calibrated link model and --costs $costs (spatial: the candidate table's row); measured median ms is the median over $rounds interleaved rounds of each run's median of $repeat timed inferences (after 1 warm-up); **auto** marks auto's pick (the spatial split where predicted faster than the plan, as \`cleave run --plan auto --machine\` runs it)."
+row "Columns: predicted ms is the run plan's makespan under the calibrated link model and --costs $costs, rank 0's input hand-out and output gather included (spatial: the candidate table's row; with --samples N, of all N samples, and measured the whole stream of N); measured median ms is the median over $rounds interleaved rounds of each run's median of $repeat timed inferences (after 1 warm-up); **auto** marks auto's pick (the spatial split where predicted faster than the plan, as \`cleave run --plan auto --machine\` runs it)."
 row ""
 "$here/families_table.py" report "$results" | tee -a "$out"
 row ""

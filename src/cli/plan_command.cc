@@ -181,8 +181,9 @@ void register_plan(CLI::App& app, CommandAction& action) {
   command
       ->add_option(
           "--strategy", settings->strategy,
-          "auto, sequential, lc, clone, hypercluster, switched-hypercluster, or a scheduler "
-          "(heft, met, greedy, annealing, evolution, milp, milp-split)")
+          "auto, sequential, data-parallel (--samples N: each worker its own samples), lc, "
+          "clone, hypercluster, switched-hypercluster, or a scheduler (heft, met, greedy, "
+          "annealing, evolution, milp, milp-split)")
       ->check(CLI::IsMember(model_strategies()))
       ->default_val("auto");
   add_costs_option(command, settings->costs);

@@ -52,7 +52,9 @@ void register_split(CLI::App& app, CommandAction& action) {
                       "chains of layers together; the terms choice is kept if predicted faster)");
   command->add_option("--costs", o->costs,
                       "Layer seconds for --objective seconds: analytical (this CPU's measured "
-                      "rates, default), static, or flops (FLOPs at the split's 10 GFLOP/s)");
+                      "rates, default), profile (timed here, as `cleave plan --costs profile` "
+                      "with the same --machine), static, or flops (FLOPs at the split's "
+                      "10 GFLOP/s)");
   command->add_option("--shape", o->shapes, "Fix an input shape: NAME=D,D,..");
   command->add_option("-o,--output", o->output, "Folder to write (whole or not at all)")
       ->required()

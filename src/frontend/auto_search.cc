@@ -319,7 +319,10 @@ void search_machine(Search& search, const Machine& machine) {
     // Before the planners: on a tie the plan without hand-offs between devices is kept.
     search.attempt(
         search.row("data-parallel", "data-parallel", fmt::format("{}, each its own samples", on)),
-        [&] { return plan_data_parallel(search.graph, search.costs, machine, options.samples); });
+        [&] {
+          return plan_data_parallel(search.graph, search.costs, machine, options.samples,
+                                    ModelValues::kFromRank0);
+        });
   }
   for (const PlannerEntry* planner : task_planners(options)) {
     search.attempt(search.row(planner->name, "task", fmt::format("{}, {}", planner->name, on)),
@@ -364,6 +367,11 @@ int most_threads(const Machine& machine) {
   return threads;
 }
 
+// A machine file's devices are MPI ranks: the model's inputs and outputs pass through rank 0.
+ModelValues model_values_of(const ModelPlanOptions& options) {
+  return options.machine ? ModelValues::kFromRank0 : ModelValues::kShared;
+}
+
 std::string sequential_text(const ModelPlanOptions& options) {
   if (options.machine)
     return fmt::format("all on device 0 '{}'", options.machine->devices.front().name);
@@ -381,7 +389,8 @@ ModelPlan plan_sequential(const Graph& graph, const CostTable& costs,
                               ? *options.machine
                               : cpu_workers(1, options.workers * options.threads_per_worker);
   result.threads_per_worker = machine.devices.front().threads;
-  result.tasks = replicate_for_samples(task_graph_for(graph, costs, machine), options.samples);
+  result.tasks = replicate_for_samples(
+      task_graph_for(graph, costs, machine, model_values_of(options)), options.samples);
   AppendScheduler scheduler(result.tasks, upward_rank_order(result.tasks));
   result.plan = scheduler.to_plan(std::vector<int>(result.tasks.tasks.size(), 0), "sequential");
   result.plan.batch = options.samples;
@@ -400,10 +409,10 @@ ModelPlan plan_with_planner(const Graph& graph, const CostTable& costs,
   result.threads_per_worker =
       options.machine ? most_threads(*options.machine) : options.threads_per_worker;
   result.family = family_of(strategy);
-  TaskGraph per_sample =
-      task_graph_for(graph, costs,
-                     options.machine ? *options.machine
-                                     : cpu_workers(options.workers, options.threads_per_worker));
+  TaskGraph per_sample = task_graph_for(
+      graph, costs,
+      options.machine ? *options.machine : cpu_workers(options.workers, options.threads_per_worker),
+      model_values_of(options));
   ScheduleOptions schedule_options;
   schedule_options.time_limit_seconds = options.time_limit_seconds;
   schedule_options.clone_trials = clone_trials;
@@ -424,11 +433,11 @@ ModelPlan plan_with_planner(const Graph& graph, const CostTable& costs,
 }
 
 ModelPlan plan_data_parallel(const Graph& graph, const CostTable& costs, const Machine& machine,
-                             int samples) {
+                             int samples, ModelValues values) {
   ModelPlan result;
   result.family = "data-parallel";
   result.threads_per_worker = machine.devices.front().threads;
-  result.tasks = replicate_for_samples(task_graph_for(graph, costs, machine), samples);
+  result.tasks = replicate_for_samples(task_graph_for(graph, costs, machine, values), samples);
   const int workers = static_cast<int>(machine.size());
   std::vector<int> worker_of_task(result.tasks.tasks.size());
   for (std::size_t t = 0; t < worker_of_task.size(); ++t)

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cost/cost_table.h"
+#include "frontend/costs.h"
 #include "frontend/model_plan.h"
 #include "ir/graph.h"
 
@@ -22,9 +23,10 @@ ModelPlan plan_with_planner(const Graph& graph, const CostTable& costs,
                             const ModelPlanOptions& options, const std::string& strategy,
                             int64_t clone_trials = -1);
 
-/// Each worker its own whole samples (sample s on worker s mod workers), nodes in order.
+/// Each worker its own whole samples (sample s on worker s mod workers), nodes in order; the
+/// model's inputs and outputs travel as `values` says (kFromRank0 for a machine file's ranks).
 ModelPlan plan_data_parallel(const Graph& graph, const CostTable& costs, const Machine& machine,
-                             int samples);
+                             int samples, ModelValues values = ModelValues::kShared);
 
 /// `auto`: every candidate of every family plan_model can plan, simulated; the fastest whose
 /// weights fit is returned with the whole table (ModelPlan::candidates). Without a machine

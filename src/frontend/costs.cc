@@ -12,6 +12,35 @@
 
 namespace cleave {
 
+namespace {
+
+// A value's bytes where its type and shape are static (the MPI executor sends only those).
+double static_bytes(const Value& value) {
+  if (!value.shape.rank_known || !value.shape.is_static()) return 0;
+  return static_cast<double>(value.shape.element_count()) *
+         static_cast<double>(element_size(value.dtype));
+}
+
+// The model inputs `node` reads (each once) and the model outputs it produces.
+void add_model_values(const Graph& graph, const Node& node, Task& task) {
+  for (ValueId id : node.inputs) {
+    if (id == kNoValue) continue;
+    const Value& value = graph.value(id);
+    if (value.initializer || value.producer >= 0) continue;
+    const ModelValue input{value.name, static_bytes(value)};
+    if (std::find(task.model_inputs.begin(), task.model_inputs.end(), input) ==
+        task.model_inputs.end())
+      task.model_inputs.push_back(input);
+  }
+  for (ValueId id : graph.outputs()) {
+    const Value& value = graph.value(id);
+    if (std::find(node.outputs.begin(), node.outputs.end(), id) != node.outputs.end())
+      task.model_outputs.push_back({value.name, static_bytes(value)});
+  }
+}
+
+}  // namespace
+
 CostTable choose_costs(const Graph& graph, const CostChoice& choice) {
   if (choice.source == "static") return static_costs(graph);
   if (choice.source == "analytical") {
@@ -39,7 +68,8 @@ int profile_threads_for(const Machine& machine) {
   return std::min(threads, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 }
 
-TaskGraph task_graph_for(const Graph& graph, const CostTable& costs, const Machine& machine) {
+TaskGraph task_graph_for(const Graph& graph, const CostTable& costs, const Machine& machine,
+                         ModelValues values) {
   TaskGraph tasks;
   tasks.machine = machine;
   std::vector<int> task_of(graph.node_capacity(), -1);
@@ -67,6 +97,7 @@ TaskGraph task_graph_for(const Graph& graph, const CostTable& costs, const Machi
     }
     task.output_bytes = costs.nodes[id].output_bytes;
     task.weight_bytes = costs.nodes[id].weight_bytes;
+    if (values == ModelValues::kFromRank0) add_model_values(graph, node, task);
     task_of[id] = static_cast<int>(tasks.tasks.size());
     tasks.tasks.push_back(std::move(task));
   }
@@ -83,7 +114,8 @@ TaskGraph model_task_graph(const Graph& graph, const Machine& machine, const std
   choice.source = source;
   choice.max_threads = profile_threads_for(machine);
   choice.progress = progress;
-  TaskGraph tasks = task_graph_for(graph, choose_costs(graph, choice), machine);
+  TaskGraph tasks =
+      task_graph_for(graph, choose_costs(graph, choice), machine, ModelValues::kFromRank0);
   tasks.check(origin);
   return tasks;
 }

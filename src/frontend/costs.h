@@ -37,13 +37,22 @@ CostTable choose_costs(const Graph& graph, const CostChoice& choice);
 /// the largest measured count's time beyond it).
 int profile_threads_for(const Machine& machine);
 
+/// Where a plan's workers find the model's inputs and leave its outputs.
+enum class ModelValues {
+  kShared,     ///< Threads of one process: where they are, nothing is sent.
+  kFromRank0,  ///< MPI ranks (a machine file's devices): rank 0 sends each input to the ranks
+               ///< that read it and receives each output, which the simulator prices.
+};
+
 /// One task per node, each device's time = cost at its thread count / its speed (with
 /// analytical costs, a device that declares a roofline gets its own roofline's time instead);
-/// edges are the graph's dependences, output bytes the node's outputs.
-TaskGraph task_graph_for(const Graph& graph, const CostTable& costs, const Machine& machine);
+/// edges are the graph's dependences, output bytes the node's outputs. With kFromRank0 each
+/// task lists the model inputs it reads and outputs it produces (Task::model_inputs).
+TaskGraph task_graph_for(const Graph& graph, const CostTable& costs, const Machine& machine,
+                         ModelValues values = ModelValues::kShared);
 
-/// The task graph of a model on a machine's devices, costed by `source` at
-/// profile_threads_for(machine) threads, checked (errors name `origin`).
+/// The task graph of a model on a machine file's devices (MPI ranks: kFromRank0), costed by
+/// `source` at profile_threads_for(machine) threads, checked (errors name `origin`).
 TaskGraph model_task_graph(const Graph& graph, const Machine& machine, const std::string& source,
                            const std::function<void(const std::string&)>& progress,
                            const std::string& origin);

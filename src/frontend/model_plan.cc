@@ -22,7 +22,7 @@ namespace cleave {
 
 std::vector<std::string> model_strategies() {
   // "pipeline" runs as stages over a stream of samples (pipeline/pipeline_run.h), not as a plan.
-  std::vector<std::string> names{"auto", "sequential", "pipeline"};
+  std::vector<std::string> names{"auto", "sequential", "data-parallel", "pipeline"};
   for (const PlannerEntry& entry : planners()) {
     if (entry.family != PlannerFamily::kStream) names.push_back(entry.name);
   }
@@ -48,6 +48,24 @@ ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlan
     chosen = plan_auto(graph, costs, options);
   } else if (options.strategy == "sequential") {
     chosen = plan_sequential(graph, costs, options);
+  } else if (options.strategy == "data-parallel") {
+    if (options.samples < 2) {
+      throw Error(fmt::format(
+          "strategy data-parallel gives each worker samples of its own: give --samples N with "
+          "N >= 2 (got {})",
+          options.samples));
+    }
+    chosen = options.machine
+                 ? plan_data_parallel(graph, costs, *options.machine, options.samples,
+                                      ModelValues::kFromRank0)
+                 : plan_data_parallel(graph, costs,
+                                      cpu_workers(options.workers, options.threads_per_worker),
+                                      options.samples);
+    // As plan_with_planner names its plans ("lc, 2 devices").
+    const std::size_t workers = chosen.tasks.machine.size();
+    chosen.configuration =
+        fmt::format("data-parallel, {} {}{}", workers, options.machine ? "device" : "worker",
+                    workers == 1 ? "" : "s");
   } else if (options.strategy == "pipeline") {
     throw Error(
         "strategy pipeline cuts the model into stages over a stream of samples and is no task "

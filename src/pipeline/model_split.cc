@@ -8,8 +8,10 @@
 
 #include "analysis/graph_dot.h"
 #include "cost/cost_table.h"
+#include "frontend/costs.h"
 #include "frontend/load.h"
 #include "machine/machine.h"
+#include "pipeline/spatial_run.h"
 #include "spatial/manifest.h"
 #include "spatial/naive_partition.h"
 #include "spatial/search.h"
@@ -74,12 +76,23 @@ ModelSplit split_model_to_folder(const ModelSplitSettings& o) {
     throw Error(fmt::format("--objective: expected terms or seconds, got \"{}\"", o.objective));
   }
   if (o.objective != "terms" && !o.search) throw Error("--objective needs --search");
-  if (o.costs != "analytical" && o.costs != "static" && o.costs != "flops")
-    throw Error(fmt::format("--costs: expected analytical, static or flops, got \"{}\"", o.costs));
+  if (o.costs != "analytical" && o.costs != "profile" && o.costs != "static" &&
+      o.costs != "flops") {
+    throw Error(
+        fmt::format("--costs: expected analytical, profile, static or flops, got \"{}\"", o.costs));
+  }
   std::optional<CostTable> costs;
-  if (objective == SearchObjective::kSeconds && o.costs != "flops")
+  if (objective == SearchObjective::kSeconds && o.costs == "profile") {
+    // As `cleave plan --machine` costs the model (plan_with_costs): its largest device's
+    // threads, the family one thread runs; the copies priced as its spatial row prices them.
+    CostChoice choice;
+    choice.max_threads = machine_file ? profile_threads_for(*machine_file) : 1;
+    costs = choose_costs(graph, choice);
+  } else if (objective == SearchObjective::kSeconds && o.costs != "flops") {
     costs =
         o.costs == "static" ? static_costs(graph) : analytical_costs(graph, measure_peak_rates(1));
+  }
+  if (costs) price_split_copies(*costs, options.cost);
 
   const SplitChoice choice =
       choose_split(graph, options, dims, o.search, objective, costs ? &*costs : nullptr,

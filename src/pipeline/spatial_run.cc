@@ -37,15 +37,6 @@ Machine first_devices(const Machine& machine, int devices) {
   return searched;
 }
 
-// The split's copies at this CPU's memory bandwidth and per-op cost (the analytical costs'
-// probe, once per process), where the costs are seconds of this CPU; static weights are not.
-void price_copies(const CostTable& costs, SplitCostModel& cost) {
-  if (costs.source != "profile" && costs.source != "analytical") return;
-  const PeakRates rates = measure_peak_rates(1);
-  cost.copy_bytes_per_second = rates.bytes_per_second;
-  cost.seconds_per_copy = rates.seconds_per_op;
-}
-
 // The chosen split's own cost table. With profiled costs, its nodes are profiled as the
 // model's were (same profiler, kernels and cache, keyed by the partitioned graph's
 // fingerprint): a piece's convolution at its own shape (halo rows; oneDNN may pick another
@@ -103,6 +94,13 @@ std::string outputs_disagree(ExecutorInterface& split, const KeptRun& kept,
 
 }  // namespace
 
+void price_split_copies(const CostTable& costs, SplitCostModel& cost) {
+  if (costs.source != "profile" && costs.source != "analytical") return;
+  const PeakRates rates = measure_peak_rates(1);
+  cost.copy_bytes_per_second = rates.bytes_per_second;
+  cost.seconds_per_copy = rates.seconds_per_op;
+}
+
 SpatialCandidate spatial_candidate(const Graph& graph, const CostTable& costs,
                                    const Machine& machine, int samples) {
   SpatialCandidate out;
@@ -123,7 +121,7 @@ SpatialCandidate spatial_candidate(const Graph& graph, const CostTable& costs,
     // the partitioned graph only.
     options.figures_only = true;
     use_split_machine(searched, "--machine", machines, options);
-    price_copies(costs, options.cost);
+    price_split_copies(costs, options.cost);
     SplitChoice choice = choose_split(graph, options, {SplitDim::kH}, true,
                                       SearchObjective::kSeconds, &costs, &searched);
     row.searched = choice.splits_built;
@@ -136,7 +134,9 @@ SpatialCandidate spatial_candidate(const Graph& graph, const CostTable& costs,
     row.configuration += fmt::format(" along {}", split_dim_name(options.split.dim));
     std::string how;
     const CostTable split_costs = piece_costs(graph, best, options, costs, searched, how);
-    out.plan = split_plan(best.partitioned.graph, best.partitioned, split_costs, searched, samples);
+    // A machine file's devices are ranks: rank 0 hands the input out and gathers the outputs.
+    out.plan = split_plan(best.partitioned.graph, best.partitioned, split_costs, searched, samples,
+                          ModelValues::kFromRank0);
     out.plan->plan.notes["piece_costs"] = how;
     // The one simulator, as every other row: the split's plan on its machines and links.
     row.predicted_seconds = out.plan->plan.makespan;

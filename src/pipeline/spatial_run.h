@@ -14,6 +14,7 @@
 #include "pipeline/plan_and_run.h"
 #include "runtime/parallel_executor.h"
 #include "spatial/partitioned_graph.h"
+#include "spatial/split_model.h"
 
 namespace cleave {
 
@@ -27,6 +28,11 @@ struct SpatialCandidate {
   /// the samples one after another, on the split's cost table (split_cost_table).
   std::optional<ModelPlan> plan;
 };
+
+/// The split's copies at this CPU's memory bandwidth and per-op cost (the analytical costs'
+/// probe, once per process), where `costs` are seconds of this CPU (profile, analytical);
+/// static weights are not. The table's spatial row and `cleave split` price them alike.
+void price_split_copies(const CostTable& costs, SplitCostModel& cost);
 
 /// The split search's best split of `graph` along H over `machine`'s devices (the first 8 of
 /// a larger machine, the row's cut_short says so) for `samples` samples, priced on `costs`.

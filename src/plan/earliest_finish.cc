@@ -102,6 +102,7 @@ EarliestFinishSchedule schedule_earliest_finish(const TaskGraph& graph,
       if (!std::isfinite(info.time[device]) || !memory.fits(task, worker)) continue;
       if (limits.allowed && !(*limits.allowed)[task][device]) continue;
       double ready = limits.ready ? (*limits.ready)[task][device] : 0.0;
+      ready = std::max(ready, graph.input_arrival(task, device));
       for (int edge : in_edges[task]) {
         const int producer = graph.edges[edge].first;
         ready = std::max(
@@ -145,6 +146,10 @@ EarliestFinishSchedule schedule_earliest_finish(const TaskGraph& graph,
     timeline[best].insert(timeline[best].begin() + static_cast<std::ptrdiff_t>(best_position),
                           Slot{best_start, best_finish, task});
     schedule.makespan = std::max(schedule.makespan, best_finish);
+  }
+  if (schedule.unplaced < 0) {
+    for (const OutputGather& gather : graph.output_gathers(schedule.worker))
+      schedule.makespan = std::max(schedule.makespan, finish[gather.task] + gather.seconds);
   }
   schedule.order.assign(devices, {});
   for (std::size_t device = 0; device < devices; ++device) {

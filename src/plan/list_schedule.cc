@@ -221,7 +221,7 @@ double AppendScheduler::makespan(const std::vector<int>& worker_of_task) const {
   // The same arithmetic, in the same order, as simulate(): the results match exactly.
   for (int task : priority_) {
     const int worker = worker_of_task[task];
-    double start = worker_free_[worker];
+    double start = std::max(worker_free_[worker], graph_->input_arrival(task, worker));
     for (int edge : in_edges_[task]) {
       const int producer = graph_->edges[edge].first;
       start = std::max(
@@ -232,6 +232,8 @@ double AppendScheduler::makespan(const std::vector<int>& worker_of_task) const {
     worker_free_[worker] = finish;
     makespan = std::max(makespan, finish);
   }
+  for (const OutputGather& gather : graph_->output_gathers(worker_of_task))
+    makespan = std::max(makespan, finish_[gather.task] + gather.seconds);
   return makespan;
 }
 

@@ -2,6 +2,9 @@
 #include "plan/simulator.h"
 
 #include <algorithm>
+#include <set>
+#include <string>
+#include <tuple>
 
 namespace cleave {
 
@@ -19,9 +22,19 @@ Simulation simulate(const Plan& plan, const TaskGraph& graph) {
   result.finish.assign(task_count, 0.0);
   result.busy.assign(worker_count, 0.0);
   result.idle.assign(worker_count, 0.0);
+  // One message per model input, sample and receiving device, however many tasks read it there.
+  std::set<std::tuple<std::string, int64_t, int>> handed_out;
   for (int task : order) {
     const int worker = plan.tasks[task].worker;
     double start = previous_on_worker[task] >= 0 ? result.finish[previous_on_worker[task]] : 0.0;
+    start = std::max(start, graph.input_arrival(task, worker));
+    for (const ModelValue& input : graph.tasks[task].model_inputs) {
+      if (worker != 0 &&
+          handed_out.emplace(input.name, graph.tasks[task].batch_begin, worker).second) {
+        result.transfer_bytes += input.bytes;
+        ++result.transfer_count;
+      }
+    }
     for (int edge : in_edges[task]) {
       const int producer = graph.edges[edge].first;
       const int producer_worker = plan.tasks[producer].worker;
@@ -37,6 +50,13 @@ Simulation simulate(const Plan& plan, const TaskGraph& graph) {
     result.finish[task] = start + duration;
     result.busy[worker] += duration;
     result.makespan = std::max(result.makespan, result.finish[task]);
+  }
+  std::vector<int> worker_of_task(task_count, 0);
+  for (int task : order) worker_of_task[task] = plan.tasks[task].worker;
+  for (const OutputGather& gather : graph.output_gathers(worker_of_task)) {
+    result.makespan = std::max(result.makespan, result.finish[gather.task] + gather.seconds);
+    result.transfer_bytes += gather.bytes;
+    ++result.transfer_count;
   }
   for (std::size_t worker = 0; worker < worker_count; ++worker) {
     result.idle[worker] = result.makespan - result.busy[worker];

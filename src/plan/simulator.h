@@ -14,14 +14,21 @@ struct Simulation {
   std::vector<double> finish;  ///< Per task, seconds.
   std::vector<double> busy;    ///< Per worker, seconds spent running tasks.
   std::vector<double> idle;    ///< Per worker, makespan - busy.
-  double makespan = 0;         ///< Finish of the last task (0 for an empty graph).
-  double transfer_bytes = 0;   ///< Bytes crossing between workers.
-  int transfer_count = 0;      ///< Edges whose ends run on different workers.
+  /// Finish of the last task, or the arrival on device 0 of the last model output gathered
+  /// there when later (0 for an empty graph).
+  double makespan = 0;
+  double transfer_bytes = 0;  ///< Bytes crossing between workers.
+  /// Edges whose ends run on different workers, model inputs handed out from device 0 (one per
+  /// input, sample and device) and model outputs gathered there.
+  int transfer_count = 0;
 };
 
 /// List-schedules the plan's per-worker orders exactly: a task starts when the task before it
 /// on its worker has finished and every input has arrived (producer finish, plus latency and
-/// bytes / bandwidth when the producer ran on another worker). Links carry any number of
+/// bytes / bandwidth when the producer ran on another worker). Model inputs a task on another
+/// device than 0 reads arrive from device 0, sent at the start (TaskGraph::input_arrival); the
+/// model outputs produced only off device 0 end the run when they reach it
+/// (TaskGraph::output_gathers): what the MPI executor sends. Links carry any number of
 /// transfers at once. Throws Error when the orders deadlock or the plan does not place every
 /// task once.
 Simulation simulate(const Plan& plan, const TaskGraph& graph);

@@ -31,6 +31,22 @@ double non_negative_number(const nlohmann::json& value, const std::string& where
   return value.get<double>();
 }
 
+void check_model_values(const std::vector<ModelValue>& values, const char* field,
+                        const std::string& origin, const std::string& task) {
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (values[i].name.empty()) {
+      throw Error(
+          fmt::format("{}: task \"{}\": {}[{}]: expected a value name", origin, task, field, i));
+    }
+    if (!std::isfinite(values[i].bytes) || values[i].bytes < 0 || values[i].bytes > kMaxBytes) {
+      throw Error(fmt::format(
+          "{}: task \"{}\": {}[{}] ('{}'): bytes: expected a non-negative number up to {:g}, "
+          "got {}",
+          origin, task, field, i, values[i].name, kMaxBytes, values[i].bytes));
+    }
+  }
+}
+
 int64_t integer(const nlohmann::json& value, const std::string& where) {
   if (!value.is_number_integer()) {
     throw Error(fmt::format("{}: expected an integer, got {}", where, show_json(value)));
@@ -48,6 +64,34 @@ double TaskGraph::bytes_on_edge(std::size_t edge) const {
 double TaskGraph::edge_time(std::size_t edge, std::size_t from, std::size_t to) const {
   if (from == to) return 0;
   return machine.transfer_time(from, to, bytes_on_edge(edge));
+}
+
+double TaskGraph::input_arrival(std::size_t task, std::size_t worker) const {
+  double arrival = 0;
+  if (worker == 0) return arrival;
+  for (const ModelValue& input : tasks[task].model_inputs)
+    arrival = std::max(arrival, machine.transfer_time(0, worker, input.bytes));
+  return arrival;
+}
+
+std::vector<OutputGather> TaskGraph::output_gathers(const std::vector<int>& worker_of_task) const {
+  // Per output and sample: a copy on device 0 (nothing to send), else the first producer.
+  std::map<std::pair<std::string, int64_t>, std::pair<int, double>> sender;
+  for (std::size_t t = 0; t < tasks.size(); ++t) {
+    for (const ModelValue& output : tasks[t].model_outputs) {
+      auto [found, fresh] = sender.try_emplace({output.name, tasks[t].batch_begin},
+                                               static_cast<int>(t), output.bytes);
+      if (!fresh && worker_of_task[t] == 0) found->second.first = static_cast<int>(t);
+    }
+  }
+  std::vector<OutputGather> gathers;
+  for (const auto& [key, chosen] : sender) {
+    const auto [task, bytes] = chosen;
+    const int worker = worker_of_task[task];
+    if (worker == 0) continue;
+    gathers.push_back({task, bytes, machine.transfer_time(worker, 0, bytes)});
+  }
+  return gathers;
 }
 
 std::vector<std::vector<int>> TaskGraph::successors() const {
@@ -141,6 +185,8 @@ void TaskGraph::check(const std::string& origin) const {
           "{}: task \"{}\": weight_bytes: expected a non-negative number up to {:g}, got {}",
           origin, task.name, kMaxBytes, task.weight_bytes));
     }
+    check_model_values(task.model_inputs, "model_inputs", origin, task.name);
+    check_model_values(task.model_outputs, "model_outputs", origin, task.name);
   }
   for (std::size_t edge = 0; edge < edges.size(); ++edge) {
     const auto [from, to] = edges[edge];
@@ -193,6 +239,31 @@ Machine task_graph_machine(const nlohmann::json& json, const std::string& origin
     machine.latency.assign(devices, std::vector<double>(devices, 0.0));
   }
   return machine;
+}
+
+// A task's "model_inputs" or "model_outputs": [{"name": "x", "bytes": 602112}, ...].
+std::vector<ModelValue> model_values_from_json(const nlohmann::json& entry, const char* field,
+                                               const std::string& where) {
+  std::vector<ModelValue> values;
+  if (!entry.contains(field)) return values;
+  const nlohmann::json& list = entry[field];
+  if (!list.is_array()) {
+    throw Error(fmt::format("{}: {}: expected an array of {{\"name\", \"bytes\"}}, got {}", where,
+                            field, show_json(list)));
+  }
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string at = fmt::format("{}: {}[{}]", where, field, i);
+    const nlohmann::json& item = list[i];
+    if (!item.is_object() || !item.contains("name") || !item["name"].is_string() ||
+        item["name"].get<std::string>().empty() || !item.contains("bytes")) {
+      throw Error(
+          fmt::format("{}: expected {{\"name\": a value's name, \"bytes\": a number}}, got {}", at,
+                      show_json(item)));
+    }
+    values.push_back(
+        {item["name"].get<std::string>(), non_negative_number(item["bytes"], at + ": bytes")});
+  }
+  return values;
 }
 
 // tasks[i] of a task graph file, its name recorded in `index_of`.
@@ -253,6 +324,8 @@ Task task_from_json(const nlohmann::json& entry, std::size_t i, const std::strin
     task.weight_group =
         static_cast<int32_t>(integer(entry["weight_group"], where + ": weight_group"));
   }
+  task.model_inputs = model_values_from_json(entry, "model_inputs", where);
+  task.model_outputs = model_values_from_json(entry, "model_outputs", where);
   return task;
 }
 
@@ -353,6 +426,14 @@ nlohmann::json task_graph_to_json(const TaskGraph& graph) {
       entry["batch_end"] = task.batch_end;
     }
     if (task.weight_group >= 0) entry["weight_group"] = task.weight_group;
+    for (const auto& [field, values] :
+         {std::pair{"model_inputs", &task.model_inputs}, {"model_outputs", &task.model_outputs}}) {
+      if (values->empty()) continue;
+      nlohmann::json list = nlohmann::json::array();
+      for (const ModelValue& value : *values)
+        list.push_back({{"name", value.name}, {"bytes", value.bytes}});
+      entry[field] = std::move(list);
+    }
     tasks.push_back(std::move(entry));
   }
   nlohmann::json edges = nlohmann::json::array();
@@ -422,6 +503,8 @@ TaskGraph batch_task_graph(const TaskGraph& per_sample, int64_t batch,
       part.batch_end = begin + size;
       part.weight_group = group;
       part.output_bytes = task.output_bytes * static_cast<double>(size);
+      for (ModelValue& value : part.model_inputs) value.bytes *= static_cast<double>(size);
+      for (ModelValue& value : part.model_outputs) value.bytes *= static_cast<double>(size);
       for (std::size_t device = 0; device < part.time.size(); ++device) {
         const auto& supported = batched.machine.devices.at(device).batch_sizes;
         const bool allowed = supported.empty() ||

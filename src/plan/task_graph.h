@@ -12,6 +12,15 @@
 
 namespace cleave {
 
+/// A model input a task reads, or a model output it produces, where the workers are MPI ranks:
+/// rank 0 holds the model's inputs and outputs, so such a value on another device is a message
+/// (sent before a run, or gathered after it; distributed/mpi_routes.h).
+struct ModelValue {
+  std::string name;  ///< The value's name: the tasks of one sample reading it share one message.
+  double bytes = 0;
+  bool operator==(const ModelValue&) const = default;
+};
+
 /// One schedulable unit: a graph node, or a node applied to a slice of the batch.
 struct Task {
   std::string name;
@@ -25,6 +34,17 @@ struct Task {
   /// Tasks with the same non-negative group share one copy of their weights on a device (the
   /// slices of one node in a batched graph); -1: its weights are its own.
   int32_t weight_group = -1;
+  /// Model inputs this task reads and model outputs it produces that travel from and to device
+  /// 0 (task_graph_for on ranks); empty where the workers share memory (threads).
+  std::vector<ModelValue> model_inputs;
+  std::vector<ModelValue> model_outputs;
+};
+
+/// A model output device 0 receives from another device after a run (TaskGraph::output_gathers).
+struct OutputGather {
+  int task = -1;       ///< The task whose copy of the output is sent.
+  double bytes = 0;    ///< The output's bytes.
+  double seconds = 0;  ///< From that task's finish until the output is on device 0.
 };
 
 /// A DAG of tasks over a machine. Edges are (producer, consumer) task indices.
@@ -42,6 +62,14 @@ struct TaskGraph {
   /// Seconds edge `edge` costs when its producer runs on `from` and its consumer on `to`
   /// (0 on one device, +inf without a link).
   double edge_time(std::size_t edge, std::size_t from, std::size_t to) const;
+  /// Seconds from a run's start until every model input task `task` reads has reached
+  /// `worker` from device 0, where they are all sent at the start (latency + bytes /
+  /// bandwidth each; 0 on device 0 or without model inputs; +inf without a link).
+  double input_arrival(std::size_t task, std::size_t worker) const;
+  /// The model outputs device 0 gathers under `worker_of_task`: per output name and sample
+  /// (batch_begin), none when a task producing it runs on device 0, else one from the first
+  /// task that produces it, as the MPI executor does.
+  std::vector<OutputGather> output_gathers(const std::vector<int>& worker_of_task) const;
   std::vector<std::vector<int>> successors() const;
   std::vector<std::vector<int>> predecessors() const;
   /// Per task, the indices into `edges` of its incoming / outgoing edges.

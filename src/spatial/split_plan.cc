@@ -9,12 +9,12 @@
 namespace cleave {
 
 ModelPlan split_plan(const Graph& graph, const PartitionedGraph& split, const CostTable& costs,
-                     const Machine& machine, int samples) {
+                     const Machine& machine, int samples, ModelValues values) {
   if (static_cast<int>(machine.size()) != split.machines)
     throw Error("split plan: the machine has " + std::to_string(machine.size()) +
                 " devices, the split " + std::to_string(split.machines) + " machines");
   ModelPlan result;
-  result.tasks = task_graph_for(graph, costs, machine);
+  result.tasks = task_graph_for(graph, costs, machine, values);
   // One sample keeps the task names a split folder's plan.json has always had.
   if (samples > 1) result.tasks = replicate_for_samples(result.tasks, samples);
   result.threads_per_worker = machine.devices.front().threads;

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "frontend/costs.h"
 #include "frontend/model_plan.h"
 #include "ir/graph.h"
 #include "spatial/partitioned_graph.h"
@@ -14,9 +15,11 @@ namespace cleave {
 /// topological order, timed by the simulator on `costs`' task graph over `machine` (one
 /// device per split machine). So the thread executor, the simulator and the Gantt charts run a
 /// split unchanged. With several `samples`, each machine runs its tasks for one sample after
-/// another (Task::batch_begin the sample), as a batch of that many. Throws Error when a node of
-/// `graph` is not in the split.
+/// another (Task::batch_begin the sample), as a batch of that many. `values`: kFromRank0 where
+/// the machines are MPI ranks (the model's inputs and outputs priced through rank 0). Throws
+/// Error when a node of `graph` is not in the split.
 ModelPlan split_plan(const Graph& graph, const PartitionedGraph& split, const CostTable& costs,
-                     const Machine& machine, int samples = 1);
+                     const Machine& machine, int samples = 1,
+                     ModelValues values = ModelValues::kShared);
 
 }  // namespace cleave

@@ -2,6 +2,8 @@
 // as JSON, and planning on paper for a cluster far larger than this host.
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+#include <map>
 #include <set>
 #include <string>
 
@@ -67,6 +69,46 @@ TEST_F(PlanFamiliesTest, APlanMadeOnPaperIsRefusedByRunNamingSimulate) {
   EXPECT_NE(run.exit_code, 0);
   EXPECT_NE(run.err.find("made on paper"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("without --simulate"), std::string::npos) << run.err;
+}
+
+// Two ranks, 2 ms and 100 MB/s apart: data-parallel's second sample runs on rank 1, which
+// gets the model input from rank 0 first and sends the output back after; one sample all on
+// rank 0 sends nothing. The plan file's task graph says which values and bytes.
+TEST_F(PlanFamiliesTest, OnRanksThePredictionPricesTheInputHandOutAndTheOutputGather) {
+  std::ofstream(path("m.json")) << R"({"devices": [{"name": "rank0"}, {"name": "rank1"}],
+             "bandwidth": [[0, 1e8], [1e8, 0]], "latency": [[0, 0.002], [0.002, 0]]})";
+  const std::string base = "plan " + model_ + " --costs static --machine " + path("m.json");
+  ASSERT_EQ(cleave(base + " --strategy sequential -o " + path("seq.json")).exit_code, 0);
+  const CommandResult made =
+      cleave(base + " --strategy data-parallel --samples 2 -o " + path("dp.json"));
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const nlohmann::json seq = nlohmann::json::parse(read_text(path("seq.json")));
+  const nlohmann::json dp = nlohmann::json::parse(read_text(path("dp.json")));
+  std::map<std::string, double> inputs, outputs;
+  for (const auto& task : dp["task_graph"]["tasks"]) {
+    if (task.value("batch_begin", 0) != 1) continue;
+    for (const auto& value : task.value("model_inputs", nlohmann::json::array()))
+      inputs[value["name"]] = value["bytes"];
+    for (const auto& value : task.value("model_outputs", nlohmann::json::array()))
+      outputs[value["name"]] = value["bytes"];
+  }
+  ASSERT_EQ(inputs.size(), 1u) << dp["task_graph"].dump();
+  ASSERT_EQ(outputs.size(), 1u) << dp["task_graph"].dump();
+  EXPECT_GT(inputs.begin()->second, 0);
+  const double expected = seq["makespan"].get<double>() + (0.002 + inputs.begin()->second / 1e8) +
+                          (0.002 + outputs.begin()->second / 1e8);
+  EXPECT_NEAR(dp["makespan"].get<double>(), expected, 1e-9);
+  // Auto's data-parallel row is the same plan, predicted alike.
+  const CommandResult table = cleave(base + " --samples 2 --explain --json");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  bool found = false;
+  const nlohmann::json rows = nlohmann::json::parse(table.out)["candidates"];
+  for (const auto& row : rows) {
+    if (row["family"] != "data-parallel") continue;
+    found = true;
+    EXPECT_NEAR(row["predicted_seconds"].get<double>(), expected, 1e-9) << row.dump();
+  }
+  EXPECT_TRUE(found) << table.out;
 }
 
 TEST_F(PlanFamiliesTest, SimulateWithoutAMachineFileIsRefused) {

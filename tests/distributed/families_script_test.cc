@@ -32,9 +32,26 @@ class FamiliesScript : public CommandFixture {
     return std::string("/usr/bin/python3 ") + CLEAVE_SOURCE_DIR +
            "/bench/distributed/families_table.py";
   }
-  CommandResult families(const std::string& arguments) const {
-    return run_shell("timeout 300 " + script() + " " + CLEAVE_BINARY + " " + path("out.md") + " " +
+  CommandResult families(const std::string& arguments,
+                         const std::string& binary = CLEAVE_BINARY) const {
+    return run_shell("timeout 300 " + script() + " " + binary + " " + path("out.md") + " " +
                      arguments);
+  }
+  // A cleave that logs each command line it is given (to calls.log) and runs the real one.
+  std::string logging_cleave() const {
+    const std::string wrapper = path("cleave");
+    std::ofstream(wrapper) << "#!/bin/sh\necho \"$*\" >> " << path("calls.log") << "\nexec "
+                           << CLEAVE_BINARY << " \"$@\"\n";
+    std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
+    return wrapper;
+  }
+  // The logged command lines of `command` (plan, split, run, ...).
+  std::vector<std::string> calls(const std::string& command) const {
+    std::vector<std::string> lines;
+    std::ifstream in(path("calls.log"));
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind(command + " ", 0) == 0) lines.push_back(line);
+    return lines;
   }
   void write(const std::string& name, const std::string& text) const {
     std::ofstream(path(name)) << text;
@@ -120,6 +137,17 @@ TEST_F(FamiliesScript, BadSpeedIsRefused) {
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("--speeds: expected full or half, got 'quarter'"), std::string::npos)
       << result.err;
+}
+
+TEST_F(FamiliesScript, SamplesOutOfRangeAreRefused) {
+  for (const char* samples : {"0", "65", "two"}) {
+    const CommandResult result = families(std::string("--samples ") + samples);
+    EXPECT_EQ(result.exit_code, 2) << samples;
+    EXPECT_NE(result.err.find(std::string("--samples: expected 1..64, got '") + samples + "'"),
+              std::string::npos)
+        << result.err;
+    EXPECT_FALSE(std::filesystem::exists(path("out.md")));
+  }
 }
 
 TEST_F(FamiliesScript, MissingModelIsRefusedByPath) {
@@ -253,23 +281,61 @@ TEST_F(FamiliesScript, PingPongOutputWithoutItsSizesIsRefused) {
   EXPECT_NE(result.err.find("no 1048576-byte line"), std::string::npos) << result.err;
 }
 
-// A small model on 2 unshaped ranks: every family's row measured, auto marked, nothing left.
+// A small model on 2 unshaped ranks: every family's row measured, auto marked, nothing left;
+// the split searched on the script's --costs, as the table's spatial row is.
 TEST_F(FamiliesScript, RunsEveryFamilyAndCleansUp) {
   if (!cluster_available()) GTEST_SKIP() << "needs root, cgroup v1 cpu, tc and mpicc";
   ASSERT_EQ(cleave("gen inception --blocks 2 --channels 8 -o " + path("m.onnx")).exit_code, 0);
   const CommandResult result = families("--models " + path("m.onnx") +
-                                        " --ranks 2 --links none --speeds half --rounds 1 "
-                                        "--repeat 1 --costs static");
+                                            " --ranks 2 --links none --speeds half --rounds 1 "
+                                            "--repeat 1 --costs static",
+                                        logging_cleave());
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const std::string table = read_text(path("out.md"));
   EXPECT_NE(table.find("| sequential | all on device 0 'rank0' |"), std::string::npos) << table;
-  EXPECT_NE(table.find("| heterogeneous | heft, 2 devices |"), std::string::npos) << table;
+  // The family's fastest prediction: HEFT or MILP-SPLIT (the half-speed rank makes the devices
+  // differ), whichever places the model's input and output where rank 0 moves them least.
+  EXPECT_TRUE(
+      std::regex_search(table, std::regex(R"(\| heterogeneous \| (heft|milp-split), 2 devices)")))
+      << table;
   EXPECT_NE(table.find("**auto**"), std::string::npos) << table;
   EXPECT_NE(table.find("| shape | auto's pick | auto ms |"), std::string::npos) << table;
+  const std::vector<std::string> splits = calls("split");
+  ASSERT_EQ(splits.size(), 1u);
+  EXPECT_NE(splits.front().find("--objective seconds --costs static"), std::string::npos)
+      << splits.front();
   const std::string work = work_folder(result.err);
   ASSERT_FALSE(work.empty()) << result.err;
   EXPECT_FALSE(std::filesystem::exists(work));
   EXPECT_EQ(cluster_leftovers(), std::set<std::string>{});
+}
+
+// With --samples 2 every plan is for 2 samples and runs them on the ranks, data-parallel's
+// own plan included; the stages and the split are listed with why they are not run.
+TEST_F(FamiliesScript, RunsTheDataParallelRowOnRanksForSeveralSamples) {
+  if (!cluster_available()) GTEST_SKIP() << "needs root, cgroup v1 cpu, tc and mpicc";
+  ASSERT_EQ(cleave("gen inception --blocks 2 --channels 8 -o " + path("m.onnx")).exit_code, 0);
+  const CommandResult result = families("--models " + path("m.onnx") +
+                                            " --ranks 2 --links none --speeds full --rounds 1 "
+                                            "--repeat 1 --costs static --samples 2",
+                                        logging_cleave());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::string table = read_text(path("out.md"));
+  EXPECT_TRUE(std::regex_search(
+      table, std::regex(R"(\| data-parallel \| [^|]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|)")))
+      << table;
+  EXPECT_NE(table.find("not run: stages run only as threads of one process (no MPI form)"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("not run: run-split runs one sample per run (no --samples)"),
+            std::string::npos)
+      << table;
+  EXPECT_TRUE(calls("split").empty());
+  for (const std::string& plan : calls("plan"))
+    EXPECT_NE(plan.find("--samples 2"), std::string::npos) << plan;
+  const std::vector<std::string> runs = calls("run");
+  ASSERT_FALSE(runs.empty());
+  for (const std::string& run : runs) EXPECT_NE(run.find("--samples 2"), std::string::npos) << run;
 }
 
 // Ctrl-C (SIGINT to the script's process group) in the middle of a run on the ranks: exit 130,

@@ -63,7 +63,7 @@ Graph chain() {
   return parse_graph(R"(graph g (%x: f32[1,64]) {
   %a = Relu(%x)
   %b = Sigmoid(%a)
-  %y = Tanh(%b)
+  %y: f32[1,64] = Tanh(%b)
   return %y
 }
 )");
@@ -244,6 +244,71 @@ TEST(AutoSearch, ThirtyTwoSamplesOfAChainRunDataParallel) {
   // 16 samples per worker, 3 ms each at one thread.
   EXPECT_NEAR(plan.plan.makespan, 16 * 3e-3, 1e-6);
   EXPECT_NEAR(chosen_row(plan).samples_per_second, 32 / (16 * 3e-3), 1e-3);
+}
+
+// Two ranks joined by a link of 1 ms and 1 MB/s: 1 ms + 256 bytes / 1 MB/s for x or y.
+Machine two_ranks() {
+  Machine machine = cpu_workers(2, 1);
+  machine.bandwidth = {{0, 1e6}, {1e6, 0}};
+  machine.latency = {{0, 1e-3}, {1e-3, 0}};
+  return machine;
+}
+
+TEST(AutoSearch, OnRanksEachTaskListsTheModelValuesRankZeroSendsOrGets) {
+  const Graph graph = four_branches();
+  const std::map<std::string, double> ms{
+      {"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Tanh", 1e-3}, {"Exp", 1e-3}, {"Add", 1e-4}};
+  const CostTable costs = fixed_costs(graph, ms);
+  const TaskGraph ranks = task_graph_for(graph, costs, two_ranks(), ModelValues::kFromRank0);
+  const TaskGraph threads = task_graph_for(graph, costs, two_ranks());
+  int readers = 0, producers = 0;
+  for (std::size_t t = 0; t < ranks.tasks.size(); ++t) {
+    const std::string& op = graph.node(ranks.tasks[t].node).op_type;
+    const bool reads_x = op != "Add";
+    const std::vector<ModelValue> expected =
+        reads_x ? std::vector<ModelValue>{{"x", 256}} : std::vector<ModelValue>{};
+    EXPECT_EQ(ranks.tasks[t].model_inputs, expected) << ranks.tasks[t].name;
+    readers += reads_x;
+    producers += !ranks.tasks[t].model_outputs.empty();
+    EXPECT_TRUE(threads.tasks[t].model_inputs.empty());
+    EXPECT_TRUE(threads.tasks[t].model_outputs.empty());
+  }
+  EXPECT_EQ(readers, 4);
+  EXPECT_EQ(producers, 1);
+}
+
+TEST(AutoSearch, OnRanksADataParallelSampleOffRankZeroPaysForItsInputAndOutput) {
+  // Sample 1 runs on rank 1: x reaches it, and y comes back, each 1 ms + 256 B / 1 MB/s after
+  // the start and the chain's end; sample 0, all on rank 0, sends nothing.
+  const Graph graph = chain();
+  const std::map<std::string, double> ms{{"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Tanh", 1e-3}};
+  const CostTable costs = fixed_costs(graph, ms);
+  ModelPlanOptions options;
+  options.strategy = "data-parallel";
+  options.samples = 2;
+  options.machine = two_ranks();
+  const ModelPlan plan = plan_model(graph, costs, options);
+  EXPECT_EQ(plan.family, "data-parallel");
+  EXPECT_EQ(plan.configuration, "data-parallel, 2 devices");
+  const double today =
+      plan_data_parallel(graph, costs, two_ranks(), 2, ModelValues::kShared).plan.makespan;
+  EXPECT_NEAR(today, 3e-3, 1e-12);
+  EXPECT_NEAR(plan.plan.makespan - today, 2 * (1e-3 + 256 / 1e6), 1e-12);
+  options.strategy = "sequential";
+  EXPECT_NEAR(plan_model(graph, costs, options).plan.makespan, 2 * 3e-3, 1e-12);
+}
+
+TEST(AutoSearch, DataParallelByNameNeedsSeveralSamples) {
+  const Graph graph = chain();
+  const std::map<std::string, double> ms{{"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Tanh", 1e-3}};
+  ModelPlanOptions options = on_cores(2);
+  options.strategy = "data-parallel";
+  try {
+    plan_model(graph, fixed_costs(graph, ms), options);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("--samples N with N >= 2 (got 1)"));
+  }
 }
 
 TEST(AutoSearch, PlanFilesKeepTheFamilyAndOldFilesStillLoad) {

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "plan/earliest_finish.h"
+#include "plan/list_schedule.h"
 #include "task_graph_util.h"
 
 namespace cleave {
@@ -81,6 +83,110 @@ TEST(SimulatorTest, ApplySimulationCopiesTimesIntoThePlan) {
   apply_simulation(plan, simulate(plan, graph));
   EXPECT_DOUBLE_EQ(plan.tasks[3].start, 7);
   EXPECT_DOUBLE_EQ(plan.makespan, 8);
+}
+
+// a (1 s) -> b (2 s) on devices p (rank 0) and q, 100 bytes/s and 0.5 s latency between them;
+// a reads the model input x (200 bytes: 0.5 + 2 s from p to q), b produces the model output y
+// (50 bytes: 0.5 + 0.5 s from q to p). `values` false: the same graph without them (threads).
+TaskGraph model_chain(bool values) {
+  const std::string in = values ? R"(, "model_inputs": [{"name": "x", "bytes": 200}])" : "";
+  const std::string out = values ? R"(, "model_outputs": [{"name": "y", "bytes": 50}])" : "";
+  return graph_from_text(R"({
+    "devices": [{"name": "p"}, {"name": "q"}],
+    "bandwidth": [[0, 100], [100, 0]], "latency": [[0, 0.5], [0.5, 0]],
+    "tasks": [{"name": "a", "time": [1, 1], "output_bytes": 100)" +
+                         in + R"(},
+              {"name": "b", "time": [2, 2])" +
+                         out + R"(}],
+    "edges": [["a", "b"]]})");
+}
+
+TEST(SimulatorTest, AModelInputReadOffRankZeroArrivesFromItFirst) {
+  // a and b on q: a starts once x is there, 0.5 + 200 / 100 s after the start. The output
+  // is left out, so only the hand-out differs from the same plan without model values.
+  TaskGraph graph = model_chain(true);
+  graph.tasks[1].model_outputs.clear();
+  const Plan plan = make_plan({1, 1}, {{}, {0, 1}});
+  const Simulation before = simulate(plan, model_chain(false));
+  const Simulation after = simulate(plan, graph);
+  EXPECT_DOUBLE_EQ(after.start[0], 2.5);
+  EXPECT_DOUBLE_EQ(after.makespan - before.makespan, 0.5 + 200.0 / 100);
+  EXPECT_EQ(after.transfer_count, 1);
+  EXPECT_DOUBLE_EQ(after.transfer_bytes, 200);
+}
+
+TEST(SimulatorTest, AModelOutputProducedOffRankZeroIsGatheredThere) {
+  // As above, and y travels back: b finishes at 5.5, y reaches p 0.5 + 50 / 100 s later.
+  const Plan plan = make_plan({1, 1}, {{}, {0, 1}});
+  const Simulation result = simulate(plan, model_chain(true));
+  EXPECT_DOUBLE_EQ(result.finish[1], 5.5);
+  EXPECT_DOUBLE_EQ(result.makespan, 6.5);
+  EXPECT_EQ(result.transfer_count, 2);
+  EXPECT_DOUBLE_EQ(result.transfer_bytes, 250);
+  EXPECT_DOUBLE_EQ(result.idle[1], 3.5);  // q runs a and b (3 s) of the 6.5
+}
+
+TEST(SimulatorTest, APlanAllOnRankZeroSendsNothing) {
+  const Plan plan = make_plan({0, 0}, {{0, 1}, {}});
+  const Simulation with = simulate(plan, model_chain(true));
+  const Simulation without = simulate(plan, model_chain(false));
+  EXPECT_EQ(with.start, without.start);
+  EXPECT_EQ(with.makespan, 3);
+  EXPECT_EQ(with.transfer_count, 0);
+}
+
+TEST(SimulatorTest, OneMessagePerModelInputSampleAndDevice) {
+  // Two readers of x on q share one message; the second sample's reader gets its own.
+  const TaskGraph graph = graph_from_text(R"({
+    "devices": [{"name": "p"}, {"name": "q"}],
+    "bandwidth": [[0, 100], [100, 0]], "latency": [[0, 0.5], [0.5, 0]],
+    "tasks": [{"name": "a", "time": [1, 1], "model_inputs": [{"name": "x", "bytes": 100}]},
+              {"name": "b", "time": [1, 1], "model_inputs": [{"name": "x", "bytes": 100}]},
+              {"name": "c", "time": [1, 1], "batch_begin": 1, "batch_end": 2,
+               "model_inputs": [{"name": "x", "bytes": 100}]}]})");
+  const Simulation result = simulate(make_plan({1, 1, 1}, {{}, {0, 1, 2}}), graph);
+  EXPECT_EQ(result.transfer_count, 2);
+  EXPECT_DOUBLE_EQ(result.transfer_bytes, 200);
+  EXPECT_DOUBLE_EQ(result.start[0], 1.5);
+  EXPECT_DOUBLE_EQ(result.makespan, 4.5);
+}
+
+TEST(SimulatorTest, AnOutputWithACopyOnRankZeroIsNotGathered) {
+  // b and its clone b2 both produce y: rank 0 takes its own copy, so q's is never sent.
+  const TaskGraph graph = graph_from_text(R"({
+    "devices": [{"name": "p"}, {"name": "q"}],
+    "bandwidth": [[0, 100], [100, 0]], "latency": [[0, 0.5], [0.5, 0]],
+    "tasks": [{"name": "b", "time": [3, 3], "model_outputs": [{"name": "y", "bytes": 100}]},
+              {"name": "b2", "time": [1, 1], "model_outputs": [{"name": "y", "bytes": 100}]}]})");
+  const Simulation result = simulate(make_plan({1, 0}, {{1}, {0}}), graph);
+  EXPECT_DOUBLE_EQ(result.makespan, 3);
+  EXPECT_EQ(result.transfer_count, 0);
+}
+
+TEST(SimulatorTest, ListSchedulingPricesModelValuesAsTheSimulatorDoes) {
+  // The scheduler's own estimate (annealing and evolution search on it) is the simulator's.
+  const TaskGraph graph = model_chain(true);
+  AppendScheduler scheduler(graph, upward_rank_order(graph));
+  const Plan plan = scheduler.to_plan({1, 1}, "test");
+  EXPECT_DOUBLE_EQ(plan.makespan, 6.5);
+  EXPECT_DOUBLE_EQ(plan.notes.at("planner_makespan").get<double>(), plan.makespan);
+}
+
+TEST(SimulatorTest, EarliestFinishWeighsTheHandOutAndAgreesWithTheSimulator) {
+  // q runs the chain in 0.8 of p's time: without model values HEFT puts it there (2.4 s);
+  // with them a would wait 2.5 s for x on q, so the chain stays on p (3 s).
+  EarliestFinishOptions options;
+  options.planner = "heft";
+  for (const bool values : {false, true}) {
+    TaskGraph graph = model_chain(values);
+    graph.tasks[0].time[1] = 0.8;
+    graph.tasks[1].time[1] = 1.6;
+    const Plan plan = plan_earliest_finish(graph, options);
+    EXPECT_EQ(plan.tasks[0].worker, values ? 0 : 1) << values;
+    EXPECT_EQ(plan.tasks[1].worker, values ? 0 : 1) << values;
+    EXPECT_DOUBLE_EQ(plan.makespan, values ? 3 : 2.4) << values;
+    EXPECT_DOUBLE_EQ(plan.notes.at("planner_makespan").get<double>(), plan.makespan) << values;
+  }
 }
 
 TEST(SimulatorTest, EmptyGraphHasZeroMakespan) {

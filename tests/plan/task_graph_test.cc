@@ -68,6 +68,18 @@ TEST(TaskGraphTest, JsonRoundTrip) {
   EXPECT_EQ(again.bytes_on_edge(3), 99);
 }
 
+TEST(TaskGraphTest, ModelValuesRoundTripAndScaleWithABatchSlice) {
+  const TaskGraph graph = graph_from_text(R"({"devices": [{"name": "d"}],
+    "tasks": [{"name": "a", "time": [1], "model_inputs": [{"name": "x", "bytes": 8}],
+               "model_outputs": [{"name": "y", "bytes": 4}]}]})");
+  ASSERT_EQ(graph.tasks[0].model_inputs, (std::vector<ModelValue>{{"x", 8}}));
+  const nlohmann::json json = task_graph_to_json(graph);
+  EXPECT_EQ(task_graph_to_json(task_graph_from_json(json, "again")), json);
+  const TaskGraph batched = batch_task_graph(graph, 4, {1, 3});
+  EXPECT_EQ(batched.tasks[1].model_inputs, (std::vector<ModelValue>{{"x", 24}}));
+  EXPECT_EQ(batched.tasks[1].model_outputs, (std::vector<ModelValue>{{"y", 12}}));
+}
+
 TEST(TaskGraphTest, WriteThenReadFile) {
   const std::string path =
       (std::filesystem::temp_directory_path() / "cleave_task_graph_test.json").string();
@@ -138,6 +150,37 @@ TEST(TaskGraphErrorTest, NegativeOutputBytes) {
   EXPECT_THAT(graph_error(R"({"devices": [{"name": "d"}],
                               "tasks": [{"name": "a", "time": [1], "output_bytes": -5}]})"),
               HasSubstr("task \"a\": output_bytes: expected a non-negative number, got -5"));
+}
+
+TEST(TaskGraphErrorTest, ModelInputsNotAList) {
+  EXPECT_THAT(graph_error(R"({"devices": [{"name": "d"}],
+                              "tasks": [{"name": "a", "time": [1], "model_inputs": "x"}]})"),
+              HasSubstr("g.json: task \"a\": model_inputs: expected an array"));
+}
+
+TEST(TaskGraphErrorTest, ModelOutputWithoutBytes) {
+  EXPECT_THAT(graph_error(R"({"devices": [{"name": "d"}],
+                     "tasks": [{"name": "a", "time": [1], "model_outputs": [{"name": "y"}]}]})"),
+              HasSubstr("g.json: task \"a\": model_outputs[0]: expected {\"name\""));
+}
+
+TEST(TaskGraphErrorTest, NegativeModelInputBytes) {
+  EXPECT_THAT(graph_error(R"({"devices": [{"name": "d"}], "tasks": [{"name": "a", "time": [1],
+                              "model_inputs": [{"name": "x", "bytes": -1}]}]})"),
+              HasSubstr("g.json: task \"a\": model_inputs[0]: bytes: expected a non-negative "
+                        "number, got -1"));
+}
+
+TEST(TaskGraphErrorTest, NaNModelOutputBytesBuiltInCode) {
+  TaskGraph graph = graph_from_text(R"({"devices": [{"name": "d"}],
+                                        "tasks": [{"name": "a", "time": [1]}]})");
+  graph.tasks[0].model_outputs.push_back({"y", std::nan("")});
+  try {
+    graph.check("built");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("built: task \"a\": model_outputs[0] ('y'): bytes"));
+  }
 }
 
 TEST(TaskGraphErrorTest, EdgeNotAPair) {

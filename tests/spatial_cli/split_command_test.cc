@@ -111,6 +111,33 @@ TEST_F(SplitCommand, SecondsSearchIsNeverPredictedSlowerThanTerms) {
   EXPECT_EQ(s["kept"].get<std::string>(), terms < chain ? "terms" : "chain");
 }
 
+// The costs `cleave plan --machine M --costs profile` plans with (timed here, cached in the
+// test's folder), so that the split written is the one the candidate table's spatial row
+// predicts.
+TEST_F(SplitCommand, SearchInSecondsOnProfiledCostsRecombines) {
+  std::ofstream(path("m.json")) << R"({"devices": [{"name": "rank0"}, {"name": "rank1"}],
+      "bandwidth": [[0, 1e9], [1e9, 0]], "latency": [[0, 1e-4], [1e-4, 0]]})";
+  setenv("CLEAVE_CACHE_DIR", path("cache").c_str(), 1);
+  CommandResult r =
+      cleave("split " + demo() + " --nodes 2 --machine " + path("m.json") +
+             " --search --objective seconds --costs profile --json -o " + path("profiled"));
+  unsetenv("CLEAVE_CACHE_DIR");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["seconds_search"].size(), 1u) << r.out;
+  EXPECT_LT(recombined_error(demo(), path("profiled")), 1e-3);
+}
+
+TEST_F(SplitCommand, RefusesUnknownCostsAndWritesNothing) {
+  CommandResult r =
+      cleave("split " + demo() + " --nodes 2 --search --objective seconds --costs guessed -o " +
+             path("out"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--costs: expected analytical, profile, static or flops, got \"guessed\""),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
 TEST_F(SplitCommand, RefusesAnUnknownObjectiveAndWritesNothing) {
   CommandResult r =
       cleave("split " + demo() + " --nodes 2 --search --objective fastest -o " + path("out"));
