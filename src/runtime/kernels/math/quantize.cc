@@ -230,29 +230,8 @@ void for_each_channel_run(const AxisSplit& split, int threads, Body body) {
       std::max<int64_t>(1, elementwise::kParallelThreshold / std::max<int64_t>(1, split.inner)));
 }
 
-// The layout of blocked `x` with its elements retyped to `type`, where each element has a place
-// of its own and no padding lies between (channels-last, or channel blocks dividing the
-// channels): a per-tensor (de)quantization maps such bytes in any order, so the layout a
-// convolution wrote passes through the QDQ pair around a float op instead of being reordered to
-// plain and back. nullopt otherwise.
-std::optional<dnnl::memory::desc> retyped_layout(const KernelContext& context, const Tensor& x,
-                                                 DataType type) {
-  if (!x.is_blocked()) return std::nullopt;
-  dnnl::memory::desc desc = *x.layout();
-  const dnnl_memory_desc_t& raw = desc.data;
-  if (raw.format_kind != dnnl_blocked || raw.offset0 != 0 || raw.extra.flags != 0) {
-    return std::nullopt;
-  }
-  for (int i = 0; i < raw.ndims; ++i) {
-    if (raw.padded_dims[i] != raw.dims[i]) return std::nullopt;
-  }
-  desc.data.data_type = static_cast<dnnl_data_type_t>(dnnl_data_type(type, context));
-  if (desc.get_size() != plain_byte_size(type, x.shape())) return std::nullopt;
-  return desc;
-}
-
 // How a (de)quantization reads input 0 and lays out its output: in the input's own layout
-// (retyped_layout, per tensor, where consumers take it), else plain, converting a blocked input
+// (unpadded_layout_as, per tensor, where consumers take it), else plain, converting a blocked input
 // at every run.
 struct LayoutChoice {
   OutputSpec output;
@@ -264,7 +243,7 @@ LayoutChoice choose_layout(const KernelContext& context, const AxisSplit& split,
   LayoutChoice choice{plain_output(type, x.shape()), nullptr};
   const bool per_tensor = split.outer * split.channels == 1;
   if (per_tensor && context.blocked_outputs_allowed) {
-    choice.output.layout = retyped_layout(context, x, type);
+    choice.output.layout = unpadded_layout_as(context, x, type);
   }
   if (x.is_blocked() && !choice.output.layout) {
     choice.plain = std::make_shared<elementwise::PlainInputs>(context);

@@ -1,5 +1,6 @@
-// QuantizeLinear and DequantizeLinear on inputs in oneDNN layouts: per tensor they keep an
-// unpadded layout (channels-last, as int8 convolutions write), else they read a plain copy.
+// Elementwise maps on inputs in oneDNN layouts: QuantizeLinear and DequantizeLinear per tensor,
+// and HardSigmoid's plain loop, keep an unpadded layout (channels-last, as int8 convolutions
+// write), else they read a plain copy.
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
@@ -87,7 +88,7 @@ const char* kDequantize = R"(graph g [ai.onnx=13] (%x: u8[1,5,3,4]) {
 }
 )";
 
-TEST(QdqLayout, DequantizeKeepsChannelsLast) {
+TEST(UnpaddedLayout, DequantizeKeepsChannelsLast) {
   const Tensor x = make_tensor(DataType::kUInt8, {1, 5, 3, 4}, byte_values(60));
   const LayoutRun run = run_in_layout(kDequantize, x, Tag::acdb);
   ASSERT_TRUE(run.layout.has_value());
@@ -95,7 +96,7 @@ TEST(QdqLayout, DequantizeKeepsChannelsLast) {
   EXPECT_EQ(run.values, run.reference);
 }
 
-TEST(QdqLayout, QuantizeKeepsChannelsLast) {
+TEST(UnpaddedLayout, QuantizeKeepsChannelsLast) {
   const char* text = R"(graph g [ai.onnx=13] (%x: f32[1,5,3,4]) {
   @scale: f32[] = [0.05]
   @zero: u8[] = [100]
@@ -111,7 +112,7 @@ TEST(QdqLayout, QuantizeKeepsChannelsLast) {
   EXPECT_EQ(run.values, run.reference);
 }
 
-TEST(QdqLayout, PaddedChannelBlocksComeOutPlain) {
+TEST(UnpaddedLayout, PaddedChannelBlocksComeOutPlain) {
   // 5 channels in blocks of 16: the padding holds no element, so the output is plain.
   const Tensor x = make_tensor(DataType::kUInt8, {1, 5, 3, 4}, byte_values(60));
   const LayoutRun run = run_in_layout(kDequantize, x, Tag::aBcd16b);
@@ -119,7 +120,7 @@ TEST(QdqLayout, PaddedChannelBlocksComeOutPlain) {
   EXPECT_EQ(run.values, run.reference);
 }
 
-TEST(QdqLayout, PerAxisScalesComeOutPlain) {
+TEST(UnpaddedLayout, PerAxisScalesComeOutPlain) {
   const char* text = R"(graph g [ai.onnx=13] (%x: u8[1,5,3,4]) {
   @scale: f32[5] = [0.5, 1.0, 2.0, 0.25, 0.125]
   @zero: u8[5] = [1, 2, 3, 4, 5]
@@ -133,16 +134,45 @@ TEST(QdqLayout, PerAxisScalesComeOutPlain) {
   EXPECT_EQ(run.values, run.reference);
 }
 
-TEST(QdqLayout, PlainWhereConsumersNeedIt) {
+TEST(UnpaddedLayout, PlainWhereConsumersNeedIt) {
   const Tensor x = make_tensor(DataType::kUInt8, {1, 5, 3, 4}, byte_values(60));
   const LayoutRun run = run_in_layout(kDequantize, x, Tag::acdb, /*blocked_outputs_allowed=*/false);
   EXPECT_FALSE(run.layout.has_value());
   EXPECT_EQ(run.values, run.reference);
 }
 
+TEST(UnpaddedLayout, HardSigmoidKeepsChannelsLast) {
+  // MobileNetV3's hardswish between int8 convolutions: DequantizeLinear → HardSigmoid → Mul.
+  const char* text = R"(graph g [ai.onnx=13] (%x: f32[1,5,3,4]) {
+  %y = HardSigmoid[alpha=0.16666667, beta=0.5](%x)
+  return %y
+}
+)";
+  std::vector<double> values;
+  for (int64_t i = 0; i < 60; ++i) values.push_back((i % 13) * 0.9 - 5.5);
+  const LayoutRun run = run_in_layout(text, kernel_test::floats({1, 5, 3, 4}, values), Tag::acdb);
+  ASSERT_TRUE(run.layout.has_value());
+  EXPECT_EQ(*run.layout, dnnl::memory::desc({1, 5, 3, 4}, dnnl::memory::data_type::f32, Tag::acdb));
+  EXPECT_EQ(run.values, run.reference);
+}
+
+TEST(UnpaddedLayout, HardSigmoidOfPaddedBlocksComesOutPlain) {
+  const char* text = R"(graph g [ai.onnx=13] (%x: f32[1,5,3,4]) {
+  %y = HardSigmoid(%x)
+  return %y
+}
+)";
+  std::vector<double> values;
+  for (int64_t i = 0; i < 60; ++i) values.push_back((i % 11) * 0.7 - 3.5);
+  const LayoutRun run =
+      run_in_layout(text, kernel_test::floats({1, 5, 3, 4}, values), Tag::aBcd16b);
+  EXPECT_FALSE(run.layout.has_value());
+  EXPECT_EQ(run.values, run.reference);
+}
+
 // EfficientNet's SiLU between int8 convolutions, as QDQ fusion leaves it: the float part runs
 // in the convolutions' layout, and gives the bytes of the all-plain run.
-TEST(QdqLayout, SiluBetweenInt8ConvolutionsMatchesPlain) {
+TEST(UnpaddedLayout, SiluBetweenInt8ConvolutionsMatchesPlain) {
   std::vector<double> w, w2;
   for (int i = 0; i < 32 * 16; ++i) w.push_back((i * 37) % 255 - 127);
   for (int i = 0; i < 16 * 32; ++i) w2.push_back((i * 53) % 255 - 127);
