@@ -228,6 +228,23 @@ std::optional<dnnl::memory::desc> recorded_layout(const dnnl::memory::desc& desc
   return desc;
 }
 
+std::optional<dnnl::memory::desc> unpadded_layout_as(const KernelContext& context, const Tensor& x,
+                                                     DataType type) {
+  if (!x.is_blocked()) return std::nullopt;
+  dnnl::memory::desc desc = *x.layout();
+  const dnnl_memory_desc_t& raw = desc.data;
+  if (raw.format_kind != dnnl_blocked || raw.offset0 != 0 || raw.extra.flags != 0) {
+    return std::nullopt;
+  }
+  for (int i = 0; i < raw.ndims; ++i) {
+    if (raw.padded_dims[i] != raw.dims[i]) return std::nullopt;
+  }
+  desc.data.data_type = static_cast<dnnl_data_type_t>(dnnl_data_type(type, context));
+  // Dense: no gaps between the elements either.
+  if (desc.get_size() != plain_byte_size(type, x.shape())) return std::nullopt;
+  return desc;
+}
+
 std::optional<dnnl::memory::desc> same_layout_for(const dnnl::memory::desc& example,
                                                   std::span<const int64_t> shape) {
   using Tag = dnnl::memory::format_tag;

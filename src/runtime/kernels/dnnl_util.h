@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -36,6 +37,13 @@ bool holds_plain_bytes(const dnnl::memory::desc& desc, std::span<const int64_t> 
 /// when its bytes are where the plain layout puts them (so consumers see an ordinary tensor).
 std::optional<dnnl::memory::desc> recorded_layout(const dnnl::memory::desc& desc,
                                                   std::span<const int64_t> shape);
+
+/// The layout of blocked `x` with its element type changed to `type`, where every element has a
+/// place of its own and no padding lies between them (channels-last, or channel blocks that
+/// divide the channels): an elementwise map that reads the bytes in any order can then keep
+/// the layout instead of reordering to plain. nullopt for a plain `x` or any other layout.
+std::optional<dnnl::memory::desc> unpadded_layout_as(const KernelContext& context, const Tensor& x,
+                                                     DataType type);
 
 /// The same layout family as `example` (plain, channels-last, or 8/16-channel blocks) for
 /// another shape of the same rank: what a concat's output should use so that its consumers see

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <optional>
 
 #include "runtime/cpu_isa.h"
 #include "runtime/kernels/dnnl_util.h"
@@ -228,24 +230,47 @@ void for_each_channel_run(const AxisSplit& split, int threads, Body body) {
       std::max<int64_t>(1, elementwise::kParallelThreshold / std::max<int64_t>(1, split.inner)));
 }
 
+// How a (de)quantization reads input 0 and lays out its output: in the input's own layout
+// (unpadded_layout_as, per tensor, where consumers take it), else plain, converting a blocked input
+// at every run.
+struct LayoutChoice {
+  OutputSpec output;
+  std::shared_ptr<elementwise::PlainInputs> plain;  // Null when the input is read as it is.
+};
+
+LayoutChoice choose_layout(const KernelContext& context, const AxisSplit& split, DataType type) {
+  const Tensor& x = context.input(0);
+  LayoutChoice choice{plain_output(type, x.shape()), nullptr};
+  const bool per_tensor = split.outer * split.channels == 1;
+  if (per_tensor && context.blocked_outputs_allowed) {
+    choice.output.layout = unpadded_layout_as(context, x, type);
+  }
+  if (x.is_blocked() && !choice.output.layout) {
+    choice.plain = std::make_shared<elementwise::PlainInputs>(context);
+  }
+  return choice;
+}
+
 // QuantizeLinear: y = saturate(round_half_even(x / scale) + zero_point).
 template <typename T>
 std::unique_ptr<Kernel> make_quantize(const KernelContext& context, DataType type) {
   const AxisSplit split = axis_split(context);
   const int threads = context.threads;
-  return make_kernel({plain_output(type, context.input(0).shape())},
-                     [=](const std::vector<const Tensor*>& inputs,
-                         const std::vector<Tensor*>& outputs, dnnl::stream&) {
-                       const std::vector<float> scales = scale_values(*inputs[1]);
-                       const std::vector<int32_t> zeros =
-                           zero_point_values(inputs.size() > 2 ? inputs[2] : nullptr);
-                       const float* x = inputs[0]->data<float>();
-                       T* y = outputs[0]->data<T>();
-                       for_each_channel_run(split, threads, [&](int64_t c, int64_t b, int64_t e) {
-                         quantize_loops::quantize(x + b, scales[scales.size() == 1 ? 0 : c],
-                                                  zeros[zeros.size() == 1 ? 0 : c], y + b, e - b);
-                       });
-                     });
+  const LayoutChoice choice = choose_layout(context, split, type);
+  return make_kernel({choice.output}, [=, plain = choice.plain](
+                                          const std::vector<const Tensor*>& given,
+                                          const std::vector<Tensor*>& outputs,
+                                          dnnl::stream& stream) {
+    const std::vector<const Tensor*>& inputs = plain ? plain->convert(given, stream) : given;
+    const std::vector<float> scales = scale_values(*inputs[1]);
+    const std::vector<int32_t> zeros = zero_point_values(inputs.size() > 2 ? inputs[2] : nullptr);
+    const float* x = inputs[0]->data<float>();
+    T* y = outputs[0]->data<T>();
+    for_each_channel_run(split, threads, [&](int64_t c, int64_t b, int64_t e) {
+      quantize_loops::quantize(x + b, scales[scales.size() == 1 ? 0 : c],
+                               zeros[zeros.size() == 1 ? 0 : c], y + b, e - b);
+    });
+  });
 }
 
 // DequantizeLinear: y = (x - zero_point) * scale.
@@ -253,19 +278,21 @@ template <typename T>
 std::unique_ptr<Kernel> make_dequantize(const KernelContext& context) {
   const AxisSplit split = axis_split(context);
   const int threads = context.threads;
-  return make_kernel({plain_output(DataType::kFloat, context.input(0).shape())},
-                     [=](const std::vector<const Tensor*>& inputs,
-                         const std::vector<Tensor*>& outputs, dnnl::stream&) {
-                       const std::vector<float> scales = scale_values(*inputs[1]);
-                       const std::vector<int32_t> zeros =
-                           zero_point_values(inputs.size() > 2 ? inputs[2] : nullptr);
-                       const T* x = inputs[0]->data<T>();
-                       float* y = outputs[0]->data<float>();
-                       for_each_channel_run(split, threads, [&](int64_t c, int64_t b, int64_t e) {
-                         quantize_loops::dequantize(x + b, scales[scales.size() == 1 ? 0 : c],
-                                                    zeros[zeros.size() == 1 ? 0 : c], y + b, e - b);
-                       });
-                     });
+  const LayoutChoice choice = choose_layout(context, split, DataType::kFloat);
+  return make_kernel({choice.output}, [=, plain = choice.plain](
+                                          const std::vector<const Tensor*>& given,
+                                          const std::vector<Tensor*>& outputs,
+                                          dnnl::stream& stream) {
+    const std::vector<const Tensor*>& inputs = plain ? plain->convert(given, stream) : given;
+    const std::vector<float> scales = scale_values(*inputs[1]);
+    const std::vector<int32_t> zeros = zero_point_values(inputs.size() > 2 ? inputs[2] : nullptr);
+    const T* x = inputs[0]->data<T>();
+    float* y = outputs[0]->data<float>();
+    for_each_channel_run(split, threads, [&](int64_t c, int64_t b, int64_t e) {
+      quantize_loops::dequantize(x + b, scales[scales.size() == 1 ? 0 : c],
+                                 zeros[zeros.size() == 1 ? 0 : c], y + b, e - b);
+    });
+  });
 }
 
 // DynamicQuantizeLinear: u8 over [min(0, min x), max(0, max x)].
@@ -320,21 +347,23 @@ std::unique_ptr<Kernel> create_dynamic_quantize(const KernelContext& context) {
 }
 
 void add(KernelRegistry& registry, std::string op_type, int64_t since, std::vector<DataType> types,
-         std::function<std::unique_ptr<Kernel>(const KernelContext&)> create) {
+         std::function<std::unique_ptr<Kernel>(const KernelContext&)> create,
+         bool layout_free = false) {
   KernelInfo info;
   info.op_type = std::move(op_type);
   info.since_opset = since;
   info.dtypes = std::move(types);
   info.create = std::move(create);
+  if (layout_free) info.accepts_blocked = first_input;  // choose_layout.
   registry.add(std::move(info));
 }
 
 }  // namespace
 
 void register_quantize_kernels(KernelRegistry& registry) {
-  add(registry, "QuantizeLinear", 10, {DataType::kFloat}, create_quantize);
+  add(registry, "QuantizeLinear", 10, {DataType::kFloat}, create_quantize, true);
   add(registry, "DequantizeLinear", 10, {DataType::kUInt8, DataType::kInt8, DataType::kInt32},
-      create_dequantize);
+      create_dequantize, true);
   add(registry, "DynamicQuantizeLinear", 11, {DataType::kFloat}, create_dynamic_quantize);
 }
 

@@ -42,20 +42,22 @@ T sign(T v) {
   return static_cast<T>((T(0) < v) - (v < T(0)));
 }
 
-// Reads input 0 (plain or converted from blocked) and writes output 0 of the same shape.
+// Reads input 0 and writes output 0 of the same shape: in input 0's own layout where it is
+// unpadded and consumers take it (unpadded_layout_as), else plain (a blocked input converted).
 template <typename In, typename Out, typename Op>
 std::unique_ptr<Kernel> map_kernel(const KernelContext& context, DataType output_type, Op op) {
   const Tensor& x = context.input(0);
   const int64_t count = x.element_count();
   const int threads = context.threads;
+  OutputSpec output = plain_output(output_type, x.shape());
+  if (context.blocked_outputs_allowed) output.layout = unpadded_layout_as(context, x, output_type);
   std::shared_ptr<PlainInputs> plain;
-  if (x.is_blocked()) plain = std::make_shared<PlainInputs>(context);
-  return make_kernel({plain_output(output_type, x.shape())},
-                     [=](const std::vector<const Tensor*>& inputs,
-                         const std::vector<Tensor*>& outputs, dnnl::stream& stream) {
-                       const Tensor* in = plain ? plain->convert(inputs, stream)[0] : inputs[0];
-                       unary_loop(in->data<In>(), outputs[0]->data<Out>(), count, threads, op);
-                     });
+  if (x.is_blocked() && !output.layout) plain = std::make_shared<PlainInputs>(context);
+  return make_kernel({output}, [=](const std::vector<const Tensor*>& inputs,
+                                   const std::vector<Tensor*>& outputs, dnnl::stream& stream) {
+    const Tensor* in = plain ? plain->convert(inputs, stream)[0] : inputs[0];
+    unary_loop(in->data<In>(), outputs[0]->data<Out>(), count, threads, op);
+  });
 }
 
 // A same-type unary op: `op` for each of `Types`, oneDNN's `eltwise` for big or blocked floats.
@@ -223,14 +225,18 @@ void register_unary_kernels(KernelRegistry& registry) {
     return make_unary<CLEAVE_FLOAT_TYPES>(
         context, [alpha](auto v) { return v > alpha ? v : decltype(v)(0); });
   });
-  add(registry, "HardSigmoid", kFloatTypes, [](const KernelContext& context) {
-    const float alpha = attribute(context, "alpha", 0.2f);
-    const float beta = attribute(context, "beta", 0.5f);
-    return make_unary<CLEAVE_FLOAT_TYPES>(context, [alpha, beta](auto v) {
-      using T = decltype(v);
-      return std::max(T(0), std::min(T(1), alpha * v + beta));
-    });
-  });
+  // oneDNN 2.6 has no hardsigmoid: the plain loop, in an unpadded input's layout (map_kernel).
+  add(
+      registry, "HardSigmoid", kFloatTypes,
+      [](const KernelContext& context) {
+        const float alpha = attribute(context, "alpha", 0.2f);
+        const float beta = attribute(context, "beta", 0.5f);
+        return make_unary<CLEAVE_FLOAT_TYPES>(context, [alpha, beta](auto v) {
+          using T = decltype(v);
+          return std::max(T(0), std::min(T(1), alpha * v + beta));
+        });
+      },
+      /*accepts_blocked=*/true);
   add(registry, "Shrink", kNumericTypes, [](const KernelContext& context) {
     const double lambd = attribute(context, "lambd", 0.5f);
     const double bias = attribute(context, "bias", 0.0f);
