@@ -2,6 +2,7 @@
 // a static buffer plan (runtime/buffer_plan.h) followed while runs repeat the logged one.
 #include "runtime/buffer_pool.h"
 
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <mutex>
@@ -33,6 +34,36 @@ struct Arena {
   std::vector<std::unique_ptr<Buffer>> slots;
 };
 
+// The buffers of values shaped at run time (acquire_run_time), kept across runs.
+struct RunTimeBuffers {
+  std::vector<std::unique_ptr<Buffer>> buffers;        // null: freed, its index vacant
+  std::vector<uint64_t> last_run;                      // per buffer: the run that last took it
+  std::set<std::pair<std::size_t, std::size_t>> free;  // (size, index)
+  std::vector<std::size_t> vacant;
+  std::size_t held = 0;
+  int64_t made = 0;
+  int64_t reused = 0;
+
+  void drop(std::size_t index) {
+    held -= buffers[index]->size();
+    buffers[index].reset();
+    vacant.push_back(index);
+  }
+
+  // After a run, what it did not take goes: the pool holds what one run needed, not what
+  // every size that ever came asked for.
+  void trim(uint64_t run) {
+    for (auto it = free.begin(); it != free.end();) {
+      if (last_run[it->second] == run) {
+        ++it;
+        continue;
+      }
+      drop(it->second);
+      it = free.erase(it);
+    }
+  }
+};
+
 }  // namespace
 
 // Free buffers are kept sorted by (size, index) and returned by the last tensor's deleter, so
@@ -58,6 +89,8 @@ struct BufferPool::State {
   bool following = false;  // every event of this run so far repeated plan_log
   std::size_t cursor = 0;  // the next event of plan_log to repeat
   bool last_run_planned = false;
+
+  RunTimeBuffers run_time;
 
   void note(const Event& event) {
     log.push_back(event);
@@ -161,6 +194,62 @@ std::shared_ptr<Buffer> BufferPool::acquire(std::size_t bytes) {
                                  });
 }
 
+std::shared_ptr<Buffer> BufferPool::acquire_run_time(std::size_t bytes) {
+  const std::size_t size = size_class(bytes);
+  State& s = *state_;
+  std::unique_lock lock(s.mutex);
+  if (!s.in_run) {
+    // Outside begin_run() and end_run() there is no plan to keep apart from, nor a run's end to
+    // trim at: the free list serves (it reuses by liveness across runs too).
+    lock.unlock();
+    return acquire(size);
+  }
+  RunTimeBuffers& r = s.run_time;
+  std::size_t index = 0;
+  const auto fit = r.free.lower_bound({size, 0});
+  if (fit != r.free.end() && fit->first / 2 < size) {
+    index = fit->second;
+    r.free.erase(fit);
+    ++r.reused;
+  } else {
+    // Zeroed all the same: made once and then reused, the fill is not paid per run.
+    auto buffer = std::make_unique<Buffer>(size);
+    if (r.vacant.empty()) {
+      index = r.buffers.size();
+      r.buffers.push_back(std::move(buffer));
+      r.last_run.push_back(0);
+    } else {
+      index = r.vacant.back();
+      r.vacant.pop_back();
+      r.buffers[index] = std::move(buffer);
+    }
+    r.held += size;
+    ++r.made;
+  }
+  Buffer* buffer = r.buffers[index].get();
+  r.last_run[index] = s.run;
+  return std::shared_ptr<Buffer>(buffer, [state = state_, index](Buffer* released) {
+    std::lock_guard lock(state->mutex);
+    state->run_time.free.insert({released->size(), index});
+  });
+}
+
+std::size_t BufferPool::size_class(std::size_t bytes) {
+  constexpr std::size_t kSmallest = 64;
+  if (bytes <= kSmallest) return kSmallest;
+  if (bytes > std::numeric_limits<std::size_t>::max() / 2) return bytes;
+  // 2^top < bytes <= 2^(top + 1): steps of a quarter of 2^top waste under a quarter.
+  const int top = std::bit_width(bytes - 1) - 1;
+  const std::size_t step = std::size_t{1} << (top - 2);
+  return (bytes + step - 1) / step * step;
+}
+
+BufferPool::RunTimeStats BufferPool::run_time_stats() const {
+  std::lock_guard lock(state_->mutex);
+  const RunTimeBuffers& r = state_->run_time;
+  return {r.made, r.reused, r.held};
+}
+
 void BufferPool::hold_back(const Buffer& buffer, std::size_t bytes) {
   State& s = *state_;
   std::lock_guard lock(s.mutex);
@@ -170,7 +259,8 @@ void BufferPool::hold_back(const Buffer& buffer, std::size_t bytes) {
 
 std::size_t BufferPool::reserved_bytes() const {
   std::lock_guard lock(state_->mutex);
-  return state_->reserved + (state_->arena ? state_->arena->memory->size() : 0);
+  return state_->reserved + state_->run_time.held +
+         (state_->arena ? state_->arena->memory->size() : 0);
 }
 
 void BufferPool::begin_run() {
@@ -194,6 +284,7 @@ void BufferPool::end_run() {
   s.in_run = false;
   s.last_run_planned = s.following && s.cursor == s.plan_log.size();
   if (!s.last_run_planned) s.make_plan();
+  s.run_time.trim(s.run);
 }
 
 bool BufferPool::last_run_planned() const {
