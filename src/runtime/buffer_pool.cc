@@ -20,11 +20,16 @@ namespace {
 constexpr std::size_t kUnlogged = std::numeric_limits<std::size_t>::max();
 
 // One entry of a run's log: a buffer handed out (its bytes), or one coming back (the index of
-// its hand-out in the run).
+// its hand-out in the run). A hand-out for a value shaped at run time repeats one whatever its
+// bytes: other data is not another run.
 struct Event {
   bool release = false;
   std::size_t value = 0;
-  bool operator==(const Event&) const = default;
+  bool run_time = false;
+  bool operator==(const Event& other) const {
+    if (release != other.release || run_time != other.run_time) return false;
+    return (run_time && !release) || value == other.value;
+  }
 };
 
 // A static plan's memory: one allocation, and per hand-out of the logged run its slice (null
@@ -204,7 +209,21 @@ std::shared_ptr<Buffer> BufferPool::acquire_run_time(std::size_t bytes) {
     lock.unlock();
     return acquire(size);
   }
+  // Logged as a hand-out of its class, so that a plan made from this run gives it a slot of
+  // that size; a later run's value that fits takes the slot, a larger one a kept buffer.
+  const std::size_t hand_out = s.acquired++;
+  s.note({false, size, true});
   RunTimeBuffers& r = s.run_time;
+  if (s.following && hand_out < s.arena->slots.size() && s.arena->slots[hand_out] &&
+      s.arena->slots[hand_out]->size() >= bytes) {
+    ++r.reused;
+    return std::shared_ptr<Buffer>(
+        s.arena->slots[hand_out].get(),
+        [state = state_, arena = s.arena, run = s.run, hand_out](Buffer*) {
+          std::lock_guard lock(state->mutex);
+          state->released(run, hand_out);
+        });
+  }
   std::size_t index = 0;
   const auto fit = r.free.lower_bound({size, 0});
   if (fit != r.free.end() && fit->first / 2 < size) {
@@ -228,10 +247,12 @@ std::shared_ptr<Buffer> BufferPool::acquire_run_time(std::size_t bytes) {
   }
   Buffer* buffer = r.buffers[index].get();
   r.last_run[index] = s.run;
-  return std::shared_ptr<Buffer>(buffer, [state = state_, index](Buffer* released) {
-    std::lock_guard lock(state->mutex);
-    state->run_time.free.insert({released->size(), index});
-  });
+  return std::shared_ptr<Buffer>(buffer,
+                                 [state = state_, index, run = s.run, hand_out](Buffer* released) {
+                                   std::lock_guard lock(state->mutex);
+                                   state->run_time.free.insert({released->size(), index});
+                                   state->released(run, hand_out);
+                                 });
 }
 
 std::size_t BufferPool::size_class(std::size_t bytes) {
