@@ -2,7 +2,8 @@
 // Usage: node profile_nodes.mjs model.onnx input.npy inputName threads [runs]
 // Runs the model `runs` times (default 200) with ORT's session profiler and prints, in execution
 // order, each node's median kernel time in microseconds over all runs after the first 20, as
-// JSON lines {"node", "op", "us"}, then {"run_us", "run_min_us"}: the median and the fastest
+// JSON lines {"node", "op", "us", "shapes"} (shapes: each input's dims, as ORT's profiler gives
+// them), then {"run_us", "run_min_us"}: the median and the fastest
 // whole run under the profiler.
 // ORT names a fused node after its output value ("..._nchwc"), not after the ONNX node.
 import fs from "fs";
@@ -41,14 +42,20 @@ const runTimes = [];
 for (const event of events) {
   if (event.cat === "Node" && event.name.endsWith("_kernel_time")) {
     const name = event.name.slice(0, -"_kernel_time".length);
-    if (!perNode.has(name)) perNode.set(name, { op: event.args.op_name, us: [] });
+    if (!perNode.has(name)) {
+      perNode.set(name, {
+        op: event.args.op_name,
+        shapes: (event.args.input_type_shape ?? []).map((input) => Object.values(input)[0]),
+        us: [],
+      });
+    }
     perNode.get(name).us.push(event.dur);
   } else if (event.cat === "Session" && event.name === "model_run") {
     runTimes.push(event.dur);
   }
 }
-for (const [node, { op, us }] of perNode) {
-  console.log(JSON.stringify({ node, op, us: median(us.slice(skip)) }));
+for (const [node, { op, shapes, us }] of perNode) {
+  console.log(JSON.stringify({ node, op, us: median(us.slice(skip)), shapes }));
 }
 console.log(JSON.stringify({
   run_us: median(runTimes.slice(skip)),

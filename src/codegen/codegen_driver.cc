@@ -16,6 +16,7 @@
 #include "codegen/streamit_reader.h"
 #include "codegen/worker_program.h"
 #include "frontend/layout_choice.h"
+#include "runtime/run_time_shapes.h"
 #include "spatial/manifest.h"
 #include "stream/from_graph.h"
 #include "stream/stream_json.h"

@@ -6,11 +6,11 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 
 #include "codegen/kernel_specs.h"
 #include "codegen_runtime/static_program.h"
 #include "runtime/executor.h"
+#include "runtime/run_time_shapes.h"
 
 namespace cleave {
 
@@ -34,19 +34,6 @@ void check_inputs_and_outputs(const Graph& graph, bool float_io) {
           fmt::format("output '{}' is not computed by a node; nothing to generate", value.name));
     }
   }
-}
-
-// Ops whose output shape follows the values they read (not only their shapes).
-bool shaped_by_values(const Node& node) {
-  static const std::set<std::string> ops{"NonZero", "NonMaxSuppression", "Unique", "Compress"};
-  return node.domain.empty() && ops.count(node.op_type) > 0;
-}
-
-const std::string* sub_graph_attribute(const Node& node) {
-  for (const auto& [name, attribute] : node.attributes) {
-    if (attribute.g || !attribute.graphs.empty()) return &name;
-  }
-  return nullptr;
 }
 
 // The value table: graph inputs, constants, then each node's outputs as its kernel makes them.
@@ -195,30 +182,6 @@ std::string type_text(const ProgramValue& value) {
   return fmt::format("{}[{}]{}{}", dtype_name(value.dtype), dims_text(value.dims),
                      value.blocked ? " blocked" : "",
                      value.kind == StaticValue::kRunTime ? " (shape at run time)" : "");
-}
-
-std::vector<bool> run_time_nodes(const Graph& graph) {
-  std::vector<bool> run_time(graph.node_capacity(), false);
-  std::vector<bool> shaped_at_run_time(graph.value_capacity(), false);
-  for (NodeId id : graph.topological_order()) {
-    const Node& node = graph.node(id);
-    bool dynamic = shaped_by_values(node) || sub_graph_attribute(node);
-    for (ValueId input : node.inputs)
-      dynamic = dynamic || (input != kNoValue && shaped_at_run_time[input]);
-    if (!dynamic) continue;
-    run_time[id] = true;
-    for (ValueId output : node.outputs)
-      if (output != kNoValue) shaped_at_run_time[output] = true;
-  }
-  return run_time;
-}
-
-std::string run_time_reason(const Graph& graph, NodeId id) {
-  const Node& node = graph.node(id);
-  if (const std::string* attribute = sub_graph_attribute(node))
-    return fmt::format("runs a sub-graph (attribute '{}')", *attribute);
-  if (shaped_by_values(node)) return "makes an output whose shape is known only at run time";
-  return "reads a value whose shape is known only at run time";
 }
 
 int64_t element_count(const ProgramValue& value) {

@@ -45,14 +45,6 @@ struct ProgramLayout {
   int run_time_steps = 0;  ///< Steps whose outputs are sized during the run (run_time_nodes).
 };
 
-/// Per NodeId: whether generated C++ runs the node as a run-time step (StaticStep): it runs a
-/// sub-graph (If, Loop, Scan), makes an output shaped by the values it reads (NonZero,
-/// NonMaxSuppression, Unique, Compress), or reads a value such a node computes, directly or
-/// through others.
-std::vector<bool> run_time_nodes(const Graph& graph);
-/// Why run_time_nodes() marks node `id`, for messages: "runs a sub-graph (attribute 'x')".
-std::string run_time_reason(const Graph& graph, NodeId id);
-
 /// Checks the graph's inputs and outputs (inputs float: the C API passes float buffers;
 /// `float_io` false lifts that rule for programs without a C API; outputs computed by a
 /// node), prepares every kernel once for its output specs and plans the arena from each

@@ -10,6 +10,7 @@
 #include "codegen/program_layout.h"
 #include "codegen/stream_item_bytes.h"
 #include "codegen/worker_program.h"
+#include "runtime/run_time_shapes.h"
 #include "stream/executor.h"
 #include "stream/schedule.h"
 

@@ -335,7 +335,11 @@ ModelRunReport model_run_report(const ModelRunSettings& settings, const ModelRun
                             {"cached", layouts.cached},
                             {"fastest_ms", fastest},
                             {"relative_to_blocked", relative}});
-  if (sequential) report["concat_inputs_in_place"] = stats.concat_inputs_in_place;
+  if (sequential) {
+    report["concat_inputs_in_place"] = stats.concat_inputs_in_place;
+    report["run_time_buffers"] = {{"made", stats.run_time_buffers_made},
+                                  {"reused", stats.run_time_buffers_reused}};
+  }
   report["released_weight_bytes"] = stats.released_weight_bytes;
   report["packed_weight_bytes"] = packed_constant_bytes();
   report["peak_rss_bytes"] = peak_rss_bytes();
@@ -392,6 +396,12 @@ std::string model_run_text(const ModelRunSettings& settings, const ModelRun& run
     std::string lines = fmt::format(
         "in place   {} Concat input(s) written into the Concat's output from run 2 on\n",
         stats.concat_inputs_in_place);
+    if (stats.run_time_buffers_made > 0) {
+      lines += fmt::format(
+          "run time   {} buffer(s) made for values shaped at run time, {} hand-out(s) of one "
+          "again\n",
+          stats.run_time_buffers_made, stats.run_time_buffers_reused);
+    }
     lines += fmt::format("\n{:<24} {:>6} {:>12}\n", "op", "nodes", "ms per run");
     for (const OpTime& entry : out.op_times)
       lines += fmt::format("{:<24} {:>6} {:>12.3f}\n", entry.op, entry.nodes, entry.seconds * 1e3);

@@ -2,6 +2,7 @@
 // a static buffer plan (runtime/buffer_plan.h) followed while runs repeat the logged one.
 #include "runtime/buffer_pool.h"
 
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <mutex>
@@ -19,11 +20,16 @@ namespace {
 constexpr std::size_t kUnlogged = std::numeric_limits<std::size_t>::max();
 
 // One entry of a run's log: a buffer handed out (its bytes), or one coming back (the index of
-// its hand-out in the run).
+// its hand-out in the run). A hand-out for a value shaped at run time repeats one whatever its
+// bytes: other data is not another run.
 struct Event {
   bool release = false;
   std::size_t value = 0;
-  bool operator==(const Event&) const = default;
+  bool run_time = false;
+  bool operator==(const Event& other) const {
+    if (release != other.release || run_time != other.run_time) return false;
+    return (run_time && !release) || value == other.value;
+  }
 };
 
 // A static plan's memory: one allocation, and per hand-out of the logged run its slice (null
@@ -31,6 +37,36 @@ struct Event {
 struct Arena {
   std::unique_ptr<Buffer> memory;
   std::vector<std::unique_ptr<Buffer>> slots;
+};
+
+// The buffers of values shaped at run time (acquire_run_time), kept across runs.
+struct RunTimeBuffers {
+  std::vector<std::unique_ptr<Buffer>> buffers;        // null: freed, its index vacant
+  std::vector<uint64_t> last_run;                      // per buffer: the run that last took it
+  std::set<std::pair<std::size_t, std::size_t>> free;  // (size, index)
+  std::vector<std::size_t> vacant;
+  std::size_t held = 0;
+  int64_t made = 0;
+  int64_t reused = 0;
+
+  void drop(std::size_t index) {
+    held -= buffers[index]->size();
+    buffers[index].reset();
+    vacant.push_back(index);
+  }
+
+  // After a run, what it did not take goes: the pool holds what one run needed, not what
+  // every size that ever came asked for.
+  void trim(uint64_t run) {
+    for (auto it = free.begin(); it != free.end();) {
+      if (last_run[it->second] == run) {
+        ++it;
+        continue;
+      }
+      drop(it->second);
+      it = free.erase(it);
+    }
+  }
 };
 
 }  // namespace
@@ -58,6 +94,8 @@ struct BufferPool::State {
   bool following = false;  // every event of this run so far repeated plan_log
   std::size_t cursor = 0;  // the next event of plan_log to repeat
   bool last_run_planned = false;
+
+  RunTimeBuffers run_time;
 
   void note(const Event& event) {
     log.push_back(event);
@@ -161,6 +199,78 @@ std::shared_ptr<Buffer> BufferPool::acquire(std::size_t bytes) {
                                  });
 }
 
+std::shared_ptr<Buffer> BufferPool::acquire_run_time(std::size_t bytes) {
+  const std::size_t size = size_class(bytes);
+  State& s = *state_;
+  std::unique_lock lock(s.mutex);
+  if (!s.in_run) {
+    // Outside begin_run() and end_run() there is no plan to keep apart from, nor a run's end to
+    // trim at: the free list serves (it reuses by liveness across runs too).
+    lock.unlock();
+    return acquire(size);
+  }
+  // Logged as a hand-out of its class, so that a plan made from this run gives it a slot of
+  // that size; a later run's value that fits takes the slot, a larger one a kept buffer.
+  const std::size_t hand_out = s.acquired++;
+  s.note({false, size, true});
+  RunTimeBuffers& r = s.run_time;
+  if (s.following && hand_out < s.arena->slots.size() && s.arena->slots[hand_out] &&
+      s.arena->slots[hand_out]->size() >= bytes) {
+    ++r.reused;
+    return std::shared_ptr<Buffer>(
+        s.arena->slots[hand_out].get(),
+        [state = state_, arena = s.arena, run = s.run, hand_out](Buffer*) {
+          std::lock_guard lock(state->mutex);
+          state->released(run, hand_out);
+        });
+  }
+  std::size_t index = 0;
+  const auto fit = r.free.lower_bound({size, 0});
+  if (fit != r.free.end() && fit->first / 2 < size) {
+    index = fit->second;
+    r.free.erase(fit);
+    ++r.reused;
+  } else {
+    // Zeroed all the same: made once and then reused, the fill is not paid per run.
+    auto buffer = std::make_unique<Buffer>(size);
+    if (r.vacant.empty()) {
+      index = r.buffers.size();
+      r.buffers.push_back(std::move(buffer));
+      r.last_run.push_back(0);
+    } else {
+      index = r.vacant.back();
+      r.vacant.pop_back();
+      r.buffers[index] = std::move(buffer);
+    }
+    r.held += size;
+    ++r.made;
+  }
+  Buffer* buffer = r.buffers[index].get();
+  r.last_run[index] = s.run;
+  return std::shared_ptr<Buffer>(buffer,
+                                 [state = state_, index, run = s.run, hand_out](Buffer* released) {
+                                   std::lock_guard lock(state->mutex);
+                                   state->run_time.free.insert({released->size(), index});
+                                   state->released(run, hand_out);
+                                 });
+}
+
+std::size_t BufferPool::size_class(std::size_t bytes) {
+  constexpr std::size_t kSmallest = 64;
+  if (bytes <= kSmallest) return kSmallest;
+  if (bytes > std::numeric_limits<std::size_t>::max() / 2) return bytes;
+  // 2^top < bytes <= 2^(top + 1): steps of a quarter of 2^top waste under a quarter.
+  const int top = std::bit_width(bytes - 1) - 1;
+  const std::size_t step = std::size_t{1} << (top - 2);
+  return (bytes + step - 1) / step * step;
+}
+
+BufferPool::RunTimeStats BufferPool::run_time_stats() const {
+  std::lock_guard lock(state_->mutex);
+  const RunTimeBuffers& r = state_->run_time;
+  return {r.made, r.reused, r.held};
+}
+
 void BufferPool::hold_back(const Buffer& buffer, std::size_t bytes) {
   State& s = *state_;
   std::lock_guard lock(s.mutex);
@@ -170,7 +280,8 @@ void BufferPool::hold_back(const Buffer& buffer, std::size_t bytes) {
 
 std::size_t BufferPool::reserved_bytes() const {
   std::lock_guard lock(state_->mutex);
-  return state_->reserved + (state_->arena ? state_->arena->memory->size() : 0);
+  return state_->reserved + state_->run_time.held +
+         (state_->arena ? state_->arena->memory->size() : 0);
 }
 
 void BufferPool::begin_run() {
@@ -194,6 +305,7 @@ void BufferPool::end_run() {
   s.in_run = false;
   s.last_run_planned = s.following && s.cursor == s.plan_log.size();
   if (!s.last_run_planned) s.make_plan();
+  s.run_time.trim(s.run);
 }
 
 bool BufferPool::last_run_planned() const {

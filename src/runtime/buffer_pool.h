@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "runtime/tensor.h"
@@ -28,6 +29,17 @@ class BufferPool {
   /// after every run).
   explicit BufferPool(bool plan_runs = true);
   std::shared_ptr<Buffer> acquire(std::size_t bytes);
+  /// A buffer for a value whose shape is known only at run time (run_time_nodes): its size
+  /// changes with the data, so the run's log records it as a hand-out of a size class (a
+  /// quarter of a power of two) that any size repeats, and a static plan holds across runs of
+  /// other data. A plan made from a run gives it a slot of that class in the arena (it shares
+  /// the memory of the values dead by then); a later value that does not fit its slot, or one
+  /// the plan has none for, comes from buffers kept across runs: the smallest free one of at
+  /// least `bytes` (and under twice its class). A run ends by freeing those it did not hand
+  /// out, so the pool keeps what one run took, whatever sizes earlier runs asked for. Outside
+  /// a run (a pool whose user never calls begin_run(), or one made with `plan_runs` false)
+  /// they come from the free list, rounded to the class.
+  std::shared_ptr<Buffer> acquire_run_time(std::size_t bytes);
   /// Keeps `buffer` from being handed out again until the pool has handed out `bytes` more
   /// (ignored when the buffer is not this pool's). For a buffer another core has read:
   /// rewriting it while that core's cache still holds its lines costs several times a plain
@@ -43,6 +55,16 @@ class BufferPool {
   void end_run();
   /// Whether the last run followed a static plan to its end.
   bool last_run_planned() const;
+
+  /// What acquire_run_time() did over the pool's life.
+  struct RunTimeStats {
+    int64_t made = 0;    ///< Buffers allocated for them.
+    int64_t reused = 0;  ///< Hand-outs without an allocation: a slot of the plan, a kept buffer.
+    std::size_t held_bytes = 0;  ///< Bytes of the kept buffers now, in use or free.
+  };
+  RunTimeStats run_time_stats() const;
+  /// The size class acquire_run_time() rounds `bytes` up to.
+  static std::size_t size_class(std::size_t bytes);
   /// Most buffers a run may log and still be planned (planning is quadratic in them).
   static constexpr std::size_t kMaxPlannedBuffers = 4096;
 

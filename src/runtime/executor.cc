@@ -68,6 +68,7 @@ Executor::Executor(const Graph& graph, ExecutorOptions options)
       task.keep.push_back(graph_.value(output).is_graph_output);
     tasks_[position] = static_cast<int>(position);
   }
+  mark_run_time_outputs(loop);
   count_uses(loop);
   if (options_.release_packed_weights) count_packers(loop);
   stats_.node_seconds.assign(graph_.node_capacity(), 0.0);
@@ -135,6 +136,9 @@ std::vector<Tensor> Executor::run(const SampleInputs& given) {
     }
   }
   stats_.peak_activation_bytes = pool_.reserved_bytes();
+  const BufferPool::RunTimeStats run_time = pool_.run_time_stats();
+  stats_.run_time_buffers_made = run_time.made;
+  stats_.run_time_buffers_reused = run_time.reused;
   pool_.end_run();
   // The graph outputs held until now go back to the pool, as every other value did.
   for (LoopTask& task : loop.tasks) {

@@ -21,7 +21,11 @@ using SampleInputs = std::map<std::string, Tensor>;
 /// the last reset_stats(); the rest describes the executor as it stands after its last run.
 struct RunStats {
   std::size_t peak_activation_bytes = 0;  ///< Bytes the buffer pool(s) reserved.
-  int concat_inputs_in_place = 0;         ///< Values written inside a Concat's output.
+  /// Buffers of values shaped at run time (BufferPool::acquire_run_time) over the executor's
+  /// life: allocated, and handed out again after an earlier value returned them.
+  int64_t run_time_buffers_made = 0;
+  int64_t run_time_buffers_reused = 0;
+  int concat_inputs_in_place = 0;  ///< Values written inside a Concat's output.
   /// Per NodeId, summed over runs (and over samples); zeros where the executor does not time
   /// nodes (the sequential executor without ExecutorOptions::collect_stats).
   std::vector<double> node_seconds;

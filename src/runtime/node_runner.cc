@@ -66,7 +66,8 @@ bool readers_take_blocked(const Graph& graph, ValueId value) {
 
 Tensor to_plain(const Tensor& tensor, dnnl::engine& engine, dnnl::stream& stream) {
   if (!tensor.is_blocked()) return tensor;
-  Tensor plain = Tensor::allocate(tensor.dtype(), tensor.shape());
+  // The reorder writes every element.
+  Tensor plain = Tensor::allocate_uninitialised(tensor.dtype(), tensor.shape());
   dnnl::memory::dims dims(tensor.shape().begin(), tensor.shape().end());
   dnnl::memory::desc plain_desc(
       dims, dnnl::memory::data_type::f32,
@@ -179,7 +180,9 @@ void NodeRunner::run(const std::vector<const Tensor*>& inputs, const std::vector
       try {
         std::size_t bytes =
             spec.layout ? spec.layout->get_size() : plain_byte_size(spec.dtype, spec.shape);
-        outputs[i] = Tensor::view(spec.dtype, spec.shape, pool.acquire(bytes));
+        outputs[i] =
+            Tensor::view(spec.dtype, spec.shape,
+                         shaped_at_run_time_ ? pool.acquire_run_time(bytes) : pool.acquire(bytes));
       } catch (const UnsupportedError&) {
         throw;
       } catch (const Error& e) {

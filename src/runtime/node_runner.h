@@ -35,6 +35,9 @@ class NodeRunner {
   std::string implementation() const { return kernel_ ? kernel_->implementation() : ""; }
   /// The prepared kernel; null before the first run.
   const Kernel* kernel() const { return kernel_.get(); }
+  /// Whether the node's outputs have a shape known only at run time (run_time_nodes): their
+  /// buffers then come from BufferPool::acquire_run_time. Off until set.
+  void set_shaped_at_run_time(bool shaped) { shaped_at_run_time_ = shaped; }
 
  private:
   const Graph* graph_;
@@ -43,6 +46,7 @@ class NodeRunner {
   bool blocked_outputs_allowed_;
   ConvolutionFamily convolution_family_;
   ClaimPool* claim_pool_ = nullptr;
+  bool shaped_at_run_time_ = false;
   int64_t opset_;
   std::unique_ptr<Kernel> kernel_;
   std::vector<OutputSpec> specs_;

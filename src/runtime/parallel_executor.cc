@@ -249,6 +249,7 @@ ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, c
                                             options.convolution_family);
     }
   }
+  mark_run_time_outputs(loop);
   count_uses(loop);
   if (options.release_packed_weights) count_packers(loop);
   s.hand_off = std::make_unique<InProcessHandOff>(static_cast<int>(tasks.tasks.size()));

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "runtime/kernels/packed_constants.h"
+#include "runtime/run_time_shapes.h"
 
 namespace cleave {
 
@@ -186,6 +187,12 @@ std::unique_ptr<NodeRunner> make_runner(const Graph& graph, NodeId node, bool bl
   }
   return std::make_unique<NodeRunner>(
       graph, node, blocked, blocked_layouts ? family : ConvolutionFamily::kBlocked, claim_pool);
+}
+
+void mark_run_time_outputs(TaskLoop& loop) {
+  const std::vector<bool> run_time = run_time_nodes(*loop.graph);
+  for (LoopTask& task : loop.tasks)
+    if (task.runner) task.runner->set_shaped_at_run_time(run_time[task.node]);
 }
 
 void count_uses(TaskLoop& loop) {

@@ -119,6 +119,10 @@ std::unique_ptr<NodeRunner> make_runner(const Graph& graph, NodeId node, bool bl
                                         ConvolutionFamily family, ClaimPool* claim_pool = nullptr,
                                         const LayoutHandOff* hand_off = nullptr);
 
+/// Tells each runner of `loop` whether its node's outputs are shaped at run time
+/// (run_time_nodes), so that their buffers come from BufferPool::acquire_run_time.
+void mark_run_time_outputs(TaskLoop& loop);
+
 /// Counts each task's reads into its producers' uses, and marks reads on another worker.
 void count_uses(TaskLoop& loop);
 

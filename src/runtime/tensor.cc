@@ -17,12 +17,12 @@ namespace {
 constexpr std::size_t kAlignment = 64;
 }
 
-Buffer::Buffer(std::size_t bytes) : size_(bytes) {
+Buffer::Buffer(std::size_t bytes, Fill fill) : size_(bytes) {
   std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   if (rounded == 0) rounded = kAlignment;
   data_ = static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded));
   if (!data_) throw Error(fmt::format("out of memory allocating {} bytes", bytes));
-  std::memset(data_, 0, rounded);
+  if (fill == Fill::kZeros) std::memset(data_, 0, rounded);
 }
 
 std::unique_ptr<Buffer> Buffer::borrowed(std::byte* data, std::size_t bytes) {
@@ -60,6 +60,12 @@ std::size_t plain_byte_size(DataType dtype, std::span<const int64_t> shape) {
 Tensor Tensor::allocate(DataType dtype, std::vector<int64_t> shape) {
   std::size_t bytes = plain_byte_size(dtype, shape);
   return view(dtype, std::move(shape), std::make_shared<Buffer>(bytes));
+}
+
+Tensor Tensor::allocate_uninitialised(DataType dtype, std::vector<int64_t> shape) {
+  std::size_t bytes = plain_byte_size(dtype, shape);
+  return view(dtype, std::move(shape),
+              std::make_shared<Buffer>(bytes, Buffer::Fill::kUninitialised));
 }
 
 Tensor Tensor::borrow(DataType dtype, std::vector<int64_t> shape, const void* data) {

@@ -18,7 +18,11 @@ namespace cleave {
 /// Bytes with 64-byte alignment (what AVX-512 kernels want), owned by whoever holds the pointer.
 class Buffer {
  public:
-  explicit Buffer(std::size_t bytes);
+  /// What a new buffer holds: zeros, or whatever the allocator left (for a writer that sets
+  /// every byte before anyone reads one: filling megabytes that are then overwritten costs a
+  /// page fault and a memset per page).
+  enum class Fill { kZeros, kUninitialised };
+  explicit Buffer(std::size_t bytes, Fill fill = Fill::kZeros);
   /// `bytes` at `data`, which someone else owns and keeps alive (a slice of an arena).
   static std::unique_ptr<Buffer> borrowed(std::byte* data, std::size_t bytes);
   ~Buffer();
@@ -45,6 +49,8 @@ class Tensor {
   Tensor() = default;
   /// Fresh zeroed storage for a plain tensor.
   static Tensor allocate(DataType dtype, std::vector<int64_t> shape);
+  /// Fresh storage left as the allocator gave it, for a caller that writes every element.
+  static Tensor allocate_uninitialised(DataType dtype, std::vector<int64_t> shape);
   /// Plain tensor over existing bytes that outlive it (initializers, caller buffers).
   static Tensor borrow(DataType dtype, std::vector<int64_t> shape, const void* data);
   /// Plain tensor sharing a storage (and keeping it alive), at a byte offset.

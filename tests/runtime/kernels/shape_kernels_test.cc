@@ -548,6 +548,29 @@ TEST(Transpose, Int64AndInt8ElementsMoveWhole) {
   }
 }
 
+TEST(Transpose, MovingOnlyAxesOfSizeOneSharesTheInputsBytes) {
+  for (DataType type : {DataType::kInt64, DataType::kFloat}) {
+    NodeCase node("Transpose", 13);
+    node.input(iota({1, 5}, type)).ints("perm", {1, 0});
+    const Tensor out = node.run_one();
+    EXPECT_EQ(node.specs().at(0).alias_of, 0);
+    expect_tensor(out, {5, 1}, {0, 1, 2, 3, 4});
+  }
+  NodeCase node("Transpose", 13);
+  node.input(iota({2, 1, 3}, DataType::kInt64)).ints("perm", {1, 0, 2});
+  const Tensor out = node.run_one();
+  EXPECT_EQ(node.specs().at(0).alias_of, 0);
+  expect_tensor(out, {1, 2, 3}, {0, 1, 2, 3, 4, 5});
+}
+
+TEST(Transpose, ReorderingAxesLongerThanOneCopies) {
+  NodeCase node("Transpose", 13);
+  node.input(iota({2, 1, 3}, DataType::kInt64)).ints("perm", {2, 0, 1});
+  const Tensor out = node.run_one();
+  EXPECT_LT(node.specs().at(0).alias_of, 0);
+  expect_tensor(out, {3, 2, 1}, {0, 3, 1, 4, 2, 5});
+}
+
 TEST(Transpose, PermutationWithARepeatedAxisIsAnError) {
   NodeCase node("Transpose", 13);
   node.input(iota({2, 3})).ints("perm", {0, 0});
@@ -638,6 +661,14 @@ TEST(Split, NumOutputsFromOpset18LeavesASmallerLastPart) {
   expect_tensor(out[0], {3}, {0, 1, 2});
   expect_tensor(out[1], {3}, {3, 4, 5});
   expect_tensor(out[2], {1}, {6});
+}
+
+TEST(Split, OnePartSharesTheInputsBytes) {
+  NodeCase node("Split", 13);
+  node.input(iota({4, 1}, DataType::kInt64)).integer("axis", 1).outputs(1);
+  const Tensor out = node.run_one();
+  EXPECT_EQ(node.specs().at(0).alias_of, 0);
+  expect_tensor(out, {4, 1}, {0, 1, 2, 3});
 }
 
 TEST(Split, SizesThatDoNotSumToTheAxisAreAnError) {

@@ -31,6 +31,53 @@ TEST(NonZero, AllZeroGivesAnEmptyIndexList) {
   EXPECT_EQ(y.shape(), (std::vector<int64_t>{1, 0}));
 }
 
+TEST(NonZero, AVectorGivesThePositionsOfNaNsAndNotOfNegativeZeros) {
+  const char* text = R"(graph g [ai.onnx=13] (%x: f32[7]) {
+  %y = NonZero(%x)
+  return %y
+})";
+  Tensor y = run_graph(text, {{"x", floats({7}, {0, NAN, -0.0, 2, 0, 0, 5})}})[0];
+  EXPECT_EQ(y.shape(), (std::vector<int64_t>{1, 3}));
+  expect_values(y, {1, 3, 6});
+}
+
+TEST(NonZero, BoolsOfRankThreeGiveEachAxisItsRow) {
+  const char* text = R"(graph g [ai.onnx=13] (%x: bool[2,2,2]) {
+  %y = NonZero(%x)
+  return %y
+})";
+  Tensor x = make_tensor(DataType::kBool, {2, 2, 2}, {0, 1, 0, 0, 1, 0, 0, 1});
+  Tensor y = run_graph(text, {{"x", x}})[0];
+  EXPECT_EQ(y.shape(), (std::vector<int64_t>{3, 3}));
+  expect_values(y, {0, 1, 1, 0, 0, 1, 1, 0, 1});  // Flat positions 1, 4 and 7.
+}
+
+// The count is the output's shape, taken when the kernel is prepared: a kernel run on other
+// values than those (which the executor never does) refuses rather than write past its output.
+TEST(NonZero, AKernelRunOnOtherValuesThanItWasPreparedForRefuses) {
+  const Graph graph = parse_graph(R"(graph g [ai.onnx=13] (%x: f32[4]) {
+  %y = NonZero(%x)
+  return %y
+})");
+  const NodeId node = graph.topological_order().at(0);
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  const Tensor prepared = floats({4}, {1, 0, 0, 1});
+  KernelContext context{graph, node, graph.node(node), 13, {&prepared}, {false}, engine};
+  std::unique_ptr<Kernel> kernel =
+      KernelRegistry::global().find("", "NonZero", 13)->create(context);
+  ASSERT_EQ(kernel->output_specs().at(0).shape, (std::vector<int64_t>{1, 2}));
+  Tensor output = Tensor::allocate(DataType::kInt64, {1, 2});
+  const Tensor other = floats({4}, {1, 1, 1, 0});
+  try {
+    kernel->run({&other}, {&output}, stream);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("NonZero"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("prepared"), std::string::npos) << e.what();
+  }
+}
+
 TEST(NonZero, DownstreamNodesFollowTheCountOfEachRun) {
   // The count changes from run to run, so NonZero and the nodes after it are prepared again
   // and their buffers sized for each run.

@@ -80,7 +80,7 @@ std::size_t own_inputs(const KernelContext& context) {
 }
 
 Tensor copy_of(const Tensor& tensor) {
-  Tensor copy = Tensor::allocate(tensor.dtype(), tensor.shape());
+  Tensor copy = Tensor::allocate_uninitialised(tensor.dtype(), tensor.shape());
   if (tensor.byte_size() > 0) std::memcpy(copy.raw(), tensor.raw(), tensor.byte_size());
   return copy;
 }
@@ -90,7 +90,7 @@ Tensor slice_along(const Tensor& tensor, int64_t axis, int64_t index) {
   std::vector<int64_t> shape = tensor.shape();
   const int64_t length = shape[axis];
   shape.erase(shape.begin() + axis);
-  Tensor slice = Tensor::allocate(tensor.dtype(), shape);
+  Tensor slice = Tensor::allocate_uninitialised(tensor.dtype(), shape);  // Copied in whole.
   int64_t outer = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= tensor.dim(d);
   const std::size_t inner = slice.byte_size() / std::max<int64_t>(outer, 1);
@@ -114,7 +114,7 @@ Tensor stack(const KernelContext& context, const std::vector<Tensor>& slices, in
   axis = shape::normalize_axis(context, axis, rank + 1, "scan output axis");
   std::vector<int64_t> shape = first.shape();
   shape.insert(shape.begin() + axis, static_cast<int64_t>(slices.size()));
-  Tensor out = Tensor::allocate(first.dtype(), shape);
+  Tensor out = Tensor::allocate_uninitialised(first.dtype(), shape);  // Every slice's chunks.
   int64_t outer = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= first.dim(d);
   const std::size_t chunk = first.byte_size() / std::max<int64_t>(outer, 1);

@@ -218,7 +218,9 @@ std::unique_ptr<Kernel> create_nms(const KernelContext& context) {
       }
     }
   }
-  Tensor result = Tensor::allocate(DataType::kInt64, {static_cast<int64_t>(selected.size()), 3});
+  // Every row is one selected box's.
+  Tensor result =
+      Tensor::allocate_uninitialised(DataType::kInt64, {static_cast<int64_t>(selected.size()), 3});
   for (std::size_t s = 0; s < selected.size(); ++s)
     std::copy(selected[s].begin(), selected[s].end(), result.data<int64_t>() + 3 * s);
   return std::make_unique<shape::ComputedKernel>(std::vector<Tensor>{std::move(result)});

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <span>
 
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/registration.h"
@@ -86,6 +87,31 @@ class ReorderTransposeKernel : public Kernel {
   LayoutReorder reorder_;
 };
 
+// Output 0 is input 0's bytes under another shape: a Transpose that moves only axes of size 1,
+// a Split into one part. A detector's score filter transposes NonZero's [1, N] indices to
+// [N, 1] and splits them along the axis of 1: two copies of megabytes per pyramid level.
+std::unique_ptr<Kernel> same_bytes(const KernelContext& context, std::vector<int64_t> shape,
+                                   std::vector<std::size_t> shape_inputs = {}) {
+  OutputSpec spec{context.input(0).dtype(), std::move(shape), std::nullopt, 0};
+  return make_kernel(
+      context, {spec},
+      [](const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
+        if (outputs[0]) copy_unless_aliased(*inputs[0], *outputs[0]);
+      },
+      std::move(shape_inputs));
+}
+
+// Whether `perm` keeps the axes longer than 1 in their order, so that no element moves.
+bool moves_only_unit_axes(std::span<const int64_t> dims, std::span<const int64_t> perm) {
+  int64_t last = -1;
+  for (int64_t axis : perm) {
+    if (dims[axis] == 1) continue;
+    if (axis < last) return false;
+    last = axis;
+  }
+  return true;
+}
+
 std::unique_ptr<Kernel> create_transpose(const KernelContext& context) {
   const Tensor& data = context.input(0);
   auto rank = static_cast<int64_t>(data.rank());
@@ -98,15 +124,17 @@ std::unique_ptr<Kernel> create_transpose(const KernelContext& context) {
                             format_dims(perm), perm.size(), data.describe(), rank));
   }
   perm = normalize_axes(context, perm, rank, "perm");
-  if (data.is_blocked() || (data.dtype() == DataType::kFloat && rank >= 2 &&
-                            rank <= DNNL_MAX_NDIMS && data.element_count() > 0)) {
-    return std::make_unique<ReorderTransposeKernel>(context, perm);
-  }
   std::vector<int64_t> in_strides = data.strides();
   std::vector<int64_t> shape, strides;
   for (int64_t axis : perm) {
     shape.push_back(data.dim(axis));
     strides.push_back(in_strides[axis]);
+  }
+  if (!data.is_blocked() && moves_only_unit_axes(data.shape(), perm))
+    return same_bytes(context, shape);
+  if (data.is_blocked() || (data.dtype() == DataType::kFloat && rank >= 2 &&
+                            rank <= DNNL_MAX_NDIMS && data.element_count() > 0)) {
+    return std::make_unique<ReorderTransposeKernel>(context, perm);
   }
   return view_copy(context, shape, strides, 0);
 }
@@ -225,6 +253,7 @@ std::unique_ptr<Kernel> create_split(const KernelContext& context) {
     throw Error(fmt::format("{}: split {} sums to {}, axis {} has size {}", context.where(),
                             format_dims(splits), total, axis, dim));
   }
+  if (splits.size() == 1) return same_bytes(context, data.shape(), shape_inputs);
   std::span<const int64_t> dims = data.shape();
   int64_t outer = product(dims.first(axis)), inner = product(dims.subspan(axis + 1));
   std::vector<OutputSpec> specs;

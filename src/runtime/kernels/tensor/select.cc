@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <numeric>
+#include <span>
+#include <string>
 #include <type_traits>
 
 #include "runtime/kernels/registration.h"
@@ -33,36 +36,84 @@ bool value_less(T a, T b) {
   return a < b;
 }
 
-// Two passes, a count and then the coordinates, so that nothing but the output is allocated:
-// a detector's score filter reads millions of elements per run, and every buffer that grows on
-// the way is fresh memory whose pages fault in each run.
+// NonZero's coordinates, written in order into `out` ([rank, count] row-major). They advance
+// with the flat position like an odometer: no division per element (a scalar's coordinate is
+// 0). A vector's coordinate is its position, written whether or not the element counts (the
+// next one overwrites it otherwise): no branch on the data to mispredict. Returns how many
+// elements are non-zero; never writes past `count`.
+template <typename T>
+int64_t write_coordinates(std::span<const T> values, std::span<const int64_t> dims, int64_t rank,
+                          int64_t count, int64_t* out) {
+  int64_t n = 0;
+  if (dims.size() == 1) {
+    const auto length = static_cast<int64_t>(values.size());
+    for (int64_t i = 0; i < length; ++i) {
+      if (n < count) out[n] = i;
+      n += values[i] != T{} ? 1 : 0;
+    }
+    return n;
+  }
+  const std::vector<int64_t> shape =
+      dims.empty() ? std::vector<int64_t>{1} : std::vector<int64_t>(dims.begin(), dims.end());
+  std::vector<int64_t> coordinate(rank, 0);
+  for (const T value : values) {
+    if (value != T{}) {
+      if (n < count)
+        for (int64_t axis = 0; axis < rank; ++axis) out[axis * count + n] = coordinate[axis];
+      ++n;
+    }
+    for (int64_t axis = rank - 1; axis >= 0 && ++coordinate[axis] == shape[axis]; --axis)
+      coordinate[axis] = 0;
+  }
+  return n;
+}
+
+// Counts when it is prepared (the count is its output's shape) and writes the coordinates when
+// it runs, straight into the buffer the executor gives it: a detector's score filter reads
+// millions of elements per run, and every buffer made on the way (a result to copy from, a
+// vector that grows) is fresh memory whose pages fault in each run.
+class NonZeroKernel : public Kernel {
+ public:
+  using Writer = std::function<int64_t(const Tensor& data, int64_t* out)>;
+  NonZeroKernel(std::string where, int64_t rank, int64_t count, Writer write)
+      : where_(std::move(where)), rank_(rank), count_(count), write_(std::move(write)) {}
+  std::vector<OutputSpec> output_specs() const override {
+    return {OutputSpec{DataType::kInt64, {rank_, count_}, std::nullopt, -1}};
+  }
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+           dnnl::stream&) override {
+    const int64_t written = write_(*inputs.at(0), outputs.at(0)->data<int64_t>());
+    ran_ = true;
+    if (written != count_) {
+      throw Error(fmt::format(
+          "{}: its input has other non-zero elements than when it was prepared ({} then)", where_,
+          count_));
+    }
+  }
+  /// False once the kernel has run: the next run's values may give another count.
+  bool prepared_for_values(const std::vector<const Tensor*>&) const override { return !ran_; }
+
+ private:
+  std::string where_;
+  int64_t rank_;
+  int64_t count_;
+  Writer write_;
+  bool ran_ = false;
+};
+
 std::unique_ptr<Kernel> create_nonzero(const KernelContext& context) {
   const Tensor& data = context.input(0);
   const int64_t rank = std::max<int64_t>(1, static_cast<int64_t>(data.rank()));
   int64_t count = 0;
+  NonZeroKernel::Writer write;
   visit_value_type(context, data.dtype(), [&](auto typed) {
     using T = decltype(typed);
     for (const T value : data.values<T>()) count += value != T{} ? 1 : 0;
+    write = [rank, count](const Tensor& values, int64_t* out) {
+      return write_coordinates(values.values<T>(), values.shape(), rank, count, out);
+    };
   });
-  Tensor result = Tensor::allocate(DataType::kInt64, {rank, count});
-  int64_t* out = result.data<int64_t>();
-  // Coordinates advance with the flat position like an odometer: no division per element (a
-  // scalar's coordinate is 0; a vector's is its flat position).
-  const std::vector<int64_t> shape = data.rank() == 0 ? std::vector<int64_t>{1} : data.shape();
-  visit_value_type(context, data.dtype(), [&](auto typed) {
-    using T = decltype(typed);
-    std::vector<int64_t> coordinate(rank, 0);
-    int64_t n = 0;
-    for (const T value : data.values<T>()) {
-      if (value != T{}) {
-        for (int64_t axis = 0; axis < rank; ++axis) out[axis * count + n] = coordinate[axis];
-        ++n;
-      }
-      for (int64_t axis = rank - 1; axis >= 0 && ++coordinate[axis] == shape[axis]; --axis)
-        coordinate[axis] = 0;
-    }
-  });
-  return std::make_unique<ComputedKernel>(std::vector<Tensor>{std::move(result)});
+  return std::make_unique<NonZeroKernel>(context.where(), rank, count, std::move(write));
 }
 
 std::unique_ptr<Kernel> create_compress(const KernelContext& context) {
@@ -89,7 +140,8 @@ std::unique_ptr<Kernel> create_compress(const KernelContext& context) {
   std::vector<int64_t> shape =
       flat ? std::vector<int64_t>{static_cast<int64_t>(keep.size())} : data.shape();
   if (!flat) shape[axis] = static_cast<int64_t>(keep.size());
-  Tensor result = Tensor::allocate(data.dtype(), shape);
+  // Every slice kept is copied in below.
+  Tensor result = Tensor::allocate_uninitialised(data.dtype(), shape);
   const std::size_t element = element_size(data.dtype());
   int64_t outer = 1, inner = 1;
   if (!flat) {
@@ -160,10 +212,11 @@ std::vector<Tensor> unique_slices(const Tensor& data, int64_t outer, int64_t len
   const auto unique = static_cast<int64_t>(first.size());
   std::vector<int64_t> y_shape = shape;
   y_shape[axis] = unique;
-  Tensor y = Tensor::allocate(data.dtype(), y_shape);
-  Tensor indices = Tensor::allocate(DataType::kInt64, {unique});
-  Tensor inverse = Tensor::allocate(DataType::kInt64, {length});
-  Tensor count = Tensor::allocate(DataType::kInt64, {unique});
+  // Each group writes its rank's slice, index and count, and each slice its inverse entry.
+  Tensor y = Tensor::allocate_uninitialised(data.dtype(), y_shape);
+  Tensor indices = Tensor::allocate_uninitialised(DataType::kInt64, {unique});
+  Tensor inverse = Tensor::allocate_uninitialised(DataType::kInt64, {length});
+  Tensor count = Tensor::allocate_uninitialised(DataType::kInt64, {unique});
   T* y_values = y.data<T>();
   for (int64_t g = 0; g < unique; ++g) {
     const int64_t r = rank_of[g];
