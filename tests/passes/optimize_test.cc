@@ -106,7 +106,8 @@ TEST(Optimize, LogsWhatEachStepChanged) {
   PassResult result = optimize_graph(graph, options);
   EXPECT_EQ(log, (std::vector<std::string>{
                      "QDQ fusion: no change",
-                     "constant folding: 1 Shape nodes folded from static shapes, 3 nodes folded, 1 dead nodes left unfolded",
+                     "constant folding: 1 Shape nodes folded from static shapes, 3 nodes folded, 1 "
+                     "dead nodes left unfolded",
                      "sequence lowering: no change",
                      "dead-code elimination: 1 nodes removed, 6 initializers removed",
                      "Identity/Dropout removal: 1 Identity nodes removed, 1 Dropout nodes removed",
