@@ -72,25 +72,16 @@ TEST(ConstantFolding, EvaluatesANodeOfInitializersWithItsKernel) {
 // QDQ fusion leaves each int8 weight's DequantizeLinear unread: folding it would hold a float
 // copy of the weight (4x its bytes) until dead code ran.
 TEST(ConstantFolding, LeavesANodeNoOutputDependsOnToDeadCode) {
+  const char* text = R"(graph main [ai.onnx=17] (%x: f32[2]) {
+  @w: i8[2] = [3, -4]
+  @s: f32[] = [0.5]
+  @z: i8[] = [0]
+  %unread = DequantizeLinear(@w, @s, @z)
+  %y = Relu(%x)
+  return %y
+})";
   PassResult result;
-  EXPECT_EQ(fold(R"(graph main [ai.onnx=17] (%x: f32[2]) {
-  @w: i8[2] = [3, -4]
-  @s: f32[] = [0.5]
-  @z: i8[] = [0]
-  %unread = DequantizeLinear(@w, @s, @z)
-  %y = Relu(%x)
-  return %y
-})",
-                 &result),
-            R"(graph main [ai.onnx=17] (%x: f32[2]) {
-  @w: i8[2] = [3, -4]
-  @s: f32[] = [0.5]
-  @z: i8[] = [0]
-  %unread = DequantizeLinear(@w, @s, @z)
-  %y = Relu(%x)
-  return %y
-}
-)");
+  EXPECT_EQ(fold(text, &result), print_graph(parse_graph(text)));
   EXPECT_EQ(result.count("nodes folded"), 0);
   EXPECT_EQ(result.count("dead nodes left unfolded"), 1);
 }
