@@ -10,7 +10,6 @@
 
 #include "kernel_test_util.h"
 #include "runtime/executor.h"
-#include "runtime/kernels/math/quantize_util.h"
 
 namespace cleave {
 namespace {
@@ -45,9 +44,6 @@ std::string chain(bool second_weights_constant) {
 }
 
 void expect_layouts_agree(bool second_weights_constant) {
-  if (!quantize_detail::dnnl_int8_products_exact()) {
-    GTEST_SKIP() << "no VNNI: every int8 convolution runs the loops, on plain tensors";
-  }
   std::map<std::string, Tensor> inputs = {
       {"x", make_tensor(DataType::kUInt8, {1, 16, 9, 9}, random_values(16 * 81, 0, 255, 3))}};
   if (!second_weights_constant) {

@@ -1,6 +1,8 @@
 // The oneDNN int8 convolutions and matrix products (constant s8 weights) against the reference
 // loops (the same weights given as a graph input): pads, strides, groups, batches, zero points,
-// per-channel scales.
+// per-channel scales. Weights of the whole s8 range and data of the whole u8 range saturate the
+// int16 pair sums of oneDNN's kernels without VNNI: there (CI runs these tests again with
+// ONEDNN_MAX_CPU_ISA=AVX2) the weights are split in two.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -75,7 +77,8 @@ void expect_dnnl_matches_loops(const Case& c) {
   if (quantize_detail::dnnl_int8_products_exact()) {
     EXPECT_NE(dnnl.stats().implementations[0], "") << "the constant form did not run on oneDNN";
   } else {
-    EXPECT_EQ(dnnl.stats().implementations[0], "") << "without VNNI the loops run";
+    EXPECT_NE(dnnl.stats().implementations[0].find("weights split in two"), std::string::npos)
+        << "without VNNI: " << dnnl.stats().implementations[0];
   }
   EXPECT_EQ(loops.stats().implementations[0], "");
   ASSERT_EQ(fast.shape(), slow.shape());
@@ -105,7 +108,8 @@ TEST(Int8ConvDnnl, RoundsBeforeAddingTheZeroPoint) {
   if (quantize_detail::dnnl_int8_products_exact()) {
     EXPECT_NE(executor.stats().implementations[0], "") << "the constant form did not run on oneDNN";
   } else {
-    EXPECT_EQ(executor.stats().implementations[0], "") << "without VNNI the loops run";
+    EXPECT_NE(executor.stats().implementations[0].find("weights split in two"), std::string::npos)
+        << "without VNNI: " << executor.stats().implementations[0];
   }
   EXPECT_EQ(y.data<uint8_t>()[0], 101);
 }
@@ -164,7 +168,8 @@ void expect_dnnl_matmul_matches_loops(const std::string& op) {
   if (quantize_detail::dnnl_int8_products_exact()) {
     EXPECT_NE(dnnl.stats().implementations[0], "") << "the constant form did not run on oneDNN";
   } else {
-    EXPECT_EQ(dnnl.stats().implementations[0], "") << "without VNNI the loops run";
+    EXPECT_NE(dnnl.stats().implementations[0].find("weights split in two"), std::string::npos)
+        << "without VNNI: " << dnnl.stats().implementations[0];
   }
   EXPECT_EQ(loops.stats().implementations[0], "");
   ASSERT_EQ(fast.shape(), slow.shape());

@@ -10,7 +10,6 @@
 
 #include "kernel_test_util.h"
 #include "runtime/executor.h"
-#include "runtime/kernels/math/quantize_util.h"
 
 namespace cleave {
 namespace {
@@ -58,9 +57,6 @@ std::string residual(const std::string& g_zero, const std::string& join = kAdd) 
 }
 
 void expect_layouts_agree(const std::string& g_zero, const std::string& join = kAdd) {
-  if (!quantize_detail::dnnl_int8_products_exact()) {
-    GTEST_SKIP() << "no VNNI: every int8 convolution runs the loops, on plain tensors";
-  }
   const std::map<std::string, Tensor> inputs = {
       {"x", make_tensor(DataType::kUInt8, {1, 16, 9, 9}, random_values(16 * 81, 0, 255, 4))}};
   ExecutorOptions plain;

@@ -2,10 +2,15 @@
 // scale, zero-point and requantization helpers the int8 product kernels share.
 #include <fmt/core.h>
 
+#include <emmintrin.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
+#include <type_traits>
 
 #include "runtime/cpu_isa.h"
 #include "runtime/kernels/dnnl_util.h"
@@ -26,14 +31,65 @@ void check_count(const KernelContext& context, const Tensor& t, int64_t count, c
                           context.where(), what, t.describe(), count));
 }
 
+// One requantized sum, without branches so that the loops below vectorise: the product is
+// clamped to +-2^22 (far past the 8-bit range; NaN goes to the low end), then rounded half to
+// even as nearbyint does in the default mode, by adding and taking away 1.5·2^23 (glibc's
+// nearbyint saves and restores the floating-point environment: most of a requantization).
+template <typename T>
+inline T requantized(int32_t sum, float multiplier, float zero) {
+  constexpr float kShift = 12582912.0f, kBound = 4194304.0f;
+  const float scaled = std::min(kBound, std::max(-kBound, static_cast<float>(sum) * multiplier));
+  const float value = ((scaled + kShift) - kShift) + zero;
+  const auto low = static_cast<float>(std::numeric_limits<T>::lowest());
+  const auto high = static_cast<float>(std::numeric_limits<T>::max());
+  return static_cast<T>(std::min(high, std::max(low, value)));
+}
+
+// Four requantized sums with SSE2: cvtps2dq rounds half to even (the default mode), and the
+// saturating packs clamp to T's range.
+template <typename T>
+inline void requantized4(const int32_t* sums, __m128 multipliers, __m128i zero, T* out) {
+  const __m128 bound = _mm_set1_ps(4194304.0f);
+  __m128 scaled = _mm_mul_ps(
+      _mm_cvtepi32_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sums))), multipliers);
+  scaled = _mm_min_ps(_mm_max_ps(scaled, _mm_sub_ps(_mm_setzero_ps(), bound)), bound);  // NaN: low.
+  const __m128i words = _mm_packs_epi32(_mm_add_epi32(_mm_cvtps_epi32(scaled), zero), zero);
+  const __m128i bytes =
+      std::is_same_v<T, uint8_t> ? _mm_packus_epi16(words, words) : _mm_packs_epi16(words, words);
+  const int32_t four = _mm_cvtsi128_si32(bytes);
+  std::memcpy(out, &four, sizeof four);
+}
+
 template <typename T>
 void requantize_into(const Requantize& r, const int32_t* sums, int64_t count, int64_t channels,
-                     int64_t channel_stride, T* out) {
+                     int64_t channel_stride, int64_t first, T* out) {
   const auto zero = static_cast<float>(r.zero_point);
-  for (int64_t i = 0; i < count; ++i) {
-    const int64_t channel = (i / channel_stride) % channels;
-    out[i] =
-        saturate<T>(std::nearbyint(static_cast<float>(sums[i]) * r.multipliers[channel]) + zero);
+  const __m128i zeros = _mm_set1_epi32(r.zero_point);
+  const float* multipliers = r.multipliers.data();
+  int64_t i = 0;
+  if (channel_stride == 1) {  // Channels-last: runs across the channels.
+    for (int64_t channel = first % channels; i < count; channel = 0) {
+      const int64_t n = std::min(count - i, channels - channel);
+      int64_t k = 0;
+      for (; k + 4 <= n; k += 4) {
+        requantized4(sums + i + k, _mm_loadu_ps(multipliers + channel + k), zeros, out + i + k);
+      }
+      for (; k < n; ++k) out[i + k] = requantized<T>(sums[i + k], multipliers[channel + k], zero);
+      i += n;
+    }
+    return;
+  }
+  int64_t channel = (first / channel_stride) % channels;
+  for (int64_t left = channel_stride - first % channel_stride; i < count; left = channel_stride) {
+    const int64_t n = std::min(count - i, left);
+    const float multiplier = multipliers[channel];
+    int64_t k = 0;
+    for (; k + 4 <= n; k += 4) {
+      requantized4(sums + i + k, _mm_set1_ps(multiplier), zeros, out + i + k);
+    }
+    for (; k < n; ++k) out[i + k] = requantized<T>(sums[i + k], multiplier, zero);
+    i += n;
+    channel = channel + 1 == channels ? 0 : channel + 1;
   }
 }
 
@@ -124,11 +180,13 @@ Requantize requantize_of(const std::vector<const Tensor*>& inputs, int64_t chann
 }
 
 void write_requantized(const Requantize& requantize, const int32_t* sums, int64_t count,
-                       int64_t channels, int64_t channel_stride, void* out) {
+                       int64_t channels, int64_t channel_stride, void* out, int64_t first) {
   if (requantize.type == DataType::kUInt8) {
-    requantize_into(requantize, sums, count, channels, channel_stride, static_cast<uint8_t*>(out));
+    requantize_into(requantize, sums, count, channels, channel_stride, first,
+                    static_cast<uint8_t*>(out));
   } else {
-    requantize_into(requantize, sums, count, channels, channel_stride, static_cast<int8_t*>(out));
+    requantize_into(requantize, sums, count, channels, channel_stride, first,
+                    static_cast<int8_t*>(out));
   }
 }
 

@@ -105,8 +105,8 @@ std::unique_ptr<Kernel> make_dnnl_int8(const KernelContext& context, std::size_t
                                        std::size_t y_scale, const MakeDnnlInt8& make);
 
 /// Writes `count` sums as `requantize.type` into `out`; the channel of sum i is
-/// (i / channel_stride) % channels.
+/// ((first + i) / channel_stride) % channels (`first`: the sums' offset in the whole output).
 void write_requantized(const Requantize& requantize, const int32_t* sums, int64_t count,
-                       int64_t channels, int64_t channel_stride, void* out);
+                       int64_t channels, int64_t channel_stride, void* out, int64_t first = 0);
 
 }  // namespace cleave::quantize_detail

@@ -9,6 +9,7 @@
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/elementwise.h"
 #include "runtime/kernels/math/quantize_util.h"
+#include "runtime/kernels/math/split_weights.h"
 #include "runtime/kernels/registration.h"
 
 namespace cleave {
@@ -198,9 +199,41 @@ class DnnlInt8Matmul final : public Kernel {
 // The oneDNN kernel where oneDNN 2.6 has the form: constant 2-D s8 weights with zero point 0,
 // data with more than one row, constant zero points and scales; nullptr otherwise (or when
 // oneDNN offers only its reference code), so the loops run.
+// Without VNNI (split_weights.h): the two halves' products of u8 data to int32 sums, added and
+// requantized; nullptr where oneDNN lacks them.
+std::unique_ptr<Kernel> try_split_weights_matmul(const KernelContext& context, const Product& p,
+                                                 const Operands& at, bool requantized) {
+  if (context.input(at.a).dtype() != DataType::kUInt8) return nullptr;
+  const auto [high, low] = quantize_detail::split_weights(context.input(at.b));
+  auto sums_with = [&](const Tensor& part) {
+    KernelContext split = context;
+    split.inputs[at.b] = &part;
+    Operands sums_at = at;
+    sums_at.bias = Operands::kNone;  // Added once, to the whole sums.
+    return quantize_detail::make_dnnl_int8(
+        split, at.a_zero, at.b_zero, false, p.n, at.y_scale,
+        [&](DataType output, const dnnl::primitive_attr& attr) -> std::unique_ptr<Kernel> {
+          return std::make_unique<DnnlInt8Matmul>(split, p, sums_at, output, attr);
+        });
+  };
+  std::unique_ptr<Kernel> high_sums = sums_with(high);
+  std::unique_ptr<Kernel> low_sums = high_sums ? sums_with(low) : nullptr;
+  if (!low_sums) return nullptr;
+  quantize_detail::SplitSums how;
+  how.channels = p.n;
+  how.channel_stride = 1;
+  if (context.has_input(at.bias)) how.bias = at.bias;
+  if (requantized) how.y_scale = at.y_scale;
+  return quantize_detail::make_split_sums_kernel(
+      std::move(high_sums), std::move(low_sums),
+      plain_output(
+          requantized ? quantize_detail::requantized_type(context, at.y_scale) : DataType::kInt32,
+          p.output_shape),
+      how, context.threads);
+}
+
 std::unique_ptr<Kernel> try_dnnl_int8_matmul(const KernelContext& context, const Product& p,
                                              const Operands& at, bool requantized) {
-  if (!quantize_detail::dnnl_int8_products_exact()) return nullptr;
   const Tensor& b = context.input(at.b);
   if (b.dtype() != DataType::kInt8 || b.rank() != 2 || !context.constant[at.b] ||
       volume(p.output_shape) == 0 || context.input(at.a).rank() < 2 ||
@@ -209,6 +242,9 @@ std::unique_ptr<Kernel> try_dnnl_int8_matmul(const KernelContext& context, const
   }
   if (requantized && !all_constant(context, {1, 4, at.y_scale, at.y_scale + 1, at.bias})) {
     return nullptr;
+  }
+  if (quantize_detail::int8_products_need_split()) {
+    return try_split_weights_matmul(context, p, at, requantized);
   }
   return quantize_detail::make_dnnl_int8(
       context, at.a_zero, at.b_zero, requantized, p.n, at.y_scale,

@@ -9,6 +9,7 @@
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/elementwise.h"
 #include "runtime/kernels/math/quantize_util.h"
+#include "runtime/kernels/math/split_weights.h"
 #include "runtime/kernels/nn/conv_problem.h"
 #include "runtime/kernels/registration.h"
 
@@ -149,8 +150,10 @@ void sums_of(const Geometry& g, const Operands& at, const std::vector<const Tens
 // resnet18_int8 the reorders around each convolution took 1.0 ms of 7.
 class DnnlInt8Conv final : public Kernel {
  public:
+  // `keep_sums_layout`: int32 sums stay in oneDNN's layout too, for a kernel that reads them.
   DnnlInt8Conv(const KernelContext& context, const ConvProblem& p, const Operands& at,
-               DataType output_type, const dnnl::primitive_attr& attr, bool with_bias)
+               DataType output_type, const dnnl::primitive_attr& attr, bool with_bias,
+               bool keep_sums_layout = false)
       : with_bias_(with_bias) {
     using dnnl::memory;
     const Tensor& x = context.input(at.x);
@@ -199,7 +202,7 @@ class DnnlInt8Conv final : public Kernel {
     const memory::desc user_weights = plain_desc(weight_dims, memory::data_type::s8);
     weights_ = pack_constant(context.input(at.w).raw(), user_weights, descriptor.weights_desc(),
                              context.engine);
-    if (context.blocked_outputs_allowed && output_type != DataType::kInt32) {
+    if (context.blocked_outputs_allowed && (output_type != DataType::kInt32 || keep_sums_layout)) {
       spec_.layout = recorded_layout(descriptor.dst_desc(), p.output_shape);
     }
     const memory::desc output = spec_.layout ? *spec_.layout : plain_desc(p.output_shape, dst_type);
@@ -269,15 +272,81 @@ std::unique_ptr<Kernel> with_plain_data(std::unique_ptr<Kernel> loops, const Ker
   return std::make_unique<PlainData>(std::move(loops), context, x);
 }
 
+// Whether `layout` is channels-last with no padding: element i's channel is then i % channels.
+bool dense_channels_last(const dnnl::memory::desc& layout, std::span<const int64_t> shape) {
+  const auto& blocking = layout.data.format_desc.blocking;
+  if (layout.data.format_kind != dnnl_blocked || blocking.inner_nblks != 0 || shape.size() < 3) {
+    return false;
+  }
+  int64_t stride = shape[1];
+  for (std::size_t d = shape.size() - 1; d >= 2; --d) {
+    if (blocking.strides[d] != stride) return false;
+    stride *= shape[d];
+  }
+  return blocking.strides[1] == 1 && blocking.strides[0] == stride;
+}
+
+// Without VNNI (split_weights.h): the two halves' convolutions of u8 data (s8 data would take
+// oneDNN's s8s8 path, which halves the weights on such CPUs), nullptr where oneDNN lacks them.
+// A requantized output stays channels-last where oneDNN chose it and the consumers take it
+// (oneDNN 2.6 pools u8 in nchw with its reference code only). On AVX2 this took
+// squeezenet1_1_int8 from 880 ms (the loops, exact but scalar) to 2.8 ms.
+std::unique_ptr<Kernel> try_split_weights_conv(const KernelContext& context, const ConvProblem& p,
+                                               const Operands& at, bool requantized) {
+  if (context.input(at.x).dtype() != DataType::kUInt8) return nullptr;
+  const auto [high, low] = quantize_detail::split_weights(context.input(at.w));
+  auto sums_with = [&](const Tensor& part, bool keep_layout) {
+    KernelContext split = context;
+    split.inputs[at.w] = &part;
+    split.blocked_outputs_allowed = keep_layout;
+    return quantize_detail::make_dnnl_int8(
+        split, at.x_zero, at.w_zero, false, p.channels_out, 6,
+        [&](DataType output, const dnnl::primitive_attr& attr) -> std::unique_ptr<Kernel> {
+          return std::make_unique<DnnlInt8Conv>(split, p, at, output, attr, false, true);
+        });
+  };
+  OutputSpec spec = plain_output(
+      requantized ? quantize_detail::requantized_type(context) : DataType::kInt32, p.output_shape);
+  std::unique_ptr<Kernel> high_sums =
+      sums_with(high, requantized && context.blocked_outputs_allowed);
+  if (!high_sums) return nullptr;
+  bool channels_last = false;
+  if (const auto& layout = high_sums->output_specs()[0].layout) {
+    channels_last = dense_channels_last(*layout, p.output_shape);
+    if (channels_last) {
+      const auto& strides = layout->data.format_desc.blocking.strides;
+      spec.layout =
+          dnnl::memory::desc(to_dnnl_dims(p.output_shape), dnnl_data_type(spec.dtype, context),
+                             dnnl::memory::dims(strides, strides + p.output_shape.size()));
+    } else {
+      high_sums = sums_with(high, false);
+      if (!high_sums) return nullptr;
+    }
+  }
+  std::unique_ptr<Kernel> low_sums = sums_with(low, channels_last);
+  if (!low_sums || low_sums->output_specs()[0].layout.has_value() != channels_last) return nullptr;
+  quantize_detail::SplitSums how;
+  how.channels = p.channels_out;
+  how.channel_stride =
+      channels_last ? 1 : volume(p.output_shape) / std::max<int64_t>(1, p.batch * p.channels_out);
+  if (requantized && context.has_input(8)) how.bias = 8;
+  if (requantized) how.y_scale = 6;
+  return quantize_detail::make_split_sums_kernel(std::move(high_sums), std::move(low_sums),
+                                                 std::move(spec), how, context.threads);
+}
+
 // The oneDNN kernel of an int8 convolution where oneDNN 2.6 has the form: s8 constant weights
 // with zero point 0, constant zero points and scales. nullptr otherwise (or when oneDNN offers
 // only its reference code), so the loops run.
 std::unique_ptr<Kernel> try_dnnl_int8_conv(const KernelContext& context, const ConvProblem& p,
                                            const Operands& at, bool requantized) {
-  if (!quantize_detail::dnnl_int8_products_exact()) return nullptr;
   if (context.input(at.w).dtype() != DataType::kInt8 || !context.constant[at.w] ||
       !all_constant(context, {at.x_zero, at.w_zero})) {
     return nullptr;
+  }
+  if (quantize_detail::int8_products_need_split()) {
+    if (requantized && !all_constant(context, {1, 4, 6, 7, 8})) return nullptr;
+    return try_split_weights_conv(context, p, at, requantized);
   }
   if (requantized && !all_constant(context, {1, 4, 6, 7, 8})) return nullptr;
   return quantize_detail::make_dnnl_int8(
