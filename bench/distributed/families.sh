@@ -19,10 +19,10 @@
 # samples and run as `cleave run --plan P --samples N` on the ranks (the MPI executor runs the
 # N samples pipelined across the ranks; measured: the whole stream), the data-parallel row
 # included (`cleave plan --strategy data-parallel --samples N --machine M`: sample s on rank s
-# mod ranks). Not run on ranks, listed with the reason: the pipeline row (pipelined stages run
-# only as threads of one process, `cleave stream --stages` / `cleave run --plan pipeline`; no
-# MPI form of the stage executor exists, and `cleave codegen --ranks` emits task plans only)
-# and, with N > 1, the spatial row (`run-split` runs one sample per run; it has no --samples).
+# mod ranks), the pipeline row (`cleave plan --strategy pipeline --samples N --machine M`: a
+# stage per rank, each rank its stage sample after sample, as one task plan over the N
+# samples) and the spatial row (`run-split --samples N`: the N samples streamed through the
+# split's ranks, each run of the split's one-sample plan pipelined across them).
 # Each run is one `emulated_cluster.sh ... cleave run --warmup 1 --repeat R` per round, --rounds
 # rounds interleaved (the order reversed every other round). OUT.md gets the link table, the
 # family table and auto against the best measured.
@@ -134,13 +134,12 @@ run_one() {  # shape family configuration kind artifact model ranks link quota a
     ((least * period >= 100000)) || shaped_period=$(((100000 + least - 1) / least))
     cluster_args=(--quota "$quota" --period-us "$shaped_period" "${cluster_args[@]}")
   fi
-  local timing=(--warmup 1 --repeat "$repeat" --json)
+  local timing=(--warmup 1 --repeat "$repeat" --json) per_run=()
+  [[ "$samples" == 1 ]] || per_run=(--samples "$samples")
   if [[ "$kind" == split ]]; then
     "$cluster" "${cluster_args[@]}" -- "$cleave" run-split "$artifact" --layouts "$layouts" \
-      "${timing[@]}" > "$report" 2> "$work/run.err" || { cat "$work/run.err" >&2; return 1; }
+      "${per_run[@]}" "${timing[@]}" > "$report" 2> "$work/run.err" || { cat "$work/run.err" >&2; return 1; }
   else
-    local per_run=()
-    [[ "$samples" == 1 ]] || per_run=(--samples "$samples")
     "$cluster" "${cluster_args[@]}" -- "$cleave" run "$model" --plan "$artifact" "${per_run[@]}" \
       "${timing[@]}" > "$report" 2> "$work/run.err" || { cat "$work/run.err" >&2; return 1; }
     predicted="$(json "$report" "'%.4f' % r['plan']['predicted_ms']")"
@@ -189,10 +188,7 @@ for name in $models; do
           case "$family" in
             spatial)
               rm -rf "$work/split$index"  # the previous shape's
-              if [[ "$samples" != 1 ]]; then
-                printf '%s\t%s\t%s\t%s\t\t%s\t%s\n' "$shape" "$family" "$configuration" "$predicted" \
-                  "$is_auto" "run-split runs one sample per run (no --samples)" >> "$results"
-              elif "$cleave" split "$model" --nodes "$n" --dim h --machine "$machine" --search \
+              if "$cleave" split "$model" --nodes "$n" --dim h --machine "$machine" --search \
                    --objective seconds --costs "$costs" -o "$work/split$index" < /dev/null \
                    > /dev/null 2> "$work/split.err"; then
                 configs+=("$family|$configuration|split|$work/split$index|$is_auto|$predicted")
@@ -200,9 +196,6 @@ for name in $models; do
                 printf '%s\t%s\t%s\t%s\t\t%s\t%s\n' "$shape" "$family" "$configuration" "$predicted" \
                   "$is_auto" "cleave split refused: $(head -c 150 "$work/split.err" | tr '\n\t|' '   ')" >> "$results"
               fi ;;
-            pipeline)
-              printf '%s\t%s\t%s\t%s\t\t%s\t%s\n' "$shape" "$family" "$configuration" "$predicted" \
-                "$is_auto" "stages run only as threads of one process (no MPI form)" >> "$results" ;;
             *)
               if [[ "$is_auto" == 1 ]]; then  # auto's own plan file: what auto runs
                 configs+=("$family|$configuration|plan|$work/auto.json|1|$predicted")

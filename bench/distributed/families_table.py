@@ -20,7 +20,7 @@ import statistics
 import sys
 
 # A row rejected for one of these cannot run: its family has no runnable candidate.
-CANNOT_RUN = ("over memory", "no split")
+CANNOT_RUN = ("over memory", "no split", "no stages")
 
 
 def finite(row):

@@ -77,7 +77,7 @@ void register_bench(CLI::App& app, CommandAction& action) {
                    "Samples per run, with --families (data-parallel and pipelined rows) or "
                    "--strategy pipeline (every variant runs them)")
       ->default_val(1)
-      ->check(CLI::Range(1, 4096));
+      ->check(integer_in(1, kMaxSamples));
   command->add_flag("--json", settings->json, "Print the report as JSON");
   command->callback([settings, &action] { action = [settings] { return run_bench(*settings); }; });
 }

@@ -4,12 +4,15 @@
 #include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/model_task_graph.h"
 #include "cli/option_limits.h"
 #include "codegen/codegen_driver.h"
+#include "frontend/costs.h"
 #include "frontend/model_plan.h"
+#include "machine/machine.h"
 #include "support/atomic_output.h"
 #include "support/error.h"
 
@@ -25,6 +28,7 @@ struct CodegenSettings {
   std::string stream;  // A stream program file (--lang streamit or cpp).
   std::string strategy = "auto";
   std::string costs = "profile";
+  std::string machine;  // --ranks --plan auto: the ranks' devices and links (a machine file).
   std::string layouts = "auto";
   int workers = 2;
   int threads_per_worker = 1;
@@ -116,11 +120,20 @@ int run_codegen(const CodegenSettings& settings) {
         "codegen: --ranks takes --lang cpp and a --plan (file or auto) whose workers are "
         "the ranks");
   }
+  if (!settings.machine.empty() && (!settings.ranks || settings.plan != "auto")) {
+    throw Error(
+        "codegen: --machine takes --ranks and --plan auto (a plan file was made for its "
+        "machine already)");
+  }
   if (!settings.cleave_root.empty()) require_cleave_root(settings.cleave_root);
+  // A bad machine file is reported before the model is loaded or profiled.
+  std::optional<Machine> machine;
+  if (!settings.machine.empty()) machine = read_machine(settings.machine);
   // Checked before any work; replaced only with --force, never a folder holding an input.
-  AtomicFolder out(settings.output, {settings.force ? FolderRules::Existing::kReplace
-                                                    : FolderRules::Existing::kRefuse,
-                                     {settings.model.model, settings.plan, settings.stream}});
+  AtomicFolder out(
+      settings.output,
+      {settings.force ? FolderRules::Existing::kReplace : FolderRules::Existing::kRefuse,
+       {settings.model.model, settings.plan, settings.stream, settings.machine}});
   if (settings.lang == "streamit") return run_streamit(settings, start, out);
   if (!settings.stream.empty()) return run_stream_cpp(settings, start, out);
   Graph graph = load_model_for(settings.model);
@@ -138,11 +151,11 @@ int run_codegen(const CodegenSettings& settings) {
     options.threads_per_worker = settings.threads_per_worker;
     options.each_node_once = true;           // the generators take one task per node
     options.fixed_workers = settings.ranks;  // one rank per worker, as many as asked
+    // With a machine file its devices are the ranks, and the one simulator prices rank 0
+    // handing the inputs out and gathering the outputs, as `cleave plan --machine` does.
+    options.machine = machine;
     plan =
-        plan_model(graph,
-                   costs_for(graph, settings.costs, settings.workers * settings.threads_per_worker,
-                             settings.model.verbose, settings.threads_per_worker),
-                   options);
+        plan_with_costs(graph, settings.costs, options, log_to_stderr(settings.model.verbose)).plan;
   } else {
     // A plan for ranks names cores of the machines it runs on, not of this host.
     plan = read_model_plan(settings.plan, graph, /*cores_on_this_host=*/!settings.ranks);
@@ -168,6 +181,10 @@ int run_codegen(const CodegenSettings& settings) {
     if (report.value("run_time_steps", 0) > 0)
       fmt::print("run time   {} step(s) sized during the run (see README.md)\n",
                  report["run_time_steps"].get<int>());
+  }
+  if (report["predicted_seconds"].is_number()) {
+    fmt::print("predicted  {:.3f} ms (the plan's makespan, recorded in plan.json)\n",
+               report["predicted_seconds"].get<double>() * 1e3);
   }
   fmt::print("time       {:.3f} s\n", report["seconds"].get<double>());
   fmt::print("next       see {}/README.md\n", settings.output);
@@ -226,6 +243,10 @@ void register_codegen(CLI::App& app, CommandAction& action) {
   command->add_option(
       "--cleave-build", settings->cleave_build,
       "cleave build folder with cleave_codegen_runtime.cmake (default: this binary's)");
+  command->add_option("--machine", settings->machine,
+                      "With --ranks and --plan auto: a machine file whose devices are the ranks "
+                      "(speeds, memories, links; replaces --workers), so the plan's prediction "
+                      "prices the messages, rank 0's input hand-out and output gather included");
   command->add_flag("--ranks", settings->ranks,
                     "--lang cpp: the plan's workers are MPI ranks; one source per rank with MPI "
                     "sends and receives, run with mpirun -np WORKERS");

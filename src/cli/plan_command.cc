@@ -15,6 +15,7 @@
 #include "frontend/model_plan.h"
 #include "machine/machine.h"
 #include "pipeline/family_search.h"
+#include "pipeline/stage_plan.h"
 #include "plan/simulator.h"
 #include "support/atomic_output.h"
 #include "viz/gantt.h"
@@ -68,8 +69,12 @@ int run_plan(const PlanSettings& settings) {
   if (cost_source == "analytical") measure_peak_rates(cost_threads_for(options));
   // On paper only the weights' sizes count: a model larger than this host's memory plans too.
   Graph graph = load_model_for(settings.model, settings.simulate);
+  // Stages on a machine file's devices are planned above the frontend (pipeline/stage_plan.h).
   CostedPlan costed =
-      plan_with_costs(graph, cost_source, options, log_to_stderr(settings.model.verbose));
+      settings.strategy == "pipeline" && machine
+          ? plan_stages_with_costs(graph, cost_source, options,
+                                   log_to_stderr(settings.model.verbose))
+          : plan_with_costs(graph, cost_source, options, log_to_stderr(settings.model.verbose));
   const CostTable& costs = costed.costs;
   ModelPlan& plan = costed.plan;
   if (settings.strategy == "auto") add_split_and_stage_candidates(graph, costs, options, plan);
@@ -181,7 +186,8 @@ void register_plan(CLI::App& app, CommandAction& action) {
   command
       ->add_option(
           "--strategy", settings->strategy,
-          "auto, sequential, data-parallel (--samples N: each worker its own samples), lc, "
+          "auto, sequential, data-parallel (--samples N: each worker its own samples), "
+          "pipeline (with --machine: a stage per device, --samples N streamed through), lc, "
           "clone, hypercluster, switched-hypercluster, or a scheduler (heft, met, greedy, "
           "annealing, evolution, milp, milp-split)")
       ->check(CLI::IsMember(model_strategies()))
@@ -197,7 +203,7 @@ void register_plan(CLI::App& app, CommandAction& action) {
       ->check(thread_count());
   command->add_option("--samples", settings->samples, "Samples in flight (hyperclustering)")
       ->default_val(1)
-      ->check(CLI::Range(1, 4096));
+      ->check(integer_in(1, kMaxSamples));
   command->add_option("--time-limit", settings->time_limit, "Seconds for searching planners")
       ->default_val(10)
       ->check(positive_seconds());

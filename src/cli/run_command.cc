@@ -114,7 +114,7 @@ void register_run(CLI::App& app, CommandAction& action) {
                    "through the stages); under mpirun, inputs "
                    "pushed through the ranks per repeat (a pipelined stream)")
       ->default_val(1)
-      ->check(CLI::Range(1, 4096));
+      ->check(integer_in(1, kMaxSamples));
   command->add_flag("--no-auto-check", settings->no_auto_check,
                     "Keep --plan auto's predicted choice even when it is parallel (by default a "
                     "few timed runs against the sequential plan decide)");

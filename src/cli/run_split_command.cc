@@ -34,6 +34,12 @@ void register_run_split(CLI::App& app, CommandAction& action) {
   command->add_option("--repeat", settings->repeat, "Timed runs")
       ->default_val(1)
       ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--samples", settings->samples,
+                   "Samples streamed through the ranks per repeat (sample s's random inputs "
+                   "seeded with --seed + s); the report gives the throughput")
+      ->default_val(1)
+      ->check(integer_in(1, kMaxSamples));
   command->add_option("--threads", settings->threads, "Intra-op threads per rank")
       ->default_val(1)
       ->check(CLI::Range(1, 1024));

@@ -4,6 +4,7 @@
 
 #include <fmt/core.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -160,6 +161,10 @@ nlohmann::json codegen_plan(const CodegenRequest& request, const Graph& graph,
       {"model", request.model},     {"lang", request.lang},
       {"output", request.output},   {"strategy", program.strategy},
       {"workers", program.workers}, {"threads_per_worker", program.threads_per_worker}};
+  // The one simulator's prediction the plan carries (plan.json's makespan): with a machine
+  // file's ranks, the messages and rank 0's input hand-out and output gather priced.
+  report["predicted_seconds"] =
+      std::isfinite(plan.plan.makespan) ? nlohmann::json(plan.plan.makespan) : nlohmann::json();
   if (request.lang == "pytorch") {
     PytorchCodegenSummary summary = emit_pytorch(graph, program, model_name, out);
     report["nodes"] = summary.nodes;

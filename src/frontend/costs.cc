@@ -125,15 +125,20 @@ int cost_threads_for(const ModelPlanOptions& options) {
                          : options.workers * options.threads_per_worker;
 }
 
-CostedPlan plan_with_costs(const Graph& graph, const std::string& source,
-                           const ModelPlanOptions& options,
-                           const std::function<void(const std::string&)>& progress) {
+CostTable plan_costs(const Graph& graph, const std::string& source, const ModelPlanOptions& options,
+                     const std::function<void(const std::string&)>& progress) {
   CostChoice choice;
   choice.source = source;
   choice.max_threads = cost_threads_for(options);
   choice.threads_per_worker = options.threads_per_worker;
   choice.progress = progress;
-  CostedPlan result{choose_costs(graph, choice), {}};
+  return choose_costs(graph, choice);
+}
+
+CostedPlan plan_with_costs(const Graph& graph, const std::string& source,
+                           const ModelPlanOptions& options,
+                           const std::function<void(const std::string&)>& progress) {
+  CostedPlan result{plan_costs(graph, source, options, progress), {}};
   result.plan = plan_model(graph, result.costs, options);
   return result;
 }

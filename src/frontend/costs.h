@@ -67,8 +67,12 @@ struct CostedPlan {
 /// device (profile_threads_for), else workers x threads per worker.
 int cost_threads_for(const ModelPlanOptions& options);
 
-/// Costs the graph by `source` (at the threads of `options.machine`'s devices, else all
-/// workers' threads; profiled in the family its workers' thread count runs) and plans it.
+/// The costs plan_with_costs plans on: by `source`, at the threads of `options.machine`'s
+/// devices, else all workers' threads; profiled in the family its workers' thread count runs.
+CostTable plan_costs(const Graph& graph, const std::string& source, const ModelPlanOptions& options,
+                     const std::function<void(const std::string&)>& progress);
+
+/// Costs the graph (plan_costs) and plans it.
 CostedPlan plan_with_costs(const Graph& graph, const std::string& source,
                            const ModelPlanOptions& options,
                            const std::function<void(const std::string&)>& progress);

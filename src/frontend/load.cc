@@ -264,6 +264,13 @@ Graph specialize_model(Graph graph, const LoadOptions& options, const std::strin
     if (shapes_left_open(graph)) complete_open_shapes(graph, origin, folding, optimize, options);
     run_passes(graph, {folded, passes.end()}, optimize);
     verify_graph(graph);
+  } else if (options.fuse_exported_forms) {
+    OptimizeOptions optimize;
+    optimize.log = [&](const std::string& line) { say(options, "fuse exported forms: " + line); };
+    run_passes(graph,
+               {"fuse-conv-activations", "fuse-layer-norms", "fuse-matmul-epilogues", "dead-code"},
+               optimize);
+    verify_graph(graph);
   }
   say(options, fmt::format("ready: {} nodes", graph.node_count()));
   return graph;

@@ -28,6 +28,11 @@ struct LoadOptions {
   /// The rewrites made for cleave's own runtime, not for export: fused activations and
   /// epilogues, and channel-scale folding (see OptimizeOptions).
   bool fuse_activations = true;
+  /// With `optimize` off: only the runtime fusions (Conv activations and sums, layer norms,
+  /// MatMul epilogues), which put back the fused nodes to_onnx wrote as standard ones. A graph
+  /// cleave optimized and exported (a split's partitioned.onnx) then loads node for node as it
+  /// was planned.
+  bool fuse_exported_forms = false;
   std::function<void(const std::string&)> log;  ///< One line per step; may be empty.
   /// As ImportOptions::unread_external: external-data initializers are left unread. Only with
   /// optimize off (the passes may need weight values) and no `shapes` (re-inference writes

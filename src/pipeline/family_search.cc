@@ -13,8 +13,10 @@
 #include "frontend/costs.h"
 #include "pipeline/pipeline_run.h"
 #include "pipeline/spatial_run.h"
+#include "pipeline/stage_plan.h"
 #include "plan/plan_memory.h"
 #include "stream/stages.h"
+#include "support/error.h"
 
 namespace cleave {
 
@@ -66,18 +68,28 @@ void stage_memory(const Graph& graph, const CostTable& costs, const ModelPlanOpt
     for (auto& row_of : machine.latency) row_of.resize(stages);
   }
   const TaskGraph tasks = task_graph_for(graph, costs, machine);
-  // The stages cut the topological order into runs of stage_nodes nodes.
-  std::vector<int> stage_of_node(graph.node_capacity(), 0);
-  int position = 0;
-  const std::vector<NodeId> order = graph.topological_order();
-  for (int stage = 0; stage < stages; ++stage) {
-    for (int64_t n = 0; n < staged.stage_nodes[stage]; ++n)
-      stage_of_node[order[position++]] = stage;
-  }
+  const std::vector<int> stage_of_node = stage_of_nodes(graph, staged);
   std::vector<int> stage_of_task;
   for (const Task& task : tasks.tasks) stage_of_task.push_back(stage_of_node[task.node]);
   row.memory_bytes = weight_bytes_per_worker(tasks, stage_of_task);
   row.activation_bytes = pipeline_activation_bytes(tasks, stage_of_task, options.samples);
+}
+
+// A machine file's row: stages as devices (MPI ranks), the fastest stage_plan as the one
+// simulator predicts it, every hand-off between stages and from and to rank 0 priced.
+void stages_on_devices(const Graph& graph, const CostTable& costs, const ModelPlanOptions& options,
+                       PlanCandidate& row) {
+  try {
+    const ModelPlan plan = best_stage_plan(graph, costs, *options.machine, options.samples);
+    row.predicted_seconds = plan.plan.makespan;
+    row.samples_per_second = options.samples / plan.plan.makespan;
+    row.configuration = plan.configuration;
+    const int stages = static_cast<int>(plan.plan.notes["stage_nodes"].size());
+    const int threads = options.machine->devices.front().threads;
+    stage_memory(graph, costs, options, stage_cut(graph, costs, stages, threads), threads, row);
+  } catch (const Error& e) {
+    row.rejected = fmt::format("no stages: {}", e.what());
+  }
 }
 
 }  // namespace
@@ -88,31 +100,29 @@ PlanCandidate pipeline_candidate(const Graph& graph, const CostTable& costs,
   best.strategy = "pipeline";
   best.family = "pipeline";
   best.predicted_seconds = std::numeric_limits<double>::infinity();
-  const int cores = options.machine ? static_cast<int>(options.machine->size())
-                                    : options.workers * options.threads_per_worker;
+  if (options.machine) {
+    stages_on_devices(graph, costs, options, best);
+    return best;
+  }
+  const int cores = options.workers * options.threads_per_worker;
   const int most = std::min({cores, kMostStages, static_cast<int>(graph.node_count())});
   std::optional<StagedStream> best_staged;
   int best_threads = 1;
   for (int stages = 2; stages <= most; ++stages) {
-    const int threads = options.machine ? options.machine->devices.front().threads : cores / stages;
-    std::vector<double> node_cost(graph.node_capacity(), 0);
-    for (NodeId id : graph.node_ids()) node_cost[id] = costs.seconds(id, threads);
-    StagedStream staged = graph_to_stages(graph, stages, "model", node_cost);
+    const int threads = cores / stages;
+    StagedStream staged = stage_cut(graph, costs, stages, threads);
     const double seconds = pipeline_seconds(staged, options.samples);
     if (seconds < best.predicted_seconds) {
       best.predicted_seconds = seconds;
       best.samples_per_second = options.samples / seconds;
-      best.configuration = options.machine ? fmt::format("{} stages, one per device", stages)
-                                           : pipeline_configuration(stages, threads);
+      best.configuration = pipeline_configuration(stages, threads);
       best_staged = std::move(staged);
       best_threads = threads;
     }
   }
-  if (best_staged) stage_memory(graph, costs, options, *best_staged, best_threads, best);
   // On this host's cores `cleave run --plan pipeline` runs it (and auto, where it is faster:
-  // pipeline_if_faster); one stage per device only `cleave stream --stages`.
-  best.rejected =
-      options.machine ? "runs with `cleave stream --stages` (hand-offs not priced)" : "";
+  // pipeline_if_faster).
+  if (best_staged) stage_memory(graph, costs, options, *best_staged, best_threads, best);
   return best;
 }
 
@@ -158,11 +168,16 @@ void add_split_and_stage_candidates(const Graph& graph, const CostTable& costs,
   if (options.samples > 1 && !listed("pipeline")) {
     PlanCandidate row = pipeline_candidate(graph, costs, options);
     if (row.rejected.empty()) {
-      row.rejected =
-          row.predicted_seconds < plan.plan.makespan
-              ? fmt::format("runs with `cleave run --plan pipeline` ({})", row.configuration)
-              : fmt::format("not faster than {} ({:.3f} ms)", plan.configuration,
-                            plan.plan.makespan * 1e3);
+      // Stages on a machine's devices are a plan file of their own (stage_plan.h).
+      const std::string runs =
+          options.machine
+              ? "a plan of its own: `cleave plan --strategy pipeline --machine FILE --samples N` "
+                "makes it, `mpirun cleave run --plan P --samples N` runs it"
+              : fmt::format("runs with `cleave run --plan pipeline` ({})", row.configuration);
+      row.rejected = row.predicted_seconds < plan.plan.makespan
+                         ? runs
+                         : fmt::format("not faster than {} ({:.3f} ms)", plan.configuration,
+                                       plan.plan.makespan * 1e3);
     }
     plan.candidates.push_back(std::move(row));
   }

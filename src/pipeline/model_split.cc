@@ -59,9 +59,11 @@ ModelSplit split_model_to_folder(const ModelSplitSettings& o) {
   }
   if (!o.config.empty()) options.split.layers = read_layer_configs(o.config);
   const std::string fingerprint = file_fingerprint(o.model);
+  // The graph every other family plans (the session's load, fused forms included), so that the
+  // split is the candidate table's spatial row; the files written are standard ONNX all the
+  // same (to_onnx writes the fused forms out), and the runners fuse them back.
   LoadOptions load;
   load.shapes = parse_input_shapes(o.shapes);
-  load.fuse_activations = false;  // sub-models must stay standard ONNX
   Graph graph = load_model(o.model, load);
   try {
     validate_layer_configs(graph, options.split);

@@ -50,6 +50,7 @@ SessionOptions session_options(const RankRunSettings& settings, const MpiSession
   SessionOptions options;
   options.load.shapes = parse_input_shapes(settings.shapes);
   options.load.optimize = settings.optimize;
+  options.load.fuse_exported_forms = settings.fuse_exported_forms;
   // A model loaded as it is (no passes rewrite its weights) need not be read whole: its weights,
   // external or embedded, stay on disk until this rank knows which of them its tasks read.
   if (!settings.optimize && options.load.shapes.empty() && !settings.read_whole_model)

@@ -18,6 +18,8 @@ struct RankRunSettings {
   std::string plan;  ///< A plan file whose worker count equals the ranks started.
   std::vector<std::string> shapes;
   bool optimize = true;
+  /// With `optimize` off: put back cleave's fused forms (LoadOptions::fuse_exported_forms).
+  bool fuse_exported_forms = false;
   bool plain_layouts = false;
   std::string layouts = "auto";  ///< auto means blocked here: no rank measures on its own.
   int threads = 1;               ///< Intra-op threads per rank asked for.

@@ -17,6 +17,7 @@
 #include "runtime/npy.h"
 #include "runtime/random_inputs.h"
 #include "spatial/manifest.h"
+#include "spatial/submodel_export.h"
 #include "support/error.h"
 
 namespace cleave {
@@ -107,10 +108,11 @@ void check_partitioned_graph(const Graph& graph, const SplitManifest& manifest,
   }
 }
 
-// Rank 0's inputs: --input files, checked against the split's inputs, and seeded random values
-// for the others (the values `cleave run --seed` makes for the whole model).
+// Rank 0's inputs of stream sample `sample`: --input files, checked against the split's inputs,
+// and seeded random values for the others (the values `cleave run --seed` makes for the whole
+// model's sample `sample`).
 std::map<std::string, Tensor> split_inputs(const SplitRunSettings& settings,
-                                           const SplitManifest& manifest) {
+                                           const SplitManifest& manifest, int sample) {
   std::map<std::string, Tensor> given;
   for (const auto& [name, file] : input_file_specs(settings.inputs)) given[name] = read_npy(file);
   std::map<std::string, Tensor> inputs;
@@ -130,7 +132,8 @@ std::map<std::string, Tensor> split_inputs(const SplitRunSettings& settings,
     value.name = input.name;
     value.dtype = input.dtype;
     value.shape = Shape::of(input.shape);
-    inputs[input.name] = random_tensor(value, settings.seed * 1000003 + index);
+    const uint64_t seed = settings.seed + static_cast<uint64_t>(sample);
+    inputs[input.name] = random_tensor(value, seed * 1000003 + index);
   }
   return inputs;
 }
@@ -142,6 +145,8 @@ nlohmann::json split_report(const SplitRunSettings& settings, const nlohmann::js
   for (const char* key : {"ranks", "threads_per_rank", "threads_requested"}) report[key] = run[key];
   report["layouts"] = settings.layouts;
   report["latency_ms"] = run["latency_ms"];
+  for (const char* key : {"samples", "throughput_samples_per_s", "sample_latency_ms"})
+    report[key] = run[key];
   nlohmann::json ranks = nlohmann::json::array();
   for (const nlohmann::json& rank : run["per_rank"]) {
     nlohmann::json entry;
@@ -164,6 +169,10 @@ void print_split_report(const SplitRunSettings& settings, const nlohmann::json& 
   text.threads = fmt::format("{} rank(s) x {} thread(s)", report["ranks"].get<int>(),
                              report["threads_per_rank"].get<int>());
   if (!threads_line.empty()) text.before_plan.push_back(threads_line + "\n");
+  text.before_plan.push_back(fmt::format(
+      "stream     {} sample(s): {:.1f} samples/s, per-sample latency median {:.3f} ms\n",
+      report["samples"].get<int>(), report["throughput_samples_per_s"].get<double>(),
+      report["sample_latency_ms"]["median"].get<double>()));
   for (const auto& entry : report["per_rank"]) {
     text.before_plan.push_back(fmt::format(
         "rank {:<5} sent {:.2f} MiB in {} messages, peak RSS {:.1f} MiB\n",
@@ -180,12 +189,16 @@ int run_split_on_ranks(const SplitRunSettings& settings) {
   RankRunSettings ranks;
   ranks.model = (folder / "partitioned.onnx").string();
   ranks.plan = (folder / "plan.json").string();
-  ranks.optimize = false;  // The graph plan.json was made for (write_split_folder).
+  // The graph plan.json was made for (write_split_folder, partitioned_load_options).
+  const LoadOptions load = partitioned_load_options();
+  ranks.optimize = load.optimize;
+  ranks.fuse_exported_forms = load.fuse_exported_forms;
   ranks.layouts = settings.layouts;
   ranks.threads = settings.threads;
   ranks.fixed_threads = settings.fixed_threads;
   ranks.warmup = settings.warmup;
   ranks.repeat = settings.repeat;
+  ranks.samples = settings.samples;
   ranks.output_dir = settings.output_dir;
   ranks.files_read = files_read(settings);
   ranks.trace_file = settings.trace_file;
@@ -198,8 +211,8 @@ int run_split_on_ranks(const SplitRunSettings& settings) {
   ranks.loaded = [manifest, origin = ranks.model](const Graph& graph) {
     check_partitioned_graph(graph, *manifest, origin);
   };
-  ranks.inputs = [&settings, manifest](const Graph&, int) {
-    return split_inputs(settings, *manifest);
+  ranks.inputs = [&settings, manifest](const Graph&, int sample) {
+    return split_inputs(settings, *manifest, sample);
   };
   const RankRunResult result = run_plan_on_ranks(ranks);
   if (!result.reported) return result.exit_code;

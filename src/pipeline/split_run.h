@@ -15,6 +15,9 @@ struct SplitRunSettings {
   std::string output_dir;
   int warmup = 0;
   int repeat = 1;
+  /// Samples streamed through the ranks per repeat (each rank starting the next sample's part
+  /// while the others work on earlier ones, as `mpirun cleave run --samples`).
+  int samples = 1;
   int threads = 1;  ///< Intra-op threads per rank asked for.
   /// Keep `threads` whatever the load; else the ranks of a host share the cores other processes
   /// leave free (rank_threads_for, runtime/wait_policy.h).
@@ -33,9 +36,11 @@ struct SplitRunSettings {
 /// running machine r's nodes, each value another machine reads (the regions the manifest
 /// lists) one checked message. A manifest that is malformed, names files outside DIR, was made
 /// from another model than --model, has a machine count other than the ranks, or disagrees with
-/// the partitioned graph is refused on every rank before any work. Rank 0 reports and writes
-/// the outputs. The per-machine sub-models in DIR are an export format; no rank reads them.
-/// Returns the exit code.
+/// the partitioned graph is refused on every rank before any work. With `samples` > 1 the
+/// samples stream through the ranks (sample s's random inputs seeded with seed + s, as `cleave
+/// run --samples`; --input files are every sample's) and the report gives the throughput. Rank
+/// 0 reports and writes the first sample's outputs. The per-machine sub-models in DIR are an export
+/// format; no rank reads them. Returns the exit code.
 int run_split_on_ranks(const SplitRunSettings& settings);
 
 }  // namespace cleave

@@ -6,6 +6,7 @@
 
 #include "frontend/load.h"
 #include "spatial/manifest.h"
+#include "spatial/submodel_export.h"
 
 namespace cleave {
 
@@ -14,11 +15,9 @@ BenchedSplit load_benched_split(const std::string& dir, const std::string& model
   const SplitFolderFiles files = split_folder_files(dir);
   SplitManifest manifest = read_manifest(files.manifest);
   require_split_of(manifest, dir, model);
-  LoadOptions load;
-  load.shapes = parse_input_shapes(shapes);
-  load.optimize = false;  // the graph plan.json was made for
   BenchedSplit out;
-  out.graph = load_model(files.partitioned, load);
+  // The graph plan.json was made for.
+  out.graph = load_model(files.partitioned, partitioned_load_options(shapes));
   out.plan = read_model_plan(files.plan, out.graph, cores_on_this_host);
   out.machines = static_cast<int>(manifest.steps.size());
   return out;

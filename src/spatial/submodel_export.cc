@@ -10,14 +10,19 @@
 
 namespace cleave {
 
+LoadOptions partitioned_load_options(const std::vector<std::string>& shapes) {
+  LoadOptions load;
+  load.shapes = parse_input_shapes(shapes);
+  load.optimize = false;  // No pass may rewrite the nodes the plan places.
+  load.fuse_exported_forms = true;
+  return load;
+}
+
 void write_partitioned_graph(const PartitionedGraph& split, const std::string& onnx_path,
                              const std::string& plan_path) {
   export_onnx(split.graph, onnx_path);
-  // The plan is made for the graph `cleave run partitioned.onnx --no-optimize` will load, so
-  // its fingerprint matches.
-  LoadOptions load;
-  load.optimize = false;
-  Graph reloaded = load_model(onnx_path, load);
+  // The plan is made for the graph the runners load, so its fingerprint matches.
+  Graph reloaded = load_model(onnx_path, partitioned_load_options());
   write_model_plan(
       plan_path,
       split_plan(reloaded, split, static_costs(reloaded), cpu_machine(split.machines, 1)),

@@ -21,6 +21,9 @@ inline constexpr double kMaxSeconds = 1e9;
 inline constexpr double kMaxBytes = 1e18;
 /// The most timed or warm-up rounds one option may ask for.
 inline constexpr int64_t kMaxRounds = 1000000;
+/// The most samples one run may stream or plan for: each holds its inputs and outputs in memory
+/// for the whole run.
+inline constexpr int64_t kMaxSamples = 4096;
 /// The longest timeout any option accepts (one week): a rank that waits longer than this has
 /// hung, and larger values (1e300) overflow the deadline arithmetic.
 inline constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600;

@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -133,6 +135,66 @@ TEST_F(CodegenCommand, TheWrittenPlanRecordsTheConvolutionFamilyOfTheGeneratedCo
         nlohmann::json::parse(read_text_file(path("gen-" + family + "/plan.json")));
     EXPECT_EQ(written.value("convolution_family", ""), family) << family;
   }
+}
+
+// Two ranks with 100 us links at 1 GB/s.
+std::string write_two_rank_machine(const std::string& file) {
+  std::ofstream(file) << R"({"devices": [{"name": "rank0"}, {"name": "rank1"}],
+    "bandwidth": [[0, 1e9], [1e9, 0]], "latency": [[0, 1e-4], [1e-4, 0]]})";
+  return file;
+}
+
+// The generated program's plan carries the one simulator's prediction for the machine file's
+// ranks: the same as `cleave plan --machine`'s for the same plan, with rank 0's hand-out of `x`
+// to the other branch's rank priced (that branch starts only once `x` can have arrived).
+TEST_F(CodegenCommand, RankPlanRecordsThePlanCommandsPredictionWithTheHandOut) {
+  const std::string machine = write_two_rank_machine(path("two.json"));
+  CommandOutput planned =
+      cleave("plan m.onnx --strategy lc --costs static --json --machine " + machine);
+  ASSERT_EQ(planned.exit_code, 0) << planned.text;
+  const nlohmann::json plan = nlohmann::json::parse(planned.text);
+  CommandOutput generated = cleave(
+      "codegen m.onnx --plan auto --strategy lc --costs static --lang cpp --ranks "
+      "--layouts blocked --json -o gen --machine " +
+      machine);
+  ASSERT_EQ(generated.exit_code, 0) << generated.text;
+  const nlohmann::json report = nlohmann::json::parse(generated.text);
+  const nlohmann::json written = nlohmann::json::parse(read_text_file(path("gen/plan.json")));
+  EXPECT_EQ(written["order"], plan["order"]);
+  EXPECT_DOUBLE_EQ(written["makespan"].get<double>(), plan["makespan"].get<double>());
+  EXPECT_DOUBLE_EQ(report["predicted_seconds"].get<double>(), plan["makespan"].get<double>());
+  std::map<std::string, nlohmann::json> task_of;
+  for (const auto& task : written["task_graph"]["tasks"]) task_of[task["name"]] = task;
+  int handed_out = 0;
+  for (const auto& placed : written["tasks"]) {
+    const nlohmann::json& task = task_of[placed["task"].get<std::string>()];
+    if (placed["worker"] != "rank1" || !task.contains("model_inputs")) continue;
+    for (const auto& input : task["model_inputs"]) {
+      ++handed_out;
+      EXPECT_GE(placed["start"].get<double>(), 1e-4 + input["bytes"].get<double>() / 1e9)
+          << task["name"];
+    }
+  }
+  EXPECT_GT(handed_out, 0) << "lc puts a branch reading x on rank 1";
+}
+
+TEST_F(CodegenCommand, MachineWithoutRanksAndAutoOrABadMachineFileAreRefused) {
+  const std::string machine = write_two_rank_machine(path("two.json"));
+  for (const std::string& arguments :
+       {"--plan auto --lang cpp --machine " + machine,
+        "--plan plan.json --lang cpp --ranks --machine " + machine}) {
+    CommandOutput result = cleave("codegen m.onnx " + arguments + " -o gen");
+    EXPECT_EQ(result.exit_code, 1) << arguments;
+    EXPECT_NE(result.text.find("--machine takes --ranks and --plan auto"), std::string::npos)
+        << result.text;
+    EXPECT_FALSE(fs::exists(path("gen"))) << arguments;
+  }
+  std::ofstream(path("bad.json")) << R"({"devices": []})";
+  CommandOutput bad = cleave("codegen m.onnx --plan auto --lang cpp --ranks --machine " +
+                             path("bad.json") + " -o gen");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.text.find("bad.json"), std::string::npos) << bad.text;
+  EXPECT_FALSE(fs::exists(path("gen")));
 }
 
 TEST_F(CodegenCommand, RanksWithoutAPlanOrWithPytorchAreRefusedAndWriteNothing) {

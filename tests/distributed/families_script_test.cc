@@ -310,9 +310,9 @@ TEST_F(FamiliesScript, RunsEveryFamilyAndCleansUp) {
   EXPECT_EQ(cluster_leftovers(), std::set<std::string>{});
 }
 
-// With --samples 2 every plan is for 2 samples and runs them on the ranks, data-parallel's
-// own plan included; the stages and the split are listed with why they are not run.
-TEST_F(FamiliesScript, RunsTheDataParallelRowOnRanksForSeveralSamples) {
+// With --samples 2 every family runs its 2 samples on the ranks: data-parallel's own plan, the
+// pipelined stages (a plan of a stage per rank) and the split (`run-split --samples 2`).
+TEST_F(FamiliesScript, RunsEveryFamilyOnRanksForSeveralSamples) {
   if (!cluster_available()) GTEST_SKIP() << "needs root, cgroup v1 cpu, tc and mpicc";
   ASSERT_EQ(cleave("gen inception --blocks 2 --channels 8 -o " + path("m.onnx")).exit_code, 0);
   const CommandResult result = families("--models " + path("m.onnx") +
@@ -321,21 +321,28 @@ TEST_F(FamiliesScript, RunsTheDataParallelRowOnRanksForSeveralSamples) {
                                         logging_cleave());
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const std::string table = read_text(path("out.md"));
-  EXPECT_TRUE(std::regex_search(
-      table, std::regex(R"(\| data-parallel \| [^|]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|)")))
-      << table;
-  EXPECT_NE(table.find("not run: stages run only as threads of one process (no MPI form)"),
-            std::string::npos)
-      << table;
-  EXPECT_NE(table.find("not run: run-split runs one sample per run (no --samples)"),
-            std::string::npos)
-      << table;
-  EXPECT_TRUE(calls("split").empty());
-  for (const std::string& plan : calls("plan"))
+  for (const char* family : {"data-parallel", "pipeline", "spatial"}) {
+    EXPECT_TRUE(
+        std::regex_search(table, std::regex(std::string(R"(\| )") + family +
+                                            R"( \| [^|]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|)")))
+        << family << "\n"
+        << table;
+  }
+  EXPECT_EQ(table.find("not run:"), std::string::npos) << table;
+  std::size_t pipeline_plans = 0;
+  for (const std::string& plan : calls("plan")) {
     EXPECT_NE(plan.find("--samples 2"), std::string::npos) << plan;
+    pipeline_plans += plan.find("--strategy pipeline") != std::string::npos;
+  }
+  EXPECT_EQ(pipeline_plans, 1u);
   const std::vector<std::string> runs = calls("run");
   ASSERT_FALSE(runs.empty());
   for (const std::string& run : runs) EXPECT_NE(run.find("--samples 2"), std::string::npos) << run;
+  // One line per rank of the run.
+  const std::vector<std::string> split_runs = calls("run-split");
+  ASSERT_FALSE(split_runs.empty());
+  for (const std::string& run : split_runs)
+    EXPECT_NE(run.find("--samples 2"), std::string::npos) << run;
 }
 
 // Ctrl-C (SIGINT to the script's process group) in the middle of a run on the ranks: exit 130,

@@ -108,6 +108,49 @@ TEST_F(MpiRunTest, RanksRunTheConvolutionFamilyThePlanWasCostedIn) {
   EXPECT_EQ(nlohmann::json::parse(asked.out)["layouts"]["family"], "blocked");
 }
 
+// Pipelined stages on ranks: `cleave plan --strategy pipeline --machine` cuts the model into a
+// stage per rank for a stream of samples, and the MPI executor runs it as any plan: every
+// sample's outputs are the single process's, and both ranks work.
+TEST_F(MpiRunTest, PipelinedStagesOnTwoRanksEqualTheSingleProcessRun) {
+  std::ofstream(path("two.json")) << R"({"devices": [{"name": "rank0"}, {"name": "rank1"}],
+    "bandwidth": [[0, 1e9], [1e9, 0]], "latency": [[0, 1e-4], [1e-4, 0]]})";
+  CommandResult made =
+      cleave("plan " + path("model.onnx") + " --costs static --strategy pipeline --machine " +
+             path("two.json") + " --samples 4 --json -o " + path("stages.json"));
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const nlohmann::json plan = nlohmann::json::parse(made.out);
+  EXPECT_EQ(plan["family"], "pipeline");
+  EXPECT_EQ(plan["configuration"], "2 stages, one per device");
+  const std::string common = " --layouts blocked --seed 4 ";
+  CommandResult single =
+      cleave("run " + path("model.onnx") + common + "--output-dir " + path("single"));
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  CommandResult ranks = mpirun(2, "run " + path("model.onnx") + " --plan " + path("stages.json") +
+                                      common + "--samples 4 --json --output-dir " + path("ranks"));
+  ASSERT_EQ(ranks.exit_code, 0) << ranks.err << ranks.out;
+  nlohmann::json report = nlohmann::json::parse(ranks.out);
+  EXPECT_EQ(report["samples"], 4);
+  EXPECT_EQ(report["plan"]["samples_per_run"], 4);
+  for (const auto& rank : report["per_rank"]) EXPECT_GT(rank["tasks"].get<double>(), 0) << rank;
+  EXPECT_GT(report["per_rank"][0]["bytes_sent"].get<double>(), 0);
+  EXPECT_EQ(outputs_in("ranks"), outputs_in("single"));
+}
+
+TEST_F(MpiRunTest, PipelineStrategyWithoutAMachineOrOnOneDeviceIsRefused) {
+  CommandResult threads =
+      cleave("plan " + path("model.onnx") + " --costs static --strategy pipeline --samples 4");
+  EXPECT_NE(threads.exit_code, 0);
+  EXPECT_NE(threads.err.find("cleave run --plan pipeline"), std::string::npos) << threads.err;
+  std::ofstream(path("one.json")) << R"({"devices": [{"name": "rank0"}]})";
+  CommandResult one = cleave("plan " + path("model.onnx") +
+                             " --costs static --strategy pipeline --samples 4 --machine " +
+                             path("one.json") + " -o " + path("p.json"));
+  EXPECT_NE(one.exit_code, 0);
+  EXPECT_NE(one.err.find("pipeline: needs a machine of two devices or more"), std::string::npos)
+      << one.err;
+  EXPECT_FALSE(std::filesystem::exists(path("p.json")));
+}
+
 TEST_F(MpiRunTest, StreamOfSamplesReportsThroughputAndLatencyPerSample) {
   CommandResult result =
       mpirun(2, "run " + path("model.onnx") + " --plan " + plan("lc", 2) +

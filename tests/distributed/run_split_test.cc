@@ -152,6 +152,39 @@ TEST_F(RunSplitTest, TwoRanksEqualTheWholeModel) {
   EXPECT_NE(expected.to_double_vector(), std::vector<double>(16, 0.0));
 }
 
+// A stream of samples through the split: every sample's message crosses the ranks in one
+// call, the report gives the stream's throughput, and the first sample's outputs are still
+// the whole model's.
+TEST_F(RunSplitTest, SamplesStreamThroughTheRanks) {
+  ASSERT_EQ(
+      cleave("run " + path("whole.onnx") + " --seed 4 --output-dir " + path("whole")).exit_code, 0);
+  CommandResult result =
+      mpirun(2, "run-split " + path("split") +
+                    " --seed 4 --samples 3 --repeat 2 --json --output-dir " + path("ranks"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  nlohmann::json report = nlohmann::json::parse(result.out);
+  EXPECT_EQ(report["samples"], 3);
+  EXPECT_GT(report["throughput_samples_per_s"].get<double>(), 0);
+  EXPECT_EQ(report["sample_latency_ms"]["per_sample"].size(), 3u);
+  // Rank 1 sends its rows back once per sample.
+  EXPECT_EQ(report["per_rank"][1]["messages_sent"], 3);
+  EXPECT_EQ(read_npy(path("ranks/y.npy")).to_double_vector(),
+            read_npy(path("whole/y.npy")).to_double_vector());
+  CommandResult text = mpirun(2, "run-split " + path("split") + " --samples 2");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("stream     2 sample(s): "), std::string::npos) << text.out;
+}
+
+TEST_F(RunSplitTest, SamplesOutsideOneTo4096AreRefused) {
+  for (const char* value : {"0", "-2", "4097", "1e30", "two"}) {
+    CommandResult result = cleave("run-split " + path("split") + " --samples=" + value);
+    EXPECT_NE(result.exit_code, 0) << value;
+    EXPECT_NE(result.err.find("--samples"), std::string::npos) << value << ": " << result.err;
+    EXPECT_NE(result.err.find("expected an integer"), std::string::npos)
+        << value << ": " << result.err;
+  }
+}
+
 TEST_F(RunSplitTest, TheLayoutsOptionReachesEveryRank) {
   CommandResult result =
       mpirun(2, "run-split " + path("split") +

@@ -172,6 +172,43 @@ TEST_F(SplitCommand, BenchRefusesASplitOfAnotherModel) {
   EXPECT_NE(r.err.find("not a split folder"), std::string::npos) << r.err;
 }
 
+// The split is searched and planned on the graph every other family plans (Conv+Relu fused):
+// its tasks are the fused nodes, its files standard ONNX all the same, and its outputs the
+// model's.
+TEST_F(SplitCommand, SplitsTheFusedGraphAndItsTasksAreTheFusedNodes) {
+  export_onnx(parse_graph(R"(graph main [ai.onnx=17] (%x: f32[1,2,8,8]) {
+  @w1: f32[4,2,3,3] = [0.1, -0.2, 0.3, 0.05, 0.2, -0.1, 0.4, 0.1, -0.3, 0.2, 0.1, -0.1, 0.3, -0.2, 0.1, 0.05, 0.2, -0.3, 0.1, 0.2, -0.1, 0.3, 0.1, -0.2, 0.05, 0.1, 0.2, -0.1, 0.3, 0.2, -0.2, 0.1, 0.1, 0.05, -0.1, 0.2, 0.3, -0.2, 0.1, 0.2, -0.1, 0.1, 0.05, 0.2, -0.3, 0.1, 0.2, -0.1, 0.3, 0.1, -0.2, 0.05, 0.1, 0.2, -0.1, 0.3, 0.2, -0.2, 0.1, 0.1, 0.05, -0.1, 0.2, 0.3, -0.2, 0.1, 0.2, -0.1, 0.1, 0.05, 0.2, -0.3]
+  @w2: f32[2,4,1,1] = [0.5, -0.25, 0.125, 0.75, -0.5, 0.25, 0.375, -0.125]
+  %c1 = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w1)
+  %r1 = Relu(%c1)
+  %c2 = Conv[kernel_shape=[1,1]](%r1, @w2)
+  %y = Relu(%c2)
+  return %y
+})"),
+              path("conv_relu.onnx"));
+  const std::string dir = path("fused");
+  CommandResult r =
+      cleave("split " + path("conv_relu.onnx") + " --nodes 2 --dim h --json -o " + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const BenchedSplit split =
+      load_benched_split(dir, path("conv_relu.onnx"), {}, /*cores_on_this_host=*/false);
+  int fused_convs = 0;
+  for (const Task& task : split.plan.tasks.tasks) {
+    const Node& node = split.graph.node(task.node);
+    EXPECT_NE(node.op_type, "Relu") << node.name << ": a Relu the split should have fused";
+    const Attribute* activation = node.attribute("activation");
+    fused_convs += node.op_type == "Conv" && activation && activation->s == "Relu";
+  }
+  // Each of the two Conv+Relu pairs on each of the two machines.
+  EXPECT_EQ(fused_convs, 4);
+  EXPECT_LT(recombined_error(path("conv_relu.onnx"), dir), 1e-4);
+  const std::string check =
+      "/usr/bin/python3 -c \"import onnx,glob,sys; [onnx.checker.check_model(onnx.load(f)) "
+      "for f in glob.glob(sys.argv[1] + '/*.onnx')]\" " +
+      dir;
+  EXPECT_EQ(std::system(check.c_str()), 0);
+}
+
 TEST_F(SplitCommand, RefusesAnUnsplittableRequestAndWritesNothing) {
   Graph g = parse_graph(R"(graph main [ai.onnx=17] (%x: f32[1,10]) {
   %y: f32[1,10] = Softmax[axis=1](%x)
