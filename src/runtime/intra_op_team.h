@@ -28,10 +28,11 @@ NodeWork node_work(const Node& node, std::span<const Tensor* const> inputs);
 /// bitwise comparisons of a plan's run with the sequential run rely on.
 int intra_op_team(const NodeWork& work, int threads);
 
-/// Floating-point work below which a second thread costs more than it saves: a 2-thread team's
-/// fork and join took 3 to 5 us per node on Zen 5 (docs/results/heldout-speed.md, 2026-11-29).
+/// Floating-point work below which a second thread costs more than it saves: an empty 2-thread
+/// region took 2.8 us on Zen 5, and nodes under ~2 million FLOPs were 3-5 us slower on 2 threads
+/// than on 1 (docs/results/heldout-speed.md, 2026-11-29).
 inline constexpr double kIntraOpFlopsPerThread = 1e6;
-/// The same for integer products, which oneDNN's VNNI kernels compute ~4x faster per op.
+/// The same for integer products: a VNNI instruction does 4 int8 multiply-adds per lane.
 inline constexpr double kIntraOpIntegerOpsPerThread = 4e6;
 /// Bytes read and written per thread below which a node runs on one.
 inline constexpr double kIntraOpBytesPerThread = 256.0 * 1024;
