@@ -20,6 +20,7 @@
 
 #include "ir/text.h"
 #include "runtime/executor.h"
+#include "runtime/intra_op_team.h"
 #include "runtime/kernel.h"
 #include "runtime/pinning.h"
 #include "runtime/task_loop.h"
@@ -77,6 +78,7 @@ struct StaticProgram::Impl {
     const KernelInfo* info = nullptr;
     bool blocked_outputs_allowed = false;
     std::unique_ptr<Kernel> kernel;
+    int team = 1;  // The kernel's intra-op threads, chosen as `cleave run` chooses them.
     std::vector<const Tensor*> inputs;
     std::vector<bool> constant;
     std::vector<Tensor*> outputs;
@@ -170,6 +172,7 @@ struct StaticProgram::Impl {
     Step& step = steps[index];
     const StaticStep& entry = tables.steps[index];
     const Node& node = graph.node(step.node);
+    step.team = intra_op_team(node_work(node, step.inputs), threads_per_worker);
     KernelContext context{graph,
                           step.node,
                           node,
@@ -177,10 +180,13 @@ struct StaticProgram::Impl {
                           step.inputs,
                           step.constant,
                           engine,
-                          threads_per_worker,
+                          step.team,
                           step.blocked_outputs_allowed,
                           tables.blocked_layouts ? family : ConvolutionFamily::kBlocked};
-    step.kernel = step.info->create(context);
+    {
+      const IntraOpTeamScope team(step.team);
+      step.kernel = step.info->create(context);
+    }
     const std::vector<OutputSpec> specs = step.kernel->output_specs();
     if (specs.size() != step.outputs.size()) {
       throw Error(fmt::format("step {}: the kernel makes {} outputs, the program planned {}",
@@ -394,7 +400,10 @@ void StaticProgram::step(int index) {
       return;
     }
     dnnl::stream& stream = *s.streams[s.tables.steps[index].worker];
-    step.kernel->run(step.inputs, step.outputs, stream);
+    {
+      const IntraOpTeamScope team(step.team);
+      step.kernel->run(step.inputs, step.outputs, stream);
+    }
     stream.wait();
   } catch (const Error& e) {
     throw Error(fmt::format("step {}: {}", s.tables.steps[index].node, e.what()));

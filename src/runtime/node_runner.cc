@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <new>
 
+#include "runtime/intra_op_team.h"
+
 namespace cleave {
 
 namespace {
@@ -127,6 +129,7 @@ void NodeRunner::run(const std::vector<const Tensor*>& inputs, const std::vector
                                            dtype_name(type)));
       }
     }
+    team_ = intra_op_team(node_work(node, inputs), threads);
     KernelContext context{*graph_,
                           node_,
                           node,
@@ -134,11 +137,12 @@ void NodeRunner::run(const std::vector<const Tensor*>& inputs, const std::vector
                           inputs,
                           constant,
                           engine,
-                          threads,
+                          team_,
                           blocked_outputs_allowed_,
                           convolution_family_,
                           claim_pool_};
     try {
+      const IntraOpTeamScope team(team_);
       kernel_ = info_->create(context);
     } catch (const UnsupportedError&) {
       throw;
@@ -194,6 +198,7 @@ void NodeRunner::run(const std::vector<const Tensor*>& inputs, const std::vector
     }
     output_pointers.push_back(&outputs[i]);
   }
+  const IntraOpTeamScope team(team_);
   kernel_->run(inputs, output_pointers, stream);
 }
 

@@ -35,6 +35,9 @@ class NodeRunner {
   std::string implementation() const { return kernel_ ? kernel_->implementation() : ""; }
   /// The prepared kernel; null before the first run.
   const Kernel* kernel() const { return kernel_.get(); }
+  /// The intra-op threads the prepared kernel was made for and runs on (intra_op_team.h): the
+  /// threads given when it was prepared, or fewer for a small node; 0 before the first run.
+  int team() const { return team_; }
   /// Whether the node's outputs have a shape known only at run time (run_time_nodes): their
   /// buffers then come from BufferPool::acquire_run_time. Off until set.
   void set_shaped_at_run_time(bool shaped) { shaped_at_run_time_ = shaped; }
@@ -48,6 +51,7 @@ class NodeRunner {
   ClaimPool* claim_pool_ = nullptr;
   bool shaped_at_run_time_ = false;
   int64_t opset_;
+  int team_ = 0;
   std::unique_ptr<Kernel> kernel_;
   std::vector<OutputSpec> specs_;
   // What the kernel was made for, per input: absent, or its type, shape and oneDNN layout.

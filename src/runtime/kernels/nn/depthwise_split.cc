@@ -1,13 +1,12 @@
 // Convolutions split into output-channel-block runs (depthwise_split.h).
 #include "runtime/kernels/nn/depthwise_split.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <span>
 
 #include "runtime/claim_pool.h"
 #include "runtime/cpu_isa.h"
+#include "runtime/intra_op_team.h"
 
 namespace cleave::conv_detail {
 
@@ -75,8 +74,7 @@ std::vector<ChannelPart> split_channel_blocks(
       depthwise ? kernel_volume : user_dims[1] * user_dims[2] * user_dims[3];
   const int64_t input_pixels = input_shape[2] * input_shape[3];
   const int64_t output_pixels = p.output_shape[2] * p.output_shape[3];
-  const int team = omp_get_max_threads();
-  omp_set_num_threads(1);  // oneDNN fixes a primitive's team when it is created.
+  const IntraOpTeamScope one_thread(1);  // Each part's primitive runs on one thread.
   std::vector<ChannelPart> parts;
   for (int64_t part = 0; part < part_count; ++part) {
     // Earlier parts take the extra block, so that a partly filled last block has less company.
@@ -100,10 +98,7 @@ std::vector<ChannelPart> split_channel_blocks(
     auto descriptor = make_descriptor<dnnl::convolution_forward>(
         slice, native_channel_blocks(slice_input), native_channel_blocks(slice.output_shape),
         has_bias, attr, context.engine);
-    if (is_slow(implementation_name(descriptor))) {
-      omp_set_num_threads(team);
-      return {};
-    }
+    if (is_slow(implementation_name(descriptor))) return {};
     ChannelPart channel_part;
     channel_part.step = DnnlStep(dnnl::convolution_forward(descriptor), descriptor, context.engine);
     channel_part.step.declare(DNNL_ARG_SRC, descriptor.src_desc());
@@ -120,7 +115,6 @@ std::vector<ChannelPart> split_channel_blocks(
     channel_part.destination_offset = static_cast<std::size_t>(first * output_pixels);
     parts.push_back(std::move(channel_part));
   }
-  omp_set_num_threads(team);
   return parts;
 }
 

@@ -1,0 +1,54 @@
+// How many of a worker's intra-op threads one node's kernel uses, fixed when the kernel is made.
+#pragma once
+
+#include <span>
+
+#include "ir/graph.h"
+#include "runtime/tensor.h"
+
+namespace cleave {
+
+/// The work of one node as its kernel is made: estimated from the node's attributes and the
+/// shapes of the inputs it is made for, never from the graph's inferred shapes, so that every
+/// executor and generated program that makes the kernel for these inputs estimates the same.
+struct NodeWork {
+  double flops = 0;      ///< Multiply-adds count 2; 0 where the op is not a convolution or product.
+  double bytes = 0;      ///< Bytes read, and written by an output the size of the largest input.
+  bool integer = false;  ///< Integer products (QLinearConv, MatMulInteger, ...): VNNI's rate.
+  /// Work that cannot be estimated here (sub-graphs, recurrences): the node keeps every thread.
+  bool unknown = false;
+};
+
+/// The estimate for `node` made for `inputs` (nullptr for an omitted input).
+NodeWork node_work(const Node& node, std::span<const Tensor* const> inputs);
+
+/// The intra-op team for a node of this work when `threads` are available: one thread per
+/// kIntraOpFlopsPerThread (or bytes per kIntraOpBytesPerThread), at least 1, at most
+/// `threads`. Deterministic: the same node and input shapes give the same team, which the
+/// bitwise comparisons of a plan's run with the sequential run rely on.
+int intra_op_team(const NodeWork& work, int threads);
+
+/// Floating-point work below which a second thread costs more than it saves: an empty 2-thread
+/// region took 2.8 us on Zen 5, and nodes under ~2 million FLOPs were 3-5 us slower on 2 threads
+/// than on 1 (docs/results/heldout-speed.md, 2026-11-29).
+inline constexpr double kIntraOpFlopsPerThread = 1e6;
+/// The same for integer products: a VNNI instruction does 4 int8 multiply-adds per lane.
+inline constexpr double kIntraOpIntegerOpsPerThread = 4e6;
+/// Bytes read and written per thread below which a node runs on one.
+inline constexpr double kIntraOpBytesPerThread = 256.0 * 1024;
+
+/// Holds OpenMP's team for the calling thread at `team` while in scope (oneDNN fixes a
+/// primitive's team when it is created, and its run-time loops read the team again); restores
+/// the team found on entry. Only lowers it: a team at or above the current one changes nothing.
+class IntraOpTeamScope {
+ public:
+  explicit IntraOpTeamScope(int team);
+  ~IntraOpTeamScope();
+  IntraOpTeamScope(const IntraOpTeamScope&) = delete;
+  IntraOpTeamScope& operator=(const IntraOpTeamScope&) = delete;
+
+ private:
+  int saved_ = 0;  ///< 0: nothing changed.
+};
+
+}  // namespace cleave

@@ -1,0 +1,187 @@
+// Each node's intra-op team: small nodes on one thread, big products on every thread given.
+#include "runtime/intra_op_team.h"
+
+#include <fmt/core.h>
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <string>
+#include <vector>
+
+#include "bitwise_equal.h"
+#include "ir/text.h"
+#include "runtime/executor.h"
+#include "runtime/node_runner.h"
+#include "runtime/random_inputs.h"
+#include "text_numbers.h"
+
+namespace cleave {
+namespace {
+
+NodeId producer(const Graph& graph, const std::string& value) {
+  return graph.value(*graph.find_value(value)).producer;
+}
+
+// The team NodeRunner prepares the producer of `value` with, given `threads`; graph inputs
+// get seeded values, initializers their data.
+int prepared_team(const Graph& graph, const std::string& value, int threads) {
+  const NodeId id = producer(graph, value);
+  const Node& node = graph.node(id);
+  const SampleInputs given = random_inputs(graph, 1);
+  std::vector<Tensor> tensors;
+  std::vector<bool> constant;
+  tensors.reserve(node.inputs.size());
+  for (ValueId input : node.inputs) {
+    const Value& v = graph.value(input);
+    constant.push_back(v.initializer.has_value());
+    tensors.push_back(v.initializer
+                          ? Tensor::borrow(v.dtype, v.shape.sizes(), v.initializer->bytes->data())
+                          : given.at(v.name));
+  }
+  std::vector<const Tensor*> inputs;
+  for (const Tensor& tensor : tensors) inputs.push_back(&tensor);
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  BufferPool pool;
+  NodeRunner runner(graph, id, /*blocked_outputs_allowed=*/false);
+  std::vector<Tensor> outputs;
+  runner.run(inputs, constant, outputs, pool, engine, stream, threads);
+  stream.wait();
+  return runner.team();
+}
+
+TEST(IntraOpTeam, ATinyAddRunsOnOneThreadOfTwo) {
+  const Graph graph = parse_graph(R"(graph main [ai.onnx=17] (%a: f32[1,16], %b: f32[1,16]) {
+  %y: f32[1,16] = Add(%a, %b)
+  return %y
+})");
+  EXPECT_EQ(prepared_team(graph, "y", 2), 1);
+}
+
+TEST(IntraOpTeam, ABigConvUsesEveryThreadGiven) {
+  // 2 * 9216 weights * 56 * 56 pixels: 58 million FLOPs, 57 threads' worth.
+  const Graph graph = parse_graph(fmt::format(R"(graph main [ai.onnx=17] (%x: f32[1,32,56,56]) {{
+  @w: f32[32,32,3,3] = [{}]
+  %y: f32[1,32,56,56] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w)
+  return %y
+}})",
+                                              text_numbers(32 * 32 * 9, 1)));
+  EXPECT_EQ(prepared_team(graph, "y", 2), 2);
+  EXPECT_EQ(prepared_team(graph, "y", 4), 4);
+}
+
+TEST(IntraOpTeam, AStridedConvCountsItsOutputPixelsOnly) {
+  const Graph graph = parse_graph(fmt::format(R"(graph main [ai.onnx=17] (%x: f32[1,8,32,32]) {{
+  @w: f32[8,8,3,3] = [{}]
+  %y: f32[1,8,16,16] = Conv[kernel_shape=[3,3], pads=[1,1,1,1], strides=[2,2]](%x, @w)
+  return %y
+}})",
+                                              text_numbers(8 * 8 * 9, 2)));
+  const NodeId id = producer(graph, "y");
+  const Tensor x = Tensor::allocate(DataType::kFloat, {1, 8, 32, 32});
+  const Tensor w = Tensor::allocate(DataType::kFloat, {8, 8, 3, 3});
+  const std::vector<const Tensor*> inputs{&x, &w};
+  // 2 * 576 weights * 16 * 16 output pixels.
+  EXPECT_DOUBLE_EQ(node_work(graph.node(id), inputs).flops, 2.0 * 576 * 256);
+}
+
+TEST(IntraOpTeam, QLinearConvReadsItsWeightAtInputThreeAndCountsAsInteger) {
+  Node node;
+  node.op_type = "QLinearConv";
+  const Tensor x = Tensor::allocate(DataType::kUInt8, {1, 16, 10, 10});
+  const Tensor w = Tensor::allocate(DataType::kInt8, {4, 16, 1, 1});
+  const Tensor scale = Tensor::allocate(DataType::kFloat, {});
+  const Tensor zero = Tensor::allocate(DataType::kUInt8, {});
+  const std::vector<const Tensor*> inputs{&x, &scale, &zero, &w, &scale, &zero};
+  const NodeWork work = node_work(node, inputs);
+  EXPECT_DOUBLE_EQ(work.flops, 2.0 * 64 * 100);
+  EXPECT_TRUE(work.integer);
+}
+
+TEST(IntraOpTeam, GemmReadsItsColumnCountThroughTransB) {
+  Node node;
+  node.op_type = "Gemm";
+  node.set_attribute("transB", Attribute::of_int(1));
+  const Tensor a = Tensor::allocate(DataType::kFloat, {3, 5});
+  const Tensor b = Tensor::allocate(DataType::kFloat, {7, 5});  // N = 7 rows, transposed
+  const std::vector<const Tensor*> inputs{&a, &b};
+  EXPECT_DOUBLE_EQ(node_work(node, inputs).flops, 2.0 * 3 * 5 * 7);
+}
+
+TEST(IntraOpTeam, MatMulCountsTheBroadcastBatchOfEitherSide) {
+  Node node;
+  node.op_type = "MatMul";
+  const Tensor a = Tensor::allocate(DataType::kFloat, {4, 2, 3});
+  const Tensor b = Tensor::allocate(DataType::kFloat, {3, 5});
+  const std::vector<const Tensor*> ab{&a, &b};
+  EXPECT_DOUBLE_EQ(node_work(node, ab).flops, 2.0 * 4 * 2 * 3 * 5);
+  const Tensor c = Tensor::allocate(DataType::kFloat, {2, 3});
+  const Tensor d = Tensor::allocate(DataType::kFloat, {4, 3, 5});
+  const std::vector<const Tensor*> cd{&c, &d};
+  EXPECT_DOUBLE_EQ(node_work(node, cd).flops, 2.0 * 4 * 2 * 3 * 5);
+}
+
+TEST(IntraOpTeam, TheTeamGrowsWithTheWorkUpToTheThreads) {
+  NodeWork work;
+  work.flops = 3.5 * kIntraOpFlopsPerThread;
+  EXPECT_EQ(intra_op_team(work, 8), 3);
+  EXPECT_EQ(intra_op_team(work, 2), 2);
+  work.integer = true;  // The same count of integer ops is less work.
+  EXPECT_EQ(intra_op_team(work, 8), 1);
+  NodeWork bytes;
+  bytes.bytes = 5 * kIntraOpBytesPerThread;
+  EXPECT_EQ(intra_op_team(bytes, 8), 5);
+  EXPECT_EQ(intra_op_team(NodeWork{}, 8), 1);
+  EXPECT_EQ(intra_op_team(NodeWork{}, 0), 1);
+}
+
+TEST(IntraOpTeam, RecurrencesAndSubgraphsKeepEveryThread) {
+  Node lstm;
+  lstm.op_type = "LSTM";
+  EXPECT_EQ(intra_op_team(node_work(lstm, {}), 4), 4);
+  Node loop;
+  loop.op_type = "Loop";
+  loop.set_attribute("body", Attribute::of_graph(std::make_shared<Graph>()));
+  EXPECT_EQ(intra_op_team(node_work(loop, {}), 4), 4);
+}
+
+TEST(IntraOpTeam, TheScopeLowersOpenMPsTeamAndPutsItBack) {
+  omp_set_num_threads(3);
+  {
+    const IntraOpTeamScope scope(1);
+    EXPECT_EQ(omp_get_max_threads(), 1);
+  }
+  EXPECT_EQ(omp_get_max_threads(), 3);
+  {
+    const IntraOpTeamScope scope(5);  // Never raises it.
+    EXPECT_EQ(omp_get_max_threads(), 3);
+  }
+  omp_set_num_threads(1);
+}
+
+// A model of small nodes only runs every node on one thread at 2 threads, kernels made and run
+// so: it computes the bits of its 1-thread run.
+TEST(IntraOpTeam, ASmallModelAtTwoThreadsComputesItsOneThreadBits) {
+  const Graph graph = parse_graph(fmt::format(R"(graph main [ai.onnx=17] (%x: f32[1,8,24,24]) {{
+  @w: f32[8,8,3,3] = [{}]
+  @b: f32[8] = [{}]
+  %c: f32[1,8,24,24] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w, @b)
+  %r: f32[1,8,24,24] = Relu(%c)
+  %p: f32[1,8,12,12] = MaxPool[kernel_shape=[2,2], strides=[2,2]](%r)
+  %g: f32[1,8,1,1] = GlobalAveragePool(%p)
+  %y: f32[1,8,1,1] = Sigmoid(%g)
+  return %y, %p
+}})",
+                                              text_numbers(8 * 8 * 9, 3), text_numbers(8, 4)));
+  const SampleInputs inputs = random_inputs(graph, 1);
+  ExecutorOptions one;
+  one.threads = 1;
+  ExecutorOptions two;
+  two.threads = 2;
+  Executor single(graph, one), pair(graph, two);
+  EXPECT_TRUE(bitwise_equal(single.run(inputs), pair.run(inputs)));
+  EXPECT_EQ(prepared_team(graph, "c", 2), 1);
+}
+
+}  // namespace
+}  // namespace cleave
