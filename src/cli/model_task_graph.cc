@@ -27,13 +27,17 @@ void add_model_load_options(CLI::App* command, ModelSettings& settings) {
   command->add_flag("-v,--verbose", settings.verbose, "Log each step");
 }
 
-Graph load_model_for(const ModelSettings& settings, bool weights_unread) {
+LoadOptions load_options_for(const ModelSettings& settings, bool weights_unread) {
   LoadOptions options;
   options.weights_unread = weights_unread;
   options.shapes = parse_input_shapes(settings.shapes);
   options.optimize = !settings.no_optimize;
   options.log = log_to_stderr(settings.verbose);
-  return load_model(settings.model, options);
+  return options;
+}
+
+Graph load_model_for(const ModelSettings& settings, bool weights_unread) {
+  return load_model(settings.model, load_options_for(settings, weights_unread));
 }
 
 CostTable costs_for(const Graph& graph, const std::string& source, int max_threads, bool verbose,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cost/cost_table.h"
+#include "frontend/load.h"
 #include "ir/graph.h"
 #include "plan/task_graph.h"
 
@@ -26,6 +27,9 @@ void add_shape_option(CLI::App* command, std::vector<std::string>& shapes);
 
 /// Adds `--shape`, `--no-optimize` and `-v,--verbose` (not the model argument itself).
 void add_model_load_options(CLI::App* command, ModelSettings& settings);
+
+/// The LoadOptions of the settings: `--shape`, `--no-optimize`, -v's log.
+LoadOptions load_options_for(const ModelSettings& settings, bool weights_unread = false);
 
 /// Imports, verifies and (unless --no-optimize) simplifies the model; with `weights_unread`,
 /// without reading its weights (LoadOptions::weights_unread).

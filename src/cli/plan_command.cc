@@ -13,6 +13,7 @@
 #include "frontend/costs.h"
 #include "frontend/layout_choice.h"
 #include "frontend/model_plan.h"
+#include "frontend/planning_load.h"
 #include "machine/machine.h"
 #include "pipeline/family_search.h"
 #include "pipeline/stage_plan.h"
@@ -45,6 +46,21 @@ struct PlanSettings {
   bool simulate = false;  // Plan on paper for the machine file, however large.
 };
 
+// The graph to plan and its fingerprint. A profile runs the model, and a split over a machine
+// file's devices slices weights, so those load it whole; on paper only the weights' sizes
+// count (a model larger than this host's memory plans too). Other plans read sizes only as
+// well, but name their model by the fingerprint of every weight: the bytes are hashed from the
+// file, not held (load_for_planning).
+PlanningModel model_to_plan(const PlanSettings& settings, const std::string& cost_source) {
+  const bool simulate = settings.simulate;
+  if (cost_source == "profile" || simulate || !settings.machine.empty()) {
+    PlanningModel model{load_model_for(settings.model, simulate), "", true};
+    model.fingerprint = graph_fingerprint(model.graph);
+    return model;
+  }
+  return load_for_planning(settings.model.model, load_options_for(settings.model));
+}
+
 int run_plan(const PlanSettings& settings) {
   // Bad targets are refused before planning, which may profile for minutes.
   if (!settings.output.empty()) require_file_target(settings.output);
@@ -67,8 +83,9 @@ int run_plan(const PlanSettings& settings) {
   options.time_limit_seconds = settings.time_limit;
   // Before the weights are loaded: the rates' probe buffers then never sit beside them.
   if (cost_source == "analytical") measure_peak_rates(cost_threads_for(options));
-  // On paper only the weights' sizes count: a model larger than this host's memory plans too.
-  Graph graph = load_model_for(settings.model, settings.simulate);
+  PlanningModel model = model_to_plan(settings, cost_source);
+  const Graph& graph = model.graph;
+  const std::string& fingerprint = model.fingerprint;
   // Stages on a machine file's devices are planned above the frontend (pipeline/stage_plan.h).
   CostedPlan costed =
       settings.strategy == "pipeline" && machine
@@ -79,13 +96,13 @@ int run_plan(const PlanSettings& settings) {
   ModelPlan& plan = costed.plan;
   if (settings.strategy == "auto") add_split_and_stage_candidates(graph, costs, options, plan);
   Simulation simulation = simulate(plan.plan, plan.tasks);
-  if (!settings.output.empty()) write_model_plan(settings.output, plan, graph);
+  if (!settings.output.empty()) write_model_plan(settings.output, plan, graph, fingerprint);
   if (!settings.gantt.empty()) {
     write_gantt_svg(settings.gantt, plan.plan, plan.tasks, simulation,
                     fmt::format("predicted: {} ({})", settings.model.model, plan.plan.strategy));
   }
   if (settings.json) {
-    nlohmann::json report = model_plan_to_json(plan, graph);
+    nlohmann::json report = model_plan_to_json(plan, graph, fingerprint);
     report.erase("task_graph");
     report["planning_ms"] = plan.planning_seconds * 1e3;
     report["planning_seconds"] = plan.planning_seconds;

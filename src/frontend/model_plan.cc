@@ -115,7 +115,8 @@ nlohmann::json candidates_to_json(const std::vector<PlanCandidate>& rows) {
   return candidates;
 }
 
-nlohmann::json model_plan_to_json(const ModelPlan& plan, const Graph& graph) {
+nlohmann::json model_plan_to_json(const ModelPlan& plan, const Graph& graph,
+                                  const std::string& fingerprint) {
   nlohmann::json json = plan_to_json(plan.plan, plan.tasks);
   nlohmann::json tasks = task_graph_to_json(plan.tasks);
   // Node names make a plan readable and let a reader check it against the model.
@@ -125,7 +126,7 @@ nlohmann::json model_plan_to_json(const ModelPlan& plan, const Graph& graph) {
   json["task_graph"] = tasks;
   json["threads_per_worker"] = plan.threads_per_worker;
   if (plan.convolution_family) json["convolution_family"] = to_string(*plan.convolution_family);
-  json["model_fingerprint"] = graph_fingerprint(graph);
+  json["model_fingerprint"] = fingerprint.empty() ? graph_fingerprint(graph) : fingerprint;
   // A plan on paper (`plan --simulate`) was made from the weights' sizes, not their bytes, for
   // devices this host does not have: it is read back to be looked at, never run.
   const auto& devices = plan.tasks.machine.devices;
@@ -215,8 +216,9 @@ ModelPlan read_model_plan(const std::string& path, const Graph& graph, bool core
                               fingerprint);
 }
 
-void write_model_plan(const std::string& path, const ModelPlan& plan, const Graph& graph) {
-  write_file_atomically(path, model_plan_to_json(plan, graph).dump(1));
+void write_model_plan(const std::string& path, const ModelPlan& plan, const Graph& graph,
+                      const std::string& fingerprint) {
+  write_file_atomically(path, model_plan_to_json(plan, graph, fingerprint).dump(1));
 }
 
 }  // namespace cleave

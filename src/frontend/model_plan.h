@@ -95,8 +95,10 @@ ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlan
 /// activation_bytes, rejected, chosen, and samples_per_second and cut_short where set.
 nlohmann::json candidates_to_json(const std::vector<PlanCandidate>& rows);
 /// A plan file: the plan, its task graph (task -> node names), threads, and the graph's
-/// fingerprint so a plan is never run on another model.
-nlohmann::json model_plan_to_json(const ModelPlan& plan, const Graph& graph);
+/// fingerprint so a plan is never run on another model. `fingerprint`: the graph's, when the
+/// caller hashed it before letting its weights' bytes go; empty: graph_fingerprint(graph).
+nlohmann::json model_plan_to_json(const ModelPlan& plan, const Graph& graph,
+                                  const std::string& fingerprint = "");
 /// Reads a plan file for `graph`; refuses (Error naming the file) one made for another model,
 /// naming unknown nodes, or one that fails validation (e.g. an order that would deadlock).
 ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph,
@@ -108,6 +110,8 @@ ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph,
 /// unread); empty: graph_fingerprint(graph).
 ModelPlan read_model_plan(const std::string& path, const Graph& graph,
                           bool cores_on_this_host = true, const std::string& fingerprint = "");
-void write_model_plan(const std::string& path, const ModelPlan& plan, const Graph& graph);
+/// Writes model_plan_to_json(plan, graph, fingerprint) to `path`.
+void write_model_plan(const std::string& path, const ModelPlan& plan, const Graph& graph,
+                      const std::string& fingerprint = "");
 
 }  // namespace cleave

@@ -36,7 +36,7 @@ bool try_fold(Graph& graph, NodeId mul_id, const std::vector<bool>& read_by_bodi
     return false;
   }
   const ValueId weights = conv.inputs[1];
-  if (!is_constant(graph, weights) && !is_unread_weight(graph, weights)) return false;
+  if (!is_unread_weight(graph, weights) && !is_constant(graph, weights)) return false;
   const Value& weights_value = graph.value(weights);
   const TensorData& weight_data = *weights_value.initializer;
   if (weight_data.dtype != DataType::kFloat || weight_data.dims.size() < 3) return false;

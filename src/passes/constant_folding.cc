@@ -228,10 +228,17 @@ PassResult fold_constants(Graph& graph, const ConstantFoldingOptions& options) {
         continue;
       }
     }
+    // Unread weights count as constants here: a node of constants only, one of them unread,
+    // is one a whole load would fold, so its need is counted (unread_weight_needs).
     bool all_constant = std::all_of(node.inputs.begin(), node.inputs.end(), [&](ValueId v) {
-      return v == kNoValue || is_constant(graph, v);
+      return v == kNoValue || is_unread_weight(graph, v) || is_constant(graph, v);
     });
     if (!all_constant) continue;
+    if (std::any_of(node.inputs.begin(), node.inputs.end(),
+                    [&](ValueId v) { return is_unread_weight(graph, v); })) {
+      for (ValueId v : node.inputs) note_unread_weight_need(graph, v);
+      continue;
+    }
     if (!evaluator) evaluator.emplace(options.max_folded_bytes);
     std::vector<TensorData> results;
     switch (evaluator->evaluate(graph, id, results)) {

@@ -10,7 +10,7 @@ namespace {
 
 // A float weight: read, or left unread (sizes only).
 bool is_float_constant(const Graph& graph, ValueId value) {
-  return (is_constant(graph, value) || is_unread_weight(graph, value)) &&
+  return (is_unread_weight(graph, value) || is_constant(graph, value)) &&
          graph.value(value).initializer->dtype == DataType::kFloat;
 }
 
@@ -70,6 +70,8 @@ bool try_fuse(Graph& graph, NodeId bn_id, const std::vector<bool>& read_by_bodie
   std::string weight_name = graph.value(conv.inputs[1]).name;
   std::vector<int64_t> weight_dims = weights.dims;
   if (sizes_only) {
+    for (ValueId value : conv.inputs) note_unread_weight_need(graph, value);
+    for (ValueId value : bn.inputs) note_unread_weight_need(graph, value);
     set_constant_input(graph, conv_id, 1, TensorData{DataType::kFloat, weight_dims, {}, {}},
                        weight_name + "_fused");
     set_constant_input(graph, conv_id, 2, TensorData{DataType::kFloat, {channels}, {}, {}},

@@ -94,7 +94,7 @@ bool try_shrink(Graph& graph, NodeId id) {
   }
   const std::string auto_pad = conv.string_attribute("auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && !auto_pad.empty()) return false;
-  if (!is_constant(graph, conv.inputs[1]) && !is_unread_weight(graph, conv.inputs[1])) return false;
+  if (!is_unread_weight(graph, conv.inputs[1]) && !is_constant(graph, conv.inputs[1])) return false;
   const TensorData& weights = *graph.value(conv.inputs[1]).initializer;
   if (weights.dtype != DataType::kFloat || weights.dims.size() < 3) return false;
   const Shape& x = graph.value(conv.inputs[0]).shape;
@@ -137,6 +137,7 @@ bool try_shrink(Graph& graph, NodeId id) {
   std::span<const float> values = weights.as<float>();
   const bool unread = !weights.has_data();  // A plan on paper: the live taps' sizes only.
   if (!unread && static_cast<int64_t>(values.size()) != weights.element_count()) return false;
+  if (unread) note_unread_weight_need(graph, conv.inputs[1]);
   std::vector<int64_t> dims = weights.dims;
   std::vector<float> sliced =
       unread ? std::vector<float>() : slice_taps(values, dims, first, kernel);

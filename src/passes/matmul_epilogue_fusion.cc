@@ -19,7 +19,7 @@ std::optional<int64_t> fusable_matmul_columns(const Graph& graph, NodeId id) {
     return std::nullopt;
   }
   const ValueId a = node.inputs[0], b = node.inputs[1];
-  if (a == kNoValue || b == kNoValue || !(is_constant(graph, b) || is_unread_weight(graph, b)))
+  if (a == kNoValue || b == kNoValue || !(is_unread_weight(graph, b) || is_constant(graph, b)))
     return std::nullopt;
   const Value& left = graph.value(a);
   if (left.dtype != DataType::kFloat || !left.shape.rank_known || left.shape.rank() < 2) {
@@ -35,7 +35,7 @@ std::optional<int64_t> fusable_matmul_columns(const Graph& graph, NodeId id) {
 // Whether `bias` is a float constant of `columns` values shaped [columns] or [1, ..., columns],
 // of rank at most `output_rank` so that adding it widens nothing.
 bool is_row_bias(const Graph& graph, ValueId bias, int64_t columns, std::size_t output_rank) {
-  if (bias == kNoValue || !(is_constant(graph, bias) || is_unread_weight(graph, bias)))
+  if (bias == kNoValue || !(is_unread_weight(graph, bias) || is_constant(graph, bias)))
     return false;
   const TensorData& data = *graph.value(bias).initializer;
   if (data.dtype != DataType::kFloat || data.dims.empty() || data.dims.size() > output_rank ||

@@ -11,6 +11,9 @@ namespace cleave {
 
 namespace {
 
+// unread_weight_needs(): per thread, as each load runs its passes on its own thread.
+thread_local std::vector<std::string> unread_needs;
+
 bool is_defined_in(const Graph& body, ValueId id) {
   const Value& v = body.value(id);
   return v.producer >= 0 || v.is_graph_input || v.initializer.has_value();
@@ -84,9 +87,19 @@ void PassResult::merge_counts(const PassResult& other) {
   for (const auto& [name, count] : other.counts) add(name, count);
 }
 
+const std::vector<std::string>& unread_weight_needs() {
+  return unread_needs;
+}
+
+void note_unread_weight_need(const Graph& graph, ValueId value) {
+  if (is_unread_weight(graph, value)) unread_needs.push_back(graph.value(value).name);
+}
+
 bool is_constant(const Graph& graph, ValueId value) {
   if (value == kNoValue) return false;
   const Value& v = graph.value(value);
+  // A pass asking for bytes a whole load would have: it may decide otherwise without them.
+  note_unread_weight_need(graph, value);
   return v.initializer.has_value() && v.initializer->has_data() && !v.is_graph_input;
 }
 
@@ -122,7 +135,7 @@ void set_constant_input(Graph& graph, NodeId node, std::size_t slot, TensorData 
   Node& n = graph.node(node);
   if (n.inputs.size() <= slot) n.inputs.resize(slot + 1, kNoValue);
   ValueId current = n.inputs[slot];
-  if (current != kNoValue && (is_constant(graph, current) || is_unread_weight(graph, current)) &&
+  if (current != kNoValue && (is_unread_weight(graph, current) || is_constant(graph, current)) &&
       !graph.value(current).is_graph_output && graph.consumers(current).size() == 1) {
     Value& v = graph.value(current);
     v.dtype = data.dtype;

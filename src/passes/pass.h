@@ -44,6 +44,17 @@ bool is_constant(const Graph& graph, ValueId value);
 /// its weights gives.
 bool is_unread_weight(const Graph& graph, ValueId value);
 
+/// The names of the weights left unread whose bytes a pass needed, on this thread, one entry
+/// per need in the order they came (a name may repeat): the pass did something other than what
+/// it does with the bytes loaded (asked is_constant of it, or rewrote it as sizes only). While
+/// none is added, a graph loaded with its weights unread has the structure, and its unread
+/// weights the bytes of the file, that a whole load gives.
+const std::vector<std::string>& unread_weight_needs();
+
+/// Records such a need of unread weight `value` (unread_weight_needs) where a pass reads its
+/// sizes in place of its bytes; values that are not unread weights are ignored.
+void note_unread_weight_need(const Graph& graph, ValueId value);
+
 /// The value of a constant float tensor of exactly one element (any rank); nullopt otherwise.
 std::optional<float> constant_float_scalar(const Graph& graph, ValueId value);
 

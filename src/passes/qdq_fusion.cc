@@ -103,7 +103,8 @@ struct Match {
 // per `channels` along `axis`.
 bool fits_weights(const Graph& graph, const Quantization& w, std::size_t rank, int64_t axis,
                   int64_t channels) {
-  if (!is_constant(graph, w.data)) return false;
+  // Unread (a plan from sizes): the fusion reads the weights' type and dims, not their bytes.
+  if (!is_unread_weight(graph, w.data) && !is_constant(graph, w.data)) return false;
   const TensorData& data = *graph.value(w.data).initializer;
   if (!is_8_bit(data.dtype) || data.dims.size() != rank) return false;
   const auto fits = [&](ValueId v) {
@@ -200,8 +201,9 @@ std::optional<Match> match(const Graph& graph, NodeId node,
   if (!x || !w || !per_tensor(graph, *x) || !is_8_bit(quantized_type(graph, x->data))) {
     return std::nullopt;
   }
-  const TensorData* weights =
-      is_constant(graph, w->data) ? &*graph.value(w->data).initializer : nullptr;
+  const TensorData* weights = is_unread_weight(graph, w->data) || is_constant(graph, w->data)
+                                  ? &*graph.value(w->data).initializer
+                                  : nullptr;
   if (!weights || weights->dims.empty()) return std::nullopt;
   const std::size_t rank = weights->dims.size();
   if (conv) {
@@ -233,6 +235,11 @@ ValueId product_weights(Graph& graph, const Node& gemm, ValueId weights, const s
   if (gemm.int_attribute("transB", 0) == 0) return weights;
   const TensorData& data = *graph.value(weights).initializer;
   const int64_t n = data.dims[0], k = data.dims[1];
+  const std::string name = unique_value_name(graph, base + "_weights_transposed");
+  if (!data.bytes) {  // Left unread: the transposed copy as sizes only.
+    note_unread_weight_need(graph, weights);
+    return graph.add_initializer(name, TensorData{data.dtype, {k, n}, nullptr, nullptr});
+  }
   const std::size_t size = element_size(data.dtype);  // One byte: u8 or i8.
   auto bytes = std::make_shared<std::vector<std::byte>>(data.bytes->size());
   for (int64_t row = 0; row < n; ++row) {
@@ -241,8 +248,7 @@ ValueId product_weights(Graph& graph, const Node& gemm, ValueId weights, const s
                   data.bytes->data() + (row * k + column) * size, size);
     }
   }
-  return graph.add_initializer(unique_value_name(graph, base + "_weights_transposed"),
-                               TensorData{data.dtype, {k, n}, std::move(bytes), nullptr});
+  return graph.add_initializer(name, TensorData{data.dtype, {k, n}, std::move(bytes), nullptr});
 }
 
 bool try_fuse(Graph& graph, NodeId node, const std::vector<bool>& read_by_bodies,

@@ -134,6 +134,14 @@ struct BufferPool::State {
     }
     if (requests.empty()) return;
     const BufferLayout layout = plan_buffers(requests);
+    // The free list's buffers are what the arena now serves: they go before it is made, so the
+    // logged run's buffers and the arena are never resident at once.
+    for (const auto& [size, index] : free) {
+      reserved -= size;
+      index_of.erase(buffers[index].get());
+      buffers[index].reset();
+    }
+    free.clear();
     auto planned = std::make_shared<Arena>();
     planned->memory = std::make_unique<Buffer>(layout.arena_bytes);
     planned->slots.resize(acquired);
@@ -143,13 +151,6 @@ struct BufferPool::State {
                                            requests[request_of[k]].bytes);
     }
     arena = std::move(planned);
-    // The free list's buffers are what the arena now serves.
-    for (const auto& [size, index] : free) {
-      reserved -= size;
-      index_of.erase(buffers[index].get());
-      buffers[index].reset();
-    }
-    free.clear();
   }
 };
 

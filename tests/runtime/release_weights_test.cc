@@ -11,6 +11,7 @@
 #include "bitwise_equal.h"
 #include "ir/text.h"
 #include "runtime/executor.h"
+#include "runtime/kernels/math/quantize_util.h"
 #include "runtime/random_inputs.h"
 #include "text_numbers.h"
 
@@ -71,6 +72,44 @@ TEST(ReleasePackedWeights, NothingGoesByDefault) {
   executor.run(random_inputs(graph, 4));
   EXPECT_FALSE(w.expired());
   EXPECT_EQ(executor.stats().released_weight_bytes, 0u);
+}
+
+// An int8 convolution (oneDNN's kernel) with 1,152 bytes of int8 weights and a per-channel
+// scale: the kernel runs from its packed copy.
+Graph int8_convolution() {
+  std::vector<int> weights(16 * 8 * 9);
+  for (std::size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<int>(i % 7) - 3;
+  return parse_graph(fmt::format(
+      "graph main [ai.onnx=13] (%x: u8[1,8,6,6]) {{\n"
+      "  @xs: f32[] = [0.5]\n"
+      "  @xz: u8[] = [3]\n"
+      "  @w: i8[16,8,3,3] = [{}]\n"
+      "  @ws: f32[16] = [{}]\n"
+      "  @wz: i8[] = [0]\n"
+      "  @ys: f32[] = [0.25]\n"
+      "  @yz: u8[] = [1]\n"
+      "  %y = QLinearConv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @xs, @xz, @w, @ws, @wz, "
+      "@ys, @yz)\n"
+      "  return %y\n}}",
+      fmt::join(weights, ", "), text_numbers(16, 5)));
+}
+
+TEST(ReleasePackedWeights, AnInt8ConvolutionsWeightsGoOncePacked) {
+  if (!quantize_detail::dnnl_int8_products_exact())
+    GTEST_SKIP() << "oneDNN's int8 kernels are not used on this CPU (no VNNI)";
+  Graph graph = int8_convolution();
+  const auto inputs = random_inputs(graph, 6);
+  const auto expected = Executor(int8_convolution()).run(inputs);
+  const auto w = bytes_of(graph, "w"), scales = bytes_of(graph, "ws");
+  ExecutorOptions options;
+  options.release_packed_weights = true;
+  Executor releasing(graph, options);
+  for (ValueId id : graph.initializers()) graph.value(id).initializer->bytes.reset();
+  for (int run = 0; run < 2; ++run)
+    EXPECT_TRUE(bitwise_equal(releasing.run(inputs), expected)) << "run " << run;
+  EXPECT_TRUE(w.expired()) << "the int8 weights are held once, packed";
+  EXPECT_FALSE(scales.expired()) << "only the packed weights go";
+  EXPECT_EQ(releasing.stats().released_weight_bytes, 16u * 8 * 9);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "runtime/kernels/elementwise.h"
 #include "runtime/kernels/math/quantize_util.h"
 #include "runtime/kernels/math/split_weights.h"
+#include "runtime/kernels/packed_constants.h"
 #include "runtime/kernels/registration.h"
 
 namespace cleave {
@@ -146,7 +147,7 @@ void sums_of(const Product& p, const Operands& at, const std::vector<const Tenso
 // An int8 product with constant 2-D s8 weights on oneDNN's matmul: the data's batch dims fold
 // into its rows, the data's zero point and (QLinearMatMul) the output scales and zero point are
 // primitive attributes, the weights are packed once.
-class DnnlInt8Matmul final : public Kernel {
+class DnnlInt8Matmul final : public Kernel, public PackedConstants {
  public:
   DnnlInt8Matmul(const KernelContext& context, const Product& p, const Operands& at,
                  DataType output_type, const dnnl::primitive_attr& attr)
@@ -175,10 +176,15 @@ class DnnlInt8Matmul final : public Kernel {
                              plain_desc(std::vector<int64_t>{p.k, p.n}, memory::data_type::s8),
                              descriptor.weights_desc(), context.engine);
     a_ = at.a;
+    b_ = at.b;
   }
 
   std::vector<OutputSpec> output_specs() const override { return {spec_}; }
   std::string implementation() const override { return step_.implementation(); }
+  // The int8 weights run from the packed copy: the loaded ones may go (a weight held once).
+  bool reads_at_run(std::size_t input) const override {  // PackedConstants
+    return input != b_;
+  }
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
            dnnl::stream& stream) override {
@@ -191,7 +197,7 @@ class DnnlInt8Matmul final : public Kernel {
 
  private:
   OutputSpec spec_;
-  std::size_t a_ = 0, bias_ = Operands::kNone;
+  std::size_t a_ = 0, b_ = 1, bias_ = Operands::kNone;
   DnnlStep step_;
   std::shared_ptr<Buffer> weights_;
 };
@@ -220,6 +226,7 @@ std::unique_ptr<Kernel> try_split_weights_matmul(const KernelContext& context, c
   std::unique_ptr<Kernel> low_sums = high_sums ? sums_with(low) : nullptr;
   if (!low_sums) return nullptr;
   quantize_detail::SplitSums how;
+  how.weights = at.b;
   how.channels = p.n;
   how.channel_stride = 1;
   if (context.has_input(at.bias)) how.bias = at.bias;

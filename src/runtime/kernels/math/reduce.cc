@@ -11,6 +11,7 @@
 #include "runtime/cpu_isa.h"
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/registration.h"
+#include "runtime/kernels/staging.h"
 
 namespace cleave {
 
@@ -245,23 +246,25 @@ class ReduceKernel : public Kernel {
       return;
     }
     if (pool_.valid()) {
-      void* destination = pooled_ ? pooled_->data() : y.raw();
+      void* destination =
+          pooled_bytes_ > 0 ? staging_buffer(StagingSlot::kOutput, pooled_bytes_) : y.raw();
       const void* source = x.raw();
-      if (native_input_) {
-        to_native_.run(source, native_input_->data(), stream);
-        source = native_input_->data();
+      if (native_input_bytes_ > 0) {
+        std::byte* staged = staging_buffer(StagingSlot::kInput, native_input_bytes_);
+        to_native_.run(source, staged, stream);
+        source = staged;
       }
       pool_.set(DNNL_ARG_SRC, source);
       pool_.set(DNNL_ARG_DST, destination);
       pool_.execute(stream);
-      if (pooled_) pooled_to_plain_.run(destination, y.raw(), stream);
+      if (pooled_bytes_ > 0) pooled_to_plain_.run(destination, y.raw(), stream);
       return;
     }
-    if (plain_input_) {
-      to_plain_.run(x.raw(), plain_input_->data(), stream);
+    if (plain_input_bytes_ > 0) {
+      std::byte* staged = staging_buffer(StagingSlot::kInput, plain_input_bytes_);
+      to_plain_.run(x.raw(), staged, stream);
       stream.wait();
-      reduce_typed(op_, reinterpret_cast<const float*>(plain_input_->data()), y.data<float>(),
-                   plan_);
+      reduce_typed(op_, reinterpret_cast<const float*>(staged), y.data<float>(), plan_);
       return;
     }
     switch (x.dtype()) {
@@ -316,7 +319,7 @@ class ReduceKernel : public Kernel {
         if (!implementation_name(reordered).starts_with("ref")) {
           descriptor = reordered;
           to_native_ = LayoutReorder(desc_of(x), native, context.engine);
-          native_input_ = std::make_shared<Buffer>(native.get_size());
+          native_input_bytes_ = native.get_size();
         }
       }
       pool_ = DnnlStep(dnnl::pooling_v2_forward(descriptor), descriptor, context.engine);
@@ -326,27 +329,27 @@ class ReduceKernel : public Kernel {
       // With one sample, or whole channel blocks, one value per channel lies where the plain
       // layout puts it; otherwise the blocks' padding sits between the samples.
       if (!holds_plain_bytes(descriptor.dst_desc(), pooled_shape)) {
-        pooled_ = std::make_shared<Buffer>(descriptor.dst_desc().get_size());
+        pooled_bytes_ = descriptor.dst_desc().get_size();
         pooled_to_plain_ =
             LayoutReorder(descriptor.dst_desc(), plain_desc(pooled_shape), context.engine);
       }
       return;
     }
     to_plain_ = LayoutReorder(desc_of(x), plain_desc(x.shape()), context.engine);
-    plain_input_ = std::make_shared<Buffer>(plain_byte_size(DataType::kFloat, x.shape()));
+    plain_input_bytes_ = plain_byte_size(DataType::kFloat, x.shape());
   }
 
   ReduceOp op_;
   OutputSpec spec_;
   ReductionPlan plan_;
   DnnlStep pool_;
-  std::shared_ptr<Buffer> pooled_;
+  std::size_t pooled_bytes_ = 0;  // Staged pooled output (staging_buffer); 0: in place.
   LayoutReorder pooled_to_plain_;
-  LayoutReorder to_native_;  // Blocks of another width into the ISA's own.
-  std::shared_ptr<Buffer> native_input_;
+  LayoutReorder to_native_;             // Blocks of another width into the ISA's own.
+  std::size_t native_input_bytes_ = 0;  // Staged input in the pool's layout; 0: as given.
   LayoutReorder to_plain_;
-  std::shared_ptr<Buffer> plain_input_;
-  bool copy_to_plain_ = false;  // noop_with_empty_axes on a blocked input.
+  std::size_t plain_input_bytes_ = 0;  // Staged plain input; 0: read as given.
+  bool copy_to_plain_ = false;         // noop_with_empty_axes on a blocked input.
   std::string implementation_;
 };
 

@@ -8,6 +8,7 @@
 #include "runtime/cpu_isa.h"
 #include "runtime/kernels/elementwise.h"
 #include "runtime/kernels/math/quantize_util.h"
+#include "runtime/kernels/packed_constants.h"
 
 namespace cleave::quantize_detail {
 
@@ -35,7 +36,7 @@ void add_halves(int32_t* sums, const int32_t* low, const int32_t* bias, int64_t 
   }
 }
 
-class SplitSumsKernel final : public Kernel {
+class SplitSumsKernel final : public Kernel, public PackedConstants {
  public:
   SplitSumsKernel(std::unique_ptr<Kernel> high, std::unique_ptr<Kernel> low, OutputSpec output,
                   const SplitSums& how, int threads)
@@ -52,6 +53,10 @@ class SplitSumsKernel final : public Kernel {
   std::vector<OutputSpec> output_specs() const override { return {spec_}; }
   std::string implementation() const override {
     return high_->implementation() + " (weights split in two)";
+  }
+  // Both halves run from their packed copies: the loaded weights may go.
+  bool reads_at_run(std::size_t input) const override {  // PackedConstants
+    return input != how_.weights;
   }
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,

@@ -23,6 +23,7 @@
 #include "runtime/kernels/nn/winograd.h"
 #include "runtime/kernels/packed_constants.h"
 #include "runtime/kernels/registration.h"
+#include "runtime/kernels/staging.h"
 #include "runtime/winograd_budget.h"
 
 namespace cleave {
@@ -52,15 +53,18 @@ class ConvolutionKernel : public Kernel, public PackedConstants {
     if (empty_) return;
     const void* source = inputs[0]->raw();
     if (source_reorder_.needed()) {
-      source_reorder_.run(source, source_buffer_->data(), stream);
-      source = source_buffer_->data();
+      std::byte* staged = staging_buffer(StagingSlot::kInput, source_bytes_);
+      source_reorder_.run(source, staged, stream);
+      source = staged;
     }
     const void* weights = packed_weights_ ? packed_weights_->data() : inputs[1]->raw();
     if (!packed_weights_ && weights_reorder_.needed()) {
-      weights_reorder_.run(weights, weights_buffer_->data(), stream);
-      weights = weights_buffer_->data();
+      std::byte* staged = staging_buffer(StagingSlot::kWeights, weights_bytes_);
+      weights_reorder_.run(weights, staged, stream);
+      weights = staged;
     }
-    void* destination = output_buffer_ ? output_buffer_->data() : outputs[0]->raw();
+    void* destination =
+        output_bytes_ > 0 ? staging_buffer(StagingSlot::kOutput, output_bytes_) : outputs[0]->raw();
     if (sum_input_ >= 0) add_to(inputs[sum_input_]->raw(), destination, stream);
     const void* bias = has_bias_ ? inputs[2]->raw() : nullptr;
     if (own_winograd_) {
@@ -85,7 +89,7 @@ class ConvolutionKernel : public Kernel, public PackedConstants {
         elementwise::swish_float(values + begin, values + begin, end - begin);
       });
     }
-    if (output_buffer_) output_reorder_.run(destination, outputs[0]->raw(), stream);
+    if (output_bytes_ > 0) output_reorder_.run(destination, outputs[0]->raw(), stream);
   }
 
  private:
@@ -152,7 +156,9 @@ class ConvolutionKernel : public Kernel, public PackedConstants {
   std::vector<std::exception_ptr> failures_;  ///< One per part.
   std::string implementation_;
   LayoutReorder source_reorder_, weights_reorder_, output_reorder_, sum_reorder_;
-  std::shared_ptr<Buffer> source_buffer_, weights_buffer_, output_buffer_, packed_weights_;
+  std::shared_ptr<Buffer> packed_weights_;
+  // Bytes of the staged input, run-time weights and output (staging_buffer); 0: none staged.
+  std::size_t source_bytes_ = 0, weights_bytes_ = 0, output_bytes_ = 0;
 };
 
 // cleave's own Winograd kernel for the Winograd family where oneDNN has none (below AVX-512):
@@ -392,7 +398,7 @@ std::unique_ptr<Kernel> ConvolutionKernel::create(const KernelContext& context,
                                                     : descriptor.src_desc();
   if (source != given) {
     kernel->source_reorder_ = LayoutReorder(given, source, context.engine);
-    kernel->source_buffer_ = std::make_shared<Buffer>(source.get_size());
+    kernel->source_bytes_ = source.get_size();
   }
   if (!kernel->parts_.empty() || kernel->taps_ || kernel->own_winograd_) {
     // Each part or tap packed its own slice of the weights; Winograd transformed them.
@@ -404,7 +410,7 @@ std::unique_ptr<Kernel> ConvolutionKernel::create(const KernelContext& context,
   } else if (p.user_weights != descriptor.weights_desc()) {
     kernel->weights_reorder_ =
         LayoutReorder(p.user_weights, descriptor.weights_desc(), context.engine);
-    kernel->weights_buffer_ = std::make_shared<Buffer>(descriptor.weights_desc().get_size());
+    kernel->weights_bytes_ = descriptor.weights_desc().get_size();
   }
   const memory::desc destination = kernel->own_winograd_ ? kernel->own_winograd_->destination()
                                    : kernel->taps_       ? kernel->taps_->destination()
@@ -416,7 +422,7 @@ std::unique_ptr<Kernel> ConvolutionKernel::create(const KernelContext& context,
   std::optional<memory::desc> layout = recorded_layout(destination, p.output_shape);
   if (layout && !context.blocked_outputs_allowed) {
     // Computing in the blocked layout and reordering beats oneDNN's plain-layout kernels.
-    kernel->output_buffer_ = std::make_shared<Buffer>(destination.get_size());
+    kernel->output_bytes_ = destination.get_size();
     kernel->output_reorder_ =
         LayoutReorder(destination, plain_desc(p.output_shape), context.engine);
     layout.reset();

@@ -11,6 +11,7 @@
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/nn/pool_loops.h"
 #include "runtime/kernels/registration.h"
+#include "runtime/kernels/staging.h"
 #include "runtime/kernels/tensor/common.h"
 
 namespace cleave {
@@ -139,7 +140,7 @@ class PoolKernel : public Kernel {
       reference_ = true;
       if (x.is_blocked()) {
         to_plain_ = LayoutReorder(given, plain_desc(x.shape()), context.engine);
-        plain_input_ = std::make_shared<Buffer>(plain_byte_size(DataType::kFloat, x.shape()));
+        plain_input_bytes_ = plain_byte_size(DataType::kFloat, x.shape());
       }
       return;
     }
@@ -177,7 +178,7 @@ class PoolKernel : public Kernel {
     if (layout && !context.blocked_outputs_allowed) {
       // Pooled channel blocks of one pixel may already lie in plain order.
       if (!holds_plain_bytes(produced, spec_.shape)) {
-        output_buffer_ = std::make_shared<Buffer>(produced.get_size());
+        output_bytes_ = produced.get_size();
         output_reorder_ = LayoutReorder(produced, plain_desc(spec_.shape, type), context.engine);
       }
       layout.reset();
@@ -199,16 +200,18 @@ class PoolKernel : public Kernel {
     if (empty_) return;
     if (reference_) {
       const void* source = inputs[0]->raw();
-      if (plain_input_) {
-        to_plain_.run(source, plain_input_->data(), stream);
+      if (plain_input_bytes_ > 0) {
+        std::byte* staged = staging_buffer(StagingSlot::kInput, plain_input_bytes_);
+        to_plain_.run(source, staged, stream);
         stream.wait();
-        source = plain_input_->data();
+        source = staged;
       }
       average_pool_reference(static_cast<const float*>(source), outputs[0]->data<float>(),
                              input_shape_, geometry_, spec_.shape);
       return;
     }
-    void* destination = output_buffer_ ? output_buffer_->data() : outputs[0]->raw();
+    void* destination =
+        output_bytes_ > 0 ? staging_buffer(StagingSlot::kOutput, output_bytes_) : outputs[0]->raw();
     if (loops_) {
       pool_loops(loop_kind_, static_cast<const float*>(inputs[0]->raw()),
                  static_cast<float*>(destination), *loops_, threads_);
@@ -217,7 +220,7 @@ class PoolKernel : public Kernel {
       step_.set(DNNL_ARG_DST, destination);
       step_.execute(stream);
     }
-    if (output_buffer_) output_reorder_.run(destination, outputs[0]->raw(), stream);
+    if (output_bytes_ > 0) output_reorder_.run(destination, outputs[0]->raw(), stream);
   }
 
  private:
@@ -229,13 +232,13 @@ class PoolKernel : public Kernel {
   PoolLoopKind loop_kind_ = PoolLoopKind::kMax;
   int threads_ = 1;
   std::string implementation_;
-  std::shared_ptr<Buffer> output_buffer_;
+  std::size_t output_bytes_ = 0;  // Staged output (staging_buffer); 0: written in place.
   LayoutReorder output_reorder_;
   bool reference_ = false;
   WindowGeometry geometry_;
   std::vector<int64_t> input_shape_;
   LayoutReorder to_plain_;
-  std::shared_ptr<Buffer> plain_input_;
+  std::size_t plain_input_bytes_ = 0;  // Staged plain input; 0: read as given.
 };
 
 void check_pool_input(const KernelContext& context, const Tensor& x) {

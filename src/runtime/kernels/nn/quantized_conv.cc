@@ -11,7 +11,9 @@
 #include "runtime/kernels/math/quantize_util.h"
 #include "runtime/kernels/math/split_weights.h"
 #include "runtime/kernels/nn/conv_problem.h"
+#include "runtime/kernels/packed_constants.h"
 #include "runtime/kernels/registration.h"
+#include "runtime/kernels/staging.h"
 
 namespace cleave {
 
@@ -148,13 +150,13 @@ void sums_of(const Geometry& g, const Operands& at, const std::vector<const Tens
 // kernels); a u8/s8 output stays in oneDNN's layout where every consumer takes it (another
 // int8 convolution), else it and any int32 output are reordered to the plain layout here. On
 // resnet18_int8 the reorders around each convolution took 1.0 ms of 7.
-class DnnlInt8Conv final : public Kernel {
+class DnnlInt8Conv final : public Kernel, public PackedConstants {
  public:
   // `keep_sums_layout`: int32 sums stay in oneDNN's layout too, for a kernel that reads them.
   DnnlInt8Conv(const KernelContext& context, const ConvProblem& p, const Operands& at,
                DataType output_type, const dnnl::primitive_attr& attr, bool with_bias,
                bool keep_sums_layout = false)
-      : with_bias_(with_bias) {
+      : with_bias_(with_bias), weights_input_(at.w) {
     using dnnl::memory;
     const Tensor& x = context.input(at.x);
     spec_ = plain_output(output_type, p.output_shape);
@@ -208,34 +210,42 @@ class DnnlInt8Conv final : public Kernel {
     const memory::desc output = spec_.layout ? *spec_.layout : plain_desc(p.output_shape, dst_type);
     to_src_ = LayoutReorder(given, descriptor.src_desc(), context.engine);
     from_dst_ = LayoutReorder(descriptor.dst_desc(), output, context.engine);
-    if (to_src_.needed()) src_ = std::make_shared<Buffer>(descriptor.src_desc().get_size());
-    if (from_dst_.needed()) dst_ = std::make_shared<Buffer>(descriptor.dst_desc().get_size());
+    if (to_src_.needed()) src_bytes_ = descriptor.src_desc().get_size();
+    if (from_dst_.needed()) dst_bytes_ = descriptor.dst_desc().get_size();
   }
 
   std::vector<OutputSpec> output_specs() const override { return {spec_}; }
   std::string implementation() const override { return step_.implementation(); }
+  // The int8 weights run from the packed copy: the loaded ones may go (a weight held once).
+  bool reads_at_run(std::size_t input) const override {  // PackedConstants
+    return input != weights_input_;
+  }
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
            dnnl::stream& stream) override {
     const void* src = inputs[0]->raw();
-    if (src_) {
-      to_src_.run(src, src_->data(), stream);
-      src = src_->data();
+    if (src_bytes_ > 0) {
+      std::byte* staged = staging_buffer(StagingSlot::kInput, src_bytes_);
+      to_src_.run(src, staged, stream);
+      src = staged;
     }
-    void* dst = dst_ ? dst_->data() : outputs[0]->raw();
+    void* dst =
+        dst_bytes_ > 0 ? staging_buffer(StagingSlot::kOutput, dst_bytes_) : outputs[0]->raw();
     step_.set(DNNL_ARG_SRC, src);
     step_.set(DNNL_ARG_WEIGHTS, weights_->data());
     step_.set(DNNL_ARG_DST, dst);
     if (with_bias_) step_.set(DNNL_ARG_BIAS, inputs[8]->raw());
     step_.execute(stream);
-    if (dst_) from_dst_.run(dst, outputs[0]->raw(), stream);
+    if (dst_bytes_ > 0) from_dst_.run(dst, outputs[0]->raw(), stream);
   }
 
  private:
   OutputSpec spec_;
   bool with_bias_ = false;
+  std::size_t weights_input_ = 0;
   DnnlStep step_;
-  std::shared_ptr<Buffer> weights_, src_, dst_;
+  std::shared_ptr<Buffer> weights_;
+  std::size_t src_bytes_ = 0, dst_bytes_ = 0;  // Staged (staging_buffer); 0: none.
   LayoutReorder to_src_, from_dst_;
 };
 
@@ -326,6 +336,7 @@ std::unique_ptr<Kernel> try_split_weights_conv(const KernelContext& context, con
   std::unique_ptr<Kernel> low_sums = sums_with(low, channels_last);
   if (!low_sums || low_sums->output_specs()[0].layout.has_value() != channels_last) return nullptr;
   quantize_detail::SplitSums how;
+  how.weights = at.w;
   how.channels = p.channels_out;
   how.channel_stride =
       channels_last ? 1 : volume(p.output_shape) / std::max<int64_t>(1, p.batch * p.channels_out);

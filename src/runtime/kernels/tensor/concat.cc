@@ -7,6 +7,7 @@
 
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/registration.h"
+#include "runtime/kernels/staging.h"
 
 namespace cleave {
 
@@ -80,7 +81,8 @@ class ConcatKernel : public Kernel {
         if (inputs[i]->element_count() == 0) continue;
         step_.set(DNNL_ARG_MULTIPLE_SRC + argument++, inputs[i]->raw());
       }
-      void* destination = output_buffer_ ? output_buffer_->data() : outputs[0]->raw();
+      void* destination = output_bytes_ > 0 ? staging_buffer(StagingSlot::kOutput, output_bytes_)
+                                            : outputs[0]->raw();
       if (!part_steps_.empty()) {
         for (std::size_t k = 0; k < part_steps_.size(); ++k) {
           part_steps_[k].set(DNNL_ARG_FROM, inputs[part_inputs_[k]]->raw());
@@ -91,7 +93,7 @@ class ConcatKernel : public Kernel {
         step_.set(DNNL_ARG_DST, destination);
         step_.execute(stream);
       }
-      if (output_buffer_) output_reorder_.run(destination, outputs[0]->raw(), stream);
+      if (output_bytes_ > 0) output_reorder_.run(destination, outputs[0]->raw(), stream);
       return;
     }
     auto* out = static_cast<std::byte*>(outputs[0]->raw());
@@ -170,7 +172,7 @@ class ConcatKernel : public Kernel {
     }
     std::optional<memory::desc> layout = recorded_layout(descriptor.dst_desc(), spec_.shape);
     if (layout && !context.blocked_outputs_allowed) {
-      output_buffer_ = std::make_shared<Buffer>(descriptor.dst_desc().get_size());
+      output_bytes_ = descriptor.dst_desc().get_size();
       output_reorder_ = LayoutReorder(descriptor.dst_desc(), plain, context.engine);
       layout.reset();
     }
@@ -237,7 +239,7 @@ class ConcatKernel : public Kernel {
   int64_t inner_ = 1, outer_ = 1;
   std::size_t element_size_ = 4;
   DnnlStep step_;
-  std::shared_ptr<Buffer> output_buffer_;
+  std::size_t output_bytes_ = 0;  // Staged output (staging_buffer); 0: written in place.
   LayoutReorder output_reorder_;
 };
 

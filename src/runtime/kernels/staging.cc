@@ -1,0 +1,32 @@
+// Per-thread staging buffers of the kernels (staging.h).
+#include "runtime/kernels/staging.h"
+
+#include <array>
+#include <memory>
+
+#include "runtime/tensor.h"
+
+namespace cleave {
+
+namespace {
+
+thread_local std::array<std::unique_ptr<Buffer>, 3> staging;
+
+}  // namespace
+
+std::byte* staging_buffer(StagingSlot slot, std::size_t bytes) {
+  std::unique_ptr<Buffer>& buffer = staging[static_cast<std::size_t>(slot)];
+  if (!buffer || buffer->size() < bytes) {
+    buffer.reset();  // The old one goes before the new one is taken.
+    buffer = std::make_unique<Buffer>(bytes);
+  }
+  return buffer->data();
+}
+
+std::size_t thread_staging_bytes() {
+  std::size_t bytes = 0;
+  for (const auto& buffer : staging) bytes += buffer ? buffer->size() : 0;
+  return bytes;
+}
+
+}  // namespace cleave
