@@ -24,6 +24,7 @@ std::pair<Tensor, Tensor> split_weights(const Tensor& weights);
 
 /// Where the split kernel finds its operands and how it writes its output.
 struct SplitSums {
+  std::size_t weights = 1;          ///< The weights input: run from the halves' packed copies.
   int64_t channels = 1;             ///< Output channels (a convolution's) or columns (a product's).
   int64_t channel_stride = 1;       ///< Sums between one channel's and the next's: 1 channels-last.
   std::optional<std::size_t> bias;  ///< The int32 bias input, added to every sum.
