@@ -96,7 +96,8 @@ PlanCandidate pipeline_candidate(const Graph& graph, const CostTable& costs,
   for (int stages = 2; stages <= most; ++stages) {
     const int threads = options.machine ? options.machine->devices.front().threads : cores / stages;
     std::vector<double> node_cost(graph.node_capacity(), 0);
-    for (NodeId id : graph.node_ids()) node_cost[id] = costs.seconds(id, threads);
+    // Every stage computes at once: each node at its busy-neighbour time.
+    for (NodeId id : graph.node_ids()) node_cost[id] = costs.busy_seconds(id, threads);
     StagedStream staged = graph_to_stages(graph, stages, "model", node_cost);
     const double seconds = pipeline_seconds(staged, options.samples);
     if (seconds < best.predicted_seconds) {
