@@ -20,7 +20,7 @@ for model in "$@"; do
     uptime > "$out/$name.$side.uptime"
     start=$(date +%s.%N)
     CLEAVE_CACHE_DIR="$out/cache-$side" "$binary" bench "$model" --families --workers 2 \
-      --repeat 20 --warmup 3 --json -v > "$out/$name.$side.json" 2> "$out/$name.$side.log"
+      --repeat 20 --warmup 3 --json > "$out/$name.$side.json" 2> "$out/$name.$side.log"
     echo "$(date +%s.%N) - $start" | bc > "$out/$name.$side.seconds"
     echo "$name $side: $(cat "$out/$name.$side.seconds") s, load $(cut -d, -f3- "$out/$name.$side.uptime")"
   done

@@ -22,8 +22,10 @@ def main() -> None:
     print("| model | build | auto's choice | predicted ms | measured ms | meas/pred | "
           "every family: measured (lowest) / predicted ms, meas/pred | load (1, 5, 15 min) |")
     print("|---|---|---|---:|---:|---:|---|---|")
-    for side in ("old", "new"):
-        for name, report, load, _ in rows(out, side):
+    every_row = [(name, side, report, load) for side in ("old", "new")
+                 for name, report, load, _ in rows(out, side)]
+    for name, side, report, load in sorted(every_row, key=lambda row: (row[0], row[1] != "old")):
+        if True:
             chosen = next((f for f in report["families"] if f["chosen"]), None)
             every = "; ".join(
                 f"{f['configuration']}: {f['measured_seconds'] * 1e3:.2f} "

@@ -78,9 +78,9 @@ TEST(SimulatorTest, DetectsADeadlockingOrder) {
 }
 
 // a -> b, a -> c, b -> d, c -> d on two workers sharing memory; each task also has its time
-// while the other worker computes (busy_time), twice its time alone.
+// while the other worker computes (busy_time), twice its time alone. No bytes: hand-offs free.
 const char* const kBusyDiamond = R"({
-  "devices": [{"name": "p"}, {"name": "q"}],
+  "devices": [{"name": "p"}, {"name": "q"}], "bandwidth": [[0, 1], [1, 0]],
   "tasks": [{"name": "a", "time": [1, 1], "busy_time": [2, 2]},
             {"name": "b", "time": [2, 2], "busy_time": [4, 4]},
             {"name": "c", "time": [3, 3], "busy_time": [6, 6]},
