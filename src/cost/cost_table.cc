@@ -25,6 +25,7 @@
 
 #include "analysis/flops.h"
 #include "analysis/static_cost.h"
+#include "cost/context_profile.h"
 #include "cost/peak_rate_cache.h"
 #include "ir/text.h"
 #include "runtime/cpu_isa.h"
@@ -129,6 +130,18 @@ double CostTable::total_seconds(int threads) const {
   for (std::size_t id = 0; id < nodes.size(); ++id)
     total += seconds(static_cast<NodeId>(id), threads);
   return total;
+}
+
+bool CostTable::has_busy_seconds() const {
+  return std::any_of(nodes.begin(), nodes.end(),
+                     [](const NodeCost& cost) { return cost.busy_seconds.has_value(); });
+}
+
+double CostTable::busy_seconds(NodeId node, int threads) const {
+  const NodeCost& cost = nodes.at(node);
+  if (!cost.busy_seconds) return seconds(node, threads);
+  const double alone = seconds(node, 1);
+  return alone > 0 ? *cost.busy_seconds * seconds(node, threads) / alone : *cost.busy_seconds;
 }
 
 CostTable static_costs(const Graph& graph, double seconds_per_unit) {
@@ -465,6 +478,45 @@ void time_nodes(const Graph& graph, const std::map<std::string, Tensor>& inputs,
   }
 }
 
+// In context: each thread count's node times from whole runs in order, scaled to their
+// median; then the 1-thread times again beside cores that each run the model.
+void time_nodes_in_context(const Graph& graph, const std::map<std::string, Tensor>& inputs,
+                           const ProfileOptions& options, FreeCoreWait& wait_for_free_cores,
+                           CostTable& table) {
+  ContextRuns runs;
+  runs.warmup = options.warmup;
+  runs.repeat = options.repeat;
+  for (int threads = 1; threads <= options.max_threads; ++threads) {
+    wait_for_free_cores(threads);
+    const ContextTiming timed =
+        time_in_context(graph, profile_executor_options(options, threads), inputs, runs);
+    for (NodeId id : graph.node_ids()) table.nodes[id].seconds.push_back(timed.node_seconds[id]);
+    table.run_seconds.push_back(timed.run_seconds);
+    table.calibration.push_back(timed.calibration);
+    if (options.progress) {
+      options.progress(fmt::format(
+          "profile: {} thread(s), in context: {:.3f} ms per run (median of {} runs; nodes "
+          "scaled by {:.3f})",
+          threads, timed.run_seconds * 1e3, timed.runs, timed.calibration));
+    }
+  }
+  // The other cores of the plan's workers; at least one, so that a 1-thread profile still
+  // prices a plan of two 1-thread workers.
+  runs.busy_neighbours = std::max(1, options.max_threads - 1);
+  const ContextTiming busy =
+      time_in_context(graph, profile_executor_options(options, 1), inputs, runs);
+  for (NodeId id : graph.node_ids()) table.nodes[id].busy_seconds = busy.node_seconds[id];
+  table.busy_run_seconds = busy.run_seconds;
+  table.busy_neighbours = runs.busy_neighbours;
+  if (options.progress) {
+    options.progress(fmt::format(
+        "profile: 1 thread beside {} busy core(s): {:.3f} ms per run (median of {} runs), "
+        "{:.2f}x alone",
+        runs.busy_neighbours, busy.run_seconds * 1e3, busy.runs,
+        table.run_seconds.front() > 0 ? busy.run_seconds / table.run_seconds.front() : 0.0));
+  }
+}
+
 }  // namespace
 
 CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
@@ -476,21 +528,34 @@ CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
       options.blocked_layouts ? to_string(options.convolution_family) : std::string("plain");
   if (options.blocked_layouts && options.convolution_family == ConvolutionFamily::kWinograd)
     family = winograd_budget_key(winograd_budget_from_environment()) + "-" + family;
-  std::string key = fmt::format("{}-t{}-r{}-{}-{}-v6", graph_fingerprint(graph),
-                                options.max_threads, options.repeat, isa_cache_key(), family);
+  // In context (v7): whole runs in order and beside busy cores, under a key of its own.
+  std::string key =
+      fmt::format("{}-t{}-r{}-{}-{}-{}", graph_fingerprint(graph), options.max_threads,
+                  options.repeat, isa_cache_key(), family, options.in_context ? "v7ctx" : "v6");
   fs::path cache = fs::path(cache_directory(options)) / (key + ".json");
   if (std::optional<CostTable> cached = cached_profile(cache, graph, options)) return *cached;
   CostTable table;
   table.source = "profile";
+  table.context = options.in_context ? "in-context" : "alone";
   table.nodes.resize(graph.node_capacity());
   for (NodeId id : graph.node_ids()) fill_sizes(graph, id, table.nodes[id]);
   std::map<std::string, Tensor> inputs = random_inputs(graph, 0);
   FreeCoreWait wait_for_free_cores{options};
-  const std::vector<double> run_seconds =
-      time_whole_runs(graph, inputs, options, wait_for_free_cores, table);
-  for (int threads = 1; threads <= options.max_threads; ++threads) {
-    time_nodes(graph, inputs, options, wait_for_free_cores, threads, run_seconds[threads - 1],
-               table);
+  const auto start = std::chrono::steady_clock::now();
+  if (options.in_context) {
+    time_nodes_in_context(graph, inputs, options, wait_for_free_cores, table);
+  } else {
+    const std::vector<double> run_seconds =
+        time_whole_runs(graph, inputs, options, wait_for_free_cores, table);
+    for (int threads = 1; threads <= options.max_threads; ++threads) {
+      time_nodes(graph, inputs, options, wait_for_free_cores, threads, run_seconds[threads - 1],
+                 table);
+    }
+  }
+  if (options.progress) {
+    options.progress(fmt::format(
+        "profile: measured in {:.2f} s",
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
   }
   // A cache that cannot be written costs a re-measurement next time, not this run.
   std::error_code ignored;
@@ -499,70 +564,6 @@ CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
     write_file_atomically(cache.string(), cost_table_to_json(table, graph).dump(1));
   } catch (const Error& e) {
     if (options.progress) options.progress(fmt::format("profile: cache not written: {}", e.what()));
-  }
-  return table;
-}
-
-nlohmann::json cost_table_to_json(const CostTable& table, const Graph& graph) {
-  nlohmann::json nodes = nlohmann::json::array();
-  for (NodeId id : graph.node_ids()) {
-    const NodeCost& cost = table.nodes[id];
-    nodes.push_back({{"node", graph.node(id).name},
-                     {"op", graph.node(id).op_type},
-                     {"seconds", cost.seconds},
-                     {"output_bytes", cost.output_bytes},
-                     {"weight_bytes", cost.weight_bytes},
-                     {"flops", cost.flops}});
-  }
-  nlohmann::json json = {
-      {"source", table.source}, {"fingerprint", graph_fingerprint(graph)}, {"nodes", nodes}};
-  if (!table.run_seconds.empty()) {
-    json["run_seconds"] = table.run_seconds;
-    json["calibration"] = table.calibration;
-    json["disturbed_blocks"] = table.disturbed_blocks;
-  }
-  return json;
-}
-
-CostTable cost_table_from_json(const nlohmann::json& json, const Graph& graph,
-                               const std::string& origin) {
-  const JsonField root(json, origin);
-  root.expect_object();
-  const std::optional<JsonField> fingerprint = root.find("fingerprint");
-  if (!fingerprint || fingerprint->string() != graph_fingerprint(graph)) {
-    throw Error(fmt::format("{}: cost table was made for another graph", origin));
-  }
-  CostTable table;
-  table.source = root.at("source").string();
-  // Times are checked like any input: a negative or infinite time (an edited cache) would make
-  // every plan's prediction meaningless.
-  const auto seconds_list = [](const JsonField& list) {
-    std::vector<double> values;
-    for (std::size_t k = 0; k < list.size(); ++k) values.push_back(list.at(k).non_negative());
-    return values;
-  };
-  if (auto field = root.find("run_seconds")) table.run_seconds = seconds_list(*field);
-  if (auto field = root.find("calibration")) table.calibration = seconds_list(*field);
-  if (auto field = root.find("disturbed_blocks")) {
-    for (std::size_t k = 0; k < field->size(); ++k) {
-      table.disturbed_blocks.push_back(
-          static_cast<int>(field->at(k).integer(0, std::numeric_limits<int>::max())));
-    }
-  }
-  table.nodes.resize(graph.node_capacity());
-  std::vector<NodeId> ids = graph.node_ids();
-  const JsonField nodes = root.at("nodes");
-  if (nodes.size() != ids.size())
-    throw Error(
-        fmt::format("{}: cost table has {} nodes, graph {}", origin, nodes.size(), ids.size()));
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    const JsonField entry = nodes.at(i);
-    NodeCost& cost = table.nodes[ids[i]];
-    cost.seconds = seconds_list(entry.at("seconds"));
-    if (cost.seconds.empty()) entry.at("seconds").fail("at least one time");
-    cost.output_bytes = entry.at("output_bytes").non_negative();
-    cost.weight_bytes = entry.at("weight_bytes").non_negative();
-    cost.flops = entry.at("flops").non_negative();
   }
   return table;
 }

@@ -20,6 +20,9 @@ struct NodeCost {
   /// Seconds with 1, 2, ... intra-op threads (index t - 1). Static and analytical tables
   /// scale one measurement; a profile measures each thread count.
   std::vector<double> seconds;
+  /// In-context profiles only: seconds on 1 thread while the other cores each run the same
+  /// model at the same time (the condition of every plan whose workers compute at once).
+  std::optional<double> busy_seconds;
   double output_bytes = 0;
   double weight_bytes = 0;
   double flops = 0;
@@ -28,6 +31,10 @@ struct NodeCost {
 /// Costs of every node (by NodeId; removed nodes have an empty entry).
 struct CostTable {
   std::string source;  ///< "static", "analytical" or "profile".
+  /// Profiles only, how node times were taken: "in-context" (inside whole sequential runs in
+  /// order, scaled to those runs' median; busy-neighbour times too) or "alone" (scaled to the
+  /// fastest of interleaved blocks of whole runs; no busy-neighbour times).
+  std::string context;
   std::vector<NodeCost> nodes;
   /// Profiles only, by thread count (index t - 1): the median latency of whole sequential
   /// runs, and the factor the timed node seconds were multiplied by so that they sum to it.
@@ -36,6 +43,10 @@ struct CostTable {
   /// Profiles only, by thread count: blocks of whole runs timed while another process held
   /// one of the cores (set aside; see interleaved_run_seconds).
   std::vector<int> disturbed_blocks;
+  /// In-context profiles only: the median 1-thread whole run beside the busy cores, and the
+  /// number of cores that were kept busy.
+  double busy_run_seconds = 0;
+  int busy_neighbours = 0;
   /// Profiles only: the convolution family whose kernels were timed (unset: plain layouts,
   /// or a table not measured here). Executors that cannot measure for themselves run it.
   std::optional<ConvolutionFamily> convolution_family;
@@ -44,6 +55,12 @@ struct CostTable {
   /// time stays at that count's (no speedup is assumed that was not measured).
   double seconds(NodeId node, int threads = 1) const;
   double total_seconds(int threads = 1) const;
+  /// Whether nodes have busy-neighbour times (every timed node has one, or none does).
+  bool has_busy_seconds() const;
+  /// Seconds of a node on `threads` threads while the other cores compute: its busy-neighbour
+  /// time scaled by its own speedup from 1 to `threads` threads (only 1 thread is measured
+  /// busy); seconds(node, threads) for a table without busy-neighbour times.
+  double busy_seconds(NodeId node, int threads = 1) const;
 };
 
 /// The Ramiel paper's static weights, `seconds_per_unit` each (threads do not help).
@@ -81,6 +98,10 @@ struct ProfileOptions {
   std::function<bool(int threads)> cores_free = [](int threads) {
     return cleave::cores_free(threads);
   };
+  /// Time nodes in context (CostTable::context "in-context": within whole sequential runs
+  /// scaled to their median, and on 1 thread beside busy cores), cached under its own key;
+  /// false: the older "alone" profile.
+  bool in_context = true;
   std::function<void(const std::string&)> progress;
 };
 
@@ -89,10 +110,14 @@ ProfileOptions profile_options(int max_threads);
 
 /// Times every node on this machine with 1..max_threads intra-op threads (median of
 /// `repeat` runs of the whole graph, seeded random inputs) and caches the table on disk,
-/// keyed by the graph's content and the options, so later plans reuse it. Timing each node
-/// costs time of its own, and a run costs more than its nodes (inputs, allocation, the gaps
-/// between nodes), so whole runs are timed apart (interleaved_run_seconds, 3 to 8 blocks of
-/// about `repeat` / 2 runs) and each thread count's node times are scaled to sum to that
+/// keyed by the graph's content and the options, so later plans reuse it. In context (the
+/// default): each thread count's node times come from whole runs in order, scaled so that they
+/// sum to those runs' median (at least `repeat` runs and 0.2 s), and the 1-thread times are
+/// taken again while max_threads - 1 other threads (at least 1) each run the same model over
+/// and over (`busy_seconds`, what a multi-worker plan's nodes take here). Alone (v6): timing
+/// each node costs time of its own, and a run costs more than its nodes (inputs, allocation,
+/// the gaps between nodes), so whole runs are timed apart (interleaved_run_seconds, 3 to 8 blocks
+/// of about `repeat` / 2 runs) and each thread count's node times are scaled to sum to that
 /// (`run_seconds`, `calibration`).
 CostTable profile_costs(const Graph& graph, const ProfileOptions& options);
 

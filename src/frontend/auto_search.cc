@@ -103,10 +103,14 @@ std::vector<int> threads_by_weight(const ModelPlan& plan, const CostTable& costs
 // worker's thread count and the plan simulated again.
 ModelPlan rethreaded(ModelPlan plan, const CostTable& costs, const std::vector<int>& threads) {
   plan.tasks.machine = cpu_workers_with(threads);
+  const bool busy = costs.has_busy_seconds();
   for (Task& task : plan.tasks.tasks) {
     task.time.assign(threads.size(), 0);
-    for (std::size_t d = 0; d < threads.size(); ++d)
+    task.busy_time.assign(busy ? threads.size() : 0, 0);
+    for (std::size_t d = 0; d < threads.size(); ++d) {
       task.time[d] = costs.seconds(task.node, threads[d]);
+      if (busy) task.busy_time[d] = costs.busy_seconds(task.node, threads[d]);
+    }
   }
   apply_simulation(plan.plan, simulate(plan.plan, plan.tasks));
   plan.threads_per_worker = *std::max_element(threads.begin(), threads.end());
@@ -140,6 +144,11 @@ struct Search {
   }
 
   void consider(ModelPlan plan, PlanCandidate candidate) {
+    // Planners search with each task's time alone; where two or more workers compute, the
+    // plan is priced at the busy-neighbour times (the simulator's choice), whichever planner
+    // made it.
+    if (prices_beside_busy(plan.plan, plan.tasks))
+      apply_simulation(plan.plan, simulate(plan.plan, plan.tasks));
     candidate.predicted_seconds = plan.plan.makespan;
     if (options.samples > 1 && plan.plan.makespan > 0)
       candidate.samples_per_second = options.samples / plan.plan.makespan;

@@ -74,6 +74,7 @@ TaskGraph task_graph_for(const Graph& graph, const CostTable& costs, const Machi
   tasks.machine = machine;
   std::vector<int> task_of(graph.node_capacity(), -1);
   std::set<std::string> names;
+  const bool busy = costs.has_busy_seconds();
   for (NodeId id : graph.topological_order()) {
     Task task;
     const Node& node = graph.node(id);
@@ -93,8 +94,11 @@ TaskGraph task_graph_for(const Graph& graph, const CostTable& costs, const Machi
                                      bytes_moved(graph, id, cost) / roofline.bytes_per_second));
       } else {
         task.time.push_back(costs.seconds(id, device.threads) / device.speed);
+        if (busy) task.busy_time.push_back(costs.busy_seconds(id, device.threads) / device.speed);
       }
     }
+    // A device priced by its roofline has no busy-neighbour time: none for the task then.
+    if (task.busy_time.size() != task.time.size()) task.busy_time.clear();
     task.output_bytes = costs.nodes[id].output_bytes;
     task.weight_bytes = costs.nodes[id].weight_bytes;
     if (values == ModelValues::kFromRank0) add_model_values(graph, node, task);

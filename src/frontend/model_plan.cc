@@ -13,6 +13,7 @@
 #include "frontend/auto_search.h"
 #include "frontend/costs.h"
 #include "plan/registry.h"
+#include "plan/simulator.h"
 #include "runtime/winograd_budget.h"
 #include "support/atomic_output.h"
 #include "support/json_file.h"
@@ -75,12 +76,20 @@ ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlan
     const bool once = options.each_node_once && !instead.empty();
     chosen = plan_with_planner(graph, costs, options, once ? instead : options.strategy);
   }
+  // Every plan whose workers compute at once is priced at busy-neighbour times, whichever
+  // planner made it (auto's candidates already are).
+  const bool beside_busy = prices_beside_busy(chosen.plan, chosen.tasks);
+  if (beside_busy) apply_simulation(chosen.plan, simulate(chosen.plan, chosen.tasks));
   // Fails with the device and bytes when a named strategy's weights overflow a device.
   if (options.machine) validate_plan(chosen.plan, chosen.tasks);
   chosen.planning_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   chosen.plan.notes["planning_seconds"] = chosen.planning_seconds;
   chosen.plan.notes["cost_source"] = costs.source;
+  // Which node times the prediction used: busy-neighbour times where workers compute at once,
+  // else the profile's in-context (or alone) times.
+  if (!costs.context.empty())
+    chosen.plan.notes["node_costs"] = beside_busy ? "beside-busy" : costs.context;
   chosen.convolution_family = costs.convolution_family;
   if (costs.convolution_family == ConvolutionFamily::kWinograd) {
     // The costs were timed with these nodes on the direct kernels; the plan file says so.

@@ -110,7 +110,10 @@ PlanCandidate pipeline_candidate(const Graph& graph, const CostTable& costs,
   int best_threads = 1;
   for (int stages = 2; stages <= most; ++stages) {
     const int threads = cores / stages;
-    StagedStream staged = stage_cut(graph, costs, stages, threads);
+    std::vector<double> node_cost(graph.node_capacity(), 0);
+    // Every stage computes at once on this host's cores: each node at its busy-neighbour time.
+    for (NodeId id : graph.node_ids()) node_cost[id] = costs.busy_seconds(id, threads);
+    StagedStream staged = graph_to_stages(graph, stages, "model", node_cost);
     const double seconds = pipeline_seconds(staged, options.samples);
     if (seconds < best.predicted_seconds) {
       best.predicted_seconds = seconds;

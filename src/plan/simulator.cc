@@ -8,6 +8,15 @@
 
 namespace cleave {
 
+bool prices_beside_busy(const Plan& plan, const TaskGraph& graph) {
+  const bool has_busy_times = std::any_of(graph.tasks.begin(), graph.tasks.end(),
+                                          [](const Task& task) { return !task.busy_time.empty(); });
+  if (!has_busy_times) return false;
+  const auto computing = std::count_if(plan.order.begin(), plan.order.end(),
+                                       [](const std::vector<int>& list) { return !list.empty(); });
+  return computing >= 2;
+}
+
 Simulation simulate(const Plan& plan, const TaskGraph& graph) {
   const std::vector<int> order = execution_order(plan, graph);
   const std::size_t task_count = graph.tasks.size();
@@ -18,6 +27,7 @@ Simulation simulate(const Plan& plan, const TaskGraph& graph) {
     for (std::size_t i = 1; i < list.size(); ++i) previous_on_worker[list[i]] = list[i - 1];
   }
   Simulation result;
+  result.beside_busy = prices_beside_busy(plan, graph);
   result.start.assign(task_count, 0.0);
   result.finish.assign(task_count, 0.0);
   result.busy.assign(worker_count, 0.0);
@@ -45,7 +55,9 @@ Simulation simulate(const Plan& plan, const TaskGraph& graph) {
         ++result.transfer_count;
       }
     }
-    const double duration = graph.tasks[task].time[worker];
+    const Task& info = graph.tasks[task];
+    const double duration =
+        result.beside_busy && !info.busy_time.empty() ? info.busy_time[worker] : info.time[worker];
     result.start[task] = start;
     result.finish[task] = start + duration;
     result.busy[worker] += duration;

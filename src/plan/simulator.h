@@ -21,7 +21,17 @@ struct Simulation {
   /// Edges whose ends run on different workers, model inputs handed out from device 0 (one per
   /// input, sample and device) and model outputs gathered there.
   int transfer_count = 0;
+  /// Whether the tasks were priced at their busy-neighbour times (prices_beside_busy).
+  bool beside_busy = false;
 };
+
+/// Whether `plan` runs on two or more workers that each compute at least one task, and the
+/// graph's tasks carry busy-neighbour times (Task::busy_time): then every task is priced at
+/// those. On this host a core runs a node 2-4.6x slower while the other core computes (or a
+/// worker spins waiting for its next input), so a multi-worker plan's nodes take their
+/// busy-neighbour times however their intervals overlap; a one-worker plan keeps `time`
+/// (docs/results/families-heldout.md).
+bool prices_beside_busy(const Plan& plan, const TaskGraph& graph);
 
 /// List-schedules the plan's per-worker orders exactly: a task starts when the task before it
 /// on its worker has finished and every input has arrived (producer finish, plus latency and
@@ -29,7 +39,8 @@ struct Simulation {
 /// device than 0 reads arrive from device 0, sent at the start (TaskGraph::input_arrival); the
 /// model outputs produced only off device 0 end the run when they reach it
 /// (TaskGraph::output_gathers): what the MPI executor sends. Links carry any number of
-/// transfers at once. Throws Error when the orders deadlock or the plan does not place every
+/// transfers at once. Tasks take Task::time, or Task::busy_time where prices_beside_busy
+/// says so. Throws Error when the orders deadlock or the plan does not place every
 /// task once.
 Simulation simulate(const Plan& plan, const TaskGraph& graph);
 

@@ -173,6 +173,20 @@ void TaskGraph::check(const std::string& origin) const {
                       "infinite)",
                       origin, task.name));
     }
+    if (!task.busy_time.empty() && task.busy_time.size() != devices) {
+      throw Error(fmt::format(
+          "{}: task \"{}\": busy_time: expected {} entries (one per device) or none, got {}",
+          origin, task.name, devices, task.busy_time.size()));
+    }
+    for (std::size_t device = 0; device < task.busy_time.size(); ++device) {
+      const double time = task.busy_time[device];
+      if (std::isnan(time) || time < 0 || (std::isfinite(time) && time > kMaxSeconds)) {
+        throw Error(fmt::format(
+            "{}: task \"{}\": busy_time[{}] ({}): expected a non-negative number of seconds up "
+            "to {:g} (or null), got {}",
+            origin, task.name, device, machine.devices[device].name, kMaxSeconds, time));
+      }
+    }
     if (!std::isfinite(task.output_bytes) || task.output_bytes < 0 ||
         task.output_bytes > kMaxBytes) {
       throw Error(fmt::format(
@@ -266,6 +280,30 @@ std::vector<ModelValue> model_values_from_json(const nlohmann::json& entry, cons
   return values;
 }
 
+// A task's seconds per device (`time`, `busy_time`): an array of one entry per device.
+std::vector<double> device_times(const nlohmann::json& list, const std::string& where,
+                                 std::size_t devices) {
+  if (!list.is_array()) {
+    throw Error(fmt::format("{}: expected an array of {} seconds, one per device, got {}", where,
+                            devices, show_json(list)));
+  }
+  if (list.size() != devices) {
+    throw Error(fmt::format("{}: expected {} entries (one per device), got {}", where, devices,
+                            list.size()));
+  }
+  std::vector<double> times;
+  for (std::size_t device = 0; device < devices; ++device) {
+    const nlohmann::json& value = list[device];
+    // JSON has no infinity: null (or "inf") marks a device the task cannot run on.
+    if (value.is_null() || (value.is_string() && value.get<std::string>() == "inf")) {
+      times.push_back(std::numeric_limits<double>::infinity());
+    } else {
+      times.push_back(non_negative_number(value, fmt::format("{}[{}]", where, device)));
+    }
+  }
+  return times;
+}
+
 // tasks[i] of a task graph file, its name recorded in `index_of`.
 Task task_from_json(const nlohmann::json& entry, std::size_t i, const std::string& origin,
                     std::size_t devices, std::map<std::string, int>& index_of) {
@@ -284,22 +322,13 @@ Task task_from_json(const nlohmann::json& entry, std::size_t i, const std::strin
     throw Error(
         fmt::format("{}: duplicate task name (also tasks[{}])", where, index_of[task.name]));
   }
-  if (!entry.contains("time") || !entry["time"].is_array()) {
+  if (!entry.contains("time")) {
     throw Error(
         fmt::format("{}: time: expected an array of {} seconds, one per device", where, devices));
   }
-  if (entry["time"].size() != devices) {
-    throw Error(fmt::format("{}: time: expected {} entries (one per device), got {}", where,
-                            devices, entry["time"].size()));
-  }
-  for (std::size_t device = 0; device < devices; ++device) {
-    const nlohmann::json& value = entry["time"][device];
-    // JSON has no infinity: null (or "inf") marks a device the task cannot run on.
-    if (value.is_null() || (value.is_string() && value.get<std::string>() == "inf")) {
-      task.time.push_back(std::numeric_limits<double>::infinity());
-    } else {
-      task.time.push_back(non_negative_number(value, fmt::format("{}: time[{}]", where, device)));
-    }
+  task.time = device_times(entry["time"], where + ": time", devices);
+  if (entry.contains("busy_time")) {
+    task.busy_time = device_times(entry["busy_time"], where + ": busy_time", devices);
   }
   if (entry.contains("output_bytes")) {
     task.output_bytes = non_negative_number(entry["output_bytes"], where + ": output_bytes");
@@ -403,23 +432,32 @@ TaskGraph task_graph_from_json(const nlohmann::json& json, const std::string& or
   return graph;
 }
 
+namespace {
+
+nlohmann::json device_times_json(const std::vector<double>& times) {
+  nlohmann::json list = nlohmann::json::array();
+  for (double time : times) {
+    if (std::isfinite(time)) {
+      list.push_back(time);
+    } else {
+      list.push_back(nullptr);
+    }
+  }
+  return list;
+}
+
+}  // namespace
+
 nlohmann::json task_graph_to_json(const TaskGraph& graph) {
   nlohmann::json devices = nlohmann::json::array();
   for (const Device& device : graph.machine.devices) devices.push_back(device_to_json(device));
   nlohmann::json tasks = nlohmann::json::array();
   for (const Task& task : graph.tasks) {
-    nlohmann::json times = nlohmann::json::array();
-    for (double time : task.time) {
-      if (std::isfinite(time)) {
-        times.push_back(time);
-      } else {
-        times.push_back(nullptr);
-      }
-    }
     nlohmann::json entry = {{"name", task.name},
-                            {"time", times},
+                            {"time", device_times_json(task.time)},
                             {"output_bytes", task.output_bytes},
                             {"weight_bytes", task.weight_bytes}};
+    if (!task.busy_time.empty()) entry["busy_time"] = device_times_json(task.busy_time);
     if (task.node >= 0) entry["node"] = task.node;
     if (task.batch_begin != 0 || task.batch_end != 1) {
       entry["batch_begin"] = task.batch_begin;
@@ -511,6 +549,10 @@ TaskGraph batch_task_graph(const TaskGraph& per_sample, int64_t batch,
                              std::find(supported.begin(), supported.end(), size) != supported.end();
         part.time[device] = allowed ? task.time[device] * static_cast<double>(size)
                                     : std::numeric_limits<double>::infinity();
+        if (!part.busy_time.empty()) {
+          part.busy_time[device] = allowed ? task.busy_time[device] * static_cast<double>(size)
+                                           : std::numeric_limits<double>::infinity();
+        }
       }
       bool runs_somewhere = false;
       for (double time : part.time) runs_somewhere = runs_somewhere || std::isfinite(time);

@@ -26,10 +26,14 @@ struct Task {
   std::string name;
   std::vector<double> time;  ///< Seconds on each device of the machine, by device index
                              ///< (+inf: cannot run there).
-  double output_bytes = 0;   ///< Bytes sent along each outgoing edge to another device.
-  double weight_bytes = 0;   ///< Resident bytes on the device it is mapped to.
-  int32_t node = -1;         ///< Graph NodeId it comes from, -1 when none.
-  int64_t batch_begin = 0;   ///< Batch slice [begin, end) for batched plans.
+  /// Seconds on each device while the other workers compute at the same time (a profile's
+  /// busy-neighbour times, cost_table.h); empty when unknown: `time` then holds throughout.
+  /// The simulator uses these for plans in which two or more workers compute.
+  std::vector<double> busy_time;
+  double output_bytes = 0;  ///< Bytes sent along each outgoing edge to another device.
+  double weight_bytes = 0;  ///< Resident bytes on the device it is mapped to.
+  int32_t node = -1;        ///< Graph NodeId it comes from, -1 when none.
+  int64_t batch_begin = 0;  ///< Batch slice [begin, end) for batched plans.
   int64_t batch_end = 1;
   /// Tasks with the same non-negative group share one copy of their weights on a device (the
   /// slices of one node in a batched graph); -1: its weights are its own.

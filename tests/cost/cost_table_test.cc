@@ -259,6 +259,7 @@ TEST_F(ProfileCosts, ATableOfAnotherIsaIsNotRead) {
 // the blocks aside in the table and says so.
 TEST_F(ProfileCosts, CoresHeldThroughoutAreWaitedForWithinTheBudgetAndReported) {
   Graph graph = with_weights(kBranches);
+  options_.in_context = false;  // Blocks of whole runs: the alone profile's.
   std::vector<int> asked_threads;
   options_.cores_free = [&](int threads) {
     asked_threads.push_back(threads);
@@ -294,6 +295,7 @@ TEST_F(ProfileCosts, CoresHeldThroughoutAreWaitedForWithinTheBudgetAndReported) 
 // block is set aside and the table is cached.
 TEST_F(ProfileCosts, AShortHoldIsWaitedOut) {
   Graph graph = with_weights(kBranches);
+  options_.in_context = false;  // Blocks of whole runs: the alone profile's.
   int checks = 0;
   options_.cores_free = [&](int threads) { return threads < 2 || ++checks > 3; };
   options_.quiet_wait_seconds = 10;
@@ -320,6 +322,116 @@ TEST_F(ProfileCosts, ATableForAnotherGraphIsRefused) {
 }
 )");
   EXPECT_THROW(cost_table_from_json(cost_table_to_json(table, graph), other, "table.json"), Error);
+}
+
+bool said(const std::vector<std::string>& progress, const std::string& text) {
+  return std::any_of(progress.begin(), progress.end(),
+                     [&](const std::string& line) { return line.find(text) != std::string::npos; });
+}
+
+TEST_F(ProfileCosts, InContextEveryNodeHasATimeBesideABusyCore) {
+  Graph graph = with_weights(kBranches);
+  const CostTable table = profile_costs(graph, options_);
+  EXPECT_EQ(table.context, "in-context");
+  EXPECT_EQ(table.busy_neighbours, 1);
+  EXPECT_GT(table.busy_run_seconds, 0.0);
+  ASSERT_TRUE(table.has_busy_seconds());
+  double busy_total = 0;
+  for (NodeId id : graph.node_ids()) {
+    ASSERT_TRUE(table.nodes[id].busy_seconds.has_value()) << graph.node(id).name;
+    busy_total += *table.nodes[id].busy_seconds;
+  }
+  // Scaled, as the times alone are, to the median whole run beside the busy core.
+  EXPECT_NEAR(busy_total, table.busy_run_seconds, 1e-9 * table.busy_run_seconds);
+}
+
+TEST_F(ProfileCosts, InContextAndAloneProfilesAreCachedUnderTheirOwnKeys) {
+  Graph graph = with_weights(kBranches);
+  profile_costs(graph, options_);
+  options_.in_context = false;
+  std::vector<std::string> progress;
+  options_.progress = [&](const std::string& line) { progress.push_back(line); };
+  const CostTable alone = profile_costs(graph, options_);
+  EXPECT_FALSE(said(progress, "reused"));
+  EXPECT_EQ(alone.context, "alone");
+  EXPECT_FALSE(alone.has_busy_seconds());
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(directory_))
+    names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  ASSERT_EQ(names.size(), 2u);
+  EXPECT_NE(names[0].find("-v6.json"), std::string::npos) << names[0];
+  EXPECT_NE(names[1].find("-v7ctx.json"), std::string::npos) << names[1];
+}
+
+TEST_F(ProfileCosts, ATruncatedCachedTableIsMeasuredAgain) {
+  Graph graph = with_weights(kBranches);
+  profile_costs(graph, options_);
+  const fs::path cached = *fs::directory_iterator(directory_);
+  const auto size = fs::file_size(cached);
+  fs::resize_file(cached, size / 2);
+  std::vector<std::string> progress;
+  options_.progress = [&](const std::string& line) { progress.push_back(line); };
+  const CostTable table = profile_costs(graph, options_);
+  EXPECT_TRUE(said(progress, "cached table not used, measuring again"));
+  EXPECT_TRUE(table.has_busy_seconds());
+  std::ifstream in(cached);
+  EXPECT_NO_THROW(cost_table_from_json(nlohmann::json::parse(in), graph, cached.string()));
+}
+
+// A table that is in context but lacks a node's busy time (an edited or older file): the
+// error names the file, the node's entry and the field.
+TEST_F(ProfileCosts, AnInContextTableWithoutABusyTimeIsRefusedNamingTheNode) {
+  Graph graph = with_weights(kBranches);
+  nlohmann::json json = cost_table_to_json(profile_costs(graph, options_), graph);
+  json["nodes"][2].erase("busy_seconds");
+  try {
+    cost_table_from_json(json, graph, "table.json");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("table.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("nodes[2]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("busy_seconds"), std::string::npos) << e.what();
+  }
+  json["nodes"][2]["busy_seconds"] = -1;
+  EXPECT_THROW(cost_table_from_json(json, graph, "table.json"), Error);
+  json["nodes"][2]["busy_seconds"] = 1e-3;
+  json["context"] = "sideways";
+  try {
+    cost_table_from_json(json, graph, "table.json");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("context"), std::string::npos) << e.what();
+  }
+}
+
+// Only 1 thread is timed beside busy cores: more threads keep the node's own speedup.
+TEST(BusySeconds, ScaleByTheNodesOwnSpeedupAndFallBackToTheTimeAlone) {
+  CostTable table;
+  table.nodes.resize(2);
+  table.nodes[0].seconds = {2.0, 1.0};
+  table.nodes[0].busy_seconds = 3.0;
+  table.nodes[1].seconds = {4.0, 2.5};
+  EXPECT_TRUE(table.has_busy_seconds());
+  EXPECT_DOUBLE_EQ(table.busy_seconds(0, 1), 3.0);
+  EXPECT_DOUBLE_EQ(table.busy_seconds(0, 2), 1.5);
+  EXPECT_DOUBLE_EQ(table.busy_seconds(1, 2), 2.5);
+  table.nodes[0].busy_seconds.reset();
+  EXPECT_FALSE(table.has_busy_seconds());
+}
+
+TEST(BusySeconds, TheTaskGraphCarriesThemAtEachDevicesThreadsAndNoneWithoutThem) {
+  const Graph graph = with_weights(kBranches);
+  CostTable table;
+  table.source = "profile";
+  table.nodes.resize(graph.node_capacity());
+  for (NodeId id : graph.node_ids()) table.nodes[id].seconds = {2.0, 1.0};
+  const TaskGraph alone = task_graph_for(graph, table, cpu_workers(2, 2));
+  for (const Task& task : alone.tasks) EXPECT_TRUE(task.busy_time.empty()) << task.name;
+  for (NodeId id : graph.node_ids()) table.nodes[id].busy_seconds = 5.0;
+  const TaskGraph busy = task_graph_for(graph, table, cpu_workers(2, 2));
+  for (const Task& task : busy.tasks)
+    EXPECT_EQ(task.busy_time, (std::vector<double>{2.5, 2.5})) << task.name;
 }
 
 NodeId node_named(const Graph& graph, const std::string& op_type) {

@@ -10,6 +10,7 @@
 
 #include "ir/text.h"
 #include "modelgen/rwnn.h"
+#include "plan/simulator.h"
 
 namespace cleave {
 namespace {
@@ -150,6 +151,60 @@ TEST(AutoSearch, ABranchyGraphOnFourCoresRunsItsBranchesAsTasks) {
   EXPECT_EQ(plan.family, "task");
   EXPECT_EQ(chosen_row(plan).configuration, plan.configuration);
   EXPECT_EQ(plan.plan.notes["family"], "task");
+}
+
+// As an in-context profile: each node's 1-thread time beside busy cores is `slowdown` times
+// its time alone.
+CostTable with_busy_neighbours(CostTable table, double slowdown) {
+  table.context = "in-context";
+  for (NodeCost& cost : table.nodes)
+    if (!cost.seconds.empty()) cost.busy_seconds = cost.seconds.front() * slowdown;
+  return table;
+}
+
+const PlanCandidate& row_named(const ModelPlan& plan, const std::string& configuration) {
+  for (const PlanCandidate& row : plan.candidates)
+    if (row.configuration == configuration) return row;
+  throw Error("no row " + configuration);
+}
+
+TEST(AutoSearch, TaskPlansArePricedBesideBusyCoresAndSequentialInContext) {
+  const Graph graph = four_branches();
+  const std::map<std::string, double> ms{
+      {"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Tanh", 1e-3}, {"Exp", 1e-3}, {"Add", 1e-4}};
+  const CostTable alone = fixed_costs(graph, ms, 0.9);
+  const ModelPlan before = plan_model(graph, alone, on_cores(2));
+  ASSERT_EQ(before.family, "task");  // Two branches per worker beat 0.95 ms per op on 2 threads.
+  const ModelPlan after = plan_model(graph, with_busy_neighbours(alone, 2.5), on_cores(2));
+  EXPECT_EQ(after.family, "sequential");
+  EXPECT_EQ(after.plan.notes["node_costs"], "in-context");
+  // Sequential rows keep their times; the task row's tasks cost 2.5x (its hand-offs do not).
+  const std::string sequential = "1 worker x 2 threads";
+  EXPECT_DOUBLE_EQ(row_named(after, sequential).predicted_seconds,
+                   row_named(before, sequential).predicted_seconds);
+  const std::string lc = "lc, 2 workers x 1 thread";
+  EXPECT_GT(row_named(after, lc).predicted_seconds, 2.4 * row_named(before, lc).predicted_seconds);
+}
+
+TEST(AutoSearch, ANamedTaskPlanRecordsItWasPricedBesideBusyCores) {
+  const Graph graph = four_branches();
+  const std::map<std::string, double> ms{
+      {"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Tanh", 1e-3}, {"Exp", 1e-3}, {"Add", 1e-4}};
+  ModelPlanOptions options = on_cores(2);
+  options.strategy = "lc";
+  const CostTable alone = fixed_costs(graph, ms, 0.9);
+  const ModelPlan plain = plan_model(graph, alone, options);
+  const ModelPlan busy = plan_model(graph, with_busy_neighbours(alone, 2.0), options);
+  EXPECT_EQ(busy.plan.notes["node_costs"], "beside-busy");
+  EXPECT_FALSE(plain.plan.notes.contains("node_costs"));  // Fixed costs name no context.
+  // Exactly the plan simulated with every task at its busy time.
+  TaskGraph beside = busy.tasks;
+  for (Task& task : beside.tasks) {
+    task.time = task.busy_time;
+    task.busy_time.clear();
+  }
+  EXPECT_DOUBLE_EQ(busy.plan.makespan, simulate(busy.plan, beside).makespan);
+  EXPECT_GT(busy.plan.makespan, 1.9 * plain.plan.makespan);
 }
 
 TEST(AutoSearch, AChainRunsSequentiallyWithEveryCoreIntraOp) {

@@ -77,6 +77,45 @@ TEST(SimulatorTest, DetectsADeadlockingOrder) {
   }
 }
 
+// a -> b, a -> c, b -> d, c -> d on two workers sharing memory; each task also has its time
+// while the other worker computes (busy_time), twice its time alone. No bytes: hand-offs free.
+const char* const kBusyDiamond = R"({
+  "devices": [{"name": "p"}, {"name": "q"}], "bandwidth": [[0, 1], [1, 0]],
+  "tasks": [{"name": "a", "time": [1, 1], "busy_time": [2, 2]},
+            {"name": "b", "time": [2, 2], "busy_time": [4, 4]},
+            {"name": "c", "time": [3, 3], "busy_time": [6, 6]},
+            {"name": "d", "time": [1, 1], "busy_time": [2, 2]}],
+  "edges": [["a", "b"], ["a", "c"], ["b", "d"], ["c", "d"]]
+})";
+
+TEST(SimulatorTest, APlanWhoseTwoWorkersComputeTakesTheBusyNeighbourTimes) {
+  const TaskGraph graph = graph_from_text(kBusyDiamond);
+  // c on q: a 0-2, b 2-6 on p, c 2-8 on q, d 8-10.
+  const Plan plan = make_plan({0, 0, 1, 0}, {{0, 1, 3}, {2}});
+  EXPECT_TRUE(prices_beside_busy(plan, graph));
+  const Simulation result = simulate(plan, graph);
+  EXPECT_TRUE(result.beside_busy);
+  EXPECT_DOUBLE_EQ(result.finish[2], 8);
+  EXPECT_DOUBLE_EQ(result.makespan, 10);
+}
+
+TEST(SimulatorTest, AOneWorkerPlanKeepsItsTimesAlone) {
+  const TaskGraph graph = graph_from_text(kBusyDiamond);
+  // The second worker has no task: nothing computes beside the first.
+  const Plan plan = make_plan({0, 0, 0, 0}, {{0, 1, 2, 3}, {}});
+  EXPECT_FALSE(prices_beside_busy(plan, graph));
+  const Simulation result = simulate(plan, graph);
+  EXPECT_FALSE(result.beside_busy);
+  EXPECT_DOUBLE_EQ(result.makespan, 7);
+}
+
+TEST(SimulatorTest, WithoutBusyTimesATwoWorkerPlanKeepsItsTimes) {
+  const TaskGraph graph = graph_from_text(kDiamond);
+  const Plan plan = make_plan({0, 0, 1, 0}, {{0, 1, 3}, {2}});
+  EXPECT_FALSE(prices_beside_busy(plan, graph));
+  EXPECT_DOUBLE_EQ(simulate(plan, graph).makespan, 8);
+}
+
 TEST(SimulatorTest, ApplySimulationCopiesTimesIntoThePlan) {
   const TaskGraph graph = graph_from_text(kDiamond);
   Plan plan = make_plan({0, 0, 1, 0}, {{0, 1, 3}, {2}});

@@ -80,6 +80,19 @@ TEST(TaskGraphTest, ModelValuesRoundTripAndScaleWithABatchSlice) {
   EXPECT_EQ(batched.tasks[1].model_outputs, (std::vector<ModelValue>{{"y", 12}}));
 }
 
+TEST(TaskGraphTest, BusyTimesRoundTripAndScaleWithABatchSlice) {
+  const TaskGraph graph = graph_from_text(R"({"devices": [{"name": "d"}, {"name": "e"}],
+    "bandwidth": [[0, 1], [1, 0]],
+    "tasks": [{"name": "a", "time": [1, 2], "busy_time": [3, null]}]})");
+  ASSERT_EQ(graph.tasks[0].busy_time.size(), 2u);
+  EXPECT_EQ(graph.tasks[0].busy_time[0], 3);
+  EXPECT_TRUE(std::isinf(graph.tasks[0].busy_time[1]));
+  const nlohmann::json json = task_graph_to_json(graph);
+  EXPECT_EQ(task_graph_to_json(task_graph_from_json(json, "again")), json);
+  const TaskGraph batched = batch_task_graph(graph, 4, {1, 3});
+  EXPECT_EQ(batched.tasks[1].busy_time[0], 9);
+}
+
 TEST(TaskGraphTest, WriteThenReadFile) {
   const std::string path =
       (std::filesystem::temp_directory_path() / "cleave_task_graph_test.json").string();
@@ -106,6 +119,38 @@ TEST(TaskGraphErrorTest, WrongTimeVectorLength) {
                               "bandwidth": [[0, 1], [1, 0]],
                               "tasks": [{"name": "conv1", "time": [1]}]})"),
       HasSubstr("g.json: task \"conv1\": time: expected 2 entries (one per device), got 1"));
+}
+
+TEST(TaskGraphErrorTest, WrongBusyTimeVectorLength) {
+  EXPECT_THAT(
+      graph_error(R"({"devices": [{"name": "d"}, {"name": "e"}],
+                              "bandwidth": [[0, 1], [1, 0]],
+                              "tasks": [{"name": "conv1", "time": [1, 1], "busy_time": [2]}]})"),
+      HasSubstr("g.json: task \"conv1\": busy_time: expected 2 entries (one per device), got 1"));
+}
+
+TEST(TaskGraphErrorTest, NegativeBusyTime) {
+  EXPECT_THAT(graph_error(R"({"devices": [{"name": "d"}],
+                              "tasks": [{"name": "a", "time": [1], "busy_time": [-1]}]})"),
+              HasSubstr("g.json: task \"a\": busy_time[0]: expected a non-negative number"));
+}
+
+TEST(TaskGraphErrorTest, BusyTimeNotAList) {
+  EXPECT_THAT(graph_error(R"({"devices": [{"name": "d"}],
+                              "tasks": [{"name": "a", "time": [1], "busy_time": 2}]})"),
+              HasSubstr("g.json: task \"a\": busy_time: expected an array of 1 seconds"));
+}
+
+TEST(TaskGraphErrorTest, BusyTimeOfTheWrongLengthBuiltInCode) {
+  TaskGraph graph = graph_from_text(R"({"devices": [{"name": "d"}],
+                                        "tasks": [{"name": "a", "time": [1]}]})");
+  graph.tasks[0].busy_time = {1, 2};
+  try {
+    graph.check("built");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("built: task \"a\": busy_time: expected 1 entries"));
+  }
 }
 
 TEST(TaskGraphErrorTest, CycleNamesItsTasks) {

@@ -25,10 +25,15 @@ Task chain_task(const TaskGraph& graph, const std::vector<int>& members) {
   Task task;
   task.name = fmt::format("{}..{}", first.name, last.name);
   task.time.assign(graph.device_count(), 0.0);
+  task.busy_time.assign(first.busy_time.empty() ? 0 : graph.device_count(), 0.0);
   for (int member : members) {
     const Task& part = graph.tasks[member];
     for (std::size_t device = 0; device < task.time.size(); ++device) {
       task.time[device] += part.time[device];
+      // A part without busy times takes its time alone there too.
+      if (!task.busy_time.empty())
+        task.busy_time[device] +=
+            part.busy_time.empty() ? part.time[device] : part.busy_time[device];
     }
     task.weight_bytes += part.weight_bytes;
   }

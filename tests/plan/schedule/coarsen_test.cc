@@ -40,6 +40,17 @@ TEST(ContractChainsTest, JoinsOnlyTasksWhoseOnlySuccessorHasThemAsOnlyPredecesso
   EXPECT_EQ(coarse.coarse_of_task, (std::vector<int>{0, 0, 0, 1, 2, 3}));
 }
 
+TEST(ContractChainsTest, AChainsBusyTimeIsTheSumOfItsMembersBusyTimes) {
+  const CoarseGraph coarse = contract_chains(graph_from_text(R"({
+    "devices": [{"name": "p"}, {"name": "q"}], "bandwidth": [[0, 1], [1, 0]],
+    "tasks": [{"name": "a", "time": [1, 2], "busy_time": [3, 4]},
+              {"name": "b", "time": [2, 1], "busy_time": [5, 2]}],
+    "edges": [["a", "b"]]})"));
+  ASSERT_EQ(coarse.graph.tasks.size(), 1u);
+  EXPECT_EQ(coarse.graph.tasks[0].time, (std::vector<double>{3, 3}));
+  EXPECT_EQ(coarse.graph.tasks[0].busy_time, (std::vector<double>{8, 6}));
+}
+
 TEST(ContractChainsTest, AChainCostsTheSumOfItsMembersAndSendsWhatItsLastMemberSends) {
   const CoarseGraph coarse = contract_chains(graph_from_text(kChainThenDiamond));
   const Task& chain = coarse.graph.tasks[0];
