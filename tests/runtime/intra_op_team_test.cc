@@ -135,10 +135,27 @@ TEST(IntraOpTeam, TheTeamGrowsWithTheWorkUpToTheThreads) {
   EXPECT_EQ(intra_op_team(NodeWork{}, 0), 1);
 }
 
-TEST(IntraOpTeam, RecurrencesAndSubgraphsKeepEveryThread) {
+TEST(IntraOpTeam, ARecurrenceCountsOneTimeStepsWork) {
   Node lstm;
   lstm.op_type = "LSTM";
-  EXPECT_EQ(intra_op_team(node_work(lstm, {}), 4), 4);
+  // 100 steps of batch 2, input 16, hidden 32: one step is 2 * 2 * (128 * 16 + 128 * 32) FLOPs.
+  const Tensor x = Tensor::allocate(DataType::kFloat, {100, 2, 16});
+  const Tensor w = Tensor::allocate(DataType::kFloat, {1, 128, 16});
+  const Tensor r = Tensor::allocate(DataType::kFloat, {1, 128, 32});
+  const std::vector<const Tensor*> small{&x, &w, &r};
+  EXPECT_DOUBLE_EQ(node_work(lstm, small).flops, 2.0 * 2 * (128 * 16 + 128 * 32));
+  EXPECT_EQ(intra_op_team(node_work(lstm, small), 4), 1);
+  // Batch first (layout 1), batch 64, hidden 512: 2 * 64 * (2048 * 512 * 2) FLOPs a step.
+  lstm.set_attribute("layout", Attribute::of_int(1));
+  const Tensor wide_x = Tensor::allocate(DataType::kFloat, {64, 3, 512});
+  const Tensor wide_w = Tensor::allocate(DataType::kFloat, {1, 2048, 512});
+  const Tensor wide_r = Tensor::allocate(DataType::kFloat, {1, 2048, 512});
+  const std::vector<const Tensor*> wide{&wide_x, &wide_w, &wide_r};
+  EXPECT_EQ(intra_op_team(node_work(lstm, wide), 4), 4);
+  EXPECT_EQ(intra_op_team(node_work(lstm, {}), 4), 4);  // Operands unknown: every thread.
+}
+
+TEST(IntraOpTeam, SubgraphsKeepEveryThread) {
   Node loop;
   loop.op_type = "Loop";
   loop.set_attribute("body", Attribute::of_graph(std::make_shared<Graph>()));
