@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <optional>
 
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/elementwise.h"
@@ -321,7 +322,8 @@ std::unique_ptr<Kernel> try_split_weights_conv(const KernelContext& context, con
       sums_with(high, requantized && context.blocked_outputs_allowed);
   if (!high_sums) return nullptr;
   bool channels_last = false;
-  if (const auto& layout = high_sums->output_specs()[0].layout) {
+  // A copy: output_specs() returns its specs by value.
+  if (const std::optional<dnnl::memory::desc> layout = high_sums->output_specs()[0].layout) {
     channels_last = dense_channels_last(*layout, p.output_shape);
     if (channels_last) {
       const auto& strides = layout->data.format_desc.blocking.strides;
