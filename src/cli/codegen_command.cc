@@ -10,7 +10,6 @@
 #include "cli/model_task_graph.h"
 #include "cli/option_limits.h"
 #include "codegen/codegen_driver.h"
-#include "frontend/costs.h"
 #include "frontend/model_plan.h"
 #include "machine/machine.h"
 #include "support/atomic_output.h"
@@ -137,29 +136,16 @@ int run_codegen(const CodegenSettings& settings) {
   if (settings.lang == "streamit") return run_streamit(settings, start, out);
   if (!settings.stream.empty()) return run_stream_cpp(settings, start, out);
   Graph graph = load_model_for(settings.model);
-  ModelPlan plan;
-  if (settings.plan.empty()) {
-    ModelPlanOptions options;
-    options.strategy = "sequential";
-    options.workers = 1;
-    options.threads_per_worker = settings.threads;
-    plan = plan_model(graph, static_costs(graph), options);
-  } else if (settings.plan == "auto") {
-    ModelPlanOptions options;
-    options.strategy = settings.strategy;
-    options.workers = settings.workers;
-    options.threads_per_worker = settings.threads_per_worker;
-    options.each_node_once = true;           // the generators take one task per node
-    options.fixed_workers = settings.ranks;  // one rank per worker, as many as asked
-    // With a machine file its devices are the ranks, and the one simulator prices rank 0
-    // handing the inputs out and gathering the outputs, as `cleave plan --machine` does.
-    options.machine = machine;
-    plan =
-        plan_with_costs(graph, settings.costs, options, log_to_stderr(settings.model.verbose)).plan;
-  } else {
-    // A plan for ranks names cores of the machines it runs on, not of this host.
-    plan = read_model_plan(settings.plan, graph, /*cores_on_this_host=*/!settings.ranks);
-  }
+  CodegenPlanSource source;
+  source.plan = settings.plan;
+  source.costs = settings.costs;
+  source.threads = settings.threads;
+  source.auto_options.strategy = settings.strategy;
+  source.auto_options.workers = settings.workers;
+  source.auto_options.threads_per_worker = settings.threads_per_worker;
+  source.auto_options.machine = machine;
+  const ModelPlan plan =
+      plan_to_generate(request_of(settings), graph, source, log_to_stderr(settings.model.verbose));
   nlohmann::json report = codegen_plan(request_of(settings), graph, plan, out);
   report["seconds"] = seconds_since(start);
   if (settings.json) {

@@ -16,6 +16,7 @@
 #include "codegen/stream_model_check.h"
 #include "codegen/streamit_reader.h"
 #include "codegen/worker_program.h"
+#include "frontend/costs.h"
 #include "frontend/layout_choice.h"
 #include "runtime/run_time_shapes.h"
 #include "spatial/manifest.h"
@@ -199,6 +200,25 @@ nlohmann::json codegen_plan(const CodegenRequest& request, const Graph& graph,
   out.write_file("plan.json", model_plan_to_json(written, graph).dump(1) + "\n");
   out.commit();
   return report;
+}
+
+ModelPlan plan_to_generate(const CodegenRequest& request, const Graph& graph,
+                           const CodegenPlanSource& source,
+                           const std::function<void(const std::string&)>& progress) {
+  if (source.plan.empty()) {
+    ModelPlanOptions options;
+    options.strategy = "sequential";
+    options.workers = 1;
+    options.threads_per_worker = source.threads;
+    return plan_model(graph, static_costs(graph), options);
+  }
+  if (source.plan == "auto") {
+    ModelPlanOptions options = source.auto_options;
+    options.each_node_once = true;          // the generators take one task per node
+    options.fixed_workers = request.ranks;  // one rank per worker, as many as asked
+    return plan_with_costs(graph, source.costs, options, progress).plan;
+  }
+  return read_model_plan(source.plan, graph, /*cores_on_this_host=*/!request.ranks);
 }
 
 }  // namespace cleave

@@ -36,6 +36,24 @@ StreamitCodegenSummary codegen_streamit(const CodegenRequest& request,
 /// `out` and committed.
 StreamCppSummary codegen_stream_cpp(const CodegenRequest& request, AtomicFolder& out);
 
+/// Where the plan to generate comes from: none (sequential on `threads`), "auto" (planned), or
+/// a plan file.
+struct CodegenPlanSource {
+  std::string plan;  ///< Empty, "auto" or a plan file.
+  std::string costs = "profile";
+  ModelPlanOptions auto_options;  ///< For "auto": strategy, workers, threads, machine.
+  int threads = 1;                ///< Without a plan: the sequential plan's threads.
+};
+
+/// The plan code is generated for. Without one: sequential on `threads`, static costs. "auto":
+/// `auto_options` planned with `costs` (plan_with_costs), one task per node, and with
+/// `request.ranks` one rank per worker (a machine file's devices as the ranks, so the one
+/// simulator prices rank 0's hand-out and gather as `cleave plan --machine` does). A file:
+/// read against `graph`; for ranks its cores name other machines' cores.
+ModelPlan plan_to_generate(const CodegenRequest& request, const Graph& graph,
+                           const CodegenPlanSource& source,
+                           const std::function<void(const std::string&)>& progress);
+
 /// --lang cpp or pytorch: `graph` run by `plan`, with the plan beside it, written into `out`
 /// and committed. Returns the summary `cleave codegen --json` prints (without "seconds").
 nlohmann::json codegen_plan(const CodegenRequest& request, const Graph& graph,
