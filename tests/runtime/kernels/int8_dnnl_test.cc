@@ -13,6 +13,7 @@
 #include "kernel_test_util.h"
 #include "runtime/executor.h"
 #include "runtime/kernels/math/quantize_util.h"
+#include "runtime/kernels/math/widened_int8.h"
 
 namespace cleave {
 namespace {
@@ -25,21 +26,49 @@ std::string listed(const std::vector<double>& values) {
   return "[" + text + "]";
 }
 
+// What the constant form runs on without VNNI: a substring of its implementation.
+constexpr const char* kSplit = "weights split in two";
+constexpr const char* kWidened = "int16 pairs";
+constexpr const char* kShifted = "s8 data shifted to u8";
+
 struct Case {
   std::string op;  // QLinearConv or ConvInteger.
   std::string attributes;
   int64_t channels_in, channels_out, group;
+  std::string data = "u8";                // The data's type: u8 or i8.
+  std::vector<int64_t> spatial = {9, 9};  // The data's spatial dims.
+  std::vector<int64_t> kernel = {3, 3};   // The weights' spatial dims.
+  int64_t batch = 1;
+  const char* without_vnni = kSplit;
 };
+
+std::string dims(const std::vector<int64_t>& values) {
+  std::string text;
+  for (int64_t v : values) text += (text.empty() ? "" : ",") + std::to_string(v);
+  return text;
+}
+
+std::vector<int64_t> data_shape(const Case& c) {
+  std::vector<int64_t> shape = {c.batch, c.channels_in};
+  shape.insert(shape.end(), c.spatial.begin(), c.spatial.end());
+  return shape;
+}
+
+std::vector<int64_t> weight_shape(const Case& c) {
+  std::vector<int64_t> shape = {c.channels_out, c.channels_in / c.group};
+  shape.insert(shape.end(), c.kernel.begin(), c.kernel.end());
+  return shape;
+}
 
 // The node's graph with weights `w` either constant (oneDNN) or a graph input (loops).
 std::string graph_text(const Case& c, const std::vector<double>& w, bool constant_weights) {
-  const std::string w_type = "i8[" + std::to_string(c.channels_out) + "," +
-                             std::to_string(c.channels_in / c.group) + ",3,3]";
-  std::string text = "graph g [ai.onnx=13] (%x: u8[1," + std::to_string(c.channels_in) + ",9,9]" +
+  const std::string w_type = "i8[" + dims(weight_shape(c)) + "]";
+  std::string text = "graph g [ai.onnx=13] (%x: " + c.data + "[" + dims(data_shape(c)) + "]" +
                      (constant_weights ? "" : ", %w: " + w_type) + ") {\n";
   const std::string w_ref = constant_weights ? "@w" : "%w";
   if (constant_weights) text += "  @w: " + w_type + " = " + listed(w) + "\n";
-  text += "  @x_zero: u8[] = [7]\n  @w_zero: i8[] = [0]\n";
+  text += c.data == "u8" ? "  @x_zero: u8[] = [7]\n" : "  @x_zero: i8[] = [-9]\n";
+  text += "  @w_zero: i8[] = [0]\n";
   if (c.op == "QLinearConv") {
     std::vector<double> scales, bias;
     for (int64_t m = 0; m < c.channels_out; ++m) {
@@ -60,26 +89,39 @@ std::string graph_text(const Case& c, const std::vector<double>& w, bool constan
   return text + "  return %y\n}\n";
 }
 
+int64_t count_of(const std::vector<int64_t>& shape) {
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  return count;
+}
+
+// The oneDNN form runs (natively) or, without VNNI, the kernel `without_vnni` names (the
+// widened products where the CPU has AVX2).
+void expect_fast_form(const Executor& executor, const char* without_vnni) {
+  const std::string& implementation = executor.stats().implementations[0];
+  if (quantize_detail::dnnl_int8_products_exact()) {
+    EXPECT_NE(implementation, "") << "the constant form did not run on oneDNN";
+  } else if (without_vnni != kWidened || quantize_detail::widened_products_available()) {
+    EXPECT_NE(implementation.find(without_vnni), std::string::npos)
+        << "without VNNI: " << implementation;
+  }
+}
+
 void expect_dnnl_matches_loops(const Case& c) {
   std::mt19937 rng(5);
   std::uniform_int_distribution<int> byte(0, 255), weight(-127, 127);
-  std::vector<double> x(static_cast<std::size_t>(c.channels_in * 81));
-  for (double& v : x) v = byte(rng);
-  std::vector<double> w(static_cast<std::size_t>(c.channels_out * c.channels_in / c.group * 9));
+  std::vector<double> x(static_cast<std::size_t>(count_of(data_shape(c))));
+  for (double& v : x) v = byte(rng) - (c.data == "u8" ? 0 : 128);
+  std::vector<double> w(static_cast<std::size_t>(count_of(weight_shape(c))));
   for (double& v : w) v = weight(rng);
-  const Tensor input = make_tensor(DataType::kUInt8, {1, c.channels_in, 9, 9}, x);
-  const Tensor weights =
-      make_tensor(DataType::kInt8, {c.channels_out, c.channels_in / c.group, 3, 3}, w);
+  const DataType x_type = c.data == "u8" ? DataType::kUInt8 : DataType::kInt8;
+  const Tensor input = make_tensor(x_type, data_shape(c), x);
+  const Tensor weights = make_tensor(DataType::kInt8, weight_shape(c), w);
   Executor dnnl(parse_graph(graph_text(c, w, true)));
   const Tensor fast = dnnl.run({{"x", input}})[0];
   Executor loops(parse_graph(graph_text(c, w, false)));
   const Tensor slow = loops.run({{"x", input}, {"w", weights}})[0];
-  if (quantize_detail::dnnl_int8_products_exact()) {
-    EXPECT_NE(dnnl.stats().implementations[0], "") << "the constant form did not run on oneDNN";
-  } else {
-    EXPECT_NE(dnnl.stats().implementations[0].find("weights split in two"), std::string::npos)
-        << "without VNNI: " << dnnl.stats().implementations[0];
-  }
+  expect_fast_form(dnnl, c.without_vnni);
   EXPECT_EQ(loops.stats().implementations[0], "");
   ASSERT_EQ(fast.shape(), slow.shape());
   const std::vector<double> a = fast.to_double_vector(), b = slow.to_double_vector();
@@ -105,12 +147,7 @@ TEST(Int8ConvDnnl, RoundsBeforeAddingTheZeroPoint) {
 )";
   Executor executor(parse_graph(text));
   const Tensor y = executor.run({{"x", make_tensor(DataType::kUInt8, {1, 1, 1, 1}, {1})}})[0];
-  if (quantize_detail::dnnl_int8_products_exact()) {
-    EXPECT_NE(executor.stats().implementations[0], "") << "the constant form did not run on oneDNN";
-  } else {
-    EXPECT_NE(executor.stats().implementations[0].find("weights split in two"), std::string::npos)
-        << "without VNNI: " << executor.stats().implementations[0];
-  }
+  expect_fast_form(executor, kSplit);
   EXPECT_EQ(y.data<uint8_t>()[0], 101);
 }
 
@@ -126,21 +163,67 @@ TEST(Int8ConvDnnl, ConvIntegerWithPadsMatchesTheLoops) {
   expect_dnnl_matches_loops({"ConvInteger", "[pads=[1, 1, 1, 1]]", 4, 8, 1});
 }
 
-// A product of u8[2,5,16] data and i8[16,24] weights, constant (oneDNN) or a graph input.
-std::string matmul_text(const std::string& op, const std::vector<double>& w, bool constant) {
-  std::string text = std::string("graph g [ai.onnx=13, com.microsoft=1] (%a: u8[2,5,16]") +
-                     (constant ? "" : ", %b: i8[16,24]") + ") {\n";
-  if (constant) text += "  @b: i8[16,24] = " + listed(w) + "\n";
+// Without VNNI, s8 data runs on the u8 split path, shifted by 128 with its zero point; the
+// padding must still read as the zero point.
+TEST(Int8ConvDnnl, S8DataQLinearConvWithPadsMatchesTheLoops) {
+  Case c{"QLinearConv", "[pads=[1, 1, 1, 1]]", 8, 16, 1};
+  c.data = "i8";
+  c.without_vnni = kShifted;
+  expect_dnnl_matches_loops(c);
+}
+
+TEST(Int8ConvDnnl, S8DataConvIntegerMatchesTheLoops) {
+  Case c{"ConvInteger", "[pads=[0, 1, 2, 1]]", 4, 8, 1};
+  c.data = "i8";
+  c.without_vnni = kShifted;
+  expect_dnnl_matches_loops(c);
+}
+
+// An STFT-like 1-D convolution: one input channel, a long strided window (odd length), output
+// channels not a multiple of 8; without VNNI, cleave's widened products.
+TEST(Int8ConvDnnl, StridedConv1dOfOneChannelMatchesTheLoops) {
+  Case c{"QLinearConv", "[strides=[16]]", 1, 21, 1};
+  c.spatial = {403};
+  c.kernel = {37};
+  c.batch = 2;
+  c.without_vnni = kWidened;
+  expect_dnnl_matches_loops(c);
+}
+
+TEST(Int8ConvDnnl, S8DataConvIntegerConv1dOfOneChannelMatchesTheLoops) {
+  Case c{"ConvInteger", "[strides=[5]]", 1, 9, 1};
+  c.data = "i8";
+  c.spatial = {120};
+  c.kernel = {20};
+  c.without_vnni = kWidened;
+  expect_dnnl_matches_loops(c);
+}
+
+// A product of data [.., K] (u8[2,5,16] unless told) and i8[K,24] weights, constant (oneDNN)
+// or a graph input.
+struct Product {
+  std::string op;
+  std::string data = "u8";
+  std::vector<int64_t> shape = {2, 5, 16};
+  const char* without_vnni = kSplit;
+};
+
+std::string matmul_text(const Product& c, const std::vector<double>& w, bool constant) {
+  const std::string b_type = "i8[" + std::to_string(c.shape.back()) + ",24]";
+  std::string text = "graph g [ai.onnx=13, com.microsoft=1] (%a: " + c.data + "[" + dims(c.shape) +
+                     "]" + (constant ? "" : ", %b: " + b_type) + ") {\n";
+  if (constant) text += "  @b: " + b_type + " = " + listed(w) + "\n";
   const std::string b = constant ? "@b" : "%b";
-  text += "  @a_zero: u8[] = [9]\n  @b_zero: i8[] = [0]\n";
-  if (op == "QGemm") {
+  text += c.data == "u8" ? "  @a_zero: u8[] = [9]\n" : "  @a_zero: i8[] = [-3]\n";
+  text += "  @b_zero: i8[] = [0]\n";
+  if (c.op == "QGemm") {
     std::string bias;
     for (int n = 0; n < 24; ++n) bias += (n ? ", " : "") + std::to_string(37 * n - 400);
     text += "  @a_scale: f32[] = [0.05]\n  @b_scale: f32[] = [0.002]\n  @c: i32[24] = [" + bias +
             "]\n  @y_scale: f32[] = [0.03]\n  @y_zero: u8[] = [128]\n" +
             "  %y = com.microsoft.QGemm(%a, @a_scale, @a_zero, " + b +
             ", @b_scale, @b_zero, @c, @y_scale, @y_zero)\n";
-  } else if (op == "QLinearMatMul") {
+  } else if (c.op == "QLinearMatMul") {
     std::string scales;
     for (int n = 0; n < 24; ++n) scales += (n ? ", " : "") + std::to_string(0.001 * (n + 1));
     text += "  @a_scale: f32[] = [0.05]\n  @b_scale: f32[24] = [" + scales +
@@ -153,24 +236,21 @@ std::string matmul_text(const std::string& op, const std::vector<double>& w, boo
   return text + "  return %y\n}\n";
 }
 
-void expect_dnnl_matmul_matches_loops(const std::string& op) {
+void expect_dnnl_matmul_matches_loops(const Product& c) {
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> byte(0, 255), weight(-127, 127);
-  std::vector<double> a(2 * 5 * 16), w(16 * 24);
-  for (double& v : a) v = byte(rng);
+  const int64_t depth = c.shape.back();
+  std::vector<double> a(static_cast<std::size_t>(count_of(c.shape)));
+  std::vector<double> w(static_cast<std::size_t>(depth * 24));
+  for (double& v : a) v = byte(rng) - (c.data == "u8" ? 0 : 128);
   for (double& v : w) v = weight(rng);
-  const Tensor input = make_tensor(DataType::kUInt8, {2, 5, 16}, a);
-  Executor dnnl(parse_graph(matmul_text(op, w, true)));
+  const Tensor input = make_tensor(c.data == "u8" ? DataType::kUInt8 : DataType::kInt8, c.shape, a);
+  Executor dnnl(parse_graph(matmul_text(c, w, true)));
   const Tensor fast = dnnl.run({{"a", input}})[0];
-  Executor loops(parse_graph(matmul_text(op, w, false)));
+  Executor loops(parse_graph(matmul_text(c, w, false)));
   const Tensor slow =
-      loops.run({{"a", input}, {"b", make_tensor(DataType::kInt8, {16, 24}, w)}})[0];
-  if (quantize_detail::dnnl_int8_products_exact()) {
-    EXPECT_NE(dnnl.stats().implementations[0], "") << "the constant form did not run on oneDNN";
-  } else {
-    EXPECT_NE(dnnl.stats().implementations[0].find("weights split in two"), std::string::npos)
-        << "without VNNI: " << dnnl.stats().implementations[0];
-  }
+      loops.run({{"a", input}, {"b", make_tensor(DataType::kInt8, {depth, 24}, w)}})[0];
+  expect_fast_form(dnnl, c.without_vnni);
   EXPECT_EQ(loops.stats().implementations[0], "");
   ASSERT_EQ(fast.shape(), slow.shape());
   const std::vector<double> x = fast.to_double_vector(), y = slow.to_double_vector();
@@ -180,15 +260,25 @@ void expect_dnnl_matmul_matches_loops(const std::string& op) {
 }
 
 TEST(Int8MatmulDnnl, QLinearMatMulWithPerColumnScalesMatchesTheLoops) {
-  expect_dnnl_matmul_matches_loops("QLinearMatMul");
+  expect_dnnl_matmul_matches_loops({"QLinearMatMul"});
 }
 
 TEST(Int8MatmulDnnl, QGemmWithBiasMatchesTheLoops) {
-  expect_dnnl_matmul_matches_loops("QGemm");
+  expect_dnnl_matmul_matches_loops({"QGemm"});
 }
 
 TEST(Int8MatmulDnnl, MatMulIntegerMatchesTheLoops) {
-  expect_dnnl_matmul_matches_loops("MatMulInteger");
+  expect_dnnl_matmul_matches_loops({"MatMulInteger"});
+}
+
+// One row (a classifier's last Gemm), an odd depth: without VNNI, cleave's widened products.
+TEST(Int8MatmulDnnl, OneRowQGemmMatchesTheLoops) {
+  expect_dnnl_matmul_matches_loops({"QGemm", "u8", {1, 17}, kWidened});
+}
+
+// s8 data (which the split cannot take) at many rows: without VNNI, the widened products.
+TEST(Int8MatmulDnnl, S8DataQLinearMatMulMatchesTheLoops) {
+  expect_dnnl_matmul_matches_loops({"QLinearMatMul", "i8", {3, 7, 17}, kWidened});
 }
 
 }  // namespace

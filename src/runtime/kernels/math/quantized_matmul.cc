@@ -10,6 +10,7 @@
 #include "runtime/kernels/elementwise.h"
 #include "runtime/kernels/math/quantize_util.h"
 #include "runtime/kernels/math/split_weights.h"
+#include "runtime/kernels/math/widened_int8.h"
 #include "runtime/kernels/packed_constants.h"
 #include "runtime/kernels/registration.h"
 
@@ -239,6 +240,43 @@ std::unique_ptr<Kernel> try_split_weights_matmul(const KernelContext& context, c
       how, context.threads);
 }
 
+// Without VNNI, products of few rows (a classifier's last Gemm, a decoder step) run as one pass
+// of cleave's widened int16 products rather than two oneDNN calls and the add of their sums;
+// s8 data, which the split cannot take, runs there at any row count instead of the loops.
+constexpr int64_t kWidenedRows = 4;
+
+std::unique_ptr<Kernel> try_widened_matmul(const KernelContext& context, const Product& p,
+                                           const Operands& at, bool requantized) {
+  const int64_t rows = volume(p.output_shape) / p.n;
+  const bool s8_data = context.input(at.a).dtype() == DataType::kInt8;
+  if (!quantize_detail::widened_products_available() || (!s8_data && rows > kWidenedRows)) {
+    return nullptr;
+  }
+  auto optional = [&](std::size_t i) { return context.has_input(i) ? context.inputs[i] : nullptr; };
+  for (int32_t zero : zero_point_values(optional(at.b_zero))) {
+    if (zero != 0) return nullptr;
+  }
+  quantize_detail::WidenedProduct how;
+  how.data = at.a;
+  how.weights = at.b;
+  how.data_zero = zero_point_values(optional(at.a_zero))[0];
+  if (how.data_zero < -128 || how.data_zero > 255) return nullptr;
+  how.rows.rows = rows;
+  how.rows.per_batch = rows;
+  how.rows.row_stride = p.k;
+  how.rows.out_row_stride = p.n;
+  how.channels = p.n;
+  if (context.has_input(at.bias)) how.bias = at.bias;
+  if (requantized) how.y_scale = at.y_scale;
+  how.name = "int8 matmul (int16 pairs)";
+  return quantize_detail::make_widened_kernel(
+      quantize_detail::pack_widened(context.input(at.b).data<int8_t>(), p.k, p.n, p.n, 1),
+      plain_output(
+          requantized ? quantize_detail::requantized_type(context, at.y_scale) : DataType::kInt32,
+          p.output_shape),
+      how, context.threads);
+}
+
 std::unique_ptr<Kernel> try_dnnl_int8_matmul(const KernelContext& context, const Product& p,
                                              const Operands& at, bool requantized) {
   const Tensor& b = context.input(at.b);
@@ -251,6 +289,7 @@ std::unique_ptr<Kernel> try_dnnl_int8_matmul(const KernelContext& context, const
     return nullptr;
   }
   if (quantize_detail::int8_products_need_split()) {
+    if (auto kernel = try_widened_matmul(context, p, at, requantized)) return kernel;
     return try_split_weights_matmul(context, p, at, requantized);
   }
   return quantize_detail::make_dnnl_int8(

@@ -11,6 +11,7 @@
 #include "runtime/kernels/elementwise.h"
 #include "runtime/kernels/math/quantize_util.h"
 #include "runtime/kernels/math/split_weights.h"
+#include "runtime/kernels/math/widened_int8.h"
 #include "runtime/kernels/nn/conv_problem.h"
 #include "runtime/kernels/packed_constants.h"
 #include "runtime/kernels/registration.h"
@@ -348,6 +349,104 @@ std::unique_ptr<Kernel> try_split_weights_conv(const KernelContext& context, con
                                                  std::move(spec), how, context.threads);
 }
 
+// Without VNNI, a 1-D convolution of one input channel, unpadded and undilated (an STFT as a
+// strided Conv1d), as cleave's widened int16 products: each output position's window is a row
+// of the data as it lies, so no im2col (a negative oneDNN pads_end: samples past the last
+// window, unread). oneDNN's AVX2 int8 kernels pad the one channel to a
+// block and run the long window tap by tap.
+std::unique_ptr<Kernel> try_widened_conv(const KernelContext& context, const ConvProblem& p,
+                                         const Operands& at, bool requantized) {
+  const Tensor& x = context.input(at.x);
+  if (!quantize_detail::widened_products_available() || x.is_blocked() || p.kernel.size() != 1 ||
+      p.groups != 1 || p.channels_in != 1 || p.pads_begin[0] != 0 || p.pads_end[0] > 0 ||
+      p.dilations[0] != 1) {
+    return nullptr;
+  }
+  auto optional = [&](std::size_t i) { return context.has_input(i) ? context.inputs[i] : nullptr; };
+  for (int32_t zero : zero_point_values(optional(at.w_zero))) {
+    if (zero != 0) return nullptr;
+  }
+  const int64_t width = p.output_shape[2], taps = p.kernel[0];
+  quantize_detail::WidenedProduct how;
+  how.data = at.x;
+  how.weights = at.w;
+  how.data_zero = zero_point_values(optional(at.x_zero))[0];
+  if (how.data_zero < -128 || how.data_zero > 255) return nullptr;
+  how.rows.rows = p.batch * width;
+  how.rows.per_batch = width;
+  how.rows.batch_stride = x.dim(2);
+  how.rows.row_stride = p.strides[0];
+  how.rows.out_batch_stride = p.channels_out * width;
+  how.rows.out_row_stride = 1;
+  how.rows.out_column_stride = width;
+  how.channels = p.channels_out;
+  how.channel_stride = width;
+  if (requantized && context.has_input(8)) how.bias = 8;
+  if (requantized) how.y_scale = 6;
+  how.name = "int8 conv1d (int16 pairs)";
+  return quantize_detail::make_widened_kernel(
+      quantize_detail::pack_widened(context.input(at.w).data<int8_t>(), taps, p.channels_out, 1,
+                                    taps),
+      plain_output(requantized ? quantize_detail::requantized_type(context) : DataType::kInt32,
+                   p.output_shape),
+      how, context.threads);
+}
+
+// s8 data without VNNI, on the u8 split path: x + 128 (its sign bit flipped) with the zero point
+// z + 128 has the same differences x − z, so the same sums, padding included (it reads as the
+// zero point either way). One byte pass instead of the scalar loops.
+class ShiftedData final : public Kernel, public PackedConstants {
+ public:
+  ShiftedData(std::unique_ptr<Kernel> inner, Tensor shifted, Tensor zero, const Operands& at)
+      : inner_(std::move(inner)), shifted_(std::move(shifted)), zero_(std::move(zero)), at_(at) {}
+  std::vector<OutputSpec> output_specs() const override { return inner_->output_specs(); }
+  std::string implementation() const override {
+    return inner_->implementation() + " (s8 data shifted to u8)";
+  }
+  bool reads_at_run(std::size_t input) const override {  // PackedConstants
+    const auto* packed = dynamic_cast<const PackedConstants*>(inner_.get());
+    return !packed || packed->reads_at_run(input);
+  }
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+           dnnl::stream& stream) override {
+    const auto* from = inputs[at_.x]->data<uint8_t>();
+    auto* to = shifted_.data<uint8_t>();
+    for (int64_t i = 0; i < shifted_.element_count(); ++i) to[i] = from[i] ^ 0x80;
+    std::vector<const Tensor*> shifted_inputs = inputs;
+    shifted_inputs.resize(std::max(shifted_inputs.size(), at_.x_zero + 1));
+    shifted_inputs[at_.x] = &shifted_;
+    shifted_inputs[at_.x_zero] = &zero_;
+    inner_->run(shifted_inputs, outputs, stream);
+  }
+
+ private:
+  std::unique_ptr<Kernel> inner_;
+  Tensor shifted_, zero_;
+  Operands at_;
+};
+
+std::unique_ptr<Kernel> try_shifted_data_conv(const KernelContext& context, const ConvProblem& p,
+                                              const Operands& at, bool requantized) {
+  const Tensor& x = context.input(at.x);
+  if (x.is_blocked()) return nullptr;  // The loops reorder it to plain.
+  auto optional = [&](std::size_t i) { return context.has_input(i) ? context.inputs[i] : nullptr; };
+  const int32_t zero = zero_point_values(optional(at.x_zero))[0];
+  if (zero < -128 || zero > 127) return nullptr;
+  Tensor shifted = Tensor::allocate_uninitialised(DataType::kUInt8, x.shape());
+  Tensor shifted_zero = Tensor::allocate(DataType::kUInt8, {});
+  shifted_zero.data<uint8_t>()[0] = static_cast<uint8_t>(zero + 128);
+  KernelContext as_u8 = context;
+  as_u8.inputs.resize(std::max(as_u8.inputs.size(), at.x_zero + 1));
+  as_u8.constant.resize(as_u8.inputs.size());
+  as_u8.inputs[at.x] = &shifted;
+  as_u8.inputs[at.x_zero] = &shifted_zero;
+  as_u8.constant[at.x_zero] = true;
+  std::unique_ptr<Kernel> inner = try_split_weights_conv(as_u8, p, at, requantized);
+  if (!inner) return nullptr;
+  return std::make_unique<ShiftedData>(std::move(inner), std::move(shifted),
+                                       std::move(shifted_zero), at);
+}
+
 // The oneDNN kernel of an int8 convolution where oneDNN 2.6 has the form: s8 constant weights
 // with zero point 0, constant zero points and scales. nullptr otherwise (or when oneDNN offers
 // only its reference code), so the loops run.
@@ -359,6 +458,10 @@ std::unique_ptr<Kernel> try_dnnl_int8_conv(const KernelContext& context, const C
   }
   if (quantize_detail::int8_products_need_split()) {
     if (requantized && !all_constant(context, {1, 4, 6, 7, 8})) return nullptr;
+    if (auto kernel = try_widened_conv(context, p, at, requantized)) return kernel;
+    if (context.input(at.x).dtype() == DataType::kInt8) {
+      return try_shifted_data_conv(context, p, at, requantized);
+    }
     return try_split_weights_conv(context, p, at, requantized);
   }
   if (requantized && !all_constant(context, {1, 4, 6, 7, 8})) return nullptr;

@@ -1,0 +1,224 @@
+// Exact int8 products widened to int16 (vpmaddwd into int32): the AVX2 tiles and their driver.
+#include "runtime/kernels/math/widened_int8.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "runtime/cpu_isa.h"
+#include "runtime/kernels/elementwise.h"
+#include "runtime/kernels/math/quantize_util.h"
+#include "runtime/kernels/packed_constants.h"
+
+namespace cleave::quantize_detail {
+
+namespace {
+
+constexpr int64_t kBlock = 8;             // Columns per block: one ymm of int32 sums.
+constexpr int64_t kPairBytes = 16;        // One pair of depth values of a block's 8 columns.
+constexpr int kRowsPerTile = 4;           // Rows sharing each widened weight load.
+constexpr int64_t kSerialWork = 1 << 20;  // Products below which threads cost more than they give.
+
+int64_t pairs_of(int64_t depth) {
+  return (depth + 1) / 2;
+}
+
+// Rows × Blocks column blocks: out[(r·Blocks + b)·8 + c] = Σ_p pair p of row r · block b's
+// pair p of column c. `a` holds each row's widened values (a_stride apart), the weights' blocks
+// are block_bytes apart.
+template <int Rows, int Blocks>
+__attribute__((target("avx2"))) void tile(const int8_t* w, int64_t block_bytes, int64_t pairs,
+                                          const int16_t* a, int64_t a_stride, int32_t* out) {
+  __m256i sums[Rows][Blocks];
+  for (int r = 0; r < Rows; ++r) {
+    for (int b = 0; b < Blocks; ++b) sums[r][b] = _mm256_setzero_si256();
+  }
+  for (int64_t p = 0; p < pairs; ++p) {
+    __m256i weights[Blocks];
+    for (int b = 0; b < Blocks; ++b) {
+      weights[b] = _mm256_cvtepi8_epi16(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + b * block_bytes + p * kPairBytes)));
+    }
+    for (int r = 0; r < Rows; ++r) {
+      int32_t pair = 0;
+      std::memcpy(&pair, a + r * a_stride + 2 * p, sizeof pair);
+      const __m256i values = _mm256_set1_epi32(pair);
+      for (int b = 0; b < Blocks; ++b) {
+        sums[r][b] = _mm256_add_epi32(sums[r][b], _mm256_madd_epi16(values, weights[b]));
+      }
+    }
+  }
+  for (int r = 0; r < Rows; ++r) {
+    for (int b = 0; b < Blocks; ++b) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (r * Blocks + b) * kBlock), sums[r][b]);
+    }
+  }
+}
+
+using Tile = void (*)(const int8_t*, int64_t, int64_t, const int16_t*, int64_t, int32_t*);
+
+template <int Rows>
+Tile tile_of(int64_t blocks) {
+  return blocks == 2 ? tile<Rows, 2> : tile<Rows, 1>;
+}
+
+Tile tile_of(int64_t rows, int64_t blocks) {
+  switch (rows) {
+    case 1:
+      return tile_of<1>(blocks);
+    case 2:
+      return tile_of<2>(blocks);
+    case 3:
+      return tile_of<3>(blocks);
+    default:
+      return tile_of<4>(blocks);
+  }
+}
+
+// The data's rows as int16 (a − a_zero, exact: |u8 − zero| ≤ 255), each padded to whole pairs.
+template <typename A>
+std::vector<int16_t> widened_rows(const A* a, int32_t a_zero, const WidenedRows& at, int64_t depth,
+                                  int64_t stride, int threads) {
+  std::vector<int16_t> rows(static_cast<std::size_t>(at.rows * stride), 0);
+  elementwise::parallel_for(
+      at.rows, threads,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const A* row =
+              a + (r / at.per_batch) * at.batch_stride + (r % at.per_batch) * at.row_stride;
+          int16_t* out = rows.data() + r * stride;
+          for (int64_t k = 0; k < depth; ++k) out[k] = static_cast<int16_t>(row[k] - a_zero);
+        }
+      },
+      16);
+  return rows;
+}
+
+template <typename A>
+void products(const WidenedWeights& w, const A* a, int32_t a_zero, const WidenedRows& at,
+              const int32_t* bias, int32_t* sums, int threads) {
+  const int64_t pairs = pairs_of(w.depth);
+  const int64_t stride = 2 * pairs;
+  const int64_t block_bytes = pairs * kPairBytes;
+  const int64_t blocks = (w.columns + kBlock - 1) / kBlock;
+  if (at.rows * w.depth * w.columns < kSerialWork) threads = 1;
+  const std::vector<int16_t> rows = widened_rows(a, a_zero, at, w.depth, stride, threads);
+  elementwise::parallel_for(
+      blocks, threads,
+      [&](int64_t begin, int64_t end) {
+        int32_t tile_sums[kRowsPerTile * 2 * kBlock];
+        for (int64_t block = begin; block < end; block += 2) {
+          const int64_t width = std::min<int64_t>(2, end - block);
+          for (int64_t row = 0; row < at.rows; row += kRowsPerTile) {
+            const int64_t height = std::min<int64_t>(kRowsPerTile, at.rows - row);
+            tile_of(height, width)(w.packed.data() + block * block_bytes, block_bytes, pairs,
+                                   rows.data() + row * stride, stride, tile_sums);
+            for (int64_t r = 0; r < height; ++r) {
+              const int64_t i = row + r;
+              int32_t* out = sums + (i / at.per_batch) * at.out_batch_stride +
+                             (i % at.per_batch) * at.out_row_stride;
+              const int64_t first = block * kBlock;
+              const int64_t last = std::min(w.columns, first + width * kBlock);
+              const int32_t* own = tile_sums + r * width * kBlock;
+              for (int64_t j = first; j < last; ++j) {
+                out[j * at.out_column_stride] = own[j - first] + (bias ? bias[j] : 0);
+              }
+            }
+          }
+        }
+      },
+      2);
+}
+
+class WidenedKernel final : public Kernel, public PackedConstants {
+ public:
+  WidenedKernel(WidenedWeights weights, OutputSpec output, const WidenedProduct& how, int threads)
+      : weights_(std::move(weights)), spec_(std::move(output)), how_(how), threads_(threads) {
+    if (how_.y_scale) sums_ = Tensor::allocate_uninitialised(DataType::kInt32, spec_.shape);
+  }
+
+  std::vector<OutputSpec> output_specs() const override { return {spec_}; }
+  std::string implementation() const override { return "cleave:avx2 " + how_.name; }
+  // The weights run from the packed copy: the loaded ones may go.
+  bool reads_at_run(std::size_t input) const override {  // PackedConstants
+    return input != how_.weights;
+  }
+
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+           dnnl::stream&) override {
+    Tensor* sums = how_.y_scale ? &sums_ : outputs[0];
+    const Tensor& data = *inputs[how_.data];
+    const int32_t* bias = how_.bias ? inputs[*how_.bias]->data<int32_t>() : nullptr;
+    if (data.dtype() == DataType::kUInt8) {
+      widened_products(weights_, data.data<uint8_t>(), how_.data_zero, how_.rows, bias,
+                       sums->data<int32_t>(), threads_);
+    } else {
+      widened_products(weights_, data.data<int8_t>(), how_.data_zero, how_.rows, bias,
+                       sums->data<int32_t>(), threads_);
+    }
+    if (!how_.y_scale) return;
+    const Requantize requantize = requantize_of(inputs, how_.channels, *how_.y_scale);
+    const int32_t* from = sums_.data<int32_t>();
+    auto* out = static_cast<uint8_t*>(outputs[0]->raw());  // u8 or i8: one byte each.
+    elementwise::parallel_for(sums_.element_count(), threads_, [&](int64_t begin, int64_t end) {
+      write_requantized(requantize, from + begin, end - begin, how_.channels, how_.channel_stride,
+                        out + begin, begin);
+    });
+  }
+
+ private:
+  WidenedWeights weights_;
+  OutputSpec spec_;
+  WidenedProduct how_;
+  Tensor sums_;
+  int threads_ = 1;
+};
+
+}  // namespace
+
+WidenedWeights pack_widened(const int8_t* w, int64_t depth, int64_t columns, int64_t depth_stride,
+                            int64_t column_stride) {
+  WidenedWeights packed;
+  packed.depth = depth;
+  packed.columns = columns;
+  const int64_t pairs = pairs_of(depth);
+  const int64_t blocks = (columns + kBlock - 1) / kBlock;
+  packed.packed.assign(static_cast<std::size_t>(blocks * pairs * kPairBytes), 0);
+  for (int64_t block = 0; block < blocks; ++block) {
+    for (int64_t p = 0; p < pairs; ++p) {
+      int8_t* out = packed.packed.data() + (block * pairs + p) * kPairBytes;
+      for (int64_t c = 0; c < kBlock; ++c) {
+        const int64_t j = block * kBlock + c;
+        for (int64_t e = 0; e < 2; ++e) {
+          const int64_t k = 2 * p + e;
+          if (j < columns && k < depth) out[2 * c + e] = w[k * depth_stride + j * column_stride];
+        }
+      }
+    }
+  }
+  return packed;
+}
+
+bool widened_products_available() {
+  return vector_isa() != VectorIsa::kBaseline;
+}
+
+void widened_products(const WidenedWeights& w, const uint8_t* a, int32_t a_zero,
+                      const WidenedRows& rows, const int32_t* bias, int32_t* sums, int threads) {
+  products(w, a, a_zero, rows, bias, sums, threads);
+}
+
+void widened_products(const WidenedWeights& w, const int8_t* a, int32_t a_zero,
+                      const WidenedRows& rows, const int32_t* bias, int32_t* sums, int threads) {
+  products(w, a, a_zero, rows, bias, sums, threads);
+}
+
+std::unique_ptr<Kernel> make_widened_kernel(WidenedWeights weights, OutputSpec output,
+                                            const WidenedProduct& how, int threads) {
+  return std::make_unique<WidenedKernel>(std::move(weights), std::move(output), how, threads);
+}
+
+}  // namespace cleave::quantize_detail
