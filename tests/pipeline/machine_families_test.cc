@@ -8,6 +8,7 @@
 #include <string>
 
 #include "../spatial/split_testing.h"
+#include "frontend/stage_plan.h"
 #include "machine/machine.h"
 #include "pipeline/family_search.h"
 #include "pipeline/plan_and_run.h"
@@ -89,6 +90,26 @@ TEST(MachineFamilies, DevicesOfTwoThreadsRunTwoThreadsPerWorker) {
   const PreparedRun prepared = planned_on(machine);
   ASSERT_NE(prepared.parallel, nullptr);
   EXPECT_EQ(prepared.parallel->threads_per_worker(), 2);
+}
+
+// The candidate table's pipeline row on a machine file is the stage plan's simulated makespan,
+// with the weights of each stage on its device.
+TEST(MachineFamilies, ThePipelineRowIsTheStagePlansPrediction) {
+  const Graph graph = two_branches();
+  const CostTable costs = static_costs(graph);
+  ModelPlanOptions options;
+  options.machine = two_devices(1.0);
+  options.machine->latency = {{0, 0.5}, {0.5, 0}};
+  options.samples = 4;
+  const PlanCandidate row = pipeline_candidate(graph, costs, options);
+  EXPECT_TRUE(row.rejected.empty()) << row.rejected;
+  const ModelPlan plan = best_stage_plan(graph, costs, *options.machine, 4);
+  EXPECT_DOUBLE_EQ(row.predicted_seconds, plan.plan.makespan);
+  EXPECT_EQ(row.configuration, plan.configuration);
+  EXPECT_GT(row.predicted_seconds, 1.0) << "the hand-offs at 0.5 s a message";
+  ASSERT_EQ(row.memory_bytes.size(), 2u);
+  EXPECT_GT(row.memory_bytes[0], 0);
+  EXPECT_GT(row.memory_bytes[1], 0);
 }
 
 }  // namespace
