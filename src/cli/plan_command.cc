@@ -11,9 +11,9 @@
 #include "frontend/costs.h"
 #include "frontend/model_plan.h"
 #include "frontend/planning_load.h"
+#include "frontend/stage_plan.h"
 #include "machine/machine.h"
 #include "pipeline/family_search.h"
-#include "pipeline/stage_plan.h"
 #include "plan/simulator.h"
 #include "support/atomic_output.h"
 #include "viz/gantt.h"
@@ -83,7 +83,7 @@ int run_plan(const PlanSettings& settings) {
   PlanningModel model = model_to_plan(settings, cost_source);
   const Graph& graph = model.graph;
   const std::string& fingerprint = model.fingerprint;
-  // Stages on a machine file's devices are planned above the frontend (pipeline/stage_plan.h).
+  // The stage plan alone on a machine file's devices (auto weighs it among the others).
   CostedPlan costed =
       settings.strategy == "pipeline" && machine
           ? plan_stages_with_costs(graph, cost_source, options,

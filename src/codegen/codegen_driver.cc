@@ -20,6 +20,7 @@
 #include "frontend/layout_choice.h"
 #include "runtime/run_time_shapes.h"
 #include "spatial/manifest.h"
+#include "spatial/split_machine.h"
 #include "stream/from_graph.h"
 #include "stream/stream_json.h"
 #include "support/error.h"
@@ -216,7 +217,23 @@ ModelPlan plan_to_generate(const CodegenRequest& request, const Graph& graph,
     ModelPlanOptions options = source.auto_options;
     options.each_node_once = true;          // the generators take one task per node
     options.fixed_workers = request.ranks;  // one rank per worker, as many as asked
-    return plan_with_costs(graph, source.costs, options, progress).plan;
+    const bool split_links = request.ranks && !options.machine;
+    if (split_links) {
+      // Ranks are processes whose hand-offs are messages: without a machine file they are
+      // priced as a split's (the --workers ranks of --threads-per-worker threads each).
+      Machine ranks = cpu_workers(options.workers, options.threads_per_worker);
+      use_split_links(SplitCostModel{}, ranks);
+      options.machine = std::move(ranks);
+    }
+    ModelPlan plan = plan_with_costs(graph, source.costs, options, progress).plan;
+    if (split_links) {
+      const SplitCostModel links;
+      plan.plan.notes["link_model"] = fmt::format(
+          "no machine file: every pair of ranks linked at {:g} bytes/s and {:g} s a message "
+          "(a split's default links)",
+          links.bytes_per_second, links.latency_seconds);
+    }
+    return plan;
   }
   return read_model_plan(source.plan, graph, /*cores_on_this_host=*/!request.ranks);
 }

@@ -48,8 +48,10 @@ struct CodegenPlanSource {
 /// The plan code is generated for. Without one: sequential on `threads`, static costs. "auto":
 /// `auto_options` planned with `costs` (plan_with_costs), one task per node, and with
 /// `request.ranks` one rank per worker (a machine file's devices as the ranks, so the one
-/// simulator prices rank 0's hand-out and gather as `cleave plan --machine` does). A file:
-/// read against `graph`; for ranks its cores name other machines' cores.
+/// simulator prices rank 0's hand-out and gather as `cleave plan --machine` does; without a
+/// machine file, `workers` ranks linked as a split's messages are priced, use_split_links, and
+/// the plan's note "link_model" says so). A file: read against `graph`; for ranks its cores
+/// name other machines' cores.
 ModelPlan plan_to_generate(const CodegenRequest& request, const Graph& graph,
                            const CodegenPlanSource& source,
                            const std::function<void(const std::string&)>& progress);

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "frontend/costs.h"
+#include "frontend/stage_plan.h"
 #include "plan/cluster/hypercluster.h"
 #include "plan/list_schedule.h"
 #include "plan/plan_memory.h"
@@ -317,8 +318,25 @@ bool devices_differ(const Machine& machine) {
   return false;
 }
 
+// A stream of samples through a stage per device (stage_plan.h), balanced at each device's
+// speed: where the model's weights fit no one device, or the devices differ in speed, it can
+// beat each device its own samples. Its configuration is known once planned.
+void search_stages(Search& search, const Machine& machine) {
+  PlanCandidate row = search.row("pipeline", "pipeline", "stages, one per device");
+  ModelPlan plan;
+  try {
+    plan = best_stage_plan(search.graph, search.costs, machine, search.options.samples);
+  } catch (const Error& e) {
+    row.rejected = fmt::format("no stages: {}", e.what());
+    search.rows.push_back(std::move(row));
+    return;
+  }
+  row.configuration = plan.configuration;
+  search.consider(std::move(plan), std::move(row));
+}
+
 // A machine file's devices are the workers: task planners, heterogeneous schedules, and for
-// several samples each device its own samples.
+// several samples each device its own samples or a stage per device.
 void search_machine(Search& search, const Machine& machine) {
   const ModelPlanOptions& options = search.options;
   const int devices = static_cast<int>(machine.size());
@@ -340,6 +358,7 @@ void search_machine(Search& search, const Machine& machine) {
                                               kCloneTrials);
                    });
   }
+  if (options.samples >= 2 && !options.each_node_once) search_stages(search, machine);
   if (options.samples == 1) {
     // Devices may differ in speed and memory, which lc and clone ignore and HEFT weighs (it
     // places a task only where its weights still fit).
@@ -458,7 +477,8 @@ ModelPlan plan_data_parallel(const Graph& graph, const CostTable& costs, const M
 }
 
 std::string family_of(const std::string& strategy) {
-  if (strategy == "sequential" || strategy == "data-parallel") return strategy;
+  if (strategy == "sequential" || strategy == "data-parallel" || strategy == "pipeline")
+    return strategy;
   return find_planner(strategy).family == PlannerFamily::kTaskParallel ? "task" : "heterogeneous";
 }
 

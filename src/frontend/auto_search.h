@@ -1,5 +1,5 @@
 // `auto`'s candidate space below spatial and stream: sequential, task, hybrid, heterogeneous
-// and data-parallel plans, each simulated, the fastest that fits kept.
+// and data-parallel plans and a machine's stages, each simulated, the fastest that fits kept.
 #pragma once
 
 #include <cstdint>
@@ -29,13 +29,15 @@ ModelPlan plan_data_parallel(const Graph& graph, const CostTable& costs, const M
                              int samples, ModelValues values = ModelValues::kShared);
 
 /// `auto`: every candidate of every family plan_model can plan, simulated; the fastest whose
-/// weights fit is returned with the whole table (ModelPlan::candidates). Without a machine
+/// weights fit is returned with the whole table (ModelPlan::candidates). On a machine file's
+/// devices a stream of several samples also gets pipelined stages (best_stage_plan), unless
+/// each node must run once. Without a machine
 /// file the resources are workers x threads_per_worker cores, split every way (w >= 2 workers
 /// of cores / w threads), and hybrid plans give a clustering's workers unequal threads by
 /// their clusters' weight. Throws Error when no candidate fits the machine's memory.
 ModelPlan plan_auto(const Graph& graph, const CostTable& costs, const ModelPlanOptions& options);
 
-/// The family of a strategy name: sequential, task, heterogeneous or data-parallel.
+/// The family of a strategy name: sequential, task, heterogeneous, data-parallel or pipeline.
 std::string family_of(const std::string& strategy);
 
 /// Marks the row of `chosen_configuration` chosen and, on every other row not rejected yet,

@@ -63,13 +63,17 @@ const PlanCandidate* runnable_pipeline(const ModelPlan& chosen) {
   return best;
 }
 
-// Stages on a machine's devices run through their own command, and a split that could not be
-// made says why: one row per family.
+// Stages auto did not plan as a task plan run through their own command, and a split that
+// could not be made says why: one row per family.
 void add_unrunnable_rows(const ModelPlan& chosen, std::vector<FamilyBenchRow>& rows) {
   std::map<std::string, const PlanCandidate*> best;
   for (const PlanCandidate& candidate : chosen.candidates) {
     if (candidate.family == "pipeline") {
-      if (runnable_pipeline(chosen)) continue;
+      // Stages on a machine's devices are a task plan of auto's, timed with the others.
+      const bool timed = std::any_of(rows.begin(), rows.end(), [](const FamilyBenchRow& row) {
+        return row.family == "pipeline" && row.not_measured.empty();
+      });
+      if (timed || runnable_pipeline(chosen)) continue;
     } else if (candidate.family != "spatial" || std::isfinite(candidate.predicted_seconds)) {
       continue;  // A split that was made is timed with the others.
     }

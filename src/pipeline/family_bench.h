@@ -35,8 +35,8 @@ struct FamilyBench {
 /// Plans the candidate table once (auto), takes the fastest prediction of each family present
 /// (hybrid plans apart from even task splits) and times them interleaved: `settings.warmup`
 /// rounds, then `settings.repeat` rounds alternating the order. With `settings.machine` the
-/// spatial split is timed among them (its outputs checked against the sequential row's);
-/// pipelined stages on a machine's devices are listed with the command that runs them.
+/// spatial split is timed among them (its outputs checked against the sequential row's), and
+/// so are pipelined stages on its devices (auto's own task plan of them).
 FamilyBench run_family_bench(const ModelBenchSettings& settings);
 
 /// The comparison as text, as `cleave bench --families` prints it.

@@ -11,9 +11,9 @@
 #include <optional>
 
 #include "frontend/costs.h"
+#include "frontend/stage_plan.h"
 #include "pipeline/pipeline_run.h"
 #include "pipeline/spatial_run.h"
-#include "pipeline/stage_plan.h"
 #include "plan/plan_memory.h"
 #include "stream/stages.h"
 #include "support/error.h"
@@ -53,22 +53,25 @@ std::string memory_text(const PlanCandidate& row) {
   return fmt::format("<= {:.1f} MiB, {} of {}", *high / mib, holding, bytes.size());
 }
 
-// Per stage worker, the weights of its nodes and the most activations it holds at once
-// (pipeline_activation_bytes: its samples in flight).
-void stage_memory(const Graph& graph, const CostTable& costs, const ModelPlanOptions& options,
-                  const StagedStream& staged, int threads, PlanCandidate& row) {
-  const int stages = static_cast<int>(staged.stage_nodes.size());
-  Machine machine = cpu_machine(stages, threads);
-  if (options.machine) {
-    machine = *options.machine;
-    machine.devices.resize(stages);
-    machine.bandwidth.resize(stages);
-    machine.latency.resize(stages);
-    for (auto& row_of : machine.bandwidth) row_of.resize(stages);
-    for (auto& row_of : machine.latency) row_of.resize(stages);
+// The stage of every node (by NodeId) of a cut of `graph` (graph_to_stages: contiguous runs
+// of stage_nodes nodes of the topological order).
+std::vector<int> stage_of_nodes(const Graph& graph, const StagedStream& staged) {
+  std::vector<int> stage_of_node(graph.node_capacity(), 0);
+  const std::vector<NodeId> order = graph.topological_order();
+  std::size_t position = 0;
+  for (std::size_t stage = 0; stage < staged.stage_nodes.size(); ++stage) {
+    for (int64_t n = 0; n < staged.stage_nodes[stage] && position < order.size(); ++n)
+      stage_of_node[order[position++]] = static_cast<int>(stage);
   }
+  return stage_of_node;
+}
+
+// Per stage worker, the weights of its nodes and the most activations it holds at once
+// (pipeline_activation_bytes: its samples in flight), stage k on worker k of `machine`.
+void stage_memory(const Graph& graph, const CostTable& costs, const ModelPlanOptions& options,
+                  const std::vector<int>& stage_of_node, const Machine& machine,
+                  PlanCandidate& row) {
   const TaskGraph tasks = task_graph_for(graph, costs, machine);
-  const std::vector<int> stage_of_node = stage_of_nodes(graph, staged);
   std::vector<int> stage_of_task;
   for (const Task& task : tasks.tasks) stage_of_task.push_back(stage_of_node[task.node]);
   row.memory_bytes = weight_bytes_per_worker(tasks, stage_of_task);
@@ -84,9 +87,11 @@ void stages_on_devices(const Graph& graph, const CostTable& costs, const ModelPl
     row.predicted_seconds = plan.plan.makespan;
     row.samples_per_second = options.samples / plan.plan.makespan;
     row.configuration = plan.configuration;
-    const int stages = static_cast<int>(plan.plan.notes["stage_nodes"].size());
-    const int threads = options.machine->devices.front().threads;
-    stage_memory(graph, costs, options, stage_cut(graph, costs, stages, threads), threads, row);
+    // Measured as auto's rows are (plan_auto lists this plan itself on a machine file).
+    std::vector<int> worker_of_task(plan.tasks.tasks.size(), 0);
+    for (const PlannedTask& placed : plan.plan.tasks) worker_of_task[placed.task] = placed.worker;
+    row.memory_bytes = weight_bytes_per_worker(plan.tasks, worker_of_task);
+    row.activation_bytes = peak_activation_bytes_per_worker(plan.plan, plan.tasks);
   } catch (const Error& e) {
     row.rejected = fmt::format("no stages: {}", e.what());
   }
@@ -125,7 +130,11 @@ PlanCandidate pipeline_candidate(const Graph& graph, const CostTable& costs,
   }
   // On this host's cores `cleave run --plan pipeline` runs it (and auto, where it is faster:
   // pipeline_if_faster).
-  if (best_staged) stage_memory(graph, costs, options, *best_staged, best_threads, best);
+  if (best_staged) {
+    stage_memory(graph, costs, options, stage_of_nodes(graph, *best_staged),
+                 cpu_machine(static_cast<int>(best_staged->stage_nodes.size()), best_threads),
+                 best);
+  }
   return best;
 }
 

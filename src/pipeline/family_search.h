@@ -23,9 +23,10 @@ void add_split_and_stage_candidates(const Graph& graph, const CostTable& costs,
 /// The pipelined stages' row (several samples): the count of stages on the options' cores
 /// (each stage cores / stages threads; configuration as pipeline_configuration names it,
 /// predicted by pipeline_seconds: hand-offs not priced) or, on a machine file's devices, the
-/// fastest stage_plan (a stage per device, predicted by the one simulator with every hand-off
-/// priced; stage_plan.h); with each stage worker's weights and peak activations
-/// (pipeline_activation_bytes). `rejected` says why where no stages could be made.
+/// fastest stage_plan (a stage per device balanced at each device's speed, predicted by the
+/// one simulator with every hand-off priced; frontend/stage_plan.h, which plan_auto lists
+/// itself); with each stage worker's weights and peak activations. `rejected` says why where no
+/// stages could be made.
 PlanCandidate pipeline_candidate(const Graph& graph, const CostTable& costs,
                                  const ModelPlanOptions& options);
 

@@ -93,7 +93,8 @@ std::unique_ptr<StageExecutor> pipeline_if_faster(
     PreparedRun& prepared, const RunRecipe& recipe, ModelPlan& kept,
     ExecutorInterface& kept_executor, const std::function<SampleInputs(int sample)>& input_of,
     std::optional<PlanCandidate> row) {
-  if (recipe.samples < 2 || !prepared.costs) return nullptr;
+  // On a machine file's devices auto planned the stages itself, one per device (plan_auto).
+  if (recipe.samples < 2 || !prepared.costs || recipe.machine) return nullptr;
   if (!row) {
     ModelPlanOptions options;
     options.workers = recipe.workers;

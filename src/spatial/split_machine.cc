@@ -1,4 +1,4 @@
-// A machine file as a split's cost model: device count and links checked before any work.
+// Machines and splits: a machine file as a split's cost model, a split's links as a machine's.
 #include "spatial/split_machine.h"
 
 #include <fmt/core.h>
@@ -27,6 +27,16 @@ void use_split_machine(const Machine& machine, const std::string& path, int mach
   options.cost.bandwidth = machine.bandwidth;
   options.cost.latency = machine.latency;
   options.split.speeds = options.cost.speeds;
+}
+
+void use_split_links(const SplitCostModel& links, Machine& machine) {
+  const std::size_t n = machine.size();
+  machine.bandwidth.assign(n, std::vector<double>(n, links.bytes_per_second));
+  machine.latency.assign(n, std::vector<double>(n, links.latency_seconds));
+  for (std::size_t d = 0; d < n; ++d) {
+    machine.bandwidth[d][d] = 0;
+    machine.latency[d][d] = 0;
+  }
 }
 
 }  // namespace cleave

@@ -16,4 +16,10 @@ namespace cleave {
 void use_split_machine(const Machine& machine, const std::string& path, int machines,
                        SplitModelOptions& options);
 
+/// Links every pair of `machine`'s devices as `links` prices a split's messages: its bandwidth
+/// per link and latency per message (by default SplitCostModel's 1 Gbit/s and 100 us, what
+/// `cleave split` assumes without a machine file), so that ranks planned without a machine
+/// file have their hand-offs priced with the one link model a split uses.
+void use_split_links(const SplitCostModel& links, Machine& machine);
+
 }  // namespace cleave

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,41 @@ TEST_F(PlanCommandTest, AOneSampleStrategyWithSeveralSamplesIsRefused) {
   EXPECT_NE(result.exit_code, 0);
   EXPECT_NE(result.err.find("hypercluster"), std::string::npos) << result.err;
   EXPECT_FALSE(std::filesystem::exists(path("p.json")));
+}
+
+TEST_F(PlanCommandTest, SamplesOutsideOneToTheLimitAreRefusedByName) {
+  for (const char* samples : {"0", "4097"}) {
+    CommandResult result =
+        cleave("plan " + model_ + " --costs static --samples " + samples + " -o " + path("p.json"));
+    EXPECT_NE(result.exit_code, 0) << samples;
+    EXPECT_NE(result.err.find("--samples"), std::string::npos) << result.err;
+    EXPECT_NE(result.err.find("4096"), std::string::npos) << result.err;
+    EXPECT_FALSE(std::filesystem::exists(path("p.json"))) << samples;
+  }
+}
+
+// On a machine file's ranks a stream of samples gets the stages as one of auto's own rows (a
+// plan file of its own, chosen where predicted fastest), not a pointer to another command.
+TEST_F(PlanCommandTest, AutoOnRanksWithSamplesWeighsTheStagesAmongItsRows) {
+  std::ofstream(path("half.json")) << R"({"devices": [{"name": "rank0"},
+    {"name": "rank1", "speed": 0.5}],
+    "bandwidth": [[0, 1e10], [1e10, 0]], "latency": [[0, 1e-6], [1e-6, 0]]})";
+  CommandResult result = cleave("plan " + model_ + " --costs static --samples 32 --machine " +
+                                path("half.json") + " --json -o " + path("p.json"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json plan = nlohmann::json::parse(read_text(path("p.json")));
+  int stages = 0, chosen = 0;
+  for (const auto& row : plan["candidates"]) {
+    chosen += row["chosen"].get<bool>();
+    if (row["family"] != "pipeline") continue;
+    ++stages;
+    EXPECT_NE(row["configuration"].get<std::string>().find("stages"), std::string::npos) << row;
+    EXPECT_EQ(row["rejected"].get<std::string>().find("a plan of its own"), std::string::npos)
+        << row;
+    EXPECT_EQ(row["chosen"].get<bool>(), plan["family"] == "pipeline") << row;
+  }
+  EXPECT_EQ(stages, 1) << plan["candidates"].dump(1);
+  EXPECT_EQ(chosen, 1);
 }
 
 }  // namespace

@@ -178,6 +178,29 @@ TEST_F(CodegenCommand, RankPlanRecordsThePlanCommandsPredictionWithTheHandOut) {
   EXPECT_GT(handed_out, 0) << "lc puts a branch reading x on rank 1";
 }
 
+// Without a machine file the ranks' messages are priced all the same, with a split's default
+// links (1 Gbit/s, 100 us a message), and the plan says so: lc's branch on rank 1 waits for x
+// and rank 0 for its output, which the same plan on threads does not.
+TEST_F(CodegenCommand, RankPlanWithoutAMachinePricesTheHandOffsWithTheSplitsLinks) {
+  CommandOutput planned = cleave("plan m.onnx --strategy lc --workers 2 --costs static --json");
+  ASSERT_EQ(planned.exit_code, 0) << planned.text;
+  const nlohmann::json threads = nlohmann::json::parse(planned.text);
+  CommandOutput generated = cleave(
+      "codegen m.onnx --plan auto --strategy lc --workers 2 --costs static --lang cpp --ranks "
+      "--layouts blocked --json -o gen");
+  ASSERT_EQ(generated.exit_code, 0) << generated.text;
+  const nlohmann::json report = nlohmann::json::parse(generated.text);
+  const nlohmann::json written = nlohmann::json::parse(read_text_file(path("gen/plan.json")));
+  ASSERT_TRUE(written["notes"].contains("link_model")) << written["notes"].dump();
+  EXPECT_NE(written["notes"]["link_model"].get<std::string>().find("1.25e+08 bytes/s"),
+            std::string::npos)
+      << written["notes"]["link_model"];
+  EXPECT_EQ(written["task_graph"]["devices"].size(), 2u);
+  // At least one message of 100 us more than on threads, where a hand-off costs 2 us.
+  EXPECT_GT(report["predicted_seconds"].get<double>(), threads["makespan"].get<double>() + 1e-4);
+  EXPECT_DOUBLE_EQ(report["predicted_seconds"].get<double>(), written["makespan"].get<double>());
+}
+
 TEST_F(CodegenCommand, MachineWithoutRanksAndAutoOrABadMachineFileAreRefused) {
   const std::string machine = write_two_rank_machine(path("two.json"));
   for (const std::string& arguments :
