@@ -451,7 +451,15 @@ ModelPlan plan_data_parallel(const Graph& graph, const CostTable& costs, const M
   std::vector<int> worker_of_task(result.tasks.tasks.size());
   for (std::size_t t = 0; t < worker_of_task.size(); ++t)
     worker_of_task[t] = static_cast<int>(result.tasks.tasks[t].batch_begin % workers);
-  AppendScheduler scheduler(result.tasks, upward_rank_order(result.tasks));
+  // Each worker runs its samples one after another, as the profile timed whole runs. In upward
+  // rank order alone it would run each node for all of its samples before the next node, and
+  // hold every sample's activations at once (the same makespan: no task waits on another
+  // worker).
+  std::vector<int> order = upward_rank_order(result.tasks);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return result.tasks.tasks[a].batch_begin < result.tasks.tasks[b].batch_begin;
+  });
+  AppendScheduler scheduler(result.tasks, std::move(order));
   result.plan = scheduler.to_plan(worker_of_task, "data-parallel");
   result.plan.batch = samples;
   return result;
