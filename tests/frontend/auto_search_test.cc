@@ -341,6 +341,20 @@ TEST(AutoSearch, ADataParallelWorkerRunsItsSamplesOneAfterAnother) {
   }
 }
 
+TEST(AutoSearch, TheSequentialPlanRunsItsSamplesOneAfterAnother) {
+  const Graph graph = chain();
+  const std::map<std::string, double> ms{{"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Tanh", 1e-3}};
+  ModelPlanOptions options = on_cores(2);
+  options.strategy = "sequential";
+  options.samples = 4;
+  const ModelPlan plan = plan_model(graph, fixed_costs(graph, ms), options);
+  ASSERT_EQ(plan.plan.order.size(), 1u);
+  const std::vector<int>& order = plan.plan.order.front();
+  ASSERT_EQ(order.size(), 4u * 3u) << "four samples of three nodes";
+  for (std::size_t i = 0; i < order.size(); ++i)
+    EXPECT_EQ(plan.tasks.tasks[order[i]].batch_begin, static_cast<int64_t>(i / 3)) << i;
+}
+
 // Two ranks joined by a link of 1 ms and 1 MB/s: 1 ms + 256 bytes / 1 MB/s for x or y.
 Machine two_ranks() {
   Machine machine = cpu_workers(2, 1);
