@@ -28,8 +28,10 @@ struct FamilyBenchRow {
 
 /// The families compared and the report.
 struct FamilyBench {
-  std::vector<FamilyBenchRow> rows;  ///< Measured rows by prediction, then the others.
-  nlohmann::json report;             ///< As `--json` prints it.
+  /// Measured rows by prediction (then the plan auto runs where no row holds it, the pipeline
+  /// and the split), then the others.
+  std::vector<FamilyBenchRow> rows;
+  nlohmann::json report;  ///< As `--json` prints it.
   double planning_ms = 0;
   /// The spatial row's largest |split - whole| over the outputs of one run, against the
   /// sequential row's (unset without both).
