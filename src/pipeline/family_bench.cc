@@ -52,6 +52,11 @@ std::vector<const ModelPlan*> best_of_each_family(const ModelPlan& chosen) {
   return plans;
 }
 
+// Plans of one family and configuration run alike (the check's copies of the table's plans).
+bool same_plan(const ModelPlan& a, const ModelPlan& b) {
+  return a.family == b.family && a.configuration == b.configuration;
+}
+
 // The pipelined stages this host runs (`--plan pipeline`'s configuration): the fastest predicted.
 const PlanCandidate* runnable_pipeline(const ModelPlan& chosen) {
   const PlanCandidate* best = nullptr;
@@ -135,7 +140,8 @@ nlohmann::json family_report(const ModelBenchSettings& settings, const FamilyBen
                         {"lowest_seconds", *std::min_element(row.ms.begin(), row.ms.end()) / 1e3},
                         {"ratio", measured / row.predicted_seconds},
                         {"fastest", row.fastest},
-                        {"chosen", row.chosen}});
+                        {"chosen", row.chosen},
+                        {"auto_runs", row.auto_runs}});
     if (row.family == "spatial" && bench.spatial_max_abs_difference)
       families.back()["max_abs_difference"] = *bench.spatial_max_abs_difference;
   }
@@ -146,6 +152,15 @@ nlohmann::json family_report(const ModelBenchSettings& settings, const FamilyBen
       {"plan_ms", bench.planning_ms}, {"families", families},
       {"not_measured", not_measured}};
   if (!settings.machine.empty()) report["machine"] = settings.machine;
+  if (bench.auto_check) {
+    const AutoCheck& check = *bench.auto_check;
+    report["auto_check"] = {{"candidate", check.candidate_configuration},
+                            {"candidate_ms", check.candidate_ms},
+                            {"runner_up", check.runner_up},
+                            {"runner_up_ms", check.runner_up_ms},
+                            {"sequential_ms", check.sequential_ms},
+                            {"kept", check.kept}};
+  }
   return report;
 }
 
@@ -190,13 +205,14 @@ void add_spatial_row(const SpatialCandidate& spatial, const RunRecipe& recipe,
 
 }  // namespace
 
-FamilyBench run_family_bench(const ModelBenchSettings& settings) {
+FamilyBench run_family_bench(const ModelBenchSettings& settings, const RunTimer& timer) {
   // A bad machine file is reported before the model is loaded or profiled.
   std::optional<Machine> machine;
   if (!settings.machine.empty()) machine = read_machine(settings.machine);
   LoadOptions load;
   load.shapes = parse_input_shapes(settings.shapes);
-  // Auto's prediction as it stands: the timed check would replace the table's choice.
+  // Auto's prediction as it stands, the table's choice: its timed check runs apart below
+  // (time_auto_check), so that both the prediction and what auto runs are timed.
   RunRecipe recipe;
   recipe.strategy = "auto";
   recipe.workers = settings.workers;
@@ -209,6 +225,7 @@ FamilyBench run_family_bench(const ModelBenchSettings& settings) {
   recipe.machine = machine;
   recipe.offer_spatial = false;
   recipe.inputs = [](const Graph& graph, int sample) { return random_inputs(graph, sample); };
+  recipe.timer = timer;
   Session session(settings.model, SessionOptions{load, recipe});
   const std::shared_ptr<PreparedShape> shape = session.prepare({});
   PreparedRun& prepared = shape->run;
@@ -230,13 +247,28 @@ FamilyBench run_family_bench(const ModelBenchSettings& settings) {
 
   FamilyBench bench;
   bench.planning_ms = chosen.planning_seconds * 1e3;
+  // Before the rows' executors exist: the check's runs have only their own threads alive.
+  std::optional<CheckedChoice> checked = time_auto_check(prepared, recipe);
+  const ModelPlan& auto_plan = checked ? checked->kept : chosen;
+  if (checked) bench.auto_check = std::move(checked->check);
   std::vector<std::unique_ptr<ExecutorInterface>> owned;
   std::vector<ExecutorInterface*> executors;
-  for (const ModelPlan* plan : best_of_each_family(chosen)) {
+  std::vector<const ModelPlan*> plans = best_of_each_family(chosen);
+  if (std::none_of(plans.begin(), plans.end(),
+                   [&](const ModelPlan* plan) { return same_plan(*plan, auto_plan); })) {
+    plans.push_back(&auto_plan);  // e.g. sequential on every core, kept over 1 thread's row.
+  }
+  for (const ModelPlan* plan : plans) {
     owned.push_back(executor_for(prepared, *plan));
     executors.push_back(owned.back().get());
-    bench.rows.push_back(
-        {plan->family, plan->configuration, plan->plan.makespan, {}, {}, false, plan == &chosen});
+    bench.rows.push_back({plan->family,
+                          plan->configuration,
+                          plan->plan.makespan,
+                          {},
+                          {},
+                          false,
+                          plan == &chosen,
+                          same_plan(*plan, auto_plan)});
   }
   if (const PlanCandidate* stages = runnable_pipeline(chosen)) {
     const auto [count, threads] = *parse_pipeline_configuration(stages->configuration);
@@ -277,12 +309,23 @@ std::string family_bench_text(const ModelBenchSettings& settings, const FamilyBe
         "{:<14} {:<44} {:>12.3f} {:>12.3f} {:>12.3f} {:>9.2f}{}\n", row.family, row.configuration,
         row.predicted_seconds * 1e3, median, *std::min_element(row.ms.begin(), row.ms.end()),
         median / (row.predicted_seconds * 1e3),
-        std::string(row.fastest ? "  fastest" : "") + (row.chosen ? "  auto's choice" : ""));
+        std::string(row.fastest ? "  fastest" : "") + (row.chosen ? "  auto's choice" : "") +
+            (row.auto_runs ? "  auto runs" : ""));
   }
   for (const FamilyBenchRow& row : bench.rows) {
     if (row.not_measured.empty()) continue;
     text += fmt::format("{:<14} {:<44} {:>12.3f}  not measured: {}\n", row.family,
                         row.configuration, row.predicted_seconds * 1e3, row.not_measured);
+  }
+  if (const std::optional<AutoCheck>& check = bench.auto_check) {
+    text += fmt::format(
+        "\nauto's timed check (as `run --plan auto`): {} at {:.3f} ms{}, sequential at {:.3f} "
+        "ms: kept {}\n",
+        check->candidate_configuration, check->candidate_ms,
+        check->runner_up.empty()
+            ? std::string()
+            : fmt::format(", runner-up {} at {:.3f} ms", check->runner_up, check->runner_up_ms),
+        check->sequential_ms, check->kept);
   }
   return text;
 }

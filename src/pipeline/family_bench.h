@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "pipeline/model_bench.h"
+#include "pipeline/plan_and_run.h"
 
 namespace cleave {
 
@@ -20,24 +21,34 @@ struct FamilyBenchRow {
   std::string not_measured;  ///< Why this command cannot run the family; empty when measured.
   bool fastest = false;      ///< The lowest median of the measured rows.
   bool chosen = false;       ///< Auto's choice by prediction (always measured).
+  /// What `run --plan auto` runs: the choice, or what its timed check keeps (always measured;
+  /// a row of its own where the table's best of each family does not hold it).
+  bool auto_runs = false;
 };
 
 /// The families compared and the report.
 struct FamilyBench {
-  std::vector<FamilyBenchRow> rows;  ///< Measured rows by prediction, then the others.
-  nlohmann::json report;             ///< As `--json` prints it.
+  /// Measured rows by prediction (then the plan auto runs where no row holds it, the pipeline
+  /// and the split), then the others.
+  std::vector<FamilyBenchRow> rows;
+  nlohmann::json report;  ///< As `--json` prints it.
   double planning_ms = 0;
   /// The spatial row's largest |split - whole| over the outputs of one run, against the
   /// sequential row's (unset without both).
   std::optional<double> spatial_max_abs_difference;
+  /// Auto's timed check (time_auto_check), where `run --plan auto` makes one.
+  std::optional<AutoCheck> auto_check;
 };
 
 /// Plans the candidate table once (auto), takes the fastest prediction of each family present
 /// (hybrid plans apart from even task splits) and times them interleaved: `settings.warmup`
 /// rounds, then `settings.repeat` rounds alternating the order. With `settings.machine` the
 /// spatial split is timed among them (its outputs checked against the sequential row's), and
-/// so are pipelined stages on its devices (auto's own task plan of them).
-FamilyBench run_family_bench(const ModelBenchSettings& settings);
+/// so are pipelined stages on its devices (auto's own task plan of them). Before the timed
+/// rounds, auto's timed check runs as `run --plan auto` makes it, timed by `timer` (a test gives
+/// fake times), and the plan it keeps is marked FamilyBenchRow::auto_runs.
+FamilyBench run_family_bench(const ModelBenchSettings& settings,
+                             const RunTimer& timer = time_one_run);
 
 /// The comparison as text, as `cleave bench --families` prints it.
 std::string family_bench_text(const ModelBenchSettings& settings, const FamilyBench& bench);

@@ -255,49 +255,70 @@ void run_plan_elsewhere(PreparedRun& prepared, const RunRecipe& recipe) {
 // Predictions come from one profiling process on a possibly busy machine. When they favour
 // a parallel plan, a few timed runs of it, the runner-up prediction and the sequential plan
 // decide, so that `auto` is not slower than the operators one by one with all threads, nor
-// than its second guess, because of one disturbed profile.
-void check_top_candidates(const PlanContext& context, PreparedRun& prepared, PlannedRun& chosen) {
+// than its second guess, because of one disturbed profile. The check's times, the plans it made
+// to time beside the choice, and which it kept.
+struct TimedCandidates {
+  AutoCheck check;
+  std::optional<PlannedRun> runner_up;
+  PlannedRun fallback;
+  bool kept_runner_up = false;
+  bool kept_sequential = false;
+};
+
+TimedCandidates time_top_candidates(const PlanContext& context, const CostTable& costs,
+                                    const ModelPlan& choice, ExecutorInterface& choice_executor,
+                                    const std::vector<SampleInputs>& inputs) {
   const RunRecipe& recipe = context.recipe;
   const auto as_choice = [&](ModelPlan plan, const std::string& why) {
-    plan.candidates = chosen.model_plan.candidates;
+    plan.candidates = choice.candidates;
     plan.plan.notes["auto_choice"] = why;
     return context.prepare(std::move(plan));
   };
+  const std::vector<ModelPlan>& alternatives = choice.alternatives;
   std::optional<PlannedRun> runner_up;
-  const std::vector<ModelPlan>& alternatives = chosen.model_plan.alternatives;
   if (!alternatives.empty() && auto_check_needed(alternatives.front(), recipe))
     runner_up = as_choice(alternatives.front(), alternatives.front().plan.strategy);
-  PlannedRun fallback = as_choice(
-      plan_model(context.g, *prepared.costs, context.plan_options("sequential")), "sequential");
-  AutoCheck check;
-  check.candidate = chosen.model_plan.plan.strategy;
-  check.candidate_configuration = chosen.model_plan.configuration;
+  TimedCandidates timed{
+      {},
+      std::move(runner_up),
+      as_choice(plan_model(context.g, costs, context.plan_options("sequential")), "sequential")};
+  AutoCheck& check = timed.check;
+  check.candidate = choice.plan.strategy;
+  check.candidate_configuration = choice.configuration;
   std::vector<std::pair<std::string, ExecutorInterface*>> runs = {
-      {check.candidate_configuration, chosen.executor.get()}};
-  if (runner_up) {
-    check.runner_up = runner_up->model_plan.configuration;
-    runs.emplace_back(check.runner_up, runner_up->executor.get());
+      {check.candidate_configuration, &choice_executor}};
+  if (timed.runner_up) {
+    check.runner_up = timed.runner_up->model_plan.configuration;
+    runs.emplace_back(check.runner_up, timed.runner_up->executor.get());
   }
-  runs.emplace_back("sequential", fallback.executor.get());
-  const std::vector<double> ms = time_alike(recipe, runs, prepared.inputs);
+  runs.emplace_back("sequential", timed.fallback.executor.get());
+  const std::vector<double> ms = time_alike(recipe, runs, inputs);
   check.candidate_ms = ms.front();
   check.sequential_ms = ms.back();
-  if (runner_up) check.runner_up_ms = ms[1];
+  if (timed.runner_up) check.runner_up_ms = ms[1];
   // The fastest measured; on a tie the earlier, the plan predicted faster.
   const std::size_t best = std::min_element(ms.begin(), ms.end()) - ms.begin();
   check.kept = runs[best].first;
+  timed.kept_sequential = best + 1 == runs.size();
+  timed.kept_runner_up = timed.runner_up && best == 1;
   log_line(recipe,
            fmt::format("recipe: timed {} at {:.3f} ms{} against sequential at {:.3f} ms: kept {}",
                        check.candidate_configuration, check.candidate_ms,
-                       runner_up ? fmt::format(", runner-up {} at {:.3f} ms", check.runner_up,
-                                               check.runner_up_ms)
-                                 : std::string(),
+                       timed.runner_up ? fmt::format(", runner-up {} at {:.3f} ms", check.runner_up,
+                                                     check.runner_up_ms)
+                                       : std::string(),
                        check.sequential_ms, check.kept));
-  prepared.auto_check = std::move(check);
-  if (best + 1 == runs.size()) {
-    chosen = std::move(fallback);
-  } else if (best == 1) {
-    chosen = std::move(*runner_up);
+  return timed;
+}
+
+void check_top_candidates(const PlanContext& context, PreparedRun& prepared, PlannedRun& chosen) {
+  TimedCandidates timed = time_top_candidates(context, *prepared.costs, chosen.model_plan,
+                                              *chosen.executor, prepared.inputs);
+  prepared.auto_check = std::move(timed.check);
+  if (timed.kept_sequential) {
+    chosen = std::move(timed.fallback);
+  } else if (timed.kept_runner_up) {
+    chosen = std::move(*timed.runner_up);
   }
 }
 
@@ -344,6 +365,28 @@ double time_one_run(const std::string& /*strategy*/, ExecutorInterface& executor
 bool auto_check_needed(const ModelPlan& plan, const RunRecipe& recipe) {
   return plan.plan.strategy != "sequential" ||
          (!recipe.machine && plan.threads_per_worker < recipe.workers * recipe.threads_per_worker);
+}
+
+std::optional<CheckedChoice> time_auto_check(const PreparedRun& prepared, const RunRecipe& recipe) {
+  if (!prepared.plan || !prepared.costs)
+    throw Error("auto's timed check needs a run planned here (a strategy and its costs)");
+  if (!auto_check_needed(*prepared.plan, recipe)) return std::nullopt;
+  const PlanContext context{prepared.graph,
+                            recipe,
+                            prepared.layouts,
+                            prepared.inputs,
+                            recipe.layouts == "auto" && !recipe.plain_layouts,
+                            recipe.strategy == "auto" && recipe.costs == "profile"};
+  // The run's own executor where it runs the plan; else (the pipeline replaced it) its own.
+  std::optional<PlannedRun> own;
+  if (!prepared.parallel) own = context.prepare(*prepared.plan);
+  ExecutorInterface& executor = own ? *own->executor : *prepared.parallel;
+  TimedCandidates timed =
+      time_top_candidates(context, *prepared.costs, *prepared.plan, executor, prepared.inputs);
+  const ModelPlan& kept = timed.kept_sequential  ? timed.fallback.model_plan
+                          : timed.kept_runner_up ? timed.runner_up->model_plan
+                                                 : *prepared.plan;
+  return CheckedChoice{std::move(timed.check), kept};
 }
 
 PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {

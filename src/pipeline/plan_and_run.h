@@ -135,6 +135,20 @@ struct PreparedRun {
 /// the check compares against.
 bool auto_check_needed(const ModelPlan& plan, const RunRecipe& recipe);
 
+/// Auto's timed check and the plan it keeps.
+struct CheckedChoice {
+  AutoCheck check;
+  ModelPlan kept;  ///< The predicted choice, the runner-up or sequential on every core.
+};
+
+/// Auto's timed check, the one prepare_run makes, of a run prepared with recipe.auto_check
+/// off (`cleave bench --families` times the table's rows and shows what `run --plan auto`
+/// would keep): the prepared plan, the runner-up prediction and the sequential plan timed
+/// alike through recipe.timer. Nullopt where auto_check_needed says no check runs. The
+/// prepared run is not changed; its graph must keep its weights (recipe.release_packed_weights
+/// off). Error when it was not planned here (no plan or costs).
+std::optional<CheckedChoice> time_auto_check(const PreparedRun& prepared, const RunRecipe& recipe);
+
 /// The recipe on a loaded graph (a Session calls it per input shape), top to bottom: layouts,
 /// costs, plan, check, executor; logging each decision through recipe.log.
 ///

@@ -301,6 +301,60 @@ TEST(AutoSearch, ThirtyTwoSamplesOfAChainRunDataParallel) {
   EXPECT_NEAR(chosen_row(plan).samples_per_second, 32 / (16 * 3e-3), 1e-3);
 }
 
+// Both workers of a data-parallel stream compute at once: every sample is priced at the
+// busy-neighbour times (as a task plan's nodes are), on the auto row and by name alike.
+TEST(AutoSearch, ADataParallelStreamIsPricedBesideBusyCores) {
+  const Graph graph = chain();
+  const std::map<std::string, double> ms{{"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Tanh", 1e-3}};
+  ModelPlanOptions options = on_cores(2);
+  options.samples = 32;
+  const ModelPlan plan =
+      plan_model(graph, with_busy_neighbours(fixed_costs(graph, ms), 1.5), options);
+  // 16 samples per worker, 3 ms each at one thread alone, 4.5 ms beside the other worker.
+  const PlanCandidate& row = row_named(plan, "2 workers x 1 thread");
+  EXPECT_EQ(row.family, "data-parallel");
+  EXPECT_NEAR(row.predicted_seconds, 16 * 4.5e-3, 1e-6);
+  options.strategy = "data-parallel";
+  const ModelPlan named =
+      plan_model(graph, with_busy_neighbours(fixed_costs(graph, ms), 1.5), options);
+  EXPECT_NEAR(named.plan.makespan, 16 * 4.5e-3, 1e-6);
+  EXPECT_EQ(named.plan.notes["node_costs"], "beside-busy");
+}
+
+// A worker runs its samples one after another (what the profile timed), not each node for all
+// of its samples before the next node.
+TEST(AutoSearch, ADataParallelWorkerRunsItsSamplesOneAfterAnother) {
+  const Graph graph = chain();
+  const std::map<std::string, double> ms{{"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Tanh", 1e-3}};
+  ModelPlanOptions options = on_cores(2);
+  options.strategy = "data-parallel";
+  options.samples = 8;
+  const ModelPlan plan = plan_model(graph, fixed_costs(graph, ms), options);
+  ASSERT_EQ(plan.plan.order.size(), 2u);
+  for (std::size_t worker = 0; worker < plan.plan.order.size(); ++worker) {
+    const std::vector<int>& order = plan.plan.order[worker];
+    ASSERT_EQ(order.size(), 4u * 3u) << "four samples of three nodes";
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const Task& task = plan.tasks.tasks[order[i]];
+      EXPECT_EQ(task.batch_begin, static_cast<int64_t>(2 * (i / 3) + worker)) << task.name;
+    }
+  }
+}
+
+TEST(AutoSearch, TheSequentialPlanRunsItsSamplesOneAfterAnother) {
+  const Graph graph = chain();
+  const std::map<std::string, double> ms{{"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Tanh", 1e-3}};
+  ModelPlanOptions options = on_cores(2);
+  options.strategy = "sequential";
+  options.samples = 4;
+  const ModelPlan plan = plan_model(graph, fixed_costs(graph, ms), options);
+  ASSERT_EQ(plan.plan.order.size(), 1u);
+  const std::vector<int>& order = plan.plan.order.front();
+  ASSERT_EQ(order.size(), 4u * 3u) << "four samples of three nodes";
+  for (std::size_t i = 0; i < order.size(); ++i)
+    EXPECT_EQ(plan.tasks.tasks[order[i]].batch_begin, static_cast<int64_t>(i / 3)) << i;
+}
+
 // Two ranks joined by a link of 1 ms and 1 MB/s: 1 ms + 256 bytes / 1 MB/s for x or y.
 Machine two_ranks() {
   Machine machine = cpu_workers(2, 1);

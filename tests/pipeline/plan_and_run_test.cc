@@ -198,6 +198,66 @@ TEST(PlanAndRun, WithoutTheCheckAutoKeepsItsPrediction) {
   EXPECT_NE(prepared.plan->plan.strategy, "sequential");
 }
 
+// The check `bench --families` makes of a run prepared without it: the runs prepare_run's
+// check times, the plan it keeps, and the prepared run left as it was.
+TEST(PlanAndRun, TheCheckOfAPreparedRunKeepsWhatPrepareRunKeeps) {
+  FakeTimes times{{{"candidate", 2.0}, {"sequential", 1.0}}, {}};
+  std::vector<std::string> log;
+  RunRecipe recipe = auto_recipe(times, log);
+  recipe.auto_check = false;
+  const PreparedRun prepared = prepare_run(branchy(), recipe);
+  ASSERT_TRUE(prepared.plan);
+  const std::string predicted = prepared.plan->configuration;
+  const std::optional<CheckedChoice> checked = time_auto_check(prepared, recipe);
+  ASSERT_TRUE(checked) << "auto should have predicted a parallel plan";
+  EXPECT_EQ(checked->check.candidate_configuration, predicted);
+  EXPECT_DOUBLE_EQ(checked->check.candidate_ms, 2.0);
+  EXPECT_EQ(checked->check.kept, "sequential");
+  EXPECT_EQ(checked->kept.plan.strategy, "sequential");
+  EXPECT_EQ(times.calls["sequential"], 8);
+  EXPECT_EQ(prepared.plan->configuration, predicted);
+  recipe.auto_check = true;
+  const PreparedRun checked_run = prepare_run(branchy(), recipe);
+  ASSERT_TRUE(checked_run.plan);
+  EXPECT_EQ(checked_run.plan->configuration, checked->kept.configuration);
+}
+
+TEST(PlanAndRun, TheCheckOfAPreparedRunKeepsAPredictionTimedFaster) {
+  FakeTimes times{{{"candidate", 1.0}, {"sequential", 2.0}}, {}};
+  std::vector<std::string> log;
+  RunRecipe recipe = auto_recipe(times, log);
+  recipe.auto_check = false;
+  const PreparedRun prepared = prepare_run(branchy(), recipe);
+  const std::optional<CheckedChoice> checked = time_auto_check(prepared, recipe);
+  ASSERT_TRUE(checked);
+  EXPECT_EQ(checked->check.kept, prepared.plan->configuration);
+  EXPECT_EQ(checked->kept.configuration, prepared.plan->configuration);
+}
+
+TEST(PlanAndRun, NoCheckOfASequentialPredictionOnEveryCore) {
+  FakeTimes times{{{"candidate", 1.0}, {"sequential", 2.0}}, {}};
+  std::vector<std::string> log;
+  RunRecipe recipe = auto_recipe(times, log);
+  recipe.auto_check = false;
+  const PreparedRun prepared = prepare_run(chain(), recipe);
+  EXPECT_FALSE(time_auto_check(prepared, recipe));
+  EXPECT_TRUE(times.calls.empty());
+}
+
+TEST(PlanAndRun, TheCheckOfARunNotPlannedHereIsRefused) {
+  FakeTimes times;
+  std::vector<std::string> log;
+  RunRecipe recipe = auto_recipe(times, log);
+  recipe.strategy.clear();
+  const PreparedRun prepared = prepare_run(chain(), recipe);
+  try {
+    time_auto_check(prepared, recipe);
+    FAIL() << "a run without a plan has nothing to check";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("planned here"));
+  }
+}
+
 TEST(PlanAndRun, ASequentialPredictionIsNotTimed) {
   FakeTimes times{{{"candidate", 1.0}, {"sequential", 2.0}}, {}};
   std::vector<std::string> log;
