@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "frontend/auto_search.h"
+#include "frontend/candidate_costs.h"
 #include "frontend/costs.h"
 #include "plan/registry.h"
 #include "plan/simulator.h"
@@ -116,7 +117,8 @@ nlohmann::json candidates_to_json(const std::vector<PlanCandidate>& rows) {
         {"memory_bytes", candidate.memory_bytes},
         {"activation_bytes", candidate.activation_bytes},
         {"rejected", candidate.rejected},
-        {"chosen", candidate.chosen}};
+        {"chosen", candidate.chosen},
+        {"costs", costs_to_json(candidate.costs)}};
     if (candidate.samples_per_second > 0) row["samples_per_second"] = candidate.samples_per_second;
     if (!candidate.cut_short.empty()) row["cut_short"] = candidate.cut_short;
     candidates.push_back(std::move(row));

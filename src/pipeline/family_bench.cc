@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 
+#include "frontend/candidate_costs.h"
 #include "frontend/load.h"
 #include "frontend/model_plan.h"
 #include "pipeline/family_search.h"
@@ -52,6 +53,13 @@ std::vector<const ModelPlan*> best_of_each_family(const ModelPlan& chosen) {
   return plans;
 }
 
+// A plan's row in the table (by configuration): what its prediction used.
+CandidateCosts costs_of(const ModelPlan& chosen, const std::string& configuration) {
+  for (const PlanCandidate& candidate : chosen.candidates)
+    if (candidate.configuration == configuration) return candidate.costs;
+  return {};
+}
+
 // The pipelined stages this host runs (`--plan pipeline`'s configuration): the fastest predicted.
 const PlanCandidate* runnable_pipeline(const ModelPlan& chosen) {
   const PlanCandidate* best = nullptr;
@@ -81,6 +89,7 @@ void add_unrunnable_rows(const ModelPlan& chosen, std::vector<FamilyBenchRow>& r
     row.family = family;
     row.configuration = candidate->configuration;
     row.predicted_seconds = candidate->predicted_seconds;
+    row.costs = candidate->costs;
     row.not_measured = candidate->rejected.empty()
                            ? fmt::format(
                                  "`cleave bench` runs whole-graph plans; run {} plans "
@@ -120,6 +129,7 @@ nlohmann::json family_report(const ModelBenchSettings& settings, const FamilyBen
       not_measured.push_back({{"family", row.family},
                               {"configuration", row.configuration},
                               {"predicted_seconds", row.predicted_seconds},
+                              {"costs", costs_to_json(row.costs)},
                               {"reason", row.not_measured}});
       continue;
     }
@@ -127,6 +137,7 @@ nlohmann::json family_report(const ModelBenchSettings& settings, const FamilyBen
     families.push_back({{"family", row.family},
                         {"configuration", row.configuration},
                         {"predicted_seconds", row.predicted_seconds},
+                        {"costs", costs_to_json(row.costs)},
                         {"measured_seconds", measured},
                         {"lowest_seconds", *std::min_element(row.ms.begin(), row.ms.end()) / 1e3},
                         {"ratio", measured / row.predicted_seconds},
@@ -163,6 +174,7 @@ void add_spatial_row(const SpatialCandidate& spatial, const RunRecipe& recipe,
       make_spatial_executor(spatial, recipe, prepared.layouts.family);
   FamilyBenchRow row{
       "spatial", spatial.row.configuration, spatial.row.predicted_seconds, {}, {}, false, false};
+  row.costs = spatial.row.costs;
   try {
     const std::vector<std::vector<Tensor>> outputs = split->run(prepared.inputs);
     for (std::size_t v = 0; v < bench.rows.size(); ++v) {
@@ -233,6 +245,7 @@ FamilyBench run_family_bench(const ModelBenchSettings& settings) {
     executors.push_back(owned.back().get());
     bench.rows.push_back(
         {plan->family, plan->configuration, plan->plan.makespan, {}, {}, false, plan == &chosen});
+    bench.rows.back().costs = costs_of(chosen, plan->configuration);
   }
   if (const PlanCandidate* stages = runnable_pipeline(chosen)) {
     const auto [count, threads] = *parse_pipeline_configuration(stages->configuration);
@@ -242,6 +255,7 @@ FamilyBench run_family_bench(const ModelBenchSettings& settings) {
     executors.push_back(owned.back().get());
     bench.rows.push_back(
         {stages->family, stages->configuration, stages->predicted_seconds, {}, {}, false});
+    bench.rows.back().costs = stages->costs;
   }
   if (spatial && spatial->plan) add_spatial_row(*spatial, recipe, prepared, owned, bench);
   executors.resize(owned.size());

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/model_plan.h"
 #include "pipeline/model_bench.h"
 
 namespace cleave {
@@ -16,10 +17,11 @@ struct FamilyBenchRow {
   std::string family;  ///< As PlanCandidate::family.
   std::string configuration;
   double predicted_seconds = 0;
-  std::vector<double> ms;    ///< Per interleaved round; empty when not measured.
-  std::string not_measured;  ///< Why this command cannot run the family; empty when measured.
-  bool fastest = false;      ///< The lowest median of the measured rows.
-  bool chosen = false;       ///< Auto's choice by prediction (always measured).
+  std::vector<double> ms;     ///< Per interleaved round; empty when not measured.
+  std::string not_measured;   ///< Why this command cannot run the family; empty when measured.
+  bool fastest = false;       ///< The lowest median of the measured rows.
+  bool chosen = false;        ///< Auto's choice by prediction (always measured).
+  CandidateCosts costs = {};  ///< What the prediction used (its PlanCandidate::costs).
 };
 
 /// The families compared and the report.
