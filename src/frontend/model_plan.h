@@ -99,6 +99,17 @@ struct ModelPlan {
   std::vector<ModelPlan> alternatives;
 };
 
+/// The plan note that says how the plan's model must be loaded where that is not as the run's
+/// --no-optimize says: kExportedFormsFused for a split's partitioned.onnx (no graph pass but the
+/// runtime fusions, LoadOptions::fuse_exported_forms).
+inline constexpr const char* kModelLoadNote = "model_load";
+inline constexpr const char* kExportedFormsFused = "exported-forms-fused";
+
+/// Whether the plan file at `path` notes kExportedFormsFused: `cleave run --no-optimize --plan`
+/// then puts the runtime fusions back as it loads the model. False for any other file, or one
+/// that cannot be read (read_model_plan reports that, naming the file).
+bool plan_fuses_exported_forms(const std::string& path);
+
 /// `workers` CPU workers of `threads_each` threads, pinned to consecutive cores.
 Machine cpu_workers(int workers, int threads_each);
 
