@@ -100,8 +100,10 @@ CandidateCosts describe_costs(const CostTable& costs, const ModelPlan& plan, boo
     const Device& device = machine.devices[w];
     out.threads.push_back(taken_at(costs, device.threads));
     all += device.threads;
-    rooflines = rooflines || (costs.source == "analytical" && device.roofline.declared());
-    speeds = speeds || device.speed != 1.0;
+    // A device priced by its own roofline ignores its speed (task_graph_for).
+    const bool roofline = costs.source == "analytical" && device.roofline.declared();
+    rooflines = rooflines || roofline;
+    speeds = speeds || (!roofline && device.speed != 1.0);
   }
   const int most =
       out.threads.empty() ? 1 : *std::max_element(out.threads.begin(), out.threads.end());

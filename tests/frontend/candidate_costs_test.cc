@@ -185,6 +185,19 @@ TEST(CandidateCostsExplain, MachineFileSpeedsAreNamed) {
   EXPECT_EQ(plan.candidates.front().costs.source, "static weights, / machine file speeds");
 }
 
+TEST(CandidateCostsExplain, DevicesPricedByTheirRooflinesAreNamedSoAndTheirSpeedsAreNot) {
+  const Graph graph = four_branches();
+  ModelPlanOptions options;
+  options.machine = linked_pair(2e-6, 2e10);
+  for (Device& device : options.machine->devices) {
+    device.speed = 0.5;
+    device.roofline = Roofline{1e12, 1e11, 1e-6};
+  }
+  const ModelPlan plan = plan_auto(graph, fixed_costs(graph, "analytical", "", false), options);
+  for (const PlanCandidate& row : plan.candidates)
+    EXPECT_EQ(row.costs.source, "machine file rooflines") << row.configuration;
+}
+
 TEST(CandidateCostsExplain, ARowNeverPredictedHasNullCosts) {
   PlanCandidate row;
   row.family = "task";
