@@ -9,6 +9,7 @@
 #include <map>
 #include <numeric>
 
+#include "frontend/candidate_costs.h"
 #include "frontend/costs.h"
 #include "frontend/stage_plan.h"
 #include "plan/cluster/hypercluster.h"
@@ -151,6 +152,7 @@ struct Search {
     if (prices_beside_busy(plan.plan, plan.tasks))
       apply_simulation(plan.plan, simulate(plan.plan, plan.tasks));
     candidate.predicted_seconds = plan.plan.makespan;
+    candidate.costs = describe_costs(costs, plan, options.machine.has_value());
     if (options.samples > 1 && plan.plan.makespan > 0)
       candidate.samples_per_second = options.samples / plan.plan.makespan;
     const std::vector<int> worker_of_task = worker_of_tasks(plan);

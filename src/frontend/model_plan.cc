@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "frontend/auto_search.h"
+#include "frontend/candidate_costs.h"
 #include "frontend/costs.h"
 #include "plan/registry.h"
 #include "plan/simulator.h"
@@ -116,7 +117,8 @@ nlohmann::json candidates_to_json(const std::vector<PlanCandidate>& rows) {
         {"memory_bytes", candidate.memory_bytes},
         {"activation_bytes", candidate.activation_bytes},
         {"rejected", candidate.rejected},
-        {"chosen", candidate.chosen}};
+        {"chosen", candidate.chosen},
+        {"costs", costs_to_json(candidate.costs)}};
     if (candidate.samples_per_second > 0) row["samples_per_second"] = candidate.samples_per_second;
     if (!candidate.cut_short.empty()) row["cut_short"] = candidate.cut_short;
     candidates.push_back(std::move(row));
@@ -163,10 +165,19 @@ ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph,
     const std::string fingerprint = stored ? stored->string() : "";
     const std::string here = graph_print.empty() ? graph_fingerprint(graph) : graph_print;
     if (fingerprint != here) {
+      // A split's plan is for its partitioned.onnx with the runtime fusions put back, which
+      // only --no-optimize does; the split's own commands load it so.
+      const bool split = json.contains("notes") && json["notes"].is_object() &&
+                         json["notes"].value(kModelLoadNote, "") == kExportedFormsFused;
       throw Error(fmt::format(
           "{}: the plan was made for another model (or other --shape/optimize settings): "
-          "fingerprint {} here, {} in the plan",
-          origin, here, fingerprint.empty() ? "none" : fingerprint));
+          "fingerprint {} here, {} in the plan{}",
+          origin, here, fingerprint.empty() ? "none" : fingerprint,
+          split ? "; it is a `cleave split` folder's plan, for its partitioned.onnx loaded with "
+                  "the runtime fusions only: run `cleave run DIR/partitioned.onnx --no-optimize "
+                  "--plan DIR/plan.json`, `cleave bench MODEL --split DIR` or `mpirun -np N "
+                  "cleave run-split DIR --model MODEL`"
+                : ""));
     }
     ModelPlan result;
     const JsonField tasks = root.at("task_graph");
@@ -216,6 +227,17 @@ ModelPlan model_plan_from_json(const nlohmann::json& json, const Graph& graph,
     return result;
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("{}: malformed plan file: {}", origin, e.what()));
+  }
+}
+
+bool plan_fuses_exported_forms(const std::string& path) {
+  try {
+    const nlohmann::json json = read_json_file(path, "plan file");
+    const auto notes = json.find("notes");
+    return notes != json.end() && notes->is_object() &&
+           notes->value(kModelLoadNote, "") == kExportedFormsFused;
+  } catch (const std::exception&) {
+    return false;
   }
 }
 

@@ -39,6 +39,23 @@ struct ModelPlanOptions {
 /// Every strategy name plan_model takes: its own, then the task-graph schedulers' names.
 std::vector<std::string> model_strategies();
 
+/// What a candidate's prediction was priced with: `plan --explain`'s costs legend and the
+/// JSON's `candidates[i].costs` (candidate_costs.h describes a plan's).
+struct CandidateCosts {
+  /// The node times: "profile in context", "profile alone", "profile, busy core" (with the
+  /// rule that scales it past 1 thread), "analytical", "static weights", "machine file
+  /// rooflines", each ", / machine file speeds" where devices declare speeds. Empty: the row
+  /// was never predicted.
+  std::string source;
+  /// Per worker that computes, the intra-op threads its node costs were taken at (a profile's
+  /// largest measured count where a worker has more).
+  std::vector<int> threads;
+  std::string conv_family;  ///< The convolution family the profile timed; empty: none.
+  /// The hand-offs between workers: "none" (one worker computes), the host's assumed
+  /// shared-memory copy, or the machine file's links, with their latency and bandwidth.
+  std::string links;
+};
+
 /// One row of `auto`'s candidate table: a plan of one family on one configuration of the
 /// resources, its prediction, and why it was not kept.
 struct PlanCandidate {
@@ -59,6 +76,7 @@ struct PlanCandidate {
   std::string cut_short;
   /// Sub-plans the row's search built (spatial: partitioned graphs); 0 where not counted.
   int searched = 0;
+  CandidateCosts costs;  ///< What the prediction used.
 };
 
 /// A plan of a model: the task graph it schedules (with the machine), the plan itself, the
@@ -81,6 +99,17 @@ struct ModelPlan {
   std::vector<ModelPlan> alternatives;
 };
 
+/// The plan note that says how the plan's model must be loaded where that is not as the run's
+/// --no-optimize says: kExportedFormsFused for a split's partitioned.onnx (no graph pass but the
+/// runtime fusions, LoadOptions::fuse_exported_forms).
+inline constexpr const char* kModelLoadNote = "model_load";
+inline constexpr const char* kExportedFormsFused = "exported-forms-fused";
+
+/// Whether the plan file at `path` notes kExportedFormsFused: `cleave run --no-optimize --plan`
+/// then puts the runtime fusions back as it loads the model. False for any other file, or one
+/// that cannot be read (read_model_plan reports that, naming the file).
+bool plan_fuses_exported_forms(const std::string& path);
+
 /// `workers` CPU workers of `threads_each` threads, pinned to consecutive cores.
 Machine cpu_workers(int workers, int threads_each);
 
@@ -92,7 +121,8 @@ ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlan
 
 /// Auto's candidate table as plan files and reports give it: per row strategy, family,
 /// configuration, predicted_seconds and _ms (null when not predicted), memory_bytes,
-/// activation_bytes, rejected, chosen, and samples_per_second and cut_short where set.
+/// activation_bytes, rejected, chosen, costs ({source, threads, conv_family, links}; null for a
+/// row never predicted), and samples_per_second and cut_short where set.
 nlohmann::json candidates_to_json(const std::vector<PlanCandidate>& rows);
 /// A plan file: the plan, its task graph (task -> node names), threads, and the graph's
 /// fingerprint so a plan is never run on another model. `fingerprint`: the graph's, when the

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 
+#include "frontend/candidate_costs.h"
 #include "frontend/load.h"
 #include "frontend/model_plan.h"
 #include "pipeline/family_search.h"
@@ -57,6 +58,13 @@ bool same_plan(const ModelPlan& a, const ModelPlan& b) {
   return a.family == b.family && a.configuration == b.configuration;
 }
 
+// A plan's row in the table (by configuration): what its prediction used.
+CandidateCosts costs_of(const ModelPlan& chosen, const std::string& configuration) {
+  for (const PlanCandidate& candidate : chosen.candidates)
+    if (candidate.configuration == configuration) return candidate.costs;
+  return {};
+}
+
 // The pipelined stages this host runs (`--plan pipeline`'s configuration): the fastest predicted.
 const PlanCandidate* runnable_pipeline(const ModelPlan& chosen) {
   const PlanCandidate* best = nullptr;
@@ -90,6 +98,7 @@ void add_unrunnable_rows(const ModelPlan& chosen, std::vector<FamilyBenchRow>& r
     row.family = family;
     row.configuration = candidate->configuration;
     row.predicted_seconds = candidate->predicted_seconds;
+    row.costs = candidate->costs;
     row.not_measured = candidate->rejected.empty()
                            ? fmt::format(
                                  "`cleave bench` runs whole-graph plans; run {} plans "
@@ -129,6 +138,7 @@ nlohmann::json family_report(const ModelBenchSettings& settings, const FamilyBen
       not_measured.push_back({{"family", row.family},
                               {"configuration", row.configuration},
                               {"predicted_seconds", row.predicted_seconds},
+                              {"costs", costs_to_json(row.costs)},
                               {"reason", row.not_measured}});
       continue;
     }
@@ -136,6 +146,7 @@ nlohmann::json family_report(const ModelBenchSettings& settings, const FamilyBen
     families.push_back({{"family", row.family},
                         {"configuration", row.configuration},
                         {"predicted_seconds", row.predicted_seconds},
+                        {"costs", costs_to_json(row.costs)},
                         {"measured_seconds", measured},
                         {"lowest_seconds", *std::min_element(row.ms.begin(), row.ms.end()) / 1e3},
                         {"ratio", measured / row.predicted_seconds},
@@ -182,6 +193,7 @@ void add_spatial_row(const SpatialCandidate& spatial, const RunRecipe& recipe,
       make_spatial_executor(spatial, recipe, prepared.layouts.family);
   FamilyBenchRow row{
       "spatial", spatial.row.configuration, spatial.row.predicted_seconds, {}, {}, false, false};
+  row.costs = spatial.row.costs;
   try {
     const std::vector<std::vector<Tensor>> outputs = split->run(prepared.inputs);
     for (std::size_t v = 0; v < bench.rows.size(); ++v) {
@@ -269,6 +281,7 @@ FamilyBench run_family_bench(const ModelBenchSettings& settings, const RunTimer&
                           false,
                           plan == &chosen,
                           same_plan(*plan, auto_plan)});
+    bench.rows.back().costs = costs_of(chosen, plan->configuration);
   }
   if (const PlanCandidate* stages = runnable_pipeline(chosen)) {
     const auto [count, threads] = *parse_pipeline_configuration(stages->configuration);
@@ -278,6 +291,7 @@ FamilyBench run_family_bench(const ModelBenchSettings& settings, const RunTimer&
     executors.push_back(owned.back().get());
     bench.rows.push_back(
         {stages->family, stages->configuration, stages->predicted_seconds, {}, {}, false});
+    bench.rows.back().costs = stages->costs;
   }
   if (spatial && spatial->plan) add_spatial_row(*spatial, recipe, prepared, owned, bench);
   executors.resize(owned.size());

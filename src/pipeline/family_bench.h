@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/model_plan.h"
 #include "pipeline/model_bench.h"
 #include "pipeline/plan_and_run.h"
 
@@ -24,6 +25,7 @@ struct FamilyBenchRow {
   /// What `run --plan auto` runs: the choice, or what its timed check keeps (always measured;
   /// a row of its own where the table's best of each family does not hold it).
   bool auto_runs = false;
+  CandidateCosts costs = {};  ///< What the prediction used (its PlanCandidate::costs).
 };
 
 /// The families compared and the report.

@@ -10,6 +10,7 @@
 #include <limits>
 #include <optional>
 
+#include "frontend/candidate_costs.h"
 #include "frontend/costs.h"
 #include "frontend/stage_plan.h"
 #include "pipeline/pipeline_run.h"
@@ -87,6 +88,7 @@ void stages_on_devices(const Graph& graph, const CostTable& costs, const ModelPl
     row.predicted_seconds = plan.plan.makespan;
     row.samples_per_second = options.samples / plan.plan.makespan;
     row.configuration = plan.configuration;
+    row.costs = describe_costs(costs, plan, true);
     // Measured as auto's rows are (plan_auto lists this plan itself on a machine file).
     std::vector<int> worker_of_task(plan.tasks.tasks.size(), 0);
     for (const PlannedTask& placed : plan.plan.tasks) worker_of_task[placed.task] = placed.worker;
@@ -95,6 +97,14 @@ void stages_on_devices(const Graph& graph, const CostTable& costs, const ModelPl
   } catch (const Error& e) {
     row.rejected = fmt::format("no stages: {}", e.what());
   }
+}
+
+// "a", "b", ..., "z", "aa", ...: a legend key short enough for a narrow column.
+std::string cost_key(std::size_t index) {
+  std::string key(1, static_cast<char>('a' + index % 26));
+  for (index /= 26; index > 0; index /= 26)
+    key.insert(key.begin(), static_cast<char>('a' + (index - 1) % 26));
+  return key;
 }
 
 }  // namespace
@@ -124,6 +134,7 @@ PlanCandidate pipeline_candidate(const Graph& graph, const CostTable& costs,
       best.predicted_seconds = seconds;
       best.samples_per_second = options.samples / seconds;
       best.configuration = pipeline_configuration(stages, threads);
+      best.costs = stage_costs(costs, stages, threads);
       best_staged = std::move(staged);
       best_threads = threads;
     }
@@ -149,22 +160,33 @@ std::string planning_time_text(const ModelPlan& plan) {
 }
 
 std::string candidate_table_text(const ModelPlan& plan) {
-  std::string out =
-      fmt::format("  {:<14} {:<38} {:>12} {:>12} {:<22} {}\n", "family", "configuration",
-                  "latency ms", "samples/s", "memory/device", "chosen or rejected because");
+  // The costs are long and shared by many rows: a key per distinct description, a legend below.
+  std::vector<std::string> legend;
+  const auto key_of = [&](const PlanCandidate& row) {
+    const std::string text = costs_text(row.costs);
+    auto found = std::find(legend.begin(), legend.end(), text);
+    if (found == legend.end()) found = legend.insert(found, text);
+    return cost_key(static_cast<std::size_t>(found - legend.begin()));
+  };
+  std::string out = fmt::format("  {:<14} {:<38} {:>12} {:>12} {:<22} {:<5} {}\n", "family",
+                                "configuration", "latency ms", "samples/s", "memory/device",
+                                "costs", "chosen or rejected because");
   for (const PlanCandidate& row : plan.candidates) {
     const std::string latency = std::isfinite(row.predicted_seconds)
                                     ? fmt::format("{:.3f}", row.predicted_seconds * 1e3)
                                     : "-";
     const std::string rate =
         row.samples_per_second > 0 ? fmt::format("{:.1f}", row.samples_per_second) : "-";
-    out += fmt::format("{} {:<14} {:<38} {:>12} {:>12} {:<22} {}\n", row.chosen ? "*" : " ",
-                       row.family, row.configuration, latency, rate, memory_text(row),
+    out += fmt::format("{} {:<14} {:<38} {:>12} {:>12} {:<22} {:<5} {}\n", row.chosen ? "*" : " ",
+                       row.family, row.configuration, latency, rate, memory_text(row), key_of(row),
                        row.chosen ? "chosen" : row.rejected);
   }
   out +=
       "  memory/device: weights plus the most activations held at once over the predicted "
       "schedule (pipeline rows: per stage, with its samples in flight)\n";
+  out += "  costs: node times, threads per worker they were taken at, convolution family, links\n";
+  for (std::size_t k = 0; k < legend.size(); ++k)
+    out += fmt::format("    {} = {}\n", cost_key(k), legend[k]);
   return out;
 }
 

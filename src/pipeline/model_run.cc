@@ -248,6 +248,10 @@ ModelRun run_model_timed(const ModelRunSettings& settings) {
   SessionOptions options;
   options.load.shapes = parse_input_shapes(settings.shapes);
   options.load.optimize = !settings.no_optimize;
+  // A split's plan is for its partitioned.onnx with the runtime fusions put back.
+  options.load.fuse_exported_forms = settings.no_optimize && settings.plan != "auto" &&
+                                     settings.plan != "pipeline" && !settings.plan.empty() &&
+                                     plan_fuses_exported_forms(settings.plan);
   if (settings.verbose)
     options.load.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
   options.recipe = recipe_for(settings);

@@ -4,6 +4,7 @@
 // link without distributed/) does not pull run_on_ranks in with the rest of model_run.
 #include <fmt/core.h>
 
+#include "frontend/model_plan.h"
 #include "pipeline/model_run.h"
 #include "pipeline/rank_run.h"
 #include "support/error.h"
@@ -17,6 +18,7 @@ int run_model_on_ranks(const ModelRunSettings& settings) {
   ranks.plan = settings.plan;
   ranks.shapes = settings.shapes;
   ranks.optimize = !settings.no_optimize;
+  ranks.fuse_exported_forms = settings.no_optimize && plan_fuses_exported_forms(settings.plan);
   ranks.plain_layouts = settings.plain_layouts;
   ranks.layouts = settings.layouts;
   ranks.threads = settings.threads_per_worker;

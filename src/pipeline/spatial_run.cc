@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "frontend/auto_search.h"
+#include "frontend/candidate_costs.h"
 #include "frontend/costs.h"
 #include "runtime/wait_policy.h"
 #include "spatial/split_bench.h"
@@ -140,6 +141,8 @@ SpatialCandidate spatial_candidate(const Graph& graph, const CostTable& costs,
     out.plan->plan.notes["piece_costs"] = how;
     // The one simulator, as every other row: the split's plan on its machines and links.
     row.predicted_seconds = out.plan->plan.makespan;
+    row.costs = describe_costs(split_costs, *out.plan, true);
+    row.costs.source += fmt::format(" ({})", how);
     if (samples > 1) row.samples_per_second = samples / row.predicted_seconds;
     for (int64_t bytes : split.weight_bytes) row.memory_bytes.push_back(static_cast<double>(bytes));
     for (int64_t bytes : split.peak_activation_bytes)

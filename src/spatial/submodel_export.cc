@@ -23,10 +23,12 @@ void write_partitioned_graph(const PartitionedGraph& split, const std::string& o
   export_onnx(split.graph, onnx_path);
   // The plan is made for the graph the runners load, so its fingerprint matches.
   Graph reloaded = load_model(onnx_path, partitioned_load_options());
-  write_model_plan(
-      plan_path,
-      split_plan(reloaded, split, static_costs(reloaded), cpu_machine(split.machines, 1)),
-      reloaded);
+  ModelPlan plan =
+      split_plan(reloaded, split, static_costs(reloaded), cpu_machine(split.machines, 1));
+  // `cleave run partitioned.onnx --no-optimize --plan plan.json` loads the file as above only
+  // when the plan says so (plan_fuses_exported_forms).
+  plan.plan.notes[kModelLoadNote] = kExportedFormsFused;
+  write_model_plan(plan_path, plan, reloaded);
 }
 
 void write_split_folder(const SplitResult& result, AtomicFolder& out, const std::string& model,

@@ -1,6 +1,7 @@
 // `cleave bench --families`: one timed row per runnable family of auto's candidate table.
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -97,6 +98,36 @@ TEST_F(BenchFamiliesTest, SeveralSamplesTimeDataParallelAndThePipeline) {
   EXPECT_TRUE(data_parallel) << result.out;
   EXPECT_TRUE(pipeline) << result.out;
   EXPECT_EQ(report["not_measured"].size(), 0u) << result.out;
+}
+
+// Each timed row carries the costs its prediction used, as `plan --json`'s candidates do.
+TEST_F(BenchFamiliesTest, EachRowSaysWhatItsPredictionUsed) {
+  CommandResult planned =
+      cleave("plan " + model_ + " --costs static --workers 2 --samples 2 --explain --json");
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  std::map<std::string, nlohmann::json> planned_costs;
+  for (const nlohmann::json& row : nlohmann::json::parse(planned.out)["candidates"])
+    planned_costs[row["configuration"]] = row["costs"];
+  CommandResult result = cleave("bench " + model_ +
+                                " --families --json --costs static --workers 2 --samples 2 "
+                                "--repeat 1 --warmup 0");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json report = nlohmann::json::parse(result.out);
+  ASSERT_FALSE(report["families"].empty()) << result.out;
+  for (const nlohmann::json& row : report["families"]) {
+    const nlohmann::json& costs = row["costs"];
+    ASSERT_TRUE(costs.is_object()) << row.dump();
+    EXPECT_EQ(costs["source"], "static weights") << row.dump();
+    EXPECT_GE(costs["threads"].get<int>(), 1) << row.dump();
+    EXPECT_TRUE(costs["links"].is_string()) << row.dump();
+    if (row["family"] == "pipeline") {
+      EXPECT_EQ(costs["links"], "hand-offs between stages not priced") << row.dump();
+    }
+    const auto found = planned_costs.find(row["configuration"]);
+    if (found != planned_costs.end()) {
+      EXPECT_EQ(costs, found->second) << row.dump();
+    }
+  }
 }
 
 TEST_F(BenchFamiliesTest, TheTextNamesTheFastestFamily) {

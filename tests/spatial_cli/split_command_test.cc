@@ -1,6 +1,8 @@
 // `cleave split`: a whole folder of checked sub-models that recombine, or nothing and the reason.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <fstream>
 
@@ -207,6 +209,52 @@ TEST_F(SplitCommand, SplitsTheFusedGraphAndItsTasksAreTheFusedNodes) {
       "for f in glob.glob(sys.argv[1] + '/*.onnx')]\" " +
       dir;
   EXPECT_EQ(std::system(check.c_str()), 0);
+}
+
+// Two Conv+Relu pairs (fused where loaded with the runtime fusions) as an ONNX file.
+std::string write_conv_relu(const std::string& file) {
+  export_onnx(parse_graph(R"(graph main [ai.onnx=17] (%x: f32[1,2,8,8]) {
+  @w1: f32[4,2,3,3] = [0.1, -0.2, 0.3, 0.05, 0.2, -0.1, 0.4, 0.1, -0.3, 0.2, 0.1, -0.1, 0.3, -0.2, 0.1, 0.05, 0.2, -0.3, 0.1, 0.2, -0.1, 0.3, 0.1, -0.2, 0.05, 0.1, 0.2, -0.1, 0.3, 0.2, -0.2, 0.1, 0.1, 0.05, -0.1, 0.2, 0.3, -0.2, 0.1, 0.2, -0.1, 0.1, 0.05, 0.2, -0.3, 0.1, 0.2, -0.1, 0.3, 0.1, -0.2, 0.05, 0.1, 0.2, -0.1, 0.3, 0.2, -0.2, 0.1, 0.1, 0.05, -0.1, 0.2, 0.3, -0.2, 0.1, 0.2, -0.1, 0.1, 0.05, 0.2, -0.3]
+  @w2: f32[2,4,1,1] = [0.5, -0.25, 0.125, 0.75, -0.5, 0.25, 0.375, -0.125]
+  %c1 = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w1)
+  %r1 = Relu(%c1)
+  %c2 = Conv[kernel_shape=[1,1]](%r1, @w2)
+  %y = Relu(%c2)
+  return %y
+})"),
+              file);
+  return file;
+}
+
+// The split's plan is for partitioned.onnx with the runtime fusions put back: `run
+// --no-optimize --plan` loads it so (the plan notes it), as run-split and bench --split do.
+TEST_F(SplitCommand, RunsThePartitionedGraphWithItsPlanWithoutOptimizing) {
+  const std::string model = write_conv_relu(path("conv_relu.onnx"));
+  const std::string dir = path("run_fused");
+  CommandResult r = cleave("split " + model + " --nodes 2 --dim h -o " + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = cleave("run " + dir + "/partitioned.onnx --no-optimize --plan " + dir +
+             "/plan.json --repeat 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report["plan"]["strategy"], "spatial-split") << r.out;
+  EXPECT_EQ(report["plan"]["workers"], 2) << r.out;
+}
+
+// Loaded with the graph passes the partitioned graph is another graph: the error names the
+// plan, both fingerprints and the commands that run a split.
+TEST_F(SplitCommand, RunningTheSplitsPlanOnTheOptimizedGraphSaysHowToRunIt) {
+  const std::string model = write_conv_relu(path("conv_relu.onnx"));
+  const std::string dir = path("run_optimized");
+  CommandResult r = cleave("split " + model + " --nodes 2 --dim h -o " + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = cleave("run " + dir + "/partitioned.onnx --plan " + dir + "/plan.json --repeat 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find(dir + "/plan.json: the plan was made for another model"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("in the plan; it is a `cleave split` folder's plan"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("--no-optimize --plan DIR/plan.json"), std::string::npos) << r.err;
 }
 
 TEST_F(SplitCommand, RefusesAnUnsplittableRequestAndWritesNothing) {
