@@ -77,18 +77,24 @@ int complete_node(Graph& graph, NodeId id, dnnl::engine& engine) {
       const ValueId input = node.inputs[slot];
       if (input == kNoValue) continue;
       const Value& v = graph.value(input);
-      if (is_constant(graph, input)) {
+      // A weight left in its file (planning from sizes) gives its shape as a stand-in, as an
+      // input computed at run time does: only a shape-deciding one needs its bytes.
+      const bool unread = is_unread_weight(graph, input);
+      if (!unread && is_constant(graph, input)) {
         const TensorData& data = *v.initializer;
         if (!data.bytes) return 0;
         tensors[slot] = Tensor::borrow(data.dtype, data.dims, data.bytes->data());
         constant[slot] = true;
       } else {
         for (std::size_t deciding : entry->second) {
-          if (deciding == slot) return 0;
+          if (deciding != slot) continue;
+          note_unread_weight_need(graph, input);
+          return 0;
         }
-        // element_count throws Error for a product past int64 (a hostile shape).
+        // element_count throws Error for a product past int64 (a hostile shape). An unread
+        // weight's size is its file's: its stand-in is mapped, never touched.
         if (!v.shape.is_static() || element_size(v.dtype) == 0 ||
-            v.shape.element_count() > kMaxStandInElements) {
+            (!unread && v.shape.element_count() > kMaxStandInElements)) {
           return 0;
         }
         const auto elements = static_cast<std::size_t>(v.shape.element_count());

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ir/text.h"
+#include "passes/pass.h"
 #include "support/process_memory.h"
 
 namespace cleave {
@@ -78,6 +79,38 @@ TEST(ShapeCompletion, AShapeWhoseSizeOverflowsIsRefusedQuietly) {
   return %y
 })",
                          "y"));
+}
+
+TEST(ShapeCompletion, AWeightLeftInItsFileGivesItsShapeWithoutItsBytes) {
+  // swin_t's MatMuls and bias Adds, open until their padded input closes: their weights' bytes
+  // were read for this alone when planning from sizes.
+  Graph graph = parse_graph(R"(graph g [ai.onnx=13] (%x: f32[1,2,3,3]) {
+  @pads: i64[8] = [0, 0, 1, 1, 0, 0, 1, 1]
+  @w: f32[2,1100]
+  @b: f32[1100]
+  %p = Pad(%x, @pads)
+  %t = Transpose[perm=[0,2,3,1]](%p)
+  %m = MatMul(%t, @w)
+  %y = Add(%m, @b)
+  return %y
+})");
+  const std::size_t needs = unread_weight_needs().size();
+  EXPECT_EQ(complete_shapes_by_kernels(graph), 4);
+  EXPECT_EQ(type_of(graph, "y"), "f32[1,5,5,1100]");
+  EXPECT_EQ(unread_weight_needs().size(), needs);
+}
+
+TEST(ShapeCompletion, AShapeDecidingWeightLeftInItsFileIsNeededAndStaysOpen) {
+  Graph graph = parse_graph(R"(graph g [ai.onnx=13] (%x: f32[2,6]) {
+  @shape: i64[2]
+  %y = Reshape(%x, @shape)
+  return %y
+})");
+  const std::size_t needs = unread_weight_needs().size();
+  EXPECT_EQ(complete_shapes_by_kernels(graph), 0);
+  EXPECT_FALSE(graph.value(*graph.find_value("y")).shape.is_static());
+  ASSERT_EQ(unread_weight_needs().size(), needs + 1);
+  EXPECT_EQ(unread_weight_needs().back(), "shape");
 }
 
 TEST(ShapeCompletion, AStandInInputIsNeverMadeResident) {
