@@ -43,14 +43,14 @@ struct PlanSettings {
   bool simulate = false;  // Plan on paper for the machine file, however large.
 };
 
-// The graph to plan and its fingerprint. A profile runs the model, and a split over a machine
-// file's devices slices weights, so those load it whole; on paper only the weights' sizes
-// count (a model larger than this host's memory plans too). Other plans read sizes only as
-// well, but name their model by the fingerprint of every weight: the bytes are hashed from the
-// file, not held (load_for_planning).
+// The graph to plan and its fingerprint. A profile runs the model, so it loads it whole; on
+// paper only the weights' sizes count (a model larger than this host's memory plans too).
+// Other plans, a machine file's too (a split's row slices weights as sizes), read sizes only
+// as well, but name their model by the fingerprint of every weight: the bytes are hashed from
+// the file, not held (load_for_planning).
 PlanningModel model_to_plan(const PlanSettings& settings, const std::string& cost_source) {
   const bool simulate = settings.simulate;
-  if (cost_source == "profile" || simulate || !settings.machine.empty()) {
+  if (cost_source == "profile" || simulate) {
     PlanningModel model{load_model_for(settings.model, simulate), "", true};
     model.fingerprint = graph_fingerprint(model.graph);
     return model;

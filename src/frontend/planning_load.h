@@ -21,11 +21,16 @@ struct PlanningModel {
   bool loaded_whole = false;
   /// The weights of 4 KiB or more a pass needed the bytes of, which were read (by name).
   std::vector<std::string> weights_read = {};
+  /// The weights a pass rewrote from weights left in the file (a Conv's dead taps cut, one
+  /// folded with a BatchNormalization), held as sizes only: their bytes were made from the
+  /// file's only to be hashed, one weight at a time (by name).
+  std::vector<std::string> weights_rewritten_when_hashed = {};
 };
 
 /// Loads `path` as load_model(path, options) does, leaving every weight of 4 KiB or more in
-/// its file unless a graph pass needs its bytes (unread_weight_needs: a Conv's weights folded
-/// with a BatchNormalization): the passes run again with those read, until none needs more.
+/// its file unless a graph pass needs its bytes (unread_weight_needs): the passes run again
+/// with those read, until none needs more. A pass that rewrites such weights (DeferredWeights)
+/// leaves the result sizes only, and the fingerprint makes its bytes one weight at a time.
 /// The others' bytes are read only to be hashed, a piece at a time, so the weights are never
 /// all in memory. After a few rounds it loads the model whole, hashes it and lets the bytes
 /// go. `options.weights_unread` and `options.unread_external` are ignored. Errors as

@@ -1,6 +1,8 @@
 // Constant folding with the runtime's kernels, plus Shape/Size of statically shaped values.
 #include "passes/constant_folding.h"
 
+#include <fmt/core.h>
+
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <set>
 
 #include "passes/dead_code.h"
+#include "passes/deferred_weights.h"
 #include "runtime/executor.h"
 #include "runtime/kernel.h"
 #include "runtime/tensor.h"
@@ -190,6 +193,83 @@ void replace_by_initializers(Graph& graph, NodeId id, std::vector<TensorData> re
   }
 }
 
+// Ops whose fold moves its first input's elements and nothing else: with a weight left in its
+// file there, a whole load's fold is certain from the output's inferred shape and type.
+const std::set<std::string, std::less<>> kMovingOps = {"Transpose", "Reshape",   "Flatten",
+                                                       "Squeeze",   "Unsqueeze", "Identity"};
+
+// Node `id` alone, its inputs initializers as they are now (a weight left unread without its
+// bytes): what its fold is made from when the fingerprint asks for it.
+Graph node_alone(const Graph& graph, NodeId id) {
+  const Node& node = graph.node(id);
+  Graph alone;
+  alone.opset_imports = graph.opset_imports;
+  std::vector<ValueId> inputs;
+  for (ValueId v : node.inputs) {
+    if (v == kNoValue) {
+      inputs.push_back(kNoValue);
+      continue;
+    }
+    const Value& value = graph.value(v);
+    const std::optional<ValueId> seen = alone.find_value(value.name);
+    inputs.push_back(seen ? *seen : alone.add_initializer(value.name, *value.initializer));
+  }
+  const Value& out = graph.value(node.outputs[0]);
+  const ValueId output = alone.add_value(out.name, out.dtype, out.shape);
+  alone.add_node(node.op_type, inputs, {output}, node.attributes, node.name, node.domain);
+  return alone;
+}
+
+// Folds node `id`, whose first input is a weight left unread (planning from sizes), as sizes
+// only, recording how its bytes are made (DeferredWeights); false where the outcome of a whole
+// load's fold is not certain, which then needs the bytes.
+bool fold_deferred(Graph& graph, NodeId id, int64_t max_bytes) {
+  const Node& node = graph.node(id);
+  if (!deferring_weights() || !kMovingOps.count(node.op_type) || node.outputs.size() != 1 ||
+      node.inputs.empty() || !is_unread_weight(graph, node.inputs[0])) {
+    return false;
+  }
+  for (std::size_t slot = 1; slot < node.inputs.size(); ++slot) {
+    const ValueId v = node.inputs[slot];
+    if (v != kNoValue && !graph.value(v).initializer->has_data()) return false;
+  }
+  const TensorData& in = *graph.value(node.inputs[0]).initializer;
+  const Value& out = graph.value(node.outputs[0]);
+  if (!out.shape.is_static() || out.dtype != in.dtype || element_size(in.dtype) == 0 ||
+      out.shape.element_count() != in.element_count() ||
+      plain_byte_size(out.dtype, out.shape.sizes()) > static_cast<std::size_t>(max_bytes)) {
+    return false;
+  }
+  try {
+    const KernelInfo& info = kernel_for(graph, id);
+    if (std::find(info.dtypes.begin(), info.dtypes.end(), in.dtype) == info.dtypes.end())
+      return false;
+  } catch (const UnsupportedError&) {
+    return false;
+  }
+  auto alone = std::make_shared<const Graph>(node_alone(graph, id));
+  const NodeId alone_id = alone->node_ids().front();
+  const auto made = defer_rewrite(
+      graph, node.inputs, [alone, alone_id, max_bytes](const std::vector<TensorData>& inputs) {
+        Graph filled = *alone;
+        const std::vector<ValueId> slots = filled.node(alone_id).inputs;
+        for (std::size_t slot = 0; slot < slots.size(); ++slot) {
+          if (slots[slot] != kNoValue && inputs[slot].bytes)
+            filled.value(slots[slot]).initializer->bytes = inputs[slot].bytes;
+        }
+        std::vector<TensorData> results;
+        if (NodeEvaluator(max_bytes).evaluate(filled, alone_id, results) != Outcome::kFolded) {
+          throw Error(fmt::format("constant folding: {} did not fold as planned",
+                                  filled.describe(alone_id)));
+        }
+        return std::move(results.front());
+      });
+  const ValueId output = node.outputs[0];
+  replace_by_initializers(graph, id, {TensorData{out.dtype, out.shape.sizes(), {}, {}}});
+  record_deferred_weight(graph, output, made);
+  return true;
+}
+
 }  // namespace
 
 PassResult fold_constants(Graph& graph, const ConstantFoldingOptions& options) {
@@ -236,6 +316,10 @@ PassResult fold_constants(Graph& graph, const ConstantFoldingOptions& options) {
     if (!all_constant) continue;
     if (std::any_of(node.inputs.begin(), node.inputs.end(),
                     [&](ValueId v) { return is_unread_weight(graph, v); })) {
+      if (fold_deferred(graph, id, options.max_folded_bytes)) {
+        result.add("nodes folded");
+        continue;
+      }
       for (ValueId v : node.inputs) note_unread_weight_need(graph, v);
       continue;
     }

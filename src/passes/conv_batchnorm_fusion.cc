@@ -2,7 +2,11 @@
 #include "passes/conv_batchnorm_fusion.h"
 
 #include <cmath>
+#include <memory>
+#include <string>
 #include <vector>
+
+#include "passes/deferred_weights.h"
 
 namespace cleave {
 
@@ -22,10 +26,34 @@ bool is_channel_vector(const Graph& graph, ValueId value, int64_t count) {
          (!data.has_data() || static_cast<int64_t>(data.as<float>().size()) == count);
 }
 
-// Float contents of a 1-D constant with `count` elements (is_channel_vector, read).
-std::vector<float> channel_vector(const Graph& graph, ValueId value) {
-  auto span = graph.value(value).initializer->as<float>();
-  return {span.begin(), span.end()};
+// The Conv's weights (`weights_wanted`) or bias folded with the BatchNormalization, from
+// {weights, bias (empty: none), scale, shift, mean, variance}, each with its bytes.
+TensorData folded(const std::vector<TensorData>& in, int64_t channels, double epsilon,
+                  bool weights_wanted) {
+  const auto floats = [](const TensorData& data) {
+    auto span = data.as<float>();
+    return std::vector<float>(span.begin(), span.end());
+  };
+  std::vector<float> bias(static_cast<std::size_t>(channels), 0.0f);
+  if (in[1].has_data()) bias = floats(in[1]);
+  const std::vector<float> scale = floats(in[2]), shift = floats(in[3]), mean = floats(in[4]),
+                           variance = floats(in[5]);
+  const int64_t per_channel = in[0].element_count() / channels;
+  std::vector<float> fused_weights;
+  if (weights_wanted) fused_weights = floats(in[0]);
+  std::vector<float> fused_bias(static_cast<std::size_t>(channels));
+  for (int64_t c = 0; c < channels; ++c) {
+    // Double precision: the factor multiplies every weight of the channel.
+    double factor = scale[c] / std::sqrt(static_cast<double>(variance[c]) + epsilon);
+    for (int64_t k = 0; weights_wanted && k < per_channel; ++k) {
+      float& w = fused_weights[static_cast<std::size_t>(c * per_channel + k)];
+      w = static_cast<float>(w * factor);
+    }
+    fused_bias[c] =
+        static_cast<float>((static_cast<double>(bias[c]) - mean[c]) * factor + shift[c]);
+  }
+  if (weights_wanted) return TensorData::from(DataType::kFloat, in[0].dims, fused_weights);
+  return TensorData::from(DataType::kFloat, {channels}, fused_bias);
 }
 
 bool is_inference_batchnorm(const Graph& graph, const Node& bn) {
@@ -63,48 +91,39 @@ bool try_fuse(Graph& graph, NodeId bn_id, const std::vector<bool>& read_by_bodie
   if (has_bias && !is_channel_vector(graph, conv.inputs[2], channels)) return false;
   for (int i = 1; i <= 4; ++i)
     if (!is_channel_vector(graph, bn.inputs[i], channels)) return false;
-  // One weight left unread (a plan on paper): the fused ones are sizes only as well.
+  // One weight left unread (planning from sizes): the fused ones are sizes only as well.
   bool sizes_only = is_unread_weight(graph, conv.inputs[1]);
   for (int i = 1; i <= 4; ++i) sizes_only = sizes_only || is_unread_weight(graph, bn.inputs[i]);
   sizes_only = sizes_only || (has_bias && is_unread_weight(graph, conv.inputs[2]));
-  std::string weight_name = graph.value(conv.inputs[1]).name;
-  std::vector<int64_t> weight_dims = weights.dims;
+  const std::string weight_name = graph.value(conv.inputs[1]).name;
+  const std::vector<ValueId> inputs = {conv.inputs[1], has_bias ? conv.inputs[2] : kNoValue,
+                                       bn.inputs[1],   bn.inputs[2],
+                                       bn.inputs[3],   bn.inputs[4]};
+  const double epsilon = bn.float_attribute("epsilon", 1e-5f);
+  // The same fold, made now or, planning, when the fingerprint hashes each of its two.
+  const auto fold = [channels, epsilon](bool weights_wanted) -> WeightRewrite {
+    return [channels, epsilon, weights_wanted](const std::vector<TensorData>& in) {
+      return folded(in, channels, epsilon, weights_wanted);
+    };
+  };
+  std::vector<std::shared_ptr<const DeferredRewrite>> deferred;
+  std::vector<TensorData> made;
   if (sizes_only) {
-    for (ValueId value : conv.inputs) note_unread_weight_need(graph, value);
-    for (ValueId value : bn.inputs) note_unread_weight_need(graph, value);
-    set_constant_input(graph, conv_id, 1, TensorData{DataType::kFloat, weight_dims, {}, {}},
-                       weight_name + "_fused");
-    set_constant_input(graph, conv_id, 2, TensorData{DataType::kFloat, {channels}, {}, {}},
-                       weight_name + "_fused_bias");
-    merge_into_producer(graph, bn_id);
-    return true;
+    for (bool weights_wanted : {true, false})
+      deferred.push_back(defer_rewrite(graph, inputs, fold(weights_wanted)));
+    made = {TensorData{DataType::kFloat, weights.dims, {}, {}},
+            TensorData{DataType::kFloat, {channels}, {}, {}}};
+  } else {
+    std::vector<TensorData> in;
+    for (ValueId value : inputs)
+      in.push_back(value == kNoValue ? TensorData{} : *graph.value(value).initializer);
+    made = {fold(true)(in), fold(false)(in)};
   }
-  std::vector<float> bias(static_cast<std::size_t>(channels), 0.0f);
-  if (has_bias) bias = channel_vector(graph, conv.inputs[2]);
-  const std::vector<float> scale = channel_vector(graph, bn.inputs[1]);
-  const std::vector<float> shift = channel_vector(graph, bn.inputs[2]);
-  const std::vector<float> mean = channel_vector(graph, bn.inputs[3]);
-  const std::vector<float> variance = channel_vector(graph, bn.inputs[4]);
-  double epsilon = bn.float_attribute("epsilon", 1e-5f);
-
-  int64_t per_channel = weights.element_count() / channels;
-  std::vector<float> fused_weights(weights.as<float>().begin(), weights.as<float>().end());
-  std::vector<float> fused_bias(static_cast<std::size_t>(channels));
-  for (int64_t c = 0; c < channels; ++c) {
-    // Double precision: the factor multiplies every weight of the channel.
-    double factor = scale[c] / std::sqrt(static_cast<double>(variance[c]) + epsilon);
-    for (int64_t k = 0; k < per_channel; ++k) {
-      float& w = fused_weights[static_cast<std::size_t>(c * per_channel + k)];
-      w = static_cast<float>(w * factor);
-    }
-    fused_bias[c] =
-        static_cast<float>((static_cast<double>(bias[c]) - mean[c]) * factor + shift[c]);
+  set_constant_input(graph, conv_id, 1, std::move(made[0]), weight_name + "_fused");
+  set_constant_input(graph, conv_id, 2, std::move(made[1]), weight_name + "_fused_bias");
+  for (std::size_t slot = 1; slot <= 2 && !deferred.empty() && deferred[0]; ++slot) {
+    record_deferred_weight(graph, graph.node(conv_id).inputs[slot], deferred[slot - 1]);
   }
-  set_constant_input(graph, conv_id, 1,
-                     TensorData::from(DataType::kFloat, weight_dims, fused_weights),
-                     weight_name + "_fused");
-  set_constant_input(graph, conv_id, 2, TensorData::from(DataType::kFloat, {channels}, fused_bias),
-                     weight_name + "_fused_bias");
   merge_into_producer(graph, bn_id);
   return true;
 }

@@ -5,7 +5,10 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "passes/deferred_weights.h"
 
 namespace cleave {
 
@@ -134,24 +137,28 @@ bool try_shrink(Graph& graph, NodeId id) {
     changed = true;
   }
   if (!changed) return false;
-  std::span<const float> values = weights.as<float>();
-  const bool unread = !weights.has_data();  // A plan on paper: the live taps' sizes only.
-  if (!unread && static_cast<int64_t>(values.size()) != weights.element_count()) return false;
-  if (unread) note_unread_weight_need(graph, conv.inputs[1]);
+  const bool unread = !weights.has_data();  // Planning from sizes: the live taps' sizes only.
+  if (!unread && static_cast<int64_t>(weights.as<float>().size()) != weights.element_count())
+    return false;
   std::vector<int64_t> dims = weights.dims;
-  std::vector<float> sliced =
-      unread ? std::vector<float>() : slice_taps(values, dims, first, kernel);
   for (std::size_t a = 0; a < spatial; ++a) dims[a + 2] = kernel[a];
+  // The same slice, made now or, planning, when the fingerprint hashes it.
+  const WeightRewrite live_taps = [first, kernel, dims](const std::vector<TensorData>& inputs) {
+    return TensorData::from(DataType::kFloat, dims,
+                            slice_taps(inputs[0].as<float>(), inputs[0].dims, first, kernel));
+  };
+  std::shared_ptr<const DeferredRewrite> deferred =
+      unread ? defer_rewrite(graph, {conv.inputs[1]}, live_taps) : nullptr;
+  TensorData sliced = unread ? TensorData{DataType::kFloat, dims, {}, {}}
+                             : live_taps({*graph.value(conv.inputs[1]).initializer});
   const std::string name = graph.value(conv.inputs[1]).name + "_live_taps";
   Node& node = graph.node(id);
   if (node.attribute("kernel_shape"))
     node.set_attribute("kernel_shape", Attribute::of_ints(kernel));
   node.set_attribute("dilations", Attribute::of_ints(dilations));
   node.set_attribute("pads", Attribute::of_ints(pads));
-  set_constant_input(graph, id, 1,
-                     unread ? TensorData{DataType::kFloat, dims, {}, {}}
-                            : TensorData::from(DataType::kFloat, dims, sliced),
-                     name);
+  set_constant_input(graph, id, 1, std::move(sliced), name);
+  if (deferred) record_deferred_weight(graph, graph.node(id).inputs[1], std::move(deferred));
   return true;
 }
 

@@ -148,7 +148,11 @@ void set_constant_input(Graph& graph, NodeId node, std::size_t slot, TensorData 
 }
 
 std::optional<float> constant_float_scalar(const Graph& graph, ValueId value) {
-  if (value == kNoValue || !is_constant(graph, value)) return std::nullopt;
+  if (value == kNoValue) return std::nullopt;
+  // A weight of more elements is no scalar, whether its bytes were read or not.
+  const auto& initializer = graph.value(value).initializer;
+  if (initializer && initializer->element_count() != 1) return std::nullopt;
+  if (!is_constant(graph, value)) return std::nullopt;
   const TensorData& data = *graph.value(value).initializer;
   if (data.dtype != DataType::kFloat || data.element_count() != 1 || data.as<float>().size() != 1) {
     return std::nullopt;

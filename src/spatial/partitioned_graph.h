@@ -41,7 +41,8 @@ struct PartitionedGraph {
 PartitionedGraph build_partitioned_graph(const Graph& graph, const Partition& partition,
                                          const Regions& regions, JoinMode mode);
 
-/// The elements of `data` in `box` (row-major), as a new constant.
+/// The elements of `data` in `box` (row-major), as a new constant; sizes only where `data`
+/// has no bytes (a weight left in its file).
 TensorData slice_tensor_data(const TensorData& data, const Box& box);
 
 }  // namespace cleave

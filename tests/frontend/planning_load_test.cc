@@ -48,6 +48,15 @@ const char* kFolded = R"(graph g [ai.onnx=13] (%x: f32[1,8,6,6]) {
 }
 )";
 
+// A Conv over a 1x1 map with a 3x3 kernel of 18 KB: dead-tap removal cuts it to its centre.
+const char* kDeadTaps = R"(graph g [ai.onnx=13] (%x: f32[1,8,1,1]) {
+  @w: f32[64,8,3,3]
+  %c = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w)
+  %r = Relu(%c)
+  return %r
+}
+)";
+
 // A transposed 4.4 KB weight: constant folding makes its transpose.
 const char* kTransposed = R"(graph g [ai.onnx=13] (%x: f32[1,1100]) {
   @fc: f32[1100,1]
@@ -55,6 +64,16 @@ const char* kTransposed = R"(graph g [ai.onnx=13] (%x: f32[1,1100]) {
   %y = MatMul(%x, @fc)
   %z = Mul(%y, %t)
   return %z
+}
+)";
+
+// A 4.4 KB weight scaled by a constant: constant folding multiplies it.
+const char* kScaled = R"(graph g [ai.onnx=13] (%x: f32[1,1100]) {
+  @fc: f32[1100,1]
+  @two: f32[1]
+  %s = Mul(@fc, @two)
+  %y = MatMul(%x, %s)
+  return %y
 }
 )";
 
@@ -141,19 +160,46 @@ TEST_F(PlanningLoad, AnInt8ModelIsFusedFromItsWeightsSizes) {
   expect_no_large_bytes(model.graph);
 }
 
-TEST_F(PlanningLoad, OnlyAWeightFoldedWithABatchNormIsRead) {
+TEST_F(PlanningLoad, AWeightFoldedWithABatchNormIsMadeOnlyToBeHashed) {
   write(kFolded);
   const PlanningModel model = load_for_planning(path_, {});
   const Graph whole = load_model(path_);
   EXPECT_FALSE(model.loaded_whole);
-  EXPECT_EQ(model.weights_read, std::vector<std::string>{"w"});
+  EXPECT_TRUE(model.weights_read.empty());
+  EXPECT_EQ(model.weights_rewritten_when_hashed, (std::vector<std::string>{"w", "w_fused_bias"}));
   EXPECT_EQ(print_graph(model.graph, 0), print_graph(whole, 0));
   EXPECT_EQ(model.fingerprint, graph_fingerprint(whole));
   expect_no_large_bytes(model.graph);
 }
 
-TEST_F(PlanningLoad, AWeightConstantFoldingReadsIsRead) {
+TEST_F(PlanningLoad, AKernelCutToItsLiveTapsIsMadeOnlyToBeHashed) {
+  write(kDeadTaps);
+  const PlanningModel model = load_for_planning(path_, {});
+  const Graph whole = load_model(path_);
+  EXPECT_FALSE(model.loaded_whole);
+  EXPECT_TRUE(model.weights_read.empty());
+  EXPECT_EQ(model.weights_rewritten_when_hashed, std::vector<std::string>{"w"});
+  EXPECT_NE(print_graph(whole, 0).find("f32[64,8,1,1]"), std::string::npos);
+  EXPECT_EQ(print_graph(model.graph, 0), print_graph(whole, 0));
+  EXPECT_EQ(model.fingerprint, graph_fingerprint(whole));
+  expect_no_large_bytes(model.graph);
+}
+
+TEST_F(PlanningLoad, AWeightsTransposeIsMadeOnlyToBeHashed) {
   write(kTransposed);
+  const PlanningModel model = load_for_planning(path_, {});
+  const Graph whole = load_model(path_);
+  EXPECT_FALSE(model.loaded_whole);
+  EXPECT_TRUE(model.weights_read.empty());
+  EXPECT_EQ(model.weights_rewritten_when_hashed, std::vector<std::string>{"t"});
+  EXPECT_EQ(print_graph(model.graph, 0), print_graph(whole, 0));
+  EXPECT_EQ(model.fingerprint, graph_fingerprint(whole));
+  expect_no_large_bytes(model.graph);
+}
+
+TEST_F(PlanningLoad, AWeightScaledByFoldingIsRead) {
+  // A product is not a move of the weight's elements: the weight is read to fold it.
+  write(kScaled);
   const PlanningModel model = load_for_planning(path_, {});
   const Graph whole = load_model(path_);
   EXPECT_FALSE(model.loaded_whole);

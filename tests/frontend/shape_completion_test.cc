@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ir/text.h"
+#include "passes/pass.h"
 #include "support/process_memory.h"
 
 namespace cleave {
@@ -78,6 +79,94 @@ TEST(ShapeCompletion, AShapeWhoseSizeOverflowsIsRefusedQuietly) {
   return %y
 })",
                          "y"));
+}
+
+TEST(ShapeCompletion, AWeightLeftInItsFileGivesItsShapeWithoutItsBytes) {
+  // swin_t's MatMuls and bias Adds, open until their padded input closes: their weights' bytes
+  // were read for this alone when planning from sizes.
+  Graph graph = parse_graph(R"(graph g [ai.onnx=13] (%x: f32[1,2,3,3]) {
+  @pads: i64[8] = [0, 0, 1, 1, 0, 0, 1, 1]
+  @w: f32[2,1100]
+  @b: f32[1100]
+  %p = Pad(%x, @pads)
+  %t = Transpose[perm=[0,2,3,1]](%p)
+  %m = MatMul(%t, @w)
+  %y = Add(%m, @b)
+  return %y
+})");
+  const std::size_t needs = unread_weight_needs().size();
+  EXPECT_EQ(complete_shapes_by_kernels(graph), 4);
+  EXPECT_EQ(type_of(graph, "y"), "f32[1,5,5,1100]");
+  EXPECT_EQ(unread_weight_needs().size(), needs);
+}
+
+TEST(ShapeCompletion, AShapeDecidingWeightLeftInItsFileIsNeededAndStaysOpen) {
+  Graph graph = parse_graph(R"(graph g [ai.onnx=13] (%x: f32[2,6]) {
+  @shape: i64[2]
+  %y = Reshape(%x, @shape)
+  return %y
+})");
+  const std::size_t needs = unread_weight_needs().size();
+  EXPECT_EQ(complete_shapes_by_kernels(graph), 0);
+  EXPECT_FALSE(graph.value(*graph.find_value("y")).shape.is_static());
+  ASSERT_EQ(unread_weight_needs().size(), needs + 1);
+  EXPECT_EQ(unread_weight_needs().back(), "shape");
+}
+
+TEST(ShapeCompletion, AConvsAndAPoolsShapesFollowFromTheirAttributes) {
+  // No kernel is made (it would pack the weights, here left unread), and nothing is needed.
+  Graph graph = parse_graph(R"(graph g [ai.onnx=13] (%x: f32[1,3,9,9]) {
+  @w: f32[16,3,3,3]
+  %c = Conv[kernel_shape=[3,3], pads=[1,1,1,1], strides=[2,2]](%x, @w)
+  %s = Conv[auto_pad="SAME_UPPER", strides=[2,2]](%x, @w)
+  %d = Conv[dilations=[2,2]](%x, @w)
+  %p = MaxPool[kernel_shape=[2,2], strides=[2,2]](%c)
+  %a = AveragePool[kernel_shape=[3,3], auto_pad="VALID"](%d)
+  return %p, %s, %a
+})");
+  const std::size_t needs = unread_weight_needs().size();
+  EXPECT_EQ(complete_shapes_by_kernels(graph), 5);
+  EXPECT_EQ(type_of(graph, "c"), "f32[1,16,5,5]");
+  EXPECT_EQ(type_of(graph, "s"), "f32[1,16,5,5]");
+  EXPECT_EQ(type_of(graph, "d"), "f32[1,16,5,5]");
+  EXPECT_EQ(type_of(graph, "p"), "f32[1,16,2,2]");
+  EXPECT_EQ(type_of(graph, "a"), "f32[1,16,3,3]");
+  EXPECT_EQ(unread_weight_needs().size(), needs);
+}
+
+TEST(ShapeCompletion, APoolRoundingUpIsLeftToInference) {
+  EXPECT_TRUE(stays_open(R"(graph g [ai.onnx=13] (%x: f32[1,3,9,9]) {
+  %p = MaxPool[kernel_shape=[2,2], strides=[2,2], ceil_mode=1](%x)
+  return %p
+})",
+                         "p"));
+}
+
+TEST(ShapeCompletion, AWindowLargerThanItsInputIsLeftToInference) {
+  EXPECT_TRUE(stays_open(R"(graph g [ai.onnx=13] (%x: f32[1,3,2,2]) {
+  %p = MaxPool[kernel_shape=[3,3]](%x)
+  return %p
+})",
+                         "p"));
+}
+
+TEST(ShapeCompletion, AShapeOfAValueOfKnownRankIsItsRank) {
+  // NonZero's output has a known rank only: no kernel takes a stand-in for it.
+  Graph graph = parse_graph(R"(graph g [ai.onnx=15] (%x: f32[2,6]) {
+  %n = NonZero(%x)
+  %s = Shape(%n)
+  %t = Shape[start=-1](%n)
+  %z = Size(%n)
+  return %s, %t, %z
+})");
+  Value& nonzero = graph.value(*graph.find_value("n"));
+  nonzero.shape.rank_known = true;
+  nonzero.shape.dims = {Dim::unknown(), Dim::unknown()};
+  nonzero.dtype = DataType::kInt64;
+  EXPECT_EQ(complete_shapes_by_kernels(graph), 3);
+  EXPECT_EQ(type_of(graph, "s"), "i64[2]");
+  EXPECT_EQ(type_of(graph, "t"), "i64[1]");
+  EXPECT_EQ(type_of(graph, "z"), "i64[]");
 }
 
 TEST(ShapeCompletion, AStandInInputIsNeverMadeResident) {
