@@ -2,6 +2,8 @@
 // joins.
 #include "spatial/partitioned_graph.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -411,6 +413,12 @@ class Builder {
         slots = std::max(slots, static_cast<std::size_t>(r.constant_inputs.rbegin()->first) + 1);
       for (std::size_t slot = 0; slot < slots; ++slot) {
         const ValueId v = slot < n.inputs.size() ? n.inputs[slot] : kNoValue;
+        if (v != kNoValue && slot >= r.inputs.size() &&
+            !r.constant_inputs.count(static_cast<int>(slot))) {
+          // A region rule that names fewer inputs than the node reads cannot place the rest.
+          throw Error(fmt::format("split: node {}: no region for input {} ('{}')", in_.describe(id),
+                                  slot, in_.value(v).name));
+        }
         if (r.constant_inputs.count(static_cast<int>(slot))) {
           const std::string base_name =
               v == kNoValue ? n.op_type + "_input" + std::to_string(slot) : in_.value(v).name;

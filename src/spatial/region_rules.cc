@@ -279,6 +279,13 @@ RegionMap matmul(const Graph& graph, const Node& n, const std::vector<int64_t>& 
   abox.back() = {0, a->back()};
   r.inputs.push_back(abox);
   r.inputs.push_back(Box{{0, (*b)[0]}, out.back()});
+  if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
+    // The epilogue fusion's bias (matmul_epilogue_fusion.cc): one value per output column.
+    auto c = static_sizes(graph, n.inputs[2]);
+    if (!c || c->size() != 1 || c->front() != os.back())
+      return refuse("a MatMul bias that is not one value per output column");
+    r.inputs.push_back(Box{out.back()});
+  }
   return r;
 }
 

@@ -111,6 +111,36 @@ TEST(RegionRules, GroupedConvChannelsKeepWholeGroups) {
   EXPECT_FALSE(map_region(g, id, Box{{0, 1}, {1, 5}, {0, 4}, {0, 4}}).ok);
 }
 
+// The epilogue fusion gives a MatMul its bias as a third input (swin_t's MLPs): a slice of the
+// output's columns reads the same columns of it.
+TEST(RegionRules, MatMulWithAFusedBiasSlicesTheBiasWithTheColumns) {
+  Graph g = parse_graph(R"(graph main [ai.onnx=17] (%x: f32[1,6,4]) {
+  @w: f32[4,8]
+  @b: f32[8]
+  %y: f32[1,6,8] = MatMul(%x, @w, @b)
+  return %y
+})");
+  NodeId id = g.topological_order().back();
+  RegionMap r = map_region(g, id, Box{{0, 1}, {2, 5}, {3, 8}});
+  ASSERT_TRUE(r.ok) << r.reason;
+  ASSERT_EQ(r.inputs.size(), 3u);
+  EXPECT_EQ(print_box(*r.inputs[0]), "[0:1, 2:5, 0:4]");
+  EXPECT_EQ(print_box(*r.inputs[1]), "[0:4, 3:8]");
+  EXPECT_EQ(print_box(*r.inputs[2]), "[3:8]");
+}
+
+TEST(RegionRules, MatMulBiasOfAnotherShapeIsNotSplit) {
+  Graph g = parse_graph(R"(graph main [ai.onnx=17] (%x: f32[1,6,4]) {
+  @w: f32[4,8]
+  @b: f32[6,8]
+  %y: f32[1,6,8] = MatMul(%x, @w, @b)
+  return %y
+})");
+  RegionMap r = map_region(g, g.topological_order().back(), Box{{0, 1}, {0, 6}, {0, 4}});
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.reason, "a MatMul bias that is not one value per output column");
+}
+
 TEST(NaivePartition, RemainderGoesRoundRobinAndSharesFollowSpeeds) {
   auto print = [](const std::vector<Interval>& parts) {
     std::string s;

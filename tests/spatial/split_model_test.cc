@@ -103,6 +103,26 @@ TEST(SplitModel, CeilModePoolsRecombineWithoutGathering) {
   }
 }
 
+// A token MLP as swin_t's after the epilogue fusion: MatMuls with their bias as a third input.
+TEST(SplitModel, MatMulsWithFusedBiasesRecombine) {
+  Graph g = graph_with_weights(R"(graph main [ai.onnx=17] (%x: f32[1,8,6,8]) {
+  @w1: f32[8,16]
+  @b1: f32[16]
+  @w2: f32[16,8]
+  @b2: f32[8]
+  %h: f32[1,8,6,16] = MatMul(%x, @w1, @b1)
+  %r: f32[1,8,6,16] = Relu(%h)
+  %y: f32[1,8,6,8] = MatMul(%r, @w2, @b2)
+  return %y
+})");
+  for (int machines : {2, 3}) {
+    for (SplitDim dim : {SplitDim::kC, SplitDim::kH}) {
+      SplitResult r = split(g, machines, dim);
+      EXPECT_LT(split_error(g, r), 1e-4) << machines << " machines, dim " << split_dim_name(dim);
+    }
+  }
+}
+
 TEST(SplitModel, ClassifierRecombinesOnTwoThreeAndFourMachines) {
   Graph g = testing::graph_with_weights(kClassifier);
   for (int machines : {2, 3, 4}) {
