@@ -135,6 +135,11 @@ struct PreparedRun {
 /// the check compares against.
 bool auto_check_needed(const ModelPlan& plan, const RunRecipe& recipe);
 
+/// The runner-up the timed check runs beside `choice` and sequential on every core: the
+/// fastest prediction of another family among choice.alternatives that auto_check_needed, else
+/// the fastest of the choice's own family that does; nullptr when none needs the check.
+const ModelPlan* check_runner_up(const ModelPlan& choice, const RunRecipe& recipe);
+
 /// Auto's timed check and the plan it keeps.
 struct CheckedChoice {
   AutoCheck check;

@@ -317,6 +317,42 @@ TEST(PlanAndRun, SequentialOnFewerThreadsThanTheCoresIsChecked) {
   EXPECT_FALSE(auto_check_needed(one_thread, recipe));
 }
 
+// A plan of `family` and `configuration` with `threads` per worker, for the runner-up's rule.
+ModelPlan candidate_plan(const std::string& family, const std::string& configuration, int threads) {
+  ModelPlan plan;
+  plan.family = family;
+  plan.configuration = configuration;
+  plan.plan.strategy = family == "sequential" ? "sequential" : "lc";
+  plan.threads_per_worker = threads;
+  return plan;
+}
+
+TEST(PlanAndRun, TheRunnerUpIsTheBestOfAnotherFamily) {
+  RunRecipe recipe;
+  recipe.workers = 2;
+  ModelPlan choice = candidate_plan("task", "lc, 2 workers x 1 thread", 1);
+  choice.alternatives = {candidate_plan("task", "clone, 2 workers x 1 thread", 1),
+                         candidate_plan("sequential", "1 worker x 1 thread", 1),
+                         candidate_plan("sequential", "1 worker x 2 threads", 2)};
+  const ModelPlan* second = check_runner_up(choice, recipe);
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(second->configuration, "1 worker x 1 thread");
+}
+
+TEST(PlanAndRun, TheRunnerUpIsOfTheSameFamilyWhenNoOtherNeedsTheCheck) {
+  RunRecipe recipe;
+  recipe.workers = 2;
+  ModelPlan choice = candidate_plan("task", "lc, 2 workers x 1 thread", 1);
+  // Sequential on every core is timed anyway, as the fallback.
+  choice.alternatives = {candidate_plan("sequential", "1 worker x 2 threads", 2),
+                         candidate_plan("task", "clone, 2 workers x 1 thread", 1)};
+  const ModelPlan* second = check_runner_up(choice, recipe);
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(second->configuration, "clone, 2 workers x 1 thread");
+  choice.alternatives.pop_back();
+  EXPECT_EQ(check_runner_up(choice, recipe), nullptr);
+}
+
 TEST(PlanAndRun, APlanFileRunsAsWrittenWithoutACheck) {
   const Graph graph = branchy();
   ModelPlanOptions options;
