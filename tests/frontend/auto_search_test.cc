@@ -11,6 +11,7 @@
 #include "ir/text.h"
 #include "modelgen/rwnn.h"
 #include "plan/simulator.h"
+#include "small_graphs.h"
 
 namespace cleave {
 namespace {
@@ -34,20 +35,7 @@ CostTable fixed_costs(const Graph& graph, const std::map<std::string, double>& s
   return table;
 }
 
-// Four independent branches of equal weight between one input and one sum.
-Graph four_branches() {
-  return parse_graph(R"(graph g (%x: f32[1,64]) {
-  %a = Relu(%x)
-  %b = Sigmoid(%x)
-  %c = Tanh(%x)
-  %d = Exp(%x)
-  %ab = Add(%a, %b)
-  %cd = Add(%c, %d)
-  %y = Add(%ab, %cd)
-  return %y
-}
-)");
-}
+using testing::four_branches;
 
 // One heavy branch (Tanh) and one light (Relu).
 Graph heavy_and_light() {

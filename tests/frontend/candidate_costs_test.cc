@@ -11,6 +11,7 @@
 #include "frontend/auto_search.h"
 #include "ir/text.h"
 #include "machine/machine.h"
+#include "small_graphs.h"
 
 namespace cleave {
 namespace {
@@ -18,20 +19,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// Four independent branches of equal weight: two workers beat one.
-Graph four_branches() {
-  return parse_graph(R"(graph g (%x: f32[1,64]) {
-  %a = Relu(%x)
-  %b = Sigmoid(%x)
-  %c = Tanh(%x)
-  %d = Exp(%x)
-  %ab = Add(%a, %b)
-  %cd = Add(%c, %d)
-  %y = Add(%ab, %cd)
-  return %y
-}
-)");
-}
+using testing::four_branches;
 
 // Each node 1 ms on 1 thread, 0.6 ms on 2 and more (up to `threads`); `source` and `context` as
 // a profile's, and with `busy` seconds each node 1.5 ms on 1 thread beside 1 busy core (as a
