@@ -209,9 +209,11 @@ std::optional<OwnWinograd> own_winograd_for(const KernelContext& context, const 
 // kernel does. brgconv on nhwc beat the blocked kernels by 9% on Inception-v3, and its
 // depthwise convolutions with the separate swish by 10% on EfficientNet-B0; the blocked ones won
 // on ResNet-50 and MobileNet-V2, so the executor's caller measures (choose_layouts). Where the
-// Winograd budget sends a 3x3 convolution direct, brgconv on nhwc ran it in 0.86-0.94 of the
-// blocked direct kernel's time on Zen 5 (256 or 512 input channels at 10x10 to 40x40, 36 to 819
-// outputs; docs/results/heldout-speed.md), reorders of a blocked input and output included.
+// Winograd budget sends a 3x3 convolution direct, brgconv on nhwc, reorders from and to channel
+// blocks included, ran retinanet's in 0.56-0.64 of the blocked direct kernel's time at 5x5 and
+// 3x3, 0.80-0.90 at 10x10 and 0.95-1.04 at 20x20 and 40x40 on Zen 5 (256 or 512 input channels,
+// 36 to 819 outputs; docs/results/heldout-speed.md): the blocked kernel's short rows on small
+// maps leave its registers idle.
 template <typename Primitive>
 std::optional<typename Primitive::primitive_desc> channels_last_descriptor(
     const KernelContext& context, const ConvProblem& p, bool has_bias,
