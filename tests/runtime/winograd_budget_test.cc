@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "ir/text.h"
 #include "runtime/cpu_isa.h"
+#include "runtime/kernels/dnnl_util.h"
 #include "runtime/node_runner.h"
 #include "support/error.h"
 #include "text_numbers.h"
@@ -234,22 +236,41 @@ TEST(WinogradBudget, CacheKeysTellBudgetsApart) {
   EXPECT_EQ(winograd_budget_key(parse_winograd_budget("none", "test")), "wbnone");
 }
 
-// The implementation the Winograd family's Conv kernel prepares for `graph`'s %y.
-std::string winograd_family_implementation(const Graph& graph) {
-  const NodeId conv = producer(graph, "y");
+// The Conv kernel `family` prepares for `graph`'s `output` (%y by default), run once on an input
+// in 16-channel blocks (as a convolution before it writes them) or plain: its implementation,
+// output and the output's layout (none: plain).
+struct PreparedConv {
+  std::string implementation;
+  Tensor output;
+  std::optional<dnnl::memory::desc> layout;
+};
+
+PreparedConv prepare_conv(const Graph& graph, ConvolutionFamily family,
+                          const std::string& output = "y", bool blocked_input = false) {
+  const NodeId conv = producer(graph, output);
   const Value& weights = graph.value(graph.node(conv).inputs[1]);
   Tensor x =
       Tensor::allocate(DataType::kFloat, graph.value(graph.node(conv).inputs[0]).shape.sizes());
   for (int64_t i = 0; i < x.element_count(); ++i) x.data<float>()[i] = (i % 7) * 0.1f;
+  if (blocked_input) {
+    x.set_layout(dnnl::memory::desc(to_dnnl_dims(x.shape()), dnnl::memory::data_type::f32,
+                                    dnnl::memory::format_tag::nChw16c));
+  }
   const Tensor w =
       Tensor::borrow(DataType::kFloat, weights.shape.sizes(), weights.initializer->bytes->data());
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(engine);
   BufferPool pool;
-  NodeRunner runner(graph, conv, /*blocked_outputs_allowed=*/true, ConvolutionFamily::kWinograd);
+  NodeRunner runner(graph, conv, /*blocked_outputs_allowed=*/true, family);
   std::vector<Tensor> outputs;
   runner.run({&x, &w}, {false, true}, outputs, pool, engine, stream, 1);
-  return runner.implementation();
+  std::optional<dnnl::memory::desc> layout = outputs[0].layout();
+  return {runner.implementation(), to_plain(outputs[0], engine, stream), layout};
+}
+
+// The implementation the Winograd family's Conv kernel prepares for `graph`'s %y.
+std::string winograd_family_implementation(const Graph& graph) {
+  return prepare_conv(graph, ConvolutionFamily::kWinograd).implementation;
 }
 
 TEST(WinogradBudget, TheConvKernelRunsDirectOverTheBudgetAndWinogradWithNone) {
@@ -267,6 +288,61 @@ TEST(WinogradBudget, TheConvKernelRunsDirectOverTheBudgetAndWinogradWithNone) {
   }
   const BudgetVariable none("none");
   EXPECT_NE(winograd_family_implementation(graph).find("wino"), std::string::npos);
+}
+
+// A 3x3 convolution of 64 channels at 14x14 and a 1x1 one beside it, with weights.
+Graph three_and_one() {
+  return parse_graph(fmt::format(R"(graph main [ai.onnx=17] (%x: f32[1,64,14,14]) {{
+  @w: f32[64,64,3,3] = [{}]
+  @p: f32[64,64,1,1] = [{}]
+  %y: f32[1,64,14,14] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w)
+  %z: f32[1,64,14,14] = Conv[kernel_shape=[1,1]](%y, @p)
+  return %z
+}})",
+                                 text_numbers(64 * 64 * 9, 3), text_numbers(64 * 64, 5)));
+}
+
+bool brgemm_here() {
+  return isa_includes(effective_isa(), dnnl::cpu_isa::avx512_core);
+}
+
+TEST(WinogradBudget, AConvSentDirectComputesChannelsLastOnBrgemmFromBlocks) {
+  if (!brgemm_here()) GTEST_SKIP() << "oneDNN's brgemm convolutions need AVX-512";
+  const Graph graph = three_and_one();
+  const BudgetVariable zero("0");
+  const PreparedConv direct = prepare_conv(graph, ConvolutionFamily::kWinograd, "y", true);
+  EXPECT_THAT(direct.implementation, ::testing::StartsWith("brg"));
+  ASSERT_TRUE(direct.layout.has_value()) << "channels-last flows on to the next node";
+  const dnnl::memory::desc nhwc({1, 64, 14, 14}, dnnl::memory::data_type::f32,
+                                dnnl::memory::format_tag::nhwc);
+  EXPECT_EQ(*direct.layout, nhwc);
+  // The same sums as the blocked family's direct kernel, up to the order of the additions.
+  const PreparedConv blocked = prepare_conv(graph, ConvolutionFamily::kBlocked, "y", true);
+  ASSERT_EQ(blocked.output.element_count(), direct.output.element_count());
+  for (int64_t i = 0; i < direct.output.element_count(); ++i) {
+    const float want = blocked.output.data<float>()[i];
+    ASSERT_NEAR(direct.output.data<float>()[i], want, 1e-4f * (1.0f + std::abs(want))) << i;
+  }
+}
+
+TEST(WinogradBudget, ConvsTheBudgetDoesNotSendDirectKeepTheirKernels) {
+  if (!brgemm_here()) GTEST_SKIP() << "oneDNN's brgemm convolutions need AVX-512";
+  const Graph graph = three_and_one();
+  {
+    // Within the budget: Winograd, on channel blocks.
+    const BudgetVariable none("none");
+    const PreparedConv kept = prepare_conv(graph, ConvolutionFamily::kWinograd, "y", true);
+    EXPECT_THAT(kept.implementation, HasSubstr("wino"));
+  }
+  const BudgetVariable zero("0");
+  // A 1x1 convolution is no Winograd candidate: its kernel reads the channel blocks it gets.
+  EXPECT_THAT(prepare_conv(graph, ConvolutionFamily::kWinograd, "z", true).implementation,
+              ::testing::Not(::testing::StartsWith("brg")));
+  // The blocked family's 3x3 convolution has no budget: the blocked direct kernel.
+  const PreparedConv blocked = prepare_conv(graph, ConvolutionFamily::kBlocked, "y", true);
+  EXPECT_THAT(blocked.implementation, ::testing::Not(::testing::StartsWith("brg")));
+  ASSERT_TRUE(blocked.layout.has_value());
+  EXPECT_EQ(blocked.layout->data.format_desc.blocking.inner_nblks, 1) << "channel blocks";
 }
 
 }  // namespace

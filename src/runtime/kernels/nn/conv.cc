@@ -205,6 +205,39 @@ std::optional<OwnWinograd> own_winograd_for(const KernelContext& context, const 
   return OwnWinograd(problem, weights, epilogue);
 }
 
+// The primitive computing on channels-last input and output, unless only gemm or the reference
+// kernel does. brgconv on nhwc beat the blocked kernels by 9% on Inception-v3, and its
+// depthwise convolutions with the separate swish by 10% on EfficientNet-B0; the blocked ones won
+// on ResNet-50 and MobileNet-V2, so the executor's caller measures (choose_layouts). Where the
+// Winograd budget sends a 3x3 convolution direct, brgconv on nhwc, reorders from and to channel
+// blocks included, ran retinanet's in 0.56-0.64 of the blocked direct kernel's time at 5x5 and
+// 3x3, 0.80-0.90 at 10x10 and 0.95-1.04 at 20x20 and 40x40 on Zen 5 (256 or 512 input channels,
+// 36 to 819 outputs; docs/results/heldout-speed.md): the blocked kernel's short rows on small
+// maps leave its registers idle.
+template <typename Primitive>
+std::optional<typename Primitive::primitive_desc> channels_last_descriptor(
+    const KernelContext& context, const ConvProblem& p, bool has_bias,
+    const dnnl::primitive_attr& attr) {
+  const memory::desc input_nhwc(to_dnnl_dims(context.input(0).shape()), memory::data_type::f32,
+                                memory::format_tag::nhwc);
+  const memory::desc output_nhwc(to_dnnl_dims(p.output_shape), memory::data_type::f32,
+                                 memory::format_tag::nhwc);
+  try {
+    auto descriptor =
+        make_descriptor<Primitive>(p, input_nhwc, output_nhwc, has_bias, attr, context.engine);
+    if (!is_slow(implementation_name(descriptor))) return descriptor;
+  } catch (const dnnl::error&) {
+    // No channels-last kernel for this convolution.
+  }
+  return std::nullopt;
+}
+
+// oneDNN's brgemm convolutions (AVX-512 and up): where a blocked input would be reordered to
+// reach one, only these were measured faster than the blocked direct kernel.
+bool is_brgemm(const std::string& implementation) {
+  return implementation.rfind("brg", 0) == 0;
+}
+
 // The primitive for a convolution whose input comes in layout `given`: see the comments inside
 // for the order of the choices.
 template <typename Primitive>
@@ -221,8 +254,11 @@ typename Primitive::primitive_desc choose_descriptor(const KernelContext& contex
   typename Primitive::primitive_desc descriptor;
   bool found = false;
   bool winograd = false;
-  if (context.convolution_family == ConvolutionFamily::kWinograd && winograd_shape(p) &&
-      !winograd_over_budget(context.graph, context.node_id)) {
+  const bool winograd_candidate =
+      context.convolution_family == ConvolutionFamily::kWinograd && winograd_shape(p);
+  const bool over_budget =
+      winograd_candidate && winograd_over_budget(context.graph, context.node_id);
+  if (winograd_candidate && !over_budget) {
     // Its kernel reads channel blocks; a plain input is reordered into them. Post-ops it
     // cannot fuse (or channel counts it does not cover) leave the direct kernels below.
     for (const memory::desc& source : {given, any_desc(x.shape())}) {
@@ -245,24 +281,18 @@ typename Primitive::primitive_desc choose_descriptor(const KernelContext& contex
       // No implementation reads this layout; the free choice below reorders into one.
     }
   }
-  if (!winograd && context.convolution_family == ConvolutionFamily::kChannelsLast &&
-      context.blocked_outputs_allowed && given == plain_desc(x.shape()) && x.rank() == 4) {
-    // brgconv on nhwc beat the blocked kernels by 9% on Inception-v3, and its depthwise
-    // convolutions with the separate swish by 10% on EfficientNet-B0; the blocked ones won on
-    // ResNet-50 and MobileNet-V2, so the executor's caller measures (choose_layouts).
-    const memory::desc input_nhwc(to_dnnl_dims(x.shape()), memory::data_type::f32,
-                                  memory::format_tag::nhwc);
-    const memory::desc output_nhwc(to_dnnl_dims(p.output_shape), memory::data_type::f32,
-                                   memory::format_tag::nhwc);
-    try {
-      auto channels_last =
-          make_descriptor<Primitive>(p, input_nhwc, output_nhwc, has_bias, attr, context.engine);
-      if (!is_slow(implementation_name(channels_last))) {
-        descriptor = channels_last;
+  // A 3x3 convolution the Winograd budget sends direct computes channels-last whatever layout
+  // its input comes in, where that is oneDNN's brgemm kernel (winograd_budget.h).
+  const bool plain_input = given == plain_desc(x.shape());
+  // (An output that must be plain is reordered from nhwc as it would be from blocks.)
+  if (!winograd && x.rank() == 4 &&
+      (over_budget || (context.convolution_family == ConvolutionFamily::kChannelsLast &&
+                       context.blocked_outputs_allowed && plain_input))) {
+    if (auto channels_last = channels_last_descriptor<Primitive>(context, p, has_bias, attr)) {
+      if (!over_budget || is_brgemm(implementation_name(*channels_last))) {
+        descriptor = *channels_last;
         found = true;
       }
-    } catch (const dnnl::error&) {
-      // No channels-last kernel for this convolution: the choices below apply.
     }
   }
   if (!found || is_slow(implementation_name(descriptor))) {
