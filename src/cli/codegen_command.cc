@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "cli/codegen_options.h"
 #include "cli/commands.h"
 #include "cli/model_task_graph.h"
 #include "cli/option_limits.h"
@@ -19,29 +20,10 @@ namespace cleave::cli {
 
 namespace {
 
-struct CodegenSettings {
-  ModelSettings model;
-  std::string lang;
-  std::string output;
-  std::string plan;    // Empty: the sequential plan with --threads.
-  std::string stream;  // A stream program file (--lang streamit or cpp).
-  std::string strategy = "auto";
-  std::string costs = "profile";
-  std::string machine;  // --ranks --plan auto: the ranks' devices and links (a machine file).
-  std::string layouts = "auto";
-  int workers = 2;
-  int threads_per_worker = 1;
-  int threads = 1;
-  bool ranks = false;  // --ranks: the plan's workers are MPI ranks.
-  bool force = false;
-  bool json = false;
-  std::string cleave_root;
-  std::string cleave_build;
-};
-
 CodegenRequest request_of(const CodegenSettings& settings) {
-  return {settings.model.model, settings.lang,  settings.output,      settings.stream,
-          settings.layouts,     settings.ranks, settings.cleave_root, settings.cleave_build};
+  return {settings.model.model, settings.lang,        settings.output,
+          settings.stream,      settings.layouts,     settings.ranks,
+          settings.samples,     settings.cleave_root, settings.cleave_build};
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -119,6 +101,11 @@ int run_codegen(const CodegenSettings& settings) {
         "codegen: --ranks takes --lang cpp and a --plan (file or auto) whose workers are "
         "the ranks");
   }
+  if (settings.samples > 1 && !settings.ranks) {
+    throw Error(
+        "codegen: --samples takes --ranks (and --lang cpp with a --plan): a stream of samples "
+        "runs through generated rank programs only");
+  }
   if (!settings.machine.empty() && (!settings.ranks || settings.plan != "auto")) {
     throw Error(
         "codegen: --machine takes --ranks and --plan auto (a plan file was made for its "
@@ -153,11 +140,12 @@ int run_codegen(const CodegenSettings& settings) {
     return 0;
   }
   fmt::print("codegen    {} ({}) -> {}\n", settings.model.model, settings.lang, settings.output);
-  fmt::print("plan       {} on {} {}(s) x {} thread(s), {} {} between {}s\n",
+  fmt::print("plan       {} on {} {}(s) x {} thread(s), {} {} between {}s{}\n",
              report["strategy"].get<std::string>(), report["workers"].get<int>(),
              settings.ranks ? "rank" : "worker", report["threads_per_worker"].get<int>(),
              report["channels"].get<int>(), settings.ranks ? "message(s)" : "value(s)",
-             settings.ranks ? "rank" : "worker");
+             settings.ranks ? "rank" : "worker",
+             settings.samples > 1 ? fmt::format(" per run of {} samples", settings.samples) : "");
   if (report.contains("arena_bytes")) {
     fmt::print("memory     arena {:.2f} MiB ({:.2f} MiB without reuse), weights {:.2f} MiB\n",
                report["arena_bytes"].get<double>() / 1048576.0,
@@ -183,62 +171,7 @@ void register_codegen(CLI::App& app, CommandAction& action) {
   auto settings = std::make_shared<CodegenSettings>();
   CLI::App* command = app.add_subcommand(
       "codegen", "Write a model and its plan as a C++ program or as readable PyTorch");
-  command->add_option("model", settings->model.model, "ONNX model file")->required();
-  add_model_load_options(command, settings->model);
-  command
-      ->add_option("--lang", settings->lang,
-                   "cpp (a program per worker), pytorch (threads and queues) or streamit (the "
-                   "model as a stream graph, or --stream's program, in StreamIt builder form)")
-      ->required()
-      ->check(CLI::IsMember({"cpp", "pytorch", "streamit"}));
-  command
-      ->add_option("-o,--output", settings->output, "Folder to write (written whole or not at all)")
-      ->required()
-      ->check(path_given());
-  command->add_option("--plan", settings->plan,
-                      "A plan file (cleave plan -o) or 'auto'; default: sequential with --threads");
-  command->add_option("--stream", settings->stream,
-                      "A stream program (JSON) that runs MODEL in one of its filters, for "
-                      "--lang streamit or cpp; for cpp also the StreamIt text (stream.cc) that "
-                      "--lang streamit wrote, of a program or of MODEL's conversion");
-  command
-      ->add_option("--strategy", settings->strategy,
-                   "Strategy for --plan auto (cloned plans become lc)")
-      ->check(CLI::IsMember(model_strategies()))
-      ->default_val("auto");
-  add_costs_option(command, settings->costs);
-  command->add_option("--workers", settings->workers, "Workers for --plan auto")
-      ->default_val(2)
-      ->check(CLI::Range(1, 1024));
-  command
-      ->add_option("--threads-per-worker", settings->threads_per_worker,
-                   "Intra-op threads per worker for --plan auto")
-      ->default_val(1)
-      ->check(CLI::Range(1, 1024));
-  command->add_option("--threads", settings->threads, "Intra-op threads without --plan")
-      ->default_val(1)
-      ->check(CLI::Range(1, 1024));
-  command
-      ->add_option("--layouts", settings->layouts,
-                   "C++ kernels' convolution layouts: auto (measured and cached, as cleave run), "
-                   "blocked, winograd, channels-last, plain; give cleave run the same")
-      ->check(CLI::IsMember({"auto", "blocked", "winograd", "channels-last", "plain"}))
-      ->default_val("auto");
-  command->add_option("--cleave-root", settings->cleave_root,
-                      "cleave source folder the C++ build uses (default: this build's)");
-  command->add_option(
-      "--cleave-build", settings->cleave_build,
-      "cleave build folder with cleave_codegen_runtime.cmake (default: this binary's)");
-  command->add_option("--machine", settings->machine,
-                      "With --ranks and --plan auto: a machine file whose devices are the ranks "
-                      "(speeds, memories, links; replaces --workers), so the plan's prediction "
-                      "prices the messages, rank 0's input hand-out and output gather included");
-  command->add_flag("--ranks", settings->ranks,
-                    "--lang cpp: the plan's workers are MPI ranks; one source per rank with MPI "
-                    "sends and receives, run with mpirun -np WORKERS");
-  command->add_flag("--force", settings->force,
-                    "Replace a non-empty output folder (never one holding an input)");
-  command->add_flag("--json", settings->json, "Print the summary as JSON");
+  add_codegen_options(command, *settings);
   command->callback(
       [settings, &action] { action = [settings] { return run_codegen(*settings); }; });
 }

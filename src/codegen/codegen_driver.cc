@@ -18,6 +18,7 @@
 #include "codegen/worker_program.h"
 #include "frontend/costs.h"
 #include "frontend/layout_choice.h"
+#include "frontend/stage_plan.h"
 #include "runtime/run_time_shapes.h"
 #include "spatial/manifest.h"
 #include "spatial/split_machine.h"
@@ -110,6 +111,21 @@ CppCodegenOptions cpp_options(const CodegenRequest& request, const std::string& 
   return options;
 }
 
+// The plan's batch is the samples asked for; several run only as a stream on ranks.
+void check_plan_samples(const CodegenRequest& request, const ModelPlan& plan,
+                        const std::string& origin) {
+  const int64_t batch = plan.plan.batch;
+  if (batch == request.samples && (batch == 1 || request.ranks)) return;
+  throw Error(fmt::format(
+      "codegen: {} runs {} sample(s) at a time (strategy {}){}; give --samples {}{}", origin, batch,
+      plan.plan.strategy,
+      batch == request.samples ? "" : fmt::format(", not the {} of --samples", request.samples),
+      batch,
+      batch > 1 && !request.ranks ? " with --ranks (generated programs run a stream of samples "
+                                    "on MPI ranks)"
+                                  : ""));
+}
+
 }  // namespace
 
 StreamitCodegenSummary codegen_streamit(const CodegenRequest& request,
@@ -157,12 +173,18 @@ StreamCppSummary codegen_stream_cpp(const CodegenRequest& request, AtomicFolder&
 nlohmann::json codegen_plan(const CodegenRequest& request, const Graph& graph,
                             const ModelPlan& plan, AtomicFolder& out) {
   const WorkerProgram program = worker_program(graph, plan);
+  if (program.samples > 1 && !(request.lang == "cpp" && request.ranks)) {
+    throw Error(fmt::format(
+        "codegen: the plan streams {} samples, which only rank programs run (--lang cpp --ranks)",
+        program.samples));
+  }
   const std::string model_name = std::filesystem::path(request.model).stem().string();
   std::optional<ConvolutionFamily> generated_family;
   nlohmann::json report = {
       {"model", request.model},     {"lang", request.lang},
       {"output", request.output},   {"strategy", program.strategy},
-      {"workers", program.workers}, {"threads_per_worker", program.threads_per_worker}};
+      {"workers", program.workers}, {"threads_per_worker", program.threads_per_worker},
+      {"samples", program.samples}};
   // The one simulator's prediction the plan carries (plan.json's makespan): with a machine
   // file's ranks, the messages and rank 0's input hand-out and output gather priced.
   report["predicted_seconds"] =
@@ -215,7 +237,8 @@ ModelPlan plan_to_generate(const CodegenRequest& request, const Graph& graph,
   }
   if (source.plan == "auto") {
     ModelPlanOptions options = source.auto_options;
-    options.each_node_once = true;          // the generators take one task per node
+    options.samples = request.samples;
+    options.each_node_once = true;          // the generators take one task per node and sample
     options.fixed_workers = request.ranks;  // one rank per worker, as many as asked
     const bool split_links = request.ranks && !options.machine;
     if (split_links) {
@@ -225,7 +248,10 @@ ModelPlan plan_to_generate(const CodegenRequest& request, const Graph& graph,
       use_split_links(SplitCostModel{}, ranks);
       options.machine = std::move(ranks);
     }
-    ModelPlan plan = plan_with_costs(graph, source.costs, options, progress).plan;
+    // Stages are no task planner's plan: made on the machine file's ranks, as `cleave plan` does.
+    ModelPlan plan = options.strategy == "pipeline" && options.machine
+                         ? plan_stages_with_costs(graph, source.costs, options, progress).plan
+                         : plan_with_costs(graph, source.costs, options, progress).plan;
     if (split_links) {
       const SplitCostModel links;
       plan.plan.notes["link_model"] = fmt::format(
@@ -235,7 +261,9 @@ ModelPlan plan_to_generate(const CodegenRequest& request, const Graph& graph,
     }
     return plan;
   }
-  return read_model_plan(source.plan, graph, /*cores_on_this_host=*/!request.ranks);
+  ModelPlan plan = read_model_plan(source.plan, graph, /*cores_on_this_host=*/!request.ranks);
+  check_plan_samples(request, plan, source.plan);
+  return plan;
 }
 
 }  // namespace cleave

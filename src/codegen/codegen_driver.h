@@ -22,6 +22,7 @@ struct CodegenRequest {
   std::string stream;  ///< A stream program file, or empty.
   std::string layouts = "auto";
   bool ranks = false;  ///< The plan's workers are MPI ranks.
+  int samples = 1;     ///< Samples a run streams through the ranks (the plan's batch).
   std::string cleave_root;
   std::string cleave_build;
 };
@@ -51,7 +52,10 @@ struct CodegenPlanSource {
 /// simulator prices rank 0's hand-out and gather as `cleave plan --machine` does; without a
 /// machine file, `workers` ranks linked as a split's messages are priced, use_split_links, and
 /// the plan's note "link_model" says so). A file: read against `graph`; for ranks its cores
-/// name other machines' cores.
+/// name other machines' cores. `request.samples` is the plan's batch: "auto" plans that many
+/// samples (sequential, data-parallel or pipelined stages: each worker runs its samples one
+/// after another), and a file of another batch is refused (Error naming it and its batch), as
+/// is a batch above 1 without ranks.
 ModelPlan plan_to_generate(const CodegenRequest& request, const Graph& graph,
                            const CodegenPlanSource& source,
                            const std::function<void(const std::string&)>& progress);

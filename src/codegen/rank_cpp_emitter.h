@@ -15,8 +15,10 @@ namespace cleave {
 /// sends the graph inputs other ranks read and receives the outputs they compute), tables.cc,
 /// program.h, main.cc (`mpirun -np N build/model_run ...`), CMakeLists.txt (finds MPI),
 /// README.md and weights.bin. Each channel is one cleave message (distributed/message.h) and
-/// checked as `mpirun ... cleave run --plan` checks it. Summary as emit_cpp's (channels: the
-/// messages of one run).
+/// checked as `mpirun ... cleave run --plan` checks it. A program of several samples
+/// (program.samples > 1: pipelined stages, data-parallel) runs them all in one run, each rank
+/// its steps sample after sample, messages tagged per sample (rank_messages.h). Summary as
+/// emit_cpp's (channels: the messages of one run).
 CppCodegenSummary emit_rank_cpp(const Graph& graph, const WorkerProgram& program,
                                 const CppCodegenOptions& options, AtomicFolder& out);
 

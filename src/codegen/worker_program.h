@@ -9,21 +9,39 @@
 
 namespace cleave {
 
+/// One task of a plan: a node run for one sample of the stream.
+struct SampleTask {
+  NodeId node = -1;
+  int sample = 0;
+};
+
 struct WorkerProgram {
   int workers = 1;
   int threads_per_worker = 1;
   std::string strategy;
+  /// The fields below up to `remote_readers` are sample 0's: every sample runs the same nodes
+  /// in the same order on its workers (a renaming of sample 0's), so one arena layout serves
+  /// them all.
   std::vector<std::vector<NodeId>> order;  ///< Per worker, its nodes in execution order.
   std::vector<int> worker_of_node;         ///< Per NodeId; -1 for nodes no task runs.
   std::vector<int> position_of_node;       ///< Per NodeId: index into its worker's order.
   std::vector<std::vector<int>> cores;     ///< Per worker, the CPU cores the plan gives it.
   /// Per ValueId, the workers other than the producer's that read it (sorted, unique).
   std::vector<std::vector<int>> remote_readers;
+  /// The samples the plan runs (its batch): a stream through the workers when above 1.
+  int samples = 1;
+  /// Per worker, its tasks in the plan's order, each sample's before the next sample's.
+  std::vector<std::vector<SampleTask>> stream_order;
+  /// Per sample, per NodeId: the worker that runs the node for that sample.
+  std::vector<std::vector<int>> sample_worker;
 };
 
-/// Checks that the plan runs every live node of `graph` exactly once for one sample (cloned
-/// or multi-sample plans are refused, naming the node or the sample count) and derives each
-/// worker's node order and the values that cross workers.
+/// Checks that the plan runs every live node of `graph` exactly once per sample (cloned
+/// plans and tasks of several samples are refused, naming the task) and derives each worker's
+/// node order and the values that cross workers. A plan of several samples (pipelined stages,
+/// data-parallel, sequential) must also have each worker run its samples one after another and
+/// every sample run as sample 0 does up to which workers run it (hyperclusters, which
+/// interleave samples, are refused naming the worker and tasks).
 WorkerProgram worker_program(const Graph& graph, const ModelPlan& plan);
 
 /// A name usable as a C++ or Python identifier: other characters become '_', a leading digit

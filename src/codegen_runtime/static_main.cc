@@ -118,7 +118,8 @@ std::vector<Tensor> program_output_buffers(const StaticProgramTables& tables) {
 
 int report_program_run(const StaticProgramTables& tables, const ProgramMainOptions& options,
                        const std::vector<Tensor>& outputs, const std::vector<double>& latencies,
-                       std::size_t baseline_rss, const nlohmann::json& extra) {
+                       std::size_t baseline_rss, const nlohmann::json& extra,
+                       const std::vector<std::vector<Tensor>>& sample_outputs) {
   nlohmann::json report;
   report["model"] = tables.model_name;
   report["latency_ms"] = {{"min", *std::min_element(latencies.begin(), latencies.end())},
@@ -144,8 +145,21 @@ int report_program_run(const StaticProgramTables& tables, const ProgramMainOptio
     }
     output_list.push_back(entry);
   }
+  const bool stream = sample_outputs.size() > 1;
+  for (std::size_t sample = 0; folder && stream && sample < sample_outputs.size(); ++sample) {
+    for (int i = 0; i < tables.graph_output_count; ++i) {
+      const std::string name = tables.values[tables.graph_outputs[i]].name;
+      write_npy(folder->staging_path(fmt::format("sample_{}/{}.npy", sample, file_name_for(name))),
+                sample_outputs[sample][static_cast<std::size_t>(i)]);
+    }
+  }
   if (folder) folder->commit();
   report["outputs"] = output_list;
+  if (stream) {
+    report["samples"] = sample_outputs.size();
+    report["throughput_samples_per_s"] =
+        static_cast<double>(sample_outputs.size()) / (median_of(latencies) / 1e3);
+  }
   report.update(extra);
   if (options.json) {
     fmt::print("{}\n", report.dump(2));
@@ -165,6 +179,12 @@ int report_program_run(const StaticProgramTables& tables, const ProgramMainOptio
         "(--fixed-threads keeps the plan's)\n",
         extra["ran_threads_per_worker"].get<int>(), extra["host_load"]["other_runnable"].get<int>(),
         extra["host_load"]["cores"].get<int>());
+  }
+  if (stream) {
+    fmt::print(
+        "stream     {} sample(s) a run: {:.1f} samples/s{}\n", sample_outputs.size(),
+        report["throughput_samples_per_s"].get<double>(),
+        folder ? fmt::format(", each sample's outputs in {}/sample_K", options.output_dir) : "");
   }
   fmt::print("memory     arena {:.2f} MiB, process peak RSS {:.1f} MiB\n",
              tables.arena_bytes / 1048576.0, process_peak_rss_bytes() / 1048576.0);

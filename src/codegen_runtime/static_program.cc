@@ -323,24 +323,26 @@ void StaticProgram::set_inputs(const void* const* inputs) {
 }
 
 void StaticProgram::get_outputs(void* const* outputs) {
+  for (int i = 0; i < impl_->tables.graph_output_count; ++i) get_output(i, outputs[i]);
+}
+
+void StaticProgram::get_output(int index, void* buffer) {
   Impl& s = *impl_;
   dnnl::stream stream(s.engine);
-  for (int i = 0; i < s.tables.graph_output_count; ++i) {
-    const int v = s.tables.graph_outputs[i];
-    const Tensor& plain = s.last_outputs[i] = to_plain(s.tensors[v], s.engine, stream);
-    if (s.tables.values[v].kind == StaticValue::kRunTime) {
-      if (outputs[i]) {
-        throw Error(fmt::format(
-            "output '{}' has a shape known only at run time ({} this run): its buffer must be "
-            "null, and the output is read after the run (model_output in the C API)",
-            s.tables.values[v].name, plain.describe()));
-      }
-      continue;
+  const int v = s.tables.graph_outputs[index];
+  const Tensor& plain = s.last_outputs[index] = to_plain(s.tensors[v], s.engine, stream);
+  if (s.tables.values[v].kind == StaticValue::kRunTime) {
+    if (buffer) {
+      throw Error(fmt::format(
+          "output '{}' has a shape known only at run time ({} this run): its buffer must be "
+          "null, and the output is read after the run (model_output in the C API)",
+          s.tables.values[v].name, plain.describe()));
     }
-    if (!outputs[i]) continue;
-    std::memcpy(outputs[i], plain.raw(),
-                plain_byte_size(plain.dtype(), std::span<const int64_t>(plain.shape())));
+    return;
   }
+  if (!buffer) return;
+  std::memcpy(buffer, plain.raw(),
+              plain_byte_size(plain.dtype(), std::span<const int64_t>(plain.shape())));
 }
 
 const Tensor& StaticProgram::output(int index) const {

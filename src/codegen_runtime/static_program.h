@@ -104,6 +104,8 @@ class StaticProgram {
   void set_inputs(const void* const* inputs);
   void run_worker_here(int worker, const std::function<void()>& function);
   void get_outputs(void* const* outputs);
+  /// Graph output `index` alone, as get_outputs copies it.
+  void get_output(int index, void* buffer);
   /// Graph output `index` of the last run, plain; valid until the next run.
   const Tensor& output(int index) const;
   /// The tensor of value `index` (a rank program binds received values to its messages).

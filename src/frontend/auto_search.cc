@@ -242,8 +242,10 @@ struct Search {
 std::vector<const PlannerEntry*> task_planners(const ModelPlanOptions& options) {
   std::vector<const PlannerEntry*> chosen;
   for (const PlannerEntry& entry : planners()) {
+    // A generated program runs each worker's samples one after another: hyperclusters, which
+    // interleave them, are left out with the planners that copy nodes.
     if (entry.auto_candidate && entry.plans_samples == (options.samples > 1) &&
-        !(options.each_node_once && !entry.before_copies.empty())) {
+        !(options.each_node_once && (!entry.before_copies.empty() || entry.plans_samples))) {
       chosen.push_back(&entry);
     }
   }
@@ -289,7 +291,7 @@ void search_cpu_splits(Search& search, int cores) {
   const int fewest = options.fixed_workers ? options.workers : 2;
   const int most = options.fixed_workers ? options.workers : cores;
   for (int workers = fewest; workers <= most && workers >= 2; ++workers) {
-    if (options.samples >= workers && !options.each_node_once) {
+    if (options.samples >= workers) {
       // Before the planners: on a tie the plan without hand-offs between workers is kept.
       const int threads = cores / workers;
       search.attempt(search.row("data-parallel", "data-parallel", split_text(workers, threads)),
@@ -344,7 +346,7 @@ void search_machine(Search& search, const Machine& machine) {
   const int devices = static_cast<int>(machine.size());
   if (devices < 2) return;
   const std::string on = plural(devices, "device", "devices");
-  if (options.samples >= 2 && !options.each_node_once) {
+  if (options.samples >= 2) {
     // Before the planners: on a tie the plan without hand-offs between devices is kept.
     search.attempt(
         search.row("data-parallel", "data-parallel", fmt::format("{}, each its own samples", on)),
@@ -360,7 +362,7 @@ void search_machine(Search& search, const Machine& machine) {
                                               kCloneTrials);
                    });
   }
-  if (options.samples >= 2 && !options.each_node_once) search_stages(search, machine);
+  if (options.samples >= 2) search_stages(search, machine);
   if (options.samples == 1) {
     // Devices may differ in speed and memory, which lc and clone ignore and HEFT weighs (it
     // places a task only where its weights still fit).

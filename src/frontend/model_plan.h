@@ -27,9 +27,10 @@ struct ModelPlanOptions {
   /// a machine, `auto` keeps only candidates whose weights fit every device's memory, and a
   /// named strategy whose plan does not fit is refused.
   std::optional<Machine> machine;
-  /// The plan must run each node once (a generated program takes one task per node): `auto`
-  /// leaves out the planners that copy tasks, and a named one plans as the planner it copies
-  /// from (PlannerEntry::before_copies: clone as lc).
+  /// The plan must run each node once per sample, each worker its samples one after another
+  /// (a generated program takes one task per node and sample): `auto` leaves out the planners
+  /// that copy tasks and the hyperclusters, which interleave samples, and a named one plans as
+  /// the planner it copies from (PlannerEntry::before_copies: clone as lc).
   bool each_node_once = false;
   /// `auto` plans for exactly `workers` workers (e.g. a program for that many MPI ranks)
   /// instead of every split of workers x threads_per_worker cores.

@@ -230,5 +230,53 @@ TEST_F(CodegenCommand, RanksWithoutAPlanOrWithPytorchAreRefusedAndWriteNothing) 
   }
 }
 
+TEST_F(CodegenCommand, SamplesWithoutRanksOrOtherThanThePlansBatchAreRefused) {
+  ASSERT_EQ(cleave("plan m.onnx --strategy data-parallel --samples 2 --costs static -o dp.json")
+                .exit_code,
+            0);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--plan plan.json --lang cpp --samples 2", "--samples takes --ranks"},
+      {"--plan plan.json --lang cpp --ranks --samples 2",
+       "plan.json runs 1 sample(s) at a time (strategy lc), not the 2 of --samples; give "
+       "--samples 1"},
+      {"--plan dp.json --lang cpp --ranks", "dp.json runs 2 sample(s) at a time"},
+      {"--plan dp.json --lang cpp --ranks --samples 3", "not the 3 of --samples; give --samples 2"},
+      {"--plan dp.json --lang pytorch", "give --samples 2 with --ranks"},
+      {"--plan dp.json --lang cpp", "give --samples 2 with --ranks"}};
+  for (const auto& [arguments, expected] : cases) {
+    CommandOutput result = cleave("codegen m.onnx " + arguments + " -o gen");
+    EXPECT_EQ(result.exit_code, 1) << arguments;
+    EXPECT_NE(result.text.find(expected), std::string::npos) << arguments << "\n" << result.text;
+    EXPECT_FALSE(fs::exists(path("gen"))) << arguments;
+  }
+}
+
+// --plan auto for a stream of samples on a machine file's ranks: the plan streams them (its
+// batch), and each rank's source runs them one after another.
+TEST_F(CodegenCommand, AutoPlansTheStreamOfSamplesForTheRanks) {
+  const std::string machine = write_two_rank_machine(path("two.json"));
+  for (const std::string strategy : {"auto", "pipeline"}) {
+    const std::string folder = "gen-" + strategy;
+    CommandOutput generated =
+        cleave("codegen m.onnx --plan auto --strategy " + strategy +
+               " --costs static --lang cpp --ranks --samples 4 --layouts blocked --json -o " +
+               folder + " --machine " + machine);
+    ASSERT_EQ(generated.exit_code, 0) << generated.text;
+    const nlohmann::json report = nlohmann::json::parse(generated.text);
+    EXPECT_EQ(report["samples"], 4);
+    const nlohmann::json written =
+        nlohmann::json::parse(read_text_file(path(folder + "/plan.json")));
+    EXPECT_EQ(written["batch"], 4) << strategy;
+    if (strategy == "pipeline") {
+      EXPECT_EQ(written["strategy"], "pipeline");
+    }
+    const std::string ranks =
+        read_text_file(path(folder + "/rank_0.cc")) + read_text_file(path(folder + "/rank_1.cc"));
+    for (const std::string sample : {"0", "1", "2", "3"})
+      EXPECT_NE(ranks.find("// Sample " + sample + "\n"), std::string::npos) << ranks;
+    EXPECT_NE(read_text_file(path(folder + "/README.md")).find("--samples 4"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace cleave

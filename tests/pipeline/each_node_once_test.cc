@@ -56,5 +56,25 @@ TEST(EachNodeOnce, ANamedCloningPlannerPlansAsThePlannerItCopiesFrom) {
   expect_each_node_once(plan, graph);
 }
 
+// A generated rank program of a stream: each node once per sample, each worker its samples one
+// after another. Auto keeps sequential, data-parallel and the stages, not the hyperclusters.
+TEST(EachNodeOnce, WithSamplesAutoLeavesOutTheHyperclustersThatInterleaveThem) {
+  const Graph graph = branchy();
+  ModelPlanOptions options;
+  options.each_node_once = true;
+  options.samples = 4;
+  options.machine = cpu_workers(2, 1);
+  const ModelPlan plan = plan_model(graph, static_costs(graph), options);
+  std::set<std::string> families;
+  for (const PlanCandidate& candidate : plan.candidates) families.insert(candidate.family);
+  EXPECT_EQ(families, (std::set<std::string>{"sequential", "data-parallel", "pipeline"}));
+  ModelPlanOptions free = options;
+  free.each_node_once = false;
+  std::set<std::string> strategies;
+  for (const PlanCandidate& candidate : plan_model(graph, static_costs(graph), free).candidates)
+    strategies.insert(candidate.strategy);
+  EXPECT_TRUE(strategies.count("hypercluster"));
+}
+
 }  // namespace
 }  // namespace cleave
