@@ -10,6 +10,7 @@
 
 #include "cost/hand_off_calibration.h"
 #include "frontend/layout_choice.h"
+#include "runtime/pinning.h"
 
 namespace cleave {
 
@@ -43,6 +44,8 @@ void add_model_values(const Graph& graph, const Node& node, Task& task) {
 // Where node times are measured, so are the hand-offs between workers (cached like the rates);
 // a host that cannot be calibrated keeps the assumed links and says so.
 void use_calibrated_host_links(const std::function<void(const std::string&)>& progress) {
+  // On one core no two workers ever compute at once: nothing to calibrate, and nothing to say.
+  if (allowed_cpus().size() < 2) return;
   try {
     set_host_links(calibrated_host_links());
   } catch (const Error& e) {

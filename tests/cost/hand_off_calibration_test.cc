@@ -3,6 +3,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -186,6 +187,48 @@ TEST_F(HandOffCacheTest, ANegativeLatencyIsMeasuredAgainNamingTheField) {
   EXPECT_EQ(measurements_, 1);
   ASSERT_EQ(warnings_.size(), 1u);
   EXPECT_THAT(warnings_[0], HasSubstr("latency_seconds"));
+}
+
+// The probe runs its chains on the real executors: one timing per chain, each positive.
+TEST(HandOffProbe, TimesEveryChainOnThisHost) {
+  cpu_set_t allowed;
+  ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  if (CPU_COUNT(&allowed) < 2) GTEST_SKIP() << "needs two cores";
+  HandOffProbe probe;
+  probe.small_tasks = {2, 3};
+  probe.large_tasks = 2;
+  probe.large_bytes = 8192;
+  probe.rounds = 1;
+  const std::vector<ChainTiming> timings = measure_hand_off(probe);
+  ASSERT_EQ(timings.size(), 3u);
+  EXPECT_EQ(timings[1].tasks, 3);
+  EXPECT_EQ(timings[2].value_bytes, 8192);
+  for (const ChainTiming& timing : timings) {
+    EXPECT_GT(timing.sequential_seconds, 0);
+    EXPECT_GT(timing.one_worker_seconds, 0);
+    EXPECT_GT(timing.alternating_seconds, 0);
+  }
+}
+
+// On one core the two workers would take turns: the probe refuses rather than fit that.
+TEST(HandOffProbe, OneCoreIsRefusedWithTheCount) {
+  cpu_set_t saved;
+  ASSERT_EQ(sched_getaffinity(0, sizeof saved, &saved), 0);
+  int first = 0;
+  while (first < CPU_SETSIZE && !CPU_ISSET(first, &saved)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  std::string message;
+  try {
+    measure_hand_off();
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  sched_setaffinity(0, sizeof saved, &saved);
+  EXPECT_THAT(message, HasSubstr("needs two cores"));
+  EXPECT_THAT(message, HasSubstr("may use 1"));
 }
 
 TEST(HandOffText, NamesTheSourceAndEveryNumber) {
