@@ -5,6 +5,7 @@
 
 #include "cli/build_info.h"
 #include "cli/commands.h"
+#include "cost/hand_off_calibration.h"
 
 namespace cleave::cli {
 
@@ -15,13 +16,23 @@ void register_info(CLI::App& app, CommandAction& action) {
       "(ONEDNN_MAX_CPU_ISA caps it), the CPU, its cores and the OpenMP threads: what a bug "
       "report needs");
   auto json = std::make_shared<bool>(false);
+  auto hand_off = std::make_shared<bool>(false);
   command->add_flag("--json", *json, "Print one JSON object instead of lines");
-  command->callback([&action, json] {
-    action = [json] {
+  command->add_flag("--hand-off", *hand_off,
+                    "Also the host's hand-off costs between worker threads that plans are priced "
+                    "with: cached with the peak rates, else measured now (well under a second)");
+  command->callback([&action, json, hand_off] {
+    action = [json, hand_off] {
       if (*json) {
-        fmt::print("{}\n", build_info_json().dump(2));
+        nlohmann::json info = build_info_json();
+        if (*hand_off) info["hand_off"] = host_hand_off_json();
+        fmt::print("{}\n", info.dump(2));
       } else {
         fmt::print("{}", build_info_text());
+        if (*hand_off) {
+          const HostLinks links = host_links_from_json(host_hand_off_json(), "host hand-off");
+          fmt::print("{:<15} {}\n", "hand-off:", host_links_text(links));
+        }
       }
       return 0;
     };

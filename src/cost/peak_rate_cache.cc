@@ -82,34 +82,51 @@ void tell(const PeakRateCache& cache, const std::string& line) {
 
 }  // namespace
 
+std::string host_cache_key() {
+  return fmt::format("{}-{}", file_name_part(cpu_model().name), isa_cache_key());
+}
+
 std::string peak_rate_cache_key(int max_threads) {
-  return fmt::format("{}-{}-t{}", file_name_part(cpu_model().name), isa_cache_key(),
-                     std::max(1, max_threads));
+  return fmt::format("{}-t{}", host_cache_key(), std::max(1, max_threads));
+}
+
+nlohmann::json cached_host_measurement(
+    const std::string& file_name, const PeakRateCache& cache, const std::string& what,
+    const std::function<void(const nlohmann::json&, const std::string& origin)>& check,
+    const std::function<nlohmann::json()>& measure) {
+  const fs::path file =
+      fs::path(cache.directory.empty() ? default_cache_directory("rates") : cache.directory) /
+      file_name;
+  std::error_code error;
+  if (fs::exists(file, error)) {
+    try {
+      nlohmann::json json = read_json_file(file.string(), what + " cache");
+      check(json, file.string());
+      return json;
+    } catch (const Error& e) {
+      tell(cache, fmt::format("cached {} not used, measuring again: {}", what, e.what()));
+    }
+  }
+  nlohmann::json json = measure();
+  try {
+    fs::create_directories(file.parent_path());
+    write_file_atomically(file.string(), json.dump(2) + "\n");
+  } catch (const std::exception&) {
+    // An unwritable cache only costs the measurement next time.
+  }
+  return json;
 }
 
 PeakRates cached_peak_rates(int max_threads, const PeakRateCache& cache,
                             const std::function<PeakRates(int)>& measure) {
   max_threads = std::max(1, max_threads);
-  const fs::path file =
-      fs::path(cache.directory.empty() ? default_cache_directory("rates") : cache.directory) /
-      (peak_rate_cache_key(max_threads) + ".json");
-  std::error_code error;
-  if (fs::exists(file, error)) {
-    try {
-      return rates_from_json(read_json_file(file.string(), "peak rate cache"), file.string(),
-                             max_threads);
-    } catch (const Error& e) {
-      tell(cache, fmt::format("cached peak rates not used, measuring again: {}", e.what()));
-    }
-  }
-  const PeakRates rates = measure(max_threads);
-  try {
-    fs::create_directories(file.parent_path());
-    write_file_atomically(file.string(), rates_to_json(rates).dump(2) + "\n");
-  } catch (const std::exception&) {
-    // An unwritable cache only costs the measurement next time.
-  }
-  return rates;
+  const nlohmann::json json = cached_host_measurement(
+      peak_rate_cache_key(max_threads) + ".json", cache, "peak rates",
+      [&](const nlohmann::json& read, const std::string& origin) {
+        rates_from_json(read, origin, max_threads);
+      },
+      [&] { return rates_to_json(measure(max_threads)); });
+  return rates_from_json(json, "peak rates", max_threads);
 }
 
 }  // namespace cleave

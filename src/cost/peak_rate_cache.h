@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "cost/cost_table.h"
@@ -16,10 +17,22 @@ struct PeakRateCache {
   std::function<void(const std::string&)> warn;
 };
 
-/// The file name (no folder) of the rates at `max_threads` threads on this CPU: its model
-/// name, oneDNN's effective ISA (isa_cache_key) and the thread count, so that rates of another
-/// CPU, another ISA cap or another thread count are never used.
+/// "<CPU model>-<ISA>": how every host measurement's file name (no folder) starts, so that
+/// one of another CPU or another ISA cap (isa_cache_key) is never used.
+std::string host_cache_key();
+
+/// The file name (no folder) of the rates at `max_threads` threads on this CPU: host_cache_key
+/// and the thread count, so that rates of another thread count are never used.
 std::string peak_rate_cache_key(int max_threads);
+
+/// The JSON of `file_name` in `cache`'s folder when `check` (which throws Error naming what is
+/// wrong) accepts it; else `measure()`'s, written there for later processes. A damaged file is
+/// reported through `cache.warn` ("cached <what> not used, measuring again: ...") and
+/// overwritten; a folder that cannot be written costs only the measurement next time.
+nlohmann::json cached_host_measurement(
+    const std::string& file_name, const PeakRateCache& cache, const std::string& what,
+    const std::function<void(const nlohmann::json&, const std::string& origin)>& check,
+    const std::function<nlohmann::json()>& measure);
 
 /// The peak rates at 1..max_threads threads (what measure_peak_rates returns, whose process-wide
 /// memo reads them from here, default folder) from `cache`'s file for this CPU, ISA and thread

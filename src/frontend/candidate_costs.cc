@@ -77,12 +77,19 @@ std::string links_text(const Machine& machine, const std::set<std::size_t>& work
       bandwidth_high = std::max(bandwidth_high, bandwidth);
     }
   }
-  const std::string where = machine_file ? "machine file" : "host hand-off (assumed, not measured)";
+  std::string where = machine_file ? "machine file" : machine.link_source;
+  if (where.empty()) where = "task graph";
   if (bandwidth_high == 0) return where + ": no links";
-  return fmt::format("{}: latency {}, {}{}", where,
-                     range_text(latency_low, latency_high, 1e6, "us"),
-                     range_text(bandwidth_low, bandwidth_high, 1e-9, "GB/s"),
-                     unlinked ? ", some pairs unlinked" : "");
+  std::string text =
+      fmt::format("{}: latency {}, {}{}", where, range_text(latency_low, latency_high, 1e6, "us"),
+                  range_text(bandwidth_low, bandwidth_high, 1e-9, "GB/s"),
+                  unlinked ? ", some pairs unlinked" : "");
+  // The thread executor's own costs, priced where two or more workers compute.
+  if (machine.task_seconds > 0 || machine.run_seconds > 0) {
+    text += fmt::format(", {:.3g} us per task, {:.3g} us per run", machine.task_seconds * 1e6,
+                        machine.run_seconds * 1e6);
+  }
+  return text;
 }
 
 }  // namespace

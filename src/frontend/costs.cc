@@ -8,7 +8,9 @@
 #include <thread>
 #include <vector>
 
+#include "cost/hand_off_calibration.h"
 #include "frontend/layout_choice.h"
+#include "runtime/pinning.h"
 
 namespace cleave {
 
@@ -39,6 +41,24 @@ void add_model_values(const Graph& graph, const Node& node, Task& task) {
   }
 }
 
+// Where node times are measured, so are the hand-offs between workers (cached like the rates);
+// a host that cannot be calibrated keeps the assumed links and says so.
+void use_calibrated_host_links(const std::function<void(const std::string&)>& progress) {
+  // On one core no two workers ever compute at once: nothing to calibrate, and nothing to say.
+  if (allowed_cpus().size() < 2) return;
+  try {
+    set_host_links(calibrated_host_links());
+  } catch (const Error& e) {
+    const std::string line =
+        fmt::format("host hand-off not calibrated, links assumed: {}", e.what());
+    if (progress) {
+      progress(line);
+    } else {
+      fmt::print(stderr, "cleave: warning: {}\n", line);
+    }
+  }
+}
+
 }  // namespace
 
 CostTable choose_costs(const Graph& graph, const CostChoice& choice) {
@@ -50,6 +70,7 @@ CostTable choose_costs(const Graph& graph, const CostChoice& choice) {
     throw Error(
         fmt::format("--costs: expected profile, static or analytical, got \"{}\"", choice.source));
   }
+  use_calibrated_host_links(choice.progress);
   ProfileOptions options = profile_options(choice.max_threads);
   options.repeat = choice.repeat;
   options.use_cache = choice.use_cache;

@@ -87,6 +87,9 @@ ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlan
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   chosen.plan.notes["planning_seconds"] = chosen.planning_seconds;
   chosen.plan.notes["cost_source"] = costs.source;
+  // Which hand-off costs priced the plan: this host's calibration, or the assumed constants.
+  if (computes_on_several_workers(chosen.plan) && !chosen.tasks.machine.link_source.empty())
+    chosen.plan.notes["links"] = chosen.tasks.machine.link_source;
   // Which node times the prediction used: busy-neighbour times where workers compute at once,
   // else the profile's in-context (or alone) times.
   if (!costs.context.empty())

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -83,7 +84,27 @@ void check_speed_ratio(const std::vector<Device>& devices, const std::string& or
   }
 }
 
+std::mutex host_links_mutex;
+HostLinks& installed_host_links() {
+  static HostLinks links;
+  return links;
+}
+
 }  // namespace
+
+HostLinks host_links() {
+  std::lock_guard lock(host_links_mutex);
+  return installed_host_links();
+}
+
+void set_host_links(const HostLinks& links) {
+  std::lock_guard lock(host_links_mutex);
+  installed_host_links() = links;
+}
+
+void reset_host_links() {
+  set_host_links(HostLinks{});
+}
 
 double Machine::transfer_time(std::size_t from, std::size_t to, double bytes) const {
   if (from == to) return 0;
@@ -309,12 +330,14 @@ Machine cpu_machine(int workers, int threads_each) {
                     "workers of {} threads",
                     workers, threads_each));
   }
-  // Workers on one host share memory: a hand-off costs a copy at memory bandwidth plus a
-  // wake-up, both rough but far cheaper than any device link.
-  constexpr double kSharedMemoryBandwidth = 20e9;
-  constexpr double kHandOffLatency = 2e-6;
+  // Workers on one host share memory: a hand-off costs the reader the other core's cache
+  // lines plus a wake-up. Unless this host was calibrated, both are HostLinks' rough guesses.
+  const HostLinks links = host_links();
   Machine machine;
   machine.name = fmt::format("cpu x{}", workers);
+  machine.link_source = links.source;
+  machine.task_seconds = links.task_seconds;
+  machine.run_seconds = links.run_seconds;
   const auto n = static_cast<std::size_t>(workers);
   for (int i = 0; i < workers; ++i) {
     Device device;
@@ -323,8 +346,8 @@ Machine cpu_machine(int workers, int threads_each) {
     device.threads = threads_each;
     machine.devices.push_back(device);
   }
-  machine.bandwidth.assign(n, std::vector<double>(n, kSharedMemoryBandwidth));
-  machine.latency.assign(n, std::vector<double>(n, kHandOffLatency));
+  machine.bandwidth.assign(n, std::vector<double>(n, links.bandwidth));
+  machine.latency.assign(n, std::vector<double>(n, links.latency));
   for (std::size_t i = 0; i < n; ++i) {
     machine.bandwidth[i][i] = 0;
     machine.latency[i][i] = 0;

@@ -42,6 +42,15 @@ struct Machine {
   std::vector<Device> devices;
   std::vector<std::vector<double>> bandwidth;
   std::vector<std::vector<double>> latency;
+  /// Where the links come from, for plan files and `plan --explain`: HostLinks::source for this
+  /// host's workers (cpu_machine); empty for a machine or task-graph file's own links.
+  std::string link_source;
+  /// Seconds each task costs a worker of a plan in which two or more workers compute, beyond
+  /// its node time: the thread executor's dispatch (input waits that find the value there,
+  /// publishing, shared counts) that a sequential profile run does not pay.
+  double task_seconds = 0;
+  /// Seconds each run of such a plan costs beyond its tasks: waking the workers and joining them.
+  double run_seconds = 0;
 
   std::size_t size() const { return devices.size(); }
   /// Seconds to move `bytes` from device u to v; 0 when u == v; +inf when there is no link.
@@ -62,7 +71,25 @@ std::vector<std::vector<double>> link_matrix_from_json(const nlohmann::json& jso
                                                        const std::string& where);
 /// Writes the machine file atomically (temporary file in the same folder, then rename).
 void write_machine(const Machine& machine, const std::string& path);
-/// `workers` identical CPU workers of `threads_each` threads on this host, shared-memory links.
+/// How this host's workers hand values to each other (cpu_machine's links and overheads).
+struct HostLinks {
+  double latency = 2e-6;    ///< Seconds from a producer's end to a waiting reader's start.
+  double bandwidth = 20e9;  ///< Bytes/s a reader pays for a value produced on another core.
+  double task_seconds = 0;  ///< Machine::task_seconds.
+  double run_seconds = 0;   ///< Machine::run_seconds.
+  std::string source = "host hand-off (assumed, not measured)";
+};
+
+/// The links cpu_machine gives its workers: set_host_links's, else the assumed constants.
+HostLinks host_links();
+/// Makes `links` (a calibration of this host, cost/hand_off_calibration.h) the links of every
+/// later cpu_machine in this process; process-wide, as the measured peak rates are.
+void set_host_links(const HostLinks& links);
+/// Back to the assumed constants (tests).
+void reset_host_links();
+
+/// `workers` identical CPU workers of `threads_each` threads on this host, linked by
+/// host_links().
 Machine cpu_machine(int workers, int threads_each = 1);
 
 }  // namespace cleave

@@ -8,13 +8,16 @@
 
 namespace cleave {
 
-bool prices_beside_busy(const Plan& plan, const TaskGraph& graph) {
-  const bool has_busy_times = std::any_of(graph.tasks.begin(), graph.tasks.end(),
-                                          [](const Task& task) { return !task.busy_time.empty(); });
-  if (!has_busy_times) return false;
+bool computes_on_several_workers(const Plan& plan) {
   const auto computing = std::count_if(plan.order.begin(), plan.order.end(),
                                        [](const std::vector<int>& list) { return !list.empty(); });
   return computing >= 2;
+}
+
+bool prices_beside_busy(const Plan& plan, const TaskGraph& graph) {
+  const bool has_busy_times = std::any_of(graph.tasks.begin(), graph.tasks.end(),
+                                          [](const Task& task) { return !task.busy_time.empty(); });
+  return has_busy_times && computes_on_several_workers(plan);
 }
 
 Simulation simulate(const Plan& plan, const TaskGraph& graph) {
@@ -28,6 +31,9 @@ Simulation simulate(const Plan& plan, const TaskGraph& graph) {
   }
   Simulation result;
   result.beside_busy = prices_beside_busy(plan, graph);
+  // A one-worker plan runs as its profile did; several workers pay the executor's dispatch.
+  const bool several = computes_on_several_workers(plan);
+  const double task_seconds = several ? graph.machine.task_seconds : 0.0;
   result.start.assign(task_count, 0.0);
   result.finish.assign(task_count, 0.0);
   result.busy.assign(worker_count, 0.0);
@@ -56,8 +62,9 @@ Simulation simulate(const Plan& plan, const TaskGraph& graph) {
       }
     }
     const Task& info = graph.tasks[task];
-    const double duration =
-        result.beside_busy && !info.busy_time.empty() ? info.busy_time[worker] : info.time[worker];
+    const double duration = (result.beside_busy && !info.busy_time.empty() ? info.busy_time[worker]
+                                                                           : info.time[worker]) +
+                            task_seconds;
     result.start[task] = start;
     result.finish[task] = start + duration;
     result.busy[worker] += duration;
@@ -70,6 +77,7 @@ Simulation simulate(const Plan& plan, const TaskGraph& graph) {
     result.transfer_bytes += gather.bytes;
     ++result.transfer_count;
   }
+  if (several) result.makespan += graph.machine.run_seconds;
   for (std::size_t worker = 0; worker < worker_count; ++worker) {
     result.idle[worker] = result.makespan - result.busy[worker];
   }

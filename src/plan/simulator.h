@@ -25,6 +25,10 @@ struct Simulation {
   bool beside_busy = false;
 };
 
+/// Whether two or more of `plan`'s workers have tasks: the thread executor's dispatch and
+/// run overheads (Machine::task_seconds, run_seconds) are then priced.
+bool computes_on_several_workers(const Plan& plan);
+
 /// Whether `plan` runs on two or more workers that each compute at least one task, and the
 /// graph's tasks carry busy-neighbour times (Task::busy_time): then every task is priced at
 /// those. On this host a core runs a node 2-4.6x slower while the other core computes (or a
@@ -40,8 +44,9 @@ bool prices_beside_busy(const Plan& plan, const TaskGraph& graph);
 /// model outputs produced only off device 0 end the run when they reach it
 /// (TaskGraph::output_gathers): what the MPI executor sends. Links carry any number of
 /// transfers at once. Tasks take Task::time, or Task::busy_time where prices_beside_busy
-/// says so. Throws Error when the orders deadlock or the plan does not place every
-/// task once.
+/// says so; where two or more workers compute, each task takes Machine::task_seconds more and
+/// the makespan Machine::run_seconds more. Throws Error when the orders deadlock or the plan does
+/// not place every task once.
 Simulation simulate(const Plan& plan, const TaskGraph& graph);
 
 /// Copies a simulation's times into the plan (start, finish, makespan).

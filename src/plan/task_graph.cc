@@ -252,6 +252,17 @@ Machine task_graph_machine(const nlohmann::json& json, const std::string& origin
   } else {
     machine.latency.assign(devices, std::vector<double>(devices, 0.0));
   }
+  if (json.contains("link_source")) {
+    if (!json["link_source"].is_string()) {
+      throw Error(fmt::format("{}: link_source: expected a string, got {}", origin,
+                              show_json(json["link_source"])));
+    }
+    machine.link_source = json["link_source"].get<std::string>();
+  }
+  if (json.contains("task_seconds"))
+    machine.task_seconds = non_negative_number(json["task_seconds"], origin + ": task_seconds");
+  if (json.contains("run_seconds"))
+    machine.run_seconds = non_negative_number(json["run_seconds"], origin + ": run_seconds");
   return machine;
 }
 
@@ -489,6 +500,9 @@ nlohmann::json task_graph_to_json(const TaskGraph& graph) {
     for (double value : row) any_latency = any_latency || value != 0;
   }
   if (any_latency) json["latency"] = graph.machine.latency;
+  if (!graph.machine.link_source.empty()) json["link_source"] = graph.machine.link_source;
+  if (graph.machine.task_seconds > 0) json["task_seconds"] = graph.machine.task_seconds;
+  if (graph.machine.run_seconds > 0) json["run_seconds"] = graph.machine.run_seconds;
   json["tasks"] = std::move(tasks);
   json["edges"] = std::move(edges);
   return json;
