@@ -11,7 +11,8 @@
 # --quota gives rank i that percent of one core (cfs_quota_us over a period of --period-us,
 # default 100 ms), one entry per rank: a period much shorter than one inference (1000-5000)
 # makes a 50% rank run at half speed throughout, where a 100 ms one lets it run a short
-# inference at full speed and then stalls it; --memory caps each rank's memory (cgroup
+# inference at full speed and then stalls it; "-" leaves a rank uncapped (a 100% quota over a
+# short period still throttles a lone busy thread); --memory caps each rank's memory (cgroup
 # memory.limit_in_bytes). Needs root.
 set -euo pipefail
 
@@ -68,9 +69,14 @@ if [[ -n "$quotas" || -n "$memory" ]]; then
       mkdir "$group"; cgroups+=("$group")
       echo "$period" > "$group/cpu.cfs_period_us"
       percent="${quota_list[$r]:-100}"
-      quota=$((percent * period / 100))
-      # The kernel takes no quota below 1 ms.
-      ((quota >= 1000)) || { echo "--quota $percent% of --period-us $period is below the kernel's 1000 us: give a longer period" >&2; exit 2; }
+      if [[ "$percent" == - ]]; then
+        quota=-1  # Uncapped: a rank at full speed beside capped ones.
+      else
+        [[ "$percent" =~ ^[0-9]+$ ]] || { echo "--quota: expected a percent or - per rank, got '$percent'" >&2; exit 2; }
+        quota=$((percent * period / 100))
+        # The kernel takes no quota below 1 ms.
+        ((quota >= 1000)) || { echo "--quota $percent% of --period-us $period is below the kernel's 1000 us: give a longer period" >&2; exit 2; }
+      fi
       echo "$quota" > "$group/cpu.cfs_quota_us"
     fi
     if [[ -n "$memory" ]]; then

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The link model of the emulated cluster, fitted from one pingpong.c run, as a machine file.
+"""The link model of the emulated cluster, fitted from pingpong.c runs, as a machine file.
 
     link_machine.py PINGPONG.txt OUT.json --speeds 1,1,0.5 [--shaping NAME]
 
@@ -10,10 +10,14 @@ costs a rank that waits for it as cleave's ranks do (pingpong.c's "waiting_recei
 less the spinning one way): the TCP stack, and the wake-up of a rank that slept between its
 polls, which a spinning ping-pong never pays and a loaded host makes long; half the spinning
 round trip where the file has no such line. Bandwidth is a two-point fit over the 1 and 4 MiB
-messages, which the small messages' scheduling noise does not move.
+messages, which the small messages' scheduling noise does not move. PINGPONG.txt may hold
+several runs one after another: each figure is then the median over the runs, so that one
+slow run (a waiting round trip of 2.2 ms once, 0.09-0.15 ms in the three runs after it) does
+not set the link model of a whole table.
 """
 import argparse
 import json
+import statistics
 import sys
 
 
@@ -24,14 +28,16 @@ def main():
     parser.add_argument("--speeds", required=True)
     parser.add_argument("--shaping", default="")
     args = parser.parse_args()
-    rows = {}
-    waiting_round_trip = None
+    samples = {}
+    waiting_samples = []
     for line in open(args.pingpong):
         parts = line.split()
         if parts and parts[0] == "bytes":
-            rows[int(parts[1])] = float(parts[3]) / 2e6  # one way, seconds
+            samples.setdefault(int(parts[1]), []).append(float(parts[3]) / 2e6)  # one way, s
         elif parts and parts[0] == "waiting_receiver":
-            waiting_round_trip = float(parts[4]) / 1e6
+            waiting_samples.append(float(parts[4]) / 1e6)
+    rows = {size: statistics.median(values) for size, values in samples.items()}
+    waiting_round_trip = statistics.median(waiting_samples) if waiting_samples else None
     for size in (8, 1048576, 4194304):
         if size not in rows:
             sys.exit(f"{args.pingpong}: no {size}-byte line (expected pingpong.c's output)")

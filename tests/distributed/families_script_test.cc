@@ -272,6 +272,24 @@ TEST_F(FamiliesScript, LinkLatencyWithoutAWaitingReceiverIsHalfTheRoundTrip) {
       << read_text(path("m.json"));
 }
 
+// Several runs in one file (families.sh runs three): each figure is the median over the runs,
+// so one run's 2 ms waiting round trip does not set the latency.
+TEST_F(FamiliesScript, LinkModelIsTheMedianOfSeveralRuns) {
+  std::string runs;
+  for (const char* waiting : {"2200.0", "100.0", "140.0"}) {
+    runs += std::string("bytes 8 round_trip_us 40.0 bandwidth_Bps 2.0e5\n") +
+            "bytes 1048576 round_trip_us 1000.0 bandwidth_Bps 2.1e9\n" +
+            "bytes 4194304 round_trip_us 3000.0 bandwidth_Bps 2.8e9\n" +
+            "waiting_receiver bytes 8 round_trip_us " + waiting + "\n";
+  }
+  write("pingpong.txt", runs);
+  const CommandResult result = run_shell(
+      std::string("/usr/bin/python3 ") + CLEAVE_SOURCE_DIR + "/bench/distributed/link_machine.py " +
+      path("pingpong.txt") + " " + path("m.json") + " --speeds 1,1 --shaping none");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "| none | 40.0 | 1000.0 | 3000.0 | 140.0 | 120.0, 3.146 |\n");
+}
+
 TEST_F(FamiliesScript, PingPongOutputWithoutItsSizesIsRefused) {
   write("pingpong.txt", "bytes 8 round_trip_us 40.0 bandwidth_Bps 2.0e5\n");
   const CommandResult result = run_shell(
