@@ -101,10 +101,15 @@ int run_codegen(const CodegenSettings& settings) {
         "codegen: --ranks takes --lang cpp and a --plan (file or auto) whose workers are "
         "the ranks");
   }
-  if (settings.samples > 1 && !settings.ranks) {
+  if (settings.samples > 1 && settings.lang == "pytorch") {
     throw Error(
-        "codegen: --samples takes --ranks (and --lang cpp with a --plan): a stream of samples "
-        "runs through generated rank programs only");
+        "codegen: --samples takes --lang cpp: generated PyTorch runs one sample a run (give "
+        "--samples 1, or --lang cpp for a stream of samples on worker threads or MPI ranks)");
+  }
+  if (settings.samples > 1 && (settings.plan.empty() || !settings.stream.empty())) {
+    throw Error(
+        "codegen: --samples takes a --plan (a plan file of that many samples, or auto): the "
+        "plan says which worker runs which sample");
   }
   if (!settings.machine.empty() && (!settings.ranks || settings.plan != "auto")) {
     throw Error(

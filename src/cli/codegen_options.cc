@@ -59,9 +59,9 @@ void add_codegen_options(CLI::App* command, CodegenSettings& settings) {
                       "prices the messages, rank 0's input hand-out and output gather included");
   command
       ->add_option("--samples", settings.samples,
-                   "With --ranks: samples a run streams through the ranks, the plan's batch "
-                   "(--plan auto plans them: sequential, data-parallel or pipelined stages; a "
-                   "plan file must be of this many)")
+                   "--lang cpp: samples a run streams through the worker threads (or, with "
+                   "--ranks, the ranks), the plan's batch (--plan auto plans them: sequential, "
+                   "data-parallel or pipelined stages; a plan file must be of this many)")
       ->default_val(1)
       ->check(integer_in(1, kMaxSamples));
   command->add_flag("--ranks", settings.ranks,

@@ -23,7 +23,7 @@ struct CodegenSettings {
   int workers = 2;
   int threads_per_worker = 1;
   int threads = 1;
-  int samples = 1;     ///< --samples: a stream of samples through the ranks.
+  int samples = 1;     ///< --samples: a stream of samples through the workers or ranks.
   bool ranks = false;  ///< --ranks: the plan's workers are MPI ranks.
   bool force = false;
   bool json = false;

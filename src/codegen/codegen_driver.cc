@@ -13,6 +13,7 @@
 #include "codegen/program_layout.h"
 #include "codegen/pytorch_emitter.h"
 #include "codegen/rank_cpp_emitter.h"
+#include "codegen/sample_stream_emitter.h"
 #include "codegen/stream_model_check.h"
 #include "codegen/streamit_reader.h"
 #include "codegen/worker_program.h"
@@ -60,17 +61,35 @@ void relocate_models(Stream& s, const std::filesystem::path& from,
 }
 
 // A rank program passes values between ranks in messages of the sizes fixed at generation,
-// so a run-time step (a sub-graph, a shape the run decides) has no place in it yet; say which
-// node, before anything is written. The worker form runs them (run_time_nodes).
-void require_static_ranks(const Graph& graph) {
+// and a stream of samples hands values between workers in buffers of those sizes, so a
+// run-time step (a sub-graph, a shape the run decides) has no place in either yet; say which
+// node, before anything is written. The one-sample worker form runs them (run_time_nodes).
+void require_static_steps(const Graph& graph, const std::string& form) {
   const std::vector<bool> run_time = run_time_nodes(graph);
   for (NodeId id : graph.topological_order()) {
     if (!run_time[id]) continue;
     const Node& node = graph.node(id);
     throw Error(fmt::format(
-        "codegen --lang cpp --ranks: node '{}' ({}) {}, which generated rank programs do not "
-        "support yet; `codegen --lang cpp` without --ranks and `cleave run` run it",
-        node.name, node.op_type, run_time_reason(graph, id)));
+        "codegen --lang cpp {}: node '{}' ({}) {}, which generated {} do not support yet; "
+        "`codegen --lang cpp` of one sample without --ranks and `cleave run` run it",
+        form, node.name, node.op_type, run_time_reason(graph, id),
+        form == "--ranks" ? "rank programs" : "streams of samples"));
+  }
+}
+
+// A plan of several samples as the generators take it (worker_program, and each worker's loop,
+// worker_samples), checked before anything is planned further or written: an Error
+// names the plan's origin and the plans to make instead.
+void check_generated_form(const Graph& graph, const ModelPlan& plan, const std::string& origin) {
+  try {
+    const WorkerProgram program = worker_program(graph, plan);
+    std::vector<NodeId> nodes;
+    for (int w = 0; w < program.workers; ++w) worker_samples(graph, program, w, nodes);
+  } catch (const Error& e) {
+    throw Error(fmt::format(
+        "codegen: {}: {}; make the plan with `cleave plan MODEL --strategy pipeline --machine "
+        "FILE --samples N` or `--strategy data-parallel --samples N`, or pass --plan auto",
+        origin, e.what()));
   }
 }
 
@@ -111,19 +130,15 @@ CppCodegenOptions cpp_options(const CodegenRequest& request, const std::string& 
   return options;
 }
 
-// The plan's batch is the samples asked for; several run only as a stream on ranks.
+// The plan's batch is the samples asked for.
 void check_plan_samples(const CodegenRequest& request, const ModelPlan& plan,
                         const std::string& origin) {
   const int64_t batch = plan.plan.batch;
-  if (batch == request.samples && (batch == 1 || request.ranks)) return;
+  if (batch == request.samples) return;
   throw Error(fmt::format(
-      "codegen: {} runs {} sample(s) at a time (strategy {}){}; give --samples {}{}", origin, batch,
-      plan.plan.strategy,
-      batch == request.samples ? "" : fmt::format(", not the {} of --samples", request.samples),
-      batch,
-      batch > 1 && !request.ranks ? " with --ranks (generated programs run a stream of samples "
-                                    "on MPI ranks)"
-                                  : ""));
+      "codegen: {} runs {} sample(s) at a time (strategy {}), not the {} of --samples; give "
+      "--samples {}",
+      origin, batch, plan.plan.strategy, request.samples, batch));
 }
 
 }  // namespace
@@ -173,9 +188,10 @@ StreamCppSummary codegen_stream_cpp(const CodegenRequest& request, AtomicFolder&
 nlohmann::json codegen_plan(const CodegenRequest& request, const Graph& graph,
                             const ModelPlan& plan, AtomicFolder& out) {
   const WorkerProgram program = worker_program(graph, plan);
-  if (program.samples > 1 && !(request.lang == "cpp" && request.ranks)) {
+  if (program.samples > 1 && request.lang != "cpp") {
     throw Error(fmt::format(
-        "codegen: the plan streams {} samples, which only rank programs run (--lang cpp --ranks)",
+        "codegen: the plan streams {} samples, which generated PyTorch does not run (one sample "
+        "a run); --lang cpp runs them on worker threads or, with --ranks, on MPI ranks",
         program.samples));
   }
   const std::string model_name = std::filesystem::path(request.model).stem().string();
@@ -195,7 +211,9 @@ nlohmann::json codegen_plan(const CodegenRequest& request, const Graph& graph,
     report["channels"] = summary.channels;
     report["weights_bytes"] = summary.weights_bytes;
   } else {
-    if (request.ranks) require_static_ranks(graph);
+    if (request.ranks) require_static_steps(graph, "--ranks");
+    if (!request.ranks && program.samples > 1)
+      require_static_steps(graph, fmt::format("--samples {}", program.samples));
     CppCodegenOptions options = cpp_options(request, model_name);
     if (request.layouts == "auto" && !request.ranks) {
       options.family = measured_family(graph, program.threads_per_worker);
@@ -205,7 +223,9 @@ nlohmann::json codegen_plan(const CodegenRequest& request, const Graph& graph,
       options.family = plan.convolution_family.value_or(ConvolutionFamily::kBlocked);
     }
     CppCodegenSummary summary = request.ranks ? emit_rank_cpp(graph, program, options, out)
-                                              : emit_cpp(graph, program, options, out);
+                                : program.samples > 1
+                                    ? emit_sample_stream_cpp(graph, program, options, out)
+                                    : emit_cpp(graph, program, options, out);
     if (options.blocked_layouts) generated_family = options.family;
     report["ranks"] = request.ranks;
     report["layouts"] = options.blocked_layouts ? to_string(options.family) : "plain";
@@ -263,6 +283,7 @@ ModelPlan plan_to_generate(const CodegenRequest& request, const Graph& graph,
   }
   ModelPlan plan = read_model_plan(source.plan, graph, /*cores_on_this_host=*/!request.ranks);
   check_plan_samples(request, plan, source.plan);
+  if (request.lang == "cpp" && request.samples > 1) check_generated_form(graph, plan, source.plan);
   return plan;
 }
 

@@ -22,7 +22,7 @@ struct CodegenRequest {
   std::string stream;  ///< A stream program file, or empty.
   std::string layouts = "auto";
   bool ranks = false;  ///< The plan's workers are MPI ranks.
-  int samples = 1;     ///< Samples a run streams through the ranks (the plan's batch).
+  int samples = 1;     ///< Samples a run streams through the workers or ranks (the plan's batch).
   std::string cleave_root;
   std::string cleave_build;
 };
@@ -55,7 +55,8 @@ struct CodegenPlanSource {
 /// name other machines' cores. `request.samples` is the plan's batch: "auto" plans that many
 /// samples (sequential, data-parallel or pipelined stages: each worker runs its samples one
 /// after another), and a file of another batch is refused (Error naming it and its batch), as
-/// is a batch above 1 without ranks.
+/// is, for --lang cpp, one the generators cannot take (a hypercluster's interleaved samples, a
+/// worker whose samples run different steps: Error naming the file and the plans to make).
 ModelPlan plan_to_generate(const CodegenRequest& request, const Graph& graph,
                            const CodegenPlanSource& source,
                            const std::function<void(const std::string&)>& progress);

@@ -247,7 +247,8 @@ std::string value_text(const ProgramLayout& layout, ValueId id) {
 // A run of several samples: what the README says of the stream.
 const char* kRankStreamReadme = R"gen(
 A run is a stream of {0} samples: each rank runs its steps for one sample after another (the
-plan's order), so that one rank works on sample s while the next works on an earlier one. Every
+plan's order), so that one rank works on sample s while the next works on an earlier one; each
+`rank_N.cc` is one loop over its rank's samples, its body one sample's steps and messages. Every
 message is tagged with its sample (tag = sample x {1} channels + channel; its header carries the
 sample's place in the stream too); rank 0 sends each sample's inputs as the run starts, copies
 each sample's outputs out as they come, and posts a receive for every one of them at the start.

@@ -30,8 +30,12 @@ struct MessageChannel {
 };
 
 /// Every channel of the program, in the order values come to exist in sample 0, then the
-/// channels only later samples use (a data-parallel plan's samples on other ranks).
-std::vector<MessageChannel> list_message_channels(const Graph& graph, const WorkerProgram& program);
+/// channels only later samples use (a data-parallel plan's samples on other ranks). With
+/// `rank_zero_io` (ranks) rank 0 hands out the graph inputs and gathers the outputs; without
+/// (worker threads, each of which reads its samples' inputs and writes their outputs) only
+/// values computed on one worker and read on another cross.
+std::vector<MessageChannel> list_message_channels(const Graph& graph, const WorkerProgram& program,
+                                                  bool rank_zero_io = true);
 
 /// Messages a rank receives and sends in one run.
 struct RankMessageCounts {
@@ -40,10 +44,12 @@ struct RankMessageCounts {
 };
 
 /// Rank r's function body: its receives posted when the run starts, its steps in the plan's
-/// order (sample after sample), each receive waited for just before the first step that reads
-/// it, each send as soon as its value exists, a buffer's next receive posted once its sample's
-/// steps are done, and the sends completed at the end. With several samples rank 0 also copies
-/// in each sample's inputs (p.use_inputs) and copies out each output (p.take_output).
+/// order (with several samples, a loop over the rank's samples whose body is one sample's steps
+/// and messages, buffers and tags computed from the sample: worker_samples), each receive waited
+/// for just before the first step that reads it, each send as soon as its value exists, a buffer's
+/// next receive posted once its sample's steps are done, and the sends completed at the end. With
+/// several samples rank 0 also copies in each sample's inputs (p.use_inputs) and copies out each
+/// output (p.take_output).
 std::string rank_body(const Graph& graph, const WorkerProgram& program, const ProgramLayout& layout,
                       const std::vector<MessageChannel>& channels, int r,
                       RankMessageCounts& counts);

@@ -124,6 +124,56 @@ WorkerProgram worker_program(const Graph& graph, const ModelPlan& plan) {
   return program;
 }
 
+std::string sample_expression(const SampleSteps& steps, const std::string& index) {
+  std::string text = steps.stride == 1 ? index : fmt::format("{} * {}", steps.stride, index);
+  return steps.first == 0 ? text : fmt::format("{} + {}", steps.first, text);
+}
+
+SampleSteps sample_steps(const std::vector<int>& samples, const std::string& what) {
+  SampleSteps steps;
+  steps.count = static_cast<int>(samples.size());
+  if (samples.empty()) return steps;
+  steps.first = samples[0];
+  steps.stride = samples.size() > 1 ? samples[1] - samples[0] : 1;
+  for (std::size_t k = 1; k < samples.size(); ++k) {
+    if (samples[k] - samples[k - 1] == steps.stride && steps.stride > 0) continue;
+    throw Error(fmt::format(
+        "{} runs sample {} after sample {}, not {}: generated programs loop over evenly spaced "
+        "samples (pipelined stages run all of them, data-parallel workers every n-th)",
+        what, samples[k], samples[k - 1], samples[k - 1] + steps.stride));
+  }
+  return steps;
+}
+
+SampleSteps worker_samples(const Graph& graph, const WorkerProgram& program, int w,
+                           std::vector<NodeId>& nodes) {
+  nodes.clear();
+  std::vector<int> samples;
+  std::vector<NodeId> current;
+  const auto finish = [&] {
+    if (samples.size() == 1) {
+      nodes = current;
+    } else if (current != nodes) {
+      throw Error(fmt::format(
+          "worker {} runs sample {} with other steps than sample {} (first {} against {}); "
+          "generated programs loop over a worker's samples, each running the same steps",
+          w, samples.back(), samples.front(),
+          current.empty() ? std::string("none") : graph.describe(current.front()),
+          nodes.empty() ? std::string("none") : graph.describe(nodes.front())));
+    }
+    current.clear();
+  };
+  for (const SampleTask& task : program.stream_order.at(static_cast<std::size_t>(w))) {
+    if (samples.empty() || samples.back() != task.sample) {
+      if (!samples.empty()) finish();
+      samples.push_back(task.sample);
+    }
+    current.push_back(task.node);
+  }
+  if (!samples.empty()) finish();
+  return sample_steps(samples, fmt::format("worker {}", w));
+}
+
 std::string identifier_for(const std::string& name) {
   std::string id;
   for (char c : name) id += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';

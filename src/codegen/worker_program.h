@@ -44,6 +44,27 @@ struct WorkerProgram {
 /// interleave samples, are refused naming the worker and tasks).
 WorkerProgram worker_program(const Graph& graph, const ModelPlan& plan);
 
+/// Samples first + stride * k for k < count: how a generated loop walks a worker's samples
+/// or a channel's.
+struct SampleSteps {
+  int first = 0;
+  int stride = 1;
+  int count = 0;
+};
+
+/// Sample `first + stride * index` as C++ source ("k", "1 + 2 * k"), for a variable `index`.
+std::string sample_expression(const SampleSteps& steps, const std::string& index);
+
+/// The evenly spaced samples `samples` (ascending) are, or Error saying whose (`what`) are not.
+SampleSteps sample_steps(const std::vector<int>& samples, const std::string& what);
+
+/// The samples worker `w` runs and the nodes it runs for each, which the generated loop over
+/// its samples repeats: every sample must run the same nodes in the same order on it (pipelined
+/// stages: its stage; data-parallel: the whole model) and its samples must be evenly spaced;
+/// otherwise Error naming the worker and the samples.
+SampleSteps worker_samples(const Graph& graph, const WorkerProgram& program, int w,
+                           std::vector<NodeId>& nodes);
+
 /// A name usable as a C++ or Python identifier: other characters become '_', a leading digit
 /// gets a '_' before it, and an empty name becomes "_".
 std::string identifier_for(const std::string& name);

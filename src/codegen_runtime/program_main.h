@@ -48,11 +48,16 @@ std::vector<Tensor> program_output_buffers(const StaticProgramTables& tables);
 /// Writes the outputs (--output-dir) and prints the report as `cleave run` does (--json: the
 /// report, `extra` merged in). Returns the exit code. A run of a stream of several samples
 /// (`sample_outputs`, per sample) also writes every sample's outputs as sample_K/NAME.npy and
-/// reports the samples and the samples per second, as `mpirun cleave run --samples` does.
+/// reports the samples and the samples per second, as `mpirun cleave run --samples` does (and
+/// each sample's latency where `extra` has "sample_latency_ms").
 int report_program_run(const StaticProgramTables& tables, const ProgramMainOptions& options,
                        const std::vector<Tensor>& outputs, const std::vector<double>& latencies,
                        std::size_t baseline_rss, const nlohmann::json& extra,
                        const std::vector<std::vector<Tensor>>& sample_outputs = {});
+
+/// A stream's per-sample latencies as the report gives them (`cleave run --samples`'s
+/// "sample_latency_ms"): median, max and every sample's, in milliseconds, from `seconds`.
+nlohmann::json sample_latency_json(const std::vector<double>& seconds);
 
 /// Intra-op threads per worker for a one-process program on a host in this state: the plan's
 /// while the cores other processes leave free hold them, else fewer, down to one (as `cleave

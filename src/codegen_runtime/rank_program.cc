@@ -38,7 +38,9 @@ struct RankProgram::Impl {
   // arena place, or nothing yet), given back when this rank computes the value itself.
   std::vector<bool> on_message;
   std::vector<Tensor> home;
-  std::vector<std::vector<int>> views_of;  // Per value: the values that alias it.
+  std::vector<std::vector<int>> views_of;       // Per value: the values that alias it.
+  std::chrono::steady_clock::time_point start;  // Of the run.
+  std::vector<double> sample_seconds;           // Rank 0 of a stream.
 
   Impl(const RankProgramTables& t, const std::string& weights_path, MPI_Comm c, double seconds)
       : tables(t),
@@ -274,6 +276,12 @@ void RankProgram::take_output(int index, int sample) {
   s.program.get_output(
       index,
       s.outputs[static_cast<std::size_t>(sample) * outputs + static_cast<std::size_t>(index)]);
+  s.sample_seconds.at(static_cast<std::size_t>(sample)) =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - s.start).count();
+}
+
+const std::vector<double>& RankProgram::sample_seconds() const {
+  return impl_->sample_seconds;
 }
 
 void RankProgram::run(const void* const* inputs, void* const* outputs) {
@@ -281,6 +289,8 @@ void RankProgram::run(const void* const* inputs, void* const* outputs) {
   ++s.run;
   if (s.samples > 1) {
     // The generated function copies each sample's inputs in and outputs out itself.
+    s.start = std::chrono::steady_clock::now();
+    if (s.rank == 0) s.sample_seconds.assign(static_cast<std::size_t>(s.samples), 0.0);
     s.inputs = inputs;
     s.outputs = outputs;
     s.program.run_worker_here(s.rank, [&] { s.tables.rank_functions[s.rank](*this); });
@@ -371,9 +381,11 @@ int run_ranks(const RankProgramTables& tables, const ProgramMainOptions& options
     per_rank.push_back({{"host", figures.host},
                         {"peak_rss_bytes", static_cast<std::size_t>(figures.peak_rss_bytes)}});
   }
+  nlohmann::json extra = {{"ranks", session.size()}, {"per_rank", per_rank}};
+  if (tables.samples > 1)
+    extra["sample_latency_ms"] = sample_latency_json(start.program->sample_seconds());
   return report_program_run(*tables.program, options, start.outputs.front(), latencies,
-                            baseline_rss, {{"ranks", session.size()}, {"per_rank", per_rank}},
-                            start.outputs);
+                            baseline_rss, extra, start.outputs);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "codegen_runtime/static_program.h"
 
@@ -53,6 +54,9 @@ class RankProgram {
   /// outputs plain), sample after sample for a program of several samples; other ranks pass
   /// nullptr. Throws Error (or RankTimeout, mpi_session.h) naming the step, channel or peer.
   void run(const void* const* inputs, void* const* outputs);
+  /// Rank 0 of a stream, per sample of the last run: seconds from its start until the
+  /// sample's last output was copied out (take_output); empty on other ranks.
+  const std::vector<double>& sample_seconds() const;
 
   // Called from the generated rank functions. `slot` picks one of a channel's message buffers;
   // the forms without it are a one-sample program's (slot and sample 0).

@@ -182,8 +182,12 @@ int report_program_run(const StaticProgramTables& tables, const ProgramMainOptio
   }
   if (stream) {
     fmt::print(
-        "stream     {} sample(s) a run: {:.1f} samples/s{}\n", sample_outputs.size(),
+        "stream     {} sample(s) a run: {:.1f} samples/s{}{}\n", sample_outputs.size(),
         report["throughput_samples_per_s"].get<double>(),
+        extra.contains("sample_latency_ms")
+            ? fmt::format(", per-sample latency median {:.3f} ms",
+                          extra["sample_latency_ms"]["median"].get<double>())
+            : "",
         folder ? fmt::format(", each sample's outputs in {}/sample_K", options.output_dir) : "");
   }
   fmt::print("memory     arena {:.2f} MiB, process peak RSS {:.1f} MiB\n",
@@ -194,6 +198,14 @@ int report_program_run(const StaticProgramTables& tables, const ProgramMainOptio
                entry.contains("file") ? " -> " + entry["file"].get<std::string>() : "");
   }
   return 0;
+}
+
+nlohmann::json sample_latency_json(const std::vector<double>& seconds) {
+  std::vector<double> ms;
+  for (double value : seconds) ms.push_back(value * 1e3);
+  return {{"median", ms.empty() ? 0.0 : median_of(ms)},
+          {"max", ms.empty() ? 0.0 : *std::max_element(ms.begin(), ms.end())},
+          {"per_sample", ms}};
 }
 
 int program_threads_per_worker(const StaticProgramTables& tables, bool fixed,

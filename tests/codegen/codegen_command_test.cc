@@ -230,25 +230,57 @@ TEST_F(CodegenCommand, RanksWithoutAPlanOrWithPytorchAreRefusedAndWriteNothing) 
   }
 }
 
-TEST_F(CodegenCommand, SamplesWithoutRanksOrOtherThanThePlansBatchAreRefused) {
+TEST_F(CodegenCommand, SamplesOtherThanThePlansBatchOrWithoutCppAreRefused) {
   ASSERT_EQ(cleave("plan m.onnx --strategy data-parallel --samples 2 --costs static -o dp.json")
                 .exit_code,
             0);
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"--plan plan.json --lang cpp --samples 2", "--samples takes --ranks"},
-      {"--plan plan.json --lang cpp --ranks --samples 2",
+      {"--plan plan.json --lang cpp --samples 2",
        "plan.json runs 1 sample(s) at a time (strategy lc), not the 2 of --samples; give "
        "--samples 1"},
+      {"--plan plan.json --lang cpp --ranks --samples 2", "plan.json runs 1 sample(s)"},
       {"--plan dp.json --lang cpp --ranks", "dp.json runs 2 sample(s) at a time"},
       {"--plan dp.json --lang cpp --ranks --samples 3", "not the 3 of --samples; give --samples 2"},
-      {"--plan dp.json --lang pytorch", "give --samples 2 with --ranks"},
-      {"--plan dp.json --lang cpp", "give --samples 2 with --ranks"}};
+      {"--plan dp.json --lang cpp", "dp.json runs 2 sample(s) at a time"},
+      {"--plan dp.json --lang pytorch --samples 2", "generated PyTorch runs one sample a run"},
+      {"--lang cpp --samples 2", "--samples takes a --plan"}};
   for (const auto& [arguments, expected] : cases) {
     CommandOutput result = cleave("codegen m.onnx " + arguments + " -o gen");
     EXPECT_EQ(result.exit_code, 1) << arguments;
     EXPECT_NE(result.text.find(expected), std::string::npos) << arguments << "\n" << result.text;
     EXPECT_FALSE(fs::exists(path("gen"))) << arguments;
   }
+}
+
+// A hypercluster interleaves samples on a worker, which no generated loop runs: refused naming
+// the plan file and the plans to make instead, on threads and on ranks.
+TEST_F(CodegenCommand, AHyperclusterPlanOfSeveralSamplesIsRefusedByFile) {
+  ASSERT_EQ(
+      cleave("plan m.onnx --strategy hypercluster --samples 2 --costs static -o hc.json").exit_code,
+      0);
+  for (const std::string ranks : {"", " --ranks"}) {
+    CommandOutput result =
+        cleave("codegen m.onnx --plan hc.json --lang cpp --samples 2" + ranks + " -o gen");
+    EXPECT_EQ(result.exit_code, 1) << result.text;
+    EXPECT_NE(result.text.find("hc.json"), std::string::npos) << result.text;
+    EXPECT_NE(result.text.find("--strategy pipeline"), std::string::npos) << result.text;
+    EXPECT_FALSE(fs::exists(path("gen")));
+  }
+}
+
+// --plan auto for a stream of samples on this host's worker threads: the one auto plans them
+// (the plan's batch) and each worker's source loops over its samples.
+TEST_F(CodegenCommand, AutoPlansTheStreamOfSamplesForWorkerThreads) {
+  CommandOutput generated = cleave(
+      "codegen m.onnx --plan auto --costs static --lang cpp --samples 4 --layouts blocked --json "
+      "-o gen");
+  ASSERT_EQ(generated.exit_code, 0) << generated.text;
+  const nlohmann::json report = nlohmann::json::parse(generated.text);
+  EXPECT_EQ(report["samples"], 4);
+  EXPECT_EQ(nlohmann::json::parse(read_text_file(path("gen/plan.json")))["batch"], 4);
+  EXPECT_NE(read_text_file(path("gen/worker_0.cc")).find("for (int k = 0; k < "),
+            std::string::npos);
+  EXPECT_NE(read_text_file(path("gen/main.cc")).find("sample_stream_main"), std::string::npos);
 }
 
 // --plan auto for a stream of samples on a machine file's ranks: the plan streams them (its
@@ -270,10 +302,10 @@ TEST_F(CodegenCommand, AutoPlansTheStreamOfSamplesForTheRanks) {
     if (strategy == "pipeline") {
       EXPECT_EQ(written["strategy"], "pipeline");
     }
+    // Each rank loops over its samples: pipelined stages all four, data-parallel two each.
     const std::string ranks =
         read_text_file(path(folder + "/rank_0.cc")) + read_text_file(path(folder + "/rank_1.cc"));
-    for (const std::string sample : {"0", "1", "2", "3"})
-      EXPECT_NE(ranks.find("// Sample " + sample + "\n"), std::string::npos) << ranks;
+    EXPECT_NE(ranks.find("for (int k = 0; k < "), std::string::npos) << ranks;
     EXPECT_NE(read_text_file(path(folder + "/README.md")).find("--samples 4"), std::string::npos);
   }
 }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "codegen_fixture.h"
 
@@ -147,6 +148,7 @@ TEST_F(CodegenRanks, StreamOfThreeSamplesMatchesMpirunCleaveRunForEverySample) {
     CommandOutput run = mpirun(2, "gen/build/model_run --output-dir " + out + " --repeat 2");
     ASSERT_EQ(run.exit_code, 0) << run.text;
     EXPECT_NE(run.text.find("stream     3 sample(s) a run"), std::string::npos) << run.text;
+    EXPECT_NE(run.text.find("per-sample latency median"), std::string::npos) << run.text;
     for (int sample = 0; sample < 3; ++sample) {
       const std::string ref = "ref-" + strategy + std::to_string(sample);
       CommandOutput reference = mpirun(
@@ -161,6 +163,46 @@ TEST_F(CodegenRanks, StreamOfThreeSamplesMatchesMpirunCleaveRunForEverySample) {
         same_bits(read_npy(path(out + "/out.npy")), read_npy(path(out + "/sample_0/out.npy"))));
     EXPECT_FALSE(same_bits(read_npy(path(out + "/sample_0/out.npy")),
                            read_npy(path(out + "/sample_1/out.npy"))));
+  }
+}
+
+// The same plans as worker threads in one process: every sample's output is bit-identical to
+// `cleave run --plan --samples 3` with that sample's seed, and the report gives each sample's
+// latency.
+TEST_F(CodegenRanks, StreamOfThreeSamplesOnWorkerThreadsMatchesCleaveRunForEverySample) {
+  write_model(kTwoBranchModel, path("m.onnx"));
+  std::ofstream(path("two.json")) << R"({"devices": [{"name": "rank0"}, {"name": "rank1"}],
+    "bandwidth": [[0, 1e9], [1e9, 0]], "latency": [[0, 1e-4], [1e-4, 0]]})";
+  for (const std::string strategy : {"pipeline", "data-parallel"}) {
+    fs::remove_all(path("gen"));
+    ASSERT_EQ(cleave("plan m.onnx --strategy " + strategy +
+                     " --machine two.json --samples 3 --costs static -o " + strategy + ".json")
+                  .exit_code,
+              0);
+    CommandOutput generated = cleave("codegen m.onnx --plan " + strategy +
+                                     ".json --samples 3 --lang cpp --layouts blocked -o gen");
+    ASSERT_EQ(generated.exit_code, 0) << generated.text;
+    EXPECT_NE(read_text_file(path("gen/worker_1.cc")).find("p.step("), std::string::npos);
+    CommandOutput build = build_generated();
+    ASSERT_EQ(build.exit_code, 0) << build.text;
+    const std::string out = "out-" + strategy;
+    CommandOutput run =
+        shell("timeout 120 gen/build/model_run --output-dir " + out + " --repeat 2 --json");
+    ASSERT_EQ(run.exit_code, 0) << run.text;
+    const nlohmann::json report = nlohmann::json::parse(run.text);
+    EXPECT_EQ(report["samples"], 3);
+    EXPECT_EQ(report["sample_latency_ms"]["per_sample"].size(), 3u) << run.text;
+    for (int sample = 0; sample < 3; ++sample) {
+      const std::string ref = "ref-" + strategy + std::to_string(sample);
+      CommandOutput reference =
+          cleave("run m.onnx --plan gen/plan.json --layouts blocked --samples 3 --seed " +
+                 std::to_string(sample) + " --output-dir " + ref);
+      ASSERT_EQ(reference.exit_code, 0) << reference.text;
+      const Tensor got = read_npy(path(out + "/sample_" + std::to_string(sample) + "/out.npy"));
+      EXPECT_TRUE(same_bits(got, read_npy(path(ref + "/out.npy")))) << strategy << " " << sample;
+    }
+    EXPECT_FALSE(same_bits(read_npy(path(out + "/sample_0/out.npy")),
+                           read_npy(path(out + "/sample_2/out.npy"))));
   }
 }
 

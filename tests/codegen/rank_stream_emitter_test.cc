@@ -1,5 +1,6 @@
-// Generated rank programs of several samples: each rank's steps sample after sample in the
-// plan's order, messages tagged per sample, buffers reused in turn; and the plans refused.
+// Generated programs of several samples, on ranks and on worker threads: each rank or worker
+// loops over its samples in the plan's order, values handed over per sample in buffers used in
+// turn (messages tagged per sample); and the plans refused.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "codegen/rank_cpp_emitter.h"
+#include "codegen/sample_stream_emitter.h"
 #include "codegen/worker_program.h"
 #include "frontend/auto_search.h"
 #include "frontend/costs.h"
@@ -64,14 +66,14 @@ Machine two_ranks() {
   return machine;
 }
 
-// The MPI calls and steps of a generated rank source, one a line, comments left out.
+// The calls and steps of a generated rank or worker source, one a line, comments left out.
 std::vector<std::string> calls(const std::string& source) {
   std::vector<std::string> lines;
   std::istringstream in(source);
   std::string line;
   bool in_body = false;
   while (std::getline(in, line)) {
-    if (line.rfind("void rank_", 0) == 0) in_body = true;
+    if (line.rfind("void rank_", 0) == 0 || line.rfind("void worker_", 0) == 0) in_body = true;
     if (!in_body || line.rfind("  ", 0) != 0 || line.rfind("  //", 0) == 0) continue;
     line = line.substr(2, line.find("  //", 2) == std::string::npos ? std::string::npos
                                                                     : line.find("  //", 2) - 2);
@@ -87,19 +89,22 @@ std::string read(const fs::path& path) {
   return text.str();
 }
 
-std::string receive(int c, int slot, int from, int tag) {
-  return "p.check(MPI_Irecv(p.message(" + std::to_string(c) + ", " + std::to_string(slot) +
-         "), p.capacity(" + std::to_string(c) + "), MPI_BYTE, /*from=*/" + std::to_string(from) +
-         ", /*tag=*/" + std::to_string(tag) + ", comm, p.request(" + std::to_string(c) + ", " +
-         std::to_string(slot) + ")), " + std::to_string(c) + ", \"MPI_Irecv\");";
+// A receive or send as the loop form writes it: buffer and sample are C++ expressions.
+std::string receive(int c, const std::string& slot, int from, const std::string& sample,
+                    int channels) {
+  const std::string buffer = std::to_string(c) + ", " + slot;
+  return "p.check(MPI_Irecv(p.message(" + buffer + "), p.capacity(" + std::to_string(c) +
+         "), MPI_BYTE, /*from=*/" + std::to_string(from) + ", /*tag=*/" + sample + " * " +
+         std::to_string(channels) + " + " + std::to_string(c) + ", comm, p.request(" + buffer +
+         ")), " + std::to_string(c) + ", \"MPI_Irecv\");";
 }
 
-std::string send(int c, int slot, int sample, int to, int tag) {
-  const std::string buffer = std::to_string(c) + ", " + std::to_string(slot);
-  return "p.check(MPI_Isend(p.message(" + buffer + "), p.pack(" + buffer + ", " +
-         std::to_string(sample) + "), MPI_BYTE, /*to=*/" + std::to_string(to) + ", /*tag=*/" +
-         std::to_string(tag) + ", comm, p.request(" + buffer + ")), " + std::to_string(c) +
-         ", \"MPI_Isend\");";
+std::string send(int c, const std::string& slot, int to, int channels) {
+  const std::string buffer = std::to_string(c) + ", " + slot;
+  return "p.check(MPI_Isend(p.message(" + buffer + "), p.pack(" + buffer +
+         ", s), MPI_BYTE, /*to=*/" + std::to_string(to) + ", /*tag=*/s * " +
+         std::to_string(channels) + " + " + std::to_string(c) + ", comm, p.request(" + buffer +
+         ")), " + std::to_string(c) + ", \"MPI_Isend\");";
 }
 
 class RankStreamEmitter : public ::testing::Test {
@@ -121,97 +126,197 @@ class RankStreamEmitter : public ::testing::Test {
   }
 
   // Writes `plan`'s rank program into gen/ and returns each rank's calls.
-  std::vector<std::vector<std::string>> emit(const Graph& graph, const ModelPlan& plan) const {
+  std::vector<std::vector<std::string>> emit(const Graph& graph, const ModelPlan& plan,
+                                             const std::string& name = "gen") const {
+    CppCodegenOptions options;
+    options.blocked_layouts = false;
+    options.cleave_root = options.cleave_build = "/nowhere";
+    AtomicFolder out((folder_ / name).string());
+    emit_rank_cpp(graph, worker_program(graph, plan), options, out);
+    out.commit();
+    return {calls(read(folder_ / name / "rank_0.cc")), calls(read(folder_ / name / "rank_1.cc"))};
+  }
+
+  // Writes `plan`'s worker-thread program into gen/ and returns each worker's calls.
+  std::vector<std::vector<std::string>> emit_threads(const Graph& graph,
+                                                     const ModelPlan& plan) const {
     CppCodegenOptions options;
     options.blocked_layouts = false;
     options.cleave_root = options.cleave_build = "/nowhere";
     AtomicFolder out((folder_ / "gen").string());
-    emit_rank_cpp(graph, worker_program(graph, plan), options, out);
+    emit_sample_stream_cpp(graph, worker_program(graph, plan), options, out);
     out.commit();
-    return {calls(read(folder_ / "gen" / "rank_0.cc")), calls(read(folder_ / "gen" / "rank_1.cc"))};
+    return {calls(read(folder_ / "gen" / "worker_0.cc")),
+            calls(read(folder_ / "gen" / "worker_1.cc"))};
   }
 
   fs::path folder_;
 };
 
-// Channel 0 carries b from rank 0 to rank 1 (a buffer per sample in flight), channel 1 the
-// output y back (one buffer per sample); sample s's message on channel c has tag s * 2 + c.
-TEST_F(RankStreamEmitter, TwoStagesOfTwoSamplesRunSampleAfterSampleWithTagsPerSample) {
+// Channel 0 carries b from rank 0 to rank 1 (two buffers, used in turn), channel 1 the output
+// y back (a buffer per sample); sample s's message on channel c has tag s * 2 + c. Each rank
+// loops over the samples, its steps once in the loop's body.
+TEST_F(RankStreamEmitter, TwoStagesOfThreeSamplesLoopWithBuffersAndTagsPerSample) {
   const Graph graph = chain();
-  const auto ranks = emit(graph, stages(graph, 2));
+  const auto ranks = emit(graph, stages(graph, 3));
   const std::vector<std::string> rank0 = {"MPI_Comm comm = p.comm();",
-                                          receive(1, 0, 1, 1),
-                                          receive(1, 1, 1, 3),
-                                          "p.use_inputs(0);",
-                                          "p.step(0);",
-                                          "p.step(1);",
-                                          send(0, 0, 0, 1, 0),
-                                          "p.use_inputs(1);",
-                                          "p.step(0);",
-                                          "p.step(1);",
-                                          send(0, 1, 1, 1, 2),
-                                          "p.wait_receive(1, 0, 0);",
-                                          "p.take_output(0, 0);",
-                                          "p.wait_receive(1, 1, 1);",
-                                          "p.take_output(0, 1);",
-                                          "p.wait_send(0, 0);",
-                                          "p.wait_send(0, 1);"};
+                                          "for (int j = 0; j < 3; ++j) {",
+                                          "  const int s = j;",
+                                          "  " + receive(1, "j", 1, "s", 2),
+                                          "}",
+                                          "for (int k = 0; k < 3; ++k) {",
+                                          "  const int s = k;",
+                                          "  p.use_inputs(s);",
+                                          "  p.step(0);",
+                                          "  p.step(1);",
+                                          "  if (k >= 2) p.wait_send(0, k % 2);",
+                                          "  " + send(0, "k % 2", 1, 2),
+                                          "}",
+                                          "for (int j = 0; j < 3; ++j) {",
+                                          "  const int s = j;",
+                                          "  p.wait_receive(1, j, s);",
+                                          "  p.take_output(0, s);",
+                                          "}",
+                                          "for (int j = 0; j < 2; ++j) p.wait_send(0, j);"};
   EXPECT_EQ(ranks[0], rank0);
   const std::vector<std::string> rank1 = {"MPI_Comm comm = p.comm();",
-                                          receive(0, 0, 0, 0),
-                                          receive(0, 1, 0, 2),
-                                          "p.wait_receive(0, 0, 0);",
-                                          "p.step(2);",
-                                          "p.step(3);",
-                                          send(1, 0, 0, 0, 1),
-                                          "p.wait_receive(0, 1, 1);",
-                                          "p.step(2);",
-                                          "p.step(3);",
-                                          send(1, 1, 1, 0, 3),
-                                          "p.wait_send(1, 0);",
-                                          "p.wait_send(1, 1);"};
+                                          "for (int j = 0; j < 2; ++j) {",
+                                          "  const int s = j;",
+                                          "  " + receive(0, "j", 0, "s", 2),
+                                          "}",
+                                          "for (int k = 0; k < 3; ++k) {",
+                                          "  const int s = k;",
+                                          "  p.wait_receive(0, k % 2, s);",
+                                          "  p.step(2);",
+                                          "  p.step(3);",
+                                          "  " + send(1, "k", 0, 2),
+                                          "  if (k + 2 < 3) {",
+                                          "    const int later = s + 2;",
+                                          "    " + receive(0, "k % 2", 0, "later", 2),
+                                          "  }",
+                                          "}",
+                                          "for (int j = 0; j < 3; ++j) p.wait_send(1, j);"};
   EXPECT_EQ(ranks[1], rank1);
   const std::string tables = read(folder_ / "gen" / "tables.cc");
-  EXPECT_NE(tables.find("kChannels, 2, kRankFunctions, 2}"), std::string::npos) << tables;
-  EXPECT_NE(read(folder_ / "gen" / "model.h").find("#define MODEL_SAMPLE_COUNT 2"),
+  EXPECT_NE(tables.find("kChannels, 2, kRankFunctions, 3}"), std::string::npos) << tables;
+  EXPECT_NE(read(folder_ / "gen" / "model.h").find("#define MODEL_SAMPLE_COUNT 3"),
             std::string::npos);
 }
 
-// A third sample reuses b's first buffer: rank 1 posts its receive once sample 0's steps are
-// done, rank 0 waits for sample 0's send before packing sample 2 into it.
-TEST_F(RankStreamEmitter, AThirdSampleTakesTheFirstSamplesBufferOnceItIsFree) {
+// The loop's bounds change with the samples, not the source's length.
+TEST_F(RankStreamEmitter, TheSourcesDoNotGrowWithTheSamples) {
   const Graph graph = chain();
-  const auto ranks = emit(graph, stages(graph, 3));
-  const std::vector<std::string>& rank0 = ranks[0];
-  const auto at = [](const std::vector<std::string>& lines, const std::string& line) {
-    return std::find(lines.begin(), lines.end(), line) - lines.begin();
-  };
-  const std::ptrdiff_t waited = at(rank0, "p.wait_send(0, 0);");
-  ASSERT_LT(waited, static_cast<std::ptrdiff_t>(rank0.size())) << ::testing::PrintToString(rank0);
-  EXPECT_EQ(rank0[static_cast<std::size_t>(waited) + 1], send(0, 0, 2, 1, 4));
-  EXPECT_GT(waited, at(rank0, send(0, 1, 1, 1, 2)));
-  const std::vector<std::string>& rank1 = ranks[1];
-  const std::ptrdiff_t reposted = at(rank1, receive(0, 0, 0, 4));
-  ASSERT_LT(reposted, static_cast<std::ptrdiff_t>(rank1.size())) << ::testing::PrintToString(rank1);
-  EXPECT_EQ(rank1[static_cast<std::size_t>(reposted) - 1], send(1, 0, 0, 0, 1));
-  EXPECT_EQ(rank1[static_cast<std::size_t>(reposted) + 1], "p.wait_receive(0, 1, 1);");
-  EXPECT_EQ(std::count(rank1.begin(), rank1.end(), "p.step(2);"), 3);
+  const auto few = emit(graph, stages(graph, 3));
+  const auto many = emit(graph, stages(graph, 32), "many");
+  ASSERT_EQ(many.size(), 2u);
+  EXPECT_EQ(few[0].size(), many[0].size());
+  EXPECT_EQ(few[1].size(), many[1].size());
+  EXPECT_NE(std::find(many[1].begin(), many[1].end(), "for (int k = 0; k < 32; ++k) {"),
+            many[1].end())
+      << ::testing::PrintToString(many[1]);
 }
 
-// Data-parallel: sample 1 runs on rank 1 as sample 0 does on rank 0, its input handed out and
-// its output gathered by rank 0.
-TEST_F(RankStreamEmitter, DataParallelSamplesRunOnTheirOwnRanks) {
+// Data-parallel: rank 0 runs samples 0 and 2, rank 1 samples 1 and 3 as sample 0 runs on rank 0;
+// rank 0 hands out rank 1's inputs when the run starts and gathers its outputs at the end.
+TEST_F(RankStreamEmitter, DataParallelRanksLoopOverTheirOwnSamples) {
   const Graph graph = chain();
   const ModelPlan plan =
-      plan_data_parallel(graph, static_costs(graph), two_ranks(), 2, ModelValues::kFromRank0);
+      plan_data_parallel(graph, static_costs(graph), two_ranks(), 4, ModelValues::kFromRank0);
   const auto ranks = emit(graph, plan);
-  EXPECT_EQ(std::count(ranks[0].begin(), ranks[0].end(), "p.step(0);"), 1);
-  EXPECT_EQ(std::count(ranks[1].begin(), ranks[1].end(), "p.step(0);"), 1);
-  // x of sample 1 (channel 0, tag 1 * 2 + 0) and y of sample 1 (channel 1, tag 3).
-  EXPECT_EQ(ranks[0][1], receive(1, 0, 1, 3));
-  EXPECT_EQ(ranks[0][2], send(0, 0, 1, 1, 2));
-  EXPECT_EQ(ranks[1][1], receive(0, 0, 0, 2));
-  EXPECT_EQ(ranks[1][2], "p.wait_receive(0, 0, 1);");
+  const std::vector<std::string> rank0 = {"MPI_Comm comm = p.comm();",
+                                          "for (int j = 0; j < 2; ++j) {",
+                                          "  const int s = 1 + 2 * j;",
+                                          "  " + receive(1, "j", 1, "s", 2),
+                                          "}",
+                                          "for (int j = 0; j < 2; ++j) {",
+                                          "  const int s = 1 + 2 * j;",
+                                          "  " + send(0, "j", 1, 2),
+                                          "}",
+                                          "for (int k = 0; k < 2; ++k) {",
+                                          "  const int s = 2 * k;",
+                                          "  p.use_inputs(s);",
+                                          "  p.step(0);",
+                                          "  p.step(1);",
+                                          "  p.step(2);",
+                                          "  p.step(3);",
+                                          "  p.take_output(0, s);",
+                                          "}",
+                                          "for (int j = 0; j < 2; ++j) {",
+                                          "  const int s = 1 + 2 * j;",
+                                          "  p.wait_receive(1, j, s);",
+                                          "  p.take_output(0, s);",
+                                          "}",
+                                          "for (int j = 0; j < 2; ++j) p.wait_send(0, j);"};
+  EXPECT_EQ(ranks[0], rank0);
+  const std::vector<std::string> rank1 = {"MPI_Comm comm = p.comm();",
+                                          "for (int j = 0; j < 2; ++j) {",
+                                          "  const int s = 1 + 2 * j;",
+                                          "  " + receive(0, "j", 0, "s", 2),
+                                          "}",
+                                          "for (int k = 0; k < 2; ++k) {",
+                                          "  const int s = 1 + 2 * k;",
+                                          "  p.wait_receive(0, k, s);",
+                                          "  p.step(0);",
+                                          "  p.step(1);",
+                                          "  p.step(2);",
+                                          "  p.step(3);",
+                                          "  " + send(1, "k", 0, 2),
+                                          "}",
+                                          "for (int j = 0; j < 2; ++j) p.wait_send(1, j);"};
+  EXPECT_EQ(ranks[1], rank1);
+}
+
+// Worker threads: stage 0 sends b of sample s into buffer s % 2, stage 1 receives it and
+// writes the sample's output; each worker reads its own samples' inputs.
+TEST_F(RankStreamEmitter, WorkerThreadStagesLoopOverSamplesWithTwoBuffersBetweenThem) {
+  const Graph graph = chain();
+  const auto workers = emit_threads(graph, stages(graph, 3));
+  const std::vector<std::string> worker0 = {"for (int k = 0; k < 3; ++k) {",
+                                            "  const int s = k;",
+                                            "  p.use_inputs(s);",
+                                            "  p.step(0);",
+                                            "  p.step(1);",
+                                            "  p.send(0, k % 2, s);",
+                                            "}"};
+  EXPECT_EQ(workers[0], worker0);
+  const std::vector<std::string> worker1 = {"for (int k = 0; k < 3; ++k) {",
+                                            "  const int s = k;",
+                                            "  p.receive(0, k % 2, s);",
+                                            "  p.step(2);",
+                                            "  p.step(3);",
+                                            "  p.take_output(0, s);",
+                                            "}"};
+  EXPECT_EQ(workers[1], worker1);
+  const std::string tables = read(folder_ / "gen" / "tables.cc");
+  EXPECT_NE(tables.find("kStream = {&kTables, kChannels, 1, kStreamWorkers, 3}"), std::string::npos)
+      << tables;
+  EXPECT_NE(read(folder_ / "gen" / "model.h").find("#define MODEL_SAMPLE_COUNT 3"),
+            std::string::npos);
+  EXPECT_NE(read(folder_ / "gen" / "main.cc").find("sample_stream_main"), std::string::npos);
+}
+
+// Data-parallel worker threads: no value crosses; worker 1 runs samples 1 and 3 with sample 0's
+// steps.
+TEST_F(RankStreamEmitter, DataParallelWorkerThreadsLoopOverTheirOwnSamples) {
+  const Graph graph = chain();
+  const ModelPlan plan =
+      plan_data_parallel(graph, static_costs(graph), two_ranks(), 4, ModelValues::kFromRank0);
+  const auto workers = emit_threads(graph, plan);
+  for (int w = 0; w < 2; ++w) {
+    const std::vector<std::string> expected = {
+        "for (int k = 0; k < 2; ++k) {",
+        w == 0 ? "  const int s = 2 * k;" : "  const int s = 1 + 2 * k;",
+        "  p.use_inputs(s);",
+        "  p.step(0);",
+        "  p.step(1);",
+        "  p.step(2);",
+        "  p.step(3);",
+        "  p.take_output(0, s);",
+        "}"};
+    EXPECT_EQ(workers[w], expected) << w;
+  }
+  EXPECT_NE(read(folder_ / "gen" / "tables.cc").find("kChannels, 0, kStreamWorkers, 4}"),
+            std::string::npos);
 }
 
 TEST_F(RankStreamEmitter, AHyperclusterInterleavingSamplesOnAWorkerIsRefused) {

@@ -1,0 +1,369 @@
+// Generated worker-thread programs of several samples at run time: an instance per worker,
+// double-buffered hand-offs, the executable's main.
+#include "codegen_runtime/sample_stream.h"
+
+#include <fmt/core.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <thread>
+
+#include "codegen_runtime/program_main.h"
+#include "runtime/pinning.h"
+#include "runtime/tensor.h"
+#include "runtime/wait_policy.h"
+#include "support/error.h"
+
+namespace cleave {
+
+namespace {
+
+// One buffer of a channel. The writer fills it only while `filled` equals `emptied`; the reader
+// takes it only while `filled` is ahead. Each count is changed by one side only.
+struct Slot {
+  std::unique_ptr<Buffer> bytes;
+  std::size_t used = 0;
+  std::optional<dnnl::memory::desc> layout;
+  int64_t position = -1;  // Which sample of which run it holds: run x samples + sample.
+  std::atomic<int64_t> filled{0};
+  std::atomic<int64_t> emptied{0};
+};
+
+// After a failure every count jumps by this much, so that each waiter wakes and sees it.
+constexpr int64_t kWakeAll = int64_t{1} << 40;
+
+std::size_t value_capacity(const StaticValue& value) {
+  return std::max(static_cast<std::size_t>(value.bytes),
+                  plain_byte_size(static_cast<DataType>(value.dtype),
+                                  std::span<const int64_t>(value.dims, value.dims + value.rank)));
+}
+
+}  // namespace
+
+struct SampleStreamWorker::Impl {
+  SampleStreamProgram::Impl* owner = nullptr;
+  int worker = 0;
+};
+
+struct SampleStreamProgram::Impl {
+  const SampleStreamTables& tables;
+  const StaticProgramTables& program_tables;
+  int samples = 1;
+  std::vector<std::unique_ptr<StaticProgram>> programs;  // Per worker.
+  std::vector<SampleStreamWorker::Impl> worker_impls;
+  std::vector<SampleStreamWorker> workers;
+  std::vector<std::vector<std::unique_ptr<Slot>>> slots;  // Per channel.
+  std::vector<std::unique_ptr<Buffer>> received;          // Per channel: the reader's copy.
+
+  const void* const* inputs = nullptr;
+  void* const* outputs = nullptr;
+  int64_t run = -1;
+  std::chrono::steady_clock::time_point start;
+  std::vector<double> sample_seconds;
+  std::mutex seconds_mutex;
+
+  std::mutex mutex;
+  std::condition_variable changed;
+  int64_t run_number = 0;
+  int finished = 0;
+  bool shutting_down = false;
+  std::atomic<bool> failed{false};
+  bool broken = false;
+  std::string failure;
+  std::vector<std::thread> threads;
+
+  Impl(const SampleStreamTables& t, const std::string& weights_path)
+      : tables(t), program_tables(*t.program), samples(std::max(1, t.samples)) {
+    const int count = program_tables.workers;
+    for (int w = 0; w < count; ++w) {
+      programs.push_back(std::make_unique<StaticProgram>(program_tables, weights_path,
+                                                         /*worker_threads=*/false));
+    }
+    worker_impls.resize(static_cast<std::size_t>(count));
+    for (int w = 0; w < count; ++w) {
+      worker_impls[w].owner = this;
+      worker_impls[w].worker = w;
+      workers.push_back(SampleStreamWorker(&worker_impls[w]));
+    }
+    slots.resize(static_cast<std::size_t>(t.channel_count));
+    for (int c = 0; c < t.channel_count; ++c) {
+      const std::size_t capacity = value_capacity(program_tables.values[t.channels[c].value]);
+      for (int k = 0; k < std::max(1, t.channels[c].slots); ++k) {
+        slots[c].push_back(std::make_unique<Slot>());
+        slots[c].back()->bytes = std::make_unique<Buffer>(capacity, Buffer::Fill::kUninitialised);
+      }
+      received.push_back(std::make_unique<Buffer>(capacity, Buffer::Fill::kUninitialised));
+    }
+    sample_seconds.assign(static_cast<std::size_t>(samples), 0.0);
+  }
+
+  std::string channel_text(int c) const {
+    const SampleStreamChannel& channel = tables.channels[c];
+    return fmt::format("value '{}' from worker {} to worker {}",
+                       program_tables.values[channel.value].name, channel.from, channel.to);
+  }
+
+  // Waits until `ready()`, spinning first, then sleeping on `count`'s changes.
+  template <typename Ready>
+  void wait_for(std::atomic<int64_t>& count, Ready&& ready) {
+    if (!spin_until(ready)) {
+      for (int64_t seen = count.load(std::memory_order_acquire); !ready();
+           seen = count.load(std::memory_order_acquire)) {
+        if (failed.load()) break;
+        count.wait(seen);
+      }
+    }
+    if (failed.load()) throw Error("stopped: another worker failed");
+  }
+
+  void fail(const std::string& message) {
+    {
+      std::lock_guard lock(mutex);
+      if (!failed.exchange(true)) failure = message;
+    }
+    for (auto& channel : slots) {
+      for (auto& slot : channel) {
+        slot->filled.fetch_add(kWakeAll);
+        slot->filled.notify_all();
+        slot->emptied.fetch_add(kWakeAll);
+        slot->emptied.notify_all();
+      }
+    }
+  }
+
+  void run_worker(int w) {
+    try {
+      programs[w]->run_worker_here(w, [&] { tables.worker_functions[w](workers[w]); });
+    } catch (const std::exception& e) {
+      fail(e.what());
+    }
+  }
+
+  // As StaticProgram's workers: pinned to the plan's cores (or the allowed CPUs in turn),
+  // each run started by a new run number, its end counted under the mutex.
+  void worker_main(int w) {
+    const int team = program_tables.threads_per_worker;
+    std::vector<int> cores;
+    for (int k = 0; k < team; ++k) {
+      const int core = program_tables.worker_cores[w * team + k];
+      if (core >= 0) cores.push_back(core);
+    }
+    if (cores.empty()) {
+      const std::vector<int> allowed = allowed_cpus();
+      for (int k = 0; k < team && !allowed.empty(); ++k)
+        cores.push_back(allowed[(w * team + k) % allowed.size()]);
+    }
+    pin_current_thread(cores);
+    int64_t seen = 0;
+    while (true) {
+      {
+        std::unique_lock lock(mutex);
+        changed.wait(lock, [&] { return shutting_down || run_number != seen; });
+        if (shutting_down) return;
+        seen = run_number;
+      }
+      run_worker(w);
+      std::lock_guard lock(mutex);
+      ++finished;
+      changed.notify_all();
+    }
+  }
+};
+
+void SampleStreamWorker::step(int index) {
+  impl_->owner->programs[impl_->worker]->step(index);
+}
+
+void SampleStreamWorker::use_inputs(int sample) {
+  SampleStreamProgram::Impl& s = *impl_->owner;
+  s.programs[impl_->worker]->set_inputs(
+      s.inputs + static_cast<std::size_t>(sample) *
+                     static_cast<std::size_t>(s.program_tables.graph_input_count));
+}
+
+void SampleStreamWorker::take_output(int index, int sample) {
+  SampleStreamProgram::Impl& s = *impl_->owner;
+  const std::size_t outputs = static_cast<std::size_t>(s.program_tables.graph_output_count);
+  s.programs[impl_->worker]->get_output(
+      index,
+      s.outputs[static_cast<std::size_t>(sample) * outputs + static_cast<std::size_t>(index)]);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - s.start).count();
+  std::lock_guard lock(s.seconds_mutex);
+  double& done = s.sample_seconds[static_cast<std::size_t>(sample)];
+  done = std::max(done, seconds);
+}
+
+void SampleStreamWorker::send(int c, int slot, int sample) {
+  SampleStreamProgram::Impl& s = *impl_->owner;
+  Slot& place = *s.slots[c][slot];
+  s.wait_for(place.emptied, [&] {
+    return place.emptied.load(std::memory_order_acquire) ==
+           place.filled.load(std::memory_order_relaxed);
+  });
+  const Tensor& value = s.programs[impl_->worker]->value(s.tables.channels[c].value);
+  const std::size_t bytes = value.byte_size();
+  if (bytes > place.bytes->size()) {
+    throw Error(fmt::format("{} takes {} bytes, more than its buffer's {}", s.channel_text(c),
+                            bytes, place.bytes->size()));
+  }
+  std::memcpy(place.bytes->data(), value.raw(), bytes);
+  place.used = bytes;
+  place.layout = value.layout();
+  place.position = s.run * s.samples + sample;
+  place.filled.fetch_add(1, std::memory_order_release);
+  place.filled.notify_all();
+}
+
+void SampleStreamWorker::receive(int c, int slot, int sample) {
+  SampleStreamProgram::Impl& s = *impl_->owner;
+  Slot& place = *s.slots[c][slot];
+  s.wait_for(place.filled, [&] {
+    return place.filled.load(std::memory_order_acquire) >
+           place.emptied.load(std::memory_order_relaxed);
+  });
+  const int64_t expected = s.run * s.samples + sample;
+  if (place.position != expected) {
+    throw Error(fmt::format("{}: buffer {} holds sample {} of run {}, not sample {}",
+                            s.channel_text(c), slot, place.position % s.samples,
+                            place.position / s.samples, sample));
+  }
+  Buffer& copy = *s.received[c];
+  std::memcpy(copy.data(), place.bytes->data(), place.used);
+  const int v = s.tables.channels[c].value;
+  const StaticValue& entry = s.program_tables.values[v];
+  Tensor& value = s.programs[impl_->worker]->value(v);
+  value = Tensor::borrow(static_cast<DataType>(entry.dtype),
+                         std::vector<int64_t>(entry.dims, entry.dims + entry.rank), copy.data());
+  value.set_layout(place.layout);
+  place.emptied.fetch_add(1, std::memory_order_release);
+  place.emptied.notify_all();
+}
+
+SampleStreamProgram::SampleStreamProgram(const SampleStreamTables& tables,
+                                         const std::string& weights_path)
+    : impl_(std::make_unique<Impl>(tables, weights_path)) {
+  if (tables.program->workers > 1) {
+    for (int w = 0; w < tables.program->workers; ++w)
+      impl_->threads.emplace_back([this, w] { impl_->worker_main(w); });
+  }
+}
+
+SampleStreamProgram::~SampleStreamProgram() {
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->shutting_down = true;
+    impl_->changed.notify_all();
+  }
+  for (auto& thread : impl_->threads) thread.join();
+}
+
+void SampleStreamProgram::set_threads_per_worker(int threads) {
+  for (auto& program : impl_->programs) program->set_threads_per_worker(threads);
+}
+
+const std::vector<double>& SampleStreamProgram::sample_seconds() const {
+  return impl_->sample_seconds;
+}
+
+const SampleStreamTables& SampleStreamProgram::tables() const {
+  return impl_->tables;
+}
+
+void SampleStreamProgram::run(const void* const* inputs, void* const* outputs) {
+  Impl& s = *impl_;
+  if (s.broken) throw Error("an earlier run failed: " + s.failure);
+  s.inputs = inputs;
+  s.outputs = outputs;
+  ++s.run;
+  std::fill(s.sample_seconds.begin(), s.sample_seconds.end(), 0.0);
+  s.start = std::chrono::steady_clock::now();
+  if (s.program_tables.workers == 1) {
+    // One worker runs on the caller's thread and OpenMP pool, as `cleave run` does.
+    s.run_worker(0);
+  } else {
+    std::unique_lock lock(s.mutex);
+    s.finished = 0;
+    ++s.run_number;
+    s.changed.notify_all();
+    s.changed.wait(lock, [&] { return s.finished == s.program_tables.workers; });
+  }
+  if (s.failed) {
+    s.broken = true;
+    throw Error(s.failure);
+  }
+}
+
+namespace {
+
+int run_stream_main(const SampleStreamTables& tables, const ProgramMainOptions& options) {
+  const StaticProgramTables& p = *tables.program;
+  const std::size_t baseline_rss = process_peak_rss_bytes();
+  SampleStreamProgram program(tables,
+                              options.weights.empty() ? default_weights_path(p) : options.weights);
+  // Sample s gets seed S + s, as under `cleave run --samples N`.
+  std::vector<std::vector<Tensor>> inputs, outputs;
+  std::vector<const void*> input_pointers;
+  std::vector<void*> output_pointers;
+  for (int sample = 0; sample < std::max(1, tables.samples); ++sample) {
+    ProgramMainOptions seeded = options;
+    seeded.seed = options.seed + static_cast<uint64_t>(sample);
+    inputs.push_back(program_inputs(p, seeded));
+    outputs.push_back(program_output_buffers(p));
+  }
+  for (const std::vector<Tensor>& sample : inputs) {
+    for (const Tensor& input : sample) input_pointers.push_back(input.raw());
+  }
+  for (std::vector<Tensor>& sample : outputs) {
+    for (Tensor& output : sample) output_pointers.push_back(output.raw());
+  }
+  nlohmann::json extra = nlohmann::json::object();
+  if (!threads_fixed_by_user(options.fixed_threads)) {
+    const HostLoad load = sample_lasting_host_load();
+    const int threads = program_threads_per_worker(p, false, load);
+    program.set_threads_per_worker(threads);
+    extra["ran_threads_per_worker"] = threads;
+    extra["host_load"] = {{"other_runnable", load.other_runnable}, {"cores", load.cores}};
+  }
+  for (int i = 0; i < options.warmup; ++i)
+    program.run(input_pointers.data(), output_pointers.data());
+  std::vector<double> latencies;
+  for (int i = 0; i < options.repeat; ++i) {
+    const auto begin = std::chrono::steady_clock::now();
+    program.run(input_pointers.data(), output_pointers.data());
+    latencies.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
+            .count());
+  }
+  extra["sample_latency_ms"] = sample_latency_json(program.sample_seconds());
+  return report_program_run(p, options, outputs.front(), latencies, baseline_rss, extra, outputs);
+}
+
+}  // namespace
+
+int sample_stream_main(const SampleStreamTables& tables, int argc, char** argv) {
+  apply_default_wait_policy(argv);
+  const std::string name = argc > 0 ? std::filesystem::path(argv[0]).filename().string() : "model";
+  try {
+    bool help = false;
+    const ProgramMainOptions options = parse_program_options(argc, argv, false, help);
+    if (help) {
+      fmt::print("{}", program_usage(name, false));
+      return 0;
+    }
+    return run_stream_main(tables, options);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "{}: error: {}\n", name, e.what());
+    return 1;
+  }
+}
+
+}  // namespace cleave
