@@ -202,7 +202,9 @@ def _provider_names(providers: Optional[Sequence[Any]]) -> List[str]:
 
 def _core_options(options: SessionOptions, plan_file: str) -> "_cleave.CoreOptions":
     core = _cleave.CoreOptions()
-    cores = os.cpu_count() or 1
+    # The affinity mask and a container's CPU limit, not the host's count: a session in a
+    # container of 2 CPUs on a 64-core host must not start 64 threads.
+    cores = _cleave.usable_cores()
     intra = options.intra_op_num_threads
     config = options._config
     if options.execution_mode == ExecutionMode.ORT_PARALLEL:

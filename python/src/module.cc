@@ -5,6 +5,7 @@
 #include <new>
 
 #include "session_binding.h"
+#include "support/cpu_quota.h"
 #include "support/describe_exception.h"
 #include "support/error.h"
 #include "tools_binding.h"
@@ -33,6 +34,9 @@ PYBIND11_MODULE(_cleave, module) {
       (*error)(cleave::describe_exception(e).c_str());
     }
   });
+  module.def("usable_cores", &cleave::usable_cores,
+             "The cores this process may use: its affinity mask, bounded by its cgroup CPU "
+             "quota (a container's CPU limit).");
   cleave::python::bind_session(module);
   cleave::python::bind_tools(module);
 }

@@ -9,6 +9,7 @@
 #include "frontend/model_plan.h"
 #include "pipeline/family_bench.h"
 #include "pipeline/model_bench.h"
+#include "support/cpu_quota.h"
 
 namespace cleave::cli {
 
@@ -38,8 +39,11 @@ void register_bench(CLI::App& app, CommandAction& action) {
   command->add_option("model", settings->model, "ONNX model file")->required();
   command->add_option("--shape", settings->shapes,
                       "name=d0,d1,... fixes an input's symbolic dims (repeatable)");
-  command->add_option("--workers", settings->workers, "Cores to use")
-      ->default_val(2)
+  command
+      ->add_option("--workers", settings->workers,
+                   "Cores to use (default: the cores this process may use, its cgroup CPU "
+                   "quota included)")
+      ->default_val(usable_cores())
       ->check(integer_in(1, kMaxWorkers));
   command->add_option("--warmup", settings->warmup, "Untimed rounds first")
       ->default_val(3)

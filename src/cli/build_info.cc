@@ -3,7 +3,6 @@
 
 #include <fmt/core.h>
 #include <omp.h>
-#include <sched.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <thread>
@@ -12,6 +11,7 @@
 #include "runtime/cpu_isa.h"
 #include "runtime/cpu_model.h"
 #include "runtime/wait_policy.h"
+#include "support/cpu_quota.h"
 
 // The build type is set for this file by CMakeLists.txt; the commit comes from a header that
 // every build rewrites when the commit changed.
@@ -49,14 +49,6 @@ std::string onednn_version() {
   return text;
 }
 
-int usable_cores() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) {
-    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  }
-  return CPU_COUNT(&set);
-}
-
 }  // namespace
 
 nlohmann::json isa_json() {
@@ -87,7 +79,13 @@ nlohmann::json build_info_json() {
   info["isa"] = isa_json();
   const CpuModel cpu = cpu_model();
   info["cpu"] = {{"model", cpu.name}, {"family", cpu.family}};
-  info["cores"] = usable_cores();
+  const CpuBudget& budget = cpu_budget();
+  info["cores"] = budget.usable;
+  info["affinity_cores"] = budget.affinity;
+  // A container's CPU limit: the cgroup quota in cores, and the file it was read from.
+  info["cpu_quota"] = budget.quota_cores ? nlohmann::json{{"cores", *budget.quota_cores},
+                                                          {"file", budget.quota_source}}
+                                         : nlohmann::json(nullptr);
   info["hardware_threads"] = std::thread::hardware_concurrency();
   info["openmp_threads"] = omp_get_max_threads();
   // What a waiting OpenMP thread does: the count from GOMP_SPINCOUNT/OMP_WAIT_POLICY (the
@@ -124,8 +122,14 @@ std::string build_info_text() {
   const std::string family = info["cpu"]["family"].get<std::string>();
   line("CPU", (model.empty() ? std::string("unknown") : model) +
                   (family.empty() ? std::string() : fmt::format(" (family {})", family)));
-  line("cores", fmt::format("{} usable of {}", info["cores"].get<int>(),
-                            info["hardware_threads"].get<unsigned>()));
+  std::string cores = fmt::format("{} usable of {}", info["cores"].get<int>(),
+                                  info["hardware_threads"].get<unsigned>());
+  if (!info["cpu_quota"].is_null()) {
+    cores += fmt::format(" (cgroup CPU quota {:.2f} cores, {})",
+                         info["cpu_quota"]["cores"].get<double>(),
+                         info["cpu_quota"]["file"].get<std::string>());
+  }
+  line("cores", cores);
   line("OpenMP threads", std::to_string(info["openmp_threads"].get<int>()));
   line("OpenMP spin", fmt::format("{} iterations before a waiting thread sleeps",
                                   info["openmp_spin_count"].get<long>()));

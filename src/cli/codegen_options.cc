@@ -3,6 +3,7 @@
 
 #include "cli/option_limits.h"
 #include "frontend/model_plan.h"
+#include "support/cpu_quota.h"
 
 namespace cleave::cli {
 
@@ -31,8 +32,10 @@ void add_codegen_options(CLI::App* command, CodegenSettings& settings) {
       ->check(CLI::IsMember(model_strategies()))
       ->default_val("auto");
   add_costs_option(command, settings.costs);
-  command->add_option("--workers", settings.workers, "Workers for --plan auto")
-      ->default_val(2)
+  command
+      ->add_option("--workers", settings.workers,
+                   "Workers for --plan auto (default: the cores this process may use)")
+      ->default_val(usable_cores())
       ->check(CLI::Range(1, 1024));
   command
       ->add_option("--threads-per-worker", settings.threads_per_worker,

@@ -16,6 +16,7 @@
 #include "pipeline/family_search.h"
 #include "plan/simulator.h"
 #include "support/atomic_output.h"
+#include "support/cpu_quota.h"
 #include "viz/gantt.h"
 
 namespace cleave::cli {
@@ -157,8 +158,11 @@ void register_plan(CLI::App& app, CommandAction& action) {
       ->check(CLI::IsMember(model_strategies()))
       ->default_val("auto");
   add_costs_option(command, settings->costs);
-  command->add_option("--workers", settings->workers, "Parallel workers")
-      ->default_val(2)
+  command
+      ->add_option("--workers", settings->workers,
+                   "Parallel workers (default: the cores this process may use, its cgroup CPU "
+                   "quota included)")
+      ->default_val(usable_cores())
       ->check(integer_in(1, kMaxWorkers));
   command
       ->add_option("--threads-per-worker", settings->threads_per_worker,

@@ -10,6 +10,7 @@
 #include "distributed/mpi_session.h"
 #include "pipeline/model_run.h"
 #include "support/atomic_output.h"
+#include "support/cpu_quota.h"
 #include "support/error.h"
 
 namespace cleave::cli {
@@ -100,8 +101,10 @@ void register_run(CLI::App& app, CommandAction& action) {
       ->check(CLI::IsMember({"profile", "static", "analytical"}))
       ->default_val("profile");
   command
-      ->add_option("--workers", settings->workers, "Workers for --plan auto (stages for pipeline)")
-      ->default_val(2)
+      ->add_option("--workers", settings->workers,
+                   "Workers for --plan auto (stages for pipeline; default: the cores this "
+                   "process may use)")
+      ->default_val(usable_cores())
       ->check(integer_in(1, kMaxWorkers));
   command
       ->add_option("--threads-per-worker", settings->threads_per_worker,

@@ -2,7 +2,6 @@
 #include "cost/core_contention.h"
 
 #include <omp.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/cpu_quota.h"
 #include "support/system_load.h"
 #include "support/timing.h"
 
@@ -51,14 +51,6 @@ int own_running_threads() {
     }
   }
   return running;
-}
-
-int usable_cores() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) {
-    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  }
-  return CPU_COUNT(&set);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "ir/graph.h"
+#include "runtime/wait_policy.h"
 
 namespace cleave {
 
@@ -86,6 +87,9 @@ MPI_Status wait_until(MPI_Request& request, std::chrono::steady_clock::time_poin
   int done = 0;
   // Spin first (a message that is about to land costs no sleep), then back off to at most
   // 200 us: a rank waiting in a pipeline should leave the core to the rank that computes.
+  // Where waiting threads sleep at once (an oversubscribed host, a CPU quota: wait_policy.h),
+  // so does a rank.
+  static const int spin_polls = wait_spin_count() > 0 ? 2000 : 0;
   auto pause = std::chrono::microseconds(0);
   for (int polls = 0;; ++polls) {
     int code = MPI_Test(&request, &done, &status);
@@ -96,7 +100,7 @@ MPI_Status wait_until(MPI_Request& request, std::chrono::steady_clock::time_poin
     if (std::chrono::steady_clock::now() > deadline) {
       throw RankTimeout(fmt::format("waited more than {} s for {}", timeout_seconds, what()));
     }
-    if (polls > 2000) {
+    if (polls >= spin_polls) {
       pause = std::min(std::chrono::microseconds(200), pause + std::chrono::microseconds(10));
       std::this_thread::sleep_for(pause);
     }

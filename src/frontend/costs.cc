@@ -5,12 +5,12 @@
 
 #include <algorithm>
 #include <set>
-#include <thread>
 #include <vector>
 
 #include "cost/hand_off_calibration.h"
 #include "frontend/layout_choice.h"
 #include "runtime/pinning.h"
+#include "support/cpu_quota.h"
 
 namespace cleave {
 
@@ -86,7 +86,7 @@ CostTable choose_costs(const Graph& graph, const CostChoice& choice) {
 int profile_threads_for(const Machine& machine) {
   int threads = 1;
   for (const Device& device : machine.devices) threads = std::max(threads, device.threads);
-  return std::min(threads, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  return std::min(threads, usable_cores());
 }
 
 TaskGraph task_graph_for(const Graph& graph, const CostTable& costs, const Machine& machine,

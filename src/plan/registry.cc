@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <thread>
 
 #include "ir/graph.h"
 #include "plan/cluster/hypercluster.h"
@@ -17,6 +16,7 @@
 #include "plan/schedule/met.h"
 #include "plan/schedule/milp.h"
 #include "plan/schedule/milp_split.h"
+#include "support/cpu_quota.h"
 
 namespace cleave {
 
@@ -137,9 +137,7 @@ const std::vector<PlannerEntry>& planners() {
                     milp.symmetry = parse_symmetry_breaking(options.symmetry);
                     milp.relative_gap = options.relative_gap;
                     milp.threads =
-                        options.solver_threads > 0
-                            ? options.solver_threads
-                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+                        options.solver_threads > 0 ? options.solver_threads : usable_cores();
                     return plan_milp(graph, milp);
                   }),
        ""},

@@ -1,7 +1,6 @@
 // Chooses and applies the cleave command's default OpenMP spin count (see wait_policy.h).
 #include "runtime/wait_policy.h"
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,17 +12,11 @@
 #include <string>
 #include <thread>
 
+#include "support/cpu_quota.h"
 #include "support/system_load.h"
 
 namespace cleave {
 namespace {
-
-int usable_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
-}
 
 // libgomp's parse of GOMP_SPINCOUNT: a number with an optional k/M/G/T suffix, or "infinite".
 long parse_spin_count(const char* text) {
@@ -49,7 +42,8 @@ long parse_spin_count(const char* text) {
 }  // namespace
 
 long spin_count_for(const HostLoad& load) {
-  return load.other_runnable > load.cores ? kBusySpinCount : kLibgompSpinCount;
+  return load.other_runnable > load.cores || load.quota_limited ? kBusySpinCount
+                                                                : kLibgompSpinCount;
 }
 
 int threads_for(int requested, const HostLoad& load) {
@@ -87,6 +81,7 @@ PlanThreads plan_threads_for(int workers, int threads_per_worker, const HostLoad
 HostLoad sample_host_load() {
   HostLoad load;
   load.cores = usable_cores();
+  load.quota_limited = cpu_budget().quota_limited();
   // One sample can catch a transient (a shell forking, a short daemon wakeup): the median of
   // five over ~4 ms says what keeps the cores busy.
   int samples[5];
@@ -117,14 +112,21 @@ HostLoad sample_lasting_host_load() {
 
 std::vector<EnvironmentSetting> default_wait_policy(
     const std::function<const char*(const char*)>& lookup, const HostLoad& load) {
+  std::vector<EnvironmentSetting> settings;
+  // Under a CPU quota libgomp still counts the affinity mask's CPUs: a team sized to those
+  // would share the quota's cores among more threads than it has.
+  if (load.quota_limited && lookup("OMP_NUM_THREADS") == nullptr) {
+    settings.push_back({"OMP_NUM_THREADS", std::to_string(load.cores)});
+  }
   // A user who set either has chosen how threads wait; an empty value counts as a choice too.
-  if (lookup("OMP_WAIT_POLICY") != nullptr || lookup("GOMP_SPINCOUNT") != nullptr) return {};
-  return {{"GOMP_SPINCOUNT", std::to_string(spin_count_for(load))}};
+  if (lookup("OMP_WAIT_POLICY") == nullptr && lookup("GOMP_SPINCOUNT") == nullptr) {
+    settings.push_back({"GOMP_SPINCOUNT", std::to_string(spin_count_for(load))});
+  }
+  return settings;
 }
 
 void apply_default_wait_policy(char** argv) {
   auto lookup = [](const char* name) { return std::getenv(name); };
-  if (lookup("OMP_WAIT_POLICY") != nullptr || lookup("GOMP_SPINCOUNT") != nullptr) return;
   std::vector<EnvironmentSetting> settings = default_wait_policy(lookup, sample_host_load());
   bool changes_libgomp = false;
   for (const EnvironmentSetting& setting : settings) {

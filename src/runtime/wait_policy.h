@@ -17,10 +17,13 @@ struct EnvironmentSetting {
 };
 
 /// How busy the host is: threads of other processes ready to run, and the cores this process
-/// may use.
+/// may use (its affinity mask, bounded by its cgroup CPU quota: support/cpu_quota.h).
 struct HostLoad {
   int other_runnable = 0;
   int cores = 1;
+  /// A cgroup CPU quota holds this process below its affinity mask (CpuBudget::quota_limited):
+  /// every thread, waiting or not, spends the one quota.
+  bool quota_limited = false;
 };
 
 /// libgomp's own spin count when the user chose no wait policy: 300000 iterations of one `pause`
@@ -37,7 +40,9 @@ inline constexpr long kLibgompSpinCount = 300000;
 inline constexpr long kBusySpinCount = 0;
 
 /// The spin count for a host in this state: kBusySpinCount when the other processes' runnable
-/// threads outnumber the cores (a team's thread then often waits for a core), else libgomp's own.
+/// threads outnumber the cores (a team's thread then often waits for a core) or a CPU quota
+/// bounds the process (a spinning thread spends the quota the computing ones need), else
+/// libgomp's own.
 long spin_count_for(const HostLoad& load);
 
 /// Intra-op threads for a sequential run that asked for `requested`: no more than the cores
@@ -84,7 +89,7 @@ PlanThreads plan_threads_for(int workers, int threads_per_worker, const HostLoad
 
 /// The host's load now: the median over a few samples, about a millisecond apart, of the
 /// runnable threads the kernel counts (/proc/stat's procs_running, less the caller), and the
-/// cores in this process's affinity mask. Zero other threads when /proc cannot be read.
+/// cores this process may use (usable_cores()). Zero other threads when /proc cannot be read.
 HostLoad sample_host_load();
 
 /// The load that lasts: when `sample` sees other runnable threads, `wait` (about 50 ms), a second
@@ -99,8 +104,9 @@ HostLoad sample_lasting_host_load();
 
 /// What the cleave command sets before libgomp reads its environment: GOMP_SPINCOUNT (to the
 /// count for `load`), unless the user set OMP_WAIT_POLICY or GOMP_SPINCOUNT (to anything, even
-/// empty), in which case nothing. `lookup` returns a variable's value or nullptr when it is
-/// unset (std::getenv in the command).
+/// empty); and under a CPU quota (load.quota_limited) OMP_NUM_THREADS to the usable cores,
+/// unless the user set it. `lookup` returns a variable's value or nullptr when it is unset
+/// (std::getenv in the command).
 std::vector<EnvironmentSetting> default_wait_policy(
     const std::function<const char*(const char*)>& lookup, const HostLoad& load);
 

@@ -1,10 +1,12 @@
 // `cleave info` and `cleave --version`: the build, oneDNN, the ISA (and its cap) and the cores;
 // `cleave run --json` reports the ISA; a bad ONEDNN_MAX_CPU_ISA is refused by name.
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 
@@ -54,6 +56,35 @@ TEST_F(InfoCommandTest, JsonNamesTheBuildOneDnnIsaAndCores) {
   EXPECT_EQ(info["isa"]["effective"], info["isa"]["cpu"]);
   EXPECT_GE(info["cores"].get<int>(), 1);
   EXPECT_GE(info["openmp_threads"].get<int>(), 1);
+}
+
+// Under a cgroup v1 CPU quota of half a core (made here, removed after), `cleave info` names
+// the quota and its file, counts one usable core, and waiting threads sleep at once.
+TEST_F(InfoCommandTest, ACpuQuotaBoundsTheUsableCores) {
+  namespace fs = std::filesystem;
+  const fs::path group =
+      fs::path("/sys/fs/cgroup/cpu") / ("cleave_info_test_" + std::to_string(::getpid()));
+  std::error_code error;
+  if (!fs::create_directory(group, error) || error) {
+    GTEST_SKIP() << "needs root and cgroup v1's cpu controller at /sys/fs/cgroup/cpu";
+  }
+  struct Remove {
+    fs::path group;
+    ~Remove() { ::rmdir(group.c_str()); }
+  } remove{group};
+  std::ofstream(group / "cpu.cfs_period_us") << "100000\n";
+  std::ofstream(group / "cpu.cfs_quota_us") << "50000\n";
+  // The shell moves itself into the group, then runs cleave there; it leaves with its exit.
+  const CommandResult result = run_shell(
+      "sh -c 'echo $$ > " + (group / "cgroup.procs").string() + " && env -u " +
+      "GOMP_SPINCOUNT -u OMP_WAIT_POLICY -u OMP_NUM_THREADS " + CLEAVE_BINARY + " info --json'");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json info = nlohmann::json::parse(result.out);
+  EXPECT_EQ(info["cores"].get<int>(), 1);
+  EXPECT_DOUBLE_EQ(info["cpu_quota"]["cores"].get<double>(), 0.5);
+  EXPECT_EQ(info["cpu_quota"]["file"].get<std::string>(), (group / "cpu.cfs_quota_us").string());
+  EXPECT_EQ(info["openmp_spin_count"].get<long>(), 0);
+  EXPECT_EQ(info["openmp_threads"].get<int>(), 1);
 }
 
 // The commit is the one the binary was built from: the build looks it up each time, so a

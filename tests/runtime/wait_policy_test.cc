@@ -41,6 +41,28 @@ TEST(WaitPolicy, SleepsAtOnceWhenOtherThreadsOutnumberTheCores) {
   EXPECT_EQ(policy_for({}, {17, 16})[0].value, "0");
 }
 
+// Under a CPU quota a spinning thread spends the time the computing ones need: sleep at once,
+// even on an idle host.
+TEST(WaitPolicy, SleepsAtOnceUnderACpuQuota) {
+  const std::vector<EnvironmentSetting> quota = policy_for({}, {0, 1, /*quota_limited=*/true});
+  ASSERT_EQ(quota.size(), 2u);
+  EXPECT_EQ(quota[1].name, "GOMP_SPINCOUNT");
+  EXPECT_EQ(quota[1].value, "0");
+  EXPECT_EQ(policy_for({}, {0, 1, /*quota_limited=*/false})[0].value, "300000");
+}
+
+// libgomp sizes its teams to the affinity mask; under a quota, to the cores the quota gives.
+TEST(WaitPolicy, SizesOpenMPTeamsToACpuQuota) {
+  const std::vector<EnvironmentSetting> quota = policy_for({}, {0, 3, /*quota_limited=*/true});
+  ASSERT_FALSE(quota.empty());
+  EXPECT_EQ(quota[0].name, "OMP_NUM_THREADS");
+  EXPECT_EQ(quota[0].value, "3");
+  // The user's own count stays, and so does their wait policy.
+  const std::vector<EnvironmentSetting> users =
+      policy_for({{"OMP_NUM_THREADS", "8"}, {"OMP_WAIT_POLICY", "active"}}, {0, 3, true});
+  EXPECT_TRUE(users.empty());
+}
+
 TEST(WaitPolicy, LeavesAUsersWaitPolicyAlone) {
   EXPECT_TRUE(policy_for({{"OMP_WAIT_POLICY", "active"}}, {20, 2}).empty());
   EXPECT_TRUE(policy_for({{"OMP_WAIT_POLICY", "passive"}}).empty());

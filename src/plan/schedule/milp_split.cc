@@ -8,11 +8,11 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "ir/graph.h"
 #include "plan/schedule/heft.h"
 #include "plan/simulator.h"
+#include "support/cpu_quota.h"
 #include "support/isolated.h"
 #include "support/timing.h"
 
@@ -119,7 +119,7 @@ void report(const MilpSplitOptions& options, Clock::time_point begin, double& la
 
 std::size_t parallel_solves(const MilpSplitOptions& options) {
   if (options.parallel_solves > 0) return static_cast<std::size_t>(options.parallel_solves);
-  return std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<std::size_t>(usable_cores());
 }
 
 // What a module solve hands back from a worker process: what the DP and the plan read.
