@@ -50,6 +50,10 @@ struct CostTable {
   /// Profiles only: the convolution family whose kernels were timed (unset: plain layouts,
   /// or a table not measured here). Executors that cannot measure for themselves run it.
   std::optional<ConvolutionFamily> convolution_family;
+  /// How this host's workers hand values to each other, as the plans made from this table
+  /// price it (cpu_machine): a profile's table carries the host's calibration (measured where
+  /// its node times are), any other the assumed constants. Never cached with the table.
+  HostLinks host_links;
 
   /// Seconds of a node on `threads` intra-op threads; past the largest measured count the
   /// time stays at that count's (no speedup is assumed that was not measured).

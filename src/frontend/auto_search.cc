@@ -69,8 +69,8 @@ int over_memory_device(const Machine& machine, const PlanCandidate& candidate) {
 }
 
 // `workers` CPU workers with their own thread counts, on consecutive cores.
-Machine cpu_workers_with(const std::vector<int>& threads) {
-  Machine machine = cpu_machine(static_cast<int>(threads.size()), 1);
+Machine cpu_workers_with(const std::vector<int>& threads, const HostLinks& links) {
+  Machine machine = cpu_machine(static_cast<int>(threads.size()), 1, links);
   int core = 0;
   for (std::size_t w = 0; w < threads.size(); ++w) {
     machine.devices[w].threads = threads[w];
@@ -104,7 +104,7 @@ std::vector<int> threads_by_weight(const ModelPlan& plan, const CostTable& costs
 // The same clusters and orders on workers of `threads` each: every task re-costed at its
 // worker's thread count and the plan simulated again.
 ModelPlan rethreaded(ModelPlan plan, const CostTable& costs, const std::vector<int>& threads) {
-  plan.tasks.machine = cpu_workers_with(threads);
+  plan.tasks.machine = cpu_workers_with(threads, costs.host_links);
   const bool busy = costs.has_busy_seconds();
   for (Task& task : plan.tasks.tasks) {
     task.time.assign(threads.size(), 0);
@@ -294,11 +294,12 @@ void search_cpu_splits(Search& search, int cores) {
     if (options.samples >= workers) {
       // Before the planners: on a tie the plan without hand-offs between workers is kept.
       const int threads = cores / workers;
-      search.attempt(search.row("data-parallel", "data-parallel", split_text(workers, threads)),
-                     [&] {
-                       return plan_data_parallel(search.graph, search.costs,
-                                                 cpu_workers(workers, threads), options.samples);
-                     });
+      search.attempt(
+          search.row("data-parallel", "data-parallel", split_text(workers, threads)), [&] {
+            return plan_data_parallel(search.graph, search.costs,
+                                      cpu_workers(workers, threads, search.costs.host_links),
+                                      options.samples);
+          });
     }
     for (const PlannerEntry* planner : task_planners(options)) {
       if (!planner->before_copies.empty()) continue;
@@ -430,9 +431,10 @@ ModelPlan plan_sequential(const Graph& graph, const CostTable& costs,
   ModelPlan result;
   // Without a machine file: one worker with every core. With one: every task on the first
   // device; the other devices stay idle (their workers run nothing).
-  const Machine machine = options.machine
-                              ? *options.machine
-                              : cpu_workers(1, options.workers * options.threads_per_worker);
+  const Machine machine =
+      options.machine
+          ? *options.machine
+          : cpu_workers(1, options.workers * options.threads_per_worker, costs.host_links);
   result.threads_per_worker = machine.devices.front().threads;
   result.tasks = replicate_for_samples(
       task_graph_for(graph, costs, machine, model_values_of(options)), options.samples);
@@ -456,7 +458,8 @@ ModelPlan plan_with_planner(const Graph& graph, const CostTable& costs,
   result.family = family_of(strategy);
   TaskGraph per_sample = task_graph_for(
       graph, costs,
-      options.machine ? *options.machine : cpu_workers(options.workers, options.threads_per_worker),
+      options.machine ? *options.machine
+                      : cpu_workers(options.workers, options.threads_per_worker, costs.host_links),
       model_values_of(options));
   ScheduleOptions schedule_options;
   schedule_options.time_limit_seconds = options.time_limit_seconds;

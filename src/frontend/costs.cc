@@ -43,11 +43,11 @@ void add_model_values(const Graph& graph, const Node& node, Task& task) {
 
 // Where node times are measured, so are the hand-offs between workers (cached like the rates);
 // a host that cannot be calibrated keeps the assumed links and says so.
-void use_calibrated_host_links(const std::function<void(const std::string&)>& progress) {
+HostLinks calibrated_links_or_assumed(const std::function<void(const std::string&)>& progress) {
   // On one core no two workers ever compute at once: nothing to calibrate, and nothing to say.
-  if (allowed_cpus().size() < 2) return;
+  if (allowed_cpus().size() < 2) return {};
   try {
-    set_host_links(calibrated_host_links());
+    return calibrated_host_links();
   } catch (const Error& e) {
     const std::string line =
         fmt::format("host hand-off not calibrated, links assumed: {}", e.what());
@@ -57,6 +57,7 @@ void use_calibrated_host_links(const std::function<void(const std::string&)>& pr
       fmt::print(stderr, "cleave: warning: {}\n", line);
     }
   }
+  return {};
 }
 
 }  // namespace
@@ -70,7 +71,7 @@ CostTable choose_costs(const Graph& graph, const CostChoice& choice) {
     throw Error(
         fmt::format("--costs: expected profile, static or analytical, got \"{}\"", choice.source));
   }
-  use_calibrated_host_links(choice.progress);
+  const HostLinks links = calibrated_links_or_assumed(choice.progress);
   ProfileOptions options = profile_options(choice.max_threads);
   options.repeat = choice.repeat;
   options.use_cache = choice.use_cache;
@@ -80,6 +81,7 @@ CostTable choose_costs(const Graph& graph, const CostChoice& choice) {
                     : measured_family(graph, choice.threads_per_worker, options.progress);
   CostTable table = profile_costs(graph, options);
   if (options.blocked_layouts) table.convolution_family = options.convolution_family;
+  table.host_links = links;
   return table;
 }
 

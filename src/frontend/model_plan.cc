@@ -31,10 +31,10 @@ std::vector<std::string> model_strategies() {
   return names;
 }
 
-Machine cpu_workers(int workers, int threads_each) {
+Machine cpu_workers(int workers, int threads_each, const HostLinks& links) {
   if (workers < 1 || threads_each < 1)
     throw Error("a CPU machine needs at least one worker of one thread");
-  Machine machine = cpu_machine(workers, threads_each);
+  Machine machine = cpu_machine(workers, threads_each, links);
   for (int w = 0; w < workers; ++w) {
     machine.devices[w].threads = threads_each;
     machine.devices[w].cores.clear();
@@ -60,9 +60,10 @@ ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlan
     chosen = options.machine
                  ? plan_data_parallel(graph, costs, *options.machine, options.samples,
                                       ModelValues::kFromRank0)
-                 : plan_data_parallel(graph, costs,
-                                      cpu_workers(options.workers, options.threads_per_worker),
-                                      options.samples);
+                 : plan_data_parallel(
+                       graph, costs,
+                       cpu_workers(options.workers, options.threads_per_worker, costs.host_links),
+                       options.samples);
     // As plan_with_planner names its plans ("lc, 2 devices").
     const std::size_t workers = chosen.tasks.machine.size();
     chosen.configuration =

@@ -111,8 +111,9 @@ inline constexpr const char* kExportedFormsFused = "exported-forms-fused";
 /// that cannot be read (read_model_plan reports that, naming the file).
 bool plan_fuses_exported_forms(const std::string& path);
 
-/// `workers` CPU workers of `threads_each` threads, pinned to consecutive cores.
-Machine cpu_workers(int workers, int threads_each);
+/// `workers` CPU workers of `threads_each` threads, pinned to consecutive cores, linked by
+/// `links` (a plan's: its cost table's, CostTable::host_links).
+Machine cpu_workers(int workers, int threads_each, const HostLinks& links = {});
 
 /// Plans the (already optimized) graph with the costs. `auto` simulates sequential (one
 /// worker with all threads intra-op), lc, clone and for several samples the hyperclusters,

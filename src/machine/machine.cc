@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -84,27 +83,7 @@ void check_speed_ratio(const std::vector<Device>& devices, const std::string& or
   }
 }
 
-std::mutex host_links_mutex;
-HostLinks& installed_host_links() {
-  static HostLinks links;
-  return links;
-}
-
 }  // namespace
-
-HostLinks host_links() {
-  std::lock_guard lock(host_links_mutex);
-  return installed_host_links();
-}
-
-void set_host_links(const HostLinks& links) {
-  std::lock_guard lock(host_links_mutex);
-  installed_host_links() = links;
-}
-
-void reset_host_links() {
-  set_host_links(HostLinks{});
-}
 
 double Machine::transfer_time(std::size_t from, std::size_t to, double bytes) const {
   if (from == to) return 0;
@@ -112,6 +91,16 @@ double Machine::transfer_time(std::size_t from, std::size_t to, double bytes) co
   if (!(link > 0)) return std::numeric_limits<double>::infinity();
   const double delay = latency.empty() ? 0.0 : latency.at(from).at(to);
   return delay + bytes / link;
+}
+
+double Machine::arrival_delay(std::size_t from, std::size_t to, double bytes) const {
+  if (!shared_memory || from == to) return transfer_time(from, to, bytes);
+  return latency.empty() ? 0.0 : latency.at(from).at(to);
+}
+
+double Machine::read_time(std::size_t from, std::size_t to, double bytes) const {
+  if (!shared_memory || from == to) return 0;
+  return transfer_time(from, to, bytes) - arrival_delay(from, to, bytes);
 }
 
 bool Machine::identical(std::size_t a, std::size_t b) const {
@@ -323,7 +312,7 @@ void write_machine(const Machine& machine, const std::string& path) {
   write_file_atomically(path, machine_to_json(machine).dump(2) + "\n");
 }
 
-Machine cpu_machine(int workers, int threads_each) {
+Machine cpu_machine(int workers, int threads_each, const HostLinks& links) {
   if (workers < 1 || threads_each < 1) {
     throw Error(
         fmt::format("cpu machine: expected at least 1 worker of at least 1 thread, got {} "
@@ -332,12 +321,12 @@ Machine cpu_machine(int workers, int threads_each) {
   }
   // Workers on one host share memory: a hand-off costs the reader the other core's cache
   // lines plus a wake-up. Unless this host was calibrated, both are HostLinks' rough guesses.
-  const HostLinks links = host_links();
   Machine machine;
   machine.name = fmt::format("cpu x{}", workers);
   machine.link_source = links.source;
   machine.task_seconds = links.task_seconds;
   machine.run_seconds = links.run_seconds;
+  machine.shared_memory = true;
   const auto n = static_cast<std::size_t>(workers);
   for (int i = 0; i < workers; ++i) {
     Device device;

@@ -51,10 +51,21 @@ struct Machine {
   double task_seconds = 0;
   /// Seconds each run of such a plan costs beyond its tasks: waking the workers and joining them.
   double run_seconds = 0;
+  /// Workers of one process (cpu_machine): a value crossing workers is shared by pointer, never
+  /// sent, so the reader pays bytes / bandwidth on its own core, inside its task (reading the
+  /// lines left in the producer's cache), and only the latency delays it. False (machine and
+  /// task-graph files): a transfer is a message that arrives after latency + bytes / bandwidth.
+  bool shared_memory = false;
 
   std::size_t size() const { return devices.size(); }
   /// Seconds to move `bytes` from device u to v; 0 when u == v; +inf when there is no link.
   double transfer_time(std::size_t from, std::size_t to, double bytes) const;
+  /// Of transfer_time, what delays the reader's start: all of it, or with shared_memory only the
+  /// latency (the rest is read_time, paid inside the reader's task).
+  double arrival_delay(std::size_t from, std::size_t to, double bytes) const;
+  /// Of transfer_time, what the reader's task pays on its core: bytes / bandwidth with
+  /// shared_memory, else 0.
+  double read_time(std::size_t from, std::size_t to, double bytes) const;
   /// Same kind, speed, roofline, memory and batch sizes.
   bool identical(std::size_t a, std::size_t b) const;
 };
@@ -80,16 +91,9 @@ struct HostLinks {
   std::string source = "host hand-off (assumed, not measured)";
 };
 
-/// The links cpu_machine gives its workers: set_host_links's, else the assumed constants.
-HostLinks host_links();
-/// Makes `links` (a calibration of this host, cost/hand_off_calibration.h) the links of every
-/// later cpu_machine in this process; process-wide, as the measured peak rates are.
-void set_host_links(const HostLinks& links);
-/// Back to the assumed constants (tests).
-void reset_host_links();
-
-/// `workers` identical CPU workers of `threads_each` threads on this host, linked by
-/// host_links().
-Machine cpu_machine(int workers, int threads_each = 1);
+/// `workers` identical CPU workers of `threads_each` threads on this host, linked by `links`:
+/// a calibration of this host (cost/hand_off_calibration.h, carried by the cost table a plan is
+/// made with: CostTable::host_links), else the assumed constants.
+Machine cpu_machine(int workers, int threads_each = 1, const HostLinks& links = {});
 
 }  // namespace cleave

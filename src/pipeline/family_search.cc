@@ -143,7 +143,8 @@ PlanCandidate pipeline_candidate(const Graph& graph, const CostTable& costs,
   // pipeline_if_faster).
   if (best_staged) {
     stage_memory(graph, costs, options, stage_of_nodes(graph, *best_staged),
-                 cpu_machine(static_cast<int>(best_staged->stage_nodes.size()), best_threads),
+                 cpu_machine(static_cast<int>(best_staged->stage_nodes.size()), best_threads,
+                             costs.host_links),
                  best);
   }
   return best;

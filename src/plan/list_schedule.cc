@@ -222,12 +222,20 @@ double AppendScheduler::makespan(const std::vector<int>& worker_of_task) const {
   for (int task : priority_) {
     const int worker = worker_of_task[task];
     double start = std::max(worker_free_[worker], graph_->input_arrival(task, worker));
+    double reads = 0;
     for (int edge : in_edges_[task]) {
       const int producer = graph_->edges[edge].first;
-      start = std::max(
-          start, finish_[producer] + graph_->edge_time(edge, worker_of_task[producer], worker));
+      const int from = worker_of_task[producer];
+      if (from == worker) {
+        start = std::max(start, finish_[producer]);
+        continue;
+      }
+      const double bytes = graph_->bytes_on_edge(edge);
+      start =
+          std::max(start, finish_[producer] + graph_->machine.arrival_delay(from, worker, bytes));
+      reads += graph_->machine.read_time(from, worker, bytes);
     }
-    const double finish = start + graph_->tasks[task].time[worker];
+    const double finish = start + graph_->tasks[task].time[worker] + reads;
     finish_[task] = finish;
     worker_free_[worker] = finish;
     makespan = std::max(makespan, finish);

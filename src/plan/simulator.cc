@@ -51,20 +51,27 @@ Simulation simulate(const Plan& plan, const TaskGraph& graph) {
         ++result.transfer_count;
       }
     }
+    // On shared memory the reader pulls a value's lines from the producer's cache while its
+    // task runs: the latency delays the start, the bytes lengthen the task.
+    double reads = 0;
     for (int edge : in_edges[task]) {
       const int producer = graph.edges[edge].first;
       const int producer_worker = plan.tasks[producer].worker;
-      start =
-          std::max(start, result.finish[producer] + graph.edge_time(edge, producer_worker, worker));
-      if (producer_worker != worker) {
-        result.transfer_bytes += graph.bytes_on_edge(edge);
-        ++result.transfer_count;
+      if (producer_worker == worker) {
+        start = std::max(start, result.finish[producer]);
+        continue;
       }
+      const double bytes = graph.bytes_on_edge(edge);
+      start = std::max(start, result.finish[producer] +
+                                  graph.machine.arrival_delay(producer_worker, worker, bytes));
+      reads += graph.machine.read_time(producer_worker, worker, bytes);
+      result.transfer_bytes += bytes;
+      ++result.transfer_count;
     }
     const Task& info = graph.tasks[task];
     const double duration = (result.beside_busy && !info.busy_time.empty() ? info.busy_time[worker]
                                                                            : info.time[worker]) +
-                            task_seconds;
+                            task_seconds + reads;
     result.start[task] = start;
     result.finish[task] = start + duration;
     result.busy[worker] += duration;

@@ -39,7 +39,9 @@ bool prices_beside_busy(const Plan& plan, const TaskGraph& graph);
 
 /// List-schedules the plan's per-worker orders exactly: a task starts when the task before it
 /// on its worker has finished and every input has arrived (producer finish, plus latency and
-/// bytes / bandwidth when the producer ran on another worker). Model inputs a task on another
+/// bytes / bandwidth when the producer ran on another worker; on a Machine::shared_memory
+/// machine only the latency, and the reader's task takes bytes / bandwidth longer instead: it
+/// reads the value from the other core's cache while it runs). Model inputs a task on another
 /// device than 0 reads arrive from device 0, sent at the start (TaskGraph::input_arrival); the
 /// model outputs produced only off device 0 end the run when they reach it
 /// (TaskGraph::output_gathers): what the MPI executor sends. Links carry any number of

@@ -263,6 +263,13 @@ Machine task_graph_machine(const nlohmann::json& json, const std::string& origin
     machine.task_seconds = non_negative_number(json["task_seconds"], origin + ": task_seconds");
   if (json.contains("run_seconds"))
     machine.run_seconds = non_negative_number(json["run_seconds"], origin + ": run_seconds");
+  if (json.contains("shared_memory")) {
+    if (!json["shared_memory"].is_boolean()) {
+      throw Error(fmt::format("{}: shared_memory: expected true or false, got {}", origin,
+                              show_json(json["shared_memory"])));
+    }
+    machine.shared_memory = json["shared_memory"].get<bool>();
+  }
   return machine;
 }
 
@@ -503,6 +510,7 @@ nlohmann::json task_graph_to_json(const TaskGraph& graph) {
   if (!graph.machine.link_source.empty()) json["link_source"] = graph.machine.link_source;
   if (graph.machine.task_seconds > 0) json["task_seconds"] = graph.machine.task_seconds;
   if (graph.machine.run_seconds > 0) json["run_seconds"] = graph.machine.run_seconds;
+  if (graph.machine.shared_memory) json["shared_memory"] = true;
   json["tasks"] = std::move(tasks);
   json["edges"] = std::move(edges);
   return json;

@@ -31,6 +31,7 @@ void use_split_machine(const Machine& machine, const std::string& path, int mach
 
 void use_split_links(const SplitCostModel& links, Machine& machine) {
   const std::size_t n = machine.size();
+  machine.shared_memory = false;  // Ranks are processes: values travel as messages.
   machine.bandwidth.assign(n, std::vector<double>(n, links.bytes_per_second));
   machine.latency.assign(n, std::vector<double>(n, links.latency_seconds));
   for (std::size_t d = 0; d < n; ++d) {

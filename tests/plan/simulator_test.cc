@@ -11,6 +11,7 @@
 namespace cleave {
 namespace {
 
+using testing::graph_error;
 using testing::graph_from_text;
 using ::testing::HasSubstr;
 
@@ -57,6 +58,56 @@ TEST(SimulatorTest, InputFromAnotherWorkerArrivesAfterLatencyAndBandwidth) {
   EXPECT_EQ(result.transfer_bytes, 200);
   EXPECT_DOUBLE_EQ(result.busy[1], 3);
   EXPECT_DOUBLE_EQ(result.idle[1], 5);
+}
+
+// a -> b -> d, a -> c -> d; b (on q) is short and c (on p) long, so b's value reaches p while
+// p still runs c; 100 bytes per edge over 100 bytes/s plus 0.5 s latency.
+std::string slack_graph(bool shared_memory) {
+  return std::string(R"({"devices": [{"name": "p"}, {"name": "q"}],
+    "bandwidth": [[0, 100], [100, 0]], "latency": [[0, 0.5], [0.5, 0]],
+    "shared_memory": )") +
+         (shared_memory ? "true" : "false") + R"(,
+    "tasks": [{"name": "a", "time": [1, 1], "output_bytes": 100},
+              {"name": "b", "time": [1, 1], "output_bytes": 100},
+              {"name": "c", "time": [5, 5], "output_bytes": 100},
+              {"name": "d", "time": [1, 1]}],
+    "edges": [["a", "b"], ["a", "c"], ["b", "d"], ["c", "d"]]})";
+}
+
+TEST(SimulatorTest, AMessageArrivingWhileTheReaderIsBusyCostsItNothing) {
+  // b runs 2.5-3.5 on q (a's message took 1.5 s), its message reaches p at 5, while c runs
+  // 1-6 there: d runs 6-7.
+  const Simulation result =
+      simulate(make_plan({0, 1, 0, 0}, {{0, 2, 3}, {1}}), graph_from_text(slack_graph(false)));
+  EXPECT_DOUBLE_EQ(result.start[1], 2.5);
+  EXPECT_DOUBLE_EQ(result.start[3], 6);
+  EXPECT_DOUBLE_EQ(result.makespan, 7);
+}
+
+TEST(SimulatorTest, OnSharedMemoryTheReaderPaysTheBytesInsideItsTask) {
+  // Only the latency delays b (start 1.5), which reads a's 100 bytes while it runs (2 s, to
+  // 3.5); d starts when c ends (6) and reads b's bytes as it runs: 6-8.
+  const Simulation result =
+      simulate(make_plan({0, 1, 0, 0}, {{0, 2, 3}, {1}}), graph_from_text(slack_graph(true)));
+  EXPECT_DOUBLE_EQ(result.start[1], 1.5);
+  EXPECT_DOUBLE_EQ(result.finish[1], 3.5);
+  EXPECT_DOUBLE_EQ(result.start[3], 6);
+  EXPECT_DOUBLE_EQ(result.makespan, 8);
+  EXPECT_DOUBLE_EQ(result.busy[0], 1 + 5 + 2);
+  EXPECT_EQ(result.transfer_bytes, 200);
+}
+
+TEST(SimulatorTest, ATaskGraphFileKeepsSharedMemory) {
+  const TaskGraph graph = graph_from_text(slack_graph(true));
+  EXPECT_TRUE(graph.machine.shared_memory);
+  EXPECT_TRUE(task_graph_from_json(task_graph_to_json(graph), "g.json").machine.shared_memory);
+  EXPECT_FALSE(graph_from_text(kDiamond).machine.shared_memory);
+}
+
+TEST(SimulatorTest, ASharedMemoryFlagThatIsNotABooleanIsRefusedByName) {
+  std::string text = slack_graph(true);
+  text.replace(text.find("true"), 4, "\"yes\"");
+  EXPECT_THAT(graph_error(text), HasSubstr("shared_memory: expected true or false"));
 }
 
 TEST(SimulatorTest, WorkerWaitsForItsPreviousTaskEvenWhenInputsAreReady) {
