@@ -1,6 +1,7 @@
 // The command line shared by generated C++ programs (one process, or one rank of several).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -67,5 +68,34 @@ int program_threads_per_worker(const StaticProgramTables& tables, bool fixed, co
 
 /// The process's resident-memory high-water mark.
 std::size_t process_peak_rss_bytes();
+
+/// The one timing loop of a generated program's main (StaticProgram, SampleStreamProgram):
+/// intra-op threads for the host's load unless fixed (noted in `extra`), `options.warmup`
+/// untimed runs, then `options.repeat` timed ones; returns each timed run's milliseconds.
+template <class Program>
+std::vector<double> time_program_runs(Program& program, const StaticProgramTables& tables,
+                                      const ProgramMainOptions& options, const void* const* inputs,
+                                      void* const* outputs, nlohmann::json& extra) {
+  // The plan's threads only while other processes leave the cores free: a team whose thread
+  // waits for a core makes every barrier wait (docs/results/load.md). Sampled once the weights
+  // and inputs are read, as `cleave run` does.
+  if (!threads_fixed_by_user(options.fixed_threads)) {
+    const HostLoad load = sample_lasting_host_load();
+    const int threads = program_threads_per_worker(tables, false, load);
+    program.set_threads_per_worker(threads);
+    extra["ran_threads_per_worker"] = threads;
+    extra["host_load"] = {{"other_runnable", load.other_runnable}, {"cores", load.cores}};
+  }
+  for (int i = 0; i < options.warmup; ++i) program.run(inputs, outputs);
+  std::vector<double> latencies;
+  for (int i = 0; i < options.repeat; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    program.run(inputs, outputs);
+    latencies.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  return latencies;
+}
 
 }  // namespace cleave

@@ -326,23 +326,8 @@ int run_stream_main(const SampleStreamTables& tables, const ProgramMainOptions& 
     for (Tensor& output : sample) output_pointers.push_back(output.raw());
   }
   nlohmann::json extra = nlohmann::json::object();
-  if (!threads_fixed_by_user(options.fixed_threads)) {
-    const HostLoad load = sample_lasting_host_load();
-    const int threads = program_threads_per_worker(p, false, load);
-    program.set_threads_per_worker(threads);
-    extra["ran_threads_per_worker"] = threads;
-    extra["host_load"] = {{"other_runnable", load.other_runnable}, {"cores", load.cores}};
-  }
-  for (int i = 0; i < options.warmup; ++i)
-    program.run(input_pointers.data(), output_pointers.data());
-  std::vector<double> latencies;
-  for (int i = 0; i < options.repeat; ++i) {
-    const auto begin = std::chrono::steady_clock::now();
-    program.run(input_pointers.data(), output_pointers.data());
-    latencies.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
-            .count());
-  }
+  const std::vector<double> latencies =
+      time_program_runs(program, p, options, input_pointers.data(), output_pointers.data(), extra);
   extra["sample_latency_ms"] = sample_latency_json(program.sample_seconds());
   return report_program_run(p, options, outputs.front(), latencies, baseline_rss, extra, outputs);
 }

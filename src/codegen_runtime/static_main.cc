@@ -230,28 +230,9 @@ int run_main(const StaticProgramTables& tables, const ProgramMainOptions& option
     const bool run_time = tables.values[tables.graph_outputs[i]].kind == StaticValue::kRunTime;
     output_pointers.push_back(run_time ? nullptr : outputs[i].raw());
   }
-  // The plan's threads only while other processes leave the cores free: a team whose thread
-  // waits for a core makes every barrier wait (docs/results/load.md). Sampled once the weights
-  // and inputs are read, as `cleave run` does: a process started beside this one (the reader
-  // of its output in a pipeline) is busy only for its first milliseconds.
   nlohmann::json extra = nlohmann::json::object();
-  if (!threads_fixed_by_user(options.fixed_threads)) {
-    const HostLoad load = sample_lasting_host_load();
-    const int threads = program_threads_per_worker(tables, false, load);
-    program.set_threads_per_worker(threads);
-    extra["ran_threads_per_worker"] = threads;
-    extra["host_load"] = {{"other_runnable", load.other_runnable}, {"cores", load.cores}};
-  }
-  for (int i = 0; i < options.warmup; ++i)
-    program.run(input_pointers.data(), output_pointers.data());
-  std::vector<double> latencies;
-  for (int i = 0; i < options.repeat; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    program.run(input_pointers.data(), output_pointers.data());
-    latencies.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count());
-  }
+  const std::vector<double> latencies = time_program_runs(
+      program, tables, options, input_pointers.data(), output_pointers.data(), extra);
   for (int i = 0; i < tables.graph_output_count; ++i)
     if (!output_pointers[i]) outputs[i] = program.output(i);
   return report_program_run(tables, options, outputs, latencies, baseline_rss, extra);
