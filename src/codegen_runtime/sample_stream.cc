@@ -73,7 +73,7 @@ struct SampleStreamProgram::Impl {
   std::mutex mutex;
   std::condition_variable changed;
   int64_t run_number = 0;
-  int finished = 0;
+  std::atomic<int> finished{0};  // Threads of workers 1.. done with this run; spun on first.
   bool shutting_down = false;
   std::atomic<bool> failed{false};
   bool broken = false;
@@ -172,7 +172,7 @@ struct SampleStreamProgram::Impl {
       }
       run_worker(w);
       std::lock_guard lock(mutex);
-      ++finished;
+      finished.fetch_add(1);
       changed.notify_all();
     }
   }
@@ -251,8 +251,10 @@ void SampleStreamWorker::receive(int c, int slot, int sample) {
 SampleStreamProgram::SampleStreamProgram(const SampleStreamTables& tables,
                                          const std::string& weights_path)
     : impl_(std::make_unique<Impl>(tables, weights_path)) {
+  // Worker 0 runs on the caller's thread (StaticProgram's rule): no wake-up of a worker 0
+  // thread starts a run and none of the caller ends it.
   if (tables.program->workers > 1) {
-    for (int w = 0; w < tables.program->workers; ++w)
+    for (int w = 1; w < tables.program->workers; ++w)
       impl_->threads.emplace_back([this, w] { impl_->worker_main(w); });
   }
 }
@@ -286,15 +288,18 @@ void SampleStreamProgram::run(const void* const* inputs, void* const* outputs) {
   ++s.run;
   std::fill(s.sample_seconds.begin(), s.sample_seconds.end(), 0.0);
   s.start = std::chrono::steady_clock::now();
-  if (s.program_tables.workers == 1) {
-    // One worker runs on the caller's thread and OpenMP pool, as `cleave run` does.
-    s.run_worker(0);
-  } else {
-    std::unique_lock lock(s.mutex);
+  const int others = s.program_tables.workers - 1;
+  if (others > 0) {
+    std::lock_guard lock(s.mutex);
     s.finished = 0;
     ++s.run_number;
     s.changed.notify_all();
-    s.changed.wait(lock, [&] { return s.finished == s.program_tables.workers; });
+  }
+  // Worker 0 on the caller's thread and OpenMP pool, as the thread executor runs it.
+  s.run_worker(0);
+  if (others > 0 && !spin_until([&] { return s.finished.load() == others; })) {
+    std::unique_lock lock(s.mutex);
+    s.changed.wait(lock, [&] { return s.finished.load() == others; });
   }
   if (s.failed) {
     s.broken = true;

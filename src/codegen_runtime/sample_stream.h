@@ -56,10 +56,11 @@ class SampleStreamWorker {
 };
 
 /// A generated worker-thread program of several samples at run time: one StaticProgram
-/// instance per worker (its own arena and kernels, the weights mapped once per instance), one
-/// pinned thread per worker running its generated function (the same start and finish
-/// handshake as StaticProgram's workers), and per channel `slots` buffers, each a value's bytes
-/// with a fill count and an empty count (the same ready flags: spin, then futex).
+/// instance per worker (its own arena and kernels, the weights mapped once per instance), worker
+/// 0's generated function on the caller's thread and one pinned thread per other worker (the
+/// same start and finish handshake as StaticProgram's workers), and per channel `slots` buffers,
+/// each a value's bytes with a fill count and an empty count (the same ready flags: spin, then
+/// futex).
 class SampleStreamProgram {
  public:
   /// Throws Error naming the weights file (StaticProgram) when it is missing or of another size.

@@ -104,7 +104,7 @@ struct StaticProgram::Impl {
   std::mutex mutex;
   std::condition_variable changed;
   int64_t run_number = 0;
-  int finished = 0;
+  std::atomic<int> finished{0};  // Threads of workers 1.. done with this run; spun on first.
   bool shutting_down = false;
   std::atomic<bool> failed{false};
   std::string failure;
@@ -278,7 +278,7 @@ struct StaticProgram::Impl {
       omp_set_num_threads(threads_per_worker);
       run_worker(worker);
       std::lock_guard lock(mutex);
-      ++finished;
+      finished.fetch_add(1);
       changed.notify_all();
     }
   }
@@ -290,8 +290,10 @@ StaticProgram::StaticProgram(const StaticProgramTables& tables, const std::strin
                              bool worker_threads)
     : impl_(std::make_unique<Impl>(tables, weights_path)) {
   impl_->owner = this;
+  // Worker 0 runs on the caller's thread (as the thread executor's): no wake-up of a worker 0
+  // thread starts a run and none of the caller ends it.
   if (worker_threads && tables.workers > 1) {
-    for (int w = 0; w < tables.workers; ++w)
+    for (int w = 1; w < tables.workers; ++w)
       impl_->threads.emplace_back([this, w] { impl_->worker_main(w); });
   }
 }
@@ -378,15 +380,15 @@ void StaticProgram::run(const void* const* inputs, void* const* outputs) {
     s.failure.clear();
     s.finished = 0;
     ++s.run_number;
-    if (s.tables.workers > 1) {
-      s.changed.notify_all();
-      s.changed.wait(lock, [&] { return s.finished == s.tables.workers; });
-    }
+    if (s.tables.workers > 1) s.changed.notify_all();
   }
-  if (s.tables.workers == 1) {
-    // One worker runs on the caller's thread and OpenMP pool, as `cleave run` does.
-    omp_set_num_threads(s.threads_per_worker);
-    s.run_worker(0);
+  // Worker 0 on the caller's thread and OpenMP pool, as the thread executor runs it.
+  omp_set_num_threads(s.threads_per_worker);
+  s.run_worker(0);
+  const int others = s.tables.workers - 1;
+  if (others > 0 && !spin_until([&] { return s.finished.load() == others; })) {
+    std::unique_lock lock(s.mutex);
+    s.changed.wait(lock, [&] { return s.finished.load() == others; });
   }
   if (s.failed) throw Error(s.failure);
   get_outputs(outputs);

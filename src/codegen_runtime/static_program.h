@@ -70,8 +70,8 @@ struct StaticProgramTables {
 };
 
 /// A generated program at run time: the weights memory-mapped, one arena, one kernel per step
-/// prepared on the first run (on its worker's thread, with its thread count), persistent
-/// pinned worker threads, and one ready flag per channel.
+/// prepared on the first run (on its worker's thread, with its thread count), worker 0 on the
+/// caller's thread and persistent pinned threads for the others, and one ready flag per channel.
 class StaticProgram {
  public:
   /// Maps `weights_path` and parses the graph text; throws Error naming the file when the

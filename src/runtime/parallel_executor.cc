@@ -17,6 +17,7 @@
 #include "runtime/plan_inputs.h"
 #include "runtime/task_loop.h"
 #include "runtime/value_hand_off.h"
+#include "runtime/wait_policy.h"
 
 namespace cleave {
 
@@ -60,7 +61,9 @@ struct ParallelExecutor::Impl {
   std::mutex mutex;
   std::condition_variable run_changed;  // New run, shutdown, a worker finished, failure.
   int64_t run_number = 0;
-  int finished_workers = 0;
+  // Threads other than the caller's that finished this run; atomic so that the caller can spin
+  // on it before it sleeps.
+  std::atomic<int> finished_workers{0};
   bool shutting_down = false;
   std::atomic<bool> failed{false};
   std::string failure;
@@ -69,12 +72,17 @@ struct ParallelExecutor::Impl {
   std::unique_ptr<ValueHandOff> hand_off;
   TraceRecorder* recorder = nullptr;
   const std::vector<std::shared_ptr<ExecutorObserver>>* observers = nullptr;
+  // Threads 1.. of the plan; thread 0 is the caller's.
   std::vector<std::thread> worker_threads;
-  // A one-worker plan runs on the caller's thread, in the caller's OpenMP pool. A second
-  // thread would start a second pool: libgomp then counts more threads than cores and stops
-  // spinning between parallel regions, and GoogLeNet at 2 threads took 22 ms instead of 13 ms
-  // in any process that also ran an executor on its main thread (cleave bench, a profile).
-  bool on_caller = false;
+  // Thread 0 (worker 0's tasks, all of a one-worker plan's) runs on the caller's thread, in the
+  // caller's OpenMP pool. A thread of its own would start a second pool: libgomp then counts
+  // more threads than cores and stops spinning between parallel regions, and GoogLeNet at 2
+  // threads took 22 ms instead of 13 ms in any process that also ran an executor on its main
+  // thread (cleave bench, a profile). And every run would pay two wake-ups on its critical path,
+  // the caller waking worker 0 and worker 0 waking the caller, each 60-85 us (median) on the
+  // 2-vCPU EPYC VM: shufflenet_v2_x1_0's lc plan (every task on worker 0) ran 8-10% slower than
+  // the sequential executor in `cleave bench --families`. The caller is not pinned: its OpenMP
+  // team would inherit the binding.
   std::unique_ptr<dnnl::stream> caller_stream;
 
   std::string thread_name(int thread) const {
@@ -131,7 +139,7 @@ struct ParallelExecutor::Impl {
                      loop.tasks[awaited].worker));
   }
 
-  // `seen`: the run number when the thread starts; it waits for the next one.
+  // `seen`: the run number when the thread starts; it waits for the next one. Not thread 0.
   void thread_main(int thread, int64_t seen) {
     // A folded thread runs several workers' tasks on the cores other processes left: where is
     // the scheduler's choice, not the plan's.
@@ -151,9 +159,18 @@ struct ParallelExecutor::Impl {
         fail(fmt::format("{}: {}", thread_name(thread), e.what()));
       }
       std::lock_guard lock(mutex);
-      ++finished_workers;
+      finished_workers.fetch_add(1);
       run_changed.notify_all();
     }
+  }
+
+  // After the caller's own tasks: the other threads' end, spun on first (they usually finished
+  // before the caller, whose worker has the critical path), so that no wake-up is paid.
+  void wait_for_workers() {
+    const int others = threads - 1;
+    if (others == 0 || spin_until([&] { return finished_workers.load() == others; })) return;
+    std::unique_lock lock(mutex);
+    run_changed.wait(lock, [&] { return finished_workers.load() == others; });
   }
 
   // Not while a run is under way (ExecutorInterface's contract: one run at a time).
@@ -164,7 +181,7 @@ struct ParallelExecutor::Impl {
       shutting_down = false;
       current = run_number;
     }
-    for (int t = 0; t < threads; ++t)
+    for (int t = 1; t < threads; ++t)
       worker_threads.emplace_back([this, t, current] { thread_main(t, current); });
   }
 
@@ -264,11 +281,7 @@ ParallelExecutor::ParallelExecutor(const Graph& graph, const TaskGraph& tasks, c
     for (int task : execution_order(plan, tasks))
       s.thread_tasks[plan.tasks[task].worker % s.threads].push_back(task);
   }
-  s.on_caller = s.threads == 1;
-  if (s.on_caller) {
-    s.caller_stream = std::make_unique<dnnl::stream>(s.engine);
-    return;
-  }
+  s.caller_stream = std::make_unique<dnnl::stream>(s.engine);
   s.start_threads();
 }
 
@@ -286,7 +299,7 @@ std::vector<std::vector<Tensor>> ParallelExecutor::run(const std::vector<SampleI
     throw Error(fmt::format("the plan runs {} sample(s), {} were given", samples_, inputs.size()));
   }
   for (const auto& sample : inputs) check_inputs(s.graph, sample);
-  if (!s.on_caller && s.worker_threads.empty()) s.start_threads();
+  if (static_cast<int>(s.worker_threads.size()) != s.threads - 1) s.start_threads();
   reset_reads(s.loop);
   std::string input_shapes;
   for (const auto& sample : inputs) input_shapes += input_shape_signature(sample);
@@ -308,19 +321,21 @@ std::vector<std::vector<Tensor>> ParallelExecutor::run(const std::vector<SampleI
     s.run_inputs = &inputs;
     s.run_start = Clock::now();
     run = ++s.run_number;
-    if (!s.on_caller) {
-      s.run_changed.notify_all();
-      s.run_changed.wait(lock, [&] { return s.finished_workers == s.threads; });
-    }
+    if (s.threads > 1) s.run_changed.notify_all();
   }
-  if (s.on_caller) {
+  {
+    // The caller's team for worker 0, given back after the run (a session's next call may run
+    // the sequential executor at its own count).
+    const int caller_team = omp_get_max_threads();
     omp_set_num_threads(std::max(1, s.intra_op.front()));
     try {
       s.run_thread_tasks(0, run, *s.caller_stream);
     } catch (const std::exception& e) {
       s.fail(fmt::format("{}: {}", s.thread_name(0), e.what()));
     }
+    omp_set_num_threads(caller_team);
   }
+  s.wait_for_workers();
   double makespan = 0;
   for (const auto& event : trace_.trace().events) makespan = std::max(makespan, event.end);
   trace_.on_run_end(makespan);

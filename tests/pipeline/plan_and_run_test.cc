@@ -121,8 +121,8 @@ TEST(PlanAndRun, TheCheckTimesEachPlanWithOnlyItsThreadsAlive) {
   std::vector<std::string> log;
   RunRecipe recipe = auto_recipe(times, log);
   const RunTimer fake = recipe.timer;
-  // Per plan timed, the fewest and most threads it may see (the block's thread, the plan's
-  // workers where it has several, each worker's team beside it), and those it saw.
+  // Per plan timed, the fewest and most threads it may see (the block's thread, which runs
+  // worker 0, the plan's other workers, each worker's team beside it), and those it saw.
   struct Alive {
     int fewest = 0, most = 0;
     std::vector<int> seen;
@@ -135,7 +135,7 @@ TEST(PlanAndRun, TheCheckTimesEachPlanWithOnlyItsThreadsAlive) {
     if (parallel) {
       const int threads = parallel->threads();
       Alive& plan = alive[name];
-      plan.fewest = base + 1 + (threads > 1 ? threads : 0);
+      plan.fewest = base + threads;
       plan.most = plan.fewest + threads * (parallel->threads_per_worker() - 1);
       plan.seen.push_back(process_threads());
     }

@@ -4,12 +4,14 @@
 
 #include <fmt/core.h>
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "cost/cost_table.h"
 #include "frontend/costs.h"
@@ -248,6 +250,85 @@ TEST(ParallelExecutor, AOneWorkerPlanRunsOnTheCallerAndMatches) {
   std::vector<Tensor> expected = sequential.run(inputs);
   for (int round = 0; round < 2; ++round) expect_bitwise_equal(parallel.run(inputs), expected);
   EXPECT_EQ(parallel.last_trace().events.size(), plan.tasks.tasks.size());
+}
+
+Graph graph_with_a_broken_reshape();
+
+// Which thread ran each task of a run (on_task_end runs on the task's worker's thread).
+class ThreadsOfTasks : public ExecutorObserver {
+ public:
+  void on_run_begin(int /*workers*/, int tasks) override { threads.assign(tasks, {}); }
+  void on_task_end(const Trace::Event& event) override {
+    threads[event.task] = {event.worker, std::this_thread::get_id()};
+  }
+  void on_run_end(double /*makespan*/) override {}
+  std::vector<std::pair<int, std::thread::id>> threads;  // Per task: worker, thread.
+};
+
+// Worker 0 runs on the caller's thread: no wake-up of a worker 0 thread starts a run, and none
+// of the caller ends it. The other workers keep threads of their own.
+TEST(ParallelExecutor, WorkerZeroRunsOnTheCallersThreadTheOthersOnTheirOwn) {
+  Graph graph = parse_graph(R"(graph g (%x: f32[4,8]) {
+  %a = "a" Relu(%x)
+  %b = "b" Neg(%x)
+  %c = "c" Add(%a, %b)
+  return %c
+}
+)");
+  TaskGraph tasks = task_graph_for(graph, static_costs(graph), cpu_workers(2, 1));
+  const Plan plan =
+      plan_by_name(graph, tasks, [](const std::string& name) { return name == "b" ? 1 : 0; });
+  ParallelExecutor parallel(graph, tasks, plan);
+  auto observer = std::make_shared<ThreadsOfTasks>();
+  parallel.add_observer(observer);
+  auto inputs = random_inputs(graph, 3);
+  Executor sequential(graph);
+  const std::vector<Tensor> expected = sequential.run(inputs);
+  for (int round = 0; round < 2; ++round) {
+    expect_bitwise_equal(parallel.run(inputs), expected);
+    ASSERT_EQ(observer->threads.size(), 3u);
+    for (const auto& [worker, thread] : observer->threads) {
+      if (worker == 0) {
+        EXPECT_EQ(thread, std::this_thread::get_id()) << "round " << round;
+      } else {
+        EXPECT_NE(thread, std::this_thread::get_id()) << "round " << round;
+      }
+    }
+  }
+}
+
+// The caller's OpenMP team is its own again after a run that set it for worker 0.
+TEST(ParallelExecutor, ARunGivesTheCallerItsOpenMPTeamBack) {
+  Graph graph = small_inception(1);
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(3);
+  for (int workers : {1, 2}) {
+    ModelPlan plan = plan_for(graph, "lc", 1, workers);
+    ParallelExecutor parallel(graph, plan.tasks, plan.plan);
+    parallel.run(random_inputs(graph, 4));
+    EXPECT_EQ(omp_get_max_threads(), 3) << workers << " worker(s)";
+  }
+  omp_set_num_threads(before);
+}
+
+// A kernel error on worker 1 while the caller (worker 0) waits for its value: the wait ends
+// and the error names the node.
+TEST(ParallelExecutor, AnErrorOnAnotherWorkerEndsTheCallersWait) {
+  Graph graph = graph_with_a_broken_reshape();
+  TaskGraph tasks = task_graph_for(graph, static_costs(graph), cpu_workers(2, 1));
+  const Plan plan =
+      plan_by_name(graph, tasks, [](const std::string& name) { return name == "broken" ? 1 : 0; });
+  ParallelExecutor parallel(graph, tasks, plan);
+  auto inputs = random_inputs(graph, 1);
+  for (int round = 0; round < 2; ++round) {
+    try {
+      parallel.run(inputs);
+      FAIL() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("broken"), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find("waited more than"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // Tasks that overlap in time in the last run, at most.
