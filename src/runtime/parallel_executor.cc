@@ -167,10 +167,17 @@ struct ParallelExecutor::Impl {
   // After the caller's own tasks: the other threads' end, spun on first (they usually finished
   // before the caller, whose worker has the critical path), so that no wake-up is paid.
   void wait_for_workers() {
-    const int others = threads - 1;
+    const int others = busy_threads();
     if (others == 0 || spin_until([&] { return finished_workers.load() == others; })) return;
     std::unique_lock lock(mutex);
     run_changed.wait(lock, [&] { return finished_workers.load() == others; });
+  }
+
+  // Threads other than the caller's that have tasks: those start_threads starts.
+  int busy_threads() const {
+    int busy = 0;
+    for (int t = 1; t < threads; ++t) busy += thread_tasks[t].empty() ? 0 : 1;
+    return busy;
   }
 
   // Not while a run is under way (ExecutorInterface's contract: one run at a time).
@@ -181,8 +188,12 @@ struct ParallelExecutor::Impl {
       shutting_down = false;
       current = run_number;
     }
-    for (int t = 1; t < threads; ++t)
-      worker_threads.emplace_back([this, t, current] { thread_main(t, current); });
+    // A thread without tasks (lc keeps a small model on worker 0) is not started: waking it
+    // each run would cost its core a wake-up and the caller a futex call, for nothing.
+    for (int t = 1; t < threads; ++t) {
+      if (!thread_tasks[t].empty())
+        worker_threads.emplace_back([this, t, current] { thread_main(t, current); });
+    }
   }
 
   void join_threads() {
@@ -299,7 +310,7 @@ std::vector<std::vector<Tensor>> ParallelExecutor::run(const std::vector<SampleI
     throw Error(fmt::format("the plan runs {} sample(s), {} were given", samples_, inputs.size()));
   }
   for (const auto& sample : inputs) check_inputs(s.graph, sample);
-  if (static_cast<int>(s.worker_threads.size()) != s.threads - 1) s.start_threads();
+  if (static_cast<int>(s.worker_threads.size()) != s.busy_threads()) s.start_threads();
   reset_reads(s.loop);
   std::string input_shapes;
   for (const auto& sample : inputs) input_shapes += input_shape_signature(sample);
@@ -321,7 +332,7 @@ std::vector<std::vector<Tensor>> ParallelExecutor::run(const std::vector<SampleI
     s.run_inputs = &inputs;
     s.run_start = Clock::now();
     run = ++s.run_number;
-    if (s.threads > 1) s.run_changed.notify_all();
+    if (!s.worker_threads.empty()) s.run_changed.notify_all();
   }
   {
     // The caller's team for worker 0, given back after the run (a session's next call may run

@@ -43,11 +43,11 @@ struct ParallelOptions {
 /// Executes a plan whose tasks are graph nodes (Task::node), or nodes applied to one sample
 /// each (Task::batch_begin = sample index) for hyperclustered plans of several samples.
 ///
-/// Each plan worker is a thread running its task order (a one-worker plan runs on the caller's
-/// thread, sharing its OpenMP pool); a value crossing workers is handed over through a
-/// ValueHandOff (in this process: a reference-counted buffer plus a ready flag, never copied). Each
-/// worker allocates its outputs from its own buffer pool. A kernel error or a timeout stops every
-/// worker and run() throws an Error naming the task and node.
+/// Each plan worker is a thread running its task order, worker 0 the caller's (sharing its
+/// OpenMP pool; all of a one-worker plan runs there); a value crossing workers is handed over
+/// through a ValueHandOff (in this process: a reference-counted buffer plus a ready flag, never
+/// copied). Each worker allocates its outputs from its own buffer pool. A kernel error or a timeout
+/// stops every worker and run() throws an Error naming the task and node.
 class ParallelExecutor : public ExecutorInterface {
  public:
   /// Validates the plan against the task graph and the graph (every node covered once per

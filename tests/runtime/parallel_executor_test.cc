@@ -19,6 +19,7 @@
 #include "ir/text.h"
 #include "modelgen/inception.h"
 #include "runtime/random_inputs.h"
+#include "support/system_load.h"
 
 namespace cleave {
 namespace {
@@ -294,6 +295,28 @@ TEST(ParallelExecutor, WorkerZeroRunsOnTheCallersThreadTheOthersOnTheirOwn) {
         EXPECT_NE(thread, std::this_thread::get_id()) << "round " << round;
       }
     }
+  }
+}
+
+// A worker without tasks (lc keeps a small model on worker 0) gets no thread: nothing to wake.
+TEST(ParallelExecutor, AWorkerWithoutTasksGetsNoThread) {
+  Graph graph = parse_graph(R"(graph g (%x: f32[4,8]) {
+  %a = "a" Relu(%x)
+  %b = "b" Neg(%a)
+  return %b
+}
+)");
+  TaskGraph tasks = task_graph_for(graph, static_costs(graph), cpu_workers(2, 1));
+  const Plan plan = plan_by_name(graph, tasks, [](const std::string&) { return 0; });
+  const int before = process_threads();
+  ASSERT_GT(before, 0) << "/proc/self/task should be readable";
+  ParallelExecutor parallel(graph, tasks, plan);
+  auto inputs = random_inputs(graph, 3);
+  Executor sequential(graph);
+  const std::vector<Tensor> expected = sequential.run(inputs);
+  for (int round = 0; round < 2; ++round) {
+    expect_bitwise_equal(parallel.run(inputs), expected);
+    EXPECT_EQ(process_threads(), before) << "round " << round;
   }
 }
 
