@@ -79,10 +79,11 @@ struct ParallelExecutor::Impl {
   // more threads than cores and stops spinning between parallel regions, and GoogLeNet at 2
   // threads took 22 ms instead of 13 ms in any process that also ran an executor on its main
   // thread (cleave bench, a profile). And every run would pay two wake-ups on its critical path,
-  // the caller waking worker 0 and worker 0 waking the caller, each 60-85 us (median) on the
-  // 2-vCPU EPYC VM: shufflenet_v2_x1_0's lc plan (every task on worker 0) ran 8-10% slower than
-  // the sequential executor in `cleave bench --families`. The caller is not pinned: its OpenMP
-  // team would inherit the binding.
+  // the caller waking worker 0 and worker 0 waking the caller: on the 2-vCPU EPYC VM a wake-up
+  // on the other CPU took 60-85 us (median, under load) and a system call 2.6-3.1 us, and
+  // main's runs of a plan with every task on worker 0 made 14-17 futex calls each, this 0.
+  // The caller is pinned to worker 0's cores only for the run, and only where worker 0 runs
+  // one thread (see run()).
   std::unique_ptr<dnnl::stream> caller_stream;
 
   std::string thread_name(int thread) const {
@@ -339,6 +340,12 @@ std::vector<std::vector<Tensor>> ParallelExecutor::run(const std::vector<SampleI
     // the sequential executor at its own count).
     const int caller_team = omp_get_max_threads();
     omp_set_num_threads(std::max(1, s.intra_op.front()));
+    // Pinned to worker 0's cores for the run, so that it never shares a core with a worker
+    // spinning on its next input. Only on one thread: a team the caller made while pinned would
+    // keep the binding after the run.
+    const bool pin = s.options.pin_threads && s.threads == s.workers && s.intra_op.front() == 1 &&
+                     !s.worker_threads.empty();
+    const ThreadPinScope pinned(pin ? s.worker_cpus.front() : std::vector<int>());
     try {
       s.run_thread_tasks(0, run, *s.caller_stream);
     } catch (const std::exception& e) {

@@ -62,4 +62,41 @@ void pin_current_thread(const std::vector<int>& cpus) {
   hwloc_bitmap_free(set);
 }
 
+namespace {
+
+// The calling thread's CPUs (sched_getaffinity of thread 0 is the caller's), or empty.
+std::vector<int> current_thread_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+void set_current_thread_cpus(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int cpu : cpus) CPU_SET(cpu, &set);
+  sched_setaffinity(0, sizeof set, &set);  // Best effort, as pin_current_thread.
+}
+
+}  // namespace
+
+ThreadPinScope::ThreadPinScope(const std::vector<int>& cpus) {
+  if (cpus.empty()) return;
+  saved_ = current_thread_cpus();
+  if (saved_.empty() || saved_ == cpus) {
+    saved_.clear();
+    return;
+  }
+  set_current_thread_cpus(cpus);
+}
+
+ThreadPinScope::~ThreadPinScope() {
+  if (!saved_.empty()) set_current_thread_cpus(saved_);
+}
+
 }  // namespace cleave

@@ -14,6 +14,19 @@ std::vector<int> allowed_cpus();
 /// containers, the thread stays unpinned and runs correctly).
 void pin_current_thread(const std::vector<int>& cpus);
 
+/// Binds the calling thread to `cpus` while in scope and gives it back the CPUs it had on entry
+/// (best effort, as pin_current_thread). Empty `cpus`: changes nothing.
+class ThreadPinScope {
+ public:
+  explicit ThreadPinScope(const std::vector<int>& cpus);
+  ~ThreadPinScope();
+  ThreadPinScope(const ThreadPinScope&) = delete;
+  ThreadPinScope& operator=(const ThreadPinScope&) = delete;
+
+ private:
+  std::vector<int> saved_;  ///< The CPUs on entry; empty: nothing to give back.
+};
+
 /// Most bytes core_cache_bytes() reports: no private cache of level 1 or 2 is larger.
 inline constexpr std::size_t kMaxCoreCacheBytes = std::size_t{8} << 20;
 

@@ -491,6 +491,27 @@ TEST(ParallelExecutor, ABufferReadOnAnotherWorkerIsNotRewrittenAtOnce) {
 // The hold-back is sized by a core's private cache; a hypervisor may present the host's shared
 // L3 as private to each vCPU (508 MiB on the EPYC VMs here), which held every remotely read
 // buffer back for hundreds of runs.
+TEST(Pinning, APinScopeBindsTheThreadAndGivesItsCpusBack) {
+  const std::vector<int> before = allowed_cpus();
+  ASSERT_FALSE(before.empty()) << "the affinity mask should be readable";
+  {
+    const ThreadPinScope pinned({before.back()});
+    EXPECT_EQ(allowed_cpus(), std::vector<int>{before.back()});
+  }
+  EXPECT_EQ(allowed_cpus(), before);
+}
+
+// The caller runs worker 0 pinned to its core; after the run it has its own CPUs again.
+TEST(ParallelExecutor, TheCallerHasItsOwnCpusAgainAfterARun) {
+  const std::vector<int> before = allowed_cpus();
+  ASSERT_FALSE(before.empty()) << "the affinity mask should be readable";
+  Graph graph = small_inception(1);
+  ModelPlan plan = plan_for(graph, "lc", 1, 2);
+  ParallelExecutor parallel(graph, plan.tasks, plan.plan);
+  parallel.run(random_inputs(graph, 4));
+  EXPECT_EQ(allowed_cpus(), before);
+}
+
 TEST(Pinning, CoreCacheBytesIsAPrivateCacheOfAFewMegabytesAtMost) {
   EXPECT_GT(core_cache_bytes(), 0u);
   EXPECT_LE(core_cache_bytes(), kMaxCoreCacheBytes);
