@@ -9,11 +9,15 @@
 # runs `mpirun -np N ... COMMAND ARGS...` inside the namespace. --rate shapes the loopback
 # (every rank-to-rank byte crosses it; tc has no netem here, so there is no added latency);
 # --quota gives rank i that percent of one core (cfs_quota_us over a period of --period-us,
-# default 100 ms), one entry per rank: a period much shorter than one inference (1000-5000)
-# makes a 50% rank run at half speed throughout, where a 100 ms one lets it run a short
-# inference at full speed and then stalls it; "-" leaves a rank uncapped (a 100% quota over a
-# short period still throttles a lone busy thread); --memory caps each rank's memory (cgroup
-# memory.limit_in_bytes). Needs root.
+# default 100 ms), one entry per rank: a period near one inference (10000-20000) makes a 50%
+# rank run at about half speed throughout, where a 100 ms one lets it run a short inference at
+# full speed and then stalls it; "-" leaves a rank uncapped. Periods under 10 ms are refused:
+# the kernel does not deliver the quota there (a lone busy loop under 66% of a core got 35% of
+# one over 2 ms, 42% over 5 ms, 66% over 10, 20 and 100 ms; 50% got 33%; 100% got 52%:
+# docs/results/distributed.md, 2026-11-29 20:12 UTC). Each rank's cgroup gets cpu.shares
+# 102400 (100 times the default): a rank on a cluster node has its share to itself, and here
+# the host's other processes (each session an autogroup of weight 1024) must not take it.
+# --memory caps each rank's memory (cgroup memory.limit_in_bytes). Needs root.
 set -euo pipefail
 
 rate="" qdisc="tbf" quotas="" period=100000 memory="" ranks=""
@@ -31,8 +35,8 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -n "$ranks" && $# -gt 0 ]] || { echo "usage: $0 [--rate R] [--quota q0,q1,..] [--memory M] -np N -- COMMAND ..." >&2; exit 2; }
 [[ "$qdisc" == tbf || "$qdisc" == htb ]] || { echo "--qdisc must be tbf or htb" >&2; exit 2; }
-[[ "$period" =~ ^[0-9]+$ && "$period" -ge 1000 && "$period" -le 1000000 ]] ||
-  { echo "--period-us: expected 1000..1000000 microseconds, got '$period'" >&2; exit 2; }
+[[ "$period" =~ ^[0-9]+$ && "$period" -ge 10000 && "$period" -le 1000000 ]] ||
+  { echo "--period-us: expected 10000..1000000 microseconds (below 10 ms the kernel delivers less than the quota), got '$period'" >&2; exit 2; }
 
 name="cleave_cluster_$$"
 cgroups=()
@@ -78,6 +82,7 @@ if [[ -n "$quotas" || -n "$memory" ]]; then
         ((quota >= 1000)) || { echo "--quota $percent% of --period-us $period is below the kernel's 1000 us: give a longer period" >&2; exit 2; }
       fi
       echo "$quota" > "$group/cpu.cfs_quota_us"
+      echo 102400 > "$group/cpu.shares"
     fi
     if [[ -n "$memory" ]]; then
       group="/sys/fs/cgroup/memory/${name}_r$r"

@@ -4,7 +4,7 @@
 #
 #   bench/distributed/families.sh CLEAVE OUT.md [--models "squeezenet1_0 googlenet"]
 #       [--ranks "2 3"] [--links "none 1gbit"] [--speeds "full half"] [--rounds 2]
-#       [--repeat 3] [--costs profile|analytical|static] [--samples N] [--period-us 2000]
+#       [--repeat 3] [--costs profile|analytical|static] [--samples N] [--period-us 10000]
 #
 # Per link shaping, a ping-pong on the emulated cluster calibrates the link model
 # (link_machine.py). Per model and cluster shape (ranks x link x speeds: "half" runs the last
@@ -40,7 +40,7 @@ fail() { echo "families.sh: $*" >&2; exit 2; }
 cleave="$1" out="$2"
 shift 2
 models="squeezenet1_0 googlenet" ranks_list="2 3" links="none 1gbit" speeds="full half"
-rounds=2 repeat=3 costs=profile samples=1 period=2000
+rounds=2 repeat=3 costs=profile samples=1 period=10000
 while [[ $# -gt 0 ]]; do
   [[ $# -ge 2 ]] || fail "$1 needs a value ($usage)"
   case "$1" in
@@ -74,7 +74,8 @@ done
 [[ "$rounds" =~ ^[0-9]+$ && "$rounds" -ge 1 && "$rounds" -le 50 ]] || fail "--rounds: expected 1..50, got '$rounds'"
 [[ "$repeat" =~ ^[0-9]+$ && "$repeat" -ge 1 && "$repeat" -le 100 ]] || fail "--repeat: expected 1..100, got '$repeat'"
 [[ "$samples" =~ ^[0-9]+$ && "$samples" -ge 1 && "$samples" -le 64 ]] || fail "--samples: expected 1..64, got '$samples'"
-[[ "$period" =~ ^[0-9]+$ && "$period" -ge 1000 && "$period" -le 1000000 ]] || fail "--period-us: expected 1000..1000000, got '$period'"
+[[ "$period" =~ ^[0-9]+$ && "$period" -ge 10000 && "$period" -le 1000000 ]] ||
+  fail "--period-us: expected 10000..1000000 (below 10 ms the kernel delivers less than the quota: emulated_cluster.sh), got '$period'"
 [[ "$costs" == profile || "$costs" == analytical || "$costs" == static ]] ||
   fail "--costs: expected profile, analytical or static, got '$costs'"
 [[ -n "$models" && -n "$ranks_list" && -n "$links" && -n "$speeds" ]] || fail "empty list ($usage)"
@@ -117,10 +118,14 @@ row "|---|---|---|---|---|---|"
 rate_of() { [[ "$1" == none ]] || echo "--rate $1"; }
 for link in $links; do
   # Three runs, medians taken: one slow run must not set the link model of the whole table.
+  # The two ranks in cgroups of their own (quota "-") as in the runs below: with the host's
+  # other processes busy, ranks without their cpu.shares measured a 4 MiB round trip at 21-27
+  # ms (0.24-0.31 GB/s), with them 1.9-3.2 ms (2.4-4.2 GB/s; the idle host's: 2.1 ms).
   : > "$work/pingpong.$link.txt"
   for _ in 1 2 3; do
     # shellcheck disable=SC2046
-    "$cluster" $(rate_of "$link") -np 2 -- "$work/pingpong" >> "$work/pingpong.$link.txt"
+    "$cluster" --quota -,- --period-us "$period" $(rate_of "$link") -np 2 -- "$work/pingpong" \
+      >> "$work/pingpong.$link.txt"
   done
   "$here/link_machine.py" "$work/pingpong.$link.txt" /dev/null --speeds 1,1 --shaping "$link" | tee -a "$out"
 done
@@ -135,7 +140,7 @@ run_one() {  # shape family configuration kind artifact model ranks link quota a
   if [[ -n "$quota" ]]; then
     # The kernel's quota is 1 ms at least: a smaller share needs a longer period.
     local least="${quota##*,}" shaped_period="$period"
-    ((least * period >= 100000)) || shaped_period=$(((100000 + least - 1) / least))
+    [[ "$least" == - ]] || ((least * period >= 100000)) || shaped_period=$(((100000 + least - 1) / least))
     cluster_args=(--quota "$quota" --period-us "$shaped_period" "${cluster_args[@]}")
   fi
   local timing=(--warmup 1 --repeat "$repeat" --json) per_run=()
@@ -165,17 +170,18 @@ for name in $models; do
         rank_speed="$(awk -v s="$share" 'BEGIN { printf "%g", s / 100 }')"
         shape="$name, $n ranks, link $link" speed_list="" quota=""
         if ((share < 100)); then shape+=", each rank ${share}% of a core"; fi
-        # A rank at a whole core's share runs uncapped ("-"): a 100% quota over a 2 ms period
-        # still throttles a lone busy thread (sequential on rank 0 beside a half-speed rank 1:
-        # median 11.6 ms capped at 100%, 9.3 at 200%, 8.9 uncapped, five runs each).
+        # A rank at a whole core's share runs uncapped ("-"): a 100% quota throttles a lone busy
+        # thread now and then (sequential on rank 0 beside a half-speed rank 1 over a 2 ms
+        # period: median 11.6 ms capped at 100%, 9.3 at 200%, 8.9 uncapped, five runs each).
+        # Uncapped ranks still get a cgroup each (quota "-"), for its cpu.shares: the host's
+        # other processes must not take a rank's core (emulated_cluster.sh).
         local_share="$share"; ((share == 100)) && local_share=-
         for ((r = 1; r < n; ++r)); do speed_list+="$rank_speed,"; quota+="$local_share,"; done
         if [[ "$speed" == half ]]; then
           shape+=", last rank at half"
           speed_list+="$(awk -v s="$share" 'BEGIN { printf "%g", s / 200 }')" quota+="$((share / 2))"
         else
-          speed_list+="$rank_speed" quota+="$share"
-          if ((share == 100)); then quota=""; fi
+          speed_list+="$rank_speed" quota+="$local_share"
         fi
         machine="$work/machine.json"
         "$here/link_machine.py" "$work/pingpong.$link.txt" "$machine" --speeds "$speed_list" > /dev/null

@@ -28,6 +28,9 @@ class FamiliesScript : public CommandFixture {
   std::string script() const {
     return std::string(CLEAVE_SOURCE_DIR) + "/bench/distributed/families.sh";
   }
+  std::string cluster() const {
+    return std::string(CLEAVE_SOURCE_DIR) + "/bench/distributed/emulated_cluster.sh";
+  }
   std::string table_tool() const {
     return std::string("/usr/bin/python3 ") + CLEAVE_SOURCE_DIR +
            "/bench/distributed/families_table.py";
@@ -161,6 +164,42 @@ TEST_F(FamiliesScript, MissingBinaryIsRefused) {
   const CommandResult result = run_shell(script() + " " + path("no-cleave") + " " + path("out.md"));
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("is not an executable file"), std::string::npos) << result.err;
+}
+
+// Below 10 ms the kernel delivers less CPU than the quota (66% over 2 ms gave a busy loop 35%):
+// such a period would emulate a slower rank than the machine file says.
+TEST_F(FamiliesScript, QuotaPeriodUnderTenMillisecondsIsRefused) {
+  const CommandResult result = families("--period-us 2000");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--period-us: expected 10000..1000000"), std::string::npos)
+      << result.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out.md")));
+}
+
+TEST_F(FamiliesScript, ClusterRefusesAQuotaPeriodUnderTenMilliseconds) {
+  const CommandResult result = run_shell(cluster() + " --quota 50 --period-us 5000 -np 1 -- true");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--period-us: expected 10000..1000000 microseconds"), std::string::npos)
+      << result.err;
+}
+
+// Each rank in a cgroup of its own, an uncapped one too, at 100 times the default cpu.shares:
+// the host's other processes must not take the share its quota emulates.
+TEST_F(FamiliesScript, ClusterGivesEveryRankItsQuotaAndAFirstClaimOnTheCores) {
+  if (!cluster_available()) GTEST_SKIP() << "needs root, cgroup v1 cpu, tc and mpicc";
+  // Inside the namespace /sys is remounted: the rank reads its group (cleave_cluster_PID_rR)
+  // through the mounts of the script that made it (PID).
+  const std::string report =
+      R"(bash -c 'g=$(awk -F: "\$2 ~ /(^|,)cpu(,|\$)/ {print \$3}" /proc/self/cgroup); )"
+      R"(p=${g#/cleave_cluster_}; )"
+      R"(echo rank $OMPI_COMM_WORLD_RANK $(nsenter --mount=/proc/${p%_r*}/ns/mnt cat )"
+      R"(/sys/fs/cgroup/cpu$g/cpu.cfs_quota_us /sys/fs/cgroup/cpu$g/cpu.shares)')";
+  const CommandResult result =
+      run_shell(cluster() + " --quota -,50 --period-us 10000 -np 2 -- " + report);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("rank 0 -1 102400"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("rank 1 5000 102400"), std::string::npos) << result.out;
+  EXPECT_EQ(cluster_leftovers(), std::set<std::string>{});
 }
 
 // Per family the fastest prediction that can run; over-memory rows and rows never predicted are

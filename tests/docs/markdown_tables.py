@@ -1,12 +1,13 @@
 #!/usr/bin/python3
-"""Every Markdown table in the repository renders.
+"""Every Markdown table in the repository renders, with one header row.
 
 A blank line inside a Markdown table ends it, and the rows after it show as raw
 pipes. This renders every tracked *.md file with Python-Markdown (Debian's
 python3-markdown, the "tables" and "fenced_code" extensions), drops the <pre>
 blocks (code may hold pipes), and fails when a line of the HTML still starts
 with '|' (or '<p>|', a paragraph that starts with one): a table that did not
-render.
+render. It also fails a table whose source holds a second delimiter row
+(|---|...): a header pasted twice renders as a data row of column names.
 
 Usage: /usr/bin/python3 tests/docs/markdown_tables.py REPO_ROOT
 Prints one line per failure (file:line and the offending line) and closes with
@@ -74,6 +75,28 @@ def unrendered_rows(path: Path) -> list[tuple[int, str]]:
             for line in rendered.splitlines() if starts_with_pipe(line)]
 
 
+DELIMITER_ROW = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+
+
+def repeated_delimiters(path: Path) -> list[tuple[int, str]]:
+    """Delimiter rows after the first of their table (fenced code left out)."""
+    found: list[tuple[int, str]] = []
+    in_fence = False
+    delimiters_in_table = 0
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            in_fence = not in_fence
+        if in_fence or not stripped.startswith("|"):
+            delimiters_in_table = 0
+            continue
+        if DELIMITER_ROW.match(stripped):
+            delimiters_in_table += 1
+            if delimiters_in_table > 1:
+                found.append((number, stripped))
+    return found
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: markdown_tables.py REPO_ROOT", file=sys.stderr)
@@ -83,13 +106,17 @@ def main(argv: list[str]) -> int:
     passed = failed = 0
     for path in files:
         rows = unrendered_rows(path)
-        if not rows:
+        repeated = repeated_delimiters(path)
+        if not rows and not repeated:
             passed += 1
             continue
         failed += 1
         for number, row in rows:
             shown = row if len(row) <= 120 else row[:117] + "..."
             print(f"{path.relative_to(root)}:{number}: table row did not render: {shown}")
+        for number, row in repeated:
+            print(f"{path.relative_to(root)}:{number}: a second delimiter row in one table "
+                  f"(a header row repeated?): {row[:80]}")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
