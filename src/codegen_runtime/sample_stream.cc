@@ -297,10 +297,7 @@ void SampleStreamProgram::run(const void* const* inputs, void* const* outputs) {
   }
   // Worker 0 on the caller's thread and OpenMP pool, as the thread executor runs it.
   s.run_worker(0);
-  if (others > 0 && !spin_until([&] { return s.finished.load() == others; })) {
-    std::unique_lock lock(s.mutex);
-    s.changed.wait(lock, [&] { return s.finished.load() == others; });
-  }
+  if (others > 0) spin_then_wait(s.mutex, s.changed, [&] { return s.finished.load() == others; });
   if (s.failed) {
     s.broken = true;
     throw Error(s.failure);

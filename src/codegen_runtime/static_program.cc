@@ -386,10 +386,7 @@ void StaticProgram::run(const void* const* inputs, void* const* outputs) {
   omp_set_num_threads(s.threads_per_worker);
   s.run_worker(0);
   const int others = s.tables.workers - 1;
-  if (others > 0 && !spin_until([&] { return s.finished.load() == others; })) {
-    std::unique_lock lock(s.mutex);
-    s.changed.wait(lock, [&] { return s.finished.load() == others; });
-  }
+  if (others > 0) spin_then_wait(s.mutex, s.changed, [&] { return s.finished.load() == others; });
   if (s.failed) throw Error(s.failure);
   get_outputs(outputs);
 }

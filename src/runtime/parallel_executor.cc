@@ -169,9 +169,8 @@ struct ParallelExecutor::Impl {
   // before the caller, whose worker has the critical path), so that no wake-up is paid.
   void wait_for_workers() {
     const int others = busy_threads();
-    if (others == 0 || spin_until([&] { return finished_workers.load() == others; })) return;
-    std::unique_lock lock(mutex);
-    run_changed.wait(lock, [&] { return finished_workers.load() == others; });
+    if (others == 0) return;
+    spin_then_wait(mutex, run_changed, [&] { return finished_workers.load() == others; });
   }
 
   // Threads other than the caller's that have tasks: those start_threads starts.

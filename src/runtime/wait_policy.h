@@ -4,7 +4,9 @@
 
 #include <immintrin.h>
 
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -143,6 +145,16 @@ bool spin_until(Done&& done) {
     _mm_pause();
   }
   return false;
+}
+
+/// spin_until(done), then, if `done` still returns false, sleeps on `changed` (under `mutex`)
+/// until it returns true: the end of a run that other threads finish, which they usually
+/// finish before the waiter, so that no wake-up is paid on the common path.
+template <typename Done>
+void spin_then_wait(std::mutex& mutex, std::condition_variable& changed, Done&& done) {
+  if (spin_until(done)) return;
+  std::unique_lock lock(mutex);
+  changed.wait(lock, done);
 }
 
 }  // namespace cleave
