@@ -4,6 +4,8 @@
 
 #include <fmt/core.h>
 
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -56,6 +58,17 @@ std::optional<Isa> cap_or_none() {
   } catch (const Error&) {
     return std::nullopt;
   }
+}
+
+// AMX as oneDNN counts it: the tile, int8 and bf16 parts, and the kernel's leave to use the
+// tile data state (Linux asks each process to request it; oneDNN requests it the same way).
+bool amx_usable() {
+  if (!__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-int8") ||
+      !__builtin_cpu_supports("amx-bf16"))
+    return false;
+  constexpr long kRequestPermission = 0x1023;  // ARCH_REQ_XCOMP_PERM
+  constexpr long kTileData = 18;               // XFEATURE_XTILEDATA
+  return syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0;
 }
 
 }  // namespace
@@ -122,6 +135,7 @@ dnnl::cpu_isa hardware_isa() {
                            __builtin_cpu_supports("avx512bw") &&
                            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   if (avx512_core) {
+    if (__builtin_cpu_supports("avx512bf16") && amx_usable()) return Isa::avx512_core_amx;
     if (__builtin_cpu_supports("avx512bf16")) return Isa::avx512_core_bf16;
     if (__builtin_cpu_supports("avx512vnni")) return Isa::avx512_core_vnni;
     return Isa::avx512_core;
