@@ -8,6 +8,7 @@
 
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/elementwise.h"
+#include "runtime/kernels/int8_implementation.h"
 #include "runtime/kernels/math/quantize_util.h"
 #include "runtime/kernels/math/split_weights.h"
 #include "runtime/kernels/math/widened_int8.h"
@@ -162,12 +163,13 @@ class DnnlInt8Matmul final : public Kernel, public PackedConstants {
     const memory::desc weights({p.k, p.n}, memory::data_type::s8, memory::format_tag::any);
     const memory::desc bias = plain_desc(std::vector<int64_t>{1, p.n}, memory::data_type::s32);
     bias_ = context.has_input(at.bias) ? at.bias : Operands::kNone;
-    dnnl::matmul::primitive_desc descriptor =
-        bias_ == Operands::kNone
-            ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), attr,
-                                           context.engine)
-            : dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, bias, dst), attr,
-                                           context.engine);
+    // The descriptor's implementation iterator points at `op`: it lives through the choice.
+    const dnnl::matmul::desc op = bias_ == Operands::kNone
+                                      ? dnnl::matmul::desc(src, weights, dst)
+                                      : dnnl::matmul::desc(src, weights, bias, dst);
+    dnnl::matmul::primitive_desc descriptor = with_chosen_implementation(
+        [&] { return dnnl::matmul::primitive_desc(op, attr, context.engine); },
+        Int8Work{rows * p.k * p.n, context.threads});
     step_ = DnnlStep(dnnl::matmul(descriptor), descriptor, context.engine);
     step_.declare(DNNL_ARG_SRC, src);
     step_.declare(DNNL_ARG_WEIGHTS, descriptor.weights_desc());

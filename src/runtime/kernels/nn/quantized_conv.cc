@@ -9,6 +9,7 @@
 
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/elementwise.h"
+#include "runtime/kernels/int8_implementation.h"
 #include "runtime/kernels/math/quantize_util.h"
 #include "runtime/kernels/math/split_weights.h"
 #include "runtime/kernels/math/widened_int8.h"
@@ -146,6 +147,12 @@ void sums_of(const Geometry& g, const Operands& at, const std::vector<const Tens
                       sums, threads);
 }
 
+int64_t multiply_adds(const ConvProblem& p) {
+  int64_t taps = 1;
+  for (int64_t k : p.kernel) taps *= k;
+  return volume(p.output_shape) * (p.channels_in / p.groups) * taps;
+}
+
 // An int8 convolution on oneDNN: u8/s8 data, s8 weights packed once, the data's zero point and
 // (QLinearConv) the output scales and zero point as primitive attributes, int32 bias. The data
 // comes plain, or in the layout another int8 convolution wrote (channels-last for the int8
@@ -175,27 +182,31 @@ class DnnlInt8Conv final : public Kernel, public PackedConstants {
     const memory::dims pads_end(p.pads_end.begin(), p.pads_end.end());
     const auto prop = dnnl::prop_kind::forward_inference;
     const auto algorithm = dnnl::algorithm::convolution_direct;
-    const auto make = [&](const memory::desc& src) {
+    const auto operation = [&](const memory::desc& src) {
       if (!with_bias) {
-        return dnnl::convolution_forward::primitive_desc(
-            dnnl::convolution_forward::desc(prop, algorithm, src, weights, dst, strides, dilations,
-                                            pads_begin, pads_end),
-            attr, context.engine);
+        return dnnl::convolution_forward::desc(prop, algorithm, src, weights, dst, strides,
+                                               dilations, pads_begin, pads_end);
       }
-      return dnnl::convolution_forward::primitive_desc(
-          dnnl::convolution_forward::desc(
-              prop, algorithm, src, weights,
-              memory::desc({p.channels_out}, memory::data_type::s32, memory::format_tag::x), dst,
-              strides, dilations, pads_begin, pads_end),
-          attr, context.engine);
+      return dnnl::convolution_forward::desc(
+          prop, algorithm, src, weights,
+          memory::desc({p.channels_out}, memory::data_type::s32, memory::format_tag::x), dst,
+          strides, dilations, pads_begin, pads_end);
+    };
+    const Int8Work work{multiply_adds(p), context.threads};
+    const auto choose = [&](const memory::desc& src) {
+      // The descriptor's implementation iterator points at `op`: it lives through the choice.
+      const dnnl::convolution_forward::desc op = operation(src);
+      return with_chosen_implementation(
+          [&] { return dnnl::convolution_forward::primitive_desc(op, attr, context.engine); },
+          work);
     };
     dnnl::convolution_forward::primitive_desc descriptor;
     try {
       // A blocked input is already in the layout an int8 kernel chose; a plain one is not
       // asked for as it is (oneDNN's int8 kernels on nchw are its slow ones).
-      descriptor = make(x.is_blocked() ? given : any_desc(x.shape(), src_type));
+      descriptor = choose(x.is_blocked() ? given : any_desc(x.shape(), src_type));
     } catch (const dnnl::error&) {
-      descriptor = make(any_desc(x.shape(), src_type));
+      descriptor = choose(any_desc(x.shape(), src_type));
     }
     step_ = DnnlStep(dnnl::convolution_forward(descriptor), descriptor, context.engine);
     step_.declare(DNNL_ARG_SRC, descriptor.src_desc());
