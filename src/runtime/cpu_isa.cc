@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "ir/graph.h"
+#include "runtime/kernels/int8_implementation.h"
 
 namespace cleave {
 
@@ -205,9 +206,22 @@ dnnl::memory::format_tag channel_blocked_tag(int rank, int64_t block) {
 }
 
 std::string isa_cache_key() {
-  std::string key = isa_name(effective_isa());
+  const Isa isa = effective_isa();
+  std::string key = isa_name(isa);
   std::transform(key.begin(), key.end(), key.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  // On AMX the int8 kernels follow CLEAVE_INT8_AMX, so times and layouts measured under one
+  // policy say nothing about another (and those of before the policy were all "always").
+  if (isa == Isa::avx512_core_amx) {
+    switch (amx_policy_from_environment()) {
+      case AmxPolicy::kAuto:
+        return key + "-int8amx-auto";
+      case AmxPolicy::kAlways:
+        return key + "-int8amx-always";
+      case AmxPolicy::kNever:
+        return key + "-int8amx-never";
+    }
+  }
   return key;
 }
 

@@ -168,5 +168,33 @@ TEST(EffectiveIsa, HonoursTheEnvironmentsCap) {
   }
 }
 
+// On AMX the cache key names the int8 AMX policy: a profile or layout measured with every int8
+// product on AMX is not reused when small ones run on VNNI. Elsewhere the policy is not read.
+TEST(IsaCacheKey, NamesTheInt8AmxPolicyOnAmxOnly) {
+  const char* saved = std::getenv("CLEAVE_INT8_AMX");
+  const std::optional<std::string> restore =
+      saved ? std::optional<std::string>(saved) : std::nullopt;
+  unsetenv("CLEAVE_INT8_AMX");
+  const std::string automatic = isa_cache_key();
+  setenv("CLEAVE_INT8_AMX", "never", 1);
+  const std::string never = isa_cache_key();
+  setenv("CLEAVE_INT8_AMX", "always", 1);
+  const std::string always = isa_cache_key();
+  if (restore) {
+    setenv("CLEAVE_INT8_AMX", restore->c_str(), 1);
+  } else {
+    unsetenv("CLEAVE_INT8_AMX");
+  }
+  if (effective_isa() == Isa::avx512_core_amx) {
+    EXPECT_EQ(automatic, "avx512_core_amx-int8amx-auto");
+    EXPECT_EQ(never, "avx512_core_amx-int8amx-never");
+    EXPECT_EQ(always, "avx512_core_amx-int8amx-always");
+  } else {
+    EXPECT_EQ(never, automatic);
+    EXPECT_EQ(always, automatic);
+    EXPECT_EQ(automatic.find("int8amx"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace cleave
