@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "codegen_runtime/program_main.h"
+#include "codegen_runtime/worker_permits.h"
 #include "runtime/pinning.h"
 #include "runtime/tensor.h"
 #include "runtime/wait_policy.h"
@@ -58,6 +59,7 @@ struct SampleStreamProgram::Impl {
   const StaticProgramTables& program_tables;
   int samples = 1;
   std::vector<std::unique_ptr<StaticProgram>> programs;  // Per worker.
+  WorkerPermits permits;  // Folded by set_threads: fewer cores than workers.
   std::vector<SampleStreamWorker::Impl> worker_impls;
   std::vector<SampleStreamWorker> workers;
   std::vector<std::vector<std::unique_ptr<Slot>>> slots;  // Per channel.
@@ -111,15 +113,21 @@ struct SampleStreamProgram::Impl {
                        program_tables.values[channel.value].name, channel.from, channel.to);
   }
 
-  // Waits until `ready()`, spinning first, then sleeping on `count`'s changes.
+  // Waits until `ready()`, spinning first, then sleeping on `count`'s changes; folded, sleeping
+  // at once, the permit given back meanwhile.
   template <typename Ready>
   void wait_for(std::atomic<int64_t>& count, Ready&& ready) {
-    if (!spin_until(ready)) {
+    const auto sleep = [&] {
       for (int64_t seen = count.load(std::memory_order_acquire); !ready();
            seen = count.load(std::memory_order_acquire)) {
         if (failed.load()) break;
         count.wait(seen);
       }
+    };
+    if (!ready()) {
+      wait_as_worker(permits, sleep, [&] {
+        if (!spin_until(ready)) sleep();
+      });
     }
     if (failed.load()) throw Error("stopped: another worker failed");
   }
@@ -141,15 +149,17 @@ struct SampleStreamProgram::Impl {
 
   void run_worker(int w) {
     try {
+      const WorkerPermit permit(permits);
       programs[w]->run_worker_here(w, [&] { tables.worker_functions[w](workers[w]); });
     } catch (const std::exception& e) {
       fail(e.what());
     }
   }
 
-  // As StaticProgram's workers: pinned to the plan's cores (or the allowed CPUs in turn),
-  // each run started by a new run number, its end counted under the mutex.
-  void worker_main(int w) {
+  // As StaticProgram's workers: pinned to the plan's cores (or the allowed CPUs in turn) unless
+  // folded, each run started by a new run number, its end counted under the mutex.
+  void pin_worker(int w) {
+    if (permits.folded()) return;
     const int team = program_tables.threads_per_worker;
     std::vector<int> cores;
     for (int k = 0; k < team; ++k) {
@@ -162,12 +172,17 @@ struct SampleStreamProgram::Impl {
         cores.push_back(allowed[(w * team + k) % allowed.size()]);
     }
     pin_current_thread(cores);
+  }
+
+  void worker_main(int w) {
     int64_t seen = 0;
     while (true) {
       {
         std::unique_lock lock(mutex);
         changed.wait(lock, [&] { return shutting_down || run_number != seen; });
         if (shutting_down) return;
+        // Pinned at the first run: set_threads, which may fold the workers, comes before it.
+        if (seen == 0) pin_worker(w);
         seen = run_number;
       }
       run_worker(w);
@@ -268,8 +283,11 @@ SampleStreamProgram::~SampleStreamProgram() {
   for (auto& thread : impl_->threads) thread.join();
 }
 
-void SampleStreamProgram::set_threads_per_worker(int threads) {
-  for (auto& program : impl_->programs) program->set_threads_per_worker(threads);
+void SampleStreamProgram::set_threads(const PlanThreads& threads) {
+  // Each instance runs one worker on its caller's thread: only its intra-op threads count.
+  for (auto& program : impl_->programs)
+    program->set_threads({impl_->program_tables.workers, threads.threads_per_worker});
+  impl_->permits.set(threads.threads, impl_->program_tables.workers);
 }
 
 const std::vector<double>& SampleStreamProgram::sample_seconds() const {
@@ -297,7 +315,13 @@ void SampleStreamProgram::run(const void* const* inputs, void* const* outputs) {
   }
   // Worker 0 on the caller's thread and OpenMP pool, as the thread executor runs it.
   s.run_worker(0);
-  if (others > 0) spin_then_wait(s.mutex, s.changed, [&] { return s.finished.load() == others; });
+  const auto done = [&] { return s.finished.load() == others; };
+  if (others > 0 && s.permits.folded()) {
+    std::unique_lock lock(s.mutex);  // No spin: a folded worker needs the core.
+    s.changed.wait(lock, done);
+  } else if (others > 0) {
+    spin_then_wait(s.mutex, s.changed, done);
+  }
   if (s.failed) {
     s.broken = true;
     throw Error(s.failure);

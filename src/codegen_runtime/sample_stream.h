@@ -69,8 +69,9 @@ class SampleStreamProgram {
   SampleStreamProgram(const SampleStreamProgram&) = delete;
   SampleStreamProgram& operator=(const SampleStreamProgram&) = delete;
 
-  /// As StaticProgram::set_threads_per_worker: before the first run only.
-  void set_threads_per_worker(int threads);
+  /// As StaticProgram::set_threads (fewer cores than workers folds them): before the first run
+  /// only.
+  void set_threads(const PlanThreads& threads);
   /// One run of every sample: inputs[s * inputs + i] is input i of sample s, outputs[s * outputs
   /// + o] output o of sample s (plain; null: not written). Throws Error naming the worker and
   /// step when one fails (the others stop at their next hand-off).

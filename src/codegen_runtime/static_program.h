@@ -10,6 +10,7 @@ namespace cleave {
 
 class StaticProgram;
 class Tensor;
+struct PlanThreads;
 
 /// Where one value of a generated program lives. All fields are generation-time constants.
 struct StaticValue {
@@ -84,10 +85,14 @@ class StaticProgram {
   StaticProgram(const StaticProgram&) = delete;
   StaticProgram& operator=(const StaticProgram&) = delete;
 
-  /// Intra-op threads per worker from the next run on, in place of the tables' count: valid
-  /// only before the first run, which prepares the kernels with it (a program's main lowers it
-  /// while other processes hold the cores).
-  void set_threads_per_worker(int threads);
+  /// The cores the workers compute on at once (`threads.threads`) and the intra-op threads
+  /// per worker, in place of the tables' counts: valid only before the first run, which
+  /// prepares the kernels with them and pins the workers unless folded (a program's main
+  /// lowers them while other processes hold the cores, as `cleave run --plan` does). Folded
+  /// onto one core, the caller runs every worker's steps itself, each worker's in its order;
+  /// onto more, the workers share that many permits (WorkerPermits). Throws Error naming a
+  /// step when the steps cannot be put in one order.
+  void set_threads(const PlanThreads& threads);
 
   /// One run: copies the inputs (graph input order) into the arena, runs every worker's
   /// function, copies the outputs (graph output order) out. Buffers hold the planned bytes
