@@ -60,7 +60,8 @@ class SampleStreamWorker {
 /// 0's generated function on the caller's thread and one pinned thread per other worker (the
 /// same start and finish handshake as StaticProgram's workers), and per channel `slots` buffers,
 /// each a value's bytes with a fill count and an empty count (the same ready flags: spin, then
-/// futex).
+/// futex). Folded onto fewer cores than workers (set_threads), the threads are not pinned and
+/// share that many WorkerPermits: a worker waiting on a buffer sleeps without its permit.
 class SampleStreamProgram {
  public:
   /// Throws Error naming the weights file (StaticProgram) when it is missing or of another size.

@@ -72,7 +72,8 @@ struct StaticProgramTables {
 
 /// A generated program at run time: the weights memory-mapped, one arena, one kernel per step
 /// prepared on the first run (on its worker's thread, with its thread count), worker 0 on the
-/// caller's thread and persistent pinned threads for the others, and one ready flag per channel.
+/// caller's thread and persistent pinned threads for the others, and one ready flag per channel
+/// (folded onto fewer cores than workers: see set_threads).
 class StaticProgram {
  public:
   /// Maps `weights_path` and parses the graph text; throws Error naming the file when the
