@@ -60,8 +60,10 @@ class SampleStreamWorker {
 /// 0's generated function on the caller's thread and one pinned thread per other worker (the
 /// same start and finish handshake as StaticProgram's workers), and per channel `slots` buffers,
 /// each a value's bytes with a fill count and an empty count (the same ready flags: spin, then
-/// futex). Folded onto fewer cores than workers (set_threads), the threads are not pinned and
-/// share that many WorkerPermits: a worker waiting on a buffer sleeps without its permit.
+/// futex). Folded onto one core (set_threads), the caller runs every worker's calls, recorded by
+/// a dry pass over the generated functions, in one order and wakes no thread; onto more cores
+/// than one but fewer than workers, the threads are not pinned and share that many
+/// WorkerPermits (a worker waiting on a buffer sleeps without its permit).
 class SampleStreamProgram {
  public:
   /// Throws Error naming the weights file (StaticProgram) when it is missing or of another size.
