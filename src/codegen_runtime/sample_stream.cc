@@ -102,7 +102,10 @@ struct SampleStreamProgram::Impl {
   std::vector<std::thread> threads;
 
   Impl(const SampleStreamTables& t, const std::string& weights_path)
-      : tables(t), program_tables(*t.program), samples(std::max(1, t.samples)) {
+      : tables(t),
+        program_tables(*t.program),
+        samples(std::max(1, t.samples)),
+        threads_per_worker(std::max(1, t.program->threads_per_worker)) {
     const int count = program_tables.workers;
     for (int w = 0; w < count; ++w) {
       programs.push_back(std::make_unique<StaticProgram>(program_tables, weights_path,
@@ -236,19 +239,7 @@ struct SampleStreamProgram::Impl {
   // As StaticProgram's workers: pinned to the plan's cores (or the allowed CPUs in turn) unless
   // folded, each run started by a new run number, its end counted under the mutex.
   void pin_worker(int w) {
-    if (permits.folded()) return;
-    const int team = program_tables.threads_per_worker;
-    std::vector<int> cores;
-    for (int k = 0; k < team; ++k) {
-      const int core = program_tables.worker_cores[w * team + k];
-      if (core >= 0) cores.push_back(core);
-    }
-    if (cores.empty()) {
-      const std::vector<int> allowed = allowed_cpus();
-      for (int k = 0; k < team && !allowed.empty(); ++k)
-        cores.push_back(allowed[(w * team + k) % allowed.size()]);
-    }
-    pin_current_thread(cores);
+    if (!permits.folded()) pin_current_thread(static_worker_cores(program_tables, w));
   }
 
   void worker_main(int w) {
@@ -433,8 +424,14 @@ void SampleStreamProgram::run(const void* const* inputs, void* const* outputs) {
     ++s.run_number;
     s.changed.notify_all();
   }
-  // Worker 0 on the caller's thread and OpenMP pool, as the thread executor runs it.
-  s.run_worker(0);
+  // Worker 0 on the caller's thread and OpenMP pool, as the thread executor runs it (and as
+  // StaticProgram::run, pinned to worker 0's cores on one thread).
+  {
+    const bool pin = others > 0 && s.threads_per_worker == 1 && !s.permits.folded();
+    const ThreadPinScope pinned(pin ? static_worker_cores(s.program_tables, 0)
+                                    : std::vector<int>());
+    s.run_worker(0);
+  }
   const auto done = [&] { return s.finished.load() == others; };
   if (others > 0 && s.permits.folded()) {
     std::unique_lock lock(s.mutex);  // No spin: a folded worker needs the core.

@@ -263,19 +263,8 @@ struct StaticProgram::Impl {
   // (as the executor's folded threads, where they run is the scheduler's choice).
   void pin_worker(int worker) {
     if (permits.folded()) return;
-    std::vector<int> cores;
-    for (int k = 0; k < tables.threads_per_worker; ++k) {
-      int core = tables.worker_cores[worker * tables.threads_per_worker + k];
-      if (core >= 0) cores.push_back(core);
-    }
-    if (cores.empty()) {
-      // As the parallel executor: worker w takes the allowed CPUs w*threads.. in turn.
-      const std::vector<int> allowed = allowed_cpus();
-      for (int k = 0; k < tables.threads_per_worker && !allowed.empty(); ++k) {
-        cores.push_back(allowed[(worker * tables.threads_per_worker + k) % allowed.size()]);
-      }
-    }
-    pin_current_thread(cores);  // Best effort, as in the parallel executor.
+    // Best effort, as in the parallel executor.
+    pin_current_thread(static_worker_cores(tables, worker));
   }
 
   void worker_main(int worker) {
@@ -454,9 +443,15 @@ void StaticProgram::run(const void* const* inputs, void* const* outputs) {
     ++s.run_number;
     if (s.tables.workers > 1) s.changed.notify_all();
   }
-  // Worker 0 on the caller's thread and OpenMP pool, as the thread executor runs it.
+  // Worker 0 on the caller's thread and OpenMP pool, as the thread executor runs it: pinned to
+  // worker 0's cores for the run, so that it never shares a core with a worker spinning on its
+  // next input, and only on one thread (a team made while pinned would keep the binding).
   omp_set_num_threads(s.threads_per_worker);
-  s.run_worker(0);
+  {
+    const bool pin = s.threads.size() > 0 && s.threads_per_worker == 1 && !s.permits.folded();
+    const ThreadPinScope pinned(pin ? static_worker_cores(s.tables, 0) : std::vector<int>());
+    s.run_worker(0);
+  }
   const int others = s.tables.workers - 1;
   const auto done = [&] { return s.finished.load() == others; };
   if (others > 0 && s.permits.folded()) {
@@ -512,6 +507,21 @@ void StaticProgram::receive(int channel) {
     sleep();
   });
   if (s.failed.load()) throw Error("stopped: another worker failed");
+}
+
+std::vector<int> static_worker_cores(const StaticProgramTables& tables, int worker) {
+  std::vector<int> cores;
+  for (int k = 0; k < tables.threads_per_worker; ++k) {
+    const int core = tables.worker_cores[worker * tables.threads_per_worker + k];
+    if (core >= 0) cores.push_back(core);
+  }
+  if (cores.empty()) {
+    // As the parallel executor: worker w takes the allowed CPUs w*threads.. in turn.
+    const std::vector<int> allowed = allowed_cpus();
+    for (int k = 0; k < tables.threads_per_worker && !allowed.empty(); ++k)
+      cores.push_back(allowed[(worker * tables.threads_per_worker + k) % allowed.size()]);
+  }
+  return cores;
 }
 
 }  // namespace cleave

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace cleave {
 
@@ -128,6 +129,10 @@ class StaticProgram {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// The CPUs worker `worker` is pinned to: the tables' cores, else (as the thread executor) the
+/// allowed CPUs worker x threads_per_worker.. in turn.
+std::vector<int> static_worker_cores(const StaticProgramTables& tables, int worker);
 
 /// The weights file next to the running executable (the table's file name there).
 std::string default_weights_path(const StaticProgramTables& tables);
