@@ -8,13 +8,14 @@
 namespace cleave {
 
 /// The cores a generated program's workers may compute on at once, as `cleave run --plan` folds
-/// its workers onto the cores other processes leave free (plan_threads_for). Each worker keeps
-/// its own thread (a generated worker function is one loop over its samples and cannot be
-/// interleaved with another's), but only `permits` of them compute at any time: a worker takes
-/// a permit before its first step, gives it back before it sleeps on a value from another
-/// worker and takes one again once the value is there. The host's scheduler then sees as many
-/// runnable threads of the program as `cleave run`'s folded executor has; the sleeping ones
-/// neither spin nor hold a core.
+/// its workers onto the cores other processes leave free (plan_threads_for), where that is more
+/// than one core but fewer than the workers (onto one, the programs run every worker's steps in
+/// one order on the caller instead: StaticProgram::set_threads). Each worker keeps its own
+/// thread, but only `permits` of them compute at any time: a worker takes a permit before its
+/// first step, gives it back before it sleeps on a value from another worker and takes one
+/// again once the value is there. The host's scheduler then sees as many runnable threads of
+/// the program as `cleave run`'s folded executor has; the sleeping ones neither spin nor hold
+/// a core.
 class WorkerPermits {
  public:
   /// `permits` for `workers` workers; fewer than one or at least `workers`: not folded, and
