@@ -60,17 +60,17 @@ int report_program_run(const StaticProgramTables& tables, const ProgramMainOptio
 /// "sample_latency_ms"): median, max and every sample's, in milliseconds, from `seconds`.
 nlohmann::json sample_latency_json(const std::vector<double>& seconds);
 
-/// Intra-op threads per worker for a one-process program on a host in this state: the plan's
-/// while the cores other processes leave free hold them, else fewer, down to one (as `cleave
-/// run --plan` does, plan_threads_for). A generated program cannot fold its workers onto fewer
-/// threads: each keeps its own. `fixed` keeps the plan's.
-int program_threads_per_worker(const StaticProgramTables& tables, bool fixed, const HostLoad& load);
+/// The threads of a one-process program on a host in this state, as `cleave run --plan` runs
+/// its plan (plan_threads_for): the plan's while the cores other processes leave free hold
+/// them, else first fewer intra-op threads per worker, down to one, then the workers folded
+/// onto the free cores (`threads` below the workers: WorkerPermits). `fixed` keeps the plan's.
+PlanThreads program_threads(const StaticProgramTables& tables, bool fixed, const HostLoad& load);
 
 /// The process's resident-memory high-water mark.
 std::size_t process_peak_rss_bytes();
 
 /// The one timing loop of a generated program's main (StaticProgram, SampleStreamProgram):
-/// intra-op threads for the host's load unless fixed (noted in `extra`), `options.warmup`
+/// threads for the host's load unless fixed (noted in `extra`), `options.warmup`
 /// untimed runs, then `options.repeat` timed ones; returns each timed run's milliseconds.
 template <class Program>
 std::vector<double> time_program_runs(Program& program, const StaticProgramTables& tables,
@@ -81,9 +81,10 @@ std::vector<double> time_program_runs(Program& program, const StaticProgramTable
   // and inputs are read, as `cleave run` does.
   if (!threads_fixed_by_user(options.fixed_threads)) {
     const HostLoad load = sample_lasting_host_load();
-    const int threads = program_threads_per_worker(tables, false, load);
-    program.set_threads_per_worker(threads);
-    extra["ran_threads_per_worker"] = threads;
+    const PlanThreads threads = program_threads(tables, false, load);
+    program.set_threads(threads);
+    extra["ran_threads_per_worker"] = threads.threads_per_worker;
+    extra["threads"] = threads.threads;
     extra["host_load"] = {{"other_runnable", load.other_runnable}, {"cores", load.cores}};
   }
   for (int i = 0; i < options.warmup; ++i) program.run(inputs, outputs);

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "codegen_runtime/program_main.h"
+#include "codegen_runtime/worker_permits.h"
 #include "runtime/pinning.h"
 #include "runtime/tensor.h"
 #include "runtime/wait_policy.h"
@@ -48,9 +49,24 @@ std::size_t value_capacity(const StaticValue& value) {
 
 }  // namespace
 
+namespace {
+
+// One call of a generated worker function, as a dry pass over it records it: the functions'
+// loops have fixed bounds, so their calls do not depend on the values.
+struct StreamCall {
+  enum Kind { kStep, kInputs, kOutput, kSend, kReceive };
+  Kind kind = kStep;
+  int index = 0;  // Step, graph output or channel.
+  int slot = 0;
+  int sample = 0;
+};
+
+}  // namespace
+
 struct SampleStreamWorker::Impl {
   SampleStreamProgram::Impl* owner = nullptr;
   int worker = 0;
+  std::vector<StreamCall>* recording = nullptr;  // Set: calls are recorded, not run.
 };
 
 struct SampleStreamProgram::Impl {
@@ -58,6 +74,11 @@ struct SampleStreamProgram::Impl {
   const StaticProgramTables& program_tables;
   int samples = 1;
   std::vector<std::unique_ptr<StaticProgram>> programs;  // Per worker.
+  WorkerPermits permits;  // Folded by set_threads: fewer cores than workers.
+  // Folded onto one core: the caller runs every worker's recorded calls, none woken.
+  bool one_thread = false;
+  int threads_per_worker = 1;
+  std::vector<std::vector<StreamCall>> calls;  // Per worker, for one_thread.
   std::vector<SampleStreamWorker::Impl> worker_impls;
   std::vector<SampleStreamWorker> workers;
   std::vector<std::vector<std::unique_ptr<Slot>>> slots;  // Per channel.
@@ -81,7 +102,10 @@ struct SampleStreamProgram::Impl {
   std::vector<std::thread> threads;
 
   Impl(const SampleStreamTables& t, const std::string& weights_path)
-      : tables(t), program_tables(*t.program), samples(std::max(1, t.samples)) {
+      : tables(t),
+        program_tables(*t.program),
+        samples(std::max(1, t.samples)),
+        threads_per_worker(std::max(1, t.program->threads_per_worker)) {
     const int count = program_tables.workers;
     for (int w = 0; w < count; ++w) {
       programs.push_back(std::make_unique<StaticProgram>(program_tables, weights_path,
@@ -111,15 +135,21 @@ struct SampleStreamProgram::Impl {
                        program_tables.values[channel.value].name, channel.from, channel.to);
   }
 
-  // Waits until `ready()`, spinning first, then sleeping on `count`'s changes.
+  // Waits until `ready()`, spinning first, then sleeping on `count`'s changes; folded, sleeping
+  // at once, the permit given back meanwhile.
   template <typename Ready>
   void wait_for(std::atomic<int64_t>& count, Ready&& ready) {
-    if (!spin_until(ready)) {
+    const auto sleep = [&] {
       for (int64_t seen = count.load(std::memory_order_acquire); !ready();
            seen = count.load(std::memory_order_acquire)) {
         if (failed.load()) break;
         count.wait(seen);
       }
+    };
+    if (!ready()) {
+      wait_as_worker(permits, sleep, [&] {
+        if (!spin_until(ready)) sleep();
+      });
     }
     if (failed.load()) throw Error("stopped: another worker failed");
   }
@@ -141,33 +171,86 @@ struct SampleStreamProgram::Impl {
 
   void run_worker(int w) {
     try {
+      const WorkerPermit permit(permits);
       programs[w]->run_worker_here(w, [&] { tables.worker_functions[w](workers[w]); });
     } catch (const std::exception& e) {
       fail(e.what());
     }
   }
 
-  // As StaticProgram's workers: pinned to the plan's cores (or the allowed CPUs in turn),
-  // each run started by a new run number, its end counted under the mutex.
+  // Every worker's calls on the caller's thread, as the thread executor's one folded thread
+  // runs the plan's tasks in one order: each worker's calls in its order, each as soon as it
+  // would not wait (a receive once its buffer is full, a send once its buffer is free), so
+  // that no hand-off pays a wake-up. Any such order is one the worker threads could take.
+  void run_one_thread() {
+    const auto ready = [&](const StreamCall& call) {
+      if (call.kind != StreamCall::kSend && call.kind != StreamCall::kReceive) return true;
+      const Slot& place = *slots[call.index][call.slot];
+      const int64_t filled = place.filled.load(), emptied = place.emptied.load();
+      return call.kind == StreamCall::kSend ? filled == emptied : filled > emptied;
+    };
+    std::vector<std::size_t> next(calls.size(), 0);
+    for (bool left = true; left;) {
+      bool progressed = false;
+      left = false;
+      int waiting = -1;
+      for (std::size_t w = 0; w < calls.size(); ++w) {
+        SampleStreamWorker& worker = workers[w];
+        for (; next[w] < calls[w].size() && ready(calls[w][next[w]]); ++next[w]) {
+          const StreamCall& call = calls[w][next[w]];
+          try {
+            switch (call.kind) {
+              case StreamCall::kStep:
+                worker.step(call.index);
+                break;
+              case StreamCall::kInputs:
+                worker.use_inputs(call.sample);
+                break;
+              case StreamCall::kOutput:
+                worker.take_output(call.index, call.sample);
+                break;
+              case StreamCall::kSend:
+                worker.send(call.index, call.slot, call.sample);
+                break;
+              case StreamCall::kReceive:
+                worker.receive(call.index, call.slot, call.sample);
+                break;
+            }
+          } catch (const std::exception& e) {
+            throw Error(fmt::format("worker {}: {}", w, e.what()));
+          }
+          progressed = true;
+        }
+        if (next[w] < calls[w].size()) {
+          left = true;
+          waiting = static_cast<int>(w);
+        }
+      }
+      if (left && !progressed) {
+        const StreamCall& call = calls[waiting][next[waiting]];
+        throw Error(
+            fmt::format("worker {} waits on {} (sample {}) and no other worker can go "
+                        "on: the workers cannot be folded onto one thread",
+                        waiting, channel_text(call.index), call.sample));
+      }
+    }
+  }
+
+  // As StaticProgram's workers: pinned to the plan's cores (or the allowed CPUs in turn) unless
+  // folded, each run started by a new run number, its end counted under the mutex.
+  void pin_worker(int w) {
+    if (!permits.folded()) pin_current_thread(static_worker_cores(program_tables, w));
+  }
+
   void worker_main(int w) {
-    const int team = program_tables.threads_per_worker;
-    std::vector<int> cores;
-    for (int k = 0; k < team; ++k) {
-      const int core = program_tables.worker_cores[w * team + k];
-      if (core >= 0) cores.push_back(core);
-    }
-    if (cores.empty()) {
-      const std::vector<int> allowed = allowed_cpus();
-      for (int k = 0; k < team && !allowed.empty(); ++k)
-        cores.push_back(allowed[(w * team + k) % allowed.size()]);
-    }
-    pin_current_thread(cores);
     int64_t seen = 0;
     while (true) {
       {
         std::unique_lock lock(mutex);
         changed.wait(lock, [&] { return shutting_down || run_number != seen; });
         if (shutting_down) return;
+        // Pinned at the first run: set_threads, which may fold the workers, comes before it.
+        if (seen == 0) pin_worker(w);
         seen = run_number;
       }
       run_worker(w);
@@ -179,10 +262,18 @@ struct SampleStreamProgram::Impl {
 };
 
 void SampleStreamWorker::step(int index) {
+  if (impl_->recording) {
+    impl_->recording->push_back({StreamCall::kStep, index, 0, 0});
+    return;
+  }
   impl_->owner->programs[impl_->worker]->step(index);
 }
 
 void SampleStreamWorker::use_inputs(int sample) {
+  if (impl_->recording) {
+    impl_->recording->push_back({StreamCall::kInputs, 0, 0, sample});
+    return;
+  }
   SampleStreamProgram::Impl& s = *impl_->owner;
   s.programs[impl_->worker]->set_inputs(
       s.inputs + static_cast<std::size_t>(sample) *
@@ -190,6 +281,10 @@ void SampleStreamWorker::use_inputs(int sample) {
 }
 
 void SampleStreamWorker::take_output(int index, int sample) {
+  if (impl_->recording) {
+    impl_->recording->push_back({StreamCall::kOutput, index, 0, sample});
+    return;
+  }
   SampleStreamProgram::Impl& s = *impl_->owner;
   const std::size_t outputs = static_cast<std::size_t>(s.program_tables.graph_output_count);
   s.programs[impl_->worker]->get_output(
@@ -203,6 +298,10 @@ void SampleStreamWorker::take_output(int index, int sample) {
 }
 
 void SampleStreamWorker::send(int c, int slot, int sample) {
+  if (impl_->recording) {
+    impl_->recording->push_back({StreamCall::kSend, c, slot, sample});
+    return;
+  }
   SampleStreamProgram::Impl& s = *impl_->owner;
   Slot& place = *s.slots[c][slot];
   s.wait_for(place.emptied, [&] {
@@ -224,6 +323,10 @@ void SampleStreamWorker::send(int c, int slot, int sample) {
 }
 
 void SampleStreamWorker::receive(int c, int slot, int sample) {
+  if (impl_->recording) {
+    impl_->recording->push_back({StreamCall::kReceive, c, slot, sample});
+    return;
+  }
   SampleStreamProgram::Impl& s = *impl_->owner;
   Slot& place = *s.slots[c][slot];
   s.wait_for(place.filled, [&] {
@@ -268,8 +371,22 @@ SampleStreamProgram::~SampleStreamProgram() {
   for (auto& thread : impl_->threads) thread.join();
 }
 
-void SampleStreamProgram::set_threads_per_worker(int threads) {
-  for (auto& program : impl_->programs) program->set_threads_per_worker(threads);
+void SampleStreamProgram::set_threads(const PlanThreads& threads) {
+  // Each instance runs one worker on its caller's thread: only its intra-op threads count.
+  for (auto& program : impl_->programs)
+    program->set_threads({impl_->program_tables.workers, threads.threads_per_worker});
+  Impl& s = *impl_;
+  s.permits.set(threads.threads, s.program_tables.workers);
+  s.threads_per_worker = std::max(1, threads.threads_per_worker);
+  s.one_thread = threads.threads == 1 && s.program_tables.workers > 1;
+  if (s.one_thread && s.calls.empty()) {
+    s.calls.resize(static_cast<std::size_t>(s.program_tables.workers));
+    for (int w = 0; w < s.program_tables.workers; ++w) {
+      s.worker_impls[w].recording = &s.calls[w];
+      s.tables.worker_functions[w](s.workers[w]);
+      s.worker_impls[w].recording = nullptr;
+    }
+  }
 }
 
 const std::vector<double>& SampleStreamProgram::sample_seconds() const {
@@ -288,6 +405,18 @@ void SampleStreamProgram::run(const void* const* inputs, void* const* outputs) {
   ++s.run;
   std::fill(s.sample_seconds.begin(), s.sample_seconds.end(), 0.0);
   s.start = std::chrono::steady_clock::now();
+  if (s.one_thread) {
+    // No new run number: the worker threads sleep through the program's runs.
+    omp_set_num_threads(s.threads_per_worker);
+    try {
+      s.run_one_thread();
+    } catch (const std::exception& e) {
+      s.broken = true;
+      s.failure = e.what();
+      throw;
+    }
+    return;
+  }
   const int others = s.program_tables.workers - 1;
   if (others > 0) {
     std::lock_guard lock(s.mutex);
@@ -295,9 +424,21 @@ void SampleStreamProgram::run(const void* const* inputs, void* const* outputs) {
     ++s.run_number;
     s.changed.notify_all();
   }
-  // Worker 0 on the caller's thread and OpenMP pool, as the thread executor runs it.
-  s.run_worker(0);
-  if (others > 0) spin_then_wait(s.mutex, s.changed, [&] { return s.finished.load() == others; });
+  // Worker 0 on the caller's thread and OpenMP pool, as the thread executor runs it (and as
+  // StaticProgram::run, pinned to worker 0's cores on one thread).
+  {
+    const bool pin = others > 0 && s.threads_per_worker == 1 && !s.permits.folded();
+    const ThreadPinScope pinned(pin ? static_worker_cores(s.program_tables, 0)
+                                    : std::vector<int>());
+    s.run_worker(0);
+  }
+  const auto done = [&] { return s.finished.load() == others; };
+  if (others > 0 && s.permits.folded()) {
+    std::unique_lock lock(s.mutex);  // No spin: a folded worker needs the core.
+    s.changed.wait(lock, done);
+  } else if (others > 0) {
+    spin_then_wait(s.mutex, s.changed, done);
+  }
   if (s.failed) {
     s.broken = true;
     throw Error(s.failure);

@@ -60,7 +60,10 @@ class SampleStreamWorker {
 /// 0's generated function on the caller's thread and one pinned thread per other worker (the
 /// same start and finish handshake as StaticProgram's workers), and per channel `slots` buffers,
 /// each a value's bytes with a fill count and an empty count (the same ready flags: spin, then
-/// futex).
+/// futex). Folded onto one core (set_threads), the caller runs every worker's calls, recorded by
+/// a dry pass over the generated functions, in one order and wakes no thread; onto more cores
+/// than one but fewer than workers, the threads are not pinned and share that many
+/// WorkerPermits (a worker waiting on a buffer sleeps without its permit).
 class SampleStreamProgram {
  public:
   /// Throws Error naming the weights file (StaticProgram) when it is missing or of another size.
@@ -69,8 +72,9 @@ class SampleStreamProgram {
   SampleStreamProgram(const SampleStreamProgram&) = delete;
   SampleStreamProgram& operator=(const SampleStreamProgram&) = delete;
 
-  /// As StaticProgram::set_threads_per_worker: before the first run only.
-  void set_threads_per_worker(int threads);
+  /// As StaticProgram::set_threads (fewer cores than workers folds them): before the first run
+  /// only.
+  void set_threads(const PlanThreads& threads);
   /// One run of every sample: inputs[s * inputs + i] is input i of sample s, outputs[s * outputs
   /// + o] output o of sample s (plain; null: not written). Throws Error naming the worker and
   /// step when one fails (the others stop at their next hand-off).

@@ -172,13 +172,19 @@ int report_program_run(const StaticProgramTables& tables, const ProgramMainOptio
       report["latency_ms"]["min"].get<double>(), report["latency_ms"]["median"].get<double>(),
       options.repeat, tables.workers, extra.contains("ranks") ? "rank" : "worker",
       tables.threads_per_worker);
+  const int folded_onto =
+      extra.contains("threads") ? extra["threads"].get<int>() : std::max(1, tables.workers);
   if (extra.contains("ran_threads_per_worker") &&
-      extra["ran_threads_per_worker"].get<int>() != tables.threads_per_worker) {
+      (extra["ran_threads_per_worker"].get<int>() != tables.threads_per_worker ||
+       folded_onto < tables.workers)) {
     fmt::print(
-        "threads    ran with {} per worker: {} other runnable thread(s) on {} core(s) "
+        "threads    ran with {} per worker{}: {} other runnable thread(s) on {} core(s) "
         "(--fixed-threads keeps the plan's)\n",
-        extra["ran_threads_per_worker"].get<int>(), extra["host_load"]["other_runnable"].get<int>(),
-        extra["host_load"]["cores"].get<int>());
+        extra["ran_threads_per_worker"].get<int>(),
+        folded_onto < tables.workers
+            ? fmt::format(", the {} workers folded onto {} core(s)", tables.workers, folded_onto)
+            : "",
+        extra["host_load"]["other_runnable"].get<int>(), extra["host_load"]["cores"].get<int>());
   }
   if (stream) {
     fmt::print(
@@ -208,10 +214,9 @@ nlohmann::json sample_latency_json(const std::vector<double>& seconds) {
           {"per_sample", ms}};
 }
 
-int program_threads_per_worker(const StaticProgramTables& tables, bool fixed,
-                               const HostLoad& load) {
-  if (fixed) return tables.threads_per_worker;
-  return plan_threads_for(tables.workers, tables.threads_per_worker, load).threads_per_worker;
+PlanThreads program_threads(const StaticProgramTables& tables, bool fixed, const HostLoad& load) {
+  if (fixed) return {std::max(1, tables.workers), std::max(1, tables.threads_per_worker)};
+  return plan_threads_for(tables.workers, tables.threads_per_worker, load);
 }
 
 namespace {

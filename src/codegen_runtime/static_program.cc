@@ -18,6 +18,7 @@
 #include <span>
 #include <thread>
 
+#include "codegen_runtime/worker_permits.h"
 #include "ir/text.h"
 #include "runtime/executor.h"
 #include "runtime/intra_op_team.h"
@@ -88,7 +89,11 @@ struct StaticProgram::Impl {
   };
 
   const StaticProgramTables& tables;
-  int threads_per_worker = 1;  // The tables' count unless set_threads_per_worker lowered it.
+  int threads_per_worker = 1;  // The tables' count unless set_threads lowered it.
+  WorkerPermits permits;       // Folded by set_threads: fewer cores than workers.
+  // Folded onto one core: the caller runs one_thread_steps alone, no worker woken.
+  bool one_thread = false;
+  std::vector<int> one_thread_steps;
   Graph graph;
   ConvolutionFamily family = ConvolutionFamily::kBlocked;
   MappedFile weights;
@@ -247,32 +252,30 @@ struct StaticProgram::Impl {
 
   void run_worker(int worker) {
     try {
+      const WorkerPermit permit(permits);
       tables.worker_functions[worker](*owner);
     } catch (const std::exception& e) {
       fail(fmt::format("worker {}: {}", worker, e.what()));
     }
   }
 
+  // Pinned to its cores as the parallel executor's workers are, unless the workers are folded
+  // (as the executor's folded threads, where they run is the scheduler's choice).
+  void pin_worker(int worker) {
+    if (permits.folded()) return;
+    // Best effort, as in the parallel executor.
+    pin_current_thread(static_worker_cores(tables, worker));
+  }
+
   void worker_main(int worker) {
-    std::vector<int> cores;
-    for (int k = 0; k < tables.threads_per_worker; ++k) {
-      int core = tables.worker_cores[worker * tables.threads_per_worker + k];
-      if (core >= 0) cores.push_back(core);
-    }
-    if (cores.empty()) {
-      // As the parallel executor: worker w takes the allowed CPUs w*threads.. in turn.
-      const std::vector<int> allowed = allowed_cpus();
-      for (int k = 0; k < tables.threads_per_worker && !allowed.empty(); ++k) {
-        cores.push_back(allowed[(worker * tables.threads_per_worker + k) % allowed.size()]);
-      }
-    }
-    pin_current_thread(cores);  // Best effort, as in the parallel executor.
     int64_t seen = 0;
     while (true) {
       {
         std::unique_lock lock(mutex);
         changed.wait(lock, [&] { return shutting_down || run_number != seen; });
         if (shutting_down) return;
+        // Pinned at the first run: set_threads, which may fold the workers, comes before it.
+        if (seen == 0) pin_worker(worker);
         seen = run_number;
       }
       omp_set_num_threads(threads_per_worker);
@@ -281,6 +284,53 @@ struct StaticProgram::Impl {
       finished.fetch_add(1);
       changed.notify_all();
     }
+  }
+
+  // Every worker's steps on one thread, as the thread executor's one folded thread runs the
+  // plan's tasks in one order: each worker's steps in its order, a step as soon as the values
+  // it reads from other workers are made. Any such order keeps the order of the concurrent
+  // program's hand-offs, so the arena's reuse stays safe, and no wake-up is paid.
+  std::vector<int> one_thread_order() const {
+    std::vector<int> producer(static_cast<std::size_t>(tables.value_count), -1);
+    std::vector<std::vector<int>> queues(static_cast<std::size_t>(std::max(1, tables.workers)));
+    for (int s = 0; s < tables.step_count; ++s) {
+      const StaticStep& entry = tables.steps[s];
+      for (int i = entry.outputs_begin; i < entry.outputs_end; ++i)
+        producer[tables.step_values[i]] = s;
+      queues.at(static_cast<std::size_t>(entry.worker)).push_back(s);
+    }
+    std::vector<bool> made(static_cast<std::size_t>(tables.step_count), false);
+    std::vector<std::size_t> next(queues.size(), 0);
+    std::vector<int> order;
+    while (static_cast<int>(order.size()) < tables.step_count) {
+      bool progressed = false;
+      int waiting = -1;
+      for (std::size_t w = 0; w < queues.size(); ++w) {
+        for (; next[w] < queues[w].size(); ++next[w]) {
+          const int s = queues[w][next[w]];
+          const StaticStep& entry = tables.steps[s];
+          bool ready = true;
+          for (int i = entry.inputs_begin; i < entry.inputs_end && ready; ++i) {
+            const int v = tables.step_values[i];
+            ready = v < 0 || producer[v] < 0 || made[producer[v]];
+          }
+          if (!ready) {
+            waiting = s;
+            break;
+          }
+          made[s] = true;
+          order.push_back(s);
+          progressed = true;
+        }
+      }
+      if (!progressed) {
+        throw Error(
+            fmt::format("step {} waits for a value no other step can make first: the "
+                        "workers cannot be folded onto one thread",
+                        tables.steps[waiting].node));
+      }
+    }
+    return order;
   }
 
   StaticProgram* owner = nullptr;
@@ -307,9 +357,13 @@ StaticProgram::~StaticProgram() {
   for (auto& thread : impl_->threads) thread.join();
 }
 
-void StaticProgram::set_threads_per_worker(int threads) {
+void StaticProgram::set_threads(const PlanThreads& threads) {
   std::lock_guard lock(impl_->mutex);
-  impl_->threads_per_worker = std::max(1, threads);
+  impl_->threads_per_worker = std::max(1, threads.threads_per_worker);
+  impl_->permits.set(threads.threads, impl_->tables.workers);
+  impl_->one_thread = threads.threads == 1 && impl_->tables.workers > 1;
+  if (impl_->one_thread && impl_->one_thread_steps.empty())
+    impl_->one_thread_steps = impl_->one_thread_order();
 }
 
 const StaticProgramTables& StaticProgram::tables() const {
@@ -374,6 +428,13 @@ void StaticProgram::run_worker_here(int worker, const std::function<void()>& fun
 void StaticProgram::run(const void* const* inputs, void* const* outputs) {
   Impl& s = *impl_;
   set_inputs(inputs);
+  if (s.one_thread) {
+    // No new run number: the worker threads sleep through the program's runs.
+    omp_set_num_threads(s.threads_per_worker);
+    for (int index : s.one_thread_steps) step(index);
+    get_outputs(outputs);
+    return;
+  }
   {
     std::unique_lock lock(s.mutex);
     s.failed = false;
@@ -382,11 +443,23 @@ void StaticProgram::run(const void* const* inputs, void* const* outputs) {
     ++s.run_number;
     if (s.tables.workers > 1) s.changed.notify_all();
   }
-  // Worker 0 on the caller's thread and OpenMP pool, as the thread executor runs it.
+  // Worker 0 on the caller's thread and OpenMP pool, as the thread executor runs it: pinned to
+  // worker 0's cores for the run, so that it never shares a core with a worker spinning on its
+  // next input, and only on one thread (a team made while pinned would keep the binding).
   omp_set_num_threads(s.threads_per_worker);
-  s.run_worker(0);
+  {
+    const bool pin = s.threads.size() > 0 && s.threads_per_worker == 1 && !s.permits.folded();
+    const ThreadPinScope pinned(pin ? static_worker_cores(s.tables, 0) : std::vector<int>());
+    s.run_worker(0);
+  }
   const int others = s.tables.workers - 1;
-  if (others > 0) spin_then_wait(s.mutex, s.changed, [&] { return s.finished.load() == others; });
+  const auto done = [&] { return s.finished.load() == others; };
+  if (others > 0 && s.permits.folded()) {
+    std::unique_lock lock(s.mutex);  // No spin: a folded worker needs the core.
+    s.changed.wait(lock, done);
+  } else if (others > 0) {
+    spin_then_wait(s.mutex, s.changed, done);
+  }
   if (s.failed) throw Error(s.failure);
   get_outputs(outputs);
 }
@@ -421,13 +494,34 @@ void StaticProgram::receive(int channel) {
   Impl& s = *impl_;
   std::atomic<int64_t>& flag = s.channels[channel];
   const int64_t run = s.run_number;
-  // The runtime's spin (as the thread executor's workers wait), then the futex.
-  spin_until([&] { return flag.load(std::memory_order_acquire) == run; });
-  for (int64_t seen = flag.load(std::memory_order_acquire); seen != run;
-       seen = flag.load(std::memory_order_acquire)) {
-    flag.wait(seen);
-  }
+  const auto sleep = [&] {
+    for (int64_t seen = flag.load(std::memory_order_acquire); seen != run;
+         seen = flag.load(std::memory_order_acquire)) {
+      flag.wait(seen);
+    }
+  };
+  // The runtime's spin (as the thread executor's workers wait), then the futex; folded, the
+  // futex alone, the permit given back meanwhile.
+  wait_as_worker(s.permits, sleep, [&] {
+    spin_until([&] { return flag.load(std::memory_order_acquire) == run; });
+    sleep();
+  });
   if (s.failed.load()) throw Error("stopped: another worker failed");
+}
+
+std::vector<int> static_worker_cores(const StaticProgramTables& tables, int worker) {
+  std::vector<int> cores;
+  for (int k = 0; k < tables.threads_per_worker; ++k) {
+    const int core = tables.worker_cores[worker * tables.threads_per_worker + k];
+    if (core >= 0) cores.push_back(core);
+  }
+  if (cores.empty()) {
+    // As the parallel executor: worker w takes the allowed CPUs w*threads.. in turn.
+    const std::vector<int> allowed = allowed_cpus();
+    for (int k = 0; k < tables.threads_per_worker && !allowed.empty(); ++k)
+      cores.push_back(allowed[(worker * tables.threads_per_worker + k) % allowed.size()]);
+  }
+  return cores;
 }
 
 }  // namespace cleave

@@ -5,11 +5,13 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace cleave {
 
 class StaticProgram;
 class Tensor;
+struct PlanThreads;
 
 /// Where one value of a generated program lives. All fields are generation-time constants.
 struct StaticValue {
@@ -71,7 +73,8 @@ struct StaticProgramTables {
 
 /// A generated program at run time: the weights memory-mapped, one arena, one kernel per step
 /// prepared on the first run (on its worker's thread, with its thread count), worker 0 on the
-/// caller's thread and persistent pinned threads for the others, and one ready flag per channel.
+/// caller's thread and persistent pinned threads for the others, and one ready flag per channel
+/// (folded onto fewer cores than workers: see set_threads).
 class StaticProgram {
  public:
   /// Maps `weights_path` and parses the graph text; throws Error naming the file when the
@@ -84,10 +87,14 @@ class StaticProgram {
   StaticProgram(const StaticProgram&) = delete;
   StaticProgram& operator=(const StaticProgram&) = delete;
 
-  /// Intra-op threads per worker from the next run on, in place of the tables' count: valid
-  /// only before the first run, which prepares the kernels with it (a program's main lowers it
-  /// while other processes hold the cores).
-  void set_threads_per_worker(int threads);
+  /// The cores the workers compute on at once (`threads.threads`) and the intra-op threads
+  /// per worker, in place of the tables' counts: valid only before the first run, which
+  /// prepares the kernels with them and pins the workers unless folded (a program's main
+  /// lowers them while other processes hold the cores, as `cleave run --plan` does). Folded
+  /// onto one core, the caller runs every worker's steps itself, each worker's in its order;
+  /// onto more, the workers share that many permits (WorkerPermits). Throws Error naming a
+  /// step when the steps cannot be put in one order.
+  void set_threads(const PlanThreads& threads);
 
   /// One run: copies the inputs (graph input order) into the arena, runs every worker's
   /// function, copies the outputs (graph output order) out. Buffers hold the planned bytes
@@ -122,6 +129,10 @@ class StaticProgram {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// The CPUs worker `worker` is pinned to: the tables' cores, else (as the thread executor) the
+/// allowed CPUs worker x threads_per_worker.. in turn.
+std::vector<int> static_worker_cores(const StaticProgramTables& tables, int worker);
 
 /// The weights file next to the running executable (the table's file name there).
 std::string default_weights_path(const StaticProgramTables& tables);

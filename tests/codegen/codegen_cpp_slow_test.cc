@@ -103,6 +103,48 @@ TEST_F(CodegenCpp, GeneratedProgramBuildsAndMatchesCleaveRunBitForBit) {
   EXPECT_NE(bad.text.find("short.bin"), std::string::npos) << bad.text;
 }
 
+// With every core held by other processes, a two-worker program folds its workers onto the one
+// core `cleave run --plan` would give them (its caller runs both workers' steps in one order)
+// and still computes the same bits; --fixed-threads keeps both workers' threads.
+TEST_F(CodegenCpp, TwoWorkerProgramFoldedOntoOneCoreMatchesCleaveRunBitForBit) {
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores > 8)
+    GTEST_SKIP() << "fills every core with a busy process: wants at most 8, has " << cores;
+  write_model(kTwoBranchModel, path("m.onnx"));
+  save_default_input("m.onnx", path("x.npy"));
+  ASSERT_EQ(cleave("plan m.onnx --strategy lc --workers 2 --costs static -o plan.json").exit_code,
+            0);
+  CommandOutput generated =
+      cleave("codegen m.onnx --plan plan.json --lang cpp --layouts blocked -o gen");
+  ASSERT_EQ(generated.exit_code, 0) << generated.text;
+  // Both workers have steps, and values cross between them: one order must follow the edges.
+  EXPECT_NE(read_text_file(path("gen/worker_1.cc")).find("p.step("), std::string::npos);
+  EXPECT_NE((read_text_file(path("gen/worker_0.cc")) + read_text_file(path("gen/worker_1.cc")))
+                .find("p.receive("),
+            std::string::npos);
+  CommandOutput build = build_generated();
+  ASSERT_EQ(build.exit_code, 0) << build.text;
+  CommandOutput reference =
+      cleave("run m.onnx --plan gen/plan.json --layouts blocked --input x=x.npy --output-dir ref");
+  ASSERT_EQ(reference.exit_code, 0) << reference.text;
+  BusyProcesses busy(cores + 1);
+  CommandOutput folded = shell(
+      "env -u CLEAVE_FIXED_THREADS timeout 120 gen/build/model_run --input x=x.npy "
+      "--output-dir folded --repeat 3 --json");
+  ASSERT_EQ(folded.exit_code, 0) << folded.text;
+  EXPECT_NE(folded.text.find("\"threads\": 1"), std::string::npos) << folded.text;
+  EXPECT_TRUE(same_bits(read_npy(path("folded/out.npy")), read_npy(path("ref/out.npy"))));
+  CommandOutput text =
+      shell("env -u CLEAVE_FIXED_THREADS timeout 120 gen/build/model_run --input x=x.npy");
+  EXPECT_NE(text.text.find("the 2 workers folded onto 1 core(s)"), std::string::npos) << text.text;
+  CommandOutput fixed = shell(
+      "env -u CLEAVE_FIXED_THREADS timeout 120 gen/build/model_run --fixed-threads --input "
+      "x=x.npy --output-dir fixed --json");
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.text;
+  EXPECT_EQ(fixed.text.find("\"threads\""), std::string::npos) << fixed.text;
+  EXPECT_TRUE(same_bits(read_npy(path("fixed/out.npy")), read_npy(path("ref/out.npy"))));
+}
+
 // With every core held by other processes, a generated program's worker runs on one thread and
 // says so; --fixed-threads keeps the two it was generated with. (The test binaries set
 // CLEAVE_FIXED_THREADS for the commands they start, test_environment.cc; these go without it.)

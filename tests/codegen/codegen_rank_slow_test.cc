@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "../busy_processes.h"
 #include "codegen_fixture.h"
 
 namespace cleave {
@@ -203,6 +204,24 @@ TEST_F(CodegenRanks, StreamOfThreeSamplesOnWorkerThreadsMatchesCleaveRunForEvery
     }
     EXPECT_FALSE(same_bits(read_npy(path(out + "/sample_0/out.npy")),
                            read_npy(path(out + "/sample_2/out.npy"))));
+    // With every core held, the workers fold onto one core (one permit between them, the
+    // pipeline's hand-offs passing it on) and every sample keeps its bits.
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores > 8) continue;
+    const std::string folded_out = "folded-" + strategy;
+    CommandOutput folded;
+    {
+      BusyProcesses busy(cores + 1);
+      folded = shell("env -u CLEAVE_FIXED_THREADS timeout 120 gen/build/model_run --output-dir " +
+                     folded_out + " --repeat 2 --json");
+    }
+    ASSERT_EQ(folded.exit_code, 0) << folded.text;
+    EXPECT_EQ(nlohmann::json::parse(folded.text)["threads"], 1) << folded.text;
+    for (int sample = 0; sample < 3; ++sample) {
+      const std::string file = "/sample_" + std::to_string(sample) + "/out.npy";
+      EXPECT_TRUE(same_bits(read_npy(path(folded_out + file)), read_npy(path(out + file))))
+          << strategy << " " << sample;
+    }
   }
 }
 

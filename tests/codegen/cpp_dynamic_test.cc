@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "../busy_processes.h"
 #include "codegen_fixture.h"
 
 namespace cleave {
@@ -197,6 +198,20 @@ TEST_F(CppDynamic, TwoWorkersWithRunTimeStepsMatchCleaveRunWithTheirPlan) {
   CommandOutput build = build_generated();
   ASSERT_EQ(build.exit_code, 0) << build.text;
   ASSERT_NO_FATAL_FAILURE(expect_same_bits("--seed 0", {"c"}, "seed0"));
+  // Folded onto one core (every core held), one thread runs both workers' steps, the run-time
+  // ones included, in one order: the same bits.
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores > 8) return;
+  CommandOutput folded;
+  {
+    BusyProcesses busy(cores + 1);
+    folded = shell(
+        "env -u CLEAVE_FIXED_THREADS timeout 120 gen/build/model_run --seed 0 --repeat 3 "
+        "--output-dir out_folded --json");
+  }
+  ASSERT_EQ(folded.exit_code, 0) << folded.text;
+  EXPECT_NE(folded.text.find("\"threads\": 1"), std::string::npos) << folded.text;
+  EXPECT_TRUE(same_bits(read_npy(path("out_folded/c.npy")), read_npy(path("ref_seed0/c.npy"))));
 }
 
 }  // namespace

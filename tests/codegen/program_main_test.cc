@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codegen_runtime/program_main.h"
@@ -24,19 +25,32 @@ StaticProgramTables plan_of(int workers, int threads_per_worker) {
   return tables;
 }
 
+// The threads a program ran with: workers' cores, then intra-op threads per worker.
+std::pair<int, int> threads(const StaticProgramTables& tables, bool fixed, const HostLoad& load) {
+  const PlanThreads fit = program_threads(tables, fixed, load);
+  return {fit.threads, fit.threads_per_worker};
+}
+
 TEST(ProgramThreads, ThePlansThreadsWhileTheCoresAreFree) {
-  EXPECT_EQ(program_threads_per_worker(plan_of(1, 2), false, {0, 2}), 2);
+  EXPECT_EQ(threads(plan_of(1, 2), false, {0, 2}), std::make_pair(1, 2));
+  EXPECT_EQ(threads(plan_of(2, 1), false, {0, 2}), std::make_pair(2, 1));
 }
 
 TEST(ProgramThreads, FewerIntraOpThreadsWhenOtherProcessesHoldTheCores) {
-  EXPECT_EQ(program_threads_per_worker(plan_of(1, 2), false, {1, 2}), 1);
-  EXPECT_EQ(program_threads_per_worker(plan_of(2, 2), false, {2, 4}), 1);
-  // Never fewer than one, even where the workers would have to be folded.
-  EXPECT_EQ(program_threads_per_worker(plan_of(2, 1), false, {4, 2}), 1);
+  EXPECT_EQ(threads(plan_of(1, 2), false, {1, 2}), std::make_pair(1, 1));
+  EXPECT_EQ(threads(plan_of(2, 2), false, {2, 4}), std::make_pair(2, 1));
+}
+
+TEST(ProgramThreads, WorkersFoldOntoTheFreeCoresAsCleaveRunFoldsThem) {
+  // One other runnable thread on 2 cores leaves one core for a 2-worker plan.
+  EXPECT_EQ(threads(plan_of(2, 1), false, {1, 2}), std::make_pair(1, 1));
+  EXPECT_EQ(threads(plan_of(2, 1), false, {4, 2}), std::make_pair(1, 1));
+  EXPECT_EQ(threads(plan_of(4, 1), false, {2, 4}), std::make_pair(2, 1));
 }
 
 TEST(ProgramThreads, FixedKeepsThePlansThreads) {
-  EXPECT_EQ(program_threads_per_worker(plan_of(1, 2), true, {4, 2}), 2);
+  EXPECT_EQ(threads(plan_of(1, 2), true, {4, 2}), std::make_pair(1, 2));
+  EXPECT_EQ(threads(plan_of(2, 1), true, {4, 2}), std::make_pair(2, 1));
 }
 
 TEST(ProgramOptions, FixedThreadsIsAnOptionOfOneProcessProgramsOnly) {
