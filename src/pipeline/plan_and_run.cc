@@ -396,13 +396,14 @@ bool auto_check_needed(const ModelPlan& plan, const RunRecipe& recipe) {
          (!recipe.machine && plan.threads_per_worker < recipe.workers * recipe.threads_per_worker);
 }
 
-const ModelPlan* check_runner_up(const ModelPlan& choice, const RunRecipe& recipe) {
+const ModelPlan* check_runner_up(const ModelPlan& choice, const RunRecipe& recipe,
+                                 const std::function<bool(const ModelPlan&)>& worth_timing) {
   // Another planner of the choice's family often predicts the same schedule (lc and clone
   // on shufflenet, 2.398 ms both): timing it says little that timing the choice did not, where
   // the best of another family (sequential on one thread) is the plan the check would miss.
   const ModelPlan* same_family = nullptr;
   for (const ModelPlan& plan : choice.alternatives) {
-    if (!auto_check_needed(plan, recipe)) continue;
+    if (!auto_check_needed(plan, recipe) || (worth_timing && !worth_timing(plan))) continue;
     if (plan.family != choice.family) return &plan;
     if (!same_family) same_family = &plan;
   }

@@ -157,7 +157,11 @@ bool auto_check_needed(const ModelPlan& plan, const RunRecipe& recipe);
 /// The runner-up the timed check runs beside `choice` and sequential on every core: the
 /// fastest prediction of another family among choice.alternatives that auto_check_needed, else
 /// the fastest of the choice's own family that does; nullptr when none needs the check.
-const ModelPlan* check_runner_up(const ModelPlan& choice, const RunRecipe& recipe);
+/// `worth_timing`, when given, also leaves out the plans it refuses (ranks: one that runs as a
+/// plan already timed).
+const ModelPlan* check_runner_up(
+    const ModelPlan& choice, const RunRecipe& recipe,
+    const std::function<bool(const ModelPlan&)>& worth_timing = nullptr);
 
 /// Auto's timed check and the plan it keeps.
 struct CheckedChoice {

@@ -3,6 +3,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "frontend/costs.h"
@@ -75,11 +76,23 @@ std::vector<RankCandidate> plan_rank_candidates(const Graph& graph, const RankAu
   candidates.push_back(candidate_of("choice", choice, choice, graph, fingerprint));
   if (!options.check) return candidates;
   // The thread check's runner-up: with a machine, the fastest other plan that is not
-  // sequential, of another family where there is one.
+  // sequential, of another family where there is one; and on ranks one that runs otherwise
+  // than a plan timed anyway: a planner may put every task on rank 0 (lc on squeezenet1_0,
+  // 39 tasks on rank 0, none on rank 1), which is the sequential plan.
   RunRecipe recipe;
   recipe.machine = plan_options.machine;
-  if (const ModelPlan* second = check_runner_up(choice, recipe))
+  const auto runs_otherwise = [&choice](const ModelPlan& plan) {
+    const auto& order = plan.plan.order;
+    const bool all_on_rank_0 =
+        std::all_of(order.begin() + (order.empty() ? 0 : 1), order.end(),
+                    [](const std::vector<int>& tasks) { return tasks.empty(); });
+    return !all_on_rank_0 && order != choice.plan.order;
+  };
+  if (const ModelPlan* second = check_runner_up(choice, recipe, runs_otherwise)) {
     candidates.push_back(candidate_of("runner-up", *second, choice, graph, fingerprint));
+  } else {
+    log_line(options, "ranks: no runner-up: every other plan runs as the choice or all on rank 0");
+  }
   if (choice.plan.strategy != "sequential") {
     ModelPlanOptions sequential = plan_options;
     sequential.strategy = "sequential";

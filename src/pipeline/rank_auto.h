@@ -42,7 +42,8 @@ struct RankCandidate {
 /// Rank 0's planning for `ranks` ranks, with the one auto of `cleave plan --machine M
 /// --explain` (plan_with_costs and the split and stage rows on rank_auto_machine): the choice,
 /// then, with options.check, the runner-up auto's timed check runs on threads
-/// (check_runner_up) and the sequential plan where the choice is not it and it fits rank 0's
+/// (check_runner_up) among the plans that run otherwise than the choice and than all on rank 0,
+/// and the sequential plan where the choice is not it and it fits rank 0's
 /// memory. Only task plans: a spatial split predicted faster is logged, not run (spatial
 /// splits are not timed on ranks).
 /// `graph` must be loaded whole (a profile runs it).

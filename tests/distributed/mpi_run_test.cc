@@ -283,12 +283,31 @@ TEST_F(MpiRunTest, AutoTimesItsCandidatesOnTheRanksAndKeepsOne) {
   ASSERT_FALSE(expected.empty());
   EXPECT_EQ(outputs_in("ranks"), expected);
 
-  // Without a machine file: the ranks as equal devices, still checked.
-  CommandResult text =
-      mpirun(2, "run " + path("model.onnx") + " --plan auto --costs static" + common);
+  CommandResult text = mpirun(2, "run " + path("model.onnx") + " --plan auto --machine " +
+                                     path("fast.json") + " --costs static" + common);
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("\ncheck      timed "), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("against sequential at "), std::string::npos) << text.out;
+}
+
+// Without a machine file the ranks are equal devices linked as a split's messages are priced:
+// there every planner puts this small model on rank 0, so no other plan runs otherwise and
+// nothing is timed; the run is still the single process's.
+TEST_F(MpiRunTest, AutoWithoutAMachineFilePlansTheRanksAsEqualDevices) {
+  const std::string common = " --layouts blocked --seed 4 ";
+  CommandResult single =
+      cleave("run " + path("model.onnx") + common + "--output-dir " + path("single"));
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  CommandResult ranks = mpirun(2, "run " + path("model.onnx") + " --plan auto --costs static" +
+                                      common + "--json --verbose --output-dir " + path("ranks"));
+  ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
+  const nlohmann::json report = nlohmann::json::parse(ranks.out);
+  EXPECT_EQ(report["ranks"], 2);
+  EXPECT_NE(ranks.err.find("ranks: auto predicts lc, 2 devices"), std::string::npos) << ranks.err;
+  EXPECT_EQ(report["plan"]["family"], "sequential");
+  EXPECT_EQ(report["plan"]["configuration"], "all on device 0 'cpu0'");
+  EXPECT_FALSE(report["plan"].contains("auto_check"));
+  EXPECT_EQ(outputs_in("ranks"), outputs_in("single"));
 }
 
 TEST_F(MpiRunTest, AutoOnAMachineFileWithoutTheCheckRunsItsPrediction) {

@@ -59,6 +59,9 @@ TEST(RankAuto, TheCandidatesAreTheChoiceTheRunnerUpOfAnotherFamilyAndAllOnRankZe
   const ModelPlan choice = model_plan_from_json(candidates[0].plan, graph, "choice", false);
   const ModelPlan runner_up = model_plan_from_json(candidates[1].plan, graph, "runner-up", false);
   EXPECT_NE(runner_up.family, choice.family) << runner_up.configuration;
+  // It runs otherwise than both: not all on rank 0, not the choice's orders.
+  EXPECT_FALSE(runner_up.plan.order[1].empty());
+  EXPECT_NE(runner_up.plan.order, choice.plan.order);
 }
 
 TEST(RankAuto, WithoutTheCheckOnlyTheChoiceIsSent) {
