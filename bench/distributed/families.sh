@@ -23,9 +23,14 @@
 # stage per rank, each rank its stage sample after sample, as one task plan over the N
 # samples) and the spatial row (`run-split --samples N`: the N samples streamed through the
 # split's ranks, each run of the split's one-sample plan pipelined across them).
+# Beside the families, a row "auto (timed on ranks)" runs `cleave run MODEL --plan auto
+# --machine M --costs C` on the ranks: rank 0 plans, the ranks time auto's choice, the runner-up
+# of another family and all-on-rank-0 alike and run the fastest (its row says which it kept
+# each round; its predicted ms is the kept plan's).
 # Each run is one `emulated_cluster.sh ... cleave run --warmup 1 --repeat R` per round, --rounds
 # rounds interleaved (the order reversed every other round). OUT.md gets the link table, the
-# family table and auto against the best measured.
+# family table, and auto's predicted pick and auto timed on the ranks against the best measured
+# family, with how many shapes each is within 5% of it.
 # Needs root (namespaces, cgroups) and mpicc; on Ctrl-C everything it made is removed. The
 # lead's quiet-host run (the defaults: 328 s on 2 quiet cores, 2026-11-29 01:42 UTC; a third
 # link shaping such as 10gbit adds half as much again; --rounds 1 or fewer --links shorten it):
@@ -134,7 +139,7 @@ row ""
 # One measured round of one configuration: appends its line to the results.
 run_one() {  # shape family configuration kind artifact model ranks link quota auto
   local shape="$1" family="$2" configuration="$3" kind="$4" artifact="$5" model="$6" n="$7"
-  local link="$8" quota="$9" auto="${10}" predicted="${11}" report="$work/r.json"
+  local link="$8" quota="$9" auto="${10}" predicted="${11}" report="$work/r.json" note=""
   local cluster_args=(-np "$n")
   [[ "$link" == none ]] || cluster_args=(--rate "$link" "${cluster_args[@]}")
   if [[ -n "$quota" ]]; then
@@ -148,13 +153,19 @@ run_one() {  # shape family configuration kind artifact model ranks link quota a
   if [[ "$kind" == split ]]; then
     "$cluster" "${cluster_args[@]}" -- "$cleave" run-split "$artifact" --layouts "$layouts" \
       "${per_run[@]}" "${timing[@]}" > "$report" 2> "$work/run.err" || { cat "$work/run.err" >&2; return 1; }
+  elif [[ "$kind" == auto ]]; then  # artifact: the shape's machine file
+    "$cluster" "${cluster_args[@]}" -- "$cleave" run "$model" --plan auto --machine "$artifact" \
+      --costs "$costs" "${per_run[@]}" "${timing[@]}" > "$report" 2> "$work/run.err" ||
+      { cat "$work/run.err" >&2; return 1; }
+    predicted="$(json "$report" "'%.4f' % r['plan']['predicted_ms']")"
+    note="kept $(json "$report" "r['plan'].get('auto_check', {}).get('kept_configuration', r['plan']['configuration'])")"
   else
     "$cluster" "${cluster_args[@]}" -- "$cleave" run "$model" --plan "$artifact" "${per_run[@]}" \
       "${timing[@]}" > "$report" 2> "$work/run.err" || { cat "$work/run.err" >&2; return 1; }
     predicted="$(json "$report" "'%.4f' % r['plan']['predicted_ms']")"
   fi
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t\n' "$shape" "$family" "$configuration" "$predicted" \
-    "$(json "$report" "'%.4f' % r['latency_ms']['median']")" "$auto" >> "$results"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$shape" "$family" "$configuration" "$predicted" \
+    "$(json "$report" "'%.4f' % r['latency_ms']['median']")" "$auto" "$note" >> "$results"
 }
 
 # 2. Per model and cluster shape: the candidate table, each family's best, auto, interleaved.
@@ -224,6 +235,8 @@ for name in $models; do
         # Auto's plan differs from every family's best by prediction (the 2% margin): its own row.
         [[ -n "$auto_runs" ]] ||
           configs+=("$auto_family|$auto_configuration (auto)|plan|$work/auto.json|1|$auto_predicted")
+        # `--plan auto` on the ranks: planned on rank 0, its candidates timed there (auto 2).
+        configs+=("auto (timed on ranks)|auto (timed on ranks)|auto|$machine|2|")
         for ((round = 0; round < rounds; ++round)); do
           order=("${configs[@]}")
           if ((round % 2 == 1)); then
@@ -244,7 +257,7 @@ for name in $models; do
   done
 done
 
-row "Columns: predicted ms is the run plan's makespan under the calibrated link model and --costs $costs, rank 0's input hand-out and output gather included (spatial: the candidate table's row; with --samples N, of all N samples, and measured the whole stream of N); measured median ms is the median over $rounds interleaved rounds of each run's median of $repeat timed inferences (after 1 warm-up); **auto** marks auto's pick (the spatial split where predicted faster than the plan, as \`cleave run --plan auto --machine\` runs it)."
+row "Columns: predicted ms is the run plan's makespan under the calibrated link model and --costs $costs, rank 0's input hand-out and output gather included (spatial: the candidate table's row; with --samples N, of all N samples, and measured the whole stream of N); measured median ms is the median over $rounds interleaved rounds of each run's median of $repeat timed inferences (after 1 warm-up); **auto** marks auto's predicted pick (the spatial split where predicted faster than the plan, as \`cleave run --plan auto --machine\` runs it on threads); the row auto (timed on ranks) is \`mpirun cleave run --plan auto --machine M\`: its choice, the runner-up of another family and all on rank 0 timed on the ranks, the fastest run (which it kept each round follows its name; its predicted ms is the kept plan's; spatial splits are not among its candidates)."
 row ""
 "$here/families_table.py" report "$results" | tee -a "$out"
 row ""

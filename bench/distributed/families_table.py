@@ -9,15 +9,22 @@
         no plan file: `cleave run --plan auto --machine` runs it instead).
     families_table.py report RESULTS.tsv
         the markdown tables of every shape measured: per family, configuration, predicted ms,
-        measured median ms, measured / predicted and auto's pick; per shape, auto's measured
-        against the best measured.
+        measured median ms, measured / predicted and auto's pick; per shape, auto's predicted
+        pick measured against the best measured family, and `cleave run --plan auto` with its
+        timed check on the ranks against the same best; then how many shapes each is within
+        5% of the best.
 
 RESULTS.tsv lines (families.sh writes them): shape, family, configuration, predicted ms,
-measured ms (one round; empty when not measured), auto (1 or 0), note.
+measured ms (one round; empty when not measured), auto (1: auto's predicted pick, 2: the run
+of `--plan auto` timed on the ranks, 0: neither), note (why a row did not run; for auto timed
+on the ranks, which candidate it kept).
 """
 import math
 import statistics
 import sys
+
+# Within this much of the best measured counts as auto choosing well (issue 46).
+WITHIN = 1.05
 
 # A row rejected for one of these cannot run: its family has no runnable candidate.
 CANNOT_RUN = ("over memory", "no split", "no stages")
@@ -64,13 +71,17 @@ def report(path):
         shape, family, configuration, predicted, measured, auto, note = fields
         entry = shapes.setdefault(shape, {}).setdefault(
             configuration, {"family": family, "predicted": [], "ms": [], "auto": False,
-                            "note": ""})
+                            "timed": False, "note": "", "kept": []})
         if predicted:
             entry["predicted"].append(float(predicted))
         if measured:
             entry["ms"].append(float(measured))
         entry["auto"] |= auto == "1"
-        entry["note"] = entry["note"] or note
+        entry["timed"] |= auto == "2"
+        if auto == "2" and measured:
+            entry["kept"].append(note)
+        else:
+            entry["note"] = entry["note"] or note
     print("| shape | family | configuration | predicted ms | measured median ms | "
           "measured / predicted | auto |")
     print("|---|---|---|---|---|---|---|")
@@ -81,21 +92,39 @@ def report(path):
             predicted = statistics.median(e["predicted"]) if e["predicted"] else None
             ms = measured.get(configuration)
             ratio = f"{ms / predicted:.2f}" if ms and predicted else ""
-            print(f"| {shape} | {e['family']} | {configuration} | "
+            shown = configuration
+            if e["kept"]:
+                shown += ": " + "; ".join(e["kept"])
+            print(f"| {shape} | {e['family']} | {shown} | "
                   f"{'%.2f' % predicted if predicted else ''} | "
                   f"{'%.2f' % ms if ms else 'not run: ' + e['note']} | {ratio} | "
                   f"{'**auto**' if e['auto'] else ''} |")
         auto = next((c for c, e in entries.items() if e["auto"]), None)
-        if measured and auto in measured:
-            fastest = min(measured, key=measured.get)
+        timed = next((c for c, e in entries.items() if e["timed"]), None)
+        # The best of the families: the timed auto runs one of them, it is no family itself.
+        families = {c: ms for c, ms in measured.items() if not entries[c]["timed"]}
+        if families and auto in families:
+            fastest = min(families, key=families.get)
             summary.append((shape, entries[auto]["family"], auto, measured[auto],
-                            entries[fastest]["family"], fastest, measured[fastest]))
+                            entries[fastest]["family"], fastest, measured[fastest],
+                            measured.get(timed)))
     print()
-    print("| shape | auto's pick | auto ms | best measured | best ms | auto / best |")
-    print("|---|---|---|---|---|---|")
-    for shape, family, auto, auto_ms, best_family, best, best_ms in summary:
+    print("| shape | auto's pick | auto ms | best measured | best ms | auto / best | "
+          "auto timed on ranks ms | timed / best |")
+    print("|---|---|---|---|---|---|---|---|")
+    for shape, family, auto, auto_ms, best_family, best, best_ms, timed_ms in summary:
+        timed_cells = (f"{timed_ms:.2f} | {timed_ms / best_ms:.3f}" if timed_ms
+                       else "not run | ")
         print(f"| {shape} | {family}: {auto} | {auto_ms:.2f} | {best_family}: {best} | "
-              f"{best_ms:.2f} | {auto_ms / best_ms:.3f} |")
+              f"{best_ms:.2f} | {auto_ms / best_ms:.3f} | {timed_cells} |")
+    if summary:
+        picked = sum(s[3] <= WITHIN * s[6] for s in summary)
+        timed_runs = [s for s in summary if s[7]]
+        timed_within = sum(s[7] <= WITHIN * s[6] for s in timed_runs)
+        print()
+        print(f"Within {round((WITHIN - 1) * 100)}% of the best measured family: auto's "
+              f"predicted pick on {picked} of {len(summary)} shapes; auto timed on the ranks on "
+              f"{timed_within} of {len(timed_runs)} shapes.")
 
 
 def main():

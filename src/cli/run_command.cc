@@ -90,11 +90,16 @@ void register_run(CLI::App& app, CommandAction& action) {
   command->add_option("--plan", settings->plan,
                       "Run a plan in parallel: a plan.json from `cleave plan`, auto, or pipeline "
                       "(the model cut into --workers stages, --samples samples streamed "
-                      "through them)");
+                      "through them). Under mpirun: a plan file of one worker per rank, or auto "
+                      "(rank 0 plans for the ranks; its choice, the runner-up of another family "
+                      "and all-on-rank-0 are timed on the ranks and the fastest kept; spatial "
+                      "splits are not among them)");
   command->add_option("--machine", settings->machine,
                       "With --plan auto: a machine file of devices every family plans on "
                       "instead of --workers x --threads-per-worker, the model split over them "
-                      "among them (one worker per device on this host's threads)");
+                      "among them (one worker per device on this host's threads); under mpirun, "
+                      "one device per rank (default: the ranks as equal devices of this host's "
+                      "kind)");
   command
       ->add_option("--costs", settings->costs,
                    "Costs for --plan auto or pipeline: profile, static or analytical")

@@ -264,9 +264,7 @@ ModelPlan plan_to_generate(const CodegenRequest& request, const Graph& graph,
     if (split_links) {
       // Ranks are processes whose hand-offs are messages: without a machine file they are
       // priced as a split's (the --workers ranks of --threads-per-worker threads each).
-      Machine ranks = cpu_workers(options.workers, options.threads_per_worker);
-      use_split_links(SplitCostModel{}, ranks);
-      options.machine = std::move(ranks);
+      options.machine = ranks_without_machine_file(options.workers, options.threads_per_worker);
     }
     // Stages are no task planner's plan: made on the machine file's ranks, as `cleave plan` does.
     ModelPlan plan = options.strategy == "pipeline" && options.machine

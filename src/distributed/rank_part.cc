@@ -30,7 +30,8 @@ ModelPlan RankPart::read_plan(const Graph& graph, const std::string& plan_file) 
           read_external_weight_in_pieces(unread_of(id), graph.value(id).name, add);
       });
   // Read once: what the ranks compare is the plan they run.
-  const nlohmann::json plan_json = read_json_file(plan_file, "plan file");
+  const nlohmann::json plan_json =
+      options_.plan_json.is_null() ? read_json_file(plan_file, "plan file") : options_.plan_json;
   ModelPlan plan = model_plan_from_json(plan_json, graph, plan_file,
                                         /*cores_on_this_host=*/false, fingerprint);
   const int workers = static_cast<int>(plan.plan.order.size());

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct RankPartOptions {
   bool release_packed_weights = true;  ///< MpiOptions::release_packed_weights.
   /// A caller's check of the graph as loaded, before the plan is read; may be empty.
   std::function<void(const Graph&)> loaded;
+  /// The plan itself (as rank 0 sent it: `--plan auto`), read instead of the plan file, whose
+  /// name then only names it in errors; null: read the file.
+  nlohmann::json plan_json;
 };
 
 /// What only ranks need of a plan run, for a Session's prepare to call
@@ -42,8 +46,8 @@ class RankPart {
 
   /// Where import leaves a model's weights unread (loaded as is), for LoadOptions.
   std::map<std::string, ExternalWeight>* unread_weights() { return &unread_; }
-  /// The plan of `plan_file` for `graph`, read once. Throws Error naming the file for a plan
-  /// of another model or of a worker count other than the ranks.
+  /// The plan of `plan_file` (or options.plan_json) for `graph`, read once. Throws Error naming the
+  /// file for a plan of another model or of a worker count other than the ranks.
   ModelPlan read_plan(const Graph& graph, const std::string& plan_file);
   /// Reads this rank's unread weights, drops the others, fits its threads, and makes the MPI
   /// executor of its tasks in `family`.

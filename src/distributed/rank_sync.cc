@@ -88,6 +88,27 @@ void barrier(const MpiSession& session, double timeout_seconds, const std::strin
       request, deadline_after(timeout_seconds), [&] { return what; }, timeout_seconds);
 }
 
+std::string broadcast_text(const MpiSession& session, const std::string& text,
+                           double timeout_seconds, const std::string& what) {
+  const auto deadline = deadline_after(timeout_seconds);
+  const auto describe = [&] { return what; };
+  uint64_t length = session.rank() == 0 ? text.size() : 0;
+  MPI_Request request = MPI_REQUEST_NULL;
+  int code = MPI_Ibcast(&length, 1, MPI_UINT64_T, 0, session.comm(), &request);
+  if (code != MPI_SUCCESS) throw Error("MPI_Ibcast failed: " + mpi_error_text(code));
+  wait_until(request, deadline, describe, timeout_seconds);
+  std::string received = session.rank() == 0 ? text : std::string(length, '\0');
+  // MPI counts in int: a longer text goes in pieces.
+  constexpr uint64_t kPiece = uint64_t{1} << 30;
+  for (uint64_t at = 0; at < length; at += kPiece) {
+    const int count = static_cast<int>(std::min(kPiece, length - at));
+    code = MPI_Ibcast(received.data() + at, count, MPI_CHAR, 0, session.comm(), &request);
+    if (code != MPI_SUCCESS) throw Error("MPI_Ibcast failed: " + mpi_error_text(code));
+    wait_until(request, deadline, describe, timeout_seconds);
+  }
+  return received;
+}
+
 std::vector<RankFigures> gather_figures(const MpiSession& session, const RankFigures& mine,
                                         double timeout_seconds) {
   std::vector<RankFigures> all(static_cast<std::size_t>(session.size()));

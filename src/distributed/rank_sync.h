@@ -41,6 +41,12 @@ bool prepare_on_every_rank(const MpiSession& session, const std::function<uint64
 /// MPI_Ibarrier waited for until the timeout (RankTimeout naming `what`).
 void barrier(const MpiSession& session, double timeout_seconds, const std::string& what);
 
+/// Rank 0's `text` on every rank (others pass anything): its length, then its bytes, each
+/// broadcast waited for until the timeout (RankTimeout naming `what`). For what rank 0 decides
+/// alone and the others must run alike (`--plan auto`'s candidate plans, which one is kept).
+std::string broadcast_text(const MpiSession& session, const std::string& text,
+                           double timeout_seconds, const std::string& what);
+
 /// Figures one rank reports to rank 0 after its runs (fixed size and plain, so one gather of
 /// bytes moves them).
 struct RankFigures {

@@ -129,15 +129,7 @@ void add_plan_report(const ModelRun& run, nlohmann::json& plan) {
   if (run.prepared().predicted_with)
     plan["predicted_with_layouts"] = to_string(*run.prepared().predicted_with);
   if (const std::optional<AutoCheck>& auto_check = run.prepared().auto_check) {
-    plan["auto_check"] = {{"candidate", auto_check->candidate},
-                          {"candidate_ms", auto_check->candidate_ms},
-                          {"sequential_ms", auto_check->sequential_ms},
-                          {"kept", model_plan.plan.strategy},
-                          {"kept_configuration", auto_check->kept}};
-    if (!auto_check->runner_up.empty()) {
-      plan["auto_check"]["runner_up"] = auto_check->runner_up;
-      plan["auto_check"]["runner_up_ms"] = auto_check->runner_up_ms;
-    }
+    plan["auto_check"] = auto_check_json(*auto_check, model_plan.plan.strategy);
   }
 }
 
@@ -386,15 +378,7 @@ std::string model_run_text(const ModelRunSettings& settings, const ModelRun& run
   }
   if (const std::optional<AutoCheck>& auto_check = run.prepared().auto_check;
       auto_check && run.prepared().parallel) {
-    text.after_plan.push_back(
-        fmt::format("check      timed {} at {:.3f} ms{} against sequential at {:.3f} ms: "
-                    "kept {}\n",
-                    auto_check->candidate_configuration, auto_check->candidate_ms,
-                    auto_check->runner_up.empty()
-                        ? std::string()
-                        : fmt::format(", runner-up {} at {:.3f} ms", auto_check->runner_up,
-                                      auto_check->runner_up_ms),
-                    auto_check->sequential_ms, auto_check->kept));
+    text.after_plan.push_back("check      " + auto_check_text(*auto_check) + "\n");
   }
   if (settings.stats && run.prepared().sequential) {
     std::string lines = fmt::format(

@@ -12,13 +12,23 @@
 namespace cleave {
 
 int run_model_on_ranks(const ModelRunSettings& settings) {
-  if (settings.plan == "auto") throw Error("under mpirun, --plan takes a plan file, not auto");
+  if (settings.plan == "pipeline") {
+    throw Error(
+        "under mpirun, --plan takes a plan file or auto (pipelined stages on ranks are a plan "
+        "file: `cleave plan --strategy pipeline --machine M --samples N -o P`)");
+  }
+  if (!settings.machine.empty() && settings.plan != "auto")
+    throw Error(fmt::format("--machine: needs --plan auto, got --plan {}", settings.plan));
   RankRunSettings ranks;
   ranks.model = settings.model;
   ranks.plan = settings.plan;
+  ranks.auto_plan.machine = settings.machine;
+  ranks.auto_plan.costs = settings.costs;
+  ranks.auto_plan.check = !settings.no_auto_check;
   ranks.shapes = settings.shapes;
   ranks.optimize = !settings.no_optimize;
-  ranks.fuse_exported_forms = settings.no_optimize && plan_fuses_exported_forms(settings.plan);
+  ranks.fuse_exported_forms =
+      settings.no_optimize && settings.plan != "auto" && plan_fuses_exported_forms(settings.plan);
   ranks.plain_layouts = settings.plain_layouts;
   ranks.layouts = settings.layouts;
   ranks.threads = settings.threads_per_worker;

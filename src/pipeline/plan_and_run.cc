@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <utility>
 
 #include "frontend/costs.h"
@@ -34,9 +35,9 @@ void log_line(const RunRecipe& recipe, const std::string& line) {
 
 std::vector<double> time_alike(const RunRecipe& recipe,
                                const std::vector<std::pair<std::string, ExecutorInterface*>>& runs,
-                               const std::vector<SampleInputs>& inputs) {
+                               const std::vector<SampleInputs>& inputs, bool on_caller_thread) {
   // Each block's untimed run comes first: the executors' first runs prepare their kernels.
-  constexpr TimedRounds kBlocks{0, 2, 3};
+  const TimedRounds kBlocks{0, 2, 3, on_caller_thread};
   std::vector<ExecutorInterface*> executors;
   for (const auto& [name, executor] : runs) executors.push_back(executor);
   const std::vector<std::vector<double>> ms = time_in_rounds(
@@ -295,18 +296,11 @@ TimedCandidates time_top_candidates(const PlanContext& context, const CostTable&
   check.candidate_ms = ms.front();
   check.sequential_ms = ms.back();
   if (timed.runner_up) check.runner_up_ms = ms[1];
-  // The fastest measured; on a tie the earlier, the plan predicted faster.
-  const std::size_t best = std::min_element(ms.begin(), ms.end()) - ms.begin();
+  const std::size_t best = fastest_measured(ms);
   check.kept = runs[best].first;
   timed.kept_sequential = best + 1 == runs.size();
   timed.kept_runner_up = timed.runner_up && best == 1;
-  log_line(recipe,
-           fmt::format("recipe: timed {} at {:.3f} ms{} against sequential at {:.3f} ms: kept {}",
-                       check.candidate_configuration, check.candidate_ms,
-                       timed.runner_up ? fmt::format(", runner-up {} at {:.3f} ms", check.runner_up,
-                                                     check.runner_up_ms)
-                                       : std::string(),
-                       check.sequential_ms, check.kept));
+  log_line(recipe, "recipe: " + auto_check_text(check));
   return timed;
 }
 
@@ -361,18 +355,55 @@ double time_one_run(const std::string& /*strategy*/, ExecutorInterface& executor
       .count();
 }
 
+std::size_t fastest_measured(const std::vector<double>& medians) {
+  std::optional<std::size_t> best;
+  for (std::size_t i = 0; i < medians.size(); ++i) {
+    if (!std::isfinite(medians[i])) continue;
+    if (!best || medians[i] < medians[*best]) best = i;
+  }
+  if (!best) {
+    throw Error(fmt::format("auto's timed check measured no candidate (medians: {})",
+                            fmt::join(medians, ", ")));
+  }
+  return *best;
+}
+
+nlohmann::json auto_check_json(const AutoCheck& check, const std::string& kept_strategy) {
+  nlohmann::json json = {{"candidate", check.candidate},
+                         {"candidate_configuration", check.candidate_configuration},
+                         {"candidate_ms", check.candidate_ms},
+                         {"sequential_ms", check.sequential_ms},
+                         {"kept", kept_strategy},
+                         {"kept_configuration", check.kept}};
+  if (!check.runner_up.empty()) {
+    json["runner_up"] = check.runner_up;
+    json["runner_up_ms"] = check.runner_up_ms;
+  }
+  return json;
+}
+
+std::string auto_check_text(const AutoCheck& check) {
+  return fmt::format("timed {} at {:.3f} ms{} against sequential at {:.3f} ms: kept {}",
+                     check.candidate_configuration, check.candidate_ms,
+                     check.runner_up.empty() ? std::string()
+                                             : fmt::format(", runner-up {} at {:.3f} ms",
+                                                           check.runner_up, check.runner_up_ms),
+                     check.sequential_ms, check.kept);
+}
+
 bool auto_check_needed(const ModelPlan& plan, const RunRecipe& recipe) {
   return plan.plan.strategy != "sequential" ||
          (!recipe.machine && plan.threads_per_worker < recipe.workers * recipe.threads_per_worker);
 }
 
-const ModelPlan* check_runner_up(const ModelPlan& choice, const RunRecipe& recipe) {
+const ModelPlan* check_runner_up(const ModelPlan& choice, const RunRecipe& recipe,
+                                 const std::function<bool(const ModelPlan&)>& worth_timing) {
   // Another planner of the choice's family often predicts the same schedule (lc and clone
   // on shufflenet, 2.398 ms both): timing it says little that timing the choice did not, where
   // the best of another family (sequential on one thread) is the plan the check would miss.
   const ModelPlan* same_family = nullptr;
   for (const ModelPlan& plan : choice.alternatives) {
-    if (!auto_check_needed(plan, recipe)) continue;
+    if (!auto_check_needed(plan, recipe) || (worth_timing && !worth_timing(plan))) continue;
     if (plan.family != choice.family) return &plan;
     if (!same_family) same_family = &plan;
   }

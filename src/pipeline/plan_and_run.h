@@ -1,8 +1,10 @@
 // The back half of `run` and `bench`: layouts → costs → plan → check → executor.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
@@ -98,9 +100,11 @@ struct RunRecipe {
 /// Medians of a few timed runs (recipe.timer) of each executor, named as the timer sees it:
 /// blocks of one warm-up and three timed runs as A B C, C B A, so that none always runs first,
 /// each block with only its executor's threads alive (time_in_rounds, which also runs the timer).
+/// `on_caller_thread`: TimedRounds::on_caller_thread (executors of MPI ranks).
 std::vector<double> time_alike(const RunRecipe& recipe,
                                const std::vector<std::pair<std::string, ExecutorInterface*>>& runs,
-                               const std::vector<SampleInputs>& inputs);
+                               const std::vector<SampleInputs>& inputs,
+                               bool on_caller_thread = false);
 
 /// Timed runs of auto's parallel choice, the runner-up prediction and the sequential plan.
 struct AutoCheck {
@@ -112,6 +116,21 @@ struct AutoCheck {
   double runner_up_ms = 0;
   std::string kept;  ///< The configuration kept, or "sequential".
 };
+
+/// The candidate the timed check keeps from the medians of its timed runs, given in the order
+/// the candidates are preferred (the predicted choice first, then the runner-up, then
+/// sequential): the fastest, the earliest on a tie, so that only a measured gain overturns the
+/// prediction. A median that is not a finite number never wins. Error when none is.
+std::size_t fastest_measured(const std::vector<double>& medians);
+
+/// The report's "auto_check" object: candidate, candidate_configuration, candidate_ms,
+/// sequential_ms, kept (the kept
+/// plan's strategy), kept_configuration, and runner_up, runner_up_ms where one was timed.
+nlohmann::json auto_check_json(const AutoCheck& check, const std::string& kept_strategy);
+
+/// The report's text of the check ("timed lc, ... at 1.234 ms, runner-up ... against
+/// sequential at ...: kept ..."), without a label or line end.
+std::string auto_check_text(const AutoCheck& check);
 
 /// Everything decided before the timed runs, and the executor that makes them.
 struct PreparedRun {
@@ -138,7 +157,11 @@ bool auto_check_needed(const ModelPlan& plan, const RunRecipe& recipe);
 /// The runner-up the timed check runs beside `choice` and sequential on every core: the
 /// fastest prediction of another family among choice.alternatives that auto_check_needed, else
 /// the fastest of the choice's own family that does; nullptr when none needs the check.
-const ModelPlan* check_runner_up(const ModelPlan& choice, const RunRecipe& recipe);
+/// `worth_timing`, when given, also leaves out the plans it refuses (ranks: one that runs as a
+/// plan already timed).
+const ModelPlan* check_runner_up(
+    const ModelPlan& choice, const RunRecipe& recipe,
+    const std::function<bool(const ModelPlan&)>& worth_timing = nullptr);
 
 /// Auto's timed check and the plan it keeps.
 struct CheckedChoice {

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <utility>
 
 #include "distributed/mpi_session.h"
 #include "distributed/rank_part.h"
@@ -37,8 +39,7 @@ struct Prepared {
   std::unique_ptr<RankPart> part;
   std::unique_ptr<Session> session;
   std::shared_ptr<PreparedShape> shape;
-  std::vector<SampleInputs> inputs;           // One stream (empty samples on ranks other than 0).
-  std::optional<AtomicFolder> output_folder;  // Rank 0's --output-dir, checked before the work.
+  std::vector<SampleInputs> inputs;  // One stream (empty samples on ranks other than 0).
 
   const PreparedRun& run() const { return shape->run; }
   const ModelPlan& plan() const { return *shape->run.plan; }
@@ -46,7 +47,7 @@ struct Prepared {
 };
 
 SessionOptions session_options(const RankRunSettings& settings, const MpiSession& mpi,
-                               RankPart& part) {
+                               RankPart& part, const RankCandidate* candidate) {
   SessionOptions options;
   options.load.shapes = parse_input_shapes(settings.shapes);
   options.load.optimize = settings.optimize;
@@ -57,7 +58,10 @@ SessionOptions session_options(const RankRunSettings& settings, const MpiSession
     options.load.unread_external = part.unread_weights();
   if (mpi.rank() == 0) options.load.log = settings.log;
   RunRecipe& recipe = options.recipe;
-  recipe.plan_file = settings.plan;
+  // A candidate of --plan auto comes as JSON; its name only names it in errors.
+  recipe.plan_file = candidate ? fmt::format("--plan auto's {} ({}, sent by rank 0)",
+                                             candidate->role, candidate->configuration)
+                               : settings.plan;
   recipe.plain_layouts = settings.plain_layouts;
   recipe.layouts = settings.layouts;  // auto: no rank can time the model on its own weights.
   recipe.log = options.load.log;
@@ -70,12 +74,19 @@ SessionOptions session_options(const RankRunSettings& settings, const MpiSession
   return options;
 }
 
-void prepare(const RankRunSettings& settings, const MpiSession& mpi, Prepared& prepared) {
-  // Rank 0's outputs are checked first, so a bad target stops every rank before any work.
-  if (mpi.rank() == 0 && !settings.output_dir.empty())
-    prepared.output_folder.emplace(settings.output_dir,
-                                   FolderRules{FolderRules::Existing::kMerge, settings.files_read});
-  if (mpi.rank() == 0 && !settings.trace_file.empty()) require_file_target(settings.trace_file);
+// Rank 0's outputs are checked first, so a bad target stops every rank before any work.
+void check_targets(const RankRunSettings& settings, const MpiSession& mpi,
+                   std::optional<AtomicFolder>& output_folder) {
+  if (mpi.rank() != 0) return;
+  if (!settings.output_dir.empty())
+    output_folder.emplace(settings.output_dir,
+                          FolderRules{FolderRules::Existing::kMerge, settings.files_read});
+  if (!settings.trace_file.empty()) require_file_target(settings.trace_file);
+}
+
+// This rank's part of the plan file, or of a candidate of --plan auto.
+void prepare(const RankRunSettings& settings, const MpiSession& mpi, Prepared& prepared,
+             const RankCandidate* candidate) {
   RankPartOptions part;
   part.threads = settings.threads;
   part.fixed_threads = settings.fixed_threads;
@@ -83,10 +94,11 @@ void prepare(const RankRunSettings& settings, const MpiSession& mpi, Prepared& p
   part.blocked_layouts = !settings.plain_layouts;
   part.release_packed_weights = !settings.keep_loaded_weights;
   part.loaded = settings.loaded;
+  if (candidate) part.plan_json = candidate->plan;
   prepared.part = std::make_unique<RankPart>(std::move(part), mpi);
   if (settings.before_load) settings.before_load(mpi.size());
-  prepared.session =
-      std::make_unique<Session>(settings.model, session_options(settings, mpi, *prepared.part));
+  prepared.session = std::make_unique<Session>(
+      settings.model, session_options(settings, mpi, *prepared.part, candidate));
   prepared.shape = prepared.session->prepare({});
   const int per_run = prepared.executor().samples();
   if (settings.samples % per_run != 0) {
@@ -164,7 +176,8 @@ RankFigures rank_figures(const MpiSession& mpi, const Prepared& prepared) {
 // the ranks' own.
 nlohmann::json run_report(const RankRunSettings& settings, const MpiSession& mpi,
                           const Prepared& prepared, const std::vector<double>& latencies,
-                          const std::vector<RankFigures>& all, nlohmann::json outputs) {
+                          const std::vector<RankFigures>& all, nlohmann::json outputs,
+                          const RankCandidate* candidate, const std::optional<AutoCheck>& check) {
   RunSummary summary;
   summary.model = settings.model;
   summary.latencies_ms = latencies;
@@ -182,6 +195,12 @@ nlohmann::json run_report(const RankRunSettings& settings, const MpiSession& mpi
   report["threads_requested"] = settings.threads;
   report["plan"]["file"] = settings.plan;
   report["plan"]["samples_per_run"] = prepared.executor().samples();
+  if (candidate) {  // --plan auto: what ran, and the table it came from (as rank 0 sent it)
+    report["plan"]["family"] = prepared.plan().family;
+    report["plan"]["configuration"] = prepared.plan().configuration;
+    report["plan"]["candidates"] = candidate->plan.value("candidates", nlohmann::json::array());
+  }
+  if (check) report["plan"]["auto_check"] = auto_check_json(*check, prepared.plan().plan.strategy);
   const double median = report["latency_ms"]["median"].get<double>();
   report["layouts"]["from"] = layouts_from(settings, prepared.plan());
   report["samples"] = settings.samples;
@@ -238,6 +257,13 @@ void print_report(const RankRunSettings& settings, const RankRunResult& result) 
                   from == "plan"     ? "the family the plan's costs were profiled in"
                   : from == "option" ? "as asked"
                                      : "the default: the plan names no family"));
+  if (report["plan"].contains("family")) {
+    text.after_plan.push_back(fmt::format("family     {} ({})\n",
+                                          report["plan"]["family"].get<std::string>(),
+                                          report["plan"]["configuration"].get<std::string>()));
+  }
+  if (result.auto_check)
+    text.after_plan.push_back("check      " + auto_check_text(*result.auto_check) + "\n");
   text.after_plan.push_back(fmt::format("weights    {:.2f} MiB in the model; ranks read {}\n",
                                         report["model_weight_bytes"].get<double>() / 1048576.0,
                                         report["weights_read"].get<std::string>()));
@@ -254,6 +280,88 @@ void print_report(const RankRunSettings& settings, const RankRunResult& result) 
   fmt::print("{}", run_report_text(report, text));
 }
 
+// --plan auto: rank 0 checks its targets, loads the model whole and plans the candidates;
+// every rank learns them, or rank 0's refusal (then nullopt, said on every rank). The others
+// wait for the planning beyond the rank timeout (a profile, the planners' searches).
+std::optional<std::vector<RankCandidate>> share_candidates(
+    const RankRunSettings& settings, const MpiSession& mpi,
+    std::optional<AtomicFolder>& output_folder) {
+  std::string failure;
+  std::string text;
+  if (mpi.rank() == 0) {
+    try {
+      check_targets(settings, mpi, output_folder);
+      LoadOptions load;
+      load.shapes = parse_input_shapes(settings.shapes);
+      load.optimize = settings.optimize;
+      load.fuse_exported_forms = settings.fuse_exported_forms;
+      load.log = settings.log;
+      const Graph graph = load_model(settings.model, load);
+      RankAutoOptions options = settings.auto_plan;
+      options.threads_per_worker = settings.threads;
+      options.samples = settings.samples;
+      options.log = settings.log;
+      text = rank_candidates_text(plan_rank_candidates(graph, options, mpi.size()));
+    } catch (const std::exception& e) {
+      failure = *e.what() ? e.what() : "unknown error";
+    }
+  }
+  if (!agree_to_start_or_say_why(mpi, failure, 0,
+                                 settings.rank_timeout_seconds + kRankPlanningSeconds))
+    return std::nullopt;
+  try {
+    return rank_candidates_from_text(
+        broadcast_text(mpi, text, settings.rank_timeout_seconds, "rank 0's candidate plans"));
+  } catch (const std::exception& e) {
+    abort_ranks(mpi.comm(), mpi.rank(), e.what());
+  }
+}
+
+// Auto's timed check on the ranks: the candidates run alike, interleaved as on threads
+// (time_alike), every run started together; rank 0's medians decide, since its runs span the
+// whole inference (inputs out, outputs back). Returns the candidate kept, on every rank; the
+// check is rank 0's.
+std::size_t check_on_ranks(const RankRunSettings& settings, const MpiSession& mpi,
+                           std::vector<Prepared>& each,
+                           const std::vector<RankCandidate>& candidates, AutoCheck& check) {
+  RunRecipe recipe;
+  recipe.timer = [&](const std::string& name, ExecutorInterface& executor,
+                     const std::vector<SampleInputs>& inputs) {
+    barrier(mpi, settings.rank_timeout_seconds,
+            fmt::format("every rank to start the next run of auto's check ({})", name));
+    return time_one_run(name, executor, inputs);
+  };
+  std::vector<std::pair<std::string, ExecutorInterface*>> runs;
+  for (std::size_t i = 0; i < each.size(); ++i)
+    runs.emplace_back(candidates[i].configuration, &each[i].executor());
+  std::vector<double> ms;
+  std::size_t kept = 0;
+  try {
+    // Every rank's copy of the inputs is alike (rank 0's, or empty samples).
+    ms = time_alike(recipe, runs, each.front().inputs, /*on_caller_thread=*/true);
+    const std::string chosen =
+        broadcast_text(mpi, mpi.rank() == 0 ? std::to_string(fastest_measured(ms)) : "",
+                       settings.rank_timeout_seconds, "rank 0's pick of auto's timed candidates");
+    kept = std::stoul(chosen);
+  } catch (const std::exception& e) {
+    abort_ranks(mpi.comm(), mpi.rank(), e.what());
+  }
+  check.candidate = candidates.front().strategy;
+  check.candidate_configuration = candidates.front().configuration;
+  check.candidate_ms = ms.front();
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (candidates[i].role == "runner-up") {
+      check.runner_up = candidates[i].configuration;
+      check.runner_up_ms = ms[i];
+    }
+    if (candidates[i].strategy == "sequential") check.sequential_ms = ms[i];
+  }
+  check.kept =
+      candidates[kept].strategy == "sequential" ? "sequential" : candidates[kept].configuration;
+  if (mpi.rank() == 0 && settings.log) settings.log("ranks: " + auto_check_text(check));
+  return kept;
+}
+
 }  // namespace
 
 RankRunResult run_plan_on_ranks(const RankRunSettings& settings) {
@@ -262,16 +370,41 @@ RankRunResult run_plan_on_ranks(const RankRunSettings& settings) {
   require_timeout_seconds("--rank-timeout", settings.rank_timeout_seconds);
   MpiSession mpi;
   const int rank = mpi.rank();
-  Prepared prepared;
-  const auto prepare_here = [&] {
-    prepare(settings, mpi, prepared);
-    return prepared.part->plan_hash();
-  };
   RankRunResult result;
+  std::optional<AtomicFolder> output_folder;
+  const bool auto_plan = settings.plan == "auto";
+  std::vector<RankCandidate> candidates;
+  if (auto_plan) {
+    std::optional<std::vector<RankCandidate>> shared =
+        share_candidates(settings, mpi, output_folder);
+    if (!shared) {
+      result.exit_code = 1;
+      return result;
+    }
+    candidates = std::move(*shared);
+  }
+  std::vector<Prepared> each(std::max<std::size_t>(1, candidates.size()));
+  const auto prepare_here = [&] {
+    if (!auto_plan) check_targets(settings, mpi, output_folder);
+    uint64_t hash = 0;
+    for (std::size_t i = 0; i < each.size(); ++i) {
+      prepare(settings, mpi, each[i], auto_plan ? &candidates[i] : nullptr);
+      hash = hash_text(std::to_string(each[i].part->plan_hash()), hash);
+    }
+    return hash;
+  };
   if (!prepare_on_every_rank(mpi, prepare_here, settings.rank_timeout_seconds)) {
     result.exit_code = 1;
     return result;
   }
+  std::size_t kept = 0;
+  if (each.size() > 1) {
+    result.auto_check.emplace();
+    kept = check_on_ranks(settings, mpi, each, candidates, *result.auto_check);
+  }
+  // The candidates not kept go, their executors with them.
+  Prepared prepared = std::move(each[kept]);
+  each.clear();
 
   std::vector<std::vector<Tensor>> results;
   const std::vector<double> latencies = timed_runs(settings, mpi, prepared, results);
@@ -292,10 +425,10 @@ RankRunResult run_plan_on_ranks(const RankRunSettings& settings) {
   if (!settings.trace_file.empty())
     write_rank_trace(settings.trace_file, std::move(events), prepared.plan().tasks, mpi.size());
   // Only now, with every output in hand, does anything reach the output folder.
-  nlohmann::json outputs =
-      write_run_outputs(prepared.run().graph, results.front(),
-                        prepared.output_folder ? &*prepared.output_folder : nullptr);
-  result.report = run_report(settings, mpi, prepared, latencies, all, std::move(outputs));
+  nlohmann::json outputs = write_run_outputs(prepared.run().graph, results.front(),
+                                             output_folder ? &*output_folder : nullptr);
+  result.report = run_report(settings, mpi, prepared, latencies, all, std::move(outputs),
+                             auto_plan ? &candidates[kept] : nullptr, result.auto_check);
   if (prepared.part->threads().threads != settings.threads) {
     result.threads_line =
         rank_threads_line(prepared.part->threads(), settings.threads, mpi.ranks_on_host());

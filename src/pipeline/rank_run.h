@@ -5,17 +5,23 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ir/graph.h"
+#include "pipeline/plan_and_run.h"
+#include "pipeline/rank_auto.h"
 #include "runtime/tensor.h"
 
 namespace cleave {
 
 struct RankRunSettings {
   std::string model;
-  std::string plan;  ///< A plan file whose worker count equals the ranks started.
+  /// A plan file whose worker count equals the ranks started, or "auto": rank 0 plans with
+  /// `auto_plan`, sends the candidates to every rank, and the ranks time them alike.
+  std::string plan;
+  RankAutoOptions auto_plan;  ///< With plan "auto" (its threads and samples are set from here).
   std::vector<std::string> shapes;
   bool optimize = true;
   /// With `optimize` off: put back cleave's fused forms (LoadOptions::fuse_exported_forms).
@@ -58,7 +64,13 @@ struct RankRunResult {
   nlohmann::json report;
   /// rank_threads_line when rank 0 runs fewer intra-op threads than asked; else empty.
   std::string threads_line;
+  /// `--plan auto`'s timed check, when it ran: on rank 0, the times that decided.
+  std::optional<AutoCheck> auto_check;
 };
+
+/// The longest the other ranks wait for rank 0's `--plan auto` planning (a profile and the
+/// planners' searches), beyond the rank timeout.
+inline constexpr double kRankPlanningSeconds = 600;
 
 /// Runs the plan on the ranks of MPI_COMM_WORLD (initializing and finalizing MPI): the one
 /// driver of a plan on ranks, each rank's model held by a Session whose prepare makes its part
@@ -68,6 +80,14 @@ struct RankRunResult {
 /// before any work starts (exit code 1). A rank that fails or times out while running stops the
 /// whole job (MPI_Abort) with a message naming the rank and what it waited for. Rank 0 writes the
 /// outputs (atomically, after the last run) and the trace, and gets the report.
+///
+/// With plan "auto", rank 0 loads the model whole and plans (plan_rank_candidates; a refusal,
+/// such as a machine file of another device count, stops every rank before any work), sends
+/// the candidate plans to every rank (broadcast_text), and each rank prepares each of them as
+/// it would a plan file; then, unless the check is off, the ranks run them alike, interleaved
+/// (time_alike's blocks, each run started together), and keep the fastest of rank 0's medians
+/// (fastest_measured: the prediction on a tie) for the warm-up and timed runs. The report's
+/// plan then has "auto_check" (auto_check_json) and the candidate table.
 RankRunResult run_plan_on_ranks(const RankRunSettings& settings);
 
 /// `mpirun cleave run --plan`: run_plan_on_ranks, then rank 0 prints the report (as JSON with

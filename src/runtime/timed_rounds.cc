@@ -55,16 +55,23 @@ std::vector<std::vector<double>> time_in_rounds(const std::vector<ExecutorInterf
                                                 const TimedRounds& rounds, const RoundRun& run) {
   // Workers started when their executors were made, and the caller's team from profiles and
   // output checks, would otherwise be alive during the first rounds.
-  for (ExecutorInterface* executor : executors) end_threads(*executor);
-  omp_pause_resource_all(omp_pause_hard);
+  if (!rounds.on_caller_thread) {
+    for (ExecutorInterface* executor : executors) end_threads(*executor);
+    omp_pause_resource_all(omp_pause_hard);
+  }
   std::vector<std::vector<double>> ms(executors.size());
   const auto round_of_each = [&](int round, bool timed) {
     for (std::size_t k = 0; k < executors.size(); ++k) {
       const std::size_t v = round % 2 == 0 ? k : executors.size() - 1 - k;
-      round_alone(*executors[v], [&] {
+      const auto body = [&] {
         run(v);
         for (int i = 0; timed && i < rounds.runs_per_round; ++i) ms[v].push_back(run(v));
-      });
+      };
+      if (rounds.on_caller_thread) {
+        body();
+      } else {
+        round_alone(*executors[v], body);
+      }
     }
   };
   for (int i = 0; i < rounds.warmup; ++i) round_of_each(i, false);

@@ -14,6 +14,9 @@ struct TimedRounds {
   int warmup = 0;          ///< Untimed rounds over every executor first (one run each).
   int rounds = 1;          ///< Timed rounds over every executor, the order reversed every other.
   int runs_per_round = 1;  ///< Timed runs of the executor in each round, after one untimed run.
+  /// Every round on the caller's thread, no executor's threads ended: for executors that only
+  /// the thread that initialized MPI may drive (MPI ranks, MPI_THREAD_FUNNELED).
+  bool on_caller_thread = false;
 };
 
 /// One run of executor `index` as the caller times it: its milliseconds.
@@ -30,7 +33,8 @@ using RoundRun = std::function<double(std::size_t index)>;
 /// executor's workers or OpenMP teams are alive: libgomp spins only briefly between parallel
 /// regions while it manages more threads than there are cores, and every run would pay the
 /// extra wake-ups. The untimed run of a round starts the threads again and refills the caches
-/// the other rounds used. An error of a run is thrown here, after its round ended.
+/// the other rounds used. An error of a run is thrown here, after its round ended. With
+/// `rounds.on_caller_thread` the rounds alternate alike, on the caller's thread.
 std::vector<std::vector<double>> time_in_rounds(const std::vector<ExecutorInterface*>& executors,
                                                 const TimedRounds& rounds, const RoundRun& run);
 

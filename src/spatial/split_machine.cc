@@ -3,6 +3,7 @@
 
 #include <fmt/core.h>
 
+#include "frontend/model_plan.h"
 #include "support/error.h"
 
 namespace cleave {
@@ -38,6 +39,12 @@ void use_split_links(const SplitCostModel& links, Machine& machine) {
     machine.bandwidth[d][d] = 0;
     machine.latency[d][d] = 0;
   }
+}
+
+Machine ranks_without_machine_file(int ranks, int threads_each) {
+  Machine machine = cpu_workers(ranks, threads_each);
+  use_split_links(SplitCostModel{}, machine);
+  return machine;
 }
 
 }  // namespace cleave

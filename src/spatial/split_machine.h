@@ -22,4 +22,9 @@ void use_split_machine(const Machine& machine, const std::string& path, int mach
 /// file have their hand-offs priced with the one link model a split uses.
 void use_split_links(const SplitCostModel& links, Machine& machine);
 
+/// `ranks` equal CPU devices of `threads_each` threads (this host's kind) linked by
+/// use_split_links's defaults: the machine MPI ranks are planned on when no machine file names
+/// them (generated rank programs, `mpirun cleave run --plan auto`).
+Machine ranks_without_machine_file(int ranks, int threads_each);
+
 }  // namespace cleave

@@ -357,6 +357,21 @@ TEST_F(FamiliesScript, RunsEveryFamilyAndCleansUp) {
       << table;
   EXPECT_NE(table.find("**auto**"), std::string::npos) << table;
   EXPECT_NE(table.find("| shape | auto's pick | auto ms |"), std::string::npos) << table;
+  // `--plan auto` timed on the ranks: its own row, which candidate it kept, and the count.
+  EXPECT_TRUE(std::regex_search(
+      table, std::regex(R"(\| auto \(timed on ranks\) \| auto \(timed on ranks\): kept [^|]+ \| )"
+                        R"([0-9.]+ \| [0-9.]+ \|)")))
+      << table;
+  EXPECT_TRUE(std::regex_search(
+      table,
+      std::regex(R"(Within 5% of the best measured family: auto's predicted pick on [01] of )"
+                 R"(1 shapes; auto timed on the ranks on [01] of 1 shapes)")))
+      << table;
+  std::size_t timed_autos = 0;
+  for (const std::string& run : calls("run"))
+    timed_autos += run.find("--plan auto --machine ") != std::string::npos &&
+                   run.find("--costs static") != std::string::npos;
+  EXPECT_EQ(timed_autos, 2u) << "one line per rank of the one round";
   const std::vector<std::string> splits = calls("split");
   ASSERT_EQ(splits.size(), 1u);
   EXPECT_NE(splits.front().find("--objective seconds --costs static"), std::string::npos)

@@ -229,6 +229,126 @@ TEST_F(MpiRunTest, PlanOfAnotherModelIsRefusedBeforeAnyWork) {
   EXPECT_FALSE(std::filesystem::exists(path("out")));
 }
 
+// Two ranks whose links cost next to nothing.
+constexpr const char* kFastLinks = R"({"devices": [{"name": "rank0"}, {"name": "rank1"}],
+    "bandwidth": [[0, 1e12], [1e12, 0]], "latency": [[0, 1e-7], [1e-7, 0]]})";
+
+// `--plan auto` under mpirun: rank 0 plans for the ranks, and the ranks time auto's choice,
+// the runner-up of another family and all on rank 0 alike, then run the fastest.
+TEST_F(MpiRunTest, AutoTimesItsCandidatesOnTheRanksAndKeepsOne) {
+  // Links fast enough that auto predicts the Inception branches on both ranks.
+  std::ofstream(path("fast.json")) << kFastLinks;
+  const std::string common = " --layouts blocked --seed 4 ";
+  CommandResult single =
+      cleave("run " + path("model.onnx") + common + "--output-dir " + path("single"));
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  CommandResult ranks = mpirun(2, "run " + path("model.onnx") + " --plan auto --machine " +
+                                      path("fast.json") + " --costs static" + common +
+                                      "--repeat 2 --json --verbose --output-dir " + path("ranks"));
+  ASSERT_EQ(ranks.exit_code, 0) << ranks.err << ranks.out;
+  const nlohmann::json report = nlohmann::json::parse(ranks.out);
+  EXPECT_EQ(report["ranks"], 2);
+  EXPECT_EQ(report["plan"]["file"], "auto");
+  ASSERT_TRUE(report["plan"].contains("auto_check")) << report["plan"];
+  const nlohmann::json& check = report["plan"]["auto_check"];
+  // Three timed candidates, each measured.
+  for (const char* ms : {"candidate_ms", "runner_up_ms", "sequential_ms"})
+    EXPECT_GT(check[ms].get<double>(), 0) << ms << " " << check;
+  const std::string candidate = check["candidate"];
+  EXPECT_NE(candidate, "sequential") << "two Inception blocks: a parallel choice";
+  const std::string kept = check["kept_configuration"];
+  double kept_ms = 0;
+  if (kept == check["candidate_configuration"]) {
+    kept_ms = check["candidate_ms"];
+  } else if (kept == check["runner_up"]) {
+    kept_ms = check["runner_up_ms"];
+  } else {
+    ASSERT_EQ(kept, "sequential") << check;
+    kept_ms = check["sequential_ms"];
+  }
+  // The fastest median is kept.
+  for (const char* ms : {"candidate_ms", "runner_up_ms", "sequential_ms"})
+    EXPECT_LE(kept_ms, check[ms].get<double>()) << check;
+  // What runs is what was kept.
+  EXPECT_EQ(report["plan"]["strategy"], check["kept"]);
+  if (kept != "sequential") {
+    EXPECT_EQ(report["plan"]["configuration"], kept);
+  }
+  EXPECT_FALSE(report["plan"]["candidates"].empty());
+  EXPECT_EQ(report["latency_ms"]["runs"].size(), 2u);
+  EXPECT_NE(ranks.err.find("ranks: auto's choice"), std::string::npos) << ranks.err;
+  EXPECT_NE(ranks.err.find("ranks: timed "), std::string::npos) << ranks.err;
+  // Whichever was kept, the outputs are the single process's.
+  auto expected = outputs_in("single");
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(outputs_in("ranks"), expected);
+
+  CommandResult text = mpirun(2, "run " + path("model.onnx") + " --plan auto --machine " +
+                                     path("fast.json") + " --costs static" + common);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("\ncheck      timed "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("against sequential at "), std::string::npos) << text.out;
+}
+
+// Without a machine file the ranks are equal devices linked as a split's messages are priced:
+// there every planner puts this small model on rank 0, so no other plan runs otherwise and
+// nothing is timed; the run is still the single process's.
+TEST_F(MpiRunTest, AutoWithoutAMachineFilePlansTheRanksAsEqualDevices) {
+  const std::string common = " --layouts blocked --seed 4 ";
+  CommandResult single =
+      cleave("run " + path("model.onnx") + common + "--output-dir " + path("single"));
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  CommandResult ranks = mpirun(2, "run " + path("model.onnx") + " --plan auto --costs static" +
+                                      common + "--json --verbose --output-dir " + path("ranks"));
+  ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
+  const nlohmann::json report = nlohmann::json::parse(ranks.out);
+  EXPECT_EQ(report["ranks"], 2);
+  EXPECT_NE(ranks.err.find("ranks: auto predicts lc, 2 devices"), std::string::npos) << ranks.err;
+  EXPECT_EQ(report["plan"]["family"], "sequential");
+  EXPECT_EQ(report["plan"]["configuration"], "all on device 0 'cpu0'");
+  EXPECT_FALSE(report["plan"].contains("auto_check"));
+  EXPECT_EQ(outputs_in("ranks"), outputs_in("single"));
+}
+
+TEST_F(MpiRunTest, AutoOnAMachineFileWithoutTheCheckRunsItsPrediction) {
+  std::ofstream(path("two.json")) << R"({"devices": [{"name": "rank0"}, {"name": "rank1"}],
+    "bandwidth": [[0, 1e9], [1e9, 0]], "latency": [[0, 1e-4], [1e-4, 0]]})";
+  CommandResult made = cleave("plan " + path("model.onnx") + " --costs static --machine " +
+                              path("two.json") + " --json");
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  CommandResult ranks = mpirun(2, "run " + path("model.onnx") + " --plan auto --machine " +
+                                      path("two.json") + " --costs static --no-auto-check --json");
+  ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
+  const nlohmann::json report = nlohmann::json::parse(ranks.out);
+  EXPECT_FALSE(report["plan"].contains("auto_check"));
+  EXPECT_EQ(report["plan"]["configuration"], nlohmann::json::parse(made.out)["configuration"]);
+}
+
+TEST_F(MpiRunTest, AutoOnAMachineFileOfAnotherDeviceCountIsRefusedOnEveryRank) {
+  std::ofstream(path("three.json")) << R"({"devices": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
+    "bandwidth": [[0, 1e9, 1e9], [1e9, 0, 1e9], [1e9, 1e9, 0]],
+    "latency": [[0, 1e-4, 1e-4], [1e-4, 0, 1e-4], [1e-4, 1e-4, 0]]})";
+  CommandResult result =
+      mpirun(2, "run " + path("model.onnx") + " --plan auto --machine " + path("three.json") +
+                    " --costs static --output-dir " + path("out"));
+  EXPECT_NE(result.exit_code, 0);
+  const std::string message = "the machine file names 3 device(s), but 2 ranks were started";
+  EXPECT_NE(result.err.find("cleave: error: rank 0 refused to start: " + path("three.json") + ": " +
+                            message),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("rank 0 refused to start, so rank 1 stops too: " + path("three.json") +
+                            ": " + message),
+            std::string::npos)
+      << result.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+  // A plan file with --machine is refused too (the machine is auto's).
+  CommandResult file = mpirun(2, "run " + path("model.onnx") + " --plan " + plan("lc", 2) +
+                                     " --machine " + path("three.json"));
+  EXPECT_NE(file.exit_code, 0);
+  EXPECT_NE(file.err.find("--machine: needs --plan auto"), std::string::npos) << file.err;
+}
+
 class MpiFaultTest : public MpiRunTest {
  protected:
   CommandResult run_with_fault(const std::string& fault, double& seconds) {
@@ -275,6 +395,23 @@ TEST_F(MpiFaultTest, MessageOfWrongSizeIsRefused) {
   CommandResult result = run_with_fault("rank=1,run=0,action=short", seconds);
   EXPECT_NE(result.exit_code, 0);
   EXPECT_NE(result.err.find("refused the message for value"), std::string::npos) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
+// A rank that stops during auto's timed check stops every rank within the rank timeout.
+TEST_F(MpiFaultTest, RankStoppedDuringAutosCheckStopsEveryRank) {
+  std::ofstream(path("fast.json")) << kFastLinks;
+  const auto start = std::chrono::steady_clock::now();
+  CommandResult result =
+      mpirun(2,
+             "run " + path("model.onnx") + " --plan auto --machine " + path("fast.json") +
+                 " --costs static --rank-timeout 3 --output-dir " + path("out"),
+             "-x CLEAVE_FAULT=rank=1,run=0,task=0,action=stop");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_LT(seconds, 60);
+  EXPECT_NE(result.err.find("rank 0: waited more than 3 s for"), std::string::npos) << result.err;
   EXPECT_FALSE(std::filesystem::exists(path("out")));
 }
 

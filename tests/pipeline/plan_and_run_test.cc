@@ -7,11 +7,13 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <limits>
 #include <map>
 
 #include "ir/text.h"
 #include "modelgen/inception.h"
 #include "runtime/parallel_executor.h"
+#include "support/error.h"
 #include "support/system_load.h"
 
 namespace cleave {
@@ -424,6 +426,60 @@ TEST(PlanAndRun, AnUnknownConvolutionFamilyIsRefused) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("diagonal"));
   }
+}
+
+// The keep-the-fastest decision of both checks (threads and ranks), from given medians in the
+// order the candidates are preferred: choice, runner-up, sequential.
+TEST(FastestMeasured, KeepsTheSmallestMedian) {
+  EXPECT_EQ(fastest_measured({3.0, 2.0, 2.5}), 1u);
+  EXPECT_EQ(fastest_measured({3.0, 2.5, 2.0}), 2u);
+  EXPECT_EQ(fastest_measured({1.9, 2.0, 2.5}), 0u);
+  EXPECT_EQ(fastest_measured({4.0, 1.0}), 1u);
+}
+
+TEST(FastestMeasured, ATieKeepsTheCandidatePreferredFirst) {
+  EXPECT_EQ(fastest_measured({2.0, 2.0, 2.0}), 0u);
+  EXPECT_EQ(fastest_measured({3.0, 2.0, 2.0}), 1u);
+}
+
+TEST(FastestMeasured, AMedianThatIsNoNumberNeverWins) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(fastest_measured({nan, 5.0, 4.0}), 2u);
+  EXPECT_EQ(fastest_measured({5.0, nan, 6.0}), 0u);
+  EXPECT_EQ(fastest_measured({inf, 7.0}), 1u);
+  EXPECT_THROW(fastest_measured({}), Error);
+  try {
+    fastest_measured({nan, inf});
+    FAIL() << "no finite median";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("measured no candidate"));
+  }
+}
+
+TEST(AutoCheckReport, JsonAndTextNameEveryTimedCandidate) {
+  AutoCheck check;
+  check.candidate = "lc";
+  check.candidate_configuration = "lc, 2 devices";
+  check.candidate_ms = 3.5;
+  check.runner_up = "heft, 2 devices";
+  check.runner_up_ms = 3.25;
+  check.sequential_ms = 4;
+  check.kept = "heft, 2 devices";
+  const nlohmann::json json = auto_check_json(check, "heft");
+  EXPECT_EQ(json["candidate"], "lc");
+  EXPECT_EQ(json["candidate_configuration"], "lc, 2 devices");
+  EXPECT_EQ(json["candidate_ms"], 3.5);
+  EXPECT_EQ(json["runner_up"], "heft, 2 devices");
+  EXPECT_EQ(json["runner_up_ms"], 3.25);
+  EXPECT_EQ(json["sequential_ms"], 4.0);
+  EXPECT_EQ(json["kept"], "heft");
+  EXPECT_EQ(json["kept_configuration"], "heft, 2 devices");
+  EXPECT_EQ(auto_check_text(check),
+            "timed lc, 2 devices at 3.500 ms, runner-up heft, 2 devices at 3.250 ms against "
+            "sequential at 4.000 ms: kept heft, 2 devices");
+  check.runner_up.clear();
+  EXPECT_FALSE(auto_check_json(check, "lc").contains("runner_up"));
 }
 
 }  // namespace
