@@ -433,12 +433,7 @@ void SampleStreamProgram::run(const void* const* inputs, void* const* outputs) {
     s.run_worker(0);
   }
   const auto done = [&] { return s.finished.load() == others; };
-  if (others > 0 && s.permits.folded()) {
-    std::unique_lock lock(s.mutex);  // No spin: a folded worker needs the core.
-    s.changed.wait(lock, done);
-  } else if (others > 0) {
-    spin_then_wait(s.mutex, s.changed, done);
-  }
+  if (others > 0) wait_for_other_workers(s.mutex, s.changed, s.permits.folded(), done);
   if (s.failed) {
     s.broken = true;
     throw Error(s.failure);

@@ -454,12 +454,7 @@ void StaticProgram::run(const void* const* inputs, void* const* outputs) {
   }
   const int others = s.tables.workers - 1;
   const auto done = [&] { return s.finished.load() == others; };
-  if (others > 0 && s.permits.folded()) {
-    std::unique_lock lock(s.mutex);  // No spin: a folded worker needs the core.
-    s.changed.wait(lock, done);
-  } else if (others > 0) {
-    spin_then_wait(s.mutex, s.changed, done);
-  }
+  if (others > 0) wait_for_other_workers(s.mutex, s.changed, s.permits.folded(), done);
   if (s.failed) throw Error(s.failure);
   get_outputs(outputs);
 }

@@ -157,4 +157,18 @@ void spin_then_wait(std::mutex& mutex, std::condition_variable& changed, Done&& 
   changed.wait(lock, done);
 }
 
+/// The caller's wait for the other workers' end of a run: spin_then_wait, or straight to sleep
+/// where the workers were folded onto fewer cores than there are workers (a spinning caller
+/// would hold the core a folded worker needs).
+template <typename Done>
+void wait_for_other_workers(std::mutex& mutex, std::condition_variable& changed, bool folded,
+                            Done&& done) {
+  if (!folded) {
+    spin_then_wait(mutex, changed, done);
+    return;
+  }
+  std::unique_lock lock(mutex);
+  changed.wait(lock, done);
+}
+
 }  // namespace cleave
