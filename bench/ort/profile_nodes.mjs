@@ -2,9 +2,9 @@
 // Usage: node profile_nodes.mjs model.onnx input.npy inputName threads [runs]
 // Runs the model `runs` times (default 200) with ORT's session profiler and prints, in execution
 // order, each node's median kernel time in microseconds over all runs after the first 20, as
-// JSON lines {"node", "op", "us", "shapes"} (shapes: each input's dims, as ORT's profiler gives
-// them), then {"run_us", "run_min_us"}: the median and the fastest
-// whole run under the profiler.
+// JSON lines {"node", "op", "us", "us_p10", "shapes"} (us_p10: the 10th percentile, for a host
+// that other processes disturb; shapes: each input's dims, as ORT's profiler gives them), then
+// {"run_us", "run_min_us"}: the median and the fastest whole run under the profiler.
 // ORT names a fused node after its output value ("..._nchwc"), not after the ONNX node.
 import fs from "fs";
 import os from "os";
@@ -32,10 +32,11 @@ const dir = path.dirname(prefix);
 const events = JSON.parse(fs.readFileSync(path.join(dir, fs.readdirSync(dir)[0]), "utf8"));
 fs.rmSync(dir, { recursive: true });
 
-const median = (values) => {
+const quantile = (values, q) => {
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
+  return sorted[Math.floor(sorted.length * q)];
 };
+const median = (values) => quantile(values, 0.5);
 const skip = Math.min(20, Math.floor(runs / 3));  // Warm-up runs left out.
 const perNode = new Map();  // In first-seen (execution) order.
 const runTimes = [];
@@ -55,7 +56,8 @@ for (const event of events) {
   }
 }
 for (const [node, { op, shapes, us }] of perNode) {
-  console.log(JSON.stringify({ node, op, us: median(us.slice(skip)), shapes }));
+  const timed = us.slice(skip);
+  console.log(JSON.stringify({ node, op, us: median(timed), us_p10: quantile(timed, 0.1), shapes }));
 }
 console.log(JSON.stringify({
   run_us: median(runTimes.slice(skip)),
