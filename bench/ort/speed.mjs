@@ -132,9 +132,12 @@ for (const model of corpus) {
       row[`paired_vs_baseline_${threads}`] = median(againstBaseline[threads]);
     }
   }
-  row.cleave_activation_mib = cleaveMemory.peak_activation_bytes / 2 ** 20;
-  row.cleave_rss_mib = (cleaveMemory.peak_rss_bytes - cleaveMemory.baseline_rss_bytes) / 2 ** 20;
-  row.ort_rss_mib = (ortMemory.peak_rss_bytes - ortMemory.baseline_rss_bytes) / 2 ** 20;
+  // Memory is read in the 1-thread rounds only: with --threads 2 alone the row has none.
+  if (cleaveMemory && ortMemory) {
+    row.cleave_activation_mib = cleaveMemory.peak_activation_bytes / 2 ** 20;
+    row.cleave_rss_mib = (cleaveMemory.peak_rss_bytes - cleaveMemory.baseline_rss_bytes) / 2 ** 20;
+    row.ort_rss_mib = (ortMemory.peak_rss_bytes - ortMemory.baseline_rss_bytes) / 2 ** 20;
+  }
   results.push(row);
   process.stderr.write("\n");
   for (const threads of flags.baseline ? threadCounts : []) {
@@ -147,7 +150,16 @@ for (const model of corpus) {
         `${roundRatios[threads].map((r) => r.toFixed(2)).join(", ")}`,
     );
   }
-  if (threadCounts.length !== 2) continue;
+  if (threadCounts.length !== 2) {
+    if (flags.baseline) continue;
+    const t = threadCounts[0];
+    console.log(
+      `${model.name.padEnd(20)} ${t} thread(s): cleave ${row[`cleave_${t}`].toFixed(2)} ms, ` +
+        `ORT ${row[`ort_${t}`].toFixed(2)} ms, ratio ${row[`ratio_${t}`].toFixed(3)} | paired ` +
+        `${row[`paired_${t}`].toFixed(3)}`,
+    );
+    continue;
+  }
   console.log(
     `${model.name.padEnd(20)} 1 thread: cleave ${row.cleave_1.toFixed(2)} ms, ORT ${row.ort_1.toFixed(2)} ms, ` +
       `ratio ${row.ratio_1.toFixed(3)} | 2 threads: cleave ${row.cleave_2.toFixed(2)} ms, ` +
