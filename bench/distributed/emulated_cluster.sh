@@ -4,7 +4,7 @@
 # (namespace, qdisc, cgroups) is removed at the end, also on failure or Ctrl-C.
 #
 #   bench/distributed/emulated_cluster.sh [--rate 1gbit] [--qdisc tbf|htb] [--quota 100,50]
-#       [--period-us 100000] [--memory 512M] -np N -- COMMAND ARGS...
+#       [--period-us 100000] [--speed 1,0.5] [--memory 512M] -np N -- COMMAND ARGS...
 #
 # runs `mpirun -np N ... COMMAND ARGS...` inside the namespace. --rate shapes the loopback
 # (every rank-to-rank byte crosses it; tc has no netem here, so there is no added latency);
@@ -17,10 +17,14 @@
 # docs/results/distributed.md, 2026-11-29 20:12 UTC). Each rank's cgroup gets cpu.shares
 # 102400 (100 times the default): a rank on a cluster node has its share to itself, and here
 # the host's other processes (each session an autogroup of weight 1024) must not take it.
+# --speed s0,s1,... (one per rank, 0.01 to 1) makes rank i a device s_i times as fast another
+# way: after each task the rank pauses (1/s_i - 1) times the task's compute time before handing
+# its outputs on (CLEAVE_EMULATED_SPEEDS, src/distributed/emulated_speed.h), so the slowdown is
+# uniform per task where a quota stalls a rank in whole periods.
 # --memory caps each rank's memory (cgroup memory.limit_in_bytes). Needs root.
 set -euo pipefail
 
-rate="" qdisc="tbf" quotas="" period=100000 memory="" ranks=""
+rate="" qdisc="tbf" quotas="" period=100000 memory="" ranks="" speeds=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --rate) rate="$2"; shift 2 ;;
@@ -28,15 +32,24 @@ while [[ $# -gt 0 ]]; do
     --quota) quotas="$2"; shift 2 ;;
     --period-us) period="$2"; shift 2 ;;
     --memory) memory="$2"; shift 2 ;;
+    --speed) speeds="$2"; shift 2 ;;
     -np) ranks="$2"; shift 2 ;;
     --) shift; break ;;
     *) echo "emulated_cluster.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-[[ -n "$ranks" && $# -gt 0 ]] || { echo "usage: $0 [--rate R] [--quota q0,q1,..] [--memory M] -np N -- COMMAND ..." >&2; exit 2; }
+[[ -n "$ranks" && $# -gt 0 ]] || { echo "usage: $0 [--rate R] [--quota q0,q1,..] [--speed s0,s1,..] [--memory M] -np N -- COMMAND ..." >&2; exit 2; }
 [[ "$qdisc" == tbf || "$qdisc" == htb ]] || { echo "--qdisc must be tbf or htb" >&2; exit 2; }
 [[ "$period" =~ ^[0-9]+$ && "$period" -ge 10000 && "$period" -le 1000000 ]] ||
   { echo "--period-us: expected 10000..1000000 microseconds (below 10 ms the kernel delivers less than the quota), got '$period'" >&2; exit 2; }
+
+speed_env=()
+if [[ -n "$speeds" ]]; then
+  IFS=, read -r -a speed_list <<< "$speeds"
+  [[ "${#speed_list[@]}" == "$ranks" ]] ||
+    { echo "--speed: expected one speed per rank ($ranks), got '$speeds'" >&2; exit 2; }
+  speed_env=(-x "CLEAVE_EMULATED_SPEEDS=$speeds")
+fi
 
 name="cleave_cluster_$$"
 cgroups=()
@@ -107,5 +120,5 @@ fi
 status=0
 ip netns exec "$name" mpirun --allow-run-as-root --oversubscribe -np "$ranks" \
   --mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
-  -x OMP_NUM_THREADS=1 "${wrapper[@]}" "$@" || status=$?
+  -x OMP_NUM_THREADS=1 "${speed_env[@]}" "${wrapper[@]}" "$@" || status=$?
 exit "$status"

@@ -5,11 +5,14 @@
 #   bench/distributed/families.sh CLEAVE OUT.md [--models "squeezenet1_0 googlenet"]
 #       [--ranks "2 3"] [--links "none 1gbit"] [--speeds "full half"] [--rounds 2]
 #       [--repeat 3] [--costs profile|analytical|static] [--samples N] [--period-us 10000]
+#       [--emulate quota|pace]
 #
 # Per link shaping, a ping-pong on the emulated cluster calibrates the link model
 # (link_machine.py). Per model and cluster shape (ranks x link x speeds: "half" runs the last
 # rank at 50% of a core, a cgroup quota over --period-us, and plans it at speed 0.5; with more
-# ranks than cores, every rank gets cores / ranks of a core, quota and speed alike) it writes
+# ranks than cores, every rank gets cores / ranks of a core, quota and speed alike; with
+# --emulate pace no rank is capped and each pauses after every task as a device of its speed
+# would take longer, emulated_cluster.sh --speed, instead of running under a quota) it writes
 # the machine file, asks `cleave plan --machine M --explain --json` for the candidate table, and
 # runs the fastest prediction of each family on the ranks: sequential (all on rank 0), task and
 # heterogeneous plans (`cleave plan --strategy S --machine M`; auto's own plan file for its
@@ -39,13 +42,13 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-usage="usage: $0 CLEAVE OUT.md [--models M] [--ranks \"2 3\"] [--links \"none 1gbit\"] [--speeds \"full half\"] [--rounds N] [--repeat N] [--costs C] [--samples N] [--period-us P]"
+usage="usage: $0 CLEAVE OUT.md [--models M] [--ranks \"2 3\"] [--links \"none 1gbit\"] [--speeds \"full half\"] [--rounds N] [--repeat N] [--costs C] [--samples N] [--period-us P] [--emulate quota|pace]"
 fail() { echo "families.sh: $*" >&2; exit 2; }
 [[ $# -ge 2 ]] || fail "$usage"
 cleave="$1" out="$2"
 shift 2
 models="squeezenet1_0 googlenet" ranks_list="2 3" links="none 1gbit" speeds="full half"
-rounds=2 repeat=3 costs=profile samples=1 period=10000
+rounds=2 repeat=3 costs=profile samples=1 period=10000 emulate=quota
 while [[ $# -gt 0 ]]; do
   [[ $# -ge 2 ]] || fail "$1 needs a value ($usage)"
   case "$1" in
@@ -58,6 +61,7 @@ while [[ $# -gt 0 ]]; do
     --costs) costs="$2" ;;
     --samples) samples="$2" ;;
     --period-us) period="$2" ;;
+    --emulate) emulate="$2" ;;
     *) fail "unknown option $1 ($usage)" ;;
   esac
   shift 2
@@ -66,6 +70,7 @@ done
 [[ -x "$cleave" && -f "$cleave" ]] || fail "CLEAVE: $cleave is not an executable file"
 cleave="$(readlink -f "$cleave")"
 [[ -d "$(dirname "$out")" ]] || fail "OUT.md: folder $(dirname "$out") does not exist"
+[[ "$emulate" == quota || "$emulate" == pace ]] || fail "--emulate: expected quota or pace, got '$emulate'"
 for n in $ranks_list; do
   [[ "$n" =~ ^[0-9]+$ && "$n" -ge 2 && "$n" -le 8 ]] || fail "--ranks: expected counts 2..8, got '$n'"
 done
@@ -113,7 +118,7 @@ cores="$(nproc)"
 
 : > "$out"
 row "Host: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) at start, $(date -u +%FT%TZ)."
-row "Command: bench/distributed/families.sh CLEAVE OUT.md --models \"$models\" --ranks \"$ranks_list\" --links \"$links\" --speeds \"$speeds\" --rounds $rounds --repeat $repeat --costs $costs --samples $samples --period-us $period"
+row "Command: bench/distributed/families.sh CLEAVE OUT.md --models \"$models\" --ranks \"$ranks_list\" --links \"$links\" --speeds \"$speeds\" --rounds $rounds --repeat $repeat --costs $costs --samples $samples --period-us $period --emulate $emulate"
 row ""
 
 # 1. The link model per shaping, from a ping-pong on the emulated cluster.
@@ -142,7 +147,12 @@ run_one() {  # shape family configuration kind artifact model ranks link quota a
   local link="$8" quota="$9" auto="${10}" predicted="${11}" report="$work/r.json" note=""
   local cluster_args=(-np "$n")
   [[ "$link" == none ]] || cluster_args=(--rate "$link" "${cluster_args[@]}")
-  if [[ -n "$quota" ]]; then
+  if [[ "$emulate" == pace ]]; then
+    # Every rank in a cgroup of its own for its cpu.shares, none capped; the speeds as pauses.
+    local uncapped="-"
+    for ((r = 1; r < n; ++r)); do uncapped+=",-"; done
+    cluster_args=(--quota "$uncapped" --speed "$speed_list" "${cluster_args[@]}")
+  elif [[ -n "$quota" ]]; then
     # The kernel's quota is 1 ms at least: a smaller share needs a longer period.
     local least="${quota##*,}" shaped_period="$period"
     [[ "$least" == - ]] || ((least * period >= 100000)) || shaped_period=$(((100000 + least - 1) / least))

@@ -11,6 +11,7 @@
 #include <deque>
 #include <span>
 
+#include "distributed/emulated_speed.h"
 #include "distributed/fault_injection.h"
 #include "distributed/mpi_hand_off.h"
 #include "distributed/mpi_routes.h"
@@ -62,6 +63,7 @@ struct MpiExecutor::Impl : TaskHooks {
   std::unique_ptr<dnnl::stream> stream;
   std::deque<PendingRun> pending;  // Rank 0, oldest first.
   FaultInjection fault;
+  EmulatedSpeed pace;  // CLEAVE_EMULATED_SPEEDS: this rank as a slower device.
   int64_t current_run = 0;
   std::vector<std::shared_ptr<ExecutorObserver>>* observers = nullptr;
 
@@ -91,6 +93,7 @@ struct MpiExecutor::Impl : TaskHooks {
   }
 
   void before_task(int position) override { fault.before_task(current_run, position); }
+  void after_compute(double seconds) override { pace.after_compute(seconds); }
   void after_task() override {
     if (rank == 0 && pending.size() > 1) gather_outputs(-1);
   }
@@ -257,6 +260,8 @@ MpiExecutor::MpiExecutor(const Graph& graph, const TaskGraph& tasks, const Plan&
   stats_.tasks = static_cast<int>(s.order.size());
   s.stream = std::make_unique<dnnl::stream>(s.engine);
   s.fault = FaultInjection::from_environment(s.rank);
+  s.pace = EmulatedSpeed::from_environment(s.rank, s.ranks);
+  stats_.emulated_speed = s.pace.speed();
   std::vector<int> output_counts;
   for (const Task& task : tasks.tasks)
     output_counts.push_back(static_cast<int>(graph.node(task.node).outputs.size()));
@@ -274,6 +279,7 @@ int MpiExecutor::samples() const {
 void MpiExecutor::reset_stats() {
   stats_.node_seconds.assign(impl_->graph.node_capacity(), 0.0);
   stats_.runs = 0;
+  stats_.emulated_pause_seconds = 0;
 }
 
 std::vector<Tensor> MpiExecutor::run(const SampleInputs& inputs) {
@@ -299,6 +305,7 @@ std::vector<std::vector<Tensor>> MpiExecutor::run(const std::vector<SampleInputs
     for (const auto& sample : inputs) check_inputs(s.graph, sample);
   }
   s.hand_off->reset_traffic();
+  const double paused_before = s.pace.paused_seconds();
   std::vector<std::vector<Tensor>> results(inputs.size());
   stats_.sample_seconds.assign(s.rank == 0 ? inputs.size() : 0, 0.0);
   s.results = &results;
@@ -330,6 +337,7 @@ std::vector<std::vector<Tensor>> MpiExecutor::run(const std::vector<SampleInputs
       reset_reads(s.loop);
       for (int t : s.order) s.loop.tasks[t].outputs.clear();
       s.run_tasks(run, run_inputs, stream_start, events);
+      s.pace.settle();
       if (s.rank == 0) s.assemble_outputs(s.pending.back(), run_inputs);
       for (int t : s.order) s.loop.tasks[t].outputs.clear();
       s.hand_off->end_tasks(run);
@@ -351,6 +359,7 @@ std::vector<std::vector<Tensor>> MpiExecutor::run(const std::vector<SampleInputs
   add_node_seconds(s.loop, trace_, stats_);
   stats_.peak_activation_bytes = s.pool.reserved_bytes();
   stats_.released_weight_bytes = s.loop.released_weight_bytes;
+  stats_.emulated_pause_seconds += s.pace.paused_seconds() - paused_before;
   if (stats_.implementations.empty())
     stats_.implementations = implementations(s.loop, s.graph.node_capacity());
   stats_.runs += runs;

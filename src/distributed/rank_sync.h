@@ -61,7 +61,9 @@ struct RankFigures {
   double traced_seconds = 0;
   double released_weight_bytes = 0;
   double threads = 0;
-  double host_other_runnable = -1;  ///< Threads of other processes seen; -1: not sampled.
+  double host_other_runnable = -1;    ///< Threads of other processes seen; -1: not sampled.
+  double emulated_speed = 1;          ///< CLEAVE_EMULATED_SPEEDS's entry for the rank.
+  double emulated_pause_seconds = 0;  ///< Per run of the executor.
   char host[64] = {};
 };
 

@@ -141,6 +141,8 @@ std::vector<double> timed_runs(const RankRunSettings& settings, const MpiSession
       barrier(mpi, settings.rank_timeout_seconds, "every rank to start the next repeat");
       auto start = Clock::now();
       results = executor.run(prepared.inputs);
+      // The figures each rank reports (emulated pauses per run) are the timed runs'.
+      if (i + 1 == settings.warmup) executor.reset_stats();
       if (i >= settings.warmup)
         latencies.push_back(
             std::chrono::duration<double, std::milli>(Clock::now() - start).count());
@@ -166,6 +168,9 @@ RankFigures rank_figures(const MpiSession& mpi, const Prepared& prepared) {
   figures.traced_seconds = prepared.executor().last_trace().makespan;
   figures.released_weight_bytes = static_cast<double>(mine.released_weight_bytes);
   figures.threads = prepared.part->threads().threads;
+  figures.emulated_speed = mine.emulated_speed;
+  figures.emulated_pause_seconds =
+      mine.emulated_pause_seconds / static_cast<double>(std::max<int64_t>(1, mine.runs));
   figures.host_other_runnable =
       prepared.part->threads().sampled ? prepared.part->threads().host_load.other_runnable : -1;
   std::strncpy(figures.host, mpi.host().c_str(), sizeof figures.host - 1);
@@ -232,6 +237,8 @@ nlohmann::json run_report(const RankRunSettings& settings, const MpiSession& mpi
          {"peak_rss_bytes", f.peak_rss_bytes},
          {"traced_ms", f.traced_seconds * 1e3},
          {"threads", f.threads},
+         {"emulated_speed", f.emulated_speed},
+         {"emulated_pause_ms_per_run", f.emulated_pause_seconds * 1e3},
          {"host_other_runnable",
           f.host_other_runnable < 0 ? nlohmann::json() : nlohmann::json(f.host_other_runnable)}});
   }

@@ -44,6 +44,10 @@ struct RunStats {
   /// Rank 0 of the MPI executor: per sample of the last call, seconds from the start of its
   /// run until rank 0 held all its outputs.
   std::vector<double> sample_seconds;
+  /// The MPI executor under CLEAVE_EMULATED_SPEEDS (distributed/emulated_speed.h): the speed
+  /// this rank emulates, and the seconds it paused for it over the runs counted in `runs`.
+  double emulated_speed = 1.0;
+  double emulated_pause_seconds = 0.0;
 };
 
 /// An executor runs one model: the sequential executor (runtime/executor.h), the thread

@@ -135,7 +135,8 @@ LoopEnd run_worker_tasks(TaskLoop& loop, const WorkerRun& run) {
       any_placed = place_outputs(*loop.placement, graph.node(task.node).outputs,
                                  task.runner->specs(), loop.shared[task.sample], pool, placed);
     }
-    const Clock::time_point start = run.timed ? Clock::now() : Clock::time_point();
+    const bool clocked = run.timed || run.hooks;
+    const Clock::time_point start = clocked ? Clock::now() : Clock::time_point();
     const int threads =
         loop.worker_threads.empty() ? loop.threads : loop.worker_threads[task.worker];
     {
@@ -148,6 +149,8 @@ LoopEnd run_worker_tasks(TaskLoop& loop, const WorkerRun& run) {
     placed.clear();  // Its views would keep shared buffers from the pool.
     // Another worker reads the outputs as soon as they are handed off: they must be complete.
     if (run.timed || run.hand_off) run.stream->wait();
+    if (run.hooks)
+      run.hooks->after_compute(std::chrono::duration<double>(Clock::now() - start).count());
     const Clock::time_point end = run.timed ? Clock::now() : Clock::time_point();
     if (run.hand_off) run.hand_off->publish(id, run.run, task.outputs);
     if (loop.packers_left && !task.weights_checked) release_packed_weights(loop, task);

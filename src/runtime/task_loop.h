@@ -76,6 +76,9 @@ class TaskHooks {
   virtual ~TaskHooks() = default;
   /// Before the task at `position` of the worker's order.
   virtual void before_task(int position) = 0;
+  /// After a task's kernel finished (`seconds` after it started), before its outputs are
+  /// handed off: an emulated slower rank pauses here (distributed/emulated_speed.h).
+  virtual void after_compute(double seconds) { (void)seconds; }
   /// After a task and its values were handed off and freed.
   virtual void after_task() = 0;
 };

@@ -40,11 +40,13 @@ class FamiliesScript : public CommandFixture {
     return run_shell("timeout 300 " + script() + " " + binary + " " + path("out.md") + " " +
                      arguments);
   }
-  // A cleave that logs each command line it is given (to calls.log) and runs the real one.
+  // A cleave that logs each command line it is given (to calls.log), with the emulated speeds
+  // it was given, and runs the real one.
   std::string logging_cleave() const {
     const std::string wrapper = path("cleave");
-    std::ofstream(wrapper) << "#!/bin/sh\necho \"$*\" >> " << path("calls.log") << "\nexec "
-                           << CLEAVE_BINARY << " \"$@\"\n";
+    std::ofstream(wrapper)
+        << "#!/bin/sh\necho \"$* ${CLEAVE_EMULATED_SPEEDS:+speeds=$CLEAVE_EMULATED_SPEEDS}\" >> "
+        << path("calls.log") << "\nexec " << CLEAVE_BINARY << " \"$@\"\n";
     std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
     return wrapper;
   }
@@ -181,6 +183,34 @@ TEST_F(FamiliesScript, ClusterRefusesAQuotaPeriodUnderTenMilliseconds) {
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("--period-us: expected 10000..1000000 microseconds"), std::string::npos)
       << result.err;
+}
+
+TEST_F(FamiliesScript, UnknownEmulationIsRefused) {
+  const CommandResult result = families("--emulate throttle");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--emulate: expected quota or pace, got 'throttle'"), std::string::npos)
+      << result.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out.md")));
+}
+
+TEST_F(FamiliesScript, ClusterRefusesASpeedCountOtherThanTheRanks) {
+  const CommandResult result = run_shell(cluster() + " --speed 1,0.5,0.5 -np 2 -- true");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--speed: expected one speed per rank (2), got '1,0.5,0.5'"),
+            std::string::npos)
+      << result.err;
+}
+
+// --speed reaches every rank as CLEAVE_EMULATED_SPEEDS, which each reads its own entry of.
+TEST_F(FamiliesScript, ClusterHandsTheSpeedsToEveryRank) {
+  if (!cluster_available()) GTEST_SKIP() << "needs root, cgroup v1 cpu, tc and mpicc";
+  const CommandResult result =
+      run_shell(cluster() + " --speed 1,0.5 -np 2 -- sh -c 'echo rank $OMPI_COMM_WORLD_RANK " +
+                "$CLEAVE_EMULATED_SPEEDS'");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("rank 0 1,0.5"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("rank 1 1,0.5"), std::string::npos) << result.out;
+  EXPECT_EQ(cluster_leftovers(), std::set<std::string>{});
 }
 
 // Each rank in a cgroup of its own, an uncapped one too, at 100 times the default cpu.shares:
@@ -383,13 +413,14 @@ TEST_F(FamiliesScript, RunsEveryFamilyAndCleansUp) {
 }
 
 // With --samples 2 every family runs its 2 samples on the ranks: data-parallel's own plan, the
-// pipelined stages (a plan of a stage per rank) and the split (`run-split --samples 2`).
+// pipelined stages (a plan of a stage per rank) and the split (`run-split --samples 2`); here
+// with the half-speed rank emulated by pauses (--emulate pace).
 TEST_F(FamiliesScript, RunsEveryFamilyOnRanksForSeveralSamples) {
   if (!cluster_available()) GTEST_SKIP() << "needs root, cgroup v1 cpu, tc and mpicc";
   ASSERT_EQ(cleave("gen inception --blocks 2 --channels 8 -o " + path("m.onnx")).exit_code, 0);
   const CommandResult result = families("--models " + path("m.onnx") +
-                                            " --ranks 2 --links none --speeds full --rounds 1 "
-                                            "--repeat 1 --costs static --samples 2",
+                                            " --ranks 2 --links none --speeds half --rounds 1 "
+                                            "--repeat 1 --costs static --samples 2 --emulate pace",
                                         logging_cleave());
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const std::string table = read_text(path("out.md"));
@@ -409,7 +440,11 @@ TEST_F(FamiliesScript, RunsEveryFamilyOnRanksForSeveralSamples) {
   EXPECT_EQ(pipeline_plans, 1u);
   const std::vector<std::string> runs = calls("run");
   ASSERT_FALSE(runs.empty());
-  for (const std::string& run : runs) EXPECT_NE(run.find("--samples 2"), std::string::npos) << run;
+  for (const std::string& run : runs) {
+    EXPECT_NE(run.find("--samples 2"), std::string::npos) << run;
+    // --emulate pace: no quota, the half-speed rank as pauses.
+    EXPECT_NE(run.find("speeds=1,0.5"), std::string::npos) << run;
+  }
   // One line per rank of the run.
   const std::vector<std::string> split_runs = calls("run-split");
   ASSERT_FALSE(split_runs.empty());

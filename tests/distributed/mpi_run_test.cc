@@ -349,6 +349,40 @@ TEST_F(MpiRunTest, AutoOnAMachineFileOfAnotherDeviceCountIsRefusedOnEveryRank) {
   EXPECT_NE(file.err.find("--machine: needs --plan auto"), std::string::npos) << file.err;
 }
 
+// An emulated half-speed rank (CLEAVE_EMULATED_SPEEDS) pauses after its tasks, and only it;
+// the outputs are the full-speed run's.
+TEST_F(MpiRunTest, EmulatedHalfSpeedRankPausesAndComputesTheSameOutputs) {
+  const std::string file = plan("lc", 2);
+  const std::string common = " --plan " + file + " --layouts blocked --seed 4 --json ";
+  CommandResult full =
+      mpirun(2, "run " + path("model.onnx") + common + "--output-dir " + path("full"));
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  CommandResult half =
+      mpirun(2, "run " + path("model.onnx") + common + "--output-dir " + path("half"),
+             "-x CLEAVE_EMULATED_SPEEDS=1,0.5");
+  ASSERT_EQ(half.exit_code, 0) << half.err;
+  const nlohmann::json ranks = nlohmann::json::parse(half.out)["per_rank"];
+  ASSERT_EQ(ranks.size(), 2u);
+  ASSERT_GT(ranks[1]["tasks"].get<double>(), 0) << "the lc plan gives rank 1 no task";
+  EXPECT_EQ(ranks[0]["emulated_speed"].get<double>(), 1.0);
+  EXPECT_EQ(ranks[0]["emulated_pause_ms_per_run"].get<double>(), 0.0);
+  EXPECT_EQ(ranks[1]["emulated_speed"].get<double>(), 0.5);
+  EXPECT_GT(ranks[1]["emulated_pause_ms_per_run"].get<double>(), 0.0);
+  const nlohmann::json unpaced = nlohmann::json::parse(full.out)["per_rank"];
+  EXPECT_EQ(unpaced[1]["emulated_pause_ms_per_run"].get<double>(), 0.0);
+  EXPECT_EQ(outputs_in("half"), outputs_in("full"));
+}
+
+TEST_F(MpiRunTest, MalformedEmulatedSpeedsStopEveryRankWithoutOutputs) {
+  CommandResult result = mpirun(
+      2, "run " + path("model.onnx") + " --plan " + plan("lc", 2) + " --output-dir " + path("out"),
+      "-x CLEAVE_EMULATED_SPEEDS=1,0");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("CLEAVE_EMULATED_SPEEDS '1,0': rank 1's speed"), std::string::npos)
+      << result.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
+}
+
 class MpiFaultTest : public MpiRunTest {
  protected:
   CommandResult run_with_fault(const std::string& fault, double& seconds) {
