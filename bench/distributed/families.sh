@@ -28,8 +28,9 @@
 # split's ranks, each run of the split's one-sample plan pipelined across them).
 # Beside the families, a row "auto (timed on ranks)" runs `cleave run MODEL --plan auto
 # --machine M --costs C` on the ranks: rank 0 plans, the ranks time auto's choice, the runner-up
-# of another family and all-on-rank-0 alike and run the fastest (its row says which it kept
-# each round; its predicted ms is the kept plan's).
+# of another family, the spatial split (where predicted within 1.25x of the choice) and
+# all-on-rank-0 alike and run the fastest (its row says which it kept each round; its predicted
+# ms is the kept plan's).
 # Each run is one `emulated_cluster.sh ... cleave run --warmup 1 --repeat R` per round, --rounds
 # rounds interleaved (the order reversed every other round). OUT.md gets the link table, the
 # family table, and auto's predicted pick and auto timed on the ranks against the best measured
@@ -267,7 +268,7 @@ for name in $models; do
   done
 done
 
-row "Columns: predicted ms is the run plan's makespan under the calibrated link model and --costs $costs, rank 0's input hand-out and output gather included (spatial: the candidate table's row; with --samples N, of all N samples, and measured the whole stream of N); measured median ms is the median over $rounds interleaved rounds of each run's median of $repeat timed inferences (after 1 warm-up); **auto** marks auto's predicted pick (the spatial split where predicted faster than the plan, as \`cleave run --plan auto --machine\` runs it on threads); the row auto (timed on ranks) is \`mpirun cleave run --plan auto --machine M\`: its choice, the runner-up of another family and all on rank 0 timed on the ranks, the fastest run (which it kept each round follows its name; its predicted ms is the kept plan's; spatial splits are not among its candidates)."
+row "Columns: predicted ms is the run plan's makespan under the calibrated link model and --costs $costs, rank 0's input hand-out and output gather included (spatial: the candidate table's row; with --samples N, of all N samples, and measured the whole stream of N); measured median ms is the median over $rounds interleaved rounds of each run's median of $repeat timed inferences (after 1 warm-up); **auto** marks auto's predicted pick (the spatial split where predicted faster than the plan, as \`cleave run --plan auto --machine\` runs it on threads); the row auto (timed on ranks) is \`mpirun cleave run --plan auto --machine M\`: its choice, the runner-up of another family, the spatial split where predicted within 1.25x of the choice, and all on rank 0 timed on the ranks, the fastest run (which it kept each round follows its name; its predicted ms is the kept plan's)."
 row ""
 "$here/families_table.py" report "$results" | tee -a "$out"
 row ""

@@ -16,7 +16,8 @@ namespace cleave {
 
 namespace {
 
-constexpr const char* kFaultForm = "rank=R,run=K,task=T,action=kill|stop|bad-dtype|bad-shape|short";
+constexpr const char* kFaultForm =
+    "rank=R,run=K,task=T,action=kill|stop|bad-dtype|bad-shape|short|bad-split";
 
 // The whole of `value` as an integer in [0, maximum]: "1abc", "", "+1" or "1e3" are no number.
 int64_t fault_number(const std::string& text, const std::string& key, const std::string& value,
@@ -71,7 +72,7 @@ FaultInjection FaultInjection::from_environment(int this_rank) {
         fmt::format("CLEAVE_FAULT '{}': needs rank and action (expected {})", text, kFaultForm));
   }
   if (fault.action != "kill" && fault.action != "stop" && fault.action != "bad-dtype" &&
-      fault.action != "bad-shape" && fault.action != "short") {
+      fault.action != "bad-shape" && fault.action != "short" && fault.action != "bad-split") {
     throw Error(fmt::format("CLEAVE_FAULT '{}': unknown action '{}'", text, fault.action));
   }
   if (rank == this_rank) fault.rank = rank;

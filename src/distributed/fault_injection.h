@@ -12,7 +12,8 @@ namespace cleave {
 /// Read from CLEAVE_FAULT="rank=R,run=K,task=T,action=A" (tests and the fault demos only):
 /// on rank R, before its T-th task of run K, action kill raises SIGKILL and stop SIGSTOP;
 /// from run K on, the first message the rank sends gets the wrong type (bad-dtype), the wrong
-/// shape (bad-shape) or loses its last element (short). A malformed variable is an Error.
+/// shape (bad-shape) or loses its last element (short); bad-split: the split recipes of
+/// `--plan auto` reach rank R naming a layer its model lacks. A malformed variable is an Error.
 struct FaultInjection {
   int rank = -1;  ///< -1: no fault.
   int64_t run = 0;
@@ -24,6 +25,8 @@ struct FaultInjection {
   void before_task(int64_t current_run, int slot) const;
   /// Alters the header (and the bytes to send) of the first message of run >= `run`.
   void corrupt(MessageHeader& header, std::size_t& payload_bytes);
+  /// Whether this rank is to receive split recipes it cannot rebuild (action bad-split).
+  bool breaks_split() const { return rank >= 0 && action == "bad-split"; }
 };
 
 }  // namespace cleave

@@ -239,6 +239,7 @@ ModelPlan first_plan(const PlanContext& context, PreparedRun& prepared,
 // The plan file on the recipe's plan runner: the family named, else the plan's, else blocked.
 void run_plan_elsewhere(PreparedRun& prepared, const RunRecipe& recipe) {
   const PlanRunner& runner = *recipe.plan_runner;
+  if (runner.graph_to_run) prepared.graph = runner.graph_to_run(std::move(prepared.graph));
   ModelPlan model_plan = runner.read_plan(prepared.graph, recipe.plan_file);
   log_plan(recipe, model_plan);
   if (recipe.layouts != "auto") {
@@ -379,16 +380,26 @@ nlohmann::json auto_check_json(const AutoCheck& check, const std::string& kept_s
     json["runner_up"] = check.runner_up;
     json["runner_up_ms"] = check.runner_up_ms;
   }
+  if (!check.split.empty()) {
+    json["split"] = check.split;
+    json["split_ms"] = check.split_ms;
+    if (!check.split_rejected.empty()) json["split_rejected"] = check.split_rejected;
+  }
   return json;
 }
 
 std::string auto_check_text(const AutoCheck& check) {
-  return fmt::format("timed {} at {:.3f} ms{} against sequential at {:.3f} ms: kept {}",
-                     check.candidate_configuration, check.candidate_ms,
-                     check.runner_up.empty() ? std::string()
-                                             : fmt::format(", runner-up {} at {:.3f} ms",
-                                                           check.runner_up, check.runner_up_ms),
-                     check.sequential_ms, check.kept);
+  return fmt::format(
+      "timed {} at {:.3f} ms{}{} against sequential at {:.3f} ms: kept {}",
+      check.candidate_configuration, check.candidate_ms,
+      check.runner_up.empty()
+          ? std::string()
+          : fmt::format(", runner-up {} at {:.3f} ms", check.runner_up, check.runner_up_ms),
+      check.split.empty() ? std::string()
+      : check.split_rejected.empty()
+          ? fmt::format(", split {} at {:.3f} ms", check.split, check.split_ms)
+          : fmt::format(", split {} not timed ({})", check.split, check.split_rejected),
+      check.sequential_ms, check.kept);
 }
 
 bool auto_check_needed(const ModelPlan& plan, const RunRecipe& recipe) {

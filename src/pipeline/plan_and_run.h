@@ -45,6 +45,9 @@ struct PlanRunner {
   std::function<std::unique_ptr<ExecutorInterface>(Graph& graph, const ModelPlan& plan,
                                                    const LayoutChoice& layouts)>
       make_executor;
+  /// The graph the plan runs over, made from the graph loaded (a spatial split of `--plan
+  /// auto` on ranks: its partitioned graph); empty: the graph loaded itself.
+  std::function<Graph(Graph loaded)> graph_to_run;
 };
 
 /// What to run and how; the options of `cleave run` (and `cleave bench`).
@@ -115,6 +118,11 @@ struct AutoCheck {
   std::string runner_up;  ///< The runner-up's configuration; empty when it was not timed.
   double runner_up_ms = 0;
   std::string kept;  ///< The configuration kept, or "sequential".
+  /// On ranks: the spatial split's configuration, when it was timed beside the others.
+  std::string split;
+  double split_ms = 0;
+  /// Why the split was not timed (its outputs differ from the choice's); empty: it was.
+  std::string split_rejected;
 };
 
 /// The candidate the timed check keeps from the medians of its timed runs, given in the order

@@ -9,11 +9,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 
+#include "distributed/fault_injection.h"
 #include "distributed/mpi_session.h"
 #include "distributed/rank_part.h"
 #include "distributed/rank_sync.h"
@@ -22,6 +24,7 @@
 #include "pipeline/run_outputs.h"
 #include "pipeline/run_report.h"
 #include "pipeline/session.h"
+#include "pipeline/spatial_run.h"
 #include "runtime/trace.h"
 #include "support/atomic_output.h"
 #include "support/limits.h"
@@ -53,8 +56,10 @@ SessionOptions session_options(const RankRunSettings& settings, const MpiSession
   options.load.optimize = settings.optimize;
   options.load.fuse_exported_forms = settings.fuse_exported_forms;
   // A model loaded as it is (no passes rewrite its weights) need not be read whole: its weights,
-  // external or embedded, stay on disk until this rank knows which of them its tasks read.
-  if (!settings.optimize && options.load.shapes.empty() && !settings.read_whole_model)
+  // external or embedded, stay on disk until this rank knows which of them its tasks read. A
+  // split is made of the whole model (its slices read the weights).
+  const bool split = candidate && !candidate->split.is_null();
+  if (!settings.optimize && options.load.shapes.empty() && !settings.read_whole_model && !split)
     options.load.unread_external = part.unread_weights();
   if (mpi.rank() == 0) options.load.log = settings.log;
   RunRecipe& recipe = options.recipe;
@@ -69,7 +74,15 @@ SessionOptions session_options(const RankRunSettings& settings, const MpiSession
       [&part](const Graph& graph, const std::string& file) { return part.read_plan(graph, file); },
       [&part](Graph& graph, const ModelPlan& plan, const LayoutChoice& layouts) {
         return part.make_executor(graph, plan, layouts.family);
-      }};
+      },
+      nullptr};
+  // A split runs over its partitioned graph, which each rank makes of the model it loaded,
+  // then runs its part of as of any plan (as `run-split` runs a split folder's).
+  if (split) {
+    recipe.plan_runner->graph_to_run = [candidate](Graph loaded) {
+      return candidate_graph(std::move(loaded), *candidate);
+    };
+  }
   options.max_prepared_shapes = 1;
   return options;
 }
@@ -182,7 +195,8 @@ RankFigures rank_figures(const MpiSession& mpi, const Prepared& prepared) {
 nlohmann::json run_report(const RankRunSettings& settings, const MpiSession& mpi,
                           const Prepared& prepared, const std::vector<double>& latencies,
                           const std::vector<RankFigures>& all, nlohmann::json outputs,
-                          const RankCandidate* candidate, const std::optional<AutoCheck>& check) {
+                          const RankCandidate* candidate, const std::optional<AutoCheck>& check,
+                          const std::vector<RankCandidate>& dropped) {
   RunSummary summary;
   summary.model = settings.model;
   summary.latencies_ms = latencies;
@@ -206,6 +220,19 @@ nlohmann::json run_report(const RankRunSettings& settings, const MpiSession& mpi
     report["plan"]["candidates"] = candidate->plan.value("candidates", nlohmann::json::array());
   }
   if (check) report["plan"]["auto_check"] = auto_check_json(*check, prepared.plan().plan.strategy);
+  if (!dropped.empty()) {  // Candidates rank 0 did not send for want of memory.
+    nlohmann::json& checked = report["plan"]["auto_check"];
+    if (!check) {
+      checked = {{"timed", false},
+                 {"kept", prepared.plan().plan.strategy},
+                 {"kept_configuration", prepared.plan().configuration}};
+    }
+    checked["dropped"] = nlohmann::json::array();
+    for (const RankCandidate& one : dropped) {
+      checked["dropped"].push_back(
+          {{"role", one.role}, {"configuration", one.configuration}, {"why", one.dropped}});
+    }
+  }
   const double median = report["latency_ms"]["median"].get<double>();
   report["layouts"]["from"] = layouts_from(settings, prepared.plan());
   report["samples"] = settings.samples;
@@ -271,6 +298,13 @@ void print_report(const RankRunSettings& settings, const RankRunResult& result) 
   }
   if (result.auto_check)
     text.after_plan.push_back("check      " + auto_check_text(*result.auto_check) + "\n");
+  if (report["plan"].contains("auto_check") && report["plan"]["auto_check"].contains("dropped")) {
+    for (const auto& one : report["plan"]["auto_check"]["dropped"]) {
+      text.after_plan.push_back(
+          fmt::format("dropped    {} {}: {}\n", one["role"].get<std::string>(),
+                      one["configuration"].get<std::string>(), one["why"].get<std::string>()));
+    }
+  }
   text.after_plan.push_back(fmt::format("weights    {:.2f} MiB in the model; ranks read {}\n",
                                         report["model_weight_bytes"].get<double>() / 1048576.0,
                                         report["weights_read"].get<std::string>()));
@@ -338,14 +372,46 @@ std::size_t check_on_ranks(const RankRunSettings& settings, const MpiSession& mp
             fmt::format("every rank to start the next run of auto's check ({})", name));
     return time_one_run(name, executor, inputs);
   };
-  std::vector<std::pair<std::string, ExecutorInterface*>> runs;
-  for (std::size_t i = 0; i < each.size(); ++i)
-    runs.emplace_back(candidates[i].configuration, &each[i].executor());
-  std::vector<double> ms;
+  const std::size_t none = candidates.size();
+  std::size_t split = none;
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    if (candidates[i].role == "split") split = i;
+  std::vector<double> ms(candidates.size(), std::numeric_limits<double>::quiet_NaN());
   std::size_t kept = 0;
   try {
     // Every rank's copy of the inputs is alike (rank 0's, or empty samples).
-    ms = time_alike(recipe, runs, each.front().inputs, /*on_caller_thread=*/true);
+    const std::vector<SampleInputs>& inputs = each.front().inputs;
+    if (split != none) {
+      // The region rules could mistake an op: one run of the split beside the choice, every
+      // rank together, its outputs compared on rank 0 before it may be timed or kept (as auto
+      // on threads does, spatial_if_faster).
+      const auto run_once = [&](std::size_t i) {
+        barrier(mpi, settings.rank_timeout_seconds,
+                fmt::format("every rank to run {} once, its outputs compared",
+                            candidates[i].configuration));
+        return each[i].executor().run(inputs);
+      };
+      const std::vector<std::vector<Tensor>> got = run_once(split);
+      const std::vector<std::vector<Tensor>> want = run_once(0);
+      check.split_rejected = broadcast_text(
+          mpi, mpi.rank() == 0 ? split_outputs_differ(got, want, candidates[0].configuration) : "",
+          settings.rank_timeout_seconds, "rank 0's comparison of the split's outputs");
+      if (mpi.rank() == 0 && settings.log) {
+        settings.log(check.split_rejected.empty()
+                         ? fmt::format("ranks: the split's outputs agree with those of {}",
+                                       candidates[0].configuration)
+                         : "ranks: the split is not timed: " + check.split_rejected);
+      }
+    }
+    std::vector<std::pair<std::string, ExecutorInterface*>> runs;
+    std::vector<std::size_t> timed;
+    for (std::size_t i = 0; i < each.size(); ++i) {
+      if (i == split && !check.split_rejected.empty()) continue;
+      runs.emplace_back(candidates[i].configuration, &each[i].executor());
+      timed.push_back(i);
+    }
+    const std::vector<double> medians = time_alike(recipe, runs, inputs, /*on_caller_thread=*/true);
+    for (std::size_t k = 0; k < timed.size(); ++k) ms[timed[k]] = medians[k];
     const std::string chosen =
         broadcast_text(mpi, mpi.rank() == 0 ? std::to_string(fastest_measured(ms)) : "",
                        settings.rank_timeout_seconds, "rank 0's pick of auto's timed candidates");
@@ -360,6 +426,10 @@ std::size_t check_on_ranks(const RankRunSettings& settings, const MpiSession& mp
     if (candidates[i].role == "runner-up") {
       check.runner_up = candidates[i].configuration;
       check.runner_up_ms = ms[i];
+    }
+    if (candidates[i].role == "split") {
+      check.split = candidates[i].configuration;
+      check.split_ms = ms[i];
     }
     if (candidates[i].strategy == "sequential") check.sequential_ms = ms[i];
   }
@@ -380,7 +450,8 @@ RankRunResult run_plan_on_ranks(const RankRunSettings& settings) {
   RankRunResult result;
   std::optional<AtomicFolder> output_folder;
   const bool auto_plan = settings.plan == "auto";
-  std::vector<RankCandidate> candidates;
+  std::vector<RankCandidate> candidates;  // Those every rank prepares (the choice first).
+  std::vector<RankCandidate> dropped;
   if (auto_plan) {
     std::optional<std::vector<RankCandidate>> shared =
         share_candidates(settings, mpi, output_folder);
@@ -388,11 +459,17 @@ RankRunResult run_plan_on_ranks(const RankRunSettings& settings) {
       result.exit_code = 1;
       return result;
     }
-    candidates = std::move(*shared);
+    for (RankCandidate& candidate : *shared)
+      (candidate.dropped.empty() ? candidates : dropped).push_back(std::move(candidate));
   }
   std::vector<Prepared> each(std::max<std::size_t>(1, candidates.size()));
   const auto prepare_here = [&] {
     if (!auto_plan) check_targets(settings, mpi, output_folder);
+    if (FaultInjection::from_environment(rank).breaks_split()) {
+      for (RankCandidate& candidate : candidates)
+        if (!candidate.split.is_null())
+          candidate.split["layers"]["no_such_node"] = {{"shares", nlohmann::json::array()}};
+    }
     uint64_t hash = 0;
     for (std::size_t i = 0; i < each.size(); ++i) {
       prepare(settings, mpi, each[i], auto_plan ? &candidates[i] : nullptr);
@@ -435,7 +512,7 @@ RankRunResult run_plan_on_ranks(const RankRunSettings& settings) {
   nlohmann::json outputs = write_run_outputs(prepared.run().graph, results.front(),
                                              output_folder ? &*output_folder : nullptr);
   result.report = run_report(settings, mpi, prepared, latencies, all, std::move(outputs),
-                             auto_plan ? &candidates[kept] : nullptr, result.auto_check);
+                             auto_plan ? &candidates[kept] : nullptr, result.auto_check, dropped);
   if (prepared.part->threads().threads != settings.threads) {
     result.threads_line =
         rank_threads_line(prepared.part->threads(), settings.threads, mpi.ranks_on_host());

@@ -67,10 +67,6 @@ void log_line(const RunRecipe& recipe, const std::string& line) {
   if (recipe.log) recipe.log(line);
 }
 
-// Float sums in another order differ in the last bits (about 1e-6 of the values); a region
-// computed from the wrong rows differs by the values themselves.
-constexpr double kOutputTolerance = 1e-3;
-
 // The region rules know the standard ops and the optimizer's fused forms; one they mistook would
 // give other outputs, or fail: one run of the split beside what auto kept, before it may
 // replace it. Empty when they agree, else why not.
@@ -78,22 +74,30 @@ std::string outputs_disagree(ExecutorInterface& split, const KeptRun& kept,
                              const std::vector<SampleInputs>& inputs) {
   try {
     const std::vector<std::vector<Tensor>> got = split.run(inputs);
-    const std::vector<std::vector<Tensor>> want = kept.executor->run(inputs);
-    double worst = 0, scale = 1;
-    for (std::size_t s = 0; s < want.size(); ++s) {
-      worst = std::max(worst, s < got.size() ? max_abs_difference(got[s], want[s])
-                                             : std::numeric_limits<double>::infinity());
-      for (const Tensor& output : want[s])
-        for (double value : output.to_double_vector()) scale = std::max(scale, std::abs(value));
-    }
-    if (worst <= kOutputTolerance * scale) return "";
-    return fmt::format("its outputs differ from {}'s by up to {:.3g}", kept.configuration, worst);
+    return split_outputs_differ(got, kept.executor->run(inputs), kept.configuration);
   } catch (const Error& e) {
     return fmt::format("its run failed: {}", e.what());
   }
 }
 
 }  // namespace
+
+std::string split_outputs_differ(const std::vector<std::vector<Tensor>>& got,
+                                 const std::vector<std::vector<Tensor>>& want,
+                                 const std::string& want_name) {
+  // Float sums in another order differ in the last bits (about 1e-6 of the values); a region
+  // computed from the wrong rows differs by the values themselves.
+  constexpr double kOutputTolerance = 1e-3;
+  double worst = 0, scale = 1;
+  for (std::size_t s = 0; s < want.size(); ++s) {
+    worst = std::max(worst, s < got.size() ? max_abs_difference(got[s], want[s])
+                                           : std::numeric_limits<double>::infinity());
+    for (const Tensor& output : want[s])
+      for (double value : output.to_double_vector()) scale = std::max(scale, std::abs(value));
+  }
+  if (worst <= kOutputTolerance * scale) return "";
+  return fmt::format("its outputs differ from {}'s by up to {:.3g}", want_name, worst);
+}
 
 void price_split_copies(const CostTable& costs, SplitCostModel& cost) {
   if (costs.source != "profile" && costs.source != "analytical") return;
@@ -150,6 +154,9 @@ SpatialCandidate spatial_candidate(const Graph& graph, const CostTable& costs,
     out.plan->family = row.family;
     out.plan->configuration = row.configuration;
     out.split = std::make_shared<const PartitionedGraph>(std::move(choice.best->partitioned));
+    out.options = options;
+    out.options.split = choice.best_split;
+    out.options.costs = nullptr;
   } catch (const Error& e) {
     row.rejected = fmt::format("no split: {}", e.what());
     out.plan.reset();

@@ -27,6 +27,9 @@ struct SpatialCandidate {
   /// The split's plan over split->graph: one worker per machine, each running its tasks for
   /// the samples one after another, on the split's cost table (split_cost_table).
   std::optional<ModelPlan> plan;
+  /// What made the split, to make it again from the same graph (split_recipe_json; the ranks
+  /// of `--plan auto`): the search's options with the kept split's dim and layers.
+  SplitModelOptions options;
 };
 
 /// The split's copies at this CPU's memory bandwidth and per-op cost (the analytical costs'
@@ -46,6 +49,14 @@ SpatialCandidate spatial_candidate(const Graph& graph, const CostTable& costs,
 std::unique_ptr<ParallelExecutor> make_spatial_executor(const SpatialCandidate& candidate,
                                                         const RunRecipe& recipe,
                                                         ConvolutionFamily family);
+
+/// Empty when `got`, a split's outputs per sample, are `want`'s within float tolerance (sums in
+/// another order differ in the last bits; a region computed from the wrong rows by the values
+/// themselves), else how they differ, naming `want_name`. A split replaces nothing whose
+/// outputs it does not give.
+std::string split_outputs_differ(const std::vector<std::vector<Tensor>>& got,
+                                 const std::vector<std::vector<Tensor>>& want,
+                                 const std::string& want_name);
 
 /// What auto keeps so far, which a split has to beat.
 struct KeptRun {

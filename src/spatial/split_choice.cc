@@ -21,6 +21,7 @@ SplitChoice choose_split(const Graph& graph, SplitModelOptions& options,
       options.split.layers =
           searched_layer_configs(graph, options, user_layers, 10, objective, costs);
     SplitResult r = split_model(graph, options);
+    SplitOptions made_with = options.split;
     ++choice.splits_built;
     if (objective == SearchObjective::kSeconds) {
       // The chain DP prices each layer's compute and what it receives; the split's list
@@ -37,7 +38,10 @@ SplitChoice choose_split(const Graph& graph, SplitModelOptions& options,
                                  {"chain_predicted_seconds", chain_s},
                                  {"terms_predicted_seconds", terms_s},
                                  {"kept", terms_s < chain_s ? "terms" : "chain"}});
-      if (terms_s < chain_s) r = std::move(t);
+      if (terms_s < chain_s) {
+        r = std::move(t);
+        made_with = terms.split;
+      }
     }
     choice.tried.emplace_back(std::string(split_dim_name(dim)),
                               r.report.optimized.predicted_seconds);
@@ -45,8 +49,10 @@ SplitChoice choose_split(const Graph& graph, SplitModelOptions& options,
     choice.over_memory.push_back(
         machine ? weights_over_memory(r.report.optimized.weight_bytes, *machine) : "");
     if (!choice.over_memory.back().empty()) continue;
-    if (!best || r.report.optimized.predicted_seconds < best->report.optimized.predicted_seconds)
+    if (!best || r.report.optimized.predicted_seconds < best->report.optimized.predicted_seconds) {
       best = std::move(r);
+      choice.best_split = std::move(made_with);
+    }
   }
   return choice;
 }

@@ -19,6 +19,9 @@ namespace cleave {
 /// Every dim tried and the split kept.
 struct SplitChoice {
   std::optional<SplitResult> best;  ///< Empty when no split fits the machines' memory.
+  /// The split options `best` was made with (its dim and the searched layers' shares, which
+  /// the search's options do not keep: the terms search's may be kept over the chain's).
+  SplitOptions best_split;
   std::vector<std::pair<std::string, double>> tried;  ///< Per dim: its predicted seconds.
   std::vector<std::string> over_memory;  ///< Per dim tried: why it does not fit, or empty.
   nlohmann::json searches = nlohmann::json::array();  ///< Per dim: seconds search vs terms.

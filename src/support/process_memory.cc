@@ -3,6 +3,9 @@
 
 #include <sys/resource.h>
 
+#include <fstream>
+#include <string>
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -13,6 +16,15 @@ std::size_t peak_rss_bytes() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<std::size_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB.
+}
+
+double available_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  const std::string key = "MemAvailable:";
+  for (std::string line; std::getline(meminfo, line);) {
+    if (line.rfind(key, 0) == 0) return std::stod(line.substr(key.size())) * 1024;  // in kB
+  }
+  return 0;
 }
 
 void return_large_frees_to_the_system() {

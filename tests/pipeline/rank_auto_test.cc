@@ -6,10 +6,17 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
+#include "../spatial/split_testing.h"
 #include "modelgen/inception.h"
+#include "spatial/split_machine.h"
+#include "spatial/split_recipe.h"
 #include "support/error.h"
 
 namespace cleave {
@@ -123,6 +130,197 @@ TEST(RankAuto, TheCandidatesTravelAsTextAndBack) {
               ::testing::ThrowsMessage<Error>(HasSubstr("none")));
   EXPECT_THAT([] { rank_candidates_from_text(R"([{"role": "choice"}])"); },
               ::testing::ThrowsMessage<Error>(HasSubstr("rank 0's candidate plans")));
+}
+
+// Convolutions over a tall image: split along H, each rank computes about half of every layer,
+// where no task plan has two branches to run at once.
+Graph conv_chain() {
+  return testing::graph_with_weights(R"(graph main [ai.onnx=17] (%x: f32[1,4,64,12]) {
+  @w1: f32[8,4,3,3]
+  @w2: f32[8,8,3,3]
+  @w3: f32[4,8,3,3]
+  %c1: f32[1,8,64,12] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w1)
+  %r1: f32[1,8,64,12] = Relu(%c1)
+  %c2: f32[1,8,64,12] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%r1, @w2)
+  %r2: f32[1,8,64,12] = Relu(%c2)
+  %c3: f32[1,4,64,12] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%r2, @w3)
+  %t: f32[1,4,64,12] = Tanh(%c3)
+  return %t, %r1
+})");
+}
+
+class RankAutoFileTest : public ::testing::Test {
+ protected:
+  void TearDown() override { std::filesystem::remove(path_); }
+  // Two ranks linked at `bandwidth` bytes/s, each of `memory` bytes (0: not said).
+  std::string machine(double bandwidth, double memory = 0) {
+    const std::string device = memory > 0 ? fmt::format(R"(, "memory_bytes": {})", memory) : "";
+    std::ofstream(path_) << fmt::format(
+        R"({{"devices": [{{"name": "rank0"{0}}}, {{"name": "rank1"{0}}}],
+             "bandwidth": [[0, {1}], [{1}, 0]], "latency": [[0, 1e-7], [1e-7, 0]]}})",
+        device, bandwidth);
+    return path_;
+  }
+  const std::string path_ =
+      (std::filesystem::temp_directory_path() / ("rank_auto_" + std::to_string(getpid()) + ".json"))
+          .string();
+};
+
+const RankCandidate* with_role(const std::vector<RankCandidate>& candidates,
+                               const std::string& role) {
+  for (const RankCandidate& candidate : candidates)
+    if (candidate.role == role) return &candidate;
+  return nullptr;
+}
+
+// Fixed costs and links that cost next to nothing: the split is the fastest row of the table,
+// and it is sent as a recipe each rank makes the partitioned graph of its plan from.
+TEST_F(RankAutoFileTest, ASplitPredictedFastestIsTimedOnTheRanks) {
+  const Graph graph = conv_chain();
+  RankAutoOptions options = static_options();
+  options.machine = machine(1e12);
+  const std::vector<RankCandidate> candidates = plan_rank_candidates(graph, options, 2);
+  const RankCandidate* split = with_role(candidates, "split");
+  ASSERT_NE(split, nullptr) << rank_candidates_text(candidates);
+  EXPECT_EQ(candidates.front().role, "choice");
+  EXPECT_THAT(split->configuration, ::testing::StartsWith("split over 2 devices along h"));
+  EXPECT_TRUE(split->dropped.empty());
+  // Its row is the fastest prediction of the choice's table.
+  double spatial = 0, fastest_other = INFINITY;
+  for (const nlohmann::json& row : candidates[0].plan.at("candidates")) {
+    if (row["predicted_seconds"].is_null()) continue;
+    if (row["family"] == "spatial") {
+      spatial = row["predicted_seconds"].get<double>();
+      EXPECT_THAT(row["rejected"].get<std::string>(), HasSubstr("timed on the ranks"));
+    } else {
+      fastest_other = std::min(fastest_other, row["predicted_seconds"].get<double>());
+    }
+  }
+  EXPECT_GT(spatial, 0);
+  EXPECT_LT(spatial, fastest_other);
+  // A rank makes the split again from the model it loaded, and its plan runs a part on each.
+  ASSERT_FALSE(split->split.is_null());
+  const Graph partitioned = candidate_graph(conv_chain(), *split);
+  EXPECT_GT(partitioned.node_count(), graph.node_count());
+  const ModelPlan plan = model_plan_from_json(split->plan, partitioned, "split", false);
+  EXPECT_EQ(plan.family, "spatial");
+  ASSERT_EQ(plan.plan.order.size(), 2u);
+  EXPECT_FALSE(plan.plan.order[1].empty());
+  ASSERT_EQ(split->memory_bytes.size(), 2u);
+  EXPECT_GT(split->memory_bytes[1], 0);
+  // A task plan runs over the model itself.
+  EXPECT_EQ(candidate_graph(conv_chain(), candidates[0]).node_count(), graph.node_count());
+  // The recipe travels with the rest.
+  const std::vector<RankCandidate> received =
+      rank_candidates_from_text(rank_candidates_text(candidates));
+  const RankCandidate* sent_back = with_role(received, "split");
+  ASSERT_NE(sent_back, nullptr);
+  EXPECT_EQ(sent_back->split, split->split);
+  EXPECT_EQ(sent_back->memory_bytes, split->memory_bytes);
+}
+
+// Links so slow that the split is predicted far slower than the choice: not timed.
+TEST_F(RankAutoFileTest, ASplitPredictedFarSlowerIsNotTimed) {
+  RankAutoOptions options = static_options();
+  options.machine = machine(1e3);
+  const std::vector<RankCandidate> candidates = plan_rank_candidates(conv_chain(), options, 2);
+  EXPECT_EQ(with_role(candidates, "split"), nullptr);
+  bool listed = false;
+  for (const nlohmann::json& row : candidates[0].plan.at("candidates")) {
+    if (row["family"] != "spatial") continue;
+    listed = true;
+    EXPECT_THAT(row["rejected"].get<std::string>(), HasSubstr("not within 1.25x of")) << row;
+  }
+  EXPECT_TRUE(listed);
+}
+
+TEST_F(RankAutoFileTest, ASplitRecipeRoundTripsAndABadOneIsRefusedNamingTheField) {
+  const Graph graph = conv_chain();
+  RankAutoOptions options = static_options();
+  options.machine = machine(1e12);
+  const std::vector<RankCandidate> candidates = plan_rank_candidates(graph, options, 2);
+  const RankCandidate* split = with_role(candidates, "split");
+  ASSERT_NE(split, nullptr);
+  const SplitModelOptions read = split_recipe_from_json(split->split, graph, "recipe");
+  EXPECT_EQ(split_recipe_json(read), split->split);
+  EXPECT_TRUE(read.figures_only);
+
+  const auto refused = [&](nlohmann::json recipe, const std::string& why) {
+    RankCandidate bad = *split;
+    bad.split = std::move(recipe);
+    try {
+      candidate_graph(conv_chain(), bad);
+      ADD_FAILURE() << "accepted: " << bad.split.dump();
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("--plan auto's split (split over 2 devices"));
+      EXPECT_THAT(e.what(), HasSubstr(why));
+    }
+  };
+  nlohmann::json recipe = split->split;
+  recipe.erase("fuse");
+  refused(recipe, "fuse");
+  recipe = split->split;
+  recipe["dim"] = "q";
+  refused(recipe, "dim: expected \"h\", \"w\", \"c\", \"hw\" or \"none\"");
+  recipe = split->split;
+  recipe["layers"]["no_such_node"] = {{"shares", {1, 1}}};
+  refused(recipe, "no node named \"no_such_node\"");
+  recipe = split->split;
+  recipe["speeds"] = {1, 1, 1};
+  refused(recipe, "speeds: expected 2 entries (one per machine) or none");
+  refused(nlohmann::json("not a recipe"), "expected an object");
+  // Well formed, but another split than rank 0's: its partitioned graph differs.
+  recipe = split->split;
+  recipe["speeds"] = {1, 3};
+  for (auto& [name, layer] : recipe["layers"].items()) layer["shares"] = {1, 3};
+  refused(recipe, "is not the one rank 0 made");
+}
+
+// Every rank holds every candidate at once: with memories that fit the choice alone, the
+// others are dropped, the largest first, and the choice is kept.
+TEST_F(RankAutoFileTest, CandidatesOverARanksMemoryAreDroppedButNeverTheChoice) {
+  RankAutoOptions options = static_options();
+  options.machine = machine(1e12);
+  std::vector<std::string> lines;
+  options.log = [&](const std::string& line) { lines.push_back(line); };
+  const std::vector<RankCandidate> roomy = plan_rank_candidates(branchy(), options, 2);
+  ASSERT_GE(roomy.size(), 3u);
+  for (const RankCandidate& candidate : roomy) EXPECT_TRUE(candidate.dropped.empty());
+  const std::vector<double>& choice = roomy.front().memory_bytes;
+  ASSERT_EQ(choice.size(), 2u);
+  const double most = std::max(choice[0], choice[1]);
+  ASSERT_GT(most, 0);
+
+  options.machine = machine(1e12, most * 1.02);
+  lines.clear();
+  const std::vector<RankCandidate> tight = plan_rank_candidates(branchy(), options, 2);
+  ASSERT_GE(tight.size(), 2u);
+  EXPECT_EQ(tight.front().role, "choice");
+  EXPECT_TRUE(tight.front().dropped.empty());
+  EXPECT_FALSE(tight.front().plan.is_null());
+  for (std::size_t i = 1; i < tight.size(); ++i) {
+    EXPECT_THAT(tight[i].dropped, HasSubstr("MiB on rank")) << tight[i].configuration;
+    EXPECT_TRUE(tight[i].plan.is_null()) << "a dropped plan does not travel";
+  }
+  EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [](const std::string& line) {
+    return line.rfind("ranks: dropped ", 0) == 0;
+  }));
+  // The dropped travel as names, and the ranks read them back.
+  const std::vector<RankCandidate> received =
+      rank_candidates_from_text(rank_candidates_text(tight));
+  ASSERT_EQ(received.size(), tight.size());
+  for (std::size_t i = 0; i < tight.size(); ++i) EXPECT_EQ(received[i].dropped, tight[i].dropped);
+}
+
+TEST(RankAuto, WithoutAMachineFilesMemoryARankHasItsShareOfTheHosts) {
+  const Machine machine = ranks_without_machine_file(2, 1);
+  const std::vector<double> memory = rank_memory_bytes(machine, 2);
+  ASSERT_EQ(memory.size(), 2u);
+  EXPECT_GT(memory[0], 0);
+  EXPECT_EQ(memory[0], memory[1]);
+  Machine bounded = machine;
+  bounded.devices[1].memory_bytes = 1e6;
+  EXPECT_EQ(rank_memory_bytes(bounded, 2)[1], 1e6);
 }
 
 }  // namespace
