@@ -237,7 +237,8 @@ std::unique_ptr<Kernel> try_scale_shift_batch_norm(const KernelContext& context)
   if (x.dtype() != DataType::kFloat || x.rank() < 2 || x.element_count() == 0) return nullptr;
   for (std::size_t i = 1; i <= 4; ++i) {
     // Statistics computed at run time keep oneDNN's kernel, which reads them per run.
-    if (!context.has_input(i) || !context.constant[i]) return nullptr;
+    if (!context.has_input(i) || i >= context.constant.size() || !context.constant[i])
+      return nullptr;
     const Tensor& parameter = context.input(i);
     if (parameter.dtype() != DataType::kFloat || parameter.is_blocked() ||
         parameter.element_count() != x.dim(1)) {
