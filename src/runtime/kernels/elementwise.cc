@@ -226,8 +226,8 @@ class ChannelBroadcastKernel final : public Kernel {
   Tensor operand_plain_;
 };
 
-// The channel block of `tensor`'s layout: 1 when plain, 4/8/16 for oneDNN's channel-blocked
-// layouts; nullopt for any other layout (channels-last, weights' double blocking).
+}  // namespace
+
 std::optional<int64_t> channel_block_of(const Tensor& tensor) {
   if (!tensor.is_blocked()) return 1;
   std::optional<Tag> tag = format_tag_of(*tensor.layout(), tensor.shape());
@@ -253,6 +253,14 @@ std::optional<int64_t> channel_block_of(const Tensor& tensor) {
       return std::nullopt;
   }
 }
+
+bool is_channels_last(const Tensor& tensor) {
+  if (!tensor.is_blocked()) return false;
+  std::optional<Tag> tag = format_tag_of(*tensor.layout(), tensor.shape());
+  return tag == Tag::nwc || tag == Tag::nhwc || tag == Tag::ndhwc;
+}
+
+namespace {
 
 // The channel-broadcast kernel when `second` is [.., C, 1, ...] against `x` ([N, C, ...]).
 std::unique_ptr<Kernel> try_channel_broadcast(const KernelContext& context,

@@ -283,6 +283,15 @@ void unary_loop(const In* in, Out* out, int64_t count, int threads, Op op) {
   });
 }
 
+// ---- Channel layouts -----------------------------------------------------------------------
+
+// The channel block of a float tensor's layout: 1 when plain, 4/8/16 for oneDNN's
+// channel-blocked layouts of rank 3 to 5; nullopt for any other layout (channels-last,
+// weights' double blocking).
+std::optional<int64_t> channel_block_of(const Tensor& tensor);
+// Whether a float tensor is in oneDNN's channels-last layout (nwc, nhwc, ndhwc).
+bool is_channels_last(const Tensor& tensor);
+
 // ---- oneDNN --------------------------------------------------------------------------------
 
 // Whether a float tensor of this shape is worth handing to oneDNN (or must be: blocked).

@@ -1,5 +1,6 @@
-// Normalizations on oneDNN: BatchNormalization, InstanceNormalization, LayerNormalization, LRN;
-// MeanVarianceNormalization in plain loops.
+// Normalizations on oneDNN: BatchNormalization (a lone inference one with constant statistics
+// as a scale and shift, batch_norm_scale_shift.h), InstanceNormalization, LayerNormalization,
+// LRN; MeanVarianceNormalization in plain loops.
 #include <fmt/core.h>
 #include <fmt/format.h>
 
@@ -8,6 +9,7 @@
 #include <cstring>
 
 #include "runtime/kernels/dnnl_util.h"
+#include "runtime/kernels/nn/batch_norm_scale_shift.h"
 #include "runtime/kernels/registration.h"
 #include "runtime/kernels/tensor/common.h"
 
@@ -533,9 +535,13 @@ void register_norm_kernels(KernelRegistry& registry) {
   KernelInfo batch_norm;
   batch_norm.op_type = "BatchNormalization";
   batch_norm.accepts_blocked = first_input;
-  batch_norm.create = guarded([](const KernelContext& context) {
-    return context.node.int_attribute("training_mode", 0) != 0 ? create_batch_norm_training(context)
-                                                               : make<BatchNormKernel>(context);
+  batch_norm.create = guarded([](const KernelContext& context) -> std::unique_ptr<Kernel> {
+    if (context.node.int_attribute("training_mode", 0) != 0)
+      return create_batch_norm_training(context);
+    // Constant statistics (a BatchNormalization no Conv could absorb, such as DenseNet's
+    // pre-activation ones): one multiply and add per element, as ONNX Runtime runs them.
+    if (std::unique_ptr<Kernel> kernel = try_scale_shift_batch_norm(context)) return kernel;
+    return make<BatchNormKernel>(context);
   });
   registry.add(batch_norm);
 
