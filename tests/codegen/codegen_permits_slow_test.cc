@@ -15,13 +15,14 @@ namespace cleave {
 namespace {
 
 /// Four branches from one input joined by one Concat: a plan of four workers has a branch for
-/// each, and the Concat reads values from the others.
+/// each, and the Concat reads values from the others. 16 channels a branch: each a whole block
+/// of the blocked layout, so that every branch writes straight into the Concat's output.
 const char* kFourBranchModel = R"(graph main [ai.onnx=17] (%x: f32[1,3,16,16]) {
-  @w1: f32[8,3,3,3]
-  @w2: f32[8,3,1,1]
-  @w3: f32[8,3,3,3]
-  @w4: f32[8,3,1,1]
-  @wc: f32[8,32,3,3]
+  @w1: f32[16,3,3,3]
+  @w2: f32[16,3,1,1]
+  @w3: f32[16,3,3,3]
+  @w4: f32[16,3,1,1]
+  @wc: f32[8,64,3,3]
   @fw: f32[10,8]
   @fb: f32[10]
   %a = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w1)
