@@ -157,6 +157,9 @@ int run_codegen(const CodegenSettings& settings) {
                report["unshared_bytes"].get<double>() / 1048576.0,
                report["weights_bytes"].get<double>() / 1048576.0);
     fmt::print("layouts    {}\n", report["layouts"].get<std::string>());
+    if (report.value("concat_inputs_in_place", 0) > 0)
+      fmt::print("in place   {} Concat input(s) written straight into the Concat's output\n",
+                 report["concat_inputs_in_place"].get<int>());
     if (report.value("run_time_steps", 0) > 0)
       fmt::print("run time   {} step(s) sized during the run (see README.md)\n",
                  report["run_time_steps"].get<int>());

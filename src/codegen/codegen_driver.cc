@@ -235,6 +235,7 @@ nlohmann::json codegen_plan(const CodegenRequest& request, const Graph& graph,
     report["unshared_bytes"] = summary.unshared_bytes;
     report["weights_bytes"] = summary.weights_bytes;
     report["run_time_steps"] = summary.run_time_steps;
+    report["concat_inputs_in_place"] = summary.concat_inputs_in_place;
   }
   // The plan itself, with the convolution family the code was generated in, so that `cleave
   // run --plan DIR/plan.json` runs what was generated.

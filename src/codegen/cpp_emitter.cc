@@ -181,6 +181,7 @@ CppCodegenSummary emit_cpp(const Graph& graph, const WorkerProgram& program,
   summary.unshared_bytes = layout.unshared_bytes;
   summary.weights_bytes = layout.weights.bytes.size();
   summary.run_time_steps = layout.run_time_steps;
+  summary.concat_inputs_in_place = layout.concat_inputs_in_place;
   if (options.tables_only) return summary;
   std::vector<std::string> input_lines, output_lines, input_elements;
   for (ValueId id : graph.inputs()) {

@@ -38,7 +38,8 @@ struct CppCodegenSummary {
   std::size_t arena_bytes = 0;
   std::size_t unshared_bytes = 0;  ///< Activation bytes without reuse, for comparison.
   std::size_t weights_bytes = 0;
-  int run_time_steps = 0;  ///< Steps run as `cleave run` runs a node, sized during the run.
+  int run_time_steps = 0;          ///< Steps run as `cleave run` runs a node, sized during the run.
+  int concat_inputs_in_place = 0;  ///< Values written straight into a Concat's output.
 };
 
 /// Writes the C++ program of `graph` run by `program` into `out`: CMakeLists.txt, README.md,

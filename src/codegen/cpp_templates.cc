@@ -323,7 +323,9 @@ output_bytes)` with `model_output_type(i)`, `model_output_bytes(i)` and `model_o
 
 Buffers are planned statically: values used by one worker share that worker's region of one
 arena by lifetime; values read by another worker, graph inputs and outputs have their own
-slots. Arena: {7} bytes ({8} bytes without reuse).{9}
+slots. As under `cleave run`, a step whose output a Concat joins writes it straight into the
+Concat's output where that output's layout allows (the step's comment says "in place"), and
+the Concat copies only the other inputs. Arena: {7} bytes ({8} bytes without reuse).{9}
 
 ## Kernels and what is not specialised
 
@@ -333,7 +335,7 @@ libraries): the simplest honest way to compute the same bits as `cleave run`. Ea
 step's kernel is prepared on the first run, on its worker's thread, from the embedded graph
 text; the first run checks that every output has the shape and size generated here, and
 stops with an error naming the step if not (a program generated on another CPU or oneDNN
-version: regenerate it). Later runs do no shape checks, no dispatch by op type and no
+version: regenerate it), and that every input written in place lies where its Concat reads it. Later runs do no shape checks, no dispatch by op type and no
 allocation.
 )gen";
 

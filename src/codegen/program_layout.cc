@@ -9,6 +9,7 @@
 
 #include "codegen/kernel_specs.h"
 #include "codegen_runtime/static_program.h"
+#include "runtime/concat_placement.h"
 #include "runtime/executor.h"
 #include "runtime/run_time_shapes.h"
 
@@ -88,16 +89,51 @@ void list_values(const Graph& graph, const std::vector<std::vector<OutputSpec>>&
   }
 }
 
-// Lifetimes: per storage root, the steps of its worker that touch it or any view of it; then
-// one arena offset per root. Run-time values have no place in it; a value a run-time step
-// reads keeps its own slot for the whole run (the step may view it under another name, which
-// the arena's lifetimes cannot follow).
+// In-place Concat, planned as `cleave run` plans it after its first run (place_concat_inputs
+// over the prepared kernels' specs): a placed value's step writes into its Concat's buffer, and
+// the Concat's kernel skips the copy of an input already in place. Run-time steps' values have
+// no arena place and stay out, as do nodes no worker runs.
+void place_in_concats(const Graph& graph, const WorkerProgram& program,
+                      const std::vector<std::vector<OutputSpec>>& specs,
+                      const std::vector<bool>& run_time, ProgramLayout& out) {
+  const ConcatPlacement placement =
+      place_concat_inputs(graph, [&](ValueId value) -> const OutputSpec* {
+        const Value& v = graph.value(value);
+        if (v.producer < 0 || v.initializer || run_time[v.producer] ||
+            program.worker_of_node[v.producer] < 0) {
+          return nullptr;
+        }
+        const auto& outputs = graph.node(v.producer).outputs;
+        const auto index = static_cast<std::size_t>(
+            std::find(outputs.begin(), outputs.end(), value) - outputs.begin());
+        return index < specs[v.producer].size() ? &specs[v.producer][index] : nullptr;
+      });
+  for (std::size_t value = 0; value < placement.slots.size(); ++value) {
+    const std::optional<BufferSlot>& slot = placement.slots[value];
+    if (!slot || slot->root == static_cast<ValueId>(value)) continue;
+    ProgramValue& placed = out.values.at(out.index_of.at(value));
+    placed.in_place_of = out.index_of.at(slot->root);
+    placed.in_place_offset = slot->byte_offset;
+  }
+  out.concat_inputs_in_place = placement.values_in_place;
+}
+
+// Lifetimes: per storage root (a Concat's buffer with the values placed in it), the steps of
+// its worker that touch it or any view of it; then one arena offset per root. Run-time values have
+// no place in it; a value a run-time step reads keeps its own slot for the whole run (the step may
+// view it under another name, which the arena's lifetimes cannot follow).
 void plan_arena(const Graph& graph, const WorkerProgram& program, const std::vector<bool>& run_time,
                 ProgramLayout& out) {
   std::vector<ProgramValue>& values = out.values;
-  const auto root_of = [&](int v) {
+  // A view's own bytes are its base's; a placed base's are its Concat's buffer's (whose
+  // placement slot already names the outermost buffer).
+  const auto base_of = [&](int v) {
     while (values[v].alias_of >= 0) v = values[v].alias_of;
     return v;
+  };
+  const auto root_of = [&](int v) {
+    v = base_of(v);
+    return values[v].in_place_of >= 0 ? values[v].in_place_of : v;
   };
   std::map<int, BufferRequest> requests;  // By root value index.
   for (std::size_t v = 0; v < values.size(); ++v) {
@@ -119,6 +155,9 @@ void plan_arena(const Graph& graph, const WorkerProgram& program, const std::vec
     if (value.producer >= 0) {
       request.first = std::min(request.first, program.position_of_node[value.producer]);
       request.last = std::max(request.last, program.position_of_node[value.producer]);
+      // A buffer that steps of two workers write lives the whole run (positions of two
+      // workers do not compare).
+      if (program.worker_of_node[value.producer] != request.region) request.region = -1;
     }
     if (value.graph_value == kNoValue) continue;
     const Value& graph_value = graph.value(value.graph_value);
@@ -139,13 +178,18 @@ void plan_arena(const Graph& graph, const WorkerProgram& program, const std::vec
   out.arena = plan_buffers(request_list);
   out.unshared_bytes = 0;
   for (const BufferRequest& request : request_list) out.unshared_bytes += request.bytes;
+  for (const ProgramValue& value : values)  // Without reuse, a placed value has its own buffer.
+    if (value.in_place_of >= 0) out.unshared_bytes += value.bytes;
   std::vector<std::size_t> offset_of_root(values.size(), 0);
   for (std::size_t r = 0; r < roots.size(); ++r) offset_of_root[roots[r]] = out.arena.offsets[r];
   for (std::size_t v = 0; v < values.size(); ++v) {
     if (values[v].kind == StaticValue::kConstant || values[v].kind == StaticValue::kRunTime)
       continue;
     const int root = root_of(static_cast<int>(v));
-    values[v].offset = values[root].kind == StaticValue::kConstant ? 0 : offset_of_root[root];
+    values[v].offset =
+        values[root].kind == StaticValue::kConstant
+            ? 0
+            : offset_of_root[root] + values[base_of(static_cast<int>(v))].in_place_offset;
   }
 }
 
@@ -200,6 +244,7 @@ ProgramLayout lay_out_program(const Graph& graph, const WorkerProgram& program,
       graph, program.threads_per_worker, options.blocked_layouts, options.family);
   const std::vector<bool> run_time = run_time_nodes(graph);
   list_values(graph, specs, run_time, out);
+  place_in_concats(graph, program, specs, run_time, out);
   plan_arena(graph, program, run_time, out);
   list_steps(graph, program, out);
   return out;
@@ -214,11 +259,13 @@ std::string step_comment(const Graph& graph, const ProgramLayout& layout, NodeId
   std::vector<std::string> outputs;
   for (int v : layout.outputs_of[id]) {
     const ProgramValue& value = layout.values[v];
-    outputs.push_back(fmt::format("{} {} {}", value.name, type_text(value),
-                                  value.kind == StaticValue::kRunTime ? "sized at run time"
-                                  : value.alias_of >= 0
-                                      ? "view of " + layout.values[value.alias_of].name
-                                      : fmt::format("arena+{}", value.offset)));
+    outputs.push_back(
+        fmt::format("{} {} {}", value.name, type_text(value),
+                    value.kind == StaticValue::kRunTime ? "sized at run time"
+                    : value.alias_of >= 0    ? "view of " + layout.values[value.alias_of].name
+                    : value.in_place_of >= 0 ? fmt::format("arena+{}, in place in {}", value.offset,
+                                                           layout.values[value.in_place_of].name)
+                                             : fmt::format("arena+{}", value.offset)));
   }
   return fmt::format("{}: {} -> {}", graph.describe(id), fmt::join(inputs, ", "),
                      fmt::join(outputs, "; "));

@@ -27,6 +27,10 @@ struct ProgramValue {
   bool blocked = false;
   ValueId graph_value = kNoValue;  ///< kNoValue for outputs the graph leaves unnamed.
   NodeId producer = -1;
+  /// In-place Concat: the value (index) whose buffer holds this one's bytes, `in_place_offset`
+  /// bytes in, as `cleave run` places a Concat's inputs (place_concat_inputs); -1: its own.
+  int in_place_of = -1;
+  std::size_t in_place_offset = 0;
 };
 
 /// Everything fixed at generation time for one graph and plan.
@@ -43,13 +47,16 @@ struct ProgramLayout {
   BufferLayout arena;
   std::size_t unshared_bytes = 0;
   int run_time_steps = 0;  ///< Steps whose outputs are sized during the run (run_time_nodes).
+  int concat_inputs_in_place = 0;  ///< Values written straight into a Concat's output.
 };
 
 /// Checks the graph's inputs and outputs (inputs float: the C API passes float buffers;
 /// `float_io` false lifts that rule for programs without a C API; outputs computed by a
 /// node), prepares every kernel once for its output specs and plans the arena from each
-/// value's lifetime on its worker (run-time values outside it). Throws Error naming the input
-/// or output refused.
+/// value's lifetime on its worker (run-time values outside it). The inputs of a Concat that
+/// `cleave run` writes in place (place_concat_inputs over these specs) get their offsets
+/// inside the Concat's buffer, whose kernel then skips their copy. Throws Error naming the
+/// input or output refused.
 ProgramLayout lay_out_program(const Graph& graph, const WorkerProgram& program,
                               const CppCodegenOptions& options, bool float_io = true);
 

@@ -357,6 +357,7 @@ CppCodegenSummary emit_rank_cpp(const Graph& graph, const WorkerProgram& program
   summary.arena_bytes = layout.arena.arena_bytes;
   summary.unshared_bytes = layout.unshared_bytes;
   summary.weights_bytes = layout.weights.bytes.size();
+  summary.concat_inputs_in_place = layout.concat_inputs_in_place;
   return summary;
 }
 

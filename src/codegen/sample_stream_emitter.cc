@@ -361,6 +361,7 @@ CppCodegenSummary emit_sample_stream_cpp(const Graph& graph, const WorkerProgram
   summary.arena_bytes = layout.arena.arena_bytes;
   summary.unshared_bytes = layout.unshared_bytes;
   summary.weights_bytes = layout.weights.bytes.size();
+  summary.concat_inputs_in_place = layout.concat_inputs_in_place;
   return summary;
 }
 

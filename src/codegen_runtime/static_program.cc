@@ -20,6 +20,7 @@
 
 #include "codegen_runtime/worker_permits.h"
 #include "ir/text.h"
+#include "runtime/concat_placement.h"
 #include "runtime/executor.h"
 #include "runtime/intra_op_team.h"
 #include "runtime/kernel.h"
@@ -219,6 +220,57 @@ struct StaticProgram::Impl {
         tensors[v] = Tensor::borrow(spec.dtype, spec.shape, arena.data() + value.offset);
       }
       tensors[v].set_layout(spec.layout);
+    }
+    check_concat_in_place(index);
+  }
+
+  // The generator lets the steps before a Concat write its inputs straight into its output
+  // (place_concat_inputs), and the Concat's kernel skips an input whose bytes already are where
+  // it would copy them. That holds while the kernels prepared here lay out the values as the
+  // generator's did: an input inside the output anywhere else would be copied over itself.
+  void check_concat_in_place(int index) const {
+    const Step& step = steps[index];
+    const Node& node = graph.node(step.node);
+    if (node.op_type != "Concat" || step.outputs.size() != 1) return;
+    const Tensor& whole = *step.outputs[0];
+    const auto* begin = static_cast<const std::byte*>(whole.raw());
+    const std::byte* end = begin + whole.byte_size();
+    std::optional<std::vector<std::optional<std::size_t>>> offsets;
+    bool offsets_found = false;
+    for (std::size_t i = 0; i < step.inputs.size() && i < node.inputs.size(); ++i) {
+      const Tensor* input = step.inputs[i];
+      if (!input || !input->raw()) continue;
+      const auto* at = static_cast<const std::byte*>(input->raw());
+      if (at + input->byte_size() <= begin || at >= end) continue;  // A buffer of its own.
+      if (!offsets_found) {
+        std::vector<OutputSpec> specs(node.inputs.size());
+        for (std::size_t k = 0; k < specs.size() && k < step.inputs.size(); ++k) {
+          if (step.inputs[k])
+            specs[k] = {step.inputs[k]->dtype(), step.inputs[k]->shape(), step.inputs[k]->layout()};
+        }
+        offsets = concat_input_offsets(
+            graph, node, {whole.dtype(), whole.shape(), whole.layout()},
+            [&](ValueId value) -> const OutputSpec* {
+              const auto k = static_cast<std::size_t>(
+                  std::find(node.inputs.begin(), node.inputs.end(), value) - node.inputs.begin());
+              return k < step.inputs.size() && step.inputs[k] ? &specs[k] : nullptr;
+            });
+        offsets_found = true;
+      }
+      // A value the Concat reads twice is placed at one of its slices and copied to the other.
+      const std::size_t placed_at = static_cast<std::size_t>(at - begin);
+      bool in_its_slice = false;
+      for (std::size_t k = 0; offsets && k < offsets->size(); ++k)
+        in_its_slice =
+            in_its_slice || (node.inputs[k] == node.inputs[i] && (*offsets)[k] == placed_at);
+      if (in_its_slice) continue;
+      throw Error(fmt::format(
+          "step {}: input {} ('{}', {}) was placed at byte {} of the Concat's output, where the "
+          "kernels prepared here do not put it ({}); regenerate the program on this machine",
+          tables.steps[index].node, i, graph.value(node.inputs[i]).name, input->describe(),
+          placed_at,
+          offsets && (*offsets)[i] ? fmt::format("its slice starts at byte {}", *(*offsets)[i])
+                                   : std::string("its bytes are no slice of the output")));
     }
   }
 

@@ -15,9 +15,10 @@ struct Placed {
   std::size_t byte_offset = 0;
 };
 
-// A Concat input and where its bytes go in the Concat's output.
+// A Concat input (the node's input `index`) and where its bytes go in the Concat's output.
 struct Part {
   ValueId value = kNoValue;
+  std::size_t index = 0;
   int64_t offset = 0;
   std::size_t byte_offset = 0;
 };
@@ -52,7 +53,8 @@ std::optional<std::vector<Part>> parts_of(
   std::vector<Part> parts;
   dnnl::memory::desc whole_layout = layout_of(whole);
   int64_t offset = 0;
-  for (ValueId input : node.inputs) {
+  for (std::size_t index = 0; index < node.inputs.size(); ++index) {
+    const ValueId input = node.inputs[index];
     if (input == kNoValue) return std::nullopt;
     std::optional<OutputSpec> spec = float_spec(graph, input, spec_of);
     if (!spec || spec->shape.size() != whole.shape.size()) return std::nullopt;
@@ -62,11 +64,24 @@ std::optional<std::vector<Part>> parts_of(
     std::optional<std::size_t> start =
         slice_byte_offset(layout_of(*spec), whole_layout, axis, offset, last);
     if (!start) return std::nullopt;
-    parts.push_back({input, offset, *start});
+    parts.push_back({input, index, offset, *start});
     offset += size;
   }
   if (parts.empty()) return std::nullopt;
   return parts;
+}
+
+// The Concat's axis (the attribute made non-negative) when its output is a float buffer of its
+// own that `place_concat_inputs` may share; nullopt for any other node or output.
+std::optional<int> concat_axis(const Node& node, const OutputSpec& whole) {
+  const bool standard = node.domain.empty() || node.domain == "ai.onnx";
+  if (!standard || node.op_type != "Concat" || node.outputs.size() != 1) return std::nullopt;
+  if (whole.dtype != DataType::kFloat || whole.alias_of >= 0) return std::nullopt;
+  const auto rank = static_cast<int64_t>(whole.shape.size());
+  int64_t axis = node.int_attribute("axis", 0);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return std::nullopt;
+  return static_cast<int>(axis);
 }
 
 // Whether this Concat's inputs already lie side by side inside one parent, in its order; then
@@ -102,20 +117,16 @@ ConcatPlacement place_concat_inputs(const Graph& graph,
   std::vector<NodeId> order = graph.topological_order();
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const Node& node = graph.node(*it);
-    bool standard = node.domain.empty() || node.domain == "ai.onnx";
-    if (!standard || node.op_type != "Concat" || node.outputs.size() != 1) continue;
+    if (node.op_type != "Concat" || node.outputs.size() != 1) continue;  // Before spec_of: cheap.
     ValueId output = node.outputs[0];
     const OutputSpec* whole = spec_of(output);
-    if (!whole || whole->dtype != DataType::kFloat || whole->alias_of >= 0) continue;
-    auto rank = static_cast<int64_t>(whole->shape.size());
-    int64_t axis = node.int_attribute("axis", 0);
-    if (axis < 0) axis += rank;
-    if (axis < 0 || axis >= rank) continue;
-    std::optional<std::vector<Part>> parts =
-        parts_of(graph, node, *whole, static_cast<int>(axis), spec_of);
+    if (!whole) continue;
+    const std::optional<int> axis = concat_axis(node, *whole);
+    if (!axis) continue;
+    std::optional<std::vector<Part>> parts = parts_of(graph, node, *whole, *axis, spec_of);
     if (!parts) continue;
     if (!placed[output]) {
-      if (auto view = view_of_parent(*parts, *whole, static_cast<int>(axis), placed, spec_of)) {
+      if (auto view = view_of_parent(*parts, *whole, *axis, placed, spec_of)) {
         placed[output] = view;
         continue;
       }
@@ -124,7 +135,7 @@ ConcatPlacement place_concat_inputs(const Graph& graph,
       if (placed[part.value]) continue;  // Already inside a later Concat: this one copies it.
       const OutputSpec* spec = spec_of(part.value);
       if (!spec || spec->alias_of >= 0) continue;  // Not a buffer a kernel fills.
-      placed[part.value] = Placed{output, static_cast<int>(axis), part.offset, part.byte_offset};
+      placed[part.value] = Placed{output, *axis, part.offset, part.byte_offset};
     }
   }
 
@@ -150,6 +161,18 @@ ConcatPlacement place_concat_inputs(const Graph& graph,
     ++placement.values_in_place;
   }
   return placement;
+}
+
+std::optional<std::vector<std::optional<std::size_t>>> concat_input_offsets(
+    const Graph& graph, const Node& node, const OutputSpec& whole,
+    const std::function<const OutputSpec*(ValueId)>& spec_of) {
+  const std::optional<int> axis = concat_axis(node, whole);
+  if (!axis) return std::nullopt;
+  std::optional<std::vector<Part>> parts = parts_of(graph, node, whole, *axis, spec_of);
+  if (!parts) return std::nullopt;
+  std::vector<std::optional<std::size_t>> offsets(node.inputs.size());
+  for (const Part& part : *parts) offsets[part.index] = part.byte_offset;
+  return offsets;
 }
 
 }  // namespace cleave

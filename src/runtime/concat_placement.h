@@ -39,4 +39,14 @@ struct ConcatPlacement {
 ConcatPlacement place_concat_inputs(const Graph& graph,
                                     const std::function<const OutputSpec*(ValueId)>& spec_of);
 
+/// Where each input of Concat `node` starts inside its output `whole`, in bytes, when every
+/// input is one contiguous run of the output in the output's layout: what place_concat_inputs
+/// asks of a Concat before it places any of its inputs (`spec_of` as there). Per input; nullopt
+/// for an empty one. nullopt for a node that is no such Concat. A generated program checks with
+/// it that the kernels it prepared put the inputs the generator placed where the Concat reads
+/// them.
+std::optional<std::vector<std::optional<std::size_t>>> concat_input_offsets(
+    const Graph& graph, const Node& node, const OutputSpec& whole,
+    const std::function<const OutputSpec*(ValueId)>& spec_of);
+
 }  // namespace cleave

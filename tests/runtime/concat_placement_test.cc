@@ -171,6 +171,59 @@ TEST(ConcatPlacement, RepeatedInputIsPlacedOnce) {
             "a -> cat @0\n");
 }
 
+// ---- concat_input_offsets: where each input's slice starts ---------------------------------
+
+// The offsets of the Concat writing `output`, every value in the plain layout of its shape.
+std::optional<std::vector<std::optional<std::size_t>>> offsets_of(const char* text,
+                                                                  const std::string& output) {
+  Graph graph = parse_graph(text);
+  std::map<ValueId, OutputSpec> specs;
+  for (NodeId node : graph.node_ids()) {
+    for (ValueId value : graph.node(node).outputs) {
+      specs[value].dtype = graph.value(value).dtype;
+      specs[value].shape = graph.value(value).shape.sizes();
+    }
+  }
+  const ValueId concat = *graph.find_value(output);
+  return concat_input_offsets(graph, graph.node(graph.value(concat).producer), specs.at(concat),
+                              [&](ValueId value) {
+                                auto it = specs.find(value);
+                                return it == specs.end() ? nullptr : &it->second;
+                              });
+}
+
+TEST(ConcatInputOffsets, EachInputsSliceAndNoneForAnEmptyOne) {
+  const auto offsets = offsets_of(R"(graph main [ai.onnx=17] (%x: f32[1,2,2,2]) {
+  %a: f32[1,2,2,2] = Relu(%x)
+  %e: f32[1,0,2,2] = Relu(%x)
+  %b: f32[1,2,2,2] = Sigmoid(%x)
+  %cat: f32[1,6,2,2] = Concat[axis=-3](%a, %e, %b, %a)
+  return %cat
+})",
+                                  "cat");
+  ASSERT_TRUE(offsets);
+  ASSERT_EQ(offsets->size(), 4u);
+  EXPECT_EQ((*offsets)[0], 0u);
+  EXPECT_FALSE((*offsets)[1]);
+  EXPECT_EQ((*offsets)[2], 32u);
+  EXPECT_EQ((*offsets)[3], 64u);
+}
+
+TEST(ConcatInputOffsets, NoneWhereTheSlicesAreNotContiguous) {
+  EXPECT_FALSE(offsets_of(R"(graph main [ai.onnx=17] (%x: f32[2,2,2,2]) {
+  %a: f32[2,2,2,2] = Relu(%x)
+  %cat: f32[2,4,2,2] = Concat[axis=1](%a, %x)
+  return %cat
+})",
+                          "cat"));
+  EXPECT_FALSE(offsets_of(R"(graph main [ai.onnx=17] (%x: f32[1,2,2,2]) {
+  %a: f32[1,2,2,2] = Relu(%x)
+  %r: f32[1,2,2,2] = Sigmoid(%a)
+  return %r
+})",
+                          "r"));
+}
+
 // ---- the executor with and without it -----------------------------------------------------
 
 std::vector<float> pseudo_random(std::size_t count, uint32_t seed) {
