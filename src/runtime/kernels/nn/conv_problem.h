@@ -75,7 +75,7 @@ constexpr int64_t kWinogradTinyMapPixels = 4;
 /// its multiply-adds reach kWinogradSmallMapDirectMacs, nor on a tiny one at all, where
 /// F(2x2, 3x3)'s few tiles (4 on 4x4, 9 covering 6x6 on 5x5) cost more than the direct kernel
 /// (docs/results/heldout-speed.md, 2026-11-30: 1.03-1.5x it at 3x3 to 5x5 from about 1.2 M
-/// multiply-adds, 1.5-2.9x at 2x2; 0.58-0.93x below 1 M on 3x3 to 5x5; about even at 6x6
+/// multiply-adds, 1.5-2.9x at 2x2; 0.58-1.01x below 1 M on 3x3 to 5x5; about even at 6x6
 /// and 7x7). A size not known (negative) is taken to pay: the kernel decides again once it is.
 bool winograd_pays(int64_t out_height, int64_t out_width, int64_t channels_in,
                    int64_t channels_out);
