@@ -523,11 +523,12 @@ CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
   // v6: node times calibrated to whole runs, timed in interleaved blocks until two agree,
   // multi-thread blocks only while their cores are free. The ISA is in the key, so a profile
   // of another CPU (or of this one under another cap) is not used.
-  // The Winograd family's kernels follow its weight budget, so a Winograd profile names it.
+  // The Winograd family's kernels follow its weight budget and small-map rule, so a Winograd
+  // profile names them.
   std::string family =
       options.blocked_layouts ? to_string(options.convolution_family) : std::string("plain");
   if (options.blocked_layouts && options.convolution_family == ConvolutionFamily::kWinograd)
-    family = winograd_budget_key(winograd_budget_from_environment()) + "-" + family;
+    family = winograd_family_key() + "-" + family;
   // In context (v7): whole runs in order and beside busy cores, under a key of its own.
   std::string key =
       fmt::format("{}-t{}-r{}-{}-{}-{}", graph_fingerprint(graph), options.max_threads,

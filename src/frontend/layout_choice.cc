@@ -27,7 +27,9 @@ namespace {
 namespace fs = std::filesystem;
 
 // Bump when kernels change enough that old measurements no longer hold.
-constexpr int kCacheVersion = 4;
+// v5: the Winograd family runs 3x3 convolutions on small maps direct (winograd_map_pays).
+// v6: a lone BatchNormalization runs as a scale and shift (batch_norm_scale_shift.h).
+constexpr int kCacheVersion = 6;
 
 // Times every family in rounds, one run of each per round and the order rotating, so that a
 // burst of other work on a shared machine lands on the families alike; timing one family's
@@ -66,9 +68,10 @@ std::vector<std::map<ConvolutionFamily, double>> time_in_rounds(
 
 std::string cache_key(const Graph& graph, const ExecutorOptions& options) {
   // The ISA is in the key: a family measured on AVX-512 says nothing about an AVX2 machine;
-  // so is the Winograd budget, which decides what the Winograd family's run computes.
+  // so are the Winograd budget and small-map rule, which decide what the Winograd family's run
+  // computes.
   return fmt::format("{}-t{}-{}-{}-v{}", graph_fingerprint(graph), options.threads, isa_cache_key(),
-                     winograd_budget_key(winograd_budget_from_environment()), kCacheVersion);
+                     winograd_family_key(), kCacheVersion);
 }
 
 bool is_4d_conv(const Graph& graph, const Node& node) {
@@ -130,9 +133,10 @@ bool winograd_can_apply(const Graph& graph) {
       std::vector<int64_t> values = node.ints_attribute(key);
       return std::all_of(values.begin(), values.end(), [](int64_t v) { return v == 1; });
     };
+    // A map too small for Winograd runs direct in its family too.
     if (weights.rank() == 4 && weights.is_static() && weights.sizes()[2] == 3 &&
         weights.sizes()[3] == 3 && node.int_attribute("group", 1) == 1 && all_ones("strides") &&
-        all_ones("dilations")) {
+        all_ones("dilations") && winograd_map_pays(graph, node)) {
       return true;
     }
   }

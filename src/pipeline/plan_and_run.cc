@@ -156,16 +156,16 @@ ConvolutionFamily family_named(const std::string& name) {
   return *family;
 }
 
-// The family, and in the Winograd family which convolutions its weight budget leaves direct
-// and the bytes that saves.
+// The family, and in the Winograd family which convolutions its weight budget and small-map
+// rule leave direct and the bytes that saves.
 void log_layouts(const RunRecipe& recipe, const Graph& graph, const LayoutChoice& layouts) {
   if (recipe.plain_layouts) return;
   log_line(recipe, fmt::format("recipe: layouts {}", describe(layouts)));
   if (layouts.family != ConvolutionFamily::kWinograd || !recipe.log) return;
   const WinogradSelection selection = select_winograd(graph, winograd_budget_from_environment());
   log_line(recipe, fmt::format("recipe: winograd budget: {}", describe(selection)));
-  if (!selection.direct.empty()) {
-    log_line(recipe, fmt::format("recipe: direct (over the Winograd budget): {}",
+  if (!selection.direct.empty() || !selection.small_maps.empty()) {
+    log_line(recipe, fmt::format("recipe: direct (over the Winograd budget or on small maps): {}",
                                  fmt::join(direct_node_names(graph, selection), ", ")));
   }
 }

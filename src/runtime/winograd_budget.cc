@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "runtime/cpu_isa.h"
 #include "runtime/kernels/dnnl_util.h"
@@ -27,7 +28,7 @@ bool all_ones(const Node& node, std::string_view key) {
 }
 
 // Whether `node` is a Conv oneDNN's Winograd takes (winograd_shape) whose weights are packed
-// once at preparation (an initializer).
+// once at preparation (an initializer), whatever its map.
 bool winograd_shaped(const Graph& graph, const Node& node) {
   if (node.op_type != "Conv" || !node.domain.empty() || node.inputs.size() < 2 ||
       node.inputs[1] == kNoValue || graph.value(node.inputs[0]).shape.rank() != 4) {
@@ -96,22 +97,35 @@ double onednn_winograd_bytes(const Graph& graph, const Node& node) {
   return bytes;
 }
 
-// Every weight's candidate, in the order of its first reader.
-std::vector<WinogradCandidate> candidates_of(const Graph& graph, const WinogradKernel& kernel) {
+// Every weight's candidate, in the order of its first reader; the Winograd-shaped readers whose
+// maps are too small for it to pay go to `small_maps` instead.
+std::vector<WinogradCandidate> candidates_of(const Graph& graph, const WinogradKernel& kernel,
+                                             std::vector<NodeId>& small_maps) {
+  // A weight that a small map's reader holds packed for the direct kernel anyway gains the
+  // whole Winograd copy from its other readers, not only what that copy adds to the plain one.
+  std::set<ValueId> read_direct;
+  for (NodeId id : graph.node_ids()) {
+    const Node& node = graph.node(id);
+    if (winograd_shaped(graph, node) && !winograd_map_pays(graph, node)) {
+      small_maps.push_back(id);
+      read_direct.insert(node.inputs[1]);
+    }
+  }
   std::vector<WinogradCandidate> candidates;
   std::map<ValueId, std::size_t> index;
   for (NodeId id : graph.node_ids()) {
     const Node& node = graph.node(id);
-    if (!winograd_shaped(graph, node)) continue;
+    if (!winograd_shaped(graph, node) || !winograd_map_pays(graph, node)) continue;
     const std::vector<int64_t> w = graph.value(node.inputs[1]).shape.sizes();
     const double plain = static_cast<double>(w[0] * w[1] * 9) * sizeof(float);
+    const double held_anyway = read_direct.count(node.inputs[1]) ? 0.0 : plain;
     const Shape& out = graph.value(node.outputs[0]).shape;
-    double extra = (kernel.weight_factor - 1) * plain;
+    double extra = kernel.weight_factor * plain - held_anyway;
     if (kernel.ask_onednn) {
       if (!out.is_static() || !graph.value(node.inputs[0]).shape.is_static()) continue;
       const double bytes = onednn_winograd_bytes(graph, node);
       if (bytes == 0) continue;
-      extra = std::max(0.0, bytes - plain);
+      extra = std::max(0.0, bytes - held_anyway);
     }
     auto [at, added] = index.emplace(node.inputs[1], candidates.size());
     if (added) candidates.emplace_back().weight = node.inputs[1];
@@ -154,6 +168,7 @@ double WinogradSelection::saved_bytes() const {
 }
 
 bool WinogradSelection::runs_direct(NodeId node) const {
+  if (std::find(small_maps.begin(), small_maps.end(), node) != small_maps.end()) return true;
   return std::any_of(direct.begin(), direct.end(), [&](const WinogradCandidate& c) {
     return std::find(c.nodes.begin(), c.nodes.end(), node) != c.nodes.end();
   });
@@ -193,6 +208,12 @@ std::string winograd_budget_key(const WinogradBudget& budget) {
                      budget.applies_above);
 }
 
+std::string winograd_family_key() {
+  return fmt::format("{}-m{}-{}-{}", winograd_budget_key(winograd_budget_from_environment()),
+                     conv_detail::kWinogradSmallMapPixels, conv_detail::kWinogradSmallMapDirectMacs,
+                     conv_detail::kWinogradTinyMapPixels);
+}
+
 WinogradKernel winograd_kernel_here() {
   if (isa_includes(effective_isa(), dnnl::cpu_isa::avx512_core)) return {4.0, 0.75, true};
   return {16.0 / 9.0, 5.0 / 9.0, false};
@@ -207,7 +228,7 @@ WinogradSelection select_winograd(const Graph& graph, const WinogradBudget& budg
       budget.fraction
           ? std::max(*budget.fraction * selection.plain_weight_bytes, budget.floor_bytes)
           : std::numeric_limits<double>::infinity();
-  std::vector<WinogradCandidate> candidates = candidates_of(graph, kernel);
+  std::vector<WinogradCandidate> candidates = candidates_of(graph, kernel, selection.small_maps);
   double all_extra = 0;
   for (const WinogradCandidate& c : candidates) all_extra += c.extra_bytes;
   if (all_extra <= budget.applies_above * selection.plain_weight_bytes)
@@ -229,6 +250,15 @@ WinogradSelection select_winograd(const Graph& graph, const WinogradBudget& budg
   return selection;
 }
 
+bool winograd_map_pays(const Graph& graph, const Node& node) {
+  if (node.outputs.empty() || node.inputs.size() < 2 || node.inputs[1] == kNoValue) return true;
+  const Shape& out = graph.value(node.outputs[0]).shape;
+  const Shape& w = graph.value(node.inputs[1]).shape;
+  if (out.rank() != 4 || w.rank() != 4) return true;
+  return conv_detail::winograd_pays(out.dims[2].size, out.dims[3].size, w.dims[1].size,
+                                    w.dims[0].size);
+}
+
 bool winograd_over_budget(const Graph& graph, NodeId node) {
   return select_winograd(graph, winograd_budget_from_environment()).runs_direct(node);
 }
@@ -240,27 +270,31 @@ std::string describe(const WinogradSelection& selection) {
     return nodes;
   };
   const std::size_t total = count(selection.kept) + count(selection.direct);
+  const std::string small =
+      selection.small_maps.empty()
+          ? std::string()
+          : fmt::format("; {} more on small maps run direct", selection.small_maps.size());
   if (!selection.budget.fraction) {
-    return fmt::format("no budget: all {} 3x3 convolutions keep Winograd ({:.1f} MiB added)", total,
-                       selection.kept_bytes() / kMiB);
+    return fmt::format("no budget: all {} 3x3 convolutions keep Winograd ({:.1f} MiB added){}",
+                       total, selection.kept_bytes() / kMiB, small);
   }
   if (std::isinf(selection.budget_bytes)) {
     return fmt::format(
         "all {} 3x3 convolutions keep Winograd: {:.1f} MiB added, not over {} x {:.1f} MiB of "
-        "weights, where the budget starts to apply",
+        "weights, where the budget starts to apply{}",
         total, selection.kept_bytes() / kMiB, selection.budget.applies_above,
-        selection.plain_weight_bytes / kMiB);
+        selection.plain_weight_bytes / kMiB, small);
   }
   return fmt::format(
       "{} of {} 3x3 convolutions run direct: {:.1f} MiB of Winograd weights saved, {:.1f} MiB "
-      "added (budget {:.1f} MiB: {} x {:.1f} MiB of weights, at least {:.1f} MiB)",
+      "added (budget {:.1f} MiB: {} x {:.1f} MiB of weights, at least {:.1f} MiB){}",
       count(selection.direct), total, selection.saved_bytes() / kMiB, selection.kept_bytes() / kMiB,
       selection.budget_bytes / kMiB, *selection.budget.fraction,
-      selection.plain_weight_bytes / kMiB, selection.budget.floor_bytes / kMiB);
+      selection.plain_weight_bytes / kMiB, selection.budget.floor_bytes / kMiB, small);
 }
 
 std::vector<std::string> direct_node_names(const Graph& graph, const WinogradSelection& selection) {
-  std::vector<NodeId> nodes;
+  std::vector<NodeId> nodes = selection.small_maps;
   for (const WinogradCandidate& c : selection.direct)
     nodes.insert(nodes.end(), c.nodes.begin(), c.nodes.end());
   std::sort(nodes.begin(), nodes.end());

@@ -59,10 +59,13 @@ struct WinogradSelection {
   /// In the order taken: the most flops saved per extra byte first.
   std::vector<WinogradCandidate> kept;
   std::vector<WinogradCandidate> direct;  ///< Over the budget: the direct kernels run them.
+  /// Winograd-shaped Convs whose output maps are too small for it to pay (winograd_map_pays):
+  /// no candidates, the direct kernels run them whatever the budget. In node order.
+  std::vector<NodeId> small_maps;
 
-  double kept_bytes() const;   ///< Extra bytes of the kept ones.
-  double saved_bytes() const;  ///< Extra bytes the direct ones would have added.
-  bool runs_direct(NodeId node) const;
+  double kept_bytes() const;            ///< Extra bytes of the kept ones.
+  double saved_bytes() const;           ///< Extra bytes the direct ones would have added.
+  bool runs_direct(NodeId node) const;  ///< Over the budget or on a small map.
 };
 
 /// Parses a budget: a fraction of the plain weight bytes (0 or more; exactly that, no floor,
@@ -77,6 +80,10 @@ WinogradBudget winograd_budget_from_environment();
 /// Short text of a budget for cache keys: "wb0.5" or "wbnone".
 std::string winograd_budget_key(const WinogradBudget& budget);
 
+/// Short text of what decides the Winograd family's kernels, for cache keys: the environment's
+/// budget (winograd_budget_key) and the small-map rule's thresholds, "wb0.25-32-1-m25-1000000-4".
+std::string winograd_family_key();
+
 /// The Winograd candidates of `graph` (weights of Convs of a 4-D input and a constant 3x3
 /// weight, stride 1, no dilation or groups) ranked by saved flops per extra byte, each kept
 /// while its extra bytes still fit the budget; one that does not fit runs direct, and later,
@@ -85,14 +92,20 @@ std::string winograd_budget_key(const WinogradBudget& budget);
 WinogradSelection select_winograd(const Graph& graph, const WinogradBudget& budget,
                                   const WinogradKernel& kernel = winograd_kernel_here());
 
-/// Whether the environment's budget sends `node` to the direct kernels in the Winograd family.
+/// Whether Winograd pays for the Conv `node`'s output map and channels
+/// (conv_detail::winograd_pays): false on maps of 2x2 and less, and on maps of at most 25
+/// pixels (5x5) from 1 M multiply-adds; true where a size is not known before the run.
+bool winograd_map_pays(const Graph& graph, const Node& node);
+
+/// Whether the Winograd family runs `node` on the direct kernels: over the environment's
+/// budget, or on a small map (WinogradSelection::runs_direct).
 bool winograd_over_budget(const Graph& graph, NodeId node);
 
 /// "12 of 66 3x3 convolutions run direct: 180.3 MiB of Winograd weights saved (budget 65.0
 /// MiB: 0.5 x 129.9 MiB of weights)" and the like.
 std::string describe(const WinogradSelection& selection);
 
-/// The names of the nodes that run direct, in node order.
+/// The names of the nodes that run direct (over the budget or on small maps), in node order.
 std::vector<std::string> direct_node_names(const Graph& graph, const WinogradSelection& selection);
 
 }  // namespace cleave

@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -214,6 +215,73 @@ TEST(Winograd, AppliesOnlyWhereAConvolutionHasItsShape) {
   EXPECT_FALSE(winograd_can_apply(parse_graph(single_conv("kernel_shape=[1,1]", 16, 1))));
   EXPECT_FALSE(winograd_can_apply(
       parse_graph(single_conv("kernel_shape=[3,3], pads=[1,1,1,1], strides=[2,2]", 16, 3))));
+}
+
+// 3x3 convolutions only on maps too small for Winograd run direct in the Winograd family too:
+// its runs would time the blocked family's kernels again.
+TEST(Winograd, DoesNotApplyWhereEveryMapIsSmall) {
+  auto can_apply = [](int side, int channels) {
+    return winograd_can_apply(parse_graph(fmt::format(
+        R"(graph main [ai.onnx=17] (%x: f32[1,{1},{0},{0}]) {{
+  @w: f32[{1},{1},3,3]
+  %y: f32[1,{1},{0},{0}] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w)
+  return %y
+}})",
+        side, channels)));
+  };
+  EXPECT_FALSE(can_apply(4, 128));
+  EXPECT_FALSE(can_apply(5, 128));
+  EXPECT_FALSE(can_apply(2, 16));
+  EXPECT_EQ(can_apply(4, 16), winograd_on_this_isa()) << "few multiply-adds: Winograd pays";
+  EXPECT_EQ(can_apply(6, 128), winograd_on_this_isa());
+}
+
+// Through the executor: the Winograd family runs an 8x8 map's 3x3 convolution on Winograd and,
+// after a 2x2 pool, a 4x4 map's on the direct kernel (its implementation in the run's
+// statistics), and computes what the blocked family computes.
+TEST(Winograd, ASmallMapRunsDirectInARunOfTheFamily) {
+  if (!winograd_on_this_isa()) GTEST_SKIP() << "needs a Winograd kernel (AVX2 or AVX-512)";
+  std::string w, v;
+  for (int i = 0; i < 96 * 96 * 9; ++i) {
+    // Mostly positive, so that most outputs stay above the ReLUs.
+    w += (i ? "," : "") + std::to_string((i * 7 % 17) / 170.0 - 0.04);
+    v += (i ? "," : "") + std::to_string((i * 5 % 13) / 130.0 - 0.04);
+  }
+  const Graph graph = parse_graph(fmt::format(R"(graph main [ai.onnx=17] (%x: f32[1,96,8,8]) {{
+  @w: f32[96,96,3,3] = [{0}]
+  @v: f32[96,96,3,3] = [{1}]
+  %a = Conv[kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu"](%x, @w)
+  %p = MaxPool[kernel_shape=[2,2], strides=[2,2]](%a)
+  %y = Conv[kernel_shape=[3,3], pads=[1,1,1,1], activation="Relu"](%p, @v)
+  return %y
+}})",
+                                              w, v));
+  std::map<std::string, Tensor> inputs;
+  Tensor x = Tensor::allocate(DataType::kFloat, {1, 96, 8, 8});
+  for (int64_t i = 0; i < x.element_count(); ++i) x.data<float>()[i] = (i % 11) * 0.2f - 1.0f;
+  inputs.emplace("x", x);
+  ExecutorOptions winograd_options;
+  winograd_options.convolution_family = ConvolutionFamily::kWinograd;
+  Executor blocked(graph, ExecutorOptions{});
+  Executor winograd(graph, winograd_options);
+  const std::vector<Tensor> want = blocked.run(inputs);
+  const std::vector<Tensor> got = winograd.run(inputs);
+  const std::vector<std::string>& implementations = winograd.stats().implementations;
+  const NodeId large = graph.value(*graph.find_value("a")).producer;
+  const NodeId small = graph.value(*graph.find_value("y")).producer;
+  ASSERT_GT(implementations.size(), std::max(large, small));
+  EXPECT_NE(implementations[large].find("wino"), std::string::npos) << implementations[large];
+  EXPECT_FALSE(implementations[small].empty());
+  EXPECT_EQ(implementations[small].find("wino"), std::string::npos) << implementations[small];
+  const auto expected = want.at(0).values<float>();
+  const auto actual = got.at(0).values<float>();
+  ASSERT_EQ(expected.size(), actual.size());
+  int positive = 0;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_NEAR(actual[i], expected[i], 1e-4 * std::abs(expected[i]) + 1e-4) << "at " << i;
+    positive += expected[i] > 0.0f;
+  }
+  EXPECT_GT(positive, 100);
 }
 
 class LayoutChoiceTest : public ::testing::Test {

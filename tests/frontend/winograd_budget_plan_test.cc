@@ -14,13 +14,14 @@
 namespace cleave {
 namespace {
 
-// A 3x3 convolution on a 32x32 map and one on a 2x2 map; weights without data (costs are static).
+// A 3x3 convolution on a 32x32 map and one on an 8x8 map; weights without data (costs are
+// static).
 Graph two_maps() {
-  return parse_graph(R"(graph main [ai.onnx=17] (%x: f32[1,16,32,32], %s: f32[1,16,2,2]) {
+  return parse_graph(R"(graph main [ai.onnx=17] (%x: f32[1,16,32,32], %s: f32[1,16,8,8]) {
   @wb: f32[16,16,3,3]
   @ws: f32[16,16,3,3]
   %big: f32[1,16,32,32] = "big" Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @wb)
-  %small: f32[1,16,2,2] = "small" Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%s, @ws)
+  %small: f32[1,16,8,8] = "small" Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%s, @ws)
   return %big, %small
 })");
 }
@@ -47,6 +48,30 @@ TEST(WinogradBudgetPlan, NotesNameTheDirectConvolutions) {
   EXPECT_EQ(std::find(direct.begin(), direct.end(), "big"), direct.end()) << direct.dump();
   EXPECT_NE(plan.plan.notes["winograd_budget"].get<std::string>().find("run direct"),
             std::string::npos);
+}
+
+TEST(WinogradBudgetPlan, NotesNameTheSmallMapsRunDirectWithNoBudget) {
+  const Graph graph =
+      parse_graph(R"(graph main [ai.onnx=17] (%x: f32[1,16,32,32], %s: f32[1,16,2,2]) {
+  @wb: f32[16,16,3,3]
+  @ws: f32[16,16,3,3]
+  %big: f32[1,16,32,32] = "big" Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @wb)
+  %small: f32[1,16,2,2] = "small" Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%s, @ws)
+  return %big, %small
+})");
+  setenv("CLEAVE_WINOGRAD_BUDGET", "none", 1);
+  CostTable costs = static_costs(graph);
+  costs.convolution_family = ConvolutionFamily::kWinograd;
+  ModelPlanOptions options;
+  options.strategy = "sequential";
+  const ModelPlan plan = plan_model(graph, costs, options);
+  unsetenv("CLEAVE_WINOGRAD_BUDGET");
+  const nlohmann::json direct = plan.plan.notes["winograd_direct_nodes"];
+  ASSERT_TRUE(direct.is_array());
+  EXPECT_EQ(direct, nlohmann::json::array({"small"})) << direct.dump();
+  EXPECT_NE(
+      plan.plan.notes["winograd_budget"].get<std::string>().find("1 more on small maps run direct"),
+      std::string::npos);
 }
 
 TEST(WinogradBudgetPlan, OtherFamiliesHaveNoWinogradNotes) {

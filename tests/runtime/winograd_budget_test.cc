@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "ir/text.h"
 #include "runtime/cpu_isa.h"
 #include "runtime/kernels/dnnl_util.h"
+#include "runtime/kernels/nn/conv_problem.h"
 #include "runtime/node_runner.h"
 #include "support/error.h"
 #include "text_numbers.h"
@@ -47,15 +49,15 @@ class BudgetVariable {
   std::optional<std::string> old_;
 };
 
-// Two 3x3 convolutions of one size of weight: %big on a 64x64 map, %small on a 2x2 one.
-// Weights without data: the budget reads shapes only.
+// Two 3x3 convolutions of one size of weight: %big on a 64x64 map, %small on an 8x8 one (the
+// smallest square map Winograd pays on). Weights without data: the budget reads shapes only.
 Graph two_maps(int channels) {
   return parse_graph(
-      fmt::format(R"(graph main [ai.onnx=17] (%x: f32[1,{0},64,64], %s: f32[1,{0},2,2]) {{
+      fmt::format(R"(graph main [ai.onnx=17] (%x: f32[1,{0},64,64], %s: f32[1,{0},8,8]) {{
   @wb: f32[{0},{0},3,3]
   @ws: f32[{0},{0},3,3]
   %big: f32[1,{0},64,64] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @wb)
-  %small: f32[1,{0},2,2] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%s, @ws)
+  %small: f32[1,{0},8,8] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%s, @ws)
   return %big, %small
 }})",
                   channels));
@@ -85,7 +87,7 @@ std::vector<NodeId> nodes_of(const std::vector<WinogradCandidate>& candidates) {
 
 TEST(WinogradBudget, SmallGainPerByteFallsBackToDirect) {
   // Each weight's Winograd copy adds 3x its plain bytes; twice the model's weights has room
-  // for one of the two, and the 2x2 map saves a thousandth of the 64x64 one's flops.
+  // for one of the two, and the 8x8 map saves a 64th of the 64x64 one's flops.
   const Graph graph = two_maps(16);
   const WinogradSelection selection = select_winograd(graph, fraction(2.0), kFourByFour);
   EXPECT_EQ(nodes_of(selection.direct), std::vector<NodeId>{producer(graph, "small")});
@@ -100,11 +102,11 @@ TEST(WinogradBudget, LargeGainPerByteKeepsWinograd) {
 }
 
 TEST(WinogradBudget, KeptBytesStayWithinTheBudget) {
-  // Maps of 32, 16, 8 and 4 pixels a side, channels 8 to 64: gains and bytes of every order.
-  std::string text = "graph main [ai.onnx=17] (%x: f32[1,8,32,32]) {\n";
+  // Maps of 64, 32, 16 and 8 pixels a side, channels 8 to 64: gains and bytes of every order.
+  std::string text = "graph main [ai.onnx=17] (%x: f32[1,8,64,64]) {\n";
   std::string previous = "x";
   int channels = 8;
-  for (int side : {32, 16, 8, 4}) {
+  for (int side : {64, 32, 16, 8}) {
     const int out = channels * 2;
     text += fmt::format(
         "  @w{0}: f32[{1},{2},3,3]\n  %c{0}: f32[1,{1},{0},{0}] = "
@@ -161,12 +163,12 @@ TEST(WinogradBudget, TheDefaultAppliesOnlyWhereWinogradMoreThanDoublesTheWeights
 TEST(WinogradBudget, ReadersOfASharedWeightGoTogether) {
   // A detector's head: one weight read on each pyramid level, one packed copy for all.
   const Graph graph =
-      parse_graph(R"(graph main [ai.onnx=17] (%a: f32[1,16,8,8], %b: f32[1,16,4,4]) {
+      parse_graph(R"(graph main [ai.onnx=17] (%a: f32[1,16,16,16], %b: f32[1,16,8,8]) {
   @w: f32[16,16,3,3]
   @v: f32[16,16,3,3]
-  %ya: f32[1,16,8,8] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%a, @w)
-  %yb: f32[1,16,4,4] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%b, @w)
-  %yc: f32[1,16,8,8] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%a, @v)
+  %ya: f32[1,16,16,16] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%a, @w)
+  %yb: f32[1,16,8,8] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%b, @w)
+  %yc: f32[1,16,16,16] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%a, @v)
   return %ya, %yb, %yc
 })");
   const WinogradSelection all =
@@ -187,6 +189,106 @@ TEST(WinogradBudget, NoneKeepsEveryCandidate) {
       select_winograd(two_maps(16), parse_winograd_budget("none", "test"), kFourByFour);
   EXPECT_EQ(selection.kept.size(), 2u);
   EXPECT_TRUE(selection.direct.empty());
+}
+
+TEST(WinogradPays, NotOnSmallMapsOfManyChannelsNorOnTinyMaps) {
+  using conv_detail::winograd_pays;
+  EXPECT_FALSE(winograd_pays(4, 4, 512, 512)) << "a ResNet's layer4 at 128x128";
+  EXPECT_FALSE(winograd_pays(5, 5, 128, 128));
+  EXPECT_FALSE(winograd_pays(3, 3, 128, 128)) << "1.33 M multiply-adds";
+  EXPECT_FALSE(winograd_pays(1, 25, 256, 256));
+  EXPECT_FALSE(winograd_pays(2, 2, 32, 32)) << "tiny: direct at any size";
+  EXPECT_FALSE(winograd_pays(1, 1, 16, 16));
+  EXPECT_FALSE(winograd_pays(1, 4, 8, 8));
+  EXPECT_TRUE(winograd_pays(4, 4, 64, 64)) << "590 k multiply-adds";
+  EXPECT_TRUE(winograd_pays(4, 4, 128, 32));
+  EXPECT_TRUE(winograd_pays(5, 5, 64, 64)) << "922 k multiply-adds";
+  EXPECT_TRUE(winograd_pays(1, 5, 8, 8));
+  EXPECT_TRUE(winograd_pays(6, 6, 512, 512)) << "26 pixels and more: not small";
+  EXPECT_TRUE(winograd_pays(1, 26, 512, 512));
+  EXPECT_TRUE(winograd_pays(7, 7, 512, 512));
+  EXPECT_TRUE(winograd_pays(-1, 4, 512, 512)) << "a map not known is decided at run time";
+  EXPECT_TRUE(winograd_pays(4, -1, 512, 512));
+  EXPECT_TRUE(winograd_pays(4, 4, -1, 512));
+}
+
+// The graph-level form reads the Conv's output map and weight from the graph, static or not.
+TEST(WinogradPays, ReadsTheOutputMapAndWeightOfTheGraph) {
+  const Graph graph = parse_graph(R"(graph main [ai.onnx=17] (%a: f32[1,128,4,4],
+      %b: f32[1,128,6,6], %c: f32[1,128,H,W], %d: f32[1,128,3,9], %e: f32[1,16,4,4],
+      %f: f32[1,16,2,2], %g: f32[C,D,3,3]) {
+  @w: f32[128,128,3,3]
+  @v: f32[16,16,3,3]
+  %ya: f32[1,128,4,4] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%a, @w)
+  %yb: f32[1,128,4,4] = Conv[kernel_shape=[3,3]](%b, @w)
+  %yc: f32[1,128,H,W] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%c, @w)
+  %yd: f32[1,128,3,9] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%d, @w)
+  %ye: f32[1,128,6,6] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%b, @w)
+  %yf: f32[1,16,4,4] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%e, @v)
+  %yg: f32[1,16,2,2] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%f, @v)
+  %yh: f32[1,C,4,4] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%a, %g)
+  return %ya, %yb, %yc, %yd, %ye, %yf, %yg, %yh
+})");
+  const std::map<std::string, bool> want = {{"ya", false}, {"yb", false}, {"yc", true},
+                                            {"yd", true},  {"ye", true},  {"yf", true},
+                                            {"yg", false}, {"yh", true}};
+  for (const auto& [name, pays] : want)
+    EXPECT_EQ(winograd_map_pays(graph, graph.node(producer(graph, name))), pays) << name;
+}
+
+// Three Winograd-shaped convolutions: %big at 16x16, %tiny at 4x4 (128 channels) and %dot at
+// 1x1.
+Graph with_small_maps() {
+  return parse_graph(R"(graph main [ai.onnx=17] (%x: f32[1,16,16,16], %t: f32[1,128,4,4],
+                                                 %s: f32[1,16,1,1]) {
+  @wb: f32[16,16,3,3]
+  @wt: f32[128,128,3,3]
+  @ws: f32[16,16,3,3]
+  %big: f32[1,16,16,16] = "big" Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @wb)
+  %tiny: f32[1,128,4,4] = "tiny" Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%t, @wt)
+  %dot: f32[1,16,1,1] = "dot" Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%s, @ws)
+  return %big, %tiny, %dot
+})");
+}
+
+TEST(WinogradBudget, SmallMapsRunDirectWhateverTheBudget) {
+  const Graph graph = with_small_maps();
+  const NodeId tiny = producer(graph, "tiny"), dot = producer(graph, "dot");
+  for (const WinogradBudget& budget :
+       {parse_winograd_budget("none", "test"), WinogradBudget{}, fraction(100.0)}) {
+    const WinogradSelection selection = select_winograd(graph, budget, kFourByFour);
+    EXPECT_EQ(selection.small_maps, (std::vector<NodeId>{tiny, dot}));
+    EXPECT_EQ(nodes_of(selection.kept), std::vector<NodeId>{producer(graph, "big")})
+        << "small maps are no candidates";
+    EXPECT_TRUE(selection.direct.empty());
+    EXPECT_TRUE(selection.runs_direct(tiny));
+    EXPECT_TRUE(selection.runs_direct(dot));
+    EXPECT_FALSE(selection.runs_direct(producer(graph, "big")));
+    EXPECT_EQ(direct_node_names(graph, selection), (std::vector<std::string>{"tiny", "dot"}));
+    EXPECT_THAT(describe(selection), HasSubstr("2 more on small maps run direct"));
+    EXPECT_DOUBLE_EQ(selection.kept_bytes(), 3.0 * 16 * 16 * 9 * 4) << "only big's copy";
+  }
+  const BudgetVariable none("none");
+  EXPECT_TRUE(winograd_over_budget(graph, tiny)) << "even with no budget";
+  EXPECT_FALSE(winograd_over_budget(graph, producer(graph, "big")));
+}
+
+TEST(WinogradBudget, AWeightAlsoReadOnASmallMapAddsItsWholeWinogradCopy) {
+  // The 2x2 reader holds the weight packed for the direct kernel; the 8x8 one's Winograd copy
+  // comes on top of it, not in place of it.
+  const Graph graph =
+      parse_graph(R"(graph main [ai.onnx=17] (%a: f32[1,16,8,8], %b: f32[1,16,2,2]) {
+  @w: f32[16,16,3,3]
+  %ya: f32[1,16,8,8] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%a, @w)
+  %yb: f32[1,16,2,2] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%b, @w)
+  return %ya, %yb
+})");
+  const WinogradSelection selection =
+      select_winograd(graph, parse_winograd_budget("none", "test"), kFourByFour);
+  ASSERT_EQ(selection.kept.size(), 1u);
+  EXPECT_EQ(selection.kept.front().nodes, std::vector<NodeId>{producer(graph, "ya")});
+  EXPECT_DOUBLE_EQ(selection.kept.front().extra_bytes, 4.0 * 16 * 16 * 9 * 4);
+  EXPECT_EQ(selection.small_maps, std::vector<NodeId>{producer(graph, "yb")});
 }
 
 TEST(WinogradBudget, ParsesFractions) {
@@ -227,6 +329,11 @@ TEST(WinogradBudget, EnvironmentSetsTheBudget) {
   }
   const BudgetVariable bad("lots");
   EXPECT_THROW(winograd_over_budget(graph, small), Error);
+}
+
+TEST(WinogradBudget, TheFamilyKeyNamesTheBudgetAndTheSmallMapRule) {
+  const BudgetVariable half("0.5");
+  EXPECT_EQ(winograd_family_key(), winograd_budget_key(fraction(0.5)) + "-m25-1000000-4");
 }
 
 TEST(WinogradBudget, CacheKeysTellBudgetsApart) {
@@ -343,6 +450,40 @@ TEST(WinogradBudget, ConvsTheBudgetDoesNotSendDirectKeepTheirKernels) {
   EXPECT_THAT(blocked.implementation, ::testing::Not(::testing::StartsWith("brg")));
   ASSERT_TRUE(blocked.layout.has_value());
   EXPECT_EQ(blocked.layout->data.format_desc.blocking.inner_nblks, 1) << "channel blocks";
+}
+
+// A 3x3 convolution of 192 channels on a 4x4 map: the Winograd family runs it direct, even
+// with no budget, where the same weights on an 8x8 map keep Winograd; above cleave's own
+// kernel's minimum (AVX2) at both sizes.
+TEST(WinogradBudget, TheConvKernelRunsASmallMapDirectEvenWithNoBudget) {
+  if (!winograd_available()) GTEST_SKIP() << "needs a Winograd kernel (AVX2 or AVX-512)";
+  const std::string weights = text_numbers(192 * 192 * 9, 3);
+  auto graph_at = [&](int side) {
+    return parse_graph(fmt::format(R"(graph main [ai.onnx=17] (%x: f32[1,192,{0},{0}]) {{
+  @w: f32[192,192,3,3] = [{1}]
+  %y: f32[1,192,{0},{0}] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w)
+  return %y
+}})",
+                                   side, weights));
+  };
+  const BudgetVariable none("none");
+  EXPECT_THAT(winograd_family_implementation(graph_at(8)), HasSubstr("wino"));
+  const Graph small = graph_at(4);
+  for (bool blocked_input : {false, true}) {
+    const PreparedConv direct =
+        prepare_conv(small, ConvolutionFamily::kWinograd, "y", blocked_input);
+    EXPECT_THAT(direct.implementation, ::testing::Not(HasSubstr("wino"))) << blocked_input;
+    const PreparedConv blocked =
+        prepare_conv(small, ConvolutionFamily::kBlocked, "y", blocked_input);
+    ASSERT_EQ(blocked.output.element_count(), direct.output.element_count());
+    int nonzero = 0;
+    for (int64_t i = 0; i < direct.output.element_count(); ++i) {
+      const float want = blocked.output.data<float>()[i];
+      ASSERT_NEAR(direct.output.data<float>()[i], want, 1e-4f * (1.0f + std::abs(want))) << i;
+      nonzero += want != 0.0f;
+    }
+    EXPECT_GT(nonzero, 1000);
+  }
 }
 
 }  // namespace

@@ -63,6 +63,23 @@ typename Primitive::primitive_desc make_descriptor(const ConvProblem& p, const m
 /// oneDNN 2.6 has Winograd only for these: 2-D, 3x3, stride 1, no dilation, no groups.
 bool winograd_shape(const ConvProblem& p);
 
+/// The Winograd family's small maps: at most kWinogradSmallMapPixels output pixels per map.
+constexpr int64_t kWinogradSmallMapPixels = 25;
+/// On a small map, multiply-adds from which the direct kernel wins, and maps (1x1 to 2x2) where
+/// it wins at any size.
+constexpr int64_t kWinogradSmallMapDirectMacs = 1'000'000;
+constexpr int64_t kWinogradTinyMapPixels = 4;
+
+/// Whether Winograd pays for a convolution of winograd_shape writing `channels_out` maps of
+/// out_height x out_width from `channels_in`: not on a small map (kWinogradSmallMapPixels) once
+/// its multiply-adds reach kWinogradSmallMapDirectMacs, nor on a tiny one at all, where
+/// F(2x2, 3x3)'s few tiles (4 on 4x4, 9 covering 6x6 on 5x5) cost more than the direct kernel
+/// (docs/results/heldout-speed.md, 2026-11-30: 1.03-1.5x it at 3x3 to 5x5 from about 1.2 M
+/// multiply-adds, 1.5-2.9x at 2x2; 0.58-1.01x below 1 M on 3x3 to 5x5; about even at 6x6
+/// and 7x7). A size not known (negative) is taken to pay: the kernel decides again once it is.
+bool winograd_pays(int64_t out_height, int64_t out_width, int64_t channels_in,
+                   int64_t channels_out);
+
 /// Whether oneDNN's implementation name is a slow one (gemm or ref).
 bool is_slow(const std::string& implementation);
 
