@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <span>
 
 #include "distributed/emulated_speed.h"
@@ -16,6 +17,7 @@
 #include "distributed/mpi_hand_off.h"
 #include "distributed/mpi_routes.h"
 #include "distributed/mpi_session.h"
+#include "runtime/concat_placement.h"
 #include "runtime/executor.h"
 #include "runtime/plan_inputs.h"
 #include "runtime/task_loop.h"
@@ -58,6 +60,10 @@ struct MpiExecutor::Impl : TaskHooks {
   std::unique_ptr<MpiHandOff> hand_off;
   std::vector<int> order;  // This rank's tasks in plan order.
   TaskLoop loop;           // Per task; only this rank's have runners and values.
+  // In-place Concat among this rank's own tasks, planned after the first run from the kernels
+  // it prepared (as the thread executors plan it); a value from another rank is copied.
+  ConcatPlacement placement;
+  bool placement_planned = false;
   BufferPool pool;
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::unique_ptr<dnnl::stream> stream;
@@ -90,6 +96,30 @@ struct MpiExecutor::Impl : TaskHooks {
         break;
     }
     waited_too_long("the outputs of " + task_text(task), plan.worker[task], run, needed_by);
+  }
+
+  // A Concat input is placed where its producer and the Concat both run here, once per
+  // sample (a cloned producer's copies would write one slice).
+  void plan_in_place_concats() {
+    std::map<std::pair<NodeId, int>, int> copies;
+    std::vector<int> task_of_node(graph.node_capacity(), -1);
+    for (int t : order) {
+      ++copies[{loop.tasks[t].node, loop.tasks[t].sample}];
+      task_of_node[loop.tasks[t].node] = t;
+    }
+    placement = place_concat_inputs(graph, [&](ValueId value) -> const OutputSpec* {
+      const Value& v = graph.value(value);
+      if (v.producer < 0 || v.initializer || task_of_node[v.producer] < 0) return nullptr;
+      for (int sample = 0; sample < plan.samples; ++sample) {
+        if (copies[{v.producer, sample}] != 1) return nullptr;
+      }
+      const std::vector<OutputSpec>& specs = loop.tasks[task_of_node[v.producer]].runner->specs();
+      const auto& outputs = graph.node(v.producer).outputs;
+      const auto index = static_cast<std::size_t>(std::find(outputs.begin(), outputs.end(), value) -
+                                                  outputs.begin());
+      return index < specs.size() ? &specs[index] : nullptr;
+    });
+    placement_planned = true;
   }
 
   void before_task(int position) override { fault.before_task(current_run, position); }
@@ -336,6 +366,11 @@ std::vector<std::vector<Tensor>> MpiExecutor::run(const std::vector<SampleInputs
       }
       reset_reads(s.loop);
       for (int t : s.order) s.loop.tasks[t].outputs.clear();
+      if (!s.placement.empty()) {
+        s.loop.placement = &s.placement;
+        s.loop.shared.assign(static_cast<std::size_t>(per_run),
+                             std::vector<std::shared_ptr<Buffer>>(s.graph.value_capacity()));
+      }
       s.run_tasks(run, run_inputs, stream_start, events);
       s.pace.settle();
       if (s.rank == 0) s.assemble_outputs(s.pending.back(), run_inputs);
@@ -351,6 +386,10 @@ std::vector<std::vector<Tensor>> MpiExecutor::run(const std::vector<SampleInputs
     throw;
   }
   finish();
+  if (!s.placement_planned) {
+    s.plan_in_place_concats();
+    stats_.concat_inputs_in_place = s.placement.values_in_place;
+  }
   const Traffic& traffic = s.hand_off->traffic();
   stats_.bytes_sent = traffic.bytes_sent;
   stats_.bytes_received = traffic.bytes_received;

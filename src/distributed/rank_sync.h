@@ -62,6 +62,7 @@ struct RankFigures {
   double released_weight_bytes = 0;
   double threads = 0;
   double host_other_runnable = -1;    ///< Threads of other processes seen; -1: not sampled.
+  double concat_inputs_in_place = 0;  ///< Of this rank's own tasks (MpiExecutor).
   double emulated_speed = 1;          ///< CLEAVE_EMULATED_SPEEDS's entry for the rank.
   double emulated_pause_seconds = 0;  ///< Per run of the executor.
   char host[64] = {};

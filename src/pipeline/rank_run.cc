@@ -181,6 +181,7 @@ RankFigures rank_figures(const MpiSession& mpi, const Prepared& prepared) {
   figures.traced_seconds = prepared.executor().last_trace().makespan;
   figures.released_weight_bytes = static_cast<double>(mine.released_weight_bytes);
   figures.threads = prepared.part->threads().threads;
+  figures.concat_inputs_in_place = mine.concat_inputs_in_place;
   figures.emulated_speed = mine.emulated_speed;
   figures.emulated_pause_seconds =
       mine.emulated_pause_seconds / static_cast<double>(std::max<int64_t>(1, mine.runs));
@@ -264,6 +265,7 @@ nlohmann::json run_report(const RankRunSettings& settings, const MpiSession& mpi
          {"peak_rss_bytes", f.peak_rss_bytes},
          {"traced_ms", f.traced_seconds * 1e3},
          {"threads", f.threads},
+         {"concat_inputs_in_place", f.concat_inputs_in_place},
          {"emulated_speed", f.emulated_speed},
          {"emulated_pause_ms_per_run", f.emulated_pause_seconds * 1e3},
          {"host_other_runnable",

@@ -233,6 +233,28 @@ TEST_F(MpiRunTest, PlanOfAnotherModelIsRefusedBeforeAnyWork) {
 constexpr const char* kFastLinks = R"({"devices": [{"name": "rank0"}, {"name": "rank1"}],
     "bandwidth": [[0, 1e12], [1e12, 0]], "latency": [[0, 1e-7], [1e-7, 0]]})";
 
+// A Concat whose inputs are all made on its own rank is written in place there, as in one
+// process (here every task on rank 0); the outputs stay bit-identical.
+TEST_F(MpiRunTest, ConcatInputsMadeOnTheConcatsRankAreWrittenInPlace) {
+  std::ofstream(path("fast.json")) << kFastLinks;
+  const std::string file = path("sequential.json");
+  CommandResult made = cleave("plan " + path("model.onnx") + " --costs static --strategy " +
+                              "sequential --machine " + path("fast.json") + " -o " + file);
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string common = " --layouts blocked --seed 4 ";
+  CommandResult single =
+      cleave("run " + path("model.onnx") + common + "--output-dir " + path("single"));
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  CommandResult ranks = mpirun(2, "run " + path("model.onnx") + " --plan " + file + common +
+                                      "--json --output-dir " + path("ranks"));
+  ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
+  const nlohmann::json per_rank = nlohmann::json::parse(ranks.out)["per_rank"];
+  ASSERT_EQ(per_rank.size(), 2u);
+  EXPECT_GT(per_rank[0]["concat_inputs_in_place"].get<double>(), 0) << per_rank.dump();
+  EXPECT_EQ(per_rank[1]["tasks"].get<double>(), 0);
+  EXPECT_EQ(outputs_in("ranks"), outputs_in("single"));
+}
+
 // `--plan auto` under mpirun: rank 0 plans for the ranks, and the ranks time auto's choice,
 // the runner-up of another family and all on rank 0 alike, then run the fastest.
 TEST_F(MpiRunTest, AutoTimesItsCandidatesOnTheRanksAndKeepsOne) {
