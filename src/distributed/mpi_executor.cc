@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
-#include <map>
 #include <span>
 
 #include "distributed/emulated_speed.h"
@@ -20,6 +19,7 @@
 #include "runtime/concat_placement.h"
 #include "runtime/executor.h"
 #include "runtime/plan_inputs.h"
+#include "runtime/task_concat_placement.h"
 #include "runtime/task_loop.h"
 
 namespace cleave {
@@ -98,27 +98,9 @@ struct MpiExecutor::Impl : TaskHooks {
     waited_too_long("the outputs of " + task_text(task), plan.worker[task], run, needed_by);
   }
 
-  // A Concat input is placed where its producer and the Concat both run here, once per
-  // sample (a cloned producer's copies would write one slice).
+  // A Concat input is placed where its producer and the Concat both run here.
   void plan_in_place_concats() {
-    std::map<std::pair<NodeId, int>, int> copies;
-    std::vector<int> task_of_node(graph.node_capacity(), -1);
-    for (int t : order) {
-      ++copies[{loop.tasks[t].node, loop.tasks[t].sample}];
-      task_of_node[loop.tasks[t].node] = t;
-    }
-    placement = place_concat_inputs(graph, [&](ValueId value) -> const OutputSpec* {
-      const Value& v = graph.value(value);
-      if (v.producer < 0 || v.initializer || task_of_node[v.producer] < 0) return nullptr;
-      for (int sample = 0; sample < plan.samples; ++sample) {
-        if (copies[{v.producer, sample}] != 1) return nullptr;
-      }
-      const std::vector<OutputSpec>& specs = loop.tasks[task_of_node[v.producer]].runner->specs();
-      const auto& outputs = graph.node(v.producer).outputs;
-      const auto index = static_cast<std::size_t>(std::find(outputs.begin(), outputs.end(), value) -
-                                                  outputs.begin());
-      return index < specs.size() ? &specs[index] : nullptr;
-    });
+    placement = place_concat_inputs_of_tasks(graph, loop, order, plan.samples);
     placement_planned = true;
   }
 

@@ -15,6 +15,7 @@
 #include "runtime/constant_tensor.h"
 #include "runtime/pinning.h"
 #include "runtime/plan_inputs.h"
+#include "runtime/task_concat_placement.h"
 #include "runtime/task_loop.h"
 #include "runtime/value_hand_off.h"
 #include "runtime/wait_policy.h"
@@ -97,27 +98,11 @@ struct ParallelExecutor::Impl {
     hand_off->stop();
   }
 
-  // Plans in-place Concats from the kernels the last run prepared. A node run by several
-  // tasks of one sample (a cloned producer) is left out: its copies would write one slice.
+  // Plans in-place Concats from the kernels the last run prepared, over every task.
   void plan_in_place_concats() {
-    std::map<std::pair<NodeId, int>, int> copies;
-    std::vector<int> task_of_node(graph.node_capacity(), -1);
-    for (std::size_t t = 0; t < loop.tasks.size(); ++t) {
-      ++copies[{loop.tasks[t].node, loop.tasks[t].sample}];
-      task_of_node[loop.tasks[t].node] = static_cast<int>(t);
-    }
-    placement = place_concat_inputs(graph, [&](ValueId value) -> const OutputSpec* {
-      const Value& v = graph.value(value);
-      if (v.producer < 0 || v.initializer || task_of_node[v.producer] < 0) return nullptr;
-      for (int sample = 0; sample < samples; ++sample) {
-        if (copies[{v.producer, sample}] != 1) return nullptr;
-      }
-      const std::vector<OutputSpec>& specs = loop.tasks[task_of_node[v.producer]].runner->specs();
-      const auto& outputs = graph.node(v.producer).outputs;
-      auto index = static_cast<std::size_t>(std::find(outputs.begin(), outputs.end(), value) -
-                                            outputs.begin());
-      return index < specs.size() ? &specs[index] : nullptr;
-    });
+    std::vector<int> all(loop.tasks.size());
+    for (std::size_t t = 0; t < all.size(); ++t) all[t] = static_cast<int>(t);
+    placement = place_concat_inputs_of_tasks(graph, loop, all, samples);
   }
 
   void run_thread_tasks(int thread, int64_t run, dnnl::stream& stream) {
