@@ -27,21 +27,7 @@ class RankAutoSplitTest : public CommandFixture {
  protected:
   void SetUp() override {
     CommandFixture::SetUp();
-    // Convolutions over a tall image: with static costs and fast links the split is the
-    // fastest prediction (rank_auto_test).
-    export_onnx(testing::graph_with_weights(R"(graph main [ai.onnx=17] (%x: f32[1,4,64,12]) {
-  @w1: f32[8,4,3,3]
-  @w2: f32[8,8,3,3]
-  @w3: f32[4,8,3,3]
-  %c1: f32[1,8,64,12] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w1)
-  %r1: f32[1,8,64,12] = Relu(%c1)
-  %c2: f32[1,8,64,12] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%r1, @w2)
-  %r2: f32[1,8,64,12] = Relu(%c2)
-  %c3: f32[1,4,64,12] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%r2, @w3)
-  %t: f32[1,4,64,12] = Tanh(%c3)
-  return %t, %r1
-})"),
-                path("chain.onnx"));
+    export_onnx(testing::tall_conv_chain(), path("chain.onnx"));
     std::ofstream(path("fast.json")) << kFastLinks;
   }
 

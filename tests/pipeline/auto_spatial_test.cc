@@ -21,21 +21,8 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-// Convolutions over a tall image, two outputs of different shapes: split along H, each
-// machine computes about half of every layer.
 Graph conv_chain() {
-  return testing::graph_with_weights(R"(graph main [ai.onnx=17] (%x: f32[1,4,64,12]) {
-  @w1: f32[8,4,3,3]
-  @w2: f32[8,8,3,3]
-  @w3: f32[4,8,3,3]
-  %c1: f32[1,8,64,12] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w1)
-  %r1: f32[1,8,64,12] = Relu(%c1)
-  %c2: f32[1,8,64,12] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%r1, @w2)
-  %r2: f32[1,8,64,12] = Relu(%c2)
-  %c3: f32[1,4,64,12] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%r2, @w3)
-  %t: f32[1,4,64,12] = Tanh(%c3)
-  return %t, %r1
-})");
+  return testing::tall_conv_chain();
 }
 
 double largest_difference(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {

@@ -33,6 +33,24 @@ inline Graph graph_with_weights(const std::string& text, uint64_t seed = 7) {
   return g;
 }
 
+/// Three convolutions over a tall image, two outputs of different shapes: split along H, each
+/// machine computes about half of every layer, where no task plan has two branches to run at
+/// once (with static costs and fast links the split is the fastest prediction).
+inline Graph tall_conv_chain() {
+  return graph_with_weights(R"(graph main [ai.onnx=17] (%x: f32[1,4,64,12]) {
+  @w1: f32[8,4,3,3]
+  @w2: f32[8,8,3,3]
+  @w3: f32[4,8,3,3]
+  %c1: f32[1,8,64,12] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w1)
+  %r1: f32[1,8,64,12] = Relu(%c1)
+  %c2: f32[1,8,64,12] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%r1, @w2)
+  %r2: f32[1,8,64,12] = Relu(%c2)
+  %c3: f32[1,4,64,12] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%r2, @w3)
+  %t: f32[1,4,64,12] = Tanh(%c3)
+  return %t, %r1
+})");
+}
+
 /// Runs a split as every command does: its partitioned graph and plan on the thread executor,
 /// one worker per machine (unpinned: a test may have more machines than the host has cores).
 /// Returns the graph outputs by name.
