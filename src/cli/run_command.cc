@@ -91,9 +91,9 @@ void register_run(CLI::App& app, CommandAction& action) {
                       "Run a plan in parallel: a plan.json from `cleave plan`, auto, or pipeline "
                       "(the model cut into --workers stages, --samples samples streamed "
                       "through them). Under mpirun: a plan file of one worker per rank, or auto "
-                      "(rank 0 plans for the ranks; its choice, the runner-up of another family "
-                      "and all-on-rank-0 are timed on the ranks and the fastest kept; spatial "
-                      "splits are not among them)");
+                      "(rank 0 plans for the ranks; its choice, the runner-up of another family, "
+                      "the spatial split where predicted within 1.25x of the choice, and "
+                      "all-on-rank-0 are timed on the ranks and the fastest kept)");
   command->add_option("--machine", settings->machine,
                       "With --plan auto: a machine file of devices every family plans on "
                       "instead of --workers x --threads-per-worker, the model split over them "
