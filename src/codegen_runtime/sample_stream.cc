@@ -82,7 +82,7 @@ struct SampleStreamProgram::Impl {
   std::vector<SampleStreamWorker::Impl> worker_impls;
   std::vector<SampleStreamWorker> workers;
   std::vector<std::vector<std::unique_ptr<Slot>>> slots;  // Per channel.
-  std::vector<std::unique_ptr<Buffer>> received;          // Per channel: the reader's copy.
+  std::vector<std::unique_ptr<Buffer>> received;  // Per channel: null, or the reader's copy.
 
   const void* const* inputs = nullptr;
   void* const* outputs = nullptr;
@@ -124,7 +124,10 @@ struct SampleStreamProgram::Impl {
         slots[c].push_back(std::make_unique<Slot>());
         slots[c].back()->bytes = std::make_unique<Buffer>(capacity, Buffer::Fill::kUninitialised);
       }
-      received.push_back(std::make_unique<Buffer>(capacity, Buffer::Fill::kUninitialised));
+      // A value with no arena place (a run-time one) is received into a buffer of its own.
+      received.push_back(programs[t.channels[c].to]->arena_place(t.channels[c].value)
+                             ? nullptr
+                             : std::make_unique<Buffer>(capacity, Buffer::Fill::kUninitialised));
     }
     sample_seconds.assign(static_cast<std::size_t>(samples), 0.0);
   }
@@ -339,13 +342,20 @@ void SampleStreamWorker::receive(int c, int slot, int sample) {
                             s.channel_text(c), slot, place.position % s.samples,
                             place.position / s.samples, sample));
   }
-  Buffer& copy = *s.received[c];
-  std::memcpy(copy.data(), place.bytes->data(), place.used);
+  // Into the value's own place in this worker's arena: where the generator placed a Concat
+  // input, that is its slice of the Concat's output, and the Concat's kernel skips the copy.
   const int v = s.tables.channels[c].value;
   const StaticValue& entry = s.program_tables.values[v];
+  void* home = s.programs[impl_->worker]->arena_place(v);
+  void* target = home ? home : s.received[c]->data();
+  if (home && static_cast<int64_t>(place.used) > entry.bytes) {
+    throw Error(fmt::format("{}: {} bytes arrived for a value of {} planned bytes",
+                            s.channel_text(c), place.used, entry.bytes));
+  }
+  std::memcpy(target, place.bytes->data(), place.used);
   Tensor& value = s.programs[impl_->worker]->value(v);
   value = Tensor::borrow(static_cast<DataType>(entry.dtype),
-                         std::vector<int64_t>(entry.dims, entry.dims + entry.rank), copy.data());
+                         std::vector<int64_t>(entry.dims, entry.dims + entry.rank), target);
   value.set_layout(place.layout);
   place.emptied.fetch_add(1, std::memory_order_release);
   place.emptied.notify_all();

@@ -461,6 +461,13 @@ Tensor& StaticProgram::value(int index) {
   return impl_->tensors.at(static_cast<std::size_t>(index));
 }
 
+void* StaticProgram::arena_place(int index) {
+  if (index < 0 || index >= impl_->tables.value_count) return nullptr;
+  const StaticValue& value = impl_->tables.values[index];
+  if (value.kind != StaticValue::kActivation || value.alias_of >= 0) return nullptr;
+  return impl_->arena.data() + value.offset;
+}
+
 void StaticProgram::run_worker_here(int worker, const std::function<void()>& function) {
   Impl& s = *impl_;
   {

@@ -117,6 +117,9 @@ class StaticProgram {
   const Tensor& output(int index) const;
   /// The tensor of value `index` (a rank program binds received values to its messages).
   Tensor& value(int index);
+  /// Where activation `index` lives in the arena (its planned bytes), or null for constants,
+  /// graph inputs, run-time values and views.
+  void* arena_place(int index);
 
   /// Called from generated worker functions only.
   void step(int index);
