@@ -1,7 +1,13 @@
 // In-place Concat: which Concat inputs can be produced directly inside the Concat's output.
 #include "runtime/concat_placement.h"
 
+#include <fmt/core.h>
+
+#include <cstdlib>
+#include <string_view>
+
 #include "runtime/kernels/dnnl_util.h"
+#include "support/error.h"
 
 namespace cleave {
 
@@ -111,9 +117,25 @@ std::optional<Placed> view_of_parent(const std::vector<Part>& parts, const Outpu
 
 }  // namespace
 
+bool concat_in_place_enabled() {
+  const char* text = std::getenv("CLEAVE_CONCAT_IN_PLACE");
+  if (text == nullptr || *text == '\0' || std::string_view(text) == "1") return true;
+  if (std::string_view(text) == "0") return false;
+  throw Error(
+      fmt::format("CLEAVE_CONCAT_IN_PLACE is '{}': expected 0 (every Concat copies its "
+                  "inputs) or 1 (the default: inputs written in place where they can be)",
+                  text));
+}
+
 ConcatPlacement place_concat_inputs(const Graph& graph,
                                     const std::function<const OutputSpec*(ValueId)>& spec_of) {
   std::vector<std::optional<Placed>> placed(graph.value_capacity());
+  if (!concat_in_place_enabled()) {
+    ConcatPlacement none;
+    none.slots.resize(graph.value_capacity());
+    none.root_bytes.assign(graph.value_capacity(), 0);
+    return none;
+  }
   std::vector<NodeId> order = graph.topological_order();
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const Node& node = graph.node(*it);

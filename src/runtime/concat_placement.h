@@ -36,6 +36,9 @@ struct ConcatPlacement {
 /// side by side there becomes a view of it (DenseNet's growing feature maps all share the
 /// buffer of the block's final Concat). The Concat kernel skips the copy of any input whose
 /// bytes already are in place.
+///
+/// $CLEAVE_CONCAT_IN_PLACE=0 places nothing (every Concat copies), for measuring what placing
+/// saves; a value other than 0 or 1 throws Error naming the variable (concat_in_place_enabled).
 ConcatPlacement place_concat_inputs(const Graph& graph,
                                     const std::function<const OutputSpec*(ValueId)>& spec_of);
 
@@ -45,6 +48,10 @@ ConcatPlacement place_concat_inputs(const Graph& graph,
 /// for an empty one. nullopt for a node that is no such Concat. A generated program checks with
 /// it that the kernels it prepared put the inputs the generator placed where the Concat reads
 /// them.
+/// Whether $CLEAVE_CONCAT_IN_PLACE lets place_concat_inputs place inputs (unset, empty or 1: yes;
+/// 0: no); Error naming the variable for anything else.
+bool concat_in_place_enabled();
+
 std::optional<std::vector<std::optional<std::size_t>>> concat_input_offsets(
     const Graph& graph, const Node& node, const OutputSpec& whole,
     const std::function<const OutputSpec*(ValueId)>& spec_of);

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -11,6 +12,7 @@
 #include "ir/text.h"
 #include "runtime/executor.h"
 #include "runtime/kernels/dnnl_util.h"
+#include "support/error.h"
 
 namespace cleave {
 namespace {
@@ -103,6 +105,45 @@ TEST(ConcatPlacement, ChannelJoinOfTwoProducers) {
   return %cat
 })"),
             "a -> cat @0\nb -> cat @32\n");
+}
+
+const char* kChannelJoin = R"(graph main [ai.onnx=17] (%x: f32[1,2,2,2]) {
+  %a: f32[1,2,2,2] = Relu(%x)
+  %b: f32[1,2,2,2] = Sigmoid(%x)
+  %cat: f32[1,4,2,2] = Concat[axis=1](%a, %b)
+  return %cat
+})";
+
+// Sets an environment variable for one scope.
+class ScopedEnvironment {
+ public:
+  ScopedEnvironment(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~ScopedEnvironment() { ::unsetenv(name_); }
+
+ private:
+  const char* name_;
+};
+
+TEST(ConcatPlacement, SwitchedOffByTheEnvironmentEveryConcatCopies) {
+  ScopedEnvironment off("CLEAVE_CONCAT_IN_PLACE", "0");
+  EXPECT_EQ(placements(kChannelJoin), "");
+}
+
+TEST(ConcatPlacement, SwitchedOnByTheEnvironmentAsByDefault) {
+  ScopedEnvironment on("CLEAVE_CONCAT_IN_PLACE", "1");
+  EXPECT_EQ(placements(kChannelJoin), "a -> cat @0\nb -> cat @32\n");
+}
+
+TEST(ConcatPlacement, AnEnvironmentValueOtherThanZeroOrOneIsRefusedNamingTheVariable) {
+  ScopedEnvironment bad("CLEAVE_CONCAT_IN_PLACE", "no");
+  try {
+    placements(kChannelJoin);
+    FAIL() << "CLEAVE_CONCAT_IN_PLACE=no was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("CLEAVE_CONCAT_IN_PLACE is 'no': expected 0"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ConcatPlacement, BatchTwoStaysACopy) {
