@@ -112,8 +112,9 @@ double load_on(const RankCandidate& candidate, std::size_t rank) {
 // Every rank prepares every candidate at once: while their memory together at its worst moment
 // (the steady state of all, and the load-time bytes of the one that loads most, made last) is
 // over a rank's, the one other than the choice holding the most there goes. Measured with
-// googlenet's three candidates on 2 ranks, making each lifted a rank's peak 27 MB (the model's
-// weights as loaded) above where it settled (docs/results/distributed.md).
+// googlenet's candidates on 2 ranks, making all on rank 0 lifted rank 1's peak 25 MB above
+// where it settled with nothing to run there: the model's 26.5 MB of weights as loaded
+// (docs/results/distributed.md).
 void drop_over_memory(std::vector<RankCandidate>& candidates, const std::vector<double>& memory,
                       const RankAutoOptions& options) {
   for (std::size_t rank = 0; rank < memory.size(); ++rank) {
