@@ -58,6 +58,10 @@ void register_run_split(CLI::App& app, CommandAction& action) {
       ->check(CLI::IsMember({"blocked", "winograd", "channels-last"}))
       ->default_val("blocked");
   command->add_flag("--json", settings->json, "Print the report as JSON");
+  command
+      ->add_option("--trace", settings->trace_file,
+                   "Rank 0 writes the last run's tasks on every rank as Chrome-trace JSON")
+      ->check(path_given());
   command->callback([settings, &action] {
     settings->fixed_threads = threads_fixed_by_user(settings->fixed_threads);
     action = [settings] { return run_split_on_ranks(*settings); };

@@ -42,6 +42,24 @@ std::vector<double> plan_memory_bytes(const ModelPlan& plan) {
   return bytes;
 }
 
+// The bytes of `graph`'s weights as loaded.
+double initializer_bytes(const Graph& graph) {
+  double bytes = 0;
+  for (ValueId id : graph.initializers()) {
+    const auto& data = *graph.value(id).initializer;
+    if (data.bytes) bytes += static_cast<double>(data.bytes->size());
+  }
+  return bytes;
+}
+
+// Per rank, what a candidate holds beyond its steady state while it is made: `loaded` bytes of
+// weights as loaded, and its own `weights` there again beside their packed copies.
+std::vector<double> load_bytes_of(const std::vector<double>& weights, double loaded) {
+  std::vector<double> bytes = weights;
+  for (double& b : bytes) b += loaded;
+  return bytes;
+}
+
 // A plan timed beside the choice shows the choice's table and says why it runs, as the thread
 // check's plans do. `graph` is the one the plan runs over (a split's partitioned graph).
 RankCandidate candidate_of(std::string role, ModelPlan plan, const ModelPlan& choice,
@@ -56,6 +74,10 @@ RankCandidate candidate_of(std::string role, ModelPlan plan, const ModelPlan& ch
   candidate.strategy = plan.plan.strategy;
   candidate.configuration = plan.configuration;
   candidate.memory_bytes = plan_memory_bytes(plan);
+  std::vector<int> worker_of_task(plan.tasks.tasks.size(), 0);
+  for (const PlannedTask& placed : plan.plan.tasks) worker_of_task[placed.task] = placed.worker;
+  candidate.load_bytes =
+      load_bytes_of(weight_bytes_per_worker(plan.tasks, worker_of_task), initializer_bytes(graph));
   candidate.plan = model_plan_to_json(plan, graph, fingerprint);
   return candidate;
 }
@@ -83,15 +105,27 @@ double memory_on(const RankCandidate& candidate, std::size_t rank) {
   return rank < candidate.memory_bytes.size() ? candidate.memory_bytes[rank] : 0.0;
 }
 
-// Every rank prepares every candidate at once: while their memory together is over a rank's,
-// the one other than the choice holding the most there goes.
+double load_on(const RankCandidate& candidate, std::size_t rank) {
+  return rank < candidate.load_bytes.size() ? candidate.load_bytes[rank] : 0.0;
+}
+
+// Every rank prepares every candidate at once: while their memory together at its worst moment
+// (the steady state of all, and the load-time bytes of the one that loads most, made last) is
+// over a rank's, the one other than the choice holding the most there goes. Measured with
+// googlenet's candidates on 2 ranks, making all on rank 0 lifted rank 1's peak 25 MB above
+// where it settled with nothing to run there: the model's 26.5 MB of weights as loaded
+// (docs/results/distributed.md).
 void drop_over_memory(std::vector<RankCandidate>& candidates, const std::vector<double>& memory,
                       const RankAutoOptions& options) {
   for (std::size_t rank = 0; rank < memory.size(); ++rank) {
     for (;;) {
-      double total = 0;
-      for (const RankCandidate& candidate : candidates)
-        if (candidate.dropped.empty()) total += memory_on(candidate, rank);
+      double total = 0, loading = 0;
+      for (const RankCandidate& candidate : candidates) {
+        if (!candidate.dropped.empty()) continue;
+        total += memory_on(candidate, rank);
+        loading = std::max(loading, load_on(candidate, rank));
+      }
+      total += loading;
       if (!(total > memory[rank])) break;
       RankCandidate* largest = nullptr;
       for (RankCandidate& candidate : candidates) {
@@ -106,8 +140,8 @@ void drop_over_memory(std::vector<RankCandidate>& candidates, const std::vector<
         break;
       }
       largest->dropped = fmt::format(
-          "not prepared: with it the candidates would hold {:.1f} MiB on rank {}, which has "
-          "{:.1f} MiB; it holds the most there ({:.1f} MiB)",
+          "not prepared: with it the candidates would hold {:.1f} MiB on rank {} while the last "
+          "is made, which has {:.1f} MiB; it holds the most there ({:.1f} MiB)",
           mib(total), rank, mib(memory[rank]), mib(memory_on(*largest, rank)));
       largest->plan = nullptr;  // Nothing of it travels but its name.
       largest->split = nullptr;
@@ -192,6 +226,9 @@ std::vector<RankCandidate> plan_rank_candidates(const Graph& graph, const RankAu
     split.memory_bytes.resize(std::max(row.memory_bytes.size(), row.activation_bytes.size()), 0);
     for (std::size_t d = 0; d < row.activation_bytes.size(); ++d)
       split.memory_bytes[d] += row.activation_bytes[d];
+    // Each rank loads the model and makes the partitioned graph of it (candidate_graph).
+    split.load_bytes =
+        load_bytes_of(row.memory_bytes, initializer_bytes(graph) + initializer_bytes(partitioned));
     candidates.push_back(std::move(split));
   }
   if (choice.plan.strategy != "sequential") {
@@ -263,6 +300,7 @@ std::string rank_candidates_text(const std::vector<RankCandidate>& candidates) {
                     {"plan", candidate.plan},
                     {"split", candidate.split},
                     {"memory_bytes", candidate.memory_bytes},
+                    {"load_bytes", candidate.load_bytes},
                     {"dropped", candidate.dropped}});
   }
   return list.dump();
@@ -280,6 +318,7 @@ std::vector<RankCandidate> rank_candidates_from_text(const std::string& text) {
       candidate.plan = entry.at("plan");
       candidate.split = entry.value("split", nlohmann::json());
       candidate.memory_bytes = entry.value("memory_bytes", std::vector<double>());
+      candidate.load_bytes = entry.value("load_bytes", std::vector<double>());
       candidate.dropped = entry.value("dropped", std::string());
       candidates.push_back(std::move(candidate));
     }

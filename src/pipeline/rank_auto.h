@@ -43,6 +43,11 @@ struct RankCandidate {
   nlohmann::json split;
   /// Per rank, the predicted bytes it holds of this plan: weights plus peak activations.
   std::vector<double> memory_bytes;
+  /// Per rank, what it holds beyond memory_bytes while the plan is made: the model's weights as
+  /// loaded (each candidate's session loads the whole model; a split's also the partitioned
+  /// graph made of it), and its own weights there as loaded beside their packed copies until
+  /// its kernels are made.
+  std::vector<double> load_bytes;
   /// Empty: the ranks prepare and time it. Else why rank 0 dropped it (the candidates'
   /// memory together is more than a rank has); the ranks skip it, the report lists it.
   std::string dropped;

@@ -5,6 +5,8 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string>
 
 #include "../busy_processes.h"
 #include "../cli/command_fixture.h"
@@ -150,6 +152,31 @@ TEST_F(RunSplitTest, TwoRanksEqualTheWholeModel) {
   EXPECT_EQ(got.to_double_vector(), expected.to_double_vector());
   // Half the rows were negated on rank 1, so both halves are non-trivially equal.
   EXPECT_NE(expected.to_double_vector(), std::vector<double>(16, 0.0));
+}
+
+// --trace: rank 0 writes the last run's tasks of every rank, each rank a process row (what the
+// split's breakdown per rank in docs/results/distributed.md is read from); a trace file in a
+// folder that does not exist is refused before any rank runs.
+TEST_F(RunSplitTest, TheTraceHoldsEveryRanksTasks) {
+  CommandResult result = mpirun(2, "run-split " + path("split") + " --input x=" + path("x.npy") +
+                                       " --repeat 2 --json --trace " + path("trace.json"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json trace = nlohmann::json::parse(read_text(path("trace.json")));
+  std::set<int> ranks;
+  std::set<std::string> tasks;
+  for (const nlohmann::json& event : trace["traceEvents"]) {
+    if (event["ph"] != "X") continue;
+    ranks.insert(event["pid"].get<int>());
+    tasks.insert(event["name"].get<std::string>());
+    EXPECT_GE(event["dur"].get<double>(), 0) << event.dump();
+  }
+  EXPECT_EQ(ranks, (std::set<int>{0, 1}));
+  EXPECT_EQ(tasks.size(),
+            nlohmann::json::parse(read_text(path("split/plan.json")))["tasks"].size());
+  CommandResult missing =
+      mpirun(2, "run-split " + path("split") + " --trace " + path("no_such_folder/trace.json"));
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("no_such_folder"), std::string::npos) << missing.err;
 }
 
 // A stream of samples through the split: every sample's message crosses the ranks in one

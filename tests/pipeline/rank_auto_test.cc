@@ -299,6 +299,53 @@ TEST_F(RankAutoFileTest, CandidatesOverARanksMemoryAreDroppedButNeverTheChoice) 
   for (std::size_t i = 0; i < tight.size(); ++i) EXPECT_EQ(received[i].dropped, tight[i].dropped);
 }
 
+// A rank's memory at its worst moment is the candidates' steady state and the load-time bytes
+// of one being made (the model's weights as loaded, its own beside their packed copies): a
+// memory that holds every candidate's steady state but not that peak drops one, and a memory
+// that holds the peak drops none.
+TEST_F(RankAutoFileTest, CandidatesFittingOnlyOnceLoadedAreDropped) {
+  RankAutoOptions options = static_options();
+  options.machine = machine(1e12);
+  const std::vector<RankCandidate> roomy = plan_rank_candidates(branchy(), options, 2);
+  ASSERT_GE(roomy.size(), 3u);
+  const Graph graph = branchy();
+  double model_bytes = 0;
+  for (ValueId id : graph.initializers())
+    if (graph.value(id).initializer->bytes)
+      model_bytes += static_cast<double>(graph.value(id).initializer->bytes->size());
+  ASSERT_GT(model_bytes, 0);
+  double steady = 0, peak = 0;
+  for (std::size_t rank = 0; rank < 2; ++rank) {
+    double sum = 0, loading = 0;
+    for (const RankCandidate& candidate : roomy) {
+      ASSERT_EQ(candidate.load_bytes.size(), 2u) << candidate.configuration;
+      // The whole model as loaded at least: every rank loads it for every candidate.
+      EXPECT_GE(candidate.load_bytes[rank], model_bytes) << candidate.configuration;
+      sum += candidate.memory_bytes[rank];
+      loading = std::max(loading, candidate.load_bytes[rank]);
+    }
+    steady = std::max(steady, sum);
+    peak = std::max(peak, sum + loading);
+  }
+  ASSERT_GT(peak, steady * 1.05);
+
+  options.machine = machine(1e12, steady * 1.02);
+  const std::vector<RankCandidate> tight = plan_rank_candidates(branchy(), options, 2);
+  EXPECT_TRUE(tight.front().dropped.empty());
+  EXPECT_TRUE(std::any_of(tight.begin(), tight.end(), [](const RankCandidate& candidate) {
+    return candidate.dropped.find("while the last is made") != std::string::npos;
+  }));
+
+  options.machine = machine(1e12, peak * 1.02);
+  for (const RankCandidate& candidate : plan_rank_candidates(branchy(), options, 2))
+    EXPECT_TRUE(candidate.dropped.empty()) << candidate.configuration << ": " << candidate.dropped;
+  // The load-time bytes travel with the plans.
+  const std::vector<RankCandidate> received =
+      rank_candidates_from_text(rank_candidates_text(roomy));
+  for (std::size_t i = 0; i < roomy.size(); ++i)
+    EXPECT_EQ(received[i].load_bytes, roomy[i].load_bytes);
+}
+
 TEST(RankAuto, WithoutAMachineFilesMemoryARankHasItsShareOfTheHosts) {
   const Machine machine = ranks_without_machine_file(2, 1);
   const std::vector<double> memory = rank_memory_bytes(machine, 2);
