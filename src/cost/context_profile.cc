@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "runtime/pinning.h"
 #include "support/timing.h"
 
 namespace cleave {
@@ -30,9 +31,13 @@ class BusyNeighbours {
     ExecutorOptions options = timed;
     options.threads = 1;
     options.collect_stats = false;
+    const std::vector<std::vector<int>> cpus =
+        busy_neighbour_cpus(allowed_cpus(), online_cpus(), count);
     for (int i = 0; i < count; ++i) {
-      threads_.emplace_back([this, &graph, options, &inputs] {
+      const std::vector<int> pin = cpus.empty() ? std::vector<int>() : cpus[i];
+      threads_.emplace_back([this, &graph, options, &inputs, pin] {
         try {
+          pin_current_thread(pin);
           Executor executor(graph, options);
           executor.run(inputs);
           started_.fetch_add(1);
@@ -74,6 +79,19 @@ class BusyNeighbours {
 };
 
 }  // namespace
+
+std::vector<std::vector<int>> busy_neighbour_cpus(const std::vector<int>& allowed,
+                                                  const std::vector<int>& online, int count) {
+  if (count <= 0 || static_cast<int>(allowed.size()) >= count + 1) return {};
+  std::vector<int> others;
+  for (int cpu : online)
+    if (std::find(allowed.begin(), allowed.end(), cpu) == allowed.end()) others.push_back(cpu);
+  if (others.empty()) return {};
+  std::vector<std::vector<int>> cpus;
+  for (int i = 0; i < count; ++i)
+    cpus.push_back({others[static_cast<std::size_t>(i) % others.size()]});
+  return cpus;
+}
 
 ContextTiming time_in_context(const Graph& graph, const ExecutorOptions& options,
                               const SampleInputs& inputs, const ContextRuns& runs) {

@@ -28,6 +28,16 @@ struct ContextTiming {
   int runs = 0;                      ///< Whole runs timed.
 };
 
+/// The CPUs each of `count` busy neighbours is pinned to, given the CPUs this process may use
+/// (`allowed`) and the host's online CPUs (`online`): none (the scheduler spreads them) when the
+/// process may use a core for each and the timed thread; else each on one online CPU outside
+/// `allowed`, in turn. An mpirun rank is bound to one core: neighbours there would share the
+/// timed thread's core and time-slice it (2.1-2.7x alone on a Xeon, where another rank's
+/// process computing on the other core slowed a run 0.97x: docs/results/distributed.md).
+/// None when the host has no other CPU.
+std::vector<std::vector<int>> busy_neighbour_cpus(const std::vector<int>& allowed,
+                                                  const std::vector<int>& online, int count);
+
 /// Times whole sequential runs of `graph` in order with `options` (its threads and kernels;
 /// node times from the executor's own timing, ExecutorOptions::collect_stats) on `inputs`.
 /// With `runs.busy_neighbours` > 0, that many threads each run their own 1-thread executor of

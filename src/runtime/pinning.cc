@@ -52,6 +52,16 @@ std::vector<int> allowed_cpus() {
   return cpus;
 }
 
+std::vector<int> online_cpus() {
+  std::vector<int> cpus;
+  hwloc_topology_t topology = shared_topology();
+  if (!topology) return cpus;
+  hwloc_const_cpuset_t set = hwloc_topology_get_topology_cpuset(topology);
+  for (int cpu = hwloc_bitmap_first(set); cpu >= 0; cpu = hwloc_bitmap_next(set, cpu))
+    cpus.push_back(cpu);
+  return cpus;
+}
+
 void pin_current_thread(const std::vector<int>& cpus) {
   hwloc_topology_t topology = shared_topology();
   if (!topology || cpus.empty()) return;

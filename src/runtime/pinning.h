@@ -10,6 +10,10 @@ namespace cleave {
 /// mask cannot be read.
 std::vector<int> allowed_cpus();
 
+/// The CPUs of this host a thread may be bound to (hwloc's topology: online, and allowed by the
+/// cgroup), whatever this process's affinity mask; in ascending order; empty when unknown.
+std::vector<int> online_cpus();
+
 /// Binds the calling thread to `cpus` (best effort: where binding is forbidden, as in some
 /// containers, the thread stays unpinned and runs correctly).
 void pin_current_thread(const std::vector<int>& cpus);
