@@ -8,7 +8,7 @@
 #       [--emulate quota|pace]
 #
 # Per link shaping, a ping-pong on the emulated cluster calibrates the link model
-# (link_machine.py). Per model and cluster shape (ranks x link x speeds: "half" runs the last
+# (link_machine.py; each end's copy of a message from the unshaped one). Per model and cluster shape (ranks x link x speeds: "half" runs the last
 # rank at 50% of a core, a cgroup quota over --period-us, and plans it at speed 0.5; with more
 # ranks than cores, every rank gets cores / ranks of a core, quota and speed alike; with
 # --emulate pace no rank is capped and each pauses after every task as a device of its speed
@@ -140,6 +140,13 @@ for link in $links; do
   done
   "$here/link_machine.py" "$work/pingpong.$link.txt" /dev/null --speeds 1,1 --shaping "$link" | tee -a "$out"
 done
+# Each end's copy of a message (the machine's endpoint_bandwidth) is the unshaped link's rate
+# whatever the shaping: tc slows the wire, not the ranks' copies.
+if [[ ! -f "$work/pingpong.none.txt" ]]; then
+  for _ in 1 2 3; do
+    "$cluster" --quota -,- --period-us "$period" -np 2 -- "$work/pingpong" >> "$work/pingpong.none.txt"
+  done
+fi
 row ""
 
 # One measured round of one configuration: appends its line to the results.
@@ -206,7 +213,8 @@ for name in $models; do
           speed_list+="$rank_speed" quota+="$local_share"
         fi
         machine="$work/machine.json"
-        "$here/link_machine.py" "$work/pingpong.$link.txt" "$machine" --speeds "$speed_list" > /dev/null
+        "$here/link_machine.py" "$work/pingpong.$link.txt" "$machine" --speeds "$speed_list" \
+          --endpoint-from "$work/pingpong.none.txt" > /dev/null
         plan_args=(--machine "$machine" --costs "$costs")
         [[ "$samples" == 1 ]] || plan_args+=(--samples "$samples")
         echo "families.sh: $shape: planning" >&2

@@ -2,6 +2,7 @@
 """The link model of the emulated cluster, fitted from pingpong.c runs, as a machine file.
 
     link_machine.py PINGPONG.txt OUT.json --speeds 1,1,0.5 [--shaping NAME]
+        [--endpoint-from UNSHAPED.txt]
 
 Writes a machine file of one device per speed ("rank0", ...), every pair linked by the fitted
 latency and bandwidth, and prints one markdown row: shaping, 8 B / 1 MiB / 4 MiB round trips,
@@ -14,11 +15,40 @@ messages, which the small messages' scheduling noise does not move. PINGPONG.txt
 several runs one after another: each figure is then the median over the runs, so that one
 slow run (a waiting round trip of 2.2 ms once, 0.09-0.15 ms in the three runs after it) does
 not set the link model of a whole table.
+The machine's endpoint_bandwidth (what each end of a message spends copying it: a sender after
+its task, a reader that comes to a message after it arrived; docs/formats.md) is the same
+two-point fit over an unshaped ping-pong, --endpoint-from (default PINGPONG.txt itself): a
+shaped link slows the wire, not the ranks' copies.
 """
 import argparse
 import json
 import statistics
 import sys
+
+
+def read_pingpong(path):
+    """Per message size the median one-way seconds, and the waiting receiver's round trip."""
+    samples = {}
+    waiting_samples = []
+    try:
+        lines = open(path).read().splitlines()
+    except OSError as error:
+        sys.exit(f"{path}: cannot read the ping-pong output ({error.strerror})")
+    for line in lines:
+        parts = line.split()
+        if parts and parts[0] == "bytes":
+            samples.setdefault(int(parts[1]), []).append(float(parts[3]) / 2e6)  # one way, s
+        elif parts and parts[0] == "waiting_receiver":
+            waiting_samples.append(float(parts[4]) / 1e6)
+    rows = {size: statistics.median(values) for size, values in samples.items()}
+    for size in (8, 1048576, 4194304):
+        if size not in rows:
+            sys.exit(f"{path}: no {size}-byte line (expected pingpong.c's output)")
+    return rows, statistics.median(waiting_samples) if waiting_samples else None
+
+
+def two_point_bandwidth(rows):
+    return (4194304 - 1048576) / max(rows[4194304] - rows[1048576], 1e-9)
 
 
 def main():
@@ -27,20 +57,10 @@ def main():
     parser.add_argument("output")
     parser.add_argument("--speeds", required=True)
     parser.add_argument("--shaping", default="")
+    parser.add_argument("--endpoint-from", default=None)
     args = parser.parse_args()
-    samples = {}
-    waiting_samples = []
-    for line in open(args.pingpong):
-        parts = line.split()
-        if parts and parts[0] == "bytes":
-            samples.setdefault(int(parts[1]), []).append(float(parts[3]) / 2e6)  # one way, s
-        elif parts and parts[0] == "waiting_receiver":
-            waiting_samples.append(float(parts[4]) / 1e6)
-    rows = {size: statistics.median(values) for size, values in samples.items()}
-    waiting_round_trip = statistics.median(waiting_samples) if waiting_samples else None
-    for size in (8, 1048576, 4194304):
-        if size not in rows:
-            sys.exit(f"{args.pingpong}: no {size}-byte line (expected pingpong.c's output)")
+    rows, waiting_round_trip = read_pingpong(args.pingpong)
+    endpoint_rows = rows if args.endpoint_from is None else read_pingpong(args.endpoint_from)[0]
     try:
         speeds = [float(s) for s in args.speeds.split(",")]
     except ValueError:
@@ -50,11 +70,12 @@ def main():
     latency = rows[8]
     if waiting_round_trip is not None:
         latency = max(latency, waiting_round_trip - rows[8])
-    bandwidth = (4194304 - 1048576) / max(rows[4194304] - rows[1048576], 1e-9)
+    bandwidth = two_point_bandwidth(rows)
     n = len(speeds)
     link = lambda value: [[0 if u == v else value for v in range(n)] for u in range(n)]
     machine = {"devices": [{"name": f"rank{r}", "speed": s} for r, s in enumerate(speeds)],
-               "bandwidth": link(bandwidth), "latency": link(latency)}
+               "bandwidth": link(bandwidth), "latency": link(latency),
+               "endpoint_bandwidth": two_point_bandwidth(endpoint_rows)}
     with open(args.output, "w") as out:
         json.dump(machine, out)
     waiting = f"{waiting_round_trip * 1e6:.1f}" if waiting_round_trip is not None else "-"

@@ -55,7 +55,8 @@ const std::set<std::string> kDeviceKeys = {"name",         "kind",      "speed",
                                            "batch_sizes",  "simulated", "roofline"};
 const std::set<std::string> kRooflineKeys = {"flops_per_second", "bytes_per_second",
                                              "seconds_per_op"};
-const std::set<std::string> kMachineKeys = {"name", "devices", "bandwidth", "latency"};
+const std::set<std::string> kMachineKeys = {"name", "devices", "bandwidth", "latency",
+                                            "endpoint_bandwidth"};
 
 void reject_unknown_keys(const nlohmann::json& object, const std::set<std::string>& known,
                          const std::string& where) {
@@ -101,6 +102,21 @@ double Machine::arrival_delay(std::size_t from, std::size_t to, double bytes) co
 double Machine::read_time(std::size_t from, std::size_t to, double bytes) const {
   if (!shared_memory || from == to) return 0;
   return transfer_time(from, to, bytes) - arrival_delay(from, to, bytes);
+}
+
+double Machine::endpoint_seconds(double bytes) const {
+  if (shared_memory || !(endpoint_bandwidth > 0)) return 0;
+  return bytes / endpoint_bandwidth;
+}
+
+double endpoint_bandwidth_from_json(const nlohmann::json& json, const std::string& origin) {
+  const nlohmann::json& value = json.at("endpoint_bandwidth");
+  if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) {
+    throw Error(fmt::format(
+        "{}: endpoint_bandwidth: expected a non-negative number of bytes/s (0: not priced), got {}",
+        origin, show_json(value)));
+  }
+  return value.get<double>();
 }
 
 bool Machine::identical(std::size_t a, std::size_t b) const {
@@ -288,6 +304,8 @@ Machine machine_from_json(const nlohmann::json& json, const std::string& origin)
   } else {
     machine.latency.assign(n, std::vector<double>(n, 0.0));
   }
+  if (json.contains("endpoint_bandwidth"))
+    machine.endpoint_bandwidth = endpoint_bandwidth_from_json(json, origin);
   return machine;
 }
 
@@ -301,6 +319,7 @@ nlohmann::json machine_to_json(const Machine& machine) {
     for (double value : row) any_latency = any_latency || value != 0;
   }
   if (any_latency) json["latency"] = machine.latency;
+  if (machine.endpoint_bandwidth > 0) json["endpoint_bandwidth"] = machine.endpoint_bandwidth;
   return json;
 }
 

@@ -56,6 +56,12 @@ struct Machine {
   /// lines left in the producer's cache), and only the latency delays it. False (machine and
   /// task-graph files): a transfer is a message that arrives after latency + bytes / bandwidth.
   bool shared_memory = false;
+  /// Bytes/s at which a rank copies a message it sends or receives (into and out of the MPI
+  /// transport, header and check included); 0: not priced. Without shared_memory, a sender's
+  /// worker is busy bytes / endpoint_bandwidth after the task, and a receiver that reaches the
+  /// reading task after the message has arrived still pays it: MPI over TCP moves a message only
+  /// while both ranks are inside MPI, so bytes a busy rank was sent wait for it to read them.
+  double endpoint_bandwidth = 0;
 
   std::size_t size() const { return devices.size(); }
   /// Seconds to move `bytes` from device u to v; 0 when u == v; +inf when there is no link.
@@ -66,6 +72,9 @@ struct Machine {
   /// Of transfer_time, what the reader's task pays on its core: bytes / bandwidth with
   /// shared_memory, else 0.
   double read_time(std::size_t from, std::size_t to, double bytes) const;
+  /// Seconds one end of a message of `bytes` spends copying it (endpoint_bandwidth); 0 when
+  /// not priced or with shared_memory.
+  double endpoint_seconds(double bytes) const;
   /// Same kind, speed, roofline, memory and batch sizes.
   bool identical(std::size_t a, std::size_t b) const;
 };
@@ -80,6 +89,8 @@ nlohmann::json device_to_json(const Device& device);
 /// Reads an n x n matrix of non-negative numbers (diagonal ignored); `where` prefixes errors.
 std::vector<std::vector<double>> link_matrix_from_json(const nlohmann::json& json, std::size_t n,
                                                        const std::string& where);
+/// Reads `json`'s "endpoint_bandwidth" (Machine::endpoint_bandwidth); Error naming `origin`.
+double endpoint_bandwidth_from_json(const nlohmann::json& json, const std::string& origin);
 /// Writes the machine file atomically (temporary file in the same folder, then rename).
 void write_machine(const Machine& machine, const std::string& path);
 /// How this host's workers hand values to each other (cpu_machine's links and overheads).

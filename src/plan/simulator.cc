@@ -2,6 +2,7 @@
 #include "plan/simulator.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
@@ -40,6 +41,13 @@ Simulation simulate(const Plan& plan, const TaskGraph& graph) {
   result.idle.assign(worker_count, 0.0);
   // One message per model input, sample and receiving device, however many tasks read it there.
   std::set<std::tuple<std::string, int64_t, int>> handed_out;
+  // With priced message ends (Machine::endpoint_bandwidth): per task, the seconds its worker
+  // spends sending its outputs after computing them; per (producer, reading worker), when that
+  // worker has the message, so that a second reader there pays nothing more.
+  const bool priced_ends = graph.machine.endpoint_seconds(1.0) > 0;
+  const auto out_edges = priced_ends ? graph.out_edges() : std::vector<std::vector<int>>();
+  std::vector<double> sends(task_count, 0.0);
+  std::map<std::pair<int, int>, double> received;
   for (int task : order) {
     const int worker = plan.tasks[task].worker;
     double start = previous_on_worker[task] >= 0 ? result.finish[previous_on_worker[task]] : 0.0;
@@ -54,6 +62,8 @@ Simulation simulate(const Plan& plan, const TaskGraph& graph) {
     // On shared memory the reader pulls a value's lines from the producer's cache while its
     // task runs: the latency delays the start, the bytes lengthen the task.
     double reads = 0;
+    // Messages from other workers, when each could be there, and its bytes (priced ends).
+    std::map<int, std::pair<double, double>> messages;
     for (int edge : in_edges[task]) {
       const int producer = graph.edges[edge].first;
       const int producer_worker = plan.tasks[producer].worker;
@@ -62,19 +72,62 @@ Simulation simulate(const Plan& plan, const TaskGraph& graph) {
         continue;
       }
       const double bytes = graph.bytes_on_edge(edge);
+      result.transfer_bytes += bytes;
+      ++result.transfer_count;
+      if (priced_ends) {
+        // Sent after the producer computed: it leaves the sender as fast as the sender copies
+        // it (its finish) or as the link carries it, whichever is later.
+        const double computed = result.finish[producer] - sends[producer];
+        const double wire = graph.machine.transfer_time(producer_worker, worker, bytes);
+        const double latency =
+            graph.machine.latency.empty() ? 0.0 : graph.machine.latency[producer_worker][worker];
+        const double there = std::max(result.finish[producer] + latency, computed + wire);
+        auto [found, fresh] = messages.try_emplace(producer, there, bytes);
+        if (!fresh) found->second.second = std::max(found->second.second, bytes);
+        continue;
+      }
       start = std::max(start, result.finish[producer] +
                                   graph.machine.arrival_delay(producer_worker, worker, bytes));
       reads += graph.machine.read_time(producer_worker, worker, bytes);
-      result.transfer_bytes += bytes;
-      ++result.transfer_count;
+    }
+    if (priced_ends) {
+      // The reader takes its messages in the order they come, each copied at its end: one it
+      // waits for is copied as it comes, one that came while the reader was busy costs the
+      // reader its copy when it gets to it (docs/results/distributed.md, 2026-11-30 04:35).
+      std::vector<std::pair<double, double>> pending;
+      for (const auto& [producer, message] : messages) {
+        const auto found = received.find({producer, worker});
+        if (found != received.end()) {
+          start = std::max(start, found->second);
+        } else {
+          pending.push_back(message);
+        }
+      }
+      std::sort(pending.begin(), pending.end());
+      for (const auto& [there, bytes] : pending)
+        start = std::max(start + graph.machine.endpoint_seconds(bytes), there);
+      for (const auto& [producer, message] : messages)
+        received.try_emplace({producer, worker}, start);
     }
     const Task& info = graph.tasks[task];
     const double duration = (result.beside_busy && !info.busy_time.empty() ? info.busy_time[worker]
                                                                            : info.time[worker]) +
                             task_seconds + reads;
+    if (priced_ends) {
+      // One message per reading worker (the hand-off's channel), the largest value it reads.
+      std::map<int, double> to_worker;
+      for (int edge : out_edges[task]) {
+        const int reader_worker = plan.tasks[graph.edges[edge].second].worker;
+        if (reader_worker == worker) continue;
+        double& bytes = to_worker[reader_worker];
+        bytes = std::max(bytes, graph.bytes_on_edge(edge));
+      }
+      for (const auto& [reader_worker, bytes] : to_worker)
+        sends[task] += graph.machine.endpoint_seconds(bytes);
+    }
     result.start[task] = start;
-    result.finish[task] = start + duration;
-    result.busy[worker] += duration;
+    result.finish[task] = start + duration + sends[task];
+    result.busy[worker] += duration + sends[task];
     result.makespan = std::max(result.makespan, result.finish[task]);
   }
   std::vector<int> worker_of_task(task_count, 0);

@@ -45,10 +45,13 @@ bool prices_beside_busy(const Plan& plan, const TaskGraph& graph);
 /// device than 0 reads arrive from device 0, sent at the start (TaskGraph::input_arrival); the
 /// model outputs produced only off device 0 end the run when they reach it
 /// (TaskGraph::output_gathers): what the MPI executor sends. Links carry any number of
-/// transfers at once. Tasks take Task::time, or Task::busy_time where prices_beside_busy
-/// says so; where two or more workers compute, each task takes Machine::task_seconds more and
-/// the makespan Machine::run_seconds more. Throws Error when the orders deadlock or the plan does
-/// not place every task once.
+/// transfers at once. With Machine::endpoint_bandwidth (ranks), each end of a task-to-task
+/// message is priced too: the producer's worker sends for bytes / endpoint_bandwidth after the
+/// task (one message per reading worker), and a reader copies each message when it gets to it
+/// (at once when it was waiting for it: the copy then overlaps the link's). Tasks take Task::time,
+/// or Task::busy_time where prices_beside_busy says so; where two or more workers compute, each
+/// task takes Machine::task_seconds more and the makespan Machine::run_seconds more. Throws Error
+/// when the orders deadlock or the plan does not place every task once.
 Simulation simulate(const Plan& plan, const TaskGraph& graph);
 
 /// Copies a simulation's times into the plan (start, finish, makespan).

@@ -270,6 +270,8 @@ Machine task_graph_machine(const nlohmann::json& json, const std::string& origin
     }
     machine.shared_memory = json["shared_memory"].get<bool>();
   }
+  if (json.contains("endpoint_bandwidth"))
+    machine.endpoint_bandwidth = endpoint_bandwidth_from_json(json, origin);
   return machine;
 }
 
@@ -511,6 +513,8 @@ nlohmann::json task_graph_to_json(const TaskGraph& graph) {
   if (graph.machine.task_seconds > 0) json["task_seconds"] = graph.machine.task_seconds;
   if (graph.machine.run_seconds > 0) json["run_seconds"] = graph.machine.run_seconds;
   if (graph.machine.shared_memory) json["shared_memory"] = true;
+  if (graph.machine.endpoint_bandwidth > 0)
+    json["endpoint_bandwidth"] = graph.machine.endpoint_bandwidth;
   json["tasks"] = std::move(tasks);
   json["edges"] = std::move(edges);
   return json;

@@ -322,7 +322,34 @@ TEST_F(FamiliesScript, LinkLatencyIsAWaitingRanksMessage) {
       read_text(path("m.json")),
       R"json({"devices": [{"name": "rank0", "speed": 1.0}, {"name": "rank1", "speed": 0.5}], )json"
       R"json("bandwidth": [[0, 3145728000.0], [3145728000.0, 0]], "latency": [[0, 0.00028], )json"
-      R"json([0.00028, 0]]})json");
+      R"json([0.00028, 0]], "endpoint_bandwidth": 3145728000.0})json");
+}
+
+// A shaped link's machine takes its ends' copies from an unshaped ping-pong: tc slows the
+// wire, not the ranks' copies (2 and 4 MiB one way: 1 ms apart, 3 MiB over it).
+TEST_F(FamiliesScript, EndpointBandwidthComesFromTheUnshapedPingPong) {
+  write("shaped.txt",
+        "bytes 8 round_trip_us 40.0 bandwidth_Bps 2.0e5\n"
+        "bytes 1048576 round_trip_us 16000.0 bandwidth_Bps 1.3e8\n"
+        "bytes 4194304 round_trip_us 64000.0 bandwidth_Bps 1.3e8\n");
+  write("unshaped.txt",
+        "bytes 8 round_trip_us 40.0 bandwidth_Bps 2.0e5\n"
+        "bytes 1048576 round_trip_us 1000.0 bandwidth_Bps 2.1e9\n"
+        "bytes 4194304 round_trip_us 3000.0 bandwidth_Bps 2.8e9\n");
+  const std::string tool =
+      std::string("/usr/bin/python3 ") + CLEAVE_SOURCE_DIR + "/bench/distributed/link_machine.py ";
+  CommandResult result = run_shell(tool + path("shaped.txt") + " " + path("m.json") +
+                                   " --speeds 1,1 --endpoint-from " + path("unshaped.txt"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::string machine = read_text(path("m.json"));
+  EXPECT_NE(machine.find(R"("bandwidth": [[0, 131072000.0], [131072000.0, 0]])"), std::string::npos)
+      << machine;
+  EXPECT_NE(machine.find(R"("endpoint_bandwidth": 3145728000.0)"), std::string::npos) << machine;
+  result = run_shell(tool + path("shaped.txt") + " " + path("m.json") +
+                     " --speeds 1,1 --endpoint-from " + path("missing.txt"));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("missing.txt: cannot read the ping-pong output"), std::string::npos)
+      << result.err;
 }
 
 // Without the waiting receiver's line (an older pingpong), half the spinning round trip.

@@ -157,6 +157,36 @@ TEST(MachineTest, CpuMachineRefusesZeroWorkers) {
   EXPECT_THROW(cpu_machine(0, 1), Error);
 }
 
+TEST(MachineTest, EndpointBandwidthPricesEachEndOfAMessage) {
+  const Machine plain = parse(kTwoDevices);
+  EXPECT_EQ(plain.endpoint_bandwidth, 0);
+  EXPECT_EQ(plain.endpoint_seconds(1e6), 0);
+  EXPECT_FALSE(machine_to_json(plain).contains("endpoint_bandwidth"));
+  nlohmann::json json = nlohmann::json::parse(kTwoDevices);
+  json["endpoint_bandwidth"] = 5e9;
+  const Machine priced = machine_from_json(json, "m.json");
+  EXPECT_DOUBLE_EQ(priced.endpoint_seconds(1e6), 2e-4);
+  EXPECT_EQ(machine_from_json(machine_to_json(priced), "again").endpoint_bandwidth, 5e9);
+  Machine shared = priced;
+  shared.shared_memory = true;  // Threads share values: no message, no copy at its ends.
+  EXPECT_EQ(shared.endpoint_seconds(1e6), 0);
+}
+
+TEST(MachineErrorTest, EndpointBandwidthMustBeANonNegativeNumber) {
+  for (const char* bad : {"-1", "\"fast\"", "[1]"}) {
+    nlohmann::json json = nlohmann::json::parse(kTwoDevices);
+    json["endpoint_bandwidth"] = nlohmann::json::parse(bad);
+    try {
+      machine_from_json(json, "m.json");
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("m.json: endpoint_bandwidth: expected a non-negative "
+                                      "number of bytes/s"))
+          << bad;
+    }
+  }
+}
+
 TEST(MachineErrorTest, NegativeSpeedNamesFileDeviceAndField) {
   EXPECT_EQ(error_of(R"({"devices": [{"name": "a"}, {"name": "b"}, {"name": "c", "speed": -1}],
                         "bandwidth": [[0,1,1],[1,0,1],[1,1,0]]})"),

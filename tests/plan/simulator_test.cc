@@ -110,6 +110,57 @@ TEST(SimulatorTest, ASharedMemoryFlagThatIsNotABooleanIsRefusedByName) {
   EXPECT_THAT(graph_error(text), HasSubstr("shared_memory: expected true or false"));
 }
 
+// slack_graph with each end of a 100-byte message copied in 0.5 s (endpoint_bandwidth 200).
+TaskGraph priced_slack_graph() {
+  TaskGraph graph = graph_from_text(slack_graph(false));
+  graph.machine.endpoint_bandwidth = 200;
+  return graph;
+}
+
+TEST(SimulatorTest, AMessageThatCameWhileTheReaderWasBusyCostsItsCopyAtPricedEnds) {
+  // a computes 0-1 and sends to q 1-1.5; the message is on q at max(1.5 + 0.5, 1 + 1.5) = 2.5,
+  // b waits for it there (its copy overlaps the link's) and runs 2.5-3.5, sending 3.5-4. c runs
+  // 1.5-6.5 on p; b's message came at 5, so d copies it first: 7, and runs 7-8.
+  const Simulation result =
+      simulate(make_plan({0, 1, 0, 0}, {{0, 2, 3}, {1}}), priced_slack_graph());
+  EXPECT_DOUBLE_EQ(result.finish[0], 1.5);
+  EXPECT_DOUBLE_EQ(result.start[1], 2.5);
+  EXPECT_DOUBLE_EQ(result.finish[1], 4);
+  EXPECT_DOUBLE_EQ(result.start[2], 1.5);
+  EXPECT_DOUBLE_EQ(result.start[3], 7);
+  EXPECT_DOUBLE_EQ(result.makespan, 8);
+  EXPECT_DOUBLE_EQ(result.busy[0], 1.5 + 5 + 1);
+  EXPECT_DOUBLE_EQ(result.busy[1], 1.5);
+  // Unpriced, the message that came during c costs d nothing (6-7).
+  EXPECT_DOUBLE_EQ(
+      simulate(make_plan({0, 1, 0, 0}, {{0, 2, 3}, {1}}), graph_from_text(slack_graph(false)))
+          .makespan,
+      7);
+}
+
+TEST(SimulatorTest, TwoReadersOnOneWorkerShareOneMessageAtPricedEnds) {
+  // b and c on q read a: a sends one message (1-1.5), b copies it as it comes (2.5), runs
+  // 2.5-3.5 and sends 3.5-4; c needs no second copy: 4-9, sending 9-9.5. b's message is on p
+  // at 5, c's at max(9.5 + 0.5, 9 + 1.5) = 10.5; d copies b's while c's is on its way and
+  // runs 10.5-11.5.
+  TaskGraph graph = priced_slack_graph();
+  const Simulation result = simulate(make_plan({0, 1, 1, 0}, {{0, 3}, {1, 2}}), graph);
+  EXPECT_DOUBLE_EQ(result.finish[0], 1.5);
+  EXPECT_DOUBLE_EQ(result.start[1], 2.5);
+  EXPECT_DOUBLE_EQ(result.start[2], 4);
+  EXPECT_DOUBLE_EQ(result.start[3], 10.5);
+  EXPECT_DOUBLE_EQ(result.makespan, 11.5);
+}
+
+TEST(SimulatorTest, ATaskGraphFileKeepsItsEndpointBandwidth) {
+  const TaskGraph graph = priced_slack_graph();
+  EXPECT_EQ(task_graph_from_json(task_graph_to_json(graph), "g.json").machine.endpoint_bandwidth,
+            200);
+  std::string text = slack_graph(false);
+  text.replace(text.find("\"shared_memory\""), 0, "\"endpoint_bandwidth\": -5, ");
+  EXPECT_THAT(graph_error(text), HasSubstr("endpoint_bandwidth: expected a non-negative number"));
+}
+
 TEST(SimulatorTest, WorkerWaitsForItsPreviousTaskEvenWhenInputsAreReady) {
   const TaskGraph graph = graph_from_text(R"({"devices": [{"name": "p"}],
     "tasks": [{"name": "long", "time": [5]}, {"name": "short", "time": [1]}]})");
