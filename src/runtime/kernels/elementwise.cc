@@ -5,6 +5,9 @@
 
 #include <string_view>
 
+#include "runtime/cpu_isa.h"
+#include "runtime/kernels/channel_loops.h"
+
 namespace cleave {
 
 namespace elementwise {
@@ -99,7 +102,7 @@ class ChannelBroadcastKernel final : public Kernel {
  public:
   ChannelBroadcastKernel(const KernelContext& context, dnnl::algorithm algorithm, std::size_t first,
                          int64_t block)
-      : algorithm_(algorithm), first_(first), block_(block), threads_(context.threads) {
+      : first_(first), block_(block), threads_(context.threads) {
     const Tensor& x = context.input(first);
     spec_.dtype = DataType::kFloat;
     spec_.shape = x.shape();
@@ -113,12 +116,39 @@ class ChannelBroadcastKernel final : public Kernel {
     const float padding = algorithm == dnnl::algorithm::binary_div ? 1.0f : 0.0f;
     values_.assign(static_cast<std::size_t>(channel_blocks_ * block_), padding);
     const Tensor& operand = context.input(1 - first);
-    if (operand.is_blocked()) {
+    // A blocked [1, C, 1, ...] operand (a squeeze-and-excitation scale) usually holds its values
+    // in channel order already: read in place, without a reorder call per run.
+    if (operand.is_blocked() && !holds_plain_bytes(*operand.layout(), operand.shape())) {
       operand_reorder_ =
           LayoutReorder(*operand.layout(), plain_desc(operand.shape()), context.engine);
       operand_plain_ = Tensor::allocate(DataType::kFloat, operand.shape());
     }
+    if (block_ > 1) {
+      rows_ = {batch_ * channel_blocks_, channel_blocks_, spatial_, block_};
+      min_parallel_floats_ = kBlockedParallelThreshold;
+    } else if (spatial_ == 1) {
+      rows_ = {batch_, 1, 1, channels_};  // [N, C] against [C]: each row all the channels.
+    } else {
+      rows_ = {batch_ * channels_, channels_, spatial_, 1};
+    }
+    switch (algorithm) {
+      case dnnl::algorithm::binary_add:
+        op_ = ChannelOp::kAdd;
+        break;
+      case dnnl::algorithm::binary_mul:
+        op_ = ChannelOp::kMul;
+        break;
+      case dnnl::algorithm::binary_sub:
+        op_ = ChannelOp::kSub;
+        break;
+      default:
+        op_ = ChannelOp::kDiv;
+        break;
+    }
+    implementation_ = "cleave:" + vector_isa_name(vector_isa());
   }
+
+  std::string implementation() const override { return implementation_; }
 
   std::vector<OutputSpec> output_specs() const override { return {spec_}; }
 
@@ -131,96 +161,22 @@ class ChannelBroadcastKernel final : public Kernel {
       operand = &operand_plain_;
     }
     std::copy_n(operand->data<float>(), channels_, values_.begin());
-    const float* x = inputs[first_]->data<float>();
-    float* out = outputs[0]->data<float>();
-    switch (algorithm_) {
-      case dnnl::algorithm::binary_add:
-        apply(x, out, [](float a, float b) { return a + b; });
-        break;
-      case dnnl::algorithm::binary_mul:
-        apply(x, out, [](float a, float b) { return a * b; });
-        break;
-      // oneDNN broadcasts only the second operand, so for Sub and Div (not commutative) the
-      // broadcast operand is always the second one.
-      case dnnl::algorithm::binary_sub:
-        apply(x, out, [](float a, float b) { return a - b; });
-        break;
-      default:
-        apply(x, out, [](float a, float b) { return a / b; });
-        break;
-    }
+    // oneDNN broadcasts only the second operand, so for Sub and Div (not commutative) the
+    // broadcast operand is always the second one.
+    channel_op_loops(op_, inputs[first_]->data<float>(), outputs[0]->data<float>(), values_.data(),
+                     rows_, threads_, min_parallel_floats_);
   }
 
  private:
-  // Memory order is [batch][channel block][spatial][block lane]; block 1 is plain NC...
-  template <typename Op>
-  void apply(const float* x, float* out, Op op) const {
-    switch (block_) {
-      case 16:
-        return apply_blocked<16>(x, out, op);
-      case 8:
-        return apply_blocked<8>(x, out, op);
-      case 4:
-        return apply_blocked<4>(x, out, op);
-      default:
-        break;
-    }
-    const int64_t row_size = spatial_;
-    if (row_size == 1) {
-      // [N, C] against [C] (a scale applied to weights [O, C, 1, 1]): rows of one element
-      // would cost a division each, so walk the channels instead.
-      parallel_for(batch_ * channels_, threads_, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end;) {
-          const int64_t first_channel = i % channels_;
-          const int64_t to = std::min(end, i + channels_ - first_channel);
-          const float* v = values_.data() + first_channel - i;
-          for (; i < to; ++i) out[i] = op(x[i], v[i]);
-        }
-      });
-      return;
-    }
-    parallel_for(batch_ * channel_blocks_ * row_size, threads_, [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin / row_size; row * row_size < end; ++row) {
-        const float scalar = values_[row % channel_blocks_];
-        const int64_t to = std::min(end, (row + 1) * row_size);
-        for (int64_t i = std::max(begin, row * row_size); i < to; ++i) out[i] = op(x[i], scalar);
-      }
-    });
-  }
-
-  // The block size is a compile-time constant so that the lane loop vectorises (with a run-time
-  // block the index modulo kept EfficientNet's squeeze-and-excitation Muls scalar: 4.6 ms).
-  template <int64_t kBlock, typename Op>
-  void apply_blocked(const float* x, float* out, Op op) const {
-    const int64_t pixels = batch_ * channel_blocks_ * spatial_;
-    // Blocked data comes from a convolution that has just run on every thread: the team is
-    // awake and each core holds part of the data, so even small tensors gain from splitting
-    // (EfficientNet-B0 at 2 threads: 3% faster). The default threshold counted pixels here, so
-    // not one of its squeeze-and-excitation Muls was split.
-    const int64_t min_parallel_pixels = kBlockedParallelThreshold / kBlock;
-    parallel_for(
-        pixels, threads_,
-        [&](int64_t begin, int64_t end) {
-          for (int64_t pixel = begin; pixel < end;) {
-            const int64_t row = pixel / spatial_;
-            const float* v = values_.data() + (row % channel_blocks_) * kBlock;
-            const int64_t row_end = std::min(end, (row + 1) * spatial_);
-            for (; pixel < row_end; ++pixel) {
-              const float* in = x + pixel * kBlock;
-              float* to = out + pixel * kBlock;
-              for (int64_t lane = 0; lane < kBlock; ++lane) to[lane] = op(in[lane], v[lane]);
-            }
-          }
-        },
-        min_parallel_pixels);
-  }
-
-  dnnl::algorithm algorithm_;
   std::size_t first_;
   int64_t block_;
   int threads_;
   OutputSpec spec_;
   int64_t batch_ = 1, channels_ = 1, spatial_ = 1, channel_blocks_ = 1;
+  ChannelOp op_ = ChannelOp::kMul;
+  ChannelRows rows_;
+  int64_t min_parallel_floats_ = kParallelThreshold;
+  std::string implementation_;
   std::vector<float> values_;
   LayoutReorder operand_reorder_;
   Tensor operand_plain_;

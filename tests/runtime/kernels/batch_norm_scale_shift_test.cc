@@ -206,15 +206,15 @@ TEST(ScaleShiftLoops, PlainRowsShareOneScaleAcrossTheirPixels) {
   const std::vector<float> x = {1, 2, 3, -1, -2, -3};
   const std::vector<float> scale = {2, -1}, shift = {0.5f, 1};
   std::vector<float> out(6);
-  scale_shift_loops(x.data(), out.data(), scale.data(), shift.data(), ScaleShiftShape{2, 2, 3, 1},
+  scale_shift_loops(x.data(), out.data(), scale.data(), shift.data(), ChannelRows{2, 2, 3, 1},
                     false, 1);
   EXPECT_EQ(out, (std::vector<float>{2.5f, 4.5f, 6.5f, 2, 3, 4}));
-  scale_shift_loops(x.data(), out.data(), scale.data(), shift.data(), ScaleShiftShape{2, 2, 3, 1},
-                    true, 1);
+  scale_shift_loops(x.data(), out.data(), scale.data(), shift.data(), ChannelRows{2, 2, 3, 1}, true,
+                    1);
   EXPECT_EQ(out, (std::vector<float>{2.5f, 4.5f, 6.5f, 2, 3, 4}));
   const std::vector<float> negative_shift = {-5, -2.5f};
   scale_shift_loops(x.data(), out.data(), scale.data(), negative_shift.data(),
-                    ScaleShiftShape{2, 2, 3, 1}, true, 1);
+                    ChannelRows{2, 2, 3, 1}, true, 1);
   EXPECT_EQ(out, (std::vector<float>{0, 0, 1, 0, 0, 0.5f}));
 }
 

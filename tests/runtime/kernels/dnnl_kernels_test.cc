@@ -1243,10 +1243,45 @@ TEST(PoolLoops, StrideOneOverWideRowsTakesEightPixelsAtATime) {
                       {{1, 1}, {1, 1}, {0, 0}}, {0, 0}, {1, 3, 3, 18}, {});
 }
 
-TEST(PoolLoops, GlobalPoolsStayOnOneDnn) {
-  OneNode global("GlobalAveragePool");
+TEST(PoolLoops, GlobalMaxPoolStaysOnOneDnn) {
+  OneNode global("GlobalMaxPool");
   global.input({1, 16, 4, 4}, random_values(256, 54));
   EXPECT_FALSE(global.prepare(true, 1, true, 8)->implementation().starts_with("cleave:"));
+}
+
+// A global average runs in channel_loops in every layout and keeps it: 20 channels pad the last
+// block of 8 and 16, 7x7 leaves pixels after the partial sums' groups of 4 and 16.
+TEST(GlobalAveragePool, RunsInChannelLoopsInEveryLayoutOnOneAndTwoThreads) {
+  for (const Shape64& shape : {Shape64{2, 20, 7, 7}, Shape64{1, 640, 8, 8}}) {
+    auto x = random_values(count_of(shape), 55);
+    const Shape64 y_shape = {shape[0], shape[1], 1, 1};
+    const auto expected = pool_reference(Pool::kAverageExcludePad, x, shape, {shape[2], shape[3]},
+                                         {{1, 1}, {1, 1}, {0, 0}}, {0, 0}, y_shape);
+    constexpr int64_t kPlain = 0;
+    for (int64_t block : {int64_t{8}, int64_t{16}, OneNode::kChannelsLast, kPlain}) {
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(fmt::format("[{}, {}, ...], block {}, {} thread(s)", shape[0], shape[1], block,
+                                 threads));
+        OneNode node("GlobalAveragePool");
+        node.input(shape, x);
+        auto pool = node.prepare(/*blocked_outputs_allowed=*/true, threads, block != kPlain, block);
+        EXPECT_EQ(pool->implementation(), "cleave:" + vector_isa_name(vector_isa()));
+        EXPECT_EQ(pool->output_specs()[0].layout.has_value(), block != kPlain);
+        expect_near(node.run_prepared(*pool), y_shape, expected);
+      }
+    }
+  }
+}
+
+TEST(GlobalAveragePool, BlockedOutputComesBackPlainWhenTheConsumerAsks) {
+  auto x = random_values(2 * 20 * 5 * 5, 56);
+  OneNode node("GlobalAveragePool");
+  node.input({2, 20, 5, 5}, x);
+  auto pool = node.prepare(/*blocked_outputs_allowed=*/false, 1, true, 16);
+  EXPECT_FALSE(pool->output_specs()[0].layout);
+  expect_near(node.run_prepared(*pool), {2, 20, 1, 1},
+              pool_reference(Pool::kAverageExcludePad, x, {2, 20, 5, 5}, {5, 5},
+                             {{1, 1}, {1, 1}, {0, 0}}, {0, 0}, {2, 20, 1, 1}));
 }
 
 TEST(DnnlMaxPool, UnreadIndicesOutputIsIgnored) {

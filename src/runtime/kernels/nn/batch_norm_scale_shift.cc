@@ -17,117 +17,9 @@ namespace cleave {
 
 namespace {
 
-template <bool kRelu>
-inline float finish(float value) {
-  if constexpr (kRelu) return value < 0.0f ? 0.0f : value;
-  return value;
-}
-
-// Units [begin, end) of `shape.rows * shape.pixels`, each one pixel of `lanes` floats. kLanes
-// is the block when it is known here (16, 8, 4: the lane loop becomes one vector, and the
-// row's scale and shift stay in registers), 1 for plain rows (one scale for the whole row), 0
-// for channels-last (lanes = C, the lane loop vectorised over the channels).
-template <int64_t kLanes, bool kRelu>
-inline void units_body(const float* __restrict__ x, float* __restrict__ out,
-                       const float* __restrict__ scale, const float* __restrict__ shift,
-                       const ScaleShiftShape& shape, int64_t begin, int64_t end) {
-  const int64_t lanes = kLanes > 0 ? kLanes : shape.lanes;
-  for (int64_t unit = begin; unit < end;) {
-    const int64_t row = unit / shape.pixels;
-    const int64_t count = std::min(end, (row + 1) * shape.pixels) - unit;
-    const int64_t group = row % shape.groups;
-    const float* in = x + unit * lanes;
-    float* to = out + unit * lanes;
-    if constexpr (kLanes == 1) {
-      const float a = scale[group], b = shift[group];
-      for (int64_t i = 0; i < count; ++i) to[i] = finish<kRelu>(in[i] * a + b);
-    } else if constexpr (kLanes > 1) {
-      float a[kLanes], b[kLanes];
-      for (int64_t lane = 0; lane < kLanes; ++lane) {
-        a[lane] = scale[group * kLanes + lane];
-        b[lane] = shift[group * kLanes + lane];
-      }
-      for (int64_t pixel = 0; pixel < count; ++pixel) {
-        for (int64_t lane = 0; lane < kLanes; ++lane) {
-          to[pixel * kLanes + lane] = finish<kRelu>(in[pixel * kLanes + lane] * a[lane] + b[lane]);
-        }
-      }
-    } else {
-      const float* a = scale + group * lanes;
-      const float* b = shift + group * lanes;
-      for (int64_t pixel = 0; pixel < count; ++pixel) {
-        const float* pixel_in = in + pixel * lanes;
-        float* pixel_out = to + pixel * lanes;
-        for (int64_t lane = 0; lane < lanes; ++lane) {
-          pixel_out[lane] = finish<kRelu>(pixel_in[lane] * a[lane] + b[lane]);
-        }
-      }
-    }
-    unit += count;
-  }
-}
-
-using UnitsLoop = void (*)(const float*, float*, const float*, const float*, const ScaleShiftShape&,
-                           int64_t, int64_t);
-
-// One loop per instruction set (the library itself targets baseline x86-64), as fast_math.cc.
-template <int64_t kLanes, bool kRelu>
-__attribute__((target("avx512f,avx512vl,avx512dq,avx2,fma"))) void units_avx512(
-    const float* x, float* out, const float* scale, const float* shift,
-    const ScaleShiftShape& shape, int64_t begin, int64_t end) {
-  units_body<kLanes, kRelu>(x, out, scale, shift, shape, begin, end);
-}
-
-template <int64_t kLanes, bool kRelu>
-__attribute__((target("avx2,fma"))) void units_avx2(const float* x, float* out, const float* scale,
-                                                    const float* shift,
-                                                    const ScaleShiftShape& shape, int64_t begin,
-                                                    int64_t end) {
-  units_body<kLanes, kRelu>(x, out, scale, shift, shape, begin, end);
-}
-
-template <int64_t kLanes, bool kRelu>
-void units_baseline(const float* x, float* out, const float* scale, const float* shift,
-                    const ScaleShiftShape& shape, int64_t begin, int64_t end) {
-  units_body<kLanes, kRelu>(x, out, scale, shift, shape, begin, end);
-}
-
-template <int64_t kLanes, bool kRelu>
-UnitsLoop pick() {
-  // One switch (ONEDNN_MAX_CPU_ISA) caps these loops and oneDNN's kernels alike.
-  switch (vector_isa()) {
-    case VectorIsa::kAvx512:
-      return units_avx512<kLanes, kRelu>;
-    case VectorIsa::kAvx2:
-      return units_avx2<kLanes, kRelu>;
-    case VectorIsa::kBaseline:
-      break;
-  }
-  return units_baseline<kLanes, kRelu>;
-}
-
-template <bool kRelu>
-UnitsLoop loop_for(int64_t lanes) {
-  static const UnitsLoop sixteen = pick<16, kRelu>(), eight = pick<8, kRelu>(),
-                         four = pick<4, kRelu>(), one = pick<1, kRelu>(), any = pick<0, kRelu>();
-  // Channels-last of 16, 8, 4 or 1 channels is one group of that many lanes: the same loops.
-  switch (lanes) {
-    case 16:
-      return sixteen;
-    case 8:
-      return eight;
-    case 4:
-      return four;
-    case 1:
-      return one;
-    default:
-      return any;
-  }
-}
-
 class ScaleShiftBatchNormKernel final : public Kernel {
  public:
-  ScaleShiftBatchNormKernel(const KernelContext& context, ScaleShiftShape shape, bool relu)
+  ScaleShiftBatchNormKernel(const KernelContext& context, ChannelRows shape, bool relu)
       : shape_(shape), relu_(relu), threads_(context.threads) {
     const Tensor& x = context.input(0);
     const int64_t channels = x.dim(1);
@@ -180,7 +72,7 @@ class ScaleShiftBatchNormKernel final : public Kernel {
   }
 
  private:
-  ScaleShiftShape shape_;
+  ChannelRows shape_;
   bool relu_ = false;
   int threads_ = 1;
   std::vector<float> scale_, shift_;
@@ -192,32 +84,7 @@ class ScaleShiftBatchNormKernel final : public Kernel {
   std::string implementation_;
 };
 
-// How x's floats lie as ScaleShiftShape, or nullopt for a layout the loops do not walk.
-std::optional<ScaleShiftShape> shape_of(const Tensor& x) {
-  const int64_t batch = x.dim(0), channels = x.dim(1);
-  const int64_t spatial = volume(std::span<const int64_t>(x.shape()).subspan(2));
-  if (elementwise::is_channels_last(x)) return ScaleShiftShape{batch, 1, spatial, channels};
-  std::optional<int64_t> block = elementwise::channel_block_of(x);
-  if (!block) return std::nullopt;
-  if (*block == 1 && spatial == 1) return ScaleShiftShape{batch, 1, 1, channels};  // [N, C]
-  const int64_t groups = (channels + *block - 1) / *block;
-  return ScaleShiftShape{batch * groups, groups, spatial, *block};
-}
-
 }  // namespace
-
-void scale_shift_loops(const float* x, float* out, const float* scale, const float* shift,
-                       const ScaleShiftShape& shape, bool relu, int threads) {
-  const UnitsLoop loop = relu ? loop_for<true>(shape.lanes) : loop_for<false>(shape.lanes);
-  // Below this many floats a second thread costs more than it saves (the intra-op team has
-  // usually decided already: one thread per 256 KiB moved).
-  const int64_t min_parallel_units =
-      std::max<int64_t>(1, elementwise::kBlockedParallelThreshold / shape.lanes);
-  elementwise::parallel_for(
-      shape.rows * shape.pixels, threads,
-      [&](int64_t begin, int64_t end) { loop(x, out, scale, shift, shape, begin, end); },
-      min_parallel_units);
-}
 
 std::unique_ptr<Kernel> try_scale_shift_batch_norm(const KernelContext& context) {
   const Node& node = context.node;
@@ -245,7 +112,7 @@ std::unique_ptr<Kernel> try_scale_shift_batch_norm(const KernelContext& context)
       return nullptr;
     }
   }
-  std::optional<ScaleShiftShape> shape = shape_of(x);
+  std::optional<ChannelRows> shape = channel_rows_of(x);
   if (!shape) return nullptr;
   return std::make_unique<ScaleShiftBatchNormKernel>(context, *shape, relu);
 }
