@@ -63,22 +63,43 @@ typename Primitive::primitive_desc make_descriptor(const ConvProblem& p, const m
 /// oneDNN 2.6 has Winograd only for these: 2-D, 3x3, stride 1, no dilation, no groups.
 bool winograd_shape(const ConvProblem& p);
 
-/// The Winograd family's small maps: at most kWinogradSmallMapPixels output pixels per map.
+/// The Winograd family's small maps: at most kWinogradSmallMapPixels output pixels per map, or
+/// kWinogradTeamSmallMapPixels for oneDNN's kernel on a team of 2 threads or more.
 constexpr int64_t kWinogradSmallMapPixels = 25;
+constexpr int64_t kWinogradTeamSmallMapPixels = 49;
 /// On a small map, multiply-adds from which the direct kernel wins, and maps (1x1 to 2x2) where
 /// it wins at any size.
 constexpr int64_t kWinogradSmallMapDirectMacs = 1'000'000;
 constexpr int64_t kWinogradTinyMapPixels = 4;
+/// cleave's own F(2x2, 3x3) kernel (below AVX-512) runs direct on maps of at most
+/// kOwnWinogradWideMapPixels from kOwnWinogradWideChannels input and output channels.
+constexpr int64_t kOwnWinogradWideMapPixels = 64;
+constexpr int64_t kOwnWinogradWideChannels = 512;
+
+/// Which Winograd kernel would run a convolution, and on how many threads: what
+/// winograd_pays' answer depends on besides the shape.
+struct WinogradRun {
+  int threads = 1;          ///< The intra-op team the kernel would run on.
+  bool own_kernel = false;  ///< cleave's own AVX2 kernel; false: oneDNN's (AVX-512).
+};
 
 /// Whether Winograd pays for a convolution of winograd_shape writing `channels_out` maps of
-/// out_height x out_width from `channels_in`: not on a small map (kWinogradSmallMapPixels) once
-/// its multiply-adds reach kWinogradSmallMapDirectMacs, nor on a tiny one at all, where
-/// F(2x2, 3x3)'s few tiles (4 on 4x4, 9 covering 6x6 on 5x5) cost more than the direct kernel
-/// (docs/results/heldout-speed.md, 2026-11-30: 1.03-1.5x it at 3x3 to 5x5 from about 1.2 M
-/// multiply-adds, 1.5-2.9x at 2x2; 0.58-1.01x below 1 M on 3x3 to 5x5; about even at 6x6
-/// and 7x7). A size not known (negative) is taken to pay: the kernel decides again once it is.
-bool winograd_pays(int64_t out_height, int64_t out_width, int64_t channels_in,
-                   int64_t channels_out);
+/// out_height x out_width from `channels_in`, run as `run` says:
+///  - not on a tiny map (kWinogradTinyMapPixels), where F(2x2, 3x3)'s few tiles (4 on 4x4, 9
+///    covering 6x6 on 5x5) cost more than the direct kernel;
+///  - not on a small map once its multiply-adds reach kWinogradSmallMapDirectMacs. Small is up
+///    to 5x5 at 1 thread; for oneDNN's kernel on 2 threads or more up to 7x7, where its
+///    per-call cost is no longer shared by the direct kernel (docs/results/heldout-speed.md,
+///    2026-11-30: 1 thread 1.03-1.5x the direct kernel at 3x3 to 5x5 from about 1.2 M
+///    multiply-adds, 1.5-2.9x at 2x2, 0.58-1.01x below 1 M on 3x3 to 5x5, 0.59-1.00x at 6x6
+///    and 7x7; 2 threads at 6x6 and 7x7 1.0-1.65x from 64 to 128 channels (1.3-7.2 M), 0.92-1.04x
+///    at 256 and 512, 0.75-1.25x at 8x8, where it stays);
+///  - for cleave's own kernel, not on maps up to 8x8 from 512 channels in and out, whose
+///    transformed weights (16/9 of 9.4 MiB and more) its few tiles read again per tile block:
+///    1.15-2.5x the direct kernel there at 1 and 2 threads, 0.66-0.95x at 256 channels.
+/// A size not known (negative) is taken to pay: the kernel decides again once it is.
+bool winograd_pays(int64_t out_height, int64_t out_width, int64_t channels_in, int64_t channels_out,
+                   const WinogradRun& run);
 
 /// Whether oneDNN's implementation name is a slow one (gemm or ref).
 bool is_slow(const std::string& implementation);
