@@ -211,10 +211,11 @@ std::string winograd_budget_key(const WinogradBudget& budget) {
 
 std::string winograd_family_key() {
   using namespace conv_detail;
-  return fmt::format(
-      "{}-m{}-{}-{}-t{}-o{}-{}", winograd_budget_key(winograd_budget_from_environment()),
-      kWinogradSmallMapPixels, kWinogradSmallMapDirectMacs, kWinogradTinyMapPixels,
-      kWinogradTeamSmallMapPixels, kOwnWinogradWideMapPixels, kOwnWinogradWideChannels);
+  return fmt::format("{}-m{}-{}-{}-t{}-{}-o{}-{}",
+                     winograd_budget_key(winograd_budget_from_environment()),
+                     kWinogradSmallMapPixels, kWinogradSmallMapDirectMacs, kWinogradTinyMapPixels,
+                     kWinogradTeamMapPixels, kWinogradTeamDirectMacsBelow,
+                     kOwnWinogradWideMapPixels, kOwnWinogradWideChannels);
 }
 
 WinogradKernel winograd_kernel_here() {

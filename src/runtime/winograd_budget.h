@@ -89,16 +89,19 @@ std::string winograd_budget_key(const WinogradBudget& budget);
 
 /// Short text of what decides the Winograd family's kernels, for cache keys: the environment's
 /// budget (winograd_budget_key) and the small-map rule's thresholds,
-/// "wb0.25-32-1-m25-1000000-4-t49-o64-512" (the thread count is in the keys beside it).
+/// "wb0.25-32-1-m25-1000000-4-t49-32000000-o64-512" (the thread count is in the keys beside it).
 std::string winograd_family_key();
 
 /// The Winograd candidates of `graph` (weights of Convs of a 4-D input and a constant 3x3
 /// weight, stride 1, no dilation or groups) ranked by saved flops per extra byte, each kept
 /// while its extra bytes still fit the budget; one that does not fit runs direct, and later,
 /// smaller ones may still fit. A pure function of the graph, the ISA and the intra-op team
-/// `threads` (which decides the small maps), so every executor of it agrees node for node:
-/// an executor runs all its kernels on one team size (KernelContext::threads), and readers of
-/// one weight share its packed copy only inside one executor.
+/// `threads` that decides the small maps (winograd_pays), so every executor of it agrees node
+/// for node. A Conv kernel asks with its own team (KernelContext::threads), which is below its
+/// executor's only under about 2 M flops (intra_op_team: 1 M per thread), where winograd_pays
+/// answers alike at any thread count: the kernel and its executor agree on its own map. Such a
+/// node's budget ranking may still differ, since at 1 thread the 6x6 and 7x7 maps that 2
+/// threads run direct are candidates too; that matters only where a budget applies.
 WinogradSelection select_winograd(const Graph& graph, const WinogradBudget& budget, int threads,
                                   const WinogradKernel& kernel = winograd_kernel_here());
 

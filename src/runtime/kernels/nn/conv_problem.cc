@@ -202,9 +202,10 @@ bool winograd_pays(int64_t out_height, int64_t out_width, int64_t channels_in, i
   if (out_height < 0 || out_width < 0 || channels_in < 0 || channels_out < 0) return true;
   const int64_t pixels = out_height * out_width;
   if (pixels <= kWinogradTinyMapPixels) return false;
-  const int64_t small =
-      !run.own_kernel && run.threads > 1 ? kWinogradTeamSmallMapPixels : kWinogradSmallMapPixels;
-  if (pixels <= small) return pixels * channels_in * channels_out * 9 < kWinogradSmallMapDirectMacs;
+  const int64_t macs = pixels * channels_in * channels_out * 9;
+  if (pixels <= kWinogradSmallMapPixels) return macs < kWinogradSmallMapDirectMacs;
+  if (!run.own_kernel && run.threads > 1 && pixels <= kWinogradTeamMapPixels)
+    return macs < kWinogradSmallMapDirectMacs || macs >= kWinogradTeamDirectMacsBelow;
   return !(run.own_kernel && pixels <= kOwnWinogradWideMapPixels &&
            channels_in >= kOwnWinogradWideChannels && channels_out >= kOwnWinogradWideChannels);
 }

@@ -63,14 +63,16 @@ typename Primitive::primitive_desc make_descriptor(const ConvProblem& p, const m
 /// oneDNN 2.6 has Winograd only for these: 2-D, 3x3, stride 1, no dilation, no groups.
 bool winograd_shape(const ConvProblem& p);
 
-/// The Winograd family's small maps: at most kWinogradSmallMapPixels output pixels per map, or
-/// kWinogradTeamSmallMapPixels for oneDNN's kernel on a team of 2 threads or more.
+/// The Winograd family's small maps: at most kWinogradSmallMapPixels output pixels per map.
 constexpr int64_t kWinogradSmallMapPixels = 25;
-constexpr int64_t kWinogradTeamSmallMapPixels = 49;
 /// On a small map, multiply-adds from which the direct kernel wins, and maps (1x1 to 2x2) where
 /// it wins at any size.
 constexpr int64_t kWinogradSmallMapDirectMacs = 1'000'000;
 constexpr int64_t kWinogradTinyMapPixels = 4;
+/// oneDNN's kernel on a team of 2 threads or more: maps of at most kWinogradTeamMapPixels
+/// (6x6, 7x7) run direct from kWinogradSmallMapDirectMacs up to kWinogradTeamDirectMacsBelow.
+constexpr int64_t kWinogradTeamMapPixels = 49;
+constexpr int64_t kWinogradTeamDirectMacsBelow = 32'000'000;
 /// cleave's own F(2x2, 3x3) kernel (below AVX-512) runs direct on maps of at most
 /// kOwnWinogradWideMapPixels from kOwnWinogradWideChannels input and output channels.
 constexpr int64_t kOwnWinogradWideMapPixels = 64;
@@ -84,19 +86,21 @@ struct WinogradRun {
 };
 
 /// Whether Winograd pays for a convolution of winograd_shape writing `channels_out` maps of
-/// out_height x out_width from `channels_in`, run as `run` says:
-///  - not on a tiny map (kWinogradTinyMapPixels), where F(2x2, 3x3)'s few tiles (4 on 4x4, 9
-///    covering 6x6 on 5x5) cost more than the direct kernel;
-///  - not on a small map once its multiply-adds reach kWinogradSmallMapDirectMacs. Small is up
-///    to 5x5 at 1 thread; for oneDNN's kernel on 2 threads or more up to 7x7, where its
-///    per-call cost is no longer shared by the direct kernel (docs/results/heldout-speed.md,
-///    2026-11-30: 1 thread 1.03-1.5x the direct kernel at 3x3 to 5x5 from about 1.2 M
-///    multiply-adds, 1.5-2.9x at 2x2, 0.58-1.01x below 1 M on 3x3 to 5x5, 0.59-1.00x at 6x6
-///    and 7x7; 2 threads at 6x6 and 7x7 1.0-1.65x from 64 to 128 channels (1.3-7.2 M), 0.92-1.04x
-///    at 256 and 512, 0.75-1.25x at 8x8, where it stays);
-///  - for cleave's own kernel, not on maps up to 8x8 from 512 channels in and out, whose
-///    transformed weights (16/9 of 9.4 MiB and more) its few tiles read again per tile block:
-///    1.15-2.5x the direct kernel there at 1 and 2 threads, 0.66-0.95x at 256 channels.
+/// out_height x out_width from `channels_in`, run as `run` says (Winograd against the blocked
+/// direct kernel per node, docs/results/heldout-speed.md, 2026-11-30, this Xeon):
+///  - not on a tiny map (kWinogradTinyMapPixels): 1.5-2.9x the direct kernel at 2x2;
+///  - not on a small map (to 5x5) from kWinogradSmallMapDirectMacs: F(2x2, 3x3)'s few tiles (4
+///    on 4x4, 9 covering 6x6 on 5x5) took 1.03-1.5x the direct kernel's time from about 1.2 M
+///    multiply-adds at 1 and 2 threads, and 0.58-1.01x below 1 M;
+///  - oneDNN's kernel on 2 threads or more, not on 6x6 and 7x7 maps from 1 M up to 32 M
+///    multiply-adds: 1.09-1.92x at 64 channels and 128 -> 32 (1.3-1.8 M), 0.99-1.14x at 128
+///    (5.3-7.2 M), 0.92-1.06x at 256 (21-29 M), where 1 thread gives 0.59-0.99x; 512 channels
+///    (85-116 M) keep it (0.92-1.03x; resnet50's layer4 sent direct ran 1.04x its time), as do
+///    maps of 8x8 and up (0.75-1.25x, mostly below 1);
+///  - cleave's own kernel (AVX2), not on maps up to 8x8 (16 to 36 tiles of 4x4) from 512
+///    channels in and out, 9.4 MiB of plain weights and more: 1.07-2.03x the direct kernel at
+///    1 thread and 0.73-1.88x at 2 (loaded host, three sweeps), against 0.54-0.95x at 256
+///    channels and 0.60-0.95x for 512 at 10x10.
 /// A size not known (negative) is taken to pay: the kernel decides again once it is.
 bool winograd_pays(int64_t out_height, int64_t out_width, int64_t channels_in, int64_t channels_out,
                    const WinogradRun& run);
