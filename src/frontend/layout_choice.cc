@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 // v5: the Winograd family runs 3x3 convolutions on small maps direct (winograd_map_pays).
 // v6: a lone BatchNormalization runs as a scale and shift (batch_norm_scale_shift.h).
 // v7: the Winograd family's small maps depend on the thread count (oneDNN's kernel: 6x6 and
-// 7x7 maps of 1-32 M multiply-adds at 2 threads and more) and cleave's own kernel runs
+// 7x7 maps of 1-12 M multiply-adds at 2 threads and more) and cleave's own kernel runs
 // 512-channel maps to 8x8 direct (winograd_pays).
 constexpr int kCacheVersion = 7;
 

@@ -89,7 +89,7 @@ std::string winograd_budget_key(const WinogradBudget& budget);
 
 /// Short text of what decides the Winograd family's kernels, for cache keys: the environment's
 /// budget (winograd_budget_key) and the small-map rule's thresholds,
-/// "wb0.25-32-1-m25-1000000-4-t49-32000000-o64-512" (the thread count is in the keys beside it).
+/// "wb0.25-32-1-m25-1000000-4-t49-12000000-o64-512" (the thread count is in the keys beside it).
 std::string winograd_family_key();
 
 /// The Winograd candidates of `graph` (weights of Convs of a 4-D input and a constant 3x3
