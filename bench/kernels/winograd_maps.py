@@ -10,10 +10,11 @@ paired runs of the ratio of their 10th percentiles.
 
 Variants: B blocked family; W Winograd family with no weight budget; D Winograd family with a
 budget of 0 (every 3x3 stride-1 convolution on the direct kernels, brgemm on nhwc where there is
-one); C channels-last.
+one); C channels-last. `--isa AVX2` runs every variant under ONEDNN_MAX_CPU_ISA=AVX2, where the
+Winograd family runs cleave's own F(2x2, 3x3) kernel (oneDNN has Winograd on AVX-512 only).
 
   /usr/bin/python3 bench/kernels/winograd_maps.py DIR SIDES CHANNELS THREADS VARIANTS ROUNDS \
-      [--cleave build/cleave] [--repeat 20]
+      [--cleave build/cleave] [--repeat 20] [--isa AVX2]
   e.g. ... /tmp/maps 2,4,5,7,8 64,128,256,512,128x32 1,2 B,W 3
 """
 import argparse
@@ -59,8 +60,10 @@ def make_model(path, channels, side):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
 
 
-def run(cleave, model, variant, threads, repeat):
+def run(cleave, model, variant, threads, repeat, isa):
     args, env = VARIANTS[variant]
+    if isa:
+        env = {**env, "ONEDNN_MAX_CPU_ISA": isa}
     out = subprocess.run([cleave, "run", model, *args, "--threads", str(threads), "--fixed-threads", "--warmup", "5",
                           "--repeat", str(repeat), "--stats", "--json"],
                          capture_output=True, text=True, env={**os.environ, **env}, check=True)
@@ -77,6 +80,7 @@ def main():
     parser.add_argument("rounds", type=int)
     parser.add_argument("--cleave", default="build/cleave")
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--isa", default="", help="ONEDNN_MAX_CPU_ISA for every run, e.g. AVX2")
     a = parser.parse_args()
     os.makedirs(a.dir, exist_ok=True)
     variants = a.variants.split(",")
@@ -89,8 +93,9 @@ def main():
                 got = {v: [] for v in variants}
                 for _ in range(a.rounds):
                     for v in variants + variants[::-1]:
-                        got[v].append(run(a.cleave, model, v, threads, a.repeat))
-                row = {"side": side, "channels": channels, "threads": threads, "load": os.getloadavg()[0]}
+                        got[v].append(run(a.cleave, model, v, threads, a.repeat, a.isa))
+                row = {"side": side, "channels": channels, "threads": threads, "isa": a.isa or "native",
+                       "load": os.getloadavg()[0]}
                 for v in variants:
                     row[v + "_p10_ms"] = statistics.median(p10 for p10, _ in got[v])
                     row[v + "_implementations"] = got[v][0][1]

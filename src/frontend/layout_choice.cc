@@ -29,7 +29,10 @@ namespace fs = std::filesystem;
 // Bump when kernels change enough that old measurements no longer hold.
 // v5: the Winograd family runs 3x3 convolutions on small maps direct (winograd_map_pays).
 // v6: a lone BatchNormalization runs as a scale and shift (batch_norm_scale_shift.h).
-constexpr int kCacheVersion = 6;
+// v7: the Winograd family's small maps depend on the thread count (oneDNN's kernel: 6x6 and
+// 7x7 maps of 1-12 M multiply-adds at 2 threads and more) and cleave's own kernel runs
+// 512-channel maps to 8x8 direct (winograd_pays).
+constexpr int kCacheVersion = 7;
 
 // Times every family in rounds, one run of each per round and the order rotating, so that a
 // burst of other work on a shared machine lands on the families alike; timing one family's
@@ -79,7 +82,7 @@ bool is_4d_conv(const Graph& graph, const Node& node) {
          graph.value(node.inputs[0]).shape.rank() == 4;
 }
 
-LayoutChoice read_cache(const std::filesystem::path& file, const Graph& graph) {
+LayoutChoice read_cache(const std::filesystem::path& file, const Graph& graph, int threads) {
   const nlohmann::json json = read_json_file(file.string(), "layout cache entry");
   const JsonField root(json, file.string());
   LayoutChoice choice;
@@ -105,7 +108,8 @@ LayoutChoice read_cache(const std::filesystem::path& file, const Graph& graph) {
   }
   // An entry from before Winograd existed for this graph would hide it.
   if (!choice.fastest_ms.count(choice.family) ||
-      (winograd_can_apply(graph) && !choice.fastest_ms.count(ConvolutionFamily::kWinograd))) {
+      (winograd_can_apply(graph, threads) &&
+       !choice.fastest_ms.count(ConvolutionFamily::kWinograd))) {
     throw Error("incomplete entry");
   }
   choice.measured = true;
@@ -122,9 +126,10 @@ bool layouts_can_differ(const Graph& graph) {
   return false;
 }
 
-bool winograd_can_apply(const Graph& graph) {
+bool winograd_can_apply(const Graph& graph, int threads) {
   // Without a Winograd kernel it would time the blocked family's kernels a second time.
   if (!winograd_available()) return false;
+  const conv_detail::WinogradRun run = winograd_run(threads);
   for (NodeId id : graph.node_ids()) {
     const Node& node = graph.node(id);
     if (!is_4d_conv(graph, node)) continue;
@@ -136,7 +141,7 @@ bool winograd_can_apply(const Graph& graph) {
     // A map too small for Winograd runs direct in its family too.
     if (weights.rank() == 4 && weights.is_static() && weights.sizes()[2] == 3 &&
         weights.sizes()[3] == 3 && node.int_attribute("group", 1) == 1 && all_ones("strides") &&
-        all_ones("dilations") && winograd_map_pays(graph, node)) {
+        all_ones("dilations") && winograd_map_pays(graph, node, run)) {
       return true;
     }
   }
@@ -179,7 +184,7 @@ LayoutChoice choose_layouts(const Graph& graph, const ExecutorOptions& options,
       (cache_key(graph, options) + ".json");
   if (choice_options.use_cache && fs::exists(cache)) {
     try {
-      choice = read_cache(cache, graph);
+      choice = read_cache(cache, graph, options.threads);
       if (choice_options.progress) {
         choice_options.progress(fmt::format("layouts: reused {}", cache.string()));
       }
@@ -193,7 +198,7 @@ LayoutChoice choose_layouts(const Graph& graph, const ExecutorOptions& options,
     }
   }
   std::vector<ConvolutionFamily> families = {ConvolutionFamily::kBlocked};
-  if (winograd_can_apply(graph)) families.push_back(ConvolutionFamily::kWinograd);
+  if (winograd_can_apply(graph, options.threads)) families.push_back(ConvolutionFamily::kWinograd);
   families.push_back(ConvolutionFamily::kChannelsLast);
   const std::vector<std::map<ConvolutionFamily, double>> rounds =
       time_in_rounds(graph, options, families, inputs, choice_options);

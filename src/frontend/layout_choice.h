@@ -40,9 +40,10 @@ struct LayoutChoiceOptions {
 /// Whether any convolution could run in another family: a Conv with a 4-D input.
 bool layouts_can_differ(const Graph& graph);
 /// Whether a Conv has the shape oneDNN's Winograd kernel takes (3x3, stride 1, no dilation or
-/// groups, 4-D) and the effective ISA has it (oneDNN 2.6: AVX512_CORE); only then is the
-/// Winograd family timed.
-bool winograd_can_apply(const Graph& graph);
+/// groups, 4-D), a map on which Winograd pays on a team of `threads` (winograd_map_pays), and
+/// the effective ISA has a Winograd kernel (oneDNN 2.6: AVX512_CORE; cleave's own on AVX2);
+/// only then is the Winograd family timed.
+bool winograd_can_apply(const Graph& graph, int threads);
 
 /// Each family's latency relative to kBlocked's in every round (`rounds[i]` holds each
 /// family's run in round i), the median over rounds: a burst of other work that slows one run

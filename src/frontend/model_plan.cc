@@ -98,7 +98,8 @@ ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlan
   chosen.convolution_family = costs.convolution_family;
   if (costs.convolution_family == ConvolutionFamily::kWinograd) {
     // The costs were timed with these nodes on the direct kernels; the plan file says so.
-    const WinogradSelection selection = select_winograd(graph, winograd_budget_from_environment());
+    const WinogradSelection selection =
+        select_winograd(graph, winograd_budget_from_environment(), chosen.threads_per_worker);
     chosen.plan.notes["winograd_budget"] = describe(selection);
     chosen.plan.notes["winograd_direct_nodes"] = direct_node_names(graph, selection);
   }

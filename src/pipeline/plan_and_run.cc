@@ -157,12 +157,14 @@ ConvolutionFamily family_named(const std::string& name) {
 }
 
 // The family, and in the Winograd family which convolutions its weight budget and small-map
-// rule leave direct and the bytes that saves.
-void log_layouts(const RunRecipe& recipe, const Graph& graph, const LayoutChoice& layouts) {
+// rule (on kernels of `threads` intra-op threads) leave direct and the bytes that saves.
+void log_layouts(const RunRecipe& recipe, const Graph& graph, const LayoutChoice& layouts,
+                 int threads) {
   if (recipe.plain_layouts) return;
   log_line(recipe, fmt::format("recipe: layouts {}", describe(layouts)));
   if (layouts.family != ConvolutionFamily::kWinograd || !recipe.log) return;
-  const WinogradSelection selection = select_winograd(graph, winograd_budget_from_environment());
+  const WinogradSelection selection =
+      select_winograd(graph, winograd_budget_from_environment(), threads);
   log_line(recipe, fmt::format("recipe: winograd budget: {}", describe(selection)));
   if (!selection.direct.empty() || !selection.small_maps.empty()) {
     log_line(recipe, fmt::format("recipe: direct (over the Winograd budget or on small maps): {}",
@@ -178,12 +180,12 @@ void choose_run_layouts(PreparedRun& prepared, const RunRecipe& recipe, bool pla
   if (!measure_layouts && recipe.layouts != "auto") {
     layouts.family = family_named(recipe.layouts);
   }
+  const int threads = planned ? recipe.threads_per_worker : recipe.threads;
   if (measure_layouts) {
     prepared.inputs.push_back(input_of(0));
-    layouts = layouts_at(prepared.graph, planned ? recipe.threads_per_worker : recipe.threads,
-                         prepared.inputs.front(), recipe);
+    layouts = layouts_at(prepared.graph, threads, prepared.inputs.front(), recipe);
   }
-  log_layouts(recipe, prepared.graph, layouts);
+  log_layouts(recipe, prepared.graph, layouts, threads);
 }
 
 void make_sequential_executor(PreparedRun& prepared, const RunRecipe& recipe,
@@ -247,7 +249,7 @@ void run_plan_elsewhere(PreparedRun& prepared, const RunRecipe& recipe) {
   } else if (model_plan.convolution_family) {
     prepared.layouts.family = *model_plan.convolution_family;
   }
-  log_layouts(recipe, prepared.graph, prepared.layouts);
+  log_layouts(recipe, prepared.graph, prepared.layouts, model_plan.threads_per_worker);
   prepared.executor = runner.make_executor(prepared.graph, model_plan, prepared.layouts);
   // The executor holds its weights now; this copy would keep them alive once packed.
   drop_initializer_bytes(prepared.graph);

@@ -100,13 +100,14 @@ double onednn_winograd_bytes(const Graph& graph, const Node& node) {
 // Every weight's candidate, in the order of its first reader; the Winograd-shaped readers whose
 // maps are too small for it to pay go to `small_maps` instead.
 std::vector<WinogradCandidate> candidates_of(const Graph& graph, const WinogradKernel& kernel,
-                                             std::vector<NodeId>& small_maps) {
+                                             int threads, std::vector<NodeId>& small_maps) {
+  const conv_detail::WinogradRun run = winograd_run(threads, kernel);
   // A weight that a small map's reader holds packed for the direct kernel anyway gains the
   // whole Winograd copy from its other readers, not only what that copy adds to the plain one.
   std::set<ValueId> read_direct;
   for (NodeId id : graph.node_ids()) {
     const Node& node = graph.node(id);
-    if (winograd_shaped(graph, node) && !winograd_map_pays(graph, node)) {
+    if (winograd_shaped(graph, node) && !winograd_map_pays(graph, node, run)) {
       small_maps.push_back(id);
       read_direct.insert(node.inputs[1]);
     }
@@ -115,7 +116,7 @@ std::vector<WinogradCandidate> candidates_of(const Graph& graph, const WinogradK
   std::map<ValueId, std::size_t> index;
   for (NodeId id : graph.node_ids()) {
     const Node& node = graph.node(id);
-    if (!winograd_shaped(graph, node) || !winograd_map_pays(graph, node)) continue;
+    if (!winograd_shaped(graph, node) || !winograd_map_pays(graph, node, run)) continue;
     const std::vector<int64_t> w = graph.value(node.inputs[1]).shape.sizes();
     const double plain = static_cast<double>(w[0] * w[1] * 9) * sizeof(float);
     const double held_anyway = read_direct.count(node.inputs[1]) ? 0.0 : plain;
@@ -209,17 +210,24 @@ std::string winograd_budget_key(const WinogradBudget& budget) {
 }
 
 std::string winograd_family_key() {
-  return fmt::format("{}-m{}-{}-{}", winograd_budget_key(winograd_budget_from_environment()),
-                     conv_detail::kWinogradSmallMapPixels, conv_detail::kWinogradSmallMapDirectMacs,
-                     conv_detail::kWinogradTinyMapPixels);
+  using namespace conv_detail;
+  return fmt::format("{}-m{}-{}-{}-t{}-{}-o{}-{}",
+                     winograd_budget_key(winograd_budget_from_environment()),
+                     kWinogradSmallMapPixels, kWinogradSmallMapDirectMacs, kWinogradTinyMapPixels,
+                     kWinogradTeamMapPixels, kWinogradTeamDirectMacsBelow,
+                     kOwnWinogradWideMapPixels, kOwnWinogradWideChannels);
 }
 
 WinogradKernel winograd_kernel_here() {
-  if (isa_includes(effective_isa(), dnnl::cpu_isa::avx512_core)) return {4.0, 0.75, true};
-  return {16.0 / 9.0, 5.0 / 9.0, false};
+  if (isa_includes(effective_isa(), dnnl::cpu_isa::avx512_core)) return {4.0, 0.75, true, false};
+  return {16.0 / 9.0, 5.0 / 9.0, false, true};
 }
 
-WinogradSelection select_winograd(const Graph& graph, const WinogradBudget& budget,
+conv_detail::WinogradRun winograd_run(int threads, const WinogradKernel& kernel) {
+  return {threads, kernel.own};
+}
+
+WinogradSelection select_winograd(const Graph& graph, const WinogradBudget& budget, int threads,
                                   const WinogradKernel& kernel) {
   WinogradSelection selection;
   selection.budget = budget;
@@ -228,7 +236,8 @@ WinogradSelection select_winograd(const Graph& graph, const WinogradBudget& budg
       budget.fraction
           ? std::max(*budget.fraction * selection.plain_weight_bytes, budget.floor_bytes)
           : std::numeric_limits<double>::infinity();
-  std::vector<WinogradCandidate> candidates = candidates_of(graph, kernel, selection.small_maps);
+  std::vector<WinogradCandidate> candidates =
+      candidates_of(graph, kernel, threads, selection.small_maps);
   double all_extra = 0;
   for (const WinogradCandidate& c : candidates) all_extra += c.extra_bytes;
   if (all_extra <= budget.applies_above * selection.plain_weight_bytes)
@@ -250,17 +259,17 @@ WinogradSelection select_winograd(const Graph& graph, const WinogradBudget& budg
   return selection;
 }
 
-bool winograd_map_pays(const Graph& graph, const Node& node) {
+bool winograd_map_pays(const Graph& graph, const Node& node, const conv_detail::WinogradRun& run) {
   if (node.outputs.empty() || node.inputs.size() < 2 || node.inputs[1] == kNoValue) return true;
   const Shape& out = graph.value(node.outputs[0]).shape;
   const Shape& w = graph.value(node.inputs[1]).shape;
   if (out.rank() != 4 || w.rank() != 4) return true;
   return conv_detail::winograd_pays(out.dims[2].size, out.dims[3].size, w.dims[1].size,
-                                    w.dims[0].size);
+                                    w.dims[0].size, run);
 }
 
-bool winograd_over_budget(const Graph& graph, NodeId node) {
-  return select_winograd(graph, winograd_budget_from_environment()).runs_direct(node);
+bool winograd_over_budget(const Graph& graph, NodeId node, int threads) {
+  return select_winograd(graph, winograd_budget_from_environment(), threads).runs_direct(node);
 }
 
 std::string describe(const WinogradSelection& selection) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "runtime/kernels/nn/conv_problem.h"
 
 namespace cleave {
 
@@ -34,11 +35,16 @@ struct WinogradKernel {
   /// Ask oneDNN the size of each convolution's Winograd weights instead: it picks F(4x4, 3x3)
   /// (weights x4) or F(2x2, 3x3) (x16/9) per problem, and none for some.
   bool ask_onednn = false;
+  bool own = false;  ///< cleave's own kernel, whose small-map rule is its own (winograd_pays).
 };
 
 /// oneDNN's kernels under AVX-512 (ask_onednn); cleave's own F(2x2, 3x3) (16 products per 4
 /// outputs, weights x16/9) below it.
 WinogradKernel winograd_kernel_here();
+
+/// What winograd_pays needs to know of a run of `kernel` on a team of `threads`.
+conv_detail::WinogradRun winograd_run(int threads,
+                                      const WinogradKernel& kernel = winograd_kernel_here());
 
 /// One weight the Winograd family could transform, with every Conv that reads it: the readers
 /// share one packed copy, so they keep Winograd or run direct together.
@@ -59,8 +65,9 @@ struct WinogradSelection {
   /// In the order taken: the most flops saved per extra byte first.
   std::vector<WinogradCandidate> kept;
   std::vector<WinogradCandidate> direct;  ///< Over the budget: the direct kernels run them.
-  /// Winograd-shaped Convs whose output maps are too small for it to pay (winograd_map_pays):
-  /// no candidates, the direct kernels run them whatever the budget. In node order.
+  /// Winograd-shaped Convs whose output maps are too small for it to pay (winograd_map_pays)
+  /// on the selection's team: no candidates, the direct kernels run them whatever the budget.
+  /// In node order.
   std::vector<NodeId> small_maps;
 
   double kept_bytes() const;            ///< Extra bytes of the kept ones.
@@ -81,25 +88,30 @@ WinogradBudget winograd_budget_from_environment();
 std::string winograd_budget_key(const WinogradBudget& budget);
 
 /// Short text of what decides the Winograd family's kernels, for cache keys: the environment's
-/// budget (winograd_budget_key) and the small-map rule's thresholds, "wb0.25-32-1-m25-1000000-4".
+/// budget (winograd_budget_key) and the small-map rule's thresholds,
+/// "wb0.25-32-1-m25-1000000-4-t49-12000000-o64-512" (the thread count is in the keys beside it).
 std::string winograd_family_key();
 
 /// The Winograd candidates of `graph` (weights of Convs of a 4-D input and a constant 3x3
 /// weight, stride 1, no dilation or groups) ranked by saved flops per extra byte, each kept
 /// while its extra bytes still fit the budget; one that does not fit runs direct, and later,
-/// smaller ones may still fit. A pure function of the graph (and the ISA), so every executor
-/// of it agrees node for node.
-WinogradSelection select_winograd(const Graph& graph, const WinogradBudget& budget,
+/// smaller ones may still fit. A pure function of the graph, the ISA and the intra-op team
+/// `threads` that decides the small maps (winograd_pays), so every executor of it agrees node
+/// for node. A Conv kernel asks with its own team (KernelContext::threads), which is below its
+/// executor's only under about 2 M flops (intra_op_team: 1 M per thread), where winograd_pays
+/// answers alike at any thread count: the kernel and its executor agree on its own map. Such a
+/// node's budget ranking may still differ, since at 1 thread the 6x6 and 7x7 maps that 2
+/// threads run direct are candidates too; that matters only where a budget applies.
+WinogradSelection select_winograd(const Graph& graph, const WinogradBudget& budget, int threads,
                                   const WinogradKernel& kernel = winograd_kernel_here());
 
-/// Whether Winograd pays for the Conv `node`'s output map and channels
-/// (conv_detail::winograd_pays): false on maps of 2x2 and less, and on maps of at most 25
-/// pixels (5x5) from 1 M multiply-adds; true where a size is not known before the run.
-bool winograd_map_pays(const Graph& graph, const Node& node);
+/// Whether Winograd pays for the Conv `node`'s output map and channels run as `run` says
+/// (conv_detail::winograd_pays); true where a size is not known before the run.
+bool winograd_map_pays(const Graph& graph, const Node& node, const conv_detail::WinogradRun& run);
 
-/// Whether the Winograd family runs `node` on the direct kernels: over the environment's
-/// budget, or on a small map (WinogradSelection::runs_direct).
-bool winograd_over_budget(const Graph& graph, NodeId node);
+/// Whether the Winograd family runs `node` on the direct kernels on a team of `threads`: over
+/// the environment's budget, or on a small map (WinogradSelection::runs_direct).
+bool winograd_over_budget(const Graph& graph, NodeId node, int threads);
 
 /// "12 of 66 3x3 convolutions run direct: 180.3 MiB of Winograd weights saved (budget 65.0
 /// MiB: 0.5 x 129.9 MiB of weights)" and the like.

@@ -108,8 +108,10 @@ TEST(Winograd, OutputsMatchTheDirectKernels) {
   expect_same_outputs(ConvolutionFamily::kWinograd);
 }
 
-// The implementation a family gives one convolution of `model`, run alone on random inputs.
-std::string implementation_for(const std::string& model, ConvolutionFamily family) {
+// The implementation a family gives one convolution of `model`, run alone on random inputs on
+// `threads` intra-op threads.
+std::string implementation_for(const std::string& model, ConvolutionFamily family,
+                               int threads = 1) {
   Graph graph = parse_graph(model);
   const NodeId conv = graph.value(*graph.find_value("y")).producer;
   const Value& input = graph.value(graph.node(conv).inputs[0]);
@@ -123,7 +125,7 @@ std::string implementation_for(const std::string& model, ConvolutionFamily famil
   BufferPool pool;
   NodeRunner runner(graph, conv, /*blocked_outputs_allowed=*/true, family);
   std::vector<Tensor> outputs;
-  runner.run({&x, &w}, {false, true}, outputs, pool, engine, stream, 1);
+  runner.run({&x, &w}, {false, true}, outputs, pool, engine, stream, threads);
   return runner.implementation();
 }
 
@@ -211,29 +213,74 @@ TEST(Winograd, LeavesOtherConvolutionsToTheDirectKernels) {
 }
 
 TEST(Winograd, AppliesOnlyWhereAConvolutionHasItsShape) {
-  EXPECT_EQ(winograd_can_apply(parse_graph(branchy_model())), winograd_on_this_isa());
-  EXPECT_FALSE(winograd_can_apply(parse_graph(single_conv("kernel_shape=[1,1]", 16, 1))));
+  EXPECT_EQ(winograd_can_apply(parse_graph(branchy_model()), 1), winograd_on_this_isa());
+  EXPECT_FALSE(winograd_can_apply(parse_graph(single_conv("kernel_shape=[1,1]", 16, 1)), 1));
   EXPECT_FALSE(winograd_can_apply(
-      parse_graph(single_conv("kernel_shape=[3,3], pads=[1,1,1,1], strides=[2,2]", 16, 3))));
+      parse_graph(single_conv("kernel_shape=[3,3], pads=[1,1,1,1], strides=[2,2]", 16, 3)), 1));
 }
 
 // 3x3 convolutions only on maps too small for Winograd run direct in the Winograd family too:
 // its runs would time the blocked family's kernels again.
 TEST(Winograd, DoesNotApplyWhereEveryMapIsSmall) {
-  auto can_apply = [](int side, int channels) {
+  auto can_apply = [](int side, int channels, int threads = 1) {
     return winograd_can_apply(parse_graph(fmt::format(
-        R"(graph main [ai.onnx=17] (%x: f32[1,{1},{0},{0}]) {{
+                                  R"(graph main [ai.onnx=17] (%x: f32[1,{1},{0},{0}]) {{
   @w: f32[{1},{1},3,3]
   %y: f32[1,{1},{0},{0}] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w)
   return %y
 }})",
-        side, channels)));
+                                  side, channels)),
+                              threads);
   };
   EXPECT_FALSE(can_apply(4, 128));
   EXPECT_FALSE(can_apply(5, 128));
   EXPECT_FALSE(can_apply(2, 16));
   EXPECT_EQ(can_apply(4, 16), winograd_on_this_isa()) << "few multiply-adds: Winograd pays";
   EXPECT_EQ(can_apply(6, 128), winograd_on_this_isa());
+  // On 2 threads oneDNN's kernel leaves maps to 7x7 of 1 M multiply-adds and more; cleave's
+  // own (below AVX-512) keeps them, but not 512 channels to 8x8.
+  const bool avx512 = isa_includes(effective_isa(), dnnl::cpu_isa::avx512_core);
+  EXPECT_EQ(can_apply(6, 128, 2), winograd_on_this_isa() && !avx512);
+  EXPECT_EQ(can_apply(7, 64, 2), winograd_on_this_isa() && !avx512);
+  EXPECT_EQ(can_apply(8, 64, 2), winograd_on_this_isa());
+  EXPECT_EQ(can_apply(8, 512), avx512) << "the own kernel's 512-channel rule";
+  EXPECT_EQ(can_apply(9, 512, 2), winograd_on_this_isa());
+}
+
+// One padded 3x3 convolution C -> C on a side x side map.
+std::string square_conv(int side, int channels) {
+  std::string weights;
+  for (int i = 0; i < channels * channels * 9; ++i)
+    weights += fmt::format("{}{:g}", i ? "," : "", (i % 5) * 0.1 - 0.2);
+  return fmt::format(R"(graph main [ai.onnx=17] (%x: f32[1,{0},{1},{1}]) {{
+  @w: f32[{0},{0},3,3] = [{2}]
+  %y = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w)
+  return %y
+}})",
+                     channels, side, weights);
+}
+
+// The kernel follows winograd_pays on its team: oneDNN's Winograd (AVX-512) takes a 7x7 map of
+// 128 channels at 1 thread and leaves it to the direct kernel at 2; cleave's own (AVX2, or
+// under ONEDNN_MAX_CPU_ISA=AVX2) takes it at both, and leaves an 8x8 map of 512 channels at
+// both, which oneDNN's takes.
+TEST(Winograd, TheKernelFollowsTheRuleOnItsTeam) {
+  if (!winograd_on_this_isa()) GTEST_SKIP() << "needs a Winograd kernel (AVX2 or AVX-512)";
+  const bool own = !isa_includes(effective_isa(), dnnl::cpu_isa::avx512_core);
+  const std::string seven = square_conv(7, 128);
+  const std::string wide = square_conv(8, 512);
+  for (int threads : {1, 2}) {
+    const std::string at_seven = implementation_for(seven, ConvolutionFamily::kWinograd, threads);
+    const std::string at_wide = implementation_for(wide, ConvolutionFamily::kWinograd, threads);
+    const bool seven_winograd = own || threads == 1;
+    EXPECT_EQ(at_seven.find("wino") != std::string::npos, seven_winograd)
+        << threads << " thread(s): " << at_seven;
+    EXPECT_EQ(at_wide.find("wino") != std::string::npos, !own)
+        << threads << " thread(s): " << at_wide;
+    if (own) {
+      EXPECT_EQ(at_seven, "winograd_2x2_3x3:cleave_avx2");
+    }
+  }
 }
 
 // Through the executor: the Winograd family runs an 8x8 map's 3x3 convolution on Winograd and,

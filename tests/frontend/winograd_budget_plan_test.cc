@@ -29,7 +29,7 @@ Graph two_maps() {
 TEST(WinogradBudgetPlan, NotesNameTheDirectConvolutions) {
   // Room for the first weight's Winograd copy and half the second's, whichever kernel (and
   // so weight size) this ISA runs.
-  const WinogradSelection all = select_winograd(two_maps(), WinogradBudget{std::nullopt, 0});
+  const WinogradSelection all = select_winograd(two_maps(), WinogradBudget{std::nullopt, 0}, 1);
   ASSERT_EQ(all.kept.size(), 2u);
   const double fraction =
       (all.kept[0].extra_bytes + all.kept[1].extra_bytes / 2) / all.plain_weight_bytes;

@@ -89,14 +89,14 @@ TEST(WinogradBudget, SmallGainPerByteFallsBackToDirect) {
   // Each weight's Winograd copy adds 3x its plain bytes; twice the model's weights has room
   // for one of the two, and the 8x8 map saves a 64th of the 64x64 one's flops.
   const Graph graph = two_maps(16);
-  const WinogradSelection selection = select_winograd(graph, fraction(2.0), kFourByFour);
+  const WinogradSelection selection = select_winograd(graph, fraction(2.0), 1, kFourByFour);
   EXPECT_EQ(nodes_of(selection.direct), std::vector<NodeId>{producer(graph, "small")});
   EXPECT_TRUE(selection.runs_direct(producer(graph, "small")));
 }
 
 TEST(WinogradBudget, LargeGainPerByteKeepsWinograd) {
   const Graph graph = two_maps(16);
-  const WinogradSelection selection = select_winograd(graph, fraction(2.0), kFourByFour);
+  const WinogradSelection selection = select_winograd(graph, fraction(2.0), 1, kFourByFour);
   EXPECT_EQ(nodes_of(selection.kept), std::vector<NodeId>{producer(graph, "big")});
   EXPECT_FALSE(selection.runs_direct(producer(graph, "big")));
 }
@@ -122,7 +122,7 @@ TEST(WinogradBudget, KeptBytesStayWithinTheBudget) {
   text += "  return %" + previous + "\n}";
   const Graph graph = parse_graph(text);
   for (double f : {0.0, 0.1, 0.3, 0.5, 1.0}) {
-    const WinogradSelection selection = select_winograd(graph, fraction(f));
+    const WinogradSelection selection = select_winograd(graph, fraction(f), 1);
     EXPECT_EQ(selection.kept.size() + selection.direct.size(), 4u) << "stride 2 is no candidate";
     EXPECT_DOUBLE_EQ(selection.budget_bytes, f * selection.plain_weight_bytes);
     EXPECT_LE(selection.kept_bytes(), selection.budget_bytes) << f;
@@ -130,12 +130,12 @@ TEST(WinogradBudget, KeptBytesStayWithinTheBudget) {
     for (const WinogradCandidate& c : selection.direct)
       EXPECT_GT(selection.kept_bytes() + c.extra_bytes, selection.budget_bytes) << f;
   }
-  EXPECT_TRUE(select_winograd(graph, fraction(0)).kept.empty());
+  EXPECT_TRUE(select_winograd(graph, fraction(0), 1).kept.empty());
 }
 
 TEST(WinogradBudget, FloorKeepsSmallModelsWhole) {
   WinogradBudget budget;  // The default: a quarter of the weights, at least 32 MiB.
-  const WinogradSelection selection = select_winograd(two_maps(16), budget, kFourByFour);
+  const WinogradSelection selection = select_winograd(two_maps(16), budget, 1, kFourByFour);
   EXPECT_TRUE(selection.direct.empty());
   EXPECT_DOUBLE_EQ(selection.budget_bytes, budget.floor_bytes);
 }
@@ -146,16 +146,16 @@ TEST(WinogradBudget, TheDefaultAppliesOnlyWhereWinogradMoreThanDoublesTheWeights
   WinogradBudget budget;
   budget.floor_bytes = 0;  // So that the quarter alone decides, on a small graph.
   const Graph graph = two_maps(64);
-  const WinogradSelection four = select_winograd(graph, budget, kFourByFour);
+  const WinogradSelection four = select_winograd(graph, budget, 1, kFourByFour);
   EXPECT_FALSE(four.direct.empty());
   EXPECT_LE(four.kept_bytes(), 0.25 * four.plain_weight_bytes);
   const WinogradSelection two =
-      select_winograd(graph, budget, WinogradKernel{16.0 / 9.0, 5.0 / 9.0});
+      select_winograd(graph, budget, 1, WinogradKernel{16.0 / 9.0, 5.0 / 9.0});
   EXPECT_TRUE(two.direct.empty());
   EXPECT_EQ(two.kept.size(), 2u);
   EXPECT_THAT(describe(two), HasSubstr("where the budget starts to apply"));
   // A fraction asked for applies whatever the copies add.
-  const WinogradSelection asked = select_winograd(graph, parse_winograd_budget("0.25", "test"),
+  const WinogradSelection asked = select_winograd(graph, parse_winograd_budget("0.25", "test"), 1,
                                                   WinogradKernel{16.0 / 9.0, 5.0 / 9.0});
   EXPECT_FALSE(asked.direct.empty());
 }
@@ -172,44 +172,128 @@ TEST(WinogradBudget, ReadersOfASharedWeightGoTogether) {
   return %ya, %yb, %yc
 })");
   const WinogradSelection all =
-      select_winograd(graph, WinogradBudget{std::nullopt, 0}, kFourByFour);
+      select_winograd(graph, WinogradBudget{std::nullopt, 0}, 1, kFourByFour);
   ASSERT_EQ(all.kept.size(), 2u) << "one candidate per weight";
   const WinogradCandidate& shared = all.kept.front();
   EXPECT_EQ(shared.nodes, (std::vector<NodeId>{producer(graph, "ya"), producer(graph, "yb")}));
   EXPECT_DOUBLE_EQ(shared.extra_bytes, 3.0 * 16 * 16 * 9 * 4);
   EXPECT_GT(shared.saved_flops, all.kept.back().saved_flops) << "both readers' flops";
   // Room for one weight: the shared one saves more per byte, and its readers stay together.
-  const WinogradSelection one = select_winograd(graph, fraction(1.5), kFourByFour);
+  const WinogradSelection one = select_winograd(graph, fraction(1.5), 1, kFourByFour);
   EXPECT_EQ(nodes_of(one.kept), shared.nodes);
   EXPECT_TRUE(one.runs_direct(producer(graph, "yc")));
 }
 
 TEST(WinogradBudget, NoneKeepsEveryCandidate) {
   const WinogradSelection selection =
-      select_winograd(two_maps(16), parse_winograd_budget("none", "test"), kFourByFour);
+      select_winograd(two_maps(16), parse_winograd_budget("none", "test"), 1, kFourByFour);
   EXPECT_EQ(selection.kept.size(), 2u);
   EXPECT_TRUE(selection.direct.empty());
 }
 
+// One case of the rule: a map, its channels, the run and the answer wanted.
+struct PaysCase {
+  int64_t height, width, channels_in, channels_out;
+  conv_detail::WinogradRun run;
+  bool pays;
+  const char* why;
+};
+
+std::string describe_case(const PaysCase& c) {
+  return fmt::format("{}x{} map, {} -> {} channels, {} thread(s), {} kernel: {} ({})", c.height,
+                     c.width, c.channels_in, c.channels_out, c.run.threads,
+                     c.run.own_kernel ? "own" : "oneDNN", c.pays ? "Winograd" : "direct", c.why);
+}
+
 TEST(WinogradPays, NotOnSmallMapsOfManyChannelsNorOnTinyMaps) {
-  using conv_detail::winograd_pays;
-  EXPECT_FALSE(winograd_pays(4, 4, 512, 512)) << "a ResNet's layer4 at 128x128";
-  EXPECT_FALSE(winograd_pays(5, 5, 128, 128));
-  EXPECT_FALSE(winograd_pays(3, 3, 128, 128)) << "1.33 M multiply-adds";
-  EXPECT_FALSE(winograd_pays(1, 25, 256, 256));
-  EXPECT_FALSE(winograd_pays(2, 2, 32, 32)) << "tiny: direct at any size";
-  EXPECT_FALSE(winograd_pays(1, 1, 16, 16));
-  EXPECT_FALSE(winograd_pays(1, 4, 8, 8));
-  EXPECT_TRUE(winograd_pays(4, 4, 64, 64)) << "590 k multiply-adds";
-  EXPECT_TRUE(winograd_pays(4, 4, 128, 32));
-  EXPECT_TRUE(winograd_pays(5, 5, 64, 64)) << "922 k multiply-adds";
-  EXPECT_TRUE(winograd_pays(1, 5, 8, 8));
-  EXPECT_TRUE(winograd_pays(6, 6, 512, 512)) << "26 pixels and more: not small";
-  EXPECT_TRUE(winograd_pays(1, 26, 512, 512));
-  EXPECT_TRUE(winograd_pays(7, 7, 512, 512));
-  EXPECT_TRUE(winograd_pays(-1, 4, 512, 512)) << "a map not known is decided at run time";
-  EXPECT_TRUE(winograd_pays(4, -1, 512, 512));
-  EXPECT_TRUE(winograd_pays(4, 4, -1, 512));
+  const conv_detail::WinogradRun one{1, false};
+  const std::vector<PaysCase> cases = {
+      {4, 4, 512, 512, one, false, "a ResNet's layer4 at 128x128"},
+      {5, 5, 128, 128, one, false, "5.8 M multiply-adds"},
+      {3, 3, 128, 128, one, false, "1.33 M multiply-adds"},
+      {1, 25, 256, 256, one, false, "25 pixels in a row"},
+      {2, 2, 32, 32, one, false, "tiny: direct at any size"},
+      {1, 1, 16, 16, one, false, "tiny"},
+      {1, 4, 8, 8, one, false, "tiny"},
+      {4, 4, 64, 64, one, true, "590 k multiply-adds"},
+      {4, 4, 128, 32, one, true, "590 k multiply-adds"},
+      {5, 5, 64, 64, one, true, "922 k multiply-adds"},
+      {1, 5, 8, 8, one, true, "few multiply-adds"},
+      {6, 6, 64, 64, one, true, "26 pixels and more: not small at 1 thread"},
+      {6, 6, 512, 512, one, true, "not small at 1 thread"},
+      {1, 26, 512, 512, one, true, "not small at 1 thread"},
+      {7, 7, 128, 128, one, true, "not small at 1 thread"},
+      {7, 7, 512, 512, one, true, "not small at 1 thread"},
+      {-1, 4, 512, 512, one, true, "a map not known is decided at run time"},
+      {4, -1, 512, 512, one, true, "a map not known"},
+      {4, 4, -1, 512, one, true, "channels not known"},
+  };
+  for (const PaysCase& c : cases) {
+    EXPECT_EQ(conv_detail::winograd_pays(c.height, c.width, c.channels_in, c.channels_out, c.run),
+              c.pays)
+        << describe_case(c);
+  }
+}
+
+// On 2 threads and more oneDNN's kernel loses 6x6 and 7x7 maps from 1 M to 12 M multiply-adds.
+TEST(WinogradPays, OneDnnOnTwoThreadsLeavesMapsToSevenBySevenToTheDirectKernel) {
+  for (int threads : {2, 4}) {
+    const conv_detail::WinogradRun team{threads, false};
+    const std::vector<PaysCase> cases = {
+        {6, 6, 64, 64, team, false, "1.33 M multiply-adds, 1.36-1.44x measured"},
+        {7, 7, 128, 32, team, false, "1.8 M multiply-adds (densenet121's), 1.19-1.65x"},
+        {7, 7, 128, 128, team, false, "7.2 M multiply-adds, 1.02-1.11x"},
+        {7, 7, 160, 160, team, false, "11.3 M multiply-adds, 1.10x"},
+        {7, 7, 192, 192, team, true, "16.3 M multiply-adds: even, 1.01x"},
+        {7, 7, 256, 256, team, true, "29 M multiply-adds: 0.93-1.04x"},
+        {6, 6, 512, 512, team, true, "85 M multiply-adds: Winograd 0.92-0.94x"},
+        {7, 7, 512, 512, team, true, "116 M multiply-adds: 0.97-1.03x"},
+        {7, 7, 1024, 256, team, true, "116 M multiply-adds"},
+        {1, 49, 128, 128, team, false, "49 pixels in a row, 7.2 M multiply-adds"},
+        {7, 7, 16, 16, team, true, "113 k multiply-adds"},
+        {6, 6, 32, 32, team, true, "332 k multiply-adds"},
+        {4, 4, 64, 64, team, true, "590 k multiply-adds, as at 1 thread"},
+        {4, 4, 512, 512, team, false, "as at 1 thread"},
+        {2, 2, 8, 8, team, false, "tiny"},
+        {8, 8, 64, 64, team, true, "64 pixels: not small"},
+        {1, 50, 512, 512, team, true, "50 pixels: not small"},
+        {8, 8, 128, 128, team, true, "not small"},
+        {-1, 7, 128, 128, team, true, "a map not known"},
+    };
+    for (const PaysCase& c : cases) {
+      EXPECT_EQ(conv_detail::winograd_pays(c.height, c.width, c.channels_in, c.channels_out, c.run),
+                c.pays)
+          << describe_case(c);
+    }
+  }
+}
+
+// cleave's own kernel: the 1-thread small maps at any team, and no 512-channel map to 8x8.
+TEST(WinogradPays, OwnKernelLeaves512ChannelMapsToEightByEightToTheDirectKernel) {
+  for (int threads : {1, 2}) {
+    const conv_detail::WinogradRun own{threads, true};
+    const std::vector<PaysCase> cases = {
+        {8, 8, 512, 512, own, false, "wide_resnet50_2's layer3 at 128x128"},
+        {7, 7, 512, 512, own, false, "resnet50's layer4 at 224x224"},
+        {6, 6, 1024, 1024, own, false, "wider"},
+        {1, 64, 512, 512, own, false, "64 pixels in a row"},
+        {4, 4, 512, 512, own, false, "small"},
+        {5, 5, 256, 256, own, false, "small: 14.7 M multiply-adds"},
+        {9, 9, 512, 512, own, true, "81 pixels"},
+        {14, 14, 512, 512, own, true, "196 pixels"},
+        {8, 8, 256, 256, own, true, "256 channels"},
+        {8, 8, 512, 256, own, true, "256 out"},
+        {8, 8, 256, 512, own, true, "256 in"},
+        {7, 7, 128, 128, own, true, "no 2-thread small maps for the own kernel"},
+        {6, 6, 64, 64, own, true, "not small"},
+        {-1, 8, 512, 512, own, true, "a map not known"},
+    };
+    for (const PaysCase& c : cases) {
+      EXPECT_EQ(conv_detail::winograd_pays(c.height, c.width, c.channels_in, c.channels_out, c.run),
+                c.pays)
+          << describe_case(c);
+    }
+  }
 }
 
 // The graph-level form reads the Conv's output map and weight from the graph, static or not.
@@ -232,8 +316,17 @@ TEST(WinogradPays, ReadsTheOutputMapAndWeightOfTheGraph) {
   const std::map<std::string, bool> want = {{"ya", false}, {"yb", false}, {"yc", true},
                                             {"yd", true},  {"ye", true},  {"yf", true},
                                             {"yg", false}, {"yh", true}};
-  for (const auto& [name, pays] : want)
-    EXPECT_EQ(winograd_map_pays(graph, graph.node(producer(graph, name))), pays) << name;
+  for (const auto& [name, pays] : want) {
+    EXPECT_EQ(winograd_map_pays(graph, graph.node(producer(graph, name)), {1, false}), pays)
+        << name;
+  }
+  // On 2 threads oneDNN's kernel leaves the 6x6 map of 5.3 M multiply-adds; the own kernel
+  // keeps it.
+  const Node& ye = graph.node(producer(graph, "ye"));
+  EXPECT_FALSE(winograd_map_pays(graph, ye, {2, false}));
+  EXPECT_TRUE(winograd_map_pays(graph, ye, {2, true}));
+  EXPECT_TRUE(winograd_map_pays(graph, graph.node(producer(graph, "yf")), {2, false}))
+      << "590 k multiply-adds";
 }
 
 // Three Winograd-shaped convolutions: %big at 16x16, %tiny at 4x4 (128 channels) and %dot at
@@ -256,7 +349,7 @@ TEST(WinogradBudget, SmallMapsRunDirectWhateverTheBudget) {
   const NodeId tiny = producer(graph, "tiny"), dot = producer(graph, "dot");
   for (const WinogradBudget& budget :
        {parse_winograd_budget("none", "test"), WinogradBudget{}, fraction(100.0)}) {
-    const WinogradSelection selection = select_winograd(graph, budget, kFourByFour);
+    const WinogradSelection selection = select_winograd(graph, budget, 1, kFourByFour);
     EXPECT_EQ(selection.small_maps, (std::vector<NodeId>{tiny, dot}));
     EXPECT_EQ(nodes_of(selection.kept), std::vector<NodeId>{producer(graph, "big")})
         << "small maps are no candidates";
@@ -269,8 +362,35 @@ TEST(WinogradBudget, SmallMapsRunDirectWhateverTheBudget) {
     EXPECT_DOUBLE_EQ(selection.kept_bytes(), 3.0 * 16 * 16 * 9 * 4) << "only big's copy";
   }
   const BudgetVariable none("none");
-  EXPECT_TRUE(winograd_over_budget(graph, tiny)) << "even with no budget";
-  EXPECT_FALSE(winograd_over_budget(graph, producer(graph, "big")));
+  EXPECT_TRUE(winograd_over_budget(graph, tiny, 1)) << "even with no budget";
+  EXPECT_FALSE(winograd_over_budget(graph, producer(graph, "big"), 1));
+}
+
+// The selection's small maps are those of its team and kernel: a 7x7 map of 128 channels is
+// a candidate at 1 thread and for the own kernel, a small map for oneDNN's on 2 threads; an
+// 8x8 map of 512 channels a small map for the own kernel only.
+TEST(WinogradBudget, SmallMapsFollowTheTeamAndTheKernel) {
+  const Graph graph =
+      parse_graph(R"(graph main [ai.onnx=17] (%a: f32[1,128,7,7], %b: f32[1,512,8,8]) {
+  @w: f32[128,128,3,3]
+  @v: f32[512,512,3,3]
+  %seven: f32[1,128,7,7] = "seven" Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%a, @w)
+  %eight: f32[1,512,8,8] = "eight" Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%b, @v)
+  return %seven, %eight
+})");
+  const NodeId seven = producer(graph, "seven"), eight = producer(graph, "eight");
+  const WinogradBudget none = parse_winograd_budget("none", "test");
+  const WinogradKernel own{16.0 / 9.0, 5.0 / 9.0, false, true};
+  EXPECT_TRUE(select_winograd(graph, none, 1, kFourByFour).small_maps.empty());
+  const WinogradSelection two = select_winograd(graph, none, 2, kFourByFour);
+  EXPECT_EQ(two.small_maps, std::vector<NodeId>{seven});
+  EXPECT_EQ(nodes_of(two.kept), std::vector<NodeId>{eight});
+  EXPECT_THAT(describe(two), HasSubstr("1 more on small maps run direct"));
+  for (int threads : {1, 2}) {
+    const WinogradSelection selection = select_winograd(graph, none, threads, own);
+    EXPECT_EQ(selection.small_maps, std::vector<NodeId>{eight}) << threads;
+    EXPECT_EQ(nodes_of(selection.kept), std::vector<NodeId>{seven}) << threads;
+  }
 }
 
 TEST(WinogradBudget, AWeightAlsoReadOnASmallMapAddsItsWholeWinogradCopy) {
@@ -284,7 +404,7 @@ TEST(WinogradBudget, AWeightAlsoReadOnASmallMapAddsItsWholeWinogradCopy) {
   return %ya, %yb
 })");
   const WinogradSelection selection =
-      select_winograd(graph, parse_winograd_budget("none", "test"), kFourByFour);
+      select_winograd(graph, parse_winograd_budget("none", "test"), 1, kFourByFour);
   ASSERT_EQ(selection.kept.size(), 1u);
   EXPECT_EQ(selection.kept.front().nodes, std::vector<NodeId>{producer(graph, "ya")});
   EXPECT_DOUBLE_EQ(selection.kept.front().extra_bytes, 4.0 * 16 * 16 * 9 * 4);
@@ -317,23 +437,24 @@ TEST(WinogradBudget, EnvironmentSetsTheBudget) {
   const NodeId small = producer(graph, "small");
   {
     const BudgetVariable unset(nullptr);
-    EXPECT_FALSE(winograd_over_budget(graph, small)) << "the floor covers a small model";
+    EXPECT_FALSE(winograd_over_budget(graph, small, 1)) << "the floor covers a small model";
   }
   {
     const BudgetVariable half("0.5");
-    EXPECT_TRUE(winograd_over_budget(graph, small));
+    EXPECT_TRUE(winograd_over_budget(graph, small, 1));
   }
   {
     const BudgetVariable none("none");
-    EXPECT_FALSE(winograd_over_budget(graph, small));
+    EXPECT_FALSE(winograd_over_budget(graph, small, 1));
   }
   const BudgetVariable bad("lots");
-  EXPECT_THROW(winograd_over_budget(graph, small), Error);
+  EXPECT_THROW(winograd_over_budget(graph, small, 1), Error);
 }
 
 TEST(WinogradBudget, TheFamilyKeyNamesTheBudgetAndTheSmallMapRule) {
   const BudgetVariable half("0.5");
-  EXPECT_EQ(winograd_family_key(), winograd_budget_key(fraction(0.5)) + "-m25-1000000-4");
+  EXPECT_EQ(winograd_family_key(),
+            winograd_budget_key(fraction(0.5)) + "-m25-1000000-4-t49-12000000-o64-512");
 }
 
 TEST(WinogradBudget, CacheKeysTellBudgetsApart) {

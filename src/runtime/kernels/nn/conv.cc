@@ -172,8 +172,9 @@ std::optional<OwnWinograd> own_winograd_for(const KernelContext& context, const 
                                             const float* weights) {
   if (context.convolution_family != ConvolutionFamily::kWinograd || !winograd_shape(p) ||
       !context.constant[1] || !own_winograd_available() || p.output_shape.size() != 4 ||
-      !winograd_pays(p.output_shape[2], p.output_shape[3], p.channels_in, p.channels_out) ||
-      winograd_over_budget(context.graph, context.node_id)) {
+      !winograd_pays(p.output_shape[2], p.output_shape[3], p.channels_in, p.channels_out,
+                     WinogradRun{context.threads, /*own_kernel=*/true}) ||
+      winograd_over_budget(context.graph, context.node_id, context.threads)) {
     return std::nullopt;
   }
   const double flops =
@@ -257,13 +258,15 @@ typename Primitive::primitive_desc choose_descriptor(const KernelContext& contex
   bool winograd = false;
   const bool winograd_candidate =
       context.convolution_family == ConvolutionFamily::kWinograd && winograd_shape(p);
-  // On a map too small for Winograd to pay (winograd_budget.h) the blocked direct kernel runs
-  // it, on the layout it comes in: oneDNN's brgemm on nhwc was no faster there (0.86-1.17x at
-  // 1 thread on 2x2 to 5x5 maps, before any reorder to nhwc and back).
-  const bool small_map = winograd_candidate && !winograd_pays(p.output_shape[2], p.output_shape[3],
-                                                              p.channels_in, p.channels_out);
-  const bool over_budget =
-      winograd_candidate && !small_map && winograd_over_budget(context.graph, context.node_id);
+  // On a map too small for Winograd to pay (winograd_pays, for the kernel this ISA has, on
+  // this kernel's team) the blocked direct kernel runs it, on the layout it comes in: oneDNN's
+  // brgemm on nhwc was no faster there (0.86-1.17x at 1 thread on 2x2 to 5x5 maps, before any
+  // reorder to nhwc and back).
+  const bool small_map =
+      winograd_candidate && !winograd_pays(p.output_shape[2], p.output_shape[3], p.channels_in,
+                                           p.channels_out, winograd_run(context.threads));
+  const bool over_budget = winograd_candidate && !small_map &&
+                           winograd_over_budget(context.graph, context.node_id, context.threads);
   if (winograd_candidate && !small_map && !over_budget) {
     // Its kernel reads channel blocks; a plain input is reordered into them. Post-ops it
     // cannot fuse (or channel counts it does not cover) leave the direct kernels below.

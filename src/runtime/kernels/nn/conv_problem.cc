@@ -197,13 +197,17 @@ bool winograd_shape(const ConvProblem& p) {
          p.strides == std::vector<int64_t>{1, 1} && p.dilations == std::vector<int64_t>{1, 1};
 }
 
-bool winograd_pays(int64_t out_height, int64_t out_width, int64_t channels_in,
-                   int64_t channels_out) {
+bool winograd_pays(int64_t out_height, int64_t out_width, int64_t channels_in, int64_t channels_out,
+                   const WinogradRun& run) {
   if (out_height < 0 || out_width < 0 || channels_in < 0 || channels_out < 0) return true;
   const int64_t pixels = out_height * out_width;
-  if (pixels > kWinogradSmallMapPixels) return true;
   if (pixels <= kWinogradTinyMapPixels) return false;
-  return pixels * channels_in * channels_out * 9 < kWinogradSmallMapDirectMacs;
+  const int64_t macs = pixels * channels_in * channels_out * 9;
+  if (pixels <= kWinogradSmallMapPixels) return macs < kWinogradSmallMapDirectMacs;
+  if (!run.own_kernel && run.threads > 1 && pixels <= kWinogradTeamMapPixels)
+    return macs < kWinogradSmallMapDirectMacs || macs >= kWinogradTeamDirectMacsBelow;
+  return !(run.own_kernel && pixels <= kOwnWinogradWideMapPixels &&
+           channels_in >= kOwnWinogradWideChannels && channels_out >= kOwnWinogradWideChannels);
 }
 
 bool is_slow(const std::string& implementation) {

@@ -69,16 +69,41 @@ constexpr int64_t kWinogradSmallMapPixels = 25;
 /// it wins at any size.
 constexpr int64_t kWinogradSmallMapDirectMacs = 1'000'000;
 constexpr int64_t kWinogradTinyMapPixels = 4;
+/// oneDNN's kernel on a team of 2 threads or more: maps of at most kWinogradTeamMapPixels
+/// (6x6, 7x7) run direct from kWinogradSmallMapDirectMacs up to kWinogradTeamDirectMacsBelow.
+constexpr int64_t kWinogradTeamMapPixels = 49;
+constexpr int64_t kWinogradTeamDirectMacsBelow = 12'000'000;
+/// cleave's own F(2x2, 3x3) kernel (below AVX-512) runs direct on maps of at most
+/// kOwnWinogradWideMapPixels from kOwnWinogradWideChannels input and output channels.
+constexpr int64_t kOwnWinogradWideMapPixels = 64;
+constexpr int64_t kOwnWinogradWideChannels = 512;
+
+/// Which Winograd kernel would run a convolution, and on how many threads: what
+/// winograd_pays' answer depends on besides the shape.
+struct WinogradRun {
+  int threads = 1;          ///< The intra-op team the kernel would run on.
+  bool own_kernel = false;  ///< cleave's own AVX2 kernel; false: oneDNN's (AVX-512).
+};
 
 /// Whether Winograd pays for a convolution of winograd_shape writing `channels_out` maps of
-/// out_height x out_width from `channels_in`: not on a small map (kWinogradSmallMapPixels) once
-/// its multiply-adds reach kWinogradSmallMapDirectMacs, nor on a tiny one at all, where
-/// F(2x2, 3x3)'s few tiles (4 on 4x4, 9 covering 6x6 on 5x5) cost more than the direct kernel
-/// (docs/results/heldout-speed.md, 2026-11-30: 1.03-1.5x it at 3x3 to 5x5 from about 1.2 M
-/// multiply-adds, 1.5-2.9x at 2x2; 0.58-1.01x below 1 M on 3x3 to 5x5; about even at 6x6
-/// and 7x7). A size not known (negative) is taken to pay: the kernel decides again once it is.
-bool winograd_pays(int64_t out_height, int64_t out_width, int64_t channels_in,
-                   int64_t channels_out);
+/// out_height x out_width from `channels_in`, run as `run` says (Winograd against the blocked
+/// direct kernel per node, docs/results/heldout-speed.md, 2026-11-30, this Xeon):
+///  - not on a tiny map (kWinogradTinyMapPixels): 1.5-2.9x the direct kernel at 2x2;
+///  - not on a small map (to 5x5) from kWinogradSmallMapDirectMacs: F(2x2, 3x3)'s few tiles (4
+///    on 4x4, 9 covering 6x6 on 5x5) took 1.03-1.5x the direct kernel's time from about 1.2 M
+///    multiply-adds at 1 and 2 threads, and 0.58-1.01x below 1 M;
+///  - oneDNN's kernel on 2 threads or more, not on 6x6 and 7x7 maps from 1 M up to 12 M
+///    multiply-adds: 1.07-1.92x at 64 channels and 128 -> 32 (1.3-1.8 M), 0.98-1.14x at 128
+///    and 160 (5.3-11.3 M), where 1 thread gives 0.57-1.00x; from 12 M it keeps Winograd
+///    (0.67-1.06x from 192 to 512 channels; resnet50's 7x7 512-channel layer4 sent direct ran
+///    1.04x its time), as do maps of 8x8 and up (0.66-1.25x, mostly below 1);
+///  - cleave's own kernel (AVX2), not on maps up to 8x8 (16 to 36 tiles of 4x4) from 512
+///    channels in and out, 9.4 MiB of plain weights and more: 1.07-2.03x the direct kernel at
+///    1 thread and 0.73-1.88x at 2 (loaded host, three sweeps), against 0.54-0.95x at 256
+///    channels and 0.60-0.94x for 512 at 10x10.
+/// A size not known (negative) is taken to pay: the kernel decides again once it is.
+bool winograd_pays(int64_t out_height, int64_t out_width, int64_t channels_in, int64_t channels_out,
+                   const WinogradRun& run);
 
 /// Whether oneDNN's implementation name is a slow one (gemm or ref).
 bool is_slow(const std::string& implementation);
