@@ -1,6 +1,6 @@
 #!/bin/bash
 # Build check: each of cleave's per-ISA float loops (fast_math.cc, pool_loops.cc,
-# quantize_loops.cc, batch_norm_scale_shift.cc) is vector code for its ISA.
+# quantize_loops.cc, channel_loops.cc) is vector code for its ISA.
 # A loop left scalar still computes the right numbers, so no output test can see it; under
 # GCC's -ftrapping-math the AVX2 loops were scalar and EfficientNet-B0 ran 4x slower on AVX2.
 # Usage: vector_loops_check.sh path/to/libcleave_runtime.a
@@ -52,26 +52,36 @@ if [ "$count" -eq 0 ]; then
 else
   echo "ok: quantize_loops.cc: $count vcvtps2dq on ymm"
 fi
-# The scale-and-shift loops (BatchNormalization): every lane width and Relu choice multiplies on
-# the ISA's vector registers.
-member=$(ar t "$library" | grep -x 'batch_norm_scale_shift.cc.o')
+# The per-channel loops (channel_loops.cc): BatchNormalization's scale and shift, the
+# channel-broadcast Add/Sub/Mul/Div and the global average pool, for every lane width, compute
+# on the ISA's vector registers.
+member=$(ar t "$library" | grep -x 'channel_loops.cc.o')
 (cd "$work" && ar x "$library" "$member")
-objdump -d -C --no-show-raw-insn "$work/$member" >"$work/scale_shift_listing"
+objdump -d -C --no-show-raw-insn "$work/$member" >"$work/channel_listing"
+# check LOOP INSTRUCTION REGISTER: the function named LOOP... has INSTRUCTION on REGISTER.
+check() {
+  local count
+  count=$(awk -v loop="$1" '
+    /^[0-9a-f]+ </ { inside = index($0, loop); next }
+    inside' "$work/channel_listing" | grep -c "$2 .*%$3" || true)
+  if [ "$count" -eq 0 ]; then
+    echo "FAIL: $1 has no $2 on $3 registers (scalar code)"
+    failed=1
+  else
+    echo "ok: $1: $count $2 on $3"
+  fi
+}
+operations=(vaddps vsubps vmulps vdivps)  # ChannelOp kAdd, kSub, kMul, kDiv
 for isa in avx2:ymm avx512:zmm; do
+  register=${isa##*:}
   for lanes in 16 8 4 1 0; do
     for relu in false true; do
-      loop="units_${isa%%:*}<${lanes}l, ${relu}>"
-      register=${isa##*:}
-      count=$(awk -v loop="$loop" '
-        /^[0-9a-f]+ </ { inside = index($0, loop); next }
-        inside' "$work/scale_shift_listing" | grep -c "vmulps .*%$register" || true)
-      if [ "$count" -eq 0 ]; then
-        echo "FAIL: $loop has no vmulps on $register registers (scalar code)"
-        failed=1
-      else
-        echo "ok: $loop: $count vmulps on $register"
-      fi
+      check "units_${isa%%:*}<${lanes}l, cleave::(anonymous namespace)::ScaleShift<${relu}> >" vmulps "$register"
     done
+    for op in 0 1 2 3; do
+      check "units_${isa%%:*}<${lanes}l, cleave::(anonymous namespace)::WithChannel<(cleave::ChannelOp)${op}> >" "${operations[$op]}" "$register"
+    done
+    check "average_${isa%%:*}<${lanes}l>" vaddps "$register"
   done
 done
 exit $failed
