@@ -2,6 +2,7 @@
 #include "runtime/kernels/channel_loops.h"
 
 #include <algorithm>
+#include <array>
 
 #include "runtime/cpu_isa.h"
 #include "runtime/kernels/elementwise.h"
@@ -196,42 +197,37 @@ AverageLoop pick_average() {
   return average_baseline<kLanes>;
 }
 
+// The loop for a lane width: 16, 8, 4 and 1 have their own, any other width the general one.
 // Channels-last of 16, 8, 4 or 1 channels is one group of that many lanes: the same loops.
-template <typename Op>
-UnitsLoop units_for(int64_t lanes) {
-  static const UnitsLoop sixteen = pick_units<16, Op>(), eight = pick_units<8, Op>(),
-                         four = pick_units<4, Op>(), one = pick_units<1, Op>(),
-                         any = pick_units<0, Op>();
+template <typename Loop>
+Loop by_lanes(int64_t lanes, const std::array<Loop, 5>& loops) {
   switch (lanes) {
     case 16:
-      return sixteen;
+      return loops[0];
     case 8:
-      return eight;
+      return loops[1];
     case 4:
-      return four;
+      return loops[2];
     case 1:
-      return one;
+      return loops[3];
     default:
-      return any;
+      return loops[4];
   }
 }
 
+template <typename Op>
+UnitsLoop units_for(int64_t lanes) {
+  static const std::array<UnitsLoop, 5> loops = {pick_units<16, Op>(), pick_units<8, Op>(),
+                                                 pick_units<4, Op>(), pick_units<1, Op>(),
+                                                 pick_units<0, Op>()};
+  return by_lanes(lanes, loops);
+}
+
 AverageLoop average_for(int64_t lanes) {
-  static const AverageLoop sixteen = pick_average<16>(), eight = pick_average<8>(),
-                           four = pick_average<4>(), one = pick_average<1>(),
-                           any = pick_average<0>();
-  switch (lanes) {
-    case 16:
-      return sixteen;
-    case 8:
-      return eight;
-    case 4:
-      return four;
-    case 1:
-      return one;
-    default:
-      return any;
-  }
+  static const std::array<AverageLoop, 5> loops = {pick_average<16>(), pick_average<8>(),
+                                                   pick_average<4>(), pick_average<1>(),
+                                                   pick_average<0>()};
+  return by_lanes(lanes, loops);
 }
 
 void run_units(UnitsLoop loop, const float* x, float* out, const float* a, const float* b,
