@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace cleave {
 
@@ -20,6 +21,54 @@ bool prices_beside_busy(const Plan& plan, const TaskGraph& graph) {
                                           [](const Task& task) { return !task.busy_time.empty(); });
   return has_busy_times && computes_on_several_workers(plan);
 }
+
+namespace {
+
+// Messages to a task's worker from producers on other workers: per producer, when the message
+// can be there and its bytes.
+using Messages = std::map<int, std::pair<double, double>>;
+
+// When a task starting no earlier than `start` on `worker` has taken its messages. The reader
+// takes them in the order they come, each copied at its end: one it waits for is copied as it
+// comes, one that came while the reader was busy costs the reader its copy when it gets to it
+// (docs/results/distributed.md, 2026-11-30 04:35). `received` holds, per (producer, worker), when
+// that worker had the message, so that a second reader there pays nothing more.
+double take_messages(const Machine& machine, const Messages& messages, int worker, double start,
+                     std::map<std::pair<int, int>, double>& received) {
+  std::vector<std::pair<double, double>> pending;
+  for (const auto& [producer, message] : messages) {
+    const auto found = received.find({producer, worker});
+    if (found != received.end()) {
+      start = std::max(start, found->second);
+    } else {
+      pending.push_back(message);
+    }
+  }
+  std::sort(pending.begin(), pending.end());
+  for (const auto& [there, bytes] : pending)
+    start = std::max(start + machine.endpoint_seconds(bytes), there);
+  for (const auto& [producer, message] : messages) received.try_emplace({producer, worker}, start);
+  return start;
+}
+
+// The seconds a task's worker spends sending its outputs after computing them: one message per
+// reading worker (the hand-off's channel), the largest value it reads.
+double send_seconds(const Plan& plan, const TaskGraph& graph, const std::vector<int>& out_edges,
+                    int worker) {
+  std::map<int, double> to_worker;
+  for (int edge : out_edges) {
+    const int reader_worker = plan.tasks[graph.edges[edge].second].worker;
+    if (reader_worker == worker) continue;
+    double& bytes = to_worker[reader_worker];
+    bytes = std::max(bytes, graph.bytes_on_edge(edge));
+  }
+  double seconds = 0;
+  for (const auto& [reader_worker, bytes] : to_worker)
+    seconds += graph.machine.endpoint_seconds(bytes);
+  return seconds;
+}
+
+}  // namespace
 
 Simulation simulate(const Plan& plan, const TaskGraph& graph) {
   const std::vector<int> order = execution_order(plan, graph);
@@ -42,8 +91,7 @@ Simulation simulate(const Plan& plan, const TaskGraph& graph) {
   // One message per model input, sample and receiving device, however many tasks read it there.
   std::set<std::tuple<std::string, int64_t, int>> handed_out;
   // With priced message ends (Machine::endpoint_bandwidth): per task, the seconds its worker
-  // spends sending its outputs after computing them; per (producer, reading worker), when that
-  // worker has the message, so that a second reader there pays nothing more.
+  // spends sending (send_seconds); per (producer, reading worker), when it had the message.
   const bool priced_ends = graph.machine.endpoint_seconds(1.0) > 0;
   const auto out_edges = priced_ends ? graph.out_edges() : std::vector<std::vector<int>>();
   std::vector<double> sends(task_count, 0.0);
@@ -62,8 +110,7 @@ Simulation simulate(const Plan& plan, const TaskGraph& graph) {
     // On shared memory the reader pulls a value's lines from the producer's cache while its
     // task runs: the latency delays the start, the bytes lengthen the task.
     double reads = 0;
-    // Messages from other workers, when each could be there, and its bytes (priced ends).
-    std::map<int, std::pair<double, double>> messages;
+    Messages messages;  // From other workers (priced ends).
     for (int edge : in_edges[task]) {
       const int producer = graph.edges[edge].first;
       const int producer_worker = plan.tasks[producer].worker;
@@ -90,41 +137,12 @@ Simulation simulate(const Plan& plan, const TaskGraph& graph) {
                                   graph.machine.arrival_delay(producer_worker, worker, bytes));
       reads += graph.machine.read_time(producer_worker, worker, bytes);
     }
-    if (priced_ends) {
-      // The reader takes its messages in the order they come, each copied at its end: one it
-      // waits for is copied as it comes, one that came while the reader was busy costs the
-      // reader its copy when it gets to it (docs/results/distributed.md, 2026-11-30 04:35).
-      std::vector<std::pair<double, double>> pending;
-      for (const auto& [producer, message] : messages) {
-        const auto found = received.find({producer, worker});
-        if (found != received.end()) {
-          start = std::max(start, found->second);
-        } else {
-          pending.push_back(message);
-        }
-      }
-      std::sort(pending.begin(), pending.end());
-      for (const auto& [there, bytes] : pending)
-        start = std::max(start + graph.machine.endpoint_seconds(bytes), there);
-      for (const auto& [producer, message] : messages)
-        received.try_emplace({producer, worker}, start);
-    }
+    if (priced_ends) start = take_messages(graph.machine, messages, worker, start, received);
     const Task& info = graph.tasks[task];
     const double duration = (result.beside_busy && !info.busy_time.empty() ? info.busy_time[worker]
                                                                            : info.time[worker]) +
                             task_seconds + reads;
-    if (priced_ends) {
-      // One message per reading worker (the hand-off's channel), the largest value it reads.
-      std::map<int, double> to_worker;
-      for (int edge : out_edges[task]) {
-        const int reader_worker = plan.tasks[graph.edges[edge].second].worker;
-        if (reader_worker == worker) continue;
-        double& bytes = to_worker[reader_worker];
-        bytes = std::max(bytes, graph.bytes_on_edge(edge));
-      }
-      for (const auto& [reader_worker, bytes] : to_worker)
-        sends[task] += graph.machine.endpoint_seconds(bytes);
-    }
+    if (priced_ends) sends[task] = send_seconds(plan, graph, out_edges[task], worker);
     result.start[task] = start;
     result.finish[task] = start + duration + sends[task];
     result.busy[worker] += duration + sends[task];
