@@ -51,9 +51,41 @@ void require_file_target(const std::string& path) {
   }
 }
 
+namespace {
+
+// Writes `contents` into an existing device or pipe, which a rename would replace with a file
+// (`cleave plan -o /dev/null` as root turned the host's /dev/null into a regular file).
+void write_into(const std::string& path, std::string_view contents) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  const char* data = contents.data();
+  std::size_t left = contents.size();
+  while (left > 0) {
+    const ssize_t written = ::write(fd, data, left);
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      const int saved = errno;
+      ::close(fd);
+      throw Error(fmt::format("{}: cannot write: {}", path, std::strerror(saved)));
+    }
+    data += written;
+    left -= static_cast<std::size_t>(written);
+  }
+  if (::close(fd) != 0)
+    throw Error(fmt::format("{}: cannot write: close failed: {}", path, std::strerror(errno)));
+}
+
+}  // namespace
+
 void write_file_atomically(const std::string& path, std::string_view contents) {
   require_file_target(path);
   const fs::path target(path);
+  std::error_code status_error;
+  const fs::file_status status = fs::status(target, status_error);
+  if (!status_error && fs::exists(status) && !fs::is_regular_file(status)) {
+    write_into(path, contents);
+    return;
+  }
   const fs::path folder = folder_of(target);
   std::vector<char> name = temporary_pattern(target);
   int fd = ::mkstemp(name.data());

@@ -10,7 +10,8 @@ namespace cleave {
 /// Writes `contents` to a temporary sibling of `path` (hidden, same folder), syncs it, then
 /// renames it over `path`. Throws Error naming the file and what it expected on any failure
 /// (missing folder, `path` a folder, no space), after removing the temporary file: a failure
-/// never leaves a partial or temporary file behind.
+/// never leaves a partial or temporary file behind. An existing device or pipe (`-o /dev/null`,
+/// a FIFO) is written into as it is, never replaced.
 void write_file_atomically(const std::string& path, std::string_view contents);
 
 /// Refuses (Error naming it) an output file path that could not be written: one that names a

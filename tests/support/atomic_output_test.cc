@@ -4,6 +4,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <functional>
 #include <set>
@@ -37,6 +41,23 @@ TEST(AtomicFile, AFolderInTheWayIsRefusedAndNothingIsLeft) {
   EXPECT_THAT(error_of([&] { write_file_atomically(scratch.file("out.json"), "x"); }),
               AllOf(HasSubstr("out.json: cannot write: it is a folder, expected a file")));
   EXPECT_EQ(scratch.entries(), (std::set<std::string>{"out.json"}));
+}
+
+// `-o /dev/null` must not replace the device with a file: a pipe stands in for it here (its
+// reader opened first, so the write neither blocks nor, on a replaced pipe, hangs the test).
+TEST(AtomicFile, APipeIsWrittenIntoAndStaysAPipe) {
+  Scratch scratch;
+  const std::string pipe = scratch.file("pipe");
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
+  const int reader = ::open(pipe.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  write_file_atomically(pipe, "through the pipe");
+  char buffer[64] = {};
+  const ssize_t got = ::read(reader, buffer, sizeof buffer);
+  ::close(reader);
+  EXPECT_EQ(std::string(buffer, got > 0 ? static_cast<std::size_t>(got) : 0), "through the pipe");
+  EXPECT_TRUE(fs::is_fifo(pipe));
+  EXPECT_EQ(scratch.entries(), (std::set<std::string>{"pipe"}));
 }
 
 TEST(AtomicFile, AMissingFolderIsNamed) {
