@@ -53,23 +53,31 @@ void require_file_target(const std::string& path) {
 
 namespace {
 
-// Writes `contents` into an existing device or pipe, which a rename would replace with a file
-// (`cleave plan -o /dev/null` as root turned the host's /dev/null into a regular file).
-void write_into(const std::string& path, std::string_view contents) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+// Writes all of `contents` to `fd`; false (errno set) on a failed write.
+bool write_all_to(int fd, std::string_view contents) {
   const char* data = contents.data();
   std::size_t left = contents.size();
   while (left > 0) {
     const ssize_t written = ::write(fd, data, left);
     if (written < 0) {
       if (errno == EINTR) continue;
-      const int saved = errno;
-      ::close(fd);
-      throw Error(fmt::format("{}: cannot write: {}", path, std::strerror(saved)));
+      return false;
     }
     data += written;
     left -= static_cast<std::size_t>(written);
+  }
+  return true;
+}
+
+// Writes `contents` into an existing device or pipe, which a rename would replace with a file
+// (`cleave plan -o /dev/null` as root turned the host's /dev/null into a regular file).
+void write_into(const std::string& path, std::string_view contents) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  if (!write_all_to(fd, contents)) {
+    const int saved = errno;
+    ::close(fd);
+    throw Error(fmt::format("{}: cannot write: {}", path, std::strerror(saved)));
   }
   if (::close(fd) != 0)
     throw Error(fmt::format("{}: cannot write: close failed: {}", path, std::strerror(errno)));
@@ -99,17 +107,7 @@ void write_file_atomically(const std::string& path, std::string_view contents) {
     ::unlink(name.data());
     throw Error(fmt::format("{}: cannot write: {} failed: {}", path, step, std::strerror(saved)));
   };
-  const char* data = contents.data();
-  std::size_t left = contents.size();
-  while (left > 0) {
-    const ssize_t written = ::write(fd, data, left);
-    if (written < 0) {
-      if (errno == EINTR) continue;
-      fail("write");
-    }
-    data += written;
-    left -= static_cast<std::size_t>(written);
-  }
+  if (!write_all_to(fd, contents)) fail("write");
   // mkstemp creates the file 0600; outputs are meant to be shared like ordinary files.
   if (::fchmod(fd, 0644) != 0) fail("chmod");
   if (::fsync(fd) != 0) fail("fsync");
