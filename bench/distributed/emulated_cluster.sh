@@ -17,6 +17,8 @@
 # docs/results/distributed.md, 2026-11-29 20:12 UTC). Each rank's cgroup gets cpu.shares
 # 102400 (100 times the default): a rank on a cluster node has its share to itself, and here
 # the host's other processes (each session an autogroup of weight 1024) must not take it.
+# A capped rank reads its own quota under /sys/fs/cgroup/cpu, as a container's process reads
+# its limit, so cleave's ranks wait as they do under any quota (support/cpu_quota.h).
 # --speed s0,s1,... (one per rank, 0.01 to 1) makes rank i a device s_i times as fast another
 # way: after each task the rank pauses (1/s_i - 1) times the task's compute time before handing
 # its outputs on (CLEAVE_EMULATED_SPEEDS, src/distributed/emulated_speed.h), so the slowdown is
@@ -117,8 +119,25 @@ if [[ -n "$quotas" || -n "$memory" ]]; then
     exec "$@"' rank)
 fi
 
+# The ranks see their own quota, as a container's processes see theirs: `ip netns exec` mounts
+# a fresh /sys in which /sys/fs/cgroup is empty, so a capped rank took itself for uncapped and
+# spun waiting for messages (runtime/wait_policy.h sleeps at once under a quota), spending its
+# quota and, with more ranks than cores, its neighbours' cores (squeezenet1_0's split on 3
+# ranks at 66%: 21.1 ms spinning, 13.6 sleeping; docs/results/distributed.md). The namespace's
+# mounts are its own: the host's are untouched.
+in_namespace=()
+if [[ -n "$quotas" ]]; then
+  cpu_mount="$(readlink -f /sys/fs/cgroup/cpu)"
+  cpu_options="$(awk -v m="$cpu_mount" '$2 == m && $3 == "cgroup" {print $4}' /proc/self/mounts)"
+  [[ -n "$cpu_options" ]] || { echo "emulated_cluster.sh: no cgroup v1 cpu hierarchy at $cpu_mount" >&2; exit 2; }
+  in_namespace=(bash -c 'mount -t tmpfs -o mode=755 cgroup_root /sys/fs/cgroup &&
+    mkdir -p "$1" && mount -t cgroup -o "$2" cgroup "$1" &&
+    { [[ "$1" == /sys/fs/cgroup/cpu ]] || ln -s "$1" /sys/fs/cgroup/cpu; } || exit 2
+    shift 2; exec "$@"' mount_cgroups "$cpu_mount" "$cpu_options")
+fi
+
 status=0
-ip netns exec "$name" mpirun --allow-run-as-root --oversubscribe -np "$ranks" \
+ip netns exec "$name" "${in_namespace[@]}" mpirun --allow-run-as-root --oversubscribe -np "$ranks" \
   --mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
   -x OMP_NUM_THREADS=1 "${speed_env[@]}" "${wrapper[@]}" "$@" || status=$?
 exit "$status"

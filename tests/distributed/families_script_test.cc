@@ -232,6 +232,25 @@ TEST_F(FamiliesScript, ClusterGivesEveryRankItsQuotaAndAFirstClaimOnTheCores) {
   EXPECT_EQ(cluster_leftovers(), std::set<std::string>{});
 }
 
+// A capped rank reads its own quota where cleave looks for it, as a container's process does, so
+// that it waits as cleave waits under a quota (sleeping, not spinning on its quota); an
+// uncapped rank reads none. The host's mounts stay as they were.
+TEST_F(FamiliesScript, ClusterRanksSeeTheirOwnQuota) {
+  if (!cluster_available()) GTEST_SKIP() << "needs root, cgroup v1 cpu, tc and mpicc";
+  const std::string mounts = "grep ' cgroup' /proc/self/mounts";
+  const CommandResult before = run_shell(mounts);
+  const CommandResult result =
+      run_shell(cluster() + " --quota -,50 --period-us 10000 -np 2 -- sh -c 'echo rank " +
+                "$OMPI_COMM_WORLD_RANK $(" + CLEAVE_BINARY + " info --json | tr -d \"\\n \")'");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::regex capped(
+      R"(rank 1 \{.*"cpu_quota":\{"cores":0\.5,"file":"/sys/fs/cgroup/cpu/cleave_cluster_[0-9]+_r1/cpu\.cfs_quota_us"\}.*"openmp_spin_count":0,)");
+  EXPECT_TRUE(std::regex_search(result.out, capped)) << result.out;
+  EXPECT_NE(result.out.find(R"("cpu_quota":null)"), std::string::npos) << result.out;
+  EXPECT_EQ(run_shell(mounts).out, before.out);
+  EXPECT_EQ(cluster_leftovers(), std::set<std::string>{});
+}
+
 // Per family the fastest prediction that can run; over-memory rows and rows never predicted are
 // no family's best.
 TEST_F(FamiliesScript, PicksEachFamilysFastestRunnableRow) {
