@@ -33,6 +33,8 @@ constexpr std::size_t kX = 0, kW = 1, kR = 2, kB = 3, kLengths = 4, kInitialH = 
 constexpr int64_t kLanes = kLstmLoopsLanes;
 constexpr int64_t kGates = 4;
 constexpr int64_t kBlock = kLanes * kGates;
+// R streams from L2 every step (256 KB at hidden 128, past L1): asking for it 8 rows of k ahead
+// took the held-out lstm from 0.66 to 0.57 ms on one thread (4 and 16 rows: no better).
 constexpr int64_t kPrefetchAhead = 8 * kBlock;
 constexpr int64_t kOnnxGate[kGates] = {0, 2, 3, 1};
 
