@@ -224,7 +224,8 @@ class LstmLoopsKernel : public Kernel, public PackedConstants {
   }
 
   std::vector<OutputSpec> output_specs() const override { return specs_; }
-  std::string implementation() const override { return "cleave+" + product_.implementation(); }
+  // cleave's own loops, as its other vector kernels name theirs; the input's product is oneDNN's.
+  std::string implementation() const override { return "cleave:" + vector_isa_name(vector_isa()); }
   bool reads_at_run(std::size_t input) const override {  // PackedConstants
     return input != kW && input != kR && input != kB;
   }
