@@ -211,11 +211,12 @@ std::string isa_cache_key() {
   std::transform(key.begin(), key.end(), key.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   // On AMX the int8 kernels follow CLEAVE_INT8_AMX, so times and layouts measured under one
-  // policy say nothing about another (and those of before the policy were all "always").
+  // policy say nothing about another (and those of before the policy were all "always"); auto2:
+  // the rule by shape (int8_implementation.cc, 2026-11-30).
   if (isa == Isa::avx512_core_amx) {
     switch (amx_policy_from_environment()) {
       case AmxPolicy::kAuto:
-        return key + "-int8amx-auto";
+        return key + "-int8amx-auto2";
       case AmxPolicy::kAlways:
         return key + "-int8amx-always";
       case AmxPolicy::kNever:

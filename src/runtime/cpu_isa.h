@@ -65,7 +65,7 @@ dnnl::memory::format_tag channel_blocked_tag(int rank, int64_t block);
 
 /// The effective ISA for cache file names ("avx2", "avx512_core_bf16"), so that a cache
 /// measured on another CPU, or under another cap, is not used here. On AMX it also names the
-/// int8 AMX policy (CLEAVE_INT8_AMX: "avx512_core_amx-int8amx-auto").
+/// int8 AMX policy (CLEAVE_INT8_AMX: "avx512_core_amx-int8amx-auto2").
 std::string isa_cache_key();
 
 }  // namespace cleave

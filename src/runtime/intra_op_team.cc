@@ -54,9 +54,11 @@ double gemm_flops(const Node& node, const Tensor& a, const Tensor& b) {
   return 2 * elements(a) * n;
 }
 
-// A recurrence forks its team once a time step: the work that decides the team is one step's,
-// 2 · batch · (|W| + |R|) over every direction. (lstm on 2 threads had run 2.1x its 1-thread
-// time with every thread kept.)
+// A recurrence's product of the input with W over every step does not wait for the previous
+// step: 2 · steps · batch · |W| decides the team (LSTM's loops, lstm_loops.h, run that product on
+// it). oneDNN's primitives fork their team once a step and hold it at one step's work
+// themselves (recurrent_dnnl.cc: lstm on 2 threads had run 2.1x its 1-thread time with every
+// thread kept).
 NodeWork recurrence_work(const Node& node, std::span<const Tensor* const> inputs) {
   NodeWork work;
   const Tensor* x = input_at(inputs, 0);
@@ -66,8 +68,10 @@ NodeWork recurrence_work(const Node& node, std::span<const Tensor* const> inputs
     work.unknown = true;
     return work;
   }
-  const int64_t batch = x->shape()[node.int_attribute("layout", 0) == 0 ? 1 : 0];
-  work.flops = 2 * static_cast<double>(batch) * (elements(*w) + elements(*r));
+  const bool time_major = node.int_attribute("layout", 0) == 0;
+  const auto steps = static_cast<double>(x->shape()[time_major ? 0 : 1]);
+  const auto batch = static_cast<double>(x->shape()[time_major ? 1 : 0]);
+  work.flops = 2 * batch * std::max(steps * elements(*w), elements(*w) + elements(*r));
   return work;
 }
 

@@ -186,7 +186,7 @@ TEST(IsaCacheKey, NamesTheInt8AmxPolicyOnAmxOnly) {
     unsetenv("CLEAVE_INT8_AMX");
   }
   if (effective_isa() == Isa::avx512_core_amx) {
-    EXPECT_EQ(automatic, "avx512_core_amx-int8amx-auto");
+    EXPECT_EQ(automatic, "avx512_core_amx-int8amx-auto2");
     EXPECT_EQ(never, "avx512_core_amx-int8amx-never");
     EXPECT_EQ(always, "avx512_core_amx-int8amx-always");
   } else {

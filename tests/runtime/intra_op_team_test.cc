@@ -135,22 +135,34 @@ TEST(IntraOpTeam, TheTeamGrowsWithTheWorkUpToTheThreads) {
   EXPECT_EQ(intra_op_team(NodeWork{}, 0), 1);
 }
 
-TEST(IntraOpTeam, ARecurrenceCountsOneTimeStepsWork) {
+TEST(IntraOpTeam, ARecurrenceCountsTheInputsProductOverEveryStep) {
   Node lstm;
   lstm.op_type = "LSTM";
-  // 100 steps of batch 2, input 16, hidden 32: one step is 2 * 2 * (128 * 16 + 128 * 32) FLOPs.
+  // 100 steps of batch 2, input 16, hidden 32: X · Wᵀ is 2 * 100 * 2 * (128 * 16) FLOPs, above
+  // one step's product with W and R.
   const Tensor x = Tensor::allocate(DataType::kFloat, {100, 2, 16});
   const Tensor w = Tensor::allocate(DataType::kFloat, {1, 128, 16});
   const Tensor r = Tensor::allocate(DataType::kFloat, {1, 128, 32});
   const std::vector<const Tensor*> small{&x, &w, &r};
-  EXPECT_DOUBLE_EQ(node_work(lstm, small).flops, 2.0 * 2 * (128 * 16 + 128 * 32));
+  EXPECT_DOUBLE_EQ(node_work(lstm, small).flops, 2.0 * 100 * 2 * (128 * 16));
   EXPECT_EQ(intra_op_team(node_work(lstm, small), 4), 1);
-  // Batch first (layout 1), batch 64, hidden 512: 2 * 64 * (2048 * 512 * 2) FLOPs a step.
+  // One step (layout 0: [seq, batch, input]) is the larger: one step's W and R.
+  const Tensor one_step = Tensor::allocate(DataType::kFloat, {1, 2, 16});
+  const std::vector<const Tensor*> single{&one_step, &w, &r};
+  EXPECT_DOUBLE_EQ(node_work(lstm, single).flops, 2.0 * 2 * (128 * 16 + 128 * 32));
+  // The held-out lstm's first layer: 50 steps of batch 2, input 64, hidden 128, 6.6 M FLOPs.
+  const Tensor seq_x = Tensor::allocate(DataType::kFloat, {50, 2, 64});
+  const Tensor seq_w = Tensor::allocate(DataType::kFloat, {1, 512, 64});
+  const Tensor seq_r = Tensor::allocate(DataType::kFloat, {1, 512, 128});
+  const std::vector<const Tensor*> held_out{&seq_x, &seq_w, &seq_r};
+  EXPECT_EQ(intra_op_team(node_work(lstm, held_out), 2), 2);
+  // Batch first (layout 1), batch 64, hidden 512: 2 * 64 * 3 * (2048 * 512) FLOPs.
   lstm.set_attribute("layout", Attribute::of_int(1));
   const Tensor wide_x = Tensor::allocate(DataType::kFloat, {64, 3, 512});
   const Tensor wide_w = Tensor::allocate(DataType::kFloat, {1, 2048, 512});
   const Tensor wide_r = Tensor::allocate(DataType::kFloat, {1, 2048, 512});
   const std::vector<const Tensor*> wide{&wide_x, &wide_w, &wide_r};
+  EXPECT_DOUBLE_EQ(node_work(lstm, wide).flops, 2.0 * 64 * 3 * 2048 * 512);
   EXPECT_EQ(intra_op_team(node_work(lstm, wide), 4), 4);
   EXPECT_EQ(intra_op_team(node_work(lstm, {}), 4), 4);  // Operands unknown: every thread.
 }

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Build check: each of cleave's per-ISA float loops (fast_math.cc, pool_loops.cc,
-# quantize_loops.cc, channel_loops.cc) is vector code for its ISA.
+# quantize_loops.cc, channel_loops.cc, lstm_loops.cc) is vector code for its ISA.
 # A loop left scalar still computes the right numbers, so no output test can see it; under
 # GCC's -ftrapping-math the AVX2 loops were scalar and EfficientNet-B0 ran 4x slower on AVX2.
 # Usage: vector_loops_check.sh path/to/libcleave_runtime.a
@@ -84,4 +84,11 @@ for isa in avx2:ymm avx512:zmm; do
     check "average_${isa%%:*}<${lanes}l>" vaddps "$register"
   done
 done
+# LSTM's recurrence (lstm_loops.cc): the products of H and R on the ISA's vector registers.
+member=$(ar t "$library" | grep -x 'lstm_loops.cc.o')
+(cd "$work" && ar x "$library" "$member")
+objdump -d -C --no-show-raw-insn "$work/$member" >"$work/channel_listing"
+check "step_avx512<2, 2>" "vfmadd[0-9]*ps" zmm
+check "step_avx512<1, 2>" "vfmadd[0-9]*ps" zmm
+check "step_avx2(" "vfmadd[0-9]*ps" ymm
 exit $failed

@@ -16,14 +16,21 @@ namespace cleave {
 struct Int8Work {
   int64_t macs = 0;  ///< Multiply-adds of one run (all groups, all rows).
   int threads = 1;   ///< Intra-op threads that share them.
+  /// Multiply-adds summed into each output: input channels per group x taps (a convolution),
+  /// K (a product); 0 when unknown.
+  int64_t reduction = 0;
 };
 
 /// Whether an implementation name ("jit_1x1:avx512_core_amx_int8") is one of oneDNN's AMX ones.
 bool is_amx_implementation(std::string_view name);
 
 /// Whether AMX implementation `name` beats its non-AMX alternative on `work`, by the rule
-/// calibrated on an AMX Xeon (docs/results/heldout-speed.md, 2026-11-29): the AMX kernels cost
-/// 40-120 us a call more than their VNNI twins, jit_1x1 the most, so small products lose.
+/// calibrated on an AMX Xeon per convolution and product of the held-out int8 models
+/// (docs/results/heldout-speed.md, 2026-11-29 and 2026-11-30): AMX's fixed cost a call differs
+/// by implementation family, so each family has its own bound on multiply-adds per thread
+/// (jit_1x1 32 M, jit 12 M, the others 3 M); the brgemm convolutions (brgconv, brgconv_1x1)
+/// also take AMX from 0.8 M multiply-adds in all where each output sums at least 128 (two
+/// rows of an AMX tile's 64 int8 lanes), whatever the thread count.
 bool amx_pays_off(std::string_view name, const Int8Work& work);
 
 /// What CLEAVE_INT8_AMX asks: kAuto (unset or "auto") applies amx_pays_off, kAlways keeps

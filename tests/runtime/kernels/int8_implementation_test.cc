@@ -51,6 +51,38 @@ TEST(Int8Implementation, AmxPaysOffOnlyOnLargeProducts) {
   EXPECT_TRUE(amx_pays_off("brgconv_1x1:avx512_core_vnni", {1, 1}));  // Not AMX: nothing to pay.
 }
 
+TEST(Int8Implementation, BrgemmConvolutionsTakeAmxByTheSumPerOutput) {
+  const std::string brgconv_1x1 = "brgconv_1x1:avx512_core_amx_int8";
+  const std::string brgconv = "brgconv:avx512_core_amx_int8";
+  // squeezenet1_1_int8's squeeze 1x1, 49 x 384 x 64 (1.2 M): AMX at 1 and at 2 threads.
+  EXPECT_TRUE(amx_pays_off(brgconv_1x1, {1'204'224, 1, 384}));
+  EXPECT_TRUE(amx_pays_off(brgconv_1x1, {1'204'224, 2, 384}));
+  // Its 3x3 expand, 49 x 432 x 192 (4.06 M), at 2 threads: 2.03 M per thread.
+  EXPECT_TRUE(amx_pays_off(brgconv, {4'064'256, 2, 432}));
+  // Sums of 64 or fewer keep to the bound per thread: 961 x 16 x 64 (0.98 M), regnet's
+  // 256 x 64 x 160 (2.6 M); 4096 x 32 x 32 (4.2 M) is above it.
+  EXPECT_FALSE(amx_pays_off(brgconv_1x1, {983'040, 1, 16}));
+  EXPECT_FALSE(amx_pays_off(brgconv_1x1, {2'621'440, 1, 64}));
+  EXPECT_TRUE(amx_pays_off(brgconv_1x1, {4'194'304, 1, 32}));
+  // Under 0.8 M whatever the sum: 49 x 256 x 48 (0.6 M); an unknown sum (0) neither.
+  EXPECT_FALSE(amx_pays_off(brgconv_1x1, {602'112, 1, 256}));
+  EXPECT_FALSE(amx_pays_off(brgconv_1x1, {1'204'224, 1, 0}));
+  // Other families keep their bounds per thread: an 80 x 128 x 128 product (1.3 M) lost.
+  EXPECT_FALSE(amx_pays_off("brg:avx512_core_amx_int8", {1'310'720, 1, 128}));
+  EXPECT_FALSE(amx_pays_off("jit_1x1:avx512_core_amx_int8", {9'830'400, 1, 1920}));
+}
+
+TEST(Int8Implementation, JitConvolutionsTakeAmxFromTwelveMillionPerThread) {
+  const std::string jit = "jit:avx512_core_amx_int8";
+  // regnet_x_400mf_int8's 2-group 3x3 (4.7 M) and r3d_18_int8's strided 1x1x1 (8.4 M) lost.
+  EXPECT_FALSE(amx_pays_off(jit, {4'718'592, 1, 144}));
+  EXPECT_FALSE(amx_pays_off(jit, {8'388'608, 1, 64}));
+  // mel_frontend_int8's 400-tap convolution (31.5 M) won, also at 2 threads (15.8 M each).
+  EXPECT_TRUE(amx_pays_off(jit, {31'516'800, 1, 400}));
+  EXPECT_TRUE(amx_pays_off(jit, {31'516'800, 2, 400}));
+  EXPECT_FALSE(amx_pays_off(jit, {31'516'800, 3, 400}));
+}
+
 TEST(Int8Implementation, SmallProductsSkipToTheFirstNonAmxNonReferenceOne) {
   const Int8Work small{800'000, 1}, large{40'000'000, 1};
   EXPECT_EQ(chosen_implementation(kAmxList, small, AmxPolicy::kAuto), 1u);

@@ -169,7 +169,7 @@ class DnnlInt8Matmul final : public Kernel, public PackedConstants {
                                       : dnnl::matmul::desc(src, weights, bias, dst);
     dnnl::matmul::primitive_desc descriptor = with_chosen_implementation(
         [&] { return dnnl::matmul::primitive_desc(op, attr, context.engine); },
-        Int8Work{rows * p.k * p.n, context.threads});
+        Int8Work{rows * p.k * p.n, context.threads, p.k});
     step_ = DnnlStep(dnnl::matmul(descriptor), descriptor, context.engine);
     step_.declare(DNNL_ARG_SRC, src);
     step_.declare(DNNL_ARG_WEIGHTS, descriptor.weights_desc());

@@ -147,10 +147,15 @@ void sums_of(const Geometry& g, const Operands& at, const std::vector<const Tens
                       sums, threads);
 }
 
-int64_t multiply_adds(const ConvProblem& p) {
+// Products summed into each output: input channels per group x taps.
+int64_t reduction(const ConvProblem& p) {
   int64_t taps = 1;
   for (int64_t k : p.kernel) taps *= k;
-  return volume(p.output_shape) * (p.channels_in / p.groups) * taps;
+  return (p.channels_in / p.groups) * taps;
+}
+
+int64_t multiply_adds(const ConvProblem& p) {
+  return volume(p.output_shape) * reduction(p);
 }
 
 // An int8 convolution on oneDNN: u8/s8 data, s8 weights packed once, the data's zero point and
@@ -192,7 +197,7 @@ class DnnlInt8Conv final : public Kernel, public PackedConstants {
           memory::desc({p.channels_out}, memory::data_type::s32, memory::format_tag::x), dst,
           strides, dilations, pads_begin, pads_end);
     };
-    const Int8Work work{multiply_adds(p), context.threads};
+    const Int8Work work{multiply_adds(p), context.threads, reduction(p)};
     const auto choose = [&](const memory::desc& src) {
       // The descriptor's implementation iterator points at `op`: it lives through the choice.
       const dnnl::convolution_forward::desc op = operation(src);

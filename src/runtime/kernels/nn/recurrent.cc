@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 
+#include "runtime/kernels/nn/lstm_loops.h"
 #include "runtime/kernels/nn/recurrent_activations.h"
 #include "runtime/kernels/nn/recurrent_dnnl.h"
 #include "runtime/kernels/registration.h"
@@ -174,6 +175,7 @@ std::unique_ptr<Kernel> create_recurrent(const KernelContext& context, Cell cell
   RecurrentDims dims{
       cell,     s.linear_before_reset, s.reverse_only, s.batch_major, s.steps, s.batch, s.input,
       s.hidden, s.directions};
+  if (auto kernel = create_lstm_loops(context, dims)) return kernel;
   if (auto kernel = create_dnnl_recurrent(context, dims)) return kernel;
   std::vector<int64_t> y_shape =
       s.batch_major ? std::vector<int64_t>{s.batch, s.steps, s.directions, s.hidden}

@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include <omp.h>
+
+#include "runtime/intra_op_team.h"
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/packed_constants.h"
 
@@ -73,26 +76,6 @@ bool lengths_fit(const std::vector<int64_t>& lengths, const RecurrentDims& dims,
                      [&](int64_t length) { return length >= 1 && length <= dims.steps; });
 }
 
-// Why the primitive cannot compute the node (empty when it can): it knows only the default
-// activations without clipping, and weights fixed before the run.
-std::string primitive_blocker(const KernelContext& context, const RecurrentDims& dims) {
-  const Node& node = context.node;
-  if (node.attribute("clip") != nullptr) return "clip";
-  if (node.attribute("activation_alpha") != nullptr || node.attribute("activation_beta") != nullptr)
-    return "activation_alpha/beta";
-  if (node.int_attribute("input_forget", 0) != 0) return "input_forget";
-  if (!activations_supported(node, dims.cell)) return "activations";
-  for (std::size_t input : {kW, kR, kB, kPeepholes}) {
-    if (input == kPeepholes && dims.cell != RecurrentCell::kLstm) continue;
-    if (context.has_input(input) && !context.constant[input]) return "weights given at run time";
-  }
-  if (context.has_input(kLengths) &&
-      !lengths_fit(context.input(kLengths).to_int64_vector(), dims, output_used(context, 2)))
-    return "sequence lengths";
-  if (dims.steps == 0 || dims.batch == 0 || dims.input == 0 || dims.hidden == 0) return "empty";
-  return {};
-}
-
 // [outer, a, b, inner] into [outer, b, a, inner].
 void swap_middle_dims(const float* from, int64_t outer, int64_t a, int64_t b, int64_t inner,
                       float* to) {
@@ -127,6 +110,12 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
     cell_state_read_ = output_used(context, 2);
     given_h_ = context.has_input(kInitialH);
     given_c_ = lstm() && context.has_input(kInitialC);
+    // The primitive forks its team once a step: one step's work decides it, not the node's
+    // (intra_op_team.cc counts the input's product over every step).
+    NodeWork step;
+    step.flops = 2.0 * static_cast<double>(n * d * gates() * h * (dims.input + h));
+    team_ = intra_op_team(step, omp_get_max_threads());
+    const IntraOpTeamScope team(team_);
     create_primitive(context);
     pack_weights(context);
     const auto state_floats = static_cast<std::size_t>(d * n * h);
@@ -154,6 +143,7 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
            dnnl::stream& stream) override {
+    const IntraOpTeamScope team(team_);
     const auto state_floats =
         static_cast<std::size_t>(dims_.directions * dims_.batch * dims_.hidden);
     step_.set(DNNL_ARG_SRC_LAYER, inputs[kX]->raw());
@@ -353,6 +343,7 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
 
   RecurrentDims dims_;
   std::size_t outputs_;
+  int team_ = 1;  // The primitive's intra-op team: one step's work.
   std::vector<OutputSpec> specs_;
   bool given_lengths_ = false;
   bool cell_state_read_ = false;  // Output Y_c exists and is read.
@@ -369,9 +360,27 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
 
 }  // namespace
 
+std::string dnnl_recurrent_blocker(const KernelContext& context, const RecurrentDims& dims) {
+  const Node& node = context.node;
+  if (node.attribute("clip") != nullptr) return "clip";
+  if (node.attribute("activation_alpha") != nullptr || node.attribute("activation_beta") != nullptr)
+    return "activation_alpha/beta";
+  if (node.int_attribute("input_forget", 0) != 0) return "input_forget";
+  if (!activations_supported(node, dims.cell)) return "activations";
+  for (std::size_t input : {kW, kR, kB, kPeepholes}) {
+    if (input == kPeepholes && dims.cell != RecurrentCell::kLstm) continue;
+    if (context.has_input(input) && !context.constant[input]) return "weights given at run time";
+  }
+  if (context.has_input(kLengths) &&
+      !lengths_fit(context.input(kLengths).to_int64_vector(), dims, output_used(context, 2)))
+    return "sequence lengths";
+  if (dims.steps == 0 || dims.batch == 0 || dims.input == 0 || dims.hidden == 0) return "empty";
+  return {};
+}
+
 std::unique_ptr<Kernel> create_dnnl_recurrent(const KernelContext& context,
                                               const RecurrentDims& dims) {
-  if (!primitive_blocker(context, dims).empty()) return nullptr;
+  if (!dnnl_recurrent_blocker(context, dims).empty()) return nullptr;
   try {
     return std::make_unique<DnnlRecurrentKernel>(context, dims);
   } catch (const dnnl::error&) {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "runtime/kernel.h"
 
@@ -19,6 +20,10 @@ struct RecurrentDims {
   bool batch_major = false;  ///< layout=1: [batch, seq, ...] rather than [seq, batch, ...].
   int64_t steps = 0, batch = 0, input = 0, hidden = 0, directions = 1;
 };
+
+/// Why oneDNN's primitive cannot compute the node (empty when it can): it knows only the default
+/// activations without clipping, and weights fixed before the run.
+std::string dnnl_recurrent_blocker(const KernelContext& context, const RecurrentDims& dims);
 
 /// The node on oneDNN's vanilla_rnn, lbr_gru, gru or lstm primitive (forward, reverse or
 /// bidirectional, initial states, peepholes), or nullptr where the node needs what the
