@@ -30,6 +30,8 @@ std::string listed(const std::vector<double>& values) {
 constexpr const char* kSplit = "weights split in two";
 constexpr const char* kWidened = "int16 pairs";
 constexpr const char* kShifted = "s8 data shifted to u8";
+// Depthwise: oneDNN's own kernel, whose depthwise products cannot saturate (no split).
+constexpr const char* kDepthwise = "jit_uni_int8:";
 
 struct Case {
   std::string op;  // QLinearConv or ConvInteger.
@@ -101,6 +103,9 @@ void expect_fast_form(const Executor& executor, const char* without_vnni) {
   const std::string& implementation = executor.stats().implementations[0];
   if (quantize_detail::dnnl_int8_products_exact()) {
     EXPECT_NE(implementation, "") << "the constant form did not run on oneDNN";
+  } else if (without_vnni == kDepthwise) {
+    EXPECT_EQ(implementation.rfind(kDepthwise, 0), 0u) << "without VNNI: " << implementation;
+    EXPECT_EQ(implementation.find(kSplit), std::string::npos) << "without VNNI: " << implementation;
   } else if (without_vnni != kWidened || quantize_detail::widened_products_available()) {
     EXPECT_NE(implementation.find(without_vnni), std::string::npos)
         << "without VNNI: " << implementation;
@@ -161,6 +166,32 @@ TEST(Int8ConvDnnl, GroupedStridedQLinearConvMatchesTheLoops) {
 
 TEST(Int8ConvDnnl, ConvIntegerWithPadsMatchesTheLoops) {
   expect_dnnl_matches_loops({"ConvInteger", "[pads=[1, 1, 1, 1]]", 4, 8, 1});
+}
+
+// Depthwise convolutions run on oneDNN's kernel without the split even without VNNI: it
+// multiplies them in 32 bits. Full-range weights and data, channels not a multiple of the
+// kernel's block of 8, strides and pads. s8 data keeps the shifted split (oneDNN halves the
+// weights of s8 data without VNNI: 394 of 1,944 outputs differed run directly).
+TEST(Int8ConvDnnl, DepthwiseQLinearConvMatchesTheLoopsWithoutTheSplit) {
+  Case c{"QLinearConv", "[group=20, pads=[1, 1, 1, 1]]", 20, 20, 20};
+  c.spatial = {11, 13};
+  c.without_vnni = kDepthwise;
+  expect_dnnl_matches_loops(c);
+}
+
+TEST(Int8ConvDnnl, StridedDepthwiseConvIntegerMatchesTheLoopsWithoutTheSplit) {
+  Case c{"ConvInteger", "[group=16, strides=[2, 2], pads=[2, 2, 2, 2]]", 16, 16, 16};
+  c.kernel = {5, 5};
+  c.spatial = {14, 14};
+  c.without_vnni = kDepthwise;
+  expect_dnnl_matches_loops(c);
+}
+
+TEST(Int8ConvDnnl, S8DataDepthwiseQLinearConvMatchesTheLoops) {
+  Case c{"QLinearConv", "[group=24, pads=[1, 1, 1, 1]]", 24, 24, 24};
+  c.data = "i8";
+  c.without_vnni = kShifted;
+  expect_dnnl_matches_loops(c);
 }
 
 // Without VNNI, s8 data runs on the u8 split path, shifted by 128 with its zero point; the

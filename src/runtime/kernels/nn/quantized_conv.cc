@@ -458,6 +458,28 @@ std::unique_ptr<Kernel> try_shifted_data_conv(const KernelContext& context, cons
                                        std::move(shifted_zero), at);
 }
 
+// Without VNNI, a depthwise convolution (one input and one output channel per group) on
+// oneDNN's AVX2/SSE4.1 int8 kernel as it is: that kernel widens a depthwise convolution's data
+// and weights to 32 bits and multiplies them with vpmaddwd (its compute_ker_dw), so no int16 pair
+// sum can saturate and the split's second pass is not needed. u8 data only: for s8 data it
+// halves the weights (the outputs differed from the loops'). Any other implementation (its gemm
+// fallback, the 1x1 kernel) keeps the split: nullptr.
+std::unique_ptr<Kernel> try_depthwise_dnnl_conv(const KernelContext& context, const ConvProblem& p,
+                                                const Operands& at, bool requantized) {
+  if (context.input(at.x).dtype() != DataType::kUInt8 || p.groups == 1 ||
+      p.channels_in != p.groups || p.channels_out != p.groups) {
+    return nullptr;
+  }
+  std::unique_ptr<Kernel> kernel = quantize_detail::make_dnnl_int8(
+      context, at.x_zero, at.w_zero, requantized, p.channels_out, 6,
+      [&](DataType output, const dnnl::primitive_attr& attr) -> std::unique_ptr<Kernel> {
+        return std::make_unique<DnnlInt8Conv>(context, p, at, output, attr,
+                                              requantized && context.has_input(8));
+      });
+  if (!kernel || !kernel->implementation().starts_with("jit_uni_int8:")) return nullptr;
+  return kernel;
+}
+
 // The oneDNN kernel of an int8 convolution where oneDNN 2.6 has the form: s8 constant weights
 // with zero point 0, constant zero points and scales. nullptr otherwise (or when oneDNN offers
 // only its reference code), so the loops run.
@@ -470,6 +492,7 @@ std::unique_ptr<Kernel> try_dnnl_int8_conv(const KernelContext& context, const C
   if (quantize_detail::int8_products_need_split()) {
     if (requantized && !all_constant(context, {1, 4, 6, 7, 8})) return nullptr;
     if (auto kernel = try_widened_conv(context, p, at, requantized)) return kernel;
+    if (auto kernel = try_depthwise_dnnl_conv(context, p, at, requantized)) return kernel;
     if (context.input(at.x).dtype() == DataType::kInt8) {
       return try_shifted_data_conv(context, p, at, requantized);
     }
