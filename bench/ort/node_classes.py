@@ -21,6 +21,8 @@ onnx = f'{H}/{model}.onnx'
 # The manifest names the input (an int8 model reads its float model's file).
 entry = json.load(open(f'{H}/manifest.json'))['models'].get(model) or sys.exit(f'{model}: not in {H}/manifest.json')
 npy, input_name = f"{H}/{entry['input_file']}", entry['input_name']
+if len(entry.get('inputs', [])) > 1:
+    sys.exit(f"{model}: {len(entry['inputs'])} inputs; this script feeds one")
 
 def cls(name, op):
     if op.startswith('Reorder'): return 'reorder'
