@@ -178,8 +178,8 @@ TEST(Int8ConvDnnl, ConvIntegerWithPadsMatchesTheLoops) {
 
 // Depthwise convolutions run on oneDNN's kernel without the split even without VNNI: it
 // multiplies them in 32 bits. Full-range weights and data, channels not a multiple of the
-// kernel's block of 8, strides and pads. s8 data keeps the shifted split (oneDNN halves the
-// weights of s8 data without VNNI: 394 of 1,944 outputs differed run directly).
+// kernel's block of 8, strides and pads. s8 data keeps the shifted split (run directly on
+// oneDNN's kernel, 394 of its 1,944 outputs differed from the loops').
 TEST(Int8ConvDnnl, DepthwiseQLinearConvMatchesTheLoopsWithoutTheSplit) {
   Case c{"QLinearConv", "[group=20, pads=[1, 1, 1, 1]]", 20, 20, 20};
   c.spatial = {11, 13};

@@ -462,9 +462,9 @@ std::unique_ptr<Kernel> try_shifted_data_conv(const KernelContext& context, cons
 // Without VNNI, a depthwise convolution (one input and one output channel per group) on
 // oneDNN's AVX2/SSE4.1 int8 kernel as it is: that kernel widens a depthwise convolution's data
 // and weights to 32 bits and multiplies them with vpmaddwd (its compute_ker_dw), so no int16 pair
-// sum can saturate and the split's second pass is not needed. u8 data only: for s8 data it
-// halves the weights (the outputs differed from the loops'). Any other implementation (its gemm
-// fallback, the 1x1 kernel) keeps the split: nullptr.
+// sum can saturate and the split's second pass is not needed. u8 data only: with s8 data its
+// outputs differed from the loops' (oneDNN scales s8 data's weights without VNNI, we think; not
+// confirmed). Any other implementation (its gemm fallback, the 1x1 kernel) keeps the split.
 std::unique_ptr<Kernel> try_depthwise_dnnl_conv(const KernelContext& context, const ConvProblem& p,
                                                 const Operands& at, bool requantized) {
   if (context.input(at.x).dtype() != DataType::kUInt8 || p.groups == 1 ||
