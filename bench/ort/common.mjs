@@ -1,5 +1,5 @@
 // Shared pieces of the ONNX Runtime comparison scripts: .npy I/O, the corpus, running cleave.
-import { spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -89,8 +89,9 @@ export const defaultCleave = path.join(repoRoot, "build/cleave");
  * Runs `cleave run ... --json` and returns the parsed report. A failure's message is cleave's
  * own last error line, so that reports can quote it; on success its stderr is passed through.
  */
-export function runCleave(cleave, args) {
+export function runCleave(cleave, args, env = process.env) {
   const result = spawnSync(cleave, ["run", ...args, "--json"], {
+    env,
     encoding: "utf8",
     maxBuffer: 64 << 20,
     stdio: ["ignore", "pipe", "pipe"],
@@ -102,6 +103,53 @@ export function runCleave(cleave, args) {
   }
   if (said) process.stderr.write(`${said}\n`);
   return JSON.parse(result.stdout);
+}
+
+/**
+ * The environment of children that run on their AVX2 paths on an AVX-512 CPU: `lib` (built from
+ * bench/device/avx2_cpuid.c) preloaded hides AVX-512 and AMX from CPUID, which is what ONNX
+ * Runtime reads; oneDNN reads CPUID before the library can hide it, so it is capped by
+ * ONEDNN_MAX_CPU_ISA (AVX2, or AVX2_VNNI where AVX2_CPUID_AVX_VNNI=1 leaves AVX-VNNI visible;
+ * a value already set is kept).
+ */
+export function avx2MaskEnv(lib, base = process.env) {
+  if (!fs.existsSync(lib)) {
+    throw new Error(`--avx2-mask ${lib}: no such file (gcc -O2 -shared -fPIC bench/device/avx2_cpuid.c -o ${lib})`);
+  }
+  const isa = base.AVX2_CPUID_AVX_VNNI === "1" ? "AVX2_VNNI" : "AVX2";
+  return {
+    ...base,
+    LD_PRELOAD: [path.resolve(lib), base.LD_PRELOAD].filter(Boolean).join(":"),
+    ONEDNN_MAX_CPU_ISA: base.ONEDNN_MAX_CPU_ISA || isa,
+  };
+}
+
+/**
+ * Checks that both runtimes' children take their AVX2 paths under `env` (avx2MaskEnv): cleave
+ * reports AVX2 vector code and oneDNN ISA, and a node process that loads ONNX Runtime had its
+ * CPUIDs answered by the mask. Throws, saying which side did not, otherwise.
+ */
+export function checkAvx2Mask(cleave, env) {
+  const info = execFileSync(cleave, ["info"], { env, encoding: "utf8" });
+  const isa = /^ISA:\s*(\S+)/m.exec(info)?.[1] ?? "";
+  const vector = /^vector code:\s*(\S+)/m.exec(info)?.[1] ?? "";
+  if (!isa.startsWith("AVX2") || vector !== "avx2") {
+    throw new Error(`--avx2-mask: ${cleave} info says ISA '${isa}', vector code '${vector}'; expected AVX2, avx2`);
+  }
+  const probe = spawnSync(process.execPath, ["-e", "require('onnxruntime-node')"], {
+    cwd: path.dirname(fileURLToPath(import.meta.url)),
+    env: { ...env, AVX2_CPUID_COUNT: "1" },
+    encoding: "utf8",
+  });
+  const traps = Number(/avx2_cpuid: (\d+) CPUID traps/.exec(probe.stderr ?? "")?.[1] ?? 0);
+  if (probe.status !== 0 || traps === 0) {
+    const said = String(probe.stderr ?? "").trim().split("\n").pop();
+    throw new Error(
+      `--avx2-mask: ONNX Runtime's process did not run under the mask (exit ${probe.status ?? probe.signal}, ` +
+        `${traps} CPUID traps${said ? `: ${said}` : ""}); the CPU needs the cpuid_fault flag`,
+    );
+  }
+  return { isa, vector, ortTraps: traps };
 }
 
 /** Command-line flags as {name: value}; a flag without a value is true. */

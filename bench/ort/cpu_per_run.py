@@ -7,7 +7,7 @@
 # other processes took from it: a host at load 8 moves it by a few % where wall times move by
 # 2x. It still counts what they take from shared caches. Variants alternate their order by
 # round; prints medians and paired ratios against the first variant.
-import os, resource, subprocess, sys, statistics
+import json, os, resource, subprocess, sys, statistics
 here = os.path.dirname(os.path.abspath(__file__))
 if len(sys.argv) < 5 or not sys.argv[2].isdigit() or not sys.argv[3].isdigit() or int(sys.argv[3]) <= 4:
     sys.exit('usage: cpu_per_run.py MODEL ROUNDS RUNS(>4) VARIANT... (ort, cleave:BINARY[:--opt=value])')
@@ -17,15 +17,20 @@ model, rounds = sys.argv[1], int(sys.argv[2])
 N2 = int(sys.argv[3])
 variants = sys.argv[4:]  # e.g. ort  cleave:/path/cleave:--layouts=blocked
 H = os.path.expanduser('~/.cache/cleave/heldout')
-onnx, npy = f'{H}/{model}.onnx', f'{H}/{model}.input.npy'
+onnx = f'{H}/{model}.onnx'
+# The manifest names the input (an int8 model reads its float model's file).
+entry = json.load(open(f'{H}/manifest.json'))['models'].get(model) or sys.exit(f'{model}: not in {H}/manifest.json')
+npy, input_name = f"{H}/{entry['input_file']}", entry['input_name']
+if len(entry.get('inputs', [])) > 1:
+    sys.exit(f"{model}: {len(entry['inputs'])} inputs; this script feeds one")
 N1 = 4
 cache = os.environ.get('CLEAVE_CACHE_DIR') or os.path.join('/tmp', f'cpu-per-run-{os.getpid()}')
 def cmd(v, n):
     if v == 'ort':
-        return ['node', os.path.join(here, 'ort_run.mjs'), onnx, npy, 'input', '1', '3', str(n)]
+        return ['node', os.path.join(here, 'ort_run.mjs'), onnx, npy, input_name, '1', '3', str(n)]
     _, binary, *extra = v.split(':')
     options = [part for e in extra for part in e.split('=', 1)]
-    return [binary, 'run', onnx, '--input', f'input={npy}', '--threads', '1', '--warmup', '3',
+    return [binary, 'run', onnx, '--input', f'{input_name}={npy}', '--threads', '1', '--warmup', '3',
             '--repeat', str(n), '--json'] + options
 def cpu(c):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)

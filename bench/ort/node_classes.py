@@ -17,7 +17,12 @@ model, threads, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 cleave = sys.argv[4] if len(sys.argv) > 4 else os.path.join(here, '../../build/cleave')
 H = os.path.expanduser('~/.cache/cleave/heldout')
 cache = os.environ.get('CLEAVE_CACHE_DIR') or os.path.join('/tmp', f'node-classes-{os.getpid()}')
-onnx, npy = f'{H}/{model}.onnx', f'{H}/{model}.input.npy'
+onnx = f'{H}/{model}.onnx'
+# The manifest names the input (an int8 model reads its float model's file).
+entry = json.load(open(f'{H}/manifest.json'))['models'].get(model) or sys.exit(f'{model}: not in {H}/manifest.json')
+npy, input_name = f"{H}/{entry['input_file']}", entry['input_name']
+if len(entry.get('inputs', [])) > 1:
+    sys.exit(f"{model}: {len(entry['inputs'])} inputs; this script feeds one")
 
 def cls(name, op):
     if op.startswith('Reorder'): return 'reorder'
@@ -50,7 +55,7 @@ for r in range(rounds):
     for rt in order:
         sums = {}
         if rt == 'ort':
-            out = subprocess.run(['node', 'profile_nodes.mjs', onnx, npy, 'input', str(threads), '120'],
+            out = subprocess.run(['node', 'profile_nodes.mjs', onnx, npy, input_name, str(threads), '120'],
                                  cwd=here, capture_output=True, text=True, check=True).stdout
             for line in out.splitlines():
                 d = json.loads(line)

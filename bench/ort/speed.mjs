@@ -2,7 +2,7 @@
 //
 // Usage: node bench/ort/speed.mjs [--cleave build/cleave] [--models DIR] [--only a,b]
 //          [--rounds 5] [--runs 10] [--warmup 3] [--markdown FILE] [--json FILE]
-//          [--threads 1,2] [--baseline OTHER_BUILD/cleave]
+//          [--threads 1,2] [--baseline OTHER_BUILD/cleave] [--avx2-mask avx2_cpuid.so]
 // Each round times, for 1 and then 2 threads, ONNX Runtime (a child ort_run.mjs) and cleave (a
 // child `cleave run`); each loads the model, warms up and reports its own timed runs, so neither
 // runtime's idle threads share the machine with the other's. The order of the two runtimes
@@ -13,6 +13,8 @@
 // took fewer threads than asked (it does when other processes hold the cores) is counted.
 // With --baseline, another build of cleave is timed in the same rounds (the three in rotating
 // order): before and after a change, paired, with both ratios to ORT (console and --json).
+// With --avx2-mask, every child runs on its AVX2 paths (the CPUID mask preloaded, oneDNN capped;
+// common.mjs's avx2MaskEnv), checked once before the first round.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -20,6 +22,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 import {
+  avx2MaskEnv,
+  checkAvx2Mask,
   defaultCleave,
   defaultCorpusDir,
   geomean,
@@ -40,11 +44,21 @@ const flags = parseFlags(process.argv.slice(2), {
   json: "",
   threads: "1,2",
   baseline: "",
+  "avx2-mask": "",
 });
 const threadCounts = String(flags.threads).split(",").map(Number);
 if (threadCounts.some((t) => !(t === 1 || t === 2))) throw new Error("--threads takes 1, 2 or 1,2");
 if (flags.markdown && threadCounts.length !== 2) throw new Error("--markdown needs --threads 1,2");
 const here = path.dirname(fileURLToPath(import.meta.url));
+const childEnv = flags["avx2-mask"] ? avx2MaskEnv(flags["avx2-mask"]) : process.env;
+if (flags["avx2-mask"]) {
+  for (const binary of [flags.cleave, flags.baseline].filter(Boolean)) {
+    const seen = checkAvx2Mask(binary, childEnv);
+    process.stderr.write(
+      `--avx2-mask: ${binary}: ISA ${seen.isa}, vector code ${seen.vector}; ONNX Runtime: ${seen.ortTraps} CPUIDs masked\n`,
+    );
+  }
+}
 
 function timeOrt(model, threads) {
   const text = execFileSync(process.execPath, [
@@ -57,7 +71,7 @@ function timeOrt(model, threads) {
     String(flags.runs),
     // A model's further inputs (the held-out corpus lists every one).
     ...(model.inputs ?? []).slice(1).map((i) => `${i.name}=${i.file}`),
-  ]).toString();
+  ], { env: childEnv }).toString();
   return JSON.parse(text);
 }
 
@@ -74,7 +88,7 @@ function timeCleave(model, threads, binary = flags.cleave) {
     String(flags.warmup),
     "--repeat",
     String(flags.runs),
-  ]);
+  ], childEnv);
   return report;
 }
 
@@ -190,7 +204,11 @@ if (flags.markdown) {
     "# cleave vs ONNX Runtime: batch-1 latency and memory on the corpus",
     "",
     `Made by: \`${command}\` on ${new Date().toISOString().slice(0, 10)}, onnxruntime-node 1.30.0, ` +
-      `${os.cpus()[0].model}, ${os.cpus().length} cores, nothing else running.`,
+      `${os.cpus()[0].model}, ${os.cpus().length} cores, nothing else running` +
+      (flags["avx2-mask"]
+        ? `; both runtimes on their AVX2 paths (CPUID mask ${path.basename(flags["avx2-mask"])}, ` +
+          `ONEDNN_MAX_CPU_ISA=${childEnv.ONEDNN_MAX_CPU_ISA}).`
+        : "."),
     "",
     `Each of ${flags.rounds} rounds runs, for 1 then 2 threads, ${flags.warmup} warm-up and ` +
       `${flags.runs} timed runs of ONNX Runtime (executionMode sequential, graphOptimizationLevel ` +

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernel_test_util.h"
+#include "runtime/cpu_isa.h"
 #include "runtime/executor.h"
 #include "runtime/kernels/math/quantize_util.h"
 #include "runtime/kernels/math/widened_int8.h"
@@ -29,7 +30,11 @@ std::string listed(const std::vector<double>& values) {
 // What the constant form runs on without VNNI: a substring of its implementation.
 constexpr const char* kSplit = "weights split in two";
 constexpr const char* kWidened = "int16 pairs";
+// The one-channel 1-D convolution: widened products below AVX-512, with or without VNNI.
+constexpr const char* kWidenedConv1d = "int8 conv1d (int16 pairs)";
 constexpr const char* kShifted = "s8 data shifted to u8";
+// Depthwise: oneDNN's own kernel, whose depthwise products cannot saturate (no split).
+constexpr const char* kDepthwise = "jit_uni_int8:";
 
 struct Case {
   std::string op;  // QLinearConv or ConvInteger.
@@ -96,12 +101,20 @@ int64_t count_of(const std::vector<int64_t>& shape) {
 }
 
 // The oneDNN form runs (natively) or, without VNNI, the kernel `without_vnni` names (the
-// widened products where the CPU has AVX2).
+// widened products where the CPU has AVX2; the one-channel 1-D convolution's below AVX-512).
 void expect_fast_form(const Executor& executor, const char* without_vnni) {
   const std::string& implementation = executor.stats().implementations[0];
-  if (quantize_detail::dnnl_int8_products_exact()) {
+  const bool avx2_kernels = !isa_includes(effective_isa(), dnnl::cpu_isa::avx512_core);
+  const bool widened = quantize_detail::widened_products_available();
+  if (without_vnni == kWidenedConv1d && avx2_kernels && widened) {
+    EXPECT_NE(implementation.find(kWidenedConv1d), std::string::npos)
+        << "below AVX-512: " << implementation;
+  } else if (quantize_detail::dnnl_int8_products_exact()) {
     EXPECT_NE(implementation, "") << "the constant form did not run on oneDNN";
-  } else if (without_vnni != kWidened || quantize_detail::widened_products_available()) {
+  } else if (without_vnni == kDepthwise) {
+    EXPECT_EQ(implementation.rfind(kDepthwise, 0), 0u) << "without VNNI: " << implementation;
+    EXPECT_EQ(implementation.find(kSplit), std::string::npos) << "without VNNI: " << implementation;
+  } else if ((without_vnni != kWidened && without_vnni != kWidenedConv1d) || widened) {
     EXPECT_NE(implementation.find(without_vnni), std::string::npos)
         << "without VNNI: " << implementation;
   }
@@ -163,6 +176,32 @@ TEST(Int8ConvDnnl, ConvIntegerWithPadsMatchesTheLoops) {
   expect_dnnl_matches_loops({"ConvInteger", "[pads=[1, 1, 1, 1]]", 4, 8, 1});
 }
 
+// Depthwise convolutions run on oneDNN's kernel without the split even without VNNI: it
+// multiplies them in 32 bits. Full-range weights and data, channels not a multiple of the
+// kernel's block of 8, strides and pads. s8 data keeps the shifted split (run directly on
+// oneDNN's kernel, 394 of its 1,944 outputs differed from the loops').
+TEST(Int8ConvDnnl, DepthwiseQLinearConvMatchesTheLoopsWithoutTheSplit) {
+  Case c{"QLinearConv", "[group=20, pads=[1, 1, 1, 1]]", 20, 20, 20};
+  c.spatial = {11, 13};
+  c.without_vnni = kDepthwise;
+  expect_dnnl_matches_loops(c);
+}
+
+TEST(Int8ConvDnnl, StridedDepthwiseConvIntegerMatchesTheLoopsWithoutTheSplit) {
+  Case c{"ConvInteger", "[group=16, strides=[2, 2], pads=[2, 2, 2, 2]]", 16, 16, 16};
+  c.kernel = {5, 5};
+  c.spatial = {14, 14};
+  c.without_vnni = kDepthwise;
+  expect_dnnl_matches_loops(c);
+}
+
+TEST(Int8ConvDnnl, S8DataDepthwiseQLinearConvMatchesTheLoops) {
+  Case c{"QLinearConv", "[group=24, pads=[1, 1, 1, 1]]", 24, 24, 24};
+  c.data = "i8";
+  c.without_vnni = kShifted;
+  expect_dnnl_matches_loops(c);
+}
+
 // Without VNNI, s8 data runs on the u8 split path, shifted by 128 with its zero point; the
 // padding must still read as the zero point.
 TEST(Int8ConvDnnl, S8DataQLinearConvWithPadsMatchesTheLoops) {
@@ -186,7 +225,7 @@ TEST(Int8ConvDnnl, StridedConv1dOfOneChannelMatchesTheLoops) {
   c.spatial = {403};
   c.kernel = {37};
   c.batch = 2;
-  c.without_vnni = kWidened;
+  c.without_vnni = kWidenedConv1d;
   expect_dnnl_matches_loops(c);
 }
 
@@ -195,7 +234,7 @@ TEST(Int8ConvDnnl, S8DataConvIntegerConv1dOfOneChannelMatchesTheLoops) {
   c.data = "i8";
   c.spatial = {120};
   c.kernel = {20};
-  c.without_vnni = kWidened;
+  c.without_vnni = kWidenedConv1d;
   expect_dnnl_matches_loops(c);
 }
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 
+#include "runtime/cpu_isa.h"
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/elementwise.h"
 #include "runtime/kernels/int8_implementation.h"
@@ -365,7 +366,7 @@ std::unique_ptr<Kernel> try_split_weights_conv(const KernelContext& context, con
                                                  std::move(spec), how, context.threads);
 }
 
-// Without VNNI, a 1-D convolution of one input channel, unpadded and undilated (an STFT as a
+// Below AVX-512, a 1-D convolution of one input channel, unpadded and undilated (an STFT as a
 // strided Conv1d), as cleave's widened int16 products: each output position's window is a row
 // of the data as it lies, so no im2col (a negative oneDNN pads_end: samples past the last
 // window, unread). oneDNN's AVX2 int8 kernels pad the one channel to a
@@ -463,6 +464,28 @@ std::unique_ptr<Kernel> try_shifted_data_conv(const KernelContext& context, cons
                                        std::move(shifted_zero), at);
 }
 
+// Without VNNI, a depthwise convolution (one input and one output channel per group) on
+// oneDNN's AVX2/SSE4.1 int8 kernel as it is: that kernel widens a depthwise convolution's data
+// and weights to 32 bits and multiplies them with vpmaddwd (its compute_ker_dw), so no int16 pair
+// sum can saturate and the split's second pass is not needed. u8 data only: with s8 data its
+// outputs differed from the loops' (oneDNN scales s8 data's weights without VNNI, we think; not
+// confirmed). Any other implementation (its gemm fallback, the 1x1 kernel) keeps the split.
+std::unique_ptr<Kernel> try_depthwise_dnnl_conv(const KernelContext& context, const ConvProblem& p,
+                                                const Operands& at, bool requantized) {
+  if (context.input(at.x).dtype() != DataType::kUInt8 || p.groups == 1 ||
+      p.channels_in != p.groups || p.channels_out != p.groups) {
+    return nullptr;
+  }
+  std::unique_ptr<Kernel> kernel = quantize_detail::make_dnnl_int8(
+      context, at.x_zero, at.w_zero, requantized, p.channels_out, 6,
+      [&](DataType output, const dnnl::primitive_attr& attr) -> std::unique_ptr<Kernel> {
+        return std::make_unique<DnnlInt8Conv>(context, p, at, output, attr,
+                                              requantized && context.has_input(8));
+      });
+  if (!kernel || !kernel->implementation().starts_with("jit_uni_int8:")) return nullptr;
+  return kernel;
+}
+
 // The oneDNN kernel of an int8 convolution where oneDNN 2.6 has the form: s8 constant weights
 // with zero point 0, constant zero points and scales. nullptr otherwise (or when oneDNN offers
 // only its reference code), so the loops run.
@@ -472,15 +495,19 @@ std::unique_ptr<Kernel> try_dnnl_int8_conv(const KernelContext& context, const C
       !all_constant(context, {at.x_zero, at.w_zero})) {
     return nullptr;
   }
-  if (quantize_detail::int8_products_need_split()) {
-    if (requantized && !all_constant(context, {1, 4, 6, 7, 8})) return nullptr;
+  if (requantized && !all_constant(context, {1, 4, 6, 7, 8})) return nullptr;
+  // oneDNN's AVX2 int8 kernels, with AVX-VNNI too, run the one-channel 1-D convolution tap by
+  // tap (mel_frontend_int8 under AVX2_VNNI: 1.33 ms of CPU a run, 0.82 on the widened products).
+  if (!isa_includes(effective_isa(), dnnl::cpu_isa::avx512_core)) {
     if (auto kernel = try_widened_conv(context, p, at, requantized)) return kernel;
+  }
+  if (quantize_detail::int8_products_need_split()) {
+    if (auto kernel = try_depthwise_dnnl_conv(context, p, at, requantized)) return kernel;
     if (context.input(at.x).dtype() == DataType::kInt8) {
       return try_shifted_data_conv(context, p, at, requantized);
     }
     return try_split_weights_conv(context, p, at, requantized);
   }
-  if (requantized && !all_constant(context, {1, 4, 6, 7, 8})) return nullptr;
   return quantize_detail::make_dnnl_int8(
       context, at.x_zero, at.w_zero, requantized, p.channels_out, 6,
       [&](DataType output, const dnnl::primitive_attr& attr) -> std::unique_ptr<Kernel> {
