@@ -10,6 +10,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "cost/cost_table.h"
@@ -34,33 +35,45 @@ namespace fs = std::filesystem;
 // 512-channel maps to 8x8 direct (winograd_pays).
 constexpr int kCacheVersion = 7;
 
-// Times every family in rounds, one run of each per round and the order rotating, so that a
-// burst of other work on a shared machine lands on the families alike; timing one family's
-// whole series after the other's let one burst decide (resnet50 at 2 threads on a Zen 3 cached
-// channels-last as 9% faster where paired runs put it 10% slower). Every family's executor is
-// alive during the rounds: one more copy of the weights for that time.
+// Times every other family against blocked in rounds, one run of each per round and the order
+// alternating, so that a burst of other work on a shared machine lands on both alike; timing
+// one family's whole series after the other's let one burst decide (resnet50 at 2 threads on a
+// Zen 3 cached channels-last as 9% faster where paired runs put it 10% slower). Blocked's
+// executor and one other's are alive at a time, each other family's rounds in turn with its
+// share of the time: with every family's alive at once, fcn_resnet50's first run grew by 589
+// MiB, its Winograd and channels-last copies of the weights together; one at a time, by 451
+// (ONNX Runtime's peak: 450). Each round holds blocked's time and one other family's.
 std::vector<std::map<ConvolutionFamily, double>> time_in_rounds(
     const Graph& graph, ExecutorOptions options, const std::vector<ConvolutionFamily>& families,
     const std::map<std::string, Tensor>& inputs, const LayoutChoiceOptions& choice) {
-  std::vector<std::unique_ptr<Executor>> executors;
-  for (ConvolutionFamily family : families) {
+  const auto prepare = [&](ConvolutionFamily family) {
     if (choice.progress) choice.progress(fmt::format("layouts: preparing {}", to_string(family)));
     options.convolution_family = family;
     options.collect_stats = false;
-    executors.push_back(std::make_unique<Executor>(graph, options));
-    for (int i = 0; i < choice.warmup; ++i) executors.back()->run(inputs);
-  }
+    auto executor = std::make_unique<Executor>(graph, options);
+    for (int i = 0; i < choice.warmup; ++i) executor->run(inputs);
+    return executor;
+  };
+  const std::unique_ptr<Executor> blocked = prepare(ConvolutionFamily::kBlocked);
   std::vector<std::map<ConvolutionFamily, double>> rounds;
-  const auto start = std::chrono::steady_clock::now();
-  while (static_cast<int>(rounds.size()) < choice.min_runs ||
-         (static_cast<int>(rounds.size()) < choice.max_runs &&
-          seconds_since(start) < choice.budget_seconds)) {
-    std::map<ConvolutionFamily, double>& round = rounds.emplace_back();
-    for (std::size_t k = 0; k < families.size(); ++k) {
-      const std::size_t i = (k + rounds.size()) % families.size();
-      const auto run_start = std::chrono::steady_clock::now();
-      executors[i]->run(inputs);
-      round[families[i]] = seconds_since(run_start) * 1e3;
+  const double others = static_cast<double>(std::max<std::size_t>(families.size(), 2) - 1);
+  for (ConvolutionFamily family : families) {
+    if (family == ConvolutionFamily::kBlocked) continue;
+    const std::unique_ptr<Executor> other = prepare(family);
+    const std::pair<ConvolutionFamily, Executor*> pair[] = {
+        {ConvolutionFamily::kBlocked, blocked.get()}, {family, other.get()}};
+    const auto start = std::chrono::steady_clock::now();
+    for (int count = 0;
+         count < choice.min_runs ||
+         (count < choice.max_runs && seconds_since(start) < choice.budget_seconds / others);
+         ++count) {
+      std::map<ConvolutionFamily, double>& round = rounds.emplace_back();
+      for (std::size_t k = 0; k < 2; ++k) {
+        const auto& [timed, executor] = pair[(k + static_cast<std::size_t>(count)) % 2];
+        const auto run_start = std::chrono::steady_clock::now();
+        executor->run(inputs);
+        round[timed] = seconds_since(run_start) * 1e3;
+      }
     }
   }
   if (choice.progress) {
@@ -202,10 +215,11 @@ LayoutChoice choose_layouts(const Graph& graph, const ExecutorOptions& options,
   families.push_back(ConvolutionFamily::kChannelsLast);
   const std::vector<std::map<ConvolutionFamily, double>> rounds =
       time_in_rounds(graph, options, families, inputs, choice_options);
-  for (ConvolutionFamily family : families) {
-    double fastest = rounds.front().at(family);
-    for (const auto& round : rounds) fastest = std::min(fastest, round.at(family));
-    choice.fastest_ms[family] = fastest;
+  for (const auto& round : rounds) {
+    for (const auto& [family, ms] : round) {
+      auto [entry, first] = choice.fastest_ms.emplace(family, ms);
+      if (!first) entry->second = std::min(entry->second, ms);
+    }
   }
   choice.relative = relative_to_blocked(rounds);
   choice.family = pick_family(choice.relative);

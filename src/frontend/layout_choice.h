@@ -28,10 +28,12 @@ struct LayoutChoice {
 inline constexpr double kFamilyMargin = 0.02;
 
 struct LayoutChoiceOptions {
-  int warmup = 2;     ///< Untimed runs of each variant (preparation, in-place Concat).
-  int min_runs = 3;   ///< Interleaved rounds (one timed run of each variant) at least ...
-  int max_runs = 10;  ///< ... and at most, while the time below lasts.
-  double budget_seconds = 2.0;
+  int warmup = 2;  ///< Untimed runs of each variant (preparation, in-place Concat).
+  /// Interleaved rounds (a timed run of blocked and one of the other family) per family other
+  /// than blocked, at least ...
+  int min_runs = 3;
+  int max_runs = 10;            ///< ... and at most, while its share of the time below lasts.
+  double budget_seconds = 2.0;  ///< Shared equally among the families other than blocked.
   bool use_cache = true;
   std::string cache_directory;                       ///< Empty: default_cache_directory("layouts").
   std::function<void(const std::string&)> progress;  ///< One line per step; may be empty.
@@ -45,9 +47,9 @@ bool layouts_can_differ(const Graph& graph);
 /// only then is the Winograd family timed.
 bool winograd_can_apply(const Graph& graph, int threads);
 
-/// Each family's latency relative to kBlocked's in every round (`rounds[i]` holds each
-/// family's run in round i), the median over rounds: a burst of other work that slows one run
-/// moves one ratio, not the answer.
+/// Each family's latency relative to kBlocked's in every round (`rounds[i]` holds blocked's
+/// run in round i and those of the families timed beside it), the median over the rounds that
+/// hold the family: a burst of other work that slows one run moves one ratio, not the answer.
 std::map<ConvolutionFamily, double> relative_to_blocked(
     const std::vector<std::map<ConvolutionFamily, double>>& rounds);
 
