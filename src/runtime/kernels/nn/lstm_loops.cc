@@ -53,6 +53,16 @@ CLEAVE_INLINE void store(float* to, Vec v) {
   std::memcpy(to, &v, sizeof(v));
 }
 
+// The bits of one vector type as another: std::bit_cast on these vector types is an out-of-line
+// call at -O0 that the sanitizer build's UBSan flagged as a null load.
+template <typename To, typename From>
+CLEAVE_INLINE To bits_as(const From& from) {
+  static_assert(sizeof(To) == sizeof(From));
+  To to;
+  std::memcpy(&to, &from, sizeof(to));
+  return to;
+}
+
 CLEAVE_INLINE Vec splat(float value) {
   return Vec{} + value;
 }
@@ -73,9 +83,9 @@ CLEAVE_INLINE Vec exp_nonpositive(Vec t) {
   p = p * f + 6.931472067e-01f;
   p = p * f + 1.000000075e+00f;
   // shifted's low mantissa bits hold n + 2^22; rebuild 2^n from them.
-  const IntVec exponent = std::bit_cast<IntVec>(shifted) - std::bit_cast<int32_t>(kRoundingShift);
+  const IntVec exponent = bits_as<IntVec>(shifted) - std::bit_cast<int32_t>(kRoundingShift);
   const IntVec bits = (exponent + 127) << 23;
-  return p * std::bit_cast<Vec>(bits);
+  return p * bits_as<Vec>(bits);
 }
 
 // 1/(1+e) for x ≥ 0 and e/(1+e) below, e = exp(-|x|): no overflow, relative accuracy kept.
