@@ -48,11 +48,21 @@ bool prices_beside_busy(const Plan& plan, const TaskGraph& graph);
 /// transfers at once. With Machine::endpoint_bandwidth (ranks), each end of a task-to-task
 /// message is priced too: the producer's worker sends for bytes / endpoint_bandwidth after the
 /// task (one message per reading worker), and a reader copies each message when it gets to it
-/// (at once when it was waiting for it: the copy then overlaps the link's). Tasks take Task::time,
+/// (at once when it was waiting for it: the copy then overlaps the link's); a task that
+/// Task::copies_remote_inputs (a Concat) copies each value from another worker once more, at the
+/// same rate, inside its task. Tasks take Task::time,
 /// or Task::busy_time where prices_beside_busy says so; where two or more workers compute, each
 /// task takes Machine::task_seconds more and the makespan Machine::run_seconds more. Throws Error
 /// when the orders deadlock or the plan does not place every task once.
 Simulation simulate(const Plan& plan, const TaskGraph& graph);
+
+/// simulate()'s timeline of per-worker orders that need not list every task: a planner's
+/// schedule so far (earliest_finish.h) or a whole assignment it judges (AppendScheduler), so
+/// that a plan is made on the model that predicts it. Tasks listed nowhere are left out (start
+/// and finish 0), and so are the messages to them and their model outputs' gather; a complete
+/// set of orders gives simulate()'s result. Throws Error when an order lists a task twice or
+/// one whose producer is listed nowhere, or when the orders deadlock.
+Simulation simulate_orders(const std::vector<std::vector<int>>& order, const TaskGraph& graph);
 
 /// Copies a simulation's times into the plan (start, finish, makespan).
 void apply_simulation(Plan& plan, const Simulation& simulation);
