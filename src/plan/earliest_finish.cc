@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "ir/graph.h"
 #include "plan/list_schedule.h"
@@ -101,6 +102,8 @@ EarliestFinishSchedule schedule_earliest_finish(const TaskGraph& graph,
   // (Not with ready times: the clock knows none; MILP-SPLIT's modules keep the link's price.)
   const bool priced_ends = graph.machine.endpoint_seconds(1.0) > 0 && !limits.ready;
   std::vector<std::vector<int>> listed(devices);
+  std::optional<OrdersClock> clock;
+  if (priced_ends) clock.emplace(graph);
   const auto listed_with = [&](int task, std::size_t device, std::size_t position) {
     std::vector<std::vector<int>> order = listed;
     order[device].insert(order[device].begin() + static_cast<std::ptrdiff_t>(position), task);
@@ -127,7 +130,7 @@ EarliestFinishSchedule schedule_earliest_finish(const TaskGraph& graph,
       double candidate = start + info.time[device];
       if (!std::isfinite(candidate)) continue;  // an input could not reach this device
       if (priced_ends)
-        candidate = simulate_orders(listed_with(task, device, position), graph).finish[task];
+        candidate = clock->simulate(listed_with(task, device, position)).finish[task];
       if (best.worker < 0 || candidate < best.finish) best = {worker, start, candidate, position};
     }
     return best;
@@ -163,7 +166,7 @@ EarliestFinishSchedule schedule_earliest_finish(const TaskGraph& graph,
     schedule.makespan = std::max(schedule.makespan, best_finish);
     if (priced_ends) {
       listed = listed_with(task, static_cast<std::size_t>(best), best_position);
-      const Simulation timed = simulate_orders(listed, graph);
+      const Simulation timed = clock->simulate(listed);
       for (std::size_t device = 0; device < devices; ++device) {
         for (Slot& slot : timeline[device]) {
           slot.start = schedule.start[slot.task] = timed.start[slot.task];

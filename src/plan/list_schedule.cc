@@ -10,7 +10,6 @@
 #include <numeric>
 
 #include "ir/graph.h"
-#include "plan/simulator.h"
 
 namespace cleave {
 
@@ -220,20 +219,22 @@ AppendScheduler::AppendScheduler(const TaskGraph& graph, std::vector<int> priori
       priority_(std::move(priority)),
       in_edges_(graph.in_edges()),
       finish_(graph.tasks.size(), 0.0),
-      worker_free_(graph.machine.size(), 0.0) {}
+      worker_free_(graph.machine.size(), 0.0) {
+  if (graph.machine.endpoint_seconds(1.0) > 0) clock_.emplace(graph);
+}
 
 double AppendScheduler::makespan(const std::vector<int>& worker_of_task) const {
-  if (graph_->machine.endpoint_seconds(1.0) > 0) {
+  if (clock_) {
     // Priced message ends: a task's sends and a reader's copies depend on where all the others
     // run, so the assignment is judged by the simulator's own clock.
-    std::vector<std::vector<int>> order(graph_->machine.size());
+    order_.assign(graph_->machine.size(), {});
     for (int task : priority_) {
       const int worker = worker_of_task[task];
       if (!std::isfinite(graph_->tasks[task].time[worker]))
         return std::numeric_limits<double>::infinity();
-      order[worker].push_back(task);
+      order_[worker].push_back(task);
     }
-    return simulate_orders(order, *graph_).makespan;
+    return clock_->simulate(order_).makespan;
   }
   std::fill(worker_free_.begin(), worker_free_.end(), 0.0);
   double makespan = 0;

@@ -1,10 +1,12 @@
 // Building blocks the list-scheduling planners share: ranks, memory bookkeeping, fast evaluation.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "plan/plan.h"
+#include "plan/simulator.h"
 #include "plan/task_graph.h"
 
 namespace cleave {
@@ -76,6 +78,8 @@ class AppendScheduler {
   std::vector<std::vector<int>> in_edges_;
   mutable std::vector<double> finish_;
   mutable std::vector<double> worker_free_;
+  std::optional<OrdersClock> clock_;  // with priced message ends
+  mutable std::vector<std::vector<int>> order_;
 };
 
 /// Fills a plan's times from the simulator and records the planner's own makespan estimate in
