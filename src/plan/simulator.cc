@@ -39,7 +39,7 @@ OrdersClock::OrdersClock(const TaskGraph& graph)
       in_edges_(graph.in_edges()),
       out_edges_(graph.out_edges()),
       priced_ends_(graph.machine.endpoint_seconds(1.0) > 0),
-      several_busy_(has_busy_times(graph)) {}
+      busy_times_(has_busy_times(graph)) {}
 
 // When a task starting no earlier than `start` on `worker` has taken `messages_`. The reader
 // takes them in the order they come, each copied at its end: one it waits for is copied as it
@@ -161,7 +161,7 @@ Simulation OrdersClock::simulate(const std::vector<std::vector<int>>& order) con
   }
   const bool several = several_compute(order);
   Simulation result;
-  result.beside_busy = several_busy_ && several;
+  result.beside_busy = busy_times_ && several;
   // A one-worker plan runs as its profile did; several workers pay the executor's dispatch.
   const double task_seconds = several ? graph.machine.task_seconds : 0.0;
   result.start.assign(task_count, 0.0);

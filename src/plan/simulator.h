@@ -87,7 +87,7 @@ class OrdersClock {
   std::vector<std::vector<int>> in_edges_;
   std::vector<std::vector<int>> out_edges_;
   bool priced_ends_ = false;
-  bool several_busy_ = false;  // whether the tasks carry busy-neighbour times
+  bool busy_times_ = false;  // whether the tasks carry busy-neighbour times
   // Scratch, per call.
   mutable std::vector<int> worker_of_task_, previous_on_worker_, next_on_worker_, waiting_,
       sequence_;
