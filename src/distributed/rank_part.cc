@@ -72,8 +72,20 @@ std::unique_ptr<ExecutorInterface> RankPart::make_executor(Graph& graph, const M
   return std::make_unique<MpiExecutor>(graph, plan.tasks, plan.plan, mpi_.comm(), options);
 }
 
+std::vector<double> one_clock_shifts(const std::vector<double>& origins,
+                                     const std::vector<double>& offsets) {
+  std::vector<double> shifts(origins.size(), 0.0);
+  if (origins.empty()) return shifts;
+  // Each origin read on rank 0's clock; the earliest becomes 0.
+  for (std::size_t r = 0; r < origins.size(); ++r) shifts[r] = origins[r] - offsets.at(r);
+  const double earliest = *std::min_element(shifts.begin(), shifts.end());
+  for (double& shift : shifts) shift -= earliest;
+  return shifts;
+}
+
 std::vector<Trace::Event> gather_trace_events(const MpiSession& mpi, const Trace& trace,
-                                              double timeout_seconds) {
+                                              double origin, double timeout_seconds) {
+  const std::vector<double> offsets = clock_offsets(mpi, timeout_seconds);
   std::vector<double> mine;
   for (const auto& event : trace.events) {
     mine.insert(mine.end(), {static_cast<double>(event.task), static_cast<double>(event.worker),
@@ -85,21 +97,27 @@ std::vector<Trace::Event> gather_trace_events(const MpiSession& mpi, const Trace
   MPI_Igather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, mpi.comm(), &request);
   const auto what = [] { return std::string("every rank's trace"); };
   wait_until(request, deadline_after(timeout_seconds), what, timeout_seconds);
-  std::vector<int> offsets(counts.size(), 0);
+  std::vector<int> offsets_of(counts.size(), 0);
   int total = 0;
   for (std::size_t r = 0; r < counts.size(); ++r) {
-    offsets[r] = total;
+    offsets_of[r] = total;
     total += counts[r];
   }
   std::vector<double> all(static_cast<std::size_t>(std::max(total, 1)));
-  MPI_Igatherv(mine.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(),
+  MPI_Igatherv(mine.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets_of.data(),
                MPI_DOUBLE, 0, mpi.comm(), &request);
+  wait_until(request, deadline_after(timeout_seconds), what, timeout_seconds);
+  std::vector<double> origins(counts.size(), 0.0);
+  MPI_Igather(&origin, 1, MPI_DOUBLE, origins.data(), 1, MPI_DOUBLE, 0, mpi.comm(), &request);
   wait_until(request, deadline_after(timeout_seconds), what, timeout_seconds);
   std::vector<Trace::Event> events;
   if (mpi.rank() != 0) return events;
-  for (int i = 0; i + 4 < total; i += 5) {
-    events.push_back(Trace::Event{static_cast<int>(all[i]), static_cast<int>(all[i + 1]),
-                                  all[i + 2], all[i + 3], all[i + 4]});
+  const std::vector<double> shifts = one_clock_shifts(origins, offsets);
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    for (int i = offsets_of[r]; i + 4 < offsets_of[r] + counts[r]; i += 5) {
+      events.push_back(Trace::Event{static_cast<int>(all[i]), static_cast<int>(all[i + 1]),
+                                    all[i + 2] + shifts[r], all[i + 3] + shifts[r], all[i + 4]});
+    }
   }
   return events;
 }

@@ -71,8 +71,18 @@ class RankPart {
   RankThreads threads_;
 };
 
-/// Rank 0 gets every rank's trace events (task, worker, start, end, wait); others get none.
+/// Per rank, what to add to its trace times to put them on one clock: rank r's times count from
+/// `origins[r]` (seconds of its own steady clock), which is `offsets[r]` seconds ahead of rank
+/// 0's (clock_offsets); on the one clock, times count from the earliest rank's origin.
+std::vector<double> one_clock_shifts(const std::vector<double>& origins,
+                                     const std::vector<double>& offsets);
+
+/// Rank 0 gets every rank's trace events (task, worker, start, end, wait) on one clock; others
+/// get none. `origin`: seconds of this rank's steady clock at the traced run's start (its
+/// events count from it); every rank's times are moved by one_clock_shifts, the offsets of its
+/// clock measured by clock_offsets, so that a wait on one rank lines up with the other rank's
+/// task it waited for.
 std::vector<Trace::Event> gather_trace_events(const MpiSession& mpi, const Trace& trace,
-                                              double timeout_seconds);
+                                              double origin, double timeout_seconds);
 
 }  // namespace cleave

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "ir/graph.h"
@@ -86,6 +87,78 @@ void barrier(const MpiSession& session, double timeout_seconds, const std::strin
   if (code != MPI_SUCCESS) throw Error("MPI_Ibarrier failed: " + mpi_error_text(code));
   wait_until(
       request, deadline_after(timeout_seconds), [&] { return what; }, timeout_seconds);
+}
+
+std::vector<double> clock_offsets(const MpiSession& session, double timeout_seconds, int rounds) {
+  // Ranks on one host read one steady clock (the kernel's CLOCK_MONOTONIC): their offset is 0,
+  // and a round trip could only add its error to it.
+  constexpr std::size_t kHost = 64;
+  char mine[kHost] = {};
+  std::strncpy(mine, session.host().c_str(), kHost - 1);
+  std::vector<char> hosts(kHost * static_cast<std::size_t>(session.size()));
+  const auto deadline = deadline_after(timeout_seconds);
+  MPI_Request request = MPI_REQUEST_NULL;
+  const auto post = [](int code, const char* call) {
+    if (code != MPI_SUCCESS) throw Error(fmt::format("{} failed: {}", call, mpi_error_text(code)));
+  };
+  post(MPI_Iallgather(mine, kHost, MPI_CHAR, hosts.data(), kHost, MPI_CHAR, session.comm(),
+                      &request),
+       "MPI_Iallgather");
+  wait_until(
+      request, deadline, [] { return std::string("every rank's host name"); }, timeout_seconds);
+  const auto on_rank0_host = [&](int rank) {
+    return std::strncmp(hosts.data(), hosts.data() + kHost * static_cast<std::size_t>(rank),
+                        kHost) == 0;
+  };
+  // A tag no hand-off channel uses (channels are numbered from 0; MPI_TAG_UB is at least 32767).
+  constexpr int kTag = 32001;
+  const auto now = [] {
+    return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+  };
+  // Spins: wait_until's sleeps would lengthen the round trip, and the offset's error with it.
+  const auto finish = [&](MPI_Request& pending, int peer) {
+    for (int done = 0;;) {
+      post(MPI_Test(&pending, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (done) return;
+      if (Clock::now() > deadline) {
+        throw RankTimeout(fmt::format("waited more than {} s for a clock reading from rank {}",
+                                      timeout_seconds, peer));
+      }
+    }
+  };
+  std::vector<double> offsets;
+  if (session.rank() != 0) {
+    if (on_rank0_host(session.rank())) return offsets;
+    for (int round = 0; round < rounds; ++round) {
+      double ping = 0;
+      post(MPI_Irecv(&ping, 1, MPI_DOUBLE, 0, kTag, session.comm(), &request), "MPI_Irecv");
+      finish(request, 0);
+      double reading = now();
+      post(MPI_Isend(&reading, 1, MPI_DOUBLE, 0, kTag, session.comm(), &request), "MPI_Isend");
+      finish(request, 0);
+    }
+    return offsets;
+  }
+  offsets.assign(static_cast<std::size_t>(session.size()), 0.0);
+  for (int peer = 1; peer < session.size(); ++peer) {
+    if (on_rank0_host(peer)) continue;
+    double fastest = std::numeric_limits<double>::infinity();
+    for (int round = 0; round < rounds; ++round) {
+      double ping = 0, reading = 0;
+      MPI_Request answer = MPI_REQUEST_NULL;
+      post(MPI_Irecv(&reading, 1, MPI_DOUBLE, peer, kTag, session.comm(), &answer), "MPI_Irecv");
+      const double sent = now();
+      post(MPI_Isend(&ping, 1, MPI_DOUBLE, peer, kTag, session.comm(), &request), "MPI_Isend");
+      finish(request, peer);
+      finish(answer, peer);
+      const double back = now();
+      if (back - sent < fastest) {
+        fastest = back - sent;
+        offsets[static_cast<std::size_t>(peer)] = reading - (sent + back) / 2;
+      }
+    }
+  }
+  return offsets;
 }
 
 std::string broadcast_text(const MpiSession& session, const std::string& text,

@@ -41,6 +41,15 @@ bool prepare_on_every_rank(const MpiSession& session, const std::function<uint64
 /// MPI_Ibarrier waited for until the timeout (RankTimeout naming `what`).
 void barrier(const MpiSession& session, double timeout_seconds, const std::string& what);
 
+/// On rank 0, per rank, how far that rank's steady clock is ahead of rank 0's, in seconds (0 for
+/// rank 0 and the ranks on its host, which read the same clock); other ranks get an empty
+/// vector. Every rank takes part: rank 0 times `rounds` round trips to each rank on another host
+/// in turn, and the fastest one's midpoint against the time the rank wrote into its answer gives
+/// the offset (Cristian's method: off by at most half that round trip). Each wait is bounded by
+/// the timeout (RankTimeout).
+std::vector<double> clock_offsets(const MpiSession& session, double timeout_seconds,
+                                  int rounds = 16);
+
 /// Rank 0's `text` on every rank (others pass anything): its length, then its bytes, each
 /// broadcast waited for until the timeout (RankTimeout naming `what`). For what rank 0 decides
 /// alone and the others must run alike (`--plan auto`'s candidate plans, which one is kept).

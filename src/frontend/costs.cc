@@ -124,7 +124,10 @@ TaskGraph task_graph_for(const Graph& graph, const CostTable& costs, const Machi
     if (task.busy_time.size() != task.time.size()) task.busy_time.clear();
     task.output_bytes = costs.nodes[id].output_bytes;
     task.weight_bytes = costs.nodes[id].weight_bytes;
-    if (values == ModelValues::kFromRank0) add_model_values(graph, node, task);
+    if (values == ModelValues::kFromRank0) {
+      add_model_values(graph, node, task);
+      task.copies_remote_inputs = node.op_type == "Concat";
+    }
     task_of[id] = static_cast<int>(tasks.tasks.size());
     tasks.tasks.push_back(std::move(task));
   }

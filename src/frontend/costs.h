@@ -47,7 +47,8 @@ enum class ModelValues {
 /// One task per node, each device's time = cost at its thread count / its speed (with
 /// analytical costs, a device that declares a roofline gets its own roofline's time instead);
 /// edges are the graph's dependences, output bytes the node's outputs. With kFromRank0 each
-/// task lists the model inputs it reads and outputs it produces (Task::model_inputs).
+/// task lists the model inputs it reads and outputs it produces (Task::model_inputs), and a
+/// Concat copies its inputs from other ranks (Task::copies_remote_inputs).
 TaskGraph task_graph_for(const Graph& graph, const CostTable& costs, const Machine& machine,
                          ModelValues values = ModelValues::kShared);
 

@@ -144,15 +144,18 @@ void write_rank_trace(const std::string& path, std::vector<Trace::Event> events,
 }
 
 // The warm-up and timed runs, each started together on every rank; a run's error stops them
-// all. Returns the milliseconds of the timed runs.
+// all. Returns the milliseconds of the timed runs; `origin` gets the last run's start (seconds
+// of the steady clock, a few microseconds before the executor's own zero of its trace).
 std::vector<double> timed_runs(const RankRunSettings& settings, const MpiSession& mpi,
-                               Prepared& prepared, std::vector<std::vector<Tensor>>& results) {
+                               Prepared& prepared, std::vector<std::vector<Tensor>>& results,
+                               double& origin) {
   ExecutorInterface& executor = prepared.executor();
   std::vector<double> latencies;
   try {
     for (int i = 0; i < settings.warmup + settings.repeat; ++i) {
       barrier(mpi, settings.rank_timeout_seconds, "every rank to start the next repeat");
       auto start = Clock::now();
+      origin = std::chrono::duration<double>(start.time_since_epoch()).count();
       results = executor.run(prepared.inputs);
       // The figures each rank reports (emulated pauses per run) are the timed runs'.
       if (i + 1 == settings.warmup) executor.reset_stats();
@@ -493,15 +496,16 @@ RankRunResult run_plan_on_ranks(const RankRunSettings& settings) {
   each.clear();
 
   std::vector<std::vector<Tensor>> results;
-  const std::vector<double> latencies = timed_runs(settings, mpi, prepared, results);
+  double origin = 0;
+  const std::vector<double> latencies = timed_runs(settings, mpi, prepared, results, origin);
   const RankFigures figures = rank_figures(mpi, prepared);
   std::vector<RankFigures> all;
   std::vector<Trace::Event> events;
   try {
     all = gather_figures(mpi, figures, settings.rank_timeout_seconds);
     if (!settings.trace_file.empty())
-      events =
-          gather_trace_events(mpi, prepared.executor().last_trace(), settings.rank_timeout_seconds);
+      events = gather_trace_events(mpi, prepared.executor().last_trace(), origin,
+                                   settings.rank_timeout_seconds);
   } catch (const std::exception& e) {
     abort_ranks(mpi.comm(), rank, e.what());
   }

@@ -8,9 +8,11 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "ir/graph.h"
 #include "plan/list_schedule.h"
+#include "plan/simulator.h"
 #include "support/timing.h"
 
 namespace cleave {
@@ -93,6 +95,20 @@ EarliestFinishSchedule schedule_earliest_finish(const TaskGraph& graph,
     double finish = std::numeric_limits<double>::infinity();
     std::size_t position = 0;
   };
+  // With priced message ends, a task placed on a worker adds its producers' sends there and
+  // its own copies, which move tasks placed before it: each candidate is timed by the
+  // simulator's clock over the schedule so far with the task in its slot, and the chosen one's
+  // times become every placed task's.
+  // (Not with ready times: the clock knows none; MILP-SPLIT's modules keep the link's price.)
+  const bool priced_ends = graph.machine.endpoint_seconds(1.0) > 0 && !limits.ready;
+  std::vector<std::vector<int>> listed(devices);
+  std::optional<OrdersClock> clock;
+  if (priced_ends) clock.emplace(graph);
+  const auto listed_with = [&](int task, std::size_t device, std::size_t position) {
+    std::vector<std::vector<int>> order = listed;
+    order[device].insert(order[device].begin() + static_cast<std::ptrdiff_t>(position), task);
+    return order;
+  };
   // Where `task` finishes earliest among `candidates` (worker -1: nowhere).
   const auto choose = [&](int task, bool insertion) {
     const Task& info = graph.tasks[task];
@@ -111,8 +127,10 @@ EarliestFinishSchedule schedule_earliest_finish(const TaskGraph& graph,
       std::size_t position = 0;
       const double start =
           earliest_start(timeline[device], ready, info.time[device], insertion, position);
-      const double candidate = start + info.time[device];
+      double candidate = start + info.time[device];
       if (!std::isfinite(candidate)) continue;  // an input could not reach this device
+      if (priced_ends)
+        candidate = clock->simulate(listed_with(task, device, position)).finish[task];
       if (best.worker < 0 || candidate < best.finish) best = {worker, start, candidate, position};
     }
     return best;
@@ -146,8 +164,19 @@ EarliestFinishSchedule schedule_earliest_finish(const TaskGraph& graph,
     timeline[best].insert(timeline[best].begin() + static_cast<std::ptrdiff_t>(best_position),
                           Slot{best_start, best_finish, task});
     schedule.makespan = std::max(schedule.makespan, best_finish);
+    if (priced_ends) {
+      listed = listed_with(task, static_cast<std::size_t>(best), best_position);
+      const Simulation timed = clock->simulate(listed);
+      for (std::size_t device = 0; device < devices; ++device) {
+        for (Slot& slot : timeline[device]) {
+          slot.start = schedule.start[slot.task] = timed.start[slot.task];
+          slot.finish = finish[slot.task] = timed.finish[slot.task];
+        }
+      }
+      schedule.makespan = timed.makespan;
+    }
   }
-  if (schedule.unplaced < 0) {
+  if (schedule.unplaced < 0 && !priced_ends) {
     for (const OutputGather& gather : graph.output_gathers(schedule.worker))
       schedule.makespan = std::max(schedule.makespan, finish[gather.task] + gather.seconds);
   }

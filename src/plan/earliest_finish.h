@@ -46,7 +46,10 @@ struct EarliestFinishSchedule {
 
 /// Puts each task, in the chosen order, on the worker where it finishes earliest, counting the
 /// transfers of its inputs, skipping workers the limits or memory rule out. Stops at the first
-/// task that fits nowhere (`unplaced`).
+/// task that fits nowhere (`unplaced`). With priced message ends (Machine::endpoint_bandwidth)
+/// and no ready times, each candidate's finish and the schedule's times are the simulator's
+/// (simulate_orders over the schedule so far): a quadratic search, as every placement can move
+/// the tasks placed before it.
 EarliestFinishSchedule schedule_earliest_finish(const TaskGraph& graph,
                                                 const EarliestFinishOptions& options,
                                                 const EarliestFinishLimits& limits = {});

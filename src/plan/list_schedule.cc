@@ -5,11 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 
 #include "ir/graph.h"
-#include "plan/simulator.h"
 
 namespace cleave {
 
@@ -35,7 +35,10 @@ struct LinkSums {
   double inverse_bandwidth = 0;
   std::size_t pairs = 0;
 
-  explicit LinkSums(const Machine& machine) {
+  double endpoint_seconds_per_byte = 0;  // Machine::endpoint_seconds, linear in the bytes
+
+  explicit LinkSums(const Machine& machine)
+      : endpoint_seconds_per_byte(machine.endpoint_seconds(1.0)) {
     const std::size_t devices = machine.size();
     for (std::size_t from = 0; from < devices; ++from) {
       for (std::size_t to = 0; to < devices; ++to) {
@@ -47,8 +50,11 @@ struct LinkSums {
       }
     }
   }
+  // With priced ends, a message also costs its sender's and its reader's copies.
   double mean_time(double bytes) const {
-    return pairs > 0 ? (latency + bytes * inverse_bandwidth) / static_cast<double>(pairs) : 0.0;
+    if (pairs == 0) return 0.0;
+    return (latency + bytes * inverse_bandwidth) / static_cast<double>(pairs) +
+           2 * bytes * endpoint_seconds_per_byte;
   }
 };
 
@@ -213,12 +219,27 @@ AppendScheduler::AppendScheduler(const TaskGraph& graph, std::vector<int> priori
       priority_(std::move(priority)),
       in_edges_(graph.in_edges()),
       finish_(graph.tasks.size(), 0.0),
-      worker_free_(graph.machine.size(), 0.0) {}
+      worker_free_(graph.machine.size(), 0.0) {
+  if (graph.machine.endpoint_seconds(1.0) > 0) clock_.emplace(graph);
+}
 
 double AppendScheduler::makespan(const std::vector<int>& worker_of_task) const {
+  if (clock_) {
+    // Priced message ends: a task's sends and a reader's copies depend on where all the others
+    // run, so the assignment is judged by the simulator's own clock.
+    order_.assign(graph_->machine.size(), {});
+    for (int task : priority_) {
+      const int worker = worker_of_task[task];
+      if (!std::isfinite(graph_->tasks[task].time[worker]))
+        return std::numeric_limits<double>::infinity();
+      order_[worker].push_back(task);
+    }
+    return clock_->simulate(order_).makespan;
+  }
   std::fill(worker_free_.begin(), worker_free_.end(), 0.0);
   double makespan = 0;
-  // The same arithmetic, in the same order, as simulate(): the results match exactly.
+  // The same arithmetic, in the same order, as simulate() without busy times and dispatch
+  // overheads: the results match exactly there.
   for (int task : priority_) {
     const int worker = worker_of_task[task];
     double start = std::max(worker_free_[worker], graph_->input_arrival(task, worker));

@@ -1,17 +1,20 @@
 // Building blocks the list-scheduling planners share: ranks, memory bookkeeping, fast evaluation.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "plan/plan.h"
+#include "plan/simulator.h"
 #include "plan/task_graph.h"
 
 namespace cleave {
 
 /// Mean time of a task over the devices that can run it.
 double mean_task_time(const Task& task);
-/// Mean seconds an edge costs over ordered pairs of distinct linked devices (0 with one device).
+/// Mean seconds an edge costs over ordered pairs of distinct linked devices (0 with one device),
+/// with priced message ends (Machine::endpoint_bandwidth) plus the sender's and reader's copies.
 double mean_edge_time(const TaskGraph& graph, std::size_t edge);
 /// HEFT's upward rank: mean time plus the costliest path (mean edge cost + rank) to an exit.
 std::vector<double> upward_rank(const TaskGraph& graph);
@@ -60,7 +63,9 @@ class AppendScheduler {
  public:
   AppendScheduler(const TaskGraph& graph, std::vector<int> priority);
   /// Makespan of the assignment; +inf when a task cannot run on its worker or data would cross
-  /// a missing link.
+  /// a missing link. With priced message ends (Machine::endpoint_bandwidth) it is the
+  /// simulator's (simulate_orders); otherwise the same list schedule without busy times and
+  /// dispatch overheads, faster.
   double makespan(const std::vector<int>& worker_of_task) const;
   /// The plan for the assignment: per-worker orders follow the priority order; times come from
   /// the simulator, and notes.planner_makespan from this scheduler's own estimate.
@@ -73,6 +78,8 @@ class AppendScheduler {
   std::vector<std::vector<int>> in_edges_;
   mutable std::vector<double> finish_;
   mutable std::vector<double> worker_free_;
+  std::optional<OrdersClock> clock_;  // with priced message ends
+  mutable std::vector<std::vector<int>> order_;
 };
 
 /// Fills a plan's times from the simulator and records the planner's own makespan estimate in

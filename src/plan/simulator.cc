@@ -2,87 +2,167 @@
 #include "plan/simulator.h"
 
 #include <algorithm>
-#include <map>
 #include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include <fmt/core.h>
+
 namespace cleave {
 
-bool computes_on_several_workers(const Plan& plan) {
-  const auto computing = std::count_if(plan.order.begin(), plan.order.end(),
+namespace {
+
+bool several_compute(const std::vector<std::vector<int>>& order) {
+  const auto computing = std::count_if(order.begin(), order.end(),
                                        [](const std::vector<int>& list) { return !list.empty(); });
   return computing >= 2;
 }
 
-bool prices_beside_busy(const Plan& plan, const TaskGraph& graph) {
-  const bool has_busy_times = std::any_of(graph.tasks.begin(), graph.tasks.end(),
-                                          [](const Task& task) { return !task.busy_time.empty(); });
-  return has_busy_times && computes_on_several_workers(plan);
-}
-
-namespace {
-
-// Messages to a task's worker from producers on other workers: per producer, when the message
-// can be there and its bytes.
-using Messages = std::map<int, std::pair<double, double>>;
-
-// When a task starting no earlier than `start` on `worker` has taken its messages. The reader
-// takes them in the order they come, each copied at its end: one it waits for is copied as it
-// comes, one that came while the reader was busy costs the reader its copy when it gets to it
-// (docs/results/distributed.md, 2026-11-30 04:35). `received` holds, per (producer, worker), when
-// that worker had the message, so that a second reader there pays nothing more.
-double take_messages(const Machine& machine, const Messages& messages, int worker, double start,
-                     std::map<std::pair<int, int>, double>& received) {
-  std::vector<std::pair<double, double>> pending;
-  for (const auto& [producer, message] : messages) {
-    const auto found = received.find({producer, worker});
-    if (found != received.end()) {
-      start = std::max(start, found->second);
-    } else {
-      pending.push_back(message);
-    }
-  }
-  std::sort(pending.begin(), pending.end());
-  for (const auto& [there, bytes] : pending)
-    start = std::max(start + machine.endpoint_seconds(bytes), there);
-  for (const auto& [producer, message] : messages) received.try_emplace({producer, worker}, start);
-  return start;
-}
-
-// The seconds a task's worker spends sending its outputs after computing them: one message per
-// reading worker (the hand-off's channel), the largest value it reads.
-double send_seconds(const Plan& plan, const TaskGraph& graph, const std::vector<int>& out_edges,
-                    int worker) {
-  std::map<int, double> to_worker;
-  for (int edge : out_edges) {
-    const int reader_worker = plan.tasks[graph.edges[edge].second].worker;
-    if (reader_worker == worker) continue;
-    double& bytes = to_worker[reader_worker];
-    bytes = std::max(bytes, graph.bytes_on_edge(edge));
-  }
-  double seconds = 0;
-  for (const auto& [reader_worker, bytes] : to_worker)
-    seconds += graph.machine.endpoint_seconds(bytes);
-  return seconds;
+bool has_busy_times(const TaskGraph& graph) {
+  return std::any_of(graph.tasks.begin(), graph.tasks.end(),
+                     [](const Task& task) { return !task.busy_time.empty(); });
 }
 
 }  // namespace
 
-Simulation simulate(const Plan& plan, const TaskGraph& graph) {
-  const std::vector<int> order = execution_order(plan, graph);
+bool computes_on_several_workers(const Plan& plan) {
+  return several_compute(plan.order);
+}
+
+bool prices_beside_busy(const Plan& plan, const TaskGraph& graph) {
+  return has_busy_times(graph) && several_compute(plan.order);
+}
+
+OrdersClock::OrdersClock(const TaskGraph& graph)
+    : graph_(&graph),
+      in_edges_(graph.in_edges()),
+      out_edges_(graph.out_edges()),
+      priced_ends_(graph.machine.endpoint_seconds(1.0) > 0),
+      busy_times_(has_busy_times(graph)) {}
+
+// When a task starting no earlier than `start` on `worker` has taken `messages_`. The reader
+// takes them in the order they come, each copied at its end: one it waits for is copied as it
+// comes, one that came while the reader was busy costs the reader its copy when it gets to it
+// (docs/results/distributed.md, 2026-11-30 04:35). `received_` holds, per (producer, worker), when
+// that worker had the message, so that a second reader there pays nothing more.
+double OrdersClock::take_messages(int worker, double start) const {
+  const std::size_t workers = graph_->machine.size();
+  pending_.clear();
+  for (const Message& message : messages_) {
+    const std::size_t key = static_cast<std::size_t>(message.producer) * workers + worker;
+    if (received_stamp_[key] == stamp_) {
+      start = std::max(start, received_[key]);
+    } else {
+      pending_.emplace_back(message.there, message.bytes);
+    }
+  }
+  std::sort(pending_.begin(), pending_.end());
+  for (const auto& [there, bytes] : pending_)
+    start = std::max(start + graph_->machine.endpoint_seconds(bytes), there);
+  for (const Message& message : messages_) {
+    const std::size_t key = static_cast<std::size_t>(message.producer) * workers + worker;
+    if (received_stamp_[key] != stamp_) {
+      received_stamp_[key] = stamp_;
+      received_[key] = start;
+    }
+  }
+  return start;
+}
+
+// The seconds a task's worker spends sending its outputs after computing them: one message per
+// reading worker (the hand-off's channel), the largest value it reads. Readers not placed yet
+// (worker -1: a planner's schedule so far) are sent nothing.
+double OrdersClock::send_seconds(int task, int worker) const {
+  for (int edge : out_edges_[task]) {
+    const int reader_worker = worker_of_task_[graph_->edges[edge].second];
+    if (reader_worker == worker || reader_worker < 0) continue;
+    double& bytes = to_worker_[reader_worker];
+    bytes = std::max(bytes, graph_->bytes_on_edge(edge));
+  }
+  double seconds = 0;
+  for (double& bytes : to_worker_) {
+    if (bytes > 0) seconds += graph_->machine.endpoint_seconds(bytes);
+    bytes = 0;
+  }
+  return seconds;
+}
+
+// The tasks of `order` in an order that keeps both the data edges between them and each
+// worker's order (Kahn's algorithm). Throws Error when the orders deadlock.
+void OrdersClock::sequence_of(const std::vector<std::vector<int>>& order) const {
+  const std::size_t task_count = graph_->tasks.size();
+  waiting_.assign(task_count, 0);
+  next_on_worker_.assign(task_count, -1);
+  sequence_.clear();
+  std::size_t listed = 0;
+  for (const auto& list : order) {
+    listed += list.size();
+    for (std::size_t i = 1; i < list.size(); ++i) {
+      next_on_worker_[list[i - 1]] = list[i];
+      ++waiting_[list[i]];
+    }
+  }
+  for (const auto& list : order) {
+    for (int task : list) waiting_[task] += static_cast<int>(in_edges_[task].size());
+  }
+  for (const auto& list : order)
+    if (!list.empty() && waiting_[list.front()] == 0) sequence_.push_back(list.front());
+  for (std::size_t i = 0; i < sequence_.size(); ++i) {
+    const int task = sequence_[i];
+    const auto release = [&](int next) {
+      if (--waiting_[next] == 0) sequence_.push_back(next);
+    };
+    for (int edge : out_edges_[task]) {
+      const int reader = graph_->edges[edge].second;
+      if (worker_of_task_[reader] >= 0) release(reader);
+    }
+    if (next_on_worker_[task] >= 0) release(next_on_worker_[task]);
+  }
+  if (sequence_.size() != listed)
+    throw Error("simulator: the worker orders deadlock (they contradict the dependences)");
+}
+
+Simulation OrdersClock::simulate(const std::vector<std::vector<int>>& order) const {
+  const TaskGraph& graph = *graph_;
   const std::size_t task_count = graph.tasks.size();
   const std::size_t worker_count = graph.machine.size();
-  const auto in_edges = graph.in_edges();
-  std::vector<int> previous_on_worker(task_count, -1);
-  for (const auto& list : plan.order) {
-    for (std::size_t i = 1; i < list.size(); ++i) previous_on_worker[list[i]] = list[i - 1];
+  if (order.size() != worker_count) {
+    throw Error(fmt::format("simulator: {} worker orders for a machine of {} workers", order.size(),
+                            worker_count));
   }
+  worker_of_task_.assign(task_count, -1);
+  for (std::size_t worker = 0; worker < worker_count; ++worker) {
+    for (int task : order[worker]) {
+      if (task < 0 || static_cast<std::size_t>(task) >= task_count || worker_of_task_[task] >= 0) {
+        throw Error(fmt::format("simulator: worker {}'s order lists task #{} {}", worker, task,
+                                task >= 0 && static_cast<std::size_t>(task) < task_count
+                                    ? "a second time"
+                                    : "that does not exist"));
+      }
+      worker_of_task_[task] = static_cast<int>(worker);
+    }
+  }
+  // Planners place producers first: a listed task whose producer is not would read nothing.
+  for (std::size_t task = 0; task < task_count; ++task) {
+    if (worker_of_task_[task] < 0) continue;
+    for (int edge : in_edges_[task]) {
+      const int producer = graph.edges[edge].first;
+      if (worker_of_task_[producer] < 0) {
+        throw Error(fmt::format("simulator: task \"{}\" is listed but its producer \"{}\" is not",
+                                graph.tasks[task].name, graph.tasks[producer].name));
+      }
+    }
+  }
+  sequence_of(order);
+  previous_on_worker_.assign(task_count, -1);
+  for (const auto& list : order) {
+    for (std::size_t i = 1; i < list.size(); ++i) previous_on_worker_[list[i]] = list[i - 1];
+  }
+  const bool several = several_compute(order);
   Simulation result;
-  result.beside_busy = prices_beside_busy(plan, graph);
+  result.beside_busy = busy_times_ && several;
   // A one-worker plan runs as its profile did; several workers pay the executor's dispatch.
-  const bool several = computes_on_several_workers(plan);
   const double task_seconds = several ? graph.machine.task_seconds : 0.0;
   result.start.assign(task_count, 0.0);
   result.finish.assign(task_count, 0.0);
@@ -92,13 +172,16 @@ Simulation simulate(const Plan& plan, const TaskGraph& graph) {
   std::set<std::tuple<std::string, int64_t, int>> handed_out;
   // With priced message ends (Machine::endpoint_bandwidth): per task, the seconds its worker
   // spends sending (send_seconds); per (producer, reading worker), when it had the message.
-  const bool priced_ends = graph.machine.endpoint_seconds(1.0) > 0;
-  const auto out_edges = priced_ends ? graph.out_edges() : std::vector<std::vector<int>>();
-  std::vector<double> sends(task_count, 0.0);
-  std::map<std::pair<int, int>, double> received;
-  for (int task : order) {
-    const int worker = plan.tasks[task].worker;
-    double start = previous_on_worker[task] >= 0 ? result.finish[previous_on_worker[task]] : 0.0;
+  if (priced_ends_) {
+    sends_.assign(task_count, 0.0);
+    to_worker_.assign(worker_count, 0.0);
+    received_stamp_.resize(task_count * worker_count, 0);
+    received_.resize(task_count * worker_count, 0.0);
+    ++stamp_;
+  }
+  for (int task : sequence_) {
+    const int worker = worker_of_task_[task];
+    double start = previous_on_worker_[task] >= 0 ? result.finish[previous_on_worker_[task]] : 0.0;
     start = std::max(start, graph.input_arrival(task, worker));
     for (const ModelValue& input : graph.tasks[task].model_inputs) {
       if (worker != 0 &&
@@ -110,10 +193,10 @@ Simulation simulate(const Plan& plan, const TaskGraph& graph) {
     // On shared memory the reader pulls a value's lines from the producer's cache while its
     // task runs: the latency delays the start, the bytes lengthen the task.
     double reads = 0;
-    Messages messages;  // From other workers (priced ends).
-    for (int edge : in_edges[task]) {
+    messages_.clear();  // From other workers (priced ends).
+    for (int edge : in_edges_[task]) {
       const int producer = graph.edges[edge].first;
-      const int producer_worker = plan.tasks[producer].worker;
+      const int producer_worker = worker_of_task_[producer];
       if (producer_worker == worker) {
         start = std::max(start, result.finish[producer]);
         continue;
@@ -121,45 +204,63 @@ Simulation simulate(const Plan& plan, const TaskGraph& graph) {
       const double bytes = graph.bytes_on_edge(edge);
       result.transfer_bytes += bytes;
       ++result.transfer_count;
-      if (priced_ends) {
+      if (priced_ends_) {
         // Sent after the producer computed: it leaves the sender as fast as the sender copies
         // it (its finish) or as the link carries it, whichever is later.
-        const double computed = result.finish[producer] - sends[producer];
+        const double computed = result.finish[producer] - sends_[producer];
         const double wire = graph.machine.transfer_time(producer_worker, worker, bytes);
         const double latency =
             graph.machine.latency.empty() ? 0.0 : graph.machine.latency[producer_worker][worker];
         const double there = std::max(result.finish[producer] + latency, computed + wire);
-        auto [found, fresh] = messages.try_emplace(producer, there, bytes);
-        if (!fresh) found->second.second = std::max(found->second.second, bytes);
+        const auto same = std::find_if(messages_.begin(), messages_.end(),
+                                       [&](const Message& m) { return m.producer == producer; });
+        if (same == messages_.end()) {
+          messages_.push_back({producer, there, bytes});
+        } else {
+          same->bytes = std::max(same->bytes, bytes);
+        }
+        // A Concat copies a value received from another rank into its output: only its own
+        // rank's inputs are made in place (task_concat_placement.h).
+        if (graph.tasks[task].copies_remote_inputs) reads += graph.machine.endpoint_seconds(bytes);
         continue;
       }
       start = std::max(start, result.finish[producer] +
                                   graph.machine.arrival_delay(producer_worker, worker, bytes));
       reads += graph.machine.read_time(producer_worker, worker, bytes);
     }
-    if (priced_ends) start = take_messages(graph.machine, messages, worker, start, received);
+    if (priced_ends_) start = take_messages(worker, start);
     const Task& info = graph.tasks[task];
     const double duration = (result.beside_busy && !info.busy_time.empty() ? info.busy_time[worker]
                                                                            : info.time[worker]) +
                             task_seconds + reads;
-    if (priced_ends) sends[task] = send_seconds(plan, graph, out_edges[task], worker);
+    const double sends = priced_ends_ ? (sends_[task] = send_seconds(task, worker)) : 0.0;
     result.start[task] = start;
-    result.finish[task] = start + duration + sends[task];
-    result.busy[worker] += duration + sends[task];
+    result.finish[task] = start + duration + sends;
+    result.busy[worker] += duration + sends;
     result.makespan = std::max(result.makespan, result.finish[task]);
   }
-  std::vector<int> worker_of_task(task_count, 0);
-  for (int task : order) worker_of_task[task] = plan.tasks[task].worker;
-  for (const OutputGather& gather : graph.output_gathers(worker_of_task)) {
-    result.makespan = std::max(result.makespan, result.finish[gather.task] + gather.seconds);
-    result.transfer_bytes += gather.bytes;
-    ++result.transfer_count;
+  // The model outputs are gathered once every task is placed.
+  if (sequence_.size() == task_count) {
+    for (const OutputGather& gather : graph.output_gathers(worker_of_task_)) {
+      result.makespan = std::max(result.makespan, result.finish[gather.task] + gather.seconds);
+      result.transfer_bytes += gather.bytes;
+      ++result.transfer_count;
+    }
   }
   if (several) result.makespan += graph.machine.run_seconds;
   for (std::size_t worker = 0; worker < worker_count; ++worker) {
     result.idle[worker] = result.makespan - result.busy[worker];
   }
   return result;
+}
+
+Simulation simulate(const Plan& plan, const TaskGraph& graph) {
+  execution_order(plan, graph);  // names a misplaced task or a deadlock, task by task
+  return OrdersClock(graph).simulate(plan.order);
+}
+
+Simulation simulate_orders(const std::vector<std::vector<int>>& order, const TaskGraph& graph) {
+  return OrdersClock(graph).simulate(order);
 }
 
 void apply_simulation(Plan& plan, const Simulation& simulation) {

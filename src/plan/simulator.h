@@ -1,6 +1,8 @@
 // Predicts the timeline of a plan by executing its per-worker orders on paper.
 #pragma once
 
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "plan/plan.h"
@@ -48,11 +50,53 @@ bool prices_beside_busy(const Plan& plan, const TaskGraph& graph);
 /// transfers at once. With Machine::endpoint_bandwidth (ranks), each end of a task-to-task
 /// message is priced too: the producer's worker sends for bytes / endpoint_bandwidth after the
 /// task (one message per reading worker), and a reader copies each message when it gets to it
-/// (at once when it was waiting for it: the copy then overlaps the link's). Tasks take Task::time,
+/// (at once when it was waiting for it: the copy then overlaps the link's); a task that
+/// Task::copies_remote_inputs (a Concat) copies each value from another worker once more, at the
+/// same rate, inside its task. Tasks take Task::time,
 /// or Task::busy_time where prices_beside_busy says so; where two or more workers compute, each
 /// task takes Machine::task_seconds more and the makespan Machine::run_seconds more. Throws Error
 /// when the orders deadlock or the plan does not place every task once.
 Simulation simulate(const Plan& plan, const TaskGraph& graph);
+
+/// simulate()'s timeline of per-worker orders that need not list every task: a planner's
+/// schedule so far (earliest_finish.h) or a whole assignment it judges (AppendScheduler), so
+/// that a plan is made on the model that predicts it. Tasks listed nowhere are left out (start
+/// and finish 0), and so are the messages to them and their model outputs' gather; a complete
+/// set of orders gives simulate()'s result. Throws Error when an order lists a task twice or
+/// one whose producer is listed nowhere, or when the orders deadlock.
+Simulation simulate_orders(const std::vector<std::vector<int>>& order, const TaskGraph& graph);
+
+/// simulate_orders for the many orders of one graph that a planner's search tries: the graph's
+/// edges are listed once and the scratch space kept between calls (not thread-safe).
+class OrdersClock {
+ public:
+  explicit OrdersClock(const TaskGraph& graph);
+  Simulation simulate(const std::vector<std::vector<int>>& order) const;
+
+ private:
+  struct Message {
+    int producer = -1;
+    double there = 0;  // when it can be on the reader's worker
+    double bytes = 0;
+  };
+  void sequence_of(const std::vector<std::vector<int>>& order) const;
+  double take_messages(int worker, double start) const;
+  double send_seconds(int task, int worker) const;
+
+  const TaskGraph* graph_;
+  std::vector<std::vector<int>> in_edges_;
+  std::vector<std::vector<int>> out_edges_;
+  bool priced_ends_ = false;
+  bool busy_times_ = false;  // whether the tasks carry busy-neighbour times
+  // Scratch, per call.
+  mutable std::vector<int> worker_of_task_, previous_on_worker_, next_on_worker_, waiting_,
+      sequence_;
+  mutable std::vector<Message> messages_;
+  mutable std::vector<std::pair<double, double>> pending_;
+  mutable std::vector<double> sends_, to_worker_, received_;
+  mutable std::vector<uint64_t> received_stamp_;  // received_ holds this call's when == stamp_
+  mutable uint64_t stamp_ = 0;
+};
 
 /// Copies a simulation's times into the plan (start, finish, makespan).
 void apply_simulation(Plan& plan, const Simulation& simulation);

@@ -375,6 +375,13 @@ Task task_from_json(const nlohmann::json& entry, std::size_t i, const std::strin
   }
   task.model_inputs = model_values_from_json(entry, "model_inputs", where);
   task.model_outputs = model_values_from_json(entry, "model_outputs", where);
+  if (entry.contains("copies_remote_inputs")) {
+    if (!entry["copies_remote_inputs"].is_boolean()) {
+      throw Error(fmt::format("{}: copies_remote_inputs: expected true or false, got {}", where,
+                              show_json(entry["copies_remote_inputs"])));
+    }
+    task.copies_remote_inputs = entry["copies_remote_inputs"].get<bool>();
+  }
   return task;
 }
 
@@ -484,6 +491,7 @@ nlohmann::json task_graph_to_json(const TaskGraph& graph) {
       entry["batch_end"] = task.batch_end;
     }
     if (task.weight_group >= 0) entry["weight_group"] = task.weight_group;
+    if (task.copies_remote_inputs) entry["copies_remote_inputs"] = true;
     for (const auto& [field, values] :
          {std::pair{"model_inputs", &task.model_inputs}, {"model_outputs", &task.model_outputs}}) {
       if (values->empty()) continue;

@@ -42,6 +42,10 @@ struct Task {
   /// 0 (task_graph_for on ranks); empty where the workers share memory (threads).
   std::vector<ModelValue> model_inputs;
   std::vector<ModelValue> model_outputs;
+  /// A Concat: where message ends are priced (Machine::endpoint_bandwidth), each input from
+  /// another worker is copied into its output, at the end's rate, while inputs made on its own
+  /// worker are produced in place there (runtime/task_concat_placement.h) and cost nothing.
+  bool copies_remote_inputs = false;
 };
 
 /// A model output device 0 receives from another device after a run (TaskGraph::output_gathers).

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "../busy_processes.h"
@@ -168,6 +169,33 @@ TEST_F(MpiRunTest, StreamOfSamplesReportsThroughputAndLatencyPerSample) {
   std::size_t events = 0;
   for (const auto& event : trace["traceEvents"]) events += event["ph"] == "X";
   EXPECT_EQ(events, static_cast<std::size_t>(tasks) * 6);
+}
+
+// Every rank's trace on one clock: a task that reads a value from the other rank starts after
+// that value's producer ended there (each rank's trace had counted from its own start).
+TEST_F(MpiRunTest, TheMergedTraceIsOnOneClock) {
+  const std::string plan_file = plan("lc", 2);
+  CommandResult result =
+      mpirun(2, "run " + path("model.onnx") + " --plan " + plan_file +
+                    " --layouts blocked --warmup 1 --repeat 1 --trace " + path("one_clock.json"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json planned = nlohmann::json::parse(read_text(plan_file));
+  const nlohmann::json trace = nlohmann::json::parse(read_text(path("one_clock.json")));
+  std::map<std::string, std::pair<double, double>> slices;  // task: start, end (us)
+  for (const auto& event : trace["traceEvents"]) {
+    if (event["ph"] != "X") continue;
+    const double start = event["ts"].get<double>();
+    EXPECT_GE(start, 0) << event;
+    slices[event["name"].get<std::string>()] = {start, start + event["dur"].get<double>()};
+  }
+  int crossing = 0;
+  for (const auto& transfer : planned["transfers"]) {
+    const std::string from = transfer["from_task"], to = transfer["to_task"];
+    ASSERT_TRUE(slices.count(from) && slices.count(to)) << from << " -> " << to;
+    EXPECT_GE(slices[to].first, slices[from].second) << from << " -> " << to;
+    ++crossing;
+  }
+  EXPECT_GT(crossing, 0) << "the plan sends nothing between the ranks";
 }
 
 // With every core held by another process, a host's ranks run one intra-op thread each and

@@ -374,6 +374,26 @@ TEST(AutoSearch, OnRanksEachTaskListsTheModelValuesRankZeroSendsOrGets) {
   EXPECT_EQ(producers, 1);
 }
 
+TEST(AutoSearch, OnRanksAConcatCopiesItsInputsFromOtherRanks) {
+  // The MPI executor makes a Concat's inputs in place only on its own rank; on threads every
+  // worker shares the output, and nothing is flagged.
+  const Graph graph = parse_graph(R"(graph g (%x: f32[1,64]) {
+  %a = Relu(%x)
+  %b = Sigmoid(%x)
+  %y = Concat[axis=1](%a, %b)
+  return %y
+}
+)");
+  const CostTable costs = fixed_costs(graph, {{"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Concat", 1e-5}});
+  const TaskGraph ranks = task_graph_for(graph, costs, two_ranks(), ModelValues::kFromRank0);
+  const TaskGraph threads = task_graph_for(graph, costs, two_ranks());
+  for (std::size_t t = 0; t < ranks.tasks.size(); ++t) {
+    const bool concat = graph.node(ranks.tasks[t].node).op_type == "Concat";
+    EXPECT_EQ(ranks.tasks[t].copies_remote_inputs, concat) << ranks.tasks[t].name;
+    EXPECT_FALSE(threads.tasks[t].copies_remote_inputs) << threads.tasks[t].name;
+  }
+}
+
 TEST(AutoSearch, OnRanksADataParallelSampleOffRankZeroPaysForItsInputAndOutput) {
   // Sample 1 runs on rank 1: x reaches it, and y comes back, each 1 ms + 256 B / 1 MB/s after
   // the start and the chain's end; sample 0, all on rank 0, sends nothing.
