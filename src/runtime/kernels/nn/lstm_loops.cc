@@ -213,17 +213,8 @@ class LstmLoopsKernel : public Kernel, public PackedConstants {
         columns_(blocks_ * kBlock),
         outputs_(context.node.outputs.size()),
         loops_(pick_step_loops()) {
-    const int64_t d = dims.directions, n = dims.batch, h = dims.hidden;
-    specs_.push_back({DataType::kFloat,
-                      dims.batch_major ? std::vector<int64_t>{n, dims.steps, d, h}
-                                       : std::vector<int64_t>{dims.steps, d, n, h},
-                      std::nullopt, -1});
-    for (std::size_t i = 1; i < outputs_; ++i) {
-      specs_.push_back(
-          {DataType::kFloat,
-           dims.batch_major ? std::vector<int64_t>{n, d, h} : std::vector<int64_t>{d, n, h},
-           std::nullopt, -1});
-    }
+    const int64_t d = dims.directions, n = dims.batch;
+    specs_ = recurrent_output_specs(dims, outputs_);
     given_h_ = context.has_input(kInitialH);
     given_c_ = context.has_input(kInitialC);
     recurrence_threads_ = recurrence_threads(omp_get_max_threads(), blocks_);

@@ -96,16 +96,7 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
     const int64_t d = dims.directions, n = dims.batch, h = dims.hidden;
     // Batch-major Y [batch, seq, directions, hidden] is oneDNN's ntc; time-major Y of two
     // directions needs a copy. Final states [batch, 2, hidden] need one too.
-    specs_.push_back({DataType::kFloat,
-                      dims.batch_major ? std::vector<int64_t>{n, dims.steps, d, h}
-                                       : std::vector<int64_t>{dims.steps, d, n, h},
-                      std::nullopt, -1});
-    for (std::size_t i = 1; i < outputs_; ++i) {
-      specs_.push_back(
-          {DataType::kFloat,
-           dims.batch_major ? std::vector<int64_t>{n, d, h} : std::vector<int64_t>{d, n, h},
-           std::nullopt, -1});
-    }
+    specs_ = recurrent_output_specs(dims, outputs_);
     given_lengths_ = context.has_input(kLengths);
     cell_state_read_ = output_used(context, 2);
     given_h_ = context.has_input(kInitialH);
@@ -359,6 +350,22 @@ class DnnlRecurrentKernel : public Kernel, public PackedConstants {
 };
 
 }  // namespace
+
+std::vector<OutputSpec> recurrent_output_specs(const RecurrentDims& dims, std::size_t outputs) {
+  const int64_t d = dims.directions, n = dims.batch, h = dims.hidden;
+  std::vector<OutputSpec> specs;
+  specs.push_back({DataType::kFloat,
+                   dims.batch_major ? std::vector<int64_t>{n, dims.steps, d, h}
+                                    : std::vector<int64_t>{dims.steps, d, n, h},
+                   std::nullopt, -1});
+  for (std::size_t i = 1; i < outputs; ++i) {
+    specs.push_back(
+        {DataType::kFloat,
+         dims.batch_major ? std::vector<int64_t>{n, d, h} : std::vector<int64_t>{d, n, h},
+         std::nullopt, -1});
+  }
+  return specs;
+}
 
 std::string dnnl_recurrent_blocker(const KernelContext& context, const RecurrentDims& dims) {
   const Node& node = context.node;

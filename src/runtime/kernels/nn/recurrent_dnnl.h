@@ -21,6 +21,11 @@ struct RecurrentDims {
   int64_t steps = 0, batch = 0, input = 0, hidden = 0, directions = 1;
 };
 
+/// The float outputs of a recurrent node with `outputs` outputs: Y, [steps, directions, batch,
+/// hidden] (batch-major: [batch, steps, directions, hidden]), then the final states, [directions,
+/// batch, hidden] (batch-major: [batch, directions, hidden]).
+std::vector<OutputSpec> recurrent_output_specs(const RecurrentDims& dims, std::size_t outputs);
+
 /// Why oneDNN's primitive cannot compute the node (empty when it can): it knows only the default
 /// activations without clipping, and weights fixed before the run.
 std::string dnnl_recurrent_blocker(const KernelContext& context, const RecurrentDims& dims);
