@@ -100,7 +100,10 @@ EarliestFinishSchedule schedule_earliest_finish(const TaskGraph& graph,
   // simulator's clock over the schedule so far with the task in its slot, and the chosen one's
   // times become every placed task's.
   // (Not with ready times: the clock knows none; MILP-SPLIT's modules keep the link's price.)
-  const bool priced_ends = graph.machine.endpoint_seconds(1.0) > 0 && !limits.ready;
+  const auto tasks = static_cast<double>(graph.tasks.size());
+  const bool priced_ends =
+      graph.machine.endpoint_seconds(1.0) > 0 && !limits.ready &&
+      tasks * tasks * static_cast<double>(devices) <= options.clocked_placement_steps;
   std::vector<std::vector<int>> listed(devices);
   std::optional<OrdersClock> clock;
   if (priced_ends) clock.emplace(graph);

@@ -53,6 +53,18 @@ TEST(PricedMessagesTest, HeftKeepsAReaderBesideItsProducerWhenTheEndsCostMoreTha
   EXPECT_DOUBLE_EQ(plan.notes.at("planner_makespan").get<double>(), 5);
 }
 
+// Past clocked_placement_steps (tasks² · devices: 3² · 2 = 18 here) heft keeps the link's price
+// for its candidates, as on a large graph on many ranks, where clocking each would take seconds.
+TEST(PricedMessagesTest, HeftKeepsTheLinksPriceWhereClockingEveryCandidateCostsTooMuch) {
+  const TaskGraph priced = graph_from_text(fork_graph(true));
+  EarliestFinishOptions options;
+  options.planner = "heft";
+  options.clocked_placement_steps = 18;
+  EXPECT_EQ(plan_earliest_finish(priced, options).tasks[2].worker, 0);
+  options.clocked_placement_steps = 17;
+  EXPECT_EQ(plan_earliest_finish(priced, options).tasks[2].worker, 1);
+}
+
 TEST(PricedMessagesTest, AppendSchedulingJudgesAnAssignmentWithTheEndsPriced) {
   const TaskGraph priced = graph_from_text(fork_graph(true));
   AppendScheduler scheduler(priced, upward_rank_order(priced));
