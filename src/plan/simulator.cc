@@ -123,14 +123,10 @@ void OrdersClock::sequence_of(const std::vector<std::vector<int>>& order) const 
     throw Error("simulator: the worker orders deadlock (they contradict the dependences)");
 }
 
-Simulation OrdersClock::simulate(const std::vector<std::vector<int>>& order) const {
+void OrdersClock::workers_of(const std::vector<std::vector<int>>& order) const {
   const TaskGraph& graph = *graph_;
   const std::size_t task_count = graph.tasks.size();
   const std::size_t worker_count = graph.machine.size();
-  if (order.size() != worker_count) {
-    throw Error(fmt::format("simulator: {} worker orders for a machine of {} workers", order.size(),
-                            worker_count));
-  }
   worker_of_task_.assign(task_count, -1);
   for (std::size_t worker = 0; worker < worker_count; ++worker) {
     for (int task : order[worker]) {
@@ -154,6 +150,17 @@ Simulation OrdersClock::simulate(const std::vector<std::vector<int>>& order) con
       }
     }
   }
+}
+
+Simulation OrdersClock::simulate(const std::vector<std::vector<int>>& order) const {
+  const TaskGraph& graph = *graph_;
+  const std::size_t task_count = graph.tasks.size();
+  const std::size_t worker_count = graph.machine.size();
+  if (order.size() != worker_count) {
+    throw Error(fmt::format("simulator: {} worker orders for a machine of {} workers", order.size(),
+                            worker_count));
+  }
+  workers_of(order);
   sequence_of(order);
   previous_on_worker_.assign(task_count, -1);
   for (const auto& list : order) {

@@ -80,6 +80,9 @@ class OrdersClock {
     double bytes = 0;
   };
   void sequence_of(const std::vector<std::vector<int>>& order) const;
+  // Fills worker_of_task_ from the orders; throws where a task is listed twice, does not exist,
+  // or is listed without its producer.
+  void workers_of(const std::vector<std::vector<int>>& order) const;
   double take_messages(int worker, double start) const;
   double send_seconds(int task, int worker) const;
 
