@@ -33,6 +33,8 @@ constexpr const char* kWidened = "int16 pairs";
 // The one-channel 1-D convolution: widened products below AVX-512, with or without VNNI.
 constexpr const char* kWidenedConv1d = "int8 conv1d (int16 pairs)";
 constexpr const char* kShifted = "s8 data shifted to u8";
+// u8 data of zero point 0: one pass over the data clamped at 127 and the sums above it.
+constexpr const char* kDataSplit = "data split at 127";
 // Depthwise: oneDNN's own kernel, whose depthwise products cannot saturate (no split).
 constexpr const char* kDepthwise = "jit_uni_int8:";
 
@@ -45,6 +47,7 @@ struct Case {
   std::vector<int64_t> kernel = {3, 3};   // The weights' spatial dims.
   int64_t batch = 1;
   const char* without_vnni = kSplit;
+  int x_zero = 7;  // u8 data's zero point (i8 data's is -9).
 };
 
 std::string dims(const std::vector<int64_t>& values) {
@@ -72,7 +75,8 @@ std::string graph_text(const Case& c, const std::vector<double>& w, bool constan
                      (constant_weights ? "" : ", %w: " + w_type) + ") {\n";
   const std::string w_ref = constant_weights ? "@w" : "%w";
   if (constant_weights) text += "  @w: " + w_type + " = " + listed(w) + "\n";
-  text += c.data == "u8" ? "  @x_zero: u8[] = [7]\n" : "  @x_zero: i8[] = [-9]\n";
+  text += c.data == "u8" ? "  @x_zero: u8[] = [" + std::to_string(c.x_zero) + "]\n"
+                         : "  @x_zero: i8[] = [-9]\n";
   text += "  @w_zero: i8[] = [0]\n";
   if (c.op == "QLinearConv") {
     std::vector<double> scales, bias;
@@ -116,7 +120,7 @@ void expect_fast_form(const Executor& executor, const char* without_vnni) {
     EXPECT_EQ(implementation.find(kSplit), std::string::npos) << "without VNNI: " << implementation;
   } else if ((without_vnni != kWidened && without_vnni != kWidenedConv1d) || widened) {
     EXPECT_NE(implementation.find(without_vnni), std::string::npos)
-        << "without VNNI: " << implementation;
+        << "without VNNI, expected " << without_vnni << ": " << implementation;
   }
 }
 
@@ -160,7 +164,7 @@ TEST(Int8ConvDnnl, RoundsBeforeAddingTheZeroPoint) {
 )";
   Executor executor(parse_graph(text));
   const Tensor y = executor.run({{"x", make_tensor(DataType::kUInt8, {1, 1, 1, 1}, {1})}})[0];
-  expect_fast_form(executor, kSplit);
+  expect_fast_form(executor, kDataSplit);
   EXPECT_EQ(y.data<uint8_t>()[0], 101);
 }
 
@@ -216,6 +220,130 @@ TEST(Int8ConvDnnl, S8DataConvIntegerMatchesTheLoops) {
   c.data = "i8";
   c.without_vnni = kShifted;
   expect_dnnl_matches_loops(c);
+}
+
+// Without VNNI, u8 data of zero point 0 takes one pass over the data clamped at 127 and adds the
+// sums of the values above it: full-range data puts half the values above 127, so a skipped or
+// misplaced excess sum changes most outputs. Pads, strides, dilations, groups, batches.
+TEST(Int8ConvDnnl, ClampedDataQLinearConvWithPadsMatchesTheLoops) {
+  Case c{"QLinearConv", "[pads=[1, 1, 1, 1]]", 8, 16, 1};
+  c.x_zero = 0;
+  c.without_vnni = kDataSplit;
+  expect_dnnl_matches_loops(c);
+}
+
+TEST(Int8ConvDnnl, ClampedDataGroupedStridedQLinearConvMatchesTheLoops) {
+  Case c{"QLinearConv", "[group=2, strides=[2, 3], pads=[2, 0, 1, 2]]", 8, 16, 2};
+  c.spatial = {13, 11};
+  c.batch = 2;
+  c.x_zero = 0;
+  c.without_vnni = kDataSplit;
+  expect_dnnl_matches_loops(c);
+}
+
+TEST(Int8ConvDnnl, ClampedDataDilatedQLinearConvMatchesTheLoops) {
+  Case c{"QLinearConv", "[dilations=[2, 1], pads=[2, 1, 2, 1]]", 8, 8, 1};
+  c.spatial = {12, 10};
+  c.x_zero = 0;
+  c.without_vnni = kDataSplit;
+  expect_dnnl_matches_loops(c);
+}
+
+// ConvInteger's int32 sums, plain, and 1x1 (oneDNN's 1x1 kernel).
+TEST(Int8ConvDnnl, ClampedDataConvIntegerMatchesTheLoops) {
+  Case c{"ConvInteger", "[pads=[0, 1, 2, 1]]", 4, 8, 1};
+  c.x_zero = 0;
+  c.without_vnni = kDataSplit;
+  expect_dnnl_matches_loops(c);
+  Case one_by_one{"QLinearConv", "[strides=[2, 2]]", 16, 24, 1};
+  one_by_one.kernel = {1, 1};
+  one_by_one.x_zero = 0;
+  one_by_one.without_vnni = kDataSplit;
+  expect_dnnl_matches_loops(one_by_one);
+}
+
+TEST(Int8ConvDnnl, ClampedData3dAnd1dQLinearConvsMatchTheLoops) {
+  Case volume{"QLinearConv", "[pads=[1, 0, 1, 1, 0, 1], strides=[1, 2, 1]]", 4, 8, 1};
+  volume.spatial = {5, 6, 7};
+  volume.kernel = {3, 2, 3};
+  volume.x_zero = 0;
+  volume.without_vnni = kDataSplit;
+  expect_dnnl_matches_loops(volume);
+  Case line{"QLinearConv", "[pads=[2, 1], dilations=[3]]", 6, 10, 1};
+  line.spatial = {40};
+  line.kernel = {3};
+  line.x_zero = 0;
+  line.without_vnni = kDataSplit;
+  expect_dnnl_matches_loops(line);
+}
+
+// Three convolutions in a row: the second and third read u8 data (zero point 0) in the layout
+// oneDNN wrote it (channels-last), the second writes its sums so too, and data and weights take
+// the extremes (255, -128, 127), where the clamped products come closest to int16's limits
+// (127·128·2). The loops' graph also returns the inner outputs (a graph output is plain, so
+// oneDNN's graph does not).
+std::string chained_text(const std::vector<double>& w1, const std::vector<double>& w2,
+                         bool constant) {
+  std::string text = "graph g [ai.onnx=13] (%x: u8[2,8,10,10]" +
+                     std::string(constant ? "" : ", %w1: i8[16,8,3,3], %w2: i8[16,16,3,3]") +
+                     ") {\n";
+  if (constant) {
+    text += "  @w1: i8[16,8,3,3] = " + listed(w1) + "\n  @w2: i8[16,16,3,3] = " + listed(w2) + "\n";
+  }
+  const std::string a = constant ? "@w1" : "%w1", b = constant ? "@w2" : "%w2";
+  text +=
+      "  @zero: u8[] = [0]\n  @w_zero: i8[] = [0]\n  @x_scale: f32[] = [0.05]\n"
+      "  @w_scale: f32[] = [0.01]\n  @y_scale: f32[] = [0.02]\n"
+      "  %h = QLinearConv[pads=[1, 1, 1, 1]](%x, @x_scale, @zero, " +
+      a +
+      ", @w_scale, @w_zero, @x_scale, @zero)\n"
+      "  %g = QLinearConv[pads=[1, 1, 1, 1]](%h, @x_scale, @zero, " +
+      b +
+      ", @w_scale, @w_zero, @x_scale, @zero)\n"
+      "  %y = QLinearConv[pads=[1, 1, 1, 1], strides=[2, 2]](%g, @x_scale, @zero, " +
+      b + ", @w_scale, @w_zero, @y_scale, @zero)\n  return %y" + (constant ? "" : ", %h, %g") +
+      "\n}\n";
+  return text;
+}
+
+TEST(Int8ConvDnnl, ClampedDataOfOtherConvolutionsAtTheExtremesMatchesTheLoops) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> pick(0, 3), weight(-128, 127);
+  auto extreme_weights = [&](std::size_t count) {
+    std::vector<double> w(count);
+    for (double& v : w) {
+      const int k = pick(rng);
+      v = k == 0 ? -128 : k == 1 ? 127 : weight(rng);
+    }
+    return w;
+  };
+  const std::vector<double> w1 = extreme_weights(16 * 8 * 9), w2 = extreme_weights(16 * 16 * 9);
+  std::vector<double> x(2 * 8 * 10 * 10);
+  for (double& v : x) v = pick(rng) < 2 ? 255 : 8 * pick(rng);
+  const Tensor input = make_tensor(DataType::kUInt8, {2, 8, 10, 10}, x);
+  Executor dnnl(parse_graph(chained_text(w1, w2, true)));
+  const Tensor fast = dnnl.run({{"x", input}})[0];
+  Executor loops(parse_graph(chained_text(w1, w2, false)));
+  const std::vector<Tensor> slow_outputs =
+      loops.run({{"x", input},
+                 {"w1", make_tensor(DataType::kInt8, {16, 8, 3, 3}, w1)},
+                 {"w2", make_tensor(DataType::kInt8, {16, 16, 3, 3}, w2)}});
+  const Tensor& slow = slow_outputs[0];
+  if (!quantize_detail::dnnl_int8_products_exact()) {
+    for (const std::string& implementation : dnnl.stats().implementations) {
+      EXPECT_NE(implementation.find(kDataSplit), std::string::npos) << implementation;
+    }
+  }
+  ASSERT_EQ(fast.shape(), slow.shape());
+  const std::vector<double> a = fast.to_double_vector(), b = slow.to_double_vector();
+  int differing = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) differing += a[i] != b[i];
+  EXPECT_EQ(differing, 0) << "of " << a.size() << " elements";
+  for (std::size_t inner : {1, 2}) {
+    int above = 0;
+    for (double h : slow_outputs[inner].to_double_vector()) above += h > 127;
+    EXPECT_GT(above, 200) << "of convolution " << inner + 1 << "'s data, above 127";
+  }
 }
 
 // An STFT-like 1-D convolution: one input channel, a long strided window (odd length), output

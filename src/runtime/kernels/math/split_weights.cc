@@ -14,23 +14,23 @@ namespace cleave::quantize_detail {
 
 namespace {
 
-// 16·high + low + bias in place of high, in runs of one channel (plain) or across the channels
+// scale·high + low + bias in place of high, in runs of one channel (plain) or across the channels
 // (channels-last), so that the inner loops vectorise.
-void add_halves(int32_t* sums, const int32_t* low, const int32_t* bias, int64_t begin, int64_t end,
-                int64_t channels, int64_t stride) {
+void add_halves(int32_t* sums, const int32_t* low, const int32_t* bias, int32_t scale,
+                int64_t begin, int64_t end, int64_t channels, int64_t stride) {
   int64_t channel = (begin / stride) % channels;
   for (int64_t i = begin; i < end; channel = channel + 1 == channels ? 0 : channel + 1) {
     if (stride == 1) {
       const int64_t run = std::min(end - i, channels - channel);
       for (int64_t k = 0; k < run; ++k) {
-        sums[i + k] = 16 * sums[i + k] + low[i + k] + (bias ? bias[channel + k] : 0);
+        sums[i + k] = scale * sums[i + k] + low[i + k] + (bias ? bias[channel + k] : 0);
       }
       channel += run - 1;
       i += run;
     } else {
       const int64_t run = std::min(end - i, stride - i % stride);
       const int32_t add = bias ? bias[channel] : 0;
-      for (int64_t k = 0; k < run; ++k) sums[i + k] = 16 * sums[i + k] + low[i + k] + add;
+      for (int64_t k = 0; k < run; ++k) sums[i + k] = scale * sums[i + k] + low[i + k] + add;
       i += run;
     }
   }
@@ -52,7 +52,7 @@ class SplitSumsKernel final : public Kernel, public PackedConstants {
 
   std::vector<OutputSpec> output_specs() const override { return {spec_}; }
   std::string implementation() const override {
-    return high_->implementation() + " (weights split in two)";
+    return high_->implementation() + " (" + how_.note + ")";
   }
   // Both halves run from their packed copies: the loaded weights may go.
   bool reads_at_run(std::size_t input) const override {  // PackedConstants
@@ -71,9 +71,9 @@ class SplitSumsKernel final : public Kernel, public PackedConstants {
     std::optional<Requantize> requantize;
     if (how_.y_scale) requantize = requantize_of(inputs, how_.channels, *how_.y_scale);
     auto* out = static_cast<uint8_t*>(outputs[0]->raw());
-    const SplitSums how = how_;
+    const SplitSums& how = how_;
     elementwise::parallel_for(high->element_count(), threads_, [&](int64_t begin, int64_t end) {
-      add_halves(sums, low, bias, begin, end, how.channels, how.channel_stride);
+      add_halves(sums, low, bias, how.high_scale, begin, end, how.channels, how.channel_stride);
       if (requantize) {
         write_requantized(*requantize, sums + begin, end - begin, how.channels, how.channel_stride,
                           out + begin, begin);

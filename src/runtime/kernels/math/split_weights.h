@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "runtime/kernel.h"
@@ -29,11 +30,14 @@ struct SplitSums {
   int64_t channel_stride = 1;       ///< Sums between one channel's and the next's: 1 channels-last.
   std::optional<std::size_t> bias;  ///< The int32 bias input, added to every sum.
   std::optional<std::size_t> y_scale;  ///< Requantized (scales at 1, 4, this): else int32 out.
+  int32_t high_scale = 16;  ///< The first kernel's sums count this many times (1: two parts).
+  std::string note = "weights split in two";  ///< Said after the first kernel's implementation.
 };
 
-/// The kernel that runs `high` and `low`, each writing the int32 sums of one half of the
-/// weights (in the same order: plain or channels-last), and writes 16·high + low + bias as
-/// `output` says: requantized to u8/i8, or the int32 sums.
+/// The kernel that runs `high` and `low`, each writing int32 sums (in the same order: plain or
+/// channels-last), and writes high_scale·high + low + bias as `output` says: requantized to
+/// u8/i8, or the int32 sums. The weights' halves, or the clamped data's sums and the excess's
+/// (clamped_data.h).
 std::unique_ptr<Kernel> make_split_sums_kernel(std::unique_ptr<Kernel> high,
                                                std::unique_ptr<Kernel> low, OutputSpec output,
                                                const SplitSums& how, int threads);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -14,6 +15,7 @@
 #include "runtime/kernels/math/quantize_util.h"
 #include "runtime/kernels/math/split_weights.h"
 #include "runtime/kernels/math/widened_int8.h"
+#include "runtime/kernels/nn/clamped_data.h"
 #include "runtime/kernels/nn/conv_problem.h"
 #include "runtime/kernels/packed_constants.h"
 #include "runtime/kernels/registration.h"
@@ -301,69 +303,121 @@ std::unique_ptr<Kernel> with_plain_data(std::unique_ptr<Kernel> loops, const Ker
   return std::make_unique<PlainData>(std::move(loops), context, x);
 }
 
-// Whether `layout` is channels-last with no padding: element i's channel is then i % channels.
-bool dense_channels_last(const dnnl::memory::desc& layout, std::span<const int64_t> shape) {
-  const auto& blocking = layout.data.format_desc.blocking;
-  if (layout.data.format_kind != dnnl_blocked || blocking.inner_nblks != 0 || shape.size() < 3) {
-    return false;
-  }
-  int64_t stride = shape[1];
-  for (std::size_t d = shape.size() - 1; d >= 2; --d) {
-    if (blocking.strides[d] != stride) return false;
-    stride *= shape[d];
-  }
-  return blocking.strides[1] == 1 && blocking.strides[0] == stride;
-}
-
-// Without VNNI (split_weights.h): the two halves' convolutions of u8 data (s8 data would take
-// oneDNN's s8s8 path, which halves the weights on such CPUs), nullptr where oneDNN lacks them.
-// A requantized output stays channels-last where oneDNN chose it and the consumers take it
-// (oneDNN 2.6 pools u8 in nchw with its reference code only). On AVX2 this took
-// squeezenet1_1_int8 from 880 ms (the loops, exact but scalar) to 2.8 ms.
-std::unique_ptr<Kernel> try_split_weights_conv(const KernelContext& context, const ConvProblem& p,
-                                               const Operands& at, bool requantized) {
-  if (context.input(at.x).dtype() != DataType::kUInt8) return nullptr;
-  const auto [high, low] = quantize_detail::split_weights(context.input(at.w));
-  auto sums_with = [&](const Tensor& part, bool keep_layout) {
-    KernelContext split = context;
-    split.inputs[at.w] = &part;
-    split.blocked_outputs_allowed = keep_layout;
-    return quantize_detail::make_dnnl_int8(
-        split, at.x_zero, at.w_zero, false, p.channels_out, 6,
-        [&](DataType output, const dnnl::primitive_attr& attr) -> std::unique_ptr<Kernel> {
-          return std::make_unique<DnnlInt8Conv>(split, p, at, output, attr, false, true);
-        });
-  };
+// Two kernels' int32 sums in one layout, combined (and requantized) by the split kernel
+// (split_weights.h): `first(keep_layout)` is oneDNN's, `second(layout)` writes its sums in the
+// layout the first chose (dense channels-last int32, or none: plain). A requantized output stays
+// channels-last where oneDNN chose it and the consumers take it (oneDNN 2.6 pools u8 in nchw with
+// its reference code only).
+std::unique_ptr<Kernel> two_part_conv(
+    const KernelContext& context, const ConvProblem& p, bool requantized,
+    quantize_detail::SplitSums how, const std::function<std::unique_ptr<Kernel>(bool)>& first,
+    const std::function<std::unique_ptr<Kernel>(const std::optional<dnnl::memory::desc>&)>&
+        second) {
   OutputSpec spec = plain_output(
       requantized ? quantize_detail::requantized_type(context) : DataType::kInt32, p.output_shape);
-  std::unique_ptr<Kernel> high_sums =
-      sums_with(high, requantized && context.blocked_outputs_allowed);
-  if (!high_sums) return nullptr;
+  std::unique_ptr<Kernel> first_sums = first(requantized && context.blocked_outputs_allowed);
+  if (!first_sums) return nullptr;
   bool channels_last = false;
+  std::optional<dnnl::memory::desc> sums_layout;
   // A copy: output_specs() returns its specs by value.
-  if (const std::optional<dnnl::memory::desc> layout = high_sums->output_specs()[0].layout) {
-    channels_last = dense_channels_last(*layout, p.output_shape);
+  if (const std::optional<dnnl::memory::desc> layout = first_sums->output_specs()[0].layout) {
+    channels_last = quantize_detail::dense_channels_last(*layout, p.output_shape);
     if (channels_last) {
       const auto& strides = layout->data.format_desc.blocking.strides;
-      spec.layout =
-          dnnl::memory::desc(to_dnnl_dims(p.output_shape), dnnl_data_type(spec.dtype, context),
-                             dnnl::memory::dims(strides, strides + p.output_shape.size()));
+      const dnnl::memory::dims dims(strides, strides + p.output_shape.size());
+      spec.layout = dnnl::memory::desc(to_dnnl_dims(p.output_shape),
+                                       dnnl_data_type(spec.dtype, context), dims);
+      sums_layout =
+          dnnl::memory::desc(to_dnnl_dims(p.output_shape), dnnl::memory::data_type::s32, dims);
     } else {
-      high_sums = sums_with(high, false);
-      if (!high_sums) return nullptr;
+      first_sums = first(false);
+      if (!first_sums) return nullptr;
     }
   }
-  std::unique_ptr<Kernel> low_sums = sums_with(low, channels_last);
-  if (!low_sums || low_sums->output_specs()[0].layout.has_value() != channels_last) return nullptr;
-  quantize_detail::SplitSums how;
-  how.weights = at.w;
+  std::unique_ptr<Kernel> second_sums = second(sums_layout);
+  if (!second_sums || second_sums->output_specs()[0].layout.has_value() != channels_last) {
+    return nullptr;
+  }
   how.channels = p.channels_out;
   how.channel_stride =
       channels_last ? 1 : volume(p.output_shape) / std::max<int64_t>(1, p.batch * p.channels_out);
   if (requantized && context.has_input(8)) how.bias = 8;
   if (requantized) how.y_scale = 6;
-  return quantize_detail::make_split_sums_kernel(std::move(high_sums), std::move(low_sums),
+  return quantize_detail::make_split_sums_kernel(std::move(first_sums), std::move(second_sums),
                                                  std::move(spec), how, context.threads);
+}
+
+// oneDNN's int32 sums of `context`'s convolution with `weights` in place of its own.
+std::unique_ptr<Kernel> dnnl_sums(const KernelContext& context, const ConvProblem& p,
+                                  const Operands& at, const Tensor& weights, bool keep_layout) {
+  KernelContext with = context;
+  with.inputs[at.w] = &weights;
+  with.blocked_outputs_allowed = keep_layout;
+  return quantize_detail::make_dnnl_int8(
+      with, at.x_zero, at.w_zero, false, p.channels_out, 6,
+      [&](DataType output, const dnnl::primitive_attr& attr) -> std::unique_ptr<Kernel> {
+        return std::make_unique<DnnlInt8Conv>(with, p, at, output, attr, false, true);
+      });
+}
+
+// Without VNNI (split_weights.h): the two halves' convolutions of u8 data (s8 data would take
+// oneDNN's s8s8 path, which halves the weights on such CPUs), nullptr where oneDNN lacks them.
+// On AVX2 this took squeezenet1_1_int8 from 880 ms (the loops, exact but scalar) to 2.8 ms.
+std::unique_ptr<Kernel> try_split_weights_conv(const KernelContext& context, const ConvProblem& p,
+                                               const Operands& at, bool requantized) {
+  if (context.input(at.x).dtype() != DataType::kUInt8) return nullptr;
+  const auto [high, low] = quantize_detail::split_weights(context.input(at.w));
+  quantize_detail::SplitSums how;
+  how.weights = at.w;
+  return two_part_conv(
+      context, p, requantized, how,
+      [&](bool keep_layout) { return dnnl_sums(context, p, at, high, keep_layout); },
+      [&](const std::optional<dnnl::memory::desc>& layout) {
+        return dnnl_sums(context, p, at, low, layout.has_value());
+      });
+}
+
+// Without VNNI, u8 data of zero point 0 (a ReLU's): one oneDNN pass over the data clamped at 127
+// with the whole weights (no int16 pair sum can saturate: clamped_data.h), plus cleave's sums of
+// the values above 127. On the held-out int8 models such data had 0.4-6.6% of its values above
+// 127 (MAC-weighted); data of other zero points (hardswish's) 22-53%, so they keep the split.
+// Plain or dense channels-last data only.
+std::unique_ptr<Kernel> try_clamped_data_conv(const KernelContext& context, const ConvProblem& p,
+                                              const Operands& at, bool requantized) {
+  const Tensor& x = context.input(at.x);
+  auto optional = [&](std::size_t i) { return context.has_input(i) ? context.inputs[i] : nullptr; };
+  if (x.dtype() != DataType::kUInt8 || zero_point_values(optional(at.x_zero))[0] != 0) {
+    return nullptr;
+  }
+  quantize_detail::ExcessSums excess;
+  excess.data = at.x;
+  if (x.is_blocked()) {
+    excess.data_channels_last = quantize_detail::dense_channels_last(*x.layout(), x.shape());
+    if (!excess.data_channels_last) return nullptr;
+  }
+  Tensor clamped = Tensor::allocate_uninitialised(DataType::kUInt8, x.shape());
+  clamped.set_layout(x.layout());
+  KernelContext on_clamped = context;
+  on_clamped.inputs[at.x] = &clamped;
+  quantize_detail::SplitSums how;
+  how.weights = at.w;
+  how.high_scale = 1;
+  how.note = "data split at 127";
+  return two_part_conv(
+      context, p, requantized, how,
+      [&](bool keep_layout) -> std::unique_ptr<Kernel> {
+        std::unique_ptr<Kernel> sums =
+            dnnl_sums(on_clamped, p, at, context.input(at.w), keep_layout);
+        if (!sums) return nullptr;
+        return quantize_detail::make_clamped_data_kernel(std::move(sums), clamped, at.x);
+      },
+      [&](const std::optional<dnnl::memory::desc>& layout) {
+        excess.sums_channels_last = layout.has_value();
+        OutputSpec sums = plain_output(DataType::kInt32, p.output_shape);
+        sums.layout = layout;
+        return quantize_detail::make_excess_sums_kernel(p, x, context.input(at.w), excess,
+                                                        std::move(sums), context.threads);
+      });
 }
 
 // Below AVX-512, a 1-D convolution of one input channel, unpadded and undilated (an STFT as a
@@ -506,6 +560,7 @@ std::unique_ptr<Kernel> try_dnnl_int8_conv(const KernelContext& context, const C
     if (context.input(at.x).dtype() == DataType::kInt8) {
       return try_shifted_data_conv(context, p, at, requantized);
     }
+    if (auto kernel = try_clamped_data_conv(context, p, at, requantized)) return kernel;
     return try_split_weights_conv(context, p, at, requantized);
   }
   return quantize_detail::make_dnnl_int8(

@@ -1,0 +1,43 @@
+// Exact int8 convolutions without VNNI in one oneDNN pass: u8 data clamped at 127, and the sums
+// of the few values above 127 added by cleave's loops.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+
+#include "runtime/kernel.h"
+#include "runtime/kernels/nn/conv_problem.h"
+#include "runtime/tensor.h"
+
+namespace cleave::quantize_detail {
+
+/// The largest u8 value whose products with any s8 weight oneDNN's int16 pair sums hold
+/// without VNNI: 127·128·2 = 32512 (255·128·2 does not fit, hence split_weights.h).
+inline constexpr int kClampedDataMax = 127;
+
+/// Runs `inner` on a copy of input `data` (u8, plain or in `data`'s layout) in which every
+/// value above kClampedDataMax is kClampedDataMax. `clamped` is the tensor `inner` was built
+/// to read: its storage is the copy.
+std::unique_ptr<Kernel> make_clamped_data_kernel(std::unique_ptr<Kernel> inner, Tensor clamped,
+                                                 std::size_t data);
+
+/// Where the excess kernel reads the data and writes its sums.
+struct ExcessSums {
+  std::size_t data = 0;             ///< The u8 data input.
+  bool data_channels_last = false;  ///< The data dense channels-last (else plain).
+  bool sums_channels_last = false;  ///< The sums dense channels-last (else plain).
+};
+
+/// Whether `layout` is channels-last with no padding: element i's channel is then i % channels.
+bool dense_channels_last(const dnnl::memory::desc& layout, std::span<const int64_t> shape);
+
+/// The kernel writing the int32 sums Σ (x − kClampedDataMax)·w of `p` over the data values x
+/// above kClampedDataMax (padding and the rest add nothing): what the clamped data's sums lack.
+/// `weights`: s8, plain [out, in / groups, kernel...], weight zero point 0; copied here.
+std::unique_ptr<Kernel> make_excess_sums_kernel(const conv_detail::ConvProblem& p,
+                                                const Tensor& data, const Tensor& weights,
+                                                const ExcessSums& how, OutputSpec output,
+                                                int threads);
+
+}  // namespace cleave::quantize_detail
