@@ -34,10 +34,14 @@ bool dense_channels_last(const dnnl::memory::desc& layout, std::span<const int64
 
 /// The kernel writing the int32 sums Σ (x − kClampedDataMax)·w of `p` over the data values x
 /// above kClampedDataMax (padding and the rest add nothing): what the clamped data's sums lack.
-/// `weights`: s8, plain [out, in / groups, kernel...], weight zero point 0; copied here.
+/// Few such values: their products added row by row (`weights`: s8, plain [out, in / groups,
+/// kernel...], weight zero point 0; copied here). Many: `dense` (may be null) runs on
+/// `excess_data` (the tensor it was built to read, in the data's layout) filled with
+/// max(x − kClampedDataMax, 0), whose pairs of products fit oneDNN's int16 sums too.
 std::unique_ptr<Kernel> make_excess_sums_kernel(const conv_detail::ConvProblem& p,
                                                 const Tensor& data, const Tensor& weights,
                                                 const ExcessSums& how, OutputSpec output,
+                                                std::unique_ptr<Kernel> dense, Tensor excess_data,
                                                 int threads);
 
 }  // namespace cleave::quantize_detail

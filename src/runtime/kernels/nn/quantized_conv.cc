@@ -399,6 +399,10 @@ std::unique_ptr<Kernel> try_clamped_data_conv(const KernelContext& context, cons
   clamped.set_layout(x.layout());
   KernelContext on_clamped = context;
   on_clamped.inputs[at.x] = &clamped;
+  Tensor excess_data = Tensor::allocate_uninitialised(DataType::kUInt8, x.shape());
+  excess_data.set_layout(x.layout());
+  KernelContext on_excess = context;
+  on_excess.inputs[at.x] = &excess_data;
   quantize_detail::SplitSums how;
   how.weights = at.w;
   how.high_scale = 1;
@@ -415,8 +419,15 @@ std::unique_ptr<Kernel> try_clamped_data_conv(const KernelContext& context, cons
         excess.sums_channels_last = layout.has_value();
         OutputSpec sums = plain_output(DataType::kInt32, p.output_shape);
         sums.layout = layout;
+        // oneDNN's pass over the excess where it is dense, if its sums come in this layout.
+        std::unique_ptr<Kernel> dense =
+            dnnl_sums(on_excess, p, at, context.input(at.w), layout.has_value());
+        if (dense && dense->output_specs()[0].layout.has_value() != layout.has_value()) {
+          dense = nullptr;
+        }
         return quantize_detail::make_excess_sums_kernel(p, x, context.input(at.w), excess,
-                                                        std::move(sums), context.threads);
+                                                        std::move(sums), std::move(dense),
+                                                        excess_data, context.threads);
       });
 }
 
