@@ -14,6 +14,7 @@
 
 #include "runtime/cpu_isa.h"
 #include "runtime/kernels/elementwise.h"
+#include "runtime/kernels/nn/quantized_conv_loops.h"
 #include "runtime/kernels/packed_constants.h"
 
 namespace cleave::quantize_detail {
@@ -21,6 +22,7 @@ namespace cleave::quantize_detail {
 namespace {
 
 using conv_detail::ConvProblem;
+using conv_detail::Int8Geometry;
 
 // Below this many products the excess sums run on one thread.
 constexpr int64_t kSerialProducts = 1 << 16;
@@ -77,33 +79,6 @@ class ClampedData final : public Kernel, public PackedConstants {
   std::size_t data_;
 };
 
-// Up to three spatial dims, unused ones of size 1.
-struct Dims {
-  int64_t batch = 1, channels_in = 1, channels_out = 1, groups = 1;
-  std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, kernel{1, 1, 1}, strides{1, 1, 1},
-      dilations{1, 1, 1}, pads{0, 0, 0};
-  int64_t in_plane() const { return in[0] * in[1] * in[2]; }
-  int64_t out_plane() const { return out[0] * out[1] * out[2]; }
-  int64_t taps() const { return kernel[0] * kernel[1] * kernel[2]; }
-};
-
-Dims dims_of(const ConvProblem& p, const Tensor& data) {
-  Dims d;
-  d.batch = p.batch;
-  d.channels_in = p.channels_in;
-  d.channels_out = p.channels_out;
-  d.groups = p.groups;
-  for (std::size_t k = 0; k < p.kernel.size(); ++k) {
-    d.in[k] = data.dim(k + 2);
-    d.out[k] = p.output_shape[k + 2];
-    d.kernel[k] = p.kernel[k];
-    d.strides[k] = p.strides[k];
-    d.dilations[k] = p.dilations[k];
-    d.pads[k] = p.pads_begin[k];
-  }
-  return d;
-}
-
 // One data value above the clamp: where it lies (batch, channel, spatial index per dim), and by
 // how much it exceeds.
 struct Excess {
@@ -114,8 +89,9 @@ struct Excess {
 
 class ExcessSumsKernel final : public Kernel, public PackedConstants {
  public:
-  ExcessSumsKernel(const Dims& d, const int8_t* weights, const ExcessSums& how, OutputSpec output,
-                   std::unique_ptr<Kernel> dense, Tensor excess_data, int threads)
+  ExcessSumsKernel(const Int8Geometry& d, const int8_t* weights, const ExcessSums& how,
+                   OutputSpec output, std::unique_ptr<Kernel> dense, Tensor excess_data,
+                   int threads)
       : d_(d),
         how_(how),
         spec_(std::move(output)),
@@ -314,7 +290,7 @@ class ExcessSumsKernel final : public Kernel, public PackedConstants {
     }
   }
 
-  Dims d_;
+  Int8Geometry d_;
   ExcessSums how_;
   OutputSpec spec_;
   std::unique_ptr<Kernel> dense_;  // Null: always scattered.
@@ -352,9 +328,9 @@ std::unique_ptr<Kernel> make_excess_sums_kernel(const ConvProblem& p, const Tens
                                                 const Tensor& weights, const ExcessSums& how,
                                                 OutputSpec output, std::unique_ptr<Kernel> dense,
                                                 Tensor excess_data, int threads) {
-  return std::make_unique<ExcessSumsKernel>(dims_of(p, data), weights.data<int8_t>(), how,
-                                            std::move(output), std::move(dense),
-                                            std::move(excess_data), threads);
+  return std::make_unique<ExcessSumsKernel>(conv_detail::int8_geometry_of(p, data),
+                                            weights.data<int8_t>(), how, std::move(output),
+                                            std::move(dense), std::move(excess_data), threads);
 }
 
 }  // namespace cleave::quantize_detail
