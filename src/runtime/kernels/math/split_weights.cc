@@ -14,23 +14,23 @@ namespace cleave::quantize_detail {
 
 namespace {
 
-// scale·high + low + bias in place of high, in runs of one channel (plain) or across the channels
+// 2^shift·high + low + bias in place of high, in runs of one channel (plain) or across the channels
 // (channels-last), so that the inner loops vectorise.
-void add_halves(int32_t* sums, const int32_t* low, const int32_t* bias, int32_t scale,
-                int64_t begin, int64_t end, int64_t channels, int64_t stride) {
+void add_halves(int32_t* sums, const int32_t* low, const int32_t* bias, int shift, int64_t begin,
+                int64_t end, int64_t channels, int64_t stride) {
   int64_t channel = (begin / stride) % channels;
   for (int64_t i = begin; i < end; channel = channel + 1 == channels ? 0 : channel + 1) {
     if (stride == 1) {
       const int64_t run = std::min(end - i, channels - channel);
       for (int64_t k = 0; k < run; ++k) {
-        sums[i + k] = scale * sums[i + k] + low[i + k] + (bias ? bias[channel + k] : 0);
+        sums[i + k] = (sums[i + k] << shift) + low[i + k] + (bias ? bias[channel + k] : 0);
       }
       channel += run - 1;
       i += run;
     } else {
       const int64_t run = std::min(end - i, stride - i % stride);
       const int32_t add = bias ? bias[channel] : 0;
-      for (int64_t k = 0; k < run; ++k) sums[i + k] = scale * sums[i + k] + low[i + k] + add;
+      for (int64_t k = 0; k < run; ++k) sums[i + k] = (sums[i + k] << shift) + low[i + k] + add;
       i += run;
     }
   }
@@ -73,7 +73,7 @@ class SplitSumsKernel final : public Kernel, public PackedConstants {
     auto* out = static_cast<uint8_t*>(outputs[0]->raw());
     const SplitSums& how = how_;
     elementwise::parallel_for(high->element_count(), threads_, [&](int64_t begin, int64_t end) {
-      add_halves(sums, low, bias, how.high_scale, begin, end, how.channels, how.channel_stride);
+      add_halves(sums, low, bias, how.high_shift, begin, end, how.channels, how.channel_stride);
       if (requantize) {
         write_requantized(*requantize, sums + begin, end - begin, how.channels, how.channel_stride,
                           out + begin, begin);

@@ -30,12 +30,12 @@ struct SplitSums {
   int64_t channel_stride = 1;       ///< Sums between one channel's and the next's: 1 channels-last.
   std::optional<std::size_t> bias;  ///< The int32 bias input, added to every sum.
   std::optional<std::size_t> y_scale;  ///< Requantized (scales at 1, 4, this): else int32 out.
-  int32_t high_scale = 16;  ///< The first kernel's sums count this many times (1: two parts).
+  int high_shift = 4;  ///< The first kernel's sums count 2^this times (0: two parts).
   std::string note = "weights split in two";  ///< Said after the first kernel's implementation.
 };
 
 /// The kernel that runs `high` and `low`, each writing int32 sums (in the same order: plain or
-/// channels-last), and writes high_scale·high + low + bias as `output` says: requantized to
+/// channels-last), and writes 2^high_shift·high + low + bias as `output` says: requantized to
 /// u8/i8, or the int32 sums. The weights' halves, or the clamped data's sums and the excess's
 /// (clamped_data.h).
 std::unique_ptr<Kernel> make_split_sums_kernel(std::unique_ptr<Kernel> high,

@@ -323,7 +323,7 @@ std::unique_ptr<Kernel> try_clamped_data_conv(const KernelContext& context, cons
   on_excess.inputs[at.x] = &excess_data;
   quantize_detail::SplitSums how;
   how.weights = at.w;
-  how.high_scale = 1;
+  how.high_shift = 0;
   how.note = "data split at 127";
   return two_part_conv(
       context, p, requantized, how,
