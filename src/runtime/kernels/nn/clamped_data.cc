@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -26,13 +25,13 @@ using conv_detail::Int8Geometry;
 
 // Below this many products the excess sums run on one thread.
 constexpr int64_t kSerialProducts = 1 << 16;
-// What one excess value's row of products costs beside oneDNN's products, in products: a row
-// of per_out products is worth (per_out + kRowOverhead) · kSparseCost of oneDNN's. From CPU
-// times of squeezenet1_1_int8, resnet18_int8 and regnet_x_400mf_int8 under AVX2 with 4, 16 and
-// 64: 4 to 16 alike, 64 (dense too soon) slower.
+// What one excess value costs beside oneDNN's products, in those products: (kEntryOverhead +
+// taps · (per_out + kRowOverhead)) · kSparseCost. From each convolution of squeezenet1_1_int8
+// timed both ways under AVX2 (2026-11-30): 1x1 convolutions of few output channels lose to
+// oneDNN's pass from 2-4% of values above 127, 3x3 ones of 64-256 channels from 9-12%.
+constexpr int64_t kEntryOverhead = 128;
 constexpr int64_t kRowOverhead = 16;
-const int64_t kSparseCost =
-    getenv("CLEAVE_SPARSE_COST") ? atoll(getenv("CLEAVE_SPARSE_COST")) : 8;  // TEMP
+constexpr int64_t kSparseCost = 8;
 
 // out[k] += excess · w[k]: a vector loop.
 void add_scaled_row(int32_t* out, const int8_t* w, int32_t excess, int64_t count) {
@@ -100,9 +99,9 @@ class ExcessSumsKernel final : public Kernel, public PackedConstants {
         threads_(threads) {
     const int64_t per_in = d.channels_in / d.groups, per_out = d.channels_out / d.groups;
     if (dense_) {
-      // oneDNN's products per tap over the scattered rows' cost.
-      dense_from_ = d.batch * d.out_plane() * d.channels_out * per_in /
-                    ((per_out + kRowOverhead) * kSparseCost);
+      // oneDNN's products over one excess value's cost.
+      dense_from_ = d.batch * d.out_plane() * d.channels_out * per_in * d.taps() /
+                    ((kEntryOverhead + d.taps() * (per_out + kRowOverhead)) * kSparseCost);
     }
     // [group][channel in group][tap][output channel in group]: an input value's products with
     // every output channel of its group lie in a row, as channels-last sums do.
