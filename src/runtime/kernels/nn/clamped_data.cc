@@ -2,8 +2,6 @@
 // the values above the clamp.
 #include "runtime/kernels/nn/clamped_data.h"
 
-#include <fmt/core.h>
-
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -56,12 +54,9 @@ class ClampedData final : public Kernel, public PackedConstants {
   }
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
            dnnl::stream& stream) override {
-    const Tensor& given = *inputs[data_];
-    if (given.byte_size() != clamped_.byte_size()) {
-      throw Error(fmt::format("clamped int8 convolution: the data is {} ({} bytes); expected {}",
-                              given.describe(), given.byte_size(), clamped_.byte_size()));
-    }
-    const auto* from = given.data<uint8_t>();
+    // The data's shape and layout are the ones this kernel was prepared for (a new shape
+    // prepares a new kernel), so its bytes are the copy's.
+    const auto* from = inputs[data_]->data<uint8_t>();
     auto* to = clamped_.data<uint8_t>();
     const std::size_t bytes = clamped_.byte_size();
     for (std::size_t i = 0; i < bytes; ++i) {
