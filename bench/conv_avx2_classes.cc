@@ -6,8 +6,10 @@
 // bias and a fused ReLU, weights packed once, warm caches.
 //
 // Build against the release library (as bench/winograd.cc), then run capped to AVX2:
-//   cd build && LIBS=$(sed -n '/^build cleave:/,/LINK_LIBRARIES/s/.*LINK_LIBRARIES = //p' build.ninja)
-//   g++ -O2 -std=c++20 -fopenmp -DFMT_SHARED -I../src ../bench/conv_avx2_classes.cc $LIBS -o /tmp/conv_avx2_classes
+//   cd build
+//   LIBS=$(sed -n '/^build cleave:/,/LINK_LIBRARIES/s/.*LINK_LIBRARIES = //p' build.ninja)
+//   SRC=../bench/conv_avx2_classes.cc
+//   g++ -O2 -std=c++20 -fopenmp -DFMT_SHARED -I../src $SRC $LIBS -o /tmp/conv_avx2_classes
 //   ONEDNN_MAX_CPU_ISA=AVX2 /tmp/conv_avx2_classes THREADS [ROUNDS] [MODEL|all] [warm|cold]
 // Prints one line per class and alternative: the median over ROUNDS (default 15) interleaved
 // rounds of one sample each (a sample: as many runs as fill about 2 ms, averaged) and its ratio

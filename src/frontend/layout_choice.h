@@ -41,11 +41,11 @@ struct LayoutChoiceOptions {
 };
 
 /// Whether the layout choice times each run in process CPU time rather than wall time: at one
-/// thread, where a run's CPU time is its latency less what other processes took from it. On a
-/// shared host at load 7-8 wall-time rounds at 1 thread put the families within 2-4% of each
-/// other in either order (wide_resnet50_2 under the AVX2 cap: Winograd 1.017 of blocked,
-/// cached), where their CPU times put Winograd at 0.896 in 5 of 5 rounds. With more threads
-/// the CPU time would count the team's waiting, so the wall clock stays.
+/// thread, where a run's CPU time is its latency less what other processes took from it (on a
+/// quiet host the same). Five fresh choices of wide_resnet50_2 under the AVX2 cap at load 12
+/// put Winograd at 0.70-1.05 of blocked in wall time and 0.90-1.02 in CPU time, channels-last
+/// at 0.97-1.29 and 0.93-1.12 (docs/results/heldout-speed.md, 2026-11-30 11:25 UTC). With more
+/// threads the CPU time would count the team's waiting, so the wall clock stays.
 bool times_in_cpu_time(int threads);
 
 /// Whether any convolution could run in another family: a Conv with a 4-D input.
