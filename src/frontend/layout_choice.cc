@@ -33,7 +33,9 @@ namespace fs = std::filesystem;
 // v7: the Winograd family's small maps depend on the thread count (oneDNN's kernel: 6x6 and
 // 7x7 maps of 1-12 M multiply-adds at 2 threads and more) and cleave's own kernel runs
 // 512-channel maps to 8x8 direct (winograd_pays).
-constexpr int kCacheVersion = 7;
+// v8: at 1 thread the runs are timed in process CPU time (times_in_cpu_time); v7's wall-time
+// entries were measured on a loaded host as often as not.
+constexpr int kCacheVersion = 8;
 
 // Times every other family against blocked in rounds, one run of each per round and the order
 // alternating, so that a burst of other work on a shared machine lands on both alike; timing
@@ -63,6 +65,7 @@ std::vector<std::map<ConvolutionFamily, double>> time_in_rounds(
     const std::pair<ConvolutionFamily, Executor*> pair[] = {
         {ConvolutionFamily::kBlocked, blocked.get()}, {family, other.get()}};
     const auto start = std::chrono::steady_clock::now();
+    const bool cpu_time = times_in_cpu_time(options.threads);
     for (int count = 0;
          count < choice.min_runs ||
          (count < choice.max_runs && seconds_since(start) < choice.budget_seconds / others);
@@ -71,8 +74,10 @@ std::vector<std::map<ConvolutionFamily, double>> time_in_rounds(
       for (std::size_t k = 0; k < 2; ++k) {
         const auto& [timed, executor] = pair[(k + static_cast<std::size_t>(count)) % 2];
         const auto run_start = std::chrono::steady_clock::now();
+        const double cpu_start = process_cpu_seconds();
         executor->run(inputs);
-        round[timed] = seconds_since(run_start) * 1e3;
+        round[timed] =
+            (cpu_time ? process_cpu_seconds() - cpu_start : seconds_since(run_start)) * 1e3;
       }
     }
   }
@@ -127,10 +132,16 @@ LayoutChoice read_cache(const std::filesystem::path& file, const Graph& graph, i
   }
   choice.measured = true;
   choice.cached = true;
+  if (std::optional<JsonField> clock = root.find("clock"))
+    choice.cpu_time = clock->string() == "cpu";
   return choice;
 }
 
 }  // namespace
+
+bool times_in_cpu_time(int threads) {
+  return threads == 1;
+}
 
 bool layouts_can_differ(const Graph& graph) {
   for (NodeId id : graph.node_ids()) {
@@ -224,6 +235,7 @@ LayoutChoice choose_layouts(const Graph& graph, const ExecutorOptions& options,
   choice.relative = relative_to_blocked(rounds);
   choice.family = pick_family(choice.relative);
   choice.measured = true;
+  choice.cpu_time = times_in_cpu_time(options.threads);
   if (choice_options.use_cache) {
     nlohmann::json fastest = nlohmann::json::object();
     for (const auto& [family, ms] : choice.fastest_ms) fastest[to_string(family)] = ms;
@@ -232,6 +244,7 @@ LayoutChoice choose_layouts(const Graph& graph, const ExecutorOptions& options,
     nlohmann::json json = {{"family", to_string(choice.family)},
                            {"fastest_ms", fastest},
                            {"relative_to_blocked", relative},
+                           {"clock", choice.cpu_time ? "cpu" : "wall"},
                            {"threads", options.threads}};
     try {
       fs::create_directories(cache.parent_path());
@@ -258,12 +271,13 @@ std::string describe(const LayoutChoice& choice) {
   if (!choice.measured) return text;
   auto winner = choice.fastest_ms.find(choice.family);
   if (winner == choice.fastest_ms.end()) return text;
-  text += fmt::format(" ({} {:.3f} ms",
-                      choice.cached ? "measured earlier:" : "measured:", winner->second);
+  const char* unit = choice.cpu_time ? "CPU ms" : "ms";
+  text += fmt::format(" ({} {:.3f} {}",
+                      choice.cached ? "measured earlier:" : "measured:", winner->second, unit);
   const char* separator = ";";
   for (const auto& [family, ms] : choice.fastest_ms) {
     if (family == choice.family) continue;
-    text += fmt::format("{} {} {:.3f} ms", separator, to_string(family), ms);
+    text += fmt::format("{} {} {:.3f} {}", separator, to_string(family), ms, unit);
     separator = ",";
   }
   separator = "; median against blocked in interleaved rounds:";

@@ -18,6 +18,7 @@ struct LayoutChoice {
   bool measured = false;  ///< False when nothing can differ (no 4-D Conv) or blocked layouts
                           ///< are off; fastest_ms is then empty.
   bool cached = false;    ///< Read from the cache instead of measured now.
+  bool cpu_time = false;  ///< Timed in process CPU time (times_in_cpu_time), not wall time.
   std::map<ConvolutionFamily, double> fastest_ms;  ///< Fastest run of each family timed.
   /// Each family's latency over blocked's, the median over interleaved rounds; what decided.
   std::map<ConvolutionFamily, double> relative;
@@ -38,6 +39,14 @@ struct LayoutChoiceOptions {
   std::string cache_directory;                       ///< Empty: default_cache_directory("layouts").
   std::function<void(const std::string&)> progress;  ///< One line per step; may be empty.
 };
+
+/// Whether the layout choice times each run in process CPU time rather than wall time: at one
+/// thread, where a run's CPU time is its latency less what other processes took from it (on a
+/// quiet host the same). Five fresh choices of wide_resnet50_2 under the AVX2 cap at load 12
+/// put Winograd at 0.70-1.05 of blocked in wall time and 0.90-1.02 in CPU time, channels-last
+/// at 0.97-1.29 and 0.93-1.12 (docs/results/heldout-speed.md, 2026-11-30 11:25 UTC). With more
+/// threads the CPU time would count the team's waiting, so the wall clock stays.
+bool times_in_cpu_time(int threads);
 
 /// Whether any convolution could run in another family: a Conv with a 4-D input.
 bool layouts_can_differ(const Graph& graph);
@@ -71,7 +80,8 @@ LayoutChoice choose_layouts(const Graph& graph, const ExecutorOptions& options,
 ConvolutionFamily measured_family(const Graph& graph, int threads,
                                   const std::function<void(const std::string&)>& progress = {});
 
-/// "winograd (measured: 25.7 ms; blocked 31.4 ms, channels-last 30.1 ms)" and the like.
+/// "winograd (measured: 25.7 ms; blocked 31.4 ms, channels-last 30.1 ms)" and the like, with
+/// "CPU" before "ms" when the runs were timed in CPU time.
 std::string describe(const LayoutChoice& choice);
 
 }  // namespace cleave

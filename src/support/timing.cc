@@ -1,12 +1,20 @@
 // Timing helpers (timing.h).
 #include "support/timing.h"
 
+#include <time.h>
+
 #include <algorithm>
 
 namespace cleave {
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
 double median_of(std::vector<double> values) {

@@ -5,17 +5,20 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ir/text.h"
 #include "runtime/cpu_isa.h"
 #include "runtime/executor.h"
 #include "runtime/kernels/dnnl_util.h"
+#include "support/timing.h"
 
 namespace cleave {
 namespace {
@@ -372,6 +375,27 @@ TEST_F(LayoutChoiceTest, PicksTheFasterAndCachesIt) {
   EXPECT_FALSE(choose_layouts(graph, two_threads, model_inputs(), options_).cached);
 }
 
+// At one thread the rounds are timed in CPU time, recorded in the entry and read back with it;
+// at two in wall time.
+TEST_F(LayoutChoiceTest, OneThreadIsTimedInCpuTimeAndTheEntrySaysSo) {
+  EXPECT_TRUE(times_in_cpu_time(1));
+  EXPECT_FALSE(times_in_cpu_time(2));
+  Graph graph = parse_graph(branchy_model());
+  LayoutChoice one = choose_layouts(graph, ExecutorOptions{}, model_inputs(), options_);
+  ASSERT_TRUE(one.measured);
+  EXPECT_TRUE(one.cpu_time);
+  EXPECT_NE(describe(one).find(" CPU ms"), std::string::npos) << describe(one);
+  LayoutChoice again = choose_layouts(graph, ExecutorOptions{}, model_inputs(), options_);
+  ASSERT_TRUE(again.cached);
+  EXPECT_TRUE(again.cpu_time);
+  ExecutorOptions two_threads;
+  two_threads.threads = 2;
+  LayoutChoice two = choose_layouts(graph, two_threads, model_inputs(), options_);
+  ASSERT_TRUE(two.measured);
+  EXPECT_FALSE(two.cpu_time);
+  EXPECT_EQ(describe(two).find("CPU"), std::string::npos) << describe(two);
+}
+
 // A choice measured on one ISA (another CPU, or this one capped) is not read on another.
 TEST_F(LayoutChoiceTest, AnEntryOfAnotherIsaIsNotRead) {
   Graph graph = parse_graph(branchy_model());
@@ -536,6 +560,27 @@ TEST(LayoutChoiceDescription, SaysWhichWonAndByHowMuch) {
             "blocked (measured earlier: 31.400 ms; channels-last 30.125 ms; median against "
             "blocked in interleaved rounds: channels-last 1.040)");
   EXPECT_EQ(describe(LayoutChoice{}), "blocked");
+  choice.cpu_time = true;
+  choice.relative.clear();
+  EXPECT_EQ(describe(choice),
+            "blocked (measured earlier: 31.400 CPU ms; channels-last 30.125 CPU ms)");
+}
+
+// What the 1-thread rounds measure: a sleep (the host's other processes holding the core) does
+// not count, work does.
+TEST(ProcessCpuSeconds, CountsWorkAndNotWaiting) {
+  double start = process_cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_LT(process_cpu_seconds() - start, 0.03);
+  start = process_cpu_seconds();
+  const auto wall = std::chrono::steady_clock::now();
+  volatile double sink = 0;
+  while (process_cpu_seconds() - start < 0.05 &&
+         std::chrono::steady_clock::now() - wall < std::chrono::seconds(20)) {
+    for (int i = 0; i < 10000; ++i) sink = sink + 1.0;
+  }
+  EXPECT_GE(process_cpu_seconds() - start, 0.05);
+  EXPECT_GE(seconds_since(wall), 0.045);  // CPU time does not run ahead of the wall clock.
 }
 
 TEST(ConvolutionFamilyNames, RoundTrip) {
