@@ -31,8 +31,8 @@
 //   non-linear: a reader that was waiting overlaps its copy with the link only for the last
 //   message it waits for (the program charges none of them when the message comes late, so
 //   two late ones cost the simulator one copy more); a second reader of one message on a
-//   device pays nothing there (the program charges it again) and a producer's several values
-//   to one device travel as one message (the program charges the largest per device);
+//   device pays nothing there (the program charges it again) and a node with outputs of
+//   different sizes sends a device the largest it reads there (the program: the largest);
 //   device 0's copies of the inputs it hands out and of the outputs it gathers; the busy-
 //   neighbour times and the dispatch overheads (Task::busy_time, Machine::task_seconds), which
 //   depend on how many devices compute. The objective equals the simulator's prediction of the
