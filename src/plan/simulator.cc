@@ -46,13 +46,11 @@ OrdersClock::OrdersClock(const TaskGraph& graph)
 // comes, one that came while the reader was busy costs the reader its copy when it gets to it
 // (docs/results/distributed.md, 2026-11-30 04:35). `received_` holds, per (producer, worker), when
 // that worker had the message, so that a second reader there pays nothing more.
-double OrdersClock::take_messages(int worker, double start) const {
-  const std::size_t workers = graph_->machine.size();
+double OrdersClock::take_messages(double start) const {
   pending_.clear();
   for (const Message& message : messages_) {
-    const std::size_t key = static_cast<std::size_t>(message.producer) * workers + worker;
-    if (received_stamp_[key] == stamp_) {
-      start = std::max(start, received_[key]);
+    if (received_stamp_[message.slot] == stamp_) {
+      start = std::max(start, received_[message.slot]);
     } else {
       pending_.emplace_back(message.there, message.bytes);
     }
@@ -61,13 +59,71 @@ double OrdersClock::take_messages(int worker, double start) const {
   for (const auto& [there, bytes] : pending_)
     start = std::max(start + graph_->machine.endpoint_seconds(bytes), there);
   for (const Message& message : messages_) {
-    const std::size_t key = static_cast<std::size_t>(message.producer) * workers + worker;
-    if (received_stamp_[key] != stamp_) {
-      received_stamp_[key] = stamp_;
-      received_[key] = start;
+    if (received_stamp_[message.slot] != stamp_) {
+      received_stamp_[message.slot] = stamp_;
+      received_[message.slot] = start;
     }
   }
   return start;
+}
+
+// Device 0 copies every model input it hands out before its own first task (the MPI executor's
+// publish_inputs), and a task whose model output is gathered copies it after the task, as it
+// does the values it sends to other tasks.
+void OrdersClock::hand_outs() const {
+  const TaskGraph& graph = *graph_;
+  const std::size_t task_count = graph.tasks.size();
+  hand_outs_.clear();
+  hand_out_seconds_ = 0;
+  std::size_t listed = 0;
+  for (std::size_t task = 0; task < task_count; ++task) {
+    const int worker = worker_of_task_[task];
+    if (worker < 0) continue;
+    ++listed;
+    if (worker == 0) continue;
+    for (const ModelValue& input : graph.tasks[task].model_inputs) {
+      const int64_t sample = graph.tasks[task].batch_begin;
+      const auto same = std::find_if(hand_outs_.begin(), hand_outs_.end(), [&](const HandOut& h) {
+        return h.worker == worker && h.sample == sample && h.name == input.name;
+      });
+      if (same == hand_outs_.end()) {
+        hand_outs_.push_back({input.name, sample, worker, input.bytes});
+        hand_out_seconds_ += graph.machine.endpoint_seconds(input.bytes);
+      }
+    }
+  }
+  received_stamp_.resize(task_count * graph.machine.size() + hand_outs_.size(), 0);
+  received_.resize(received_stamp_.size(), 0.0);
+  gathers_.clear();
+  gather_sends_.assign(task_count, 0.0);
+  if (listed != task_count) return;  // a planner's schedule so far: gathered at the end
+  gathers_ = graph.output_gathers(worker_of_task_);
+  for (const OutputGather& gather : gathers_)
+    gather_sends_[gather.task] += graph.machine.endpoint_seconds(gather.bytes);
+}
+
+// When device 0 has every gathered model output: it takes them after its own last task, as
+// messages from other tasks (take_messages), each leaving its sender as those do.
+double OrdersClock::gather_end(const std::vector<double>& finish, double makespan) const {
+  const TaskGraph& graph = *graph_;
+  const Machine& machine = graph.machine;
+  double end = hand_out_seconds_;
+  for (std::size_t task = 0; task < graph.tasks.size(); ++task) {
+    if (worker_of_task_[task] == 0) end = std::max(end, finish[task]);
+  }
+  pending_.clear();
+  for (const OutputGather& gather : gathers_) {
+    const auto from = static_cast<std::size_t>(worker_of_task_[gather.task]);
+    const double latency = machine.latency.empty() ? 0.0 : machine.latency[from][0];
+    const double sent = finish[gather.task];
+    const double wire = machine.transfer_time(from, 0, gather.bytes);
+    pending_.emplace_back(std::max(sent + latency, sent - sends_[gather.task] + wire),
+                          gather.bytes);
+  }
+  std::sort(pending_.begin(), pending_.end());
+  for (const auto& [there, bytes] : pending_)
+    end = std::max(end + machine.endpoint_seconds(bytes), there);
+  return std::max(makespan, end);
 }
 
 // The seconds a task's worker spends sending its outputs after computing them: one message per
@@ -152,6 +208,29 @@ void OrdersClock::workers_of(const std::vector<std::vector<int>>& order) const {
   }
 }
 
+// The model inputs `task` reads on `worker` as messages from device 0, all sent at the start:
+// each leaves once device 0 has copied every hand-out, or as the link carries it.
+void OrdersClock::hand_out_messages(int task, int worker) const {
+  if (worker == 0) return;
+  const TaskGraph& graph = *graph_;
+  const std::size_t first_slot = graph.tasks.size() * graph.machine.size();
+  const double latency = graph.machine.latency.empty() ? 0.0 : graph.machine.latency[0][worker];
+  for (const ModelValue& input : graph.tasks[task].model_inputs) {
+    const int64_t sample = graph.tasks[task].batch_begin;
+    const auto found = std::find_if(hand_outs_.begin(), hand_outs_.end(), [&](const HandOut& h) {
+      return h.worker == worker && h.sample == sample && h.name == input.name;
+    });
+    const std::size_t slot = first_slot + static_cast<std::size_t>(found - hand_outs_.begin());
+    if (std::any_of(messages_.begin(), messages_.end(),
+                    [&](const Message& m) { return m.slot == slot; })) {
+      continue;
+    }
+    const double there =
+        std::max(hand_out_seconds_ + latency, graph.machine.transfer_time(0, worker, found->bytes));
+    messages_.push_back({-1, slot, there, found->bytes});
+  }
+}
+
 Simulation OrdersClock::simulate(const std::vector<std::vector<int>>& order) const {
   const TaskGraph& graph = *graph_;
   const std::size_t task_count = graph.tasks.size();
@@ -184,12 +263,19 @@ Simulation OrdersClock::simulate(const std::vector<std::vector<int>>& order) con
     to_worker_.assign(worker_count, 0.0);
     received_stamp_.resize(task_count * worker_count, 0);
     received_.resize(task_count * worker_count, 0.0);
+    hand_outs();
     ++stamp_;
   }
   for (int task : sequence_) {
     const int worker = worker_of_task_[task];
     double start = previous_on_worker_[task] >= 0 ? result.finish[previous_on_worker_[task]] : 0.0;
-    start = std::max(start, graph.input_arrival(task, worker));
+    messages_.clear();  // From other workers (priced ends).
+    if (priced_ends_) {
+      if (worker == 0) start = std::max(start, hand_out_seconds_);
+      hand_out_messages(task, worker);
+    } else {
+      start = std::max(start, graph.input_arrival(task, worker));
+    }
     for (const ModelValue& input : graph.tasks[task].model_inputs) {
       if (worker != 0 &&
           handed_out.emplace(input.name, graph.tasks[task].batch_begin, worker).second) {
@@ -200,7 +286,6 @@ Simulation OrdersClock::simulate(const std::vector<std::vector<int>>& order) con
     // On shared memory the reader pulls a value's lines from the producer's cache while its
     // task runs: the latency delays the start, the bytes lengthen the task.
     double reads = 0;
-    messages_.clear();  // From other workers (priced ends).
     for (int edge : in_edges_[task]) {
       const int producer = graph.edges[edge].first;
       const int producer_worker = worker_of_task_[producer];
@@ -222,7 +307,8 @@ Simulation OrdersClock::simulate(const std::vector<std::vector<int>>& order) con
         const auto same = std::find_if(messages_.begin(), messages_.end(),
                                        [&](const Message& m) { return m.producer == producer; });
         if (same == messages_.end()) {
-          messages_.push_back({producer, there, bytes});
+          messages_.push_back(
+              {producer, static_cast<std::size_t>(producer) * worker_count + worker, there, bytes});
         } else {
           same->bytes = std::max(same->bytes, bytes);
         }
@@ -235,12 +321,13 @@ Simulation OrdersClock::simulate(const std::vector<std::vector<int>>& order) con
                                   graph.machine.arrival_delay(producer_worker, worker, bytes));
       reads += graph.machine.read_time(producer_worker, worker, bytes);
     }
-    if (priced_ends_) start = take_messages(worker, start);
+    if (priced_ends_) start = take_messages(start);
     const Task& info = graph.tasks[task];
     const double duration = (result.beside_busy && !info.busy_time.empty() ? info.busy_time[worker]
                                                                            : info.time[worker]) +
                             task_seconds + reads;
-    const double sends = priced_ends_ ? (sends_[task] = send_seconds(task, worker)) : 0.0;
+    const double sends =
+        priced_ends_ ? (sends_[task] = send_seconds(task, worker) + gather_sends_[task]) : 0.0;
     result.start[task] = start;
     result.finish[task] = start + duration + sends;
     result.busy[worker] += duration + sends;
@@ -249,10 +336,12 @@ Simulation OrdersClock::simulate(const std::vector<std::vector<int>>& order) con
   // The model outputs are gathered once every task is placed.
   if (sequence_.size() == task_count) {
     for (const OutputGather& gather : graph.output_gathers(worker_of_task_)) {
-      result.makespan = std::max(result.makespan, result.finish[gather.task] + gather.seconds);
+      if (!priced_ends_)
+        result.makespan = std::max(result.makespan, result.finish[gather.task] + gather.seconds);
       result.transfer_bytes += gather.bytes;
       ++result.transfer_count;
     }
+    if (priced_ends_) result.makespan = gather_end(result.finish, result.makespan);
   }
   if (several) result.makespan += graph.machine.run_seconds;
   for (std::size_t worker = 0; worker < worker_count; ++worker) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -52,7 +53,10 @@ bool prices_beside_busy(const Plan& plan, const TaskGraph& graph);
 /// task (one message per reading worker), and a reader copies each message when it gets to it
 /// (at once when it was waiting for it: the copy then overlaps the link's); a task that
 /// Task::copies_remote_inputs (a Concat) copies each value from another worker once more, at the
-/// same rate, inside its task. Tasks take Task::time,
+/// same rate, inside its task. Device 0's hand-out and gather are priced the same way: it copies
+/// every model input it hands out before its first task (each leaves then, or as the link
+/// carries it), a task whose model output is gathered copies it after the task, and device 0
+/// takes the gathered outputs after its own last task. Tasks take Task::time,
 /// or Task::busy_time where prices_beside_busy says so; where two or more workers compute, each
 /// task takes Machine::task_seconds more and the makespan Machine::run_seconds more. Throws Error
 /// when the orders deadlock or the plan does not place every task once.
@@ -75,15 +79,22 @@ class OrdersClock {
 
  private:
   struct Message {
-    int producer = -1;
-    double there = 0;  // when it can be on the reader's worker
+    int producer = -1;     // -1: a model input handed out by device 0
+    std::size_t slot = 0;  // index into received_: per (producer, worker), then per hand-out
+    double there = 0;      // when it can be on the reader's worker
     double bytes = 0;
   };
+  // With priced ends: the messages device 0 hands out at the start (one per model input,
+  // sample and reading worker), what it spends copying them, and per task the bytes of the
+  // model outputs it sends to device 0 after it.
+  void hand_outs() const;
+  void hand_out_messages(int task, int worker) const;
+  double gather_end(const std::vector<double>& finish, double makespan) const;
   void sequence_of(const std::vector<std::vector<int>>& order) const;
   // Fills worker_of_task_ from the orders; throws where a task is listed twice, does not exist,
   // or is listed without its producer.
   void workers_of(const std::vector<std::vector<int>>& order) const;
-  double take_messages(int worker, double start) const;
+  double take_messages(double start) const;
   double send_seconds(int task, int worker) const;
 
   const TaskGraph* graph_;
@@ -97,6 +108,16 @@ class OrdersClock {
   mutable std::vector<Message> messages_;
   mutable std::vector<std::pair<double, double>> pending_;
   mutable std::vector<double> sends_, to_worker_, received_;
+  struct HandOut {
+    std::string name;
+    int64_t sample = 0;
+    int worker = 0;
+    double bytes = 0;
+  };
+  mutable std::vector<HandOut> hand_outs_;
+  mutable double hand_out_seconds_ = 0;  // device 0's copies of hand_outs_, before its tasks
+  mutable std::vector<OutputGather> gathers_;
+  mutable std::vector<double> gather_sends_;      // per task: its gathers' sender copies
   mutable std::vector<uint64_t> received_stamp_;  // received_ holds this call's when == stamp_
   mutable uint64_t stamp_ = 0;
 };

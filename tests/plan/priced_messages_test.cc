@@ -173,5 +173,43 @@ TEST(PricedMessagesTest, OrdersThatListATaskBeforeItsProducerOrTwiceAreRefused) 
   EXPECT_THROW(simulate_orders({{1, 0}, {}, {}}, graph), Error);
 }
 
+// Device 0 copies each model input it hands out before its own first task, and a model output
+// made elsewhere is copied by its sender after the task and by device 0 after its own tasks:
+// rank 0's publish_inputs and gather, priced as every other message.
+TEST(PricedMessagesTest, DeviceZerosHandOutAndGatherArePricedAtBothEnds) {
+  const auto graph = [](bool priced) {
+    return graph_from_text(std::string(R"({
+      "devices": [{"name": "p"}, {"name": "q"}],
+      "bandwidth": [[0, 300], [300, 0]], "latency": [[0, 0], [0, 0]],)") +
+                           (priced ? R"("endpoint_bandwidth": 100,)" : "") + R"(
+      "tasks": [{"name": "a", "time": [1, 1], "model_inputs": [{"name": "x", "bytes": 300}],
+                 "model_outputs": [{"name": "y", "bytes": 300}]},
+                {"name": "b", "time": [5, 5], "model_inputs": [{"name": "x", "bytes": 300}]}],
+      "edges": []})");
+  };
+  const Plan plan = make_plan({1, 0}, {{1}, {0}});
+  // p copies x for q 0-3, then runs b 3-8; a on q has x at 3 (it waited: no copy more), runs
+  // 3-4 and copies y 4-7; y is on p at 7, and p, busy with b, copies it after b: 8-11.
+  const Simulation priced = simulate(plan, graph(true));
+  EXPECT_DOUBLE_EQ(priced.start[1], 3);
+  EXPECT_DOUBLE_EQ(priced.start[0], 3);
+  EXPECT_DOUBLE_EQ(priced.finish[0], 7);
+  EXPECT_DOUBLE_EQ(priced.makespan, 11);
+  EXPECT_EQ(priced.transfer_count, 2);
+  // The link alone: b 0-5, x on q at 1, a 1-2, y on p at 3.
+  EXPECT_DOUBLE_EQ(simulate(plan, graph(false)).makespan, 5);
+  // Nothing is handed out or gathered when both run on p.
+  EXPECT_DOUBLE_EQ(simulate(make_plan({0, 0}, {{0, 1}, {}}), graph(true)).makespan, 6);
+  // A device 0 that waits for the output copies it as it comes: b of 1 s ends at 4, y is on p
+  // at 7.
+  TaskGraph short_b = graph(true);
+  short_b.tasks[1].time = {1, 1};
+  EXPECT_DOUBLE_EQ(simulate(plan, short_b).makespan, 7);
+  // The list planners' estimates are still the simulator's.
+  for (const std::string& name : cleave::testing::kPlanners)
+    cleave::testing::expect_consistent(cleave::testing::run_planner(name, graph(true)),
+                                       graph(true));
+}
+
 }  // namespace
 }  // namespace cleave

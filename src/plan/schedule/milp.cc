@@ -18,6 +18,25 @@
 // - Condition 3: for every edge (i, j): s_j >= s_i + dur_i, and for every device pair (u, v),
 //   u != v, with a finite positive transfer time c: s_j >= s_i + dur_i + c * (x[i][u] + x[j][v]
 //   - 1), the paper's linearisation; pairs without a link get x[i][u] + x[j][v] <= 1 instead.
+//   Where the machine prices message ends (Machine::endpoint_bandwidth, MPI ranks), the message
+//   is priced as the simulator prices it, in its linear part (EndPrices): dur_i also holds the
+//   sender's copies, one per device a reader of i runs on that i does not (z[i][w] >= x[j][w] -
+//   x[i][w], continuous), and a Concat's copies of remote inputs (k_e >= x[j][d] - x[i][d] per
+//   edge, continuous); the reader gets the value after i's sends plus the latency, and no
+//   earlier than the end of i's computing plus latency + bytes / bandwidth (two rows, the
+//   simulator's max); its own copy of each message (k_e times bytes / endpoint_bandwidth)
+//   lies between the previous task on its device and its start. Device 0's hand-out is a ready
+//   time (the copy and the latency, or the link), a model output made off device 0 a sender's
+//   copy and the same two rows against C. Left to the simulator's final prediction, being
+//   non-linear: a reader that was waiting overlaps its copy with the link only for the last
+//   message it waits for (the program charges none of them when the message comes late, so
+//   two late ones cost the simulator one copy more); a second reader of one message on a
+//   device pays nothing there (the program charges it again) and a node with outputs of
+//   different sizes sends a device the largest it reads there (the program: the largest);
+//   device 0's copies of the inputs it hands out and of the outputs it gathers; the busy-
+//   neighbour times and the dispatch overheads (Task::busy_time, Machine::task_seconds), which
+//   depend on how many devices compute. The objective equals the simulator's prediction of the
+//   plan where none of these occur (tests/plan/schedule/milp_priced_test.cc).
 // - Conditions 4 and 5 (batching): cleave represents a batch as slice tasks
 //   (batch_task_graph: one task per node and slice, times linear in the slice size), so the
 //   paper's items are slices and condition 4 is condition 1 on them. Because slice times are
@@ -269,6 +288,12 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
                                                     : interchangeable_classes(problem);
   for (const auto& members : classes) result.symmetric_devices += static_cast<int>(members.size());
   if (warm && !classes.empty()) order_by_symmetry(*warm, problem, classes, options.symmetry);
+  // The warm start's times on the program's own model (its messages priced as the program
+  // prices them), so that it is a feasible MIP start within the horizon.
+  if (warm) {
+    warm = linear_timeline(problem, warm->device,
+                           orders_from_starts(graph, warm->device, warm->start));
+  }
   // Shares of sliced nodes must be supported sizes (condition 5), if asked for.
   const SliceGroups groups = make_slice_groups(graph);
   if (warm && options.supported_shares && !warm_shares_supported(graph, problem, groups, *warm)) {

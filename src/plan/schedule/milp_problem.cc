@@ -31,7 +31,63 @@ bool links_symmetric(const Machine& machine, std::size_t a, std::size_t b) {
   return true;
 }
 
+double latency_of(const Machine& machine, std::size_t from, std::size_t to) {
+  return machine.latency.empty() || from == to ? 0.0 : machine.latency[from][to];
+}
+
+// When every model input `task` reads is on `device`: device 0 sends them at the start (its
+// copy, then the latency, or the link, whichever is later, with priced ends).
+double inputs_ready(const TaskGraph& graph, std::size_t task, std::size_t device) {
+  if (device == 0 || graph.machine.endpoint_seconds(1.0) <= 0)
+    return graph.input_arrival(task, device);
+  double ready = 0;
+  for (const ModelValue& input : graph.tasks[task].model_inputs) {
+    ready = std::max(ready, std::max(graph.machine.endpoint_seconds(input.bytes) +
+                                         latency_of(graph.machine, 0, device),
+                                     graph.machine.transfer_time(0, device, input.bytes)));
+  }
+  return ready;
+}
+
+bool has_model_values(const TaskGraph& graph) {
+  return std::any_of(graph.tasks.begin(), graph.tasks.end(), [](const Task& task) {
+    return !task.model_inputs.empty() || !task.model_outputs.empty();
+  });
+}
+
 }  // namespace
+
+EndPrices end_prices(const TaskGraph& graph) {
+  const Machine& machine = graph.machine;
+  EndPrices prices;
+  prices.priced = machine.endpoint_seconds(1.0) > 0;
+  prices.send.assign(graph.tasks.size(), 0.0);
+  prices.receive.assign(graph.edges.size(), 0.0);
+  prices.concat.assign(graph.edges.size(), 0.0);
+  prices.gather_send.assign(graph.tasks.size(), 0.0);
+  prices.gather_bytes.assign(graph.tasks.size(), 0.0);
+  for (std::size_t edge = 0; edge < graph.edges.size(); ++edge) {
+    const auto [producer, consumer] = graph.edges[edge];
+    const double copy = machine.endpoint_seconds(graph.bytes_on_edge(edge));
+    prices.send[producer] = std::max(prices.send[producer], copy);
+    prices.receive[edge] = copy;
+    if (graph.tasks[consumer].copies_remote_inputs) prices.concat[edge] = copy;
+  }
+  for (std::size_t task = 0; task < graph.tasks.size(); ++task) {
+    for (const ModelValue& output : graph.tasks[task].model_outputs) {
+      prices.gather_send[task] += machine.endpoint_seconds(output.bytes);
+      prices.gather_bytes[task] = std::max(prices.gather_bytes[task], output.bytes);
+    }
+  }
+  return prices;
+}
+
+double message_seconds(const TaskGraph& graph, const EndPrices& prices, std::size_t edge,
+                       std::size_t from, std::size_t to) {
+  const double wire = graph.edge_time(edge, from, to);
+  if (from == to || !prices.priced) return wire;
+  return std::max(wire, latency_of(graph.machine, from, to) + prices.send[graph.edges[edge].first]);
+}
 
 double program_nonzeros(const TaskGraph& graph) {
   const double tasks = static_cast<double>(graph.tasks.size());
@@ -45,6 +101,7 @@ Problem make_problem(const TaskGraph& graph, const MilpRestrictions& restriction
   problem.graph = &graph;
   problem.tasks = graph.tasks.size();
   problem.devices = graph.machine.size();
+  problem.prices = end_prices(graph);
   const auto check_size = [&](std::size_t size, std::size_t expected, const char* what) {
     if (size != 0 && size != expected) {
       throw Error(fmt::format("milp: restriction \"{}\" has {} entries, expected {}", what, size,
@@ -77,6 +134,7 @@ Problem make_problem(const TaskGraph& graph, const MilpRestrictions& restriction
       if (!restrictions.device_available.empty()) {
         ready = std::max(ready, restrictions.device_available[device]);
       }
+      ready = std::max(ready, inputs_ready(graph, task, device));
       if (!std::isfinite(ready)) allowed = false;
       problem.allowed[task][device] = allowed;
       problem.ready[task][device] = allowed ? ready : 0.0;
@@ -155,7 +213,17 @@ double trivial_horizon(const Problem& problem) {
         if (std::isfinite(time)) longest = std::max(longest, time);
       }
     }
-    horizon += longest;
+    horizon += longest + problem.prices.receive[edge] + problem.prices.concat[edge];
+  }
+  // Each task's sends and gathers, as the longest the program may price them.
+  const double devices = static_cast<double>(problem.devices);
+  for (std::size_t task = 0; task < problem.tasks; ++task) {
+    double gather = 0;
+    for (std::size_t device = 1; device < problem.devices; ++device) {
+      const double wire = graph.machine.transfer_time(device, 0, problem.prices.gather_bytes[task]);
+      if (std::isfinite(wire)) gather = std::max(gather, wire);
+    }
+    horizon += problem.prices.send[task] * devices + problem.prices.gather_send[task] + gather;
   }
   return horizon + latest_ready;
 }
@@ -204,8 +272,11 @@ HeadsAndTails heads_and_tails(const Problem& problem) {
 // Devices that swapping leaves the whole problem unchanged; classes of two or more.
 std::vector<std::vector<int>> interchangeable_classes(const Problem& problem) {
   const TaskGraph& graph = *problem.graph;
+  // Device 0 hands out the model inputs and gathers the outputs: it has no twin then.
+  const bool values_on_zero = has_model_values(graph);
   const auto swappable = [&](std::size_t a, std::size_t b) {
     if (!graph.machine.identical(a, b) || !links_symmetric(graph.machine, a, b)) return false;
+    if (values_on_zero && (a == 0 || b == 0)) return false;
     if (problem.memory_left[a] != problem.memory_left[b]) return false;
     for (std::size_t task = 0; task < problem.tasks; ++task) {
       if (problem.allowed[task][a] != problem.allowed[task][b]) return false;
@@ -310,48 +381,80 @@ std::vector<std::vector<int>> orders_from_starts(const TaskGraph& graph,
   return order;
 }
 
-// The same assignment and per-device orders with every task as early as its inputs, its
-// device and its ready time allow (the solver leaves slack on tasks off the critical path).
-// Returns false, changing nothing, if the orders contradict the edges.
-bool left_justify(const Problem& problem, const std::vector<int>& device,
-                  std::vector<double>& start) {
+std::optional<Schedule> linear_timeline(const Problem& problem, const std::vector<int>& device,
+                                        const std::vector<std::vector<int>>& order) {
   const TaskGraph& graph = *problem.graph;
-  const auto order = orders_from_starts(graph, device, start);
+  const EndPrices& prices = problem.prices;
+  const Machine& machine = graph.machine;
   const auto in_edges = graph.in_edges();
   const auto successors = graph.successors();
+  // Per task: its computing (a Concat's copies included), its whole time on its device (the
+  // sends after it), and its copies of the messages it receives.
+  std::vector<double> compute(problem.tasks), duration(problem.tasks), receive(problem.tasks, 0.0);
+  std::vector<std::vector<bool>> sends_to(problem.tasks, std::vector<bool>(problem.devices, false));
+  for (const auto& [producer, consumer] : graph.edges) {
+    if (device[producer] != device[consumer]) sends_to[producer][device[consumer]] = true;
+  }
+  for (std::size_t task = 0; task < problem.tasks; ++task) {
+    const int here = device[task];
+    compute[task] = graph.tasks[task].time[here];
+    for (int edge : in_edges[task]) {
+      if (device[graph.edges[edge].first] == here) continue;
+      compute[task] += prices.concat[edge];
+      receive[task] += prices.receive[edge];
+    }
+    const auto readers = std::count(sends_to[task].begin(), sends_to[task].end(), true);
+    duration[task] = compute[task] + prices.send[task] * static_cast<double>(readers) +
+                     (here != 0 ? prices.gather_send[task] : 0.0);
+  }
   std::vector<int> next_on_device(problem.tasks, -1);
   std::vector<int> previous_on_device(problem.tasks, -1);
-  std::vector<int> waiting(problem.tasks, 0);
   for (const auto& list : order) {
     for (std::size_t i = 1; i < list.size(); ++i) {
       next_on_device[list[i - 1]] = list[i];
       previous_on_device[list[i]] = list[i - 1];
     }
   }
+  std::vector<int> waiting(problem.tasks, 0);
+  std::vector<int> ready;
   for (std::size_t task = 0; task < problem.tasks; ++task) {
     waiting[task] =
         static_cast<int>(in_edges[task].size()) + (previous_on_device[task] >= 0 ? 1 : 0);
-  }
-  std::vector<int> ready;
-  for (std::size_t task = 0; task < problem.tasks; ++task) {
     if (waiting[task] == 0) ready.push_back(static_cast<int>(task));
   }
-  std::vector<double> justified(problem.tasks, 0.0);
+  Schedule timed;
+  timed.device = device;
+  timed.start.assign(problem.tasks, 0.0);
   std::vector<double> finish(problem.tasks, 0.0);
   std::size_t done = 0;
   while (!ready.empty()) {
     const int task = ready.back();
     ready.pop_back();
     ++done;
-    const int here = device[task];
-    double begin = problem.ready[task][here];
-    if (previous_on_device[task] >= 0) begin = std::max(begin, finish[previous_on_device[task]]);
+    const auto here = static_cast<std::size_t>(device[task]);
+    double begin = std::max(problem.ready[task][here], receive[task]);
+    if (previous_on_device[task] >= 0)
+      begin = std::max(begin, finish[previous_on_device[task]] + receive[task]);
     for (int edge : in_edges[task]) {
       const int producer = graph.edges[edge].first;
-      begin = std::max(begin, finish[producer] + graph.edge_time(edge, device[producer], here));
+      const auto from = static_cast<std::size_t>(device[producer]);
+      if (from == here) {
+        begin = std::max(begin, finish[producer]);
+        continue;
+      }
+      begin = std::max(
+          begin, timed.start[producer] + compute[producer] + graph.edge_time(edge, from, here));
+      if (prices.priced)
+        begin = std::max(begin, finish[producer] + latency_of(machine, from, here));
     }
-    justified[task] = begin;
-    finish[task] = begin + graph.tasks[task].time[here];
+    timed.start[task] = begin;
+    finish[task] = begin + duration[task];
+    timed.makespan = std::max(timed.makespan, finish[task]);
+    if (here != 0 && prices.gather_bytes[task] > 0) {
+      timed.makespan = std::max(
+          {timed.makespan, finish[task] + latency_of(machine, here, 0),
+           begin + compute[task] + machine.transfer_time(here, 0, prices.gather_bytes[task])});
+    }
     for (int next : successors[task]) {
       if (--waiting[next] == 0) ready.push_back(next);
     }
@@ -359,8 +462,19 @@ bool left_justify(const Problem& problem, const std::vector<int>& device,
       ready.push_back(next_on_device[task]);
     }
   }
-  if (done != problem.tasks) return false;
-  start = std::move(justified);
+  if (done != problem.tasks) return std::nullopt;
+  return timed;
+}
+
+// The same assignment and per-device orders with every task as early as its inputs, its
+// device and its ready time allow (the solver leaves slack on tasks off the critical path).
+// Returns false, changing nothing, if the orders contradict the edges.
+bool left_justify(const Problem& problem, const std::vector<int>& device,
+                  std::vector<double>& start) {
+  std::optional<Schedule> timed =
+      linear_timeline(problem, device, orders_from_starts(*problem.graph, device, start));
+  if (!timed) return false;
+  start = std::move(timed->start);
   return true;
 }
 

@@ -25,8 +25,29 @@ double program_nonzeros(const TaskGraph& graph);
 /// one lower-bound subproblem take 74 s): the warm start, or the closed forms, answer instead.
 inline constexpr double kMaxProgramNonzeros = 1e6;
 
+// The linear part of the simulator's message price (plan/simulator.h) where the machine prices
+// message ends (Machine::endpoint_bandwidth); all zero where it does not. Seconds.
+struct EndPrices {
+  bool priced = false;
+  std::vector<double> send;          // per task: its worker's copy of its largest value, per device
+                                     // that reads it
+  std::vector<double> receive;       // per edge: the reader's copy
+  std::vector<double> concat;        // per edge: a Concat's copy into its output (else 0)
+  std::vector<double> gather_send;   // per task: copies of its gathered model outputs
+  std::vector<double> gather_bytes;  // per task: its largest gathered model output (0: none)
+};
+
+EndPrices end_prices(const TaskGraph& graph);
+
+// Seconds from the end of `edge`'s producer's computing until its value can be on `to`, where
+// its producer runs on `from` and sends it to that one device: latency + the later of the
+// sender's copy and the link (the simulator's arrival), or edge_time without priced ends.
+double message_seconds(const TaskGraph& graph, const EndPrices& prices, std::size_t edge,
+                       std::size_t from, std::size_t to);
+
 struct Problem {
   const TaskGraph* graph = nullptr;
+  EndPrices prices;
   std::size_t tasks = 0;
   std::size_t devices = 0;
   std::vector<std::vector<bool>> allowed;
@@ -87,6 +108,13 @@ void order_by_symmetry(Schedule& schedule, const Problem& problem,
 std::vector<std::vector<int>> orders_from_starts(const TaskGraph& graph,
                                                  const std::vector<int>& device,
                                                  const std::vector<double>& start);
+
+// The program's timeline of an assignment and its per-device orders: every task as early as
+// the program's rows let it start (ready times, the device's previous task, its inputs, the
+// priced message ends' linear part), and the makespan they give (the gathers included).
+// nullopt if the orders contradict the edges.
+std::optional<Schedule> linear_timeline(const Problem& problem, const std::vector<int>& device,
+                                        const std::vector<std::vector<int>>& order);
 
 // The same assignment and per-device orders with every task as early as its inputs, its
 // device and its ready time allow (the solver leaves slack on tasks off the critical path).

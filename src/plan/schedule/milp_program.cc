@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "ir/graph.h"
 #include "plan/schedule/modules.h"
@@ -10,9 +11,24 @@
 namespace cleave::milp_detail {
 namespace {
 
-// sign * the task's duration on its chosen device, as terms over its assignment columns.
-std::vector<std::pair<int, double>> duration_terms(const Program& program, const TaskGraph& graph,
-                                                   int task, double sign) {
+// sign * a Concat's copies of its inputs from other devices into its output.
+std::vector<std::pair<int, double>> concat_terms(const Program& program, const Problem& problem,
+                                                 int task, double sign) {
+  std::vector<std::pair<int, double>> terms;
+  if (program.cut.empty()) return terms;
+  const TaskGraph& graph = *problem.graph;
+  for (std::size_t edge = 0; edge < graph.edges.size(); ++edge) {
+    if (graph.edges[edge].second == task && problem.prices.concat[edge] > 0)
+      terms.push_back({program.cut[edge], sign * program.scaled(problem.prices.concat[edge])});
+  }
+  return terms;
+}
+
+// sign * the task's computing on its chosen device (a Concat's copies of remote inputs
+// included), as terms over its assignment and cut columns.
+std::vector<std::pair<int, double>> compute_terms(const Program& program, const Problem& problem,
+                                                  int task, double sign) {
+  const TaskGraph& graph = *problem.graph;
   std::vector<std::pair<int, double>> terms;
   for (std::size_t device = 0; device < program.x[task].size(); ++device) {
     if (program.x[task][device] >= 0) {
@@ -20,7 +36,62 @@ std::vector<std::pair<int, double>> duration_terms(const Program& program, const
           {program.x[task][device], sign * program.scaled(graph.tasks[task].time[device])});
     }
   }
+  const auto copies = concat_terms(program, problem, task, sign);
+  terms.insert(terms.end(), copies.begin(), copies.end());
   return terms;
+}
+
+// The sends after the task: one copy per device that reads it, its gathered outputs' copies
+// off device 0.
+std::vector<std::pair<int, double>> send_terms(const Program& program, const Problem& problem,
+                                               int task, double sign) {
+  std::vector<std::pair<int, double>> terms;
+  if (program.sends.empty()) return terms;
+  for (std::size_t device = 0; device < problem.devices; ++device) {
+    if (program.sends[task][device] >= 0) {
+      terms.push_back(
+          {program.sends[task][device], sign * program.scaled(problem.prices.send[task])});
+    }
+    if (device != 0 && program.x[task][device] >= 0 && problem.prices.gather_send[task] > 0) {
+      terms.push_back(
+          {program.x[task][device], sign * program.scaled(problem.prices.gather_send[task])});
+    }
+  }
+  return terms;
+}
+
+// sign * the task's whole time on its chosen device: computing, then sending.
+std::vector<std::pair<int, double>> duration_terms(const Program& program, const Problem& problem,
+                                                   int task, double sign) {
+  auto terms = compute_terms(program, problem, task, sign);
+  const auto sends = send_terms(program, problem, task, sign);
+  terms.insert(terms.end(), sends.begin(), sends.end());
+  return terms;
+}
+
+// sign * the task's copies of the messages it receives.
+std::vector<std::pair<int, double>> receive_terms(const Program& program, const Problem& problem,
+                                                  int task, double sign) {
+  std::vector<std::pair<int, double>> terms;
+  if (program.cut.empty()) return terms;
+  const TaskGraph& graph = *problem.graph;
+  for (std::size_t edge = 0; edge < graph.edges.size(); ++edge) {
+    if (graph.edges[edge].second == task)
+      terms.push_back({program.cut[edge], sign * program.scaled(problem.prices.receive[edge])});
+  }
+  return terms;
+}
+
+// The most the send, receive and Concat copies can add to a task's terms.
+double most_copies(const Problem& problem, int task) {
+  const TaskGraph& graph = *problem.graph;
+  double most = problem.prices.send[task] * static_cast<double>(problem.devices) +
+                problem.prices.gather_send[task];
+  for (std::size_t edge = 0; edge < graph.edges.size(); ++edge) {
+    if (graph.edges[edge].second == task)
+      most += problem.prices.receive[edge] + problem.prices.concat[edge];
+  }
+  return most;
 }
 
 }  // namespace
@@ -63,6 +134,21 @@ std::optional<Program> add_columns(const Problem& problem, const HeadsAndTails& 
   }
   program.makespan =
       program.builder.add_column(std::min(program.scaled(lower), big_m), big_m, 1.0, false);
+  if (problem.prices.priced) {
+    // Continuous: the rows force them to 0 or 1 once the assignment is integral.
+    program.sends.assign(problem.tasks, std::vector<int>(problem.devices, -1));
+    for (const auto& [producer, consumer] : graph.edges) {
+      if (problem.prices.send[producer] <= 0) continue;
+      for (std::size_t device = 0; device < problem.devices; ++device) {
+        int& column = program.sends[producer][device];
+        if (program.x[consumer][device] >= 0 && column < 0)
+          column = program.builder.add_column(0, 1, 0, false);
+      }
+    }
+    program.cut.assign(graph.edges.size(), -1);
+    for (std::size_t edge = 0; edge < graph.edges.size(); ++edge)
+      program.cut[edge] = program.builder.add_column(0, 1, 0, false);
+  }
   return program;
 }
 
@@ -90,7 +176,7 @@ void add_makespan_rows(Program& program, const Problem& problem, const HeadsAndT
   // For every task with the work that must follow it (for tasks with successors the rows are
   // implied in integer solutions, but they tighten the relaxation).
   for (std::size_t task = 0; task < problem.tasks; ++task) {
-    auto terms = duration_terms(program, graph, static_cast<int>(task), -1.0);
+    auto terms = duration_terms(program, problem, static_cast<int>(task), -1.0);
     terms.push_back({program.makespan, 1.0});
     terms.push_back({program.start[task], -1.0});
     program.builder.add_row(terms, bounds.tail.empty() ? 0.0 : program.scaled(bounds.tail[task]),
@@ -101,22 +187,60 @@ void add_makespan_rows(Program& program, const Problem& problem, const HeadsAndT
   for (std::size_t device = 0; device < problem.devices; ++device) {
     std::vector<std::pair<int, double>> terms{{program.makespan, -1.0}};
     for (std::size_t task = 0; task < problem.tasks; ++task) {
-      if (program.x[task][device] >= 0)
-        terms.push_back({program.x[task][device], program.scaled(graph.tasks[task].time[device])});
+      if (program.x[task][device] >= 0) {
+        const double gather = device != 0 ? problem.prices.gather_send[task] : 0.0;
+        terms.push_back(
+            {program.x[task][device], program.scaled(graph.tasks[task].time[device] + gather)});
+      }
     }
     if (terms.size() > 1) program.builder.add_row(terms, -COIN_DBL_MAX, 0.0);
+  }
+  // Device 0 has a model output made elsewhere once it is sent and has crossed the link.
+  for (std::size_t task = 0; task < problem.tasks; ++task) {
+    const double bytes = problem.prices.gather_bytes[task];
+    if (bytes <= 0) continue;
+    const auto whole = duration_terms(program, problem, static_cast<int>(task), -1.0);
+    const auto computing = compute_terms(program, problem, static_cast<int>(task), -1.0);
+    for (std::size_t device = 1; device < problem.devices; ++device) {
+      const int x = program.x[task][device];
+      if (x < 0) continue;
+      const double latency = graph.machine.latency.empty() ? 0.0 : graph.machine.latency[device][0];
+      const double wire = graph.machine.transfer_time(device, 0, bytes);
+      if (!std::isfinite(wire)) {
+        program.builder.add_row({{x, 1.0}}, 0.0, 0.0);
+        continue;
+      }
+      for (const auto& [terms_of, seconds] : {std::pair{&computing, wire}, {&whole, latency}}) {
+        if (seconds <= 0 || (terms_of == &whole && !problem.prices.priced)) continue;
+        auto terms = *terms_of;
+        terms.push_back({program.makespan, 1.0});
+        terms.push_back({program.start[task], -1.0});
+        terms.push_back({x, -program.scaled(seconds)});
+        program.builder.add_row(terms, 0.0, COIN_DBL_MAX);
+      }
+    }
   }
 }
 
 void add_precedence_rows(Program& program, const Problem& problem) {
   const TaskGraph& graph = *problem.graph;
   const auto& x = program.x;
+  const auto with_starts = [&](std::vector<std::pair<int, double>> terms, int producer,
+                               int consumer) {
+    terms.push_back({program.start[consumer], 1.0});
+    terms.push_back({program.start[producer], -1.0});
+    return terms;
+  };
   for (std::size_t edge = 0; edge < graph.edges.size(); ++edge) {
     const auto [producer, consumer] = graph.edges[edge];
-    auto base = duration_terms(program, graph, producer, -1.0);
-    base.push_back({program.start[consumer], 1.0});
-    base.push_back({program.start[producer], -1.0});
+    // The reader starts after its producer's whole time (computing and sending) ...
+    const auto base =
+        with_starts(duration_terms(program, problem, producer, -1.0), producer, consumer);
     program.builder.add_row(base, 0.0, COIN_DBL_MAX);
+    // ... and on another device once the message has crossed: the link's time from the end of
+    // the producer's computing, and with priced ends the latency after its sends.
+    const auto computed =
+        with_starts(compute_terms(program, problem, producer, -1.0), producer, consumer);
     for (std::size_t from = 0; from < problem.devices; ++from) {
       if (x[producer][from] < 0) continue;
       for (std::size_t to = 0; to < problem.devices; ++to) {
@@ -127,14 +251,42 @@ void add_precedence_rows(Program& program, const Problem& problem) {
                                   1.0);
           continue;
         }
-        if (transfer <= 0) continue;
-        const double cost = program.scaled(transfer);
-        auto terms = base;
-        terms.push_back({x[producer][from], -cost});
-        terms.push_back({x[consumer][to], -cost});
-        program.builder.add_row(terms, -cost, COIN_DBL_MAX);
+        const double latency =
+            graph.machine.latency.empty() ? 0.0 : graph.machine.latency[from][to];
+        for (const auto& [terms_of, seconds] : {std::pair{&computed, transfer}, {&base, latency}}) {
+          if (seconds <= 0 || (terms_of == &base && !problem.prices.priced)) continue;
+          const double cost = program.scaled(seconds);
+          auto terms = *terms_of;
+          terms.push_back({x[producer][from], -cost});
+          terms.push_back({x[consumer][to], -cost});
+          program.builder.add_row(terms, -cost, COIN_DBL_MAX);
+        }
       }
     }
+    if (!problem.prices.priced) continue;
+    // The producer sends to each device a reader runs on but it does not; the reader copies the
+    // message.
+    for (std::size_t device = 0; device < problem.devices; ++device) {
+      if (x[consumer][device] < 0) continue;
+      std::vector<std::pair<int, double>> differ{{x[consumer][device], -1.0}};
+      if (x[producer][device] >= 0) differ.push_back({x[producer][device], 1.0});
+      if (program.sends[producer][device] >= 0) {
+        auto terms = differ;
+        terms.push_back({program.sends[producer][device], 1.0});
+        program.builder.add_row(terms, 0.0, COIN_DBL_MAX);
+      }
+      differ.push_back({program.cut[edge], 1.0});
+      program.builder.add_row(differ, 0.0, COIN_DBL_MAX);
+    }
+  }
+  if (!problem.prices.priced) return;
+  // A task's first moment: after copying what it receives (the device's previous task adds its
+  // end in the order rows).
+  for (std::size_t task = 0; task < problem.tasks; ++task) {
+    auto terms = receive_terms(program, problem, static_cast<int>(task), -1.0);
+    if (terms.empty()) continue;
+    terms.push_back({program.start[task], 1.0});
+    program.builder.add_row(terms, 0.0, COIN_DBL_MAX);
   }
 }
 
@@ -175,20 +327,32 @@ void add_order_rows(Program& program, const Problem& problem, const HeadsAndTail
         // head), so the rows relax no further than they must.
         const double time_a = program.scaled(graph.tasks[a].time[device]);
         const double time_b = program.scaled(graph.tasks[b].time[device]);
-        const double a_then_b = std::max(0.0, latest_start(a) + time_a - head_of(b));
-        const double b_then_a = std::max(0.0, latest_start(b) + time_b - head_of(a));
-        program.builder.add_row({{start[a], 1.0},
-                                 {start[b], -1.0},
-                                 {before, a_then_b},
-                                 {x[a][device], a_then_b},
-                                 {x[b][device], a_then_b}},
-                                -COIN_DBL_MAX, 3 * a_then_b - time_a);
-        program.builder.add_row({{start[b], 1.0},
-                                 {start[a], -1.0},
-                                 {before, -b_then_a},
-                                 {x[a][device], b_then_a},
-                                 {x[b][device], b_then_a}},
-                                -COIN_DBL_MAX, 2 * b_then_a - time_b);
+        // With priced ends the first one's copies (its sends, a Concat's inputs) and the
+        // second's receives lie between them too.
+        const double copies =
+            program.scaled(most_copies(problem, first) + most_copies(problem, second));
+        const double a_then_b = std::max(0.0, latest_start(a) + time_a - head_of(b)) + copies;
+        const double b_then_a = std::max(0.0, latest_start(b) + time_b - head_of(a)) + copies;
+        std::vector<std::pair<int, double>> a_first{{start[a], 1.0},
+                                                    {start[b], -1.0},
+                                                    {before, a_then_b},
+                                                    {x[a][device], a_then_b},
+                                                    {x[b][device], a_then_b}};
+        std::vector<std::pair<int, double>> b_first{{start[b], 1.0},
+                                                    {start[a], -1.0},
+                                                    {before, -b_then_a},
+                                                    {x[a][device], b_then_a},
+                                                    {x[b][device], b_then_a}};
+        for (const auto& [terms, earlier, later] :
+             {std::tuple{&a_first, first, second}, std::tuple{&b_first, second, first}}) {
+          for (const auto& part : {concat_terms(program, problem, earlier, 1.0),
+                                   send_terms(program, problem, earlier, 1.0),
+                                   receive_terms(program, problem, later, 1.0)}) {
+            terms->insert(terms->end(), part.begin(), part.end());
+          }
+        }
+        program.builder.add_row(a_first, -COIN_DBL_MAX, 3 * a_then_b - time_a);
+        program.builder.add_row(b_first, -COIN_DBL_MAX, 2 * b_then_a - time_b);
       }
     }
   }
@@ -299,6 +463,26 @@ std::vector<std::pair<std::string, double>> mip_start(const Program& program,
         {ProgramBuilder::solver_name(program.start[task]), program.scaled(warm.start[task])});
   }
   values.push_back({ProgramBuilder::solver_name(program.makespan), program.scaled(warm.makespan)});
+  for (std::size_t edge = 0; edge < program.cut.size(); ++edge) {
+    const auto [producer, consumer] = graph.edges[edge];
+    const bool apart = warm.device[producer] != warm.device[consumer];
+    values.push_back({ProgramBuilder::solver_name(program.cut[edge]), apart ? 1.0 : 0.0});
+  }
+  if (!program.sends.empty()) {
+    std::vector<std::vector<bool>> sent(problem.tasks, std::vector<bool>(problem.devices, false));
+    for (const auto& [producer, consumer] : graph.edges) {
+      if (warm.device[producer] != warm.device[consumer])
+        sent[producer][warm.device[consumer]] = true;
+    }
+    for (std::size_t task = 0; task < problem.tasks; ++task) {
+      for (std::size_t device = 0; device < problem.devices; ++device) {
+        if (program.sends[task][device] >= 0) {
+          values.push_back({ProgramBuilder::solver_name(program.sends[task][device]),
+                            sent[task][device] ? 1.0 : 0.0});
+        }
+      }
+    }
+  }
   for (const auto& [pair, column] : program.order_columns) {
     const auto [a, b] = pair;
     // The warm start appends to devices, so on a shared device start order is the order.

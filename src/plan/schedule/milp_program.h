@@ -88,6 +88,11 @@ struct Program {
   std::vector<std::vector<int>> x;  // [task][device], -1 where the task may not run
   std::vector<int> start;           // per task
   int makespan = -1;
+  // With priced message ends: [task][device] 1 where a reader of the task runs on that other
+  // device (the task's worker sends it a message), -1 where none can; per edge 1 where its ends
+  // run on different devices (the reader copies the message), -1 where not priced.
+  std::vector<std::vector<int>> sends;
+  std::vector<int> cut;
   std::vector<std::pair<std::pair<int, int>, int>> order_columns;      // condition 7
   std::map<std::pair<int, std::size_t>, int> residency;                // condition 6
   std::map<std::tuple<int, std::size_t, int64_t>, int> share_columns;  // condition 5

@@ -11,6 +11,7 @@
 
 #include "ir/graph.h"
 #include "plan/schedule/heft.h"
+#include "plan/schedule/milp_problem.h"
 #include "plan/simulator.h"
 #include "support/cpu_quota.h"
 #include "support/isolated.h"
@@ -21,6 +22,9 @@ namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 using Clock = std::chrono::steady_clock;
+using milp_detail::end_prices;
+using milp_detail::EndPrices;
+using milp_detail::message_seconds;
 
 std::size_t largest_module(const ModuleSplit& split) {
   std::size_t largest = 0;
@@ -78,9 +82,10 @@ double link_time(const TaskGraph& graph, const ModuleJoint& joint, std::size_t f
                  std::size_t to) {
   if (joint.consumer < 0) return from == to ? 0.0 : kInfinity;
   double time = 0;
+  const EndPrices prices = end_prices(graph);
   for (std::size_t edge = 0; edge < graph.edges.size(); ++edge) {
     if (graph.edges[edge].first == joint.producer && graph.edges[edge].second == joint.consumer) {
-      time = std::max(time, graph.edge_time(edge, from, to));
+      time = std::max(time, message_seconds(graph, prices, edge, from, to));
     }
   }
   return time;
@@ -372,6 +377,7 @@ Combined one_after_another(const TaskGraph& graph, const ModuleSplit& split,
   combined.start.assign(graph.tasks.size(), 0.0);
   std::vector<double> finish(graph.tasks.size(), 0.0);
   std::vector<double> device_free(devices, 0.0);
+  const EndPrices prices = end_prices(graph);
   double last_print = 0;
   for (std::size_t t = 0; t < split.modules.size(); ++t) {
     const std::vector<int>& tasks = split.modules[t];
@@ -385,7 +391,8 @@ Combined one_after_another(const TaskGraph& graph, const ModuleSplit& split,
         for (std::size_t device = 0; device < devices; ++device) {
           double& release = restrictions.release[local][device];
           release = std::max(
-              release, finish[producer] + graph.edge_time(edge, combined.device[producer], device));
+              release, finish[producer] +
+                           message_seconds(graph, prices, edge, combined.device[producer], device));
         }
       }
     }
