@@ -50,7 +50,8 @@ bool prices_beside_busy(const Plan& plan, const TaskGraph& graph);
 /// transfers at once. With Machine::endpoint_bandwidth (ranks), each end of a task-to-task
 /// message is priced too: the producer's worker sends for bytes / endpoint_bandwidth after the
 /// task (one message per reading worker), and a reader copies each message when it gets to it
-/// (at once when it was waiting for it: the copy then overlaps the link's); a task that
+/// (at once when it was waiting for it: the copy then overlaps the link's, and the wait's polls
+/// cost it Machine::wake_up_seconds once the message is there); a task that
 /// Task::copies_remote_inputs (a Concat) copies each value from another worker once more, at the
 /// same rate, inside its task. Tasks take Task::time,
 /// or Task::busy_time where prices_beside_busy says so; where two or more workers compute, each
