@@ -23,7 +23,9 @@
 # way: after each task the rank pauses (1/s_i - 1) times the task's compute time before handing
 # its outputs on (CLEAVE_EMULATED_SPEEDS, src/distributed/emulated_speed.h), so the slowdown is
 # uniform per task where a quota stalls a rank in whole periods.
-# --memory caps each rank's memory (cgroup memory.limit_in_bytes). Needs root.
+# --memory caps each rank's memory (cgroup memory.limit_in_bytes). Needs root, and for --quota
+# and --memory the cgroup v1 cpu and memory hierarchies under /sys/fs/cgroup (CLEAVE_CGROUP_ROOT
+# names another folder, for tests): without them it stops before making anything.
 set -euo pipefail
 
 rate="" qdisc="tbf" quotas="" period=100000 memory="" ranks="" speeds=""
@@ -44,6 +46,21 @@ done
 [[ "$qdisc" == tbf || "$qdisc" == htb ]] || { echo "--qdisc must be tbf or htb" >&2; exit 2; }
 [[ "$period" =~ ^[0-9]+$ && "$period" -ge 10000 && "$period" -le 1000000 ]] ||
   { echo "--period-us: expected 10000..1000000 microseconds (below 10 ms the kernel delivers less than the quota), got '$period'" >&2; exit 2; }
+
+# Every hierarchy the options need is checked before a namespace or group is made: a host with
+# cgroup v2 only (or none mounted) gets one clear error and nothing left behind.
+cgroup_root="${CLEAVE_CGROUP_ROOT:-/sys/fs/cgroup}"
+v1_hierarchy() {  # kind option: the mount of cgroup v1's `kind` controller, or an error
+  local folder mount
+  folder="$(readlink -f "$cgroup_root/$1" 2>/dev/null || true)"
+  mount="$(awk -v m="$folder" -v k="$1" '$2 == m && $3 == "cgroup" && $4 ~ "(^|,)" k "(,|$)" {print $2}' /proc/self/mounts)"
+  [[ -n "$folder" && -n "$mount" && -f "$folder/cgroup.procs" ]] || {
+    echo "emulated_cluster.sh: $2 needs cgroup v1's $1 hierarchy, and $cgroup_root/$1 is not one (a cgroup v2-only host: boot with systemd.unified_cgroup_hierarchy=0, or mount it: mount -t cgroup -o $1 cgroup $cgroup_root/$1); nothing was made" >&2
+    exit 2
+  }
+}
+[[ -z "$quotas" ]] || v1_hierarchy cpu --quota
+[[ -z "$memory" ]] || v1_hierarchy memory --memory
 
 speed_env=()
 if [[ -n "$speeds" ]]; then
@@ -84,7 +101,7 @@ if [[ -n "$quotas" || -n "$memory" ]]; then
   IFS=, read -r -a quota_list <<< "${quotas}"
   for ((r = 0; r < ranks; ++r)); do
     if [[ -n "$quotas" ]]; then
-      group="/sys/fs/cgroup/cpu/${name}_r$r"
+      group="$cgroup_root/cpu/${name}_r$r"
       mkdir "$group"; cgroups+=("$group")
       echo "$period" > "$group/cpu.cfs_period_us"
       percent="${quota_list[$r]:-100}"
@@ -100,7 +117,7 @@ if [[ -n "$quotas" || -n "$memory" ]]; then
       echo 102400 > "$group/cpu.shares"
     fi
     if [[ -n "$memory" ]]; then
-      group="/sys/fs/cgroup/memory/${name}_r$r"
+      group="$cgroup_root/memory/${name}_r$r"
       mkdir "$group"; cgroups+=("$group")
       echo "$memory" > "$group/memory.limit_in_bytes"
     fi
@@ -110,7 +127,7 @@ if [[ -n "$quotas" || -n "$memory" ]]; then
   outer_mounts="/proc/$$/ns/mnt"
   wrapper=(bash -c 'r=${OMPI_COMM_WORLD_RANK:-0}
     for kind in cpu memory; do
-      g=/sys/fs/cgroup/$kind/'"$name"'_r$r
+      g='"$cgroup_root"'/$kind/'"$name"'_r$r
       if nsenter --mount='"$outer_mounts"' test -d "$g"; then
         nsenter --mount='"$outer_mounts"' sh -c "echo $$ > $g/cgroup.procs" ||
           { echo "rank $r: cannot join $g" >&2; exit 1; }
@@ -127,7 +144,7 @@ fi
 # mounts are its own: the host's are untouched.
 in_namespace=()
 if [[ -n "$quotas" ]]; then
-  cpu_mount="$(readlink -f /sys/fs/cgroup/cpu)"
+  cpu_mount="$(readlink -f "$cgroup_root/cpu")"
   cpu_options="$(awk -v m="$cpu_mount" '$2 == m && $3 == "cgroup" {print $4}' /proc/self/mounts)"
   [[ -n "$cpu_options" ]] || { echo "emulated_cluster.sh: no cgroup v1 cpu hierarchy at $cpu_mount" >&2; exit 2; }
   in_namespace=(bash -c 'mount -t tmpfs -o mode=755 cgroup_root /sys/fs/cgroup &&

@@ -18,7 +18,9 @@ not set the link model of a whole table.
 The machine's endpoint_bandwidth (what each end of a message spends copying it: a sender after
 its task, a reader that comes to a message after it arrived; docs/formats.md) is the same
 two-point fit over an unshaped ping-pong, --endpoint-from (default PINGPONG.txt itself): a
-shaped link slows the wire, not the ranks' copies.
+shaped link slows the wire, not the ranks' copies. Its wake_seconds (the CPU of one poll of a
+wait that sleeps at once, as a rank under a quota waits) is the median of that file's
+"wake_cpu_us" lines, where it has any.
 """
 import argparse
 import json
@@ -30,6 +32,7 @@ def read_pingpong(path):
     """Per message size the median one-way seconds, and the waiting receiver's round trip."""
     samples = {}
     waiting_samples = []
+    wake_samples = []
     try:
         lines = open(path).read().splitlines()
     except OSError as error:
@@ -40,11 +43,14 @@ def read_pingpong(path):
             samples.setdefault(int(parts[1]), []).append(float(parts[3]) / 2e6)  # one way, s
         elif parts and parts[0] == "waiting_receiver":
             waiting_samples.append(float(parts[4]) / 1e6)
+        elif parts and parts[0] == "wake_cpu_us":
+            wake_samples.append(max(float(parts[1]), 0.0) / 1e6)
     rows = {size: statistics.median(values) for size, values in samples.items()}
     for size in (8, 1048576, 4194304):
         if size not in rows:
             sys.exit(f"{path}: no {size}-byte line (expected pingpong.c's output)")
-    return rows, statistics.median(waiting_samples) if waiting_samples else None
+    return (rows, statistics.median(waiting_samples) if waiting_samples else None,
+            statistics.median(wake_samples) if wake_samples else None)
 
 
 def two_point_bandwidth(rows):
@@ -59,8 +65,11 @@ def main():
     parser.add_argument("--shaping", default="")
     parser.add_argument("--endpoint-from", default=None)
     args = parser.parse_args()
-    rows, waiting_round_trip = read_pingpong(args.pingpong)
-    endpoint_rows = rows if args.endpoint_from is None else read_pingpong(args.endpoint_from)[0]
+    rows, waiting_round_trip, wake_seconds = read_pingpong(args.pingpong)
+    if args.endpoint_from is not None:
+        endpoint_rows, _, wake_seconds = read_pingpong(args.endpoint_from)
+    else:
+        endpoint_rows = rows
     try:
         speeds = [float(s) for s in args.speeds.split(",")]
     except ValueError:
@@ -76,6 +85,8 @@ def main():
     machine = {"devices": [{"name": f"rank{r}", "speed": s} for r, s in enumerate(speeds)],
                "bandwidth": link(bandwidth), "latency": link(latency),
                "endpoint_bandwidth": two_point_bandwidth(endpoint_rows)}
+    if wake_seconds is not None:
+        machine["wake_seconds"] = wake_seconds
     with open(args.output, "w") as out:
         json.dump(machine, out)
     waiting = f"{waiting_round_trip * 1e6:.1f}" if waiting_round_trip is not None else "-"

@@ -10,6 +10,7 @@
 
 #include "ir/graph.h"
 #include "runtime/wait_policy.h"
+#include "support/wait_backoff.h"
 
 namespace cleave {
 
@@ -86,11 +87,11 @@ MPI_Status wait_until(MPI_Request& request, std::chrono::steady_clock::time_poin
   MPI_Status status{};
   int done = 0;
   // Spin first (a message that is about to land costs no sleep), then back off to at most
-  // 200 us: a rank waiting in a pipeline should leave the core to the rank that computes.
+  // 200 us (wait_backoff.h): a rank waiting in a pipeline should leave the core to the rank
+  // that computes.
   // Where waiting threads sleep at once (an oversubscribed host, a CPU quota: wait_policy.h),
   // so does a rank.
   static const int spin_polls = wait_spin_count() > 0 ? 2000 : 0;
-  auto pause = std::chrono::microseconds(0);
   for (int polls = 0;; ++polls) {
     int code = MPI_Test(&request, &done, &status);
     if (code != MPI_SUCCESS) {
@@ -101,8 +102,8 @@ MPI_Status wait_until(MPI_Request& request, std::chrono::steady_clock::time_poin
       throw RankTimeout(fmt::format("waited more than {} s for {}", timeout_seconds, what()));
     }
     if (polls >= spin_polls) {
-      pause = std::min(std::chrono::microseconds(200), pause + std::chrono::microseconds(10));
-      std::this_thread::sleep_for(pause);
+      std::this_thread::sleep_for(
+          std::chrono::duration<double>(wait_pause_seconds(polls - spin_polls + 1)));
     }
   }
 }

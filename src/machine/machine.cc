@@ -15,6 +15,7 @@
 #include "support/atomic_output.h"
 #include "support/json_file.h"
 #include "support/limits.h"
+#include "support/wait_backoff.h"
 
 namespace cleave {
 namespace {
@@ -55,8 +56,8 @@ const std::set<std::string> kDeviceKeys = {"name",         "kind",      "speed",
                                            "batch_sizes",  "simulated", "roofline"};
 const std::set<std::string> kRooflineKeys = {"flops_per_second", "bytes_per_second",
                                              "seconds_per_op"};
-const std::set<std::string> kMachineKeys = {"name", "devices", "bandwidth", "latency",
-                                            "endpoint_bandwidth"};
+const std::set<std::string> kMachineKeys = {
+    "name", "devices", "bandwidth", "latency", "endpoint_bandwidth", "wake_seconds"};
 
 void reject_unknown_keys(const nlohmann::json& object, const std::set<std::string>& known,
                          const std::string& where) {
@@ -109,6 +110,17 @@ double Machine::endpoint_seconds(double bytes) const {
   return bytes / endpoint_bandwidth;
 }
 
+bool Machine::prices_message_ends() const {
+  return !shared_memory && (endpoint_bandwidth > 0 || wake_seconds > 0);
+}
+
+double Machine::wake_up_seconds(std::size_t device, double wait) const {
+  if (!(wait > 0) || !(wake_seconds > 0) || shared_memory) return 0;
+  const double speed = devices.at(device).speed;
+  if (speed >= 1) return wake_seconds;
+  return wake_seconds * sleeping_wait_polls(wait) / speed;
+}
+
 double endpoint_bandwidth_from_json(const nlohmann::json& json, const std::string& origin) {
   const nlohmann::json& value = json.at("endpoint_bandwidth");
   if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) {
@@ -117,6 +129,26 @@ double endpoint_bandwidth_from_json(const nlohmann::json& json, const std::strin
         origin, show_json(value)));
   }
   return value.get<double>();
+}
+
+void message_ends_from_json(const nlohmann::json& json, const std::string& origin,
+                            Machine& machine) {
+  if (json.contains("endpoint_bandwidth"))
+    machine.endpoint_bandwidth = endpoint_bandwidth_from_json(json, origin);
+  if (!json.contains("wake_seconds")) return;
+  const nlohmann::json& value = json.at("wake_seconds");
+  if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) {
+    throw Error(
+        fmt::format("{}: wake_seconds: expected a non-negative number of seconds per "
+                    "poll of a sleeping wait (0: not priced), got {}",
+                    origin, show_json(value)));
+  }
+  machine.wake_seconds = value.get<double>();
+}
+
+void message_ends_to_json(const Machine& machine, nlohmann::json& json) {
+  if (machine.endpoint_bandwidth > 0) json["endpoint_bandwidth"] = machine.endpoint_bandwidth;
+  if (machine.wake_seconds > 0) json["wake_seconds"] = machine.wake_seconds;
 }
 
 bool Machine::identical(std::size_t a, std::size_t b) const {
@@ -304,8 +336,7 @@ Machine machine_from_json(const nlohmann::json& json, const std::string& origin)
   } else {
     machine.latency.assign(n, std::vector<double>(n, 0.0));
   }
-  if (json.contains("endpoint_bandwidth"))
-    machine.endpoint_bandwidth = endpoint_bandwidth_from_json(json, origin);
+  message_ends_from_json(json, origin, machine);
   return machine;
 }
 
@@ -319,7 +350,7 @@ nlohmann::json machine_to_json(const Machine& machine) {
     for (double value : row) any_latency = any_latency || value != 0;
   }
   if (any_latency) json["latency"] = machine.latency;
-  if (machine.endpoint_bandwidth > 0) json["endpoint_bandwidth"] = machine.endpoint_bandwidth;
+  message_ends_to_json(machine, json);
   return json;
 }
 

@@ -62,6 +62,13 @@ struct Machine {
   /// reading task after the message has arrived still pays it: MPI over TCP moves a message only
   /// while both ranks are inside MPI, so bytes a busy rank was sent wait for it to read them.
   double endpoint_bandwidth = 0;
+  /// CPU seconds of a full-speed core that one poll of a rank's sleeping wait for a message
+  /// costs (the wake-up from its pause: 18 us on this host's VM), per nominal poll of the
+  /// backoff (support/wait_backoff.h: sleeping_wait_polls); 0: not priced. A rank that waits w
+  /// for a message pays, once it is there, wake_seconds x sleeping_wait_polls(w) / speed where
+  /// its device's speed is below 1 (a CPU quota, or a core shared with other ranks: every poll
+  /// is taken from that share), and one poll's wake_seconds on a core of its own.
+  double wake_seconds = 0;
 
   std::size_t size() const { return devices.size(); }
   /// Seconds to move `bytes` from device u to v; 0 when u == v; +inf when there is no link.
@@ -75,6 +82,12 @@ struct Machine {
   /// Seconds one end of a message of `bytes` spends copying it (endpoint_bandwidth); 0 when
   /// not priced or with shared_memory.
   double endpoint_seconds(double bytes) const;
+  /// Whether the ends of a message are priced: endpoint_bandwidth or wake_seconds, and no
+  /// shared_memory.
+  bool prices_message_ends() const;
+  /// CPU-bound seconds `device` loses to a sleeping wait of `wait` seconds for a message once
+  /// it is there (wake_seconds); 0 when not priced or it did not wait.
+  double wake_up_seconds(std::size_t device, double wait) const;
   /// Same kind, speed, roofline, memory and batch sizes.
   bool identical(std::size_t a, std::size_t b) const;
 };
@@ -91,6 +104,12 @@ std::vector<std::vector<double>> link_matrix_from_json(const nlohmann::json& jso
                                                        const std::string& where);
 /// Reads `json`'s "endpoint_bandwidth" (Machine::endpoint_bandwidth); Error naming `origin`.
 double endpoint_bandwidth_from_json(const nlohmann::json& json, const std::string& origin);
+/// Reads `json`'s optional "endpoint_bandwidth" and "wake_seconds" into `machine`: the ends of
+/// a message, as machine and task-graph files give them. Error naming `origin` and the field.
+void message_ends_from_json(const nlohmann::json& json, const std::string& origin,
+                            Machine& machine);
+/// Writes `machine`'s priced message ends (the fields above that are set) into `json`.
+void message_ends_to_json(const Machine& machine, nlohmann::json& json);
 /// Writes the machine file atomically (temporary file in the same folder, then rename).
 void write_machine(const Machine& machine, const std::string& path);
 /// How this host's workers hand values to each other (cpu_machine's links and overheads).

@@ -102,7 +102,7 @@ EarliestFinishSchedule schedule_earliest_finish(const TaskGraph& graph,
   // (Not with ready times: the clock knows none; MILP-SPLIT's modules keep the link's price.)
   const auto tasks = static_cast<double>(graph.tasks.size());
   const bool priced_ends =
-      graph.machine.endpoint_seconds(1.0) > 0 && !limits.ready &&
+      graph.machine.prices_message_ends() && !limits.ready &&
       tasks * tasks * static_cast<double>(devices) <= options.clocked_placement_steps;
   std::vector<std::vector<int>> listed(devices);
   std::optional<OrdersClock> clock;

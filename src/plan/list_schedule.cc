@@ -220,7 +220,7 @@ AppendScheduler::AppendScheduler(const TaskGraph& graph, std::vector<int> priori
       in_edges_(graph.in_edges()),
       finish_(graph.tasks.size(), 0.0),
       worker_free_(graph.machine.size(), 0.0) {
-  if (graph.machine.endpoint_seconds(1.0) > 0) clock_.emplace(graph);
+  if (graph.machine.prices_message_ends()) clock_.emplace(graph);
 }
 
 double AppendScheduler::makespan(const std::vector<int>& worker_of_task) const {

@@ -38,15 +38,17 @@ OrdersClock::OrdersClock(const TaskGraph& graph)
     : graph_(&graph),
       in_edges_(graph.in_edges()),
       out_edges_(graph.out_edges()),
-      priced_ends_(graph.machine.endpoint_seconds(1.0) > 0),
+      priced_ends_(graph.machine.prices_message_ends()),
       busy_times_(has_busy_times(graph)) {}
 
 // When a task starting no earlier than `start` on `worker` has taken `messages_`. The reader
 // takes them in the order they come, each copied at its end: one it waits for is copied as it
 // comes, one that came while the reader was busy costs the reader its copy when it gets to it
-// (docs/results/distributed.md, 2026-11-30 04:35). `received_` holds, per (producer, worker), when
-// that worker had the message, so that a second reader there pays nothing more.
-double OrdersClock::take_messages(double start) const {
+// (docs/results/distributed.md, 2026-11-30 04:35). A wait costs the reader its polls' wake-ups
+// once the message is there (Machine::wake_seconds; 2026-11-30 10:41). `received_` holds, per
+// (producer, worker), when that worker had the message, so that a second reader there pays
+// nothing more.
+double OrdersClock::take_messages(int worker, double start) const {
   pending_.clear();
   for (const Message& message : messages_) {
     if (received_stamp_[message.slot] == stamp_) {
@@ -56,8 +58,11 @@ double OrdersClock::take_messages(double start) const {
     }
   }
   std::sort(pending_.begin(), pending_.end());
-  for (const auto& [there, bytes] : pending_)
-    start = std::max(start + graph_->machine.endpoint_seconds(bytes), there);
+  for (const auto& [there, bytes] : pending_) {
+    const double copied = start + graph_->machine.endpoint_seconds(bytes);
+    start =
+        there > copied ? there + graph_->machine.wake_up_seconds(worker, there - start) : copied;
+  }
   for (const Message& message : messages_) {
     if (received_stamp_[message.slot] != stamp_) {
       received_stamp_[message.slot] = stamp_;
@@ -321,7 +326,7 @@ Simulation OrdersClock::simulate(const std::vector<std::vector<int>>& order) con
                                   graph.machine.arrival_delay(producer_worker, worker, bytes));
       reads += graph.machine.read_time(producer_worker, worker, bytes);
     }
-    if (priced_ends_) start = take_messages(start);
+    if (priced_ends_) start = take_messages(worker, start);
     const Task& info = graph.tasks[task];
     const double duration = (result.beside_busy && !info.busy_time.empty() ? info.busy_time[worker]
                                                                            : info.time[worker]) +

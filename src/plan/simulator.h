@@ -51,7 +51,8 @@ bool prices_beside_busy(const Plan& plan, const TaskGraph& graph);
 /// transfers at once. With Machine::endpoint_bandwidth (ranks), each end of a task-to-task
 /// message is priced too: the producer's worker sends for bytes / endpoint_bandwidth after the
 /// task (one message per reading worker), and a reader copies each message when it gets to it
-/// (at once when it was waiting for it: the copy then overlaps the link's); a task that
+/// (at once when it was waiting for it: the copy then overlaps the link's, and the wait's polls
+/// cost it Machine::wake_up_seconds once the message is there); a task that
 /// Task::copies_remote_inputs (a Concat) copies each value from another worker once more, at the
 /// same rate, inside its task. Device 0's hand-out and gather are priced the same way: it copies
 /// every model input it hands out before its first task (each leaves then, or as the link
@@ -94,7 +95,7 @@ class OrdersClock {
   // Fills worker_of_task_ from the orders; throws where a task is listed twice, does not exist,
   // or is listed without its producer.
   void workers_of(const std::vector<std::vector<int>>& order) const;
-  double take_messages(double start) const;
+  double take_messages(int worker, double start) const;
   double send_seconds(int task, int worker) const;
 
   const TaskGraph* graph_;

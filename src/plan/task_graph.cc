@@ -270,8 +270,7 @@ Machine task_graph_machine(const nlohmann::json& json, const std::string& origin
     }
     machine.shared_memory = json["shared_memory"].get<bool>();
   }
-  if (json.contains("endpoint_bandwidth"))
-    machine.endpoint_bandwidth = endpoint_bandwidth_from_json(json, origin);
+  message_ends_from_json(json, origin, machine);
   return machine;
 }
 
@@ -521,8 +520,7 @@ nlohmann::json task_graph_to_json(const TaskGraph& graph) {
   if (graph.machine.task_seconds > 0) json["task_seconds"] = graph.machine.task_seconds;
   if (graph.machine.run_seconds > 0) json["run_seconds"] = graph.machine.run_seconds;
   if (graph.machine.shared_memory) json["shared_memory"] = true;
-  if (graph.machine.endpoint_bandwidth > 0)
-    json["endpoint_bandwidth"] = graph.machine.endpoint_bandwidth;
+  message_ends_to_json(graph.machine, json);
   json["tasks"] = std::move(tasks);
   json["edges"] = std::move(edges);
   return json;

@@ -185,6 +185,54 @@ TEST_F(FamiliesScript, ClusterRefusesAQuotaPeriodUnderTenMilliseconds) {
       << result.err;
 }
 
+// A host without cgroup v1's cpu (or memory) hierarchy, faked by an empty folder for the cgroup
+// root: the option that needs it is named, exit 2, and no namespace or group was made first.
+TEST_F(FamiliesScript, ClusterWithoutCgroupV1HierarchyStopsBeforeMakingAnything) {
+  std::filesystem::create_directories(path("no_cgroups"));
+  // An `ip` first on the PATH that logs its calls: a namespace made would show there.
+  std::filesystem::create_directories(path("bin"));
+  std::ofstream(path("bin/ip")) << "#!/bin/sh\necho \"ip $*\" >> " << path("ip.log")
+                                << "\nexit 1\n";
+  std::filesystem::permissions(path("bin/ip"), std::filesystem::perms::owner_all);
+  const std::string fake =
+      "PATH=" + path("bin") + ":$PATH CLEAVE_CGROUP_ROOT=" + path("no_cgroups") + " ";
+  const CommandResult quota =
+      run_shell(fake + cluster() + " --quota 50,- --period-us 10000 -np 2 -- echo ran");
+  EXPECT_EQ(quota.exit_code, 2);
+  EXPECT_NE(quota.err.find("--quota needs cgroup v1's cpu hierarchy, and " + path("no_cgroups") +
+                           "/cpu is not one"),
+            std::string::npos)
+      << quota.err;
+  EXPECT_EQ(quota.out.find("ran"), std::string::npos) << quota.out;
+  const CommandResult memory = run_shell(fake + cluster() + " --memory 100M -np 1 -- echo ran");
+  EXPECT_EQ(memory.exit_code, 2);
+  EXPECT_NE(memory.err.find("--memory needs cgroup v1's memory hierarchy"), std::string::npos)
+      << memory.err;
+  EXPECT_EQ(memory.out.find("ran"), std::string::npos) << memory.out;
+  // Nothing made: no group under the fake root, `ip` never called (no namespace, no qdisc).
+  EXPECT_TRUE(std::filesystem::is_empty(path("no_cgroups")));
+  EXPECT_FALSE(std::filesystem::exists(path("ip.log"))) << read_text(path("ip.log"));
+}
+
+// families.sh on such a host: the cluster's error, a non-zero exit, its work folder removed.
+TEST_F(FamiliesScript, FamiliesWithoutCgroupV1HierarchyStopsWithTheClustersError) {
+  if (!cluster_available()) GTEST_SKIP() << "needs root, cgroup v1 cpu, tc and mpicc";
+  std::filesystem::create_directories(path("no_cgroups"));
+  ASSERT_EQ(cleave("gen inception --blocks 2 --channels 8 -o " + path("m.onnx")).exit_code, 0);
+  const CommandResult result =
+      run_shell("CLEAVE_CGROUP_ROOT=" + path("no_cgroups") + " timeout 120 " + script() + " " +
+                CLEAVE_BINARY + " " + path("out.md") + " --models " + path("m.onnx") +
+                " --ranks 2 --links none --speeds full --rounds 1 --repeat 1 --costs static");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("--quota needs cgroup v1's cpu hierarchy"), std::string::npos)
+      << result.err;
+  const std::string work = work_folder(result.err);
+  ASSERT_FALSE(work.empty()) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(work));
+  EXPECT_TRUE(std::filesystem::is_empty(path("no_cgroups")));
+  EXPECT_EQ(cluster_leftovers(), std::set<std::string>{});
+}
+
 TEST_F(FamiliesScript, UnknownEmulationIsRefused) {
   const CommandResult result = families("--emulate throttle");
   EXPECT_EQ(result.exit_code, 2);
@@ -369,6 +417,30 @@ TEST_F(FamiliesScript, EndpointBandwidthComesFromTheUnshapedPingPong) {
   EXPECT_NE(result.exit_code, 0);
   EXPECT_NE(result.err.find("missing.txt: cannot read the ping-pong output"), std::string::npos)
       << result.err;
+}
+
+// A wait's CPU per poll (wake_seconds) is the median of the unshaped ping-pong's runs (three
+// runs, one slow): the ranks' wake-ups, not the wire's, whatever the shaping.
+TEST_F(FamiliesScript, WakeSecondsComeFromTheUnshapedPingPongsMedian) {
+  const std::string lines =
+      "bytes 8 round_trip_us 40.0 bandwidth_Bps 2.0e5\n"
+      "bytes 1048576 round_trip_us 1000.0 bandwidth_Bps 2.1e9\n"
+      "bytes 4194304 round_trip_us 3000.0 bandwidth_Bps 2.8e9\n";
+  write("shaped.txt", lines + "wake_cpu_us 99.0\n");
+  write("unshaped.txt",
+        lines + "wake_cpu_us 15.0\n" + lines + "wake_cpu_us 41.5\n" + lines + "wake_cpu_us 14.0\n");
+  write("old.txt", lines);
+  const std::string tool =
+      std::string("/usr/bin/python3 ") + CLEAVE_SOURCE_DIR + "/bench/distributed/link_machine.py ";
+  CommandResult result = run_shell(tool + path("shaped.txt") + " " + path("m.json") +
+                                   " --speeds 1,0.5 --endpoint-from " + path("unshaped.txt"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(read_text(path("m.json")).find(R"("wake_seconds": 1.5e-05)"), std::string::npos)
+      << read_text(path("m.json"));
+  // A ping-pong from before the line: the field is left out (not priced).
+  result = run_shell(tool + path("old.txt") + " " + path("m.json") + " --speeds 1,0.5");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(read_text(path("m.json")).find("wake_seconds"), std::string::npos);
 }
 
 // Without the waiting receiver's line (an older pingpong), half the spinning round trip.

@@ -172,6 +172,37 @@ TEST(MachineTest, EndpointBandwidthPricesEachEndOfAMessage) {
   EXPECT_EQ(shared.endpoint_seconds(1e6), 0);
 }
 
+// A sleeping wait's polls: every one from a device's share of a core below speed 1, only the
+// one that finds the message on a core of its own; none without a wait or the field.
+TEST(MachineTest, WakeSecondsPriceTheWaitsPolls) {
+  nlohmann::json json = nlohmann::json::parse(kTwoDevices);
+  json["devices"][1]["speed"] = 0.5;
+  EXPECT_FALSE(machine_from_json(json, "m.json").prices_message_ends());
+  EXPECT_EQ(machine_from_json(json, "m.json").wake_up_seconds(1, 5e-3), 0);
+  json["wake_seconds"] = 1e-5;
+  const Machine priced = machine_from_json(json, "m.json");
+  EXPECT_TRUE(priced.prices_message_ends());
+  EXPECT_DOUBLE_EQ(priced.wake_up_seconds(1, 5e-3), 36 * 1e-5 / 0.5);
+  EXPECT_DOUBLE_EQ(priced.wake_up_seconds(0, 5e-3), 1e-5);
+  EXPECT_EQ(priced.wake_up_seconds(1, 0), 0);
+  EXPECT_EQ(priced.endpoint_seconds(1e6), 0);  // the bytes' copies stay unpriced
+  EXPECT_EQ(machine_from_json(machine_to_json(priced), "again").wake_seconds, 1e-5);
+  Machine shared = priced;
+  shared.shared_memory = true;
+  EXPECT_FALSE(shared.prices_message_ends());
+  EXPECT_EQ(shared.wake_up_seconds(1, 5e-3), 0);
+  for (const char* bad : {"-1", "\"slow\"", "null"}) {
+    json["wake_seconds"] = nlohmann::json::parse(bad);
+    try {
+      machine_from_json(json, "m.json");
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("m.json: wake_seconds: expected a non-negative number"))
+          << bad;
+    }
+  }
+}
+
 TEST(MachineErrorTest, EndpointBandwidthMustBeANonNegativeNumber) {
   for (const char* bad : {"-1", "\"fast\"", "[1]"}) {
     nlohmann::json json = nlohmann::json::parse(kTwoDevices);

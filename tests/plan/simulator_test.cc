@@ -161,6 +161,61 @@ TEST(SimulatorTest, ATaskGraphFileKeepsItsEndpointBandwidth) {
   EXPECT_THAT(graph_error(text), HasSubstr("endpoint_bandwidth: expected a non-negative number"));
 }
 
+// a (1 ms on p) -> b (2 ms on q) -> d (1 ms on p), 100 bytes a message over 1e8 bytes/s (1 us),
+// no latency, the ranks' waits priced at 20 us a poll (wake_seconds); q at `speed`.
+std::string waking_graph(double speed) {
+  return R"({"devices": [{"name": "p"}, {"name": "q", "speed": )" + std::to_string(speed) + R"(}],
+    "bandwidth": [[0, 1e8], [1e8, 0]], "latency": [[0, 0], [0, 0]], "wake_seconds": 2e-5,
+    "tasks": [{"name": "a", "time": [0.001, 0.001], "output_bytes": 100},
+              {"name": "b", "time": [0.002, 0.002], "output_bytes": 100},
+              {"name": "d", "time": [0.001, 0.001]}],
+    "edges": [["a", "b"], ["b", "d"]]})";
+}
+
+TEST(SimulatorTest, ARankAtAShareOfACorePaysEveryPollOfItsWait) {
+  // b's input is on q at 1.001 ms: q waited 1.001 ms, 15 polls (10 + ... + 140 us of pauses),
+  // 15 x 20 us at half speed: b starts 1.601 ms. d's input is on p at 3.602 ms, after p
+  // waited since 1 ms; p has a core of its own: only the poll that finds it, 20 us.
+  const Simulation result =
+      simulate(make_plan({0, 1, 0}, {{0, 2}, {1}}), graph_from_text(waking_graph(0.5)));
+  EXPECT_DOUBLE_EQ(result.start[1], 0.001001 + 15 * 2e-5 / 0.5);
+  EXPECT_DOUBLE_EQ(result.start[2], 0.001601 + 0.002 + 0.000001 + 2e-5);
+  EXPECT_NEAR(result.makespan, 0.004622, 1e-12);
+  // q with a core of its own: one poll's 20 us.
+  const Simulation own =
+      simulate(make_plan({0, 1, 0}, {{0, 2}, {1}}), graph_from_text(waking_graph(1)));
+  EXPECT_DOUBLE_EQ(own.start[1], 0.001001 + 2e-5);
+  EXPECT_NEAR(own.makespan, 0.004042, 1e-12);
+  // Not priced: the messages alone (1.001 ms, then 3.002 ms).
+  std::string plain = waking_graph(0.5);
+  plain.replace(plain.find(R"("wake_seconds": 2e-5,)"), 21, "");
+  EXPECT_NEAR(simulate(make_plan({0, 1, 0}, {{0, 2}, {1}}), graph_from_text(plain)).makespan,
+              0.004002, 1e-12);
+}
+
+TEST(SimulatorTest, AMessageThatIsThereCostsNoWakeUp) {
+  // All on p but b on q, which is busy with c (5 ms) when a's message comes: no wait, no poll.
+  const TaskGraph graph =
+      graph_from_text(R"({"devices": [{"name": "p"}, {"name": "q", "speed": 0.5}],
+    "bandwidth": [[0, 1e8], [1e8, 0]], "latency": [[0, 0], [0, 0]], "wake_seconds": 2e-5,
+    "tasks": [{"name": "a", "time": [0.001, 0.001], "output_bytes": 100},
+              {"name": "c", "time": [0.005, 0.005]},
+              {"name": "b", "time": [0.002, 0.002]}],
+    "edges": [["a", "b"]]})");
+  const Simulation result = simulate(make_plan({0, 1, 1}, {{0}, {1, 2}}), graph);
+  EXPECT_DOUBLE_EQ(result.start[2], 0.005);
+  EXPECT_DOUBLE_EQ(result.makespan, 0.007);
+}
+
+TEST(SimulatorTest, ATaskGraphFileKeepsItsWakeSeconds) {
+  const TaskGraph graph = graph_from_text(waking_graph(0.5));
+  EXPECT_EQ(graph.machine.wake_seconds, 2e-5);
+  EXPECT_EQ(task_graph_from_json(task_graph_to_json(graph), "g.json").machine.wake_seconds, 2e-5);
+  std::string text = waking_graph(0.5);
+  text.replace(text.find("2e-5"), 4, "-1");
+  EXPECT_THAT(graph_error(text), HasSubstr("wake_seconds: expected a non-negative number"));
+}
+
 TEST(SimulatorTest, WorkerWaitsForItsPreviousTaskEvenWhenInputsAreReady) {
   const TaskGraph graph = graph_from_text(R"({"devices": [{"name": "p"}],
     "tasks": [{"name": "long", "time": [5]}, {"name": "short", "time": [1]}]})");
