@@ -25,7 +25,7 @@ namespace cleave {
 namespace {
 
 // The reference kernel's product size and how long it runs back to back.
-constexpr int kReferenceSize = 384;
+constexpr int kReferenceSize = 256;
 constexpr double kReferenceWindowSeconds = 0.15;
 
 // One f32 product of two n x n matrices on oneDNN, made once and run many times.

@@ -22,11 +22,12 @@ struct ProfileConditions {
 /// OpenMP threads over `runs` runs after two untimed ones. measure_peak_rates' flop probe.
 double matmul_seconds(int n, int threads, int runs);
 
-/// The reference kernel: a 384 x 384 f32 matrix product (oneDNN) on `threads` OpenMP threads,
+/// The reference kernel: a 256 x 256 f32 matrix product (oneDNN) on `threads` OpenMP threads,
 /// back to back for 0.15 s, on a thread of its own (the caller's OpenMP team and thread count are
 /// left alone): the seconds per product over that window. Another process on one of the team's
 /// cores, or a hypervisor that gives the cores less time, slows it as it slows the profile's
-/// runs; a few products alone would not see a process on this host (a woken thread runs first).
+/// runs; a few products alone would not see a process on this host (a woken thread runs first),
+/// and larger ones (384) fork and join too seldom to be slowed as a model's many nodes are.
 double reference_kernel_seconds(int threads);
 
 /// The 1-minute load average of /proc/loadavg; -1 when it cannot be read.
