@@ -49,6 +49,8 @@ int run_profile(ProfileSettings settings) {
   nlohmann::json json = cost_table_to_json(costs, graph);
   if (!settings.output.empty()) write_file_atomically(settings.output, json.dump(1));
   if (settings.json) {
+    // What became of the cached table (not a part of the table: -o writes none).
+    json["profile_cache"] = cache_use_to_json(costs.cache_use);
     fmt::print("{}\n", json.dump(2));
     return 0;
   }

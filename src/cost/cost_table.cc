@@ -27,6 +27,7 @@
 #include "analysis/static_cost.h"
 #include "cost/context_profile.h"
 #include "cost/peak_rate_cache.h"
+#include "cost/profile_cache.h"
 #include "ir/text.h"
 #include "runtime/cpu_isa.h"
 #include "runtime/executor.h"
@@ -160,27 +161,9 @@ namespace {
 
 PeakRates measure_rates(int max_threads) {
   PeakRates rates;
-  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  dnnl::stream stream(engine);
-  const dnnl::memory::dim n = 512;
-  dnnl::memory::desc square({n, n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab);
-  dnnl::memory a(square, engine), b(square, engine), c(square, engine);
-  std::memset(a.get_data_handle(), 0, n * n * 4);
-  std::memset(b.get_data_handle(), 0, n * n * 4);
-  for (int threads = 1; threads <= max_threads; ++threads) {
-    omp_set_num_threads(threads);
-    dnnl::matmul multiply(
-        dnnl::matmul::primitive_desc(dnnl::matmul::desc(square, square, square), engine));
-    std::vector<double> times;
-    for (int i = 0; i < 7; ++i) {
-      auto start = std::chrono::steady_clock::now();
-      multiply.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
-      stream.wait();
-      times.push_back(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    }
-    rates.flops_per_second.push_back(2.0 * n * n * n / median_of(times));
-  }
+  const int n = 512;
+  for (int threads = 1; threads <= max_threads; ++threads)
+    rates.flops_per_second.push_back(2.0 * n * n * n / matmul_seconds(n, threads, 7));
   std::vector<char> source(64 << 20, 1), target(64 << 20);
   std::vector<double> times;
   for (int i = 0; i < 5; ++i) {
@@ -331,25 +314,6 @@ InterleavedResult interleaved_run_seconds(const std::vector<std::function<void()
 }
 
 namespace {
-
-// The table cached under `cache`, if there is one that fits `graph`.
-std::optional<CostTable> cached_profile(const fs::path& cache, const Graph& graph,
-                                        const ProfileOptions& options) {
-  if (!options.use_cache || !fs::exists(cache)) return std::nullopt;
-  try {
-    CostTable table =
-        cost_table_from_json(read_json_file(cache.string(), "cost table"), graph, cache.string());
-    if (options.progress) options.progress(fmt::format("profile: reused {}", cache.string()));
-    return table;
-  } catch (const std::exception& e) {
-    // A stale or damaged cache entry is re-measured and overwritten.
-    if (options.progress) {
-      options.progress(
-          fmt::format("profile: cached table not used, measuring again: {}", e.what()));
-    }
-  }
-  return std::nullopt;
-}
 
 ExecutorOptions profile_executor_options(const ProfileOptions& options, int threads) {
   ExecutorOptions executor_options;
@@ -534,9 +498,14 @@ CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
       fmt::format("{}-t{}-r{}-{}-{}-{}", graph_fingerprint(graph), options.max_threads,
                   options.repeat, isa_cache_key(), family, options.in_context ? "v7ctx" : "v6");
   fs::path cache = fs::path(cache_directory(options)) / (key + ".json");
-  if (std::optional<CostTable> cached = cached_profile(cache, graph, options)) return *cached;
+  ProfileCacheUse use;
+  if (std::optional<CostTable> cached = read_cached_profile(cache.string(), graph, options, use))
+    return *cached;
   CostTable table;
   table.source = "profile";
+  // The host's speed as the nodes are timed: the check's own measurement when it just made one.
+  table.conditions = use.now ? *use.now : options.host_conditions(options.max_threads);
+  table.cache_use = use;
   table.context = options.in_context ? "in-context" : "alone";
   table.nodes.resize(graph.node_capacity());
   for (NodeId id : graph.node_ids()) fill_sizes(graph, id, table.nodes[id]);

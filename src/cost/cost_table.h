@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cost/core_contention.h"
+#include "cost/profile_conditions.h"
 #include "ir/graph.h"
 #include "machine/machine.h"
 #include "runtime/convolution_family.h"
@@ -50,6 +51,12 @@ struct CostTable {
   /// Profiles only: the convolution family whose kernels were timed (unset: plain layouts,
   /// or a table not measured here). Executors that cannot measure for themselves run it.
   std::optional<ConvolutionFamily> convolution_family;
+  /// Profiles only: the host's speed when the nodes were timed (cached with the table; a table
+  /// cached before it was recorded has none).
+  std::optional<ProfileConditions> conditions;
+  /// Profiles only: whether this table was measured now or read from the cache, and why a
+  /// cached one was set aside. Never cached with the table.
+  ProfileCacheUse cache_use;
   /// How this host's workers hand values to each other, as the plans made from this table
   /// price it (cpu_machine): a profile's table carries the host's calibration (measured where
   /// its node times are), any other the assumed constants. Never cached with the table.
@@ -106,6 +113,18 @@ struct ProfileOptions {
   /// scaled to their median, and on 1 thread beside busy cores), cached under its own key;
   /// false: the older "alone" profile.
   bool in_context = true;
+  /// Whether a cached table is reused as it is, checked against the host's speed first, or
+  /// never (default_profile_reuse).
+  ProfileReuse reuse = default_profile_reuse();
+  /// The check: a cached table is made again when the reference kernel's time now differs from
+  /// the recorded one by more than this factor (0.25: 1.25x slower or faster).
+  double reference_tolerance = 0.25;
+  /// The host's speed now, for a team of this many threads (measure_profile_conditions); a
+  /// test gives fixed times.
+  std::function<ProfileConditions(int threads)> host_conditions = [](int threads) {
+    return measure_profile_conditions(threads);
+  };
+  /// Progress lines; without it, only a cached table set aside is told (on stderr).
   std::function<void(const std::string&)> progress;
 };
 

@@ -32,6 +32,7 @@ nlohmann::json cost_table_to_json(const CostTable& table, const Graph& graph) {
     json["disturbed_blocks"] = table.disturbed_blocks;
   }
   if (!table.context.empty()) json["context"] = table.context;
+  if (table.conditions) json["conditions"] = conditions_to_json(*table.conditions);
   if (table.has_busy_seconds()) {
     json["busy_run_seconds"] = table.busy_run_seconds;
     json["busy_neighbours"] = table.busy_neighbours;
@@ -67,6 +68,7 @@ CostTable cost_table_from_json(const nlohmann::json& json, const Graph& graph,
   if (auto field = root.find("context")) table.context = field->string();
   if (!table.context.empty() && table.context != "in-context" && table.context != "alone")
     root.at("context").fail("\"in-context\" or \"alone\"");
+  if (auto field = root.find("conditions")) table.conditions = conditions_from_json(*field);
   if (auto field = root.find("busy_run_seconds")) table.busy_run_seconds = field->non_negative();
   if (auto field = root.find("busy_neighbours")) {
     table.busy_neighbours = static_cast<int>(field->integer(0, std::numeric_limits<int>::max()));

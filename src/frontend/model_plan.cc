@@ -95,6 +95,10 @@ ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlan
   // else the profile's in-context (or alone) times.
   if (!costs.context.empty())
     chosen.plan.notes["node_costs"] = beside_busy ? "beside-busy" : costs.context;
+  // Whether the profile was measured now, reused, or made again because the host's speed had
+  // changed since it was cached.
+  if (!costs.cache_use.outcome.empty())
+    chosen.plan.notes["profile_cache"] = cache_use_to_json(costs.cache_use);
   chosen.convolution_family = costs.convolution_family;
   if (costs.convolution_family == ConvolutionFamily::kWinograd) {
     // The costs were timed with these nodes on the direct kernels; the plan file says so.

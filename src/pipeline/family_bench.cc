@@ -306,6 +306,9 @@ FamilyBench run_family_bench(const ModelBenchSettings& settings, const RunTimer&
   if (!bench.rows.empty()) bench.rows[fastest].fastest = true;
   add_unrunnable_rows(chosen, bench.rows);
   bench.report = family_report(settings, bench, prepared.layouts.family);
+  // Whether the profile behind the predictions was measured now, reused or made again.
+  if (chosen.plan.notes.contains("profile_cache"))
+    bench.report["profile_cache"] = chosen.plan.notes["profile_cache"];
   return bench;
 }
 

@@ -110,6 +110,9 @@ void add_plan_report(const ModelRun& run, nlohmann::json& plan) {
   ExecutorInterface* executor = run.prepared().executor.get();
   plan["traced_ms"] = executor->last_trace().makespan * 1e3;
   const ModelPlan& model_plan = plan_of(run);
+  // Whether the profile behind the prediction was measured now, reused or made again.
+  if (model_plan.plan.notes.contains("profile_cache"))
+    plan["profile_cache"] = model_plan.plan.notes["profile_cache"];
   if (StageExecutor* pipeline = run.prepared().pipeline) {
     plan["family"] = "pipeline";
     plan["configuration"] = pipeline_configuration(pipeline->stages(), pipeline->threads());

@@ -60,6 +60,50 @@ TEST_F(PlanCommandTest, AWrongCoreWaitInTheEnvironmentIsRefusedByName) {
   EXPECT_FALSE(std::filesystem::exists(path("p.json")));
 }
 
+// The plan says what became of the cached profile; told to measure again, stderr says so too.
+TEST_F(PlanCommandTest, ThePlanSaysWhetherTheCachedProfileWasReusedOrMadeAgain) {
+  CommandResult first = cleave("plan " + model_ + " --workers 2 -o " + path("p.json"));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  nlohmann::json plan = nlohmann::json::parse(read_text(path("p.json")));
+  EXPECT_EQ(plan["notes"]["profile_cache"]["outcome"], "measured") << plan["notes"];
+  const char* before = std::getenv("CLEAVE_PROFILE_REUSE");
+  const std::string saved = before ? before : "";
+  setenv("CLEAVE_PROFILE_REUSE", "never", 1);
+  CommandResult again = cleave("plan " + model_ + " --workers 2 -o " + path("q.json"));
+  setenv("CLEAVE_PROFILE_REUSE", "always", 1);
+  CommandResult reused = cleave("plan " + model_ + " --workers 2 -o " + path("r.json"));
+  if (before) {
+    setenv("CLEAVE_PROFILE_REUSE", saved.c_str(), 1);
+  } else {
+    unsetenv("CLEAVE_PROFILE_REUSE");
+  }
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.err.find("measuring again"), std::string::npos) << again.err;
+  nlohmann::json remade = nlohmann::json::parse(read_text(path("q.json")));
+  EXPECT_EQ(remade["notes"]["profile_cache"]["outcome"], "re-measured");
+  EXPECT_EQ(remade["notes"]["profile_cache"]["reason"], "CLEAVE_PROFILE_REUSE=never");
+  ASSERT_EQ(reused.exit_code, 0) << reused.err;
+  nlohmann::json kept = nlohmann::json::parse(read_text(path("r.json")));
+  EXPECT_EQ(kept["notes"]["profile_cache"]["outcome"], "reused");
+  EXPECT_GT(kept["notes"]["profile_cache"]["recorded"]["reference_seconds"].get<double>(), 0);
+}
+
+// A wrong reuse setting stops the command before it measures or writes anything.
+TEST_F(PlanCommandTest, AWrongProfileReuseSettingIsRefusedByName) {
+  const char* before = std::getenv("CLEAVE_PROFILE_REUSE");
+  const std::string saved = before ? before : "";
+  setenv("CLEAVE_PROFILE_REUSE", "sometimes", 1);
+  CommandResult result = cleave("plan " + model_ + " -o " + path("p.json"));
+  if (before) {
+    setenv("CLEAVE_PROFILE_REUSE", saved.c_str(), 1);
+  } else {
+    unsetenv("CLEAVE_PROFILE_REUSE");
+  }
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("CLEAVE_PROFILE_REUSE"), std::string::npos) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(path("p.json")));
+}
+
 TEST_F(PlanCommandTest, AnUnknownStrategyIsRefusedWithTheChoices) {
   CommandResult result = cleave("plan " + model_ + " --strategy fastest -o " + path("p.json"));
   EXPECT_NE(result.exit_code, 0);

@@ -68,6 +68,9 @@ TEST_F(RunCommandTest, AutoPredictsAOneWorkerPlanWithTheFamilyItRuns) {
   const std::string run = "run " + path("chain.onnx") + " --plan auto --workers 2 --json";
   CommandResult first = cleave(run);
   ASSERT_EQ(first.exit_code, 0) << first.err;
+  // The report says where the profile behind the prediction came from: measured by this run.
+  EXPECT_EQ(nlohmann::json::parse(first.out)["plan"]["profile_cache"]["outcome"], "measured")
+      << first.out;
   const auto cached = [&](const std::string& kind, const std::string& part) {
     for (const auto& entry : fs::directory_iterator(path("cache/" + kind))) {
       if (entry.path().filename().string().find(part) != std::string::npos) return entry.path();

@@ -59,6 +59,9 @@ class ProfileCosts : public ::testing::Test {
     // Tests run side by side: the real check would see the others as processes that hold
     // the cores. Tests that are about that check set their own.
     options_.cores_free = [](int) { return true; };
+    // The reference kernel as fast as ever: a cached table is reused after its check.
+    options_.reuse = ProfileReuse::kCheck;
+    options_.host_conditions = [](int threads) { return ProfileConditions{1e-3, threads, 0.5}; };
   }
   void TearDown() override { fs::remove_all(directory_); }
 
