@@ -14,6 +14,7 @@
 #include "ir/graph.h"
 #include "machine/machine.h"
 #include "runtime/convolution_family.h"
+#include "support/cpu_quota.h"
 
 namespace cleave {
 
@@ -124,6 +125,11 @@ struct ProfileOptions {
   std::function<ProfileConditions(int threads)> host_conditions = [](int threads) {
     return measure_profile_conditions(threads);
   };
+  /// The check is skipped when the load average was below this when the table was made and is
+  /// below it now (the reference kernel costs every `run --plan auto` 0.15 s); 0: always check.
+  double quiet_load_average = 0.5 * usable_cores();
+  /// The 1-minute load average now (load_average); a test gives fixed figures.
+  std::function<double()> load_now = [] { return load_average(); };
   /// Progress lines; without it, only a cached table set aside is told (on stderr).
   std::function<void(const std::string&)> progress;
 };

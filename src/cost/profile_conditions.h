@@ -58,7 +58,7 @@ bool same_host_speed(const ProfileConditions& recorded, const ProfileConditions&
 struct ProfileCacheUse {
   /// "measured" (no usable entry), "reused", or "re-measured" (an entry was set aside).
   std::string outcome;
-  std::string reason;  ///< Why an entry was set aside, in words; empty otherwise.
+  std::string reason;  ///< Why an entry was set aside, or reused unchecked; in words.
   std::optional<ProfileConditions> recorded;  ///< The entry's conditions, when it had some.
   std::optional<ProfileConditions> now;       ///< What the check measured, when it ran.
 };

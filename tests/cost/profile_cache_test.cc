@@ -50,6 +50,9 @@ class ProfileCache : public ::testing::Test {
       return ProfileConditions{reference_, threads, 0.5};
     };
     options_.progress = [this](const std::string& line) { progress_.push_back(line); };
+    // The check runs whatever the load average says, unless a test turns the quiet rule on.
+    options_.quiet_load_average = 0;
+    options_.load_now = [this] { return load_now_; };
   }
   void TearDown() override { fs::remove_all(directory_); }
 
@@ -67,6 +70,7 @@ class ProfileCache : public ::testing::Test {
   fs::path directory_;
   ProfileOptions options_;
   double reference_ = 1e-3;
+  double load_now_ = 0.5;
   int checks_ = 0;
   std::vector<std::string> progress_;
 };
@@ -95,6 +99,44 @@ TEST_F(ProfileCache, AnEntryWithinTheToleranceIsReused) {
   EXPECT_EQ(second.run_seconds, first.run_seconds);
   EXPECT_TRUE(said("reused")) << progress_.front();
   EXPECT_DOUBLE_EQ(cached_json()["conditions"]["reference_seconds"].get<double>(), 1e-3);
+}
+
+TEST_F(ProfileCache, AnEntryMadeQuietIsReusedUncheckedWhileTheHostIsQuiet) {
+  options_.quiet_load_average = 1.0;  // Recorded 0.5 (host_conditions), 0.5 now.
+  const Graph graph = small_graph();
+  profile_costs(graph, options_);
+  const int checks_when_made = checks_;
+  reference_ = 0.5e-3;  // The kernel would say twice as fast: it is not run.
+  const CostTable second = profile_costs(graph, options_);
+  EXPECT_EQ(checks_, checks_when_made);
+  EXPECT_EQ(second.cache_use.outcome, "reused");
+  EXPECT_FALSE(second.cache_use.now.has_value());
+  EXPECT_NE(second.cache_use.reason.find("not checked"), std::string::npos)
+      << second.cache_use.reason;
+}
+
+TEST_F(ProfileCache, ALoadedHostNowRunsTheCheckEvenForAnEntryMadeQuiet) {
+  options_.quiet_load_average = 1.0;
+  const Graph graph = small_graph();
+  profile_costs(graph, options_);
+  const int checks_when_made = checks_;
+  load_now_ = 2.5;
+  reference_ = 0.5e-3;
+  const CostTable again = profile_costs(graph, options_);
+  EXPECT_EQ(checks_, checks_when_made + 1);
+  EXPECT_EQ(again.cache_use.outcome, "re-measured");
+}
+
+TEST_F(ProfileCache, AnEntryMadeUnderLoadIsCheckedOnAQuietHost) {
+  options_.quiet_load_average = 0.4;  // The recorded 0.5 is not quiet; 0.1 now is.
+  load_now_ = 0.1;
+  const Graph graph = small_graph();
+  profile_costs(graph, options_);
+  const int checks_when_made = checks_;
+  reference_ = 0.5e-3;
+  const CostTable again = profile_costs(graph, options_);
+  EXPECT_EQ(checks_, checks_when_made + 1);
+  EXPECT_EQ(again.cache_use.outcome, "re-measured");
 }
 
 TEST_F(ProfileCache, AnEntryMadeOnASlowerHostIsMadeAgainAndSaysWhy) {
