@@ -83,8 +83,9 @@ def report(path):
         else:
             entry["note"] = entry["note"] or note
     print("| shape | family | configuration | predicted ms | measured median ms | "
-          "measured / predicted | auto |")
-    print("|---|---|---|---|---|---|---|")
+          "measured / predicted | auto | rounds apart |")
+    print("|---|---|---|---|---|---|---|---|")
+    spreads = []
     summary = []
     for shape, entries in shapes.items():
         measured = {c: statistics.median(e["ms"]) for c, e in entries.items() if e["ms"]}
@@ -95,10 +96,16 @@ def report(path):
             shown = configuration
             if e["kept"]:
                 shown += ": " + "; ".join(e["kept"])
+            # How far the rounds' medians of one row lie apart: what the bench repeats within.
+            apart = ""
+            if len(e["ms"]) > 1 and min(e["ms"]) > 0:
+                spread = max(e["ms"]) / min(e["ms"]) - 1
+                apart = f"{100 * spread:.1f}%"
+                spreads.append(spread)
             print(f"| {shape} | {e['family']} | {shown} | "
                   f"{'%.2f' % predicted if predicted else ''} | "
                   f"{'%.2f' % ms if ms else 'not run: ' + e['note']} | {ratio} | "
-                  f"{'**auto**' if e['auto'] else ''} |")
+                  f"{'**auto**' if e['auto'] else ''} | {apart} |")
         auto = next((c for c, e in entries.items() if e["auto"]), None)
         timed = next((c for c, e in entries.items() if e["timed"]), None)
         # The best of the families: the timed auto runs one of them, it is no family itself.
@@ -108,6 +115,11 @@ def report(path):
             summary.append((shape, entries[auto]["family"], auto, measured[auto],
                             entries[fastest]["family"], fastest, measured[fastest],
                             measured.get(timed)))
+    if spreads:
+        print()
+        print(f"Rounds' medians of one row apart: median {100 * statistics.median(spreads):.1f}%, "
+              f"largest {100 * max(spreads):.1f}%, over 5% on {sum(x > 0.05 for x in spreads)} "
+              f"of {len(spreads)} rows.")
     print()
     print("| shape | auto's pick | auto ms | best measured | best ms | auto / best | "
           "auto timed on ranks ms | timed / best |")

@@ -365,6 +365,13 @@ TEST_F(FamiliesScript, ReportComparesAutoWithTheBestMeasured) {
       << result.out;
   EXPECT_NE(result.out.find("not run: runs with `cleave stream --stages`"), std::string::npos)
       << result.out;
+  // The task row's three rounds: 10, 12 and 11 ms lie 20% apart; one round says nothing.
+  EXPECT_NE(result.out.find("| 1.38 | **auto** | 20.0% |"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("| 1.00 |  |  |"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("Rounds' medians of one row apart: median 20.0%, largest 20.0%, over "
+                            "5% on 1 of 1 rows."),
+            std::string::npos)
+      << result.out;
   EXPECT_NE(result.out.find("| m, 2 ranks | task: lc, 2 devices | 11.00 | sequential: all on "
                             "device 0 | 10.00 | 1.100 |"),
             std::string::npos)
@@ -527,6 +534,49 @@ TEST_F(FamiliesScript, RunsEveryFamilyAndCleansUp) {
   const std::string work = work_folder(result.err);
   ASSERT_FALSE(work.empty()) << result.err;
   EXPECT_FALSE(std::filesystem::exists(work));
+  EXPECT_EQ(cluster_leftovers(), std::set<std::string>{});
+}
+
+// The planning commands run in a cgroup with the ranks' claim on the cores (cpu.shares 102400,
+// as emulated_cluster.sh gives each rank), named as the cluster's groups are and gone after;
+// a model's first plan profiles (or checks the cache) at the default, every later command
+// reuses that profile unchecked. The report says how far each row's rounds lie apart.
+TEST_F(FamiliesScript, PlansWithTheRanksClaimAndOneProfilePerModel) {
+  if (!cluster_available()) GTEST_SKIP() << "needs root, cgroup v1 cpu, tc and mpicc";
+  ASSERT_EQ(cleave("gen inception --blocks 2 --channels 8 -o " + path("m.onnx")).exit_code, 0);
+  // A cleave that logs, for each plan command, the profile reuse it was given and its cgroup's
+  // cpu.shares.
+  const std::string wrapper = path("cleave");
+  std::ofstream(wrapper)
+      << "#!/bin/sh\nif [ \"$1\" = plan ]; then\n"
+      << "  g=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ {print $3}' /proc/self/cgroup)\n"
+      << "  echo \"plan reuse=${CLEAVE_PROFILE_REUSE:-unset} group=$g shares=$(cat "
+         "/sys/fs/cgroup/cpu$g/cpu.shares)\" >> "
+      << path("calls.log") << "\nfi\nexec " << CLEAVE_BINARY << " \"$@\"\n";
+  std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
+  unsetenv("CLEAVE_PROFILE_REUSE");
+  const CommandResult result = families("--models " + path("m.onnx") +
+                                            " --ranks 2 --links none --speeds 'full half' "
+                                            "--rounds 2 --repeat 1 --costs static",
+                                        wrapper);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::vector<std::string> plans = calls("plan");
+  ASSERT_GE(plans.size(), 2u);
+  const std::regex planner_group(R"(group=/cleave_cluster_[0-9]+_planner shares=102400$)");
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    EXPECT_TRUE(std::regex_search(plans[i], planner_group)) << plans[i];
+    EXPECT_NE(plans[i].find(i == 0 ? "reuse=unset" : "reuse=always"), std::string::npos)
+        << i << ": " << plans[i];
+  }
+  const std::string table = read_text(path("out.md"));
+  EXPECT_NE(table.find("| auto | rounds apart |"), std::string::npos) << table;
+  EXPECT_TRUE(std::regex_search(
+      table, std::regex(R"(\| sequential \| all on device 0 'rank0' \| [0-9.]+ \| [0-9.]+ \| )"
+                        R"([0-9.]+ \| [^|]* \| [0-9.]+% \|)")))
+      << table;
+  EXPECT_TRUE(std::regex_search(
+      table, std::regex(R"(Rounds' medians of one row apart: median [0-9.]+%, largest [0-9.]+%)")))
+      << table;
   EXPECT_EQ(cluster_leftovers(), std::set<std::string>{});
 }
 
