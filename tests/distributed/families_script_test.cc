@@ -378,6 +378,52 @@ TEST_F(FamiliesScript, ReportComparesAutoWithTheBestMeasured) {
       << result.out;
 }
 
+// trace_vs_plan.py: per rank the plan's compute, sends (bytes / endpoint_bandwidth per other
+// rank reading a task's output), waits and last end beside the traces' medians. Here a (rank 0,
+// 2 ms and 1 ms sending 1000 B at 1 MB/s) -> b (rank 1) -> c (rank 0); two traces whose medians
+// are the middle of each pair.
+TEST_F(FamiliesScript, TraceVsPlanSplitsEachRanksTime) {
+  write("plan.json", R"json({"makespan": 0.008, "workers": ["rank0", "rank1"],
+    "order": [["a", "c"], ["b"]],
+    "tasks": [{"task": "a", "worker": "rank0", "start": 0, "finish": 0.003},
+              {"task": "b", "worker": "rank1", "start": 0.004, "finish": 0.006},
+              {"task": "c", "worker": "rank0", "start": 0.007, "finish": 0.008}],
+    "task_graph": {"endpoint_bandwidth": 1e6, "edges": [["a", "b"], ["b", "c"]],
+      "tasks": [{"name": "a", "output_bytes": 1000}, {"name": "b", "output_bytes": [1000]},
+                {"name": "c", "output_bytes": 4}]}})json");
+  const auto trace = [&](const std::string& name, double shift) {
+    write(name,
+          "{\"traceEvents\": [{\"ph\": \"M\", \"pid\": 0, \"name\": \"process_name\"},"
+          "{\"ph\": \"X\", \"pid\": 0, \"name\": \"a\", \"ts\": 100, \"dur\": 2000, "
+          "\"args\": {\"wait_us\": 0}},"
+          "{\"ph\": \"X\", \"pid\": 1, \"name\": \"b\", \"ts\": 5000, \"dur\": 1000, "
+          "\"args\": {\"wait_us\": 4800}},"
+          "{\"ph\": \"X\", \"pid\": 0, \"name\": \"c\", \"ts\": " +
+              std::to_string(7500 + shift) +
+              ", \"dur\": 1000, \"args\": {\"wait_us\": " + std::to_string(4000 + shift) + "}}]}");
+  };
+  trace("t1.json", -200);
+  trace("t2.json", 200);
+  const std::string tool =
+      std::string("/usr/bin/python3 ") + CLEAVE_SOURCE_DIR + "/bench/distributed/trace_vs_plan.py ";
+  const CommandResult result =
+      run_shell(tool + path("plan.json") + " " + path("t1.json") + " " + path("t2.json"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("| 0 | 2 | 3.00, 3.00 | 1.00, 1.40 | 4.00, 4.10 | 8.00, 8.50 |"),
+            std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("| 1 | 1 | 1.00, 1.00 | 1.00, 0.00 | 4.00, 5.00 | 6.00, 6.00 |"),
+            std::string::npos)
+      << result.out;
+  // A trace of another plan: the task it lacks is named, nothing printed as a row.
+  write("other.json",
+        R"json({"traceEvents": [{"ph": "X", "pid": 0, "name": "a", "ts": 0, "dur": 1}]})json");
+  const CommandResult other = run_shell(tool + path("plan.json") + " " + path("other.json"));
+  EXPECT_NE(other.exit_code, 0);
+  EXPECT_NE(other.err.find("no event for task 'b' of the plan"), std::string::npos) << other.err;
+  EXPECT_EQ(other.out.find("| 0 |"), std::string::npos) << other.out;
+}
+
 // The link model's latency is what a message costs a rank that sleeps between its polls: the
 // waiting receiver's round trip less the spinning one way (300 - 40 / 2 us).
 TEST_F(FamiliesScript, LinkLatencyIsAWaitingRanksMessage) {
