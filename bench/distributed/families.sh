@@ -32,12 +32,15 @@
 # all-on-rank-0 alike and run the fastest (its row says which it kept each round; its predicted
 # ms is the kept plan's).
 # Each run is one `emulated_cluster.sh ... cleave run --warmup 1 --repeat R` per round, --rounds
-# rounds interleaved (the order reversed every other round). OUT.md gets the link table, the
+# rounds interleaved (the order reversed every other round); a row's measured ms is the median
+# of its rounds' medians, and the table says how far those lie apart (what the bench repeats
+# within: on a loaded host launches minutes apart differ more than the runs of one launch). OUT.md gets the link table, the
 # family table, and auto's predicted pick and auto timed on the ranks against the best measured
 # family, with how many shapes each is within 5% of it.
 # Needs root (namespaces, cgroups) and mpicc; on Ctrl-C everything it made is removed. The
-# lead's quiet-host run (the defaults: 328 s on 2 quiet cores, 2026-11-29 01:42 UTC; a third
-# link shaping such as 10gbit adds half as much again; --rounds 1 or fewer --links shorten it):
+# defaults (3 rounds of 10) took 329 s on 2 cores under a load of 3-3.5 from other processes
+# (2026-11-30 14:13 UTC; 2 rounds of 3 took 225 s on the quiet host at 12:57); a third link
+# shaping such as 10gbit adds half as much again; --rounds 1 or fewer --links shorten it:
 #
 #   bench/distributed/families.sh build/cleave OUT.md --models "squeezenet1_0 googlenet"
 set -euo pipefail
