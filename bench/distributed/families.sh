@@ -111,7 +111,7 @@ work="$(mktemp -d /tmp/cleave_families.XXXXXX)"
 # The planning commands (and the profiles every prediction comes from) run in a cgroup of their
 # own with the ranks' claim on the cores (cpu.shares 102400, emulated_cluster.sh): outside it,
 # under a load of 3-5 from the host's other processes, the profile made googlenet all on rank 0
-# 24-49 ms where the ranks measured 17-22 (2026-11-30 14:00 UTC, docs/results/distributed.md).
+# 24-49 ms where the ranks measured 17-22 (2026-11-30 14:08 UTC, docs/results/distributed.md).
 # Named as the cluster's groups are (cleave_cluster_PID...), so a leftover is found as theirs.
 planner_group="${CLEAVE_CGROUP_ROOT:-/sys/fs/cgroup}/cpu/cleave_cluster_$$_planner"
 leave_planner_group() {
@@ -245,7 +245,7 @@ for name in $models; do
         # One profile per model and run: the first shape's plan made it (or checked the cached
         # one); every later command, the ranks' `--plan auto` too, reuses it unchecked, so that a
         # load swing between shapes does not re-measure it and move every prediction (googlenet
-        # all on rank 0 predicted 26.2, 36.4 and 41.3 ms in one run at 14:00 UTC).
+        # all on rank 0 predicted 26.2, 36.4 and 41.3 ms in one run at 13:55 UTC).
         [[ -n "$profile_reuse_given" ]] || export CLEAVE_PROFILE_REUSE=always
         layouts="$(json "$work/table.json" "r.get('convolution_family', 'blocked')")"
         "$root/bench/distributed/families_table.py" pick "$work/table.json" > "$work/picks.tsv"
