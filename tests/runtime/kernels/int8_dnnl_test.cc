@@ -361,6 +361,15 @@ TEST(Int8ConvDnnl, ClampedDataOfOtherConvolutionsAtTheExtremesMatchesTheLoops) {
   expect_chain_matches_loops("0.3", "3.0", 10, 150, 0.02);
 }
 
+// Weights above 1 MiB: without VNNI the rows read them where oneDNN packed them (on AVX2 in
+// blocks of 8 output channels, the last 4 of each group's 124 one by one), not from a copy.
+TEST(Int8ConvDnnl, ClampedDataOfWeightsAboveAMebibyteMatchesTheLoops) {
+  Case c{"QLinearConv", "[group=2, pads=[1, 2]]", 264, 248, 2};
+  c.spatial = {60};
+  c.kernel = {33};  // 248 x 132 x 33 weights: 1.03 MiB.
+  expect_clamped_matches_loops(c);
+}
+
 // An STFT-like 1-D convolution: one input channel, a long strided window (odd length), output
 // channels not a multiple of 8; without VNNI, cleave's widened products.
 TEST(Int8ConvDnnl, StridedConv1dOfOneChannelMatchesTheLoops) {

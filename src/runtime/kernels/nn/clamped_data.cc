@@ -33,6 +33,22 @@ constexpr int64_t kSerialProducts = 1 << 16;
 constexpr int64_t kEntryOverhead = 128;
 constexpr int64_t kRowOverhead = 16;
 constexpr int64_t kSparseCost = 8;
+// Weights up to this many bytes are copied for the rows, each input channel's products with its
+// group's output channels at each tap a contiguous row; larger ones are read where oneDNN packed
+// them (a 64-byte line a block of 8 output channels, 4x the bytes). The rows of r3d_18_int8's
+// convolutions of 0.1-0.4 MiB weights, where most values above 127 lie (the large maps), took
+// 1.2-1.6x the time on the packed weights; its 1.7-6.8 MiB ones hold 27 of its 32 MiB.
+constexpr int64_t kRowCopyBytes = 1 << 20;
+
+// out[k] += excess · w[k]: a vector loop.
+void add_scaled_row(int32_t* out, const int8_t* w, int32_t excess, int64_t count) {
+  for (int64_t k = 0; k < count; ++k) out[k] += excess * w[k];
+}
+
+__attribute__((target("avx2"))) void add_scaled_row_avx2(int32_t* out, const int8_t* w,
+                                                         int32_t excess, int64_t count) {
+  for (int64_t k = 0; k < count; ++k) out[k] += excess * w[k];
+}
 
 // out[k] += excess · row[at[k]]: output channel k's weight wherever the packed layout put it.
 void add_scaled_gathered(int32_t* out, const int8_t* row, const int64_t* at, int32_t excess,
@@ -40,23 +56,23 @@ void add_scaled_gathered(int32_t* out, const int8_t* row, const int64_t* at, int
   for (int64_t k = 0; k < count; ++k) out[k] += excess * row[at[k]];
 }
 
-// The same over `blocks` blocks of 8 output channels whose weights lie 4 bytes apart (oneDNN's
-// AVX2 int8 layouts, OIhw2i8o4i and its kin: 4 input channels innermost), block b's first at
-// packed[row + block_at[b]]: one 32-byte load per block, each weight shifted out of its dword.
-// Those dwords lie inside `packed` (4-aligned, a multiple of 4 bytes long).
-__attribute__((target("avx2"))) void add_scaled_blocks_avx2(int32_t* out, const int8_t* packed,
-                                                            int64_t row, const int64_t* block_at,
+// The same over `blocks` blocks of 8 output channels whose weights lie 4 bytes apart, at byte
+// `byte` of their dwords (oneDNN's AVX2 int8 layouts, OIhw2i8o4i and its kin: 4 input channels
+// innermost), block b's dwords at dwords + b·step. vpmaddubsw multiplies each weight by the
+// excess (at most 128: an int16 product) and the other 3 bytes of its dword by 0, vpmaddwd adds
+// the dword's two int16 into its int32. Two operations a block: shifting each weight out of
+// its dword and vpmulld took 1.4x the time of a row copy's loop on r3d_18_int8.
+__attribute__((target("avx2"))) void add_scaled_blocks_avx2(int32_t* out, const int8_t* dwords,
+                                                            int64_t step, int64_t byte,
                                                             int32_t excess, int64_t blocks) {
-  const __m256i scale = _mm256_set1_epi32(excess);
-  for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t at = row + block_at[b];
-    const int64_t byte = at & 3;
-    const __m256i dwords = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(packed + at - byte));
-    const __m256i w = _mm256_srai_epi32(
-        _mm256_sll_epi32(dwords, _mm_cvtsi32_si128(static_cast<int>(24 - 8 * byte))), 24);
-    auto* sums = reinterpret_cast<__m256i*>(out + 8 * b);
-    _mm256_storeu_si256(sums,
-                        _mm256_add_epi32(_mm256_loadu_si256(sums), _mm256_mullo_epi32(w, scale)));
+  const __m256i scale =
+      _mm256_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(excess) << (8 * byte)));
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t b = 0; b < blocks; ++b, dwords += step, out += 8) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(dwords));
+    const __m256i products = _mm256_madd_epi16(_mm256_maddubs_epi16(scale, w), ones);
+    auto* sums = reinterpret_cast<__m256i*>(out);
+    _mm256_storeu_si256(sums, _mm256_add_epi32(_mm256_loadu_si256(sums), products));
   }
 }
 
@@ -166,16 +182,39 @@ class ExcessSumsKernel final : public Kernel, public PackedConstants {
     // apart where the layout has them (AVX2's), else one by one: r3d_18_int8 kept a copy of
     // its 32 MiB of weights for them.
     const std::vector<int64_t>& out_at = weights_.out_at;
-    bool blocks = vector_isa() != VectorIsa::kBaseline &&
-                  reinterpret_cast<uintptr_t>(weights_.bytes->data()) % 4 == 0 &&
-                  weights_.bytes->size() % 4 == 0;
-    for (std::size_t b = 0; blocks && b + 8 <= out_at.size(); b += 8) {
-      for (std::size_t j = 1; j < 8; ++j) {
-        blocks = blocks && out_at[b + j] == out_at[b] + 4 * static_cast<int64_t>(j);
-      }
-      block_at_.push_back(out_at[b]);
+    const auto blocks = static_cast<int64_t>(out_at.size() / 8);
+    const int64_t step = blocks > 1 ? out_at[8] - out_at[0] : 0;
+    bool fit = vector_isa() != VectorIsa::kBaseline && blocks > 0 && out_at[0] % 4 == 0 &&
+               step % 4 == 0 && reinterpret_cast<uintptr_t>(weights_.bytes->data()) % 4 == 0 &&
+               weights_.bytes->size() % 4 == 0;
+    for (int64_t o = 0; fit && o < 8 * blocks; ++o) {
+      fit = out_at[static_cast<std::size_t>(o)] == out_at[0] + o / 8 * step + o % 8 * 4;
     }
-    if (!blocks) block_at_.clear();
+    if (fit) {
+      blocks_ = blocks;
+      block_step_ = step;
+    }
+    avx2_ = vector_isa() != VectorIsa::kBaseline;
+    const int64_t taps = d.taps();
+    if (d.channels_out * per_in * taps <= kRowCopyBytes) {
+      // [group][channel in group][tap][output channel in group].
+      copy_.resize(static_cast<std::size_t>(d.channels_out * per_in * taps));
+      const auto* packed = reinterpret_cast<const int8_t*>(weights_.bytes->data());
+      auto* to = copy_.data();
+      for (int64_t g = 0; g < d.groups; ++g) {
+        for (int64_t c = 0; c < per_in; ++c) {
+          const int64_t channel = weights_.offset0 +
+                                  weights_.group_at[static_cast<std::size_t>(g)] +
+                                  weights_.in_at[static_cast<std::size_t>(c)];
+          for (int64_t k = 0; k < taps; ++k, to += per_out) {
+            const int64_t row = channel + tap_offset(k);
+            for (int64_t j = 0; j < per_out; ++j) {
+              to[j] = packed[row + weights_.out_at[static_cast<std::size_t>(j)]];
+            }
+          }
+        }
+      }
+    }
     // Per dim, the output index that reads input index i at tap k, or -1: no divisions per
     // excess value.
     for (int dim = 0; dim < 3; ++dim) {
@@ -320,15 +359,25 @@ class ExcessSumsKernel final : public Kernel, public PackedConstants {
     }
   }
 
+  // Tap k's offset in the packed weights (k = (k0·kernel[1] + k1)·kernel[2] + k2).
+  int64_t tap_offset(int64_t k) const {
+    const int64_t k2 = k % d_.kernel[2], k1 = k / d_.kernel[2] % d_.kernel[1];
+    const int64_t k0 = k / d_.kernel[2] / d_.kernel[1];
+    return weights_.tap_at[0][static_cast<std::size_t>(k0)] +
+           weights_.tap_at[1][static_cast<std::size_t>(k1)] +
+           weights_.tap_at[2][static_cast<std::size_t>(k2)];
+  }
+
   // Adds every excess value's products with output channels [8·first, 8·last) of its group
   // (the last block may be short), to channels-last sums.
   void scatter(int32_t* sums, int64_t first, int64_t last) const {
     const int64_t per_in = d_.channels_in / d_.groups, per_out = d_.channels_out / d_.groups;
     const int64_t out_plane = d_.out_plane();
     const int64_t begin = 8 * first, end = std::min(8 * last, per_out);
-    const auto blocked = static_cast<int64_t>(block_at_.size());
-    const int64_t blocks = std::max<int64_t>(0, std::min(last, blocked) - first);
+    const int64_t blocks = std::max<int64_t>(0, std::min(last, blocks_) - first);
     const int64_t gathered = begin + 8 * blocks;  // Output channels from here: one by one.
+    const int64_t first_block =
+        weights_.out_at.empty() ? 0 : weights_.out_at[0] + first * block_step_;
     const std::array<int64_t, 3>& kernel = d_.kernel;
     const auto* packed = reinterpret_cast<const int8_t*>(weights_.bytes->data());
     for (const Excess& e : excess_) {
@@ -348,12 +397,24 @@ class ExcessSumsKernel final : public Kernel, public PackedConstants {
             const int64_t position =
                 (outputs0[k0] * d_.out[1] + outputs1[k1]) * d_.out[2] + outputs2[k2];
             int32_t* out = image + position * d_.channels_out;
+            if (!copy_.empty()) {
+              const int8_t* w = copy_.data() +
+                                ((e.c * kernel[0] + k0) * kernel[1] + k1) * kernel[2] * per_out +
+                                k2 * per_out + begin;
+              if (avx2_) {
+                add_scaled_row_avx2(out + begin, w, e.amount, end - begin);
+              } else {
+                add_scaled_row(out + begin, w, e.amount, end - begin);
+              }
+              continue;
+            }
             const int64_t row = rows + weights_.tap_at[0][static_cast<std::size_t>(k0)] +
                                 weights_.tap_at[1][static_cast<std::size_t>(k1)] +
                                 weights_.tap_at[2][static_cast<std::size_t>(k2)];
             if (blocks > 0) {
-              add_scaled_blocks_avx2(out + begin, packed, row, block_at_.data() + first, e.amount,
-                                     blocks);
+              const int64_t byte = row & 3;  // Block offsets are whole dwords.
+              add_scaled_blocks_avx2(out + begin, packed + row + first_block - byte, block_step_,
+                                     byte, e.amount, blocks);
             }
             add_scaled_gathered(out + gathered, packed + row, weights_.out_at.data() + gathered,
                                 e.amount, end - gathered);
@@ -372,8 +433,11 @@ class ExcessSumsKernel final : public Kernel, public PackedConstants {
   int64_t dense_from_ = -1;  // Excess values from which dense_ runs.
   int threads_ = 1;
   PackedRows weights_;
-  std::vector<int64_t> block_at_;  // Block b's offset: out_at[8·b]. Empty: none read so.
-  std::vector<Excess> excess_;     // Refilled each run; its capacity stays.
+  bool avx2_ = false;
+  std::vector<int8_t> copy_;    // The weights as rows (kRowCopyBytes), or none: packed_ read.
+  int64_t blocks_ = 0;          // Blocks of 8 output channels read by add_scaled_blocks_avx2.
+  int64_t block_step_ = 0;      // Between one block's weights and the next's.
+  std::vector<Excess> excess_;  // Refilled each run; its capacity stays.
   std::array<std::vector<int32_t>, 3> outputs_of_;
 };
 
