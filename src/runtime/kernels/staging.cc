@@ -10,7 +10,8 @@ namespace cleave {
 
 namespace {
 
-thread_local std::array<std::unique_ptr<Buffer>, 3> staging;
+constexpr std::size_t kSlots = static_cast<std::size_t>(StagingSlot::kSecondSums) + 1;
+thread_local std::array<std::unique_ptr<Buffer>, kSlots> staging;
 
 }  // namespace
 
@@ -21,6 +22,15 @@ std::byte* staging_buffer(StagingSlot slot, std::size_t bytes) {
     buffer = std::make_unique<Buffer>(bytes);
   }
   return buffer->data();
+}
+
+Tensor staging_tensor(StagingSlot slot, DataType dtype, const std::vector<int64_t>& shape,
+                      const std::optional<dnnl::memory::desc>& layout) {
+  Tensor sized = Tensor::borrow(dtype, shape, nullptr);
+  sized.set_layout(layout);
+  Tensor staged = Tensor::borrow(dtype, shape, staging_buffer(slot, sized.byte_size()));
+  staged.set_layout(layout);
+  return staged;
 }
 
 std::size_t thread_staging_bytes() {

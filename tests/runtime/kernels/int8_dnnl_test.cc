@@ -361,6 +361,18 @@ TEST(Int8ConvDnnl, ClampedDataOfOtherConvolutionsAtTheExtremesMatchesTheLoops) {
   expect_chain_matches_loops("0.3", "3.0", 10, 150, 0.02);
 }
 
+// Weights above 1 MiB: without VNNI the rows read them where oneDNN packed them, not from a
+// copy. On AVX2, 256 output channels a group lie in blocks of 8 (read 8 at a time); 252 in
+// blocks of 4 (read one by one).
+TEST(Int8ConvDnnl, ClampedDataOfWeightsAboveAMebibyteMatchesTheLoops) {
+  for (int64_t per_group : {256, 252}) {
+    SCOPED_TRACE(per_group);
+    Case c{"QLinearConv", "[group=2, pads=[1, 0, 1, 2]]", 528, 2 * per_group, 2};
+    c.spatial = {5, 6};  // 2·per_group x 264 x 3 x 3 weights: 1.14–1.16 MiB.
+    expect_clamped_matches_loops(c);
+  }
+}
+
 // An STFT-like 1-D convolution: one input channel, a long strided window (odd length), output
 // channels not a multiple of 8; without VNNI, cleave's widened products.
 TEST(Int8ConvDnnl, StridedConv1dOfOneChannelMatchesTheLoops) {

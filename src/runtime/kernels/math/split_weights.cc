@@ -9,6 +9,7 @@
 #include "runtime/kernels/elementwise.h"
 #include "runtime/kernels/math/quantize_util.h"
 #include "runtime/kernels/packed_constants.h"
+#include "runtime/kernels/staging.h"
 
 namespace cleave::quantize_detail {
 
@@ -44,11 +45,7 @@ class SplitSumsKernel final : public Kernel, public PackedConstants {
         low_(std::move(low)),
         spec_(std::move(output)),
         how_(how),
-        low_sums_(Tensor::allocate_uninitialised(DataType::kInt32, spec_.shape)),
-        threads_(threads) {
-    // Requantized: the high half's sums are added to in a buffer of their own.
-    if (how_.y_scale) high_sums_ = Tensor::allocate_uninitialised(DataType::kInt32, spec_.shape);
-  }
+        threads_(threads) {}
 
   std::vector<OutputSpec> output_specs() const override { return {spec_}; }
   std::string implementation() const override {
@@ -61,12 +58,20 @@ class SplitSumsKernel final : public Kernel, public PackedConstants {
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
            dnnl::stream& stream) override {
-    Tensor* high = how_.y_scale ? &high_sums_ : outputs[0];
+    // The sums live in the thread's staging slots, shared by every such kernel it runs (one
+    // buffer per node held r3d_18_int8's 27 MiB of them). Requantized: the high part's sums are
+    // added to in a buffer of their own.
+    Tensor high_sums,
+        low_sums = staging_tensor(StagingSlot::kSecondSums, DataType::kInt32, spec_.shape);
+    if (how_.y_scale) {
+      high_sums = staging_tensor(StagingSlot::kFirstSums, DataType::kInt32, spec_.shape);
+    }
+    Tensor* high = how_.y_scale ? &high_sums : outputs[0];
     high_->run(inputs, {high}, stream);
-    low_->run(inputs, {&low_sums_}, stream);
+    low_->run(inputs, {&low_sums}, stream);
     stream.wait();
     int32_t* sums = high->data<int32_t>();
-    const int32_t* low = low_sums_.data<int32_t>();
+    const int32_t* low = low_sums.data<int32_t>();
     const int32_t* bias = how_.bias ? inputs[*how_.bias]->data<int32_t>() : nullptr;
     std::optional<Requantize> requantize;
     if (how_.y_scale) requantize = requantize_of(inputs, how_.channels, *how_.y_scale);
@@ -85,7 +90,6 @@ class SplitSumsKernel final : public Kernel, public PackedConstants {
   std::unique_ptr<Kernel> high_, low_;
   OutputSpec spec_;
   SplitSums how_;
-  Tensor high_sums_, low_sums_;
   int threads_ = 1;
 };
 

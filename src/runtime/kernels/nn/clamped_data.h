@@ -8,6 +8,7 @@
 
 #include "runtime/kernel.h"
 #include "runtime/kernels/nn/conv_problem.h"
+#include "runtime/kernels/packed_constants.h"
 #include "runtime/tensor.h"
 
 namespace cleave::quantize_detail {
@@ -18,9 +19,10 @@ inline constexpr int kClampedDataMax = 127;
 
 /// Runs `inner` on a copy of input `data` (u8, plain or in `data`'s layout) in which every
 /// value above kClampedDataMax is kClampedDataMax. `clamped` is the tensor `inner` was built
-/// to read: its storage is the copy.
-std::unique_ptr<Kernel> make_clamped_data_kernel(std::unique_ptr<Kernel> inner, Tensor clamped,
-                                                 std::size_t data);
+/// to read (its shape and layout); the copy is made in the running thread's staging buffer
+/// (StagingSlot::kRewrittenInput).
+std::unique_ptr<Kernel> make_clamped_data_kernel(std::unique_ptr<Kernel> inner,
+                                                 const Tensor& clamped, std::size_t data);
 
 /// Where the excess kernel reads the data and writes its sums.
 struct ExcessSums {
@@ -34,14 +36,16 @@ bool dense_channels_last(const dnnl::memory::desc& layout, std::span<const int64
 
 /// The kernel writing the int32 sums Σ (x − kClampedDataMax)·w of `p` over the data values x
 /// above kClampedDataMax (padding and the rest add nothing): what the clamped data's sums lack.
-/// Few such values: their products added row by row (`weights`: s8, plain [out, in / groups,
-/// kernel...], weight zero point 0; copied here). Many: `dense` (may be null) runs on
-/// `excess_data` (the tensor it was built to read, in the data's layout) filled with
-/// max(x − kClampedDataMax, 0), whose pairs of products fit oneDNN's int16 sums too.
+/// Few such values: their products added row by row, read from `weights`, the clamped pass's
+/// packed s8 weights (weight zero point 0; kept alive here, not copied) in any blocked layout.
+/// Many: `dense` (may be null) runs on a copy of the data in the running thread's staging
+/// buffer (StagingSlot::kRewrittenInput) filled with max(x − kClampedDataMax, 0), whose pairs
+/// of products fit oneDNN's int16 sums too; `excess_data` is the tensor `dense` was built to
+/// read (its shape and layout, the data's). nullptr where `weights` is not a blocked layout.
 std::unique_ptr<Kernel> make_excess_sums_kernel(const conv_detail::ConvProblem& p,
-                                                const Tensor& data, const Tensor& weights,
+                                                const Tensor& data, const PackedCopy& weights,
                                                 const ExcessSums& how, OutputSpec output,
-                                                std::unique_ptr<Kernel> dense, Tensor excess_data,
-                                                int threads);
+                                                std::unique_ptr<Kernel> dense,
+                                                const Tensor& excess_data, int threads);
 
 }  // namespace cleave::quantize_detail

@@ -141,8 +141,11 @@ class DnnlInt8Conv final : public Kernel, public PackedConstants {
     if (with_bias) step_.declare(DNNL_ARG_BIAS, descriptor.bias_desc());
     const memory::dims weight_dims = p.user_weights.dims();
     const memory::desc user_weights = plain_desc(weight_dims, memory::data_type::s8);
-    weights_ = pack_constant(context.input(at.w).raw(), user_weights, descriptor.weights_desc(),
-                             context.engine);
+    // Shared with the kernels that pack the same loaded weights alike (the clamped-data path's
+    // two passes: clamped_data.h); weights derived from them (the split's halves) on their own.
+    weights_ = pack_constant_input(context, at.w, context.input(at.w).raw(), user_weights,
+                                   descriptor.weights_desc());
+    weights_layout_ = descriptor.weights_desc();
     if (context.blocked_outputs_allowed && (output_type != DataType::kInt32 || keep_sums_layout)) {
       spec_.layout = recorded_layout(descriptor.dst_desc(), p.output_shape);
     }
@@ -159,6 +162,7 @@ class DnnlInt8Conv final : public Kernel, public PackedConstants {
   bool reads_at_run(std::size_t input) const override {  // PackedConstants
     return input != weights_input_;
   }
+  PackedCopy packed_weights() const { return {weights_, weights_layout_}; }
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
            dnnl::stream& stream) override {
@@ -184,6 +188,7 @@ class DnnlInt8Conv final : public Kernel, public PackedConstants {
   std::size_t weights_input_ = 0;
   DnnlStep step_;
   std::shared_ptr<Buffer> weights_;
+  dnnl::memory::desc weights_layout_;
   std::size_t src_bytes_ = 0, dst_bytes_ = 0;  // Staged (staging_buffer); 0: none.
   LayoutReorder to_src_, from_dst_;
 };
@@ -313,24 +318,29 @@ std::unique_ptr<Kernel> try_clamped_data_conv(const KernelContext& context, cons
     excess.data_channels_last = quantize_detail::dense_channels_last(*x.layout(), x.shape());
     if (!excess.data_channels_last) return nullptr;
   }
+  // The kernels are built on tensors of the data's shape and layout; at run time each pass's
+  // copy of the data is the running thread's (staging.h).
   Tensor clamped = Tensor::allocate_uninitialised(DataType::kUInt8, x.shape());
   clamped.set_layout(x.layout());
   KernelContext on_clamped = context;
   on_clamped.inputs[at.x] = &clamped;
-  Tensor excess_data = Tensor::allocate_uninitialised(DataType::kUInt8, x.shape());
-  excess_data.set_layout(x.layout());
   KernelContext on_excess = context;
-  on_excess.inputs[at.x] = &excess_data;
+  on_excess.inputs[at.x] = &clamped;
   quantize_detail::SplitSums how;
   how.weights = at.w;
   how.high_shift = 0;
   how.note = "data split at 127";
+  // The clamped pass's packed weights: the excess pass's too (one copy, packed_constants.h),
+  // and what the rows read.
+  PackedCopy packed;
   return two_part_conv(
       context, p, requantized, how,
       [&](bool keep_layout) -> std::unique_ptr<Kernel> {
         std::unique_ptr<Kernel> sums =
             dnnl_sums(on_clamped, p, at, context.input(at.w), keep_layout);
-        if (!sums) return nullptr;
+        const auto* conv = dynamic_cast<const DnnlInt8Conv*>(sums.get());
+        if (!conv) return nullptr;
+        packed = conv->packed_weights();
         return quantize_detail::make_clamped_data_kernel(std::move(sums), clamped, at.x);
       },
       [&](const std::optional<dnnl::memory::desc>& layout) {
@@ -343,9 +353,8 @@ std::unique_ptr<Kernel> try_clamped_data_conv(const KernelContext& context, cons
         if (dense && dense->output_specs()[0].layout.has_value() != layout.has_value()) {
           dense = nullptr;
         }
-        return quantize_detail::make_excess_sums_kernel(p, x, context.input(at.w), excess,
-                                                        std::move(sums), std::move(dense),
-                                                        excess_data, context.threads);
+        return quantize_detail::make_excess_sums_kernel(p, x, packed, excess, std::move(sums),
+                                                        std::move(dense), clamped, context.threads);
       });
 }
 
