@@ -38,17 +38,19 @@ namespace fs = std::filesystem;
 // v8: at 1 thread the runs are timed in process CPU time (times_in_cpu_time); v7's wall-time
 // entries were measured on a loaded host as often as not.
 // v9: a family near its bar runs rounds until they settle which side it is on (family_settled);
-// v8's entries rest on 3-5 rounds per family that a loaded host moved across the margin.
+// v8's entries rest on 3-5 rounds per family that a loaded host moved across the margin. Each
+// timed run follows an untimed run of its own executor (untimed_before_each).
 constexpr int kCacheVersion = 9;
 
-// Times every other family against blocked in rounds, one run of each per round and the order
-// alternating, so that a burst of other work on a shared machine lands on both alike; timing
-// one family's whole series after the other's let one burst decide (resnet50 at 2 threads on a
-// Zen 3 cached channels-last as 9% faster where paired runs put it 10% slower). Blocked's
-// executor and one other's are alive at a time, each other family's rounds in turn with its
-// share of the time: with every family's alive at once, fcn_resnet50's first run grew by 589
-// MiB, its Winograd and channels-last copies of the weights together; one at a time, by 451
-// (ONNX Runtime's peak: 450). Each round holds blocked's time and one other family's.
+// Times every other family against blocked in rounds, one timed run of each per round (after
+// untimed_before_each untimed ones of the same executor) and the order alternating, so that a burst
+// of other work on a shared machine lands on both alike; timing one family's whole series after the
+// other's let one burst decide (resnet50 at 2 threads on a Zen 3 cached channels-last as 9% faster
+// where paired runs put it 10% slower). Blocked's executor and one other's are alive at a time,
+// each other family's rounds in turn with its share of the time: with every family's alive at once,
+// fcn_resnet50's first run grew by 589 MiB, its Winograd and channels-last copies of the weights
+// together; one at a time, by 451 (ONNX Runtime's peak: 450). Each round holds blocked's time and
+// one other family's.
 std::vector<std::map<ConvolutionFamily, double>> time_in_rounds(
     const Graph& graph, ExecutorOptions options, const std::vector<ConvolutionFamily>& families,
     const std::map<std::string, Tensor>& inputs, const LayoutChoiceOptions& choice) {
@@ -76,6 +78,7 @@ std::vector<std::map<ConvolutionFamily, double>> time_in_rounds(
       std::map<ConvolutionFamily, double> ms;
       for (std::size_t k = 0; k < 2; ++k) {
         const auto& [timed, executor] = pair[(k + static_cast<std::size_t>(count)) % 2];
+        for (int i = 0; i < choice.untimed_before_each; ++i) executor->run(inputs);
         const auto run_start = std::chrono::steady_clock::now();
         const double cpu_start = process_cpu_seconds();
         executor->run(inputs);
