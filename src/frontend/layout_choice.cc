@@ -255,6 +255,21 @@ bool family_settled(const std::vector<double>& ratios, double bar, double error)
   return interval.high < bar || interval.low > bar;
 }
 
+ConvolutionFamily pick_settled_family(
+    const std::map<ConvolutionFamily, std::vector<double>>& ratios, double margin) {
+  ConvolutionFamily best = ConvolutionFamily::kBlocked;
+  double bar = 1.0 - margin;
+  for (const auto& [family, values] : ratios) {
+    if (family == ConvolutionFamily::kBlocked || values.empty()) continue;
+    const double median = median_of(values);
+    if (median < bar && family_settled(values, bar)) {
+      best = family;
+      bar = median;
+    }
+  }
+  return best;
+}
+
 std::vector<std::pair<double, double>> time_family(
     const std::function<std::pair<double, double>(int)>& round,
     const std::function<double()>& elapsed, double bar, double others,
@@ -276,18 +291,6 @@ std::vector<std::pair<double, double>> time_family(
     if (blocked_ms > 0) ratios.push_back(family_ms / blocked_ms);
   }
   return timed;
-}
-
-ConvolutionFamily pick_family(const std::map<ConvolutionFamily, double>& relative, double margin) {
-  ConvolutionFamily best = ConvolutionFamily::kBlocked;
-  double best_ratio = 1.0 - margin;
-  for (const auto& [family, ratio] : relative) {
-    if (ratio < best_ratio) {
-      best = family;
-      best_ratio = ratio;
-    }
-  }
-  return best;
 }
 
 LayoutChoice choose_layouts(const Graph& graph, const ExecutorOptions& options,
@@ -328,7 +331,7 @@ LayoutChoice choose_layouts(const Graph& graph, const ExecutorOptions& options,
   choice.relative = relative_to_blocked(rounds);
   choice.ratios = ratios_to_blocked(rounds);
   choice.ratios.erase(ConvolutionFamily::kBlocked);
-  choice.family = pick_family(choice.relative);
+  choice.family = pick_settled_family(choice.ratios);
   choice.measured = true;
   choice.cpu_time = times_in_cpu_time(options.threads);
   if (choice_options.use_cache) {

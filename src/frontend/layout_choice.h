@@ -122,12 +122,8 @@ std::vector<std::pair<double, double>> time_family(
     const std::function<double()>& elapsed, double bar, double others,
     const LayoutChoiceOptions& choice);
 
-/// The family with the lowest relative latency, provided it is below 1 - margin; else kBlocked.
-ConvolutionFamily pick_family(const std::map<ConvolutionFamily, double>& relative,
-                              double margin = kFamilyMargin);
-
 /// Times the graph on `inputs` in each family that can differ (`options` as given otherwise),
-/// in interleaved rounds with every family's executor alive, and picks by pick_family.
+/// in interleaved rounds with every family's executor alive, and picks by pick_settled_family.
 /// The answer is cached on disk, keyed by the graph's content and the thread count, so later
 /// runs of the same model start at once and agree with each other.
 LayoutChoice choose_layouts(const Graph& graph, const ExecutorOptions& options,
@@ -139,6 +135,16 @@ LayoutChoice choose_layouts(const Graph& graph, const ExecutorOptions& options,
 /// kBlocked when nothing can differ.
 ConvolutionFamily measured_family(const Graph& graph, int threads,
                                   const std::function<void(const std::string&)>& progress = {});
+
+/// The family choose_layouts keeps, from each family's per-round ratios against blocked (keys
+/// in the order the families are timed: the enum's): blocked, replaced by a family only where
+/// its median is below the bar of the family kept so far (1 - margin against blocked, else
+/// that family's median) and its rounds settle it there (family_settled). So rounds that stay
+/// unsettled keep what came before: resnet101 at 1 thread, channels-last within 1% of
+/// Winograd's median but unsettled, was taken by the median where its repeated runs are 9%
+/// slower.
+ConvolutionFamily pick_settled_family(
+    const std::map<ConvolutionFamily, std::vector<double>>& ratios, double margin = kFamilyMargin);
 
 /// "winograd (measured: 25.7 ms; blocked 31.4 ms, channels-last 30.1 ms)" and the like, with
 /// "CPU" before "ms" when the runs were timed in CPU time.

@@ -363,7 +363,7 @@ TEST_F(LayoutChoiceTest, PicksTheFasterAndCachesIt) {
   for (const auto& [family, ms] : first.fastest_ms) EXPECT_GT(ms, 0) << to_string(family);
   ASSERT_EQ(first.relative.size(), first.fastest_ms.size());
   EXPECT_EQ(first.relative.at(ConvolutionFamily::kBlocked), 1.0);
-  EXPECT_EQ(first.family, pick_family(first.relative));
+  EXPECT_EQ(first.family, pick_settled_family(first.ratios));
   // Each other family's per-round ratios, at least min_runs of them, whose median decided.
   ASSERT_EQ(first.ratios.size(), first.relative.size() - 1);
   for (const auto& [family, ratios] : first.ratios) {
