@@ -137,12 +137,12 @@ ConvolutionFamily measured_family(const Graph& graph, int threads,
                                   const std::function<void(const std::string&)>& progress = {});
 
 /// The family choose_layouts keeps, from each family's per-round ratios against blocked (keys
-/// in the order the families are timed: the enum's): blocked, replaced by a family only where
-/// its median is below the bar of the family kept so far (1 - margin against blocked, else
-/// that family's median) and its rounds settle it there (family_settled). So rounds that stay
-/// unsettled keep what came before: resnet101 at 1 thread, channels-last within 1% of
-/// Winograd's median but unsettled, was taken by the median where its repeated runs are 9%
-/// slower.
+/// in the order the families are timed: the enum's): blocked, replaced by a family whose median
+/// is below 1 - margin; a family other than blocked kept so far is replaced only by one whose
+/// median is below its median and whose rounds settle it there (family_settled). So unsettled
+/// rounds do not swap one faster-than-blocked family for another: resnet101 at 1 thread,
+/// channels-last within 1% of Winograd's median but unsettled, was taken by the median where
+/// its repeated runs are 9% slower.
 ConvolutionFamily pick_settled_family(
     const std::map<ConvolutionFamily, std::vector<double>>& ratios, double margin = kFamilyMargin);
 

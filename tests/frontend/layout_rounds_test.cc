@@ -49,8 +49,8 @@ TEST(PickFamily, AConsistentWinIsTaken) {
   const auto rounds = rounds_of({{66, 60}, {70, 63}, {64, 58}, {68, 61}, {65, 59}});
   EXPECT_NEAR(relative_to_blocked(rounds).at(ConvolutionFamily::kChannelsLast), 0.906, 0.002);
   EXPECT_EQ(pick(rounds), ConvolutionFamily::kChannelsLast);
-  // Fewer than five rounds settle nothing: blocked stays.
-  EXPECT_EQ(pick({rounds.begin(), rounds.begin() + 4}), ConvolutionFamily::kBlocked);
+  // Against blocked the median decides, settled or not.
+  EXPECT_EQ(pick({rounds.begin(), rounds.begin() + 3}), ConvolutionFamily::kChannelsLast);
 }
 
 TEST(PickFamily, AWinWithinTheMarginKeepsBlocked) {
@@ -76,9 +76,13 @@ TEST(PickFamily, UnsettledRoundsKeepWhatCameBefore) {
   EXPECT_EQ(pick_settled_family({{ConvolutionFamily::kWinograd, winograd},
                                  {ConvolutionFamily::kChannelsLast, unsettled}}),
             ConvolutionFamily::kWinograd);
-  // Unsettled against blocked's margin, Winograd does not replace blocked either.
+  // Against blocked the median decides: unsettled, Winograd still replaces it.
   EXPECT_EQ(pick_settled_family({{ConvolutionFamily::kWinograd, unsettled}}),
-            ConvolutionFamily::kBlocked);
+            ConvolutionFamily::kWinograd);
+  // Settled below Winograd, channels-last replaces it.
+  EXPECT_EQ(pick_settled_family({{ConvolutionFamily::kWinograd, winograd},
+                                 {ConvolutionFamily::kChannelsLast, {0.9, 0.89, 0.91, 0.9, 0.88}}}),
+            ConvolutionFamily::kChannelsLast);
 }
 
 std::vector<double> one_to(int n) {
