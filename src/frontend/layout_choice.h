@@ -48,7 +48,7 @@ struct LayoutChoiceOptions {
   int warmup = 2;  ///< Untimed runs of each variant (preparation, in-place Concat).
   /// Untimed runs of the same executor before each timed one, so that each timed run starts
   /// from the caches its own last run left, as a model run again and again does. Timed right
-  /// after the other family's run, channels-last on resnet101 at 1 thread read 0.96-1.03 of
+  /// after the other family's run, channels-last on resnet101 at 1 thread read 0.89-1.04 of
   /// blocked where its repeated runs take 1.09 (per-run CPU time, separate processes); after
   /// one untimed run, 1.08-1.33.
   int untimed_before_each = 1;
