@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -11,6 +12,18 @@
 #include "runtime/tensor.h"
 
 namespace cleave {
+
+/// Bounds on the median of a family's paired ratios against blocked: each side holds the true
+/// median with probability at least 1 - kIntervalError whatever the noise's distribution.
+/// Infinite on both sides while too few rounds are in (fewer than five).
+struct RatioInterval {
+  double low = 0;
+  double high = 0;
+  bool operator==(const RatioInterval&) const = default;
+};
+
+/// The chance that each bound of a RatioInterval leaves the true median on its wrong side.
+inline constexpr double kIntervalError = 0.05;
 
 /// Which convolution family a model runs in, and the latencies that decided it.
 struct LayoutChoice {
@@ -22,6 +35,9 @@ struct LayoutChoice {
   std::map<ConvolutionFamily, double> fastest_ms;  ///< Fastest run of each family timed.
   /// Each family's latency over blocked's, the median over interleaved rounds; what decided.
   std::map<ConvolutionFamily, double> relative;
+  /// Each family's latency over blocked's in each of its rounds, in order (relative holds their
+  /// medians); empty in entries cached before they were recorded.
+  std::map<ConvolutionFamily, std::vector<double>> ratios;
 };
 
 /// How much faster than blocked another family must be to be chosen: within it, the
@@ -30,11 +46,24 @@ inline constexpr double kFamilyMargin = 0.02;
 
 struct LayoutChoiceOptions {
   int warmup = 2;  ///< Untimed runs of each variant (preparation, in-place Concat).
+  /// Untimed runs of the same executor before each timed one, so that each timed run starts
+  /// from the caches its own last run left, as a model run again and again does. Timed right
+  /// after the other family's run, channels-last on resnet101 at 1 thread read 0.89-1.04 of
+  /// blocked where its repeated runs take 1.09 (per-run CPU time, separate processes); after
+  /// one untimed run, 1.08-1.33.
+  int untimed_before_each = 1;
   /// Interleaved rounds (a timed run of blocked and one of the other family) per family other
   /// than blocked, at least ...
   int min_runs = 3;
   int max_runs = 10;            ///< ... and at most, while its share of the time below lasts.
   double budget_seconds = 2.0;  ///< Shared equally among the families other than blocked.
+  /// A family whose rounds do not yet say on which side of its bar it lies (family_settled)
+  /// runs on to this many rounds, while its share of the time below lasts.
+  int unsettled_max_runs = 40;
+  /// Wall seconds, beyond budget_seconds, shared equally among the families other than blocked,
+  /// for rounds of the unsettled ones: so a first run's choice takes at most budget_seconds +
+  /// unsettled_budget_seconds of rounds (and a round more per family) plus the preparation.
+  double unsettled_budget_seconds = 6.0;
   bool use_cache = true;
   std::string cache_directory;                       ///< Empty: default_cache_directory("layouts").
   std::function<void(const std::string&)> progress;  ///< One line per step; may be empty.
@@ -61,13 +90,40 @@ bool winograd_can_apply(const Graph& graph, int threads);
 /// hold the family: a burst of other work that slows one run moves one ratio, not the answer.
 std::map<ConvolutionFamily, double> relative_to_blocked(
     const std::vector<std::map<ConvolutionFamily, double>>& rounds);
+/// The ratios relative_to_blocked takes the medians of: per family, one per round holding it
+/// (blocked's are all 1), in the rounds' order.
+std::map<ConvolutionFamily, std::vector<double>> ratios_to_blocked(
+    const std::vector<std::map<ConvolutionFamily, double>>& rounds);
 
-/// The family with the lowest relative latency, provided it is below 1 - margin; else kBlocked.
-ConvolutionFamily pick_family(const std::map<ConvolutionFamily, double>& relative,
-                              double margin = kFamilyMargin);
+/// Distribution-free bounds on the median of `ratios`: the order statistics x_(j) and
+/// x_(n+1-j) for the largest j with P(Binomial(n, 1/2) <= j - 1) <= `error`, each of which
+/// then leaves the median outside with probability at most `error`; {-inf, +inf} where no j
+/// qualifies (n < 5 at error 0.05).
+RatioInterval median_interval(std::vector<double> ratios, double error = kIntervalError);
+
+/// The ratio a family must beat to be chosen, given the families timed before it: 1 - margin,
+/// or the lowest median among them where lower.
+double family_bar(const std::map<ConvolutionFamily, double>& relative,
+                  double margin = kFamilyMargin);
+
+/// Whether a family's paired ratios against blocked say on which side of `bar` its median lies:
+/// the whole interval is below or above it. Until then its rounds go on (within the budget), so
+/// that a family within a few % of the bar gets the rounds the noise calls for, and one far
+/// from it stops where it did before.
+bool family_settled(const std::vector<double>& ratios, double bar, double error = kIntervalError);
+
+/// One family's rounds against blocked: `round(i)` times round i and returns {blocked's ms, the
+/// family's ms}; `elapsed()` is the wall seconds since the first. At least `min_runs` rounds,
+/// then up to `max_runs` within budget_seconds / `others`; then, while family_settled says
+/// nothing against `bar`, up to `unsettled_max_runs` within unsettled_budget_seconds / `others`
+/// more. Returns each round's pair in order.
+std::vector<std::pair<double, double>> time_family(
+    const std::function<std::pair<double, double>(int)>& round,
+    const std::function<double()>& elapsed, double bar, double others,
+    const LayoutChoiceOptions& choice);
 
 /// Times the graph on `inputs` in each family that can differ (`options` as given otherwise),
-/// in interleaved rounds with every family's executor alive, and picks by pick_family.
+/// in interleaved rounds with every family's executor alive, and picks by pick_settled_family.
 /// The answer is cached on disk, keyed by the graph's content and the thread count, so later
 /// runs of the same model start at once and agree with each other.
 LayoutChoice choose_layouts(const Graph& graph, const ExecutorOptions& options,
@@ -79,6 +135,16 @@ LayoutChoice choose_layouts(const Graph& graph, const ExecutorOptions& options,
 /// kBlocked when nothing can differ.
 ConvolutionFamily measured_family(const Graph& graph, int threads,
                                   const std::function<void(const std::string&)>& progress = {});
+
+/// The family choose_layouts keeps, from each family's per-round ratios against blocked (keys
+/// in the order the families are timed: the enum's): blocked, replaced by a family whose median
+/// is below 1 - margin; a family other than blocked kept so far is replaced only by one whose
+/// median is below its median and whose rounds settle it there (family_settled). So unsettled
+/// rounds do not swap one faster-than-blocked family for another: resnet101 at 1 thread,
+/// channels-last within 1% of Winograd's median but unsettled, was taken by the median where
+/// its repeated runs are 9% slower.
+ConvolutionFamily pick_settled_family(
+    const std::map<ConvolutionFamily, std::vector<double>>& ratios, double margin = kFamilyMargin);
 
 /// "winograd (measured: 25.7 ms; blocked 31.4 ms, channels-last 30.1 ms)" and the like, with
 /// "CPU" before "ms" when the runs were timed in CPU time.

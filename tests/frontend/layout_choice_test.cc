@@ -363,12 +363,24 @@ TEST_F(LayoutChoiceTest, PicksTheFasterAndCachesIt) {
   for (const auto& [family, ms] : first.fastest_ms) EXPECT_GT(ms, 0) << to_string(family);
   ASSERT_EQ(first.relative.size(), first.fastest_ms.size());
   EXPECT_EQ(first.relative.at(ConvolutionFamily::kBlocked), 1.0);
-  EXPECT_EQ(first.family, pick_family(first.relative));
+  EXPECT_EQ(first.family, pick_settled_family(first.ratios));
+  // Each other family's per-round ratios, at least min_runs of them, whose median decided.
+  ASSERT_EQ(first.ratios.size(), first.relative.size() - 1);
+  for (const auto& [family, ratios] : first.ratios) {
+    EXPECT_GE(ratios.size(), static_cast<std::size_t>(options_.min_runs)) << to_string(family);
+    EXPECT_DOUBLE_EQ(median_of(ratios), first.relative.at(family)) << to_string(family);
+  }
   LayoutChoice second = choose_layouts(graph, ExecutorOptions{}, model_inputs(), options_);
   EXPECT_TRUE(second.cached);
   EXPECT_EQ(second.family, first.family);
   EXPECT_EQ(second.fastest_ms, first.fastest_ms);
   EXPECT_EQ(second.relative, first.relative);
+  EXPECT_EQ(second.ratios.size(), first.ratios.size());
+  for (const auto& [family, ratios] : first.ratios) {
+    ASSERT_EQ(second.ratios.at(family).size(), ratios.size());
+    for (std::size_t i = 0; i < ratios.size(); ++i)
+      EXPECT_NEAR(second.ratios.at(family)[i], ratios[i], 1e-12 * ratios[i]);
+  }
   // Another thread count is another entry.
   ExecutorOptions two_threads;
   two_threads.threads = 2;
@@ -443,6 +455,23 @@ TEST_F(LayoutChoiceTest, AnEntryWithANegativeRatioIsMeasuredAgain) {
   EXPECT_FALSE(again.cached);
 }
 
+TEST_F(LayoutChoiceTest, AnEntryWithANegativeRoundRatioIsMeasuredAgain) {
+  Graph graph = parse_graph(branchy_model());
+  choose_layouts(graph, ExecutorOptions{}, model_inputs(), options_);
+  for (const auto& entry : std::filesystem::directory_iterator(cache_)) {
+    std::ofstream(entry.path()) << R"({"family": "blocked", "fastest_ms": {"blocked": 1.0, )"
+                                << R"("channels-last": 2.0, "winograd": 3.0}, )"
+                                << R"("ratios": {"channels-last": [1.1, -0.5]}})";
+  }
+  std::vector<std::string> lines;
+  options_.progress = [&](const std::string& line) { lines.push_back(line); };
+  LayoutChoice again = choose_layouts(graph, ExecutorOptions{}, model_inputs(), options_);
+  EXPECT_TRUE(again.measured);
+  EXPECT_FALSE(again.cached);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines[0].find("ratios.channels-last"), std::string::npos) << lines[0];
+}
+
 TEST_F(LayoutChoiceTest, NothingToChooseWithoutConvolutions) {
   Graph graph = parse_graph(R"(graph main [ai.onnx=17] (%x: f32[1,3,12,12]) {
   %y = Relu(%x)
@@ -496,50 +525,6 @@ TEST_F(LayoutChoiceTest, OneFamilyBesideBlockedIsAliveAtATime) {
   EXPECT_EQ(choice.fastest_ms.size(), 3u);
   EXPECT_EQ(choice.relative.size(), 3u);
   EXPECT_EQ(choice.relative.at(ConvolutionFamily::kBlocked), 1.0);
-}
-
-// Rounds of interleaved runs, one line per round: "blocked channels-last" latencies in ms.
-std::vector<std::map<ConvolutionFamily, double>> rounds_of(
-    const std::vector<std::pair<double, double>>& lines) {
-  std::vector<std::map<ConvolutionFamily, double>> rounds;
-  for (auto [blocked, channels_last] : lines) {
-    rounds.push_back({{ConvolutionFamily::kBlocked, blocked},
-                      {ConvolutionFamily::kChannelsLast, channels_last}});
-  }
-  return rounds;
-}
-
-TEST(PickFamily, OneLuckyRunDoesNotDecide) {
-  // channels-last has the fastest single run (7 ms) but is 5% slower in four rounds of five.
-  auto relative =
-      relative_to_blocked(rounds_of({{10, 10.5}, {10, 10.5}, {10, 7}, {10.2, 10.7}, {9.8, 10.3}}));
-  EXPECT_NEAR(relative.at(ConvolutionFamily::kChannelsLast), 1.05, 0.001);
-  EXPECT_EQ(pick_family(relative), ConvolutionFamily::kBlocked);
-}
-
-TEST(PickFamily, ABurstInOneRoundDoesNotDecide) {
-  // Round 2 caught a burst during blocked's run; channels-last is 4% slower in the others.
-  auto relative = relative_to_blocked(rounds_of({{10, 10.4}, {30, 10.4}, {10, 10.4}, {10, 10.4}}));
-  EXPECT_EQ(pick_family(relative), ConvolutionFamily::kBlocked);
-}
-
-TEST(PickFamily, AConsistentWinIsTaken) {
-  auto relative = relative_to_blocked(rounds_of({{66, 60}, {70, 63}, {64, 58}}));
-  EXPECT_NEAR(relative.at(ConvolutionFamily::kChannelsLast), 0.906, 0.002);
-  EXPECT_EQ(pick_family(relative), ConvolutionFamily::kChannelsLast);
-}
-
-TEST(PickFamily, AWinWithinTheMarginKeepsBlocked) {
-  auto relative = relative_to_blocked(rounds_of({{10, 9.9}, {10, 9.9}, {10, 9.9}}));
-  EXPECT_EQ(pick_family(relative), ConvolutionFamily::kBlocked);
-  EXPECT_EQ(pick_family(relative, 0.005), ConvolutionFamily::kChannelsLast);
-}
-
-TEST(PickFamily, TheLowestOfThreeWins) {
-  EXPECT_EQ(pick_family({{ConvolutionFamily::kBlocked, 1.0},
-                         {ConvolutionFamily::kWinograd, 0.8},
-                         {ConvolutionFamily::kChannelsLast, 0.9}}),
-            ConvolutionFamily::kWinograd);
 }
 
 TEST(LayoutChoiceDescription, SaysWhichWonAndByHowMuch) {
