@@ -22,10 +22,11 @@ struct NodeWork {
 /// The estimate for `node` made for `inputs` (nullptr for an omitted input).
 NodeWork node_work(const Node& node, std::span<const Tensor* const> inputs);
 
-/// The intra-op team for a node of this work when `threads` are available: one thread per
-/// kIntraOpFlopsPerThread (or bytes per kIntraOpBytesPerThread), at least 1, at most
-/// `threads`. Deterministic: the same node and input shapes give the same team, which the
-/// bitwise comparisons of a plan's run with the sequential run rely on.
+/// The intra-op team for a node of this work when `threads` are available: 1 where the work is
+/// under two threads' share (kIntraOpFlopsPerThread, or bytes per kIntraOpBytesPerThread), else
+/// all `threads` (a team in between makes libgomp end and recreate pool threads). Deterministic:
+/// the same node and input shapes give the same team, which the bitwise comparisons of a plan's run
+/// with the sequential run rely on.
 int intra_op_team(const NodeWork& work, int threads);
 
 /// Floating-point work below which a second thread costs more than it saves: an empty 2-thread

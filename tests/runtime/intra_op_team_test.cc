@@ -121,16 +121,27 @@ TEST(IntraOpTeam, MatMulCountsTheBroadcastBatchOfEitherSide) {
   EXPECT_DOUBLE_EQ(node_work(node, cd).flops, 2.0 * 4 * 2 * 3 * 5);
 }
 
-TEST(IntraOpTeam, TheTeamGrowsWithTheWorkUpToTheThreads) {
+TEST(IntraOpTeam, ANodeRunsOnOneThreadOrOnAllOfThem) {
   NodeWork work;
   work.flops = 3.5 * kIntraOpFlopsPerThread;
-  EXPECT_EQ(intra_op_team(work, 8), 3);
+  EXPECT_EQ(intra_op_team(work, 8), 8);  // Not 3: a smaller team ends libgomp's pool threads.
   EXPECT_EQ(intra_op_team(work, 2), 2);
+  work.flops = 1.9 * kIntraOpFlopsPerThread;
+  EXPECT_EQ(intra_op_team(work, 8), 1);
+  work.flops = 3.5 * kIntraOpFlopsPerThread;
   work.integer = true;  // The same count of integer ops is less work.
   EXPECT_EQ(intra_op_team(work, 8), 1);
   NodeWork bytes;
   bytes.bytes = 5 * kIntraOpBytesPerThread;
-  EXPECT_EQ(intra_op_team(bytes, 8), 5);
+  EXPECT_EQ(intra_op_team(bytes, 8), 8);
+  bytes.bytes = kIntraOpBytesPerThread;
+  EXPECT_EQ(intra_op_team(bytes, 8), 1);
+  for (double flops = 0; flops < 20 * kIntraOpFlopsPerThread; flops += 0.25e6) {
+    work.integer = false;
+    work.flops = flops;
+    const int team = intra_op_team(work, 16);
+    EXPECT_TRUE(team == 1 || team == 16) << flops << " FLOPs: a team of " << team;
+  }
   EXPECT_EQ(intra_op_team(NodeWork{}, 8), 1);
   EXPECT_EQ(intra_op_team(NodeWork{}, 0), 1);
 }
