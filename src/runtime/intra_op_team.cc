@@ -125,6 +125,10 @@ int intra_op_team(const NodeWork& work, int threads) {
   return shares < 2 ? 1 : threads;  // NaN: keep every thread.
 }
 
+int loop_team(int64_t parts, int threads) {
+  return parts > 1 && threads > 1 ? threads : 1;
+}
+
 IntraOpTeamScope::IntraOpTeamScope(int team) {
   const int current = omp_get_max_threads();
   team = std::max(1, team);

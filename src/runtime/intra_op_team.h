@@ -29,6 +29,10 @@ NodeWork node_work(const Node& node, std::span<const Tensor* const> inputs);
 /// with the sequential run rely on.
 int intra_op_team(const NodeWork& work, int threads);
 
+/// The OpenMP team for a loop of `parts` independent parts inside a node of `threads`: 1 for one
+/// part, else all `threads` (members beyond `parts` find no work), for the same reason.
+int loop_team(int64_t parts, int threads);
+
 /// Floating-point work below which a second thread costs more than it saves: an empty 2-thread
 /// region took 2.8 us on Zen 5, and nodes under ~2 million FLOPs were 3-5 us slower on 2 threads
 /// than on 1 (docs/results/heldout-speed.md, 2026-11-29).

@@ -146,6 +146,14 @@ TEST(IntraOpTeam, ANodeRunsOnOneThreadOrOnAllOfThem) {
   EXPECT_EQ(intra_op_team(NodeWork{}, 0), 1);
 }
 
+TEST(IntraOpTeam, ALoopOfPartsAsksForOneThreadOrTheWholeTeam) {
+  EXPECT_EQ(loop_team(1, 16), 1);
+  EXPECT_EQ(loop_team(0, 16), 1);
+  EXPECT_EQ(loop_team(3, 16), 16);   // Not 3: 13 members find no part.
+  EXPECT_EQ(loop_team(40, 16), 16);  // Not 40: more than the team grows libgomp's pool.
+  EXPECT_EQ(loop_team(5, 1), 1);
+}
+
 TEST(IntraOpTeam, ARecurrenceCountsTheInputsProductOverEveryStep) {
   Node lstm;
   lstm.op_type = "LSTM";

@@ -13,6 +13,7 @@
 
 #include "runtime/claim_pool.h"
 #include "runtime/cpu_isa.h"
+#include "runtime/intra_op_team.h"
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/elementwise.h"
 #include "runtime/kernels/fast_math.h"
@@ -130,7 +131,7 @@ class ConvolutionKernel : public Kernel, public PackedConstants {
       claim_pool_->run(count, run_part);
     } else {
       std::atomic<int> next{0};
-#pragma omp parallel num_threads(count)
+#pragma omp parallel num_threads(loop_team(count, threads_))
       {
         for (int index = next++; index < count; index = next++) run_part(index);
       }

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "runtime/cpu_isa.h"
+#include "runtime/intra_op_team.h"
 
 namespace cleave {
 
@@ -222,8 +223,7 @@ void pool_loops(PoolLoopKind kind, const float* in, float* out, const PoolLoopSh
   const int64_t rows = shape.batch * shape.groups * shape.out_h;
   // Threads only where each gets enough work to pay for waking it.
   const int64_t work = rows * shape.out_w * shape.lanes * shape.kernel_h * shape.kernel_w;
-  const int team =
-      work >= (int64_t{1} << 15) ? static_cast<int>(std::min<int64_t>(threads, rows)) : 1;
+  const int team = work >= (int64_t{1} << 15) ? loop_team(rows, threads) : 1;
   if (team <= 1) {
     pool_any(kind, in, out, shape, 0, rows);
     return;

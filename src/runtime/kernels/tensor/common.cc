@@ -9,6 +9,8 @@
 #include <cstring>
 #include <limits>
 
+#include "runtime/intra_op_team.h"
+
 namespace cleave::shape {
 
 const std::vector<DataType> kMovableTypes = {
@@ -35,7 +37,7 @@ void parallel_ranges(int64_t total, int threads, std::size_t bytes, RangeFn fn) 
     fn(int64_t{0}, total);
     return;
   }
-#pragma omp parallel for num_threads(parts) schedule(static, 1)
+#pragma omp parallel for num_threads(loop_team(parts, threads)) schedule(static, 1)
   for (int part = 0; part < parts; ++part) {
     fn(total * part / parts, total * (part + 1) / parts);
   }

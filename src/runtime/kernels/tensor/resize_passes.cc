@@ -9,6 +9,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "runtime/intra_op_team.h"
 #include "runtime/kernels/tensor/common.h"
 
 // Every loop here must give the bits of the scalar baseline loop (the reference the tests
@@ -202,8 +203,8 @@ InnermostLoop<T> innermost_loop(const AxisTaps& taps, VectorIsa isa) {
 
 // Runs `loop` over [0, total) in `parts` contiguous ranges, one per thread.
 template <typename Pass, typename Loop>
-void split(const Pass& pass, Loop loop, int64_t total, int parts) {
-#pragma omp parallel for num_threads(parts) schedule(static, 1) if (parts > 1)
+void split(const Pass& pass, Loop loop, int64_t total, int parts, int threads) {
+#pragma omp parallel for num_threads(loop_team(parts, threads)) schedule(static, 1) if (parts > 1)
   for (int part = 0; part < parts; ++part) {
     loop(pass, total * part / parts, total * (part + 1) / parts);
   }
@@ -221,16 +222,16 @@ void interpolate_dim(const ResizeDim& dim, std::span<const int64_t> shape, std::
     InnermostPass<T> pass{&taps, in, dim.out, source, target};
     int parts = parallel ? static_cast<int>(std::min<int64_t>(threads, outer)) : 1;
     if (taps.taps == 2) {
-      split(pass, innermost_loop<T, 2>(taps, isa), outer, parts);
+      split(pass, innermost_loop<T, 2>(taps, isa), outer, parts, threads);
     } else {
-      split(pass, innermost_loop<T, 4>(taps, isa), outer, parts);
+      split(pass, innermost_loop<T, 4>(taps, isa), outer, parts, threads);
     }
     return;
   }
   RowPass<T> pass{&taps, in, dim.out, inner, source, target, dim.like_innermost};
   int64_t rows = outer * dim.out;
   int parts = parallel ? static_cast<int>(std::min<int64_t>(threads, rows)) : 1;
-  split(pass, row_loop<T>(isa), rows, parts);
+  split(pass, row_loop<T>(isa), rows, parts, threads);
 }
 
 }  // namespace
