@@ -2,7 +2,9 @@
 # On a lent many-core machine: what `cleave run --threads T` actually ran with (threads taken, the
 # host load it saw, the spin count, the layout family) under the default wait policy and with each
 # of cleave's adaptive choices switched off; with OLD=another cleave binary, that one against this
-# one instead, alternating, twice each. Usage there, after hybrid.sh's refill of /tmp/corpus:
+# one instead, alternating, twice each; with PLANS=1, `cleave run --threads T` against the same
+# model run through a sequential plan of 1 worker x T threads (the task executor that `bench
+# --families` times), alternating, twice each. Usage there, after hybrid.sh's refill of /tmp/corpus:
 #   MODELS="googlenet rwnn" THREADS="8 16" [OLD=path] bash bench/device/threads_probe.sh
 set -uo pipefail
 out=${OUT:-/tmp/cleave-device-out}
@@ -33,17 +35,26 @@ for m in ${MODELS:-googlenet rwnn}; do
   for t in ${THREADS:-8 16}; do
     variants=(default spin fixed spin+fixed)
     [[ -n "${OLD:-}" ]] && variants=(old new old2 new2)
+    if [[ -n "${PLANS:-}" ]]; then
+      variants=(run plan run2 plan2)
+      "$cleave" plan "/tmp/corpus/$m.onnx" --strategy sequential --workers 1 \
+        --threads-per-worker "$t" -o "/tmp/seq_${m}_$t.json" >/dev/null 2>&1
+    fi
     for variant in "${variants[@]}"; do
       env=()
       binary=$cleave
       case $variant in
         old*) binary=$OLD ;;
+        plan*) env=(CLEAVE_FIXED_THREADS=1) ;;
+        run*) env=(CLEAVE_FIXED_THREADS=1) ;;
         spin) env=(GOMP_SPINCOUNT=300000) ;;
         fixed) env=(CLEAVE_FIXED_THREADS=1) ;;
         spin+fixed) env=(GOMP_SPINCOUNT=300000 CLEAVE_FIXED_THREADS=1) ;;
       esac
       f="$out/probe_${m}_t${t}_${variant}.json"
-      env "${env[@]}" timeout 60 "$binary" run "/tmp/corpus/$m.onnx" "${feed[@]}" --threads "$t" \
+      how=(--threads "$t")
+      [[ $variant == plan* ]] && how=(--plan "/tmp/seq_${m}_$t.json")
+      env "${env[@]}" timeout 60 "$binary" run "/tmp/corpus/$m.onnx" "${feed[@]}" "${how[@]}" \
         --warmup 5 --repeat 20 --json >"$f" 2>"$out/probe.err" && summary "$f" "$m" "$t" "$variant" ||
         { echo "failed: $m T$t $variant"; tail -3 "$out/probe.err"; }
     done
