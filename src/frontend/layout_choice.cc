@@ -50,7 +50,10 @@ constexpr int kCacheVersion = 9;
 // each other family's rounds in turn with its share of the time: with every family's alive at once,
 // fcn_resnet50's first run grew by 589 MiB, its Winograd and channels-last copies of the weights
 // together; one at a time, by 451 (ONNX Runtime's peak: 450). Each round holds blocked's time and
-// one other family's.
+// one other family's. Gemm and MatMul read their weights as loaded (pack_product_weights): they
+// compute alike in every family, and the loaded bytes stay alive beside the rounds for the
+// executor that runs afterwards, so a packed copy held them twice (vgg11's first run peaked at
+// 1216 MiB, its classifier's 472 MiB loaded and packed; ONNX Runtime's peak: 1000).
 std::vector<std::map<ConvolutionFamily, double>> time_in_rounds(
     const Graph& graph, ExecutorOptions options, const std::vector<ConvolutionFamily>& families,
     const std::map<std::string, Tensor>& inputs, const LayoutChoiceOptions& choice) {
@@ -58,6 +61,7 @@ std::vector<std::map<ConvolutionFamily, double>> time_in_rounds(
     if (choice.progress) choice.progress(fmt::format("layouts: preparing {}", to_string(family)));
     options.convolution_family = family;
     options.collect_stats = false;
+    options.pack_product_weights = false;
     auto executor = std::make_unique<Executor>(graph, options);
     for (int i = 0; i < choice.warmup; ++i) executor->run(inputs);
     return executor;

@@ -63,6 +63,7 @@ Executor::Executor(const Graph& graph, ExecutorOptions options)
     task.runner =
         make_runner(graph_, task.node, options_.blocked_layouts, options_.convolution_family,
                     claim_pool_.get(), options_.layout_hand_off.get());
+    task.runner->set_pack_product_weights(options_.pack_product_weights);
     task.keep.clear();
     for (ValueId output : graph_.node(task.node).outputs)
       task.keep.push_back(graph_.value(output).is_graph_output);

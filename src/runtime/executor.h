@@ -46,6 +46,11 @@ struct ExecutorOptions {
   /// graph share initializer bytes, so the memory comes back only when no other copy holds
   /// them (`cleave run` keeps none).
   bool release_packed_weights = false;
+  /// False: float Gemm and MatMul nodes read constant weights where they lie instead of packing
+  /// a copy of their own. For executors that run beside another holding the loaded bytes (the
+  /// layout choice's): a product computes alike in every convolution family, and its packed
+  /// copy doubled what it held (vgg11's classifier: 472 MiB loaded and 472 packed).
+  bool pack_product_weights = true;
   /// On a host whose cores other processes hold (claim_threads_for): this many threads share
   /// each batch-1 convolution in blocked layouts, cut into output-channel parts of 1-thread
   /// primitives that each thread claims one at a time, so that the thread that has a core takes

@@ -43,6 +43,9 @@ struct KernelContext {
   /// parts, claiming one at a time, while `threads` (then 1) runs everything else; null when
   /// off. Outlives the kernel.
   ClaimPool* claim_pool = nullptr;
+  /// ExecutorOptions::pack_product_weights: false where float Gemm/MatMul read constant
+  /// weights where they lie instead of packing a copy of their own.
+  bool pack_product_weights = true;
 
   const Tensor& input(std::size_t i) const;  ///< Throws Error naming the node if missing.
   bool has_input(std::size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }

@@ -140,7 +140,8 @@ void NodeRunner::run(const std::vector<const Tensor*>& inputs, const std::vector
                           team_,
                           blocked_outputs_allowed_,
                           convolution_family_,
-                          claim_pool_};
+                          claim_pool_,
+                          pack_product_weights_};
     try {
       const IntraOpTeamScope team(team_);
       kernel_ = info_->create(context);

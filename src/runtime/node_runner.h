@@ -41,6 +41,8 @@ class NodeRunner {
   /// Whether the node's outputs have a shape known only at run time (run_time_nodes): their
   /// buffers then come from BufferPool::acquire_run_time. Off until set.
   void set_shaped_at_run_time(bool shaped) { shaped_at_run_time_ = shaped; }
+  /// ExecutorOptions::pack_product_weights for the kernels this runner prepares. On until set.
+  void set_pack_product_weights(bool pack) { pack_product_weights_ = pack; }
 
  private:
   const Graph* graph_;
@@ -50,6 +52,7 @@ class NodeRunner {
   ConvolutionFamily convolution_family_;
   ClaimPool* claim_pool_ = nullptr;
   bool shaped_at_run_time_ = false;
+  bool pack_product_weights_ = true;
   int64_t opset_;
   int team_ = 0;
   std::unique_ptr<Kernel> kernel_;

@@ -1,7 +1,9 @@
-// One packed copy of a weight that several nodes read (a detector's head on each pyramid level).
+// One packed copy of a weight that several nodes read (a detector's head on each pyramid level),
+// and none where products read their weights as loaded (pack_product_weights).
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstddef>
 #include <string>
 
@@ -60,6 +62,44 @@ TEST(SharedPackedWeights, OutputsEqualThoseOfUnsharedCopies) {
   const auto reference = first.run(inputs);
   ASSERT_EQ(outputs.size(), 2u);
   EXPECT_TRUE(bitwise_equal({outputs[0]}, reference));
+}
+
+// A classifier's head: a Gemm of the weight as stored ([columns, inner], read transposed) and a
+// MatMul of a weight as multiplied ([inner, columns]).
+Graph products() {
+  return parse_graph(
+      fmt::format("graph main [ai.onnx=17] (%x: f32[1,96]) {{\n"
+                  "  @w: f32[80,96] = [{}]\n  @c: f32[80] = [{}]\n  @v: f32[80,24] = [{}]\n"
+                  "  %h = Gemm[transB=1](%x, @w, @c)\n  %y = MatMul(%h, @v)\n  return %y\n}}",
+                  text_numbers(80 * 96, 1), text_numbers(80, 2), text_numbers(80 * 24, 3)));
+}
+
+TEST(PackedProductWeights, ReadWhereTheyLieWhenPackingIsOff) {
+  const Graph graph = products();
+  const auto inputs = random_inputs(graph, 3);
+  const std::size_t before = packed_constant_bytes();
+  std::vector<Tensor> reference;
+  {
+    Executor packing(graph);
+    reference = packing.run(inputs);
+    ASSERT_GE(packed_constant_bytes() - before, (80u * 96 + 80 * 24) * sizeof(float))
+        << "by default the Gemm and the MatMul pack their weights";
+  }
+  ASSERT_EQ(packed_constant_bytes(), before) << "the copies went with their kernels";
+  ExecutorOptions options;
+  options.pack_product_weights = false;
+  Executor in_place(graph, options);
+  for (int run = 0; run < 2; ++run) {
+    const std::vector<Tensor> outputs = in_place.run(inputs);
+    EXPECT_EQ(packed_constant_bytes(), before) << "no copy of either weight";
+    ASSERT_EQ(outputs.size(), 1u);
+    ASSERT_EQ(outputs[0].shape(), reference[0].shape());
+    // Another kernel for the same products: equal up to the order of the sums.
+    for (int64_t i = 0; i < outputs[0].element_count(); ++i) {
+      const float want = reference[0].data<float>()[i];
+      EXPECT_NEAR(outputs[0].data<float>()[i], want, 1e-5f * (1.0f + std::fabs(want))) << i;
+    }
+  }
 }
 
 }  // namespace

@@ -62,7 +62,7 @@ class MatmulKernel : public Kernel, public PackedConstants {
                std::vector<int64_t> output_shape, int64_t reduced_size)
       : engine_(context.engine) {
     spec_.shape = std::move(output_shape);
-    const bool pack = context.constant[1] && reduced_size != 0;
+    const bool pack = context.constant[1] && reduced_size != 0 && context.pack_product_weights;
     if (pack) take_over_pack(context, operands.weights);
     if (volume(spec_.shape) == 0) {
       empty_ = true;
