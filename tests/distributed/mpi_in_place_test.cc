@@ -114,8 +114,7 @@ TEST_F(MpiInPlaceTest, ChannelsLastConcatCopiesWhatItReceives) {
   const nlohmann::json ranks = run_branches("channels-last", "", "channels_last");
   ASSERT_EQ(ranks.size(), 3u);
   EXPECT_EQ(ranks[0]["values_received_in_place_per_run"].get<double>(), 0) << ranks[0];
-  EXPECT_EQ(ranks[0]["received_bytes_copied_per_run"].get<double>(), 2 * kBranchBytes)
-      << ranks[0];
+  EXPECT_EQ(ranks[0]["received_bytes_copied_per_run"].get<double>(), 2 * kBranchBytes) << ranks[0];
 }
 
 // With in-place Concat switched off, the same run copies both received values and still
@@ -125,6 +124,22 @@ TEST_F(MpiInPlaceTest, SwitchedOffTheConcatCopiesWhatItReceives) {
   ASSERT_EQ(ranks.size(), 3u);
   EXPECT_EQ(ranks[0]["values_received_in_place_per_run"].get<double>(), 0) << ranks[0];
   EXPECT_EQ(ranks[0]["received_bytes_copied_per_run"].get<double>(), 2 * kBranchBytes) << ranks[0];
+}
+
+// A short message received in place is refused like any other: rank 1 sends one message per
+// call, so message=1 corrupts the one of the second call, which rank 0 receives into its
+// Concat's output.
+TEST_F(MpiInPlaceTest, ShortMessageReceivedInPlaceIsRefused) {
+  CommandResult ranks = mpirun(3,
+                               "run " + path("model.onnx") + " --plan " + branch_plan() +
+                                   " --layouts blocked --warmup 1 --repeat 2 --rank-timeout 5 "
+                                   "--output-dir " +
+                                   path("out"),
+                               "-x CLEAVE_FAULT=rank=1,run=0,action=short,message=1");
+  EXPECT_NE(ranks.exit_code, 0);
+  EXPECT_NE(ranks.err.find("refused the message for value"), std::string::npos) << ranks.err;
+  EXPECT_NE(ranks.err.find("the plan says"), std::string::npos) << ranks.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out")));
 }
 
 }  // namespace
