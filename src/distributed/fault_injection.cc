@@ -17,7 +17,7 @@ namespace cleave {
 namespace {
 
 constexpr const char* kFaultForm =
-    "rank=R,run=K,task=T,action=kill|stop|bad-dtype|bad-shape|short|bad-split";
+    "rank=R,run=K,task=T,action=kill|stop|bad-dtype|bad-shape|short|bad-split[,message=M]";
 
 // The whole of `value` as an integer in [0, maximum]: "1abc", "", "+1" or "1e3" are no number.
 int64_t fault_number(const std::string& text, const std::string& key, const std::string& value,
@@ -49,7 +49,7 @@ FaultInjection FaultInjection::from_environment(int this_rank) {
     const std::size_t equals = part.find('=');
     const std::string key = part.substr(0, equals);
     if (equals == std::string::npos ||
-        (key != "rank" && key != "run" && key != "task" && key != "action")) {
+        (key != "rank" && key != "run" && key != "task" && key != "action" && key != "message")) {
       throw Error(
           fmt::format("CLEAVE_FAULT '{}': bad field '{}' (expected {})", text, part, kFaultForm));
     }
@@ -60,6 +60,8 @@ FaultInjection FaultInjection::from_environment(int this_rank) {
       rank = static_cast<int>(fault_number(text, key, value, std::numeric_limits<int>::max()));
     } else if (key == "run") {
       fault.run = fault_number(text, key, value, std::numeric_limits<int64_t>::max());
+    } else if (key == "message") {
+      fault.message = fault_number(text, key, value, std::numeric_limits<int64_t>::max());
     } else if (key == "task") {
       fault.task =
           static_cast<int>(fault_number(text, key, value, std::numeric_limits<int>::max()));
@@ -87,6 +89,12 @@ void FaultInjection::before_task(int64_t current_run, int slot) const {
 
 void FaultInjection::corrupt(MessageHeader& header, std::size_t& payload_bytes) {
   if (rank < 0 || corrupted || header.run < run) return;
+  if (action == "bad-dtype" || action == "bad-shape" || action == "short") {
+    if (message > 0) {
+      --message;
+      return;
+    }
+  }
   if (action == "bad-dtype") {
     header.dtype = static_cast<int32_t>(header.dtype == static_cast<int32_t>(DataType::kInt32)
                                             ? DataType::kFloat

@@ -9,9 +9,11 @@
 
 namespace cleave {
 
-/// Read from CLEAVE_FAULT="rank=R,run=K,task=T,action=A" (tests and the fault demos only):
-/// on rank R, before its T-th task of run K, action kill raises SIGKILL and stop SIGSTOP;
-/// from run K on, the first message the rank sends gets the wrong type (bad-dtype), the wrong
+/// Read from CLEAVE_FAULT="rank=R,run=K,task=T,action=A[,message=M]" (tests and the fault
+/// demos only): on rank R, before its T-th task of run K, action kill raises SIGKILL and stop
+/// SIGSTOP; from run K on, the first message the rank sends (with message=M, the M-th after
+/// it, counted from 0 over every call of the executor: one that a later call sends, when a
+/// Concat's input is received in place) gets the wrong type (bad-dtype), the wrong
 /// shape (bad-shape) or loses its last element (short); bad-split: the split recipes of
 /// `--plan auto` reach rank R naming a layer its model lacks. A malformed variable is an Error.
 struct FaultInjection {
@@ -19,6 +21,7 @@ struct FaultInjection {
   int64_t run = 0;
   int task = 0;
   std::string action;
+  int64_t message = 0;  ///< Messages of run >= `run` sent intact before the corrupted one.
   bool corrupted = false;
 
   static FaultInjection from_environment(int this_rank);

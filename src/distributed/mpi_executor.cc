@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <map>
+#include <set>
 #include <span>
 
 #include "distributed/emulated_speed.h"
@@ -60,10 +62,14 @@ struct MpiExecutor::Impl : TaskHooks {
   std::unique_ptr<MpiHandOff> hand_off;
   std::vector<int> order;  // This rank's tasks in plan order.
   TaskLoop loop;           // Per task; only this rank's have runners and values.
-  // In-place Concat among this rank's own tasks, planned after the first run from the kernels
-  // it prepared (as the thread executors plan it); a value from another rank is copied.
+  // In-place Concat, planned after the first run from the kernels this rank prepared (as the
+  // thread executors plan it) and the layouts its messages came in: a value from another rank
+  // is received into its slice where concat_inputs_received_in_place says so.
   ConcatPlacement placement;
   bool placement_planned = false;
+  std::map<int, BufferSlot> received_slots;  // Channel to this rank -> where it is received.
+  std::set<ValueId> received_values;         // ... the values of those channels.
+  double copied_per_run = 0;  // Bytes of received values this rank's Concats copy, per run.
   BufferPool pool;
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::unique_ptr<dnnl::stream> stream;
@@ -98,10 +104,68 @@ struct MpiExecutor::Impl : TaskHooks {
     waited_too_long("the outputs of " + task_text(task), plan.worker[task], run, needed_by);
   }
 
-  // A Concat input is placed where its producer and the Concat both run here.
+  // A Concat input is placed where the Concat runs here and its producer does too, or sends
+  // it here in the layout of the first run's message.
   void plan_in_place_concats() {
-    placement = place_concat_inputs_of_tasks(graph, loop, order, plan.samples);
+    std::map<ValueId, int> channel_of;
+    for (std::size_t c = 0; c < routes.channels.size(); ++c) {
+      const Channel& channel = routes.channels[c];
+      if (channel.to == rank && channel.producer >= 0)
+        channel_of.emplace(channel.value, static_cast<int>(c));
+    }
+    placement = place_concat_inputs_of_tasks(
+        graph, loop, order, plan.samples, [&](ValueId value) -> const OutputSpec* {
+          const auto found = channel_of.find(value);
+          return found == channel_of.end() ? nullptr : hand_off->arrived_spec(found->second);
+        });
     placement_planned = true;
+    std::vector<char> made_here(graph.node_capacity(), 0);
+    for (int t : order) made_here[loop.tasks[t].node] = 1;
+    received_slots.clear();
+    received_values.clear();
+    for (std::size_t c = 0; c < routes.channels.size(); ++c) {
+      const Channel& channel = routes.channels[c];
+      if (channel.to != rank || channel.producer < 0) continue;
+      const std::optional<BufferSlot>& slot = placement.slots[channel.value];
+      if (slot && !made_here[graph.value(channel.value).producer]) {
+        received_slots.emplace(static_cast<int>(c), *slot);
+        received_values.insert(channel.value);
+      }
+    }
+    copied_per_run = concat_copies();
+  }
+
+  // Bytes of the values received from other ranks that this rank's Concats copy in one run.
+  double concat_copies() const {
+    double bytes = 0;
+    for (int t : order) {
+      const Node& node = graph.node(loop.tasks[t].node);
+      if (node.op_type != "Concat") continue;
+      for (const TaskInput& source : loop.tasks[t].sources) {
+        if (source.kind != TaskInput::Kind::kTask || plan.worker[source.task] == rank) continue;
+        const Value& value = graph.value(source.value);
+        const std::optional<BufferSlot>& mine = placement.slots[source.value];
+        const std::optional<BufferSlot>& whole = placement.slots[node.outputs[0]];
+        if (placement_planned && received_values.count(source.value) && mine && whole &&
+            mine->root == whole->root)
+          continue;  // Received into this Concat's output (or the one it is a view of).
+        if (value.shape.is_static()) bytes += plain_byte_size(value.dtype, value.shape.sizes());
+      }
+    }
+    return bytes;
+  }
+
+  // Where this run receives the values placed in a Concat's output: their roots' buffers,
+  // acquired now for the run.
+  std::map<int, ReceivePlace> receive_places() {
+    std::map<int, ReceivePlace> places;
+    for (const auto& [channel, slot] : received_slots) {
+      const Channel& c = routes.channels[channel];
+      std::shared_ptr<Buffer>& root = loop.shared[static_cast<std::size_t>(c.sample)][slot.root];
+      if (!root) root = pool.acquire(placement.root_bytes[slot.root]);
+      places[channel] = ReceivePlace{root, slot.byte_offset, *hand_off->arrived_spec(channel)};
+    }
+    return places;
   }
 
   void before_task(int position) override { fault.before_task(current_run, position); }
@@ -341,18 +405,18 @@ std::vector<std::vector<Tensor>> MpiExecutor::run(const std::vector<SampleInputs
       if (s.rank == 0) s.gather_outputs(run - s.options.window);
       std::span<const SampleInputs> run_inputs;
       if (s.rank == 0) run_inputs = std::span(inputs).subspan(run * per_run, per_run);
-      s.hand_off->begin_run(run);
+      if (!s.placement.empty()) {
+        s.loop.placement = &s.placement;
+        s.loop.shared.assign(static_cast<std::size_t>(per_run),
+                             std::vector<std::shared_ptr<Buffer>>(s.graph.value_capacity()));
+      }
+      s.hand_off->begin_run(run, s.receive_places());
       if (s.rank == 0) {
         s.pending.push_back(PendingRun{run, Clock::now(), {}, {}, 0, false});
         s.hand_off->publish_inputs(run, run_inputs);
       }
       reset_reads(s.loop);
       for (int t : s.order) s.loop.tasks[t].outputs.clear();
-      if (!s.placement.empty()) {
-        s.loop.placement = &s.placement;
-        s.loop.shared.assign(static_cast<std::size_t>(per_run),
-                             std::vector<std::shared_ptr<Buffer>>(s.graph.value_capacity()));
-      }
       s.run_tasks(run, run_inputs, stream_start, events);
       s.pace.settle();
       if (s.rank == 0) s.assemble_outputs(s.pending.back(), run_inputs);
@@ -368,11 +432,15 @@ std::vector<std::vector<Tensor>> MpiExecutor::run(const std::vector<SampleInputs
     throw;
   }
   finish();
+  // This call's Concats copied with the placement they ran with.
+  stats_.received_bytes_copied = s.placement_planned ? s.copied_per_run : s.concat_copies();
   if (!s.placement_planned) {
     s.plan_in_place_concats();
     stats_.concat_inputs_in_place = s.placement.values_in_place;
   }
   const Traffic& traffic = s.hand_off->traffic();
+  stats_.values_received_in_place =
+      static_cast<double>(traffic.received_in_place) / static_cast<double>(runs);
   stats_.bytes_sent = traffic.bytes_sent;
   stats_.bytes_received = traffic.bytes_received;
   stats_.messages_sent = traffic.messages_sent;

@@ -21,6 +21,38 @@ std::chrono::steady_clock::time_point deadline_in(double seconds) {
          std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
+struct Block {
+  const void* address = nullptr;
+  std::size_t bytes = 0;
+};
+
+// One message over blocks of memory anywhere (addressed from MPI_BOTTOM), so that MPI sends
+// from or receives into them where they are instead of through one contiguous copy.
+MPI_Datatype blocks_type(std::initializer_list<Block> blocks, const std::string& what) {
+  std::vector<int> lengths;
+  std::vector<MPI_Aint> addresses;
+  for (const Block& block : blocks) {
+    if (block.bytes == 0) continue;
+    MPI_Aint address = 0;
+    MPI_Get_address(block.address, &address);
+    lengths.push_back(static_cast<int>(block.bytes));
+    addresses.push_back(address);
+  }
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  int code = MPI_Type_create_hindexed(static_cast<int>(lengths.size()), lengths.data(),
+                                      addresses.data(), MPI_BYTE, &type);
+  if (code == MPI_SUCCESS) code = MPI_Type_commit(&type);
+  if (code != MPI_SUCCESS) {
+    throw Error(
+        fmt::format("could not describe the message of {} to MPI: {}", what, mpi_error_text(code)));
+  }
+  return type;
+}
+
+std::size_t spec_bytes(const OutputSpec& spec) {
+  return spec.layout ? spec.layout->get_size() : plain_byte_size(spec.dtype, spec.shape);
+}
+
 }  // namespace
 
 MpiHandOff::MpiHandOff(const MpiRoutes& routes, std::vector<int> worker, std::vector<int> outputs,
@@ -49,6 +81,7 @@ MpiHandOff::MpiHandOff(const MpiRoutes& routes, std::vector<int> worker, std::ve
   }
   local_.assign(worker_.size(), nullptr);
   local_run_.assign(worker_.size(), -1);
+  arrived_.resize(routes_.channels.size());
 }
 
 MpiHandOff::~MpiHandOff() {
@@ -56,17 +89,37 @@ MpiHandOff::~MpiHandOff() {
 }
 
 void MpiHandOff::begin_run(int64_t run) {
+  begin_run(run, {});
+}
+
+void MpiHandOff::begin_run(int64_t run, const std::map<int, ReceivePlace>& places) {
   stopped_ = false;
   RunState& state = runs_[run];
   state.receives.assign(receive_channels_.size(), Receive());
   for (std::size_t i = 0; i < receive_channels_.size(); ++i) {
     const Channel& channel = routes_.channels[receive_channels_[i]];
-    const std::size_t bytes =
-        kMessagePrefixBytes + payload_capacity(channel.expect.dtype, channel.expect.shape);
+    const std::size_t capacity = payload_capacity(channel.expect.dtype, channel.expect.shape);
     Receive& receive = state.receives[i];
-    receive.buffer = pool_.acquire(bytes);
-    int code = MPI_Irecv(receive.buffer->data(), static_cast<int>(bytes), MPI_BYTE, channel.from,
-                         receive_channels_[i], comm_, &receive.request);
+    int code = MPI_SUCCESS;
+    const auto place = places.find(receive_channels_[i]);
+    if (place == places.end()) {
+      receive.buffer = pool_.acquire(kMessagePrefixBytes + capacity);
+      code = MPI_Irecv(receive.buffer->data(), static_cast<int>(kMessagePrefixBytes + capacity),
+                       MPI_BYTE, channel.from, receive_channels_[i], comm_, &receive.request);
+    } else {
+      // The payload lands in its place; whatever a wrong message holds beyond the planned
+      // bytes (up to any layout's) lands after the header, so it is refused, not truncated.
+      receive.place = place->second;
+      const std::size_t bytes = spec_bytes(receive.place->spec);
+      const std::size_t overflow = capacity > bytes ? capacity - bytes : 0;
+      receive.buffer = pool_.acquire(kMessagePrefixBytes + overflow);
+      receive.type = blocks_type({{receive.buffer->data(), kMessagePrefixBytes},
+                                  {receive.place->buffer->data() + receive.place->offset, bytes},
+                                  {receive.buffer->data() + kMessagePrefixBytes, overflow}},
+                                 channel.expect.what);
+      code = MPI_Irecv(MPI_BOTTOM, 1, receive.type, channel.from, receive_channels_[i], comm_,
+                       &receive.request);
+    }
     if (code != MPI_SUCCESS) {
       throw Error(fmt::format("could not post the receive of {}: {}", channel.expect.what,
                               mpi_error_text(code)));
@@ -112,20 +165,23 @@ void MpiHandOff::send(int channel_index, int64_t run, const Tensor& value) {
   }
   std::size_t payload = header.payload_bytes;
   fault_.corrupt(header, payload);
+  payload = std::min<std::size_t>(payload, value.byte_size());
   const std::size_t bytes = kMessagePrefixBytes + payload;
   PendingSend pending;
   pending.run = run;
   pending.channel = channel_index;
-  pending.buffer = pool_.acquire(bytes);
-  std::memcpy(pending.buffer->data(), &header, sizeof header);
+  pending.header = pool_.acquire(kMessagePrefixBytes);
+  std::memcpy(pending.header->data(), &header, sizeof header);
   if (value.is_blocked()) {
-    std::memcpy(pending.buffer->data() + sizeof header, &value.layout()->data,
+    std::memcpy(pending.header->data() + sizeof header, &value.layout()->data,
                 sizeof(dnnl_memory_desc_t));
   }
-  std::memcpy(pending.buffer->data() + kMessagePrefixBytes, value.raw(),
-              std::min<std::size_t>(payload, value.byte_size()));
-  int code = MPI_Isend(pending.buffer->data(), static_cast<int>(bytes), MPI_BYTE, channel.to,
-                       channel_index, comm_, &pending.request);
+  // Every reading rank's message reads the value's own bytes: no copy, however many read it.
+  pending.value = value;
+  MPI_Datatype type = blocks_type(
+      {{pending.header->data(), kMessagePrefixBytes}, {value.raw(), payload}}, channel.expect.what);
+  int code = MPI_Isend(MPI_BOTTOM, 1, type, channel.to, channel_index, comm_, &pending.request);
+  MPI_Type_free(&type);  // Freed once the send is done with it.
   if (code != MPI_SUCCESS) {
     throw Error(fmt::format("could not send {} to rank {}: {}", channel.expect.what, channel.to,
                             mpi_error_text(code)));
@@ -167,7 +223,12 @@ void MpiHandOff::accept(int64_t run, Receive& receive, int channel_index,
                         const MPI_Status& status) {
   const Channel& channel = routes_.channels[channel_index];
   int count = 0;
-  MPI_Get_count(&status, MPI_BYTE, &count);
+  if (receive.type != MPI_DATATYPE_NULL) {
+    MPI_Get_elements(&status, receive.type, &count);  // Bytes, over all the blocks.
+    MPI_Type_free(&receive.type);
+  } else {
+    MPI_Get_count(&status, MPI_BYTE, &count);
+  }
   MessageHeader header;
   std::memcpy(&header, receive.buffer->data(),
               std::min<std::size_t>(sizeof header, receive.buffer->size()));
@@ -177,12 +238,35 @@ void MpiHandOff::accept(int64_t run, Receive& receive, int channel_index,
   std::memcpy(&layout, receive.buffer->data() + sizeof header, sizeof layout);
   std::optional<dnnl::memory::desc> blocked =
       check_message(header, static_cast<std::size_t>(count), expect, &layout);
-  receive.value = Tensor::view(expect.dtype, expect.shape, receive.buffer, kMessagePrefixBytes);
+  if (receive.place) {
+    const OutputSpec& planned = receive.place->spec;
+    if (blocked.has_value() != planned.layout.has_value() ||
+        (blocked && *blocked != *planned.layout)) {
+      throw Error(fmt::format(
+          "refused the message for {} (channel {}, run {}): it came in another layout than the "
+          "first run's, for which its slice of a Concat's output was planned",
+          expect.what, expect.channel, expect.run));
+    }
+    receive.value =
+        Tensor::view(expect.dtype, expect.shape, receive.place->buffer, receive.place->offset);
+    receive.place.reset();
+    ++traffic_.received_in_place;
+    traffic_.bytes_received_in_place += static_cast<double>(count - kMessagePrefixBytes);
+  } else {
+    receive.value = Tensor::view(expect.dtype, expect.shape, receive.buffer, kMessagePrefixBytes);
+  }
   if (blocked) receive.value.set_layout(*blocked);
+  if (!arrived_[channel_index])
+    arrived_[channel_index] = OutputSpec{expect.dtype, expect.shape, blocked};
   receive.buffer.reset();
   receive.done = true;
   traffic_.bytes_received += count;
   ++traffic_.messages_received;
+}
+
+const OutputSpec* MpiHandOff::arrived_spec(int channel) const {
+  const std::optional<OutputSpec>& spec = arrived_[static_cast<std::size_t>(channel)];
+  return spec ? &*spec : nullptr;
 }
 
 bool MpiHandOff::wait_for(int64_t run, int channel, double timeout_seconds) {
@@ -285,6 +369,7 @@ void MpiHandOff::cancel(RunState& state) {
       MPI_Cancel(&receive.request);
       MPI_Request_free(&receive.request);
     }
+    if (receive.type != MPI_DATATYPE_NULL) MPI_Type_free(&receive.type);
   }
 }
 

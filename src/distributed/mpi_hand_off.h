@@ -7,6 +7,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "distributed/mpi_routes.h"
 #include "runtime/buffer_pool.h"
 #include "runtime/executor_interface.h"
+#include "runtime/kernel.h"
 #include "runtime/value_hand_off.h"
 
 namespace cleave {
@@ -25,14 +27,28 @@ struct Traffic {
   double bytes_received = 0;
   int64_t messages_sent = 0;
   int64_t messages_received = 0;
+  /// Values received straight into their Concat's output (ReceivePlace), and their bytes.
+  int64_t received_in_place = 0;
+  double bytes_received_in_place = 0;
+};
+
+/// Where a value from another rank is received: `bytes` at `offset` of `buffer` (its slice of a
+/// Concat's output, task_concat_placement.h), in `spec`'s layout, instead of a buffer of its own.
+struct ReceivePlace {
+  std::shared_ptr<Buffer> buffer;
+  std::size_t offset = 0;
+  OutputSpec spec;
 };
 
 /// ValueHandOff across ranks (runtime/value_hand_off.h): publish() hands a task's outputs to
 /// later tasks of this rank in place and sends those that other ranks read, one checked message
-/// each (MPI_Isend, completed later); begin_run() posts every receive of the run (MPI_Irecv into
-/// a buffer of the size the plan says); await() waits for a remote task's messages only when a
-/// task needs them. Several runs may be in flight at once (a pipelined stream); all calls come
-/// from the rank's one MPI thread.
+/// each (MPI_Isend, completed later), its header from a buffer of its own and its payload
+/// straight from the value's bytes (one derived datatype: the value is never copied, however
+/// many ranks read it, and is held until the send completes); begin_run() posts every receive
+/// of the run (MPI_Irecv into a buffer of the size the plan says, or, for a ReceivePlace, its
+/// payload into the place); await() waits for a remote task's messages only when a task needs
+/// them. Several runs may be in flight at once (a pipelined stream); all calls come from the
+/// rank's one MPI thread.
 class MpiHandOff : public ValueHandOff {
  public:
   /// `worker[t]` is the rank that runs task t; `outputs[t]` its node's output count.
@@ -41,6 +57,8 @@ class MpiHandOff : public ValueHandOff {
   ~MpiHandOff() override;
 
   void begin_run(int64_t run) override;
+  /// As begin_run(run), the values of the channels in `places` received into their places.
+  void begin_run(int64_t run, const std::map<int, ReceivePlace>& places);
   void publish(int task, int64_t run, const std::vector<Tensor>& outputs) override;
   /// For a task of another rank, waits (at most `timeout_seconds`) for its messages to this
   /// rank, checks each against the plan (Error naming the value and the mismatch) and points
@@ -67,11 +85,16 @@ class MpiHandOff : public ValueHandOff {
 
   const Traffic& traffic() const { return traffic_; }
   void reset_traffic() { traffic_ = Traffic(); }
+  /// The type, shape and layout of the first value that came on `channel` to this rank; null
+  /// before one came.
+  const OutputSpec* arrived_spec(int channel) const;
 
  private:
   struct Receive {
     MPI_Request request = MPI_REQUEST_NULL;
-    std::shared_ptr<Buffer> buffer;
+    std::shared_ptr<Buffer> buffer;  // The whole message, or (placed) its header and overflow.
+    std::optional<ReceivePlace> place;
+    MPI_Datatype type = MPI_DATATYPE_NULL;  // Placed: header, place, overflow.
     Tensor value;
     bool done = false;
   };
@@ -83,7 +106,8 @@ class MpiHandOff : public ValueHandOff {
     int64_t run = 0;
     int channel = -1;
     MPI_Request request = MPI_REQUEST_NULL;
-    std::shared_ptr<Buffer> buffer;
+    std::shared_ptr<Buffer> header;  // Header and layout.
+    Tensor value;                    // Holds the payload's bytes until the send completes.
   };
 
   void send(int channel, int64_t run, const Tensor& value);
@@ -102,8 +126,9 @@ class MpiHandOff : public ValueHandOff {
   std::vector<int> receive_channels_;  // Channels to this rank, in channel order.
   std::vector<int> receive_slot_;      // Per channel: index in receive_channels_, or -1.
   std::set<int> kept_;                 // Rank 0: channels that carry graph outputs.
-  std::vector<const std::vector<Tensor>*> local_;  // Per task of this rank: its published outputs.
-  std::vector<int64_t> local_run_;                 // ... of this run (-1: none yet).
+  std::vector<std::optional<OutputSpec>> arrived_;  // Per channel: its first value here.
+  std::vector<const std::vector<Tensor>*> local_;   // Per task of this rank: its published outputs.
+  std::vector<int64_t> local_run_;                  // ... of this run (-1: none yet).
   std::map<int64_t, RunState> runs_;
   std::deque<PendingSend> sends_;
   BufferPool pool_;

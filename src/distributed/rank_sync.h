@@ -70,10 +70,12 @@ struct RankFigures {
   double traced_seconds = 0;
   double released_weight_bytes = 0;
   double threads = 0;
-  double host_other_runnable = -1;    ///< Threads of other processes seen; -1: not sampled.
-  double concat_inputs_in_place = 0;  ///< Of this rank's own tasks (MpiExecutor).
-  double emulated_speed = 1;          ///< CLEAVE_EMULATED_SPEEDS's entry for the rank.
-  double emulated_pause_seconds = 0;  ///< Per run of the executor.
+  double host_other_runnable = -1;      ///< Threads of other processes seen; -1: not sampled.
+  double concat_inputs_in_place = 0;    ///< Of this rank's own tasks (MpiExecutor).
+  double emulated_speed = 1;            ///< CLEAVE_EMULATED_SPEEDS's entry for the rank.
+  double emulated_pause_seconds = 0;    ///< Per run of the executor.
+  double values_received_in_place = 0;  ///< Per run: into a Concat's output (MpiExecutor).
+  double received_bytes_copied = 0;     ///< Per run: received values a Concat copied.
   char host[64] = {};
 };
 

@@ -9,6 +9,7 @@
 
 #include "cost/hand_off_calibration.h"
 #include "frontend/layout_choice.h"
+#include "runtime/concat_placement.h"
 #include "runtime/pinning.h"
 #include "support/cpu_quota.h"
 
@@ -126,7 +127,9 @@ TaskGraph task_graph_for(const Graph& graph, const CostTable& costs, const Machi
     task.weight_bytes = costs.nodes[id].weight_bytes;
     if (values == ModelValues::kFromRank0) {
       add_model_values(graph, node, task);
-      task.copies_remote_inputs = node.op_type == "Concat";
+      // The MPI executor receives some Concats' inputs in place; the others it copies.
+      task.copies_remote_inputs =
+          node.op_type == "Concat" && !concat_inputs_received_in_place(graph, node);
     }
     task_of[id] = static_cast<int>(tasks.tasks.size());
     tasks.tasks.push_back(std::move(task));

@@ -48,7 +48,8 @@ enum class ModelValues {
 /// analytical costs, a device that declares a roofline gets its own roofline's time instead);
 /// edges are the graph's dependences, output bytes the node's outputs. With kFromRank0 each
 /// task lists the model inputs it reads and outputs it produces (Task::model_inputs), and a
-/// Concat copies its inputs from other ranks (Task::copies_remote_inputs).
+/// Concat that does not receive its inputs from other ranks in place
+/// (concat_inputs_received_in_place) copies them (Task::copies_remote_inputs).
 TaskGraph task_graph_for(const Graph& graph, const CostTable& costs, const Machine& machine,
                          ModelValues values = ModelValues::kShared);
 

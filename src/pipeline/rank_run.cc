@@ -186,6 +186,8 @@ RankFigures rank_figures(const MpiSession& mpi, const Prepared& prepared) {
   figures.threads = prepared.part->threads().threads;
   figures.concat_inputs_in_place = mine.concat_inputs_in_place;
   figures.emulated_speed = mine.emulated_speed;
+  figures.values_received_in_place = mine.values_received_in_place;
+  figures.received_bytes_copied = mine.received_bytes_copied;
   figures.emulated_pause_seconds =
       mine.emulated_pause_seconds / static_cast<double>(std::max<int64_t>(1, mine.runs));
   figures.host_other_runnable =
@@ -269,6 +271,8 @@ nlohmann::json run_report(const RankRunSettings& settings, const MpiSession& mpi
          {"traced_ms", f.traced_seconds * 1e3},
          {"threads", f.threads},
          {"concat_inputs_in_place", f.concat_inputs_in_place},
+         {"values_received_in_place_per_run", f.values_received_in_place},
+         {"received_bytes_copied_per_run", f.received_bytes_copied},
          {"emulated_speed", f.emulated_speed},
          {"emulated_pause_ms_per_run", f.emulated_pause_seconds * 1e3},
          {"host_other_runnable",

@@ -45,6 +45,8 @@ struct Task {
   /// A Concat: where message ends are priced (Machine::endpoint_bandwidth), each input from
   /// another worker is copied into its output, at the end's rate, while inputs made on its own
   /// worker are produced in place there (runtime/task_concat_placement.h) and cost nothing.
+  /// False for a Concat whose inputs from other ranks are received in place too
+  /// (concat_inputs_received_in_place, runtime/concat_placement.h).
   bool copies_remote_inputs = false;
 };
 

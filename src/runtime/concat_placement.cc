@@ -127,8 +127,9 @@ bool concat_in_place_enabled() {
                   text));
 }
 
-ConcatPlacement place_concat_inputs(const Graph& graph,
-                                    const std::function<const OutputSpec*(ValueId)>& spec_of) {
+ConcatPlacement place_concat_inputs(
+    const Graph& graph, const std::function<const OutputSpec*(ValueId)>& spec_of,
+    const std::function<bool(const Node& concat, ValueId input)>& may_place) {
   std::vector<std::optional<Placed>> placed(graph.value_capacity());
   if (!concat_in_place_enabled()) {
     ConcatPlacement none;
@@ -141,6 +142,7 @@ ConcatPlacement place_concat_inputs(const Graph& graph,
     const Node& node = graph.node(*it);
     if (node.op_type != "Concat" || node.outputs.size() != 1) continue;  // Before spec_of: cheap.
     ValueId output = node.outputs[0];
+    if (may_place && !may_place(node, output)) continue;
     const OutputSpec* whole = spec_of(output);
     if (!whole) continue;
     const std::optional<int> axis = concat_axis(node, *whole);
@@ -155,6 +157,7 @@ ConcatPlacement place_concat_inputs(const Graph& graph,
     }
     for (const Part& part : *parts) {
       if (placed[part.value]) continue;  // Already inside a later Concat: this one copies it.
+      if (may_place && !may_place(node, part.value)) continue;
       const OutputSpec* spec = spec_of(part.value);
       if (!spec || spec->alias_of >= 0) continue;  // Not a buffer a kernel fills.
       placed[part.value] = Placed{output, *axis, part.offset, part.byte_offset};
@@ -183,6 +186,34 @@ ConcatPlacement place_concat_inputs(const Graph& graph,
     ++placement.values_in_place;
   }
   return placement;
+}
+
+bool concat_inputs_received_in_place(const Graph& graph, const Node& node) {
+  // Channel blocks hold at most 16 channels: a slice that starts and (unless last) ends on a
+  // multiple of 16 is whole blocks, as in a plain layout it is whole rows.
+  constexpr int64_t kWidestBlock = 16;
+  const bool standard = node.domain.empty() || node.domain == "ai.onnx";
+  if (!standard || node.op_type != "Concat" || node.outputs.size() != 1) return false;
+  const Value& output = graph.value(node.outputs[0]);
+  if (output.dtype != DataType::kFloat || !output.shape.is_static()) return false;
+  const std::vector<int64_t> dims = output.shape.sizes();
+  const auto rank = static_cast<int64_t>(dims.size());
+  int64_t axis = node.int_attribute("axis", 0);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return false;
+  for (int64_t d = 0; d < axis; ++d) {
+    if (dims[static_cast<std::size_t>(d)] != 1) return false;
+  }
+  for (std::size_t index = 0; index < node.inputs.size(); ++index) {
+    if (node.inputs[index] == kNoValue) return false;
+    const Value& input = graph.value(node.inputs[index]);
+    if (input.dtype != DataType::kFloat || !input.shape.is_static()) return false;
+    const std::vector<int64_t> part = input.shape.sizes();
+    if (part.size() != dims.size()) return false;
+    const bool last = index + 1 == node.inputs.size();
+    if (!last && part[static_cast<std::size_t>(axis)] % kWidestBlock != 0) return false;
+  }
+  return true;
 }
 
 std::optional<std::vector<std::optional<std::size_t>>> concat_input_offsets(

@@ -39,8 +39,23 @@ struct ConcatPlacement {
 ///
 /// $CLEAVE_CONCAT_IN_PLACE=0 places nothing (every Concat copies), for measuring what placing
 /// saves; a value other than 0 or 1 throws Error naming the variable (concat_in_place_enabled).
-ConcatPlacement place_concat_inputs(const Graph& graph,
-                                    const std::function<const OutputSpec*(ValueId)>& spec_of);
+///
+/// `may_place(concat, value)`, when given, may keep an input of that Concat from being placed
+/// (its bytes still count for whether the others are contiguous; the Concat copies it), or,
+/// asked with the Concat's own output, the Concat from holding any (a Concat another process
+/// runs).
+ConcatPlacement place_concat_inputs(
+    const Graph& graph, const std::function<const OutputSpec*(ValueId)>& spec_of,
+    const std::function<bool(const Node& concat, ValueId input)>& may_place = {});
+
+/// Whether Concat `node` receives its inputs made on another MPI rank straight into their
+/// slices of its output instead of copying them there: a float Concat of static shapes with
+/// one outer index (every dim before the axis is 1) whose inputs before the last each span a
+/// multiple of 16 along the axis, so that each is one contiguous run of the output in plain
+/// and in channel-blocked layouts alike. The one answer of the MPI executor (which places
+/// such inputs, task_concat_placement.h) and of the simulator's price of a Concat's copies
+/// (Task::copies_remote_inputs).
+bool concat_inputs_received_in_place(const Graph& graph, const Node& node);
 
 /// Where each input of Concat `node` starts inside its output `whole`, in bytes, when every
 /// input is one contiguous run of the output in the output's layout: what place_concat_inputs

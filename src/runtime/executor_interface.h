@@ -41,6 +41,10 @@ struct RunStats {
   double bytes_received = 0;
   int64_t messages_sent = 0;
   int64_t messages_received = 0;
+  /// Per run of the MPI executor's last call of run(), of the values received: those received
+  /// straight into a Concat's output, and the bytes of those a Concat copied into its output.
+  double values_received_in_place = 0;
+  double received_bytes_copied = 0;
   /// Rank 0 of the MPI executor: per sample of the last call, seconds from the start of its
   /// run until rank 0 held all its outputs.
   std::vector<double> sample_seconds;

@@ -2,6 +2,7 @@
 // executors.
 #pragma once
 
+#include <functional>
 #include <span>
 
 #include "ir/graph.h"
@@ -11,10 +12,14 @@
 namespace cleave {
 
 /// place_concat_inputs over the kernels that the last run of `loop` prepared, for the values
-/// made by the tasks in `tasks` (the executor's own; a value made elsewhere, such as on another
-/// rank, is not placed, and so neither is its Concat). A node run by several tasks of one of
+/// made by the tasks in `tasks` (the executor's own). A node run by several tasks of one of
 /// the `samples` samples (a cloned producer) is left out: its copies would write one slice.
-ConcatPlacement place_concat_inputs_of_tasks(const Graph& graph, const TaskLoop& loop,
-                                             std::span<const int> tasks, int samples);
+///
+/// A value made elsewhere (on another rank) is placed only where `received` gives its spec as
+/// it arrives (the MPI executor: the first run's message) and its Concat receives such values
+/// in place (concat_inputs_received_in_place); without `received` it is not placed.
+ConcatPlacement place_concat_inputs_of_tasks(
+    const Graph& graph, const TaskLoop& loop, std::span<const int> tasks, int samples,
+    const std::function<const OutputSpec*(ValueId)>& received = {});
 
 }  // namespace cleave

@@ -154,5 +154,27 @@ TEST(FaultInjectionTest, CorruptsOnlyTheNamedRankOnce) {
   EXPECT_EQ(second.dtype, static_cast<int32_t>(DataType::kFloat));
 }
 
+// message=M lets M messages of run >= K pass before the one it corrupts.
+TEST(FaultInjectionTest, MessageCountsTheMessagesLeftIntact) {
+  setenv("CLEAVE_FAULT", "rank=1,run=1,action=short,message=2", 1);
+  FaultInjection named = FaultInjection::from_environment(1);
+  unsetenv("CLEAVE_FAULT");
+  std::vector<int64_t> shape = {2};
+  std::size_t cut[5] = {8, 8, 8, 8, 8};
+  const int64_t runs[5] = {0, 1, 1, 2, 2};
+  for (int i = 0; i < 5; ++i) {
+    MessageHeader header = make_header(0, runs[i], DataType::kFloat, shape);
+    named.corrupt(header, cut[i]);
+  }
+  EXPECT_EQ(cut[0], 8u);  // Run 0: before run 1.
+  EXPECT_EQ(cut[1], 8u);
+  EXPECT_EQ(cut[2], 8u);
+  EXPECT_EQ(cut[3], 4u);  // The third message of run >= 1.
+  EXPECT_EQ(cut[4], 8u);
+  setenv("CLEAVE_FAULT", "rank=1,action=short,message=x", 1);
+  EXPECT_THROW(FaultInjection::from_environment(1), Error);
+  unsetenv("CLEAVE_FAULT");
+}
+
 }  // namespace
 }  // namespace cleave

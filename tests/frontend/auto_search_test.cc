@@ -2,6 +2,7 @@
 // hybrid threads, memory, data parallelism, plan files and planning time.
 #include "frontend/auto_search.h"
 
+#include <fmt/core.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -374,23 +375,30 @@ TEST(AutoSearch, OnRanksEachTaskListsTheModelValuesRankZeroSendsOrGets) {
   EXPECT_EQ(producers, 1);
 }
 
-TEST(AutoSearch, OnRanksAConcatCopiesItsInputsFromOtherRanks) {
-  // The MPI executor makes a Concat's inputs in place only on its own rank; on threads every
-  // worker shares the output, and nothing is flagged.
-  const Graph graph = parse_graph(R"(graph g (%x: f32[1,64]) {
-  %a = Relu(%x)
-  %b = Sigmoid(%x)
-  %y = Concat[axis=1](%a, %b)
+TEST(AutoSearch, OnRanksAConcatCopiesItsInputsFromOtherRanksUnlessReceivedInPlace) {
+  // The MPI executor receives a Concat's inputs from other ranks into its output where each
+  // is one contiguous run of it (concat_inputs_received_in_place: 64 + 64 channels of batch 1),
+  // else copies them (8 + 8: the second would start inside a 16-channel block); on threads
+  // every worker shares the output, and nothing is flagged.
+  for (const int channels : {8, 64}) {
+    const Graph graph = parse_graph(fmt::format(R"(graph g (%x: f32[1,{0}]) {{
+  %a: f32[1,{0}] = Relu(%x)
+  %b: f32[1,{0}] = Sigmoid(%x)
+  %y: f32[1,{1}] = Concat[axis=1](%a, %b)
   return %y
-}
-)");
-  const CostTable costs = fixed_costs(graph, {{"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Concat", 1e-5}});
-  const TaskGraph ranks = task_graph_for(graph, costs, two_ranks(), ModelValues::kFromRank0);
-  const TaskGraph threads = task_graph_for(graph, costs, two_ranks());
-  for (std::size_t t = 0; t < ranks.tasks.size(); ++t) {
-    const bool concat = graph.node(ranks.tasks[t].node).op_type == "Concat";
-    EXPECT_EQ(ranks.tasks[t].copies_remote_inputs, concat) << ranks.tasks[t].name;
-    EXPECT_FALSE(threads.tasks[t].copies_remote_inputs) << threads.tasks[t].name;
+}}
+)",
+                                                channels, 2 * channels));
+    const CostTable costs =
+        fixed_costs(graph, {{"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Concat", 1e-5}});
+    const TaskGraph ranks = task_graph_for(graph, costs, two_ranks(), ModelValues::kFromRank0);
+    const TaskGraph threads = task_graph_for(graph, costs, two_ranks());
+    for (std::size_t t = 0; t < ranks.tasks.size(); ++t) {
+      const bool concat = graph.node(ranks.tasks[t].node).op_type == "Concat";
+      EXPECT_EQ(ranks.tasks[t].copies_remote_inputs, concat && channels == 8)
+          << ranks.tasks[t].name << " of " << channels << " channels";
+      EXPECT_FALSE(threads.tasks[t].copies_remote_inputs) << threads.tasks[t].name;
+    }
   }
 }
 

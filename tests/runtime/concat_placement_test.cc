@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -71,8 +72,9 @@ TEST(SliceByteOffset, DifferentLayoutsAreRefused) {
 // ---- place_concat_inputs on text graphs ---------------------------------------------------
 
 // Places with every node output in the plain layout its declared shape gives, and prints
-// "value -> root @ byte offset" per placed value.
-std::string placements(const char* text) {
+// "value -> root @ byte offset" per placed value; `may_place` as place_concat_inputs's.
+std::string placements(const char* text,
+                       const std::function<bool(const Node&, ValueId)>& may_place = {}) {
   Graph graph = parse_graph(text);
   std::map<ValueId, OutputSpec> specs;
   for (NodeId node : graph.node_ids()) {
@@ -83,10 +85,14 @@ std::string placements(const char* text) {
       specs[output] = spec;
     }
   }
-  ConcatPlacement placement = place_concat_inputs(graph, [&](ValueId value) {
-    auto it = specs.find(value);
-    return it == specs.end() ? nullptr : &it->second;
-  });
+  ConcatPlacement placement = place_concat_inputs(
+      graph,
+      [&](ValueId value) {
+        auto it = specs.find(value);
+        return it == specs.end() ? nullptr : &it->second;
+      },
+      may_place ? [&](const Node& concat, ValueId value) { return may_place(concat, value); }
+                : std::function<bool(const Node&, ValueId)>());
   std::string out;
   for (std::size_t value = 0; value < placement.slots.size(); ++value) {
     const auto& slot = placement.slots[value];
@@ -113,6 +119,69 @@ const char* kChannelJoin = R"(graph main [ai.onnx=17] (%x: f32[1,2,2,2]) {
   %cat: f32[1,4,2,2] = Concat[axis=1](%a, %b)
   return %cat
 })";
+
+// An input refused by may_place is left for the Concat to copy, the others still placed.
+TEST(ConcatPlacement, AnInputMayPlaceRefusesIsCopiedAndTheOthersPlaced) {
+  Graph names = parse_graph(kChannelJoin);
+  EXPECT_EQ(placements(kChannelJoin,
+                       [&](const Node&, ValueId value) { return names.value(value).name != "a"; }),
+            "b -> cat @32\n");
+}
+
+// Asked with the Concat's own output, may_place keeps the Concat (run elsewhere) from holding
+// any input.
+TEST(ConcatPlacement, AConcatMayPlaceRefusesHoldsNoInput) {
+  EXPECT_EQ(placements(kChannelJoin, [](const Node& concat,
+                                        ValueId value) { return value != concat.outputs[0]; }),
+            "");
+}
+
+// ---- concat_inputs_received_in_place: the one answer of the MPI executor and the simulator -
+
+bool received_in_place(const char* text) {
+  Graph graph = parse_graph(text);
+  for (NodeId node : graph.node_ids()) {
+    if (graph.node(node).op_type == "Concat")
+      return concat_inputs_received_in_place(graph, graph.node(node));
+  }
+  ADD_FAILURE() << "no Concat";
+  return false;
+}
+
+TEST(ConcatReceivedInPlace, BatchOneChannelJoinOfWholeBlocks) {
+  // 32 + 16 channels: whole 16-channel blocks, and the last input may be any size.
+  EXPECT_TRUE(received_in_place(
+      R"(graph main [ai.onnx=17] (%x: f32[1,32,2,2], %y: f32[1,16,2,2], %z: f32[1,3,2,2]) {
+  %cat: f32[1,51,2,2] = Concat[axis=1](%x, %y, %z)
+  return %cat
+})"));
+}
+
+TEST(ConcatReceivedInPlace, AnInputEndingInsideABlockCopies) {
+  // In a 16-channel blocked layout the second input would start inside a block.
+  EXPECT_FALSE(received_in_place(R"(graph main [ai.onnx=17] (%x: f32[1,8,2,2], %y: f32[1,16,2,2]) {
+  %cat: f32[1,24,2,2] = Concat[axis=1](%x, %y)
+  return %cat
+})"));
+}
+
+TEST(ConcatReceivedInPlace, BatchTwoCopies) {
+  EXPECT_FALSE(received_in_place(R"(graph main [ai.onnx=17] (%x: f32[2,16,2,2], %y: f32[2,16,2,2]) {
+  %cat: f32[2,32,2,2] = Concat[axis=1](%x, %y)
+  return %cat
+})"));
+}
+
+TEST(ConcatReceivedInPlace, NegativeAxisAndOtherTypes) {
+  EXPECT_TRUE(received_in_place(R"(graph main [ai.onnx=17] (%x: f32[1,1,16], %y: f32[1,1,5]) {
+  %cat: f32[1,1,21] = Concat[axis=-1](%x, %y)
+  return %cat
+})"));
+  EXPECT_FALSE(received_in_place(R"(graph main [ai.onnx=17] (%x: i64[1,16], %y: i64[1,16]) {
+  %cat: i64[1,32] = Concat[axis=1](%x, %y)
+  return %cat
+})"));
+}
 
 // Sets an environment variable for one scope.
 class ScopedEnvironment {
