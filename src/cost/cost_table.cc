@@ -499,8 +499,16 @@ CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
                   options.repeat, isa_cache_key(), family, options.in_context ? "v7ctx" : "v6");
   fs::path cache = fs::path(cache_directory(options)) / (key + ".json");
   ProfileCacheUse use;
-  if (std::optional<CostTable> cached = read_cached_profile(cache.string(), graph, options, use))
+  if (std::optional<CostTable> cached = read_cached_profile(cache.string(), graph, options, use)) {
+    // The host's level may have moved since the table was made, within the reuse check's
+    // tolerance or unchecked (CLEAVE_PROFILE_REUSE=always): the sequential plan timed now says
+    // by how much, and every time follows it.
+    if (options.level.enabled) {
+      check_profile_level(graph, profile_executor_options(options, options.max_threads), *cached,
+                          options.level, options.progress);
+    }
     return *cached;
+  }
   CostTable table;
   table.source = "profile";
   // The host's speed as the nodes are timed: the check's own measurement when it just made one.
