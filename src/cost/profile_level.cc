@@ -29,13 +29,15 @@ bool usable_time(double seconds) {
 
 }  // namespace
 
-bool default_level_check() {
+LevelCheck default_level_check() {
   const char* text = std::getenv("CLEAVE_PROFILE_LEVEL");
-  if (!text) return true;
+  if (!text) return LevelCheck::kReused;
   const std::string value = text;
-  if (value == "check") return true;
-  if (value == "off") return false;
-  throw Error(fmt::format("CLEAVE_PROFILE_LEVEL: expected check or off, got \"{}\"", value));
+  if (value == "check") return LevelCheck::kReused;
+  if (value == "always") return LevelCheck::kAlways;
+  if (value == "off") return LevelCheck::kOff;
+  throw Error(
+      fmt::format("CLEAVE_PROFILE_LEVEL: expected check, always or off, got \"{}\"", value));
 }
 
 void scale_cost_table(CostTable& table, double factor) {

@@ -25,16 +25,26 @@ struct ProfileLevel {
   std::string reason;                  ///< Why it was not, in words (empty when it was).
 };
 
-/// $CLEAVE_PROFILE_LEVEL: "check" (the default) or "off". Throws Error naming the variable when
-/// it is set to anything else.
-bool default_level_check();
+/// Which profiles profile_costs checks the level of.
+enum class LevelCheck {
+  kOff,     ///< "off": none; every table is used as profiled.
+  kReused,  ///< "check" (the default): a table read from the cache.
+  /// "always": a table measured by the same command too, so that its level is that of the
+  /// sequential plan timed in rounds as the benches time it, not of the profile's runs back to
+  /// back.
+  kAlways,
+};
+
+/// $CLEAVE_PROFILE_LEVEL: "check" (the default), "always" or "off". Throws Error naming the
+/// variable when it is set to anything else.
+LevelCheck default_level_check();
 
 /// How check_profile_level runs. The defaults bound it to a few runs: at least `min_rounds`,
 /// then more until about `max_seconds` of runs (a round is one untimed run and one timed, so
 /// twice its timed run is counted) or `max_rounds`.
 struct LevelCheckOptions {
-  /// Whether profile_costs checks the level ($CLEAVE_PROFILE_LEVEL, default_level_check).
-  bool enabled = default_level_check();
+  /// Which tables profile_costs checks ($CLEAVE_PROFILE_LEVEL, default_level_check).
+  LevelCheck when = default_level_check();
   int min_rounds = 3;
   int max_rounds = 5;
   double max_seconds = 0.5;

@@ -25,8 +25,8 @@ struct CostChoice {
   int threads_per_worker = 1;
   int repeat = 10;        ///< profile: timed runs per thread count.
   bool use_cache = true;  ///< profile: reuse a cached table.
-  /// profile: a reused table's level checked and scaled (profile_level.h), unless
-  /// $CLEAVE_PROFILE_LEVEL=off.
+  /// profile: the table's level checked and scaled as $CLEAVE_PROFILE_LEVEL says
+  /// (profile_level.h); false: never.
   bool level_check = true;
   std::function<void(const std::string&)> progress;  ///< May be empty.
 };

@@ -63,7 +63,7 @@ class ProfileCosts : public ::testing::Test {
     options_.reuse = ProfileReuse::kCheck;
     options_.host_conditions = [](int threads) { return ProfileConditions{1e-3, threads, 0.5}; };
     // The table as cached: a reused one's level check (profile_level_test.cc) rescales it.
-    options_.level.enabled = false;
+    options_.level.when = LevelCheck::kOff;
   }
   void TearDown() override { fs::remove_all(directory_); }
 

@@ -55,7 +55,7 @@ class ProfileCache : public ::testing::Test {
     options_.load_now = [this] { return load_now_; };
     // The reuse decision alone: a reused table's level check (profile_level_test.cc) would
     // rescale the times compared here.
-    options_.level.enabled = false;
+    options_.level.when = LevelCheck::kOff;
   }
   void TearDown() override { fs::remove_all(directory_); }
 

@@ -43,7 +43,7 @@ CostTable profiled_table() {
 class ProfileLevelCheck : public ::testing::Test {
  protected:
   void SetUp() override {
-    options_.enabled = true;
+    options_.when = LevelCheck::kReused;
     options_.time_round = [this] {
       const double seconds = times_[std::min(calls_, times_.size() - 1)];
       ++calls_;
@@ -204,14 +204,16 @@ class ProfileLevelEnvironment : public ::testing::Test {
   std::optional<std::string> saved_;
 };
 
-TEST_F(ProfileLevelEnvironment, CheckByDefaultOffWhenAsked) {
+TEST_F(ProfileLevelEnvironment, ReusedTablesByDefaultEveryTableOrNoneWhenAsked) {
   unsetenv("CLEAVE_PROFILE_LEVEL");
-  EXPECT_TRUE(default_level_check());
+  EXPECT_EQ(default_level_check(), LevelCheck::kReused);
   setenv("CLEAVE_PROFILE_LEVEL", "check", 1);
-  EXPECT_TRUE(default_level_check());
+  EXPECT_EQ(default_level_check(), LevelCheck::kReused);
+  setenv("CLEAVE_PROFILE_LEVEL", "always", 1);
+  EXPECT_EQ(default_level_check(), LevelCheck::kAlways);
   setenv("CLEAVE_PROFILE_LEVEL", "off", 1);
-  EXPECT_FALSE(default_level_check());
-  EXPECT_FALSE(LevelCheckOptions{}.enabled);
+  EXPECT_EQ(default_level_check(), LevelCheck::kOff);
+  EXPECT_EQ(LevelCheckOptions{}.when, LevelCheck::kOff);
 }
 
 TEST_F(ProfileLevelEnvironment, AnyOtherValueIsAnErrorNamingTheVariable) {
@@ -241,7 +243,7 @@ class ProfileLevelOfACachedTable : public ::testing::Test {
     options_.cores_free = [](int) { return true; };
     options_.reuse = ProfileReuse::kAlways;
     options_.host_conditions = [](int threads) { return ProfileConditions{1e-3, threads, 0.5}; };
-    options_.level.enabled = true;
+    options_.level.when = LevelCheck::kReused;
     options_.level.time_round = [this] {
       ++rounds_;
       return round_seconds_;
@@ -288,8 +290,27 @@ TEST_F(ProfileLevelOfACachedTable, AReusedTableIsScaledToTheSequentialPlanNow) {
   EXPECT_DOUBLE_EQ(cached_json()["run_seconds"][1].get<double>(), made.run_seconds[1]);
 }
 
+TEST_F(ProfileLevelOfACachedTable, AlwaysChecksATableMeasuredNowTooAndCachesItAsProfiled) {
+  options_.level.when = LevelCheck::kAlways;
+  round_seconds_ = 1.0;  // Far past any small graph's run: not applied, so the first is known.
+  const Graph graph = small_graph();
+  const CostTable made = profile_costs(graph, options_);
+  ASSERT_TRUE(made.level.has_value());
+  EXPECT_FALSE(made.level->applied);
+  EXPECT_EQ(rounds_, 3);  // 3 rounds of 2 x 1 s: past 0.5 s.
+  round_seconds_ = made.run_seconds.back() * 0.9;
+  rounds_ = 0;
+  const CostTable again = profile_costs(graph, options_);
+  ASSERT_TRUE(again.level.has_value());
+  EXPECT_TRUE(again.level->applied);
+  EXPECT_NEAR(again.level->factor, 0.9, 1e-9);
+  EXPECT_EQ(rounds_, 5);
+  // The file holds the times as profiled, not as scaled.
+  EXPECT_DOUBLE_EQ(cached_json()["run_seconds"][1].get<double>(), made.run_seconds[1]);
+}
+
 TEST_F(ProfileLevelOfACachedTable, OffLeavesAReusedTableAsProfiled) {
-  options_.level.enabled = false;
+  options_.level.when = LevelCheck::kOff;
   const Graph graph = small_graph();
   const CostTable made = profile_costs(graph, options_);
   round_seconds_ = made.run_seconds.back() * 1.2;
