@@ -135,7 +135,8 @@ struct ProfileOptions {
   double quiet_load_average = 0.5 * usable_cores();
   /// The 1-minute load average now (load_average); a test gives fixed figures.
   std::function<double()> load_now = [] { return load_average(); };
-  /// The level check of a reused table (profile_level.h; $CLEAVE_PROFILE_LEVEL).
+  /// The level check of a reused table, or of every table (profile_level.h;
+  /// $CLEAVE_PROFILE_LEVEL).
   LevelCheckOptions level;
   /// Progress lines; without it, only a cached table set aside is told (on stderr).
   std::function<void(const std::string&)> progress;

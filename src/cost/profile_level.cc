@@ -79,8 +79,8 @@ ProfileLevel check_profile_level(CostTable& table, const LevelCheckOptions& opti
       if (factor > options.max_factor || factor < 1 / options.max_factor) {
         level.reason = fmt::format(
             "measured {:.2f}x the profile's prediction, past {:.2f}x either way: the host "
-            "differs too much from when the profile was made (profile again with --no-cache, "
-            "or CLEAVE_PROFILE_REUSE=never)",
+            "differs too much from when the profile was made (CLEAVE_PROFILE_REUSE=never "
+            "profiles it again)",
             factor, options.max_factor);
       } else {
         level.factor = factor;
@@ -91,7 +91,7 @@ ProfileLevel check_profile_level(CostTable& table, const LevelCheckOptions& opti
   if (level.applied) {
     scale_cost_table(table, level.factor);
   } else if (warn) {
-    warn(fmt::format("warning: profile level not checked, table left as profiled: {}",
+    warn(fmt::format("warning: profile level not applied, table left as profiled: {}",
                      level.reason));
   }
   table.level = level;
