@@ -13,6 +13,10 @@ namespace {
 // A cached profile is reused without timing the reference kernel against the one recorded with
 // it: the tests beside this one slow that kernel at random. Tests of the check set their own.
 [[maybe_unused]] const bool kReuseProfiles = setenv("CLEAVE_PROFILE_REUSE", "always", 0) == 0;
+// Nor is a reused table scaled to the sequential plan timed now (cost/profile_level.h): beside
+// other tests that time is random, and commands compared across a test would each scale their
+// own way. Tests of the level check set their own.
+[[maybe_unused]] const bool kProfileLevelOff = setenv("CLEAVE_PROFILE_LEVEL", "off", 0) == 0;
 
 }  // namespace
 

@@ -110,6 +110,7 @@ int run_plan(const PlanSettings& settings) {
   }
   fmt::print("model       {} ({} nodes)\n", settings.model.model, graph.node_count());
   fmt::print("costs       {}\n", costs.source);
+  if (costs.level) fmt::print("level       {}\n", level_text(*costs.level));
   if (settings.explain || settings.simulate) {
     fmt::print("candidates\n{}", candidate_table_text(plan));
   } else {

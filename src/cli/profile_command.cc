@@ -42,6 +42,8 @@ int run_profile(ProfileSettings settings) {
   choice.repeat = settings.repeat;
   choice.use_cache = !settings.no_cache;
   choice.progress = log_to_stderr(true);
+  // The table as profiled (and as -o writes it), not scaled to the host's level now.
+  choice.level_check = false;
   // The family a 1-thread-per-worker plan runs in (a single-thread choice).
   choice.family = measured_family(graph, 1, choice.progress);
   fmt::print(stderr, "convolutions: {}\n", to_string(*choice.family));

@@ -499,8 +499,16 @@ CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
                   options.repeat, isa_cache_key(), family, options.in_context ? "v7ctx" : "v6");
   fs::path cache = fs::path(cache_directory(options)) / (key + ".json");
   ProfileCacheUse use;
-  if (std::optional<CostTable> cached = read_cached_profile(cache.string(), graph, options, use))
+  if (std::optional<CostTable> cached = read_cached_profile(cache.string(), graph, options, use)) {
+    // The host's level may have moved since the table was made, within the reuse check's
+    // tolerance or unchecked (CLEAVE_PROFILE_REUSE=always): the sequential plan timed now says
+    // by how much, and every time follows it.
+    if (options.level.when != LevelCheck::kOff) {
+      check_profile_level(graph, profile_executor_options(options, options.max_threads), *cached,
+                          options.level, options.progress);
+    }
     return *cached;
+  }
   CostTable table;
   table.source = "profile";
   // The host's speed as the nodes are timed: the check's own measurement when it just made one.
@@ -534,6 +542,11 @@ CostTable profile_costs(const Graph& graph, const ProfileOptions& options) {
     write_file_atomically(cache.string(), cost_table_to_json(table, graph).dump(1));
   } catch (const Error& e) {
     if (options.progress) options.progress(fmt::format("profile: cache not written: {}", e.what()));
+  }
+  // Cached as profiled; then, when asked, at the level of the sequential plan timed in rounds.
+  if (options.level.when == LevelCheck::kAlways) {
+    check_profile_level(graph, profile_executor_options(options, options.max_threads), table,
+                        options.level, options.progress);
   }
   return table;
 }

@@ -11,6 +11,7 @@
 
 #include "cost/core_contention.h"
 #include "cost/profile_conditions.h"
+#include "cost/profile_level.h"
 #include "ir/graph.h"
 #include "machine/machine.h"
 #include "runtime/convolution_family.h"
@@ -58,6 +59,10 @@ struct CostTable {
   /// Profiles only: whether this table was measured now or read from the cache, and why a
   /// cached one was set aside. Never cached with the table.
   ProfileCacheUse cache_use;
+  /// Profiles only: the level check made where the table is used (profile_level.h): what the
+  /// sequential plan measured against the table's prediction, and whether the times above were
+  /// scaled by it. Never cached with the table (the cache keeps the times as profiled).
+  std::optional<ProfileLevel> level;
   /// How this host's workers hand values to each other, as the plans made from this table
   /// price it (cpu_machine): a profile's table carries the host's calibration (measured where
   /// its node times are), any other the assumed constants. Never cached with the table.
@@ -130,6 +135,9 @@ struct ProfileOptions {
   double quiet_load_average = 0.5 * usable_cores();
   /// The 1-minute load average now (load_average); a test gives fixed figures.
   std::function<double()> load_now = [] { return load_average(); };
+  /// The level check of a reused table, or of every table (profile_level.h;
+  /// $CLEAVE_PROFILE_LEVEL).
+  LevelCheckOptions level;
   /// Progress lines; without it, only a cached table set aside is told (on stderr).
   std::function<void(const std::string&)> progress;
 };

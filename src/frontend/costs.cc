@@ -76,6 +76,7 @@ CostTable choose_costs(const Graph& graph, const CostChoice& choice) {
   ProfileOptions options = profile_options(choice.max_threads);
   options.repeat = choice.repeat;
   options.use_cache = choice.use_cache;
+  if (!choice.level_check) options.level.when = LevelCheck::kOff;
   options.progress = choice.progress;
   options.convolution_family =
       choice.family ? *choice.family

@@ -23,8 +23,11 @@ struct CostChoice {
   /// for `threads_per_worker` (what `cleave run --plan` will run).
   std::optional<ConvolutionFamily> family;
   int threads_per_worker = 1;
-  int repeat = 10;                                   ///< profile: timed runs per thread count.
-  bool use_cache = true;                             ///< profile: reuse a cached table.
+  int repeat = 10;        ///< profile: timed runs per thread count.
+  bool use_cache = true;  ///< profile: reuse a cached table.
+  /// profile: the table's level checked and scaled as $CLEAVE_PROFILE_LEVEL says
+  /// (profile_level.h); false: never.
+  bool level_check = true;
   std::function<void(const std::string&)> progress;  ///< May be empty.
 };
 

@@ -99,6 +99,8 @@ ModelPlan plan_model(const Graph& graph, const CostTable& costs, const ModelPlan
   // changed since it was cached.
   if (!costs.cache_use.outcome.empty())
     chosen.plan.notes["profile_cache"] = cache_use_to_json(costs.cache_use);
+  // Whether the times were scaled to the host's level now, and by how much.
+  if (costs.level) chosen.plan.notes["profile_level"] = level_to_json(*costs.level);
   chosen.convolution_family = costs.convolution_family;
   if (costs.convolution_family == ConvolutionFamily::kWinograd) {
     // The costs were timed with these nodes on the direct kernels; the plan file says so.

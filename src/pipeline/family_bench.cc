@@ -309,6 +309,8 @@ FamilyBench run_family_bench(const ModelBenchSettings& settings, const RunTimer&
   // Whether the profile behind the predictions was measured now, reused or made again.
   if (chosen.plan.notes.contains("profile_cache"))
     bench.report["profile_cache"] = chosen.plan.notes["profile_cache"];
+  if (chosen.plan.notes.contains("profile_level"))
+    bench.report["profile_level"] = chosen.plan.notes["profile_level"];
   return bench;
 }
 

@@ -113,6 +113,8 @@ void add_plan_report(const ModelRun& run, nlohmann::json& plan) {
   // Whether the profile behind the prediction was measured now, reused or made again.
   if (model_plan.plan.notes.contains("profile_cache"))
     plan["profile_cache"] = model_plan.plan.notes["profile_cache"];
+  if (model_plan.plan.notes.contains("profile_level"))
+    plan["profile_level"] = model_plan.plan.notes["profile_level"];
   if (StageExecutor* pipeline = run.prepared().pipeline) {
     plan["family"] = "pipeline";
     plan["configuration"] = pipeline_configuration(pipeline->stages(), pipeline->threads());

@@ -88,6 +88,58 @@ TEST_F(PlanCommandTest, ThePlanSaysWhetherTheCachedProfileWasReusedOrMadeAgain) 
   EXPECT_GT(kept["notes"]["profile_cache"]["recorded"]["reference_seconds"].get<double>(), 0);
 }
 
+// A reused profile's level: the sequential plan timed now, the factor in the plan file and in
+// the text. Scripted factors are tested in tests/cost/profile_level_test.cc; here the wiring.
+TEST_F(PlanCommandTest, AReusedProfileCarriesItsLevelCheckIntoThePlan) {
+  CommandResult first = cleave("plan " + model_ + " --workers 2 -o " + path("p.json"));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  nlohmann::json made = nlohmann::json::parse(read_text(path("p.json")));
+  EXPECT_FALSE(made["notes"].contains("profile_level")) << made["notes"];
+  const char* before = std::getenv("CLEAVE_PROFILE_LEVEL");
+  const std::string saved = before ? before : "";
+  setenv("CLEAVE_PROFILE_LEVEL", "check", 1);
+  CommandResult checked = cleave("plan " + model_ + " --workers 2 --explain -o " + path("q.json"));
+  if (before) {
+    setenv("CLEAVE_PROFILE_LEVEL", saved.c_str(), 1);
+  } else {
+    unsetenv("CLEAVE_PROFILE_LEVEL");
+  }
+  ASSERT_EQ(checked.exit_code, 0) << checked.err;
+  nlohmann::json plan = nlohmann::json::parse(read_text(path("q.json")));
+  ASSERT_TRUE(plan["notes"].contains("profile_level")) << plan["notes"];
+  const nlohmann::json& level = plan["notes"]["profile_level"];
+  EXPECT_EQ(level["threads"], 2);
+  EXPECT_GE(level["rounds"].get<int>(), 3);
+  EXPECT_LE(level["rounds"].get<int>(), 5);
+  EXPECT_GT(level["predicted_ms"].get<double>(), 0);
+  EXPECT_NE(checked.out.find("level       "), std::string::npos) << checked.out;
+  if (level["applied"].get<bool>()) {
+    // The sequential plan at 2 threads is predicted at the level measured.
+    const double factor = level["factor"].get<double>();
+    EXPECT_NEAR(level["measured_ms"].get<double>(), level["predicted_ms"].get<double>() * factor,
+                1e-6 * level["measured_ms"].get<double>());
+  } else {
+    // Beside other tests the measurement may fall outside the bound: said on stderr.
+    EXPECT_NE(checked.err.find("profile level not applied"), std::string::npos) << checked.err;
+  }
+}
+
+// A wrong level setting stops the command before it writes anything.
+TEST_F(PlanCommandTest, AWrongProfileLevelSettingIsRefusedByName) {
+  const char* before = std::getenv("CLEAVE_PROFILE_LEVEL");
+  const std::string saved = before ? before : "";
+  setenv("CLEAVE_PROFILE_LEVEL", "sometimes", 1);
+  CommandResult result = cleave("plan " + model_ + " -o " + path("p.json"));
+  if (before) {
+    setenv("CLEAVE_PROFILE_LEVEL", saved.c_str(), 1);
+  } else {
+    unsetenv("CLEAVE_PROFILE_LEVEL");
+  }
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("CLEAVE_PROFILE_LEVEL"), std::string::npos) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(path("p.json")));
+}
+
 // A wrong reuse setting stops the command before it measures or writes anything.
 TEST_F(PlanCommandTest, AWrongProfileReuseSettingIsRefusedByName) {
   const char* before = std::getenv("CLEAVE_PROFILE_REUSE");

@@ -62,6 +62,8 @@ class ProfileCosts : public ::testing::Test {
     // The reference kernel as fast as ever: a cached table is reused after its check.
     options_.reuse = ProfileReuse::kCheck;
     options_.host_conditions = [](int threads) { return ProfileConditions{1e-3, threads, 0.5}; };
+    // The table as cached: a reused one's level check (profile_level_test.cc) rescales it.
+    options_.level.when = LevelCheck::kOff;
   }
   void TearDown() override { fs::remove_all(directory_); }
 

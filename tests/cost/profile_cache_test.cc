@@ -53,6 +53,9 @@ class ProfileCache : public ::testing::Test {
     // The check runs whatever the load average says, unless a test turns the quiet rule on.
     options_.quiet_load_average = 0;
     options_.load_now = [this] { return load_now_; };
+    // The reuse decision alone: a reused table's level check (profile_level_test.cc) would
+    // rescale the times compared here.
+    options_.level.when = LevelCheck::kOff;
   }
   void TearDown() override { fs::remove_all(directory_); }
 
