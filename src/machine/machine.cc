@@ -121,6 +121,11 @@ double Machine::wake_up_seconds(std::size_t device, double wait) const {
   return wake_seconds * sleeping_wait_polls(wait) / speed;
 }
 
+double Machine::message_taken(std::size_t device, double start, double there, double bytes) const {
+  const double copied = start + endpoint_seconds(bytes);
+  return there > copied ? there + wake_up_seconds(device, there - start) : copied;
+}
+
 double endpoint_bandwidth_from_json(const nlohmann::json& json, const std::string& origin) {
   const nlohmann::json& value = json.at("endpoint_bandwidth");
   if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) {

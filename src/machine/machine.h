@@ -88,6 +88,11 @@ struct Machine {
   /// CPU-bound seconds `device` loses to a sleeping wait of `wait` seconds for a message once
   /// it is there (wake_seconds); 0 when not priced or it did not wait.
   double wake_up_seconds(std::size_t device, double wait) const;
+  /// When `device`, free from `start`, has taken a message of `bytes` that is there at `there`:
+  /// one that came while it was busy costs it its copy (endpoint_seconds), one it waits for is
+  /// copied as it comes and costs the wait's wake-up (wake_up_seconds). The simulator and the
+  /// spatial partition search price a message's receiving end with this.
+  double message_taken(std::size_t device, double start, double there, double bytes) const;
   /// Same kind, speed, roofline, memory and batch sizes.
   bool identical(std::size_t a, std::size_t b) const;
 };

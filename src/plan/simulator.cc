@@ -58,11 +58,8 @@ double OrdersClock::take_messages(int worker, double start) const {
     }
   }
   std::sort(pending_.begin(), pending_.end());
-  for (const auto& [there, bytes] : pending_) {
-    const double copied = start + graph_->machine.endpoint_seconds(bytes);
-    start =
-        there > copied ? there + graph_->machine.wake_up_seconds(worker, there - start) : copied;
-  }
+  for (const auto& [there, bytes] : pending_)
+    start = graph_->machine.message_taken(static_cast<std::size_t>(worker), start, there, bytes);
   for (const Message& message : messages_) {
     if (received_stamp_[message.slot] != stamp_) {
       received_stamp_[message.slot] = stamp_;

@@ -14,6 +14,12 @@ double SplitCostModel::transfer_seconds(int from, int to, double bytes) const {
   return lat + bytes / bw;
 }
 
+double SplitCostModel::receive_seconds(int from, int to, double bytes) const {
+  const double there = transfer_seconds(from, to, bytes);
+  if (!machine || !machine->prices_message_ends()) return there;
+  return machine->message_taken(static_cast<std::size_t>(to), 0, there, bytes);
+}
+
 JoinCase classify_join(const Box& held, const Box& read) {
   if (held == read) return JoinCase::kSame;
   if (box_contains(held, read)) return JoinCase::kCrop;
@@ -127,7 +133,7 @@ Regions plan_regions(const Graph& graph, const Partition& partition, JoinMode mo
         if (j == m) continue;
         const Box part = intersect(need[m], r.owned[v][j]);
         if (box_empty(part)) continue;
-        t += cost.transfer_seconds(j, m, static_cast<double>(box_elements(part)) * elem);
+        t += cost.receive_seconds(j, m, static_cast<double>(box_elements(part)) * elem);
       }
       transfer_time = std::max(transfer_time, t);
       grown[m] = bounding_box(r.owned[v][m], need[m]);

@@ -1,10 +1,12 @@
 // The optimizer (thesis §3.4): which region of each tensor each machine computes and holds.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "ir/graph.h"
+#include "machine/machine.h"
 #include "spatial/naive_partition.h"
 
 namespace cleave {
@@ -34,6 +36,10 @@ struct SplitCostModel {
   /// Optional per-pair link bandwidth (bytes/s) and latency, from a machine file.
   std::vector<std::vector<double>> bandwidth;
   std::vector<std::vector<double>> latency;
+  /// The machine file's machine (use_split_machine), for the ends of a message it prices
+  /// (Machine::prices_message_ends: the copies at endpoint_bandwidth, the wake-up of a wait);
+  /// null: a message is its transfer.
+  std::shared_ptr<const Machine> machine;
 
   /// When positive, the cost model is not asked: the outputs of the first this many layers (in
   /// topological order) are fused and no others — DeepThings' fixed-depth fused tiles.
@@ -41,6 +47,11 @@ struct SplitCostModel {
 
   double speed(int m) const { return speeds.empty() ? 1.0 : speeds.at(m); }
   double transfer_seconds(int from, int to, double bytes) const;
+  /// Seconds from a message's send until machine `to` has taken it, the receiver free and
+  /// waiting from the send (a layer's halos are exchanged when both ends have computed the
+  /// layer before): transfer_seconds, then the receiving end as the simulator prices it
+  /// (Machine::message_taken) when the machine prices message ends.
+  double receive_seconds(int from, int to, double bytes) const;
 };
 
 /// Per value, per machine, the box that machine computes (or, for graph inputs, has); an empty

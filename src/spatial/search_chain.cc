@@ -174,8 +174,8 @@ double chain_layer_seconds(const ChainLayer& layer, const SplitCostModel& links,
           const int64_t rows = intersect(piece, before[j]).size();
           if (rows <= 0) continue;
           double get =
-              links.transfer_seconds(static_cast<int>(j), static_cast<int>(m),
-                                     static_cast<double>(rows) * layer.bytes_per_previous_index);
+              links.receive_seconds(static_cast<int>(j), static_cast<int>(m),
+                                    static_cast<double>(rows) * layer.bytes_per_previous_index);
           if (!layer.recompute_seconds_per_previous_index.empty())
             get = std::min(
                 get, static_cast<double>(rows) * layer.recompute_seconds_per_previous_index[m]);

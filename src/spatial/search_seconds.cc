@@ -17,8 +17,8 @@ int64_t missing_halo(int64_t halo, int64_t prev_end, int64_t start) {
 
 double receive(const SecondsModel& model, int from, int to, int64_t missing) {
   if (missing <= 0) return 0;
-  return model.links.transfer_seconds(from, to,
-                                      static_cast<double>(missing) * model.bytes_per_index);
+  return model.links.receive_seconds(from, to,
+                                     static_cast<double>(missing) * model.bytes_per_index);
 }
 
 void check(const SearchSpace& space, const SecondsModel& model) {

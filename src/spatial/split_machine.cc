@@ -1,6 +1,8 @@
 // Machines and splits: a machine file as a split's cost model, a split's links as a machine's.
 #include "spatial/split_machine.h"
 
+#include <memory>
+
 #include <fmt/core.h>
 
 #include "frontend/model_plan.h"
@@ -27,6 +29,7 @@ void use_split_machine(const Machine& machine, const std::string& path, int mach
   for (const Device& device : machine.devices) options.cost.speeds.push_back(device.speed);
   options.cost.bandwidth = machine.bandwidth;
   options.cost.latency = machine.latency;
+  options.cost.machine = std::make_shared<const Machine>(machine);
   options.split.speeds = options.cost.speeds;
 }
 

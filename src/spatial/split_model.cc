@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "spatial/region_rules.h"
 
@@ -111,20 +112,37 @@ SplitStats split_stats(const Graph& graph, const Partition& partition, const Reg
   }
   memory_per_machine(split.graph, split.machine, split.machines, s.weight_bytes,
                      s.peak_activation_bytes);
-  // List schedule in id order: a node starts when its machine is free and its inputs are there.
+  // List schedule in id order: a node starts when its machine is free and its inputs are there,
+  // a message taken (its receiving end priced) as the simulator does, in the order they come.
   const Graph& g = split.graph;
   std::vector<double> ready(g.value_capacity(), 0), machine_free(split.machines, 0);
   std::vector<int> where(g.value_capacity(), -1);
+  // A value a machine has taken once is there for its later readers: (value, machine) -> when.
+  std::map<std::pair<ValueId, int>, double> taken;
+  std::vector<std::tuple<double, double, ValueId>> messages;  // (there, bytes, value)
+  const bool priced_ends = cost.machine && cost.machine->prices_message_ends();
   for (NodeId id : g.node_ids()) {
     const int m = split.machine[id];
     double start = machine_free[m];
+    messages.clear();
     for (ValueId v : g.node(id).inputs) {
       if (v == kNoValue || where[v] < 0) continue;
-      double t = ready[v];
-      if (where[v] != m)
-        t += cost.transfer_seconds(where[v], m, static_cast<double>(value_bytes(g, v)));
-      start = std::max(start, t);
+      const auto had = taken.find({v, m});
+      if (where[v] == m || had != taken.end()) {
+        start = std::max(start, where[v] == m ? ready[v] : had->second);
+        continue;
+      }
+      const double bytes = static_cast<double>(value_bytes(g, v));
+      messages.emplace_back(ready[v] + cost.transfer_seconds(where[v], m, bytes), bytes, v);
     }
+    std::sort(messages.begin(), messages.end());
+    messages.erase(std::unique(messages.begin(), messages.end()), messages.end());
+    for (const auto& [there, bytes, v] : messages) {
+      start = priced_ends
+                  ? cost.machine->message_taken(static_cast<std::size_t>(m), start, there, bytes)
+                  : std::max(start, there);
+    }
+    for (const auto& message : messages) taken[{std::get<2>(message), m}] = start;
     const double finish =
         start + node_seconds(g, id, graph, split.origin[id], cost, costs) / cost.speed(m);
     machine_free[m] = finish;
