@@ -2,24 +2,29 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <vector>
 
 namespace cleave {
 
-/// `count` processes that keep a core busy each (`yes`, unpinned), stopped when it goes.
+/// `count` processes that keep a core busy each (unpinned), stopped when it goes.
+///
+/// Each is a forked child spinning in user space: always runnable, whatever /dev/null is
+/// (`yes > /dev/null` blocked in writeback, uncounted as runnable, when something had turned
+/// /dev/null into a regular file), and killed with the test process if that dies first.
 class BusyProcesses {
  public:
   explicit BusyProcesses(long count) {
     for (long i = 0; i < count; ++i) {
       pid_t pid = fork();
       if (pid == 0) {
-        freopen("/dev/null", "w", stdout);
-        execlp("yes", "yes", static_cast<char*>(nullptr));
-        _exit(127);
+        // Only async-signal-safe calls after fork in a threaded process.
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        volatile unsigned long spin = 0;
+        for (;;) spin = spin + 1;
       }
       if (pid > 0) pids_.push_back(pid);
     }
@@ -28,6 +33,8 @@ class BusyProcesses {
     for (pid_t pid : pids_) kill(pid, SIGKILL);
     for (pid_t pid : pids_) waitpid(pid, nullptr, 0);
   }
+  BusyProcesses(const BusyProcesses&) = delete;
+  BusyProcesses& operator=(const BusyProcesses&) = delete;
 
  private:
   std::vector<pid_t> pids_;

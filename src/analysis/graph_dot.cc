@@ -11,11 +11,13 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "ir/text.h"
+#include "support/atomic_output.h"
 
 extern char** environ;
 
@@ -38,10 +40,14 @@ std::string escape(const std::string& text) {
 
 constexpr const char* kHighlight = "color=red, fontcolor=red, penwidth=2.5, style=bold";
 
-// A fresh name next to `path`, so the final rename stays on one file system.
-std::string temporary_path_beside(const std::string& path, const char* suffix) {
+// A fresh name in the temporary folder for `dot`'s input, output and messages: the rendered
+// bytes reach `path` through write_file_atomically, which writes into a device such as
+// /dev/null instead of renaming a file over it.
+std::string temporary_path(const std::string& suffix) {
   static int counter = 0;
-  return fmt::format("{}.tmp-{}-{}{}", path, static_cast<long>(getpid()), counter++, suffix);
+  return (std::filesystem::temp_directory_path() /
+          fmt::format("cleave-dot-{}-{}{}", static_cast<long>(getpid()), counter++, suffix))
+      .string();
 }
 
 std::string read_whole_file(const std::string& path) {
@@ -104,9 +110,9 @@ std::string graph_to_dot(const Graph& graph, const std::vector<NodeId>& highligh
 }
 
 void render_dot(const std::string& dot_text, const std::string& format, const std::string& path) {
-  const std::string dot_file = temporary_path_beside(path, ".dot");
-  const std::string rendered = temporary_path_beside(path, "");
-  const std::string errors = temporary_path_beside(path, ".err");
+  const std::string dot_file = temporary_path(".dot");
+  const std::string rendered = temporary_path("." + format);
+  const std::string errors = temporary_path(".err");
   auto cleanup = [&] {
     std::remove(dot_file.c_str());
     std::remove(rendered.c_str());
@@ -118,7 +124,7 @@ void render_dot(const std::string& dot_text, const std::string& format, const st
     out.close();
     if (!out) {
       cleanup();
-      throw Error(fmt::format("{}: cannot write a temporary file in its folder", path));
+      throw Error(fmt::format("{}: cannot write a temporary file for Graphviz", path));
     }
   }
 
@@ -160,9 +166,11 @@ void render_dot(const std::string& dot_text, const std::string& format, const st
     }
     throw Error(fmt::format("{}: `dot -T{}` failed (exit {}): {}", path, format, code, message));
   }
-  if (std::rename(rendered.c_str(), path.c_str()) != 0) {
+  try {
+    write_file_atomically(path, read_whole_file(rendered));
+  } catch (...) {
     cleanup();
-    throw Error(fmt::format("{}: cannot move the rendered file into place", path));
+    throw;
   }
   cleanup();
 }

@@ -1,7 +1,10 @@
 // Graphviz output: the critical path is highlighted and `dot` accepts the text.
 #include "analysis/graph_dot.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -58,6 +61,26 @@ TEST(GraphDot, GraphvizRendersItToSvg) {
   text << in.rdbuf();
   EXPECT_NE(text.str().find("<svg"), std::string::npos);
   // Only the result is left in the folder: no temporary files.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(folder), {}), 1);
+  std::filesystem::remove_all(folder);
+}
+
+// `cleave inspect --svg /dev/null` as root must not rename a file over the device: a pipe
+// stands in for it (its reader opened first, so the write does not block).
+TEST(GraphDot, ARenderingIntoAPipeIsWrittenIntoItAndLeavesItAPipe) {
+  auto folder = scratch_folder("pipe");
+  const std::string pipe = (folder / "out.svg").string();
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
+  const int reader = ::open(pipe.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  Graph graph = diamond();
+  render_dot(graph_to_dot(graph, {}), "svg", pipe);
+  std::string text(1 << 16, '\0');
+  const ssize_t got = ::read(reader, text.data(), text.size());
+  ::close(reader);
+  text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+  EXPECT_NE(text.find("<svg"), std::string::npos) << text;
+  EXPECT_TRUE(std::filesystem::is_fifo(pipe));
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(folder), {}), 1);
   std::filesystem::remove_all(folder);
 }
