@@ -6,8 +6,6 @@
 #include <algorithm>
 #include <string_view>
 
-#include "runtime/kernels/math/quantize_util.h"
-
 namespace cleave {
 
 namespace {
@@ -112,18 +110,13 @@ NodeWork node_work(const Node& node, std::span<const Tensor* const> inputs) {
     return work;
   }
   work.integer = is_integer(*a) && is_integer(*b);
-  work.one_pass_int8 = quantize_detail::dnnl_int8_products_exact();
   return work;
-}
-
-double integer_ops_per_thread(const NodeWork& work) {
-  return work.one_pass_int8 ? kIntraOpIntegerOpsPerThread : kIntraOpFlopsPerThread;
 }
 
 int intra_op_team(const NodeWork& work, int threads) {
   threads = std::max(1, threads);
   if (work.unknown || threads == 1) return threads;
-  const double per_thread = work.integer ? integer_ops_per_thread(work) : kIntraOpFlopsPerThread;
+  const double per_thread = work.integer ? kIntraOpIntegerOpsPerThread : kIntraOpFlopsPerThread;
   const double shares = std::max(work.flops / per_thread, work.bytes / kIntraOpBytesPerThread);
   // One thread or all of them, never a team in between: libgomp ends the surplus threads of
   // its pool when a smaller team starts and creates them again when the full team next runs,

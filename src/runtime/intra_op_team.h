@@ -14,10 +14,7 @@ namespace cleave {
 struct NodeWork {
   double flops = 0;      ///< Multiply-adds count 2; 0 where the op is not a convolution or product.
   double bytes = 0;      ///< Bytes read, and written by an output the size of the largest input.
-  bool integer = false;  ///< Integer products (QLinearConv, MatMulInteger, ...).
-  /// Whether this CPU multiplies int8 in one exact pass (VNNI): integer products then run at
-  /// kIntraOpIntegerOpsPerThread, else at the floating-point rate. node_work sets it.
-  bool one_pass_int8 = false;
+  bool integer = false;  ///< Integer products (QLinearConv, MatMulInteger, ...): VNNI's rate.
   /// Work that cannot be estimated here (sub-graphs, recurrences): the node keeps every thread.
   bool unknown = false;
 };
@@ -26,8 +23,7 @@ struct NodeWork {
 NodeWork node_work(const Node& node, std::span<const Tensor* const> inputs);
 
 /// The intra-op team for a node of this work when `threads` are available: 1 where the work is
-/// under two threads' share (integer_ops_per_thread or kIntraOpFlopsPerThread, or bytes per
-/// kIntraOpBytesPerThread), else
+/// under two threads' share (kIntraOpFlopsPerThread, or bytes per kIntraOpBytesPerThread), else
 /// all `threads` (a team in between makes libgomp end and recreate pool threads). Deterministic:
 /// the same node and input shapes give the same team, which the bitwise comparisons of a plan's run
 /// with the sequential run rely on.
@@ -41,16 +37,8 @@ int loop_team(int64_t parts, int threads);
 /// region took 2.8 us on Zen 5, and nodes under ~2 million FLOPs were 3-5 us slower on 2 threads
 /// than on 1 (docs/results/heldout-speed.md, 2026-11-29).
 inline constexpr double kIntraOpFlopsPerThread = 1e6;
-/// The same for integer products with VNNI: an instruction does 4 int8 multiply-adds per lane.
+/// The same for integer products: a VNNI instruction does 4 int8 multiply-adds per lane.
 inline constexpr double kIntraOpIntegerOpsPerThread = 4e6;
-
-/// Integer ops per thread for `work`: kIntraOpIntegerOpsPerThread where int8 is multiplied in one
-/// pass, else kIntraOpFlopsPerThread. Without VNNI the exact kernels run two oneDNN passes and a
-/// third adding them (split_weights.h), or widen to int16 pairs: on AVX2 the int8 models took
-/// 1.7-4.8x their VNNI CPU time at 1 thread, so an op is no cheaper than a float one, and the VNNI
-/// rate had kept regnet_x_400mf_int8's convolutions of up to 8 million ops (90% of its ops) on
-/// one thread of two (docs/results/heldout-speed.md, 2026-11-30, branch hi8two).
-double integer_ops_per_thread(const NodeWork& work);
 /// Bytes read and written per thread below which a node runs on one.
 inline constexpr double kIntraOpBytesPerThread = 256.0 * 1024;
 

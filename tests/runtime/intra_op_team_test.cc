@@ -2,7 +2,6 @@
 #include "runtime/intra_op_team.h"
 
 #include <fmt/core.h>
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -12,7 +11,6 @@
 #include "bitwise_equal.h"
 #include "ir/text.h"
 #include "runtime/executor.h"
-#include "runtime/kernels/math/quantize_util.h"
 #include "runtime/node_runner.h"
 #include "runtime/random_inputs.h"
 #include "text_numbers.h"
@@ -100,51 +98,6 @@ TEST(IntraOpTeam, QLinearConvReadsItsWeightAtInputThreeAndCountsAsInteger) {
   EXPECT_TRUE(work.integer);
 }
 
-TEST(IntraOpTeam, IntegerOpsCountAsFloatingOnesWithoutOnePassInt8) {
-  NodeWork work;
-  work.integer = true;
-  work.flops = 3.5 * kIntraOpFlopsPerThread;
-  work.one_pass_int8 = true;  // VNNI: under two threads' share of integer ops.
-  EXPECT_EQ(integer_ops_per_thread(work), kIntraOpIntegerOpsPerThread);
-  EXPECT_EQ(intra_op_team(work, 2), 1);
-  work.one_pass_int8 = false;  // Two passes and their sum: the floating-point rate.
-  EXPECT_EQ(integer_ops_per_thread(work), kIntraOpFlopsPerThread);
-  EXPECT_EQ(intra_op_team(work, 2), 2);
-  EXPECT_EQ(intra_op_team(work, 8), 8);
-}
-
-std::string int8_weights(int count) {
-  std::vector<int> weights;
-  for (int i = 0; i < count; ++i) weights.push_back((i * 37 + 5) % 255 - 127);
-  return fmt::format("{}", fmt::join(weights, ","));
-}
-
-// 2 * 4608 weights * 16 * 16 pixels: 2.4 million integer ops, a team of 2 only where int8 takes
-// more than one pass.
-TEST(IntraOpTeam, AnInt8ConvsTeamFollowsWhetherThisCpuMultipliesInt8InOnePass) {
-  const Graph graph = parse_graph(fmt::format(R"(graph main [ai.onnx=13] (%x: u8[1,16,16,16]) {{
-  @zero: u8[] = [0]
-  @w_zero: i8[] = [0]
-  @x_scale: f32[] = [0.05]
-  @w_scale: f32[] = [0.01]
-  @y_scale: f32[] = [0.5]
-  @w: i8[32,16,3,3] = [{}]
-  %y = QLinearConv[pads=[1, 1, 1, 1]](%x, @x_scale, @zero, @w, @w_scale, @w_zero, @y_scale, @zero)
-  return %y
-}})",
-                                              int8_weights(32 * 16 * 9)));
-  const bool one_pass = quantize_detail::dnnl_int8_products_exact();
-  EXPECT_EQ(prepared_team(graph, "y", 2), one_pass ? 1 : 2);
-  Node node;
-  node.op_type = "QLinearConv";
-  const Tensor x = Tensor::allocate(DataType::kUInt8, {1, 16, 16, 16});
-  const Tensor w = Tensor::allocate(DataType::kInt8, {32, 16, 3, 3});
-  const Tensor scale = Tensor::allocate(DataType::kFloat, {});
-  const Tensor zero = Tensor::allocate(DataType::kUInt8, {});
-  const std::vector<const Tensor*> inputs{&x, &scale, &zero, &w, &scale, &zero};
-  EXPECT_EQ(node_work(node, inputs).one_pass_int8, one_pass);
-}
-
 TEST(IntraOpTeam, GemmReadsItsColumnCountThroughTransB) {
   Node node;
   node.op_type = "Gemm";
@@ -176,8 +129,7 @@ TEST(IntraOpTeam, ANodeRunsOnOneThreadOrOnAllOfThem) {
   work.flops = 1.9 * kIntraOpFlopsPerThread;
   EXPECT_EQ(intra_op_team(work, 8), 1);
   work.flops = 3.5 * kIntraOpFlopsPerThread;
-  work.integer = true;  // The same count of integer ops is less work with VNNI.
-  work.one_pass_int8 = true;
+  work.integer = true;  // The same count of integer ops is less work.
   EXPECT_EQ(intra_op_team(work, 8), 1);
   NodeWork bytes;
   bytes.bytes = 5 * kIntraOpBytesPerThread;
