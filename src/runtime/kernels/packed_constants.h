@@ -101,9 +101,9 @@ class LoadedBytesAside {
   /// Sets aside initializers `values` of `graph` (ids as in it) whose bytes (at least 64 KiB)
   /// are shared by exactly `holders` references, so that no graph copy other than the caller's
   /// knows them (another thread's session would read zeros), and have a live packed copy
-  /// (pack_constant_input) in the same data type that reorders back to them bit for bit,
-  /// checked before their pages go. Pass only initializers that no kernel alive reads at run
-  /// time (Executor::weights_packed_for_good).
+  /// (pack_constant_input) made by a reorder between blocked layouts of one data type, which
+  /// the reverse reorder turns back into them bit for bit. Pass only initializers that no
+  /// kernel alive reads at run time (Executor::weights_packed_for_good).
   LoadedBytesAside(const Graph& graph, const std::vector<ValueId>& values, long holders);
   ~LoadedBytesAside();
   LoadedBytesAside(const LoadedBytesAside&) = delete;
