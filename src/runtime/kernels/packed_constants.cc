@@ -91,10 +91,10 @@ std::shared_ptr<Buffer> find_shared_pack(
 struct AsideWeight {
   std::byte* data = nullptr;
   std::size_t size = 0;
-  std::shared_ptr<Buffer> packed;  // Held: it must outlive the last bring_back.
-  dnnl::memory::desc packed_layout, loaded_layout;
+  std::shared_ptr<Buffer> packed;       // Held: it must outlive the last bring_back.
+  std::shared_ptr<LayoutReorder> back;  // From the packed layout to the loaded one.
   dnnl::engine engine;
-  int back = 0;          // Preparations reading the bytes now.
+  int readers = 0;       // Preparations reading the bytes now.
   bool out = false;      // Its pages are handed back now.
   bool staying = false;  // A kernel reads it at run time: in memory from then on.
 };
@@ -125,8 +125,7 @@ void hand_back(AsideWeight& weight) {
 
 void bring_back(AsideWeight& weight) {
   dnnl::stream stream(weight.engine);
-  LayoutReorder(weight.packed_layout, weight.loaded_layout, weight.engine)
-      .run(weight.packed->data(), weight.data, stream);
+  weight.back->run(weight.packed->data(), weight.data, stream);
   stream.wait();
   weight.out = false;
   aside_bytes_out -= weight.size;
@@ -249,6 +248,13 @@ LoadedBytesAside::LoadedBytesAside(const Graph& graph, const std::vector<ValueId
     if (!pack) continue;
     std::shared_ptr<Buffer> packed = pack->packed.lock();
     if (!packed) continue;
+    // Made now, so that bringing the bytes back (in a destructor too) cannot fail to.
+    std::shared_ptr<LayoutReorder> back;
+    try {
+      back = std::make_shared<LayoutReorder>(pack->to, pack->from, engine);
+    } catch (const dnnl::error&) {
+      continue;
+    }
     const std::lock_guard<std::mutex> lock(aside_mutex);
     // Set aside already (another layout choice on the same bytes): it brings them back.
     auto* data = const_cast<std::byte*>(source->data());
@@ -257,8 +263,7 @@ LoadedBytesAside::LoadedBytesAside(const Graph& graph, const std::vector<ValueId
     weight.data = data;
     weight.size = source->size();
     weight.packed = std::move(packed);
-    weight.packed_layout = pack->to;
-    weight.loaded_layout = pack->from;
+    weight.back = std::move(back);
     weight.engine = engine;
     hand_back(weight);
     data_.push_back(data);
@@ -289,7 +294,7 @@ LoadedBytesBack::LoadedBytesBack(const std::vector<const Tensor*>& inputs) {
     AsideWeight* weight = find_aside(static_cast<const std::byte*>(inputs[i]->raw()));
     if (!weight || weight->staying) continue;
     if (weight->out) bring_back(*weight);
-    ++weight->back;
+    ++weight->readers;
     back_.emplace_back(i, weight->data);
   }
   again_.assign(back_.size(), false);
@@ -307,9 +312,9 @@ LoadedBytesBack::~LoadedBytesBack() {
   for (std::size_t k = 0; k < back_.size(); ++k) {
     AsideWeight* weight = find_aside(back_[k].second);
     if (!weight) continue;
-    --weight->back;
+    --weight->readers;
     if (!again_[k]) weight->staying = true;
-    if (weight->back == 0 && !weight->staying && !weight->out) hand_back(*weight);
+    if (weight->readers == 0 && !weight->staying && !weight->out) hand_back(*weight);
   }
 }
 
