@@ -64,6 +64,11 @@ struct LayoutChoiceOptions {
   /// for rounds of the unsettled ones: so a first run's choice takes at most budget_seconds +
   /// unsettled_budget_seconds of rounds (and a round more per family) plus the preparation.
   double unsettled_budget_seconds = 6.0;
+  /// References to the graph's initializer bytes beside the graph given that nothing reads
+  /// while the choice runs (a Session's imported model): the loaded bytes of weights that
+  /// blocked's kernels packed are set aside during the rounds (LoadedBytesAside) only where no
+  /// other reference than these, the graph's and the executors' shares them.
+  int idle_weight_copies = 0;
   bool use_cache = true;
   std::string cache_directory;                       ///< Empty: default_cache_directory("layouts").
   std::function<void(const std::string&)> progress;  ///< One line per step; may be empty.

@@ -64,6 +64,7 @@ LayoutChoice layouts_at(const Graph& graph, int threads, const SampleInputs& inp
   options.threads = threads;
   LayoutChoiceOptions choice_options;
   choice_options.progress = recipe.log;
+  choice_options.idle_weight_copies = recipe.idle_weight_copies;
   return choose_layouts(graph, options, inputs, choice_options);
 }
 

@@ -94,6 +94,10 @@ struct RunRecipe {
   /// PreparedRun::graph keeps no initializer bytes of its own once the executor is made (their
   /// shapes and types stay), so that the memory comes back.
   bool release_packed_weights = false;
+  /// Copies of the graph's weight bytes beside PreparedRun::graph that nothing reads while the
+  /// run is prepared (a Session's imported model, read only under its lock and replaced once
+  /// prepared): the layout choice may set them aside (LayoutChoiceOptions::idle_weight_copies).
+  int idle_weight_copies = 0;
   RunTimer timer = time_one_run;
   /// Sample s's graph inputs (given files, else seeded random values).
   std::function<SampleInputs(const Graph& graph, int sample)> inputs;

@@ -149,7 +149,11 @@ std::shared_ptr<PreparedShape> Session::prepare(const InputShapes& shapes) {
   load.shapes = shapes;
   load.require_static_inputs = true;
   load.unread_external = nullptr;
-  entry->run = prepare_run(specialize_model(model_, load, origin_), options_.recipe);
+  RunRecipe recipe = options_.recipe;
+  // Read only under the lock held here, and replaced by its skeleton right after: its bytes
+  // may go while the layouts are measured.
+  if (every_input_static_) recipe.idle_weight_copies = 1;
+  entry->run = prepare_run(specialize_model(model_, load, origin_), recipe);
   // A model with one possible shape is never specialised again: the executor's copy of the
   // weights is then the only one, and the memory of the ones it packs comes back.
   if (every_input_static_) model_ = skeleton_of(model_);

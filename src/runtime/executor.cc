@@ -75,6 +75,10 @@ Executor::Executor(const Graph& graph, ExecutorOptions options)
   stats_.node_seconds.assign(graph_.node_capacity(), 0.0);
 }
 
+std::vector<ValueId> Executor::weights_packed_for_good() const {
+  return cleave::weights_packed_for_good(*loop_);
+}
+
 void Executor::plan_in_place_concats() {
   placement_ = place_concat_inputs(graph_, [this](ValueId value) -> const OutputSpec* {
     const Value& v = graph_.value(value);

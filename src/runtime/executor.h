@@ -81,6 +81,9 @@ class Executor : public ExecutorInterface {
   const Graph& graph() const { return graph_; }
   /// Nodes in the order they run: Trace::Event::task is a position in it.
   const std::vector<NodeId>& order() const { return order_; }
+  /// The initializers whose loaded bytes none of this executor's kernels reads again: each of
+  /// their readers was prepared (a run happened) and packed them for good.
+  std::vector<ValueId> weights_packed_for_good() const;
   /// Whether the last run took its activation buffers from a static buffer plan (BufferPool).
   bool last_run_planned() const { return pool_.last_run_planned(); }
 

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "runtime/intra_op_team.h"
+#include "runtime/kernels/packed_constants.h"
 
 namespace cleave {
 
@@ -143,8 +144,11 @@ void NodeRunner::run(const std::vector<const Tensor*>& inputs, const std::vector
                           claim_pool_,
                           pack_product_weights_};
     try {
+      // Weights the layout choice set aside are read here; the kernel may pack them for good.
+      LoadedBytesBack loaded(inputs);
       const IntraOpTeamScope team(team_);
       kernel_ = info_->create(context);
+      loaded.kernel_made(inputs_packed_for_good(*graph_, node, kernel_.get()));
     } catch (const UnsupportedError&) {
       throw;
     } catch (const Error& e) {

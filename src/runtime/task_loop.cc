@@ -229,6 +229,28 @@ void count_packers(TaskLoop& loop) {
   }
 }
 
+std::vector<ValueId> weights_packed_for_good(const TaskLoop& loop) {
+  const Graph& graph = *loop.graph;
+  std::vector<int> reads(graph.value_capacity(), 0), packed(graph.value_capacity(), 0);
+  for (const LoopTask& task : loop.tasks) {
+    const Node& node = graph.node(task.node);
+    const Kernel* kernel = task.runner ? task.runner->kernel() : nullptr;
+    const std::vector<std::size_t> for_good = inputs_packed_for_good(graph, node, kernel);
+    for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+      const ValueId input = node.inputs[i];
+      if (input == kNoValue || !graph.value(input).initializer) continue;
+      ++reads[input];
+      if (kernel && std::count(for_good.begin(), for_good.end(), i) > 0) ++packed[input];
+    }
+  }
+  std::vector<ValueId> result;
+  for (ValueId id : graph.initializers()) {
+    if (reads[id] > 0 && reads[id] == packed[id] && !graph.value(id).is_graph_output)
+      result.push_back(id);
+  }
+  return result;
+}
+
 void add_node_seconds(const TaskLoop& loop, const Trace& trace, RunStats& stats) {
   for (const auto& event : trace.events) {
     if (event.task >= 0) stats.node_seconds[loop.tasks[event.task].node] += event.end - event.start;

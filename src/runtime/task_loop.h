@@ -133,6 +133,10 @@ void count_uses(TaskLoop& loop);
 /// (release_packed_weights).
 void count_packers(TaskLoop& loop);
 
+/// The initializers that every task reading them has a prepared kernel for that packed them
+/// for good (inputs_packed_for_good): none of the loop's kernels reads their loaded bytes again.
+std::vector<ValueId> weights_packed_for_good(const TaskLoop& loop);
+
 /// Adds each event's time to its task's node in `stats.node_seconds`.
 void add_node_seconds(const TaskLoop& loop, const Trace& trace, RunStats& stats);
 

@@ -89,6 +89,57 @@ std::shared_ptr<Buffer> pack_constant_in_slices(
 /// Source bytes that pack_constant_in_slices packed slice by slice in this process so far.
 std::size_t constant_bytes_packed_in_slices();
 
+/// While alive, the loaded bytes of some initializers are out of memory (their whole pages
+/// handed back to the system), each restorable bit for bit from a packed copy that this object
+/// holds: the layout choice's rounds keep blocked's packed weights and one other family's alive
+/// at a time, and without this the loaded bytes beside them (which the executor made afterwards
+/// packs from) were a third copy. A node prepared meanwhile (NodeRunner) brings back the weights
+/// it reads (LoadedBytesBack) and hands them back again where its kernel packed them for good;
+/// the destructor brings every one back, so nothing outside the object's life sees the change.
+class LoadedBytesAside {
+ public:
+  /// Sets aside initializers `values` of `graph` (ids as in it) whose bytes (at least 64 KiB)
+  /// are shared by exactly `holders` references, so that no graph copy other than the caller's
+  /// knows them (another thread's session would read zeros), and have a live packed copy
+  /// (pack_constant_input) made by a reorder between blocked layouts of one data type, which
+  /// the reverse reorder turns back into them bit for bit. Pass only initializers that no
+  /// kernel alive reads at run time (Executor::weights_packed_for_good).
+  LoadedBytesAside(const Graph& graph, const std::vector<ValueId>& values, long holders);
+  ~LoadedBytesAside();
+  LoadedBytesAside(const LoadedBytesAside&) = delete;
+  LoadedBytesAside& operator=(const LoadedBytesAside&) = delete;
+  /// Loaded bytes set aside when made (brought back for good since or not).
+  std::size_t bytes() const { return bytes_; }
+  /// How many initializers were set aside when made.
+  std::size_t weights() const { return weights_; }
+
+ private:
+  std::size_t bytes_ = 0;
+  std::size_t weights_ = 0;
+  std::vector<const std::byte*> data_;  // The sources set aside, found again in the registry.
+};
+
+/// Brings back, for a kernel being prepared, the set-aside loaded bytes (LoadedBytesAside)
+/// among `inputs`; kernel_made() names those the kernel packed for good, which are handed back
+/// again when this goes. The others stay in memory from then on (the kernel reads them at run
+/// time). Costs nothing while no LoadedBytesAside is alive.
+class LoadedBytesBack {
+ public:
+  explicit LoadedBytesBack(const std::vector<const Tensor*>& inputs);
+  ~LoadedBytesBack();
+  LoadedBytesBack(const LoadedBytesBack&) = delete;
+  LoadedBytesBack& operator=(const LoadedBytesBack&) = delete;
+  /// The input positions whose bytes the prepared kernel never reads again.
+  void kernel_made(const std::vector<std::size_t>& packed_for_good);
+
+ private:
+  std::vector<std::pair<std::size_t, const std::byte*>> back_;  // Input position, source.
+  std::vector<bool> again_;
+};
+
+/// Loaded bytes set aside (LoadedBytesAside) and not in memory now, in this process.
+std::size_t loaded_bytes_aside();
+
 /// A packed copy of a loaded initializer, and its layout.
 struct PackedCopy {
   std::shared_ptr<Buffer> bytes;
