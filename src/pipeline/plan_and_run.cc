@@ -277,6 +277,12 @@ TimedCandidates time_top_candidates(const PlanContext& context, const CostTable&
   const auto as_choice = [&](ModelPlan plan, const std::string& why) {
     plan.candidates = choice.candidates;
     plan.plan.notes["auto_choice"] = why;
+    // Every candidate was priced from the same table: the plan kept says where it came from
+    // (auto's alternatives are made without plan_model's notes).
+    for (const char* note : {"profile_cache", "profile_level", "cost_source"}) {
+      if (choice.plan.notes.contains(note) && !plan.plan.notes.contains(note))
+        plan.plan.notes[note] = choice.plan.notes[note];
+    }
     return context.prepare(std::move(plan));
   };
   std::optional<PlannedRun> runner_up;
