@@ -52,6 +52,7 @@ CostTable piece_costs(const Graph& graph, const SplitResult& best, const SplitMo
     choice.family = costs.convolution_family;
     try {
       CostTable table = choose_costs(best.partitioned.graph, choice);
+      price_pieces_as_their_ranks_run_them(best.partitioned, table);
       how = "pieces profiled";
       return table;
     } catch (const Error& e) {
