@@ -18,10 +18,11 @@
 # heterogeneous plans (`cleave plan --strategy S --machine M`; auto's own plan file for its
 # pick), the spatial split (`cleave split --dim h --machine M --search --objective seconds
 # --costs C`: searched on the same cost source as the table's spatial row, and run by
-# `run-split` in the plan's convolution family). With --samples N > 1 every plan is made for N
-# samples and run as `cleave run --plan P --samples N` on the ranks (the MPI executor runs the
-# N samples pipelined across the ranks; measured: the whole stream), the data-parallel row
-# included (`cleave plan --strategy data-parallel --samples N --machine M`: sample s on rank s
+# `run-split` in the plan's convolution family; its predicted ms is that split's own, `cleave
+# split --machine M --json`'s machine_prediction, priced as the table's row). With --samples N > 1
+# every plan is made for N samples and run as `cleave run --plan P --samples N` on the ranks
+# (the MPI executor runs the N samples pipelined across the ranks; measured: the whole stream),
+# the data-parallel row included (`cleave plan --strategy data-parallel --samples N --machine M`: sample s on rank s
 # mod ranks), the pipeline row (`cleave plan --strategy pipeline --samples N --machine M`: a
 # stage per rank, each rank its stage sample after sample, as one task plan over the N
 # samples) and the spatial row (`run-split --samples N`: the N samples streamed through the
@@ -261,8 +262,14 @@ for name in $models; do
             spatial)
               rm -rf "$work/split$index"  # the previous shape's
               if "$cleave" split "$model" --nodes "$n" --dim h --machine "$machine" --search \
-                   --objective seconds --costs "$costs" -o "$work/split$index" < /dev/null \
-                   > /dev/null 2> "$work/split.err"; then
+                   --objective seconds --costs "$costs" -o "$work/split$index" --json < /dev/null \
+                   > "$work/split.json" 2> "$work/split.err"; then
+                # The prediction of the split run, priced as the table's row is: the table's own
+                # split can differ from this one (the reused profile's level is checked by each
+                # command), and a row must compare a run with its own split's prediction. (One
+                # sample: with --samples N the table's row, of the N.)
+                [[ "$samples" != 1 ]] ||
+                  predicted="$(json "$work/split.json" "'%.4f' % r['machine_prediction']['predicted_ms']")"
                 configs+=("$family|$configuration|split|$work/split$index|$is_auto|$predicted")
               else
                 printf '%s\t%s\t%s\t%s\t\t%s\t%s\n' "$shape" "$family" "$configuration" "$predicted" \
@@ -304,7 +311,7 @@ for name in $models; do
   done
 done
 
-row "Columns: predicted ms is the run plan's makespan under the calibrated link model and --costs $costs, rank 0's input hand-out and output gather included (spatial: the candidate table's row; with --samples N, of all N samples, and measured the whole stream of N); measured median ms is the median over $rounds interleaved rounds of each run's median of $repeat timed inferences (after 1 warm-up), rounds apart how far those rounds' medians lie apart (largest over smallest, less 1); **auto** marks auto's predicted pick (the spatial split where predicted faster than the plan, as \`cleave run --plan auto --machine\` runs it on threads); the row auto (timed on ranks) is \`mpirun cleave run --plan auto --machine M\`: its choice, the runner-up of another family, the spatial split where predicted within 1.25x of the choice, and all on rank 0 timed on the ranks, the fastest run (which it kept each round follows its name; its predicted ms is the kept plan's)."
+row "Columns: predicted ms is the run plan's makespan under the calibrated link model and --costs $costs, rank 0's input hand-out and output gather included (spatial: the split run, priced as the candidate table's row; with --samples N, of all N samples, and measured the whole stream of N); measured median ms is the median over $rounds interleaved rounds of each run's median of $repeat timed inferences (after 1 warm-up), rounds apart how far those rounds' medians lie apart (largest over smallest, less 1); **auto** marks auto's predicted pick (the spatial split where predicted faster than the plan, as \`cleave run --plan auto --machine\` runs it on threads); the row auto (timed on ranks) is \`mpirun cleave run --plan auto --machine M\`: its choice, the runner-up of another family, the spatial split where predicted within 1.25x of the choice, and all on rank 0 timed on the ranks, the fastest run (which it kept each round follows its name; its predicted ms is the kept plan's)."
 row ""
 "$here/families_table.py" report "$results" | tee -a "$out"
 row ""

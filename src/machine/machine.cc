@@ -110,6 +110,12 @@ double Machine::endpoint_seconds(double bytes) const {
   return bytes / endpoint_bandwidth;
 }
 
+double Machine::copy_seconds(std::size_t device, double bytes) const {
+  const double seconds = endpoint_seconds(bytes);
+  const double speed = devices.at(device).speed;
+  return seconds > 0 && speed > 0 && speed < 1 ? seconds / speed : seconds;
+}
+
 bool Machine::prices_message_ends() const {
   return !shared_memory && (endpoint_bandwidth > 0 || wake_seconds > 0);
 }
@@ -122,7 +128,7 @@ double Machine::wake_up_seconds(std::size_t device, double wait) const {
 }
 
 double Machine::message_taken(std::size_t device, double start, double there, double bytes) const {
-  const double copied = start + endpoint_seconds(bytes);
+  const double copied = start + copy_seconds(device, bytes);
   return there > copied ? there + wake_up_seconds(device, there - start) : copied;
 }
 

@@ -82,6 +82,10 @@ struct Machine {
   /// Seconds one end of a message of `bytes` spends copying it (endpoint_bandwidth); 0 when
   /// not priced or with shared_memory.
   double endpoint_seconds(double bytes) const;
+  /// Seconds `device` spends on one end of a message of `bytes` (endpoint_seconds), at its
+  /// speed where that is below 1: a rank under a CPU quota, or sharing a core, copies out of
+  /// that share as it computes (a wait's polls are priced so too, wake_up_seconds).
+  double copy_seconds(std::size_t device, double bytes) const;
   /// Whether the ends of a message are priced: endpoint_bandwidth or wake_seconds, and no
   /// shared_memory.
   bool prices_message_ends() const;
@@ -89,7 +93,7 @@ struct Machine {
   /// it is there (wake_seconds); 0 when not priced or it did not wait.
   double wake_up_seconds(std::size_t device, double wait) const;
   /// When `device`, free from `start`, has taken a message of `bytes` that is there at `there`:
-  /// one that came while it was busy costs it its copy (endpoint_seconds), one it waits for is
+  /// one that came while it was busy costs it its copy (copy_seconds), one it waits for is
   /// copied as it comes and costs the wait's wake-up (wake_up_seconds). The simulator and the
   /// spatial partition search price a message's receiving end with this.
   double message_taken(std::size_t device, double start, double there, double bytes) const;

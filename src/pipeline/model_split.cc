@@ -115,6 +115,12 @@ ModelSplit split_model_to_folder(const ModelSplitSettings& o) {
   if (o.nodes > 1 && best->report.gathers.size() == graph.node_count())
     throw Error(fmt::format("{}: no layer can be split along {} (first reason: {})", o.model, o.dim,
                             best->report.gathers.front().reason));
+  // With a machine file and seconds, the split is also priced as auto's table prices its
+  // spatial row (the simulator on the pieces' own costs, rank 0's hand-out and gather): what a
+  // run of this folder on the machine's ranks is predicted to take.
+  std::optional<SplitPrediction> predicted;
+  if (machine_file && costs)
+    predicted = predict_split(graph, *best, options, *costs, *machine_file, 1);
   write_split_folder(*best, folder, o.model, fingerprint);
   if (!o.dot.empty() || !o.svg.empty()) {
     std::string dot = graph_to_dot(best->partitioned.graph, {});
@@ -133,7 +139,18 @@ ModelSplit split_model_to_folder(const ModelSplitSettings& o) {
   }
   report["candidates"] = candidates;
   if (!choice.searches.empty()) report["seconds_search"] = choice.searches;
-  return {report, split_choice_text(choice, o.output)};
+  std::string text = split_choice_text(choice, o.output);
+  if (predicted) {
+    const double seconds = predicted->plan.plan.makespan;
+    report["machine_prediction"] = {{"predicted_seconds", seconds},
+                                    {"predicted_ms", seconds * 1e3},
+                                    {"piece_costs", predicted->how}};
+    text += fmt::format(
+        "on {}'s ranks: predicted {:.3f} ms ({}; as `cleave plan --explain`'s "
+        "spatial row)\n",
+        o.machine, seconds * 1e3, predicted->how);
+  }
+  return {report, text};
 }
 
 }  // namespace cleave

@@ -52,6 +52,7 @@ CostTable piece_costs(const Graph& graph, const SplitResult& best, const SplitMo
     choice.family = costs.convolution_family;
     try {
       CostTable table = choose_costs(best.partitioned.graph, choice);
+      price_pieces_as_their_ranks_run_them(best.partitioned, table);
       how = "pieces profiled";
       return table;
     } catch (const Error& e) {
@@ -106,6 +107,18 @@ void price_split_copies(const CostTable& costs, SplitCostModel& cost) {
   cost.seconds_per_copy = rates.seconds_per_op;
 }
 
+SplitPrediction predict_split(const Graph& graph, const SplitResult& best,
+                              const SplitModelOptions& options, const CostTable& costs,
+                              const Machine& machine, int samples) {
+  SplitPrediction out;
+  out.costs = piece_costs(graph, best, options, costs, machine, out.how);
+  // A machine file's devices are ranks: rank 0 hands the input out and gathers the outputs.
+  out.plan = split_plan(best.partitioned.graph, best.partitioned, out.costs, machine, samples,
+                        ModelValues::kFromRank0);
+  out.plan.plan.notes["piece_costs"] = out.how;
+  return out;
+}
+
 SpatialCandidate spatial_candidate(const Graph& graph, const CostTable& costs,
                                    const Machine& machine, int samples) {
   SpatialCandidate out;
@@ -137,16 +150,12 @@ SpatialCandidate spatial_candidate(const Graph& graph, const CostTable& costs,
     const SplitResult& best = *choice.best;
     const SplitStats& split = best.report.optimized;
     row.configuration += fmt::format(" along {}", split_dim_name(options.split.dim));
-    std::string how;
-    const CostTable split_costs = piece_costs(graph, best, options, costs, searched, how);
-    // A machine file's devices are ranks: rank 0 hands the input out and gathers the outputs.
-    out.plan = split_plan(best.partitioned.graph, best.partitioned, split_costs, searched, samples,
-                          ModelValues::kFromRank0);
-    out.plan->plan.notes["piece_costs"] = how;
+    SplitPrediction predicted = predict_split(graph, best, options, costs, searched, samples);
+    out.plan = std::move(predicted.plan);
     // The one simulator, as every other row: the split's plan on its machines and links.
     row.predicted_seconds = out.plan->plan.makespan;
-    row.costs = describe_costs(split_costs, *out.plan, true);
-    row.costs.source += fmt::format(" ({})", how);
+    row.costs = describe_costs(predicted.costs, *out.plan, true);
+    row.costs.source += fmt::format(" ({})", predicted.how);
     if (samples > 1) row.samples_per_second = samples / row.predicted_seconds;
     for (int64_t bytes : split.weight_bytes) row.memory_bytes.push_back(static_cast<double>(bytes));
     for (int64_t bytes : split.peak_activation_bytes)

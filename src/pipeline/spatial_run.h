@@ -37,6 +37,21 @@ struct SpatialCandidate {
 /// static weights are not. The table's spatial row and `cleave split` price them alike.
 void price_split_copies(const CostTable& costs, SplitCostModel& cost);
 
+/// The simulator's prediction of a split on its machines' ranks: the plan of one worker per
+/// machine on the split's own cost table (piece_costs: its pieces profiled as the model was
+/// where `costs` are a profile, else each whole node's share), rank 0 handing the inputs out
+/// and gathering the outputs. The spatial row of auto's table and `cleave split --machine`'s
+/// report both price a split with this, so that a bench running the split folder compares
+/// its time with the prediction of the split it ran.
+struct SplitPrediction {
+  ModelPlan plan;
+  CostTable costs;
+  std::string how;  ///< "pieces profiled", or "pieces priced by share" (and why).
+};
+SplitPrediction predict_split(const Graph& graph, const SplitResult& best,
+                              const SplitModelOptions& options, const CostTable& costs,
+                              const Machine& machine, int samples);
+
 /// The split search's best split of `graph` along H over `machine`'s devices (the first 8 of
 /// a larger machine, the row's cut_short says so) for `samples` samples, priced on `costs`.
 /// Errors of the search become the row's rejection, never a throw.

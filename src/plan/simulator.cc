@@ -90,7 +90,7 @@ void OrdersClock::hand_outs() const {
       });
       if (same == hand_outs_.end()) {
         hand_outs_.push_back({input.name, sample, worker, input.bytes});
-        hand_out_seconds_ += graph.machine.endpoint_seconds(input.bytes);
+        hand_out_seconds_ += graph.machine.copy_seconds(0, input.bytes);
       }
     }
   }
@@ -101,7 +101,8 @@ void OrdersClock::hand_outs() const {
   if (listed != task_count) return;  // a planner's schedule so far: gathered at the end
   gathers_ = graph.output_gathers(worker_of_task_);
   for (const OutputGather& gather : gathers_)
-    gather_sends_[gather.task] += graph.machine.endpoint_seconds(gather.bytes);
+    gather_sends_[gather.task] += graph.machine.copy_seconds(
+        static_cast<std::size_t>(worker_of_task_[gather.task]), gather.bytes);
 }
 
 // When device 0 has every gathered model output: it takes them after its own last task, as
@@ -124,7 +125,7 @@ double OrdersClock::gather_end(const std::vector<double>& finish, double makespa
   }
   std::sort(pending_.begin(), pending_.end());
   for (const auto& [there, bytes] : pending_)
-    end = std::max(end + machine.endpoint_seconds(bytes), there);
+    end = std::max(end + machine.copy_seconds(0, bytes), there);
   return std::max(makespan, end);
 }
 
@@ -140,7 +141,7 @@ double OrdersClock::send_seconds(int task, int worker) const {
   }
   double seconds = 0;
   for (double& bytes : to_worker_) {
-    if (bytes > 0) seconds += graph_->machine.endpoint_seconds(bytes);
+    if (bytes > 0) seconds += graph_->machine.copy_seconds(static_cast<std::size_t>(worker), bytes);
     bytes = 0;
   }
   return seconds;
@@ -316,7 +317,8 @@ Simulation OrdersClock::simulate(const std::vector<std::vector<int>>& order) con
         }
         // A Concat copies a value received from another rank into its output: only its own
         // rank's inputs are made in place (task_concat_placement.h).
-        if (graph.tasks[task].copies_remote_inputs) reads += graph.machine.endpoint_seconds(bytes);
+        if (graph.tasks[task].copies_remote_inputs)
+          reads += graph.machine.copy_seconds(static_cast<std::size_t>(worker), bytes);
         continue;
       }
       start = std::max(start, result.finish[producer] +

@@ -54,7 +54,9 @@ bool prices_beside_busy(const Plan& plan, const TaskGraph& graph);
 /// (at once when it was waiting for it: the copy then overlaps the link's, and the wait's polls
 /// cost it Machine::wake_up_seconds once the message is there); a task that
 /// Task::copies_remote_inputs (a Concat) copies each value from another worker once more, at the
-/// same rate, inside its task. Device 0's hand-out and gather are priced the same way: it copies
+/// same rate, inside its task. Every such copy is made at the copying device's speed where that
+/// is below 1 (Machine::copy_seconds: a rank under a CPU quota copies out of its share, as it
+/// computes). Device 0's hand-out and gather are priced the same way: it copies
 /// every model input it hands out before its first task (each leaves then, or as the link
 /// carries it), a task whose model output is gathered copies it after the task, and device 0
 /// takes the gathered outputs after its own last task. Tasks take Task::time,

@@ -155,6 +155,38 @@ SplitStats split_stats(const Graph& graph, const Partition& partition, const Reg
   return s;
 }
 
+void price_pieces_as_their_ranks_run_them(const PartitionedGraph& split, CostTable& table) {
+  const Graph& g = split.graph;
+  // Weights of a few cache lines or more; a shape or scale input is no cache's worth.
+  constexpr int64_t kWeightBytes = 1024;
+  const auto reads_weights = [&](NodeId id) {
+    return std::any_of(g.node(id).inputs.begin(), g.node(id).inputs.end(), [&](ValueId v) {
+      return v != kNoValue && g.value(v).initializer &&
+             g.value(v).initializer->element_count() * element_size(g.value(v).dtype) >=
+                 kWeightBytes;
+    });
+  };
+  // Node ids are in a topological order, the order the profile ran them: per model node, its
+  // first piece that reads weights.
+  std::map<NodeId, NodeId> first;
+  for (NodeId id : g.node_ids()) {
+    const NodeId origin = split.origin[id];
+    if (origin < 0 || static_cast<std::size_t>(id) >= table.nodes.size() || !reads_weights(id))
+      continue;
+    const auto [lead, added] = first.emplace(origin, id);
+    if (added) continue;
+    const NodeCost& cold = table.nodes[lead->second];
+    NodeCost& warm = table.nodes[id];
+    const double scale =
+        static_cast<double>(output_elements(g, id)) /
+        static_cast<double>(std::max<int64_t>(1, output_elements(g, lead->second)));
+    for (std::size_t t = 0; t < warm.seconds.size() && t < cold.seconds.size(); ++t)
+      warm.seconds[t] = std::max(warm.seconds[t], cold.seconds[t] * scale);
+    if (warm.busy_seconds && cold.busy_seconds)
+      warm.busy_seconds = std::max(*warm.busy_seconds, *cold.busy_seconds * scale);
+  }
+}
+
 CostTable split_cost_table(const Graph& graph, const PartitionedGraph& split,
                            const SplitCostModel& cost, const CostTable* costs) {
   const Graph& g = split.graph;

@@ -77,6 +77,16 @@ SplitResult split_model(const Graph& graph, const SplitModelOptions& options);
 SplitStats split_stats(const Graph& graph, const Partition& partition, const Regions& regions,
                        const PartitionedGraph& split, const SplitCostModel& cost,
                        const CostTable* costs = nullptr);
+/// Corrects a profile of a split's partitioned graph (`table`, by NodeId of split.graph) for the
+/// order it was timed in: one process runs every machine's piece of a layer one after another,
+/// so each piece after the layer's first finds the layer's weights in cache, where its own rank
+/// reads them as the first piece did (googlenet on 2 ranks: the second pieces profiled 19-38%
+/// cheaper per output element than the first, and ran as fast as the first on the ranks;
+/// docs/results/distributed.md). Each later piece of a node that reads weights then takes at
+/// least the first piece's seconds per output element, at every thread count and beside busy
+/// cores; a piece is never priced below its own profile.
+void price_pieces_as_their_ranks_run_them(const PartitionedGraph& split, CostTable& table);
+
 /// The cost table of a split's partitioned graph on the unsplit graph's terms, as split_stats
 /// prices it: a piece of a model node takes its share (by output elements) of that node's
 /// seconds in `costs`, at every thread count the table has; a copy (Slice, Concat) its bytes

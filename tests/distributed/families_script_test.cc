@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <string>
@@ -581,6 +582,34 @@ TEST_F(FamiliesScript, RunsEveryFamilyAndCleansUp) {
   ASSERT_FALSE(work.empty()) << result.err;
   EXPECT_FALSE(std::filesystem::exists(work));
   EXPECT_EQ(cluster_leftovers(), std::set<std::string>{});
+}
+
+// The spatial row's prediction is that of the split run (`cleave split --machine --json`'s
+// machine_prediction), not the table's own split's, which can be another.
+TEST_F(FamiliesScript, TheSpatialRowIsPredictedByTheSplitItRuns) {
+  if (!cluster_available()) GTEST_SKIP() << "needs root, cgroup v1 cpu, tc and mpicc";
+  ASSERT_EQ(cleave("gen inception --blocks 2 --channels 8 -o " + path("m.onnx")).exit_code, 0);
+  // A cleave that keeps what each `split` printed.
+  const std::string wrapper = path("cleave");
+  std::ofstream(wrapper) << "#!/bin/sh\nif [ \"$1\" = split ]; then\n  " << CLEAVE_BINARY
+                         << " \"$@\" > " << path("split.out") << "\n  rc=$?\n  cat "
+                         << path("split.out") << "\n  exit $rc\nfi\nexec " << CLEAVE_BINARY
+                         << " \"$@\"\n";
+  std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
+  const CommandResult result = families("--models " + path("m.onnx") +
+                                            " --ranks 2 --links none --speeds full --rounds 1 "
+                                            "--repeat 1 --costs static",
+                                        wrapper);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json split = nlohmann::json::parse(read_text(path("split.out")));
+  const double predicted = split.at("machine_prediction").at("predicted_ms").get<double>();
+  const std::string table = read_text(path("out.md"));
+  std::smatch row;
+  ASSERT_TRUE(std::regex_search(
+      table, row, std::regex(R"(\| spatial \| split over 2 devices along h \| ([0-9.]+) \|)")))
+      << table;
+  // The table prints it to 0.01 ms.
+  EXPECT_NEAR(std::stod(row[1].str()), predicted, 0.0051) << table;
 }
 
 // The planning commands run in a cgroup with the ranks' claim on the cores (cpu.shares 102400,

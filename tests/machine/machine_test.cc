@@ -172,6 +172,25 @@ TEST(MachineTest, EndpointBandwidthPricesEachEndOfAMessage) {
   EXPECT_EQ(shared.endpoint_seconds(1e6), 0);
 }
 
+// A device below speed 1 (a CPU quota, a shared core) copies a message's end out of its share;
+// one at speed 1 or more copies at endpoint_bandwidth; unpriced stays 0 everywhere.
+TEST(MachineTest, CopySecondsTakeTheCopyingDevicesShare) {
+  nlohmann::json json = nlohmann::json::parse(kTwoDevices);
+  json["devices"][1]["speed"] = 0.5;
+  EXPECT_EQ(machine_from_json(json, "m.json").copy_seconds(1, 1e6), 0);
+  json["endpoint_bandwidth"] = 5e9;
+  json["devices"][0]["speed"] = 2;
+  const Machine priced = machine_from_json(json, "m.json");
+  EXPECT_DOUBLE_EQ(priced.copy_seconds(0, 1e6), 2e-4);
+  EXPECT_DOUBLE_EQ(priced.copy_seconds(1, 1e6), 4e-4);
+  // A message received while busy: the copy at the reader's share.
+  EXPECT_DOUBLE_EQ(priced.message_taken(1, 1.0, 0.5, 1e6), 1.0 + 4e-4);
+  EXPECT_DOUBLE_EQ(priced.message_taken(0, 1.0, 0.5, 1e6), 1.0 + 2e-4);
+  Machine shared = priced;
+  shared.shared_memory = true;
+  EXPECT_EQ(shared.copy_seconds(1, 1e6), 0);
+}
+
 // A sleeping wait's polls: every one from a device's share of a core below speed 1, only the
 // one that finds the message on a core of its own; none without a wait or the field.
 TEST(MachineTest, WakeSecondsPriceTheWaitsPolls) {

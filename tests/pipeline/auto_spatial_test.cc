@@ -125,10 +125,15 @@ TEST(SpatialRun, WithProfiledCostsThePiecesAreProfiledAtTheirOwnShapes) {
       spatial_candidate(graph, choose_costs(graph, choice), cpu_machine(2, 1), 1);
   ASSERT_TRUE(candidate.plan && candidate.split) << candidate.row.rejected;
   EXPECT_EQ(candidate.plan->plan.notes.at("piece_costs"), "pieces profiled");
-  // The split's profile, now cached: every task is predicted with its own node's seconds.
-  const CostTable pieces = choose_costs(candidate.split->graph, choice);
-  for (const Task& task : candidate.plan->tasks.tasks)
+  // The split's profile, now cached: every task is predicted with its own node's seconds, a
+  // layer's later pieces at least at its first piece's rate (they were profiled warm).
+  const CostTable profiled = choose_costs(candidate.split->graph, choice);
+  CostTable pieces = profiled;
+  price_pieces_as_their_ranks_run_them(*candidate.split, pieces);
+  for (const Task& task : candidate.plan->tasks.tasks) {
     EXPECT_DOUBLE_EQ(task.time[0], pieces.seconds(task.node, 1)) << task.name;
+    EXPECT_GE(task.time[0], profiled.seconds(task.node, 1)) << task.name;
+  }
 }
 
 TEST(SpatialRun, WithStaticCostsThePiecesTakeTheirShareOfTheWholeNode) {

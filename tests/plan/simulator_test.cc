@@ -207,6 +207,35 @@ TEST(SimulatorTest, AMessageThatIsThereCostsNoWakeUp) {
   EXPECT_DOUBLE_EQ(result.makespan, 0.007);
 }
 
+// a (1 ms on p) -> b (2 ms on q, after c's 5 ms there) -> d (1 ms on p); 100 bytes a message,
+// each end copying it in 0.1 ms at endpoint_bandwidth (1e6 bytes/s), the link 1 us; q at
+// `speed`.
+std::string copying_graph(double speed) {
+  return R"({"devices": [{"name": "p"}, {"name": "q", "speed": )" + std::to_string(speed) + R"(}],
+    "bandwidth": [[0, 1e8], [1e8, 0]], "latency": [[0, 0], [0, 0]], "endpoint_bandwidth": 1e6,
+    "tasks": [{"name": "a", "time": [0.001, 0.001], "output_bytes": 100},
+              {"name": "c", "time": [0.005, 0.005]},
+              {"name": "b", "time": [0.002, 0.002], "output_bytes": 100},
+              {"name": "d", "time": [0.001, 0.001]}],
+    "edges": [["a", "b"], ["b", "d"]]})";
+}
+
+TEST(SimulatorTest, ARankAtAShareOfACoreCopiesItsMessagesOutOfThatShare) {
+  // q at half speed: a's message came during c, so q copies it after c, 0.2 ms (5.0-5.2 ms);
+  // b runs 5.2-7.2 and sends to p in 0.2 ms (7.4); d runs 7.4-8.4. p copies a's in 0.1 ms.
+  const Plan plan = make_plan({0, 1, 1, 0}, {{0, 3}, {1, 2}});
+  const Simulation half = simulate(plan, graph_from_text(copying_graph(0.5)));
+  EXPECT_DOUBLE_EQ(half.finish[0], 0.0011);
+  EXPECT_DOUBLE_EQ(half.start[2], 0.0052);
+  EXPECT_DOUBLE_EQ(half.finish[2], 0.0074);
+  EXPECT_NEAR(half.makespan, 0.0084, 1e-12);
+  // q at full speed copies as p does: 0.1 ms each end.
+  const Simulation full = simulate(plan, graph_from_text(copying_graph(1)));
+  EXPECT_DOUBLE_EQ(full.start[2], 0.0051);
+  EXPECT_DOUBLE_EQ(full.finish[2], 0.0072);
+  EXPECT_NEAR(full.makespan, 0.0082, 1e-12);
+}
+
 TEST(SimulatorTest, ATaskGraphFileKeepsItsWakeSeconds) {
   const TaskGraph graph = graph_from_text(waking_graph(0.5));
   EXPECT_EQ(graph.machine.wake_seconds, 2e-5);

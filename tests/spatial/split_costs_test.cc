@@ -1,6 +1,11 @@
 // The split's list schedule prices pieces by the cost table it is given (auto's spatial row).
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "spatial/region_rules.h"
 #include "spatial/split_model.h"
 #include "split_testing.h"
 
@@ -88,6 +93,58 @@ TEST(SplitCosts, PricedCopiesLengthenThePrediction) {
   o.cost.copy_bytes_per_second = 1e3;  // a kilobyte a second: the copies dominate
   const double priced = split_model(g, o).report.optimized.predicted_seconds;
   EXPECT_GT(priced, unpriced + 1.0);
+}
+
+double elements(const Graph& g, NodeId id) {
+  const std::optional<std::vector<int64_t>> sizes = static_sizes(g, g.node(id).outputs[0]);
+  double n = 1;
+  for (int64_t d : sizes.value()) n *= static_cast<double>(d);
+  return n;
+}
+
+// A profile of the partitioned graph runs machine 1's piece of a layer right after machine 0's:
+// the weights are warm and the later piece reads cheaper than its rank runs it. Later pieces of
+// a node with weights (c2's 2304 bytes) take the first piece's seconds per output element, never
+// less than their own; a node whose weights are under 1 KiB (c1's 864 bytes), and copies, keep
+// theirs.
+TEST(SplitCostsTest, LaterPiecesOfALayerWithWeightsTakeTheFirstPiecesRate) {
+  const Graph g = graph_with_weights(kTwoConvs);
+  const SplitResult r = split_model(g, options(2, nullptr));
+  const PartitionedGraph& p = r.partitioned;
+  std::map<NodeId, std::vector<NodeId>> pieces;  // model node -> its pieces, in id order
+  for (NodeId id : p.graph.node_ids())
+    if (p.origin[id] >= 0) pieces[p.origin[id]].push_back(id);
+  ASSERT_EQ(pieces.size(), 2u);
+  const NodeId c1_first = pieces.begin()->second.at(0), c1_later = pieces.begin()->second.at(1);
+  const NodeId c2_first = pieces.rbegin()->second.at(0), c2_later = pieces.rbegin()->second.at(1);
+  CostTable table = one_second_per_node(p.graph);
+  for (NodeId first : {c1_first, c2_first}) {
+    table.nodes[first].seconds = {2e-3, 1.5e-3};
+    table.nodes[first].busy_seconds = 3e-3;
+  }
+  for (NodeId later : {c1_later, c2_later}) {
+    table.nodes[later].seconds = {5e-4, 4e-4};
+    table.nodes[later].busy_seconds = 6e-4;
+  }
+  CostTable dearer = table;
+  dearer.nodes[c2_later].seconds = {5e-3, 5e-3};
+  price_pieces_as_their_ranks_run_them(p, table);
+  const double scale = elements(p.graph, c2_later) / elements(p.graph, c2_first);
+  EXPECT_GT(scale, 0.5);
+  EXPECT_DOUBLE_EQ(table.nodes[c2_later].seconds[0], 2e-3 * scale);
+  EXPECT_DOUBLE_EQ(table.nodes[c2_later].seconds[1], 1.5e-3 * scale);
+  EXPECT_DOUBLE_EQ(*table.nodes[c2_later].busy_seconds, 3e-3 * scale);
+  EXPECT_DOUBLE_EQ(table.nodes[c2_first].seconds[0], 2e-3);
+  EXPECT_DOUBLE_EQ(table.nodes[c1_later].seconds[0], 5e-4);
+  EXPECT_DOUBLE_EQ(*table.nodes[c1_later].busy_seconds, 6e-4);
+  for (NodeId id : p.graph.node_ids()) {
+    if (p.origin[id] >= 0) continue;
+    EXPECT_EQ(table.nodes[id].seconds, std::vector<double>{1.0}) << id;
+  }
+  // Profiled dearer than the first piece's rate: kept.
+  price_pieces_as_their_ranks_run_them(p, dearer);
+  EXPECT_DOUBLE_EQ(dearer.nodes[c2_later].seconds[0], 5e-3);
+  EXPECT_DOUBLE_EQ(dearer.nodes[c2_later].seconds[1], 5e-3);
 }
 
 }  // namespace
