@@ -5,9 +5,11 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <vector>
 
+#include "machine/machine.h"
 #include "support/error.h"
 #include "support/json_file.h"
 
@@ -80,21 +82,33 @@ nlohmann::json split_recipe_json(const SplitModelOptions& options) {
     layers[name] = entry;
   }
   const SplitCostModel& cost = options.cost;
-  return {{"machines", options.split.machines},
-          {"dim", std::string(split_dim_name(options.split.dim))},
-          {"speeds", exact_list(options.split.speeds)},
-          {"layers", layers},
-          {"fuse", options.fuse},
-          {"cost",
-           {{"flops_per_second", exact(cost.flops_per_second)},
-            {"bytes_per_second", exact(cost.bytes_per_second)},
-            {"latency_seconds", exact(cost.latency_seconds)},
-            {"copy_bytes_per_second", exact(cost.copy_bytes_per_second)},
-            {"seconds_per_copy", exact(cost.seconds_per_copy)},
-            {"speeds", exact_list(cost.speeds)},
-            {"bandwidth", exact_table(cost.bandwidth)},
-            {"latency", exact_table(cost.latency)},
-            {"fixed_fuse_depth", cost.fixed_fuse_depth}}}};
+  nlohmann::json recipe = {{"machines", options.split.machines},
+                           {"dim", std::string(split_dim_name(options.split.dim))},
+                           {"speeds", exact_list(options.split.speeds)},
+                           {"layers", layers},
+                           {"fuse", options.fuse},
+                           {"cost",
+                            {{"flops_per_second", exact(cost.flops_per_second)},
+                             {"bytes_per_second", exact(cost.bytes_per_second)},
+                             {"latency_seconds", exact(cost.latency_seconds)},
+                             {"copy_bytes_per_second", exact(cost.copy_bytes_per_second)},
+                             {"seconds_per_copy", exact(cost.seconds_per_copy)},
+                             {"speeds", exact_list(cost.speeds)},
+                             {"bandwidth", exact_table(cost.bandwidth)},
+                             {"latency", exact_table(cost.latency)},
+                             {"fixed_fuse_depth", cost.fixed_fuse_depth}}}};
+  // The search priced each halo's receiving end on the machine (SplitCostModel::receive_seconds),
+  // and that decides which tiles fuse: without it a rank rebuilt another partitioned graph
+  // than rank 0's whenever the ends tipped a decision.
+  if (cost.machine && cost.machine->prices_message_ends()) {
+    std::vector<double> speeds;
+    for (const Device& device : cost.machine->devices) speeds.push_back(device.speed);
+    recipe["cost"]["message_ends"] = {
+        {"endpoint_bandwidth", exact(cost.machine->endpoint_bandwidth)},
+        {"wake_seconds", exact(cost.machine->wake_seconds)},
+        {"device_speeds", exact_list(speeds)}};
+  }
+  return recipe;
 }
 
 SplitModelOptions split_recipe_from_json(const nlohmann::json& recipe, const Graph& graph,
@@ -143,6 +157,25 @@ SplitModelOptions split_recipe_from_json(const nlohmann::json& recipe, const Gra
   }
   cost.fixed_fuse_depth = static_cast<int>(
       cost_field.at("fixed_fuse_depth").integer(0, std::numeric_limits<int>::max()));
+  if (const std::optional<JsonField> ends = cost_field.find("message_ends")) {
+    ends->expect_object();
+    auto machine = std::make_shared<Machine>();
+    machine->name = "split recipe";
+    machine->shared_memory = false;
+    machine->endpoint_bandwidth = exact_of(ends->at("endpoint_bandwidth"));
+    machine->wake_seconds = exact_of(ends->at("wake_seconds"));
+    const JsonField speeds = ends->at("device_speeds");
+    for (double speed : exact_list_of(speeds)) {
+      if (!(speed > 0)) speeds.fail("positive speeds, one per device");
+      Device device;
+      device.name = fmt::format("rank{}", machine->devices.size());
+      device.speed = speed;
+      machine->devices.push_back(device);
+    }
+    if (machine->devices.size() < static_cast<std::size_t>(split.machines))
+      speeds.fail(fmt::format("at least {} entries (one per machine)", split.machines));
+    cost.machine = std::move(machine);
+  }
   return options;
 }
 

@@ -10,7 +10,8 @@
 namespace cleave {
 
 /// The split's options as JSON: its machines, dim, speeds and per-layer dims and shares (what
-/// the search chose), whether tiles fuse, and the cost model that decides which do. Every
+/// the search chose), whether tiles fuse, and the cost model that decides which do (with the
+/// machine's message ends, message_ends, where the search priced them). Every
 /// number is kept exactly (doubles round-trip; infinities as "inf"), so that split_model of the
 /// same graph with split_recipe_from_json's options builds the same partitioned graph.
 nlohmann::json split_recipe_json(const SplitModelOptions& options);

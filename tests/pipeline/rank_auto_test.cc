@@ -140,12 +140,12 @@ class RankAutoFileTest : public ::testing::Test {
  protected:
   void TearDown() override { std::filesystem::remove(path_); }
   // Two ranks linked at `bandwidth` bytes/s, each of `memory` bytes (0: not said).
-  std::string machine(double bandwidth, double memory = 0) {
+  std::string machine(double bandwidth, double memory = 0, const std::string& ends = "") {
     const std::string device = memory > 0 ? fmt::format(R"(, "memory_bytes": {})", memory) : "";
     std::ofstream(path_) << fmt::format(
         R"({{"devices": [{{"name": "rank0"{0}}}, {{"name": "rank1"{0}}}],
-             "bandwidth": [[0, {1}], [{1}, 0]], "latency": [[0, 1e-7], [1e-7, 0]]}})",
-        device, bandwidth);
+             "bandwidth": [[0, {1}], [{1}, 0]], "latency": [[0, 1e-7], [1e-7, 0]]{2}}})",
+        device, bandwidth, ends);
     return path_;
   }
   const std::string path_ =
@@ -219,6 +219,30 @@ TEST_F(RankAutoFileTest, ASplitPredictedFarSlowerIsNotTimed) {
     EXPECT_THAT(row["rejected"].get<std::string>(), HasSubstr("not within 1.25x of")) << row;
   }
   EXPECT_TRUE(listed);
+}
+
+// The search priced each halo's receiving end (copies at the endpoint's rate, a wait's wake-up),
+// which decides which tiles fuse: the recipe carries them, so every rank rebuilds rank 0's split.
+TEST_F(RankAutoFileTest, ASplitRecipeCarriesTheMachinesMessageEnds) {
+  const Graph graph = conv_chain();
+  RankAutoOptions options = static_options();
+  options.machine = machine(1e12, 0, R"(, "endpoint_bandwidth": 1e8, "wake_seconds": 5e-5)");
+  const std::vector<RankCandidate> candidates = plan_rank_candidates(graph, options, 2);
+  const RankCandidate* split = with_role(candidates, "split");
+  ASSERT_NE(split, nullptr);
+  const nlohmann::json& ends = split->split.at("cost").at("message_ends");
+  EXPECT_EQ(ends.at("endpoint_bandwidth"), 1e8);
+  EXPECT_EQ(ends.at("wake_seconds"), 5e-5);
+  EXPECT_EQ(ends.at("device_speeds"), nlohmann::json({1.0, 1.0}));
+  const SplitModelOptions read = split_recipe_from_json(split->split, graph, "recipe");
+  ASSERT_NE(read.cost.machine, nullptr);
+  EXPECT_GT(read.cost.receive_seconds(0, 1, 1e5), read.cost.transfer_seconds(0, 1, 1e5));
+  EXPECT_EQ(split_recipe_json(read), split->split);
+  EXPECT_NO_THROW(candidate_graph(graph, *split));
+  // Without them the rebuilt split is another one than rank 0's.
+  RankCandidate without = *split;
+  without.split["cost"].erase("message_ends");
+  EXPECT_THROW(candidate_graph(graph, without), Error);
 }
 
 TEST_F(RankAutoFileTest, ASplitRecipeRoundTripsAndABadOneIsRefusedNamingTheField) {
