@@ -24,6 +24,59 @@
 
 namespace cleave {
 
+namespace {
+
+// The costs the seconds search prices the split with; none for the terms search or --costs flops.
+std::optional<CostTable> search_costs(const ModelSplitSettings& o, SearchObjective objective,
+                                      const Graph& graph, const std::optional<Machine>& machine) {
+  if (o.costs != "analytical" && o.costs != "profile" && o.costs != "static" &&
+      o.costs != "flops") {
+    throw Error(
+        fmt::format("--costs: expected analytical, profile, static or flops, got \"{}\"", o.costs));
+  }
+  if (objective != SearchObjective::kSeconds || o.costs == "flops") return std::nullopt;
+  if (o.costs == "profile") {
+    // As `cleave plan --machine` costs the model (plan_with_costs): its largest device's
+    // threads, the family one thread runs; the copies priced as its spatial row prices them.
+    CostChoice choice;
+    choice.max_threads = machine ? profile_threads_for(*machine) : 1;
+    return choose_costs(graph, choice);
+  }
+  return o.costs == "static" ? static_costs(graph) : analytical_costs(graph, measure_peak_rates(1));
+}
+
+// The report and text of the split written: its figures, the dims tried, and where a machine
+// file priced it, the prediction of its run on the machine's ranks (predict_split).
+ModelSplit split_report(const ModelSplitSettings& o, const SplitChoice& choice, SplitDim dim,
+                        const std::optional<SplitPrediction>& predicted) {
+  nlohmann::json report = split_report_json(*choice.best);
+  report["model"] = o.model;
+  report["output"] = o.output;
+  report["dim"] = std::string(split_dim_name(dim));
+  nlohmann::json candidates = nlohmann::json::array();
+  for (std::size_t i = 0; i < choice.tried.size(); ++i) {
+    candidates.push_back(
+        {{"dim", choice.tried[i].first}, {"predicted_seconds", choice.tried[i].second}});
+    if (!choice.over_memory[i].empty()) candidates.back()["over_memory"] = choice.over_memory[i];
+  }
+  report["candidates"] = candidates;
+  if (!choice.searches.empty()) report["seconds_search"] = choice.searches;
+  std::string text = split_choice_text(choice, o.output);
+  if (predicted) {
+    const double seconds = predicted->plan.plan.makespan;
+    report["machine_prediction"] = {{"predicted_seconds", seconds},
+                                    {"predicted_ms", seconds * 1e3},
+                                    {"piece_costs", predicted->how}};
+    text += fmt::format(
+        "on {}'s ranks: predicted {:.3f} ms ({}; as `cleave plan --explain`'s "
+        "spatial row)\n",
+        o.machine, seconds * 1e3, predicted->how);
+  }
+  return {report, text};
+}
+
+}  // namespace
+
 ModelSplit split_model_to_folder(const ModelSplitSettings& o) {
   // Every output checked before the work: the folder (replaced only with --force, never one
   // holding an input) and the pictures beside it.
@@ -78,22 +131,7 @@ ModelSplit split_model_to_folder(const ModelSplitSettings& o) {
     throw Error(fmt::format("--objective: expected terms or seconds, got \"{}\"", o.objective));
   }
   if (o.objective != "terms" && !o.search) throw Error("--objective needs --search");
-  if (o.costs != "analytical" && o.costs != "profile" && o.costs != "static" &&
-      o.costs != "flops") {
-    throw Error(
-        fmt::format("--costs: expected analytical, profile, static or flops, got \"{}\"", o.costs));
-  }
-  std::optional<CostTable> costs;
-  if (objective == SearchObjective::kSeconds && o.costs == "profile") {
-    // As `cleave plan --machine` costs the model (plan_with_costs): its largest device's
-    // threads, the family one thread runs; the copies priced as its spatial row prices them.
-    CostChoice choice;
-    choice.max_threads = machine_file ? profile_threads_for(*machine_file) : 1;
-    costs = choose_costs(graph, choice);
-  } else if (objective == SearchObjective::kSeconds && o.costs != "flops") {
-    costs =
-        o.costs == "static" ? static_costs(graph) : analytical_costs(graph, measure_peak_rates(1));
-  }
+  const std::optional<CostTable> costs = search_costs(o, objective, graph, machine_file);
   if (costs) price_split_copies(*costs, options.cost);
 
   const SplitChoice choice =
@@ -116,8 +154,7 @@ ModelSplit split_model_to_folder(const ModelSplitSettings& o) {
     throw Error(fmt::format("{}: no layer can be split along {} (first reason: {})", o.model, o.dim,
                             best->report.gathers.front().reason));
   // With a machine file and seconds, the split is also priced as auto's table prices its
-  // spatial row (the simulator on the pieces' own costs, rank 0's hand-out and gather): what a
-  // run of this folder on the machine's ranks is predicted to take.
+  // spatial row: what a run of this folder on the machine's ranks is predicted to take.
   std::optional<SplitPrediction> predicted;
   if (machine_file && costs)
     predicted = predict_split(graph, *best, options, *costs, *machine_file, 1);
@@ -128,29 +165,7 @@ ModelSplit split_model_to_folder(const ModelSplitSettings& o) {
     if (!o.svg.empty()) render_dot(dot, "svg", o.svg);
   }
   folder.commit();
-  nlohmann::json report = split_report_json(*best);
-  report["model"] = o.model;
-  report["output"] = o.output;
-  report["dim"] = std::string(split_dim_name(options.split.dim));
-  nlohmann::json candidates = nlohmann::json::array();
-  for (std::size_t i = 0; i < tried.size(); ++i) {
-    candidates.push_back({{"dim", tried[i].first}, {"predicted_seconds", tried[i].second}});
-    if (!over_memory[i].empty()) candidates.back()["over_memory"] = over_memory[i];
-  }
-  report["candidates"] = candidates;
-  if (!choice.searches.empty()) report["seconds_search"] = choice.searches;
-  std::string text = split_choice_text(choice, o.output);
-  if (predicted) {
-    const double seconds = predicted->plan.plan.makespan;
-    report["machine_prediction"] = {{"predicted_seconds", seconds},
-                                    {"predicted_ms", seconds * 1e3},
-                                    {"piece_costs", predicted->how}};
-    text += fmt::format(
-        "on {}'s ranks: predicted {:.3f} ms ({}; as `cleave plan --explain`'s "
-        "spatial row)\n",
-        o.machine, seconds * 1e3, predicted->how);
-  }
-  return {report, text};
+  return split_report(o, choice, options.split.dim, predicted);
 }
 
 }  // namespace cleave
