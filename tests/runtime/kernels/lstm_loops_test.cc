@@ -183,6 +183,21 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
 
 INSTANTIATE_TEST_SUITE_P(EveryForm, LstmLoops, testing::ValuesIn(every_form()), case_name);
 
+// A team of 4 whose recurrence has work for 2 (8 blocks): the region takes all 4, two of them
+// only meeting at the barriers, and every block is still computed.
+TEST(LstmLoopsTeam, ATeamOfFourWithWorkForTwoComputesEveryUnit) {
+  if (spin_count_in_effect() == 0) GTEST_SKIP() << "OpenMP threads that sleep keep to oneDNN";
+  const Case c{"bidirectional", true, false};
+  Executor fast(parse_graph(graph_text(c, true)), threads(4));
+  const std::vector<Tensor> got = fast.run(run_inputs(c));
+  ASSERT_TRUE(starts_with(fast.stats().implementations[0], "cleave:"))
+      << fast.stats().implementations[0];
+  const std::vector<Tensor> want = loops_result(c);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    expect_values(got[i], want[i].to_double_vector(), 2e-6);
+}
+
 TEST(LstmLoopsChoice, OneThreadKeepsToOneDnn) {
   Executor one(parse_graph(graph_text(Case{}, true)), threads(1));
   one.run(run_inputs(Case{}));
@@ -216,6 +231,17 @@ TEST(LstmLoopsRule, TheRecurrenceSplitsByBlocksOfUnits) {
   EXPECT_EQ(recurrence_threads(16, 8), 2);  // No more than the blocks allow.
   EXPECT_EQ(recurrence_threads(4, 64), 4);
   EXPECT_EQ(recurrence_threads(0, 64), 1);
+}
+
+TEST(LstmLoopsRule, TheFirstActiveMembersSplitTheBlocksAndTheOthersIdle) {
+  using Range = std::pair<int64_t, int64_t>;
+  EXPECT_EQ(recurrence_blocks(0, 16, 2, 8), (Range{0, 4}));
+  EXPECT_EQ(recurrence_blocks(1, 16, 2, 8), (Range{4, 8}));
+  EXPECT_EQ(recurrence_blocks(2, 16, 2, 8), (Range{8, 8}));
+  EXPECT_EQ(recurrence_blocks(15, 16, 2, 8), (Range{8, 8}));
+  EXPECT_EQ(recurrence_blocks(2, 3, 3, 10), (Range{6, 10}));
+  // A region smaller than asked (OpenMP gave fewer threads): its members take every block.
+  EXPECT_EQ(recurrence_blocks(0, 1, 4, 8), (Range{0, 8}));
 }
 
 TEST(LstmLoopsRule, FitsSmallBatchesOnASpinningTeam) {

@@ -218,6 +218,7 @@ class LstmLoopsKernel : public Kernel, public PackedConstants {
     given_h_ = context.has_input(kInitialH);
     given_c_ = context.has_input(kInitialC);
     recurrence_threads_ = recurrence_threads(omp_get_max_threads(), blocks_);
+    region_threads_ = recurrence_threads_ > 1 ? omp_get_max_threads() : 1;
     pack(context);
     projection_.resize(static_cast<std::size_t>(dims.steps * n * d * columns_));
     const auto state = static_cast<std::size_t>(n * blocks_ * kLanes);
@@ -275,10 +276,12 @@ class LstmLoopsKernel : public Kernel, public PackedConstants {
   // The steps of direction d. The hidden units' blocks are split among the recurrence's
   // threads; each step reads every unit's H of the step before, so they meet once a step.
   void run_direction(int64_t d, float* y) {
-#pragma omp parallel num_threads(recurrence_threads_) if (recurrence_threads_ > 1)
+#pragma omp parallel num_threads(region_threads_) if (region_threads_ > 1)
     {
-      const int64_t threads = omp_get_num_threads(), thread = omp_get_thread_num();
-      run_blocks(d, y, blocks_ * thread / threads, blocks_ * (thread + 1) / threads);
+      const int64_t members = omp_get_num_threads();
+      const auto [begin, end] = recurrence_blocks(
+          omp_get_thread_num(), members, std::min<int64_t>(recurrence_threads_, members), blocks_);
+      run_blocks(d, y, begin, end);
     }
   }
 
@@ -374,7 +377,8 @@ class LstmLoopsKernel : public Kernel, public PackedConstants {
   int64_t columns_ = 0;  // Projection floats of one row and direction: blocks_ · kBlock.
   std::size_t outputs_;
   StepLoops loops_;
-  int recurrence_threads_ = 1;
+  int recurrence_threads_ = 1;  // Members of the region that compute blocks.
+  int region_threads_ = 1;      // The region's team: 1, or the node's whole team.
   std::vector<OutputSpec> specs_;
   bool given_h_ = false, given_c_ = false;
   DnnlStep product_;                 // X · Wᵀ + Wb + Rb, every step and direction.
@@ -390,6 +394,13 @@ class LstmLoopsKernel : public Kernel, public PackedConstants {
 int recurrence_threads(int team, int64_t hidden_blocks) {
   const int64_t most = hidden_blocks / kLstmLoopsBlocksPerThread;
   return static_cast<int>(std::clamp<int64_t>(most, 1, std::max(team, 1)));
+}
+
+std::pair<int64_t, int64_t> recurrence_blocks(int64_t member, int64_t members, int64_t active,
+                                              int64_t hidden_blocks) {
+  active = std::clamp<int64_t>(active, 1, std::max<int64_t>(members, 1));
+  if (member >= active) return {hidden_blocks, hidden_blocks};
+  return {hidden_blocks * member / active, hidden_blocks * (member + 1) / active};
 }
 
 bool lstm_loops_fit(const RecurrentDims& dims, bool peepholes, bool lengths, int team,

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include "runtime/kernel.h"
 #include "runtime/kernels/nn/recurrent_dnnl.h"
@@ -22,6 +23,14 @@ inline constexpr int64_t kLstmLoopsBlocksPerThread = 4;
 /// Threads that share an LSTM's recurrence on an intra-op team of `team`: one per
 /// kLstmLoopsBlocksPerThread blocks of kLstmLoopsLanes hidden units, at least 1, at most `team`.
 int recurrence_threads(int team, int64_t hidden_blocks);
+
+/// The blocks [first, second) that member `member` of a region of `members` threads computes when
+/// `active` of them share the recurrence: the first `active` members split the blocks evenly, the
+/// others get none. The region has all of the node's team (one thread or all, as intra_op_team:
+/// a region of a size in between makes libgomp end and recreate pool threads), the idle members
+/// only meeting at each step's barrier.
+std::pair<int64_t, int64_t> recurrence_blocks(int64_t member, int64_t members, int64_t active,
+                                              int64_t hidden_blocks);
 
 /// Whether the loops compute an LSTM of these sizes whose attributes and inputs oneDNN's
 /// primitive takes (`dnnl_recurrent_blocker` empty): no peepholes, no sequence lengths, a batch
