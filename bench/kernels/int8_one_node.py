@@ -93,6 +93,11 @@ def make(name, shape):
 
 
 names = list(SHAPES) if args.shapes == 'all' else args.shapes.split(',')
+unknown = [n for n in names if n not in SHAPES]
+if unknown:
+    sys.exit(f"int8_one_node.py: no shape {', '.join(unknown)} (known: {', '.join(SHAPES)})")
+if not args.make_only and not args.builds:
+    sys.exit('int8_one_node.py: give at least one LABEL=CLEAVE[,VAR=VALUE..] to time')
 models = {n: make(n, SHAPES[n]) for n in names}
 if args.make_only:
     for n, (path, x, ops) in models.items():
@@ -101,8 +106,10 @@ if args.make_only:
 
 builds = []
 for given in args.builds:
-    label, rest = given.split('=', 1)
+    label, _, rest = given.partition('=')
     binary, *variables = rest.split(',')
+    if not label or not os.path.isfile(binary) or any('=' not in v for v in variables):
+        sys.exit(f'int8_one_node.py: {given}: expected LABEL=CLEAVE_BINARY[,VAR=VALUE..]')
     builds.append((label, binary, dict(v.split('=', 1) for v in variables)))
 base_env = dict(os.environ, **dict(v.split('=', 1) for v in args.env))
 
