@@ -46,28 +46,37 @@ T expected(int32_t sum, float multiplier, int32_t zero) {
 }
 
 // Sums with ties (x.5 after the multiplier 0.5), both saturation ends and huge values, per
-// channel multipliers, written from an offset into the whole output (as one thread's share).
+// channel multipliers, written from an offset into the whole output (as one thread's share);
+// with a bias, bias[channel] added to each sum first. 19 channels: runs of 8 (AVX2) and a tail.
 template <typename T>
-void expect_requantized_as_onnx_says(DataType type, int64_t channel_stride, int32_t zero) {
-  const int64_t channels = 7, count = 3 * channels * std::max<int64_t>(channel_stride, 5);
+void expect_requantized_as_onnx_says(DataType type, int64_t channel_stride, int32_t zero,
+                                     int64_t channels = 7, bool with_bias = false) {
+  const int64_t count = 3 * channels * std::max<int64_t>(channel_stride, 5);
   std::mt19937 rng(3);
-  std::uniform_int_distribution<int32_t> small(-600, 600);
-  std::vector<int32_t> sums(static_cast<std::size_t>(count));
+  std::uniform_int_distribution<int32_t> small(-600, 600), offset(-2000, 2000);
+  std::vector<int32_t> sums(static_cast<std::size_t>(count)), bias;
   for (std::size_t i = 0; i < sums.size(); ++i) {
     sums[i] = i % 11 == 0 ? (i % 2 ? 2000000000 : -2000000000) : small(rng);
+  }
+  if (with_bias) {
+    for (int64_t c = 0; c < channels; ++c) bias.push_back(offset(rng));
   }
   quantize_detail::Requantize r;
   r.zero_point = zero;
   r.type = type;
-  r.multipliers = {0.5f, 1.0f, 0.25f, 0.013f, 3.0f, 0.5f, 1e-3f};
+  const std::vector<float> seven = {0.5f, 1.0f, 0.25f, 0.013f, 3.0f, 0.5f, 1e-3f};
+  for (int64_t c = 0; c < channels; ++c) r.multipliers.push_back(seven[c % 7]);
   for (int64_t first : {int64_t{0}, int64_t{5}, int64_t{13}}) {
     std::vector<T> out(static_cast<std::size_t>(count - first));
     quantize_detail::write_requantized(r, sums.data() + first, count - first, channels,
-                                       channel_stride, out.data(), first);
+                                       channel_stride, out.data(), first,
+                                       with_bias ? bias.data() : nullptr);
     int differing = 0;
     for (int64_t i = first; i < count; ++i) {
-      const float m = r.multipliers[static_cast<std::size_t>((i / channel_stride) % channels)];
-      differing += out[static_cast<std::size_t>(i - first)] != expected<T>(sums[i], m, zero);
+      const auto channel = static_cast<std::size_t>((i / channel_stride) % channels);
+      const int32_t sum = sums[static_cast<std::size_t>(i)] + (with_bias ? bias[channel] : 0);
+      differing += out[static_cast<std::size_t>(i - first)] !=
+                   expected<T>(sum, r.multipliers[channel], zero);
     }
     EXPECT_EQ(differing, 0) << "first " << first << " stride " << channel_stride;
   }
@@ -87,6 +96,16 @@ TEST(Requantize, PlainI8MatchesOnnx) {
 
 TEST(Requantize, ChannelsLastI8MatchesOnnx) {
   expect_requantized_as_onnx_says<int8_t>(DataType::kInt8, 1, 0);
+}
+
+TEST(Requantize, ChannelsLastRunsOfEightWithBiasMatchOnnx) {
+  expect_requantized_as_onnx_says<uint8_t>(DataType::kUInt8, 1, 3, 19, true);
+  expect_requantized_as_onnx_says<int8_t>(DataType::kInt8, 1, -7, 19, true);
+}
+
+TEST(Requantize, PlainRunsOfEightWithBiasMatchOnnx) {
+  expect_requantized_as_onnx_says<uint8_t>(DataType::kUInt8, 21, 128, 19, true);
+  expect_requantized_as_onnx_says<int8_t>(DataType::kInt8, 21, 0, 19, true);
 }
 
 }  // namespace

@@ -106,7 +106,9 @@ std::unique_ptr<Kernel> make_dnnl_int8(const KernelContext& context, std::size_t
 
 /// Writes `count` sums as `requantize.type` into `out`; the channel of sum i is
 /// ((first + i) / channel_stride) % channels (`first`: the sums' offset in the whole output).
+/// With `bias`, bias[channel] is added to each sum first (int32, as a separate pass would).
 void write_requantized(const Requantize& requantize, const int32_t* sums, int64_t count,
-                       int64_t channels, int64_t channel_stride, void* out, int64_t first = 0);
+                       int64_t channels, int64_t channel_stride, void* out, int64_t first = 0,
+                       const int32_t* bias = nullptr);
 
 }  // namespace cleave::quantize_detail

@@ -1,6 +1,8 @@
 // The split-weights int8 kernel: two oneDNN int32 sums added and requantized exactly.
 #include "runtime/kernels/math/split_weights.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -15,8 +17,9 @@ namespace cleave::quantize_detail {
 
 namespace {
 
-// 2^shift·high + low + bias in place of high, in runs of one channel (plain) or across the channels
-// (channels-last), so that the inner loops vectorise.
+// 2^shift·high + low + bias in place of high (no low: 0), in runs of one channel (plain) or across
+// the channels (channels-last), so that the inner loops vectorise.
+template <bool kLow>
 void add_halves(int32_t* sums, const int32_t* low, const int32_t* bias, int shift, int64_t begin,
                 int64_t end, int64_t channels, int64_t stride) {
   int64_t channel = (begin / stride) % channels;
@@ -24,16 +27,35 @@ void add_halves(int32_t* sums, const int32_t* low, const int32_t* bias, int shif
     if (stride == 1) {
       const int64_t run = std::min(end - i, channels - channel);
       for (int64_t k = 0; k < run; ++k) {
-        sums[i + k] = (sums[i + k] << shift) + low[i + k] + (bias ? bias[channel + k] : 0);
+        sums[i + k] =
+            (sums[i + k] << shift) + (kLow ? low[i + k] : 0) + (bias ? bias[channel + k] : 0);
       }
       channel += run - 1;
       i += run;
     } else {
       const int64_t run = std::min(end - i, stride - i % stride);
       const int32_t add = bias ? bias[channel] : 0;
-      for (int64_t k = 0; k < run; ++k) sums[i + k] = (sums[i + k] << shift) + low[i + k] + add;
+      for (int64_t k = 0; k < run; ++k) {
+        sums[i + k] = (sums[i + k] << shift) + (kLow ? low[i + k] : 0) + add;
+      }
       i += run;
     }
+  }
+}
+
+// The same for plain sums of `plane` positions per channel and channels-last `low`: sum i of
+// channel c at position p adds low[p·channels + c] of its image.
+void add_transposed(int32_t* sums, const int32_t* low, const int32_t* bias, int shift,
+                    int64_t begin, int64_t end, int64_t channels, int64_t plane) {
+  for (int64_t i = begin; i < end;) {
+    const int64_t image = i / (channels * plane), channel = i / plane % channels;
+    const int64_t position = i % plane, run = std::min(end - i, plane - position);
+    const int32_t* from = low + (image * plane + position) * channels + channel;
+    const int32_t add = bias ? bias[channel] : 0;
+    for (int64_t k = 0; k < run; ++k) {
+      sums[i + k] = (sums[i + k] << shift) + from[k * channels] + add;
+    }
+    i += run;
   }
 }
 
@@ -50,7 +72,8 @@ class SplitSumsKernel final : public Kernel, public PackedConstants {
         low_(std::move(low)),
         spec_(std::move(output)),
         how_(how),
-        threads_(threads) {}
+        threads_(threads),
+        team_part_(dynamic_cast<TeamPartSums*>(low_.get())) {}
 
   std::vector<OutputSpec> output_specs() const override { return {spec_}; }
   std::string implementation() const override {
@@ -73,25 +96,79 @@ class SplitSumsKernel final : public Kernel, public PackedConstants {
     }
     Tensor* high = how_.y_scale ? &high_sums : outputs[0];
     high_->run(inputs, {high}, stream);
-    low_->run(inputs, {&low_sums}, stream);
+    TeamPartSums::Prepared low = TeamPartSums::Prepared::kWhole;
+    if (team_part_) {
+      low = team_part_->prepare(inputs, low_sums, stream);
+    } else {
+      low_->run(inputs, {&low_sums}, stream);
+    }
     stream.wait();
     int32_t* sums = high->data<int32_t>();
-    const int32_t* low = low_sums.data<int32_t>();
+    int32_t* low_data = low_sums.data<int32_t>();
     const int32_t* bias = how_.bias ? inputs[*how_.bias]->data<int32_t>() : nullptr;
     std::optional<Requantize> requantize;
     if (how_.y_scale) requantize = requantize_of(inputs, how_.channels, *how_.y_scale);
     auto* out = static_cast<uint8_t*>(outputs[0]->raw());
     const SplitSums& how = how_;
-    elementwise::parallel_for(
-        high->element_count(), threads_,
-        [&](int64_t begin, int64_t end) {
-          add_halves(sums, low, bias, how.high_shift, begin, end, how.channels, how.channel_stride);
-          if (requantize) {
-            write_requantized(*requantize, sums + begin, end - begin, how.channels,
-                              how.channel_stride, out + begin, begin);
-          }
-        },
-        kCombineOnTeam);
+    const int64_t count = high->element_count();
+    const bool channels_last = how.channel_stride == 1;
+    // Channels-last sums of one part (high_shift 0) take the other's where they lie; plain ones
+    // take them from channels-last sums in low_sums' buffer, added transposed.
+    const bool in_place =
+        low == TeamPartSums::Prepared::kByUnits && channels_last && how.high_shift == 0;
+    // Nothing left to add but the bias: the requantization adds it as it reads the sums.
+    const bool bias_only = low == TeamPartSums::Prepared::kNone || in_place;
+    const int32_t* requantize_bias =
+        bias_only && requantize && how.high_shift == 0 ? bias : nullptr;
+    const auto combine = [&](int64_t begin, int64_t end) {
+      if (bias_only) {
+        if (!requantize_bias) {
+          add_halves<false>(sums, nullptr, bias, how.high_shift, begin, end, how.channels,
+                            how.channel_stride);
+        }
+      } else if (low == TeamPartSums::Prepared::kWhole || channels_last) {
+        add_halves<true>(sums, low_data, bias, how.high_shift, begin, end, how.channels,
+                         how.channel_stride);
+      } else {
+        add_transposed(sums, low_data, bias, how.high_shift, begin, end, how.channels,
+                       how.channel_stride);
+      }
+      if (requantize) {
+        write_requantized(*requantize, sums + begin, end - begin, how.channels, how.channel_stride,
+                          out + begin, begin, requantize_bias);
+      }
+    };
+    if (low != TeamPartSums::Prepared::kByUnits) {
+      elementwise::parallel_for(count, threads_, combine, kCombineOnTeam);
+      return;
+    }
+    // One region: each member adds the second part's sums of its output channels, then, past
+    // the barrier, combines and requantizes its share of the elements.
+    const int64_t units = team_part_->units();
+    int32_t* target = in_place ? sums : low_data;
+    const auto member_work = [&](int64_t member, int64_t members) {
+      // Units in pairs: 16 channels, a 64-byte line of channels-last int32 sums.
+      const int64_t per = ((units + 1) / 2 + members - 1) / members * 2;
+      const int64_t first = std::min(units, member * per), last = std::min(units, first + per);
+      if (first < last) team_part_->add_units(target, first, last, !in_place);
+    };
+    const int team = count < kCombineOnTeam ? 1 : threads_;
+    if (team <= 1) {
+      member_work(0, 1);
+      combine(0, count);
+      return;
+    }
+#pragma omp parallel num_threads(team)
+    {
+      const int64_t members = omp_get_num_threads(), member = omp_get_thread_num();
+      member_work(member, members);
+#pragma omp barrier
+      // parallel_for's chunks: multiples of 16 elements.
+      const int64_t chunk = ((count + members - 1) / members + 15) & ~int64_t{15};
+      const int64_t begin = std::min(count, member * chunk);
+      const int64_t end = std::min(count, begin + chunk);
+      if (begin < end) combine(begin, end);
+    }
   }
 
  private:
@@ -99,6 +176,7 @@ class SplitSumsKernel final : public Kernel, public PackedConstants {
   OutputSpec spec_;
   SplitSums how_;
   int threads_ = 1;
+  TeamPartSums* team_part_ = nullptr;  // low_ when it adds its sums in the combining pass.
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "runtime/cpu_isa.h"
 #include "runtime/kernels/elementwise.h"
+#include "runtime/kernels/math/split_weights.h"
 #include "runtime/kernels/nn/quantized_conv_loops.h"
 #include "runtime/kernels/packed_constants.h"
 #include "runtime/kernels/staging.h"
@@ -45,9 +46,20 @@ void add_scaled_row(int32_t* out, const int8_t* w, int32_t excess, int64_t count
   for (int64_t k = 0; k < count; ++k) out[k] += excess * w[k];
 }
 
+// With AVX2: each weight sign-extended to a dword whose low word vpmaddwd multiplies by the
+// excess (at most 128) and whose high word by 0, one operation where vpmulld takes two.
 __attribute__((target("avx2"))) void add_scaled_row_avx2(int32_t* out, const int8_t* w,
                                                          int32_t excess, int64_t count) {
-  for (int64_t k = 0; k < count; ++k) out[k] += excess * w[k];
+  const __m256i scale = _mm256_set1_epi32(excess);
+  int64_t k = 0;
+  for (; k + 8 <= count; k += 8) {
+    const __m256i weights =
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + k)));
+    auto* sums = reinterpret_cast<__m256i*>(out + k);
+    _mm256_storeu_si256(
+        sums, _mm256_add_epi32(_mm256_loadu_si256(sums), _mm256_madd_epi16(weights, scale)));
+  }
+  for (; k < count; ++k) out[k] += excess * w[k];
 }
 
 // out[k] += excess · row[at[k]]: output channel k's weight wherever the packed layout put it.
@@ -159,7 +171,7 @@ struct PackedRows {
   std::array<std::vector<int64_t>, 3> tap_at;
 };
 
-class ExcessSumsKernel final : public Kernel, public PackedConstants {
+class ExcessSumsKernel final : public Kernel, public PackedConstants, public TeamPartSums {
  public:
   ExcessSumsKernel(const Int8Geometry& d, PackedRows weights, const ExcessSums& how,
                    OutputSpec output, std::unique_ptr<Kernel> dense, const Tensor& excess_data,
@@ -242,16 +254,14 @@ class ExcessSumsKernel final : public Kernel, public PackedConstants {
     return packed && packed->reads_at_run(input);
   }
 
+  // Alone (the combining pass adds the sums itself: TeamPartSums).
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
            dnnl::stream& stream) override {
-    const Tensor& data = *inputs[how_.data];
-    if (!collect(data.data<uint8_t>(), dense_ ? dense_from_ : -1)) {
-      run_dense(inputs, outputs, stream);
-      return;
-    }
+    const Prepared prepared = prepare(inputs, *outputs[0], stream);
+    if (prepared == Prepared::kWhole) return;
     const int64_t count = d_.batch * d_.channels_out * d_.out_plane();
     int32_t* out = outputs[0]->data<int32_t>();
-    if (excess_.empty()) {
+    if (prepared == Prepared::kNone) {
       std::fill(out, out + count, 0);
       return;
     }
@@ -262,13 +272,38 @@ class ExcessSumsKernel final : public Kernel, public PackedConstants {
             ? out
             : reinterpret_cast<int32_t*>(staging_buffer(
                   StagingSlot::kOutput, static_cast<std::size_t>(count) * sizeof(int32_t)));
-    std::fill(sums, sums + count, 0);
-    const int64_t per_out = d_.channels_out / d_.groups, units = (per_out + 7) / 8;
-    const int64_t products = static_cast<int64_t>(excess_.size()) * d_.taps() * per_out;
+    const int64_t products = static_cast<int64_t>(excess_.size()) * d_.taps() * per_out();
     elementwise::parallel_for(
-        units, threads_, [&](int64_t begin, int64_t end) { scatter(sums, begin, end); },
-        products < kSerialProducts ? units + 1 : 1);
+        units(), threads_, [&](int64_t begin, int64_t end) { add_units(sums, begin, end, true); },
+        products < kSerialProducts ? units() + 1 : 1);
     if (!how_.sums_channels_last) to_plain(sums, out);
+  }
+
+  Prepared prepare(const std::vector<const Tensor*>& inputs, Tensor& whole,
+                   dnnl::stream& stream) override {
+    if (!collect(inputs[how_.data]->data<uint8_t>(), dense_ ? dense_from_ : -1)) {
+      run_dense(inputs, {&whole}, stream);
+      return Prepared::kWhole;
+    }
+    return excess_.empty() ? Prepared::kNone : Prepared::kByUnits;
+  }
+
+  // Units of 8 output channels of each group.
+  int64_t units() const override { return (per_out() + 7) / 8; }
+
+  void add_units(int32_t* sums, int64_t first, int64_t last, bool clear) const override {
+    if (clear) {
+      // The units' channels of every group at every position (channels-last).
+      const int64_t begin = 8 * first, end = std::min(8 * last, per_out());
+      const int64_t positions = d_.batch * d_.out_plane();
+      for (int64_t position = 0; position < positions; ++position) {
+        int32_t* row = sums + position * d_.channels_out;
+        for (int64_t g = 0; g < d_.groups; ++g) {
+          std::fill(row + g * per_out() + begin, row + g * per_out() + end, 0);
+        }
+      }
+    }
+    scatter(sums, first, last);
   }
 
  private:
@@ -358,6 +393,8 @@ class ExcessSumsKernel final : public Kernel, public PackedConstants {
       }
     }
   }
+
+  int64_t per_out() const { return d_.channels_out / d_.groups; }
 
   // Tap k's offset in the packed weights (k = (k0·kernel[1] + k1)·kernel[2] + k2).
   int64_t tap_offset(int64_t k) const {
