@@ -30,6 +30,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A family's own margin: its entry in `margins`, else `margin`.
+double margin_of(ConvolutionFamily family, double margin, const FamilyMargins& margins) {
+  auto found = margins.find(family);
+  return found == margins.end() ? margin : found->second;
+}
+
 // Bump when kernels change enough that old measurements no longer hold.
 // v5: the Winograd family runs 3x3 convolutions on small maps direct (winograd_map_pays).
 // v6: a lone BatchNormalization runs as a scale and shift (batch_norm_scale_shift.h).
@@ -41,7 +47,8 @@ namespace fs = std::filesystem;
 // v9: a family near its bar runs rounds until they settle which side it is on (family_settled);
 // v8's entries rest on 3-5 rounds per family that a loaded host moved across the margin. Each
 // timed run follows an untimed run of its own executor (untimed_before_each).
-constexpr int kCacheVersion = 9;
+// v10: Winograd's margin grows where its weights add more than the plain ones (winograd_margin).
+constexpr int kCacheVersion = 10;
 
 // Times every other family against blocked in rounds, one timed run of each per round (after
 // untimed_before_each untimed ones of the same executor) and the order alternating, so that a burst
@@ -57,7 +64,8 @@ constexpr int kCacheVersion = 9;
 // 1216 MiB, its classifier's 472 MiB loaded and packed; ONNX Runtime's peak: 1000).
 std::vector<std::map<ConvolutionFamily, double>> time_in_rounds(
     const Graph& graph, ExecutorOptions options, const std::vector<ConvolutionFamily>& families,
-    const std::map<std::string, Tensor>& inputs, const LayoutChoiceOptions& choice) {
+    const FamilyMargins& margins, const std::map<std::string, Tensor>& inputs,
+    const LayoutChoiceOptions& choice) {
   const auto prepare = [&](ConvolutionFamily family) {
     if (choice.progress) choice.progress(fmt::format("layouts: preparing {}", to_string(family)));
     options.convolution_family = family;
@@ -87,7 +95,8 @@ std::vector<std::map<ConvolutionFamily, double>> time_in_rounds(
   for (ConvolutionFamily family : families) {
     if (family == ConvolutionFamily::kBlocked) continue;
     // What this family must beat: the margin, or a family timed before it that did better.
-    const double bar = family_bar(relative_to_blocked(rounds));
+    const double bar =
+        family_bar(relative_to_blocked(rounds), margin_of(family, kFamilyMargin, margins), margins);
     const std::unique_ptr<Executor> other = prepare(family);
     const std::pair<ConvolutionFamily, Executor*> pair[] = {
         {ConvolutionFamily::kBlocked, blocked.get()}, {family, other.get()}};
@@ -260,12 +269,27 @@ RatioInterval median_interval(std::vector<double> ratios, double error) {
   return {ratios[static_cast<std::size_t>(j - 1)], ratios[static_cast<std::size_t>(n - j)]};
 }
 
-double family_bar(const std::map<ConvolutionFamily, double>& relative, double margin) {
+double family_bar(const std::map<ConvolutionFamily, double>& relative, double margin,
+                  const FamilyMargins& margins) {
   double bar = 1.0 - margin;
   for (const auto& [family, ratio] : relative) {
-    if (family != ConvolutionFamily::kBlocked) bar = std::min(bar, ratio);
+    if (family != ConvolutionFamily::kBlocked && ratio < 1.0 - margin_of(family, margin, margins))
+      bar = std::min(bar, ratio);
   }
   return bar;
+}
+
+double winograd_margin(const WinogradSelection& selection, double margin) {
+  if (!(selection.plain_weight_bytes > 0)) return margin;
+  return margin * std::max(1.0, selection.kept_bytes() / selection.plain_weight_bytes);
+}
+
+FamilyMargins family_margins(const Graph& graph, int threads, const WinogradKernel& kernel) {
+  FamilyMargins margins;
+  const double winograd =
+      winograd_margin(select_winograd(graph, winograd_budget_from_environment(), threads, kernel));
+  if (winograd != kFamilyMargin) margins[ConvolutionFamily::kWinograd] = winograd;
+  return margins;
 }
 
 bool family_settled(const std::vector<double>& ratios, double bar, double error) {
@@ -274,18 +298,20 @@ bool family_settled(const std::vector<double>& ratios, double bar, double error)
 }
 
 ConvolutionFamily pick_settled_family(
-    const std::map<ConvolutionFamily, std::vector<double>>& ratios, double margin) {
+    const std::map<ConvolutionFamily, std::vector<double>>& ratios, double margin,
+    const FamilyMargins& margins) {
   ConvolutionFamily best = ConvolutionFamily::kBlocked;
-  double bar = 1.0 - margin;
+  double best_median = 1.0;
   for (const auto& [family, values] : ratios) {
     if (family == ConvolutionFamily::kBlocked || values.empty()) continue;
     const double median = median_of(values);
+    const double bar = std::min(1.0 - margin_of(family, margin, margins), best_median);
     // Against blocked the median decides, as it did before rounds were bounded: at load 2-4
     // efficientnet_v2_s's Winograd rounds (0.90-1.00) stayed unsettled in one fresh choice of
     // three and blocked, its slowest family, was kept.
     if (median < bar && (best == ConvolutionFamily::kBlocked || family_settled(values, bar))) {
       best = family;
-      bar = median;
+      best_median = median;
     }
   }
   return best;
@@ -341,8 +367,9 @@ LayoutChoice choose_layouts(const Graph& graph, const ExecutorOptions& options,
   std::vector<ConvolutionFamily> families = {ConvolutionFamily::kBlocked};
   if (winograd_can_apply(graph, options.threads)) families.push_back(ConvolutionFamily::kWinograd);
   families.push_back(ConvolutionFamily::kChannelsLast);
+  const FamilyMargins margins = family_margins(graph, options.threads);
   const std::vector<std::map<ConvolutionFamily, double>> rounds =
-      time_in_rounds(graph, options, families, inputs, choice_options);
+      time_in_rounds(graph, options, families, margins, inputs, choice_options);
   for (const auto& round : rounds) {
     for (const auto& [family, ms] : round) {
       auto [entry, first] = choice.fastest_ms.emplace(family, ms);
@@ -352,7 +379,7 @@ LayoutChoice choose_layouts(const Graph& graph, const ExecutorOptions& options,
   choice.relative = relative_to_blocked(rounds);
   choice.ratios = ratios_to_blocked(rounds);
   choice.ratios.erase(ConvolutionFamily::kBlocked);
-  choice.family = pick_settled_family(choice.ratios);
+  choice.family = pick_settled_family(choice.ratios, kFamilyMargin, margins);
   choice.measured = true;
   choice.cpu_time = times_in_cpu_time(options.threads);
   if (choice_options.use_cache) {

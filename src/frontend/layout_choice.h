@@ -10,6 +10,7 @@
 #include "ir/graph.h"
 #include "runtime/executor.h"
 #include "runtime/tensor.h"
+#include "runtime/winograd_budget.h"
 
 namespace cleave {
 
@@ -106,10 +107,30 @@ std::map<ConvolutionFamily, std::vector<double>> ratios_to_blocked(
 /// qualifies (n < 5 at error 0.05).
 RatioInterval median_interval(std::vector<double> ratios, double error = kIntervalError);
 
-/// The ratio a family must beat to be chosen, given the families timed before it: 1 - margin,
-/// or the lowest median among them where lower.
+/// The margin each family must beat blocked by where it is not kFamilyMargin (family_margins).
+using FamilyMargins = std::map<ConvolutionFamily, double>;
+
+/// The ratio a family must beat to be chosen, given the families timed before it: 1 - margin
+/// (its own), or the lowest median among them where lower and below 1 - their own margin (in
+/// `margins`, else `margin`): a family that did not clear its own bar sets no bar for others.
 double family_bar(const std::map<ConvolutionFamily, double>& relative,
-                  double margin = kFamilyMargin);
+                  double margin = kFamilyMargin, const FamilyMargins& margins = {});
+
+/// The margin the Winograd family must beat blocked by, given what its selection holds:
+/// `margin`, times the bytes its Winograd weights add over the model's plain weight bytes
+/// where those are more (the weights then more than doubled). Only the budget's floor lets
+/// that happen (a model under 32 MiB of weights whose copies are oneDNN's F(4x4, 3x3), x4):
+/// raft_small's add 9.6 MiB to 4.2, and with them its steady peak was 53 MiB against
+/// blocked's 43 and ONNX Runtime's 47, for a median of 1.00-1.32 of blocked's time that one
+/// quiet host's rounds put below 0.98. Copies that add at most the plain bytes (every other
+/// model of both corpora) keep `margin`.
+double winograd_margin(const WinogradSelection& selection, double margin = kFamilyMargin);
+
+/// Each family's margin on `graph` at `threads` intra-op threads where it is not kFamilyMargin:
+/// Winograd's (winograd_margin) over the selection its executors run
+/// (select_winograd with the environment's budget and `kernel`).
+FamilyMargins family_margins(const Graph& graph, int threads,
+                             const WinogradKernel& kernel = winograd_kernel_here());
 
 /// Whether a family's paired ratios against blocked say on which side of `bar` its median lies:
 /// the whole interval is below or above it. Until then its rounds go on (within the budget), so
@@ -128,7 +149,8 @@ std::vector<std::pair<double, double>> time_family(
     const LayoutChoiceOptions& choice);
 
 /// Times the graph on `inputs` in each family that can differ (`options` as given otherwise),
-/// in interleaved rounds with every family's executor alive, and picks by pick_settled_family.
+/// in interleaved rounds with every family's executor alive, and picks by pick_settled_family
+/// with the graph's family_margins.
 /// The answer is cached on disk, keyed by the graph's content and the thread count, so later
 /// runs of the same model start at once and agree with each other.
 LayoutChoice choose_layouts(const Graph& graph, const ExecutorOptions& options,
@@ -148,8 +170,10 @@ ConvolutionFamily measured_family(const Graph& graph, int threads,
 /// rounds do not swap one faster-than-blocked family for another: resnet101 at 1 thread,
 /// channels-last within 1% of Winograd's median but unsettled, was taken by the median where
 /// its repeated runs are 9% slower.
+/// A family in `margins` must be below 1 - its margin there instead of 1 - `margin`.
 ConvolutionFamily pick_settled_family(
-    const std::map<ConvolutionFamily, std::vector<double>>& ratios, double margin = kFamilyMargin);
+    const std::map<ConvolutionFamily, std::vector<double>>& ratios, double margin = kFamilyMargin,
+    const FamilyMargins& margins = {});
 
 /// "winograd (measured: 25.7 ms; blocked 31.4 ms, channels-last 30.1 ms)" and the like, with
 /// "CPU" before "ms" when the runs were timed in CPU time.

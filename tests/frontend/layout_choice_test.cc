@@ -364,7 +364,8 @@ TEST_F(LayoutChoiceTest, PicksTheFasterAndCachesIt) {
   for (const auto& [family, ms] : first.fastest_ms) EXPECT_GT(ms, 0) << to_string(family);
   ASSERT_EQ(first.relative.size(), first.fastest_ms.size());
   EXPECT_EQ(first.relative.at(ConvolutionFamily::kBlocked), 1.0);
-  EXPECT_EQ(first.family, pick_settled_family(first.ratios));
+  EXPECT_EQ(first.family, pick_settled_family(first.ratios, kFamilyMargin,
+                                              family_margins(graph, ExecutorOptions{}.threads)));
   // Each other family's per-round ratios, at least min_runs of them, whose median decided.
   ASSERT_EQ(first.ratios.size(), first.relative.size() - 1);
   for (const auto& [family, ratios] : first.ratios) {
@@ -610,6 +611,40 @@ TEST(ConvolutionFamilyNames, RoundTrip) {
     EXPECT_EQ(parse_convolution_family(to_string(family)), family);
   }
   EXPECT_FALSE(parse_convolution_family("sideways"));
+}
+
+TEST(WinogradMargin, GrowsWithTheBytesBeyondThePlainWeights) {
+  WinogradSelection selection;
+  selection.plain_weight_bytes = 4.0;
+  EXPECT_DOUBLE_EQ(winograd_margin(selection), kFamilyMargin);
+  selection.kept.emplace_back().extra_bytes = 3.0;
+  EXPECT_DOUBLE_EQ(winograd_margin(selection), kFamilyMargin);
+  // 9 bytes added to 4: 2.25 margins.
+  selection.kept.emplace_back().extra_bytes = 6.0;
+  EXPECT_DOUBLE_EQ(winograd_margin(selection), 2.25 * kFamilyMargin);
+  // Candidates sent direct add nothing.
+  selection.kept.pop_back();
+  selection.direct.emplace_back().extra_bytes = 6.0;
+  EXPECT_DOUBLE_EQ(winograd_margin(selection), kFamilyMargin);
+}
+
+TEST(WinogradMargin, AGraphsMarginsFollowTheKernelsWeightCopies) {
+  // Two 64-channel 3x3 convolutions on 32x32 maps: 288 KiB of weights, under the budget's
+  // floor, so every copy is kept.
+  const Graph graph = parse_graph(R"(graph main [ai.onnx=17] (%x: f32[1,64,32,32]) {
+  @w1: f32[64,64,3,3]
+  @w2: f32[64,64,3,3]
+  %a: f32[1,64,32,32] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w1)
+  %b: f32[1,64,32,32] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%a, @w2)
+  return %b
+})");
+  // F(4x4, 3x3)'s copies hold 4x the weights: they add 3x.
+  const FamilyMargins four = family_margins(graph, 1, WinogradKernel{4.0, 0.75});
+  ASSERT_EQ(four.count(ConvolutionFamily::kWinograd), 1u);
+  EXPECT_NEAR(four.at(ConvolutionFamily::kWinograd), 3.0 * kFamilyMargin, 1e-12);
+  EXPECT_FALSE(four.count(ConvolutionFamily::kChannelsLast));
+  // F(2x2, 3x3)'s hold 16/9: they add 7/9, and the margin stays.
+  EXPECT_TRUE(family_margins(graph, 1, WinogradKernel{16.0 / 9.0, 5.0 / 9.0}).empty());
 }
 
 }  // namespace

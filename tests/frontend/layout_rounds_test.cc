@@ -118,6 +118,38 @@ TEST(FamilyBar, TheMarginOrABetterFamilyTimedBefore) {
       family_bar({{ConvolutionFamily::kBlocked, 1.0}, {ConvolutionFamily::kWinograd, 0.9}}), 0.9);
 }
 
+TEST(FamilyBar, AFamilyThatMissedItsOwnMarginSetsNoBar) {
+  // Winograd at 0.96 beat 1 - kFamilyMargin but not its own bar (a margin of 0.05).
+  const std::map<ConvolutionFamily, double> relative = {{ConvolutionFamily::kBlocked, 1.0},
+                                                        {ConvolutionFamily::kWinograd, 0.96}};
+  EXPECT_DOUBLE_EQ(family_bar(relative), 0.96);
+  EXPECT_DOUBLE_EQ(family_bar(relative, kFamilyMargin, {{ConvolutionFamily::kWinograd, 0.05}}),
+                   1.0 - kFamilyMargin);
+  // The family's own margin is its bar.
+  EXPECT_DOUBLE_EQ(family_bar({}, 0.05), 0.95);
+}
+
+TEST(PickFamily, AFamilyWithALargerMarginMustClearIt) {
+  const std::map<ConvolutionFamily, std::vector<double>> ratios = {
+      {ConvolutionFamily::kWinograd, {0.96, 0.955, 0.965, 0.96, 0.96}}};
+  EXPECT_EQ(pick_settled_family(ratios), ConvolutionFamily::kWinograd);
+  EXPECT_EQ(pick_settled_family(ratios, kFamilyMargin, {{ConvolutionFamily::kWinograd, 0.05}}),
+            ConvolutionFamily::kBlocked);
+  EXPECT_EQ(pick_settled_family(ratios, kFamilyMargin, {{ConvolutionFamily::kWinograd, 0.03}}),
+            ConvolutionFamily::kWinograd);
+}
+
+TEST(PickFamily, AFamilyAfterOneThatMissedItsMarginFacesBlocked) {
+  // Winograd's 0.96 misses its 0.05 margin; channels-last's unsettled 0.97 is then measured
+  // against blocked only, where the median decides.
+  const std::map<ConvolutionFamily, std::vector<double>> ratios = {
+      {ConvolutionFamily::kWinograd, {0.96, 0.955, 0.965, 0.96, 0.96}},
+      {ConvolutionFamily::kChannelsLast, {0.97, 0.9, 1.0}}};
+  EXPECT_EQ(pick_settled_family(ratios), ConvolutionFamily::kWinograd);
+  EXPECT_EQ(pick_settled_family(ratios, kFamilyMargin, {{ConvolutionFamily::kWinograd, 0.05}}),
+            ConvolutionFamily::kChannelsLast);
+}
+
 TEST(FamilySettled, OnlyWhenTheBoundsLieOnOneSide) {
   EXPECT_TRUE(family_settled({0.9, 0.91, 0.92, 0.9, 0.93}, 0.98));
   EXPECT_TRUE(family_settled({1.1, 1.0, 0.99, 1.05, 1.2}, 0.98));
