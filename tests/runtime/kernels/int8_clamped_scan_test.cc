@@ -72,10 +72,10 @@ Expected expected(const ScannedData& d, const std::vector<uint8_t>& x) {
   return e;
 }
 
-// Odd sizes: runs (a position's 37 channels, or a channel's 13·11 plane) not a multiple of the
-// team nor of a vector, 2 images. Above 4 KiB, so run() splits the pass on its team of two.
+// Odd sizes: runs (a position's 37 channels, or a channel's 61·59 plane) not a multiple of the
+// team nor of a vector, 2 images. 260 KiB: run() splits the pass on its team of two.
 std::vector<ScannedData> odd_shapes() {
-  ScannedData plain{2, 37, {1, 13, 11}, false}, last = plain;
+  ScannedData plain{2, 37, {1, 61, 59}, false}, last = plain;
   last.channels_last = true;
   return {plain, last};
 }
@@ -86,11 +86,13 @@ TEST(Int8ClampedScan, ATeamOfTwoCopiesAndListsTheOneThreadResult) {
     const std::vector<uint8_t> x = relu_like(rng, bytes_of(d), 0.05);
     const Expected want = expected(d, x);
     ASSERT_GT(want.list.size(), 100u);
+    ASSERT_GE(bytes_of(d), ClampedScan::kScanOnTeam);
     ClampedScan one(d), two(d);
     std::vector<uint8_t> copy_one(x.size(), 1), copy_two(x.size(), 2);
     one.run(x.data(), copy_one.data(), 1);
     two.run(x.data(), copy_two.data(), 2);
     EXPECT_EQ(one.lists().size(), 1u);
+    EXPECT_EQ(two.lists().size(), 2u) << "the pass ran on a team of two";
     EXPECT_EQ(copy_one, want.copy) << "channels last: " << d.channels_last;
     EXPECT_EQ(copy_two, want.copy) << "channels last: " << d.channels_last;
     EXPECT_EQ(joined(one), want.list) << "channels last: " << d.channels_last;
