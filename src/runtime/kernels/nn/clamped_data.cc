@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -121,8 +120,14 @@ std::optional<std::vector<std::vector<int64_t>>> offsets_by_dim(const dnnl::memo
 // Copies the data with every value above the clamp made the clamp.
 class ClampedData final : public Kernel, public PackedConstants {
  public:
-  ClampedData(std::unique_ptr<Kernel> inner, const Tensor& clamped, std::size_t data)
-      : inner_(std::move(inner)), shape_(clamped.shape()), layout_(clamped.layout()), data_(data) {}
+  ClampedData(std::unique_ptr<Kernel> inner, const Tensor& clamped, std::size_t data,
+              std::shared_ptr<ClampedScan> scan, int threads)
+      : inner_(std::move(inner)),
+        shape_(clamped.shape()),
+        layout_(clamped.layout()),
+        data_(data),
+        scan_(std::move(scan)),
+        threads_(threads) {}
   std::vector<OutputSpec> output_specs() const override { return inner_->output_specs(); }
   std::string implementation() const override { return inner_->implementation(); }
   bool reads_at_run(std::size_t input) const override {  // PackedConstants
@@ -136,12 +141,8 @@ class ClampedData final : public Kernel, public PackedConstants {
     // every such kernel it runs (r3d_18_int8 held 3.8 MiB of them, one per node).
     Tensor clamped =
         staging_tensor(StagingSlot::kRewrittenInput, DataType::kUInt8, shape_, layout_);
-    const auto* from = inputs[data_]->data<uint8_t>();
-    auto* to = clamped.data<uint8_t>();
-    const std::size_t bytes = clamped.byte_size();
-    for (std::size_t i = 0; i < bytes; ++i) {
-      to[i] = std::min<uint8_t>(from[i], uint8_t{kClampedDataMax});
-    }
+    // The values above the clamp are listed as the copy reads them, for the excess sums.
+    scan_->run(inputs[data_]->data<uint8_t>(), clamped.data<uint8_t>(), threads_);
     std::vector<const Tensor*> clamped_inputs = inputs;
     clamped_inputs[data_] = &clamped;
     inner_->run(clamped_inputs, outputs, stream);
@@ -152,14 +153,8 @@ class ClampedData final : public Kernel, public PackedConstants {
   std::vector<int64_t> shape_;
   std::optional<dnnl::memory::desc> layout_;
   std::size_t data_;
-};
-
-// One data value above the clamp: where it lies (batch, channel, spatial index per dim), and by
-// how much it exceeds.
-struct Excess {
-  int32_t n, c;
-  std::array<int32_t, 3> at;
-  int32_t amount;
+  std::shared_ptr<ClampedScan> scan_;
+  int threads_ = 1;
 };
 
 // Where the clamped pass's packed weights lie: element (group, output and input channel in the
@@ -175,7 +170,7 @@ class ExcessSumsKernel final : public Kernel, public PackedConstants, public Tea
  public:
   ExcessSumsKernel(const Int8Geometry& d, PackedRows weights, const ExcessSums& how,
                    OutputSpec output, std::unique_ptr<Kernel> dense, const Tensor& excess_data,
-                   int threads)
+                   std::shared_ptr<ClampedScan> scan, int threads)
       : d_(d),
         how_(how),
         spec_(std::move(output)),
@@ -183,13 +178,15 @@ class ExcessSumsKernel final : public Kernel, public PackedConstants, public Tea
         excess_shape_(excess_data.shape()),
         excess_layout_(excess_data.layout()),
         threads_(threads),
-        weights_(std::move(weights)) {
+        weights_(std::move(weights)),
+        scan_(std::move(scan)) {
     const int64_t per_in = d.channels_in / d.groups, per_out = d.channels_out / d.groups;
     if (dense_) {
       // oneDNN's products over one excess value's cost.
       dense_from_ = d.batch * d.out_plane() * d.channels_out * per_in * d.taps() /
                     ((kEntryOverhead + d.taps() * (per_out + kRowOverhead)) * kSparseCost);
     }
+    scan_->set_limit(dense_from_);
     // The rows read the packed weights where they lie, in blocks of 8 output channels 4 bytes
     // apart where the layout has them (AVX2's), else one by one: r3d_18_int8 kept a copy of
     // its 32 MiB of weights for them.
@@ -272,7 +269,7 @@ class ExcessSumsKernel final : public Kernel, public PackedConstants, public Tea
             ? out
             : reinterpret_cast<int32_t*>(staging_buffer(
                   StagingSlot::kOutput, static_cast<std::size_t>(count) * sizeof(int32_t)));
-    const int64_t products = static_cast<int64_t>(excess_.size()) * d_.taps() * per_out();
+    const int64_t products = scan_->count() * d_.taps() * per_out();
     elementwise::parallel_for(
         units(), threads_, [&](int64_t begin, int64_t end) { add_units(sums, begin, end, true); },
         products < kSerialProducts ? units() + 1 : 1);
@@ -281,11 +278,14 @@ class ExcessSumsKernel final : public Kernel, public PackedConstants, public Tea
 
   Prepared prepare(const std::vector<const Tensor*>& inputs, Tensor& whole,
                    dnnl::stream& stream) override {
-    if (!collect(inputs[how_.data]->data<uint8_t>(), dense_ ? dense_from_ : -1)) {
+    // Listed by the clamped pass just before (split_weights.h runs it first), else here.
+    const auto* data = inputs[how_.data]->data<uint8_t>();
+    if (!scan_->take_fresh(data)) scan_->run(data, nullptr, threads_);
+    if (!scan_->complete()) {
       run_dense(inputs, {&whole}, stream);
       return Prepared::kWhole;
     }
-    return excess_.empty() ? Prepared::kNone : Prepared::kByUnits;
+    return scan_->count() == 0 ? Prepared::kNone : Prepared::kByUnits;
   }
 
   // Units of 8 output channels of each group.
@@ -307,64 +307,6 @@ class ExcessSumsKernel final : public Kernel, public PackedConstants, public Tea
   }
 
  private:
-  // The values above the clamp of each run of `count` bytes (one position's channels, or one
-  // channel's plane), 8 bytes at a time (most words have none).
-  template <typename Found>
-  static void scan(const uint8_t* x, int64_t count, Found&& found) {
-    constexpr uint64_t kHighBits = 0x8080808080808080ull;
-    int64_t i = 0;
-    for (; i + 8 <= count; i += 8) {
-      uint64_t word = 0;
-      std::memcpy(&word, x + i, sizeof word);
-      if ((word & kHighBits) == 0) continue;
-      for (int64_t k = i; k < i + 8; ++k) {
-        if (x[k] > kClampedDataMax) found(k, x[k] - kClampedDataMax);
-      }
-    }
-    for (; i < count; ++i) {
-      if (x[i] > kClampedDataMax) found(i, x[i] - kClampedDataMax);
-    }
-  }
-
-  // Collects the excess values; false (stopped) past `limit` of them (-1: none).
-  bool collect(const uint8_t* x, int64_t limit) {
-    excess_.clear();
-    const auto limit_passed = [&] {
-      return limit >= 0 && static_cast<int64_t>(excess_.size()) > limit;
-    };
-    const int64_t channels = d_.channels_in, plane = d_.in_plane();
-    for (int64_t n = 0; n < d_.batch; ++n) {
-      if (how_.data_channels_last) {
-        int64_t position = 0;
-        for (int32_t i0 = 0; i0 < d_.in[0]; ++i0) {
-          for (int32_t i1 = 0; i1 < d_.in[1]; ++i1) {
-            for (int32_t i2 = 0; i2 < d_.in[2]; ++i2, ++position) {
-              scan(x + (n * plane + position) * channels, channels, [&](int64_t c, int amount) {
-                excess_.push_back(
-                    {static_cast<int32_t>(n), static_cast<int32_t>(c), {i0, i1, i2}, amount});
-              });
-              if (limit_passed()) return false;
-            }
-          }
-        }
-      } else {
-        for (int64_t c = 0; c < channels; ++c) {
-          scan(x + (n * channels + c) * plane, plane, [&](int64_t position, int amount) {
-            const int64_t row = position / d_.in[2];
-            excess_.push_back(
-                {static_cast<int32_t>(n),
-                 static_cast<int32_t>(c),
-                 {static_cast<int32_t>(row / d_.in[1]), static_cast<int32_t>(row % d_.in[1]),
-                  static_cast<int32_t>(position % d_.in[2])},
-                 amount});
-          });
-          if (limit_passed()) return false;
-        }
-      }
-    }
-    return true;
-  }
-
   // Dense excess: oneDNN's pass over max(x − 127, 0) with the whole weights, exact too (pairs
   // within 128·128·2 of either sign: −32768 fits int16, 128·127·2 = 32512 too).
   void run_dense(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
@@ -417,44 +359,46 @@ class ExcessSumsKernel final : public Kernel, public PackedConstants, public Tea
         weights_.out_at.empty() ? 0 : weights_.out_at[0] + first * block_step_;
     const std::array<int64_t, 3>& kernel = d_.kernel;
     const auto* packed = reinterpret_cast<const int8_t*>(weights_.bytes->data());
-    for (const Excess& e : excess_) {
-      const int32_t* outputs0 = outputs_of_[0].data() + e.at[0] * kernel[0];
-      const int32_t* outputs1 = outputs_of_[1].data() + e.at[1] * kernel[1];
-      const int32_t* outputs2 = outputs_of_[2].data() + e.at[2] * kernel[2];
-      const int64_t group = e.c / per_in;
-      const int64_t rows = weights_.offset0 + weights_.group_at[static_cast<std::size_t>(group)] +
-                           weights_.in_at[static_cast<std::size_t>(e.c % per_in)];
-      int32_t* image = sums + e.n * out_plane * d_.channels_out + group * per_out;
-      for (int64_t k0 = 0; k0 < kernel[0]; ++k0) {
-        if (outputs0[k0] < 0) continue;
-        for (int64_t k1 = 0; k1 < kernel[1]; ++k1) {
-          if (outputs1[k1] < 0) continue;
-          for (int64_t k2 = 0; k2 < kernel[2]; ++k2) {
-            if (outputs2[k2] < 0) continue;
-            const int64_t position =
-                (outputs0[k0] * d_.out[1] + outputs1[k1]) * d_.out[2] + outputs2[k2];
-            int32_t* out = image + position * d_.channels_out;
-            if (!copy_.empty()) {
-              const int8_t* w = copy_.data() +
-                                ((e.c * kernel[0] + k0) * kernel[1] + k1) * kernel[2] * per_out +
-                                k2 * per_out + begin;
-              if (avx2_) {
-                add_scaled_row_avx2(out + begin, w, e.amount, end - begin);
-              } else {
-                add_scaled_row(out + begin, w, e.amount, end - begin);
+    for (const std::vector<Excess>& list : scan_->lists()) {
+      for (const Excess& e : list) {
+        const int32_t* outputs0 = outputs_of_[0].data() + e.at[0] * kernel[0];
+        const int32_t* outputs1 = outputs_of_[1].data() + e.at[1] * kernel[1];
+        const int32_t* outputs2 = outputs_of_[2].data() + e.at[2] * kernel[2];
+        const int64_t group = e.c / per_in;
+        const int64_t rows = weights_.offset0 + weights_.group_at[static_cast<std::size_t>(group)] +
+                             weights_.in_at[static_cast<std::size_t>(e.c % per_in)];
+        int32_t* image = sums + e.n * out_plane * d_.channels_out + group * per_out;
+        for (int64_t k0 = 0; k0 < kernel[0]; ++k0) {
+          if (outputs0[k0] < 0) continue;
+          for (int64_t k1 = 0; k1 < kernel[1]; ++k1) {
+            if (outputs1[k1] < 0) continue;
+            for (int64_t k2 = 0; k2 < kernel[2]; ++k2) {
+              if (outputs2[k2] < 0) continue;
+              const int64_t position =
+                  (outputs0[k0] * d_.out[1] + outputs1[k1]) * d_.out[2] + outputs2[k2];
+              int32_t* out = image + position * d_.channels_out;
+              if (!copy_.empty()) {
+                const int8_t* w = copy_.data() +
+                                  ((e.c * kernel[0] + k0) * kernel[1] + k1) * kernel[2] * per_out +
+                                  k2 * per_out + begin;
+                if (avx2_) {
+                  add_scaled_row_avx2(out + begin, w, e.amount, end - begin);
+                } else {
+                  add_scaled_row(out + begin, w, e.amount, end - begin);
+                }
+                continue;
               }
-              continue;
+              const int64_t row = rows + weights_.tap_at[0][static_cast<std::size_t>(k0)] +
+                                  weights_.tap_at[1][static_cast<std::size_t>(k1)] +
+                                  weights_.tap_at[2][static_cast<std::size_t>(k2)];
+              if (blocks > 0) {
+                const int64_t byte = row & 3;  // Block offsets are whole dwords.
+                add_scaled_blocks_avx2(out + begin, packed + row + first_block - byte, block_step_,
+                                       byte, e.amount, blocks);
+              }
+              add_scaled_gathered(out + gathered, packed + row, weights_.out_at.data() + gathered,
+                                  e.amount, end - gathered);
             }
-            const int64_t row = rows + weights_.tap_at[0][static_cast<std::size_t>(k0)] +
-                                weights_.tap_at[1][static_cast<std::size_t>(k1)] +
-                                weights_.tap_at[2][static_cast<std::size_t>(k2)];
-            if (blocks > 0) {
-              const int64_t byte = row & 3;  // Block offsets are whole dwords.
-              add_scaled_blocks_avx2(out + begin, packed + row + first_block - byte, block_step_,
-                                     byte, e.amount, blocks);
-            }
-            add_scaled_gathered(out + gathered, packed + row, weights_.out_at.data() + gathered,
-                                e.amount, end - gathered);
           }
         }
       }
@@ -471,18 +415,29 @@ class ExcessSumsKernel final : public Kernel, public PackedConstants, public Tea
   int threads_ = 1;
   PackedRows weights_;
   bool avx2_ = false;
-  std::vector<int8_t> copy_;    // The weights as rows (kRowCopyBytes), or none: packed_ read.
-  int64_t blocks_ = 0;          // Blocks of 8 output channels read by add_scaled_blocks_avx2.
-  int64_t block_step_ = 0;      // Between one block's weights and the next's.
-  std::vector<Excess> excess_;  // Refilled each run; its capacity stays.
+  std::vector<int8_t> copy_;  // The weights as rows (kRowCopyBytes), or none: packed_ read.
+  int64_t blocks_ = 0;        // Blocks of 8 output channels read by add_scaled_blocks_avx2.
+  int64_t block_step_ = 0;    // Between one block's weights and the next's.
+  std::shared_ptr<ClampedScan> scan_;  // The values above the clamp, listed each run.
   std::array<std::vector<int32_t>, 3> outputs_of_;
 };
 
 }  // namespace
 
 std::unique_ptr<Kernel> make_clamped_data_kernel(std::unique_ptr<Kernel> inner,
-                                                 const Tensor& clamped, std::size_t data) {
-  return std::make_unique<ClampedData>(std::move(inner), clamped, data);
+                                                 const Tensor& clamped, std::size_t data,
+                                                 std::shared_ptr<ClampedScan> scan, int threads) {
+  return std::make_unique<ClampedData>(std::move(inner), clamped, data, std::move(scan), threads);
+}
+
+ScannedData scanned_data(const Tensor& data, bool channels_last) {
+  const std::vector<int64_t>& shape = data.shape();
+  ScannedData scanned;
+  scanned.batch = shape[0];
+  scanned.channels = shape[1];
+  for (std::size_t k = 2; k < shape.size(); ++k) scanned.in[k - 2] = shape[k];
+  scanned.channels_last = channels_last;
+  return scanned;
 }
 
 bool dense_channels_last(const dnnl::memory::desc& layout, std::span<const int64_t> shape) {
@@ -501,7 +456,8 @@ bool dense_channels_last(const dnnl::memory::desc& layout, std::span<const int64
 std::unique_ptr<Kernel> make_excess_sums_kernel(const ConvProblem& p, const Tensor& data,
                                                 const PackedCopy& weights, const ExcessSums& how,
                                                 OutputSpec output, std::unique_ptr<Kernel> dense,
-                                                const Tensor& excess_data, int threads) {
+                                                const Tensor& excess_data,
+                                                std::shared_ptr<ClampedScan> scan, int threads) {
   const Int8Geometry d = conv_detail::int8_geometry_of(p, data);
   std::optional<std::vector<std::vector<int64_t>>> offsets = offsets_by_dim(weights.layout);
   const std::size_t spatial = p.kernel.size();
@@ -524,7 +480,8 @@ std::unique_ptr<Kernel> make_excess_sums_kernel(const ConvProblem& p, const Tens
     return nullptr;
   }
   return std::make_unique<ExcessSumsKernel>(d, std::move(rows), how, std::move(output),
-                                            std::move(dense), excess_data, threads);
+                                            std::move(dense), excess_data, std::move(scan),
+                                            threads);
 }
 
 }  // namespace cleave::quantize_detail

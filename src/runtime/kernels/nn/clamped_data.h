@@ -7,6 +7,7 @@
 #include <span>
 
 #include "runtime/kernel.h"
+#include "runtime/kernels/nn/clamped_scan.h"
 #include "runtime/kernels/nn/conv_problem.h"
 #include "runtime/kernels/packed_constants.h"
 #include "runtime/tensor.h"
@@ -20,9 +21,14 @@ inline constexpr int kClampedDataMax = 127;
 /// Runs `inner` on a copy of input `data` (u8, plain or in `data`'s layout) in which every
 /// value above kClampedDataMax is kClampedDataMax. `clamped` is the tensor `inner` was built
 /// to read (its shape and layout); the copy is made in the running thread's staging buffer
-/// (StagingSlot::kRewrittenInput).
+/// (StagingSlot::kRewrittenInput) by `scan` on up to `threads` threads, which lists the values
+/// above the clamp in the same pass for the excess sums.
 std::unique_ptr<Kernel> make_clamped_data_kernel(std::unique_ptr<Kernel> inner,
-                                                 const Tensor& clamped, std::size_t data);
+                                                 const Tensor& clamped, std::size_t data,
+                                                 std::shared_ptr<ClampedScan> scan, int threads);
+
+/// The scan of dense u8 data `data` (plain, or channels-last where `channels_last`).
+ScannedData scanned_data(const Tensor& data, bool channels_last);
 
 /// Where the excess kernel reads the data and writes its sums.
 struct ExcessSums {
@@ -41,11 +47,14 @@ bool dense_channels_last(const dnnl::memory::desc& layout, std::span<const int64
 /// Many: `dense` (may be null) runs on a copy of the data in the running thread's staging
 /// buffer (StagingSlot::kRewrittenInput) filled with max(x − kClampedDataMax, 0), whose pairs
 /// of products fit oneDNN's int16 sums too; `excess_data` is the tensor `dense` was built to
-/// read (its shape and layout, the data's). nullptr where `weights` is not a blocked layout.
+/// read (its shape and layout, the data's). The values above the clamp are `scan`'s lists when
+/// the clamped pass just made them for this data (its limit set here), else `scan` lists them.
+/// nullptr where `weights` is not a blocked layout.
 std::unique_ptr<Kernel> make_excess_sums_kernel(const conv_detail::ConvProblem& p,
                                                 const Tensor& data, const PackedCopy& weights,
                                                 const ExcessSums& how, OutputSpec output,
                                                 std::unique_ptr<Kernel> dense,
-                                                const Tensor& excess_data, int threads);
+                                                const Tensor& excess_data,
+                                                std::shared_ptr<ClampedScan> scan, int threads);
 
 }  // namespace cleave::quantize_detail

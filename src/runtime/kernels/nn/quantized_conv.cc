@@ -333,6 +333,10 @@ std::unique_ptr<Kernel> try_clamped_data_conv(const KernelContext& context, cons
   // The clamped pass's packed weights: the excess pass's too (one copy, packed_constants.h),
   // and what the rows read.
   PackedCopy packed;
+  // The clamped copy and the list of the values above 127: one pass on the node's team, made by
+  // the clamped pass, read by the excess sums.
+  auto scan = std::make_shared<quantize_detail::ClampedScan>(
+      quantize_detail::scanned_data(x, excess.data_channels_last));
   return two_part_conv(
       context, p, requantized, how,
       [&](bool keep_layout) -> std::unique_ptr<Kernel> {
@@ -341,7 +345,8 @@ std::unique_ptr<Kernel> try_clamped_data_conv(const KernelContext& context, cons
         const auto* conv = dynamic_cast<const DnnlInt8Conv*>(sums.get());
         if (!conv) return nullptr;
         packed = conv->packed_weights();
-        return quantize_detail::make_clamped_data_kernel(std::move(sums), clamped, at.x);
+        return quantize_detail::make_clamped_data_kernel(std::move(sums), clamped, at.x, scan,
+                                                         context.threads);
       },
       [&](const std::optional<dnnl::memory::desc>& layout) {
         excess.sums_channels_last = layout.has_value();
@@ -354,7 +359,8 @@ std::unique_ptr<Kernel> try_clamped_data_conv(const KernelContext& context, cons
           dense = nullptr;
         }
         return quantize_detail::make_excess_sums_kernel(p, x, packed, excess, std::move(sums),
-                                                        std::move(dense), clamped, context.threads);
+                                                        std::move(dense), clamped, scan,
+                                                        context.threads);
       });
 }
 
