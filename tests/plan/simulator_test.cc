@@ -330,7 +330,7 @@ TEST(SimulatorTest, OnASharedLinkTheHandOutsAndGathersCrossIt) {
        "model_outputs": [{"name": "yb", "bytes": 200}]},
       {"name": "c", "time": [1, 1, 1], "model_inputs": [{"name": "x", "bytes": 100}],
        "model_outputs": [{"name": "yc", "bytes": 200}]}],
-    "edges": []})";
+    "edges": [])";
   const Plan plan = make_plan({0, 1, 2}, {{0}, {1}, {2}});
   const Simulation shared = simulate(plan, graph_from_text(three_devices(true, tasks)));
   EXPECT_NEAR(shared.start[1], 1.5, 1e-9);
