@@ -54,12 +54,11 @@ double OrdersClock::cross_medium(std::size_t from, std::size_t to, double ready,
   const double seconds = bytes / link;
   if (!(seconds > 0)) return ready;
   double start = ready;
-  auto place = medium_.begin();
-  for (; place != medium_.end(); ++place) {
-    if (place->second <= start) continue;
-    if (place->first >= start + seconds) break;
-    start = place->second;
-  }
+  // The intervals are disjoint and sorted, so their ends are too: skip those over by `ready`.
+  auto place = std::upper_bound(
+      medium_.begin(), medium_.end(), start,
+      [](double t, const std::pair<double, double>& booked) { return t < booked.second; });
+  for (; place != medium_.end() && place->first < start + seconds; ++place) start = place->second;
   medium_.insert(place, {start, start + seconds});
   // A token bucket lets `burst` bytes ahead of its rate: the message is across when the
   // medium's rate would have carried it less those, and never before it was sent.
