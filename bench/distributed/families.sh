@@ -237,8 +237,12 @@ for name in $models; do
           speed_list+="$rank_speed" quota+="$local_share"
         fi
         machine="$work/machine.json"
+        # A shaped link is one tbf bucket on the namespace's loopback for every rank and
+        # direction (emulated_cluster.sh): one medium that the messages cross in turn, 125000
+        # bytes (its "burst 1mbit") of them at once.
+        shared_link=(); [[ "$link" == none ]] || shared_link=(--shared-link --link-burst-bytes 125000)
         "$here/link_machine.py" "$work/pingpong.$link.txt" "$machine" --speeds "$speed_list" \
-          --endpoint-from "$work/pingpong.none.txt" > /dev/null
+          --endpoint-from "$work/pingpong.none.txt" "${shared_link[@]}" > /dev/null
         plan_args=(--machine "$machine" --costs "$costs")
         [[ "$samples" == 1 ]] || plan_args+=(--samples "$samples")
         echo "families.sh: $shape: planning" >&2

@@ -2,7 +2,7 @@
 """The link model of the emulated cluster, fitted from pingpong.c runs, as a machine file.
 
     link_machine.py PINGPONG.txt OUT.json --speeds 1,1,0.5 [--shaping NAME]
-        [--endpoint-from UNSHAPED.txt]
+        [--endpoint-from UNSHAPED.txt] [--shared-link [--link-burst-bytes B]]
 
 Writes a machine file of one device per speed ("rank0", ...), every pair linked by the fitted
 latency and bandwidth, and prints one markdown row: shaping, 8 B / 1 MiB / 4 MiB round trips,
@@ -21,6 +21,10 @@ two-point fit over an unshaped ping-pong, --endpoint-from (default PINGPONG.txt 
 shaped link slows the wire, not the ranks' copies. Its wake_seconds (the CPU of one poll of a
 wait that sleeps at once, as a rank under a quota waits) is the median of that file's
 "wake_cpu_us" lines, where it has any.
+--shared-link writes "shared_link": true: every message of every pair and direction crosses one
+medium in turn, as emulated_cluster.sh --rate shapes one loopback with one tbf bucket (the
+simulator then queues them; docs/formats.md); --link-burst-bytes B the bucket's depth (tbf's
+burst), which the ping-pong cannot fit: its round trips keep the bucket empty.
 """
 import argparse
 import json
@@ -64,6 +68,8 @@ def main():
     parser.add_argument("--speeds", required=True)
     parser.add_argument("--shaping", default="")
     parser.add_argument("--endpoint-from", default=None)
+    parser.add_argument("--shared-link", action="store_true")
+    parser.add_argument("--link-burst-bytes", type=float, default=0)
     args = parser.parse_args()
     rows, waiting_round_trip, wake_seconds = read_pingpong(args.pingpong)
     if args.endpoint_from is not None:
@@ -87,6 +93,13 @@ def main():
                "endpoint_bandwidth": two_point_bandwidth(endpoint_rows)}
     if wake_seconds is not None:
         machine["wake_seconds"] = wake_seconds
+    if args.link_burst_bytes < 0 or (args.link_burst_bytes > 0 and not args.shared_link):
+        sys.exit(f"--link-burst-bytes: expected a non-negative number of bytes with --shared-link, "
+                 f"got {args.link_burst_bytes:g}")
+    if args.shared_link:
+        machine["shared_link"] = True
+        if args.link_burst_bytes > 0:
+            machine["link_burst_bytes"] = args.link_burst_bytes
     with open(args.output, "w") as out:
         json.dump(machine, out)
     waiting = f"{waiting_round_trip * 1e6:.1f}" if waiting_round_trip is not None else "-"

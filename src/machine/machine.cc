@@ -57,7 +57,8 @@ const std::set<std::string> kDeviceKeys = {"name",         "kind",      "speed",
 const std::set<std::string> kRooflineKeys = {"flops_per_second", "bytes_per_second",
                                              "seconds_per_op"};
 const std::set<std::string> kMachineKeys = {
-    "name", "devices", "bandwidth", "latency", "endpoint_bandwidth", "wake_seconds"};
+    "name",         "devices",     "bandwidth",       "latency", "endpoint_bandwidth",
+    "wake_seconds", "shared_link", "link_burst_bytes"};
 
 void reject_unknown_keys(const nlohmann::json& object, const std::set<std::string>& known,
                          const std::string& where) {
@@ -160,6 +161,37 @@ void message_ends_from_json(const nlohmann::json& json, const std::string& origi
 void message_ends_to_json(const Machine& machine, nlohmann::json& json) {
   if (machine.endpoint_bandwidth > 0) json["endpoint_bandwidth"] = machine.endpoint_bandwidth;
   if (machine.wake_seconds > 0) json["wake_seconds"] = machine.wake_seconds;
+  if (machine.shared_link) json["shared_link"] = true;
+  if (machine.link_burst_bytes > 0) json["link_burst_bytes"] = machine.link_burst_bytes;
+}
+
+void shared_link_from_json(const nlohmann::json& json, const std::string& origin,
+                           Machine& machine) {
+  if (json.contains("shared_link")) {
+    const nlohmann::json& value = json.at("shared_link");
+    if (!value.is_boolean()) {
+      throw Error(fmt::format(
+          "{}: shared_link: expected true (every message crosses one medium in turn) or false "
+          "(a link per pair and direction), got {}",
+          origin, show_json(value)));
+    }
+    machine.shared_link = value.get<bool>();
+  }
+  if (!json.contains("link_burst_bytes")) return;
+  const nlohmann::json& burst = json.at("link_burst_bytes");
+  if (!burst.is_number() || !std::isfinite(burst.get<double>()) || burst.get<double>() < 0) {
+    throw Error(fmt::format(
+        "{}: link_burst_bytes: expected a non-negative number of bytes (the shared link's "
+        "token bucket depth), got {}",
+        origin, show_json(burst)));
+  }
+  if (!machine.shared_link && burst.get<double>() > 0) {
+    throw Error(
+        fmt::format("{}: link_burst_bytes: a burst is priced on a shared link only; expected "
+                    "\"shared_link\": true beside it",
+                    origin));
+  }
+  machine.link_burst_bytes = burst.get<double>();
 }
 
 bool Machine::identical(std::size_t a, std::size_t b) const {
@@ -348,6 +380,7 @@ Machine machine_from_json(const nlohmann::json& json, const std::string& origin)
     machine.latency.assign(n, std::vector<double>(n, 0.0));
   }
   message_ends_from_json(json, origin, machine);
+  shared_link_from_json(json, origin, machine);
   return machine;
 }
 

@@ -69,6 +69,15 @@ struct Machine {
   /// its device's speed is below 1 (a CPU quota, or a core shared with other ranks: every poll
   /// is taken from that share), and one poll's wake_seconds on a core of its own.
   double wake_seconds = 0;
+  /// The links are one medium (an emulated cluster's one shaped loopback, a shared bus): every
+  /// message between devices, of any pair and direction, crosses it in turn at its pair's
+  /// bandwidth, where false gives each pair (and direction) a link of its own. Without
+  /// shared_memory only.
+  bool shared_link = false;
+  /// With shared_link, the bytes the medium lets through at once ahead of its rate (a token
+  /// bucket's depth, tc's tbf burst): a message is across when the medium, at its rate, would
+  /// have carried it, less burst / bandwidth, and never before its sender had it. 0: none.
+  double link_burst_bytes = 0;
 
   std::size_t size() const { return devices.size(); }
   /// Seconds to move `bytes` from device u to v; 0 when u == v; +inf when there is no link.
@@ -89,6 +98,8 @@ struct Machine {
   /// Whether the ends of a message are priced: endpoint_bandwidth or wake_seconds, and no
   /// shared_memory.
   bool prices_message_ends() const;
+  /// Whether messages queue on one medium: shared_link, and no shared_memory.
+  bool queues_on_one_link() const { return shared_link && !shared_memory; }
   /// CPU-bound seconds `device` loses to a sleeping wait of `wait` seconds for a message once
   /// it is there (wake_seconds); 0 when not priced or it did not wait.
   double wake_up_seconds(std::size_t device, double wait) const;
@@ -117,8 +128,13 @@ double endpoint_bandwidth_from_json(const nlohmann::json& json, const std::strin
 /// a message, as machine and task-graph files give them. Error naming `origin` and the field.
 void message_ends_from_json(const nlohmann::json& json, const std::string& origin,
                             Machine& machine);
-/// Writes `machine`'s priced message ends (the fields above that are set) into `json`.
+/// Writes `machine`'s priced message ends (the fields above that are set) and shared_link, when
+/// set, into `json`.
 void message_ends_to_json(const Machine& machine, nlohmann::json& json);
+/// Reads `json`'s optional "shared_link" and "link_burst_bytes" (Machine::shared_link,
+/// link_burst_bytes) into `machine`; Error naming `origin` and the field when shared_link is not
+/// true or false, or the burst not a non-negative number or given without a shared link.
+void shared_link_from_json(const nlohmann::json& json, const std::string& origin, Machine& machine);
 /// Writes the machine file atomically (temporary file in the same folder, then rename).
 void write_machine(const Machine& machine, const std::string& path);
 /// How this host's workers hand values to each other (cpu_machine's links and overheads).

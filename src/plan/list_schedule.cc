@@ -220,13 +220,15 @@ AppendScheduler::AppendScheduler(const TaskGraph& graph, std::vector<int> priori
       in_edges_(graph.in_edges()),
       finish_(graph.tasks.size(), 0.0),
       worker_free_(graph.machine.size(), 0.0) {
-  if (graph.machine.prices_message_ends()) clock_.emplace(graph);
+  if (graph.machine.prices_message_ends() || graph.machine.queues_on_one_link())
+    clock_.emplace(graph);
 }
 
 double AppendScheduler::makespan(const std::vector<int>& worker_of_task) const {
   if (clock_) {
-    // Priced message ends: a task's sends and a reader's copies depend on where all the others
-    // run, so the assignment is judged by the simulator's own clock.
+    // Priced message ends or one shared link: a task's sends, a reader's copies and a message's
+    // turn on the link depend on where all the others run, so the assignment is judged by the
+    // simulator's own clock.
     order_.assign(graph_->machine.size(), {});
     for (int task : priority_) {
       const int worker = worker_of_task[task];

@@ -2,6 +2,7 @@
 #include "plan/simulator.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <string>
 #include <tuple>
@@ -39,7 +40,48 @@ OrdersClock::OrdersClock(const TaskGraph& graph)
       in_edges_(graph.in_edges()),
       out_edges_(graph.out_edges()),
       priced_ends_(graph.machine.prices_message_ends()),
-      busy_times_(has_busy_times(graph)) {}
+      busy_times_(has_busy_times(graph)),
+      shared_link_(graph.machine.queues_on_one_link()) {}
+
+// The first gap of bytes / bandwidth on the medium from `ready`: the clock meets senders in an
+// order that keeps the data edges, not in time, so a message met later can still take an
+// earlier gap that is long enough. The gap is the bucket's own account (its tokens drain at
+// the rate); a burst lets the bytes through earlier (Machine::link_burst_bytes).
+double OrdersClock::cross_medium(std::size_t from, std::size_t to, double ready,
+                                 double bytes) const {
+  const double link = graph_->machine.bandwidth.at(from).at(to);
+  if (!(link > 0)) return std::numeric_limits<double>::infinity();
+  const double seconds = bytes / link;
+  if (!(seconds > 0)) return ready;
+  double start = ready;
+  // The intervals are disjoint and sorted, so their ends are too: skip those over by `ready`.
+  auto place = std::upper_bound(
+      medium_.begin(), medium_.end(), start,
+      [](double t, const std::pair<double, double>& booked) { return t < booked.second; });
+  for (; place != medium_.end() && place->first < start + seconds; ++place) start = place->second;
+  medium_.insert(place, {start, start + seconds});
+  // A token bucket lets `burst` bytes ahead of its rate: the message is across when the
+  // medium's rate would have carried it less those, and never before it was sent.
+  return std::max(ready, start + seconds - graph_->machine.link_burst_bytes / link);
+}
+
+// One message per reading worker, as send_seconds prices them.
+void OrdersClock::send_over_medium(int task, int worker, double ready) const {
+  for (int edge : out_edges_[task]) {
+    const int reader_worker = worker_of_task_[graph_->edges[edge].second];
+    if (reader_worker == worker || reader_worker < 0) continue;
+    double& bytes = medium_bytes_[reader_worker];
+    bytes = std::max(bytes, graph_->bytes_on_edge(edge));
+  }
+  const std::size_t worker_count = medium_bytes_.size();
+  for (std::size_t reader = 0; reader < worker_count; ++reader) {
+    double& bytes = medium_bytes_[reader];
+    if (bytes < 0) continue;
+    crossed_[static_cast<std::size_t>(task) * worker_count + reader] =
+        cross_medium(static_cast<std::size_t>(worker), reader, ready, bytes);
+    bytes = -1;
+  }
+}
 
 // When a task starting no earlier than `start` on `worker` has taken `messages_`. The reader
 // takes them in the order they come, each copied at its end: one it waits for is copied as it
@@ -94,6 +136,12 @@ void OrdersClock::hand_outs() const {
       }
     }
   }
+  // On a shared link the hand-outs cross the medium first, all sent at the start.
+  if (shared_link_) {
+    for (HandOut& hand_out : hand_outs_)
+      hand_out.crossed =
+          cross_medium(0, static_cast<std::size_t>(hand_out.worker), 0.0, hand_out.bytes);
+  }
   received_stamp_.resize(task_count * graph.machine.size() + hand_outs_.size(), 0);
   received_.resize(received_stamp_.size(), 0.0);
   gathers_.clear();
@@ -119,9 +167,10 @@ double OrdersClock::gather_end(const std::vector<double>& finish, double makespa
     const auto from = static_cast<std::size_t>(worker_of_task_[gather.task]);
     const double latency = machine.latency.empty() ? 0.0 : machine.latency[from][0];
     const double sent = finish[gather.task];
-    const double wire = machine.transfer_time(from, 0, gather.bytes);
-    pending_.emplace_back(std::max(sent + latency, sent - sends_[gather.task] + wire),
-                          gather.bytes);
+    const double computed = sent - sends_[gather.task];
+    const double carried = shared_link_ ? cross_medium(from, 0, computed, gather.bytes) + latency
+                                        : computed + machine.transfer_time(from, 0, gather.bytes);
+    pending_.emplace_back(std::max(sent + latency, carried), gather.bytes);
   }
   std::sort(pending_.begin(), pending_.end());
   for (const auto& [there, bytes] : pending_)
@@ -228,8 +277,9 @@ void OrdersClock::hand_out_messages(int task, int worker) const {
                     [&](const Message& m) { return m.slot == slot; })) {
       continue;
     }
-    const double there =
-        std::max(hand_out_seconds_ + latency, graph.machine.transfer_time(0, worker, found->bytes));
+    const double carried = shared_link_ ? found->crossed + latency
+                                        : graph.machine.transfer_time(0, worker, found->bytes);
+    const double there = std::max(hand_out_seconds_ + latency, carried);
     messages_.push_back({-1, slot, there, found->bytes});
   }
 }
@@ -259,6 +309,11 @@ Simulation OrdersClock::simulate(const std::vector<std::vector<int>>& order) con
   result.idle.assign(worker_count, 0.0);
   // One message per model input, sample and receiving device, however many tasks read it there.
   std::set<std::tuple<std::string, int64_t, int>> handed_out;
+  if (shared_link_) {
+    medium_.clear();
+    crossed_.assign(task_count * worker_count, 0.0);
+    medium_bytes_.assign(worker_count, -1.0);
+  }
   // With priced message ends (Machine::endpoint_bandwidth): per task, the seconds its worker
   // spends sending (send_seconds); per (producer, reading worker), when it had the message.
   if (priced_ends_) {
@@ -303,10 +358,13 @@ Simulation OrdersClock::simulate(const std::vector<std::vector<int>>& order) con
         // Sent after the producer computed: it leaves the sender as fast as the sender copies
         // it (its finish) or as the link carries it, whichever is later.
         const double computed = result.finish[producer] - sends_[producer];
-        const double wire = graph.machine.transfer_time(producer_worker, worker, bytes);
         const double latency =
             graph.machine.latency.empty() ? 0.0 : graph.machine.latency[producer_worker][worker];
-        const double there = std::max(result.finish[producer] + latency, computed + wire);
+        const double carried =
+            shared_link_
+                ? crossed_[static_cast<std::size_t>(producer) * worker_count + worker] + latency
+                : computed + graph.machine.transfer_time(producer_worker, worker, bytes);
+        const double there = std::max(result.finish[producer] + latency, carried);
         const auto same = std::find_if(messages_.begin(), messages_.end(),
                                        [&](const Message& m) { return m.producer == producer; });
         if (same == messages_.end()) {
@@ -321,8 +379,15 @@ Simulation OrdersClock::simulate(const std::vector<std::vector<int>>& order) con
           reads += graph.machine.copy_seconds(static_cast<std::size_t>(worker), bytes);
         continue;
       }
-      start = std::max(start, result.finish[producer] +
-                                  graph.machine.arrival_delay(producer_worker, worker, bytes));
+      if (shared_link_) {
+        const double latency =
+            graph.machine.latency.empty() ? 0.0 : graph.machine.latency[producer_worker][worker];
+        start = std::max(
+            start, crossed_[static_cast<std::size_t>(producer) * worker_count + worker] + latency);
+      } else {
+        start = std::max(start, result.finish[producer] +
+                                    graph.machine.arrival_delay(producer_worker, worker, bytes));
+      }
       reads += graph.machine.read_time(producer_worker, worker, bytes);
     }
     if (priced_ends_) start = take_messages(worker, start);
@@ -334,6 +399,7 @@ Simulation OrdersClock::simulate(const std::vector<std::vector<int>>& order) con
         priced_ends_ ? (sends_[task] = send_seconds(task, worker) + gather_sends_[task]) : 0.0;
     result.start[task] = start;
     result.finish[task] = start + duration + sends;
+    if (shared_link_) send_over_medium(task, worker, start + duration);
     result.busy[worker] += duration + sends;
     result.makespan = std::max(result.makespan, result.finish[task]);
   }

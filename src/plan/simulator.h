@@ -48,17 +48,21 @@ bool prices_beside_busy(const Plan& plan, const TaskGraph& graph);
 /// device than 0 reads arrive from device 0, sent at the start (TaskGraph::input_arrival); the
 /// model outputs produced only off device 0 end the run when they reach it
 /// (TaskGraph::output_gathers): what the MPI executor sends. Links carry any number of
-/// transfers at once. With Machine::endpoint_bandwidth (ranks), each end of a task-to-task
-/// message is priced too: the producer's worker sends for bytes / endpoint_bandwidth after the
-/// task (one message per reading worker), and a reader copies each message when it gets to it
-/// (at once when it was waiting for it: the copy then overlaps the link's, and the wait's polls
-/// cost it Machine::wake_up_seconds once the message is there); a task that
-/// Task::copies_remote_inputs (a Concat) copies each value from another worker once more, at the
-/// same rate, inside its task. Every such copy is made at the copying device's speed where that
-/// is below 1 (Machine::copy_seconds: a rank under a CPU quota copies out of its share, as it
-/// computes). Device 0's hand-out and gather are priced the same way: it copies
-/// every model input it hands out before its first task (each leaves then, or as the link
-/// carries it), a task whose model output is gathered copies it after the task, and device 0
+/// transfers at once, but on a Machine::shared_link machine every message (one per producer and
+/// reading worker; with priced ends the hand-outs and gathers too) crosses one medium in turn:
+/// it takes the first gap of bytes / bandwidth on the medium from when its sender has computed
+/// it, in the order the clock meets the senders, and arrives the latency after that gap (less
+/// Machine::link_burst_bytes / bandwidth, never before it was sent: a token bucket's burst). With
+/// Machine::endpoint_bandwidth (ranks), each end of a task-to-task message is priced too: the
+/// producer's worker sends for bytes / endpoint_bandwidth after the task (one message per reading
+/// worker), and a reader copies each message when it gets to it (at once when it was waiting for
+/// it: the copy then overlaps the link's, and the wait's polls cost it Machine::wake_up_seconds
+/// once the message is there); a task that Task::copies_remote_inputs (a Concat) copies each value
+/// from another worker once more, at the same rate, inside its task. Every such copy is made at the
+/// copying device's speed where that is below 1 (Machine::copy_seconds: a rank under a CPU quota
+/// copies out of its share, as it computes). Device 0's hand-out and gather are priced the same
+/// way: it copies every model input it hands out before its first task (each leaves then, or as the
+/// link carries it), a task whose model output is gathered copies it after the task, and device 0
 /// takes the gathered outputs after its own last task. Tasks take Task::time,
 /// or Task::busy_time where prices_beside_busy says so; where two or more workers compute, each
 /// task takes Machine::task_seconds more and the makespan Machine::run_seconds more. Throws Error
@@ -99,23 +103,36 @@ class OrdersClock {
   void workers_of(const std::vector<std::vector<int>>& order) const;
   double take_messages(int worker, double start) const;
   double send_seconds(int task, int worker) const;
+  // On a shared link: books `bytes` from `from` to `to` on the medium from `ready` and returns
+  // when they are across (before the latency).
+  double cross_medium(std::size_t from, std::size_t to, double ready, double bytes) const;
+  // On a shared link: books the messages `task` sends from `worker` (one per reading worker,
+  // its largest value there), from `ready`, into crossed_.
+  void send_over_medium(int task, int worker, double ready) const;
 
   const TaskGraph* graph_;
   std::vector<std::vector<int>> in_edges_;
   std::vector<std::vector<int>> out_edges_;
   bool priced_ends_ = false;
-  bool busy_times_ = false;  // whether the tasks carry busy-neighbour times
+  bool busy_times_ = false;   // whether the tasks carry busy-neighbour times
+  bool shared_link_ = false;  // Machine::shared_link, not shared_memory
   // Scratch, per call.
   mutable std::vector<int> worker_of_task_, previous_on_worker_, next_on_worker_, waiting_,
       sequence_;
   mutable std::vector<Message> messages_;
   mutable std::vector<std::pair<double, double>> pending_;
   mutable std::vector<double> sends_, to_worker_, received_;
+  // On a shared link: the medium's booked intervals (start, end), sorted and disjoint, and per
+  // (producer, reading worker) when its message is across.
+  mutable std::vector<std::pair<double, double>> medium_;
+  mutable std::vector<double> crossed_;
+  mutable std::vector<double> medium_bytes_;  // per reading worker, -1: sent nothing there
   struct HandOut {
     std::string name;
     int64_t sample = 0;
     int worker = 0;
     double bytes = 0;
+    double crossed = 0;  // on a shared link: when it is across the medium
   };
   mutable std::vector<HandOut> hand_outs_;
   mutable double hand_out_seconds_ = 0;  // device 0's copies of hand_outs_, before its tasks

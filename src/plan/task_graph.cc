@@ -271,6 +271,7 @@ Machine task_graph_machine(const nlohmann::json& json, const std::string& origin
     machine.shared_memory = json["shared_memory"].get<bool>();
   }
   message_ends_from_json(json, origin, machine);
+  shared_link_from_json(json, origin, machine);
   return machine;
 }
 

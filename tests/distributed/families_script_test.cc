@@ -497,6 +497,38 @@ TEST_F(FamiliesScript, WakeSecondsComeFromTheUnshapedPingPongsMedian) {
   EXPECT_EQ(read_text(path("m.json")).find("wake_seconds"), std::string::npos);
 }
 
+// A shaped link is one bucket for every rank and direction: --shared-link says so in the
+// machine file, which is otherwise the same.
+TEST_F(FamiliesScript, ASharedLinkIsWrittenWhereAsked) {
+  write("pingpong.txt",
+        "bytes 8 round_trip_us 40.0 bandwidth_Bps 2.0e5\n"
+        "bytes 1048576 round_trip_us 16000.0 bandwidth_Bps 1.3e8\n"
+        "bytes 4194304 round_trip_us 64000.0 bandwidth_Bps 1.3e8\n");
+  const std::string tool = std::string("/usr/bin/python3 ") + CLEAVE_SOURCE_DIR +
+                           "/bench/distributed/link_machine.py " + path("pingpong.txt") + " ";
+  ASSERT_EQ(run_shell(tool + path("own.json") + " --speeds 1,1,1").exit_code, 0);
+  const CommandResult result =
+      run_shell(tool + path("shared.json") + " --speeds 1,1,1 --shared-link");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::string own = read_text(path("own.json")), shared = read_text(path("shared.json"));
+  EXPECT_EQ(own.find("shared_link"), std::string::npos) << own;
+  EXPECT_EQ(shared, own.substr(0, own.size() - 1) + R"(, "shared_link": true})") << shared;
+  ASSERT_EQ(run_shell(tool + path("bucket.json") +
+                      " --speeds 1,1 --shared-link --link-burst-bytes 125000")
+                .exit_code,
+            0);
+  EXPECT_NE(read_text(path("bucket.json")).find(R"("link_burst_bytes": 125000.0)"),
+            std::string::npos)
+      << read_text(path("bucket.json"));
+  const CommandResult alone =
+      run_shell(tool + path("bad.json") + " --speeds 1,1 --link-burst-bytes 125000");
+  EXPECT_NE(alone.exit_code, 0);
+  EXPECT_NE(alone.err.find("--link-burst-bytes: expected a non-negative number of bytes with "
+                           "--shared-link"),
+            std::string::npos)
+      << alone.err;
+}
+
 // Without the waiting receiver's line (an older pingpong), half the spinning round trip.
 TEST_F(FamiliesScript, LinkLatencyWithoutAWaitingReceiverIsHalfTheRoundTrip) {
   write("pingpong.txt",

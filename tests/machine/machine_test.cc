@@ -222,6 +222,63 @@ TEST(MachineTest, WakeSecondsPriceTheWaitsPolls) {
   }
 }
 
+TEST(MachineTest, ASharedLinkIsReadAndWrittenBack) {
+  nlohmann::json json = nlohmann::json::parse(kTwoDevices);
+  EXPECT_FALSE(machine_from_json(json, "m.json").shared_link);
+  json["shared_link"] = true;
+  const Machine shared = machine_from_json(json, "m.json");
+  EXPECT_TRUE(shared.shared_link);
+  EXPECT_TRUE(machine_from_json(machine_to_json(shared), "again").shared_link);
+  json["shared_link"] = false;
+  EXPECT_FALSE(machine_to_json(machine_from_json(json, "m.json")).contains("shared_link"));
+}
+
+TEST(MachineTest, ALinkBurstIsReadAndWrittenBack) {
+  nlohmann::json json = nlohmann::json::parse(kTwoDevices);
+  json["shared_link"] = true;
+  json["link_burst_bytes"] = 125000;
+  const Machine bucket = machine_from_json(json, "m.json");
+  EXPECT_EQ(bucket.link_burst_bytes, 125000);
+  EXPECT_EQ(machine_from_json(machine_to_json(bucket), "again").link_burst_bytes, 125000);
+}
+
+TEST(MachineErrorTest, ALinkBurstIsANonNegativeNumberOnASharedLink) {
+  for (const char* bad : {"-1", "\"1mbit\"", "null"}) {
+    nlohmann::json json = nlohmann::json::parse(kTwoDevices);
+    json["shared_link"] = true;
+    json["link_burst_bytes"] = nlohmann::json::parse(bad);
+    try {
+      machine_from_json(json, "m.json");
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("m.json: link_burst_bytes: expected a non-negative number"))
+          << bad;
+    }
+  }
+  nlohmann::json json = nlohmann::json::parse(kTwoDevices);
+  json["link_burst_bytes"] = 125000;
+  try {
+    machine_from_json(json, "m.json");
+    ADD_FAILURE() << "a burst without a shared link was accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("m.json: link_burst_bytes: a burst is priced on a shared link "
+                                    "only; expected \"shared_link\": true"));
+  }
+}
+
+TEST(MachineErrorTest, SharedLinkMustBeTrueOrFalse) {
+  for (const char* bad : {"1", "\"yes\"", "null"}) {
+    nlohmann::json json = nlohmann::json::parse(kTwoDevices);
+    json["shared_link"] = nlohmann::json::parse(bad);
+    try {
+      machine_from_json(json, "m.json");
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("m.json: shared_link: expected true")) << bad;
+    }
+  }
+}
+
 TEST(MachineErrorTest, EndpointBandwidthMustBeANonNegativeNumber) {
   for (const char* bad : {"-1", "\"fast\"", "[1]"}) {
     nlohmann::json json = nlohmann::json::parse(kTwoDevices);

@@ -236,6 +236,120 @@ TEST(SimulatorTest, ARankAtAShareOfACoreCopiesItsMessagesOutOfThatShare) {
   EXPECT_NEAR(full.makespan, 0.0082, 1e-12);
 }
 
+// Three devices, 100 bytes/s and 0.5 s latency between any two; `shared` makes the links one
+// medium.
+std::string three_devices(bool shared, const std::string& tasks) {
+  return R"({"devices": [{"name": "p"}, {"name": "q"}, {"name": "r"}],
+    "bandwidth": 100, "latency": 0.5, "shared_link": )" +
+         std::string(shared ? "true" : "false") + ",\n" + tasks + "}";
+}
+
+TEST(SimulatorTest, OnASharedLinkTwoMessagesCrossInTurn) {
+  // a (p, 0-1 s) sends 100 bytes to q and to r: 1 s each on the medium, q's first (1-2 s,
+  // there at 2.5), r's after it (2-3 s, there at 3.5). Links of their own: both at 2.5.
+  const std::string tasks = R"("tasks": [{"name": "a", "time": [1, 1, 1], "output_bytes": 100},
+      {"name": "b", "time": [1, 1, 1]}, {"name": "c", "time": [1, 1, 1]}],
+    "edges": [["a", "b"], ["a", "c"]])";
+  const Plan plan = make_plan({0, 1, 2}, {{0}, {1}, {2}});
+  const Simulation shared = simulate(plan, graph_from_text(three_devices(true, tasks)));
+  EXPECT_DOUBLE_EQ(shared.start[1], 2.5);
+  EXPECT_DOUBLE_EQ(shared.start[2], 3.5);
+  const Simulation own = simulate(plan, graph_from_text(three_devices(false, tasks)));
+  EXPECT_DOUBLE_EQ(own.start[1], 2.5);
+  EXPECT_DOUBLE_EQ(own.start[2], 2.5);
+}
+
+TEST(SimulatorTest, OnASharedLinkABurstLetsMessagesThroughAheadOfTheRate) {
+  // As OnASharedLinkTwoMessagesCrossInTurn with a 150-byte bucket: q's message (gap 1-2 s) is
+  // across at 1 s (there 1.5), r's (gap 2-3 s) at 3 - 1.5 = 1.5 s (there 2): the bucket held 150
+  // of their 200 bytes.
+  std::string text = three_devices(true, R"("tasks": [
+      {"name": "a", "time": [1, 1, 1], "output_bytes": 100},
+      {"name": "b", "time": [1, 1, 1]}, {"name": "c", "time": [1, 1, 1]}],
+    "edges": [["a", "b"], ["a", "c"]])");
+  text.replace(text.find("\"shared_link\": true"), 19,
+               R"("shared_link": true, "link_burst_bytes": 150)");
+  const Simulation bucket = simulate(make_plan({0, 1, 2}, {{0}, {1}, {2}}), graph_from_text(text));
+  EXPECT_DOUBLE_EQ(bucket.start[1], 1.5);
+  EXPECT_DOUBLE_EQ(bucket.start[2], 2);
+}
+
+TEST(SimulatorTest, OnASharedLinkBothDirectionsQueue) {
+  // a (p) sends to b (q) and x (q) to y (p), both at 1 s: a's crosses 1-2 s, x's 2-3 s.
+  const std::string tasks = R"("tasks": [{"name": "a", "time": [1, 1, 1], "output_bytes": 100},
+      {"name": "x", "time": [1, 1, 1], "output_bytes": 100},
+      {"name": "b", "time": [1, 1, 1]}, {"name": "y", "time": [1, 1, 1]}],
+    "edges": [["a", "b"], ["x", "y"]])";
+  const Plan plan = make_plan({0, 1, 1, 0}, {{0, 3}, {1, 2}, {}});
+  const Simulation shared = simulate(plan, graph_from_text(three_devices(true, tasks)));
+  EXPECT_DOUBLE_EQ(shared.start[2], 2.5);
+  EXPECT_DOUBLE_EQ(shared.start[3], 3.5);
+  EXPECT_DOUBLE_EQ(shared.makespan, 4.5);
+  EXPECT_DOUBLE_EQ(simulate(plan, graph_from_text(three_devices(false, tasks))).makespan, 3.5);
+}
+
+TEST(SimulatorTest, OnASharedLinkAMessageMetLaterTakesAnEarlierGap) {
+  // The clock meets a (p, 0-5 s) before x (q, 0-1 s): a's message takes the medium 5-6 s, and
+  // x's, ready at 1 s, the gap before it (1-2 s): y starts at 2.5, b at 6.5.
+  const std::string tasks = R"("tasks": [{"name": "a", "time": [5, 5, 5], "output_bytes": 100},
+      {"name": "x", "time": [1, 1, 1], "output_bytes": 100},
+      {"name": "b", "time": [1, 1, 1]}, {"name": "y", "time": [1, 1, 1]}],
+    "edges": [["a", "b"], ["x", "y"]])";
+  const Plan plan = make_plan({0, 1, 2, 2}, {{0}, {1}, {3, 2}});
+  const Simulation shared = simulate(plan, graph_from_text(three_devices(true, tasks)));
+  EXPECT_DOUBLE_EQ(shared.start[3], 2.5);
+  EXPECT_DOUBLE_EQ(shared.start[2], 6.5);
+}
+
+TEST(SimulatorTest, OnASharedLinkTheSendersCopyComesBeforeTheMedium) {
+  // Priced ends, 200 bytes/s at each end: a (p, 0-1 s) copies each of its two 200-byte messages
+  // out in 1 s (finish 3 s). Each leaves as p copies it or as the medium carries it (2 s), from
+  // a's end: q's crosses 1-3 s (there 3.5), r's 3-5 s (there 5.5); b and c, waiting, copy
+  // them as they come. Links of their own: both there at 3.5.
+  const std::string tasks = R"("endpoint_bandwidth": 200,
+    "tasks": [{"name": "a", "time": [1, 1, 1], "output_bytes": 200},
+      {"name": "b", "time": [1, 1, 1]}, {"name": "c", "time": [1, 1, 1]}],
+    "edges": [["a", "b"], ["a", "c"]])";
+  const Plan plan = make_plan({0, 1, 2}, {{0}, {1}, {2}});
+  const Simulation shared = simulate(plan, graph_from_text(three_devices(true, tasks)));
+  EXPECT_DOUBLE_EQ(shared.finish[0], 3);
+  EXPECT_DOUBLE_EQ(shared.start[1], 3.5);
+  EXPECT_DOUBLE_EQ(shared.start[2], 5.5);
+  EXPECT_DOUBLE_EQ(simulate(plan, graph_from_text(three_devices(false, tasks))).start[2], 3.5);
+}
+
+TEST(SimulatorTest, OnASharedLinkTheHandOutsAndGathersCrossIt) {
+  // Priced ends (1e6 bytes/s). p hands the model input x (100 bytes, 1 s on the medium) out to
+  // q and r at the start: q's crosses 0-1 s (there 1.5), r's 1-2 s (there 2.5). b and c then
+  // gather their 200-byte outputs to p (2 s each): b's crosses 2.5-4.5 s (there 5), c's, ready
+  // at 3.5 s, after it, 4.5-6.5 s (there 7). Links of their own: b and c both start at 1.5 and
+  // both outputs are there at 5 (p copies the second by 5.0002).
+  const std::string tasks = R"("endpoint_bandwidth": 1e6,
+    "tasks": [{"name": "a", "time": [1, 1, 1]},
+      {"name": "b", "time": [1, 1, 1], "model_inputs": [{"name": "x", "bytes": 100}],
+       "model_outputs": [{"name": "yb", "bytes": 200}]},
+      {"name": "c", "time": [1, 1, 1], "model_inputs": [{"name": "x", "bytes": 100}],
+       "model_outputs": [{"name": "yc", "bytes": 200}]}],
+    "edges": [])";
+  const Plan plan = make_plan({0, 1, 2}, {{0}, {1}, {2}});
+  const Simulation shared = simulate(plan, graph_from_text(three_devices(true, tasks)));
+  EXPECT_NEAR(shared.start[1], 1.5, 1e-9);
+  EXPECT_NEAR(shared.start[2], 2.5, 1e-9);
+  EXPECT_NEAR(shared.makespan, 7, 1e-9);
+  const Simulation own = simulate(plan, graph_from_text(three_devices(false, tasks)));
+  EXPECT_NEAR(own.start[2], 1.5, 1e-9);
+  EXPECT_NEAR(own.makespan, 5.0002, 1e-9);
+}
+
+TEST(SimulatorTest, ATaskGraphFileKeepsItsSharedLink) {
+  const TaskGraph graph = graph_from_text(three_devices(true, R"("tasks": [])"));
+  EXPECT_TRUE(graph.machine.shared_link);
+  EXPECT_TRUE(task_graph_from_json(task_graph_to_json(graph), "g.json").machine.shared_link);
+  std::string text = three_devices(true, R"("tasks": [])");
+  text.replace(text.find("true"), 4, "\"on\"");
+  EXPECT_THAT(graph_error(text), HasSubstr("shared_link: expected true"));
+}
+
 TEST(SimulatorTest, ATaskGraphFileKeepsItsWakeSeconds) {
   const TaskGraph graph = graph_from_text(waking_graph(0.5));
   EXPECT_EQ(graph.machine.wake_seconds, 2e-5);
