@@ -284,6 +284,24 @@ void OrdersClock::hand_out_messages(int task, int worker) const {
   }
 }
 
+double OrdersClock::message_there(int producer, int worker, double bytes, double finish) const {
+  const Machine& machine = graph_->machine;
+  const auto from = static_cast<std::size_t>(worker_of_task_[producer]);
+  const auto to = static_cast<std::size_t>(worker);
+  const double latency = machine.latency.empty() ? 0.0 : machine.latency[from][to];
+  const double crossed =
+      shared_link_ ? crossed_[static_cast<std::size_t>(producer) * machine.size() + to] : 0.0;
+  if (!priced_ends_) {
+    return shared_link_ ? crossed + latency : finish + machine.arrival_delay(from, to, bytes);
+  }
+  // Sent after the producer computed: it leaves the sender as fast as the sender copies it (its
+  // finish) or as the link carries it, whichever is later.
+  const double computed = finish - sends_[producer];
+  const double carried =
+      shared_link_ ? crossed + latency : computed + machine.transfer_time(from, to, bytes);
+  return std::max(finish + latency, carried);
+}
+
 Simulation OrdersClock::simulate(const std::vector<std::vector<int>>& order) const {
   const TaskGraph& graph = *graph_;
   const std::size_t task_count = graph.tasks.size();
@@ -354,17 +372,8 @@ Simulation OrdersClock::simulate(const std::vector<std::vector<int>>& order) con
       const double bytes = graph.bytes_on_edge(edge);
       result.transfer_bytes += bytes;
       ++result.transfer_count;
+      const double there = message_there(producer, worker, bytes, result.finish[producer]);
       if (priced_ends_) {
-        // Sent after the producer computed: it leaves the sender as fast as the sender copies
-        // it (its finish) or as the link carries it, whichever is later.
-        const double computed = result.finish[producer] - sends_[producer];
-        const double latency =
-            graph.machine.latency.empty() ? 0.0 : graph.machine.latency[producer_worker][worker];
-        const double carried =
-            shared_link_
-                ? crossed_[static_cast<std::size_t>(producer) * worker_count + worker] + latency
-                : computed + graph.machine.transfer_time(producer_worker, worker, bytes);
-        const double there = std::max(result.finish[producer] + latency, carried);
         const auto same = std::find_if(messages_.begin(), messages_.end(),
                                        [&](const Message& m) { return m.producer == producer; });
         if (same == messages_.end()) {
@@ -379,15 +388,7 @@ Simulation OrdersClock::simulate(const std::vector<std::vector<int>>& order) con
           reads += graph.machine.copy_seconds(static_cast<std::size_t>(worker), bytes);
         continue;
       }
-      if (shared_link_) {
-        const double latency =
-            graph.machine.latency.empty() ? 0.0 : graph.machine.latency[producer_worker][worker];
-        start = std::max(
-            start, crossed_[static_cast<std::size_t>(producer) * worker_count + worker] + latency);
-      } else {
-        start = std::max(start, result.finish[producer] +
-                                    graph.machine.arrival_delay(producer_worker, worker, bytes));
-      }
+      start = std::max(start, there);
       reads += graph.machine.read_time(producer_worker, worker, bytes);
     }
     if (priced_ends_) start = take_messages(worker, start);

@@ -109,6 +109,9 @@ class OrdersClock {
   // On a shared link: books the messages `task` sends from `worker` (one per reading worker,
   // its largest value there), from `ready`, into crossed_.
   void send_over_medium(int task, int worker, double ready) const;
+  // When `producer`'s value of `bytes` (finished at `finish`) is there on `worker`: over the
+  // shared medium, or the pair's own link; with priced ends, sent once the producer computed.
+  double message_there(int producer, int worker, double bytes, double finish) const;
 
   const TaskGraph* graph_;
   std::vector<std::vector<int>> in_edges_;
