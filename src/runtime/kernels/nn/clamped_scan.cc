@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
+#include <vector>
 
 #include "runtime/cpu_isa.h"
 
@@ -78,12 +80,21 @@ void ClampedScan::run(const uint8_t* from, uint8_t* to, int threads) {
   if (team == 1) {
     share(from, to, 0, 1);
   } else {
+    // A list that cannot grow (bad_alloc) is rethrown here: exceptions must not leave a thread.
+    std::vector<std::exception_ptr> failures(static_cast<std::size_t>(team));
 #pragma omp parallel num_threads(team)
     {
       // The team may be smaller than asked (nested regions): the shares are the members'.
       const int members = omp_get_num_threads(), member = omp_get_thread_num();
       if (member == 0) members_ = static_cast<std::size_t>(members);
-      share(from, to, member, members);
+      try {
+        share(from, to, member, members);
+      } catch (...) {
+        failures[static_cast<std::size_t>(member)] = std::current_exception();
+      }
+    }
+    for (std::exception_ptr& failure : failures) {
+      if (failure) std::rethrow_exception(failure);
     }
   }
   fresh_ = from;
