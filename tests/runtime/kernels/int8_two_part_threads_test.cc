@@ -32,6 +32,19 @@ std::string listed_floats(const std::vector<float>& values) {
 // 8.2 million integer ops, a team of two on 2 threads; 4,752 sums, so the chunks of the combining
 // pass (multiples of 16) start inside a channel's run and inside a row. Data of zero point 128
 // takes the weights' split.
+// The one-thread output `a` and the team's `b`: the same bits, and not a constant.
+void expect_same_bits(const Tensor& a, const Tensor& b) {
+  ASSERT_EQ(a.shape(), b.shape());
+  const std::vector<double> va = a.to_double_vector(), vb = b.to_double_vector();
+  int differing = 0, distinct = 0;
+  for (std::size_t i = 0; i < va.size(); ++i) {
+    differing += va[i] != vb[i];
+    distinct += va[i] != va[0];
+  }
+  EXPECT_EQ(differing, 0) << "of " << va.size() << " elements";
+  EXPECT_GT(distinct, 0) << "a constant output would hide a misplaced chunk";
+}
+
 std::string conv_text(std::mt19937& rng) {
   std::uniform_int_distribution<int> weight(-127, 127), bias(-2000, 2000);
   std::vector<double> w(36 * 96 * 9), b(36);
@@ -67,15 +80,7 @@ TEST(Int8TwoPartThreads, TheCombiningPassOnTwoThreadsComputesTheOneThreadBits) {
   const Tensor b = pair.run({{"x", input}})[0];
   EXPECT_NE(pair.stats().implementations[0].find("weights split in two"), std::string::npos)
       << pair.stats().implementations[0];
-  ASSERT_EQ(a.shape(), b.shape());
-  const std::vector<double> va = a.to_double_vector(), vb = b.to_double_vector();
-  int differing = 0, distinct = 0;
-  for (std::size_t i = 0; i < va.size(); ++i) {
-    differing += va[i] != vb[i];
-    distinct += va[i] != va[0];
-  }
-  EXPECT_EQ(differing, 0) << "of " << va.size() << " elements";
-  EXPECT_GT(distinct, 0) << "a constant output would hide a misplaced chunk";
+  expect_same_bits(a, b);
 }
 
 std::vector<double> random_weights(std::mt19937& rng, std::size_t count) {
@@ -137,15 +142,7 @@ void expect_team_of_two_bits(const Graph& graph, const std::vector<Tensor>& inpu
       EXPECT_NE(implementation.find("data split at 127"), std::string::npos)
           << "[" << implementation << "] of " << pair.stats().implementations.size();
     }
-    ASSERT_EQ(a.shape(), b.shape());
-    const std::vector<double> va = a.to_double_vector(), vb = b.to_double_vector();
-    int differing = 0, distinct = 0;
-    for (std::size_t i = 0; i < va.size(); ++i) {
-      differing += va[i] != vb[i];
-      distinct += va[i] != va[0];
-    }
-    EXPECT_EQ(differing, 0) << "of " << va.size() << " elements";
-    EXPECT_GT(distinct, 0) << "a constant output would hide a misplaced chunk";
+    expect_same_bits(a, b);
   }
 }
 
