@@ -1,5 +1,6 @@
 // The clamped-data int8 convolution's one pass over its data: the clamped copy and the list of
-// the values above 127, split on a team, are the one-thread copy and list.
+// the values above 127 (or of the pairs above 255), split on a team, are the one-thread copy and
+// list.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -145,6 +146,76 @@ TEST(Int8ClampedScan, PastTheLimitTheCopyGoesOnAndTheListIsIncomplete) {
       EXPECT_EQ(joined(exact), want.list) << threads << " threads";
     }
   }
+}
+
+// Paired, the copy and the list written out pair by pair: channel 2j keeps at most 255 minus
+// channel 2j+1, which is copied as it is; what 2j loses is listed at 2j.
+Expected expected_paired(const ScannedData& d, const std::vector<uint8_t>& x) {
+  Expected e;
+  e.copy = x;
+  std::vector<std::pair<int64_t, Entry>> found;
+  const int64_t plane = d.in[0] * d.in[1] * d.in[2];
+  const auto offset = [&](int64_t n, int64_t c, int64_t p) {
+    return static_cast<std::size_t>(d.channels_last ? (n * plane + p) * d.channels + c
+                                                    : (n * d.channels + c) * plane + p);
+  };
+  for (int64_t n = 0; n < d.batch; ++n) {
+    for (int64_t c = 0; c < d.channels; c += 2) {
+      for (int64_t p = 0; p < plane; ++p) {
+        const int a = x[offset(n, c, p)], b = x[offset(n, c + 1, p)];
+        if (a + b <= 255) continue;
+        e.copy[offset(n, c, p)] = static_cast<uint8_t>(255 - b);
+        found.emplace_back(offset(n, c, p), Entry(static_cast<int32_t>(n), static_cast<int32_t>(c),
+                                                  static_cast<int32_t>(p / (d.in[1] * d.in[2])),
+                                                  static_cast<int32_t>(p / d.in[2] % d.in[1]),
+                                                  static_cast<int32_t>(p % d.in[2]), a + b - 255));
+      }
+    }
+  }
+  std::sort(found.begin(), found.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [at, entry] : found) e.list.push_back(entry);
+  return e;
+}
+
+// Paired channels (38 of them, plain and channels-last, 2 images, 268 KiB): on 1 thread, on a
+// team of two and share by share in any order, the copy and the list are the pairs' own; what
+// the clamp took off, added back to the copy, is the data, and no pair of the copy passes 255.
+TEST(Int8ClampedScan, PairedChannelsLoseOnlyTheirSurplusOver255) {
+  std::mt19937 rng(6);
+  for (bool channels_last : {false, true}) {
+    SCOPED_TRACE(channels_last ? "channels last" : "plain");
+    const ScannedData d{2, 38, {1, 61, 59}, channels_last};
+    const std::vector<uint8_t> x = relu_like(rng, bytes_of(d), 0.3);
+    const Expected want = expected_paired(d, x), unpaired = expected(d, x);
+    ASSERT_GT(want.list.size(), 100u);
+    ASSERT_LT(want.list.size(), unpaired.list.size() / 2) << "pairs over 255 are fewer";
+    for (int threads : {1, 2}) {
+      ClampedScan scan(d);
+      scan.set_paired(true);
+      ASSERT_TRUE(scan.paired());
+      std::vector<uint8_t> copy(x.size(), 1);
+      scan.run(x.data(), copy.data(), threads);
+      EXPECT_EQ(scan.lists().size(), static_cast<std::size_t>(threads));
+      EXPECT_EQ(copy, want.copy) << threads << " threads";
+      EXPECT_EQ(joined(scan), want.list) << threads << " threads";
+      std::vector<uint8_t> taken(x.size(), 9);
+      scan.excess(x.data(), taken.data());
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        ASSERT_EQ(copy[i] + taken[i], x[i]) << "at " << i;
+      }
+    }
+    ClampedScan scan(d);
+    scan.set_paired(true);
+    std::vector<uint8_t> copy(x.size(), 0);
+    scan.start(3);
+    for (int member = 2; member >= 0; --member) scan.share(x.data(), copy.data(), member, 3);
+    EXPECT_EQ(copy, want.copy) << "3 members, last first";
+    EXPECT_EQ(joined(scan), want.list) << "3 members, last first";
+  }
+  ClampedScan odd(odd_shapes()[0]);
+  odd.set_paired(true);
+  EXPECT_FALSE(odd.paired()) << "37 channels: the last has no partner to pair with";
 }
 
 // The lists are fresh for the data the pass last read, once.

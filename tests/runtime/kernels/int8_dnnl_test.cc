@@ -5,6 +5,7 @@
 // ONEDNN_MAX_CPU_ISA=AVX2) the weights are split in two.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -126,17 +127,9 @@ void expect_fast_form(const Executor& executor, const char* without_vnni) {
   }
 }
 
-void expect_dnnl_matches_loops(const Case& c) {
-  std::mt19937 rng(5);
-  std::uniform_int_distribution<int> byte(0, 255), weight(-127, 127);
-  std::vector<double> x(static_cast<std::size_t>(count_of(data_shape(c))));
-  for (double& v : x) {
-    v = byte(rng) - (c.data == "u8" ? 0 : 128);
-    if (c.above >= 0) v = int(v) % 128;
-  }
-  for (int k = 0; k < c.above; ++k) x[(k * 7919 + 13) % x.size()] = 128 + 127 * (k % 2);
-  std::vector<double> w(static_cast<std::size_t>(count_of(weight_shape(c))));
-  for (double& v : w) v = weight(rng);
+// The node on data `x` and weights `w`, constant (oneDNN) against a graph input (the loops).
+void expect_dnnl_matches_loops(const Case& c, const std::vector<double>& x,
+                               const std::vector<double>& w) {
   const DataType x_type = c.data == "u8" ? DataType::kUInt8 : DataType::kInt8;
   const Tensor input = make_tensor(x_type, data_shape(c), x);
   const Tensor weights = make_tensor(DataType::kInt8, weight_shape(c), w);
@@ -151,6 +144,20 @@ void expect_dnnl_matches_loops(const Case& c) {
   int differing = 0;
   for (std::size_t i = 0; i < a.size(); ++i) differing += a[i] != b[i];
   EXPECT_EQ(differing, 0) << "of " << a.size() << " elements";
+}
+
+void expect_dnnl_matches_loops(const Case& c) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> byte(0, 255), weight(-127, 127);
+  std::vector<double> x(static_cast<std::size_t>(count_of(data_shape(c))));
+  for (double& v : x) {
+    v = byte(rng) - (c.data == "u8" ? 0 : 128);
+    if (c.above >= 0) v = int(v) % 128;
+  }
+  for (int k = 0; k < c.above; ++k) x[(k * 7919 + 13) % x.size()] = 128 + 127 * (k % 2);
+  std::vector<double> w(static_cast<std::size_t>(count_of(weight_shape(c))));
+  for (double& v : w) v = weight(rng);
+  expect_dnnl_matches_loops(c, x, w);
 }
 
 TEST(Int8ConvDnnl, RoundsBeforeAddingTheZeroPoint) {
@@ -370,6 +377,44 @@ TEST(Int8ConvDnnl, ClampedDataOfWeightsAboveAMebibyteMatchesTheLoops) {
     Case c{"QLinearConv", "[group=2, pads=[1, 0, 1, 2]]", 528, 2 * per_group, 2};
     c.spatial = {5, 6};  // 2·per_group x 264 x 3 x 3 weights: 1.14–1.16 MiB.
     expect_clamped_matches_loops(c);
+  }
+}
+
+// Paired (clamped_scan.h): oneDNN's AVX2 kernels multiply channels 2j and 2j+1 of a group into
+// one int16 pair sum. The data is 255 on the channels `high` and at most 9 elsewhere, the
+// weights 100-127: no pair of channels (2j, 2j+1) of a group passes 255 by more than 9, while
+// the two high channels side by side in each test, multiplied into one pair, would saturate
+// (255·127·2). 1x1 and 3x3, and 2 groups of 4 channels (oneDNN's AVX2 kernel took no grouped
+// convolution of 3 or 6 channels a group: those ran the loops).
+TEST(Int8ConvDnnl, ClampedDataPairsTheChannelsOneDnnMultipliesTogether) {
+  struct Paired {
+    Case c;
+    std::vector<int64_t> high;
+  };
+  Case one_by_one{"QLinearConv", "", 8, 16, 1},
+      three{"QLinearConv", "[pads=[1, 1, 1, 1]]", 8, 8, 1};
+  one_by_one.kernel = {1, 1};
+  Case groups{"QLinearConv", "[group=2, pads=[1, 1, 1, 1]]", 8, 16, 2};
+  for (auto [c, high] : {Paired{one_by_one, {1, 2, 5, 6}}, Paired{three, {1, 2, 5, 6}},
+                         Paired{groups, {1, 2, 5, 6}}}) {
+    SCOPED_TRACE(c.attributes + " " + std::to_string(c.kernel[0]) + "x" +
+                 std::to_string(c.kernel[1]));
+    c.x_zero = 0;
+    c.without_vnni = kDataSplit;
+    c.batch = 2;
+    std::mt19937 rng(8);
+    std::uniform_int_distribution<int> low(0, 9), weight(100, 127);
+    const std::vector<int64_t> shape = data_shape(c);
+    const int64_t plane = shape[2] * shape[3];
+    std::vector<double> x(static_cast<std::size_t>(count_of(shape)));
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const int64_t channel = static_cast<int64_t>(i) / plane % c.channels_in;
+      const bool is_high = std::find(high.begin(), high.end(), channel) != high.end();
+      x[i] = is_high ? 255 : low(rng);
+    }
+    std::vector<double> w(static_cast<std::size_t>(count_of(weight_shape(c))));
+    for (double& v : w) v = weight(rng);
+    expect_dnnl_matches_loops(c, x, w);
   }
 }
 

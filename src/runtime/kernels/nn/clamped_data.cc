@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -307,19 +308,15 @@ class ExcessSumsKernel final : public Kernel, public PackedConstants, public Tea
   }
 
  private:
-  // Dense excess: oneDNN's pass over max(x − 127, 0) with the whole weights, exact too (pairs
-  // within 128·128·2 of either sign: −32768 fits int16, 128·127·2 = 32512 too).
+  // Dense excess: oneDNN's pass over what the clamp took off with the whole weights, exact too
+  // (clamped at 127: pairs within 128·128·2 of either sign, −32768 fits int16, 128·127·2 =
+  // 32512 too; paired: one value of a pair at most 255, 255·128).
   void run_dense(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
                  dnnl::stream& stream) {
     // The clamped pass is done with the slot (the split kernel runs the two parts in turn).
     Tensor excess_data = staging_tensor(StagingSlot::kRewrittenInput, DataType::kUInt8,
                                         excess_shape_, excess_layout_);
-    const auto* from = inputs[how_.data]->data<uint8_t>();
-    auto* to = excess_data.data<uint8_t>();
-    const std::size_t bytes = excess_data.byte_size();
-    for (std::size_t i = 0; i < bytes; ++i) {
-      to[i] = static_cast<uint8_t>(std::max(from[i], uint8_t{kClampedDataMax}) - kClampedDataMax);
-    }
+    scan_->excess(inputs[how_.data]->data<uint8_t>(), excess_data.data<uint8_t>());
     std::vector<const Tensor*> excess_inputs = inputs;
     excess_inputs[how_.data] = &excess_data;
     dense_->run(excess_inputs, outputs, stream);
@@ -438,6 +435,23 @@ ScannedData scanned_data(const Tensor& data, bool channels_last) {
   for (std::size_t k = 2; k < shape.size(); ++k) scanned.in[k - 2] = shape[k];
   scanned.channels_last = channels_last;
   return scanned;
+}
+
+bool pairs_adjacent_channels(std::string_view implementation, const dnnl::memory::desc& weights,
+                             const ConvProblem& p) {
+  const int64_t per_in = p.channels_in / p.groups;
+  if (!implementation.starts_with("jit_uni_int8") || per_in % 2 != 0) return false;
+  const std::optional<std::vector<std::vector<int64_t>>> offsets = offsets_by_dim(weights);
+  const std::size_t in_dim = p.groups > 1 ? 2 : 1;
+  if (!offsets || offsets->size() <= in_dim) return false;
+  const std::vector<int64_t>& in_at = (*offsets)[in_dim];
+  if (static_cast<int64_t>(in_at.size()) != per_in) return false;
+  // 4 input channels innermost: channel c at byte c % 4 of its dword.
+  for (int64_t c = 0; c < per_in; ++c) {
+    const auto i = static_cast<std::size_t>(c);
+    if (in_at[i] - in_at[i & ~std::size_t{3}] != (c & 3)) return false;
+  }
+  return true;
 }
 
 bool dense_channels_last(const dnnl::memory::desc& layout, std::span<const int64_t> shape) {

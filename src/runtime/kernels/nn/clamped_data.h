@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <memory>
 #include <span>
+#include <string_view>
 
 #include "runtime/kernel.h"
 #include "runtime/kernels/nn/clamped_scan.h"
@@ -36,6 +37,14 @@ struct ExcessSums {
   bool data_channels_last = false;  ///< The data dense channels-last (else plain).
   bool sums_channels_last = false;  ///< The sums dense channels-last (else plain).
 };
+
+/// Whether oneDNN's int8 convolution `implementation` of `p`, its weights packed as `weights`,
+/// multiplies the data's channels 2j and 2j+1 of each group into one int16 pair sum (so that the
+/// scan may clamp pairs: ClampedScan::set_paired): its AVX2/SSE4.1 kernels (jit_uni_int8*), whose
+/// vpmaddubsw takes a broadcast dword of 4 consecutive channels against weights packed with 4
+/// input channels innermost, on an even number of input channels per group.
+bool pairs_adjacent_channels(std::string_view implementation, const dnnl::memory::desc& weights,
+                             const conv_detail::ConvProblem& p);
 
 /// Whether `layout` is channels-last with no padding: element i's channel is then i % channels.
 bool dense_channels_last(const dnnl::memory::desc& layout, std::span<const int64_t> shape);

@@ -5,7 +5,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cstring>
 #include <exception>
 #include <vector>
 
@@ -17,47 +16,89 @@ namespace {
 
 constexpr uint8_t kClamp = 127;
 
-// Copies `count` bytes clamped (no `to`: none) and calls found(offset, excess) for each value
-// above the clamp, 8 bytes at a time (most words have none).
-template <typename Found>
-void clamp_run(const uint8_t* x, uint8_t* to, int64_t count, Found&& found) {
-  constexpr uint64_t kHighBits = 0x8080808080808080ull;
-  if (to) {
-    for (int64_t i = 0; i < count; ++i) to[i] = std::min(x[i], kClamp);
-  }
-  int64_t i = 0;
-  for (; i + 8 <= count; i += 8) {
-    uint64_t word = 0;
-    std::memcpy(&word, x + i, sizeof word);
-    if ((word & kHighBits) == 0) continue;
-    for (int64_t k = i; k < i + 8; ++k) {
-      if (x[k] > kClamp) found(k, x[k] - kClamp);
+// Copies x[begin, end) clamped into `to` (null: no copy) and, while `listing`, calls
+// found(offset, amount) for each value the clamp lowers; found returns whether to go on listing
+// (the limit). Paired: offsets 2j and 2j+1 (begin and end even) a pair whose surplus above 255
+// comes off 2j; else every value clamped at 127.
+template <bool kPaired, typename Found>
+void clamp_range(const uint8_t* x, uint8_t* to, int64_t begin, int64_t end, bool& listing,
+                 Found&& found) {
+  for (int64_t i = begin; i < end; i += kPaired ? 2 : 1) {
+    const uint8_t kept = kPaired ? std::min<uint8_t>(x[i], static_cast<uint8_t>(255 - x[i + 1]))
+                                 : std::min(x[i], kClamp);
+    if (to) {
+      to[i] = kept;
+      if (kPaired) to[i + 1] = x[i + 1];
     }
-  }
-  for (; i < count; ++i) {
-    if (x[i] > kClamp) found(i, x[i] - kClamp);
+    if (listing && kept != x[i]) listing = found(i, x[i] - kept);
   }
 }
 
-// The same with AVX2, 32 bytes a step: the copy's vpminub and the high bits' vpmovmskb read one
-// load, so the data is read once.
-template <typename Found>
-__attribute__((target("avx2"))) void clamp_run_avx2(const uint8_t* x, uint8_t* to, int64_t count,
-                                                    Found&& found) {
+// The same with AVX2, 32 bytes a step, the data read once. Paired: each 16-bit lane a pair, the
+// partner's 255 - x (its byte shifted down, complemented) the bound of channel 2j's byte and
+// 0xFF the partner's own.
+template <bool kPaired, typename Found>
+__attribute__((target("avx2"))) void clamp_range_avx2(const uint8_t* x, uint8_t* to, int64_t begin,
+                                                      int64_t end, bool& listing, Found&& found) {
   const __m256i clamp = _mm256_set1_epi8(static_cast<char>(kClamp));
-  int64_t i = 0;
-  for (; i + 32 <= count; i += 32) {
+  const __m256i ones = _mm256_set1_epi8(-1);
+  int64_t i = begin;
+  for (; i + 32 <= end; i += 32) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i));
-    if (to) _mm256_storeu_si256(reinterpret_cast<__m256i*>(to + i), _mm256_min_epu8(v, clamp));
-    for (auto high = static_cast<uint32_t>(_mm256_movemask_epi8(v)); high != 0; high &= high - 1) {
-      const int64_t k = i + __builtin_ctz(high);
-      found(k, x[k] - kClamp);
+    __m256i kept;
+    uint32_t lowered;
+    if constexpr (kPaired) {
+      kept = _mm256_min_epu8(v, _mm256_xor_si256(_mm256_srli_epi16(v, 8), ones));
+      lowered = ~static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(kept, v)));
+    } else {
+      kept = _mm256_min_epu8(v, clamp);
+      lowered = static_cast<uint32_t>(_mm256_movemask_epi8(v));
+    }
+    if (to) _mm256_storeu_si256(reinterpret_cast<__m256i*>(to + i), kept);
+    for (; listing && lowered != 0; lowered &= lowered - 1) {
+      const int64_t k = i + __builtin_ctz(lowered);
+      listing = found(k, kPaired ? x[k] + x[k + 1] - 255 : x[k] - kClamp);
     }
   }
-  for (; i < count; ++i) {
-    if (to) to[i] = std::min(x[i], kClamp);
-    if (x[i] > kClamp) found(i, x[i] - kClamp);
+  clamp_range<kPaired>(x, to, i, end, listing, found);
+}
+
+// Paired planes (plain data): channel 2j's plane `a` bounded by 255 minus channel 2j+1's `b`,
+// which is copied as it is.
+template <typename Found>
+void clamp_planes(const uint8_t* a, const uint8_t* b, uint8_t* to_a, uint8_t* to_b, int64_t begin,
+                  int64_t end, bool& listing, Found&& found) {
+  for (int64_t i = begin; i < end; ++i) {
+    const uint8_t kept = std::min<uint8_t>(a[i], static_cast<uint8_t>(255 - b[i]));
+    if (to_a) {
+      to_a[i] = kept;
+      to_b[i] = b[i];
+    }
+    if (listing && kept != a[i]) listing = found(i, a[i] - kept);
   }
+}
+
+template <typename Found>
+__attribute__((target("avx2"))) void clamp_planes_avx2(const uint8_t* a, const uint8_t* b,
+                                                       uint8_t* to_a, uint8_t* to_b, int64_t count,
+                                                       bool& listing, Found&& found) {
+  const __m256i ones = _mm256_set1_epi8(-1);
+  int64_t i = 0;
+  for (; i + 32 <= count; i += 32) {
+    const __m256i va = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i));
+    const __m256i vb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i));
+    const __m256i kept = _mm256_min_epu8(va, _mm256_xor_si256(vb, ones));
+    if (to_a) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(to_a + i), kept);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(to_b + i), vb);
+    }
+    auto lowered = ~static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(kept, va)));
+    for (; listing && lowered != 0; lowered &= lowered - 1) {
+      const int64_t k = i + __builtin_ctz(lowered);
+      listing = found(k, a[k] + b[k] - 255);
+    }
+  }
+  clamp_planes(a, b, to_a, to_b, i, count, listing, found);
 }
 
 }  // namespace
@@ -100,16 +141,21 @@ void ClampedScan::run(const uint8_t* from, uint8_t* to, int threads) {
   fresh_ = from;
 }
 
+void ClampedScan::set_paired(bool paired) {
+  paired_ = paired && d_.channels % 2 == 0;
+}
+
 void ClampedScan::share(const uint8_t* from, uint8_t* to, int member, int members) {
   const int64_t plane = d_.in[0] * d_.in[1] * d_.in[2];
-  const int64_t runs = d_.batch * (d_.channels_last ? plane : d_.channels);
-  const int64_t length = d_.channels_last ? d_.channels : plane;
+  // Runs, each contiguous: a position's channels (channels-last), a channel's plane (plain), or
+  // two channels' planes (plain, paired).
+  const int64_t length = d_.channels_last ? d_.channels : paired_ ? 2 * plane : plane;
+  const int64_t runs = d_.batch * d_.channels * plane / length;
   const int64_t per = (runs + members - 1) / members;
   const int64_t first = std::min(runs, member * per), last = std::min(runs, first + per);
   std::vector<Excess>& list = lists_[static_cast<std::size_t>(member)];
-  const auto limit_passed = [&] {
-    return limit_ >= 0 && static_cast<int64_t>(list.size()) > limit_;
-  };
+  const auto go_on = [&] { return limit_ < 0 || static_cast<int64_t>(list.size()) <= limit_; };
+  bool listing = go_on();  // Past the limit: only the copy.
   const bool avx2 = vector_isa() != VectorIsa::kBaseline;
   // Spatial index per dim of position p.
   const auto at = [&](int64_t p) -> std::array<int32_t, 3> {
@@ -117,34 +163,72 @@ void ClampedScan::share(const uint8_t* from, uint8_t* to, int member, int member
     return {static_cast<int32_t>(row / d_.in[1]), static_cast<int32_t>(row % d_.in[1]),
             static_cast<int32_t>(p % d_.in[2])};
   };
+  if (d_.channels_last) {
+    // The member's runs as one range (pairs start at even offsets: even channel counts), the
+    // run and channel worked out only for the values found.
+    const auto found = [&](int64_t offset, int amount) {
+      const int64_t r = offset / d_.channels;
+      list.push_back({static_cast<int32_t>(r / plane), static_cast<int32_t>(offset % d_.channels),
+                      at(r % plane), amount});
+      return go_on();
+    };
+    const int64_t begin = first * length, end = last * length;
+    if (paired_ && avx2) {
+      clamp_range_avx2<true>(from, to, begin, end, listing, found);
+    } else if (paired_) {
+      clamp_range<true>(from, to, begin, end, listing, found);
+    } else if (avx2) {
+      clamp_range_avx2<false>(from, to, begin, end, listing, found);
+    } else {
+      clamp_range<false>(from, to, begin, end, listing, found);
+    }
+    return;
+  }
   for (int64_t r = first; r < last; ++r) {
     const uint8_t* x = from + r * length;
     uint8_t* copy = to ? to + r * length : nullptr;
-    if (limit_passed()) {  // Listing stopped: only the copy.
-      if (copy) {
-        for (int64_t i = 0; i < length; ++i) copy[i] = std::min(x[i], kClamp);
-      }
-      continue;
-    }
-    const auto n = static_cast<int32_t>(d_.channels_last ? r / plane : r / d_.channels);
-    if (d_.channels_last) {
-      const std::array<int32_t, 3> where = at(r % plane);
-      const auto found = [&](int64_t c, int amount) {
-        list.push_back({n, static_cast<int32_t>(c), where, amount});
-      };
-      if (avx2) {
-        clamp_run_avx2(x, copy, length, found);
-      } else {
-        clamp_run(x, copy, length, found);
-      }
+    const int64_t pairs_or_channels = paired_ ? d_.channels / 2 : d_.channels;
+    const auto n = static_cast<int32_t>(r / pairs_or_channels);
+    const auto c = static_cast<int32_t>(r % pairs_or_channels * (paired_ ? 2 : 1));
+    const auto found = [&](int64_t p, int amount) {
+      list.push_back({n, c, at(p), amount});
+      return go_on();
+    };
+    if (paired_ && avx2) {
+      clamp_planes_avx2(x, x + plane, copy, copy ? copy + plane : nullptr, plane, listing, found);
+    } else if (paired_) {
+      clamp_planes(x, x + plane, copy, copy ? copy + plane : nullptr, 0, plane, listing, found);
+    } else if (avx2) {
+      clamp_range_avx2<false>(x, copy, 0, length, listing, found);
     } else {
-      const auto c = static_cast<int32_t>(r % d_.channels);
-      const auto found = [&](int64_t p, int amount) { list.push_back({n, c, at(p), amount}); };
-      if (avx2) {
-        clamp_run_avx2(x, copy, length, found);
-      } else {
-        clamp_run(x, copy, length, found);
-      }
+      clamp_range<false>(x, copy, 0, length, listing, found);
+    }
+  }
+}
+
+void ClampedScan::excess(const uint8_t* from, uint8_t* to) const {
+  const int64_t plane = d_.in[0] * d_.in[1] * d_.in[2];
+  const int64_t bytes = d_.batch * d_.channels * plane;
+  if (!paired_) {
+    for (int64_t i = 0; i < bytes; ++i)
+      to[i] = static_cast<uint8_t>(from[i] - std::min(from[i], kClamp));
+    return;
+  }
+  // Channel 2j's surplus over 255 - its partner; the partner's none.
+  const auto surplus = [](uint8_t x, uint8_t partner) {
+    return static_cast<uint8_t>(x - std::min<uint8_t>(x, static_cast<uint8_t>(255 - partner)));
+  };
+  if (d_.channels_last) {
+    for (int64_t i = 0; i < bytes; i += 2) {
+      to[i] = surplus(from[i], from[i + 1]);
+      to[i + 1] = 0;
+    }
+    return;
+  }
+  for (int64_t r = 0; r < bytes; r += 2 * plane) {
+    for (int64_t p = 0; p < plane; ++p) {
+      to[r + p] = surplus(from[r + p], from[r + plane + p]);
+      to[r + plane + p] = 0;
     }
   }
 }

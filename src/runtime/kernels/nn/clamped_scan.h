@@ -12,7 +12,7 @@
 namespace cleave::quantize_detail {
 
 /// One data value above the clamp: where it lies (batch, channel, spatial index per dim), and by
-/// how much it exceeds.
+/// how much it exceeds (at most 128 clamped at 127, 255 paired).
 struct Excess {
   int32_t n, c;
   std::array<int32_t, 3> at;
@@ -26,11 +26,15 @@ struct ScannedData {
   bool channels_last = false;
 };
 
-/// Copies dense u8 data with every value above 127 made 127 and lists those values, in one pass
-/// split on a team: each member its runs (one position's channels channels-last, one channel's
-/// plane plain) and its own list, so the lists taken in member order are the one-thread list
-/// whatever the team. Shared by the clamped pass (which copies) and the excess sums (which read
-/// the lists); one run of the node at a time.
+/// Copies dense u8 data clamped so that oneDNN's int16 pair sums cannot saturate, and lists what
+/// the clamp took off, in one pass split on a team: each member its runs (one position's channels
+/// channels-last, one channel's plane plain, or a pair of planes paired) and its own list, so the
+/// lists taken in member order are the one-thread list whatever the team. Values are clamped at
+/// 127; or, paired (set_paired), where oneDNN multiplies channels 2j and 2j+1 into one int16 pair
+/// sum, a pair whose values add up to more than 255 loses the surplus from channel 2j (a pair of
+/// at most 255 in all sums to at most 255·128 in magnitude, whatever the weights), which leaves
+/// far fewer values to list from data after a ReLU. Shared by the clamped pass (which copies) and
+/// the excess sums (which read the lists); one run of the node at a time.
 class ClampedScan {
  public:
   /// `limit`: past this many values (-1: no limit) a member stops listing (the excess sums then
@@ -55,6 +59,13 @@ class ClampedScan {
   int64_t count() const;
 
   void set_limit(int64_t limit) { limit_ = limit; }
+  /// Pairs the channels (2j, 2j+1) as oneDNN's kernel multiplies them (else each value is
+  /// clamped at 127). Needs an even channel count.
+  void set_paired(bool paired);
+  bool paired() const { return paired_; }
+  /// What the clamp takes off `from` (x minus its clamped copy), the whole data on the calling
+  /// thread: the data of oneDNN's dense pass over the excess, whose pairs hold one nonzero value.
+  void excess(const uint8_t* from, uint8_t* to) const;
 
   /// Bytes from which run() splits the pass on its team: the intra-op rule's bytes per thread
   /// (intra_op_team.h). On AVX2 nodes of 2 threads (docs/results/heldout-speed.md, 2026-11-30
@@ -65,6 +76,7 @@ class ClampedScan {
  private:
   ScannedData d_;
   int64_t limit_ = -1;
+  bool paired_ = false;
   std::vector<std::vector<Excess>> lists_;  // Per member; their capacities stay.
   std::size_t members_ = 0;
   const uint8_t* fresh_ = nullptr;

@@ -304,7 +304,8 @@ std::unique_ptr<Kernel> try_split_weights_conv(const KernelContext& context, con
 // with the whole weights (no int16 pair sum can saturate: clamped_data.h), plus cleave's sums of
 // the values above 127. On the held-out int8 models such data had 0.4-6.6% of its values above
 // 127 (MAC-weighted); data of other zero points (hardswish's) 22-53%, so they keep the split.
-// Plain or dense channels-last data only.
+// Where oneDNN's kernel multiplies channels 2j and 2j+1 into one pair sum, only pairs adding up
+// to more than 255 are clamped (clamped_scan.h). Plain or dense channels-last data only.
 std::unique_ptr<Kernel> try_clamped_data_conv(const KernelContext& context, const ConvProblem& p,
                                               const Operands& at, bool requantized) {
   const Tensor& x = context.input(at.x);
@@ -345,6 +346,8 @@ std::unique_ptr<Kernel> try_clamped_data_conv(const KernelContext& context, cons
         const auto* conv = dynamic_cast<const DnnlInt8Conv*>(sums.get());
         if (!conv) return nullptr;
         packed = conv->packed_weights();
+        scan->set_paired(
+            quantize_detail::pairs_adjacent_channels(conv->implementation(), packed.layout, p));
         return quantize_detail::make_clamped_data_kernel(std::move(sums), clamped, at.x, scan,
                                                          context.threads);
       },
@@ -356,6 +359,11 @@ std::unique_ptr<Kernel> try_clamped_data_conv(const KernelContext& context, cons
         std::unique_ptr<Kernel> dense =
             dnnl_sums(on_excess, p, at, context.input(at.w), layout.has_value());
         if (dense && dense->output_specs()[0].layout.has_value() != layout.has_value()) {
+          dense = nullptr;
+        }
+        // Paired, one value of a pair of the excess reaches 255: the dense pass must pair the
+        // channels as the clamped one does.
+        if (dense && scan->paired() && !dense->implementation().starts_with("jit_uni_int8")) {
           dense = nullptr;
         }
         return quantize_detail::make_excess_sums_kernel(p, x, packed, excess, std::move(sums),
