@@ -11,12 +11,13 @@ import json, os, resource, subprocess, sys, statistics
 here = os.path.dirname(os.path.abspath(__file__))
 if len(sys.argv) < 5 or not sys.argv[2].isdigit() or not sys.argv[3].isdigit() or int(sys.argv[3]) <= 4:
     sys.exit('usage: cpu_per_run.py MODEL ROUNDS RUNS(>4) VARIANT... (ort, cleave:BINARY[:--opt=value])')
-if not os.path.exists(os.path.expanduser(f'~/.cache/cleave/heldout/{sys.argv[1]}.onnx')):
-    sys.exit(f'cpu_per_run.py: no held-out model {sys.argv[1]} (~/.cache/cleave/heldout/{sys.argv[1]}.onnx)')
+# The held-out corpus: $CLEAVE_HELDOUT_DIR (as export_heldout.py writes it) or its default.
+H = os.environ.get('CLEAVE_HELDOUT_DIR') or os.path.expanduser('~/.cache/cleave/heldout')
+if not os.path.exists(f'{H}/{sys.argv[1]}.onnx'):
+    sys.exit(f'cpu_per_run.py: no held-out model {sys.argv[1]} ({H}/{sys.argv[1]}.onnx)')
 model, rounds = sys.argv[1], int(sys.argv[2])
 N2 = int(sys.argv[3])
 variants = sys.argv[4:]  # e.g. ort  cleave:/path/cleave:--layouts=blocked
-H = os.path.expanduser('~/.cache/cleave/heldout')
 onnx = f'{H}/{model}.onnx'
 # The manifest names the input (an int8 model reads its float model's file).
 entry = json.load(open(f'{H}/manifest.json'))['models'].get(model) or sys.exit(f'{model}: not in {H}/manifest.json')

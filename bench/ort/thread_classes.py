@@ -1,5 +1,5 @@
 # Which node classes speed up from 1 to 2 threads, in cleave and in ONNX Runtime, on one model.
-# Usage: /usr/bin/python3 bench/ort/thread_classes.py MODEL ROUNDS [CLEAVE] [--avx2-mask LIB]
+# Usage: /usr/bin/python3 bench/ort/thread_classes.py MODEL ROUNDS [CLEAVE] [--avx2-mask LIB] [--fine]
 # Each round runs, in alternating order, `cleave profile --max-threads 2 --repeat 60 --no-cache`
 # (each node's in-context median at 1 and 2 threads, divided back by the profile's calibration as
 # node_classes.py does) and profile_nodes.mjs at 1 and at 2 threads (ORT's per-node medians over
@@ -8,13 +8,18 @@
 # or, for its NHWC QLinearConv, from the graph's node of the same name). Prints per class the
 # medians over the rounds at 1 and 2 threads and each runtime's 2T/1T, largest cleave 2-thread
 # excess over ORT first. --avx2-mask LIB: both runtimes on their AVX2 paths (LIB built from
-# bench/device/avx2_cpuid.c preloaded, ONEDNN_MAX_CPU_ISA=AVX2). 2-thread figures need a quiet
-# host: on a loaded one both runtimes' 2-thread nodes run slower than their 1-thread ones.
+# bench/device/avx2_cpuid.c preloaded, ONEDNN_MAX_CPU_ISA=AVX2). --fine: 1x1 convolutions split
+# into "reduce" (fewer output than input channels: squeezenet's squeeze) and "widen" (its expand,
+# and a classifier), and kxk ones of under 8 input channels (an image's) apart. 2-thread figures
+# need a quiet host: on a loaded one both runtimes' 2-thread nodes run slower than their 1-thread
+# ones.
 import json, os, re, statistics, subprocess, sys, tempfile
 
 here = os.path.dirname(os.path.abspath(__file__))
 args = sys.argv[1:]
 mask = None
+fine = '--fine' in args
+if fine: args.remove('--fine')
 if '--avx2-mask' in args:
     i = args.index('--avx2-mask')
     if i + 1 >= len(args) or not os.path.exists(args[i + 1]):
@@ -22,10 +27,11 @@ if '--avx2-mask' in args:
     mask = os.path.abspath(args[i + 1])
     del args[i:i + 2]
 if len(args) not in (2, 3) or not args[1].isdigit() or int(args[1]) < 1:
-    sys.exit('usage: thread_classes.py MODEL ROUNDS [CLEAVE] [--avx2-mask LIB]')
+    sys.exit('usage: thread_classes.py MODEL ROUNDS [CLEAVE] [--avx2-mask LIB] [--fine]')
 model, rounds = args[0], int(args[1])
 cleave = args[2] if len(args) > 2 else os.path.join(here, '../../build/cleave')
-H = os.path.expanduser('~/.cache/cleave/heldout')
+# The held-out corpus: $CLEAVE_HELDOUT_DIR (as export_heldout.py writes it) or its default.
+H = os.environ.get('CLEAVE_HELDOUT_DIR') or os.path.expanduser('~/.cache/cleave/heldout')
 onnx_file = f'{H}/{model}.onnx'
 if not os.path.exists(onnx_file):
     sys.exit(f'thread_classes.py: no held-out model {model} ({onnx_file})')
@@ -43,7 +49,9 @@ if mask:
 def conv_kind(weights):
     if not weights or len(weights) < 3: return ''
     if weights[1] == 1: return ' dw'
-    return ' 1x1' if all(k == 1 for k in weights[2:]) else ' kxk'
+    if all(k == 1 for k in weights[2:]):
+        return (' 1x1 reduce' if weights[0] < weights[1] else ' 1x1 widen') if fine else ' 1x1'
+    return ' kxk image' if fine and weights[1] < 8 else ' kxk'
 
 
 # cleave's node names are those of its optimized graph: the convolutions' weight shapes from it.
