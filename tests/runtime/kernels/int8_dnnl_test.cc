@@ -381,20 +381,22 @@ TEST(Int8ConvDnnl, ClampedDataOfWeightsAboveAMebibyteMatchesTheLoops) {
 }
 
 // Paired (clamped_scan.h): oneDNN's AVX2 kernels multiply channels 2j and 2j+1 of a group into
-// one int16 pair sum. The data is 255 on the channels `high` and at most 9 elsewhere, the
-// weights 100-127: no pair of channels (2j, 2j+1) of a group passes 255 by more than 9, while
-// the two high channels side by side in each test, multiplied into one pair, would saturate
-// (255·127·2). 1x1 and 3x3, and 2 groups of 4 channels (oneDNN's AVX2 kernel took no grouped
-// convolution of 3 or 6 channels a group: those ran the loops).
+// one int16 pair sum. The data is 255 on the channels `high` and 60-127 elsewhere, the weights
+// 100-127: every pair of channels (2j, 2j+1) passes 255 (unclamped, most saturate: up to
+// 382·127), and channels 2j+1 and 2j+2 of a pair of high ones, were they multiplied together, would
+// saturate after the clamp too (255 + 128, times 100 at least). ConvInteger: its int32 sums are
+// compared (requantized, these all-positive sums would clip to 255). 1x1 and 3x3, and 2 groups of 4
+// channels (oneDNN's AVX2 kernel took no grouped convolution of 3 or 6 channels a group: those ran
+// the loops).
 TEST(Int8ConvDnnl, ClampedDataPairsTheChannelsOneDnnMultipliesTogether) {
   struct Paired {
     Case c;
     std::vector<int64_t> high;
   };
-  Case one_by_one{"QLinearConv", "", 8, 16, 1},
-      three{"QLinearConv", "[pads=[1, 1, 1, 1]]", 8, 8, 1};
+  Case one_by_one{"ConvInteger", "", 8, 16, 1},
+      three{"ConvInteger", "[pads=[1, 1, 1, 1]]", 8, 8, 1};
   one_by_one.kernel = {1, 1};
-  Case groups{"QLinearConv", "[group=2, pads=[1, 1, 1, 1]]", 8, 16, 2};
+  Case groups{"ConvInteger", "[group=2, pads=[1, 1, 1, 1]]", 8, 16, 2};
   for (auto [c, high] : {Paired{one_by_one, {1, 2, 5, 6}}, Paired{three, {1, 2, 5, 6}},
                          Paired{groups, {1, 2, 5, 6}}}) {
     SCOPED_TRACE(c.attributes + " " + std::to_string(c.kernel[0]) + "x" +
@@ -403,7 +405,7 @@ TEST(Int8ConvDnnl, ClampedDataPairsTheChannelsOneDnnMultipliesTogether) {
     c.without_vnni = kDataSplit;
     c.batch = 2;
     std::mt19937 rng(8);
-    std::uniform_int_distribution<int> low(0, 9), weight(100, 127);
+    std::uniform_int_distribution<int> low(60, 127), weight(100, 127);
     const std::vector<int64_t> shape = data_shape(c);
     const int64_t plane = shape[2] * shape[3];
     std::vector<double> x(static_cast<std::size_t>(count_of(shape)));
