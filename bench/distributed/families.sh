@@ -8,7 +8,8 @@
 #       [--emulate quota|pace]
 #
 # Per link shaping, a ping-pong on the emulated cluster calibrates the link model
-# (link_machine.py; each end's copy of a message from the unshaped one). Per model and cluster shape (ranks x link x speeds: "half" runs the last
+# (link_machine.py; each end's copy of a message from the unshaped one, and cleave's own cost
+# per message sent from `cleave info --send-cost` on two unshaped ranks). Per model and cluster shape (ranks x link x speeds: "half" runs the last
 # rank at 50% of a core, a cgroup quota over --period-us, and plans it at speed 0.5; with more
 # ranks than cores, every rank gets cores / ranks of a core, quota and speed alike; with
 # --emulate pace no rank is capped and each pauses after every task as a device of its speed
@@ -169,6 +170,14 @@ if [[ ! -f "$work/pingpong.none.txt" ]]; then
     "$cluster" --quota -,- --period-us "$period" -np 2 -- "$work/pingpong" >> "$work/pingpong.none.txt"
   done
 fi
+# cleave's own cost per message sent (the machine's send_seconds): its hand-off's probe on two
+# unshaped ranks, three runs beside the ping-pong's, medians taken by link_machine.py.
+for _ in 1 2 3; do
+  "$cluster" --quota -,- --period-us "$period" -np 2 -- "$cleave" info --send-cost \
+    >> "$work/pingpong.none.txt"
+done
+row ""
+row "cleave's cost per message sent (\`cleave info --send-cost\` on two unshaped ranks, median of 3 runs): $(awk '$1 == "send_us" { print $2 }' "$work/pingpong.none.txt" | sort -g | sed -n 2p) µs."
 row ""
 
 # One measured round of one configuration: appends its line to the results.

@@ -20,7 +20,11 @@ its task, a reader that comes to a message after it arrived; docs/formats.md) is
 two-point fit over an unshaped ping-pong, --endpoint-from (default PINGPONG.txt itself): a
 shaped link slows the wire, not the ranks' copies. Its wake_seconds (the CPU of one poll of a
 wait that sleeps at once, as a rank under a quota waits) is the median of that file's
-"wake_cpu_us" lines, where it has any.
+"wake_cpu_us" lines, where it has any. Its send_seconds (cleave's own CPU per message a rank
+sends beyond copying its bytes: header, datatype, posting, MPI's part) is the median of that
+file's "send_us" lines, `cleave info --send-cost` run on two unshaped ranks and appended to it,
+where it has any (the probe's own bytes, about 1 KB with the header, are left in it: 0.2 us
+at the copy's rate).
 --shared-link writes "shared_link": true: every message of every pair and direction crosses one
 medium in turn, as emulated_cluster.sh --rate shapes one loopback with one tbf bucket (the
 simulator then queues them; docs/formats.md); --link-burst-bytes B the bucket's depth (tbf's
@@ -37,6 +41,7 @@ def read_pingpong(path):
     samples = {}
     waiting_samples = []
     wake_samples = []
+    send_samples = []
     try:
         lines = open(path).read().splitlines()
     except OSError as error:
@@ -49,12 +54,15 @@ def read_pingpong(path):
             waiting_samples.append(float(parts[4]) / 1e6)
         elif parts and parts[0] == "wake_cpu_us":
             wake_samples.append(max(float(parts[1]), 0.0) / 1e6)
+        elif parts and parts[0] == "send_us":
+            send_samples.append(max(float(parts[1]), 0.0) / 1e6)
     rows = {size: statistics.median(values) for size, values in samples.items()}
     for size in (8, 1048576, 4194304):
         if size not in rows:
             sys.exit(f"{path}: no {size}-byte line (expected pingpong.c's output)")
     return (rows, statistics.median(waiting_samples) if waiting_samples else None,
-            statistics.median(wake_samples) if wake_samples else None)
+            statistics.median(wake_samples) if wake_samples else None,
+            statistics.median(send_samples) if send_samples else None)
 
 
 def two_point_bandwidth(rows):
@@ -71,9 +79,9 @@ def main():
     parser.add_argument("--shared-link", action="store_true")
     parser.add_argument("--link-burst-bytes", type=float, default=0)
     args = parser.parse_args()
-    rows, waiting_round_trip, wake_seconds = read_pingpong(args.pingpong)
+    rows, waiting_round_trip, wake_seconds, send_seconds = read_pingpong(args.pingpong)
     if args.endpoint_from is not None:
-        endpoint_rows, _, wake_seconds = read_pingpong(args.endpoint_from)
+        endpoint_rows, _, wake_seconds, send_seconds = read_pingpong(args.endpoint_from)
     else:
         endpoint_rows = rows
     try:
@@ -93,6 +101,8 @@ def main():
                "endpoint_bandwidth": two_point_bandwidth(endpoint_rows)}
     if wake_seconds is not None:
         machine["wake_seconds"] = wake_seconds
+    if send_seconds is not None:
+        machine["send_seconds"] = send_seconds
     if args.link_burst_bytes < 0 or (args.link_burst_bytes > 0 and not args.shared_link):
         sys.exit(f"--link-burst-bytes: expected a non-negative number of bytes with --shared-link, "
                  f"got {args.link_burst_bytes:g}")

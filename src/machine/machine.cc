@@ -57,8 +57,8 @@ const std::set<std::string> kDeviceKeys = {"name",         "kind",      "speed",
 const std::set<std::string> kRooflineKeys = {"flops_per_second", "bytes_per_second",
                                              "seconds_per_op"};
 const std::set<std::string> kMachineKeys = {
-    "name",         "devices",     "bandwidth",       "latency", "endpoint_bandwidth",
-    "wake_seconds", "shared_link", "link_burst_bytes"};
+    "name",         "devices",      "bandwidth",   "latency",         "endpoint_bandwidth",
+    "wake_seconds", "send_seconds", "shared_link", "link_burst_bytes"};
 
 void reject_unknown_keys(const nlohmann::json& object, const std::set<std::string>& known,
                          const std::string& where) {
@@ -117,8 +117,16 @@ double Machine::copy_seconds(std::size_t device, double bytes) const {
   return seconds > 0 && speed > 0 && speed < 1 ? seconds / speed : seconds;
 }
 
+double Machine::sender_seconds(std::size_t device, double bytes) const {
+  if (shared_memory) return 0;
+  const double speed = devices.at(device).speed;
+  const double per_message =
+      send_seconds > 0 && speed > 0 && speed < 1 ? send_seconds / speed : send_seconds;
+  return copy_seconds(device, bytes) + per_message;
+}
+
 bool Machine::prices_message_ends() const {
-  return !shared_memory && (endpoint_bandwidth > 0 || wake_seconds > 0);
+  return !shared_memory && (endpoint_bandwidth > 0 || wake_seconds > 0 || send_seconds > 0);
 }
 
 double Machine::wake_up_seconds(std::size_t device, double wait) const {
@@ -147,6 +155,16 @@ void message_ends_from_json(const nlohmann::json& json, const std::string& origi
                             Machine& machine) {
   if (json.contains("endpoint_bandwidth"))
     machine.endpoint_bandwidth = endpoint_bandwidth_from_json(json, origin);
+  if (json.contains("send_seconds")) {
+    const nlohmann::json& send = json.at("send_seconds");
+    if (!send.is_number() || !std::isfinite(send.get<double>()) || send.get<double>() < 0) {
+      throw Error(fmt::format(
+          "{}: send_seconds: expected a non-negative number of seconds per message sent "
+          "(0: not priced), got {}",
+          origin, show_json(send)));
+    }
+    machine.send_seconds = send.get<double>();
+  }
   if (!json.contains("wake_seconds")) return;
   const nlohmann::json& value = json.at("wake_seconds");
   if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) {
@@ -161,6 +179,7 @@ void message_ends_from_json(const nlohmann::json& json, const std::string& origi
 void message_ends_to_json(const Machine& machine, nlohmann::json& json) {
   if (machine.endpoint_bandwidth > 0) json["endpoint_bandwidth"] = machine.endpoint_bandwidth;
   if (machine.wake_seconds > 0) json["wake_seconds"] = machine.wake_seconds;
+  if (machine.send_seconds > 0) json["send_seconds"] = machine.send_seconds;
   if (machine.shared_link) json["shared_link"] = true;
   if (machine.link_burst_bytes > 0) json["link_burst_bytes"] = machine.link_burst_bytes;
 }

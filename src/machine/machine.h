@@ -69,6 +69,11 @@ struct Machine {
   /// its device's speed is below 1 (a CPU quota, or a core shared with other ranks: every poll
   /// is taken from that share), and one poll's wake_seconds on a core of its own.
   double wake_seconds = 0;
+  /// CPU seconds of a full-speed core that a rank spends on each message it sends beyond
+  /// copying its bytes (endpoint_bandwidth): cleave's header, derived datatype and posting, and
+  /// MPI's own per-message cost (`cleave info --send-cost` on two ranks); 0: not priced. Paid by
+  /// the sender after the task, once per message, at its device's speed where that is below 1.
+  double send_seconds = 0;
   /// The links are one medium (an emulated cluster's one shaped loopback, a shared bus): every
   /// message between devices, of any pair and direction, crosses it in turn at its pair's
   /// bandwidth, where false gives each pair (and direction) a link of its own. Without
@@ -95,8 +100,11 @@ struct Machine {
   /// speed where that is below 1: a rank under a CPU quota, or sharing a core, copies out of
   /// that share as it computes (a wait's polls are priced so too, wake_up_seconds).
   double copy_seconds(std::size_t device, double bytes) const;
-  /// Whether the ends of a message are priced: endpoint_bandwidth or wake_seconds, and no
-  /// shared_memory.
+  /// Seconds `device` spends sending one message of `bytes`: its copy (copy_seconds) and the
+  /// per-message send_seconds, at its speed where that is below 1; 0 with shared_memory.
+  double sender_seconds(std::size_t device, double bytes) const;
+  /// Whether the ends of a message are priced: endpoint_bandwidth, wake_seconds or
+  /// send_seconds, and no shared_memory.
   bool prices_message_ends() const;
   /// Whether messages queue on one medium: shared_link, and no shared_memory.
   bool queues_on_one_link() const { return shared_link && !shared_memory; }
@@ -124,7 +132,8 @@ std::vector<std::vector<double>> link_matrix_from_json(const nlohmann::json& jso
                                                        const std::string& where);
 /// Reads `json`'s "endpoint_bandwidth" (Machine::endpoint_bandwidth); Error naming `origin`.
 double endpoint_bandwidth_from_json(const nlohmann::json& json, const std::string& origin);
-/// Reads `json`'s optional "endpoint_bandwidth" and "wake_seconds" into `machine`: the ends of
+/// Reads `json`'s optional "endpoint_bandwidth", "wake_seconds" and "send_seconds" into
+/// `machine`: the ends of
 /// a message, as machine and task-graph files give them. Error naming `origin` and the field.
 void message_ends_from_json(const nlohmann::json& json, const std::string& origin,
                             Machine& machine);

@@ -36,9 +36,11 @@ struct LinkSums {
   std::size_t pairs = 0;
 
   double endpoint_seconds_per_byte = 0;  // Machine::endpoint_seconds, linear in the bytes
+  double send_seconds = 0;               // Machine::send_seconds, per message
 
   explicit LinkSums(const Machine& machine)
-      : endpoint_seconds_per_byte(machine.endpoint_seconds(1.0)) {
+      : endpoint_seconds_per_byte(machine.endpoint_seconds(1.0)),
+        send_seconds(machine.shared_memory ? 0.0 : machine.send_seconds) {
     const std::size_t devices = machine.size();
     for (std::size_t from = 0; from < devices; ++from) {
       for (std::size_t to = 0; to < devices; ++to) {
@@ -50,11 +52,12 @@ struct LinkSums {
       }
     }
   }
-  // With priced ends, a message also costs its sender's and its reader's copies.
+  // With priced ends, a message also costs its sender's and its reader's copies, and the
+  // sender's cost per message.
   double mean_time(double bytes) const {
     if (pairs == 0) return 0.0;
     return (latency + bytes * inverse_bandwidth) / static_cast<double>(pairs) +
-           2 * bytes * endpoint_seconds_per_byte;
+           2 * bytes * endpoint_seconds_per_byte + send_seconds;
   }
 };
 

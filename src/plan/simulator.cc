@@ -41,28 +41,14 @@ OrdersClock::OrdersClock(const TaskGraph& graph)
       out_edges_(graph.out_edges()),
       priced_ends_(graph.machine.prices_message_ends()),
       busy_times_(has_busy_times(graph)),
-      shared_link_(graph.machine.queues_on_one_link()) {}
+      shared_link_(graph.machine.queues_on_one_link()),
+      medium_(graph.machine.link_burst_bytes) {}
 
-// The first gap of bytes / bandwidth on the medium from `ready`: the clock meets senders in an
-// order that keeps the data edges, not in time, so a message met later can still take an
-// earlier gap that is long enough. The gap is the bucket's own account (its tokens drain at
-// the rate); a burst lets the bytes through earlier (Machine::link_burst_bytes).
+// The medium's queue (SharedMedium): the clock meets senders in an order that keeps the data
+// edges, not in time, so a message met later can still take an earlier gap that is long enough.
 double OrdersClock::cross_medium(std::size_t from, std::size_t to, double ready,
                                  double bytes) const {
-  const double link = graph_->machine.bandwidth.at(from).at(to);
-  if (!(link > 0)) return std::numeric_limits<double>::infinity();
-  const double seconds = bytes / link;
-  if (!(seconds > 0)) return ready;
-  double start = ready;
-  // The intervals are disjoint and sorted, so their ends are too: skip those over by `ready`.
-  auto place = std::upper_bound(
-      medium_.begin(), medium_.end(), start,
-      [](double t, const std::pair<double, double>& booked) { return t < booked.second; });
-  for (; place != medium_.end() && place->first < start + seconds; ++place) start = place->second;
-  medium_.insert(place, {start, start + seconds});
-  // A token bucket lets `burst` bytes ahead of its rate: the message is across when the
-  // medium's rate would have carried it less those, and never before it was sent.
-  return std::max(ready, start + seconds - graph_->machine.link_burst_bytes / link);
+  return medium_.cross(ready, bytes, graph_->machine.bandwidth.at(from).at(to));
 }
 
 // One message per reading worker, as send_seconds prices them.
@@ -132,7 +118,7 @@ void OrdersClock::hand_outs() const {
       });
       if (same == hand_outs_.end()) {
         hand_outs_.push_back({input.name, sample, worker, input.bytes});
-        hand_out_seconds_ += graph.machine.copy_seconds(0, input.bytes);
+        hand_out_seconds_ += graph.machine.sender_seconds(0, input.bytes);
       }
     }
   }
@@ -149,7 +135,7 @@ void OrdersClock::hand_outs() const {
   if (listed != task_count) return;  // a planner's schedule so far: gathered at the end
   gathers_ = graph.output_gathers(worker_of_task_);
   for (const OutputGather& gather : gathers_)
-    gather_sends_[gather.task] += graph.machine.copy_seconds(
+    gather_sends_[gather.task] += graph.machine.sender_seconds(
         static_cast<std::size_t>(worker_of_task_[gather.task]), gather.bytes);
 }
 
@@ -179,7 +165,8 @@ double OrdersClock::gather_end(const std::vector<double>& finish, double makespa
 }
 
 // The seconds a task's worker spends sending its outputs after computing them: one message per
-// reading worker (the hand-off's channel), the largest value it reads. Readers not placed yet
+// reading worker (the hand-off's channel), the largest value it reads, each its copy and the
+// per-message cost (Machine::sender_seconds). Readers not placed yet
 // (worker -1: a planner's schedule so far) are sent nothing.
 double OrdersClock::send_seconds(int task, int worker) const {
   for (int edge : out_edges_[task]) {
@@ -190,7 +177,8 @@ double OrdersClock::send_seconds(int task, int worker) const {
   }
   double seconds = 0;
   for (double& bytes : to_worker_) {
-    if (bytes > 0) seconds += graph_->machine.copy_seconds(static_cast<std::size_t>(worker), bytes);
+    if (bytes > 0)
+      seconds += graph_->machine.sender_seconds(static_cast<std::size_t>(worker), bytes);
     bytes = 0;
   }
   return seconds;

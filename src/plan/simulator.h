@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "machine/shared_medium.h"
 #include "plan/plan.h"
 #include "plan/task_graph.h"
 
@@ -55,18 +56,19 @@ bool prices_beside_busy(const Plan& plan, const TaskGraph& graph);
 /// Machine::link_burst_bytes / bandwidth, never before it was sent: a token bucket's burst). With
 /// Machine::endpoint_bandwidth (ranks), each end of a task-to-task message is priced too: the
 /// producer's worker sends for bytes / endpoint_bandwidth after the task (one message per reading
-/// worker), and a reader copies each message when it gets to it (at once when it was waiting for
-/// it: the copy then overlaps the link's, and the wait's polls cost it Machine::wake_up_seconds
-/// once the message is there); a task that Task::copies_remote_inputs (a Concat) copies each value
-/// from another worker once more, at the same rate, inside its task. Every such copy is made at the
-/// copying device's speed where that is below 1 (Machine::copy_seconds: a rank under a CPU quota
-/// copies out of its share, as it computes). Device 0's hand-out and gather are priced the same
-/// way: it copies every model input it hands out before its first task (each leaves then, or as the
-/// link carries it), a task whose model output is gathered copies it after the task, and device 0
-/// takes the gathered outputs after its own last task. Tasks take Task::time,
-/// or Task::busy_time where prices_beside_busy says so; where two or more workers compute, each
-/// task takes Machine::task_seconds more and the makespan Machine::run_seconds more. Throws Error
-/// when the orders deadlock or the plan does not place every task once.
+/// worker; each Machine::send_seconds more, the hand-outs and gathers too), and a reader copies
+/// each message when it gets to it (at once when it was waiting for it: the copy then overlaps the
+/// link's, and the wait's polls cost it Machine::wake_up_seconds once the message is there); a task
+/// that Task::copies_remote_inputs (a Concat) copies each value from another worker once more, at
+/// the same rate, inside its task. Every such copy is made at the copying device's speed where that
+/// is below 1 (Machine::copy_seconds: a rank under a CPU quota copies out of its share, as it
+/// computes). Device 0's hand-out and gather are priced the same way: it copies every model input
+/// it hands out before its first task (each leaves then, or as the link carries it), a task whose
+/// model output is gathered copies it after the task, and device 0 takes the gathered outputs after
+/// its own last task. Tasks take Task::time, or Task::busy_time where prices_beside_busy says so;
+/// where two or more workers compute, each task takes Machine::task_seconds more and the makespan
+/// Machine::run_seconds more. Throws Error when the orders deadlock or the plan does not place
+/// every task once.
 Simulation simulate(const Plan& plan, const TaskGraph& graph);
 
 /// simulate()'s timeline of per-worker orders that need not list every task: a planner's
@@ -125,9 +127,9 @@ class OrdersClock {
   mutable std::vector<Message> messages_;
   mutable std::vector<std::pair<double, double>> pending_;
   mutable std::vector<double> sends_, to_worker_, received_;
-  // On a shared link: the medium's booked intervals (start, end), sorted and disjoint, and per
-  // (producer, reading worker) when its message is across.
-  mutable std::vector<std::pair<double, double>> medium_;
+  // On a shared link: the medium's bookings, and per (producer, reading worker) when its
+  // message is across.
+  mutable SharedMedium medium_;
   mutable std::vector<double> crossed_;
   mutable std::vector<double> medium_bytes_;  // per reading worker, -1: sent nothing there
   struct HandOut {

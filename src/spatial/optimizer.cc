@@ -2,6 +2,7 @@
 #include "spatial/optimizer.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "spatial/region_rules.h"
 
@@ -18,6 +19,60 @@ double SplitCostModel::receive_seconds(int from, int to, double bytes) const {
   const double there = transfer_seconds(from, to, bytes);
   if (!machine || !machine->prices_message_ends()) return there;
   return machine->message_taken(static_cast<std::size_t>(to), 0, there, bytes);
+}
+
+double SplitCostModel::send_seconds(int from, double bytes) const {
+  if (!machine || !machine->prices_message_ends()) return 0;
+  return machine->sender_seconds(static_cast<std::size_t>(from), bytes);
+}
+
+std::vector<double> SplitCostModel::exchange_seconds(std::vector<HaloMessage> messages,
+                                                     int machines) const {
+  const bool priced_ends = machine && machine->prices_message_ends();
+  const bool shared = machine && machine->queues_on_one_link();
+  if (!priced_ends && !shared) {  // the search's inner loop: no order to keep
+    std::vector<double> seconds(static_cast<std::size_t>(machines), 0.0);
+    for (const HaloMessage& m : messages) seconds[m.to] += transfer_seconds(m.from, m.to, m.bytes);
+    return seconds;
+  }
+  std::vector<double> sent(static_cast<std::size_t>(machines), 0.0);
+  for (const HaloMessage& m : messages) sent[m.from] += send_seconds(m.from, m.bytes);
+  std::sort(messages.begin(), messages.end(), [](const HaloMessage& a, const HaloMessage& b) {
+    return std::tie(a.from, a.to) < std::tie(b.from, b.to);
+  });
+  SharedMedium medium(shared ? machine->link_burst_bytes : 0.0);
+  std::vector<double> link_free(static_cast<std::size_t>(machines), 0.0);
+  // Per receiver: (there, bytes) of each message to it.
+  std::vector<std::vector<std::pair<double, double>>> to(static_cast<std::size_t>(machines));
+  for (const HaloMessage& m : messages) {
+    double there = 0;
+    if (shared) {
+      double bw = bytes_per_second;
+      if (!bandwidth.empty() && bandwidth.at(m.from).at(m.to) > 0) bw = bandwidth[m.from][m.to];
+      const double lat = latency.empty() ? latency_seconds : latency.at(m.from).at(m.to);
+      there = medium.cross(0.0, m.bytes, bw) + lat;
+    } else {
+      // Messages to one machine queue on its link (as the search always took them).
+      there = link_free[m.to] + transfer_seconds(m.from, m.to, m.bytes);
+      link_free[m.to] = there;
+    }
+    if (priced_ends) {
+      const double lat = latency.empty() ? latency_seconds : latency.at(m.from).at(m.to);
+      there = std::max(there, sent[m.from] + lat);
+    }
+    to[m.to].emplace_back(there, m.bytes);
+  }
+  std::vector<double> seconds(static_cast<std::size_t>(machines), 0.0);
+  for (int k = 0; k < machines; ++k) {
+    std::sort(to[k].begin(), to[k].end());
+    double start = sent[k];
+    for (const auto& [there, bytes] : to[k]) {
+      start = priced_ends ? machine->message_taken(static_cast<std::size_t>(k), start, there, bytes)
+                          : std::max(start, there);
+    }
+    seconds[k] = start;
+  }
+  return seconds;
 }
 
 JoinCase classify_join(const Box& held, const Box& read) {
@@ -117,6 +172,7 @@ Regions plan_regions(const Graph& graph, const Partition& partition, JoinMode mo
     std::vector<Box> grown = r.owned[v];
     double transfer_time = 0, extra_time = 0;
     bool valid = true;
+    std::vector<HaloMessage> exchange;  // what the machines would fetch of it
     for (int m = 0; m < machines && valid; ++m) {
       if (need[m].empty() || box_empty(need[m])) {
         // A machine that reads none of it would compute its part only for the others, who
@@ -128,19 +184,21 @@ Regions plan_regions(const Graph& graph, const Partition& partition, JoinMode mo
         valid = false;  // a machine with no part of this layer would compute it all
         break;
       }
-      double t = 0;
       for (int j = 0; j < machines; ++j) {
         if (j == m) continue;
         const Box part = intersect(need[m], r.owned[v][j]);
         if (box_empty(part)) continue;
-        t += cost.receive_seconds(j, m, static_cast<double>(box_elements(part)) * elem);
+        exchange.push_back({j, m, static_cast<double>(box_elements(part)) * elem});
       }
-      transfer_time = std::max(transfer_time, t);
       grown[m] = bounding_box(r.owned[v][m], need[m]);
       if (!map_region(graph, id, grown[m]).ok) valid = false;
       const double extra =
           static_cast<double>(box_elements(grown[m]) - box_elements(r.owned[v][m]));
       extra_time = std::max(extra_time, extra * flops / (cost.flops_per_second * cost.speed(m)));
+    }
+    if (valid && !exchange.empty()) {
+      const std::vector<double> each = cost.exchange_seconds(exchange, machines);
+      transfer_time = *std::max_element(each.begin(), each.end());
     }
     const bool wanted = cost.fixed_fuse_depth > 0 ? position[id] < cost.fixed_fuse_depth
                                                   : extra_time < transfer_time;

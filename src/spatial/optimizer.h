@@ -7,6 +7,7 @@
 
 #include "ir/graph.h"
 #include "machine/machine.h"
+#include "machine/shared_medium.h"
 #include "spatial/naive_partition.h"
 
 namespace cleave {
@@ -19,6 +20,13 @@ enum class JoinMode {
   /// Only the missing rows are fetched, a crop only where needed, nothing where the held part
   /// is exactly what is read (the four cases of §3.4).
   kOptimized,
+};
+
+/// One message of a layer's halo exchange: `bytes` from machine `from` to machine `to`.
+struct HaloMessage {
+  int from = 0;
+  int to = 0;
+  double bytes = 0;
 };
 
 /// What a transfer and a redundant computation cost, for the fusion decision and predictions.
@@ -52,6 +60,21 @@ struct SplitCostModel {
   /// layer before): transfer_seconds, then the receiving end as the simulator prices it
   /// (Machine::message_taken) when the machine prices message ends.
   double receive_seconds(int from, int to, double bytes) const;
+  /// Per machine (`machines` of them), the seconds from a layer's start, when every machine has
+  /// computed what the messages carry, until it has sent its own messages and taken every one
+  /// sent to it: the simulator's rules for one exchange. Each sender first pays each of its
+  /// messages' sending end (Machine::sender_seconds: its copy and the per-message cost) where
+  /// the machine prices message ends; a message leaves as the sender copies it or as the link
+  /// carries it, whichever is later. On a shared link (Machine::queues_on_one_link) every
+  /// message crosses the one medium in turn (SharedMedium, booked by sender then receiver, at
+  /// the pair's bandwidth), else each receiver's own link carries its messages one after
+  /// another; the latency follows. A receiver takes its messages as they come, after its own
+  /// sends (Machine::message_taken where ends are priced). Without a machine: the sum of the
+  /// transfers to each machine.
+  std::vector<double> exchange_seconds(std::vector<HaloMessage> messages, int machines) const;
+  /// Seconds `machine` spends on the sending end of one message of `bytes` (0 unless the
+  /// machine prices message ends).
+  double send_seconds(int machine, double bytes) const;
 };
 
 /// Per value, per machine, the box that machine computes (or, for graph inputs, has); an empty

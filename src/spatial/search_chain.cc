@@ -163,28 +163,38 @@ double chain_layer_seconds(const ChainLayer& layer, const SplitCostModel& links,
                            const std::vector<Interval>& current) {
   const std::vector<Interval>& before = previous ? *previous : layer.input_partition;
   const bool receives = layer.reads && !before.empty();
-  double slowest = 0;
+  const int machines = static_cast<int>(current.size());
+  std::vector<double> own(current.size(), 0.0);
+  std::vector<HaloMessage> messages;
   for (std::size_t m = 0; m < current.size(); ++m) {
-    double t = static_cast<double>(current[m].size()) * layer.seconds_per_index[m];
-    if (receives && !current[m].empty()) {
-      const Interval need = layer.reads(current[m]);
-      for (const Interval& piece : minus(need, before[m])) {
-        for (std::size_t j = 0; j < before.size(); ++j) {
-          if (j == m) continue;
-          const int64_t rows = intersect(piece, before[j]).size();
-          if (rows <= 0) continue;
-          double get =
-              links.receive_seconds(static_cast<int>(j), static_cast<int>(m),
-                                    static_cast<double>(rows) * layer.bytes_per_previous_index);
-          if (!layer.recompute_seconds_per_previous_index.empty())
-            get = std::min(
-                get, static_cast<double>(rows) * layer.recompute_seconds_per_previous_index[m]);
-          t += get;
+    own[m] = static_cast<double>(current[m].size()) * layer.seconds_per_index[m];
+    if (!receives || current[m].empty()) continue;
+    const Interval need = layer.reads(current[m]);
+    for (const Interval& piece : minus(need, before[m])) {
+      for (std::size_t j = 0; j < before.size(); ++j) {
+        if (j == m) continue;
+        const int64_t rows = intersect(piece, before[j]).size();
+        if (rows <= 0) continue;
+        const double bytes = static_cast<double>(rows) * layer.bytes_per_previous_index;
+        // A machine recomputes the rows where that is quicker than receiving them alone.
+        if (!layer.recompute_seconds_per_previous_index.empty()) {
+          const double again =
+              static_cast<double>(rows) * layer.recompute_seconds_per_previous_index[m];
+          if (again < links.receive_seconds(static_cast<int>(j), static_cast<int>(m), bytes)) {
+            own[m] += again;
+            continue;
+          }
         }
+        messages.push_back({static_cast<int>(j), static_cast<int>(m), bytes});
       }
     }
-    slowest = std::max(slowest, t);
   }
+  double slowest = 0;
+  const std::vector<double> exchange = messages.empty()
+                                           ? std::vector<double>(current.size(), 0.0)
+                                           : links.exchange_seconds(std::move(messages), machines);
+  for (std::size_t m = 0; m < current.size(); ++m)
+    slowest = std::max(slowest, own[m] + exchange[m]);
   return slowest;
 }
 

@@ -56,10 +56,11 @@ struct ChainLayer {
 };
 
 /// Seconds of `layer` partitioned as `current` when the layer before it took `previous`
-/// (nullptr: the layer's own input_partition): per machine, its rows' compute plus receiving,
-/// from each owner over their link, the rows it reads and does not hold (messages to one
-/// machine queue on its link) or, with recompute_seconds_per_previous_index, computing them
-/// again where that is quicker; the slowest machine's.
+/// (nullptr: the layer's own input_partition): per machine, its rows' compute plus the
+/// exchange of the rows each machine reads and does not hold, from their owners
+/// (SplitCostModel::exchange_seconds: the senders' ends, a shared link's queue, or messages to
+/// one machine queued on its link) or, with recompute_seconds_per_previous_index, computing
+/// them again where that is quicker than receiving them; the slowest machine's.
 double chain_layer_seconds(const ChainLayer& layer, const SplitCostModel& links,
                            const std::vector<Interval>* previous,
                            const std::vector<Interval>& current);

@@ -21,6 +21,13 @@ double receive(const SecondsModel& model, int from, int to, int64_t missing) {
                                      static_cast<double>(missing) * model.bytes_per_index);
 }
 
+// The sending end of the `missing` halo rows `from` sends a neighbour (the rows a boundary
+// lacks are the same both ways: each side sends the other as many).
+double send(const SecondsModel& model, int from, int64_t missing) {
+  if (missing <= 0) return 0;
+  return model.links.send_seconds(from, static_cast<double>(missing) * model.bytes_per_index);
+}
+
 void check(const SearchSpace& space, const SecondsModel& model) {
   if (space.speeds.empty() || space.length < 1) throw Error("search: empty search space");
   if (model.seconds_per_index.size() != space.speeds.size())
@@ -36,12 +43,14 @@ double partition_seconds(const SearchSpace& space, const SecondsModel& model,
   double slowest = 0;
   for (int m = 0; m < n; ++m) {
     double t = static_cast<double>(partition[m].size()) * model.seconds_per_index[m];
-    if (m > 0)
-      t += receive(model, m - 1, m,
-                   missing_halo(model.halo, partition[m - 1].end, partition[m].begin));
-    if (m + 1 < n)
-      t += receive(model, m + 1, m,
-                   missing_halo(model.halo, partition[m].end, partition[m + 1].begin));
+    if (m > 0) {
+      const int64_t left = missing_halo(model.halo, partition[m - 1].end, partition[m].begin);
+      t += receive(model, m - 1, m, left) + send(model, m, left);
+    }
+    if (m + 1 < n) {
+      const int64_t right = missing_halo(model.halo, partition[m].end, partition[m + 1].begin);
+      t += receive(model, m + 1, m, right) + send(model, m, right);
+    }
     slowest = std::max(slowest, t);
   }
   return slowest;
@@ -64,7 +73,7 @@ SearchResult search_partition_seconds(const SearchSpace& space, const SecondsMod
   for (int k = n - 1; k >= 0; --k) {
     for (int64_t s = 0; s < (k == 0 ? 1 : L); ++s) {
       for (int64_t h = 0; h < (k == 0 ? 1 : halos); ++h) {
-        const double left = k > 0 ? receive(model, k - 1, k, h) : 0;
+        const double left = k > 0 ? receive(model, k - 1, k, h) + send(model, k, h) : 0;
         double& value = best[k][at(s, h)];
         for (int64_t size : sizes[k]) {
           const int64_t e = s + size;
@@ -85,7 +94,8 @@ SearchResult search_partition_seconds(const SearchSpace& space, const SecondsMod
             const double rest = best[k + 1][at(t, right)];
             if (rest == kNone) continue;
             ++result.evaluated;
-            const double v = std::max(own + receive(model, k + 1, k, right), rest);
+            const double v =
+                std::max(own + receive(model, k + 1, k, right) + send(model, k, right), rest);
             if (v < value) {
               value = v;
               choice[k][at(s, h)] = {e, t};

@@ -9,9 +9,12 @@
 
 namespace cleave {
 
-/// What one layer's partition costs in seconds: each machine computes its rows and receives the
-/// halo rows it lacks from each neighbour over their link (messages to one machine queue on its
-/// link); the layer takes as long as its slowest machine. Beside the weighted terms of
+/// What one layer's partition costs in seconds: each machine computes its rows, sends each
+/// neighbour the halo rows it lacks (their sending end, SplitCostModel::send_seconds) and
+/// receives the halo rows it lacks from each neighbour over their link (messages to one machine
+/// queue on its link); the layer takes as long as its slowest machine. A shared link's queue
+/// is not in this per-layer optimum (its terms would no longer split by boundary): the chain
+/// search prices each candidate with it (chain_layer_seconds). Beside the weighted terms of
 /// Eqs. 3.7-3.12 this prices compute and transfers in one unit, so a slow link or a slow machine
 /// moves rows where the terms, which count elements, cannot see the difference.
 struct SecondsModel {

@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "machine/shared_medium.h"
 #include "spatial/region_rules.h"
 
 namespace cleave {
@@ -87,6 +88,93 @@ double node_seconds(const Graph& g, NodeId id, const Graph& model, NodeId origin
   return node_flops(g, id, &model, origin) / cost.flops_per_second;
 }
 
+// Per value of `g`, the machines other than its producer's that read it: one message each.
+std::vector<std::vector<int>> reading_machines(const PartitionedGraph& split) {
+  const Graph& g = split.graph;
+  std::vector<std::vector<int>> readers(g.value_capacity());
+  for (NodeId id : g.node_ids()) {
+    const int m = split.machine[id];
+    for (ValueId v : g.node(id).inputs) {
+      if (v == kNoValue) continue;
+      std::vector<int>& list = readers[v];
+      if (std::find(list.begin(), list.end(), m) == list.end()) list.push_back(m);
+    }
+  }
+  return readers;
+}
+
+// List schedule of the partitioned graph in id order: a node starts when its machine is free
+// and its inputs are there, as the simulator prices them: its machine sends each output once
+// per other reading machine after it (SplitCostModel::send_seconds), a message leaves as the
+// sender copies it or as the link carries it (on a shared link, the medium's queue in the
+// order the nodes finish here), and the reader takes the messages in the order they come.
+double list_schedule_seconds(const Graph& graph, const PartitionedGraph& split,
+                             const SplitCostModel& cost, const CostTable* costs) {
+  const Graph& g = split.graph;
+  std::vector<double> ready(g.value_capacity(), 0), sent(g.value_capacity(), 0),
+      machine_free(split.machines, 0);
+  std::vector<int> where(g.value_capacity(), -1);
+  // A value a machine has taken once is there for its later readers: (value, machine) -> when.
+  std::map<std::pair<ValueId, int>, double> taken;
+  // On a shared link, when a value's message to a machine is across the medium.
+  std::map<std::pair<ValueId, int>, double> crossed;
+  std::vector<std::tuple<double, double, ValueId>> messages;  // (there, bytes, value)
+  const bool priced_ends = cost.machine && cost.machine->prices_message_ends();
+  const bool shared = cost.machine && cost.machine->queues_on_one_link();
+  SharedMedium medium(shared ? cost.machine->link_burst_bytes : 0.0);
+  const std::vector<std::vector<int>> readers = reading_machines(split);
+  const auto latency = [&](int from, int to) {
+    return cost.latency.empty() ? cost.latency_seconds : cost.latency.at(from).at(to);
+  };
+  const auto bandwidth = [&](int from, int to) {
+    return !cost.bandwidth.empty() && cost.bandwidth.at(from).at(to) > 0 ? cost.bandwidth[from][to]
+                                                                         : cost.bytes_per_second;
+  };
+  for (NodeId id : g.node_ids()) {
+    const int m = split.machine[id];
+    double start = machine_free[m];
+    messages.clear();
+    for (ValueId v : g.node(id).inputs) {
+      if (v == kNoValue || where[v] < 0) continue;
+      const auto had = taken.find({v, m});
+      if (where[v] == m || had != taken.end()) {
+        start = std::max(start, where[v] == m ? ready[v] : had->second);
+        continue;
+      }
+      const double bytes = static_cast<double>(value_bytes(g, v));
+      double there = shared ? crossed.at({v, m}) + latency(where[v], m)
+                            : ready[v] + cost.transfer_seconds(where[v], m, bytes);
+      if (priced_ends) there = std::max(there, sent[v] + latency(where[v], m));
+      messages.emplace_back(there, bytes, v);
+    }
+    std::sort(messages.begin(), messages.end());
+    messages.erase(std::unique(messages.begin(), messages.end()), messages.end());
+    for (const auto& [there, bytes, v] : messages) {
+      start = priced_ends
+                  ? cost.machine->message_taken(static_cast<std::size_t>(m), start, there, bytes)
+                  : std::max(start, there);
+    }
+    for (const auto& message : messages) taken[{std::get<2>(message), m}] = start;
+    const double finish =
+        start + node_seconds(g, id, graph, split.origin[id], cost, costs) / cost.speed(m);
+    double sends = finish;
+    for (ValueId v : g.node(id).outputs) {
+      if (v == kNoValue) continue;
+      ready[v] = finish;
+      where[v] = m;
+      const double bytes = static_cast<double>(value_bytes(g, v));
+      for (int reader : readers[v]) {
+        if (reader == m) continue;
+        sends += cost.send_seconds(m, bytes);
+        if (shared) crossed[{v, reader}] = medium.cross(finish, bytes, bandwidth(m, reader));
+      }
+    }
+    for (ValueId v : g.node(id).outputs)
+      if (v != kNoValue) sent[v] = sends;
+    machine_free[m] = sends;
+  }
+  return *std::max_element(machine_free.begin(), machine_free.end());
+}
 }  // namespace
 
 SplitStats split_stats(const Graph& graph, const Partition& partition, const Regions& regions,
@@ -112,46 +200,7 @@ SplitStats split_stats(const Graph& graph, const Partition& partition, const Reg
   }
   memory_per_machine(split.graph, split.machine, split.machines, s.weight_bytes,
                      s.peak_activation_bytes);
-  // List schedule in id order: a node starts when its machine is free and its inputs are there,
-  // a message taken (its receiving end priced) as the simulator does, in the order they come.
-  const Graph& g = split.graph;
-  std::vector<double> ready(g.value_capacity(), 0), machine_free(split.machines, 0);
-  std::vector<int> where(g.value_capacity(), -1);
-  // A value a machine has taken once is there for its later readers: (value, machine) -> when.
-  std::map<std::pair<ValueId, int>, double> taken;
-  std::vector<std::tuple<double, double, ValueId>> messages;  // (there, bytes, value)
-  const bool priced_ends = cost.machine && cost.machine->prices_message_ends();
-  for (NodeId id : g.node_ids()) {
-    const int m = split.machine[id];
-    double start = machine_free[m];
-    messages.clear();
-    for (ValueId v : g.node(id).inputs) {
-      if (v == kNoValue || where[v] < 0) continue;
-      const auto had = taken.find({v, m});
-      if (where[v] == m || had != taken.end()) {
-        start = std::max(start, where[v] == m ? ready[v] : had->second);
-        continue;
-      }
-      const double bytes = static_cast<double>(value_bytes(g, v));
-      messages.emplace_back(ready[v] + cost.transfer_seconds(where[v], m, bytes), bytes, v);
-    }
-    std::sort(messages.begin(), messages.end());
-    messages.erase(std::unique(messages.begin(), messages.end()), messages.end());
-    for (const auto& [there, bytes, v] : messages) {
-      start = priced_ends
-                  ? cost.machine->message_taken(static_cast<std::size_t>(m), start, there, bytes)
-                  : std::max(start, there);
-    }
-    for (const auto& message : messages) taken[{std::get<2>(message), m}] = start;
-    const double finish =
-        start + node_seconds(g, id, graph, split.origin[id], cost, costs) / cost.speed(m);
-    machine_free[m] = finish;
-    for (ValueId v : g.node(id).outputs) {
-      ready[v] = finish;
-      where[v] = m;
-    }
-  }
-  s.predicted_seconds = *std::max_element(machine_free.begin(), machine_free.end());
+  s.predicted_seconds = list_schedule_seconds(graph, split, cost, costs);
   return s;
 }
 

@@ -100,12 +100,16 @@ nlohmann::json split_recipe_json(const SplitModelOptions& options) {
   // The search priced each halo's receiving end on the machine (SplitCostModel::receive_seconds),
   // and that decides which tiles fuse: without it a rank rebuilt another partitioned graph
   // than rank 0's whenever the ends tipped a decision.
-  if (cost.machine && cost.machine->prices_message_ends()) {
+  // So do the sender's cost per message and a shared link's queue (exchange_seconds).
+  if (cost.machine && (cost.machine->prices_message_ends() || cost.machine->queues_on_one_link())) {
     std::vector<double> speeds;
     for (const Device& device : cost.machine->devices) speeds.push_back(device.speed);
     recipe["cost"]["message_ends"] = {
         {"endpoint_bandwidth", exact(cost.machine->endpoint_bandwidth)},
         {"wake_seconds", exact(cost.machine->wake_seconds)},
+        {"send_seconds", exact(cost.machine->send_seconds)},
+        {"shared_link", cost.machine->queues_on_one_link()},
+        {"link_burst_bytes", exact(cost.machine->link_burst_bytes)},
         {"device_speeds", exact_list(speeds)}};
   }
   return recipe;
@@ -164,6 +168,13 @@ SplitModelOptions split_recipe_from_json(const nlohmann::json& recipe, const Gra
     machine->shared_memory = false;
     machine->endpoint_bandwidth = exact_of(ends->at("endpoint_bandwidth"));
     machine->wake_seconds = exact_of(ends->at("wake_seconds"));
+    // Absent in the recipes of splits written before these were priced.
+    if (const std::optional<JsonField> send = ends->find("send_seconds"))
+      machine->send_seconds = exact_of(*send);
+    if (const std::optional<JsonField> shared = ends->find("shared_link"))
+      machine->shared_link = shared->boolean();
+    if (const std::optional<JsonField> burst = ends->find("link_burst_bytes"))
+      machine->link_burst_bytes = exact_of(*burst);
     const JsonField speeds = ends->at("device_speeds");
     for (double speed : exact_list_of(speeds)) {
       if (!(speed > 0)) speeds.fail("positive speeds, one per device");

@@ -497,6 +497,28 @@ TEST_F(FamiliesScript, WakeSecondsComeFromTheUnshapedPingPongsMedian) {
   EXPECT_EQ(read_text(path("m.json")).find("wake_seconds"), std::string::npos);
 }
 
+// cleave's cost per message sent (send_seconds) is the median of `cleave info --send-cost`'s
+// lines appended to the unshaped ping-pong (three runs, one slow); absent there, not priced.
+TEST_F(FamiliesScript, SendSecondsComeFromTheUnshapedProbesMedian) {
+  const std::string lines =
+      "bytes 8 round_trip_us 40.0 bandwidth_Bps 2.0e5\n"
+      "bytes 1048576 round_trip_us 1000.0 bandwidth_Bps 2.1e9\n"
+      "bytes 4194304 round_trip_us 3000.0 bandwidth_Bps 2.8e9\n";
+  write("shaped.txt", lines + "send_us 99.0\n");
+  write("unshaped.txt", lines + lines + lines + "send_us 12.5\nsend_us 80.0\nsend_us 11.0\n");
+  const std::string tool =
+      std::string("/usr/bin/python3 ") + CLEAVE_SOURCE_DIR + "/bench/distributed/link_machine.py ";
+  CommandResult result = run_shell(tool + path("shaped.txt") + " " + path("m.json") +
+                                   " --speeds 1,1 --endpoint-from " + path("unshaped.txt"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(read_text(path("m.json")).find(R"("send_seconds": 1.25e-05)"), std::string::npos)
+      << read_text(path("m.json"));
+  write("old.txt", lines);
+  result = run_shell(tool + path("old.txt") + " " + path("m.json") + " --speeds 1,1");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(read_text(path("m.json")).find("send_seconds"), std::string::npos);
+}
+
 // A shaped link is one bucket for every rank and direction: --shared-link says so in the
 // machine file, which is otherwise the same.
 TEST_F(FamiliesScript, ASharedLinkIsWrittenWhereAsked) {

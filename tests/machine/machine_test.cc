@@ -242,6 +242,36 @@ TEST(MachineTest, ALinkBurstIsReadAndWrittenBack) {
   EXPECT_EQ(machine_from_json(machine_to_json(bucket), "again").link_burst_bytes, 125000);
 }
 
+TEST(MachineTest, TheCostPerMessageSentIsReadWrittenBackAndPaidAtTheSendersSpeed) {
+  nlohmann::json json = nlohmann::json::parse(kTwoDevices);
+  json["send_seconds"] = 3e-5;
+  json["endpoint_bandwidth"] = 1e6;
+  Machine machine = machine_from_json(json, "m.json");
+  EXPECT_EQ(machine.send_seconds, 3e-5);
+  EXPECT_TRUE(machine.prices_message_ends());
+  EXPECT_EQ(machine_from_json(machine_to_json(machine), "again").send_seconds, 3e-5);
+  // Its copy (100 bytes at 1e6 bytes/s) and the cost per message; at half speed both double.
+  EXPECT_DOUBLE_EQ(machine.sender_seconds(0, 100), 1e-4 + 3e-5);
+  machine.devices[0].speed = 0.5;
+  EXPECT_DOUBLE_EQ(machine.sender_seconds(0, 100), 2 * (1e-4 + 3e-5));
+  machine.shared_memory = true;  // workers of one process send nothing
+  EXPECT_EQ(machine.sender_seconds(0, 100), 0);
+}
+
+TEST(MachineErrorTest, TheCostPerMessageSentIsANonNegativeNumber) {
+  for (const char* bad : {"-1", "\"30us\"", "null"}) {
+    nlohmann::json json = nlohmann::json::parse(kTwoDevices);
+    json["send_seconds"] = nlohmann::json::parse(bad);
+    try {
+      machine_from_json(json, "m.json");
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("m.json: send_seconds: expected a non-negative number"))
+          << bad;
+    }
+  }
+}
+
 TEST(MachineErrorTest, ALinkBurstIsANonNegativeNumberOnASharedLink) {
   for (const char* bad : {"-1", "\"1mbit\"", "null"}) {
     nlohmann::json json = nlohmann::json::parse(kTwoDevices);

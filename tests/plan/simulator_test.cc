@@ -341,6 +341,43 @@ TEST(SimulatorTest, OnASharedLinkTheHandOutsAndGathersCrossIt) {
   EXPECT_NEAR(own.makespan, 5.0002, 1e-9);
 }
 
+TEST(SimulatorTest, EachMessageSentCostsItsSenderTheCostPerMessage) {
+  // cleave's cost per message sent, 0.25 s: a (p, 0-1 s) sends 10 bytes (0.6 s on the link) to
+  // q and to r, one message each: it is busy until 1.5 s, and each message is there as it is
+  // sent and the latency has passed (2 s), not as the link carried it (1.6 s).
+  const std::string tasks = R"("send_seconds": 0.25,
+    "tasks": [{"name": "a", "time": [1, 1, 1], "output_bytes": 10},
+      {"name": "b", "time": [1, 1, 1]}, {"name": "c", "time": [1, 1, 1]}],
+    "edges": [["a", "b"], ["a", "c"]])";
+  const Plan plan = make_plan({0, 1, 2}, {{0}, {1}, {2}});
+  const Simulation priced = simulate(plan, graph_from_text(three_devices(false, tasks)));
+  EXPECT_DOUBLE_EQ(priced.finish[0], 1.5);
+  EXPECT_DOUBLE_EQ(priced.start[1], 2);
+  EXPECT_DOUBLE_EQ(priced.start[2], 2);
+  std::string unpriced = three_devices(false, tasks);
+  unpriced.replace(unpriced.find("0.25"), 4, "0");
+  const Simulation plain = simulate(plan, graph_from_text(unpriced));
+  EXPECT_DOUBLE_EQ(plain.finish[0], 1);
+  EXPECT_DOUBLE_EQ(plain.start[1], 1.6);
+}
+
+TEST(SimulatorTest, TheHandOutsAndGathersCostTheCostPerMessage) {
+  // 0.25 s per message sent. p hands x (100 bytes: 1.5 s) to q before its own task (a starts at
+  // 0.25); b (q) gets it at 1.5 s and sends its 10-byte output to p after it (2.5-2.75 s), there
+  // at 2.75 + 0.5 = 3.25 s, not 2.5 + 0.6.
+  const std::string tasks = R"("send_seconds": 0.25,
+    "tasks": [{"name": "a", "time": [1, 1, 1]},
+      {"name": "b", "time": [1, 1, 1], "model_inputs": [{"name": "x", "bytes": 100}],
+       "model_outputs": [{"name": "yb", "bytes": 10}]}],
+    "edges": [])";
+  const Simulation priced =
+      simulate(make_plan({0, 1}, {{0}, {1}, {}}), graph_from_text(three_devices(false, tasks)));
+  EXPECT_DOUBLE_EQ(priced.start[0], 0.25);
+  EXPECT_DOUBLE_EQ(priced.start[1], 1.5);
+  EXPECT_DOUBLE_EQ(priced.finish[1], 2.75);
+  EXPECT_DOUBLE_EQ(priced.makespan, 3.25);
+}
+
 TEST(SimulatorTest, ATaskGraphFileKeepsItsSharedLink) {
   const TaskGraph graph = graph_from_text(three_devices(true, R"("tasks": [])"));
   EXPECT_TRUE(graph.machine.shared_link);

@@ -60,7 +60,9 @@ bool has_model_values(const TaskGraph& graph) {
 EndPrices end_prices(const TaskGraph& graph) {
   const Machine& machine = graph.machine;
   EndPrices prices;
-  prices.priced = machine.endpoint_seconds(1.0) > 0;
+  // The sender's cost per message (Machine::send_seconds) beside its copy.
+  const double per_message = machine.shared_memory ? 0.0 : machine.send_seconds;
+  prices.priced = machine.endpoint_seconds(1.0) > 0 || per_message > 0;
   prices.send.assign(graph.tasks.size(), 0.0);
   prices.receive.assign(graph.edges.size(), 0.0);
   prices.concat.assign(graph.edges.size(), 0.0);
@@ -69,13 +71,13 @@ EndPrices end_prices(const TaskGraph& graph) {
   for (std::size_t edge = 0; edge < graph.edges.size(); ++edge) {
     const auto [producer, consumer] = graph.edges[edge];
     const double copy = machine.endpoint_seconds(graph.bytes_on_edge(edge));
-    prices.send[producer] = std::max(prices.send[producer], copy);
+    prices.send[producer] = std::max(prices.send[producer], copy + per_message);
     prices.receive[edge] = copy;
     if (graph.tasks[consumer].copies_remote_inputs) prices.concat[edge] = copy;
   }
   for (std::size_t task = 0; task < graph.tasks.size(); ++task) {
     for (const ModelValue& output : graph.tasks[task].model_outputs) {
-      prices.gather_send[task] += machine.endpoint_seconds(output.bytes);
+      prices.gather_send[task] += machine.endpoint_seconds(output.bytes) + per_message;
       prices.gather_bytes[task] = std::max(prices.gather_bytes[task], output.bytes);
     }
   }
