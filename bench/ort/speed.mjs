@@ -3,6 +3,7 @@
 // Usage: node bench/ort/speed.mjs [--cleave build/cleave] [--models DIR] [--only a,b]
 //          [--rounds 5] [--runs 10] [--warmup 3] [--markdown FILE] [--json FILE]
 //          [--threads 1,2] [--baseline OTHER_BUILD/cleave] [--avx2-mask avx2_cpuid.so]
+//          [--fresh-cache]
 // Each round times, for 1 and then 2 threads, ONNX Runtime (a child ort_run.mjs) and cleave (a
 // child `cleave run`); each loads the model, warms up and reports its own timed runs, so neither
 // runtime's idle threads share the machine with the other's. The order of the two runtimes
@@ -15,6 +16,9 @@
 // order): before and after a change, paired, with both ratios to ORT (console and --json).
 // With --avx2-mask, every child runs on its AVX2 paths (the CPUID mask preloaded, oneDNN capped;
 // common.mjs's avx2MaskEnv), checked once before the first round.
+// With --fresh-cache, every cleave child starts from an empty CLEAVE_CACHE_DIR of its own, so
+// each is a first run (the layout choice and the cost profile measured in it) and the memory
+// column is a first run's peak.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -45,6 +49,7 @@ const flags = parseFlags(process.argv.slice(2), {
   threads: "1,2",
   baseline: "",
   "avx2-mask": "",
+  "fresh-cache": false,
 });
 const threadCounts = String(flags.threads).split(",").map(Number);
 if (threadCounts.some((t) => !(t === 1 || t === 2))) throw new Error("--threads takes 1, 2 or 1,2");
@@ -76,6 +81,16 @@ function timeOrt(model, threads) {
 }
 
 function timeCleave(model, threads, binary = flags.cleave) {
+  const cache = flags["fresh-cache"] ? fs.mkdtempSync(path.join(os.tmpdir(), "cleave-cache-")) : "";
+  const env = cache ? { ...childEnv, CLEAVE_CACHE_DIR: cache } : childEnv;
+  try {
+    return runCleaveOnce(model, threads, binary, env);
+  } finally {
+    if (cache) fs.rmSync(cache, { recursive: true, force: true });
+  }
+}
+
+function runCleaveOnce(model, threads, binary, env) {
   const report = runCleave(binary, [
     model.onnx,
     ...(model.inputs ?? [{ name: model.inputName, file: model.input }]).flatMap((i) => [
@@ -88,7 +103,7 @@ function timeCleave(model, threads, binary = flags.cleave) {
     String(flags.warmup),
     "--repeat",
     String(flags.runs),
-  ], childEnv);
+  ], env);
   return report;
 }
 
@@ -218,7 +233,11 @@ if (flags.markdown) {
       "median over its ORT median; a dagger marks a 2-thread row where cleave took 1 thread in " +
       "some round (other processes held the cores when it started). Memory: cleave's peak activation arena, and for both runtimes the " +
       "growth of the process's peak resident memory from just before the model is loaded to after " +
-      "a run at 1 thread (weights, activations, workspaces, kernel caches).",
+      "a run at 1 thread (weights, activations, workspaces, kernel caches)" +
+      (flags["fresh-cache"]
+        ? "; every cleave run started from an empty cache (--fresh-cache): a first run, its layout " +
+          "choice and cost profile measured in it."
+        : "."),
     "",
     "| model | nodes | cleave 1T | ORT 1T | ratio 1T | paired 1T | cleave 2T | ORT 2T | ratio 2T | paired 2T | cleave arena MiB | cleave RSS MiB | ORT RSS MiB |",
     "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",

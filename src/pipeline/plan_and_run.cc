@@ -166,7 +166,8 @@ void log_layouts(const RunRecipe& recipe, const Graph& graph, const LayoutChoice
   if (layouts.family != ConvolutionFamily::kWinograd || !recipe.log) return;
   const WinogradSelection selection =
       select_winograd(graph, winograd_budget_from_environment(), threads);
-  log_line(recipe, fmt::format("recipe: winograd budget: {}", describe(selection)));
+  log_line(recipe, fmt::format("recipe: winograd budget: {}; margin against blocked {:.1f}%",
+                               describe(selection), winograd_margin(selection) * 100));
   if (!selection.direct.empty() || !selection.small_maps.empty()) {
     log_line(recipe, fmt::format("recipe: direct (over the Winograd budget or on small maps): {}",
                                  fmt::join(direct_node_names(graph, selection), ", ")));

@@ -2,6 +2,7 @@
 // a static buffer plan (runtime/buffer_plan.h) followed while runs repeat the logged one.
 #include "runtime/buffer_pool.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <limits>
@@ -32,11 +33,30 @@ struct Event {
   }
 };
 
-// A static plan's memory: one allocation, and per hand-out of the logged run its slice (null
-// for a buffer the plan leaves to the free list).
+// A static plan's memory: one allocation (its own, or a SharedArena's that may be larger), and
+// per hand-out of the logged run its slice (null for a buffer the plan leaves to the free list).
 struct Arena {
-  std::unique_ptr<Buffer> memory;
+  std::size_t bytes = 0;                    // What the plan needs.
+  std::vector<std::size_t> offsets, sizes;  // Per hand-out; kUnlogged: none.
+  std::unique_ptr<Buffer> memory;           // Its own; null on a SharedArena or once released.
+  std::byte* data = nullptr;                // Where its slices lie; null once released.
+  uint64_t generation = 0;                  // The SharedArena's memory it lies in.
   std::vector<std::unique_ptr<Buffer>> slots;
+
+  // The same plan on the memory at `to`.
+  std::shared_ptr<Arena> on(std::byte* to) const {
+    auto arena = std::make_shared<Arena>();
+    arena->bytes = bytes;
+    arena->offsets = offsets;
+    arena->sizes = sizes;
+    arena->data = to;
+    arena->slots.resize(offsets.size());
+    for (std::size_t k = 0; k < offsets.size(); ++k) {
+      if (offsets[k] != kUnlogged && to)
+        arena->slots[k] = Buffer::borrowed(to + offsets[k], sizes[k]);
+    }
+    return arena;
+  }
 };
 
 // The buffers of values shaped at run time (acquire_run_time), kept across runs.
@@ -91,8 +111,9 @@ struct BufferPool::State {
   std::size_t acquired = 0;     // hand-outs in this run
   std::vector<Event> plan_log;  // the run the plan was made from
   std::shared_ptr<Arena> arena;
-  bool following = false;  // every event of this run so far repeated plan_log
-  std::size_t cursor = 0;  // the next event of plan_log to repeat
+  std::shared_ptr<SharedArena> shared;  // Where the arena's memory comes from; null: its own.
+  bool following = false;               // every event of this run so far repeated plan_log
+  std::size_t cursor = 0;               // the next event of plan_log to repeat
   bool last_run_planned = false;
 
   RunTimeBuffers run_time;
@@ -117,6 +138,8 @@ struct BufferPool::State {
     plan_log = std::move(log);
     log.clear();
     arena.reset();
+    // A plan's shared memory is sized for the plans held now: this pool's old one no longer is.
+    if (shared) shared->let_go(this);
     if (acquired > kMaxPlannedBuffers) return;
     std::vector<BufferRequest> requests;
     std::vector<std::size_t> position_of(acquired, 0);
@@ -142,20 +165,84 @@ struct BufferPool::State {
       buffers[index].reset();
     }
     free.clear();
-    auto planned = std::make_shared<Arena>();
-    planned->memory = std::make_unique<Buffer>(layout.arena_bytes);
-    planned->slots.resize(acquired);
+    Arena planned;
+    planned.bytes = layout.arena_bytes;
+    planned.offsets.assign(acquired, kUnlogged);
+    planned.sizes.assign(acquired, 0);
     for (std::size_t k = 0; k < acquired; ++k) {
       if (request_of[k] == kUnlogged) continue;
-      planned->slots[k] = Buffer::borrowed(planned->memory->data() + layout.offsets[request_of[k]],
-                                           requests[request_of[k]].bytes);
+      planned.offsets[k] = layout.offsets[request_of[k]];
+      planned.sizes[k] = requests[request_of[k]].bytes;
     }
-    arena = std::move(planned);
+    arena = std::make_shared<Arena>(std::move(planned));
+    bind_arena();
+  }
+
+  // Before a planned run, and when a plan is made: the arena's memory, taken again where it
+  // was released or the shared memory was made again for another pool's plan.
+  void bind_arena() {
+    if (!arena || (arena->data && !shared)) return;
+    if (!shared) {
+      auto memory = std::make_unique<Buffer>(arena->bytes);
+      std::byte* data = memory->data();
+      arena = arena->on(data);
+      arena->memory = std::move(memory);
+      return;
+    }
+    uint64_t generation = 0;
+    std::byte* data = shared->take(this, arena->bytes, generation);
+    if (data != arena->data || generation != arena->generation) {
+      arena = arena->on(data);
+      arena->generation = generation;
+    }
+  }
+
+  ~State() {
+    if (shared) shared->let_go(this);
   }
 };
 
+std::size_t SharedArena::bytes() const {
+  std::lock_guard lock(mutex_);
+  return memory_ ? memory_->size() : 0;
+}
+
+std::byte* SharedArena::take(const void* user, std::size_t bytes, uint64_t& generation) {
+  std::lock_guard lock(mutex_);
+  plans_[user] = bytes;
+  std::size_t largest = 0;
+  for (const auto& [pool, plan] : plans_) largest = std::max(largest, plan);
+  if (!memory_ || memory_->size() != largest) {
+    // The other pools lie in the old memory only between their runs: they take the new one at
+    // their next (their generation differs), so the old goes first.
+    memory_.reset();
+    memory_ = std::make_unique<Buffer>(largest);
+    ++generation_;
+  }
+  generation = generation_;
+  return memory_->data();
+}
+
+void SharedArena::let_go(const void* user) {
+  std::lock_guard lock(mutex_);
+  plans_.erase(user);
+  if (plans_.empty()) memory_.reset();
+}
+
 BufferPool::BufferPool(bool plan_runs) : state_(std::make_shared<State>()) {
   state_->plan_runs = plan_runs;
+}
+
+BufferPool::BufferPool(std::shared_ptr<SharedArena> shared) : BufferPool(true) {
+  state_->shared = std::move(shared);
+}
+
+void BufferPool::release_arena() {
+  State& s = *state_;
+  std::lock_guard lock(s.mutex);
+  if (!s.arena || !s.arena->data) return;
+  s.arena = s.arena->on(nullptr);
+  if (s.shared) s.shared->let_go(&s);
 }
 
 std::shared_ptr<Buffer> BufferPool::acquire(std::size_t bytes) {
@@ -281,8 +368,7 @@ void BufferPool::hold_back(const Buffer& buffer, std::size_t bytes) {
 
 std::size_t BufferPool::reserved_bytes() const {
   std::lock_guard lock(state_->mutex);
-  return state_->reserved + state_->run_time.held +
-         (state_->arena ? state_->arena->memory->size() : 0);
+  return state_->reserved + state_->run_time.held + (state_->arena ? state_->arena->bytes : 0);
 }
 
 void BufferPool::begin_run() {
@@ -290,7 +376,11 @@ void BufferPool::begin_run() {
   std::lock_guard lock(s.mutex);
   if (!s.plan_runs) return;
   // A run that never ended (it threw) may have left slices of the arena in use.
-  if (s.in_run) s.arena.reset();
+  if (s.in_run) {
+    s.arena.reset();
+    if (s.shared) s.shared->let_go(&s);
+  }
+  s.bind_arena();
   s.in_run = true;
   ++s.run;
   s.log.clear();

@@ -4,11 +4,36 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include "runtime/tensor.h"
 
 namespace cleave {
+
+/// The memory of the static plans' arenas of pools whose runs never overlap (executors run in
+/// turn on one thread, as the layout choice's are): one allocation as large as the largest plan
+/// of the pools that hold it, instead of an arena per pool. When that size changes, the old
+/// memory goes before the new is made, and each pool takes the new at its next run.
+class SharedArena {
+ public:
+  /// Bytes of the memory now: 0 while no pool holds it.
+  std::size_t bytes() const;
+
+ private:
+  friend class BufferPool;
+  // Pool `user` holds the memory for a plan of `bytes`: the memory, resized where it no longer
+  // fits the largest plan held; `generation` changes whenever it is made again.
+  std::byte* take(const void* user, std::size_t bytes, uint64_t& generation);
+  // Pool `user` lets go; the memory goes with the last pool.
+  void let_go(const void* user);
+
+  mutable std::mutex mutex_;
+  std::unique_ptr<Buffer> memory_;
+  std::map<const void*, std::size_t> plans_;  // Per pool holding it, its plan's bytes.
+  uint64_t generation_ = 0;
+};
 
 /// Hands out activation buffers and takes them back when no tensor uses them any more, so a
 /// run needs only as much memory as its live values (best fit among free buffers: the smallest
@@ -28,6 +53,9 @@ class BufferPool {
   /// share, one after another, whose runs each log differently (a plan would be made again
   /// after every run).
   explicit BufferPool(bool plan_runs = true);
+  /// Static plans take their arena from `shared` (SharedArena), whose other pools never run
+  /// while this one does.
+  explicit BufferPool(std::shared_ptr<SharedArena> shared);
   std::shared_ptr<Buffer> acquire(std::size_t bytes);
   /// A buffer for a value whose shape is known only at run time (run_time_nodes): its size
   /// changes with the data, so the run's log records it as a hand-out of a size class (a
@@ -48,6 +76,10 @@ class BufferPool {
   /// Bytes held by the pool: the activation memory a run needed at its peak (the arena of a
   /// static plan included).
   std::size_t reserved_bytes() const;
+
+  /// Lets go of the static plan's arena memory between runs; the plan stays, and its next run
+  /// takes the memory again (zeros, or a SharedArena's). Call between runs only.
+  void release_arena();
 
   /// The run whose buffers the pool logs starts. For a pool only one thread uses.
   void begin_run();

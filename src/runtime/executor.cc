@@ -38,7 +38,9 @@ Executor::Executor(const Graph& graph, ExecutorOptions options)
       claim_pool_(options.claim_threads >= 2 ? std::make_unique<ClaimPool>(options.claim_threads)
                                              : nullptr),
       loop_(std::make_unique<TaskLoop>()),
-      pool_(options.pool ? *options.pool : BufferPool()),
+      pool_(options.pool           ? *options.pool
+            : options.shared_arena ? BufferPool(options.shared_arena)
+                                   : BufferPool()),
       engine_(dnnl::engine::kind::cpu, 0),
       stream_(engine_) {
   order_ = graph_.topological_order();

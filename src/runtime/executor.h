@@ -41,6 +41,9 @@ struct ExecutorOptions {
   /// the peak, not each executor's own peak added up. Make it with `BufferPool(false)`.
   /// Unset: the executor's own pool, with a static buffer plan.
   std::optional<BufferPool> pool = std::nullopt;
+  /// Without `pool`: the memory its static buffer plan's arena takes, shared with executors
+  /// that never run while this one does (the layout choice's, timed in turn on one thread).
+  std::shared_ptr<SharedArena> shared_arena = nullptr;
   /// Frees an initializer's loaded bytes once every node that reads it has a kernel keeping a
   /// packed copy of its own (static shapes: such a kernel is never prepared again). Copies of a
   /// graph share initializer bytes, so the memory comes back only when no other copy holds
@@ -86,6 +89,9 @@ class Executor : public ExecutorInterface {
   std::vector<ValueId> weights_packed_for_good() const;
   /// Whether the last run took its activation buffers from a static buffer plan (BufferPool).
   bool last_run_planned() const { return pool_.last_run_planned(); }
+  /// Lets go of the static buffer plan's memory until the next run takes it again
+  /// (BufferPool::release_arena). Not while a run is in progress.
+  void release_activation_memory() { pool_.release_arena(); }
 
  private:
   void plan_in_place_concats();

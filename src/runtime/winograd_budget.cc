@@ -41,10 +41,16 @@ bool winograd_shaped(const Graph& graph, const Node& node) {
          all_ones(node, "dilations");
 }
 
-// The bytes of oneDNN's Winograd weights for a Conv of `node`'s shapes (no post-ops: they do
-// not change the weight layout), 0 where it has no Winograd kernel; remembered per problem,
+// What oneDNN's Winograd kernel holds for a Conv: its weights, and the scratchpad it books.
+struct WinogradBytes {
+  double weights = 0;
+  double scratchpad = 0;
+};
+
+// The bytes of oneDNN's Winograd weights and scratchpad for a Conv of `node`'s shapes (no
+// post-ops: they change neither), 0 where it has no Winograd kernel; remembered per problem,
 // since every convolution's preparation asks for the whole model's selection.
-double onednn_winograd_bytes(const Graph& graph, const Node& node) {
+WinogradBytes onednn_winograd_bytes(const Graph& graph, const Node& node) {
   const std::vector<int64_t> in = graph.value(node.inputs[0]).shape.sizes();
   const std::vector<int64_t> out = graph.value(node.outputs[0]).shape.sizes();
   const std::vector<int64_t> w = graph.value(node.inputs[1]).shape.sizes();
@@ -70,7 +76,7 @@ double onednn_winograd_bytes(const Graph& graph, const Node& node) {
   const std::vector<int64_t> key = {in[0],  in[1],  in[2],           in[3],           w[0],
                                     out[2], out[3], p.pads_begin[0], p.pads_begin[1], bias};
   static std::mutex mutex;
-  static std::map<std::vector<int64_t>, double> known;
+  static std::map<std::vector<int64_t>, WinogradBytes> known;
   {
     const std::lock_guard<std::mutex> lock(mutex);
     if (auto found = known.find(key); found != known.end()) return found->second;
@@ -79,16 +85,16 @@ double onednn_winograd_bytes(const Graph& graph, const Node& node) {
   p.user_weights =
       memory::desc({w[0], w[1], 3, 3}, memory::data_type::f32, memory::format_tag::oihw);
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  double bytes = 0;
+  WinogradBytes bytes;
   try {
     const memory::desc src({in[0], in[1], in[2], in[3]}, memory::data_type::f32,
                            memory::format_tag::any);
     const memory::desc dst({out[0], out[1], out[2], out[3]}, memory::data_type::f32,
                            memory::format_tag::any);
-    bytes = static_cast<double>(conv_detail::make_descriptor<dnnl::convolution_forward>(
-                                    p, src, dst, bias, kernel_attr(), engine, /*winograd=*/true)
-                                    .weights_desc()
-                                    .get_size());
+    const auto descriptor = conv_detail::make_descriptor<dnnl::convolution_forward>(
+        p, src, dst, bias, kernel_attr(), engine, /*winograd=*/true);
+    bytes.weights = static_cast<double>(descriptor.weights_desc().get_size());
+    bytes.scratchpad = static_cast<double>(descriptor.scratchpad_desc().get_size());
   } catch (const dnnl::error&) {
     // No Winograd kernel for this problem: the family runs it direct anyway.
   }
@@ -122,17 +128,20 @@ std::vector<WinogradCandidate> candidates_of(const Graph& graph, const WinogradK
     const double held_anyway = read_direct.count(node.inputs[1]) ? 0.0 : plain;
     const Shape& out = graph.value(node.outputs[0]).shape;
     double extra = kernel.weight_factor * plain - held_anyway;
+    double scratchpad = 0;
     if (kernel.ask_onednn) {
       if (!out.is_static() || !graph.value(node.inputs[0]).shape.is_static()) continue;
-      const double bytes = onednn_winograd_bytes(graph, node);
-      if (bytes == 0) continue;
-      extra = std::max(0.0, bytes - held_anyway);
+      const WinogradBytes bytes = onednn_winograd_bytes(graph, node);
+      if (bytes.weights == 0) continue;
+      extra = std::max(0.0, bytes.weights - held_anyway);
+      scratchpad = bytes.scratchpad;
     }
     auto [at, added] = index.emplace(node.inputs[1], candidates.size());
     if (added) candidates.emplace_back().weight = node.inputs[1];
     WinogradCandidate& c = candidates[at->second];
     // Readers whose layouts differ hold copies of their own; the largest is the least extra.
     c.extra_bytes = std::max(c.extra_bytes, extra);
+    c.scratchpad_bytes = std::max(c.scratchpad_bytes, scratchpad);
     c.nodes.push_back(id);
     // The direct kernel: 2 x 9 x C_in flops per output.
     if (out.is_static()) {
@@ -159,6 +168,12 @@ double plain_weight_bytes(const Graph& graph) {
 double WinogradSelection::kept_bytes() const {
   double bytes = 0;
   for (const WinogradCandidate& c : kept) bytes += c.extra_bytes;
+  return bytes;
+}
+
+double WinogradSelection::kept_scratchpad_bytes() const {
+  double bytes = 0;
+  for (const WinogradCandidate& c : kept) bytes = std::max(bytes, c.scratchpad_bytes);
   return bytes;
 }
 
@@ -272,7 +287,9 @@ bool winograd_over_budget(const Graph& graph, NodeId node, int threads) {
   return select_winograd(graph, winograd_budget_from_environment(), threads).runs_direct(node);
 }
 
-std::string describe(const WinogradSelection& selection) {
+namespace {
+
+std::string describe_kept(const WinogradSelection& selection) {
   auto count = [](const std::vector<WinogradCandidate>& list) {
     std::size_t nodes = 0;
     for (const WinogradCandidate& c : list) nodes += c.nodes.size();
@@ -300,6 +317,15 @@ std::string describe(const WinogradSelection& selection) {
       count(selection.direct), total, selection.saved_bytes() / kMiB, selection.kept_bytes() / kMiB,
       selection.budget_bytes / kMiB, *selection.budget.fraction,
       selection.plain_weight_bytes / kMiB, selection.budget.floor_bytes / kMiB, small);
+}
+
+}  // namespace
+
+std::string describe(const WinogradSelection& selection) {
+  const double scratchpad = selection.kept_scratchpad_bytes();
+  if (scratchpad == 0) return describe_kept(selection);
+  return fmt::format("{}; the largest scratchpad of those kept {:.1f} MiB",
+                     describe_kept(selection), scratchpad / kMiB);
 }
 
 std::vector<std::string> direct_node_names(const Graph& graph, const WinogradSelection& selection) {

@@ -55,6 +55,9 @@ struct WinogradCandidate {
   double saved_flops = 0;
   /// Its transformed copy less the plain one the direct kernels would hold.
   double extra_bytes = 0;
+  /// The largest scratchpad oneDNN's Winograd kernel books for one of its readers
+  /// (primitive_desc::scratchpad_desc; 0 where the kernel is not asked, ask_onednn false).
+  double scratchpad_bytes = 0;
 };
 
 /// The candidates split into those that keep Winograd and those that run direct.
@@ -70,7 +73,10 @@ struct WinogradSelection {
   /// In node order.
   std::vector<NodeId> small_maps;
 
-  double kept_bytes() const;            ///< Extra bytes of the kept ones.
+  double kept_bytes() const;  ///< Extra bytes of the kept ones.
+  /// The largest scratchpad of the kept ones: a thread's scratchpad serves one primitive at a
+  /// time, so it grows to the largest (raft_small's F(4x4, 3x3) on 8 channels: 10 MiB).
+  double kept_scratchpad_bytes() const;
   double saved_bytes() const;           ///< Extra bytes the direct ones would have added.
   bool runs_direct(NodeId node) const;  ///< Over the budget or on a small map.
 };

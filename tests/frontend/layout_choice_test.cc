@@ -389,6 +389,35 @@ TEST_F(LayoutChoiceTest, PicksTheFasterAndCachesIt) {
   EXPECT_FALSE(choose_layouts(graph, two_threads, model_inputs(), options_).cached);
 }
 
+// The rounds' two executors (blocked's and the family timed against it) run in turn: their
+// static buffer plans share one arena, as large as the larger plan, not both.
+TEST_F(LayoutChoiceTest, TheRoundsExecutorsHoldTheLargerArenaNotBoth) {
+  Graph graph = parse_graph(branchy_model());
+  options_.use_cache = false;
+  const LayoutChoice choice = choose_layouts(graph, ExecutorOptions{}, model_inputs(), options_);
+  ASSERT_TRUE(choice.measured);
+  std::size_t blocked = 0, largest = 0;
+  for (const auto& [family, ms] : choice.fastest_ms) {
+    ExecutorOptions options;
+    options.convolution_family = family;
+    Executor alone(graph, options);
+    for (int run = 0; run < 4; ++run) alone.run(model_inputs());
+    ASSERT_TRUE(alone.last_run_planned()) << to_string(family);
+    const std::size_t bytes = alone.stats().peak_activation_bytes;
+    if (family == ConvolutionFamily::kBlocked) blocked = bytes;
+    largest = std::max(largest, bytes);
+  }
+  EXPECT_GT(choice.rounds_activation_bytes, 0u);
+  EXPECT_LE(choice.rounds_activation_bytes, largest);
+  EXPECT_LT(choice.rounds_activation_bytes, blocked + largest);
+  // Read from the cache, nothing was held.
+  options_.use_cache = true;
+  choose_layouts(graph, ExecutorOptions{}, model_inputs(), options_);
+  EXPECT_EQ(
+      choose_layouts(graph, ExecutorOptions{}, model_inputs(), options_).rounds_activation_bytes,
+      0u);
+}
+
 // At one thread the rounds are timed in CPU time, recorded in the entry and read back with it;
 // at two in wall time.
 TEST_F(LayoutChoiceTest, OneThreadIsTimedInCpuTimeAndTheEntrySaysSo) {
@@ -645,6 +674,44 @@ TEST(WinogradMargin, AGraphsMarginsFollowTheKernelsWeightCopies) {
   EXPECT_FALSE(four.count(ConvolutionFamily::kChannelsLast));
   // F(2x2, 3x3)'s hold 16/9: they add 7/9, and the margin stays.
   EXPECT_TRUE(family_margins(graph, 1, WinogradKernel{16.0 / 9.0, 5.0 / 9.0}).empty());
+}
+
+TEST(WinogradMargin, CountsTheLargestScratchpadOfTheKeptKernels) {
+  WinogradSelection selection;
+  selection.plain_weight_bytes = 4.0;
+  WinogradCandidate& first = selection.kept.emplace_back();
+  first.extra_bytes = 3.0;
+  first.scratchpad_bytes = 3.0;
+  // 3 bytes of weights and a 3-byte scratchpad added to 4: 1.5 margins.
+  EXPECT_DOUBLE_EQ(winograd_margin(selection), 1.5 * kFamilyMargin);
+  // One thread's scratchpad serves every kernel: the largest counts, not the sum.
+  selection.kept.emplace_back().scratchpad_bytes = 2.0;
+  EXPECT_DOUBLE_EQ(selection.kept_scratchpad_bytes(), 3.0);
+  EXPECT_DOUBLE_EQ(winograd_margin(selection), 1.5 * kFamilyMargin);
+  // A candidate sent direct books none.
+  selection.direct.emplace_back().scratchpad_bytes = 10.0;
+  EXPECT_DOUBLE_EQ(winograd_margin(selection), 1.5 * kFamilyMargin);
+}
+
+TEST(WinogradMargin, AsksOneDnnForTheScratchpadOfEachKeptConvolution) {
+  if (!winograd_kernel_here().ask_onednn) GTEST_SKIP() << "no oneDNN Winograd kernel on this ISA";
+  // raft_small's feature encoder: 8 channels on 64x64 maps at batch 2, where oneDNN's
+  // F(4x4, 3x3) books megabytes of scratchpad for a 2 KiB weight.
+  const Graph graph = parse_graph(R"(graph main [ai.onnx=17] (%x: f32[2,8,64,64]) {
+  @w: f32[8,8,3,3]
+  %y: f32[2,8,64,64] = Conv[kernel_shape=[3,3], pads=[1,1,1,1]](%x, @w)
+  return %y
+})");
+  const WinogradSelection selection =
+      select_winograd(graph, WinogradBudget{}, 1, winograd_kernel_here());
+  ASSERT_EQ(selection.kept.size(), 1u);
+  EXPECT_GT(selection.kept_scratchpad_bytes(), selection.plain_weight_bytes);
+  const double margin = winograd_margin(selection);
+  EXPECT_NEAR(margin,
+              kFamilyMargin * (selection.kept_bytes() + selection.kept_scratchpad_bytes()) /
+                  selection.plain_weight_bytes,
+              1e-9);
+  EXPECT_EQ(family_margins(graph, 1).at(ConvolutionFamily::kWinograd), margin);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The activation buffer pool: best-fit reuse, and buffers held back after another core read them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -150,6 +151,65 @@ TEST(BufferPlanInPool, APoolMadeNotToPlanServesEveryRunFromItsFreeList) {
   EXPECT_EQ(second[0].data, first[0].data);
   EXPECT_EQ(second[2].data, second[0].data);
   EXPECT_EQ(pool.reserved_bytes(), 2000u);
+}
+
+// Pools whose runs never overlap (the layout choice's executors, timed in turn) take their
+// plans' arenas from one SharedArena: the larger plan's bytes, not both plans'.
+TEST(SharedArenaInPools, PoolsRunInTurnHoldTheLargerArenaNotBoth) {
+  auto shared = std::make_shared<SharedArena>();
+  BufferPool small(shared), large(shared);
+  run_chain(small);
+  run_chain(small);
+  ASSERT_TRUE(small.last_run_planned());
+  EXPECT_EQ(shared->bytes(), small.reserved_bytes());
+  run_chain(large, 3000);
+  const std::vector<Seen> large_run = run_chain(large, 3000);
+  ASSERT_TRUE(large.last_run_planned());
+  const std::vector<Seen> small_run = run_chain(small);
+  ASSERT_TRUE(small.last_run_planned());
+  EXPECT_GT(large.reserved_bytes(), small.reserved_bytes());
+  EXPECT_EQ(shared->bytes(), large.reserved_bytes());
+  // Both plans start at offset 0 of the same memory.
+  auto lowest = [](const std::vector<Seen>& run) {
+    std::byte* low = run.front().data;
+    for (const Seen& seen : run) low = std::min(low, seen.data);
+    return low;
+  };
+  EXPECT_EQ(lowest(small_run), lowest(large_run));
+  for (const Seen& seen : small_run)
+    EXPECT_LE(seen.data + seen.size, lowest(large_run) + shared->bytes());
+}
+
+TEST(SharedArenaInPools, AReleasedArenaComesBackAtTheNextRunOnThePlan) {
+  auto shared = std::make_shared<SharedArena>();
+  BufferPool pool(shared), other(shared);
+  run_chain(pool);
+  run_chain(pool);
+  const std::size_t planned = pool.reserved_bytes();
+  ASSERT_EQ(shared->bytes(), planned);
+  pool.release_arena();
+  EXPECT_EQ(shared->bytes(), 0u) << "no pool holds the memory";
+  EXPECT_EQ(pool.reserved_bytes(), planned) << "the plan stays";
+  run_chain(pool);
+  EXPECT_TRUE(pool.last_run_planned());
+  EXPECT_EQ(shared->bytes(), planned);
+  // While another pool's plan holds it, the memory stays.
+  run_chain(other);
+  run_chain(other);
+  pool.release_arena();
+  EXPECT_EQ(shared->bytes(), planned);
+}
+
+TEST(SharedArenaInPools, APoolOfItsOwnGetsItsArenaBackAfterARelease) {
+  BufferPool pool;
+  run_chain(pool);
+  const std::vector<Seen> before = run_chain(pool);
+  pool.release_arena();
+  const std::vector<Seen> after = run_chain(pool);
+  EXPECT_TRUE(pool.last_run_planned());
+  EXPECT_EQ(after[2].data, after[0].data) << "the plan's offsets";
+  EXPECT_EQ(after[1].data, after[0].data + 1024);
+  EXPECT_EQ(pool.reserved_bytes(), 2048u);
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 // them, and the outputs stay those of a run on the free list, bit for bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "bitwise_equal.h"
@@ -79,6 +81,44 @@ TEST(SharedPool, ExecutorsSharingAPoolNeedTheMemoryOfOneRunNotOfEach) {
   const std::size_t own = own_a.stats().peak_activation_bytes + own_b.stats().peak_activation_bytes;
   const std::size_t shared = shared_options.pool->reserved_bytes();
   EXPECT_LT(shared, own * 3 / 4) << "shared " << shared << " bytes, own pools " << own;
+}
+
+// The layout choice's two executors (blocked and another family) run in turn on one thread: on
+// a SharedArena their static plans hold the larger arena, not both, and compute as they would
+// on arenas of their own; one that let go of its arena (release_activation_memory) takes it
+// again at its next run.
+TEST(SharedArena, ExecutorsRunInTurnHoldOneArenaAndComputeAsAlone) {
+  const Graph graph = small_inception();
+  const auto inputs = random_inputs(graph, 1);
+  ExecutorOptions blocked_options, other_options;
+  other_options.convolution_family = ConvolutionFamily::kChannelsLast;
+  const std::vector<Tensor> blocked_alone = Executor(graph, blocked_options).run(inputs);
+  const std::vector<Tensor> other_alone = Executor(graph, other_options).run(inputs);
+  auto shared = std::make_shared<SharedArena>();
+  blocked_options.shared_arena = shared;
+  other_options.shared_arena = shared;
+  Executor blocked(graph, blocked_options), other(graph, other_options);
+  for (int run = 0; run < 4; ++run) {
+    EXPECT_TRUE(bitwise_equal(blocked.run(inputs), blocked_alone)) << "run " << run;
+    EXPECT_TRUE(bitwise_equal(other.run(inputs), other_alone)) << "run " << run;
+  }
+  ASSERT_TRUE(blocked.last_run_planned());
+  ASSERT_TRUE(other.last_run_planned());
+  const std::size_t blocked_bytes = blocked.stats().peak_activation_bytes;
+  const std::size_t other_bytes = other.stats().peak_activation_bytes;
+  // Their activation bytes also count the buffers no plan holds (the graph outputs).
+  EXPECT_GT(shared->bytes(), 0u);
+  EXPECT_LE(shared->bytes(), std::max(blocked_bytes, other_bytes));
+  EXPECT_LT(shared->bytes(), blocked_bytes + other_bytes);
+  blocked.release_activation_memory();
+  other.release_activation_memory();
+  EXPECT_EQ(shared->bytes(), 0u) << "neither holds activation memory between runs";
+  EXPECT_TRUE(bitwise_equal(other.run(inputs), other_alone));
+  EXPECT_TRUE(other.last_run_planned());
+  EXPECT_GT(shared->bytes(), 0u);
+  EXPECT_LE(shared->bytes(), other_bytes);
+  EXPECT_TRUE(bitwise_equal(blocked.run(inputs), blocked_alone));
+  EXPECT_TRUE(blocked.last_run_planned());
 }
 
 // Outputs are the shared pool's buffers: one the caller holds is never handed to a later run
