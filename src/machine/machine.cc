@@ -86,6 +86,18 @@ void check_speed_ratio(const std::vector<Device>& devices, const std::string& or
   }
 }
 
+// `json[key]`, a finite number at least 0; else an Error naming `origin`, the key and `what` the
+// number counts.
+double non_negative_number(const nlohmann::json& json, const char* key, const std::string& origin,
+                           const char* what) {
+  const nlohmann::json& value = json.at(key);
+  if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) {
+    throw Error(fmt::format("{}: {}: expected a non-negative number of {}, got {}", origin, key,
+                            what, show_json(value)));
+  }
+  return value.get<double>();
+}
+
 }  // namespace
 
 double Machine::transfer_time(std::size_t from, std::size_t to, double bytes) const {
@@ -156,24 +168,13 @@ void message_ends_from_json(const nlohmann::json& json, const std::string& origi
   if (json.contains("endpoint_bandwidth"))
     machine.endpoint_bandwidth = endpoint_bandwidth_from_json(json, origin);
   if (json.contains("send_seconds")) {
-    const nlohmann::json& send = json.at("send_seconds");
-    if (!send.is_number() || !std::isfinite(send.get<double>()) || send.get<double>() < 0) {
-      throw Error(fmt::format(
-          "{}: send_seconds: expected a non-negative number of seconds per message sent "
-          "(0: not priced), got {}",
-          origin, show_json(send)));
-    }
-    machine.send_seconds = send.get<double>();
+    machine.send_seconds = non_negative_number(json, "send_seconds", origin,
+                                               "seconds per message sent (0: not priced)");
   }
-  if (!json.contains("wake_seconds")) return;
-  const nlohmann::json& value = json.at("wake_seconds");
-  if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) {
-    throw Error(
-        fmt::format("{}: wake_seconds: expected a non-negative number of seconds per "
-                    "poll of a sleeping wait (0: not priced), got {}",
-                    origin, show_json(value)));
+  if (json.contains("wake_seconds")) {
+    machine.wake_seconds = non_negative_number(
+        json, "wake_seconds", origin, "seconds per poll of a sleeping wait (0: not priced)");
   }
-  machine.wake_seconds = value.get<double>();
 }
 
 void message_ends_to_json(const Machine& machine, nlohmann::json& json) {
@@ -197,20 +198,15 @@ void shared_link_from_json(const nlohmann::json& json, const std::string& origin
     machine.shared_link = value.get<bool>();
   }
   if (!json.contains("link_burst_bytes")) return;
-  const nlohmann::json& burst = json.at("link_burst_bytes");
-  if (!burst.is_number() || !std::isfinite(burst.get<double>()) || burst.get<double>() < 0) {
-    throw Error(fmt::format(
-        "{}: link_burst_bytes: expected a non-negative number of bytes (the shared link's "
-        "token bucket depth), got {}",
-        origin, show_json(burst)));
-  }
-  if (!machine.shared_link && burst.get<double>() > 0) {
+  const double burst = non_negative_number(json, "link_burst_bytes", origin,
+                                           "bytes (the shared link's token bucket depth)");
+  if (!machine.shared_link && burst > 0) {
     throw Error(
         fmt::format("{}: link_burst_bytes: a burst is priced on a shared link only; expected "
                     "\"shared_link\": true beside it",
                     origin));
   }
-  machine.link_burst_bytes = burst.get<double>();
+  machine.link_burst_bytes = burst;
 }
 
 bool Machine::identical(std::size_t a, std::size_t b) const {
