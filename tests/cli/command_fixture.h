@@ -20,6 +20,15 @@ struct CommandResult {
   std::string err;
 };
 
+/// The prefix of every loopback `mpirun` in the tests: `ranks` ranks over TCP on `lo`, one
+/// OpenMP thread each, stopped after 120 s; `environment` adds "-x NAME=V" options. The command
+/// to run follows it.
+inline std::string loopback_mpirun(int ranks, const std::string& environment = "") {
+  return "timeout 120 mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(ranks) +
+         " --mca btl tcp,self --mca btl_tcp_if_include lo -x OMP_NUM_THREADS=1 " + environment +
+         " ";
+}
+
 inline std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path);
   std::stringstream buffer;
@@ -45,6 +54,12 @@ class CommandFixture : public ::testing::Test {
 
   CommandResult cleave(const std::string& arguments) const {
     return run_shell(std::string(CLEAVE_BINARY) + " " + arguments);
+  }
+
+  /// `cleave arguments` on `ranks` ranks over loopback TCP (see loopback_mpirun).
+  CommandResult mpirun(int ranks, const std::string& arguments,
+                       const std::string& environment = "") const {
+    return run_shell(loopback_mpirun(ranks, environment) + CLEAVE_BINARY + " " + arguments);
   }
 
   /// Any shell command (mpirun, a bench script), its output kept as cleave()'s is.

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../busy_processes.h"
+#include "../cli/command_fixture.h"
 #include "codegen_fixture.h"
 
 namespace cleave {
@@ -60,9 +61,7 @@ class CodegenRanks : public CodegenFixture {
  protected:
   // `command` on `ranks` ranks over loopback TCP, one OpenMP thread each.
   CommandOutput mpirun(int ranks, const std::string& command) const {
-    return shell("timeout 120 mpirun --allow-run-as-root --oversubscribe -np " +
-                 std::to_string(ranks) +
-                 " --mca btl tcp,self --mca btl_tcp_if_include lo -x OMP_NUM_THREADS=1 " + command);
+    return shell(loopback_mpirun(ranks) + command);
   }
 };
 

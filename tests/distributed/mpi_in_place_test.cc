@@ -54,14 +54,6 @@ class MpiInPlaceTest : public CommandFixture {
     return path("branches.json");
   }
 
-  CommandResult mpirun(int ranks, const std::string& arguments,
-                       const std::string& environment = "") const {
-    return run_shell("timeout 120 mpirun --allow-run-as-root --oversubscribe -np " +
-                     std::to_string(ranks) +
-                     " --mca btl tcp,self --mca btl_tcp_if_include lo -x OMP_NUM_THREADS=1 " +
-                     environment + " " + CLEAVE_BINARY + " " + arguments);
-  }
-
   std::map<std::string, std::vector<std::byte>> outputs_in(const std::string& folder) const {
     std::map<std::string, std::vector<std::byte>> result;
     for (const auto& entry : std::filesystem::directory_iterator(path(folder))) {

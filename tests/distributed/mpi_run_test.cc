@@ -34,15 +34,6 @@ class MpiRunTest : public CommandFixture {
     return file;
   }
 
-  // Runs `cleave arguments` on `ranks` ranks over loopback TCP; `environment` is "-x NAME=V".
-  CommandResult mpirun(int ranks, const std::string& arguments,
-                       const std::string& environment = "") const {
-    return run_shell("timeout 120 mpirun --allow-run-as-root --oversubscribe -np " +
-                     std::to_string(ranks) +
-                     " --mca btl tcp,self --mca btl_tcp_if_include lo -x OMP_NUM_THREADS=1 " +
-                     environment + " " + CLEAVE_BINARY + " " + arguments);
-  }
-
   // The bytes of every .npy output in `folder`, by file name.
   std::map<std::string, std::vector<std::byte>> outputs_in(const std::string& folder) const {
     std::map<std::string, std::vector<std::byte>> result;

@@ -27,18 +27,12 @@ class OutputDirRanks : public CommandFixture {
                   .exit_code,
               0);
   }
-  CommandResult mpirun(const std::string& arguments) const {
-    return run_shell(
-        "timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 --mca btl tcp,self --mca "
-        "btl_tcp_if_include lo -x OMP_NUM_THREADS=1 " +
-        std::string(CLEAVE_BINARY) + " " + arguments);
-  }
 };
 
 TEST_F(OutputDirRanks, AnOutputDirThatIsAFileStopsEveryRankBeforeWork) {
   std::ofstream(path("file")) << "x";
-  CommandResult result = mpirun("run " + path("model.onnx") + " --plan " + path("plan.json") +
-                                " --output-dir " + path("file"));
+  CommandResult result = mpirun(2, "run " + path("model.onnx") + " --plan " + path("plan.json") +
+                                       " --output-dir " + path("file"));
   EXPECT_NE(result.exit_code, 0);
   EXPECT_THAT(result.err,
               AllOf(HasSubstr("rank 0 refused to start: " + path("file") +
@@ -50,7 +44,7 @@ TEST_F(OutputDirRanks, AnOutputDirThatIsAFileStopsEveryRankBeforeWork) {
 TEST_F(OutputDirRanks, RunSplitOutputDirThatIsAFileStopsEveryRankBeforeWork) {
   ASSERT_EQ(cleave("split " + path("model.onnx") + " --nodes 2 -o " + path("split")).exit_code, 0);
   std::ofstream(path("file")) << "x";
-  CommandResult result = mpirun("run-split " + path("split") + " --output-dir " + path("file"));
+  CommandResult result = mpirun(2, "run-split " + path("split") + " --output-dir " + path("file"));
   EXPECT_NE(result.exit_code, 0);
   EXPECT_THAT(result.err,
               AllOf(HasSubstr("rank 0 refused to start: " + path("file") +

@@ -31,14 +31,6 @@ class RankAutoSplitTest : public CommandFixture {
     std::ofstream(path("fast.json")) << kFastLinks;
   }
 
-  CommandResult mpirun(int ranks, const std::string& arguments,
-                       const std::string& environment = "") const {
-    return run_shell("timeout 120 mpirun --allow-run-as-root --oversubscribe -np " +
-                     std::to_string(ranks) +
-                     " --mca btl tcp,self --mca btl_tcp_if_include lo -x OMP_NUM_THREADS=1 " +
-                     environment + " " + CLEAVE_BINARY + " " + arguments);
-  }
-
   // Every .npy output of `folder`, by file name.
   std::map<std::string, Tensor> outputs_in(const std::string& folder) const {
     std::map<std::string, Tensor> result;

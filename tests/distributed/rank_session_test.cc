@@ -9,16 +9,7 @@
 namespace cleave {
 namespace {
 
-class RankSessionTest : public CommandFixture {
- protected:
-  // Runs `cleave arguments` on `ranks` ranks over loopback TCP.
-  CommandResult mpirun(int ranks, const std::string& arguments) const {
-    return run_shell("timeout 120 mpirun --allow-run-as-root --oversubscribe -np " +
-                     std::to_string(ranks) +
-                     " --mca btl tcp,self --mca btl_tcp_if_include lo -x OMP_NUM_THREADS=1 " +
-                     CLEAVE_BINARY + " " + arguments);
-  }
-};
+using RankSessionTest = CommandFixture;
 
 // The line prepare_run logs for a plan file, from the output of a run with --verbose.
 std::string plan_line(const std::string& err) {

@@ -16,13 +16,6 @@ namespace {
 
 class RankWeightsTest : public CommandFixture {
  protected:
-  CommandResult mpirun(int ranks, const std::string& arguments) const {
-    return run_shell("timeout 120 mpirun --allow-run-as-root --oversubscribe -np " +
-                     std::to_string(ranks) +
-                     " --mca btl tcp,self --mca btl_tcp_if_include lo -x OMP_NUM_THREADS=1 " +
-                     CLEAVE_BINARY + " " + arguments);
-  }
-
   // A stack of `layers` Gemm+Relu of `width`, weights in an external data file (or embedded).
   void make_mlp(int layers, int width, bool embedded = false) {
     CommandResult made = run_shell(std::string("/usr/bin/python3 ") + CLEAVE_SOURCE_DIR +

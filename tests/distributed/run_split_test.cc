@@ -120,16 +120,6 @@ class RunSplitTest : public CommandFixture {
     write_partitioned_graph(split, path("split/partitioned.onnx"), path("split/plan.json"));
   }
 
-  CommandResult mpirun(int ranks, const std::string& arguments) const {
-    const std::string command =
-        "timeout 120 mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(ranks) +
-        " --mca btl tcp,self --mca btl_tcp_if_include lo -x OMP_NUM_THREADS=1 " + CLEAVE_BINARY +
-        " " + arguments + " >" + path("stdout") + " 2>" + path("stderr");
-    const int status = std::system(command.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(path("stdout")),
-            read_text(path("stderr"))};
-  }
-
   nlohmann::json manifest_;
 };
 

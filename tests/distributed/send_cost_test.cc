@@ -10,15 +10,7 @@
 namespace cleave {
 namespace {
 
-class SendCostTest : public CommandFixture {
- protected:
-  CommandResult mpirun(int ranks, const std::string& arguments) const {
-    return run_shell("timeout 120 mpirun --allow-run-as-root --oversubscribe -np " +
-                     std::to_string(ranks) +
-                     " --mca btl tcp,self --mca btl_tcp_if_include lo -x OMP_NUM_THREADS=1 " +
-                     CLEAVE_BINARY + " " + arguments);
-  }
-};
+using SendCostTest = CommandFixture;
 
 TEST_F(SendCostTest, TwoRanksMeasureOneFigurePerRound) {
   const CommandResult result = mpirun(2, "info --send-cost --json");

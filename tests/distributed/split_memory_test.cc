@@ -72,11 +72,8 @@ TEST_F(SplitMemoryTest, AutoKeepsEachMachineWithinItsMemoryAndTheSplitRuns) {
   CommandResult single =
       cleave("run " + path("model.onnx") + " --seed 3 --output-dir " + path("single"));
   ASSERT_EQ(single.exit_code, 0) << single.err;
-  CommandResult ranks = run_shell(
-      std::string("timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 --mca btl "
-                  "tcp,self --mca btl_tcp_if_include lo -x OMP_NUM_THREADS=1 ") +
-      CLEAVE_BINARY + " run-split " + path("split") + " --model " + path("model.onnx") +
-      " --seed 3 --output-dir " + path("ranks"));
+  CommandResult ranks = mpirun(2, "run-split " + path("split") + " --model " + path("model.onnx") +
+                                      " --seed 3 --output-dir " + path("ranks"));
   ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
   for (const auto& entry : std::filesystem::directory_iterator(path("single"))) {
     Tensor expected = read_npy(entry.path().string());

@@ -31,11 +31,9 @@ TEST_P(SplitRanksTest, RanksGiveTheSingleProcessOutputs) {
   CommandResult single = cleave("run " + path("model.onnx") +
                                 " --layouts blocked --seed 3 --output-dir " + path("single"));
   ASSERT_EQ(single.exit_code, 0) << single.err;
-  CommandResult run = run_shell(
-      "timeout 120 mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(ranks) +
-      " --mca btl tcp,self --mca btl_tcp_if_include lo -x OMP_NUM_THREADS=1 " + CLEAVE_BINARY +
-      " run-split " + path("split") + " --model " + path("model.onnx") +
-      " --seed 3 --warmup 1 --repeat 2 --json --output-dir " + path("ranks"));
+  CommandResult run =
+      mpirun(ranks, "run-split " + path("split") + " --model " + path("model.onnx") +
+                        " --seed 3 --warmup 1 --repeat 2 --json --output-dir " + path("ranks"));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   nlohmann::json report = nlohmann::json::parse(run.out);
   ASSERT_EQ(report["per_rank"].size(), static_cast<std::size_t>(ranks));
