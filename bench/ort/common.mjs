@@ -152,9 +152,26 @@ export function checkAvx2Mask(cleave, env) {
   return { isa, vector, ortTraps: traps };
 }
 
-/** Command-line flags as {name: value}; a flag without a value is true. */
+/** The script's opening comment (its usage), as text without the comment marks. */
+export function scriptUsage(file) {
+  const lines = [];
+  for (const line of fs.readFileSync(file, "utf8").split("\n")) {
+    if (!line.startsWith("//")) break;
+    lines.push(line.replace(/^\/\/ ?/, ""));
+  }
+  return lines.join("\n");
+}
+
+/** Command-line flags as {name: value}; a flag without a value is true. --help or -h prints the
+ * running script's usage and the flags with their defaults, and exits. */
 export function parseFlags(argv, defaults) {
   const flags = { ...defaults };
+  if (argv.includes("--help") || argv.includes("-h")) {
+    console.log(scriptUsage(process.argv[1]));
+    console.log("\nFlags and defaults:");
+    for (const [key, value] of Object.entries(defaults)) console.log(`  --${key} ${JSON.stringify(value)}`);
+    process.exit(0);
+  }
   for (let i = 0; i < argv.length; ++i) {
     const arg = argv[i];
     if (!arg.startsWith("--")) throw new Error(`unexpected argument '${arg}'`);
