@@ -117,7 +117,8 @@ NodeWork node_work(const Node& node, std::span<const Tensor* const> inputs) {
 }
 
 double integer_ops_per_thread(bool one_pass_int8, bool threads_spin) {
-  return one_pass_int8 || !threads_spin ? kIntraOpIntegerOpsPerThread : kIntraOpFlopsPerThread;
+  return one_pass_int8 || !threads_spin ? kIntraOpIntegerOpsPerThread
+                                        : kIntraOpExactInt8OpsPerThread;
 }
 
 double integer_ops_per_thread() {

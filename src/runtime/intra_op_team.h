@@ -34,13 +34,7 @@ int intra_op_team(const NodeWork& work, int threads, double integer_rate);
 
 /// Integer product ops per thread: kIntraOpIntegerOpsPerThread where int8 is multiplied in one
 /// exact pass (`one_pass_int8`: VNNI) or where OpenMP's threads sleep between regions (not
-/// `threads_spin`: each region then wakes them), else kIntraOpFlopsPerThread. Without VNNI the
-/// exact int8 kernels run oneDNN's saturating pass and cleave's own sums of what it could not
-/// hold, or widen to int16 (an op costs about what a float one does: the int8 models took
-/// 1.7-4.8x their VNNI CPU time), and with spinning threads the held-out int8 models ran
-/// 0.77-1.0x their time on 2 threads with their 2-8 M-op convolutions given both (regnet 0.78)
-/// where with sleeping ones regnet ran 1.2x (docs/results/heldout-speed.md, 2026-12-01,
-/// branch hi8team).
+/// `threads_spin`: each region then wakes them), else kIntraOpExactInt8OpsPerThread.
 double integer_ops_per_thread(bool one_pass_int8, bool threads_spin);
 /// This process's: dnnl_int8_products_exact() and spin_count_in_effect() > 0, read once.
 double integer_ops_per_thread();
@@ -55,6 +49,14 @@ int loop_team(int64_t parts, int threads);
 inline constexpr double kIntraOpFlopsPerThread = 1e6;
 /// The same for integer products with VNNI: an instruction does 4 int8 multiply-adds per lane.
 inline constexpr double kIntraOpIntegerOpsPerThread = 4e6;
+/// Integer ops per thread where int8 takes cleave's exact paths without VNNI (oneDNN's saturating
+/// pass and cleave's sums of what it could not hold, or products widened to int16: an int8 op
+/// there costs more than a float FLOP, the int8 models taking 1.7-4.8x their VNNI CPU time) and
+/// OpenMP's threads spin. On the AVX2 paths at 2 spinning threads, 1e6, 5e5 and 2.5e5 ran
+/// regnet_x_400mf_int8 in 0.77x the time of 4e6, and mnasnet0_5_int8 (1-2 M-op convolutions) in
+/// 0.85-0.97x, 0.87x and 0.80-0.86x that of 1e6, no held-out int8 model slower; with sleeping
+/// threads 1e6 ran regnet 1.2x slower (docs/results/heldout-speed.md, 2026-12-01, hi8team).
+inline constexpr double kIntraOpExactInt8OpsPerThread = 2.5e5;
 /// Bytes read and written per thread below which a node runs on one.
 inline constexpr double kIntraOpBytesPerThread = 256.0 * 1024;
 
