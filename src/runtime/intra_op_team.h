@@ -50,12 +50,12 @@ inline constexpr double kIntraOpFlopsPerThread = 1e6;
 /// The same for integer products with VNNI: an instruction does 4 int8 multiply-adds per lane.
 inline constexpr double kIntraOpIntegerOpsPerThread = 4e6;
 /// Integer ops per thread where int8 takes cleave's exact paths without VNNI (oneDNN's saturating
-/// pass and cleave's sums of what it could not hold, or products widened to int16: an int8 op
-/// there costs more than a float FLOP, the int8 models taking 1.7-4.8x their VNNI CPU time) and
-/// OpenMP's threads spin. On the AVX2 paths at 2 spinning threads, 1e6, 5e5 and 2.5e5 ran
-/// regnet_x_400mf_int8 in 0.77x the time of 4e6, and mnasnet0_5_int8 (1-2 M-op convolutions) in
-/// 0.85-0.97x, 0.87x and 0.80-0.86x that of 1e6, no held-out int8 model slower; with sleeping
-/// threads 1e6 ran regnet 1.2x slower (docs/results/heldout-speed.md, 2026-12-01, hi8team).
+/// pass and cleave's sums of what it could not hold, or products widened to int16: the int8
+/// models took 1.7-4.8x their VNNI CPU time) and OpenMP's threads spin. On the AVX2 paths at 2
+/// spinning threads 1e6 ran regnet_x_400mf_int8 in 0.78x the time of 4e6, and 5e5 and 2.5e5 ran
+/// mnasnet0_5_int8 (1-2 M-op convolutions) in 0.85-0.87x and 0.81-0.86x that of 1e6, no held-out
+/// int8 model more than 1% slower; with sleeping threads 1e6 ran regnet 1.16x slower
+/// (docs/results/heldout-speed.md, 2026-12-01, hi8team).
 inline constexpr double kIntraOpExactInt8OpsPerThread = 2.5e5;
 /// Bytes read and written per thread below which a node runs on one.
 inline constexpr double kIntraOpBytesPerThread = 256.0 * 1024;
