@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <string_view>
 
+#include "runtime/kernels/math/quantize_util.h"
+#include "runtime/wait_policy.h"
+
 namespace cleave {
 
 namespace {
@@ -113,10 +116,25 @@ NodeWork node_work(const Node& node, std::span<const Tensor* const> inputs) {
   return work;
 }
 
+double integer_ops_per_thread(bool one_pass_int8, bool threads_spin) {
+  return one_pass_int8 || !threads_spin ? kIntraOpIntegerOpsPerThread
+                                        : kIntraOpExactInt8OpsPerThread;
+}
+
+double integer_ops_per_thread() {
+  static const double rate = integer_ops_per_thread(quantize_detail::dnnl_int8_products_exact(),
+                                                    spin_count_in_effect() > 0);
+  return rate;
+}
+
 int intra_op_team(const NodeWork& work, int threads) {
+  return intra_op_team(work, threads, work.integer ? integer_ops_per_thread() : 0);
+}
+
+int intra_op_team(const NodeWork& work, int threads, double integer_rate) {
   threads = std::max(1, threads);
   if (work.unknown || threads == 1) return threads;
-  const double per_thread = work.integer ? kIntraOpIntegerOpsPerThread : kIntraOpFlopsPerThread;
+  const double per_thread = work.integer ? integer_rate : kIntraOpFlopsPerThread;
   const double shares = std::max(work.flops / per_thread, work.bytes / kIntraOpBytesPerThread);
   // One thread or all of them, never a team in between: libgomp ends the surplus threads of
   // its pool when a smaller team starts and creates them again when the full team next runs,

@@ -2,6 +2,7 @@
 #include "runtime/intra_op_team.h"
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -11,8 +12,10 @@
 #include "bitwise_equal.h"
 #include "ir/text.h"
 #include "runtime/executor.h"
+#include "runtime/kernels/math/quantize_util.h"
 #include "runtime/node_runner.h"
 #include "runtime/random_inputs.h"
+#include "runtime/wait_policy.h"
 #include "text_numbers.h"
 
 namespace cleave {
@@ -98,6 +101,83 @@ TEST(IntraOpTeam, QLinearConvReadsItsWeightAtInputThreeAndCountsAsInteger) {
   EXPECT_TRUE(work.integer);
 }
 
+TEST(IntraOpTeam, IntegerOpsCountMoreWithoutVnniWhereTheThreadsSpin) {
+  EXPECT_EQ(integer_ops_per_thread(true, true), kIntraOpIntegerOpsPerThread);
+  EXPECT_EQ(integer_ops_per_thread(true, false), kIntraOpIntegerOpsPerThread);
+  EXPECT_EQ(integer_ops_per_thread(false, true), kIntraOpExactInt8OpsPerThread);
+  // Sleeping threads: each region wakes them, which a second thread's share does not repay.
+  EXPECT_EQ(integer_ops_per_thread(false, false), kIntraOpIntegerOpsPerThread);
+  EXPECT_EQ(integer_ops_per_thread(),
+            integer_ops_per_thread(quantize_detail::dnnl_int8_products_exact(),
+                                   spin_count_in_effect() > 0));
+  NodeWork work;
+  work.integer = true;
+  work.flops = 3.5 * kIntraOpFlopsPerThread;
+  EXPECT_EQ(intra_op_team(work, 2), intra_op_team(work, 2, integer_ops_per_thread()));
+  work.integer = false;  // Floating-point work keeps its rate.
+  EXPECT_EQ(intra_op_team(work, 2, kIntraOpIntegerOpsPerThread), 2);
+}
+
+std::string int8_weights(int count) {
+  std::vector<int> weights;
+  for (int i = 0; i < count; ++i) weights.push_back((i * 37 + 5) % 255 - 127);
+  return fmt::format("{}", fmt::join(weights, ","));
+}
+
+// Four QLinearConvs of one u8 input, 0.13, 3.1, 7.1 and 11.8 million integer ops (2 · weights ·
+// 32 · 32 pixels): each one's team at 2 threads, for each integer rate.
+TEST(IntraOpTeam, Int8ConvsTeamsFollowTheIntegerRate) {
+  const std::string conv =
+      "QLinearConv[pads=[{0}, {0}, {0}, {0}]](%x, @x_scale, @zero, @{1}, @w_scale, @w_zero, "
+      "@y_scale, @zero)";
+  const Graph graph = parse_graph(fmt::format(
+      R"(graph main [ai.onnx=13] (%x: u8[1,16,32,32]) {{
+  @zero: u8[] = [0]
+  @w_zero: i8[] = [0]
+  @x_scale: f32[] = [0.05]
+  @w_scale: f32[] = [0.01]
+  @y_scale: f32[] = [0.5]
+  @wa: i8[4,16,1,1] = [{}]
+  @wb: i8[96,16,1,1] = [{}]
+  @wc: i8[24,16,3,3] = [{}]
+  @wd: i8[40,16,3,3] = [{}]
+  %a = {}
+  %b = {}
+  %c = {}
+  %d = {}
+  return %a, %b, %c, %d
+}})",
+      int8_weights(4 * 16), int8_weights(96 * 16), int8_weights(24 * 16 * 9),
+      int8_weights(40 * 16 * 9), fmt::format(fmt::runtime(conv), 0, "wa"),
+      fmt::format(fmt::runtime(conv), 0, "wb"), fmt::format(fmt::runtime(conv), 1, "wc"),
+      fmt::format(fmt::runtime(conv), 1, "wd")));
+  const auto teams = [&](double rate) {
+    std::string text;
+    for (const char* name : {"a", "b", "c", "d"}) {
+      const Node& node = graph.node(producer(graph, name));
+      std::vector<Tensor> tensors;
+      for (ValueId input : node.inputs) {
+        const Value& v = graph.value(input);
+        tensors.push_back(Tensor::allocate(v.dtype, v.shape.sizes()));
+      }
+      std::vector<const Tensor*> inputs;
+      for (const Tensor& tensor : tensors) inputs.push_back(&tensor);
+      text += fmt::format("{}{}", text.empty() ? "" : " ",
+                          intra_op_team(node_work(node, inputs), 2, rate));
+    }
+    return text;
+  };
+  EXPECT_EQ(teams(integer_ops_per_thread(true, true)), "1 1 1 2") << "VNNI";
+  EXPECT_EQ(teams(integer_ops_per_thread(false, true)), "1 2 2 2") << "no VNNI, spinning";
+  EXPECT_EQ(teams(integer_ops_per_thread(false, false)), "1 1 1 2") << "no VNNI, sleeping";
+  // The kernels made for the nodes take this process's team.
+  std::string made;
+  for (const char* name : {"a", "b", "c", "d"}) {
+    made += fmt::format("{}{}", made.empty() ? "" : " ", prepared_team(graph, name, 2));
+  }
+  EXPECT_EQ(made, teams(integer_ops_per_thread()));
+}
+
 TEST(IntraOpTeam, GemmReadsItsColumnCountThroughTransB) {
   Node node;
   node.op_type = "Gemm";
@@ -129,8 +209,9 @@ TEST(IntraOpTeam, ANodeRunsOnOneThreadOrOnAllOfThem) {
   work.flops = 1.9 * kIntraOpFlopsPerThread;
   EXPECT_EQ(intra_op_team(work, 8), 1);
   work.flops = 3.5 * kIntraOpFlopsPerThread;
-  work.integer = true;  // The same count of integer ops is less work.
-  EXPECT_EQ(intra_op_team(work, 8), 1);
+  work.integer = true;  // The same count of integer ops is less work with VNNI.
+  EXPECT_EQ(intra_op_team(work, 8, kIntraOpIntegerOpsPerThread), 1);
+  EXPECT_EQ(intra_op_team(work, 8, kIntraOpFlopsPerThread), 8);
   NodeWork bytes;
   bytes.bytes = 5 * kIntraOpBytesPerThread;
   EXPECT_EQ(intra_op_team(bytes, 8), 8);

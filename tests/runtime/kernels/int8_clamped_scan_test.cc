@@ -200,7 +200,7 @@ TEST(Int8ClampedScan, PairedChannelsLoseOnlyTheirSurplusOver255) {
       EXPECT_EQ(copy, want.copy) << threads << " threads";
       EXPECT_EQ(joined(scan), want.list) << threads << " threads";
       std::vector<uint8_t> taken(x.size(), 9);
-      scan.excess(x.data(), taken.data());
+      scan.excess(x.data(), taken.data(), threads);
       for (std::size_t i = 0; i < x.size(); ++i) {
         ASSERT_EQ(copy[i] + taken[i], x[i]) << "at " << i;
       }
@@ -216,6 +216,37 @@ TEST(Int8ClampedScan, PairedChannelsLoseOnlyTheirSurplusOver255) {
   ClampedScan odd(odd_shapes()[0]);
   odd.set_paired(true);
   EXPECT_FALSE(odd.paired()) << "37 channels: the last has no partner to pair with";
+}
+
+// What the clamp takes off (oneDNN's dense pass's data), on 1 thread and on a team of two,
+// clamped at 127 and paired, plain and channels-last (266-268 KiB: split on the team), against
+// each value's own: x − min(x, 127), or channel 2j's surplus over 255 − x₂ⱼ₊₁ and 0 at 2j+1.
+TEST(Int8ClampedScan, TheExcessOnATeamIsEachValuesOwn) {
+  std::mt19937 rng(8);
+  std::vector<ScannedData> shapes = odd_shapes();
+  for (bool channels_last : {false, true}) shapes.push_back({2, 38, {1, 61, 59}, channels_last});
+  for (const ScannedData& d : shapes) {
+    ASSERT_GE(bytes_of(d), ClampedScan::kScanOnTeam);
+    const std::vector<uint8_t> x = relu_like(rng, bytes_of(d), 0.3);
+    ClampedScan scan(d);
+    scan.set_paired(true);  // 38 channels pair, 37 do not.
+    std::vector<uint8_t> want(x.size());
+    const int64_t plane = d.in[0] * d.in[1] * d.in[2];
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const int64_t c = d.channels_last ? static_cast<int64_t>(i) % d.channels
+                                        : static_cast<int64_t>(i) / plane % d.channels;
+      const std::size_t partner = d.channels_last ? i + 1 : i + static_cast<std::size_t>(plane);
+      want[i] = !scan.paired() ? static_cast<uint8_t>(std::max(0, x[i] - 127))
+                : c % 2 == 1   ? 0
+                               : static_cast<uint8_t>(std::max(0, x[i] + x[partner] - 255));
+    }
+    for (int threads : {1, 2}) {
+      std::vector<uint8_t> taken(x.size(), 9);
+      scan.excess(x.data(), taken.data(), threads);
+      EXPECT_EQ(taken, want) << threads << " threads, " << d.channels << " channels, "
+                             << (d.channels_last ? "channels last" : "plain");
+    }
+  }
 }
 
 // The lists are fresh for the data the pass last read, once.

@@ -3,10 +3,14 @@
 // blocks and row tiles, batched rows and a transposed output.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <random>
 #include <vector>
+
+#include "runtime/kernel.h"
+#include "runtime/tensor.h"
 
 #include "runtime/kernels/math/widened_int8.h"
 
@@ -78,6 +82,87 @@ TEST(WidenedInt8, S8RowsMatchTheDefinition) {
 // Enough products for the threads to share the column blocks.
 TEST(WidenedInt8, LargeProductsMatchTheDefinition) {
   expect_products_as_defined<uint8_t>({2, 50, 401, 67}, 131, true);
+}
+
+// The kernel's one region on a team of two (rows widened, blocks summed, sums requantized, each
+// a share of the team's) against the same kernel on one thread, and its int32 sums against the
+// definition: 150 rows of depth 301 by 43 columns, 1.9 M products (enough to share).
+TEST(WidenedInt8, TheKernelOnTwoThreadsWritesTheOneThreadBytes) {
+  if (!quantize_detail::widened_products_available()) GTEST_SKIP() << "no AVX2";
+  const int64_t rows = 150, depth = 301, columns = 43;
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int> byte(0, 255), weight(-128, 127);
+  Tensor a = Tensor::allocate(DataType::kUInt8, {rows, depth});
+  for (int64_t i = 0; i < a.element_count(); ++i)
+    a.data<uint8_t>()[i] = static_cast<uint8_t>(byte(rng));
+  std::vector<int8_t> w(static_cast<std::size_t>(depth * columns));  // [depth, columns]
+  for (int8_t& v : w) v = static_cast<int8_t>(weight(rng));
+  const auto scalar = [](DataType type, double value) {
+    Tensor t = Tensor::allocate(type, {});
+    if (type == DataType::kFloat)
+      *t.data<float>() = static_cast<float>(value);
+    else
+      *t.data<uint8_t>() = static_cast<uint8_t>(value);
+    return t;
+  };
+  const Tensor x_scale = scalar(DataType::kFloat, 0.05), x_zero = scalar(DataType::kUInt8, 131);
+  const Tensor y_scale = scalar(DataType::kFloat, 3.0), y_zero = scalar(DataType::kUInt8, 128);
+  Tensor w_scale = Tensor::allocate(DataType::kFloat, {columns});
+  Tensor bias = Tensor::allocate(DataType::kInt32, {columns});
+  for (int64_t j = 0; j < columns; ++j) {
+    w_scale.data<float>()[j] = 0.001f * static_cast<float>(j + 1);
+    bias.data<int32_t>()[j] = static_cast<int32_t>(977 * j - 20000);
+  }
+  const Tensor weights = Tensor::allocate(DataType::kInt8, {depth, columns});  // Never read.
+  const std::vector<const Tensor*> inputs{&a,      &x_scale, &x_zero, &weights, &w_scale,
+                                          &x_zero, &y_scale, &y_zero, &bias};
+  quantize_detail::WidenedProduct how;
+  how.data_zero = 131;
+  how.rows.rows = rows;
+  how.rows.per_batch = rows;
+  how.rows.row_stride = depth;
+  how.rows.out_row_stride = columns;
+  how.channels = columns;
+  how.bias = 8;
+  how.y_scale = 6;
+  how.weights = 3;
+  const auto run = [&](const quantize_detail::WidenedProduct& as, DataType type, int threads,
+                       uint8_t fill) {
+    OutputSpec spec;
+    spec.dtype = type;
+    spec.shape = {rows, columns};
+    auto kernel = quantize_detail::make_widened_kernel(
+        quantize_detail::pack_widened(w.data(), depth, columns, columns, 1), spec, as, threads);
+    Tensor out = Tensor::allocate(type, {rows, columns});
+    std::fill_n(static_cast<uint8_t*>(out.raw()), out.byte_size(), fill);
+    std::vector<Tensor*> outputs{&out};
+    dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    dnnl::stream stream(engine);
+    kernel->run(inputs, outputs, stream);
+    return out;
+  };
+  const Tensor one = run(how, DataType::kUInt8, 1, 0xAA), two = run(how, DataType::kUInt8, 2, 0x55);
+  int differing = 0, saturated = 0;
+  for (int64_t i = 0; i < one.element_count(); ++i) {
+    differing += one.data<uint8_t>()[i] != two.data<uint8_t>()[i];
+    saturated += one.data<uint8_t>()[i] == 0 || one.data<uint8_t>()[i] == 255;
+  }
+  EXPECT_EQ(differing, 0) << "of " << one.element_count();
+  EXPECT_LT(saturated, one.element_count() / 4) << "the requantized bytes say little";
+  quantize_detail::WidenedProduct sums = how;
+  sums.y_scale.reset();
+  const Tensor exact = run(sums, DataType::kInt32, 2, 0x55);
+  differing = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < columns; ++j) {
+      int32_t expected = bias.data<int32_t>()[j];
+      for (int64_t k = 0; k < depth; ++k) {
+        expected += (a.data<uint8_t>()[r * depth + k] - 131) * w[k * columns + j];
+      }
+      differing += exact.data<int32_t>()[r * columns + j] != expected;
+    }
+  }
+  EXPECT_EQ(differing, 0) << "of " << exact.element_count();
 }
 
 }  // namespace

@@ -2,16 +2,18 @@
 #include "runtime/kernels/math/widened_int8.h"
 
 #include <immintrin.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "runtime/cpu_isa.h"
-#include "runtime/kernels/elementwise.h"
 #include "runtime/kernels/math/quantize_util.h"
 #include "runtime/kernels/packed_constants.h"
+#include "runtime/kernels/staging.h"
 
 namespace cleave::quantize_detail {
 
@@ -78,59 +80,86 @@ Tile tile_of(int64_t rows, int64_t blocks) {
   }
 }
 
-// The data's rows as int16 (a − a_zero, exact: |u8 − zero| ≤ 255), each padded to whole pairs.
+// Rows [begin, end) of the data as int16 (a − a_zero, exact: |u8 − zero| ≤ 255), each padded
+// to whole pairs with a 0 (the buffer is reused).
 template <typename A>
-std::vector<int16_t> widened_rows(const A* a, int32_t a_zero, const WidenedRows& at, int64_t depth,
-                                  int64_t stride, int threads) {
-  std::vector<int16_t> rows(static_cast<std::size_t>(at.rows * stride), 0);
-  elementwise::parallel_for(
-      at.rows, threads,
-      [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
-          const A* row =
-              a + (r / at.per_batch) * at.batch_stride + (r % at.per_batch) * at.row_stride;
-          int16_t* out = rows.data() + r * stride;
-          for (int64_t k = 0; k < depth; ++k) out[k] = static_cast<int16_t>(row[k] - a_zero);
-        }
-      },
-      16);
-  return rows;
+void widen_rows(const A* a, int32_t a_zero, const WidenedRows& at, int64_t depth, int64_t stride,
+                int64_t begin, int64_t end, int16_t* rows) {
+  for (int64_t r = begin; r < end; ++r) {
+    const A* row = a + (r / at.per_batch) * at.batch_stride + (r % at.per_batch) * at.row_stride;
+    int16_t* out = rows + r * stride;
+    for (int64_t k = 0; k < depth; ++k) out[k] = static_cast<int16_t>(row[k] - a_zero);
+    std::fill(out + depth, out + stride, int16_t{0});
+  }
 }
 
-template <typename A>
-void products(const WidenedWeights& w, const A* a, int32_t a_zero, const WidenedRows& at,
-              const int32_t* bias, int32_t* sums, int threads) {
+// Column blocks [begin, end) of every row: bias + the tiles' sums, written where `at` says.
+void block_sums(const WidenedWeights& w, const int16_t* rows, int64_t stride, const WidenedRows& at,
+                const int32_t* bias, int32_t* sums, int64_t begin, int64_t end) {
   const int64_t pairs = pairs_of(w.depth);
-  const int64_t stride = 2 * pairs;
   const int64_t block_bytes = pairs * kPairBytes;
+  int32_t tile_sums[kRowsPerTile * 2 * kBlock];
+  for (int64_t block = begin; block < end; block += 2) {
+    const int64_t width = std::min<int64_t>(2, end - block);
+    for (int64_t row = 0; row < at.rows; row += kRowsPerTile) {
+      const int64_t height = std::min<int64_t>(kRowsPerTile, at.rows - row);
+      tile_of(height, width)(w.packed.data() + block * block_bytes, block_bytes, pairs,
+                             rows + row * stride, stride, tile_sums);
+      for (int64_t r = 0; r < height; ++r) {
+        const int64_t i = row + r;
+        int32_t* out = sums + (i / at.per_batch) * at.out_batch_stride +
+                       (i % at.per_batch) * at.out_row_stride;
+        const int64_t first = block * kBlock;
+        const int64_t last = std::min(w.columns, first + width * kBlock);
+        const int32_t* own = tile_sums + r * width * kBlock;
+        for (int64_t j = first; j < last; ++j) {
+          out[j * at.out_column_stride] = own[j - first] + (bias ? bias[j] : 0);
+        }
+      }
+    }
+  }
+}
+
+// Member `member` of `members`' share of `count` parts, in pieces of `grain` parts.
+std::pair<int64_t, int64_t> share_of(int64_t count, int64_t grain, int64_t member,
+                                     int64_t members) {
+  const int64_t pieces = (count + grain - 1) / grain;
+  const int64_t per = (pieces + members - 1) / members;
+  const int64_t begin = std::min(count, member * per * grain);
+  return {begin, std::min(count, begin + per * grain)};
+}
+
+// The products and then `after(member, members)` (a pass over the finished sums, each member
+// its share), in one OpenMP region on up to `threads` threads: each member widens its share of
+// the rows, then, past a barrier, sums its share of the column blocks (pairs of blocks, a
+// tile's width), then, past another, runs `after`. The rows are widened into the calling
+// thread's staging buffer (StagingSlot::kInput). Each sum is one tile's, whatever the team.
+template <typename A, typename After>
+void products(const WidenedWeights& w, const A* a, int32_t a_zero, const WidenedRows& at,
+              const int32_t* bias, int32_t* sums, int threads, After&& after) {
+  const int64_t stride = 2 * pairs_of(w.depth);
   const int64_t blocks = (w.columns + kBlock - 1) / kBlock;
   if (at.rows * w.depth * w.columns < kSerialWork) threads = 1;
-  const std::vector<int16_t> rows = widened_rows(a, a_zero, at, w.depth, stride, threads);
-  elementwise::parallel_for(
-      blocks, threads,
-      [&](int64_t begin, int64_t end) {
-        int32_t tile_sums[kRowsPerTile * 2 * kBlock];
-        for (int64_t block = begin; block < end; block += 2) {
-          const int64_t width = std::min<int64_t>(2, end - block);
-          for (int64_t row = 0; row < at.rows; row += kRowsPerTile) {
-            const int64_t height = std::min<int64_t>(kRowsPerTile, at.rows - row);
-            tile_of(height, width)(w.packed.data() + block * block_bytes, block_bytes, pairs,
-                                   rows.data() + row * stride, stride, tile_sums);
-            for (int64_t r = 0; r < height; ++r) {
-              const int64_t i = row + r;
-              int32_t* out = sums + (i / at.per_batch) * at.out_batch_stride +
-                             (i % at.per_batch) * at.out_row_stride;
-              const int64_t first = block * kBlock;
-              const int64_t last = std::min(w.columns, first + width * kBlock);
-              const int32_t* own = tile_sums + r * width * kBlock;
-              for (int64_t j = first; j < last; ++j) {
-                out[j * at.out_column_stride] = own[j - first] + (bias ? bias[j] : 0);
-              }
-            }
-          }
-        }
-      },
-      2);
+  auto* rows = reinterpret_cast<int16_t*>(staging_buffer(
+      StagingSlot::kInput, static_cast<std::size_t>(at.rows * stride) * sizeof(int16_t)));
+  if (threads <= 1) {
+    widen_rows(a, a_zero, at, w.depth, stride, 0, at.rows, rows);
+    block_sums(w, rows, stride, at, bias, sums, 0, blocks);
+    after(int64_t{0}, int64_t{1});
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    // The team may be smaller than asked (nested regions): the shares are the members'.
+    const int64_t members = omp_get_num_threads(), member = omp_get_thread_num();
+    const auto [first_row, last_row] = share_of(at.rows, 1, member, members);
+    widen_rows(a, a_zero, at, w.depth, stride, first_row, last_row, rows);
+#pragma omp barrier
+    const auto [first_block, last_block] = share_of(blocks, 2, member, members);
+    block_sums(w, rows, stride, at, bias, sums, first_block, last_block);
+#pragma omp barrier
+    after(member, members);
+  }
 }
 
 class WidenedKernel final : public Kernel, public PackedConstants {
@@ -152,21 +181,28 @@ class WidenedKernel final : public Kernel, public PackedConstants {
     Tensor* sums = how_.y_scale ? &sums_ : outputs[0];
     const Tensor& data = *inputs[how_.data];
     const int32_t* bias = how_.bias ? inputs[*how_.bias]->data<int32_t>() : nullptr;
-    if (data.dtype() == DataType::kUInt8) {
-      widened_products(weights_, data.data<uint8_t>(), how_.data_zero, how_.rows, bias,
-                       sums->data<int32_t>(), threads_);
-    } else {
-      widened_products(weights_, data.data<int8_t>(), how_.data_zero, how_.rows, bias,
-                       sums->data<int32_t>(), threads_);
-    }
-    if (!how_.y_scale) return;
-    const Requantize requantize = requantize_of(inputs, how_.channels, *how_.y_scale);
-    const int32_t* from = sums_.data<int32_t>();
+    std::optional<Requantize> requantize;
+    if (how_.y_scale) requantize = requantize_of(inputs, how_.channels, *how_.y_scale);
+    const int32_t* from = sums->data<int32_t>();
     auto* out = static_cast<uint8_t*>(outputs[0]->raw());  // u8 or i8: one byte each.
-    elementwise::parallel_for(sums_.element_count(), threads_, [&](int64_t begin, int64_t end) {
-      write_requantized(requantize, from + begin, end - begin, how_.channels, how_.channel_stride,
-                        out + begin, begin);
-    });
+    const int64_t count = sums->element_count();
+    // The requantization in the products' region: each member its elements, in runs of 16
+    // (parallel_for's: no cache line written by two).
+    const auto requantized = [&](int64_t member, int64_t members) {
+      if (!requantize) return;
+      const auto [begin, end] = share_of(count, 16, member, members);
+      if (begin < end) {
+        write_requantized(*requantize, from + begin, end - begin, how_.channels,
+                          how_.channel_stride, out + begin, begin);
+      }
+    };
+    if (data.dtype() == DataType::kUInt8) {
+      products(weights_, data.data<uint8_t>(), how_.data_zero, how_.rows, bias,
+               sums->data<int32_t>(), threads_, requantized);
+    } else {
+      products(weights_, data.data<int8_t>(), how_.data_zero, how_.rows, bias,
+               sums->data<int32_t>(), threads_, requantized);
+    }
   }
 
  private:
@@ -208,12 +244,12 @@ bool widened_products_available() {
 
 void widened_products(const WidenedWeights& w, const uint8_t* a, int32_t a_zero,
                       const WidenedRows& rows, const int32_t* bias, int32_t* sums, int threads) {
-  products(w, a, a_zero, rows, bias, sums, threads);
+  products(w, a, a_zero, rows, bias, sums, threads, [](int64_t, int64_t) {});
 }
 
 void widened_products(const WidenedWeights& w, const int8_t* a, int32_t a_zero,
                       const WidenedRows& rows, const int32_t* bias, int32_t* sums, int threads) {
-  products(w, a, a_zero, rows, bias, sums, threads);
+  products(w, a, a_zero, rows, bias, sums, threads, [](int64_t, int64_t) {});
 }
 
 std::unique_ptr<Kernel> make_widened_kernel(WidenedWeights weights, OutputSpec output,

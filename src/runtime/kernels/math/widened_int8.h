@@ -41,7 +41,9 @@ struct WidenedRows {
 };
 
 /// sums = bias[j] (0 without one) + Σ_k (a[r, k] − a_zero)·w[k, j] for every row and column,
-/// exact in int32, in parallel over the column blocks. Needs widened_products_available().
+/// exact in int32, in one OpenMP region that widens the rows (into the calling thread's
+/// StagingSlot::kInput) and then sums the column blocks, each a share of the team's. Needs
+/// widened_products_available().
 void widened_products(const WidenedWeights& w, const uint8_t* a, int32_t a_zero,
                       const WidenedRows& rows, const int32_t* bias, int32_t* sums, int threads);
 void widened_products(const WidenedWeights& w, const int8_t* a, int32_t a_zero,
@@ -60,7 +62,8 @@ struct WidenedProduct {
 };
 
 /// The kernel that writes widened_products of its data and `weights` (packed from constant
-/// input `how.weights`, which it never reads) as `output` says: requantized or int32 sums.
+/// input `how.weights`, which it never reads) as `output` says: requantized (in the products'
+/// region, past a barrier) or int32 sums.
 std::unique_ptr<Kernel> make_widened_kernel(WidenedWeights weights, OutputSpec output,
                                             const WidenedProduct& how, int threads);
 

@@ -316,7 +316,7 @@ class ExcessSumsKernel final : public Kernel, public PackedConstants, public Tea
     // The clamped pass is done with the slot (the split kernel runs the two parts in turn).
     Tensor excess_data = staging_tensor(StagingSlot::kRewrittenInput, DataType::kUInt8,
                                         excess_shape_, excess_layout_);
-    scan_->excess(inputs[how_.data]->data<uint8_t>(), excess_data.data<uint8_t>());
+    scan_->excess(inputs[how_.data]->data<uint8_t>(), excess_data.data<uint8_t>(), threads_);
     std::vector<const Tensor*> excess_inputs = inputs;
     excess_inputs[how_.data] = &excess_data;
     dense_->run(excess_inputs, outputs, stream);

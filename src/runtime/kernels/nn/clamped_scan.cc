@@ -101,6 +101,71 @@ __attribute__((target("avx2"))) void clamp_planes_avx2(const uint8_t* a, const u
   clamp_planes(a, b, to_a, to_b, i, count, listing, found);
 }
 
+// What the clamp at 127 takes off x[begin, end): max(x − 127, 0).
+void excess_clamped(const uint8_t* x, uint8_t* to, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) to[i] = static_cast<uint8_t>(x[i] - std::min(x[i], kClamp));
+}
+
+__attribute__((target("avx2"))) void excess_clamped_avx2(const uint8_t* x, uint8_t* to,
+                                                         int64_t begin, int64_t end) {
+  const __m256i clamp = _mm256_set1_epi8(static_cast<char>(kClamp));
+  int64_t i = begin;
+  for (; i + 32 <= end; i += 32) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(to + i), _mm256_subs_epu8(v, clamp));
+  }
+  excess_clamped(x, to, i, end);
+}
+
+// Channel 2j's surplus over 255 minus its partner 2j+1 (begin and end even); the partner's none.
+uint8_t surplus(uint8_t x, uint8_t partner) {
+  return static_cast<uint8_t>(x - std::min<uint8_t>(x, static_cast<uint8_t>(255 - partner)));
+}
+
+void excess_pairs(const uint8_t* x, uint8_t* to, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; i += 2) {
+    to[i] = surplus(x[i], x[i + 1]);
+    to[i + 1] = 0;
+  }
+}
+
+// Each 16-bit lane a pair: x minus its paired clamp (clamp_range_avx2's), 0 in the partner's byte.
+__attribute__((target("avx2"))) void excess_pairs_avx2(const uint8_t* x, uint8_t* to, int64_t begin,
+                                                       int64_t end) {
+  const __m256i ones = _mm256_set1_epi8(-1);
+  int64_t i = begin;
+  for (; i + 32 <= end; i += 32) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i));
+    const __m256i kept = _mm256_min_epu8(v, _mm256_xor_si256(_mm256_srli_epi16(v, 8), ones));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(to + i), _mm256_sub_epi8(v, kept));
+  }
+  excess_pairs(x, to, i, end);
+}
+
+// Paired planes: plane `a`'s surplus over 255 minus `b`, and `b`'s none.
+void excess_planes(const uint8_t* a, const uint8_t* b, uint8_t* to_a, uint8_t* to_b, int64_t begin,
+                   int64_t end) {
+  for (int64_t i = begin; i < end; ++i) {
+    to_a[i] = surplus(a[i], b[i]);
+    to_b[i] = 0;
+  }
+}
+
+__attribute__((target("avx2"))) void excess_planes_avx2(const uint8_t* a, const uint8_t* b,
+                                                        uint8_t* to_a, uint8_t* to_b,
+                                                        int64_t count) {
+  const __m256i ones = _mm256_set1_epi8(-1);
+  int64_t i = 0;
+  for (; i + 32 <= count; i += 32) {
+    const __m256i va = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i));
+    const __m256i vb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i));
+    const __m256i kept = _mm256_min_epu8(va, _mm256_xor_si256(vb, ones));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(to_a + i), _mm256_sub_epi8(va, kept));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(to_b + i), _mm256_setzero_si256());
+  }
+  excess_planes(a, b, to_a, to_b, i, count);
+}
+
 }  // namespace
 
 ClampedScan::ClampedScan(const ScannedData& data, int64_t limit) : d_(data), limit_(limit) {}
@@ -206,31 +271,35 @@ void ClampedScan::share(const uint8_t* from, uint8_t* to, int member, int member
   }
 }
 
-void ClampedScan::excess(const uint8_t* from, uint8_t* to) const {
+void ClampedScan::excess(const uint8_t* from, uint8_t* to, int threads) const {
   const int64_t plane = d_.in[0] * d_.in[1] * d_.in[2];
   const int64_t bytes = d_.batch * d_.channels * plane;
-  if (!paired_) {
-    for (int64_t i = 0; i < bytes; ++i)
-      to[i] = static_cast<uint8_t>(from[i] - std::min(from[i], kClamp));
-    return;
-  }
-  // Channel 2j's surplus over 255 - its partner; the partner's none.
-  const auto surplus = [](uint8_t x, uint8_t partner) {
-    return static_cast<uint8_t>(x - std::min<uint8_t>(x, static_cast<uint8_t>(255 - partner)));
+  // Runs as the scan's: a pair of planes where the plain data is paired, else any even offset.
+  const int64_t run = paired_ && !d_.channels_last ? 2 * plane : 2;
+  const int64_t runs = (bytes + run - 1) / run;
+  const bool avx2 = vector_isa() != VectorIsa::kBaseline;
+  const auto part = [&](int64_t member, int64_t members) {
+    const int64_t per = (runs + members - 1) / members;
+    const int64_t begin = std::min(bytes, member * per * run);
+    const int64_t end = std::min(bytes, begin + per * run);
+    if (!paired_) {
+      avx2 ? excess_clamped_avx2(from, to, begin, end) : excess_clamped(from, to, begin, end);
+    } else if (d_.channels_last) {
+      avx2 ? excess_pairs_avx2(from, to, begin, end) : excess_pairs(from, to, begin, end);
+    } else {
+      for (int64_t r = begin; r < end; r += 2 * plane) {
+        avx2 ? excess_planes_avx2(from + r, from + r + plane, to + r, to + r + plane, plane)
+             : excess_planes(from + r, from + r + plane, to + r, to + r + plane, 0, plane);
+      }
+    }
   };
-  if (d_.channels_last) {
-    for (int64_t i = 0; i < bytes; i += 2) {
-      to[i] = surplus(from[i], from[i + 1]);
-      to[i + 1] = 0;
-    }
+  const int team = bytes < kScanOnTeam ? 1 : std::max(1, threads);
+  if (team == 1) {
+    part(0, 1);
     return;
   }
-  for (int64_t r = 0; r < bytes; r += 2 * plane) {
-    for (int64_t p = 0; p < plane; ++p) {
-      to[r + p] = surplus(from[r + p], from[r + plane + p]);
-      to[r + plane + p] = 0;
-    }
-  }
+#pragma omp parallel num_threads(team)
+  part(omp_get_thread_num(), omp_get_num_threads());
 }
 
 bool ClampedScan::take_fresh(const uint8_t* from) {

@@ -63,9 +63,10 @@ class ClampedScan {
   /// clamped at 127). Needs an even channel count.
   void set_paired(bool paired);
   bool paired() const { return paired_; }
-  /// What the clamp takes off `from` (x minus its clamped copy), the whole data on the calling
-  /// thread: the data of oneDNN's dense pass over the excess, whose pairs hold one nonzero value.
-  void excess(const uint8_t* from, uint8_t* to) const;
+  /// What the clamp takes off `from` (x minus its clamped copy), on up to `threads` threads as
+  /// run() splits its pass (one under kScanOnTeam bytes): the data of oneDNN's dense pass over
+  /// the excess, whose pairs hold one nonzero value.
+  void excess(const uint8_t* from, uint8_t* to, int threads) const;
 
   /// Bytes from which run() splits the pass on its team: the intra-op rule's bytes per thread
   /// (intra_op_team.h). On AVX2 nodes of 2 threads (docs/results/heldout-speed.md, 2026-11-30
