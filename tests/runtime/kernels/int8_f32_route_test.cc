@@ -4,8 +4,6 @@
 // chains, two threads).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -24,27 +22,10 @@ using quantize_detail::largest_deviation;
 
 constexpr const char* kF32 = "(int8 as exact f32)";
 
-// Sets CLEAVE_INT8_F32 for one scope and restores what was there.
-class ScopedRoute {
+// CLEAVE_INT8_F32 for one scope.
+class ScopedRoute : public kernel_test::ScopedEnvironment {
  public:
-  explicit ScopedRoute(const char* value) {
-    if (const char* old = std::getenv("CLEAVE_INT8_F32")) old_ = old;
-    if (value) {
-      setenv("CLEAVE_INT8_F32", value, 1);
-    } else {
-      unsetenv("CLEAVE_INT8_F32");
-    }
-  }
-  ~ScopedRoute() {
-    if (old_) {
-      setenv("CLEAVE_INT8_F32", old_->c_str(), 1);
-    } else {
-      unsetenv("CLEAVE_INT8_F32");
-    }
-  }
-
- private:
-  std::optional<std::string> old_;
+  explicit ScopedRoute(const char* value) : ScopedEnvironment("CLEAVE_INT8_F32", value) {}
 };
 
 std::string listed(const std::vector<double>& values) {

@@ -236,9 +236,10 @@ bool f32_sums_exact(const Tensor& weights, const std::vector<int32_t>& weight_ze
 
 bool f32_route_pays_off(const ConvProblem& p) {
   const int64_t groups = std::max<int64_t>(1, p.groups);
-  const int64_t positions = volume(p.output_shape) / std::max<int64_t>(1, p.batch * p.channels_out);
-  return p.channels_out / groups >= 2 * (p.channels_in / groups) &&
-         positions >= kF32RouteMinPositions;
+  int64_t taps = 1;
+  for (int64_t k : p.kernel) taps *= k;
+  const int64_t in = p.channels_in / groups;
+  return p.channels_out / groups >= 2 * in && in * taps <= kF32RouteMaxReduction;
 }
 
 F32Route parse_f32_route(std::string_view text, std::string_view origin) {

@@ -46,12 +46,14 @@ F32Route f32_route_from_environment();
 
 /// Whether, without VNNI, the f32 route beats the int8 kernels' two passes on `p`: where each
 /// group's output channels are at least twice its input channels (image convolutions, 1x1
-/// expansions) over at least kF32RouteMinPositions output positions. On one-node models at
-/// 1 thread under ONEDNN_MAX_CPU_ISA=AVX2 (docs/results/heldout-speed.md, 2026-12-01) such
-/// shapes took 0.30-0.82 of the split's time; 1x1 reductions and equal widths (96->24,
-/// 240->40, 64->64), and 192->1152 on 7x7 positions (its f32 weights' bytes), 1.03-1.39.
+/// expansions) and each output sums at most kF32RouteMaxReduction products. Per node in
+/// efficientnet_b1_int8 and mobilenet_v3_small_int8 at 1 thread under ONEDNN_MAX_CPU_ISA=AVX2
+/// (docs/results/heldout-speed.md, 2026-12-01) such convolutions took 0.36-0.95 of the split's
+/// time; 1x1 reductions (96->24, 144->24, 672->112, 1152->192: 1.07-1.25, 32->16: 1.34) and
+/// the expansions of K = 320 on 4x4 positions (1.10-1.13) lost, their data's f32 copy and f32
+/// weights' bytes outweighing the second pass.
 bool f32_route_pays_off(const conv_detail::ConvProblem& p);
-inline constexpr int64_t kF32RouteMinPositions = 100;
+inline constexpr int64_t kF32RouteMaxReduction = 256;
 
 /// The convolution `p` of `context` as an f32 one: the data converted to x − x_zero in one pass
 /// (plain, or channels-last where it comes so or the output may be), the weights to
