@@ -319,5 +319,54 @@ TEST(Int8F32Route, ChannelsLastChainMatchesTheLoops) {
   EXPECT_GT(distinct, 0);
 }
 
+// Matrix products take the route under "always" only: batched u8 data of a nonzero zero point
+// times [K, N] weights of per-column scales and zero points, requantized (QLinearMatMul) and as
+// int32 sums (MatMulInteger), against the loops.
+TEST(Int8F32Route, MatrixProductsMatchTheLoops) {
+  const ScopedRoute always("always");
+  std::mt19937 rng(29);
+  std::uniform_int_distribution<int> byte(0, 255), weight(-120, 120);
+  std::vector<double> x(2 * 7 * 40), w(40 * 24), scales, zeros;
+  for (double& v : x) v = byte(rng);
+  for (double& v : w) v = weight(rng);
+  for (int n = 0; n < 24; ++n) {
+    scales.push_back(0.001 * (n % 7 + 1));
+    zeros.push_back(n % 5 - 2);
+  }
+  for (const std::string op : {"QLinearMatMul", "MatMulInteger"}) {
+    SCOPED_TRACE(op);
+    auto text = [&](bool constant) {
+      std::string t = "graph g [ai.onnx=13] (%x: u8[2,7,40]" +
+                      std::string(constant ? "" : ", %w: i8[40,24]") + ") {\n";
+      if (constant) t += "  @w: i8[40,24] = " + listed(w) + "\n";
+      const std::string b = constant ? "@w" : "%w";
+      t += "  @xs: f32[] = [0.05]\n  @xz: u8[] = [77]\n  @wz: i8[24] = " +
+           kernel_test::listed(zeros) + "\n  @ws: f32[24] = " + listed(scales) +
+           "\n  @ys: f32[] = [0.4]\n  @yz: u8[] = [128]\n";
+      t += op == "QLinearMatMul"
+               ? "  %y = QLinearMatMul(%x, @xs, @xz, " + b + ", @ws, @wz, @ys, @yz)\n"
+               : "  %y = MatMulInteger(%x, " + b + ", @xz, @wz)\n";
+      return t + "  return %y\n}\n";
+    };
+    const Tensor input = make_tensor(DataType::kUInt8, {2, 7, 40}, x);
+    Executor route(parse_graph(text(true)));
+    const Tensor fast = route.run({{"x", input}})[0];
+    Executor loops(parse_graph(text(false)));
+    const Tensor slow =
+        loops.run({{"x", input}, {"w", make_tensor(DataType::kInt8, {40, 24}, w)}})[0];
+    EXPECT_NE(route.stats().implementations[0].find(kF32), std::string::npos)
+        << route.stats().implementations[0];
+    const std::vector<double> a = fast.to_double_vector(), b = slow.to_double_vector();
+    ASSERT_EQ(a.size(), b.size());
+    int differing = 0, distinct = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      differing += a[i] != b[i];
+      distinct += b[i] != b[0];
+    }
+    EXPECT_EQ(differing, 0) << "of " << a.size() << " elements";
+    EXPECT_GT(distinct, 0);
+  }
+}
+
 }  // namespace
 }  // namespace cleave

@@ -36,9 +36,10 @@ struct F32ConvOperands {
   bool requantized = false;  ///< QLinearConv: scales at 1, 4 and 6, y's zero point at 7, bias 8.
 };
 
-/// When the f32 route is taken (CLEAVE_INT8_F32): kAuto where oneDNN's int8 products need the
-/// split and the data is not the clamped path's (u8 of zero point 0), kAlways wherever exact
-/// (for measurements: with VNNI, oneDNN's requantization may round otherwise), kNever not.
+/// When the f32 route is taken (CLEAVE_INT8_F32): kAuto for convolutions where oneDNN's int8
+/// products need the split, the data is not the clamped path's (u8 of zero point 0) and
+/// f32_route_pays_off; kAlways wherever exact, matrix products too (f32_int8_matmul.h: for
+/// measurements); kNever not.
 enum class F32Route { kAuto, kAlways, kNever };
 /// Parses a CLEAVE_INT8_F32 value; throws Error naming `origin` and the values accepted.
 F32Route parse_f32_route(std::string_view text, std::string_view origin);
