@@ -120,20 +120,8 @@ class F32Int8Matmul final : public Kernel {
           kOnTeam);
       return;
     }
-    const Requantize requantize = requantize_of(inputs, n_, *at_.y_scale);
-    auto* out = static_cast<uint8_t*>(output.raw());
-    elementwise::parallel_for(
-        count, threads_,
-        [&](int64_t begin, int64_t end) {
-          constexpr int64_t kRun = 512;
-          int32_t sums[kRun];
-          for (int64_t i = begin; i < end; i += kRun) {
-            const int64_t run = std::min(kRun, end - i);
-            for (int64_t j = 0; j < run; ++j) sums[j] = static_cast<int32_t>(dst[i + j]);
-            write_requantized(requantize, sums, run, n_, 1, out + i, i, bias);
-          }
-        },
-        kOnTeam);
+    write_requantized_f32(requantize_of(inputs, n_, *at_.y_scale), dst, count, n_, 1, output.raw(),
+                          bias, threads_);
   }
 
   F32MatmulOperands at_;

@@ -185,22 +185,9 @@ class F32Int8Conv final : public Kernel {
           kOnTeam);
       return;
     }
-    const Requantize requantize = requantize_of(inputs, channels_out_);
-    const int32_t* bias = with_bias_ ? inputs[8]->data<int32_t>() : nullptr;
-    const int64_t stride = channels_last_ ? 1 : out_positions_;
-    auto* out = static_cast<uint8_t*>(output.raw());
-    elementwise::parallel_for(
-        count, threads_,
-        [&](int64_t begin, int64_t end) {
-          constexpr int64_t kRun = 512;
-          int32_t sums[kRun];
-          for (int64_t i = begin; i < end; i += kRun) {
-            const int64_t run = std::min(kRun, end - i);
-            for (int64_t k = 0; k < run; ++k) sums[k] = static_cast<int32_t>(dst[i + k]);
-            write_requantized(requantize, sums, run, channels_out_, stride, out + i, i, bias);
-          }
-        },
-        kOnTeam);
+    write_requantized_f32(requantize_of(inputs, channels_out_), dst, count, channels_out_,
+                          channels_last_ ? 1 : out_positions_, output.raw(),
+                          with_bias_ ? inputs[8]->data<int32_t>() : nullptr, threads_);
   }
 
   F32ConvOperands at_;
@@ -232,6 +219,25 @@ bool f32_sums_exact(const Tensor& weights, const std::vector<int32_t>& weight_ze
     return rows_exact(weights.data<uint8_t>(), row, weight_zero, largest);
   }
   return rows_exact(weights.data<int8_t>(), row, weight_zero, largest);
+}
+
+void write_requantized_f32(const Requantize& requantize, const float* sums, int64_t count,
+                           int64_t channels, int64_t channel_stride, void* out, const int32_t* bias,
+                           int threads) {
+  auto* bytes = static_cast<uint8_t*>(out);  // u8 or i8: one byte a sum.
+  elementwise::parallel_for(
+      count, threads,
+      [&](int64_t begin, int64_t end) {
+        constexpr int64_t kRun = 512;
+        int32_t run_sums[kRun];
+        for (int64_t i = begin; i < end; i += kRun) {
+          const int64_t run = std::min(kRun, end - i);
+          for (int64_t k = 0; k < run; ++k) run_sums[k] = static_cast<int32_t>(sums[i + k]);
+          write_requantized(requantize, run_sums, run, channels, channel_stride, bytes + i, i,
+                            bias);
+        }
+      },
+      kOnTeam);
 }
 
 bool f32_route_pays_off(const ConvProblem& p) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/kernel.h"
+#include "runtime/kernels/math/quantize_util.h"
 #include "runtime/kernels/nn/conv_problem.h"
 #include "runtime/tensor.h"
 
@@ -44,6 +45,13 @@ enum class F32Route { kAuto, kAlways, kNever };
 /// Parses a CLEAVE_INT8_F32 value; throws Error naming `origin` and the values accepted.
 F32Route parse_f32_route(std::string_view text, std::string_view origin);
 F32Route f32_route_from_environment();
+
+/// Writes `count` f32 sums, each an exact integer (the route's), as write_requantized writes
+/// int32 ones (channel of sum i: (i / channel_stride) % channels; `bias` may be null), on up
+/// to `threads` threads from 4096 sums.
+void write_requantized_f32(const Requantize& requantize, const float* sums, int64_t count,
+                           int64_t channels, int64_t channel_stride, void* out, const int32_t* bias,
+                           int threads);
 
 /// Whether, without VNNI, the f32 route beats the int8 kernels' two passes on `p`: where each
 /// group's output channels are at least twice its input channels (image convolutions, 1x1
