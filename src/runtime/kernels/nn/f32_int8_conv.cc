@@ -292,4 +292,17 @@ std::unique_ptr<Kernel> make_f32_int8_conv(const KernelContext& context, const C
   }
 }
 
+std::unique_ptr<Kernel> try_f32_int8_conv(const KernelContext& context, const ConvProblem& p,
+                                          const F32ConvOperands& at, bool first) {
+  const F32Route route = f32_route_from_environment();
+  if (route == F32Route::kNever || (route == F32Route::kAlways) != first) return nullptr;
+  auto optional = [&](std::size_t i) { return context.has_input(i) ? context.inputs[i] : nullptr; };
+  if (route == F32Route::kAuto && (dnnl_int8_products_exact() || !f32_route_pays_off(p) ||
+                                   (context.input(at.x).dtype() == DataType::kUInt8 &&
+                                    zero_point_values(optional(at.x_zero))[0] == 0))) {
+    return nullptr;
+  }
+  return make_f32_int8_conv(context, p, at);
+}
+
 }  // namespace cleave::quantize_detail

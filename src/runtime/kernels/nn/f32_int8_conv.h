@@ -74,4 +74,13 @@ std::unique_ptr<Kernel> make_f32_int8_conv(const KernelContext& context,
                                            const conv_detail::ConvProblem& p,
                                            const F32ConvOperands& at);
 
+/// make_f32_int8_conv where CLEAVE_INT8_F32 takes the route for `p`, else nullptr: "auto" where
+/// oneDNN's int8 products need the split, the data is s8 or of a nonzero zero point (u8 of
+/// zero point 0 keeps the clamped path) and f32_route_pays_off; "always" wherever exact. The
+/// int8 kernel choice calls this `first` (before any other: "always") and again after the
+/// depthwise kernel that needs no split ("auto").
+std::unique_ptr<Kernel> try_f32_int8_conv(const KernelContext& context,
+                                          const conv_detail::ConvProblem& p,
+                                          const F32ConvOperands& at, bool first);
+
 }  // namespace cleave::quantize_detail

@@ -493,24 +493,6 @@ std::unique_ptr<Kernel> try_depthwise_dnnl_conv(const KernelContext& context, co
   return kernel;
 }
 
-// The f32 route (f32_int8_conv.h) where CLEAVE_INT8_F32 takes it: by default only without VNNI
-// and for data the clamped path does not take, where the int8 kernels would need two passes.
-std::unique_ptr<Kernel> try_f32_conv(const KernelContext& context, const ConvProblem& p,
-                                     const Operands& at, bool requantized, bool first) {
-  using quantize_detail::F32Route;
-  const F32Route route = quantize_detail::f32_route_from_environment();
-  if (route == F32Route::kNever || (route == F32Route::kAlways) != first) return nullptr;
-  auto optional = [&](std::size_t i) { return context.has_input(i) ? context.inputs[i] : nullptr; };
-  if (route == F32Route::kAuto &&
-      (!quantize_detail::int8_products_need_split() || !quantize_detail::f32_route_pays_off(p) ||
-       (context.input(at.x).dtype() == DataType::kUInt8 &&
-        zero_point_values(optional(at.x_zero))[0] == 0))) {
-    return nullptr;
-  }
-  return quantize_detail::make_f32_int8_conv(context, p,
-                                             {at.x, at.w, at.x_zero, at.w_zero, requantized});
-}
-
 // The oneDNN kernel of an int8 convolution where oneDNN 2.6 has the form: s8 constant weights
 // with zero point 0, constant zero points and scales. nullptr otherwise (or when oneDNN offers
 // only its reference code), so the loops run.
@@ -521,7 +503,8 @@ std::unique_ptr<Kernel> try_dnnl_int8_conv(const KernelContext& context, const C
     return nullptr;
   }
   if (requantized && !all_constant(context, {1, 4, 6, 7, 8})) return nullptr;
-  if (auto kernel = try_f32_conv(context, p, at, requantized, true)) return kernel;
+  const quantize_detail::F32ConvOperands f32_at{at.x, at.w, at.x_zero, at.w_zero, requantized};
+  if (auto kernel = quantize_detail::try_f32_int8_conv(context, p, f32_at, true)) return kernel;
   // oneDNN's AVX2 int8 kernels, with AVX-VNNI too, run the one-channel 1-D convolution tap by
   // tap (mel_frontend_int8 under AVX2_VNNI: 1.33 ms of CPU a run, 0.82 on the widened products).
   if (!isa_includes(effective_isa(), dnnl::cpu_isa::avx512_core)) {
@@ -529,7 +512,7 @@ std::unique_ptr<Kernel> try_dnnl_int8_conv(const KernelContext& context, const C
   }
   if (quantize_detail::int8_products_need_split()) {
     if (auto kernel = try_depthwise_dnnl_conv(context, p, at, requantized)) return kernel;
-    if (auto kernel = try_f32_conv(context, p, at, requantized, false)) return kernel;
+    if (auto kernel = quantize_detail::try_f32_int8_conv(context, p, f32_at, false)) return kernel;
     if (context.input(at.x).dtype() == DataType::kInt8) {
       return try_shifted_data_conv(context, p, at, requantized);
     }
