@@ -130,6 +130,8 @@ void expect_fast_form(const Executor& executor, const char* without_vnni) {
 // The node on data `x` and weights `w`, constant (oneDNN) against a graph input (the loops).
 void expect_dnnl_matches_loops(const Case& c, const std::vector<double>& x,
                                const std::vector<double>& w) {
+  // The int8 kernels named by `c`, not the f32 route (int8_f32_route_test.cc) some would take.
+  const kernel_test::ScopedEnvironment int8_only("CLEAVE_INT8_F32", "never");
   const DataType x_type = c.data == "u8" ? DataType::kUInt8 : DataType::kInt8;
   const Tensor input = make_tensor(x_type, data_shape(c), x);
   const Tensor weights = make_tensor(DataType::kInt8, weight_shape(c), w);

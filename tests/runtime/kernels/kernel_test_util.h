@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -28,6 +30,32 @@ inline std::vector<double> random_values(std::size_t count, int low, int high, u
   for (double& v : values) v = value(rng);
   return values;
 }
+
+// Sets (or, given nullptr, unsets) an environment variable for one scope; restores what was there.
+class ScopedEnvironment {
+ public:
+  ScopedEnvironment(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) {
+      ::setenv(name, value, 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedEnvironment() {
+    if (old_) {
+      ::setenv(name_.c_str(), old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_.c_str());
+    }
+  }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
 
 // Integer values as a graph-text list: "[1, -2, 3]".
 inline std::string listed(const std::vector<double>& values) {

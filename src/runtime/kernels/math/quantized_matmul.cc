@@ -9,9 +9,11 @@
 #include "runtime/kernels/dnnl_util.h"
 #include "runtime/kernels/elementwise.h"
 #include "runtime/kernels/int8_implementation.h"
+#include "runtime/kernels/math/f32_int8_matmul.h"
 #include "runtime/kernels/math/quantize_util.h"
 #include "runtime/kernels/math/split_weights.h"
 #include "runtime/kernels/math/widened_int8.h"
+#include "runtime/kernels/nn/f32_int8_conv.h"
 #include "runtime/kernels/packed_constants.h"
 #include "runtime/kernels/registration.h"
 
@@ -279,6 +281,21 @@ std::unique_ptr<Kernel> try_widened_matmul(const KernelContext& context, const P
       how, context.threads);
 }
 
+// The f32 route (f32_int8_matmul.h) under CLEAVE_INT8_F32=always only: without VNNI it did not
+// beat the split on mel_frontend_int8 (1.044 of its CPU time a run) nor transformer_decoder_int8
+// (0.991) at 1 thread (docs/results/heldout-speed.md, 2026-12-01), so "auto" leaves products be.
+std::unique_ptr<Kernel> try_f32_matmul(const KernelContext& context, const Product& p,
+                                       const Operands& at, bool requantized) {
+  if (quantize_detail::f32_route_from_environment() != quantize_detail::F32Route::kAlways) {
+    return nullptr;
+  }
+  quantize_detail::F32MatmulOperands where{at.a, at.b, at.a_zero, at.b_zero, {}, {}};
+  if (context.has_input(at.bias)) where.bias = at.bias;
+  if (requantized) where.y_scale = at.y_scale;
+  return quantize_detail::make_f32_int8_matmul(context, volume(p.output_shape) / p.n, p.k, p.n,
+                                               p.output_shape, where);
+}
+
 std::unique_ptr<Kernel> try_dnnl_int8_matmul(const KernelContext& context, const Product& p,
                                              const Operands& at, bool requantized) {
   const Tensor& b = context.input(at.b);
@@ -290,6 +307,7 @@ std::unique_ptr<Kernel> try_dnnl_int8_matmul(const KernelContext& context, const
   if (requantized && !all_constant(context, {1, 4, at.y_scale, at.y_scale + 1, at.bias})) {
     return nullptr;
   }
+  if (auto kernel = try_f32_matmul(context, p, at, requantized)) return kernel;
   if (quantize_detail::int8_products_need_split()) {
     if (auto kernel = try_widened_matmul(context, p, at, requantized)) return kernel;
     return try_split_weights_matmul(context, p, at, requantized);

@@ -16,6 +16,7 @@
 #include "runtime/kernels/math/widened_int8.h"
 #include "runtime/kernels/nn/clamped_data.h"
 #include "runtime/kernels/nn/conv_problem.h"
+#include "runtime/kernels/nn/f32_int8_conv.h"
 #include "runtime/kernels/nn/quantized_conv_loops.h"
 #include "runtime/kernels/packed_constants.h"
 #include "runtime/kernels/registration.h"
@@ -502,6 +503,8 @@ std::unique_ptr<Kernel> try_dnnl_int8_conv(const KernelContext& context, const C
     return nullptr;
   }
   if (requantized && !all_constant(context, {1, 4, 6, 7, 8})) return nullptr;
+  const quantize_detail::F32ConvOperands f32_at{at.x, at.w, at.x_zero, at.w_zero, requantized};
+  if (auto kernel = quantize_detail::try_f32_int8_conv(context, p, f32_at, true)) return kernel;
   // oneDNN's AVX2 int8 kernels, with AVX-VNNI too, run the one-channel 1-D convolution tap by
   // tap (mel_frontend_int8 under AVX2_VNNI: 1.33 ms of CPU a run, 0.82 on the widened products).
   if (!isa_includes(effective_isa(), dnnl::cpu_isa::avx512_core)) {
@@ -509,6 +512,7 @@ std::unique_ptr<Kernel> try_dnnl_int8_conv(const KernelContext& context, const C
   }
   if (quantize_detail::int8_products_need_split()) {
     if (auto kernel = try_depthwise_dnnl_conv(context, p, at, requantized)) return kernel;
+    if (auto kernel = quantize_detail::try_f32_int8_conv(context, p, f32_at, false)) return kernel;
     if (context.input(at.x).dtype() == DataType::kInt8) {
       return try_shifted_data_conv(context, p, at, requantized);
     }
