@@ -37,6 +37,14 @@
 //   neighbour times and the dispatch overheads (Task::busy_time, Machine::task_seconds), which
 //   depend on how many devices compute. The objective equals the simulator's prediction of the
 //   plan where none of these occur (tests/plan/schedule/milp_priced_test.cc).
+//   On a shared link (Machine::shared_link) each pair's rows above still price a message as if
+//   it had the link alone; one more row bounds the medium's queue (milp_medium.h): continuous
+//   m[i][w] >= x[j][w] - x[i][w] per edge (one message per producer and reading device), and C
+//   >= the first producer's earliest end + the sum of m times the message's least time on the
+//   medium + the latency less the burst (once, where any crosses) + the least time and tail of
+//   a reading task. Exact when the messages follow each other on the medium from the first
+//   producer's end (tests/plan/schedule/milp_medium_test.cc); the simulator's gaps and the
+//   hand-outs and gathers on the medium are left to its final prediction.
 // - Conditions 4 and 5 (batching): cleave represents a batch as slice tasks
 //   (batch_task_graph: one task per node and slice, times linear in the slice size), so the
 //   paper's items are slices and condition 4 is condition 1 on them. Because slice times are
@@ -86,6 +94,7 @@
 
 #include "ir/graph.h"
 #include "plan/schedule/cbc_process.h"
+#include "plan/schedule/milp_medium.h"
 #include "plan/schedule/milp_problem.h"
 #include "plan/schedule/milp_program.h"
 #include "plan/simulator.h"
@@ -207,12 +216,21 @@ MilpSolution warm_answer(MilpSolution result, const Schedule& warm, double lower
   return result;
 }
 
+// The most the shared link's row can ask of any schedule: every message on the medium.
+double medium_worst(const MediumBound& medium) {
+  double worst = medium.base + std::max(0.0, medium.once);
+  for (const auto& per_device : medium.seconds)
+    for (double seconds : per_device) worst += seconds;
+  return medium.seconds.empty() ? 0.0 : worst;
+}
+
 // Every row of the formulation (conditions 1-7 and the symmetry order).
 void add_rows(Program& program, const Problem& problem, const HeadsAndTails& bounds,
-              const SliceGroups& groups, const std::vector<std::vector<int>>& classes,
-              const MilpOptions& options) {
+              const MediumBound& medium, const SliceGroups& groups,
+              const std::vector<std::vector<int>>& classes, const MilpOptions& options) {
   add_assignment_rows(program, problem);
   add_makespan_rows(program, problem, bounds);
+  add_medium_rows(program, problem, medium);
   add_precedence_rows(program, problem);
   add_order_rows(program, problem, bounds);
   add_memory_rows(program, problem);
@@ -290,17 +308,21 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
   if (warm && !classes.empty()) order_by_symmetry(*warm, problem, classes, options.symmetry);
   // The warm start's times on the program's own model (its messages priced as the program
   // prices them), so that it is a feasible MIP start within the horizon.
+  const HeadsAndTails bounds = heads_and_tails(problem);
+  const MediumBound medium = medium_bound(problem, bounds);
   if (warm) {
     warm = linear_timeline(problem, warm->device,
                            orders_from_starts(graph, warm->device, warm->start));
+    // Within the horizon of the program's shared-link row too.
+    if (warm)
+      warm->makespan = std::max(warm->makespan, medium_makespan(problem, medium, warm->device));
   }
   // Shares of sliced nodes must be supported sizes (condition 5), if asked for.
   const SliceGroups groups = make_slice_groups(graph);
   if (warm && options.supported_shares && !warm_shares_supported(graph, problem, groups, *warm)) {
     warm.reset();
   }
-  double horizon = warm ? warm->makespan : trivial_horizon(problem);
-  const HeadsAndTails bounds = heads_and_tails(problem);
+  double horizon = warm ? warm->makespan : trivial_horizon(problem) + medium_worst(medium);
   const double lower = bounds.makespan;
   // Too little time for CBC to improve on the warm start; CBC 2.10 stopped within its
   // preprocessing also crashes now and then (CglPreProcess::postProcess), seen with the 0.05 s
@@ -328,7 +350,7 @@ MilpSolution solve_milp(const TaskGraph& graph, const MilpOptions& options,
     return result;
   }
   Program& program = *built;
-  add_rows(program, problem, bounds, groups, classes, options);
+  add_rows(program, problem, bounds, medium, groups, classes, options);
   result.ordered_pairs = program.ordered_pairs;
   result.disjunctive_pairs = program.disjunctive_pairs;
   result.columns = program.builder.columns();

@@ -483,6 +483,24 @@ std::vector<std::pair<std::string, double>> mip_start(const Program& program,
       }
     }
   }
+  if (!program.medium.empty()) {
+    std::vector<std::vector<bool>> sent(problem.tasks, std::vector<bool>(problem.devices, false));
+    bool any = false;
+    for (const auto& [producer, consumer] : graph.edges) {
+      if (warm.device[producer] == warm.device[consumer]) continue;
+      sent[producer][warm.device[consumer]] = true;
+      any = true;
+    }
+    for (std::size_t task = 0; task < problem.tasks; ++task) {
+      for (std::size_t device = 0; device < problem.devices; ++device) {
+        const int column = program.medium[task][device];
+        if (column >= 0)
+          values.push_back({ProgramBuilder::solver_name(column), sent[task][device] ? 1.0 : 0.0});
+      }
+    }
+    if (program.medium_any >= 0)
+      values.push_back({ProgramBuilder::solver_name(program.medium_any), any ? 1.0 : 0.0});
+  }
   for (const auto& [pair, column] : program.order_columns) {
     const auto [a, b] = pair;
     // The warm start appends to devices, so on a shared device start order is the order.

@@ -93,6 +93,10 @@ struct Program {
   // run on different devices (the reader copies the message), -1 where not priced.
   std::vector<std::vector<int>> sends;
   std::vector<int> cut;
+  // On a shared link (milp_medium.h): [task][device] 1 where the task's worker sends that device
+  // a message across the medium, -1 where none can; `medium_any` 1 where any does.
+  std::vector<std::vector<int>> medium;
+  int medium_any = -1;
   std::vector<std::pair<std::pair<int, int>, int>> order_columns;      // condition 7
   std::map<std::pair<int, std::size_t>, int> residency;                // condition 6
   std::map<std::tuple<int, std::size_t, int64_t>, int> share_columns;  // condition 5
