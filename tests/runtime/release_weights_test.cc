@@ -10,6 +10,7 @@
 
 #include "bitwise_equal.h"
 #include "ir/text.h"
+#include "kernels/kernel_test_util.h"
 #include "runtime/executor.h"
 #include "runtime/kernels/math/quantize_util.h"
 #include "runtime/random_inputs.h"
@@ -110,6 +111,30 @@ TEST(ReleasePackedWeights, AnInt8ConvolutionsWeightsGoOncePacked) {
   EXPECT_TRUE(w.expired()) << "the int8 weights are held once, packed";
   EXPECT_FALSE(scales.expired()) << "only the packed weights go";
   EXPECT_EQ(releasing.stats().released_weight_bytes, 16u * 8 * 9);
+}
+
+// The exact f32 route (CLEAVE_INT8_F32) runs from the f32 copy it packed: the loaded int8
+// weights go as they do for oneDNN's int8 kernel, and the outputs stay the int8 loops' bits.
+TEST(ReleasePackedWeights, TheF32RoutesInt8WeightsGoOncePacked) {
+  Graph graph = int8_convolution();
+  const auto inputs = random_inputs(graph, 7);
+  const auto expected = [&] {
+    kernel_test::ScopedEnvironment int8("CLEAVE_INT8_F32", "never");
+    return Executor(int8_convolution()).run(inputs);
+  }();
+  kernel_test::ScopedEnvironment route("CLEAVE_INT8_F32", "always");
+  const auto w = bytes_of(graph, "w"), scales = bytes_of(graph, "ws");
+  ExecutorOptions options;
+  options.release_packed_weights = true;
+  Executor releasing(graph, options);
+  for (ValueId id : graph.initializers()) graph.value(id).initializer->bytes.reset();
+  for (int run = 0; run < 2; ++run)
+    EXPECT_TRUE(bitwise_equal(releasing.run(inputs), expected)) << "run " << run;
+  EXPECT_TRUE(w.expired()) << "the int8 weights are held once, packed as f32";
+  EXPECT_FALSE(scales.expired()) << "the scales are read at every run";
+  EXPECT_EQ(releasing.stats().released_weight_bytes, 16u * 8 * 9);
+  const std::string& implementation = releasing.stats().implementations[0];
+  EXPECT_NE(implementation.find("int8 as exact f32"), std::string::npos) << implementation;
 }
 
 }  // namespace
