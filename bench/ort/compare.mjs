@@ -9,7 +9,6 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import ort from "onnxruntime-node";
 
 import {
   defaultCleave,
@@ -26,6 +25,8 @@ const flags = parseFlags(process.argv.slice(2), {
   only: "",
   markdown: "",
 });
+// Imported once the flags are read, so --help answers where onnxruntime-node is not installed.
+const ort = (await import("onnxruntime-node")).default;
 const relativeTolerance = 1e-3;
 const absoluteToleranceFraction = 1e-4;
 

@@ -10,7 +10,6 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import ort from "onnxruntime-node";
 
 import { defaultCleave, defaultCorpusDir, loadCorpus, parseFlags, readNpy } from "./common.mjs";
 
@@ -22,6 +21,8 @@ const flags = parseFlags(process.argv.slice(2), {
   dims: "h,w,c,hw,auto",
   markdown: "",
 });
+// Imported once the flags are read, so --help answers where onnxruntime-node is not installed.
+const ort = (await import("onnxruntime-node")).default;
 
 const arrays = {
   float32: Float32Array, float64: Float64Array, int8: Int8Array, uint8: Uint8Array,
