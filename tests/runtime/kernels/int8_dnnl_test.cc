@@ -523,8 +523,7 @@ TEST(Int8MatmulDnnl, MatMulIntegerMatchesTheLoops) {
 }
 
 // Many rows and odd sizes (37 rows of depth 75), data and weights at their ranges' ends, where
-// every pair of u8·s8 products overflows an int16 sum: without VNNI, the widened products,
-// their weights widened to int16 once for the many rows.
+// every pair of u8·s8 products overflows an int16 sum: without VNNI, the widened products.
 TEST(Int8MatmulDnnl, ManyRowsAtTheRangesEndsMatchTheLoops) {
   expect_dnnl_matmul_matches_loops({.op = "QLinearMatMul", .shape = {37, 75}, .extremes = true});
   expect_dnnl_matmul_matches_loops({.op = "QGemm", .shape = {37, 75}, .extremes = true});

@@ -1,7 +1,7 @@
 // cleave's widened int8 products (int16 pairs into int32) against their definition, element by
 // element: u8 and s8 data, zero points at the ends of their ranges, odd depths, partial column
-// blocks and row tiles, batched rows and a transposed output; weights packed as s8 and widened
-// to int16; rows in several chunks; the extreme values whose pairs no int16 sum holds.
+// blocks and row tiles, batched rows and a transposed output; rows in several chunks; the
+// extreme values whose pairs no int16 sum holds.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,16 +24,11 @@ struct Shape {
   int64_t batches, per_batch, depth, columns;
 };
 
-// How the weights are packed and which values the operands take.
-struct Variant {
-  bool widen = false;     // Weights widened to int16 once (widen_weights), as for many rows.
-  bool extremes = false;  // Data and weights only at their ranges' ends: pairs of ±65280.
-};
-
 // Data rows `depth` long at a stride of 3 within each batch (overlapping windows, as a strided
 // convolution's), sums written channel-major (out[b][j][i]).
 template <typename A>
-void expect_products_as_defined(const Shape& s, int32_t zero, bool with_bias, Variant v = {}) {
+void expect_products_as_defined(const Shape& s, int32_t zero, bool with_bias,
+                                bool extremes = false) {
   if (!quantize_detail::widened_products_available()) GTEST_SKIP() << "no AVX2";
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> value(std::numeric_limits<A>::lowest(),
@@ -44,8 +39,8 @@ void expect_products_as_defined(const Shape& s, int32_t zero, bool with_bias, Va
   std::bernoulli_distribution coin(0.75);
   const int lowest = std::numeric_limits<A>::lowest(), highest = std::numeric_limits<A>::max();
   const int far = zero - lowest > highest - zero ? lowest : highest;
-  const auto data_value = [&] { return v.extremes ? (coin(rng) ? far : zero) : value(rng); };
-  const auto weight_value = [&] { return v.extremes ? (coin(rng) ? -128 : 127) : weight(rng); };
+  const auto data_value = [&] { return extremes ? (coin(rng) ? far : zero) : value(rng); };
+  const auto weight_value = [&] { return extremes ? (coin(rng) ? -128 : 127) : weight(rng); };
   WidenedRows rows;
   rows.rows = s.batches * s.per_batch;
   rows.per_batch = s.per_batch;
@@ -61,12 +56,7 @@ void expect_products_as_defined(const Shape& s, int32_t zero, bool with_bias, Va
   for (int8_t& x : w) x = static_cast<int8_t>(weight_value());
   std::vector<int32_t> bias(static_cast<std::size_t>(s.columns));
   for (std::size_t j = 0; j < bias.size(); ++j) bias[j] = 1000 * static_cast<int32_t>(j) - 7000;
-  auto packed = quantize_detail::pack_widened(w.data(), s.depth, s.columns, 1, s.depth);
-  if (v.widen) {
-    quantize_detail::widen_weights(packed);
-    ASSERT_TRUE(packed.packed.empty());
-    ASSERT_EQ(packed.widened.size() % 16, 0u);
-  }
+  const auto packed = quantize_detail::pack_widened(w.data(), s.depth, s.columns, 1, s.depth);
   std::vector<int32_t> sums(static_cast<std::size_t>(rows.rows * s.columns), -1);
   quantize_detail::widened_products(packed, a.data(), zero, rows, with_bias ? bias.data() : nullptr,
                                     sums.data(), 2);
@@ -103,28 +93,18 @@ TEST(WidenedInt8, LargeProductsMatchTheDefinition) {
   expect_products_as_defined<uint8_t>({2, 50, 401, 67}, 131, true);
 }
 
-// The int16 weights (products of many rows) on the same shapes: partial tiles, odd depths, s8.
-TEST(WidenedInt8, Int16WeightsMatchTheDefinition) {
-  expect_products_as_defined<uint8_t>({2, 7, 17, 30}, 0, false, {.widen = true});
-  expect_products_as_defined<uint8_t>({1, 1, 33, 21}, 255, true, {.widen = true});
-  expect_products_as_defined<int8_t>({3, 5, 40, 9}, -128, true, {.widen = true});
-  expect_products_as_defined<uint8_t>({2, 50, 401, 67}, 131, true, {.widen = true});
-}
-
-// Every pair at ±255·(127 + 128) or 255·(±127 ∓ 128): sums an int16 pair sum (vpmaddubsw's)
-// would saturate, exact here, with the weights as s8 and as int16.
+// Data at |a − zero| = 255 or 0 and weights at -128 or 127: pairs of products up to 255·256
+// in size, which an int16 pair sum (oneDNN's vpmaddubsw without VNNI) would saturate.
 TEST(WidenedInt8, ExtremeValuesMatchTheDefinition) {
-  for (bool widen : {false, true}) {
-    expect_products_as_defined<uint8_t>({1, 9, 37, 19}, 0, true, {widen, true});
-    expect_products_as_defined<uint8_t>({1, 9, 37, 19}, 255, false, {widen, true});
-    expect_products_as_defined<int8_t>({2, 3, 64, 17}, 127, true, {widen, true});
-  }
+  expect_products_as_defined<uint8_t>({1, 9, 37, 19}, 0, true, true);
+  expect_products_as_defined<uint8_t>({1, 9, 37, 19}, 255, false, true);
+  expect_products_as_defined<int8_t>({2, 3, 64, 17}, 127, true, true);
 }
 
 // Rows of 1100 values (2200 bytes widened) by the hundred: the block pairs sweep the rows in
 // chunks of about 256 KiB, so 300 rows make three chunks, the last one partial, on two threads.
 TEST(WidenedInt8, RowsInSeveralChunksMatchTheDefinition) {
-  expect_products_as_defined<uint8_t>({3, 100, 1100, 19}, 77, true, {.widen = true});
+  expect_products_as_defined<uint8_t>({3, 100, 1100, 19}, 77, true);
 }
 
 // The kernel's one region on a team of two (rows widened, blocks summed, sums requantized, each

@@ -20,8 +20,8 @@ namespace cleave::quantize_detail {
 namespace {
 
 constexpr int64_t kBlock = 8;             // Columns per block: one ymm of int32 sums.
-constexpr int64_t kPairValues = 16;       // One pair of depth values of a block's 8 columns.
-constexpr int kRowsPerTile = 4;           // Rows sharing each weight load.
+constexpr int64_t kPairBytes = 16;        // One pair of depth values of a block's 8 columns.
+constexpr int kRowsPerTile = 4;           // Rows sharing each widened weight load.
 constexpr int64_t kSerialWork = 1 << 20;  // Products below which threads cost more than they give.
 // Widened rows a block pair's tiles sweep before the next pair's: they stay in L2 between pairs.
 constexpr int64_t kChunkBytes = 256 << 10;
@@ -30,19 +30,13 @@ int64_t pairs_of(int64_t depth) {
   return (depth + 1) / 2;
 }
 
-// 16 weights (a pair of depth values of 8 columns) as int16: widened here when packed as s8.
-__attribute__((target("avx2"))) inline __m256i load_pair(const int8_t* w) {
-  return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
-}
-__attribute__((target("avx2"))) inline __m256i load_pair(const int16_t* w) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
-}
-
 // Rows × Blocks column blocks: out[(r·Blocks + b)·8 + c] = Σ_p pair p of row r · block b's
 // pair p of column c. `a` holds each row's widened values (a_stride apart), the weights' blocks
-// are block_values apart.
-template <typename W, int Rows, int Blocks>
-__attribute__((target("avx2"))) void tile(const W* w, int64_t block_values, int64_t pairs,
+// are block_bytes apart. (Weights widened to int16 once at packing instead of here timed the
+// same, 0.98-1.03 on the held-out models' shapes: vpmaddwd and vpaddd bound the loop, not the
+// widening; docs/results/heldout-speed.md, 2026-12-01 hi8mm.)
+template <int Rows, int Blocks>
+__attribute__((target("avx2"))) void tile(const int8_t* w, int64_t block_bytes, int64_t pairs,
                                           const int16_t* a, int64_t a_stride, int32_t* out) {
   __m256i sums[Rows][Blocks];
   for (int r = 0; r < Rows; ++r) {
@@ -50,7 +44,10 @@ __attribute__((target("avx2"))) void tile(const W* w, int64_t block_values, int6
   }
   for (int64_t p = 0; p < pairs; ++p) {
     __m256i weights[Blocks];
-    for (int b = 0; b < Blocks; ++b) weights[b] = load_pair(w + b * block_values + p * kPairValues);
+    for (int b = 0; b < Blocks; ++b) {
+      weights[b] = _mm256_cvtepi8_epi16(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + b * block_bytes + p * kPairBytes)));
+    }
     for (int r = 0; r < Rows; ++r) {
       int32_t pair = 0;
       std::memcpy(&pair, a + r * a_stride + 2 * p, sizeof pair);
@@ -67,25 +64,23 @@ __attribute__((target("avx2"))) void tile(const W* w, int64_t block_values, int6
   }
 }
 
-template <typename W>
-using Tile = void (*)(const W*, int64_t, int64_t, const int16_t*, int64_t, int32_t*);
+using Tile = void (*)(const int8_t*, int64_t, int64_t, const int16_t*, int64_t, int32_t*);
 
-template <typename W, int Rows>
-Tile<W> tile_of(int64_t blocks) {
-  return blocks == 2 ? tile<W, Rows, 2> : tile<W, Rows, 1>;
+template <int Rows>
+Tile tile_of(int64_t blocks) {
+  return blocks == 2 ? tile<Rows, 2> : tile<Rows, 1>;
 }
 
-template <typename W>
-Tile<W> tile_of(int64_t rows, int64_t blocks) {
+Tile tile_of(int64_t rows, int64_t blocks) {
   switch (rows) {
     case 1:
-      return tile_of<W, 1>(blocks);
+      return tile_of<1>(blocks);
     case 2:
-      return tile_of<W, 2>(blocks);
+      return tile_of<2>(blocks);
     case 3:
-      return tile_of<W, 3>(blocks);
+      return tile_of<3>(blocks);
     default:
-      return tile_of<W, 4>(blocks);
+      return tile_of<4>(blocks);
   }
 }
 
@@ -104,15 +99,13 @@ void widen_rows(const A* a, int32_t a_zero, const WidenedRows& at, int64_t depth
 
 // Column blocks [begin, end) of every row: bias + the tiles' sums, written where `at` says.
 // The rows go in chunks of about kChunkBytes of widened values, each swept by every block pair.
-template <typename W>
-void block_sums(const WidenedWeights& w, const W* packed, const int16_t* rows, int64_t stride,
-                const WidenedRows& at, const int32_t* bias, int32_t* sums, int64_t begin,
-                int64_t end) {
+void block_sums(const WidenedWeights& w, const int16_t* rows, int64_t stride, const WidenedRows& at,
+                const int32_t* bias, int32_t* sums, int64_t begin, int64_t end) {
   const int64_t pairs = pairs_of(w.depth);
-  const int64_t block_values = pairs * kPairValues;
+  const int64_t block_bytes = pairs * kPairBytes;
+  const int64_t row_bytes = stride * static_cast<int64_t>(sizeof(int16_t));
   const int64_t chunk =
-      std::max<int64_t>(kRowsPerTile, kChunkBytes / static_cast<int64_t>(stride * sizeof(int16_t)) /
-                                          kRowsPerTile * kRowsPerTile);
+      std::max<int64_t>(kRowsPerTile, kChunkBytes / row_bytes / kRowsPerTile * kRowsPerTile);
   int32_t tile_sums[kRowsPerTile * 2 * kBlock];
   for (int64_t first_row = 0; first_row < at.rows; first_row += chunk) {
     const int64_t last_row = std::min(at.rows, first_row + chunk);
@@ -120,8 +113,8 @@ void block_sums(const WidenedWeights& w, const W* packed, const int16_t* rows, i
       const int64_t width = std::min<int64_t>(2, end - block);
       for (int64_t row = first_row; row < last_row; row += kRowsPerTile) {
         const int64_t height = std::min<int64_t>(kRowsPerTile, last_row - row);
-        tile_of<W>(height, width)(packed + block * block_values, block_values, pairs,
-                                  rows + row * stride, stride, tile_sums);
+        tile_of(height, width)(w.packed.data() + block * block_bytes, block_bytes, pairs,
+                               rows + row * stride, stride, tile_sums);
         for (int64_t r = 0; r < height; ++r) {
           const int64_t i = row + r;
           int32_t* out = sums + (i / at.per_batch) * at.out_batch_stride +
@@ -135,15 +128,6 @@ void block_sums(const WidenedWeights& w, const W* packed, const int16_t* rows, i
         }
       }
     }
-  }
-}
-
-void block_sums(const WidenedWeights& w, const int16_t* rows, int64_t stride, const WidenedRows& at,
-                const int32_t* bias, int32_t* sums, int64_t begin, int64_t end) {
-  if (w.packed.empty() && !w.widened.empty()) {
-    block_sums(w, w.widened.data(), rows, stride, at, bias, sums, begin, end);
-  } else {
-    block_sums(w, w.packed.data(), rows, stride, at, bias, sums, begin, end);
   }
 }
 
@@ -249,10 +233,10 @@ WidenedWeights pack_widened(const int8_t* w, int64_t depth, int64_t columns, int
   packed.columns = columns;
   const int64_t pairs = pairs_of(depth);
   const int64_t blocks = (columns + kBlock - 1) / kBlock;
-  packed.packed.assign(static_cast<std::size_t>(blocks * pairs * kPairValues), 0);
+  packed.packed.assign(static_cast<std::size_t>(blocks * pairs * kPairBytes), 0);
   for (int64_t block = 0; block < blocks; ++block) {
     for (int64_t p = 0; p < pairs; ++p) {
-      int8_t* out = packed.packed.data() + (block * pairs + p) * kPairValues;
+      int8_t* out = packed.packed.data() + (block * pairs + p) * kPairBytes;
       for (int64_t c = 0; c < kBlock; ++c) {
         const int64_t j = block * kBlock + c;
         for (int64_t e = 0; e < 2; ++e) {
@@ -263,11 +247,6 @@ WidenedWeights pack_widened(const int8_t* w, int64_t depth, int64_t columns, int
     }
   }
   return packed;
-}
-
-void widen_weights(WidenedWeights& weights) {
-  weights.widened.assign(weights.packed.begin(), weights.packed.end());
-  weights.packed = {};
 }
 
 bool widened_products_available() {
@@ -286,10 +265,6 @@ void widened_products(const WidenedWeights& w, const int8_t* a, int32_t a_zero,
 
 std::unique_ptr<Kernel> make_widened_kernel(WidenedWeights weights, OutputSpec output,
                                             const WidenedProduct& how, int threads) {
-  // More rows than a tile's: each weight is loaded again for every tile, so it is widened once
-  // here rather than in every tile (the loop's vpmovsxbw, a third of its vector instructions
-  // beside vpmaddwd and vpaddd); up to a tile's rows it is read once, and half the bytes win.
-  if (how.rows.rows > kRowsPerTile) widen_weights(weights);
   return std::make_unique<WidenedKernel>(std::move(weights), std::move(output), how, threads);
 }
 

@@ -15,23 +15,16 @@
 namespace cleave::quantize_detail {
 
 /// s8 weights w[k, j] (k < depth, j < columns) packed for widened_products: the columns in
-/// blocks of 8, each block's depth in pairs (an odd depth ends with a 0 weight). As s8
-/// (`packed`), or after widen_weights as int16 in the same order (`widened`; `packed` empty).
+/// blocks of 8, each block's depth in pairs (an odd depth ends with a 0 weight).
 struct WidenedWeights {
   int64_t depth = 0, columns = 0;
   std::vector<int8_t> packed;
-  std::vector<int16_t> widened;
 };
 
 /// Packs w[k, j] read at w + k·depth_stride + j·column_stride (a matmul's [K, N] weights:
 /// strides N and 1; a convolution's [M, C·taps] ones: 1 and C·taps).
 WidenedWeights pack_widened(const int8_t* w, int64_t depth, int64_t columns, int64_t depth_stride,
                             int64_t column_stride);
-
-/// Widens packed weights to int16 once (twice the bytes), so that the products' loop loads them
-/// as they are instead of widening each load: for products of many rows, which load each weight
-/// once per tile of rows.
-void widen_weights(WidenedWeights& weights);
 
 /// Whether widened_products runs here: cleave's vector path (which ONEDNN_MAX_CPU_ISA caps
 /// too) has AVX2.
