@@ -247,10 +247,10 @@ std::unique_ptr<Kernel> try_split_weights_matmul(const KernelContext& context, c
 
 // Without VNNI, products of u8 or s8 data with constant s8 weights of zero point 0 run as one
 // pass of cleave's widened int16 products, at any row count: the split's two oneDNN passes and
-// the add of their sums took 1.2-2.5x its time on every shape timed, from 37 x 75 x 45 to
-// 784 x 512 x 512 and transformer_decoder_int8's 80 x 128 x 384 (bench/kernels/
-// int8_matmul_shapes.py, docs/results/heldout-speed.md, 2026-12-01 hi8mm), and s8 data, which
-// the split cannot take, would run the loops.
+// the add of their sums took 1.35-1.66x its time at 1 thread on every shape timed, from
+// 37 x 75 x 45 through transformer_decoder_int8's 80 x 128 x 384 to 784 x 512 x 512
+// (bench/kernels/int8_matmul_shapes.py, docs/results/heldout-speed.md, 2026-12-01 hi8mm), and
+// s8 data, which the split cannot take, would run the loops.
 std::unique_ptr<Kernel> try_widened_matmul(const KernelContext& context, const Product& p,
                                            const Operands& at, bool requantized) {
   const int64_t rows = volume(p.output_shape) / p.n;
