@@ -1,5 +1,6 @@
 // ONNX Runtime's own per-node times for one model, to set beside `cleave profile`'s.
 // Usage: node profile_nodes.mjs model.onnx input.npy inputName threads [runs]
+// (a model of several inputs: input.npy and inputName as comma-separated lists, in the same order)
 // Runs the model `runs` times (default 200) with ORT's session profiler and prints, in execution
 // order, each node's median kernel time in microseconds over all runs after the first 20, as
 // JSON lines {"node", "op", "us", "us_p10", "shapes"} (us_p10: the 10th percentile, for a host
@@ -15,7 +16,11 @@ import { readNpy } from "./common.mjs";
 
 const [modelFile, inputFile, inputName, threads, runsArg] = process.argv.slice(2);
 const runs = Number(runsArg ?? 200);
-const input = readNpy(inputFile);
+const inputFiles = inputFile.split(","), inputNames = inputName.split(",");
+if (inputFiles.length !== inputNames.length) {
+  console.error(`profile_nodes.mjs: ${inputFiles.length} input file(s) but ${inputNames.length} name(s)`);
+  process.exit(1);
+}
 const prefix = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "ort-profile-")), "profile");
 const session = await ort.InferenceSession.create(modelFile, {
   intraOpNumThreads: Number(threads),
@@ -25,7 +30,11 @@ const session = await ort.InferenceSession.create(modelFile, {
   enableProfiling: true,
   profileFilePrefix: prefix,
 });
-const feeds = { [inputName]: new ort.Tensor(input.ortType, input.data, input.shape) };
+const feeds = {};
+inputNames.forEach((name, i) => {
+  const input = readNpy(inputFiles[i]);
+  feeds[name] = new ort.Tensor(input.ortType, input.data, input.shape);
+});
 for (let i = 0; i < runs; ++i) await session.run(feeds);
 session.endProfiling();
 const dir = path.dirname(prefix);

@@ -448,7 +448,9 @@ struct Product {
   std::string op;
   std::string data = "u8";
   std::vector<int64_t> shape = {2, 5, 16};
-  const char* without_vnni = kSplit;
+  const char* without_vnni = kWidened;
+  bool extremes = false;  // Data and weights at their ranges' ends (int16 pair sums overflow).
+  int threads = 1;
 };
 
 std::string matmul_text(const Product& c, const std::vector<double>& w, bool constant) {
@@ -485,10 +487,16 @@ void expect_dnnl_matmul_matches_loops(const Product& c) {
   const int64_t depth = c.shape.back();
   std::vector<double> a(static_cast<std::size_t>(count_of(c.shape)));
   std::vector<double> w(static_cast<std::size_t>(depth * 24));
-  for (double& v : a) v = byte(rng) - (c.data == "u8" ? 0 : 128);
-  for (double& v : w) v = weight(rng);
+  // At the ends: u8 data 0 or 255 (zero point 9), i8 data -128 or 127 (zero point -3).
+  std::bernoulli_distribution coin(0.5);
+  for (double& v : a) {
+    v = (c.extremes ? (coin(rng) ? 255 : 0) : byte(rng)) - (c.data == "u8" ? 0 : 128);
+  }
+  for (double& v : w) v = c.extremes ? (coin(rng) ? 127 : -128) : weight(rng);
   const Tensor input = make_tensor(c.data == "u8" ? DataType::kUInt8 : DataType::kInt8, c.shape, a);
-  Executor dnnl(parse_graph(matmul_text(c, w, true)));
+  ExecutorOptions options;
+  options.threads = c.threads;
+  Executor dnnl(parse_graph(matmul_text(c, w, true)), options);
   const Tensor fast = dnnl.run({{"a", input}})[0];
   Executor loops(parse_graph(matmul_text(c, w, false)));
   const Tensor slow =
@@ -512,6 +520,22 @@ TEST(Int8MatmulDnnl, QGemmWithBiasMatchesTheLoops) {
 
 TEST(Int8MatmulDnnl, MatMulIntegerMatchesTheLoops) {
   expect_dnnl_matmul_matches_loops({"MatMulInteger"});
+}
+
+// Many rows and odd sizes (37 rows of depth 75), data and weights at their ranges' ends, where
+// every pair of u8·s8 products overflows an int16 sum: without VNNI, the widened products.
+TEST(Int8MatmulDnnl, ManyRowsAtTheRangesEndsMatchTheLoops) {
+  expect_dnnl_matmul_matches_loops({.op = "QLinearMatMul", .shape = {37, 75}, .extremes = true});
+  expect_dnnl_matmul_matches_loops({.op = "QGemm", .shape = {37, 75}, .extremes = true});
+  expect_dnnl_matmul_matches_loops(
+      {.op = "MatMulInteger", .data = "i8", .shape = {3, 13, 75}, .extremes = true});
+}
+
+// 400 rows of depth 301, 2.9 M products: the widened kernel's team of two shares the column
+// blocks and the requantization.
+TEST(Int8MatmulDnnl, ATwoThreadProductMatchesTheLoops) {
+  expect_dnnl_matmul_matches_loops({.op = "QGemm", .shape = {2, 200, 301}, .threads = 2});
+  expect_dnnl_matmul_matches_loops({.op = "QLinearMatMul", .shape = {2, 200, 301}, .threads = 2});
 }
 
 // One row (a classifier's last Gemm), an odd depth: without VNNI, cleave's widened products.

@@ -1,6 +1,7 @@
 // cleave's widened int8 products (int16 pairs into int32) against their definition, element by
 // element: u8 and s8 data, zero points at the ends of their ranges, odd depths, partial column
-// blocks and row tiles, batched rows and a transposed output.
+// blocks and row tiles, batched rows and a transposed output; rows in several chunks; the
+// extreme values whose pairs no int16 sum holds.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,12 +27,20 @@ struct Shape {
 // Data rows `depth` long at a stride of 3 within each batch (overlapping windows, as a strided
 // convolution's), sums written channel-major (out[b][j][i]).
 template <typename A>
-void expect_products_as_defined(const Shape& s, int32_t zero, bool with_bias) {
+void expect_products_as_defined(const Shape& s, int32_t zero, bool with_bias,
+                                bool extremes = false) {
   if (!quantize_detail::widened_products_available()) GTEST_SKIP() << "no AVX2";
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> value(std::numeric_limits<A>::lowest(),
                                            std::numeric_limits<A>::max());
   std::uniform_int_distribution<int> weight(-128, 127);
+  // At the ends: the data at the end of its range farther from the zero point (|a − zero| is
+  // 255 there for a zero point at the other end) or at the zero point.
+  std::bernoulli_distribution coin(0.75);
+  const int lowest = std::numeric_limits<A>::lowest(), highest = std::numeric_limits<A>::max();
+  const int far = zero - lowest > highest - zero ? lowest : highest;
+  const auto data_value = [&] { return extremes ? (coin(rng) ? far : zero) : value(rng); };
+  const auto weight_value = [&] { return extremes ? (coin(rng) ? -128 : 127) : weight(rng); };
   WidenedRows rows;
   rows.rows = s.batches * s.per_batch;
   rows.per_batch = s.per_batch;
@@ -41,10 +50,10 @@ void expect_products_as_defined(const Shape& s, int32_t zero, bool with_bias) {
   rows.out_row_stride = 1;
   rows.out_column_stride = s.per_batch;
   std::vector<A> a(static_cast<std::size_t>(s.batches * rows.batch_stride));
-  for (A& v : a) v = static_cast<A>(value(rng));
+  for (A& x : a) x = static_cast<A>(data_value());
   // Weights [columns, depth] as a convolution keeps them.
   std::vector<int8_t> w(static_cast<std::size_t>(s.columns * s.depth));
-  for (int8_t& v : w) v = static_cast<int8_t>(weight(rng));
+  for (int8_t& x : w) x = static_cast<int8_t>(weight_value());
   std::vector<int32_t> bias(static_cast<std::size_t>(s.columns));
   for (std::size_t j = 0; j < bias.size(); ++j) bias[j] = 1000 * static_cast<int32_t>(j) - 7000;
   const auto packed = quantize_detail::pack_widened(w.data(), s.depth, s.columns, 1, s.depth);
@@ -82,6 +91,20 @@ TEST(WidenedInt8, S8RowsMatchTheDefinition) {
 // Enough products for the threads to share the column blocks.
 TEST(WidenedInt8, LargeProductsMatchTheDefinition) {
   expect_products_as_defined<uint8_t>({2, 50, 401, 67}, 131, true);
+}
+
+// Data at |a − zero| = 255 or 0 and weights at -128 or 127: pairs of products up to 255·256
+// in size, which an int16 pair sum (oneDNN's vpmaddubsw without VNNI) would saturate.
+TEST(WidenedInt8, ExtremeValuesMatchTheDefinition) {
+  expect_products_as_defined<uint8_t>({1, 9, 37, 19}, 0, true, true);
+  expect_products_as_defined<uint8_t>({1, 9, 37, 19}, 255, false, true);
+  expect_products_as_defined<int8_t>({2, 3, 64, 17}, 127, true, true);
+}
+
+// Rows of 1100 values (2200 bytes widened) by the hundred: the block pairs sweep the rows in
+// chunks of about 256 KiB, so 300 rows make three chunks, the last one partial, on two threads.
+TEST(WidenedInt8, RowsInSeveralChunksMatchTheDefinition) {
+  expect_products_as_defined<uint8_t>({3, 100, 1100, 19}, 77, true);
 }
 
 // The kernel's one region on a team of two (rows widened, blocks summed, sums requantized, each

@@ -211,7 +211,8 @@ class DnnlInt8Matmul final : public Kernel, public PackedConstants {
 // data with more than one row, constant zero points and scales; nullptr otherwise (or when
 // oneDNN offers only its reference code), so the loops run.
 // Without VNNI (split_weights.h): the two halves' products of u8 data to int32 sums, added and
-// requantized; nullptr where oneDNN lacks them.
+// requantized; nullptr where oneDNN lacks them. Only weights of a nonzero zero point come here
+// (the widened products take the others).
 std::unique_ptr<Kernel> try_split_weights_matmul(const KernelContext& context, const Product& p,
                                                  const Operands& at, bool requantized) {
   if (context.input(at.a).dtype() != DataType::kUInt8) return nullptr;
@@ -244,18 +245,16 @@ std::unique_ptr<Kernel> try_split_weights_matmul(const KernelContext& context, c
       how, context.threads);
 }
 
-// Without VNNI, products of few rows (a classifier's last Gemm, a decoder step) run as one pass
-// of cleave's widened int16 products rather than two oneDNN calls and the add of their sums;
-// s8 data, which the split cannot take, runs there at any row count instead of the loops.
-constexpr int64_t kWidenedRows = 4;
-
+// Without VNNI, products of u8 or s8 data with constant s8 weights of zero point 0 run as one
+// pass of cleave's widened int16 products, at any row count: the split's two oneDNN passes and
+// the add of their sums took 1.35-1.66x its time at 1 thread on every shape timed, from
+// 37 x 75 x 45 through transformer_decoder_int8's 80 x 128 x 384 to 784 x 512 x 512
+// (bench/kernels/int8_matmul_shapes.py, docs/results/heldout-speed.md, 2026-12-01 hi8mm), and
+// s8 data, which the split cannot take, would run the loops.
 std::unique_ptr<Kernel> try_widened_matmul(const KernelContext& context, const Product& p,
                                            const Operands& at, bool requantized) {
   const int64_t rows = volume(p.output_shape) / p.n;
-  const bool s8_data = context.input(at.a).dtype() == DataType::kInt8;
-  if (!quantize_detail::widened_products_available() || (!s8_data && rows > kWidenedRows)) {
-    return nullptr;
-  }
+  if (!quantize_detail::widened_products_available()) return nullptr;
   auto optional = [&](std::size_t i) { return context.has_input(i) ? context.inputs[i] : nullptr; };
   for (int32_t zero : zero_point_values(optional(at.b_zero))) {
     if (zero != 0) return nullptr;

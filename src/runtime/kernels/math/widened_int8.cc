@@ -23,6 +23,8 @@ constexpr int64_t kBlock = 8;             // Columns per block: one ymm of int32
 constexpr int64_t kPairBytes = 16;        // One pair of depth values of a block's 8 columns.
 constexpr int kRowsPerTile = 4;           // Rows sharing each widened weight load.
 constexpr int64_t kSerialWork = 1 << 20;  // Products below which threads cost more than they give.
+// Widened rows a block pair's tiles sweep before the next pair's: they stay in L2 between pairs.
+constexpr int64_t kChunkBytes = 256 << 10;
 
 int64_t pairs_of(int64_t depth) {
   return (depth + 1) / 2;
@@ -30,7 +32,9 @@ int64_t pairs_of(int64_t depth) {
 
 // Rows × Blocks column blocks: out[(r·Blocks + b)·8 + c] = Σ_p pair p of row r · block b's
 // pair p of column c. `a` holds each row's widened values (a_stride apart), the weights' blocks
-// are block_bytes apart.
+// are block_bytes apart. (Weights widened to int16 once at packing instead of here timed the
+// same, 0.98-1.03 on the held-out models' shapes: vpmaddwd and vpaddd bound the loop, not the
+// widening; docs/results/heldout-speed.md, 2026-12-01 hi8mm.)
 template <int Rows, int Blocks>
 __attribute__((target("avx2"))) void tile(const int8_t* w, int64_t block_bytes, int64_t pairs,
                                           const int16_t* a, int64_t a_stride, int32_t* out) {
@@ -94,26 +98,33 @@ void widen_rows(const A* a, int32_t a_zero, const WidenedRows& at, int64_t depth
 }
 
 // Column blocks [begin, end) of every row: bias + the tiles' sums, written where `at` says.
+// The rows go in chunks of about kChunkBytes of widened values, each swept by every block pair.
 void block_sums(const WidenedWeights& w, const int16_t* rows, int64_t stride, const WidenedRows& at,
                 const int32_t* bias, int32_t* sums, int64_t begin, int64_t end) {
   const int64_t pairs = pairs_of(w.depth);
   const int64_t block_bytes = pairs * kPairBytes;
+  const int64_t row_bytes = stride * static_cast<int64_t>(sizeof(int16_t));
+  const int64_t chunk =
+      std::max<int64_t>(kRowsPerTile, kChunkBytes / row_bytes / kRowsPerTile * kRowsPerTile);
   int32_t tile_sums[kRowsPerTile * 2 * kBlock];
-  for (int64_t block = begin; block < end; block += 2) {
-    const int64_t width = std::min<int64_t>(2, end - block);
-    for (int64_t row = 0; row < at.rows; row += kRowsPerTile) {
-      const int64_t height = std::min<int64_t>(kRowsPerTile, at.rows - row);
-      tile_of(height, width)(w.packed.data() + block * block_bytes, block_bytes, pairs,
-                             rows + row * stride, stride, tile_sums);
-      for (int64_t r = 0; r < height; ++r) {
-        const int64_t i = row + r;
-        int32_t* out = sums + (i / at.per_batch) * at.out_batch_stride +
-                       (i % at.per_batch) * at.out_row_stride;
-        const int64_t first = block * kBlock;
-        const int64_t last = std::min(w.columns, first + width * kBlock);
-        const int32_t* own = tile_sums + r * width * kBlock;
-        for (int64_t j = first; j < last; ++j) {
-          out[j * at.out_column_stride] = own[j - first] + (bias ? bias[j] : 0);
+  for (int64_t first_row = 0; first_row < at.rows; first_row += chunk) {
+    const int64_t last_row = std::min(at.rows, first_row + chunk);
+    for (int64_t block = begin; block < end; block += 2) {
+      const int64_t width = std::min<int64_t>(2, end - block);
+      for (int64_t row = first_row; row < last_row; row += kRowsPerTile) {
+        const int64_t height = std::min<int64_t>(kRowsPerTile, last_row - row);
+        tile_of(height, width)(w.packed.data() + block * block_bytes, block_bytes, pairs,
+                               rows + row * stride, stride, tile_sums);
+        for (int64_t r = 0; r < height; ++r) {
+          const int64_t i = row + r;
+          int32_t* out = sums + (i / at.per_batch) * at.out_batch_stride +
+                         (i % at.per_batch) * at.out_row_stride;
+          const int64_t first = block * kBlock;
+          const int64_t last = std::min(w.columns, first + width * kBlock);
+          const int32_t* own = tile_sums + r * width * kBlock;
+          for (int64_t j = first; j < last; ++j) {
+            out[j * at.out_column_stride] = own[j - first] + (bias ? bias[j] : 0);
+          }
         }
       }
     }
