@@ -139,9 +139,16 @@ bool shapes_left_open(const Graph& graph) {
   return false;
 }
 
-// Infers the shapes still open once more, on the folded graph; keeps every shape known.
+bool has_domain_kernel(const std::string& domain, const std::string& op_type);
+
+// Infers the shapes still open once more, on the folded graph; keeps every shape known. The
+// graph may hold the com.microsoft operators cleave's own passes write (QDQ fusion's QGemm):
+// ONNX's inference passes over them, and the shapes kernels gave their outputs go in as
+// declared, so the values after them are inferred too.
 int complete_shapes(Graph& graph, const std::string& origin) {
-  Graph inferred = import_onnx(without_large_weights(graph), origin);
+  ImportOptions import;
+  import.runs_domain_op = has_domain_kernel;
+  Graph inferred = import_onnx(without_large_weights(graph), origin, import);
   int completed = 0;
   for (NodeId id : graph.node_ids()) {
     for (ValueId output : graph.node(id).outputs) {

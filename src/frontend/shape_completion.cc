@@ -185,6 +185,34 @@ std::vector<int64_t> windowed_dims(const Graph& graph, const Node& node) {
   return out;
 }
 
+// com.microsoft.QGemm, which QDQ fusion writes for a quantized Gemm with a bias: (M, N) from A's
+// and B's dims and transA / transB, as Gemm's. Without it ONNX's inference stops at the node and
+// every value after it stays open (transformer_decoder_int8's layer normalizations then went
+// unfused: their inputs had no rank).
+int complete_qgemm(Graph& graph, NodeId id) {
+  const Node& node = graph.node(id);
+  if (node.inputs.size() < 4 || node.outputs.size() != 1 || node.outputs[0] == kNoValue) return 0;
+  const std::vector<int64_t> a = known_dims(graph, node.inputs[0]);
+  const std::vector<int64_t> b = known_dims(graph, node.inputs[3]);
+  Value& output = graph.value(node.outputs[0]);
+  if (a.size() != 2 || b.size() != 2) return 0;
+  if (output.dtype == DataType::kUndefined) {
+    // The contrib op's output: quantized as y_zero_point (u8 without one) when it has a
+    // y_scale, else float.
+    const auto input = [&](std::size_t i) {
+      return i < node.inputs.size() ? node.inputs[i] : kNoValue;
+    };
+    output.dtype = input(7) == kNoValue   ? DataType::kFloat
+                   : input(8) == kNoValue ? DataType::kUInt8
+                                          : graph.value(input(8)).dtype;
+  }
+  const bool trans_a = node.int_attribute("transA", 0) != 0;
+  const bool trans_b = node.int_attribute("transB", 0) != 0;
+  if ((trans_a ? a[0] : a[1]) != (trans_b ? b[1] : b[0])) return 0;  // The run reports it.
+  output.shape = Shape::of({trans_a ? a[1] : a[0], trans_b ? b[0] : b[1]});
+  return 1;
+}
+
 // Shapes that follow from the inputs' shapes by a formula, without a kernel: a Conv's and a
 // pooling's (a Conv kernel made to ask would pack its weights), and Shape's and Size's of an
 // input whose rank alone is known (no kernel takes a stand-in of unknown dims). These are
@@ -192,6 +220,7 @@ std::vector<int64_t> windowed_dims(const Graph& graph, const Node& node) {
 // the whole graph to a child process. -1: not such a node.
 int complete_by_formula(Graph& graph, NodeId id) {
   const Node& node = graph.node(id);
+  if (node.domain == "com.microsoft" && node.op_type == "QGemm") return complete_qgemm(graph, id);
   if (!node.domain.empty() || node.inputs.empty() || node.inputs[0] == kNoValue ||
       node.outputs.empty() || node.outputs[0] == kNoValue)
     return -1;

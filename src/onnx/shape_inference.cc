@@ -6,9 +6,11 @@
 #include <onnx/shape_inference/implementation.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,9 +23,21 @@ namespace {
 
 // Inference merges what it computes into the declared value_info and output shapes and keeps
 // a wrong declaration when the two conflict; without them, what comes back is computed alone,
-// and the importer compares it with the declarations.
+// and the importer compares it with the declarations. The outputs of other domains' nodes keep
+// theirs: ONNX has no schema to compute them from, and without them inference stops there
+// (the com.microsoft.QGemm QDQ fusion writes, whose shape the frontend completes itself).
 void forget_declared_shapes(onnx::GraphProto* graph) {
-  graph->clear_value_info();
+  std::set<std::string, std::less<>> undeducible;
+  for (const auto& node : graph->node()) {
+    if (node.domain().empty() || node.domain() == "ai.onnx") continue;
+    undeducible.insert(node.output().begin(), node.output().end());
+  }
+  auto* infos = graph->mutable_value_info();
+  infos->erase(std::remove_if(infos->begin(), infos->end(),
+                              [&](const onnx::ValueInfoProto& info) {
+                                return !undeducible.contains(info.name());
+                              }),
+               infos->end());
   for (auto& output : *graph->mutable_output()) {
     if (output.type().has_tensor_type()) {
       output.mutable_type()->mutable_tensor_type()->clear_shape();

@@ -240,6 +240,43 @@ TEST(LoadModelFolded, ShapesAndFoldingAlternateUntilEveryShapeIsStatic) {
   for (NodeId id : loaded.node_ids()) EXPECT_NE(loaded.node(id).op_type, "Shape");
 }
 
+// QDQ fusion's com.microsoft.QGemm on a reshape whose shape folding computes: the QGemm's
+// shape closes by its formula and ONNX's inference goes on from it (it keeps the declared
+// shapes of other domains' outputs), so the values after it are static too. Before, they stayed
+// without a rank, and transformer_decoder_int8's layer normalizations went unfused.
+TEST(LoadModelFolded, ShapesAfterAQGemmAreInferred) {
+  Graph graph = parse_graph(R"(graph g [ai.onnx=13, com.microsoft=1] (%x: u8[2,2,4]) {
+  @zero: i64[1] = [0]
+  @two: i64[1] = [2]
+  @four: i64[1] = [4]
+  @s: f32[] = [0.5]
+  @z: u8[] = [3]
+  @w: i8[4,3] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+  @wz: i8[] = [0]
+  @bias: i32[3] = [1, 2, 3]
+  %shape_of = Shape(%x)
+  %batch = Gather[axis=0](%shape_of, @zero)
+  %rows = Mul(%batch, @two)
+  %shape = Concat[axis=0](%rows, @four)
+  %a = Reshape(%x, %shape)
+  %q = com.microsoft.QGemm(%a, @s, @z, @w, @s, @wz, @bias, @s, @z)
+  %d = DequantizeLinear(%q, @s, @z)
+  %y = Relu(%d)
+  return %y
+}
+)");
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("cleave_load_qgemm_" + std::to_string(::getpid()) + ".onnx"))
+                               .string();
+  export_onnx(graph, path);
+  const Graph loaded = load_model(path);
+  std::filesystem::remove(path);
+  for (auto [name, type] : {std::pair{"q", "u8[4,3]"}, std::pair{"d", "f32[4,3]"}}) {
+    const Value& value = loaded.value(*loaded.find_value(name));
+    EXPECT_EQ(print_type(value.dtype, value.shape), type) << name;
+  }
+}
+
 // What `cleave optimize` writes for a QDQ Add (com.microsoft's QLinearAdd, which cleave runs)
 // loads again; another domain's operator without a kernel is still refused.
 std::string contrib_model_path(const std::string& op_type) {
