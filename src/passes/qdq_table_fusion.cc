@@ -51,11 +51,14 @@ struct Chain {
   std::vector<NodeId> nodes;  // In id order: the model's, a topological one.
 };
 
-// The chain computing QuantizeLinear `quantize`'s input, when it is one (see the header).
-std::optional<Chain> chain_of(const Graph& graph, NodeId quantize,
+// The chain computing QuantizeLinear `end`'s input (`end_in_chain` false), or ending with the
+// elementwise node `end` (true: its output may have any readers), when it is one (see the
+// header).
+std::optional<Chain> chain_of(const Graph& graph, NodeId end, bool end_in_chain,
                               const std::vector<bool>& read_by_bodies) {
   Chain chain;
-  std::vector<ValueId> pending = {graph.node(quantize).inputs[0]};
+  std::vector<ValueId> pending = {end_in_chain ? graph.node(end).outputs[0]
+                                               : graph.node(end).inputs[0]};
   std::set<NodeId> seen;
   while (!pending.empty()) {
     const ValueId value = pending.back();
@@ -83,7 +86,9 @@ std::optional<Chain> chain_of(const Graph& graph, NodeId quantize,
   const Value& source = graph.value(dequantize.inputs[0]).shape.is_static()
                             ? graph.value(dequantize.inputs[0])
                             : graph.value(dequantize.outputs[0]);
-  if (!is_8_bit(graph.value(dequantize.inputs[0]).dtype) || !source.shape.is_static() ||
+  // A constant source is constant folding's (and the tables' own chains are such).
+  if (is_constant(graph, dequantize.inputs[0]) ||
+      !is_8_bit(graph.value(dequantize.inputs[0]).dtype) || !source.shape.is_static() ||
       source.shape.element_count() < kTableSize) {
     return std::nullopt;
   }
@@ -98,9 +103,10 @@ std::optional<Chain> chain_of(const Graph& graph, NodeId quantize,
       }
     }
     const ValueId output = node.outputs[0];
+    if (end_in_chain && id == end) continue;  // The chain's result, read by anything.
     if (!is_removable(graph, output, read_by_bodies)) return std::nullopt;
     for (NodeId reader : graph.consumers(output)) {
-      if (reader != quantize && !seen.contains(reader)) return std::nullopt;
+      if (reader != end && !seen.contains(reader)) return std::nullopt;
     }
   }
   return chain;
@@ -113,8 +119,56 @@ TensorData byte_values(DataType type) {
   return TensorData::from<uint8_t>(type, {kTableSize}, bytes);
 }
 
-bool try_fuse_table(Graph& graph, NodeId quantize, const std::vector<bool>& read_by_bodies,
-                    PassResult& result) {
+// The clone of `value`, or `value` itself (a constant).
+ValueId clone_in(const std::vector<std::pair<ValueId, ValueId>>& cloned, ValueId value) {
+  for (const auto& [from, to] : cloned) {
+    if (from == value) return to;
+  }
+  return value;
+}
+
+ValueId add_clone(Graph& graph, const Node& node, std::vector<ValueId> inputs, DataType dtype) {
+  const ValueId out =
+      graph.add_value(unique_value_name(graph, graph.value(node.outputs[0]).name + "_table"), dtype,
+                      Shape::of({kTableSize}));
+  graph.add_node(node.op_type, std::move(inputs), {out}, node.attributes,
+                 node.name.empty() ? std::string() : node.name + "_table", node.domain);
+  return out;
+}
+
+// The chain's nodes again, its DequantizeLinear's too, on a constant of the 256 byte values of
+// its source (so constant folding computes them): each chain value and its clone.
+std::vector<std::pair<ValueId, ValueId>> clone_on_bytes(Graph& graph, const Chain& chain,
+                                                        const std::string& base) {
+  const Node dequantize = graph.node(chain.dequantize);
+  std::vector<ValueId> inputs = dequantize.inputs;
+  inputs[0] = graph.add_initializer(unique_value_name(graph, base + "_bytes"),
+                                    byte_values(graph.value(dequantize.inputs[0]).dtype));
+  std::vector<std::pair<ValueId, ValueId>> cloned = {
+      {dequantize.outputs[0], add_clone(graph, dequantize, inputs, DataType::kFloat)}};
+  for (NodeId id : chain.nodes) {
+    const Node node = graph.node(id);
+    inputs.clear();
+    for (ValueId input : node.inputs) inputs.push_back(clone_in(cloned, input));
+    cloned.emplace_back(node.outputs[0], add_clone(graph, node, inputs, DataType::kFloat));
+  }
+  return cloned;
+}
+
+// Replaces the chain (and `quantize`, when one) by ByteTable(source, table) writing `output`.
+void replace_by_lookup(Graph& graph, const Chain& chain, NodeId quantize, ValueId table,
+                       ValueId output, const std::string& name) {
+  const ValueId source = graph.node(chain.dequantize).inputs[0];
+  if (quantize >= 0) graph.remove_node(quantize);
+  for (auto it = chain.nodes.rbegin(); it != chain.nodes.rend(); ++it) graph.remove_node(*it);
+  graph.opset_imports.emplace("com.cleave", 1);
+  graph.add_node("ByteTable", {source, table}, {output}, {},
+                 name.empty() ? std::string() : name + "_byte_table", "com.cleave");
+}
+
+// DequantizeLinear → chain → QuantizeLinear `quantize`: a table of the 8-bit outputs.
+bool try_fuse_quantized(Graph& graph, NodeId quantize, const std::vector<bool>& read_by_bodies,
+                        PassResult& result) {
   if (!per_tensor_quantization(graph, quantize, "QuantizeLinear")) return false;
   const Node q = graph.node(quantize);
   const ValueId output = q.outputs[0];
@@ -123,46 +177,35 @@ bool try_fuse_table(Graph& graph, NodeId quantize, const std::vector<bool>& read
                             ? graph.value(q.inputs[2]).initializer->dtype
                             : DataType::kUInt8;
   if (!is_8_bit(type) || q.attribute("output_dtype")) return false;
-  std::optional<Chain> chain = chain_of(graph, quantize, read_by_bodies);
+  std::optional<Chain> chain = chain_of(graph, quantize, false, read_by_bodies);
   if (!chain) return false;
-  const Node dequantize = graph.node(chain->dequantize);
-  const DataType source_type = graph.value(dequantize.inputs[0]).dtype;
-  const std::string base = graph.value(output).name + "_table";
-  // The chain again, on the 256 byte values: constant, so folding computes it.
-  std::vector<ValueId> dequantize_inputs = dequantize.inputs;
-  dequantize_inputs[0] =
-      graph.add_initializer(unique_value_name(graph, base + "_bytes"), byte_values(source_type));
-  const Shape table_shape = Shape::of({kTableSize});
-  auto add_clone = [&](const Node& node, std::vector<ValueId> inputs, DataType dtype) {
-    const ValueId out = graph.add_value(
-        unique_value_name(graph, graph.value(node.outputs[0]).name + "_table"), dtype, table_shape);
-    graph.add_node(node.op_type, std::move(inputs), {out}, node.attributes,
-                   node.name.empty() ? std::string() : node.name + "_table", node.domain);
-    return out;
-  };
-  std::vector<std::pair<ValueId, ValueId>> cloned = {
-      {dequantize.outputs[0], add_clone(dequantize, dequantize_inputs, DataType::kFloat)}};
-  auto clone_of = [&](ValueId value) {
-    for (const auto& [from, to] : cloned) {
-      if (from == value) return to;
-    }
-    return value;  // A constant.
-  };
-  for (NodeId id : chain->nodes) {
-    const Node node = graph.node(id);
-    std::vector<ValueId> inputs;
-    for (ValueId input : node.inputs) inputs.push_back(clone_of(input));
-    cloned.emplace_back(node.outputs[0], add_clone(node, inputs, DataType::kFloat));
-  }
-  std::vector<ValueId> quantize_inputs = q.inputs;
-  quantize_inputs[0] = clone_of(q.inputs[0]);
-  const ValueId table = add_clone(q, quantize_inputs, type);
-  graph.remove_node(quantize);
-  for (auto it = chain->nodes.rbegin(); it != chain->nodes.rend(); ++it) graph.remove_node(*it);
-  graph.opset_imports.emplace("com.cleave", 1);
-  graph.add_node("ByteTable", {dequantize.inputs[0], table}, {output}, {},
-                 q.name.empty() ? std::string() : q.name + "_byte_table", "com.cleave");
+  const auto cloned = clone_on_bytes(graph, *chain, graph.value(output).name + "_table");
+  std::vector<ValueId> inputs = q.inputs;
+  inputs[0] = clone_in(cloned, q.inputs[0]);
+  const ValueId table = add_clone(graph, q, inputs, type);
+  replace_by_lookup(graph, *chain, quantize, table, output, q.name);
   result.add("elementwise chains fused into com.cleave.ByteTable");
+  return true;
+}
+
+// DequantizeLinear → chain ending at `end`, whose float output other ops read (SiLU read by a
+// squeeze-and-excitation's pool and product): a table of the float outputs, where the
+// DequantizeLinear then goes too (else a lookup would replace as many passes as it adds).
+bool try_fuse_float(Graph& graph, NodeId end, const std::vector<bool>& read_by_bodies,
+                    PassResult& result) {
+  if (!is_table_op(graph.node(end))) return false;
+  std::optional<Chain> chain = chain_of(graph, end, true, read_by_bodies);
+  if (!chain) return false;
+  const ValueId dequantized = graph.node(chain->dequantize).outputs[0];
+  for (NodeId reader : graph.consumers(dequantized)) {
+    if (!std::binary_search(chain->nodes.begin(), chain->nodes.end(), reader)) return false;
+  }
+  if (!is_removable(graph, dequantized, read_by_bodies)) return false;
+  const Node last = graph.node(end);
+  const ValueId output = last.outputs[0];
+  const auto cloned = clone_on_bytes(graph, *chain, graph.value(output).name + "_table");
+  replace_by_lookup(graph, *chain, -1, clone_in(cloned, output), output, last.name);
+  result.add("elementwise chains of float outputs fused into com.cleave.ByteTable");
   return true;
 }
 
@@ -173,7 +216,12 @@ PassResult fuse_qdq_tables(Graph& graph) {
   const std::vector<bool> read_by_bodies = values_read_by_bodies(graph);
   for (NodeId id : graph.node_ids()) {
     if (graph.node(id).removed || graph.node(id).op_type != "QuantizeLinear") continue;
-    try_fuse_table(graph, id, read_by_bodies, result);
+    try_fuse_quantized(graph, id, read_by_bodies, result);
+  }
+  // Last node first: a chain's whole length before its inner nodes.
+  const std::vector<NodeId> ids = graph.node_ids();
+  for (auto it = ids.rbegin(); it != ids.rend(); ++it) {
+    if (!graph.node(*it).removed) try_fuse_float(graph, *it, read_by_bodies, result);
   }
   return result;
 }

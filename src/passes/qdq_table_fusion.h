@@ -1,5 +1,5 @@
-// QDQ table fusion: an elementwise float chain between one DequantizeLinear and a QuantizeLinear
-// becomes a lookup of the 8-bit values in a 256-entry table.
+// QDQ table fusion: an elementwise float chain from one DequantizeLinear (to a QuantizeLinear, or
+// to floats other ops read) becomes a lookup of the 8-bit values in a 256-entry table.
 #pragma once
 
 #include "ir/graph.h"
@@ -24,6 +24,11 @@ namespace cleave {
 /// 256 elements (a static shape), so that each node's kernel takes the implementation the table's
 /// 256 elements take (oneDNN's eltwise from 64 elements: elementwise.h), and the constants may
 /// not raise its rank. Count: "elementwise chains fused into com.cleave.ByteTable".
+///
+/// Likewise a chain whose last float value other ops read (SiLU read by a squeeze-and-excitation's
+/// pool and product), where its DequantizeLinear'd value is read only inside it: ByteTable with
+/// a table of 256 floats writes that value, the DequantizeLinear and the chain go. Count:
+/// "elementwise chains of float outputs fused into com.cleave.ByteTable".
 PassResult fuse_qdq_tables(Graph& graph);
 
 }  // namespace cleave

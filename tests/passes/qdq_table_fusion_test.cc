@@ -112,7 +112,7 @@ TEST(QdqTableFusion, NearMissesStayInFloat) {
   EXPECT_EQ(fuse(qdq_chain(kSilu, "[1,4,8,8]", "%y, %s")).summary, "QDQ fusion: no change");
   // HardSwish's oneDNN kernel starts at another size than the table's.
   EXPECT_EQ(fuse(qdq_chain("  %r = HardSwish(%xf)\n")).summary, "QDQ fusion: no change");
-  // A second quantized source.
+  // A second quantized source: only the Sigmoid of one, a float chain, becomes a table.
   EXPECT_EQ(fuse(R"(graph main [ai.onnx=13] (%x: u8[1,4,8,8], %z: u8[1,4,8,8]) {
   @s: f32[] = [0.05]
   %xf = DequantizeLinear(%x, @s)
@@ -124,7 +124,7 @@ TEST(QdqTableFusion, NearMissesStayInFloat) {
 }
 )")
                 .summary,
-            "QDQ fusion: no change");
+            "QDQ fusion: 1 elementwise chains of float outputs fused into com.cleave.ByteTable");
   // A constant operand of more than one value (per channel).
   EXPECT_EQ(fuse(R"(graph main [ai.onnx=13] (%x: u8[1,2,16,8]) {
   @s: f32[] = [0.05]
@@ -137,6 +137,40 @@ TEST(QdqTableFusion, NearMissesStayInFloat) {
 )")
                 .summary,
             "QDQ fusion: no change");
+}
+
+// SiLU read by a squeeze-and-excitation's pool and product: a table of its float values.
+const char* kSqueezeExcitation = R"(graph main [ai.onnx=13] (%x: u8[1,4,8,8], %z: u8[1,4,1,1]) {
+  @s: f32[] = [0.05]
+  %xf = DequantizeLinear(%x, @s)
+  %g = Sigmoid(%xf)
+  %silu = Mul(%xf, %g)
+  %pool = GlobalAveragePool(%silu)
+  %zf = DequantizeLinear(%z, @s)
+  %gate = Sigmoid(%zf)
+  %r = Mul(%silu, %gate)
+  %y = QuantizeLinear(%r, @s)
+  return %y, %pool
+}
+)";
+
+TEST(QdqTableFusion, AFloatChainReadByOtherOpsBecomesATableOfFloats) {
+  const Fused fused = fuse(kSqueezeExcitation);
+  EXPECT_EQ(fused.summary,
+            "QDQ fusion: 1 elementwise chains of float outputs fused into com.cleave.ByteTable");
+  EXPECT_NE(fused.text.find("%silu = \"silu_byte_table\" com.cleave.ByteTable(%x, %silu_table)"),
+            std::string::npos)
+      << fused.text;
+  EXPECT_NE(fused.text.find("%silu_table: f32[256] = Mul(%xf_table, %g_table)"), std::string::npos)
+      << fused.text;
+  // The gate's 4 values stay: below the table's size.
+  EXPECT_NE(fused.text.find("%gate = Sigmoid(%zf)"), std::string::npos) << fused.text;
+}
+
+TEST(QdqTableFusion, AFloatChainStaysWhereItsDequantizedValuesAreReadElsewhere) {
+  std::string text = kSqueezeExcitation;
+  text.replace(text.find("return %y, %pool"), 16, "return %y, %pool, %xf");
+  EXPECT_EQ(fuse(text).summary, "QDQ fusion: no change");
 }
 
 }  // namespace

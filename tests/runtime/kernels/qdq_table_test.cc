@@ -50,7 +50,7 @@ std::vector<uint8_t> run(Graph graph, const Tensor& x, int threads) {
   Executor executor(graph, options);
   Tensor y = executor.run({{"x", x}}).at(0);
   const auto* bytes = static_cast<const uint8_t*>(y.raw());
-  return {bytes, bytes + y.element_count()};
+  return {bytes, bytes + y.element_count() * static_cast<int64_t>(element_size(y.dtype()))};
 }
 
 void expect_table_equals_chain(const std::string& text, DataType type) {
@@ -93,6 +93,34 @@ TEST(QdqTable, HardSwishAsHardSigmoidTimesXIsTheChainsBytes) {
                                         "  %h = HardSigmoid[alpha=0.16666667, beta=0.5](%xf)\n"
                                         "  %m = Mul(%xf, %h)\n  %r = Sub(%m, @half)\n"),
                             DataType::kUInt8);
+}
+
+TEST(QdqTable, SiluAsFloatsIsTheChainsFloats) {
+  // The chain's float output read by an op outside it (the graph's output here): a table of
+  // floats, the same bits.
+  const std::string text = fmt::format(R"(graph main [ai.onnx=13] (%x: u8[1,{0},{1},{1}]) {{
+  @xs: f32[] = [0.0473]
+  @xz: u8[] = [113]
+  %xf = DequantizeLinear(%x, @xs, @xz)
+  %g = Sigmoid(%xf)
+  %silu = Mul(%xf, %g)
+  %y = Relu(%silu)
+  return %silu
+}}
+)",
+                                       kChannels, kSide);
+  Graph fused = parse_graph(text);
+  ASSERT_EQ(
+      fuse_qdq(fused).count("elementwise chains of float outputs fused into com.cleave.ByteTable"),
+      1);
+  fold_constants(fused);
+  eliminate_dead_code(fused);
+  const Tensor x = every_byte(DataType::kUInt8);
+  const std::vector<uint8_t> expected = run(parse_graph(text), x, 1);
+  ASSERT_EQ(expected.size(), static_cast<std::size_t>(kCount) * sizeof(float));
+  for (int threads : {1, 2}) {
+    EXPECT_EQ(run(fused, x, threads), expected) << threads << " thread(s)";
+  }
 }
 
 TEST(QdqTable, EachValueIsItsEntryPastWholeVectors) {

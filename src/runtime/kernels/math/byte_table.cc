@@ -50,18 +50,35 @@ __attribute__((target("avx2"))) void look_up_avx2(const uint8_t* table, const ui
   look_up(table, in + i, out + i, count - i);
 }
 
+void look_up(const float* table, const uint8_t* in, float* out, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) out[i] = table[in[i]];
+}
+
+// 8 values a step, gathered.
+__attribute__((target("avx2"))) void look_up_avx2(const float* table, const uint8_t* in, float* out,
+                                                  int64_t count) {
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    int64_t bytes = 0;
+    std::memcpy(&bytes, in + i, sizeof bytes);
+    const __m256i index = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(bytes));
+    _mm256_storeu_ps(out + i, _mm256_i32gather_ps(table, index, 4));
+  }
+  look_up(table, in + i, out + i, count - i);
+}
+
 std::unique_ptr<Kernel> create_byte_table(const KernelContext& context) {
   const Tensor& x = context.input(0);
   const Tensor& table = context.input(1);
   const auto is_8_bit = [](DataType type) {
     return type == DataType::kUInt8 || type == DataType::kInt8;
   };
-  if (!is_8_bit(x.dtype()) || !is_8_bit(table.dtype()) || table.element_count() != 256 ||
-      table.is_blocked()) {
-    throw Error(
-        fmt::format("{}: ByteTable reads u8/i8 values and a table of 256 u8/i8 values; "
-                    "got {} and {}",
-                    context.where(), x.describe(), table.describe()));
+  const bool floats = table.dtype() == DataType::kFloat;
+  if (!is_8_bit(x.dtype()) || !(floats || is_8_bit(table.dtype())) ||
+      table.element_count() != 256 || table.is_blocked()) {
+    throw Error(fmt::format(
+        "{}: ByteTable reads u8/i8 values and a table of 256 u8/i8/f32 values; got {} and {}",
+        context.where(), x.describe(), table.describe()));
   }
   const int64_t count = x.element_count();
   const int threads = context.threads;
@@ -75,9 +92,25 @@ std::unique_ptr<Kernel> create_byte_table(const KernelContext& context) {
   return make_kernel({output}, [=](const std::vector<const Tensor*>& given,
                                    const std::vector<Tensor*>& outputs, dnnl::stream& stream) {
     const auto& inputs = plain ? plain->convert(given, stream) : given;
+    const auto* in = static_cast<const uint8_t*>(inputs[0]->raw());
+    if (floats) {
+      std::array<float, 256> entries;
+      std::memcpy(entries.data(), inputs[1]->raw(), sizeof entries);
+      float* out = outputs[0]->data<float>();
+      elementwise::parallel_for(
+          count, threads,
+          [&](int64_t begin, int64_t end) {
+            if (avx2) {
+              look_up_avx2(entries.data(), in + begin, out + begin, end - begin);
+            } else {
+              look_up(entries.data(), in + begin, out + begin, end - begin);
+            }
+          },
+          kOnTeam / 4);
+      return;
+    }
     std::array<uint8_t, 256> entries;
     std::memcpy(entries.data(), inputs[1]->raw(), entries.size());
-    const auto* in = static_cast<const uint8_t*>(inputs[0]->raw());
     auto* out = static_cast<uint8_t*>(outputs[0]->raw());
     elementwise::parallel_for(
         count, threads,
@@ -99,7 +132,7 @@ void register_byte_table_kernels(KernelRegistry& registry) {
   info.op_type = "ByteTable";
   info.domain = "com.cleave";
   info.since_opset = 1;
-  info.dtypes = {DataType::kUInt8, DataType::kInt8};
+  info.dtypes = {DataType::kUInt8, DataType::kInt8, DataType::kFloat};
   info.accepts_blocked = [](std::size_t input) { return input == 0; };
   info.create = create_byte_table;
   registry.add(std::move(info));
