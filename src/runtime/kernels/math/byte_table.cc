@@ -1,5 +1,5 @@
-// com.cleave ByteTable, which QDQ table fusion writes for an elementwise chain between
-// DequantizeLinear and QuantizeLinear: each 8-bit value looked up in a 256-entry table.
+// com.cleave ByteTable, which QDQ table fusion writes for an elementwise chain from one
+// DequantizeLinear: each 8-bit value looked up in a 256-entry table of 8-bit values or floats.
 #include <fmt/core.h>
 
 #include <immintrin.h>
