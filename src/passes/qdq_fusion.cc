@@ -11,6 +11,8 @@
 #include <optional>
 #include <vector>
 
+#include "passes/qdq_table_fusion.h"
+
 namespace cleave {
 
 namespace {
@@ -517,6 +519,8 @@ PassResult fuse_qdq(Graph& graph) {
       try_fuse_concat(graph, id, read_by_bodies, result);
     }
   }
+  // What stays in float between one DequantizeLinear and a QuantizeLinear: a table.
+  result.merge_counts(fuse_qdq_tables(graph));
   return result;
 }
 

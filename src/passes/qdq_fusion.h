@@ -47,11 +47,14 @@ namespace cleave {
 /// x_scale, x_zero per input), which requantizes each input as DequantizeLinear → QuantizeLinear
 /// would.
 ///
+/// Last, what stays in float between one DequantizeLinear and a QuantizeLinear, an elementwise
+/// chain, becomes a 256-entry table lookup (fuse_qdq_tables, qdq_table_fusion.h).
+///
 /// Counts: "Conv nodes fused into QLinearConv", "MatMul nodes fused into QLinearMatMul", "Gemm
 /// nodes fused into QLinearMatMul", "Gemm nodes fused into com.microsoft.QGemm", "Add nodes
 /// fused into com.microsoft.QLinearAdd", "Relu nodes fused into a QLinear op", "MaxPool nodes
 /// moved onto 8-bit values", "Concat nodes moved onto 8-bit values", "Concat nodes fused into
-/// com.microsoft.QLinearConcat".
+/// com.microsoft.QLinearConcat", and fuse_qdq_tables' count.
 PassResult fuse_qdq(Graph& graph);
 
 }  // namespace cleave

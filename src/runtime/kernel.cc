@@ -43,6 +43,7 @@ const KernelRegistry& KernelRegistry::global() {
     register_quantize_kernels(r);
     register_quantized_matmul_kernels(r);
     register_quantized_add_kernels(r);
+    register_byte_table_kernels(r);
     register_quantized_concat_kernels(r);
     register_quantized_conv_kernels(r);
     register_loss_kernels(r);

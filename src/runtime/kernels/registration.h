@@ -27,6 +27,7 @@ void register_ngram_kernels(KernelRegistry& registry);
 void register_quantize_kernels(KernelRegistry& registry);
 void register_quantized_matmul_kernels(KernelRegistry& registry);
 void register_quantized_add_kernels(KernelRegistry& registry);
+void register_byte_table_kernels(KernelRegistry& registry);
 void register_quantized_concat_kernels(KernelRegistry& registry);
 
 // control/: If, Loop and Scan, whose bodies run on a nested executor.
