@@ -138,11 +138,17 @@ bool CostTable::has_busy_seconds() const {
                      [](const NodeCost& cost) { return cost.busy_seconds.has_value(); });
 }
 
+double CostTable::busy_level() const {
+  if (!(busy_run_seconds > 0) || run_seconds.empty()) return 1.0;
+  return std::max(1.0, run_seconds.front() / busy_run_seconds);
+}
+
 double CostTable::busy_seconds(NodeId node, int threads) const {
   const NodeCost& cost = nodes.at(node);
   if (!cost.busy_seconds) return seconds(node, threads);
+  const double busy = *cost.busy_seconds * busy_level();
   const double alone = seconds(node, 1);
-  return alone > 0 ? *cost.busy_seconds * seconds(node, threads) / alone : *cost.busy_seconds;
+  return alone > 0 ? busy * seconds(node, threads) / alone : busy;
 }
 
 CostTable static_costs(const Graph& graph, double seconds_per_unit) {
@@ -475,9 +481,10 @@ void time_nodes_in_context(const Graph& graph, const std::map<std::string, Tenso
   if (options.progress) {
     options.progress(fmt::format(
         "profile: 1 thread beside {} busy core(s): {:.3f} ms per run (median of {} runs), "
-        "{:.2f}x alone",
+        "{:.2f}x alone{}",
         runs.busy_neighbours, busy.run_seconds * 1e3, busy.runs,
-        table.run_seconds.front() > 0 ? busy.run_seconds / table.run_seconds.front() : 0.0));
+        table.run_seconds.front() > 0 ? busy.run_seconds / table.run_seconds.front() : 0.0,
+        table.busy_level() > 1 ? " (faster than alone: plans are priced at the alone level)" : ""));
   }
 }
 

@@ -76,8 +76,15 @@ struct CostTable {
   bool has_busy_seconds() const;
   /// Seconds of a node on `threads` threads while the other cores compute: its busy-neighbour
   /// time scaled by its own speedup from 1 to `threads` threads (only 1 thread is measured
-  /// busy); seconds(node, threads) for a table without busy-neighbour times.
+  /// busy) and by busy_level(); seconds(node, threads) for a table without busy-neighbour times.
   double busy_seconds(NodeId node, int threads = 1) const;
+  /// What every busy-neighbour time is multiplied by: run_seconds[0] / busy_run_seconds where
+  /// the busy run measured faster than the 1-thread run alone, else 1. Cores that compute at
+  /// once never make each other faster; a busy run below the alone run caught the host at
+  /// another speed than the alone run did (googlenet 0.80x alone, where the ranks then ran
+  /// its task plans 1.21-1.31x the busy times' prediction: docs/results/distributed.md,
+  /// 2026-12-01 06:10), and a plan is priced at the alone level then.
+  double busy_level() const;
 };
 
 /// The Ramiel paper's static weights, `seconds_per_unit` each (threads do not help).

@@ -32,6 +32,10 @@ int taken_at(const CostTable& costs, int threads) {
 std::string busy_source(const CostTable& costs, int most_threads, int all_threads) {
   std::string text = "profile, busy core";
   if (most_threads > 1) text += ": 1-thread busy time x the node's own speedup from 1 thread";
+  // A busy run timed faster than the alone run is priced at the alone level (busy_level).
+  if (costs.busy_level() > 1)
+    text += fmt::format("; busy times x {:.2f}, the busy run timed faster than alone",
+                        costs.busy_level());
   if (costs.busy_neighbours > 0 && all_threads > costs.busy_neighbours + 1) {
     text += fmt::format("; {} threads at once, timed beside {} busy core{}", all_threads,
                         costs.busy_neighbours, costs.busy_neighbours == 1 ? "" : "s");

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "cost/profile_level.h"
 #include "frontend/costs.h"
 #include "ir/text.h"
 #include "runtime/cpu_isa.h"
@@ -423,6 +424,37 @@ TEST(BusySeconds, ScaleByTheNodesOwnSpeedupAndFallBackToTheTimeAlone) {
   EXPECT_DOUBLE_EQ(table.busy_seconds(1, 2), 2.5);
   table.nodes[0].busy_seconds.reset();
   EXPECT_FALSE(table.has_busy_seconds());
+}
+
+// Cores that compute at once never speed each other up: a busy run timed faster than the run
+// alone caught the host at another speed, and every busy time is raised to the alone level.
+TEST(BusySeconds, ABusyRunTimedFasterThanAloneIsPricedAtTheAloneLevel) {
+  CostTable table;
+  table.nodes.resize(2);
+  table.nodes[0].seconds = {4.0, 2.5};
+  table.nodes[0].busy_seconds = 3.0;
+  table.nodes[1].seconds = {2.0, 1.0};
+  table.nodes[1].busy_seconds = 1.8;
+  table.run_seconds = {6.0, 3.5};
+  table.busy_run_seconds = 4.8;  // 0.8x alone
+  EXPECT_DOUBLE_EQ(table.busy_level(), 1.25);
+  EXPECT_DOUBLE_EQ(table.busy_seconds(0, 1), 3.75);
+  EXPECT_DOUBLE_EQ(table.busy_seconds(0, 2), 3.75 * 2.5 / 4.0);
+  EXPECT_DOUBLE_EQ(table.busy_seconds(1, 1), 2.25);
+  // The level check scales both runs alike: the ratio, and the level, stay.
+  scale_cost_table(table, 2.0);
+  EXPECT_DOUBLE_EQ(table.busy_level(), 1.25);
+  EXPECT_DOUBLE_EQ(table.busy_seconds(0, 1), 7.5);
+  // A busy run slower than alone is what a plan's workers pay: kept as measured.
+  table.busy_run_seconds = 2.0 * 7.2;
+  EXPECT_DOUBLE_EQ(table.busy_level(), 1.0);
+  EXPECT_DOUBLE_EQ(table.busy_seconds(0, 1), 6.0);
+  // A table without its runs (tests, older tables) keeps its busy times.
+  table.busy_run_seconds = 0;
+  EXPECT_DOUBLE_EQ(table.busy_level(), 1.0);
+  table.busy_run_seconds = 1.0;
+  table.run_seconds.clear();
+  EXPECT_DOUBLE_EQ(table.busy_level(), 1.0);
 }
 
 TEST(BusySeconds, TheTaskGraphCarriesThemAtEachDevicesThreadsAndNoneWithoutThem) {

@@ -196,6 +196,43 @@ TEST(AutoSearch, ANamedTaskPlanRecordsItWasPricedBesideBusyCores) {
   EXPECT_GT(busy.plan.makespan, 1.9 * plain.plan.makespan);
 }
 
+// A profile whose busy run timed faster than alone (the host changed speed between the two):
+// the plan is priced at the alone level, exactly as if the busy times were the times alone,
+// and its row says so.
+TEST(AutoSearch, ABusyRunTimedFasterThanAloneIsPricedAtTheAloneLevel) {
+  const Graph graph = four_branches();
+  const std::map<std::string, double> ms{
+      {"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Tanh", 1e-3}, {"Exp", 1e-3}, {"Add", 1e-4}};
+  ModelPlanOptions options = on_cores(2);
+  options.strategy = "lc";
+  CostTable level = with_busy_neighbours(fixed_costs(graph, ms, 0.9), 1.0);
+  level.source = "profile";
+  level.run_seconds = {level.total_seconds(1)};
+  level.busy_run_seconds = level.run_seconds.front();
+  CostTable fast = with_busy_neighbours(level, 0.8);
+  fast.busy_run_seconds = 0.8 * level.run_seconds.front();
+  const ModelPlan at_level = plan_model(graph, level, options);
+  const ModelPlan from_fast = plan_model(graph, fast, options);
+  EXPECT_EQ(from_fast.plan.notes["node_costs"], "beside-busy");
+  EXPECT_NEAR(from_fast.plan.makespan, at_level.plan.makespan, 1e-12);
+  EXPECT_EQ(from_fast.plan.order, at_level.plan.order);
+  // Without the level the fast busy times would predict it about 0.8x.
+  CostTable unlevelled = fast;
+  unlevelled.busy_run_seconds = 0;
+  EXPECT_LT(plan_model(graph, unlevelled, options).plan.makespan, 0.9 * at_level.plan.makespan);
+  // Auto's table: the task row predicted alike, and its costs say how.
+  const std::string lc = "lc, 2 workers x 1 thread";
+  const ModelPlan table_fast = plan_model(graph, fast, on_cores(2));
+  const ModelPlan table_level = plan_model(graph, level, on_cores(2));
+  EXPECT_NEAR(row_named(table_fast, lc).predicted_seconds,
+              row_named(table_level, lc).predicted_seconds, 1e-12);
+  const std::string source = row_named(table_fast, lc).costs.source;
+  EXPECT_NE(source.find("busy times x 1.25, the busy run timed faster than alone"),
+            std::string::npos)
+      << source;
+  EXPECT_EQ(row_named(table_level, lc).costs.source.find("busy times x"), std::string::npos);
+}
+
 TEST(AutoSearch, AChainRunsSequentiallyWithEveryCoreIntraOp) {
   const Graph graph = chain();
   const std::map<std::string, double> ms{{"Relu", 1e-3}, {"Sigmoid", 1e-3}, {"Tanh", 1e-3}};
