@@ -29,10 +29,13 @@ bool is_table_op(const Node& node) {
   return node.domain.empty() && node.outputs.size() == 1 && ops.contains(node.op_type);
 }
 
-// A constant of one element (a per-tensor scale or zero point, a chain's scalar operand).
+// A constant of one element (a per-tensor scale or zero point, a chain's scalar operand). The
+// size is asked first: is_constant reads a weight left in its file (planning from sizes), and
+// every Add's bias would be read for nothing.
 bool is_scalar_constant(const Graph& graph, ValueId value) {
-  return value != kNoValue && is_constant(graph, value) &&
-         graph.value(value).initializer->element_count() == 1;
+  if (value == kNoValue) return false;
+  const auto& initializer = graph.value(value).initializer;
+  return initializer && initializer->element_count() == 1 && is_constant(graph, value);
 }
 
 // A per-tensor DequantizeLinear or QuantizeLinear of constant scale (f32) and zero point.
