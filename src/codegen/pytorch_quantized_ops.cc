@@ -215,7 +215,8 @@ void add_quantized_writers(std::map<std::string, Writer>& t) {
   t["com.microsoft.QLinearConcat"] = qlinear_concat;
   // QDQ table fusion's lookup: the table indexed by each value's byte.
   t["com.cleave.ByteTable"] = [](const Call& c) -> std::vector<std::string> {
-    return {fmt::format("{}[{}.view(torch.uint8).to(torch.int64)]", c.in(1), c.in(0))};
+    return {
+        fmt::format("{} = {}[{}.view(torch.uint8).to(torch.int64)]", c.out(), c.in(1), c.in(0))};
   };
 }
 

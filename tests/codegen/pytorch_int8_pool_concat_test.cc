@@ -1,5 +1,5 @@
-// The PyTorch op table's 8-bit MaxPool and com.microsoft QLinearConcat (QDQ fusion's): graph text
-// in, Python statements out.
+// The PyTorch op table's 8-bit MaxPool, com.microsoft QLinearConcat and com.cleave.ByteTable
+// (QDQ fusions'): graph text in, Python statements out.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -43,6 +43,18 @@ TEST(PytorchInt8Ops, QLinearConcatDequantizesConcatenatesAndQuantizes) {
             ".to(torch.float32) * self.s, (b.to(torch.int32) - self.z.to(torch.int32))"
             ".to(torch.float32) * self.bs], dim=1) / self.s) + self.z.to(torch.float32), 0, 255)"
             ".to(torch.uint8)");
+}
+
+// The lookup assigns its output: without it the next statement read a name never set
+// (NameError on every byte-table model).
+TEST(PytorchInt8Ops, AByteTableLooksUpEachValuesByteIntoItsOutput) {
+  EXPECT_EQ(lines_for(R"(graph main [ai.onnx=17, com.cleave=1] (%x: i8[1,300]) {
+  @table: u8[256]
+  %y: u8[1,300] = com.cleave.ByteTable(%x, @table)
+  return %y
+})",
+                      "y"),
+            "y = self.table[x.view(torch.uint8).to(torch.int64)]");
 }
 
 }  // namespace
