@@ -93,35 +93,28 @@ std::unique_ptr<Kernel> create_byte_table(const KernelContext& context) {
                                    const std::vector<Tensor*>& outputs, dnnl::stream& stream) {
     const auto& inputs = plain ? plain->convert(given, stream) : given;
     const auto* in = static_cast<const uint8_t*>(inputs[0]->raw());
-    if (floats) {
-      std::array<float, 256> entries;
-      std::memcpy(entries.data(), inputs[1]->raw(), sizeof entries);
-      float* out = outputs[0]->data<float>();
+    // The lookups of the values [begin, end): floats or bytes, by the overloads.
+    auto sweep = [&](const auto* entries, auto* out, int64_t grain) {
       elementwise::parallel_for(
           count, threads,
           [&](int64_t begin, int64_t end) {
             if (avx2) {
-              look_up_avx2(entries.data(), in + begin, out + begin, end - begin);
+              look_up_avx2(entries, in + begin, out + begin, end - begin);
             } else {
-              look_up(entries.data(), in + begin, out + begin, end - begin);
+              look_up(entries, in + begin, out + begin, end - begin);
             }
           },
-          kOnTeam / 4);
+          grain);
+    };
+    if (floats) {
+      std::array<float, 256> entries;
+      std::memcpy(entries.data(), inputs[1]->raw(), sizeof entries);
+      sweep(entries.data(), outputs[0]->data<float>(), kOnTeam / 4);
       return;
     }
     std::array<uint8_t, 256> entries;
     std::memcpy(entries.data(), inputs[1]->raw(), entries.size());
-    auto* out = static_cast<uint8_t*>(outputs[0]->raw());
-    elementwise::parallel_for(
-        count, threads,
-        [&](int64_t begin, int64_t end) {
-          if (avx2) {
-            look_up_avx2(entries.data(), in + begin, out + begin, end - begin);
-          } else {
-            look_up(entries.data(), in + begin, out + begin, end - begin);
-          }
-        },
-        kOnTeam);
+    sweep(entries.data(), static_cast<uint8_t*>(outputs[0]->raw()), kOnTeam);
   });
 }
 
