@@ -164,26 +164,16 @@ CLEAVE_INLINE void step_body(const float* r, const StepRows& rows, int64_t hidde
 }
 
 #define CLEAVE_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx2,fma")))
-#define CLEAVE_AVX2 __attribute__((target("avx2,fma")))
 
-// Two rows share each load of R, and two blocks of units interleave, where the registers hold
-// their accumulators (AVX-512's 32; AVX2's 16 hold one row and block's).
+// Two rows share each load of R, and two blocks of units interleave, where AVX-512's 32
+// registers hold their accumulators.
 template <int kRows, int kColumns>
 CLEAVE_AVX512 void step_avx512(const float* r, const StepRows& rows, int64_t hidden, int64_t begin,
                                int64_t end) {
   step_body<kRows, kColumns>(r, rows, hidden, begin, end);
 }
-CLEAVE_AVX2 void step_avx2(const float* r, const StepRows& rows, int64_t hidden, int64_t begin,
-                           int64_t end) {
-  step_body<1, 1>(r, rows, hidden, begin, end);
-}
-void step_baseline(const float* r, const StepRows& rows, int64_t hidden, int64_t begin,
-                   int64_t end) {
-  step_body<1, 1>(r, rows, hidden, begin, end);
-}
 
 #undef CLEAVE_AVX512
-#undef CLEAVE_AVX2
 #undef CLEAVE_INLINE
 
 using StepLoop = void (*)(const float*, const StepRows&, int64_t, int64_t, int64_t);
@@ -194,15 +184,7 @@ struct StepLoops {
 
 // One switch (ONEDNN_MAX_CPU_ISA) caps these loops and oneDNN's kernels alike.
 StepLoops pick_step_loops() {
-  switch (vector_isa()) {
-    case VectorIsa::kAvx512:
-      return {step_avx512<1, 2>, step_avx512<2, 2>};
-    case VectorIsa::kAvx2:
-      return {step_avx2, nullptr};
-    case VectorIsa::kBaseline:
-      break;
-  }
-  return {step_baseline, nullptr};
+  return {step_avx512<1, 2>, step_avx512<2, 2>};
 }
 
 class LstmLoopsKernel : public Kernel, public PackedConstants {
@@ -412,6 +394,11 @@ bool lstm_loops_fit(const RecurrentDims& dims, bool peepholes, bool lengths, int
 }
 
 std::unique_ptr<Kernel> create_lstm_loops(const KernelContext& context, const RecurrentDims& dims) {
+  // AVX-512 only: on the AVX2 kernels (16 registers of 8 floats, where one row and block's
+  // accumulators fill them) the loops on 2 threads took 5.5x the time of oneDNN's primitive on
+  // one (the held-out lstm, hidden 128: 5.85 against 1.06 ms for its two nodes,
+  // docs/results/heldout-speed.md, 2026-12-01).
+  if (vector_isa() != VectorIsa::kAvx512) return nullptr;
   if (!lstm_loops_fit(dims, context.has_input(kPeepholes), context.has_input(kLengths),
                       omp_get_max_threads(), spin_count_in_effect() > 0) ||
       !dnnl_recurrent_blocker(context, dims).empty())
