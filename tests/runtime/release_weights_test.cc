@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -95,12 +96,11 @@ Graph int8_convolution() {
       fmt::join(weights, ", "), text_numbers(16, 5)));
 }
 
-TEST(ReleasePackedWeights, AnInt8ConvolutionsWeightsGoOncePacked) {
-  if (!quantize_detail::dnnl_int8_products_exact())
-    GTEST_SKIP() << "oneDNN's int8 kernels are not used on this CPU (no VNNI)";
-  Graph graph = int8_convolution();
-  const auto inputs = random_inputs(graph, 6);
-  const auto expected = Executor(int8_convolution()).run(inputs);
+// Runs `graph` twice with release_packed_weights, its loaded bytes dropped once the executor
+// holds them, against `expected`; the int8 weights "w" must be gone and the scales "ws" kept.
+// Returns the run's stats.
+RunStats released_int8_runs(Graph& graph, const std::map<std::string, Tensor>& inputs,
+                            const std::vector<Tensor>& expected) {
   const auto w = bytes_of(graph, "w"), scales = bytes_of(graph, "ws");
   ExecutorOptions options;
   options.release_packed_weights = true;
@@ -109,8 +109,17 @@ TEST(ReleasePackedWeights, AnInt8ConvolutionsWeightsGoOncePacked) {
   for (int run = 0; run < 2; ++run)
     EXPECT_TRUE(bitwise_equal(releasing.run(inputs), expected)) << "run " << run;
   EXPECT_TRUE(w.expired()) << "the int8 weights are held once, packed";
-  EXPECT_FALSE(scales.expired()) << "only the packed weights go";
-  EXPECT_EQ(releasing.stats().released_weight_bytes, 16u * 8 * 9);
+  EXPECT_FALSE(scales.expired()) << "the scales are read at every run";
+  return releasing.stats();
+}
+
+TEST(ReleasePackedWeights, AnInt8ConvolutionsWeightsGoOncePacked) {
+  if (!quantize_detail::dnnl_int8_products_exact())
+    GTEST_SKIP() << "oneDNN's int8 kernels are not used on this CPU (no VNNI)";
+  Graph graph = int8_convolution();
+  const auto inputs = random_inputs(graph, 6);
+  const auto expected = Executor(int8_convolution()).run(inputs);
+  EXPECT_EQ(released_int8_runs(graph, inputs, expected).released_weight_bytes, 16u * 8 * 9);
 }
 
 // The exact f32 route (CLEAVE_INT8_F32) runs from the f32 copy it packed: the loaded int8
@@ -123,17 +132,9 @@ TEST(ReleasePackedWeights, TheF32RoutesInt8WeightsGoOncePacked) {
     return Executor(int8_convolution()).run(inputs);
   }();
   kernel_test::ScopedEnvironment route("CLEAVE_INT8_F32", "always");
-  const auto w = bytes_of(graph, "w"), scales = bytes_of(graph, "ws");
-  ExecutorOptions options;
-  options.release_packed_weights = true;
-  Executor releasing(graph, options);
-  for (ValueId id : graph.initializers()) graph.value(id).initializer->bytes.reset();
-  for (int run = 0; run < 2; ++run)
-    EXPECT_TRUE(bitwise_equal(releasing.run(inputs), expected)) << "run " << run;
-  EXPECT_TRUE(w.expired()) << "the int8 weights are held once, packed as f32";
-  EXPECT_FALSE(scales.expired()) << "the scales are read at every run";
-  EXPECT_EQ(releasing.stats().released_weight_bytes, 16u * 8 * 9);
-  const std::string& implementation = releasing.stats().implementations[0];
+  const RunStats stats = released_int8_runs(graph, inputs, expected);
+  EXPECT_EQ(stats.released_weight_bytes, 16u * 8 * 9);
+  const std::string& implementation = stats.implementations[0];
   EXPECT_NE(implementation.find("int8 as exact f32"), std::string::npos) << implementation;
 }
 
