@@ -13,23 +13,18 @@
 #include "plan/schedule/milp.h"
 #include "plan/schedule/milp_split.h"
 #include "planner_checks.h"
+#include "quiet_milp.h"
 
 namespace cleave {
 namespace {
 
 using testing::modular_graph;
 using testing::ModularGraphOptions;
-
-MilpOptions quiet() {
-  MilpOptions options;
-  options.verbosity = 0;
-  options.relative_gap = 0;
-  return options;
-}
+using testing::quiet_milp;
 
 LowerBoundOptions bound_options(int channels = 0) {
   LowerBoundOptions options;
-  options.subproblem = quiet();
+  options.subproblem = quiet_milp();
   options.channels = channels;
   return options;
 }
@@ -41,9 +36,9 @@ std::vector<std::pair<std::string, double>> makespans(const TaskGraph& graph) {
   for (const std::string& name : testing::kPlanners) {
     result.push_back({name, testing::run_planner(name, graph, 1, 500).makespan});
   }
-  if (graph.tasks.size() <= 12) result.push_back({"milp", plan_milp(graph, quiet()).makespan});
+  if (graph.tasks.size() <= 12) result.push_back({"milp", plan_milp(graph, quiet_milp()).makespan});
   MilpSplitOptions split;
-  split.module = quiet();
+  split.module = quiet_milp();
   result.push_back({"milp-split", plan_milp_split(graph, split).makespan});
   return result;
 }
@@ -107,7 +102,7 @@ TEST(LowerBound, IsTheOptimumForOneModule) {
   const LowerBoundResult bound = makespan_lower_bound(graph, bound_options());
   EXPECT_EQ(bound.modules, 1);
   EXPECT_TRUE(bound.all_optimal);
-  EXPECT_NEAR(bound.makespan, plan_milp(graph, quiet()).makespan, 1e-9 * bound.makespan);
+  EXPECT_NEAR(bound.makespan, plan_milp(graph, quiet_milp()).makespan, 1e-9 * bound.makespan);
 }
 
 TEST(LowerBound, ClosedFormsAloneStayBelowPlans) {

@@ -8,20 +8,14 @@
 #include "plan/schedule/milp.h"
 #include "plan/schedule/milp_split.h"
 #include "plan/simulator.h"
+#include "quiet_milp.h"
 #include "task_graph_util.h"
 
 namespace cleave {
 namespace {
 
 using testing::graph_from_text;
-
-MilpOptions quiet() {
-  MilpOptions options;
-  options.verbosity = 0;
-  options.relative_gap = 0;
-  options.time_limit_seconds = 60;
-  return options;
-}
+using testing::quiet_milp;
 
 // a (1 s, on p only) feeds b and c (4 s on p, 2 s on q or r) 100 bytes each: 1 s on any link,
 // 0.5 s latency. `extra` adds machine fields.
@@ -37,9 +31,9 @@ std::string fan_out(const std::string& extra) {
 // The plan of `graph` and its objective, which must be the simulator's prediction of it.
 Plan planned(const std::string& text) {
   const TaskGraph graph = graph_from_text(text);
-  const MilpSolution solution = solve_milp(graph, quiet());
+  const MilpSolution solution = solve_milp(graph, quiet_milp());
   EXPECT_EQ(solution.status, "optimal");
-  const Plan plan = plan_milp(graph, quiet());
+  const Plan plan = plan_milp(graph, quiet_milp());
   EXPECT_DOUBLE_EQ(solution.objective, plan.makespan) << text;
   EXPECT_DOUBLE_EQ(plan.notes.at("planner_makespan").get<double>(), plan.makespan) << text;
   return plan;
@@ -80,7 +74,7 @@ TEST(MilpMediumTest, ABurstLetsTheSecondMessageThroughEarlier) {
 
 TEST(MilpMediumTest, MilpSplitQueuesOnTheMediumToo) {
   MilpSplitOptions options;
-  options.module = quiet();
+  options.module = quiet_milp();
   const Plan plan = plan_milp_split(graph_from_text(fan_out(R"("shared_link": true,)")), options);
   EXPECT_EQ(remote_readers(plan), 1);
   EXPECT_DOUBLE_EQ(plan.makespan, 5);

@@ -7,20 +7,14 @@
 #include "plan/schedule/milp.h"
 #include "plan/schedule/milp_split.h"
 #include "plan/simulator.h"
+#include "quiet_milp.h"
 #include "task_graph_util.h"
 
 namespace cleave {
 namespace {
 
 using testing::graph_from_text;
-
-MilpOptions quiet() {
-  MilpOptions options;
-  options.verbosity = 0;
-  options.relative_gap = 0;
-  options.time_limit_seconds = 60;
-  return options;
-}
+using testing::quiet_milp;
 
 // a feeds b and c (10 s each), which d joins, on two ranks: a 300-byte value crosses the link in
 // 0.5 + 3 s and each end copies it in 1 s when priced (endpoint_bandwidth 300).
@@ -41,9 +35,9 @@ TEST(MilpPricedTest, TheObjectiveIsTheSimulatorsPredictionOfThePlan) {
   // Best: a and b on one rank, c and d on the other (a sends 1-2, c runs 4.5-14.5, d takes b's
   // message as it comes at 12 + 3.5 = 15.5, after copying: 15.5-16.5).
   const TaskGraph priced = graph_from_text(diamond(true));
-  const MilpSolution solution = solve_milp(priced, quiet());
+  const MilpSolution solution = solve_milp(priced, quiet_milp());
   ASSERT_EQ(solution.status, "optimal");
-  const Plan plan = plan_milp(priced, quiet());
+  const Plan plan = plan_milp(priced, quiet_milp());
   EXPECT_DOUBLE_EQ(solution.objective, 16.5);
   EXPECT_DOUBLE_EQ(plan.notes.at("planner_makespan").get<double>(), 16.5);
   EXPECT_DOUBLE_EQ(plan.makespan, 16.5);
@@ -52,7 +46,7 @@ TEST(MilpPricedTest, TheObjectiveIsTheSimulatorsPredictionOfThePlan) {
   EXPECT_NE(plan.tasks[0].worker, plan.tasks[2].worker);
   // Unpriced the link alone is the price: objective 15.5 = the simulator's on that graph.
   const TaskGraph unpriced = graph_from_text(diamond(false));
-  const Plan link_only = plan_milp(unpriced, quiet());
+  const Plan link_only = plan_milp(unpriced, quiet_milp());
   EXPECT_DOUBLE_EQ(link_only.notes.at("planner_makespan").get<double>(), 15.5);
   EXPECT_DOUBLE_EQ(link_only.makespan, 15.5);
 }
@@ -62,7 +56,7 @@ TEST(MilpPricedTest, AConcatsCopiesAndADeviceZeroGatherArePricedAsTheSimulatorPr
   // would send 1 s more and the output would reach p at 17.5 + 3.5 = 21; on p, 17.5.
   const TaskGraph graph = graph_from_text(diamond(
       true, R"(, "copies_remote_inputs": true, "model_outputs": [{"name": "y", "bytes": 300}])"));
-  const Plan plan = plan_milp(graph, quiet());
+  const Plan plan = plan_milp(graph, quiet_milp());
   EXPECT_EQ(plan.tasks[3].worker, 0);
   EXPECT_DOUBLE_EQ(plan.notes.at("planner_makespan").get<double>(), 17.5);
   EXPECT_DOUBLE_EQ(plan.makespan, 17.5);
@@ -79,7 +73,7 @@ TEST(MilpPricedTest, TheHandOutAndTheGatherArePriced) {
     "tasks": [{"name": "a", "time": [5, 5], "model_inputs": [{"name": "x", "bytes": 300}]},
               {"name": "b", "time": [5, 5], "model_outputs": [{"name": "y", "bytes": 300}]}],
     "edges": []})");
-  const Plan plan = plan_milp(graph, quiet());
+  const Plan plan = plan_milp(graph, quiet_milp());
   EXPECT_NE(plan.tasks[0].worker, plan.tasks[1].worker);
   EXPECT_DOUBLE_EQ(plan.notes.at("planner_makespan").get<double>(), 8.5);
   EXPECT_DOUBLE_EQ(plan.makespan, 8.5);
@@ -88,7 +82,7 @@ TEST(MilpPricedTest, TheHandOutAndTheGatherArePriced) {
 TEST(MilpPricedTest, MilpSplitPlansOnThePricedModelToo) {
   const TaskGraph priced = graph_from_text(diamond(true));
   MilpSplitOptions options;
-  options.module = quiet();
+  options.module = quiet_milp();
   const Plan plan = plan_milp_split(priced, options);
   EXPECT_DOUBLE_EQ(plan.makespan, 16.5);
 }

@@ -12,22 +12,17 @@
 #include "plan/schedule/milp.h"
 #include "plan/schedule/modules.h"
 #include "plan/simulator.h"
+#include "quiet_milp.h"
 
 namespace cleave {
 namespace {
 
 using testing::modular_graph;
 using testing::ModularGraphOptions;
+using testing::quiet_milp;
 
 bool close(double a, double b, double relative = 1e-6) {
   return std::abs(a - b) <= relative * std::max({std::abs(a), std::abs(b), 1e-12});
-}
-
-MilpOptions quiet() {
-  MilpOptions options;
-  options.verbosity = 0;
-  options.relative_gap = 0;
-  return options;
 }
 
 ModularGraphOptions modules_of(int modules, int body, double edge_probability, int channels = 1) {
@@ -41,7 +36,7 @@ ModularGraphOptions modules_of(int modules, int body, double edge_probability, i
 
 MilpSplitOptions quiet_split(int channels = 1) {
   MilpSplitOptions options;
-  options.module = quiet();
+  options.module = quiet_milp();
   options.channels = channels;
   return options;
 }
@@ -128,7 +123,7 @@ TEST(MilpSplit, EqualsMilpOnSingleChannelChains) {
     // The DP's own total is what the simulator predicts for the combined plan.
     EXPECT_TRUE(close(split.notes["predicted_makespan"].get<double>(), split.makespan))
         << split.notes["predicted_makespan"].get<double>() << " vs " << split.makespan;
-    const Plan exact = plan_milp(graph, quiet());
+    const Plan exact = plan_milp(graph, quiet_milp());
     ASSERT_EQ(exact.notes["status"], "optimal");
     EXPECT_TRUE(close(split.makespan, exact.makespan))
         << "milp-split " << split.makespan << " vs milp " << exact.makespan;
@@ -162,7 +157,8 @@ TEST(MilpSplit, MultiChannelGivesAValidPlanNoBetterThanTheOptimum) {
     const Plan split = plan_milp_split(graph, quiet_split(2));
     ASSERT_NO_THROW(validate_plan(split, graph));
     EXPECT_EQ(split.notes["single_channel"], false);
-    EXPECT_GE(split.makespan, plan_milp(graph, quiet()).makespan * (1 - 1e-9)) << "seed " << seed;
+    EXPECT_GE(split.makespan, plan_milp(graph, quiet_milp()).makespan * (1 - 1e-9))
+        << "seed " << seed;
   }
 }
 
@@ -229,7 +225,7 @@ TEST(MilpSplit, OneModuleFallsBackToMilp) {
   const Plan plan = plan_milp_split(graph, quiet_split());
   EXPECT_EQ(plan.strategy, "milp-split");
   EXPECT_EQ(plan.notes["modules"], 1);
-  EXPECT_TRUE(close(plan.makespan, plan_milp(graph, quiet()).makespan));
+  EXPECT_TRUE(close(plan.makespan, plan_milp(graph, quiet_milp()).makespan));
 }
 
 TEST(MilpSplit, MemoryOverflowOfTheDpFallsBackToAFittingPlan) {

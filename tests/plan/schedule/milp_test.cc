@@ -14,22 +14,17 @@
 #include "plan/schedule/modules.h"
 #include "plan/schedule/schedulers.h"
 #include "plan/simulator.h"
+#include "quiet_milp.h"
 
 namespace cleave {
 namespace {
+
+using testing::quiet_milp;
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 bool close(double a, double b, double relative = 1e-6) {
   return std::abs(a - b) <= relative * std::max({std::abs(a), std::abs(b), 1e-12});
-}
-
-MilpOptions quiet() {
-  MilpOptions options;
-  options.verbosity = 0;
-  options.relative_gap = 0;
-  options.time_limit_seconds = 60;
-  return options;
 }
 
 // The optimum by enumeration: every assignment that fits memory and links, and for it every
@@ -153,7 +148,7 @@ TEST(Milp, MatchesBruteForceOnSmallRandomGraphs) {
   for (uint64_t seed = 1; seed <= 30; ++seed) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
     const TaskGraph graph = random_task_graph(seed, small_graph(seed));
-    const Plan plan = plan_milp(graph, quiet());
+    const Plan plan = plan_milp(graph, quiet_milp());
     EXPECT_EQ(plan.notes["status"], "optimal");
     expect_solver_matches_simulator(plan, graph);
     const double optimum = brute_force_makespan(graph);
@@ -162,7 +157,7 @@ TEST(Milp, MatchesBruteForceOnSmallRandomGraphs) {
 }
 
 TEST(Milp, SeveralSolverThreadsFindTheSameOptimum) {
-  MilpOptions threaded = quiet();
+  MilpOptions threaded = quiet_milp();
   threaded.threads = 2;
   for (uint64_t seed = 40; seed <= 45; ++seed) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
@@ -183,10 +178,10 @@ TEST(Milp, MatchesBruteForceWithMemoryLimitsAndUnrunnableTasks) {
     const TaskGraph graph = random_task_graph(seed, options);
     const double optimum = brute_force_makespan(graph);
     if (!std::isfinite(optimum)) {
-      EXPECT_THROW(plan_milp(graph, quiet()), Error);
+      EXPECT_THROW(plan_milp(graph, quiet_milp()), Error);
       continue;
     }
-    const Plan plan = plan_milp(graph, quiet());
+    const Plan plan = plan_milp(graph, quiet_milp());
     expect_solver_matches_simulator(plan, graph);
     EXPECT_TRUE(close(plan.makespan, optimum)) << plan.makespan << " vs brute force " << optimum;
   }
@@ -197,7 +192,7 @@ TEST(Milp, NeverWorseThanHeft) {
     RandomTaskGraphOptions options;
     options.tasks = 10;
     const TaskGraph graph = random_task_graph(seed, options);
-    const Plan plan = plan_milp(graph, quiet());
+    const Plan plan = plan_milp(graph, quiet_milp());
     EXPECT_LE(plan.makespan, plan_heft(graph).makespan * (1 + 1e-9)) << "seed " << seed;
   }
 }
@@ -208,7 +203,7 @@ TEST(Milp, TransitiveClosureLeavesNoDisjunctionsOnAChain) {
   options.devices = 2;
   TaskGraph graph = random_task_graph(3, options);
   for (int task = 0; task + 1 < 6; ++task) graph.edges.emplace_back(task, task + 1);
-  const Plan plan = plan_milp(graph, quiet());
+  const Plan plan = plan_milp(graph, quiet_milp());
   EXPECT_EQ(plan.notes["ordered_pairs"], 15);
   EXPECT_EQ(plan.notes["disjunctive_pairs"], 0);
 }
@@ -233,10 +228,10 @@ TEST(Milp, SymmetryBreakingKeepsTheOptimum) {
   for (uint64_t seed = 300; seed < 306; ++seed) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
     const TaskGraph graph = identical_devices_graph(seed);
-    const Plan free = plan_milp(graph, quiet());
+    const Plan free = plan_milp(graph, quiet_milp());
     for (SymmetryBreaking symmetry : {SymmetryBreaking::kTaskCount, SymmetryBreaking::kUtilisation,
                                       SymmetryBreaking::kBatchItems}) {
-      MilpOptions options = quiet();
+      MilpOptions options = quiet_milp();
       options.symmetry = symmetry;
       const Plan ordered = plan_milp(graph, options);
       EXPECT_EQ(ordered.notes["symmetric_devices"], 3);
@@ -250,7 +245,7 @@ TEST(Milp, SymmetryBreakingKeepsTheOptimum) {
 
 TEST(Milp, SymmetryBreakingSkipsDevicesThatDiffer) {
   const TaskGraph graph = random_task_graph(5, small_graph(5));
-  MilpOptions options = quiet();
+  MilpOptions options = quiet_milp();
   options.symmetry = SymmetryBreaking::kTaskCount;
   EXPECT_EQ(plan_milp(graph, options).notes["symmetric_devices"], 0);
 }
@@ -268,7 +263,7 @@ TEST(Milp, TimeLimitReturnsTheIncumbentMarkedAsSuch) {
   options.devices = 3;
   options.edge_probability = 0.08;
   const TaskGraph graph = random_task_graph(7, options);
-  MilpOptions limited = quiet();
+  MilpOptions limited = quiet_milp();
   limited.time_limit_seconds = 0.5;
   const Plan plan = plan_milp(graph, limited);
   EXPECT_EQ(plan.notes["status"], "time_limit");
@@ -285,7 +280,7 @@ TEST(Milp, TooLittleTimeReturnsTheWarmStart) {
   options.devices = 3;
   options.edge_probability = 0.1;
   const TaskGraph graph = random_task_graph(11, options);
-  MilpOptions limited = quiet();
+  MilpOptions limited = quiet_milp();
   limited.time_limit_seconds = 0.01;
   const MilpSolution solution = solve_milp(graph, limited);
   ASSERT_TRUE(solution.has_solution);
@@ -305,7 +300,7 @@ TEST(Milp, InfeasibleMemoryIsAClearError) {
   for (Task& task : graph.tasks) task.weight_bytes = 100;
   for (Device& device : graph.machine.devices) device.memory_bytes = 150;
   try {
-    plan_milp(graph, quiet());
+    plan_milp(graph, quiet_milp());
     FAIL() << "expected an Error";
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("memory"), std::string::npos) << error.what();
@@ -320,7 +315,7 @@ TEST(Milp, MemoryLimitsAreRespected) {
   for (Task& task : graph.tasks) task.weight_bytes = 100;
   graph.machine.devices[0].memory_bytes = 300;
   graph.machine.devices[1].memory_bytes = 300;
-  const Plan plan = plan_milp(graph, quiet());
+  const Plan plan = plan_milp(graph, quiet_milp());
   int on_first = 0;
   for (const PlannedTask& placed : plan.tasks) on_first += placed.worker == 0 ? 1 : 0;
   EXPECT_EQ(on_first, 3);
@@ -333,7 +328,7 @@ TEST(Milp, BatchedGraphsAreThroughputPlans) {
   options.edge_probability = 0.5;
   const TaskGraph per_sample = random_task_graph(13, options);
   const TaskGraph batched = batch_task_graph(per_sample, 8, default_slice_sizes(8));
-  const Plan plan = plan_milp(batched, quiet());
+  const Plan plan = plan_milp(batched, quiet_milp());
   EXPECT_EQ(plan.objective, "throughput");
   EXPECT_EQ(plan.batch, 8);
   EXPECT_NEAR(plan.notes["throughput"].get<double>(), 8 / plan.makespan, 1e-9);
@@ -352,8 +347,8 @@ TEST(Milp, SupportedSharesForceWholeBatchesWhereAsked) {
                                         {"name": "n@2:3", "time": [1, 1], "batch_begin": 2, "batch_end": 3, "weight_group": 0, "node": 0}],
                               "edges": []})";
   TaskGraph graph = task_graph_from_json(nlohmann::json::parse(text), "shares.json");
-  EXPECT_NEAR(plan_milp(graph, quiet()).makespan, 2.0, 1e-9);
-  MilpOptions shares = quiet();
+  EXPECT_NEAR(plan_milp(graph, quiet_milp()).makespan, 2.0, 1e-9);
+  MilpOptions shares = quiet_milp();
   shares.supported_shares = true;
   EXPECT_NEAR(plan_milp(graph, shares).makespan, 3.0, 1e-9);
 }
@@ -367,7 +362,7 @@ TEST(Milp, RestrictionsFixDevicesAndReleaseTimes) {
   restrictions.allowed.assign(3, {true, true});
   restrictions.allowed[0] = {false, true};
   restrictions.release.assign(3, {0.5, 0.5});
-  const MilpSolution solution = solve_milp(graph, quiet(), restrictions);
+  const MilpSolution solution = solve_milp(graph, quiet_milp(), restrictions);
   ASSERT_TRUE(solution.has_solution);
   EXPECT_EQ(solution.device[0], 1);
   for (double start : solution.start) EXPECT_GE(start, 0.5 - 1e-12);
