@@ -104,11 +104,15 @@ std::unique_ptr<StageExecutor> pipeline_if_faster(
   }
   const auto configuration = parse_pipeline_configuration(row->configuration);
   const bool faster = configuration && row->predicted_seconds < kept.plan.makespan;
-  row->rejected = faster ? ""
-                         : fmt::format("not faster than {} ({:.3f} ms)", kept.configuration,
-                                       kept.plan.makespan * 1e3);
+  // A cut predicted a little slower is timed too: the pipeline's prediction prices no hand-off
+  // and plain layouts at the cuts, and on googlenet one predicted 1.05x data-parallel ran 0.98x.
+  const bool near = configuration && recipe.auto_check &&
+                    row->predicted_seconds <= kStreamCheckMargin * kept.plan.makespan;
+  row->rejected = faster || near ? ""
+                                 : fmt::format("not faster than {} ({:.3f} ms)",
+                                               kept.configuration, kept.plan.makespan * 1e3);
   kept.candidates.push_back(*row);
-  if (!faster) return nullptr;
+  if (!faster && !near) return nullptr;
   auto pipeline =
       make_pipeline(prepared, recipe, configuration->first, configuration->second, input_of);
   if (recipe.auto_check) {
@@ -119,10 +123,11 @@ std::unique_ptr<StageExecutor> pipeline_if_faster(
       recipe.log(fmt::format("recipe: timed pipeline {} at {:.3f} ms against {} at {:.3f} ms",
                              row->configuration, ms[0], kept.configuration, ms[1]));
     }
-    // On a tie the pipeline, predicted faster.
-    if (ms[0] > ms[1]) {
-      kept.candidates.back().rejected = fmt::format(
-          "timed slower than {} ({:.3f} ms against {:.3f} ms)", kept.configuration, ms[0], ms[1]);
+    // On a tie the prediction decides.
+    if (faster ? ms[0] > ms[1] : ms[0] >= ms[1]) {
+      kept.candidates.back().rejected =
+          fmt::format("timed {} than {} ({:.3f} ms against {:.3f} ms)",
+                      faster ? "slower" : "no faster", kept.configuration, ms[0], ms[1]);
       return nullptr;
     }
     if (prepared.auto_check) prepared.auto_check->kept = row->configuration;

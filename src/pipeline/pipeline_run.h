@@ -45,7 +45,9 @@ void prepare_pipeline_run(PreparedRun& prepared, const RunRecipe& recipe,
 /// stage cut `row` (by default pipeline_candidate of prepared.costs) to `kept`'s candidates
 /// and, when it is predicted faster than `kept` (the plan auto kept, whose executor is
 /// `kept_executor`), makes its executor; with recipe.auto_check it is timed against
-/// `kept_executor` (time_alike) and returned only when it measures faster. Null otherwise, and
+/// `kept_executor` (time_alike) and returned only when it measures faster, and so is a cut
+/// predicted slower by at most kStreamCheckMargin (returned only when it measures strictly
+/// faster). Null otherwise, and
 /// with recipe.machine (auto planned stages on its devices as a plan of its own).
 std::unique_ptr<StageExecutor> pipeline_if_faster(
     PreparedRun& prepared, const RunRecipe& recipe, ModelPlan& kept,

@@ -266,10 +266,16 @@ void run_plan_elsewhere(PreparedRun& prepared, const RunRecipe& recipe) {
 struct TimedCandidates {
   AutoCheck check;
   std::optional<PlannedRun> runner_up;
-  PlannedRun fallback;
+  std::optional<PlannedRun> fallback;  ///< None where the choice is the sequential plan itself.
   bool kept_runner_up = false;
   bool kept_sequential = false;
 };
+
+// Whether auto's pick is timed at all: any pick the check needs, and for a stream a sequential
+// pick with another family predicted near it.
+bool check_runs(const ModelPlan& choice, const RunRecipe& recipe) {
+  return auto_check_needed(choice, recipe) || stream_runner_up(choice, recipe) != nullptr;
+}
 
 TimedCandidates time_top_candidates(const PlanContext& context, const CostTable& costs,
                                     const ModelPlan& choice, ExecutorInterface& choice_executor,
@@ -286,13 +292,16 @@ TimedCandidates time_top_candidates(const PlanContext& context, const CostTable&
     }
     return context.prepare(std::move(plan));
   };
-  std::optional<PlannedRun> runner_up;
-  if (const ModelPlan* second = check_runner_up(choice, recipe))
-    runner_up = as_choice(*second, second->plan.strategy);
-  TimedCandidates timed{
-      {},
-      std::move(runner_up),
-      as_choice(plan_model(context.g, costs, context.plan_options("sequential")), "sequential")};
+  // A sequential pick on every core is the fallback itself (timed for a stream only).
+  const bool choice_is_fallback = !auto_check_needed(choice, recipe);
+  const ModelPlan* second =
+      choice_is_fallback ? stream_runner_up(choice, recipe) : check_runner_up(choice, recipe);
+  TimedCandidates timed;
+  if (second) timed.runner_up = as_choice(*second, second->plan.strategy);
+  if (!choice_is_fallback) {
+    timed.fallback =
+        as_choice(plan_model(context.g, costs, context.plan_options("sequential")), "sequential");
+  }
   AutoCheck& check = timed.check;
   check.candidate = choice.plan.strategy;
   check.candidate_configuration = choice.configuration;
@@ -302,14 +311,15 @@ TimedCandidates time_top_candidates(const PlanContext& context, const CostTable&
     check.runner_up = timed.runner_up->model_plan.configuration;
     runs.emplace_back(check.runner_up, timed.runner_up->executor.get());
   }
-  runs.emplace_back("sequential", timed.fallback.executor.get());
+  if (timed.fallback) runs.emplace_back("sequential", timed.fallback->executor.get());
   const std::vector<double> ms = time_alike(recipe, runs, inputs);
   check.candidate_ms = ms.front();
   check.sequential_ms = ms.back();
   if (timed.runner_up) check.runner_up_ms = ms[1];
+  if (choice_is_fallback) check.sequential_ms = ms.front();
   const std::size_t best = fastest_measured(ms);
   check.kept = runs[best].first;
-  timed.kept_sequential = best + 1 == runs.size();
+  timed.kept_sequential = timed.fallback && best + 1 == runs.size();
   timed.kept_runner_up = timed.runner_up && best == 1;
   log_line(recipe, "recipe: " + auto_check_text(check));
   return timed;
@@ -320,7 +330,7 @@ void check_top_candidates(const PlanContext& context, PreparedRun& prepared, Pla
                                               *chosen.executor, prepared.inputs);
   prepared.auto_check = std::move(timed.check);
   if (timed.kept_sequential) {
-    chosen = std::move(timed.fallback);
+    chosen = std::move(*timed.fallback);
   } else if (timed.kept_runner_up) {
     chosen = std::move(*timed.runner_up);
   }
@@ -417,6 +427,14 @@ bool auto_check_needed(const ModelPlan& plan, const RunRecipe& recipe) {
          (!recipe.machine && plan.threads_per_worker < recipe.workers * recipe.threads_per_worker);
 }
 
+const ModelPlan* stream_runner_up(const ModelPlan& choice, const RunRecipe& recipe) {
+  if (recipe.samples < 2 || recipe.machine || auto_check_needed(choice, recipe)) return nullptr;
+  const ModelPlan* second = check_runner_up(choice, recipe);
+  if (!second || second->plan.makespan > kStreamCheckMargin * choice.plan.makespan)
+    return nullptr;
+  return second;
+}
+
 const ModelPlan* check_runner_up(const ModelPlan& choice, const RunRecipe& recipe,
                                  const std::function<bool(const ModelPlan&)>& worth_timing) {
   // Another planner of the choice's family often predicts the same schedule (lc and clone
@@ -434,7 +452,7 @@ const ModelPlan* check_runner_up(const ModelPlan& choice, const RunRecipe& recip
 std::optional<CheckedChoice> time_auto_check(const PreparedRun& prepared, const RunRecipe& recipe) {
   if (!prepared.plan || !prepared.costs)
     throw Error("auto's timed check needs a run planned here (a strategy and its costs)");
-  if (!auto_check_needed(*prepared.plan, recipe)) return std::nullopt;
+  if (!check_runs(*prepared.plan, recipe)) return std::nullopt;
   const PlanContext context{prepared.graph,
                             recipe,
                             prepared.layouts,
@@ -447,7 +465,7 @@ std::optional<CheckedChoice> time_auto_check(const PreparedRun& prepared, const 
   ExecutorInterface& executor = own ? *own->executor : *prepared.parallel;
   TimedCandidates timed =
       time_top_candidates(context, *prepared.costs, *prepared.plan, executor, prepared.inputs);
-  const ModelPlan& kept = timed.kept_sequential  ? timed.fallback.model_plan
+  const ModelPlan& kept = timed.kept_sequential  ? timed.fallback->model_plan
                           : timed.kept_runner_up ? timed.runner_up->model_plan
                                                  : *prepared.plan;
   return CheckedChoice{std::move(timed.check), kept};
@@ -496,7 +514,7 @@ PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {
   // Sample 0 may already be read (for the layout choice).
   for (int s = static_cast<int>(prepared.inputs.size()); s < chosen.executor->samples(); ++s)
     prepared.inputs.push_back(input_of(s));
-  if (auto_plan && recipe.auto_check && auto_check_needed(chosen.model_plan, recipe))
+  if (auto_plan && recipe.auto_check && check_runs(chosen.model_plan, recipe))
     check_top_candidates(context, prepared, chosen);
   // Made before install_plan lets go of the graph's weights (its stages hold their own).
   std::unique_ptr<StageExecutor> pipeline =

@@ -175,6 +175,18 @@ const ModelPlan* check_runner_up(
     const ModelPlan& choice, const RunRecipe& recipe,
     const std::function<bool(const ModelPlan&)>& worth_timing = nullptr);
 
+/// How much slower than a sequential prediction on every core another family's prediction may
+/// be and still be timed beside it for a stream of samples: stream predictions are the weakest
+/// (measured / predicted 0.79-1.36 on the corpus), and on squeezenet1_0 data-parallel,
+/// predicted 1.15x sequential, measured 0.89x of it.
+inline constexpr double kStreamCheckMargin = 1.25;
+
+/// The plan a sequential prediction on every core (the plan auto_check_needed leaves untimed)
+/// is timed against for a stream of samples on this host's cores (recipe.samples >= 2, no
+/// machine file): check_runner_up's pick, when its prediction is within kStreamCheckMargin of
+/// `choice`'s; nullptr otherwise, and for any choice auto_check_needed times anyway.
+const ModelPlan* stream_runner_up(const ModelPlan& choice, const RunRecipe& recipe);
+
 /// Auto's timed check and the plan it keeps.
 struct CheckedChoice {
   AutoCheck check;
@@ -184,7 +196,9 @@ struct CheckedChoice {
 /// Auto's timed check, the one prepare_run makes, of a run prepared with recipe.auto_check
 /// off (`cleave bench --families` times the table's rows and shows what `run --plan auto`
 /// would keep): the prepared plan, the runner-up prediction and the sequential plan timed
-/// alike through recipe.timer. Nullopt where auto_check_needed says no check runs. The
+/// alike through recipe.timer (a sequential prediction on every core and its stream_runner_up,
+/// for a stream). Nullopt where neither auto_check_needed nor stream_runner_up says a check
+/// runs. The
 /// prepared run is not changed; its graph must keep its weights (recipe.release_packed_weights
 /// off). Error when it was not planned here (no plan or costs).
 std::optional<CheckedChoice> time_auto_check(const PreparedRun& prepared, const RunRecipe& recipe);
@@ -195,7 +209,8 @@ std::optional<CheckedChoice> time_auto_check(const PreparedRun& prepared, const 
 /// `auto` is one policy wherever it is used: plan_model picks the fastest prediction, and
 /// unless recipe.auto_check is off, a pick that auto_check_needed is timed against the runner-up
 /// prediction and the sequential plan (two warm-up runs each, then blocks of three runs as A B C C
-/// B A; medians) and the fastest kept, the prediction on a tie. For several samples the pipelined
+/// B A; medians) and the fastest kept, the prediction on a tie; for a stream, a sequential pick on
+/// every core is timed against its stream_runner_up. For several samples the pipelined
 /// stages, and with recipe.machine a spatial split, are then offered in turn against what is
 /// kept (predicted faster, and timed no slower, each replaces it).
 PreparedRun prepare_run(Graph graph, const RunRecipe& recipe);

@@ -1,5 +1,6 @@
-// Auto over the pipeline family: a stage cut predicted faster is timed against the plan auto
-// kept and runs when it measures faster; the candidate names what `--plan pipeline` takes.
+// Auto over the pipeline family: a stage cut predicted faster (or a little slower) is timed
+// against the plan auto kept and runs when it measures faster; the candidate names what
+// `--plan pipeline` takes.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -72,7 +73,10 @@ struct Fixture {
   std::function<SampleInputs(int)> input_of;
 
   explicit Fixture(std::map<std::string, double> times) : ms(std::move(times)) {
+    // Auto's own offers untimed: the test's offer is the only one the timer counts.
+    recipe.auto_check = false;
     prepared = prepare_run(chain(), recipe);
+    recipe.auto_check = true;
     input_of = [this](int s) { return random_inputs(prepared.graph, s); };
   }
   std::unique_ptr<StageExecutor> offer(double predicted_seconds) {
@@ -115,11 +119,26 @@ TEST(AutoPipeline, TimedSlowerKeepsThePlan) {
   EXPECT_THAT(row_of(*f.prepared.plan, "pipeline").rejected, HasSubstr("timed slower than"));
 }
 
-TEST(AutoPipeline, PredictedSlowerIsNotTimed) {
+TEST(AutoPipeline, PredictedFarSlowerIsNotTimed) {
   Fixture f({{"pipeline", 1.0}, {"kept", 2.0}});
   EXPECT_EQ(f.offer(1e9), nullptr);
   EXPECT_EQ(f.calls[pipeline_configuration(2, 1)], 0);
   EXPECT_THAT(row_of(*f.prepared.plan, "pipeline").rejected, HasSubstr("not faster than"));
+}
+
+TEST(AutoPipeline, PredictedALittleSlowerIsTimedAndRunsOnlyWhenFaster) {
+  Fixture slower({{"pipeline", 2.0}, {"kept", 2.0}});
+  const double kept = slower.prepared.plan->plan.makespan;
+  EXPECT_EQ(slower.offer(1.1 * kept), nullptr) << "a tie keeps the plan predicted faster";
+  EXPECT_EQ(slower.calls[pipeline_configuration(2, 1)], 8);
+  EXPECT_THAT(row_of(*slower.prepared.plan, "pipeline").rejected,
+              HasSubstr("timed no faster than"));
+  Fixture faster({{"pipeline", 1.0}, {"kept", 2.0}});
+  EXPECT_NE(faster.offer(1.1 * faster.prepared.plan->plan.makespan), nullptr);
+  Fixture unchecked({{"pipeline", 1.0}, {"kept", 2.0}});
+  unchecked.recipe.auto_check = false;
+  EXPECT_EQ(unchecked.offer(1.1 * unchecked.prepared.plan->plan.makespan), nullptr)
+      << "without the timed check only a faster prediction runs";
 }
 
 TEST(AutoPipeline, AutoListsThePipelineRowForSeveralSamples) {

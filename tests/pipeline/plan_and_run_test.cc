@@ -355,6 +355,78 @@ TEST(PlanAndRun, TheRunnerUpIsOfTheSameFamilyWhenNoOtherNeedsTheCheck) {
   EXPECT_EQ(check_runner_up(choice, recipe), nullptr);
 }
 
+// For a stream, a sequential pick on every core is timed against another family predicted
+// within kStreamCheckMargin of it; for one sample, or further off, it is not.
+TEST(PlanAndRun, AStreamTimesASequentialPickAgainstANearFamily) {
+  RunRecipe recipe;
+  recipe.workers = 2;
+  recipe.samples = 4;
+  ModelPlan choice = candidate_plan("sequential", "1 worker x 2 threads", 2);
+  choice.plan.makespan = 1.0;
+  ModelPlan data_parallel = candidate_plan("data-parallel", "2 workers x 1 thread", 1);
+  data_parallel.plan.makespan = 1.2;
+  choice.alternatives = {data_parallel};
+  const ModelPlan* second = stream_runner_up(choice, recipe);
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(second->configuration, "2 workers x 1 thread");
+  choice.alternatives.front().plan.makespan = 1.3;
+  EXPECT_EQ(stream_runner_up(choice, recipe), nullptr) << "1.3x is beyond the margin";
+  choice.alternatives.front().plan.makespan = 1.2;
+  recipe.samples = 1;
+  EXPECT_EQ(stream_runner_up(choice, recipe), nullptr) << "one sample: no stream check";
+  recipe.samples = 4;
+  ModelPlan task = candidate_plan("task", "lc, 2 workers x 1 thread", 1);
+  task.alternatives = choice.alternatives;
+  EXPECT_EQ(stream_runner_up(task, recipe), nullptr) << "a task pick has its own check";
+}
+
+// The sequential plan on every core for 4 samples, with a data-parallel alternative predicted
+// `ratio` times its makespan: what time_auto_check makes of it (data-parallel timed faster).
+std::optional<CheckedChoice> stream_check_with(double ratio, std::map<std::string, int>& calls) {
+  FakeTimes unused;
+  std::vector<std::string> log;
+  RunRecipe recipe = auto_recipe(unused, log);
+  recipe.strategy = "sequential";
+  recipe.samples = 4;
+  recipe.workers = 1;
+  recipe.threads_per_worker = 2;
+  recipe.timer = [&calls](const std::string& name, ExecutorInterface&,
+                          const std::vector<SampleInputs>&) {
+    ++calls[name];
+    return name.starts_with("data-parallel") ? 1.0 : 2.0;
+  };
+  PreparedRun prepared = prepare_run(branchy(), recipe);
+  EXPECT_FALSE(auto_check_needed(*prepared.plan, recipe));
+  ModelPlanOptions options;
+  options.strategy = "data-parallel";
+  options.workers = 2;
+  options.threads_per_worker = 1;
+  options.samples = 4;
+  ModelPlan near = plan_model(prepared.graph, *prepared.costs, options);
+  EXPECT_TRUE(near.configuration.starts_with("data-parallel")) << near.configuration;
+  near.plan.makespan = ratio * prepared.plan->plan.makespan;
+  prepared.plan->alternatives = {near};
+  return time_auto_check(prepared, recipe);
+}
+
+TEST(PlanAndRun, AStreamKeepsANearFamilyTimedFasterThanSequential) {
+  std::map<std::string, int> calls;
+  const std::optional<CheckedChoice> checked = stream_check_with(1.2, calls);
+  ASSERT_TRUE(checked);
+  EXPECT_EQ(checked->check.candidate, "sequential");
+  EXPECT_TRUE(checked->check.runner_up.starts_with("data-parallel")) << checked->check.runner_up;
+  EXPECT_DOUBLE_EQ(checked->check.runner_up_ms, 1.0);
+  EXPECT_DOUBLE_EQ(checked->check.sequential_ms, 2.0);
+  EXPECT_EQ(checked->kept.configuration, checked->check.runner_up);
+  EXPECT_EQ(calls.size(), 2u) << "the sequential pick is timed once, not again as a fallback";
+}
+
+TEST(PlanAndRun, AStreamDoesNotTimeAFamilyPredictedFarSlower) {
+  std::map<std::string, int> calls;
+  EXPECT_FALSE(stream_check_with(1.3, calls));
+  EXPECT_TRUE(calls.empty());
+}
+
 TEST(PlanAndRun, APlanFileRunsAsWrittenWithoutACheck) {
   const Graph graph = branchy();
   ModelPlanOptions options;
