@@ -70,10 +70,22 @@ def region(graph, root, quantized, constants, producers=None):
     return [nodes[i] for i in sorted(nodes)], sorted(leaves)
 
 
-def evaluate(nodes, values, constants):
-    """Runs the region's nodes in float64 on `values` (name -> array); returns the last output."""
+# How much an input's error can grow through a unary op (its steepest slope).
+SLOPE = {"Sigmoid": 0.25, "HardSwish": 1.5}
+
+
+def evaluate(nodes, values, constants, terms):
+    """Runs the region's nodes in float64 on `values` (name -> array); returns the last output.
+
+    Also fills `terms` (name -> array, for the leaves on entry): the largest magnitude a float32
+    computation of each value passes through. Rounding errors are relative to the operands
+    rounded, so an Add whose operands cancel keeps the error of its largest operand.
+    """
     def get(name):
         return values[name] if name in values else constants[name]
+
+    def term(name):
+        return terms[name] if name in terms else abs(constants[name])
 
     for node in nodes:
         x = get(node.input[0])
@@ -81,6 +93,14 @@ def evaluate(nodes, values, constants):
         if op in ("Add", "Sub", "Mul", "Div"):
             y = get(node.input[1])
             out = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}[op](x, y)
+            tx, ty = term(node.input[0]), term(node.input[1])
+            if op in ("Add", "Sub"):
+                big = np.maximum(tx, ty)
+            elif op == "Mul":
+                big = np.maximum(tx * np.abs(y), ty * np.abs(x))
+            else:
+                big = tx / np.abs(y)
+            terms[node.output[0]] = np.maximum(big, np.abs(out))
         elif op == "Relu":
             out = np.maximum(x, 0.0)
         elif op == "Sigmoid":
@@ -100,12 +120,16 @@ def evaluate(nodes, values, constants):
         else:  # Identity
             out = x
         values[node.output[0]] = np.asarray(out, dtype=np.float64)
+        if node.output[0] not in terms:  # a unary op
+            slope = attribute(node, "alpha", 0.2) if op == "HardSigmoid" else SLOPE.get(op, 1.0)
+            terms[node.output[0]] = np.maximum(slope * term(node.input[0]), np.abs(out))
     return values[nodes[-1].output[0]]
 
 
 def reachable(nodes, leaves, parameters, constants):
-    """Every distinct finite value the region can produce from its leaves' u8 values."""
-    values = {}
+    """(values, terms): every distinct finite value the region can produce from its leaves' u8
+    values, and for each the largest term its computation passes through (evaluate)."""
+    values, terms = {}, {}
     for i, leaf in enumerate(leaves):
         scale, zero = parameters[leaf]
         # As both runtimes dequantize: (q - zero point) * scale in float32.
@@ -113,29 +137,42 @@ def reachable(nodes, leaves, parameters, constants):
         shape = [1] * len(leaves)
         shape[i] = 256
         values[leaf] = dequantized.astype(np.float64).reshape(shape)
+        # ONNX Runtime's QLinearAdd sums q * (scale / output scale) and folds the zero points'
+        # products into a constant: its terms reach max(q, zero point) * scale, not |q - zp| * scale.
+        terms[leaf] = (np.maximum(np.arange(256.0), float(zero)) * float(scale)).reshape(shape)
+    every = [256] * len(leaves)
     with np.errstate(all="ignore"):
-        out = evaluate(nodes, values, constants)
-    out = np.broadcast_to(out, [256] * len(leaves)).ravel()
-    return np.unique(out[np.isfinite(out)])
+        out = np.broadcast_to(evaluate(nodes, values, constants, terms), every).ravel()
+        big = np.broadcast_to(terms[nodes[-1].output[0]], every).ravel()
+    finite = np.isfinite(out) & np.isfinite(big)
+    unique, inverse = np.unique(out[finite], return_inverse=True)
+    largest = np.zeros(len(unique))
+    np.maximum.at(largest, inverse.ravel(), big[finite])
+    return unique, largest
 
 
-def near_ties(values, scale, zero):
+def near_ties(values, scale, zero, terms=None):
     """How many of `values` quantize, at scale and zero point, within a margin of a x.5 tie.
 
     The margin is 4 float32 ulps of the quantized value: ONNX Runtime and cleave both compute
     y / scale + zero point in float32 (and y itself from float32 dequantized inputs), a few
-    roundings apart, so a value that close to a tie can round either way between them.
+    roundings apart, so a value that close to a tie can round either way between them. With
+    `terms` (reachable's), the ulps are those of the largest term in quanta where that is
+    larger: r3d_18_int8 reached y / scale = 2.4999959 as 206.7 - 205.1 + 0.8 in ONNX Runtime's
+    QLinearAdd, whose float32 error is that of 206.7 (docs/results/heldout.md, failure 2).
     Values that quantize below 0 or above 255 are clipped, so their ties do not matter.
     """
     v = values / np.float64(scale) + float(zero)
     magnitude = np.maximum(np.abs(values / np.float64(scale)) + float(zero), 1.0)
+    if terms is not None:
+        magnitude = np.maximum(magnitude, terms / np.float64(scale) + float(zero))
     margin = 4.0 * 2.0 ** -23 * 2.0 ** np.floor(np.log2(magnitude))
     below = np.floor(v)
     close = np.abs(v - (below + 0.5)) <= margin
     return int(np.count_nonzero(close & (below >= 0) & (below <= 254)))
 
 
-def search_scale(values, scale, low):
+def search_scale(values, scale, low, terms=None):
     """(scale, zero point, near ties) in [scale, 1.01 scale] with the fewest near ties.
 
     Scales only grow, so the calibrated range stays covered; the smallest wins a tie.
@@ -144,7 +181,7 @@ def search_scale(values, scale, low):
     for step in range(STEPS + 1):
         candidate = np.float32(scale * (1.0 + WIDTH * step / STEPS))
         zero = zero_point(low, candidate)
-        count = near_ties(values, candidate, zero)
+        count = near_ties(values, candidate, zero, terms)
         if best is None or count < best[2]:
             best = (candidate, zero, count)
             if count == 0:
@@ -173,12 +210,12 @@ def adjust_scales(graph, activations, parameters, ranges, search=True):
         if found is None:
             continue
         regions += 1
-        values = reachable(*found, parameters, constants)
+        values, terms = reachable(*found, parameters, constants)
         scale, zero = parameters[name]
-        count = near_ties(values, scale, zero)
+        count = near_ties(values, scale, zero, terms)
         before += count
         if search and count > 0:
-            scale, zero, count = search_scale(values, scale, ranges[name][0])
+            scale, zero, count = search_scale(values, scale, ranges[name][0], terms)
             if scale != parameters[name][0]:
                 parameters[name] = (scale, zero)
                 adjusted += 1

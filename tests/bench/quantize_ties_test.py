@@ -51,16 +51,19 @@ def test_residual_add_moves_off_ties():
     nodes, leaves = found
     check([n.op_type for n in nodes] == ["Add", "Relu"], f"region nodes {[n.op_type for n in nodes]}")
     check(leaves == ["a", "b"], f"region leaves {leaves}")
-    values = quantize_ties.reachable(nodes, leaves, parameters, {})
+    values, terms = quantize_ties.reachable(nodes, leaves, parameters, {})
     # (qa - 128 + qb - 128) / 16 for qa, qb in 0..255: -16 .. 15.875 in steps of 1/16, Relu'd.
     check(len(values) == 255, f"{len(values)} reachable values, expected 255")
+    # ONNX Runtime's QLinearAdd terms: max(q, 128) / 16 is at least 8 for every pair.
+    check(terms.shape == values.shape and np.all(terms >= np.maximum(values, 8.0)),
+          "terms below the operands' magnitudes")
     scale, zero = parameters["out"]
-    before = quantize_ties.near_ties(values, scale, zero)
+    before = quantize_ties.near_ties(values, scale, zero, terms)
     check(before > 0, f"near ties at the calibrated scale: {before}, expected some")
     regions, adjusted, total_before, total_after = quantize_ties.adjust_scales(
         g, ["a", "b", "out"], parameters, ranges)
     new_scale, new_zero = parameters["out"]
-    after = quantize_ties.near_ties(values, new_scale, new_zero)
+    after = quantize_ties.near_ties(values, new_scale, new_zero, terms)
     check(before == total_before, f"adjust_scales counted {total_before} before, expected {before}")
     check(after == 0 and total_after == 0, f"near ties after: {after} (adjust_scales: {total_after})")
     check(regions == 1 and adjusted == 1, f"{regions} regions, {adjusted} adjusted; expected 1, 1")
@@ -81,6 +84,15 @@ def test_clipped_ties_do_not_count():
           "ties outside 0..255 were counted")
     check(quantize_ties.near_ties(np.array([254.5, 0.5]), np.float32(1.0), 0) == 2,
           "ties inside 0..255 were not counted")
+
+
+def test_margin_follows_the_largest_term():
+    # r3d_18_int8's case: 2.4999959 quanta summed from terms of 206.7 quanta is 4.1e-6 from a
+    # tie, 4 ulps of 206.7 (6.1e-5) but not 4 ulps of 2.5 (9.5e-7).
+    value = np.array([2.4999959])
+    check(quantize_ties.near_ties(value, np.float32(1.0), 0) == 0, "a lone 2.4999959 was counted")
+    check(quantize_ties.near_ties(value, np.float32(1.0), 0, np.array([206.7])) == 1,
+          "2.4999959 from terms of 206.7 was not counted")
 
 
 def test_region_with_a_conv_is_left_alone():
@@ -115,7 +127,8 @@ def test_region_limits():
 
 
 for test in (test_residual_add_moves_off_ties, test_search_keeps_a_tie_free_scale,
-             test_clipped_ties_do_not_count, test_region_with_a_conv_is_left_alone,
+             test_clipped_ties_do_not_count, test_margin_follows_the_largest_term,
+             test_region_with_a_conv_is_left_alone,
              test_region_limits):
     test()
 if failures:
