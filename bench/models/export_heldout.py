@@ -347,7 +347,7 @@ def output_quanta(path, names):
     return quanta
 
 
-def quantize_one(name, out_dir, manifest, cleave):
+def quantize_one(name, out_dir, manifest, cleave, quantize_args=()):
     base = manifest["models"][name]
     path = os.path.join(out_dir, name + "_int8.onnx")
 
@@ -363,8 +363,10 @@ def quantize_one(name, out_dir, manifest, cleave):
         static = tmp + ".static.onnx"
         onnx.save(model, static)
         try:
-            subprocess.run(["/usr/bin/python3", QUANTIZE, static, tmp, "--cleave", cleave],
-                           check=True, capture_output=True, text=True)
+            run = subprocess.run(["/usr/bin/python3", QUANTIZE, static, tmp, "--cleave", cleave,
+                                  *quantize_args], check=True, capture_output=True, text=True)
+            for line in run.stderr.splitlines():  # its tie-margin summary
+                print(f"{name + '_int8':<42} {line}", flush=True)
         finally:
             os.unlink(static)
         quantized = onnx.load(tmp)
@@ -401,6 +403,8 @@ def main():
     ap.add_argument("--no-int8", action="store_true", help="skip the QDQ int8 versions")
     ap.add_argument("--cleave", default=os.path.join(HERE, "..", "..", "build", "cleave"),
                     help="cleave binary that quantize_model.py calibrates with")
+    ap.add_argument("--quantize-args", default="",
+                    help="extra options for quantize_model.py, space-separated (e.g. --quantize-args=--no-tie-margin)")
     args = ap.parse_args()
 
     if args.list:
@@ -444,7 +448,7 @@ def main():
         try:
             if int8 and name not in manifest["models"]:
                 raise RuntimeError(f"the float model {name} did not export")
-            e = quantize_one(name, args.out, manifest, args.cleave) if int8 else export_one(name, args.out)
+            e = quantize_one(name, args.out, manifest, args.cleave, args.quantize_args.split()) if int8 else export_one(name, args.out)
         except Exception as exc:  # keep going: the failures are part of the result
             failures.append(key)
             manifest["models"].pop(key, None)
