@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -129,6 +130,30 @@ std::unique_ptr<ExecutorInterface> executor_for(const PreparedRun& prepared,
   return std::make_unique<ParallelExecutor>(prepared.graph, plan.tasks, plan.plan, parallel);
 }
 
+// `run --plan auto` then offers its pipelined stages against the plan its check kept
+// (pipeline_if_faster, timed as it times them): whether it runs them, the check's line in
+// bench.pipeline_check.
+bool offer_pipeline(PreparedRun& prepared, const RunRecipe& recipe, const ModelPlan& chosen,
+                    const ModelPlan& auto_plan, const std::function<SampleInputs(int)>& input_of,
+                    FamilyBench& bench) {
+  const PlanCandidate* stages = runnable_pipeline(chosen);
+  if (!stages) return false;
+  RunRecipe checking = recipe;
+  checking.auto_check = true;
+  checking.log = [&bench](const std::string& line) {
+    const std::string prefix = "recipe: ";
+    bench.pipeline_check = line.starts_with(prefix) ? line.substr(prefix.size()) : line;
+  };
+  ModelPlan kept = auto_plan;
+  const std::unique_ptr<ExecutorInterface> kept_executor = executor_for(prepared, auto_plan);
+  const bool runs =
+      pipeline_if_faster(prepared, checking, kept, *kept_executor, input_of, *stages) != nullptr;
+  if (bench.pipeline_check.empty()) bench.pipeline_check = kept.candidates.back().rejected;
+  bench.pipeline_check +=
+      runs ? ": runs the pipeline" : fmt::format(": kept {}", kept.configuration);
+  return runs;
+}
+
 nlohmann::json family_report(const ModelBenchSettings& settings, const FamilyBench& bench,
                              ConvolutionFamily convolutions) {
   nlohmann::json families = nlohmann::json::array();
@@ -172,6 +197,7 @@ nlohmann::json family_report(const ModelBenchSettings& settings, const FamilyBen
                             {"sequential_ms", check.sequential_ms},
                             {"kept", check.kept}};
   }
+  if (!bench.pipeline_check.empty()) report["pipeline_check"] = bench.pipeline_check;
   return report;
 }
 
@@ -263,6 +289,10 @@ FamilyBench run_family_bench(const ModelBenchSettings& settings, const RunTimer&
   std::optional<CheckedChoice> checked = time_auto_check(prepared, recipe);
   const ModelPlan& auto_plan = checked ? checked->kept : chosen;
   if (checked) bench.auto_check = std::move(checked->check);
+  const std::function<SampleInputs(int)> input_of = [&](int sample) {
+    return recipe.inputs(prepared.graph, sample);
+  };
+  const bool pipeline_runs = offer_pipeline(prepared, recipe, chosen, auto_plan, input_of, bench);
   std::vector<std::unique_ptr<ExecutorInterface>> owned;
   std::vector<ExecutorInterface*> executors;
   std::vector<const ModelPlan*> plans = best_of_each_family(chosen);
@@ -280,17 +310,21 @@ FamilyBench run_family_bench(const ModelBenchSettings& settings, const RunTimer&
                           {},
                           false,
                           plan == &chosen,
-                          same_plan(*plan, auto_plan)});
+                          !pipeline_runs && same_plan(*plan, auto_plan)});
     bench.rows.back().costs = costs_of(chosen, plan->configuration);
   }
   if (const PlanCandidate* stages = runnable_pipeline(chosen)) {
     const auto [count, threads] = *parse_pipeline_configuration(stages->configuration);
-    owned.push_back(make_pipeline(prepared, recipe, count, threads, [&](int sample) {
-      return recipe.inputs(prepared.graph, sample);
-    }));
+    owned.push_back(make_pipeline(prepared, recipe, count, threads, input_of));
     executors.push_back(owned.back().get());
-    bench.rows.push_back(
-        {stages->family, stages->configuration, stages->predicted_seconds, {}, {}, false});
+    bench.rows.push_back({stages->family,
+                          stages->configuration,
+                          stages->predicted_seconds,
+                          {},
+                          {},
+                          false,
+                          false,
+                          pipeline_runs});
     bench.rows.back().costs = stages->costs;
   }
   if (spatial && spatial->plan) add_spatial_row(*spatial, recipe, prepared, owned, bench);
@@ -346,6 +380,8 @@ std::string family_bench_text(const ModelBenchSettings& settings, const FamilyBe
             : fmt::format(", runner-up {} at {:.3f} ms", check->runner_up, check->runner_up_ms),
         check->sequential_ms, check->kept);
   }
+  if (!bench.pipeline_check.empty())
+    text += fmt::format("auto's pipeline check (as `run --plan auto`): {}\n", bench.pipeline_check);
   return text;
 }
 

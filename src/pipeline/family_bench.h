@@ -40,6 +40,9 @@ struct FamilyBench {
   std::optional<double> spatial_max_abs_difference;
   /// Auto's timed check (time_auto_check), where `run --plan auto` makes one.
   std::optional<AutoCheck> auto_check;
+  /// For several samples: how `run --plan auto` then decided on its pipelined stages (timed, or
+  /// why not) and what it kept; empty where no stages were offered.
+  std::string pipeline_check;
 };
 
 /// Plans the candidate table once (auto), takes the fastest prediction of each family present
@@ -48,7 +51,8 @@ struct FamilyBench {
 /// spatial split is timed among them (its outputs checked against the sequential row's), and
 /// so are pipelined stages on its devices (auto's own task plan of them). Before the timed
 /// rounds, auto's timed check runs as `run --plan auto` makes it, timed by `timer` (a test gives
-/// fake times), and the plan it keeps is marked FamilyBenchRow::auto_runs.
+/// fake times), and so is its offer of pipelined stages; what it keeps is marked
+/// FamilyBenchRow::auto_runs.
 FamilyBench run_family_bench(const ModelBenchSettings& settings,
                              const RunTimer& timer = time_one_run);
 

@@ -109,8 +109,8 @@ std::unique_ptr<StageExecutor> pipeline_if_faster(
   const bool near = configuration && recipe.auto_check &&
                     row->predicted_seconds <= kStreamCheckMargin * kept.plan.makespan;
   row->rejected = faster || near ? ""
-                                 : fmt::format("not faster than {} ({:.3f} ms)",
-                                               kept.configuration, kept.plan.makespan * 1e3);
+                                 : fmt::format("not faster than {} ({:.3f} ms)", kept.configuration,
+                                               kept.plan.makespan * 1e3);
   kept.candidates.push_back(*row);
   if (!faster && !near) return nullptr;
   auto pipeline =

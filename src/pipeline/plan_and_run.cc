@@ -430,8 +430,7 @@ bool auto_check_needed(const ModelPlan& plan, const RunRecipe& recipe) {
 const ModelPlan* stream_runner_up(const ModelPlan& choice, const RunRecipe& recipe) {
   if (recipe.samples < 2 || recipe.machine || auto_check_needed(choice, recipe)) return nullptr;
   const ModelPlan* second = check_runner_up(choice, recipe);
-  if (!second || second->plan.makespan > kStreamCheckMargin * choice.plan.makespan)
-    return nullptr;
+  if (!second || second->plan.makespan > kStreamCheckMargin * choice.plan.makespan) return nullptr;
   return second;
 }
 

@@ -14,6 +14,7 @@
 #include "frontend/model_plan.h"
 #include "modelgen/inception.h"
 #include "onnx/onnx_export.h"
+#include "pipeline/pipeline_run.h"
 
 namespace cleave {
 namespace {
@@ -111,6 +112,40 @@ TEST_F(FamilyBenchTest, APredictionTimedFasterIsWhatAutoRuns) {
   EXPECT_TRUE(runs->chosen);
   EXPECT_EQ(runs->configuration, bench.auto_check->candidate_configuration);
   EXPECT_FALSE(runs->ms.empty());
+}
+
+// For several samples `run --plan auto` offers its pipelined stages against what its check
+// kept; bench marks the pipeline's row when that check times it faster.
+TEST_F(FamilyBenchTest, StagesTimedFasterThanWhatTheCheckKeptAreWhatAutoRuns) {
+  settings_.samples = 32;  // Stages fill up: predicted near data-parallel.
+  const RunTimer timer = [](const std::string& name, ExecutorInterface&,
+                            const std::vector<SampleInputs>&) {
+    if (parse_pipeline_configuration(name)) return 1.0;
+    return name == "sequential" ? 3.0 : 2.0;
+  };
+  const FamilyBench bench = run_family_bench(settings_, timer);
+  EXPECT_TRUE(bench.pipeline_check.starts_with("timed pipeline")) << bench.pipeline_check;
+  EXPECT_TRUE(bench.pipeline_check.ends_with(": runs the pipeline")) << bench.pipeline_check;
+  const FamilyBenchRow* runs = only_row_auto_runs(bench);
+  ASSERT_NE(runs, nullptr);
+  EXPECT_EQ(runs->family, "pipeline");
+  EXPECT_EQ(bench.report.value("pipeline_check", ""), bench.pipeline_check);
+  EXPECT_NE(family_bench_text(settings_, bench).find("auto's pipeline check"), std::string::npos);
+}
+
+TEST_F(FamilyBenchTest, StagesTimedSlowerLeaveWhatTheCheckKept) {
+  settings_.samples = 32;  // Stages fill up: predicted near data-parallel.
+  const RunTimer timer = [](const std::string& name, ExecutorInterface&,
+                            const std::vector<SampleInputs>&) {
+    if (parse_pipeline_configuration(name)) return 9.0;
+    return name == "sequential" ? 3.0 : 2.0;
+  };
+  const FamilyBench bench = run_family_bench(settings_, timer);
+  EXPECT_TRUE(bench.pipeline_check.starts_with("timed pipeline")) << bench.pipeline_check;
+  EXPECT_FALSE(bench.pipeline_check.ends_with(": runs the pipeline")) << bench.pipeline_check;
+  const FamilyBenchRow* runs = only_row_auto_runs(bench);
+  ASSERT_NE(runs, nullptr);
+  EXPECT_NE(runs->family, "pipeline");
 }
 
 TEST_F(FamilyBenchTest, TheJsonNamesTheCheckAndTheRowAutoRuns) {
