@@ -26,7 +26,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper, TensorProto
 
-from quantize_ties import adjust_scales, zero_point
+from quantize_ties import adjust_scales, attribute, zero_point
 
 
 def fail(message):
@@ -55,13 +55,6 @@ def chosen_nodes(graph, initializers):
             if bias is None or bias.ndim == 1:
                 nodes.append(node)
     return nodes
-
-
-def attribute(node, name, default):
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
 
 
 def weight_axis(node):

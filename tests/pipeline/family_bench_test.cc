@@ -114,38 +114,37 @@ TEST_F(FamilyBenchTest, APredictionTimedFasterIsWhatAutoRuns) {
   EXPECT_FALSE(runs->ms.empty());
 }
 
+// The bench of a stream of 32 samples (stages fill up: predicted near data-parallel), timed
+// with the pipeline at `pipeline_ms`, sequential on every core 3 ms and any other plan 2 ms;
+// its pipeline check must have timed the stages.
+FamilyBench with_timed_stages(ModelBenchSettings settings, double pipeline_ms) {
+  settings.samples = 32;
+  const FamilyBench bench = run_family_bench(
+      settings, [=](const std::string& name, ExecutorInterface&, const std::vector<SampleInputs>&) {
+        if (parse_pipeline_configuration(name)) return pipeline_ms;
+        return name == "sequential" ? 3.0 : 2.0;
+      });
+  EXPECT_TRUE(bench.pipeline_check.starts_with("timed pipeline")) << bench.pipeline_check;
+  EXPECT_NE(only_row_auto_runs(bench), nullptr);
+  return bench;
+}
+
 // For several samples `run --plan auto` offers its pipelined stages against what its check
 // kept; bench marks the pipeline's row when that check times it faster.
 TEST_F(FamilyBenchTest, StagesTimedFasterThanWhatTheCheckKeptAreWhatAutoRuns) {
-  settings_.samples = 32;  // Stages fill up: predicted near data-parallel.
-  const RunTimer timer = [](const std::string& name, ExecutorInterface&,
-                            const std::vector<SampleInputs>&) {
-    if (parse_pipeline_configuration(name)) return 1.0;
-    return name == "sequential" ? 3.0 : 2.0;
-  };
-  const FamilyBench bench = run_family_bench(settings_, timer);
-  EXPECT_TRUE(bench.pipeline_check.starts_with("timed pipeline")) << bench.pipeline_check;
+  const FamilyBench bench = with_timed_stages(settings_, 1.0);
   EXPECT_TRUE(bench.pipeline_check.ends_with(": runs the pipeline")) << bench.pipeline_check;
-  const FamilyBenchRow* runs = only_row_auto_runs(bench);
-  ASSERT_NE(runs, nullptr);
-  EXPECT_EQ(runs->family, "pipeline");
+  ASSERT_NE(only_row_auto_runs(bench), nullptr);
+  EXPECT_EQ(only_row_auto_runs(bench)->family, "pipeline");
   EXPECT_EQ(bench.report.value("pipeline_check", ""), bench.pipeline_check);
   EXPECT_NE(family_bench_text(settings_, bench).find("auto's pipeline check"), std::string::npos);
 }
 
 TEST_F(FamilyBenchTest, StagesTimedSlowerLeaveWhatTheCheckKept) {
-  settings_.samples = 32;  // Stages fill up: predicted near data-parallel.
-  const RunTimer timer = [](const std::string& name, ExecutorInterface&,
-                            const std::vector<SampleInputs>&) {
-    if (parse_pipeline_configuration(name)) return 9.0;
-    return name == "sequential" ? 3.0 : 2.0;
-  };
-  const FamilyBench bench = run_family_bench(settings_, timer);
-  EXPECT_TRUE(bench.pipeline_check.starts_with("timed pipeline")) << bench.pipeline_check;
+  const FamilyBench bench = with_timed_stages(settings_, 9.0);
   EXPECT_FALSE(bench.pipeline_check.ends_with(": runs the pipeline")) << bench.pipeline_check;
-  const FamilyBenchRow* runs = only_row_auto_runs(bench);
-  ASSERT_NE(runs, nullptr);
-  EXPECT_NE(runs->family, "pipeline");
+  ASSERT_NE(only_row_auto_runs(bench), nullptr);
+  EXPECT_NE(only_row_auto_runs(bench)->family, "pipeline");
 }
 
 TEST_F(FamilyBenchTest, TheJsonNamesTheCheckAndTheRowAutoRuns) {
