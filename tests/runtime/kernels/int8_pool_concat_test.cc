@@ -122,6 +122,36 @@ TEST(QLinearConcat, SignedGivesTheBitsOfTheQdqConcat) {
   EXPECT_EQ(run_concat("i8", DataType::kInt8, true), run_concat("i8", DataType::kInt8, false));
 }
 
+// The kernel keeps a part's table across runs; a scale that is a graph input and changes
+// between two runs of one executor must change it. b's 131 values per row (every byte once,
+// then a tail shorter than the mapping loop's 8) against the QDQ graph at each scale.
+TEST(QLinearConcat, AScaleThatChangesBetweenRunsMapsWithTheNewScale) {
+  const std::string fused =
+      "graph g [ai.onnx=13, com.microsoft=1] (%a: u8[2,12,1], %b: u8[2,131,1], %bs: f32[]) {\n"
+      "  @ys: f32[] = [0.0371]\n  @yz: u8[] = [5]\n  @bz: u8[] = [250]\n"
+      "  %y = com.microsoft.QLinearConcat[axis=1](@ys, @yz, %a, @ys, @yz, %b, %bs, @bz)\n"
+      "  return %y\n}";
+  std::vector<double> a, b;
+  for (int64_t i = 0; i < 24; ++i) a.push_back((i * 53) % 256);
+  for (int64_t i = 0; i < 2 * 131; ++i) b.push_back(i % 256);
+  Graph graph = parse_graph(fused);
+  Executor executor(graph, {});
+  for (const char* scale : {"0.0123", "0.0517", "0.0123"}) {
+    const std::string qdq = fmt::format(
+        "graph g [ai.onnx=13] (%a: u8[2,12,1], %b: u8[2,131,1]) {{\n"
+        "  @ys: f32[] = [0.0371]\n  @yz: u8[] = [5]\n  @bs: f32[] = [{}]\n  @bz: u8[] = [250]\n"
+        "  %af = DequantizeLinear(%a, @ys, @yz)\n  %bf = DequantizeLinear(%b, @bs, @bz)\n"
+        "  %c = Concat[axis=1](%af, %bf)\n  %y = QuantizeLinear(%c, @ys, @yz)\n  return %y\n}}",
+        scale);
+    const Tensor x_a = make_tensor(DataType::kUInt8, {2, 12, 1}, a);
+    const Tensor x_b = make_tensor(DataType::kUInt8, {2, 131, 1}, b);
+    const std::vector<Tensor> want = kernel_test::run_graph(qdq, {{"a", x_a}, {"b", x_b}});
+    const std::vector<Tensor> got = executor.run(
+        {{"a", x_a}, {"b", x_b}, {"bs", make_tensor(DataType::kFloat, {}, {std::stod(scale)})}});
+    EXPECT_EQ(got.at(0).to_double_vector(), want.at(0).to_double_vector()) << "b's scale " << scale;
+  }
+}
+
 // squeezenet's pooled concat: DequantizeLinear'd parts → Concat → MaxPool → QuantizeLinear
 // (`fused` false), or QLinearConcat to the pool's map → u8 MaxPool, as QDQ fusion writes it.
 std::vector<double> run_pooled_concat(bool fused) {
