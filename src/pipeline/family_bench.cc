@@ -196,6 +196,10 @@ nlohmann::json family_report(const ModelBenchSettings& settings, const FamilyBen
                             {"runner_up_ms", check.runner_up_ms},
                             {"sequential_ms", check.sequential_ms},
                             {"kept", check.kept}};
+    if (!check.third.empty()) {
+      report["auto_check"]["third"] = check.third;
+      report["auto_check"]["third_ms"] = check.third_ms;
+    }
   }
   if (!bench.pipeline_check.empty()) report["pipeline_check"] = bench.pipeline_check;
   return report;
@@ -371,14 +375,8 @@ std::string family_bench_text(const ModelBenchSettings& settings, const FamilyBe
                         row.configuration, row.predicted_seconds * 1e3, row.not_measured);
   }
   if (const std::optional<AutoCheck>& check = bench.auto_check) {
-    text += fmt::format(
-        "\nauto's timed check (as `run --plan auto`): {} at {:.3f} ms{}, sequential at {:.3f} "
-        "ms: kept {}\n",
-        check->candidate_configuration, check->candidate_ms,
-        check->runner_up.empty()
-            ? std::string()
-            : fmt::format(", runner-up {} at {:.3f} ms", check->runner_up, check->runner_up_ms),
-        check->sequential_ms, check->kept);
+    text +=
+        fmt::format("\nauto's timed check (as `run --plan auto`): {}\n", auto_check_text(*check));
   }
   if (!bench.pipeline_check.empty())
     text += fmt::format("auto's pipeline check (as `run --plan auto`): {}\n", bench.pipeline_check);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <utility>
@@ -266,9 +267,17 @@ void run_plan_elsewhere(PreparedRun& prepared, const RunRecipe& recipe) {
 struct TimedCandidates {
   AutoCheck check;
   std::optional<PlannedRun> runner_up;
+  std::optional<PlannedRun> third;     ///< A stream's third family (stream_third_family).
   std::optional<PlannedRun> fallback;  ///< None where the choice is the sequential plan itself.
-  bool kept_runner_up = false;
-  bool kept_sequential = false;
+  /// The run kept: an index into others(), or -1 for the choice itself.
+  int kept = -1;
+
+  // The timed plans beside the choice, in the order they are preferred on a tie.
+  std::array<std::optional<PlannedRun>*, 3> others() { return {&runner_up, &third, &fallback}; }
+  // The plan kept, or null for the choice.
+  const ModelPlan* kept_plan() {
+    return kept < 0 ? nullptr : &(*others()[static_cast<std::size_t>(kept)])->model_plan;
+  }
 };
 
 // Whether auto's pick is timed at all: any pick the check needs, and for a stream a sequential
@@ -292,12 +301,16 @@ TimedCandidates time_top_candidates(const PlanContext& context, const CostTable&
     }
     return context.prepare(std::move(plan));
   };
-  // A sequential pick on every core is the fallback itself (timed for a stream only).
+  // A sequential pick on every core is the fallback itself (timed for a stream only, where a
+  // third family near it takes the fallback's place: three plans timed either way).
   const bool choice_is_fallback = !auto_check_needed(choice, recipe);
   const ModelPlan* second =
       choice_is_fallback ? stream_runner_up(choice, recipe) : check_runner_up(choice, recipe);
+  const ModelPlan* third =
+      choice_is_fallback && second ? stream_third_family(choice, recipe, *second) : nullptr;
   TimedCandidates timed;
   if (second) timed.runner_up = as_choice(*second, second->plan.strategy);
+  if (third) timed.third = as_choice(*third, third->plan.strategy);
   if (!choice_is_fallback) {
     timed.fallback =
         as_choice(plan_model(context.g, costs, context.plan_options("sequential")), "sequential");
@@ -307,33 +320,42 @@ TimedCandidates time_top_candidates(const PlanContext& context, const CostTable&
   check.candidate_configuration = choice.configuration;
   std::vector<std::pair<std::string, ExecutorInterface*>> runs = {
       {check.candidate_configuration, &choice_executor}};
-  if (timed.runner_up) {
-    check.runner_up = timed.runner_up->model_plan.configuration;
-    runs.emplace_back(check.runner_up, timed.runner_up->executor.get());
+  std::vector<int> slot = {-1};  // Of each run: -1 the choice, else its index in others().
+  for (int i = 0; i < 3; ++i) {
+    std::optional<PlannedRun>& run = *timed.others()[static_cast<std::size_t>(i)];
+    if (!run) continue;
+    runs.emplace_back(&run == &timed.fallback ? "sequential" : run->model_plan.configuration,
+                      run->executor.get());
+    slot.push_back(i);
   }
-  if (timed.fallback) runs.emplace_back("sequential", timed.fallback->executor.get());
   const std::vector<double> ms = time_alike(recipe, runs, inputs);
   check.candidate_ms = ms.front();
-  check.sequential_ms = ms.back();
-  if (timed.runner_up) check.runner_up_ms = ms[1];
-  if (choice_is_fallback) check.sequential_ms = ms.front();
+  check.sequential_ms = choice_is_fallback ? ms.front() : ms.back();
+  if (timed.runner_up) {
+    check.runner_up = runs[1].first;
+    check.runner_up_ms = ms[1];
+  }
+  if (timed.third) {
+    check.third = runs[2].first;
+    check.third_ms = ms[2];
+  }
   const std::size_t best = fastest_measured(ms);
   check.kept = runs[best].first;
-  timed.kept_sequential = timed.fallback && best + 1 == runs.size();
-  timed.kept_runner_up = timed.runner_up && best == 1;
+  timed.kept = slot[best];
   log_line(recipe, "recipe: " + auto_check_text(check));
   return timed;
+}
+
+// The run the check kept, moved out of `timed` (the choice's own where it kept the choice).
+void keep_checked(TimedCandidates& timed, PlannedRun& chosen) {
+  if (timed.kept >= 0) chosen = std::move(**timed.others()[static_cast<std::size_t>(timed.kept)]);
 }
 
 void check_top_candidates(const PlanContext& context, PreparedRun& prepared, PlannedRun& chosen) {
   TimedCandidates timed = time_top_candidates(context, *prepared.costs, chosen.model_plan,
                                               *chosen.executor, prepared.inputs);
   prepared.auto_check = std::move(timed.check);
-  if (timed.kept_sequential) {
-    chosen = std::move(*timed.fallback);
-  } else if (timed.kept_runner_up) {
-    chosen = std::move(*timed.runner_up);
-  }
+  keep_checked(timed, chosen);
 }
 
 // Profiles and layout choices read the weights; from here only the executors' copies of the
@@ -400,6 +422,10 @@ nlohmann::json auto_check_json(const AutoCheck& check, const std::string& kept_s
     json["runner_up"] = check.runner_up;
     json["runner_up_ms"] = check.runner_up_ms;
   }
+  if (!check.third.empty()) {
+    json["third"] = check.third;
+    json["third_ms"] = check.third_ms;
+  }
   if (!check.split.empty()) {
     json["split"] = check.split;
     json["split_ms"] = check.split_ms;
@@ -410,11 +436,13 @@ nlohmann::json auto_check_json(const AutoCheck& check, const std::string& kept_s
 
 std::string auto_check_text(const AutoCheck& check) {
   return fmt::format(
-      "timed {} at {:.3f} ms{}{} against sequential at {:.3f} ms: kept {}",
+      "timed {} at {:.3f} ms{}{}{} against sequential at {:.3f} ms: kept {}",
       check.candidate_configuration, check.candidate_ms,
       check.runner_up.empty()
           ? std::string()
           : fmt::format(", runner-up {} at {:.3f} ms", check.runner_up, check.runner_up_ms),
+      check.third.empty() ? std::string()
+                          : fmt::format(", third {} at {:.3f} ms", check.third, check.third_ms),
       check.split.empty() ? std::string()
       : check.split_rejected.empty()
           ? fmt::format(", split {} at {:.3f} ms", check.split, check.split_ms)
@@ -432,6 +460,18 @@ const ModelPlan* stream_runner_up(const ModelPlan& choice, const RunRecipe& reci
   const ModelPlan* second = check_runner_up(choice, recipe);
   if (!second || second->plan.makespan > kStreamCheckMargin * choice.plan.makespan) return nullptr;
   return second;
+}
+
+const ModelPlan* stream_third_family(const ModelPlan& choice, const RunRecipe& recipe,
+                                     const ModelPlan& second) {
+  if (stream_runner_up(choice, recipe) == nullptr) return nullptr;
+  for (const ModelPlan& plan : choice.alternatives) {
+    if (plan.family == choice.family || plan.family == second.family) continue;
+    if (!auto_check_needed(plan, recipe)) continue;
+    // Fastest first: the first of a third family is its best.
+    return plan.plan.makespan <= kStreamCheckMargin * choice.plan.makespan ? &plan : nullptr;
+  }
+  return nullptr;
 }
 
 const ModelPlan* check_runner_up(const ModelPlan& choice, const RunRecipe& recipe,
@@ -464,10 +504,8 @@ std::optional<CheckedChoice> time_auto_check(const PreparedRun& prepared, const 
   ExecutorInterface& executor = own ? *own->executor : *prepared.parallel;
   TimedCandidates timed =
       time_top_candidates(context, *prepared.costs, *prepared.plan, executor, prepared.inputs);
-  const ModelPlan& kept = timed.kept_sequential  ? timed.fallback->model_plan
-                          : timed.kept_runner_up ? timed.runner_up->model_plan
-                                                 : *prepared.plan;
-  return CheckedChoice{std::move(timed.check), kept};
+  const ModelPlan* kept = timed.kept_plan();
+  return CheckedChoice{std::move(timed.check), kept ? *kept : *prepared.plan};
 }
 
 PreparedRun prepare_run(Graph graph, const RunRecipe& recipe) {

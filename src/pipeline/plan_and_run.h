@@ -121,6 +121,9 @@ struct AutoCheck {
   double sequential_ms = 0;
   std::string runner_up;  ///< The runner-up's configuration; empty when it was not timed.
   double runner_up_ms = 0;
+  /// For a stream: a third family's configuration (stream_third_family); empty when not timed.
+  std::string third;
+  double third_ms = 0;
   std::string kept;  ///< The configuration kept, or "sequential".
   /// On ranks: the spatial split's configuration, when it was timed beside the others.
   std::string split;
@@ -137,7 +140,8 @@ std::size_t fastest_measured(const std::vector<double>& medians);
 
 /// The report's "auto_check" object: candidate, candidate_configuration, candidate_ms,
 /// sequential_ms, kept (the kept
-/// plan's strategy), kept_configuration, and runner_up, runner_up_ms where one was timed.
+/// plan's strategy), kept_configuration, and runner_up, runner_up_ms (third, third_ms) where
+/// one was timed.
 nlohmann::json auto_check_json(const AutoCheck& check, const std::string& kept_strategy);
 
 /// The report's text of the check ("timed lc, ... at 1.234 ms, runner-up ... against
@@ -186,6 +190,14 @@ inline constexpr double kStreamCheckMargin = 1.25;
 /// machine file): check_runner_up's pick, when its prediction is within kStreamCheckMargin of
 /// `choice`'s; nullptr otherwise, and for any choice auto_check_needed times anyway.
 const ModelPlan* stream_runner_up(const ModelPlan& choice, const RunRecipe& recipe);
+
+/// For a choice timed against its stream_runner_up `second`: the fastest prediction of a third
+/// family (neither the choice's nor second's) among choice.alternatives that auto_check_needed,
+/// when within kStreamCheckMargin of the choice's; nullptr otherwise. A stream's sequential
+/// pick is the fallback itself, so the check still times three plans: on googlenet (Intel,
+/// 32 samples) a task plan predicted third, within 3%, measured fastest and was not timed.
+const ModelPlan* stream_third_family(const ModelPlan& choice, const RunRecipe& recipe,
+                                     const ModelPlan& second);
 
 /// Auto's timed check and the plan it keeps.
 struct CheckedChoice {

@@ -380,9 +380,56 @@ TEST(PlanAndRun, AStreamTimesASequentialPickAgainstANearFamily) {
   EXPECT_EQ(stream_runner_up(task, recipe), nullptr) << "a task pick has its own check";
 }
 
+// A stream's sequential pick timed against a near data-parallel plan is also timed against the
+// best of a third family predicted near it (a task plan on googlenet measured fastest there).
+TEST(PlanAndRun, AStreamAlsoTimesTheBestOfAThirdNearFamily) {
+  RunRecipe recipe;
+  recipe.workers = 2;
+  recipe.samples = 32;
+  ModelPlan choice = candidate_plan("sequential", "1 worker x 2 threads", 2);
+  choice.plan.makespan = 1.0;
+  ModelPlan data_parallel = candidate_plan("data-parallel", "2 workers x 1 thread", 1);
+  data_parallel.plan.makespan = 1.01;
+  ModelPlan data_parallel_too = candidate_plan("data-parallel", "2 workers x 1 thread, b", 1);
+  data_parallel_too.plan.makespan = 1.02;
+  ModelPlan task = candidate_plan("task", "switched-hypercluster, 2 workers x 1 thread", 1);
+  task.plan.makespan = 1.03;
+  ModelPlan task_too = candidate_plan("task", "lc, 2 workers x 1 thread", 1);
+  task_too.plan.makespan = 1.04;
+  choice.alternatives = {data_parallel, data_parallel_too, task, task_too};
+  const ModelPlan* second = stream_runner_up(choice, recipe);
+  ASSERT_NE(second, nullptr);
+  const ModelPlan* third = stream_third_family(choice, recipe, *second);
+  ASSERT_NE(third, nullptr);
+  EXPECT_EQ(third->configuration, "switched-hypercluster, 2 workers x 1 thread");
+  choice.alternatives[2].plan.makespan = 1.3;
+  EXPECT_EQ(stream_third_family(choice, recipe, *second), nullptr)
+      << "its best is beyond the margin: the same family's slower plans are not timed instead";
+}
+
+TEST(PlanAndRun, AStreamWithTwoFamiliesTimesNoThird) {
+  RunRecipe recipe;
+  recipe.workers = 2;
+  recipe.samples = 32;
+  ModelPlan choice = candidate_plan("sequential", "1 worker x 2 threads", 2);
+  choice.plan.makespan = 1.0;
+  ModelPlan data_parallel = candidate_plan("data-parallel", "2 workers x 1 thread", 1);
+  data_parallel.plan.makespan = 1.01;
+  ModelPlan one_thread = candidate_plan("sequential", "1 worker x 1 thread", 1);
+  one_thread.plan.makespan = 1.02;
+  choice.alternatives = {data_parallel, one_thread};
+  const ModelPlan* second = stream_runner_up(choice, recipe);
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(stream_third_family(choice, recipe, *second), nullptr)
+      << "sequential on one thread is the choice's own family";
+}
+
 // The sequential plan on every core for 4 samples, with a data-parallel alternative predicted
 // `ratio` times its makespan: what time_auto_check makes of it (data-parallel timed faster).
-std::optional<CheckedChoice> stream_check_with(double ratio, std::map<std::string, int>& calls) {
+// With `task_ratio` > 0, a switched-hypercluster plan predicted that many times the makespan is
+// offered as well (timed fastest of all).
+std::optional<CheckedChoice> stream_check_with(double ratio, std::map<std::string, int>& calls,
+                                               double task_ratio = 0) {
   FakeTimes unused;
   std::vector<std::string> log;
   RunRecipe recipe = auto_recipe(unused, log);
@@ -393,7 +440,7 @@ std::optional<CheckedChoice> stream_check_with(double ratio, std::map<std::strin
   recipe.timer = [&calls](const std::string& name, ExecutorInterface&,
                           const std::vector<SampleInputs>&) {
     ++calls[name];
-    return name.starts_with("data-parallel") ? 1.0 : 2.0;
+    return name.starts_with("data-parallel") ? 1.0 : name.starts_with("switched") ? 0.5 : 2.0;
   };
   PreparedRun prepared = prepare_run(branchy(), recipe);
   EXPECT_FALSE(auto_check_needed(*prepared.plan, recipe));
@@ -406,6 +453,14 @@ std::optional<CheckedChoice> stream_check_with(double ratio, std::map<std::strin
   EXPECT_TRUE(near.configuration.starts_with("data-parallel")) << near.configuration;
   near.plan.makespan = ratio * prepared.plan->plan.makespan;
   prepared.plan->alternatives = {near};
+  if (task_ratio > 0) {
+    options.strategy = "switched-hypercluster";
+    ModelPlan task = plan_model(prepared.graph, *prepared.costs, options);
+    EXPECT_EQ(task.family, "task");
+    EXPECT_TRUE(task.configuration.starts_with("switched")) << task.configuration;
+    task.plan.makespan = task_ratio * prepared.plan->plan.makespan;
+    prepared.plan->alternatives.push_back(task);
+  }
   return time_auto_check(prepared, recipe);
 }
 
@@ -419,6 +474,28 @@ TEST(PlanAndRun, AStreamKeepsANearFamilyTimedFasterThanSequential) {
   EXPECT_DOUBLE_EQ(checked->check.sequential_ms, 2.0);
   EXPECT_EQ(checked->kept.configuration, checked->check.runner_up);
   EXPECT_EQ(calls.size(), 2u) << "the sequential pick is timed once, not again as a fallback";
+}
+
+TEST(PlanAndRun, AStreamKeepsAThirdFamilyTimedFastest) {
+  std::map<std::string, int> calls;
+  const std::optional<CheckedChoice> checked = stream_check_with(1.1, calls, 1.2);
+  ASSERT_TRUE(checked);
+  EXPECT_TRUE(checked->check.runner_up.starts_with("data-parallel")) << checked->check.runner_up;
+  EXPECT_TRUE(checked->check.third.starts_with("switched")) << checked->check.third;
+  EXPECT_DOUBLE_EQ(checked->check.third_ms, 0.5);
+  EXPECT_EQ(checked->kept.configuration, checked->check.third);
+  EXPECT_EQ(checked->kept.plan.strategy, "switched-hypercluster");
+  EXPECT_EQ(calls.size(), 3u);
+  EXPECT_THAT(auto_check_text(checked->check), HasSubstr(", third switched-hypercluster"));
+  EXPECT_EQ(auto_check_json(checked->check, "switched-hypercluster")["third_ms"], 0.5);
+}
+
+TEST(PlanAndRun, AStreamDoesNotTimeAThirdFamilyPredictedFarSlower) {
+  std::map<std::string, int> calls;
+  const std::optional<CheckedChoice> checked = stream_check_with(1.1, calls, 1.3);
+  ASSERT_TRUE(checked);
+  EXPECT_TRUE(checked->check.third.empty()) << checked->check.third;
+  EXPECT_EQ(calls.size(), 2u);
 }
 
 TEST(PlanAndRun, AStreamDoesNotTimeAFamilyPredictedFarSlower) {
