@@ -84,10 +84,13 @@ for isa in avx2:ymm avx512:zmm; do
     check "average_${isa%%:*}<${lanes}l>" vaddps "$register"
   done
 done
-# LSTM's recurrence (lstm_loops.cc, AVX-512 only): the products of H and R on zmm registers.
+# LSTM's recurrence (lstm_loops.cc): the products of H and R on zmm (AVX-512) and ymm (AVX2)
+# registers.
 member=$(ar t "$library" | grep -x 'lstm_loops.cc.o')
 (cd "$work" && ar x "$library" "$member")
 objdump -d -C --no-show-raw-insn "$work/$member" >"$work/channel_listing"
 check "step_avx512<2, 2>" "vfmadd[0-9]*ps" zmm
 check "step_avx512<1, 2>" "vfmadd[0-9]*ps" zmm
+check "step_avx2<2, 1>" "vfmadd[0-9]*ps" ymm
+check "step_avx2<1, 2>" "vfmadd[0-9]*ps" ymm
 exit $failed

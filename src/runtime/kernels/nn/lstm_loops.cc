@@ -28,8 +28,8 @@ using dnnl::memory;
 constexpr std::size_t kX = 0, kW = 1, kR = 2, kB = 3, kLengths = 4, kInitialH = 5, kInitialC = 6,
                       kPeepholes = 7;
 
-// 16 hidden units a vector; their four gates side by side (kGates vectors), in the order the
-// loops read them: i, f, c~, o. ONNX orders the gates i, o, f, c.
+// Blocks of 16 hidden units (an AVX-512 vector, two AVX2 ones); their four gates side by side,
+// in the order the loops read them: i, f, c~, o. ONNX orders the gates i, o, f, c.
 constexpr int64_t kLanes = kLstmLoopsLanes;
 constexpr int64_t kGates = 4;
 constexpr int64_t kBlock = kLanes * kGates;
@@ -38,18 +38,28 @@ constexpr int64_t kBlock = kLanes * kGates;
 constexpr int64_t kPrefetchAhead = 8 * kBlock;
 constexpr int64_t kOnnxGate[kGates] = {0, 2, 3, 1};
 
-typedef float Vec __attribute__((vector_size(kLanes * sizeof(float))));
-typedef int32_t IntVec __attribute__((vector_size(kLanes * sizeof(int32_t))));
+// A vector of 16 floats (AVX-512's zmm) or of 8 (AVX2's ymm); a comparison gives the integer
+// vector of the same width.
+typedef float Vec16 __attribute__((vector_size(16 * sizeof(float))));
+typedef float Vec8 __attribute__((vector_size(8 * sizeof(float))));
+
+template <typename V>
+using IntOf = decltype(V{} < V{});
+
+template <typename V>
+constexpr int64_t kWidth = sizeof(V) / sizeof(float);
 
 #define CLEAVE_INLINE inline __attribute__((always_inline))
 
-CLEAVE_INLINE Vec load(const float* from) {
-  Vec v;
+template <typename V>
+CLEAVE_INLINE V load(const float* from) {
+  V v;
   std::memcpy(&v, from, sizeof(v));
   return v;
 }
 
-CLEAVE_INLINE void store(float* to, Vec v) {
+template <typename V>
+CLEAVE_INLINE void store(float* to, V v) {
   std::memcpy(to, &v, sizeof(v));
 }
 
@@ -63,44 +73,49 @@ CLEAVE_INLINE To bits_as(const From& from) {
   return to;
 }
 
-CLEAVE_INLINE Vec splat(float value) {
-  return Vec{} + value;
+template <typename V>
+CLEAVE_INLINE V splat(float value) {
+  return V{} + value;
 }
 
 // exp(t) for t ≤ 0 as 2^n·2^f (n integer, |f| ≤ 1/2, 2^f a degree-5 fit within 1.1e-7), the
 // approximation of fast_math.cc's swish; below -87 the result is 0 within float's normal range.
-CLEAVE_INLINE Vec exp_nonpositive(Vec t) {
-  Vec scaled = t * 1.44269504088896341f;
-  scaled = scaled < -126.0f ? splat(-126.0f) : scaled;
+template <typename V>
+CLEAVE_INLINE V exp_nonpositive(V t) {
+  V scaled = t * 1.44269504088896341f;
+  scaled = scaled < -126.0f ? splat<V>(-126.0f) : scaled;
   constexpr float kRoundingShift = 12582912.0f;  // 1.5 * 2^23
-  const Vec shifted = scaled + kRoundingShift;
-  const Vec n = shifted - kRoundingShift;
-  const Vec f = scaled - n;
-  Vec p = splat(1.340043218e-03f);
+  const V shifted = scaled + kRoundingShift;
+  const V n = shifted - kRoundingShift;
+  const V f = scaled - n;
+  V p = splat<V>(1.340043218e-03f);
   p = p * f + 9.676037098e-03f;
   p = p * f + 5.550327214e-02f;
   p = p * f + 2.402210736e-01f;
   p = p * f + 6.931472067e-01f;
   p = p * f + 1.000000075e+00f;
   // shifted's low mantissa bits hold n + 2^22; rebuild 2^n from them.
-  const IntVec exponent = bits_as<IntVec>(shifted) - std::bit_cast<int32_t>(kRoundingShift);
-  const IntVec bits = (exponent + 127) << 23;
-  return p * bits_as<Vec>(bits);
+  using IntV = IntOf<V>;
+  const IntV exponent = bits_as<IntV>(shifted) - std::bit_cast<int32_t>(kRoundingShift);
+  const IntV bits = (exponent + 127) << 23;
+  return p * bits_as<V>(bits);
 }
 
 // 1/(1+e) for x ≥ 0 and e/(1+e) below, e = exp(-|x|): no overflow, relative accuracy kept.
-CLEAVE_INLINE Vec sigmoid(Vec x) {
-  const Vec magnitude = x < 0.0f ? -x : x;
-  const Vec e = exp_nonpositive(-magnitude);
-  const Vec s = 1.0f / (1.0f + e);
+template <typename V>
+CLEAVE_INLINE V sigmoid(V x) {
+  const V magnitude = x < 0.0f ? -x : x;
+  const V e = exp_nonpositive(-magnitude);
+  const V s = 1.0f / (1.0f + e);
   return x < 0.0f ? e * s : s;
 }
 
 // ±(1-e)/(1+e), e = exp(-2|x|).
-CLEAVE_INLINE Vec tanh(Vec x) {
-  const Vec magnitude = x < 0.0f ? -x : x;
-  const Vec e = exp_nonpositive(-2.0f * magnitude);
-  const Vec t = (1.0f - e) / (1.0f + e);
+template <typename V>
+CLEAVE_INLINE V tanh(V x) {
+  const V magnitude = x < 0.0f ? -x : x;
+  const V e = exp_nonpositive(-2.0f * magnitude);
+  const V t = (1.0f - e) / (1.0f + e);
   return x < 0.0f ? -t : t;
 }
 
@@ -115,24 +130,39 @@ struct StepRows {
   float* c[2];
 };
 
-template <int kRows, int kColumns>
-CLEAVE_INLINE void step_blocks(const float* r, const StepRows& rows, int64_t hidden,
-                               int64_t block) {
-  Vec acc[kRows][kColumns][kGates];
+// Where the floats of vector `part` (kWidth<V> hidden units, a block's part'th) of gate g start
+// in a row of kBlock floats a block: a narrower vector takes a slice of each gate's 16 units.
+template <typename V>
+CLEAVE_INLINE int64_t part_offset(int64_t part, int64_t g) {
+  constexpr int64_t kParts = kLanes / kWidth<V>;
+  return part / kParts * kBlock + g * kLanes + part % kParts * kWidth<V>;
+}
+
+// kColumns vectors of hidden units from the part'th: each unit's gates, C and H.
+template <typename V, int kRows, int kColumns>
+CLEAVE_INLINE void step_parts(const float* r, const StepRows& rows, int64_t hidden, int64_t part) {
+  constexpr int64_t kParts = kLanes / kWidth<V>;
+  V acc[kRows][kColumns][kGates];
   for (int row = 0; row < kRows; ++row) {
     for (int col = 0; col < kColumns; ++col) {
       for (int64_t g = 0; g < kGates; ++g)
-        acc[row][col][g] = load(rows.p[row] + (block + col) * kBlock + g * kLanes);
+        acc[row][col][g] = load<V>(rows.p[row] + part_offset<V>(part + col, g));
     }
   }
-  const float* weights = r + block * hidden * kBlock;
+  // A block's R is [hidden][kBlock], the next block's hidden · kBlock floats on.
+  const float* weights = r + part / kParts * hidden * kBlock;
   for (int64_t k = 0; k < hidden; ++k, weights += kBlock) {
-    Vec w[kColumns][kGates];
+    V w[kColumns][kGates];
     for (int col = 0; col < kColumns; ++col) {
       for (int64_t g = 0; g < kGates; ++g) {
-        const float* at = weights + col * hidden * kBlock + g * kLanes;
+        const int64_t q = part + col;
+        const float* at = weights + (q / kParts - part / kParts) * hidden * kBlock + g * kLanes +
+                          q % kParts * kWidth<V>;
         __builtin_prefetch(at + kPrefetchAhead);
-        w[col][g] = load(at);
+        w[col][g] = load<V>(at);
+        // Rows that share R read each vector once: else GCC folds the load into every row's
+        // multiply-add, and the loads, not the multiply-adds, bound the loop (Zen 5: 1.4x).
+        if constexpr (kRows > 1) asm("" : "+v"(w[col][g]));
       }
     }
     for (int row = 0; row < kRows; ++row) {
@@ -144,35 +174,49 @@ CLEAVE_INLINE void step_blocks(const float* r, const StepRows& rows, int64_t hid
   }
   for (int row = 0; row < kRows; ++row) {
     for (int col = 0; col < kColumns; ++col) {
-      float* c = rows.c[row] + (block + col) * kLanes;
-      const Vec input = sigmoid(acc[row][col][0]), forget = sigmoid(acc[row][col][1]);
-      const Vec cell = forget * load(c) + input * tanh(acc[row][col][2]);
+      const int64_t unit = (part + col) * kWidth<V>;
+      float* c = rows.c[row] + unit;
+      const V input = sigmoid(acc[row][col][0]), forget = sigmoid(acc[row][col][1]);
+      const V cell = forget * load<V>(c) + input * tanh(acc[row][col][2]);
       store(c, cell);
-      store(rows.h_out[row] + (block + col) * kLanes, sigmoid(acc[row][col][3]) * tanh(cell));
+      store(rows.h_out[row] + unit, sigmoid(acc[row][col][3]) * tanh(cell));
     }
   }
 }
 
-// Blocks [begin, end) of hidden units, kColumns at a time.
-template <int kRows, int kColumns>
+// Blocks [begin, end) of hidden units, kColumns vectors at a time.
+template <typename V, int kRows, int kColumns>
 CLEAVE_INLINE void step_body(const float* r, const StepRows& rows, int64_t hidden, int64_t begin,
                              int64_t end) {
-  int64_t block = begin;
-  for (; block + kColumns <= end; block += kColumns)
-    step_blocks<kRows, kColumns>(r, rows, hidden, block);
-  for (; block < end; ++block) step_blocks<kRows, 1>(r, rows, hidden, block);
+  constexpr int64_t kParts = kLanes / kWidth<V>;
+  int64_t part = begin * kParts;
+  const int64_t last = end * kParts;
+  for (; part + kColumns <= last; part += kColumns)
+    step_parts<V, kRows, kColumns>(r, rows, hidden, part);
+  for (; part < last; ++part) step_parts<V, kRows, 1>(r, rows, hidden, part);
 }
 
 #define CLEAVE_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx2,fma")))
+#define CLEAVE_AVX2 __attribute__((target("avx2,fma")))
 
 // Two rows share each load of R, and two blocks of units interleave, where AVX-512's 32
 // registers hold their accumulators.
 template <int kRows, int kColumns>
 CLEAVE_AVX512 void step_avx512(const float* r, const StepRows& rows, int64_t hidden, int64_t begin,
                                int64_t end) {
-  step_body<kRows, kColumns>(r, rows, hidden, begin, end);
+  step_body<Vec16, kRows, kColumns>(r, rows, hidden, begin, end);
 }
 
+// AVX2's 16 registers of 8 floats: one row takes a block's two halves (8 accumulators, R read
+// from memory by each multiply-add), two rows one half at a time (8 accumulators, R's 4 vectors
+// and 2 values of H).
+template <int kRows, int kColumns>
+CLEAVE_AVX2 void step_avx2(const float* r, const StepRows& rows, int64_t hidden, int64_t begin,
+                           int64_t end) {
+  step_body<Vec8, kRows, kColumns>(r, rows, hidden, begin, end);
+}
+
+#undef CLEAVE_AVX2
 #undef CLEAVE_AVX512
 #undef CLEAVE_INLINE
 
@@ -184,7 +228,8 @@ struct StepLoops {
 
 // One switch (ONEDNN_MAX_CPU_ISA) caps these loops and oneDNN's kernels alike.
 StepLoops pick_step_loops() {
-  return {step_avx512<1, 2>, step_avx512<2, 2>};
+  if (vector_isa() == VectorIsa::kAvx512) return {step_avx512<1, 2>, step_avx512<2, 2>};
+  return {step_avx2<1, 2>, step_avx2<2, 1>};
 }
 
 class LstmLoopsKernel : public Kernel, public PackedConstants {
@@ -355,7 +400,7 @@ class LstmLoopsKernel : public Kernel, public PackedConstants {
   }
 
   RecurrentDims dims_;
-  int64_t blocks_ = 0;   // Vectors of kLanes hidden units.
+  int64_t blocks_ = 0;   // Blocks of kLanes hidden units.
   int64_t columns_ = 0;  // Projection floats of one row and direction: blocks_ · kBlock.
   std::size_t outputs_;
   StepLoops loops_;
@@ -394,11 +439,7 @@ bool lstm_loops_fit(const RecurrentDims& dims, bool peepholes, bool lengths, int
 }
 
 std::unique_ptr<Kernel> create_lstm_loops(const KernelContext& context, const RecurrentDims& dims) {
-  // AVX-512 only: on the AVX2 kernels (16 registers of 8 floats, where one row and block's
-  // accumulators fill them) the loops on 2 threads took 5.5x the time of oneDNN's primitive on
-  // one (the held-out lstm, hidden 128: 5.85 against 1.06 ms for its two nodes,
-  // docs/results/heldout-speed.md, 2026-12-01).
-  if (vector_isa() != VectorIsa::kAvx512) return nullptr;
+  if (vector_isa() == VectorIsa::kBaseline) return nullptr;
   if (!lstm_loops_fit(dims, context.has_input(kPeepholes), context.has_input(kLengths),
                       omp_get_max_threads(), spin_count_in_effect() > 0) ||
       !dnnl_recurrent_blocker(context, dims).empty())
