@@ -9,6 +9,9 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "ir/text.h"
 #include "modelgen/inception.h"
@@ -380,47 +383,59 @@ TEST(PlanAndRun, AStreamTimesASequentialPickAgainstANearFamily) {
   EXPECT_EQ(stream_runner_up(task, recipe), nullptr) << "a task pick has its own check";
 }
 
+// A stream of 32 samples on 2 cores.
+RunRecipe stream_recipe() {
+  RunRecipe recipe;
+  recipe.workers = 2;
+  recipe.samples = 32;
+  return recipe;
+}
+
+// Sequential on both cores predicted at 1.0, beside `alternatives` (family, configuration,
+// predicted makespan), fastest first as auto orders them.
+ModelPlan sequential_pick(
+    const std::vector<std::tuple<std::string, std::string, double>>& alternatives) {
+  ModelPlan choice = candidate_plan("sequential", "1 worker x 2 threads", 2);
+  choice.plan.makespan = 1.0;
+  for (const auto& [family, configuration, makespan] : alternatives) {
+    choice.alternatives.push_back(candidate_plan(family, configuration, 1));
+    choice.alternatives.back().plan.makespan = makespan;
+  }
+  return choice;
+}
+
 // A stream's sequential pick timed against a near data-parallel plan is also timed against the
 // best of a third family predicted near it (a task plan on googlenet measured fastest there).
 TEST(PlanAndRun, AStreamAlsoTimesTheBestOfAThirdNearFamily) {
-  RunRecipe recipe;
-  recipe.workers = 2;
-  recipe.samples = 32;
-  ModelPlan choice = candidate_plan("sequential", "1 worker x 2 threads", 2);
-  choice.plan.makespan = 1.0;
-  ModelPlan data_parallel = candidate_plan("data-parallel", "2 workers x 1 thread", 1);
-  data_parallel.plan.makespan = 1.01;
-  ModelPlan data_parallel_too = candidate_plan("data-parallel", "2 workers x 1 thread, b", 1);
-  data_parallel_too.plan.makespan = 1.02;
-  ModelPlan task = candidate_plan("task", "switched-hypercluster, 2 workers x 1 thread", 1);
-  task.plan.makespan = 1.03;
-  ModelPlan task_too = candidate_plan("task", "lc, 2 workers x 1 thread", 1);
-  task_too.plan.makespan = 1.04;
-  choice.alternatives = {data_parallel, data_parallel_too, task, task_too};
-  const ModelPlan* second = stream_runner_up(choice, recipe);
+  const ModelPlan choice =
+      sequential_pick({{"data-parallel", "2 workers x 1 thread", 1.01},
+                       {"data-parallel", "2 workers x 1 thread, b", 1.02},
+                       {"task", "switched-hypercluster, 2 workers x 1 thread", 1.03},
+                       {"task", "lc, 2 workers x 1 thread", 1.04}});
+  const ModelPlan* second = stream_runner_up(choice, stream_recipe());
   ASSERT_NE(second, nullptr);
-  const ModelPlan* third = stream_third_family(choice, recipe, *second);
+  EXPECT_EQ(second->configuration, "2 workers x 1 thread");
+  const ModelPlan* third = stream_third_family(choice, stream_recipe(), *second);
   ASSERT_NE(third, nullptr);
   EXPECT_EQ(third->configuration, "switched-hypercluster, 2 workers x 1 thread");
-  choice.alternatives[2].plan.makespan = 1.3;
-  EXPECT_EQ(stream_third_family(choice, recipe, *second), nullptr)
-      << "its best is beyond the margin: the same family's slower plans are not timed instead";
+}
+
+TEST(PlanAndRun, AStreamTimesNoThirdFamilyBeyondTheMargin) {
+  const ModelPlan choice =
+      sequential_pick({{"data-parallel", "2 workers x 1 thread", 1.01},
+                       {"task", "switched-hypercluster, 2 workers x 1 thread", 1.3},
+                       {"task", "lc, 2 workers x 1 thread", 1.4}});
+  const ModelPlan* second = stream_runner_up(choice, stream_recipe());
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(stream_third_family(choice, stream_recipe(), *second), nullptr);
 }
 
 TEST(PlanAndRun, AStreamWithTwoFamiliesTimesNoThird) {
-  RunRecipe recipe;
-  recipe.workers = 2;
-  recipe.samples = 32;
-  ModelPlan choice = candidate_plan("sequential", "1 worker x 2 threads", 2);
-  choice.plan.makespan = 1.0;
-  ModelPlan data_parallel = candidate_plan("data-parallel", "2 workers x 1 thread", 1);
-  data_parallel.plan.makespan = 1.01;
-  ModelPlan one_thread = candidate_plan("sequential", "1 worker x 1 thread", 1);
-  one_thread.plan.makespan = 1.02;
-  choice.alternatives = {data_parallel, one_thread};
-  const ModelPlan* second = stream_runner_up(choice, recipe);
+  const ModelPlan choice = sequential_pick({{"data-parallel", "2 workers x 1 thread", 1.01},
+                                            {"sequential", "1 worker x 1 thread", 1.02}});
+  const ModelPlan* second = stream_runner_up(choice, stream_recipe());
   ASSERT_NE(second, nullptr);
-  EXPECT_EQ(stream_third_family(choice, recipe, *second), nullptr)
+  EXPECT_EQ(stream_third_family(choice, stream_recipe(), *second), nullptr)
       << "sequential on one thread is the choice's own family";
 }
 
