@@ -31,8 +31,10 @@ std::string listed(const std::vector<double>& values) {
 // What the constant form runs on without VNNI: a substring of its implementation.
 constexpr const char* kSplit = "weights split in two";
 constexpr const char* kWidened = "int16 pairs";
-// The one-channel 1-D convolution: widened products below AVX-512, with or without VNNI.
+// The one-channel 1-D convolution: widened products below AVX-512, with or without VNNI; on
+// AVX-512 with VNNI, oneDNN's int8 matmul over its windows.
 constexpr const char* kWidenedConv1d = "int8 conv1d (int16 pairs)";
+constexpr const char* kWindowsConv1d = "int8 conv1d as a matmul of its windows";
 constexpr const char* kShifted = "s8 data shifted to u8";
 // u8 data of zero point 0: one pass over the data clamped at 127 and the sums above it.
 constexpr const char* kDataSplit = "data split at 127";
@@ -118,6 +120,10 @@ void expect_fast_form(const Executor& executor, const char* without_vnni) {
         << "below AVX-512: " << implementation;
   } else if (quantize_detail::dnnl_int8_products_exact()) {
     EXPECT_NE(implementation, "") << "the constant form did not run on oneDNN";
+    if (without_vnni == kWidenedConv1d && !avx2_kernels) {
+      EXPECT_NE(implementation.find(kWindowsConv1d), std::string::npos)
+          << "AVX-512 with VNNI: " << implementation;
+    }
   } else if (without_vnni == kDepthwise) {
     EXPECT_EQ(implementation.rfind(kDepthwise, 0), 0u) << "without VNNI: " << implementation;
     EXPECT_EQ(implementation.find(kSplit), std::string::npos) << "without VNNI: " << implementation;
