@@ -500,7 +500,9 @@ std::unique_ptr<Kernel> try_shifted_data_conv(const KernelContext& context, cons
 // and weights to 32 bits and multiplies them with vpmaddwd (its compute_ker_dw), so no int16 pair
 // sum can saturate and the split's second pass is not needed. u8 data only: with s8 data its
 // outputs differed from the loops' (oneDNN scales s8 data's weights without VNNI, we think; not
-// confirmed). Any other implementation (its gemm fallback, the 1x1 kernel) keeps the split.
+// confirmed). Any other implementation (its gemm fallback, the 1x1 kernel) keeps the split. On
+// AVX-512 without VNNI its AVX-512 kernel ("jit_int8:avx512_core") is exact on full-range u8 data
+// too (int8_dnnl_test.cc, under ONEDNN_MAX_CPU_ISA=AVX512_CORE).
 std::unique_ptr<Kernel> try_depthwise_dnnl_conv(const KernelContext& context, const ConvProblem& p,
                                                 const Operands& at, bool requantized) {
   if (context.input(at.x).dtype() != DataType::kUInt8 || p.groups == 1 ||
@@ -513,7 +515,10 @@ std::unique_ptr<Kernel> try_depthwise_dnnl_conv(const KernelContext& context, co
         return std::make_unique<DnnlInt8Conv>(context, p, at, output, attr,
                                               requantized && context.has_input(8));
       });
-  if (!kernel || !kernel->implementation().starts_with("jit_uni_int8:")) return nullptr;
+  if (!kernel || !(kernel->implementation().starts_with("jit_uni_int8:") ||
+                   kernel->implementation().starts_with("jit_int8:avx512_core"))) {
+    return nullptr;
+  }
   return kernel;
 }
 
@@ -530,8 +535,10 @@ std::unique_ptr<Kernel> try_dnnl_int8_conv(const KernelContext& context, const C
   const quantize_detail::F32ConvOperands f32_at{at.x, at.w, at.x_zero, at.w_zero, requantized};
   if (auto kernel = quantize_detail::try_f32_int8_conv(context, p, f32_at, true)) return kernel;
   // oneDNN's AVX2 int8 kernels, with AVX-VNNI too, run the one-channel 1-D convolution tap by
-  // tap (mel_frontend_int8 under AVX2_VNNI: 1.33 ms of CPU a run, 0.82 on the widened products).
-  if (!isa_includes(effective_isa(), dnnl::cpu_isa::avx512_core)) {
+  // tap (mel_frontend_int8 under AVX2_VNNI: 1.33 ms of CPU a run, 0.82 on the widened products);
+  // AVX-512 without VNNI has no exact int8 matmul for the windows either.
+  if (!isa_includes(effective_isa(), dnnl::cpu_isa::avx512_core) ||
+      !quantize_detail::dnnl_int8_products_exact()) {
     if (auto kernel = try_widened_conv(context, p, at, requantized)) return kernel;
   }
   if (auto kernel = try_windows_matmul_conv(context, p, at, requantized)) return kernel;
