@@ -57,7 +57,8 @@ ProfileLevel check_profile_level(CostTable& table, const LevelCheckOptions& opti
     level.reason = "the table has no whole-run time to check against";
   } else {
     level.predicted_seconds = table.run_seconds.back();
-    // A round costs an untimed run and the timed one: twice the timed run is what it spent.
+    // A round costs its untimed runs (TimedRounds::untimed_runs_per_round, two) and the timed
+    // one: three times the timed run is what it spent.
     double spent = 0;
     while (static_cast<int>(level.rounds_seconds.size()) < options.max_rounds &&
            (static_cast<int>(level.rounds_seconds.size()) < options.min_rounds ||
@@ -66,7 +67,7 @@ ProfileLevel check_profile_level(CostTable& table, const LevelCheckOptions& opti
       level.rounds_seconds.push_back(seconds);
       // A bad round stops the check: more of them would not make the median trustworthy.
       if (!usable_time(seconds)) break;
-      spent += 2 * seconds;
+      spent += 3 * seconds;
     }
     bool all_usable = !level.rounds_seconds.empty();
     for (double seconds : level.rounds_seconds) all_usable = all_usable && usable_time(seconds);

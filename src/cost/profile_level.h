@@ -40,8 +40,8 @@ enum class LevelCheck {
 LevelCheck default_level_check();
 
 /// How check_profile_level runs. The defaults bound it to a few runs: at least `min_rounds`,
-/// then more until about `max_seconds` of runs (a round is one untimed run and one timed, so
-/// twice its timed run is counted) or `max_rounds`.
+/// then more until about `max_seconds` of runs (a round is two untimed runs and one timed, so
+/// three times its timed run is counted) or `max_rounds`.
 struct LevelCheckOptions {
   /// Which tables profile_costs checks ($CLEAVE_PROFILE_LEVEL, default_level_check).
   LevelCheck when = default_level_check();
@@ -54,7 +54,7 @@ struct LevelCheckOptions {
   double max_factor = 1.5;
   /// One round of the sequential plan: the seconds of its timed run. Empty: profile_costs times
   /// the table's sequential executor as every bench times a variant (time_in_rounds: a thread
-  /// of its own, one untimed run, one timed); a test gives scripted times.
+  /// of its own, two untimed runs, one timed); a test gives scripted times.
   std::function<double()> time_round;
 };
 

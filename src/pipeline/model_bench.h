@@ -55,7 +55,7 @@ struct ModelBench {
 };
 
 /// Runs every executor on `inputs` (one entry per sample) in `warmup` untimed rounds, then
-/// `repeat` rounds of one untimed and one timed run each, the order reversed every other round
+/// `repeat` rounds of two untimed and one timed run each, the order reversed every other round
 /// so that the machine's drift affects every variant alike, and each round with only its
 /// executor's threads alive (time_in_rounds); `ms[v]` gets executor v's milliseconds per round.
 void time_interleaved(const std::vector<ExecutorInterface*>& executors,

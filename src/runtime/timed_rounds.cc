@@ -64,7 +64,7 @@ std::vector<std::vector<double>> time_in_rounds(const std::vector<ExecutorInterf
     for (std::size_t k = 0; k < executors.size(); ++k) {
       const std::size_t v = round % 2 == 0 ? k : executors.size() - 1 - k;
       const auto body = [&] {
-        run(v);
+        for (int i = 0; i < (timed ? rounds.untimed_runs_per_round : 1); ++i) run(v);
         for (int i = 0; timed && i < rounds.runs_per_round; ++i) ms[v].push_back(run(v));
       };
       if (rounds.on_caller_thread) {

@@ -60,11 +60,23 @@ TEST(TimedRounds, RoundsAlternateTheOrderAndEachStartsWithAnUntimedRun) {
   Executor a(graph), b(graph);
   RecordedRuns runs;
   const std::vector<std::vector<double>> ms = time_in_rounds({&a, &b}, {1, 2, 2}, runs.run());
-  // Warm-up round A B; round 1: A A A, B B B; round 2 reversed: B B B, A A A.
-  const std::vector<std::size_t> expected = {0, 1, 0, 0, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0};
+  // Warm-up round A B; round 1: A A A A, B B B B; round 2 reversed: B B B B, A A A A (two
+  // untimed runs, then two timed).
+  const std::vector<std::size_t> expected = {0, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
   EXPECT_EQ(runs.order, expected);
   // The timed runs are the last two of each round, in order.
-  EXPECT_EQ(ms, (std::vector<std::vector<double>>{{4, 5, 13, 14}, {17, 18, 20, 21}}));
+  EXPECT_EQ(ms, (std::vector<std::vector<double>>{{5, 6, 17, 18}, {19, 20, 23, 24}}));
+}
+
+TEST(TimedRounds, ARoundsUntimedRunsAreAsManyAsAsked) {
+  const Graph graph = small_inception();
+  Executor a(graph);
+  RecordedRuns runs;
+  TimedRounds rounds{0, 2, 1};
+  rounds.untimed_runs_per_round = 3;
+  const std::vector<std::vector<double>> ms = time_in_rounds({&a}, rounds, runs.run());
+  EXPECT_EQ(runs.order.size(), 8u);
+  EXPECT_EQ(ms, (std::vector<std::vector<double>>{{4, 8}}));
 }
 
 TEST(TimedRounds, ARunsErrorReachesTheCallerAfterItsRound) {
@@ -115,7 +127,7 @@ TEST(TimedRounds, OnlyTheTimedExecutorsThreadsAreAlive) {
     EXPECT_GE(threads, base + 1) << "sequential, 2 threads";
     EXPECT_LE(threads, base + 2) << "sequential, 2 threads";
   }
-  EXPECT_EQ(alive[1].size(), 1u + 3u * 3u);  // Each round's untimed run, then two timed.
+  EXPECT_EQ(alive[1].size(), 1u + 3u * 4u);  // Each round's two untimed runs, then two timed.
 }
 
 TEST(TimedRounds, AThreadExecutorRunsAgainAfterItsThreadsEnded) {
