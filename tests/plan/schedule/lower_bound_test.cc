@@ -13,6 +13,7 @@
 #include "plan/schedule/milp.h"
 #include "plan/schedule/milp_split.h"
 #include "planner_checks.h"
+#include "property_seeds.h"
 #include "quiet_milp.h"
 
 namespace cleave {
@@ -50,7 +51,7 @@ void expect_below_every_plan(const TaskGraph& graph, const LowerBoundResult& bou
 }
 
 TEST(LowerBound, NeverAboveAnyPlanOnRandomGraphs) {
-  for (uint64_t seed = 1; seed <= 15; ++seed) {
+  for (uint64_t seed = 1; seed <= 15; seed += testing::kPropertySeedStep) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
     RandomTaskGraphOptions options;
     options.tasks = 4 + static_cast<int>(seed % 6);
@@ -62,7 +63,7 @@ TEST(LowerBound, NeverAboveAnyPlanOnRandomGraphs) {
 }
 
 TEST(LowerBound, NeverAboveAnyPlanOnModularGraphs) {
-  for (uint64_t seed = 1; seed <= 12; ++seed) {
+  for (uint64_t seed = 1; seed <= 12; seed += testing::kPropertySeedStep) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
     ModularGraphOptions options;
     options.channels = 1 + static_cast<int>(seed % 3);
@@ -79,7 +80,7 @@ TEST(LowerBound, NeverAboveAnyPlanOnModularGraphs) {
 }
 
 TEST(LowerBound, NeverAboveAnyPlanOnBatchedGraphs) {
-  for (uint64_t seed = 1; seed <= 4; ++seed) {
+  for (uint64_t seed = 1; seed <= 4; seed += testing::kPropertySeedStep) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
     ModularGraphOptions options;
     options.modules = 2;

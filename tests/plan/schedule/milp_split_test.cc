@@ -12,6 +12,7 @@
 #include "plan/schedule/milp.h"
 #include "plan/schedule/modules.h"
 #include "plan/simulator.h"
+#include "property_seeds.h"
 #include "quiet_milp.h"
 
 namespace cleave {
@@ -107,7 +108,7 @@ TEST(Modules, MultiChannelComponentsFollowTheChannels) {
 }
 
 TEST(MilpSplit, EqualsMilpOnSingleChannelChains) {
-  for (uint64_t seed = 1; seed <= 12; ++seed) {
+  for (uint64_t seed = 1; seed <= 12; seed += testing::kPropertySeedStep) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
     ModularGraphOptions options;
     options.modules = 2 + static_cast<int>(seed % 2);
@@ -147,7 +148,7 @@ TEST(MilpSplit, SolvesInSeveralProcessesGiveTheSameOptimum) {
 }
 
 TEST(MilpSplit, MultiChannelGivesAValidPlanNoBetterThanTheOptimum) {
-  for (uint64_t seed = 20; seed < 24; ++seed) {
+  for (uint64_t seed = 20; seed < 24; seed += testing::kPropertySeedStep) {
     ModularGraphOptions options;
     options.modules = 2;
     options.body = 3;
@@ -166,7 +167,7 @@ TEST(MilpSplit, NeverReturnsAPlanLongerThanHeft) {
   // Module after module, the multi-channel combination can lose to a list schedule; the split
   // then returns HEFT's plan and keeps its own makespan in the notes.
   int fallbacks = 0;
-  for (uint64_t seed = 1; seed <= 12; ++seed) {
+  for (uint64_t seed = 1; seed <= 12; seed += testing::kPropertySeedStep) {
     ModularGraphOptions options = modules_of(4, 4, 0.4, 2);
     options.communication_ratio = 0.1;
     const TaskGraph graph = modular_graph(seed, options);

@@ -14,6 +14,7 @@
 #include "plan/schedule/modules.h"
 #include "plan/schedule/schedulers.h"
 #include "plan/simulator.h"
+#include "property_seeds.h"
 #include "quiet_milp.h"
 
 namespace cleave {
@@ -145,7 +146,7 @@ void expect_solver_matches_simulator(const Plan& plan, const TaskGraph& graph) {
 }
 
 TEST(Milp, MatchesBruteForceOnSmallRandomGraphs) {
-  for (uint64_t seed = 1; seed <= 30; ++seed) {
+  for (uint64_t seed = 1; seed <= 30; seed += testing::kPropertySeedStep) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
     const TaskGraph graph = random_task_graph(seed, small_graph(seed));
     const Plan plan = plan_milp(graph, quiet_milp());
@@ -170,7 +171,7 @@ TEST(Milp, SeveralSolverThreadsFindTheSameOptimum) {
 }
 
 TEST(Milp, MatchesBruteForceWithMemoryLimitsAndUnrunnableTasks) {
-  for (uint64_t seed = 100; seed < 115; ++seed) {
+  for (uint64_t seed = 100; seed < 115; seed += testing::kPropertySeedStep) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
     RandomTaskGraphOptions options = small_graph(seed);
     options.memory_fraction = 0.6;
